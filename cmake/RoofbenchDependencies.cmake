@@ -1,0 +1,92 @@
+# Finds what roofbench builds against and records what was left out, so configure can say it.
+# What was left out is a global property so plugin folders can add to it.
+function(roofbench_left_out what why)
+  set_property(GLOBAL APPEND PROPERTY ROOFBENCH_LEFT_OUT "${what}: ${why}")
+endfunction()
+
+find_package(benchmark REQUIRED)
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)  # header-only: Boost.DLL
+if(ROOFBENCH_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+
+# CPU BLAS for the cpu plugin's third matmul and the CPU GEMM ceiling; OpenBLAS preferred.
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS QUIET)
+if(NOT BLAS_FOUND)
+  unset(BLA_VENDOR)
+  find_package(BLAS QUIET)
+endif()
+find_path(ROOFBENCH_CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas)
+if(BLAS_FOUND AND ROOFBENCH_CBLAS_INCLUDE_DIR)
+  add_library(roofbench_blas INTERFACE)
+  target_link_libraries(roofbench_blas INTERFACE ${BLAS_LIBRARIES})
+  target_include_directories(roofbench_blas INTERFACE ${ROOFBENCH_CBLAS_INCLUDE_DIR})
+  target_compile_definitions(roofbench_blas INTERFACE ROOFBENCH_HAVE_CBLAS=1)
+  set(ROOFBENCH_HAVE_BLAS ON)
+else()
+  set(ROOFBENCH_HAVE_BLAS OFF)
+  roofbench_left_out("system BLAS (cpu/matmul_blas, CPU GEMM ceiling uses the blocked kernel)"
+                     "no BLAS with cblas.h found (apt-get install libopenblas-dev)")
+endif()
+
+find_package(OpenMP QUIET)
+
+set(ROOFBENCH_HAVE_CUDA OFF)
+if(ROOFBENCH_WITH_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(ROOFBENCH_HAVE_CUDA ON)
+  else()
+    roofbench_left_out("every CUDA part (GPU devices, micro, gpt, nccl plugins, GPU tests)" "no CUDA compiler found")
+  endif()
+else()
+  roofbench_left_out("every CUDA part" "ROOFBENCH_WITH_CUDA=OFF")
+endif()
+
+# cuDNN and NCCL live under the toolkit on one machine and in the system paths on another.
+if(ROOFBENCH_HAVE_CUDA)
+  set(roofbench_cuda_hints ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_TARGET_DIR} /usr/local/cuda)
+  foreach(lib IN ITEMS cudnn nccl)
+    string(TOUPPER ${lib} LIB)
+    find_path(ROOFBENCH_${LIB}_INCLUDE_DIR ${lib}.h HINTS ${roofbench_cuda_hints} PATH_SUFFIXES include)
+    find_library(ROOFBENCH_${LIB}_LIBRARY ${lib} HINTS ${roofbench_cuda_hints} PATH_SUFFIXES lib64 lib)
+    if(ROOFBENCH_${LIB}_INCLUDE_DIR AND ROOFBENCH_${LIB}_LIBRARY)
+      add_library(roofbench::${lib} INTERFACE IMPORTED)
+      target_include_directories(roofbench::${lib} INTERFACE ${ROOFBENCH_${LIB}_INCLUDE_DIR})
+      target_link_libraries(roofbench::${lib} INTERFACE ${ROOFBENCH_${LIB}_LIBRARY})
+      set(ROOFBENCH_HAVE_${LIB} ON)
+    else()
+      set(ROOFBENCH_HAVE_${LIB} OFF)
+      roofbench_left_out("${lib} parts" "${lib}.h or lib${lib} not found")
+    endif()
+  endforeach()
+  if(NOT TARGET CUDA::cupti)
+    roofbench_left_out("CUPTI profiling" "CUDA::cupti not found")
+  endif()
+endif()
+
+function(roofbench_print_summary)
+  message(STATUS "roofbench: build type ${CMAKE_BUILD_TYPE}, CUDA ${ROOFBENCH_HAVE_CUDA}"
+                 " (architectures ${CMAKE_CUDA_ARCHITECTURES}), BLAS ${ROOFBENCH_HAVE_BLAS}")
+  get_property(left_out GLOBAL PROPERTY ROOFBENCH_LEFT_OUT)
+  if(left_out)
+    foreach(item IN LISTS left_out)
+      message(STATUS "roofbench: left out ${item}")
+    endforeach()
+  else()
+    message(STATUS "roofbench: nothing left out")
+  endif()
+endfunction()
+
+# Warnings for every roofbench target.
+add_library(roofbench_warnings INTERFACE)
+target_compile_options(roofbench_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror>>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror=all-warnings>>)

@@ -1,0 +1,40 @@
+// Error checks for plugins and kernels that call CUDA and its libraries. Every failing call throws
+// roofbench::Error naming the call, the file and line, and the library's own message; the host reports
+// it against the benchmark that threw and carries on with the next one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::detail {
+[[noreturn]] inline void throw_call_error(const char* lib, long code, const char* message, const char* call,
+                                          const char* file, int line) {
+  throw Error(std::string(lib) + " error " + std::to_string(code) + " (" + (message ? message : "?") + ") in " +
+              call + " at " + file + ":" + std::to_string(line));
+}
+}  // namespace roofbench::detail
+
+#define ROOFBENCH_CUDA(call)                                                                             \
+  do {                                                                                                   \
+    const cudaError_t rb_status_ = (call);                                                               \
+    if (rb_status_ != cudaSuccess)                                                                       \
+      ::roofbench::detail::throw_call_error("CUDA", rb_status_, cudaGetErrorString(rb_status_), #call,   \
+                                            __FILE__, __LINE__);                                         \
+  } while (0)
+
+// Checks the launch itself (bad configuration); faults inside the kernel surface at the next sync.
+#define ROOFBENCH_CUDA_LAUNCH() ROOFBENCH_CUDA(cudaGetLastError())
+
+#if __has_include(<cublas_v2.h>)
+#include <cublas_v2.h>
+#define ROOFBENCH_CUBLAS(call)                                                                          \
+  do {                                                                                                  \
+    const cublasStatus_t rb_status_ = (call);                                                           \
+    if (rb_status_ != CUBLAS_STATUS_SUCCESS)                                                            \
+      ::roofbench::detail::throw_call_error("cuBLAS", rb_status_, cublasGetStatusString(rb_status_),    \
+                                            #call, __FILE__, __LINE__);                                 \
+  } while (0)
+#endif

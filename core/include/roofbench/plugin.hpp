@@ -1,0 +1,261 @@
+// roofbench plugin API: the one header a plugin author needs.
+//
+// A plugin is a shared library that exports one entry point (ROOFBENCH_PLUGIN below). It describes
+// benchmark cases; the host owns everything else: timing, warm-up, repetition, counters, the roofline
+// and the correctness gate. A case never times itself.
+//
+// Life of one benchmark (one case at one point of its axes' cartesian product):
+//   make(params) -> setup(ctx)          allocate through ctx.alloc(), fill inputs with ctx.fill_random()
+//   host poisons every output buffer (all bytes 0xFF: NaN in fp64/fp32/bf16/fp16/fp8)
+//   run(ctx); host synchronises;        the gate run, on fresh inputs
+//   check(ctx) -> Check                 relative L2 error against the case's own reference
+//   run(ctx) many times                 warm-up, then timed samples (the host decides how many)
+//   teardown(ctx)                       the host frees what ctx.alloc() gave
+//
+// run() must only enqueue work on ctx.stream() (CUDA) or do the work (CPU); it must not synchronise
+// the device, allocate, or read the clock. It may be captured into a CUDA graph.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace roofbench {
+
+// Bumped whenever any type in this header changes layout or meaning; the host refuses other versions.
+inline constexpr std::uint32_t kAbiVersion = 1;
+
+enum class DeviceKind { cpu, cuda };
+
+// The arithmetic a case's FLOPs run in: picks the compute roof and the gate's default tolerance.
+enum class Precision { fp64, fp32, tf32, bf16, fp16, fp8 };
+
+// Relative L2 error a gate accepts by default, per precision. Chosen for outputs whose reference is
+// computed in fp64 from the exact (already rounded) inputs: the budget covers accumulation order and
+// the rounding of the output itself, roughly 20-50 units of the format's epsilon.
+constexpr double default_tolerance(Precision p) {
+  switch (p) {
+    case Precision::fp64: return 1e-12;
+    case Precision::fp32: return 1e-5;
+    case Precision::tf32: return 5e-3;
+    case Precision::bf16: return 2e-2;
+    case Precision::fp16: return 5e-3;
+    case Precision::fp8: return 1e-1;
+  }
+  return 0;
+}
+
+constexpr const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::fp64: return "fp64";
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp8: return "fp8";
+  }
+  return "?";
+}
+
+constexpr const char* to_string(DeviceKind k) { return k == DeviceKind::cpu ? "cpu" : "cuda"; }
+
+// What a case needs to run: one CPU, one GPU, or several GPUs of one host (count = minimum number).
+struct DeviceNeed {
+  DeviceKind kind = DeviceKind::cpu;
+  int count = 1;
+  static DeviceNeed cpu() { return {DeviceKind::cpu, 1}; }
+  static DeviceNeed gpu() { return {DeviceKind::cuda, 1}; }
+  static DeviceNeed gpus(int minimum) { return {DeviceKind::cuda, minimum}; }
+};
+
+// One parameter axis; values are strings so that "bf16" and "4096" are treated alike. The host runs the
+// cartesian product of all axes and names each benchmark <plugin>/<case>/<axis>:<value>/...
+struct Axis {
+  std::string name;
+  std::vector<std::string> values;
+
+  static Axis ints(std::string name, std::vector<std::int64_t> values) {
+    Axis a{std::move(name), {}};
+    for (auto v : values) a.values.push_back(std::to_string(v));
+    return a;
+  }
+  // first, first*factor, ... up to and including last (if it lands on it).
+  static Axis powers(std::string name, std::int64_t first, std::int64_t last, std::int64_t factor = 2) {
+    Axis a{std::move(name), {}};
+    for (auto v = first; v <= last; v *= factor) a.values.push_back(std::to_string(v));
+    return a;
+  }
+  static Axis strings(std::string name, std::vector<std::string> values) {
+    return Axis{std::move(name), std::move(values)};
+  }
+};
+
+// The value of every axis at one point of the product.
+class Params {
+ public:
+  Params() = default;
+  explicit Params(std::vector<std::pair<std::string, std::string>> items) : items_(std::move(items)) {}
+
+  bool has(const std::string& axis) const {
+    for (const auto& [k, v] : items_)
+      if (k == axis) return true;
+    return false;
+  }
+  const std::string& str(const std::string& axis) const {
+    for (const auto& [k, v] : items_)
+      if (k == axis) return v;
+    throw std::out_of_range("roofbench: no axis named '" + axis + "'");
+  }
+  std::int64_t integer(const std::string& axis) const { return std::stoll(str(axis)); }
+  double real(const std::string& axis) const { return std::stod(str(axis)); }
+  const std::vector<std::pair<std::string, std::string>>& items() const { return items_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> items_;
+};
+
+// The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
+// bytes is the minimum traffic to main memory: each input read once, each output written once.
+struct Work {
+  double flops = 0;
+  double bytes = 0;
+  double items = 0;       // elements, tokens, images...: reported as <item_name>/s
+  std::string item_name;  // e.g. "tokens"; empty: items are not reported
+};
+
+// A named number a case adds to its result (loss after training, parameters, ...).
+struct Counter {
+  std::string name;
+  double value = 0;
+};
+
+// What check() found. rel_l2_error = ||out - ref||_2 / ||ref||_2 (NaN if any output is not finite,
+// which is what an output left poisoned gives). The host compares it with the case's tolerance.
+struct Check {
+  double rel_l2_error = 0;
+  std::string detail;            // shown with a failed gate: where it went wrong, what was compared
+  std::vector<Counter> counters;  // extra figures the gate computed
+  bool passed_extra = true;      // false fails the gate whatever the error (e.g. "loss did not fall")
+};
+
+// Relative L2 error of `out` against `ref`: the measure every gate uses. Any non-finite output gives NaN.
+template <typename Out, typename Ref>
+double relative_l2_error(const Out* out, const Ref* ref, std::size_t n) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double o = static_cast<double>(out[i]), r = static_cast<double>(ref[i]);
+    if (!(o - o == 0)) return std::numeric_limits<double>::quiet_NaN();
+    num += (o - r) * (o - r);
+    den += r * r;
+  }
+  if (den == 0) return num == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
+enum class BufferRole {
+  input,    // filled by the case (fill_random / copy); never poisoned
+  output,   // poisoned by the host before the gate run
+  scratch,  // workspace: neither filled nor poisoned
+};
+
+enum class ElementType { f64, f32, bf16, f16, fp8_e4m3, i32 };
+
+struct DeviceInfo {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;          // cuda:N
+  std::string name;       // "NVIDIA H200", the CPU model name
+};
+
+// The host's side of a benchmark, given to every hook. Memory from alloc() is owned and counted by the
+// host (the case's high-water mark is reported) and freed after teardown(). Ranks: cases that need
+// several GPUs get one device and one stream per rank; single-device cases use rank 0.
+class Context {
+ public:
+  virtual ~Context() = default;
+  virtual const Params& params() const = 0;
+  virtual int ranks() const = 0;
+  virtual const DeviceInfo& device(int rank = 0) const = 0;
+  // cudaStream_t of the rank's device on CUDA; nullptr on the CPU.
+  virtual void* stream(int rank = 0) const = 0;
+  // Device memory on CUDA (cudaMalloc), 64-byte-aligned host memory on the CPU.
+  virtual void* alloc(std::size_t bytes, BufferRole role, int rank = 0) = 0;
+  // Fresh uniform random values in [lo, hi) from a seed that changes on every call.
+  virtual void fill_random(void* data, std::size_t count, ElementType type, double lo = -1.0, double hi = 1.0,
+                           int rank = 0) = 0;
+  // Synchronous copies between the case's device memory and host memory (plain memcpy on the CPU).
+  virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, int rank = 0) = 0;
+  virtual void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, int rank = 0) = 0;
+  // Waits for all work queued on the rank's stream.
+  virtual void synchronize(int rank = 0) = 0;
+  // A per-benchmark seed for a case's own generators (the same one fill_random starts from).
+  virtual std::uint64_t seed() const = 0;
+};
+
+class Case {
+ public:
+  virtual ~Case() = default;
+  virtual void setup(Context& ctx) = 0;
+  virtual void run(Context& ctx) = 0;
+  virtual Work work() const = 0;
+  virtual Check check(Context& ctx) = 0;
+  virtual void teardown(Context&) {}
+  // Counters that do not need the gate (e.g. model size); reported on every result.
+  virtual std::vector<Counter> counters() const { return {}; }
+};
+
+// How the host may time a case. graphable: run() can be captured into a CUDA graph (true for pure
+// kernel launches; false when run() uses host-side logic such as data-dependent control).
+struct Timing {
+  bool graphable = true;
+  double min_samples = 10;  // the host takes at least this many samples
+};
+
+struct CaseSpec {
+  std::string name;  // [A-Za-z0-9_.-]+
+  std::string description;
+  std::vector<Axis> axes;
+  DeviceNeed device;
+  Precision precision = Precision::fp32;
+  std::function<std::unique_ptr<Case>(const Params&)> make;
+  double tolerance = 0;     // 0: default_tolerance(precision)
+  std::string sweep_axis;   // an axis run upward until throughput stops rising or memory runs out
+  std::string ladder;       // cases with the same ladder name form a waterfall (e.g. "gpt")
+  Timing timing;
+};
+
+// Filled by the plugin's describe function.
+struct Plugin {
+  std::string name;  // the first part of every benchmark name
+  std::string description;
+  std::vector<CaseSpec> cases;
+  void add(CaseSpec spec) { cases.push_back(std::move(spec)); }
+};
+
+// A plugin's problem, thrown from any hook: the host reports the message with the benchmark's name.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace roofbench
+
+// The C-layout entry point. The host reads abi_version before touching anything else.
+extern "C" struct roofbench_plugin_entry {
+  std::uint32_t abi_version;
+  const char* name;
+  void (*describe)(roofbench::Plugin& plugin);
+};
+
+// Use once per plugin: ROOFBENCH_PLUGIN("cpu", describe) with void describe(roofbench::Plugin&).
+#define ROOFBENCH_PLUGIN(NAME, DESCRIBE)                                                    \
+  extern "C" __attribute__((visibility("default"))) const roofbench_plugin_entry*          \
+  roofbench_plugin() {                                                                      \
+    static const roofbench_plugin_entry entry{::roofbench::kAbiVersion, NAME, &(DESCRIBE)}; \
+    return &entry;                                                                          \
+  }
