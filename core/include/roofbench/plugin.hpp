@@ -121,6 +121,12 @@ class Params {
   std::vector<std::pair<std::string, std::string>> items_;
 };
 
+// A named number a case adds to its result (loss after training, parameters, ...).
+struct Counter {
+  std::string name;
+  double value = 0;
+};
+
 // The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
 // bytes is the minimum traffic to main memory: each input read once, each output written once.
 struct Work {
@@ -128,12 +134,9 @@ struct Work {
   double bytes = 0;
   double items = 0;       // elements, tokens, images...: reported as <item_name>/s
   std::string item_name;  // e.g. "tokens"; empty: items are not reported
-};
-
-// A named number a case adds to its result (loss after training, parameters, ...).
-struct Counter {
-  std::string name;
-  double value = 0;
+  // Further amounts per run that the host reports as rates (amount / median time) under their own
+  // name, e.g. {"busbw", bytes * 2(k-1)/k} for an all-reduce.
+  std::vector<Counter> rates;
 };
 
 // What check() found. rel_l2_error = ||out - ref||_2 / ||ref||_2 (NaN if any output is not finite,
