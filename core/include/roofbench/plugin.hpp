@@ -66,13 +66,15 @@ constexpr const char* to_string(Precision p) {
 
 constexpr const char* to_string(DeviceKind k) { return k == DeviceKind::cpu ? "cpu" : "cuda"; }
 
-// What a case needs to run: one CPU, one GPU, or several GPUs of one host (count = minimum number).
+// What a case needs to run: one CPU, one GPU, or every selected GPU of one host (--gpus, default all),
+// one rank per GPU, provided there are at least `count` of them.
 struct DeviceNeed {
   DeviceKind kind = DeviceKind::cpu;
   int count = 1;
-  static DeviceNeed cpu() { return {DeviceKind::cpu, 1}; }
-  static DeviceNeed gpu() { return {DeviceKind::cuda, 1}; }
-  static DeviceNeed gpus(int minimum) { return {DeviceKind::cuda, minimum}; }
+  bool all_selected_gpus = false;
+  static DeviceNeed cpu() { return {DeviceKind::cpu, 1, false}; }
+  static DeviceNeed gpu() { return {DeviceKind::cuda, 1, false}; }
+  static DeviceNeed gpus(int minimum) { return {DeviceKind::cuda, minimum, true}; }
 };
 
 // One parameter axis; values are strings so that "bf16" and "4096" are treated alike. The host runs the
