@@ -1,0 +1,302 @@
+"""Reads roofbench results JSON (reports/FORMAT.md) into a small model, merging files and repetitions.
+
+Everything that reads results goes through here, so the format's rules (null for non-finite values,
+repetitions as separate entries, Google Benchmark aggregates) are handled in one place.
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from .stats import median
+
+_SECONDS_PER_TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# The host may also write what Google Benchmark itself appends: mean/median/stddev rows computed over
+# repetitions. They are derived data; the repetitions themselves are kept instead.
+_AGGREGATE_RUN_TYPE = "aggregate"
+_FAILED_GATES = ("fail", "error")
+
+
+class ResultsError(Exception):
+    """The input is not a usable roofbench results file; the message is one line for the user."""
+
+
+def finite_number(value):
+    """The value as a float when it is a finite number; None for null, strings, booleans, NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Device:
+    key: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Roofs of one device: bandwidth in bytes/s and FLOP/s per precision, measured and datasheet."""
+
+    bandwidth_Bps: float = None
+    flops: dict = field(default_factory=dict)
+    datasheet_name: str = ""
+    datasheet_bandwidth_Bps: float = None
+    datasheet_flops: dict = field(default_factory=dict)
+
+    @staticmethod
+    def from_json(ceilings):
+        measured = _object(ceilings.get("measured"))
+        datasheet = _object(ceilings.get("datasheet"))
+        return Ceilings(
+            bandwidth_Bps=finite_number(measured.get("bandwidth_Bps")),
+            flops=_finite_values(measured.get("flops")),
+            datasheet_name=str(datasheet.get("name") or ""),
+            datasheet_bandwidth_Bps=finite_number(datasheet.get("bandwidth_Bps")),
+            datasheet_flops=_finite_values(datasheet.get("flops")),
+        )
+
+
+def _object(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value):
+    return value if isinstance(value, list) else []
+
+
+def _finite_values(mapping):
+    numbers = {key: finite_number(value) for key, value in _object(mapping).items()}
+    return {key: value for key, value in numbers.items() if value is not None}
+
+
+@dataclass
+class RunFile:
+    """One results file as written by one host run."""
+
+    path: str
+    device: Device
+    ceilings: Ceilings
+    suite: str
+    date: str
+    host_name: str
+    complete: bool
+    load_failures: list
+    not_run: list
+    entries: list  # the benchmark objects, aggregates left out
+
+
+def load_run_file(path):
+    try:
+        with open(path, encoding="utf-8") as stream:
+            document = json.load(stream)
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ResultsError(f"{path}: cannot read: {error}") from None
+    except json.JSONDecodeError as error:
+        raise ResultsError(f"{path}: not JSON ({error})") from None
+    return parse_run(document, path)
+
+
+def parse_run(document, path="<results>"):
+    context = _object(document.get("context")) if isinstance(document, dict) else {}
+    roofbench = context.get("roofbench")
+    if not isinstance(roofbench, dict):
+        raise ResultsError(f"{path}: not a roofbench results file (no context.roofbench)")
+    benchmarks = document.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        raise ResultsError(f"{path}: not a roofbench results file (no benchmarks list)")
+    device = _object(roofbench.get("device"))
+    return RunFile(
+        path=str(path),
+        device=Device(
+            key=str(device.get("key") or "unknown-device"),
+            kind=str(device.get("kind") or "?"),
+            name=str(device.get("name") or "unknown device"),
+        ),
+        ceilings=Ceilings.from_json(_object(roofbench.get("ceilings"))),
+        suite=str(roofbench.get("suite") or ""),
+        date=str(context.get("date") or ""),
+        host_name=str(context.get("host_name") or ""),
+        complete=roofbench.get("complete") is True,
+        load_failures=[_object(item) for item in _list(roofbench.get("load_failures"))],
+        not_run=[_object(item) for item in _list(roofbench.get("not_run"))],
+        entries=[
+            entry
+            for entry in benchmarks
+            if isinstance(entry, dict) and entry.get("run_type") != _AGGREGATE_RUN_TYPE and "name" in entry
+        ],
+    )
+
+
+def entry_median_seconds(entry):
+    """Median time of one run: time_median when written, else real_time in its time unit."""
+    seconds = finite_number(entry.get("time_median"))
+    if seconds is not None:
+        return seconds
+    real_time = finite_number(entry.get("real_time"))
+    scale = _SECONDS_PER_TIME_UNIT.get(entry.get("time_unit", "ns"))
+    # Google Benchmark writes zero times for a run that errored before it was timed.
+    if real_time is None or real_time <= 0 or scale is None:
+        return None
+    return real_time * scale
+
+
+def _median_or_none(values):
+    values = [value for value in values if value is not None]
+    return median(values) if values else None
+
+
+class Benchmark:
+    """Every run of one benchmark name on one device: one entry, or several repetitions / files."""
+
+    def __init__(self, name):
+        self.name = name
+        self.entries = []
+
+    def _info(self, key, default=""):
+        for entry in self.entries:
+            value = _object(entry.get("roofbench")).get(key)
+            if value not in (None, ""):
+                return value
+        return default
+
+    @property
+    def plugin(self):
+        return str(self._info("plugin") or self.name.split("/", 1)[0])
+
+    @property
+    def short_name(self):
+        """The name without its plugin prefix: what a table inside the plugin's section shows."""
+        prefix = self.plugin + "/"
+        return self.name[len(prefix):] if self.name.startswith(prefix) else self.name
+
+    @property
+    def case(self):
+        return str(self._info("case") or self.short_name.split("/", 1)[0])
+
+    @property
+    def precision(self):
+        return str(self._info("precision"))
+
+    @property
+    def bound(self):
+        return str(self._info("bound"))
+
+    @property
+    def ladder(self):
+        return str(self._info("ladder"))
+
+    @property
+    def item_name(self):
+        return str(self._info("item_name"))
+
+    @property
+    def items_counter(self):
+        """Name of the items/s counter ('tokens/s'), or '' when the case reports no items."""
+        return f"{self.item_name}/s" if self.item_name else ""
+
+    @property
+    def gate(self):
+        """The worst gate over all runs: one failed repetition fails the benchmark."""
+        gates = [str(_object(entry.get("roofbench")).get("gate") or "") for entry in self.entries]
+        for worst in _FAILED_GATES:
+            if worst in gates:
+                return worst
+        return next((gate for gate in gates if gate), "")
+
+    @property
+    def errored(self):
+        return any(entry.get("error_occurred") is True for entry in self.entries)
+
+    @property
+    def error_messages(self):
+        messages = []
+        for entry in self.entries:
+            message = str(entry.get("error_message") or "")
+            if entry.get("error_occurred") is True and message not in messages:
+                messages.append(message)
+        return messages
+
+    @property
+    def repetitions(self):
+        return len(self.entries)
+
+    def counter(self, name):
+        """Median of a counter over the runs that have a finite value for it; None when none has."""
+        return _median_or_none(finite_number(entry.get(name)) for entry in self.entries)
+
+    @property
+    def median_seconds(self):
+        return _median_or_none(entry_median_seconds(entry) for entry in self.entries)
+
+    def timing_samples(self):
+        """What a statistical test should compare: per-repetition medians when repeated, else the
+        per-sample times of the single run (the samples of one run are not independent of each other
+        across runs, so they are not pooled)."""
+        if len(self.entries) > 1:
+            return [seconds for seconds in map(entry_median_seconds, self.entries) if seconds is not None]
+        samples = _list(_object(self.entries[0].get("roofbench")).get("samples_s")) if self.entries else []
+        return [value for value in map(finite_number, samples) if value is not None]
+
+
+@dataclass
+class DeviceResults:
+    """Everything measured on one device, merged over the input files."""
+
+    device: Device
+    ceilings: Ceilings
+    files: list = field(default_factory=list)
+    benchmarks: dict = field(default_factory=dict)  # name -> Benchmark, in first-seen order
+
+    def add(self, run):
+        self.files.append(run)
+        for entry in run.entries:
+            name = str(entry.get("run_name") or entry["name"])
+            self.benchmarks.setdefault(name, Benchmark(name)).entries.append(entry)
+
+    @property
+    def load_failures(self):
+        return _unique(item for run in self.files for item in run.load_failures)
+
+    @property
+    def not_run(self):
+        return _unique(item for run in self.files for item in run.not_run)
+
+    def plugins(self):
+        """Benchmarks grouped by plugin: {plugin: [Benchmark, ...]} in first-seen order."""
+        groups = {}
+        for benchmark in self.benchmarks.values():
+            groups.setdefault(benchmark.plugin, []).append(benchmark)
+        return groups
+
+    def ladders(self):
+        """{ladder name: [Benchmark, ...] ordered by case name (R0_..., R1_..., ...)}."""
+        groups = {}
+        for benchmark in self.benchmarks.values():
+            if benchmark.ladder:
+                groups.setdefault(benchmark.ladder, []).append(benchmark)
+        return {name: sorted(rungs, key=lambda b: (b.case, b.name)) for name, rungs in groups.items()}
+
+
+def _unique(items):
+    seen, result = set(), []
+    for item in items:
+        key = json.dumps(item, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result
+
+
+def group_by_device(runs):
+    """Merges runs per device key; the first file of a device supplies its ceilings."""
+    devices = {}
+    for run in runs:
+        if run.device.key not in devices:
+            devices[run.device.key] = DeviceResults(run.device, run.ceilings)
+        devices[run.device.key].add(run)
+    return list(devices.values())
