@@ -144,11 +144,14 @@ def _reserve_rotated_text(placer, x, y, angle, label, font_size):
 
 
 def _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs):
-    # Each label sits just above its roof; close roofs push the higher label further up (spreading the
-    # negated positions), which keeps every label on the right side of its own line.
-    wanted = [-(y_scale(roof.flops_per_s) - 4) for roof in roofs]
-    spread_out = spread(wanted, ROOF_LABEL_FONT_SIZE + 1, -(PLOT.bottom - 2), -(PLOT.top + ROOF_LABEL_FONT_SIZE + 2))
-    label_baselines = [-position for position in spread_out]
+    # A label sits just above its roof; when the next roof up is too close for that, it goes under its
+    # own line instead. spread() then separates whatever still collides.
+    line_ys = [y_scale(roof.flops_per_s) for roof in roofs]  # roofs are sorted highest first
+    wanted = [
+        y - 4 if index == 0 or y - line_ys[index - 1] > ROOF_LABEL_FONT_SIZE + 4 else y + ROOF_LABEL_FONT_SIZE + 2
+        for index, y in enumerate(line_ys)
+    ]
+    label_baselines = spread(wanted, ROOF_LABEL_FONT_SIZE + 1, PLOT.top + ROOF_LABEL_FONT_SIZE + 2, PLOT.bottom - 2)
     for roof, baseline in zip(roofs, label_baselines):
         y = y_scale(roof.flops_per_s)
         start = x_scale(max(roof.ridge(bandwidth), x_scale.lowest)) if bandwidth else PLOT.left

@@ -1,0 +1,61 @@
+"""Runs the roofbench host for one suite and prints its headline numbers as CTest measurements, so that
+CTest/CDash can track them over time (ctest_bench.py is the command-line entry point)."""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from xml.sax.saxutils import escape, quoteattr
+
+from .results import ResultsError, group_by_device, load_run_file
+
+LATEST_RESULTS = "latest.json"
+# Fixed headline counters; the items/s counter (tokens/s, ...) is added per benchmark when it has one.
+HEADLINE_COUNTERS = ("time_median", "FLOP/s", "B/s", "roof_pct")
+
+
+def headline_values(benchmark):
+    """[(counter name, value)] of the headline counters that have a value (medians over repetitions)."""
+    names = list(HEADLINE_COUNTERS) + ([benchmark.items_counter] if benchmark.items_counter else [])
+    values = [(name, benchmark.counter(name)) for name in names]
+    return [(name, value) for name, value in values if value is not None]
+
+
+def measurement_line(benchmark_name, counter, value):
+    name = quoteattr(f"{benchmark_name} {counter}")
+    return f'<CTestMeasurement type="numeric/double" name={name}>{escape(repr(float(value)))}</CTestMeasurement>'
+
+
+def measurement_lines(results_path):
+    return [
+        measurement_line(benchmark.name, counter, value)
+        for device in group_by_device([load_run_file(results_path)])
+        for benchmark in device.benchmarks.values()
+        for counter, value in headline_values(benchmark)
+    ]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="ctest_bench.py", description="Run a roofbench suite and print its results as CTest measurements.",
+        allow_abbrev=False)  # everything unknown goes to the host untouched, even '--s'-like prefixes
+    parser.add_argument("--roofbench", required=True, help="the roofbench host executable")
+    parser.add_argument("--suite", required=True, help="suite to run")
+    arguments, extra = parser.parse_known_args(argv)
+    with tempfile.TemporaryDirectory(prefix="roofbench-ctest-") as results_dir:
+        command = [arguments.roofbench, "--suite", arguments.suite, "--results-dir", results_dir] + extra
+        try:
+            exit_code = subprocess.call(command)
+        except OSError as error:
+            print(f"ctest_bench.py: cannot run {arguments.roofbench}: {error}", file=sys.stderr)
+            return 1
+        sys.stdout.flush()
+        try:
+            lines = measurement_lines(os.path.join(results_dir, LATEST_RESULTS))
+        except ResultsError as error:
+            print(f"ctest_bench.py: no results to report: {error}", file=sys.stderr)
+            # A host that says it succeeded but wrote nothing readable has still failed.
+            return exit_code or 1
+    print("\n".join(lines))
+    return exit_code

@@ -1,0 +1,53 @@
+"""A report as a list of plain blocks, so that one builder feeds both the Markdown and the HTML output.
+
+Block text is plain text: each renderer does its own escaping.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    emphasis: bool = False  # warnings the reader must not miss
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    numeric: bool = False  # right-aligned
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: list
+    rows: list  # lists of cell strings, one per column
+
+
+@dataclass(frozen=True)
+class BulletList:
+    items: list
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An SVG drawing; Markdown cannot inline it, so only the HTML page shows it."""
+
+    svg: object
+    caption: str = ""
+
+
+@dataclass
+class Document:
+    title: str
+    blocks: list = field(default_factory=list)
+
+    def add(self, block):
+        self.blocks.append(block)
+        return block

@@ -1,0 +1,59 @@
+"""Renders a Document as one self-contained HTML page: inline CSS and inline SVG, nothing fetched, so
+the file can be mailed, archived as a CI artifact, and opened offline."""
+
+from html import escape
+
+from .document import BulletList, Figure, Heading, Paragraph, Table
+from . import palette
+
+_STYLE = f"""
+body {{ font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: {palette.TEXT}; margin: 24px; }}
+h1 {{ font-size: 24px; }}
+h2 {{ font-size: 20px; border-bottom: 1px solid #ccc; padding-bottom: 4px; margin-top: 32px; }}
+h3 {{ font-size: 16px; }}
+table {{ border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }}
+th, td {{ border: 1px solid #d0d0d0; padding: 3px 8px; }}
+th {{ background: #f2f2f2; }}
+tr:nth-child(even) td {{ background: #fafafa; }}
+td.numeric, th.numeric {{ text-align: right; font-variant-numeric: tabular-nums; }}
+p.warning {{ color: {palette.WATERFALL_LOSS}; font-weight: bold; }}
+figure {{ margin: 12px 0 24px; }}
+figure svg {{ max-width: 100%; height: auto; border: 1px solid #e0e0e0; }}
+"""
+
+
+def _table(table):
+    def cell(tag, content, numeric):
+        return f'<{tag} class="numeric">{escape(content)}</{tag}>' if numeric else f"<{tag}>{escape(content)}</{tag}>"
+
+    header = "".join(cell("th", column.title, column.numeric) for column in table.columns)
+    rows = "".join(
+        "<tr>" + "".join(cell("td", value, column.numeric) for value, column in zip(row, table.columns)) + "</tr>"
+        for row in table.rows
+    )
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _block(block):
+    if isinstance(block, Heading):
+        level = min(block.level, 6)
+        return f"<h{level}>{escape(block.text)}</h{level}>"
+    if isinstance(block, Paragraph):
+        return f'<p class="warning">{escape(block.text)}</p>' if block.emphasis else f"<p>{escape(block.text)}</p>"
+    if isinstance(block, Table):
+        return _table(block)
+    if isinstance(block, BulletList):
+        return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Figure):
+        caption = f"<figcaption>{escape(block.caption)}</figcaption>" if block.caption else ""
+        return f"<figure>{block.svg.to_xml()}{caption}</figure>"
+    raise TypeError(f"no HTML for {type(block).__name__}")
+
+
+def render_html(document):
+    body = "\n".join(map(_block, document.blocks))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<title>{escape(document.title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
+        f"<body>\n<h1>{escape(document.title)}</h1>\n{body}\n</body>\n</html>\n"
+    )

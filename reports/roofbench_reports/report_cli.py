@@ -1,0 +1,58 @@
+"""roofbench-report RESULTS.json... -o DIR: summary.md, roofline.svg, waterfall.svg (when a ladder
+exists) and a self-contained index.html."""
+
+import argparse
+import os
+import sys
+
+from .document import Paragraph
+from .html_page import render_html
+from .markdown import render_markdown
+from .results import ResultsError, group_by_device, load_run_file
+from .summary import build_summary, device_figures
+from .svg import document_text, stack_vertically
+
+EXIT_BAD_INPUT = 2
+
+
+def write_report(paths, output_dir):
+    """Writes the report files and returns their paths."""
+    devices = group_by_device([load_run_file(path) for path in paths])
+    figures = [device_figures(device) for device in devices]
+    document = build_summary(devices, figures)
+    waterfalls = [waterfall for plots in figures for waterfall in plots.waterfalls]
+    outputs = {
+        "summary.md": render_markdown(document, preamble=[Paragraph(
+            "Plots: roofline.svg" + (", waterfall.svg" if waterfalls else "")
+            + "; everything on one page: index.html.")]),
+        "roofline.svg": document_text(stack_vertically([plots.roofline for plots in figures])),
+        "index.html": render_html(document),
+    }
+    if waterfalls:
+        outputs["waterfall.svg"] = document_text(stack_vertically(waterfalls))
+    os.makedirs(output_dir, exist_ok=True)
+    written = []
+    for name, content in outputs.items():
+        path = os.path.join(output_dir, name)
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(content)
+        written.append(path)
+    return written
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="roofbench-report", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("results", nargs="+", help="roofbench results JSON files (several: merged per device)")
+    parser.add_argument("-o", "--output-dir", required=True, help="folder for the report files")
+    arguments = parser.parse_args(argv)
+    try:
+        written = write_report(arguments.results, arguments.output_dir)
+    except ResultsError as error:
+        print(f"roofbench-report: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"roofbench-report: cannot write the report: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for path in written:
+        print(path)
+    return 0

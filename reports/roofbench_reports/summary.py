@@ -1,0 +1,127 @@
+"""Builds the report Document: per device its ceilings, plots and one table per plugin; then what could
+not be loaded or run."""
+
+import os
+from dataclasses import dataclass
+
+from .document import BulletList, Column, Document, Figure, Heading, Paragraph, Table
+from .palette import precision_order
+from .roofline import roofline_figure
+from .units import format_number, format_percent, format_si, format_time
+from .waterfall import waterfall_figure
+
+BENCHMARK_COLUMNS = [
+    Column("benchmark"), Column("time", numeric=True), Column("noise", numeric=True),
+    Column("FLOP/s", numeric=True), Column("B/s", numeric=True), Column("AI", numeric=True),
+    Column("% of roof", numeric=True), Column("bound"), Column("gate"),
+]
+CEILING_COLUMNS = [Column("ceiling"), Column("measured", numeric=True), Column("datasheet", numeric=True),
+                   Column("measured / datasheet", numeric=True)]
+
+
+@dataclass
+class DeviceFigures:
+    roofline: object
+    waterfalls: list
+
+
+def device_figures(device_results):
+    return DeviceFigures(
+        roofline=roofline_figure(device_results),
+        waterfalls=[waterfall_figure(name, rungs, device_results.device.name)
+                    for name, rungs in device_results.ladders().items()],
+    )
+
+
+def gate_text(benchmark):
+    """Failures in capitals, so they stand out in a column of 'pass'."""
+    gate = benchmark.gate
+    return gate.upper() if gate in ("fail", "error") else (gate or "—")
+
+
+def _noise_text(benchmark):
+    noise = benchmark.counter("noise")
+    return format_percent(noise * 100, 2) if noise is not None else "—"
+
+
+def benchmark_row(benchmark):
+    name = benchmark.short_name
+    if benchmark.repetitions > 1:
+        name += f" (median of {benchmark.repetitions} runs)"
+    return [
+        name, format_time(benchmark.median_seconds), _noise_text(benchmark),
+        format_si(benchmark.counter("FLOP/s")), format_si(benchmark.counter("B/s")),
+        format_number(benchmark.counter("AI")), format_percent(benchmark.counter("roof_pct")),
+        benchmark.bound or "—", gate_text(benchmark),
+    ]
+
+
+def _ratio_text(measured, datasheet):
+    return format_percent(100 * measured / datasheet) if measured and datasheet else "—"
+
+
+def ceilings_table(ceilings):
+    rows = [["memory bandwidth", format_si(ceilings.bandwidth_Bps, "B/s"),
+             format_si(ceilings.datasheet_bandwidth_Bps, "B/s"),
+             _ratio_text(ceilings.bandwidth_Bps, ceilings.datasheet_bandwidth_Bps)]]
+    for precision in sorted(set(ceilings.flops) | set(ceilings.datasheet_flops), key=precision_order):
+        measured, datasheet = ceilings.flops.get(precision), ceilings.datasheet_flops.get(precision)
+        rows.append([f"{precision} compute", format_si(measured, "FLOP/s"), format_si(datasheet, "FLOP/s"),
+                     _ratio_text(measured, datasheet)])
+    return Table(CEILING_COLUMNS, rows)
+
+
+def _files_paragraph(device_results):
+    described = [
+        f"{os.path.basename(run.path)} (suite {run.suite or '?'}, {run.date or 'no date'}, host {run.host_name or '?'})"
+        for run in device_results.files
+    ]
+    return Paragraph(f"Device key {device_results.device.key}; from {len(described)} file(s): " + "; ".join(described))
+
+
+def _add_device_section(document, device_results, figures):
+    device = device_results.device
+    document.add(Heading(2, f"{device.name} ({device.kind})"))
+    document.add(_files_paragraph(device_results))
+    for run in device_results.files:
+        if not run.complete:
+            document.add(Paragraph(f"{os.path.basename(run.path)} is incomplete: the run stopped before its last "
+                                   "benchmark (complete is false).", emphasis=True))
+    datasheet = device_results.ceilings.datasheet_name
+    document.add(Heading(3, "Ceilings" + (f" (datasheet: {datasheet})" if datasheet else "")))
+    document.add(ceilings_table(device_results.ceilings))
+    document.add(Figure(figures.roofline))
+    for waterfall in figures.waterfalls:
+        document.add(Figure(waterfall))
+    for plugin, benchmarks in device_results.plugins().items():
+        document.add(Heading(3, f"Plugin {plugin}"))
+        document.add(Table(BENCHMARK_COLUMNS, [benchmark_row(b) for b in benchmarks]))
+        errors = [f"{b.short_name} ({b.gate or 'error'}): {'; '.join(b.error_messages) or 'no message'}"
+                  for b in benchmarks if b.errored]
+        if errors:
+            document.add(Paragraph("Errors:"))
+            document.add(BulletList(errors))
+
+
+def _problem_items(devices, attribute, describe):
+    prefix_device = len(devices) > 1
+    return [
+        (f"{d.device.name}: " if prefix_device else "") + describe(item)
+        for d in devices
+        for item in getattr(d, attribute)
+    ]
+
+
+def build_summary(devices, figures):
+    document = Document("roofbench report")
+    for device_results, device_plots in zip(devices, figures):
+        _add_device_section(document, device_results, device_plots)
+    load_failures = _problem_items(devices, "load_failures",
+                                   lambda item: f"{item.get('path', '?')}: {item.get('reason', 'no reason given')}")
+    not_run = _problem_items(devices, "not_run",
+                             lambda item: f"{item.get('case', '?')}: {item.get('reason', 'no reason given')}")
+    document.add(Heading(2, "Load failures"))
+    document.add(BulletList(load_failures) if load_failures else Paragraph("None."))
+    document.add(Heading(2, "Not run"))
+    document.add(BulletList(not_run) if not_run else Paragraph("None."))
+    return document
