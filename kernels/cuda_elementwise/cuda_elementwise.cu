@@ -1,0 +1,150 @@
+#include "roofbench/cuda_check.hpp"
+#include "roofbench/kernels/cuda_elementwise.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace roofbench::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::size_t kVectorBytes = 16;
+// Independent 16-byte loads per thread per iteration: enough bytes in flight per SM to cover HBM latency.
+constexpr int kPacksPerThread = 4;
+// Grid-stride loops cover any n, so the grid only needs to fill the GPU many times over.
+constexpr std::size_t kMaxBlocks = std::size_t{1} << 20;
+
+__device__ __forceinline__ float add_values(float x, float y) { return x + y; }
+__device__ __forceinline__ __nv_bfloat16 add_values(__nv_bfloat16 x, __nv_bfloat16 y) { return __hadd(x, y); }
+
+template <typename T>
+struct alignas(kVectorBytes) Pack {
+  static constexpr int kLanes = kVectorBytes / sizeof(T);
+  T lanes[kLanes];
+};
+
+template <typename T>
+__global__ void add_scalar_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
+                                  std::size_t n) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    c[i] = add_values(a[i], b[i]);
+}
+
+// Elements [head, head + packs * lanes) are 16-byte aligned in all three arrays and go through packs;
+// the `head` elements before them and the remainder after them are done one by one.
+template <typename T>
+__global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
+                                 std::size_t n, std::size_t head, std::size_t packs) {
+  using P = Pack<T>;
+  const P* a_packs = reinterpret_cast<const P*>(a + head);
+  const P* b_packs = reinterpret_cast<const P*>(b + head);
+  P* c_packs = reinterpret_cast<P*>(c + head);
+  const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+
+  // A thread's packs in one iteration are `stride` apart so that each load instruction of a warp still
+  // covers 512 contiguous bytes. All loads are issued before any add so they are in flight together.
+  std::size_t p = thread;
+  for (; p + (kPacksPerThread - 1) * stride < packs; p += kPacksPerThread * stride) {
+    P x[kPacksPerThread], y[kPacksPerThread];
+#pragma unroll
+    for (int u = 0; u < kPacksPerThread; ++u) {
+      x[u] = a_packs[p + u * stride];
+      y[u] = b_packs[p + u * stride];
+    }
+#pragma unroll
+    for (int u = 0; u < kPacksPerThread; ++u) {
+      P z;
+#pragma unroll
+      for (int lane = 0; lane < P::kLanes; ++lane) z.lanes[lane] = add_values(x[u].lanes[lane], y[u].lanes[lane]);
+      c_packs[p + u * stride] = z;
+    }
+  }
+  for (; p < packs; p += stride) {
+    const P x = a_packs[p], y = b_packs[p];
+    P z;
+#pragma unroll
+    for (int lane = 0; lane < P::kLanes; ++lane) z.lanes[lane] = add_values(x.lanes[lane], y.lanes[lane]);
+    c_packs[p] = z;
+  }
+
+  const std::size_t body_end = head + packs * P::kLanes;
+  const std::size_t edge_elements = head + (n - body_end);
+  for (std::size_t e = thread; e < edge_elements; e += stride) {
+    const std::size_t i = e < head ? e : body_end + (e - head);
+    c[i] = add_values(a[i], b[i]);
+  }
+}
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+template <typename T>
+__global__ void count_nonfinite_kernel(const T* __restrict__ data, std::size_t n,
+                                       unsigned long long* __restrict__ count) {
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  unsigned local = 0;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    local += isfinite(to_float(data[i])) ? 0u : 1u;
+  // One atomic per warp rather than per thread; every lane reaches this point (no early return).
+  local = __reduce_add_sync(0xffffffffu, local);
+  if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(count, static_cast<unsigned long long>(local));
+}
+
+unsigned blocks_for(std::size_t work_items, std::size_t items_per_block) {
+  const std::size_t blocks = (work_items + items_per_block - 1) / items_per_block;
+  return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, kMaxBlocks));
+}
+
+std::size_t misalignment(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kVectorBytes; }
+
+}  // namespace
+
+template <typename T>
+void launch_add_scalar(const T* a, const T* b, T* c, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  add_scalar_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream>>>(a, b, c, n);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+template <typename T>
+void launch_add_vec16(const T* a, const T* b, T* c, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr std::size_t lanes = Pack<T>::kLanes;
+  // Packs need the three arrays to reach 16-byte alignment at the same element; when their offsets
+  // differ no common head exists and every element goes through the scalar edge loop.
+  const std::size_t offset = misalignment(c);
+  const bool can_pack = misalignment(a) == offset && misalignment(b) == offset && offset % sizeof(T) == 0;
+  const std::size_t head = can_pack ? std::min(n, (kVectorBytes - offset) % kVectorBytes / sizeof(T)) : n;
+  const std::size_t packs = (n - head) / lanes;
+  const std::size_t edge_elements = n - packs * lanes;
+  const unsigned blocks = std::max(blocks_for(packs, kThreads * kPacksPerThread), blocks_for(edge_elements, kThreads));
+  add_vec16_kernel<T><<<blocks, kThreads, 0, stream>>>(a, b, c, n, head, packs);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+template <typename T>
+void launch_count_nonfinite(const T* data, std::size_t n, unsigned long long* device_count, cudaStream_t stream) {
+  ROOFBENCH_CUDA(cudaMemsetAsync(device_count, 0, sizeof(*device_count), stream));
+  if (n == 0) return;
+  // A few waves of blocks is enough for a scan; fewer blocks mean fewer atomics.
+  constexpr std::size_t kScanBlocks = 4096;
+  const unsigned blocks = std::min<unsigned>(blocks_for(n, kThreads), kScanBlocks);
+  count_nonfinite_kernel<T><<<blocks, kThreads, 0, stream>>>(data, n, device_count);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+template void launch_add_scalar<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
+template void launch_add_scalar<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*,
+                                               std::size_t, cudaStream_t);
+template void launch_add_vec16<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
+template void launch_add_vec16<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*,
+                                              std::size_t, cudaStream_t);
+template void launch_count_nonfinite<float>(const float*, std::size_t, unsigned long long*, cudaStream_t);
+template void launch_count_nonfinite<__nv_bfloat16>(const __nv_bfloat16*, std::size_t, unsigned long long*,
+                                                    cudaStream_t);
+template void launch_count_nonfinite<__half>(const __half*, std::size_t, unsigned long long*, cudaStream_t);
+
+}  // namespace roofbench::kernels
