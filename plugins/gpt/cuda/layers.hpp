@@ -1,0 +1,170 @@
+// The GPT's layers on the GPU, llm.c style: each layer's forward and backward side by side in its own .cu
+// file; this header lists their launchers. Every launcher only enqueues work on `stream` (no sync, no
+// allocation), so a whole training step can be captured into a CUDA graph.
+//
+// Conventions (those of model.hpp and reference.cpp): N = batch * T positions, rows are positions in
+// sequence-major order; matrices are row-major; linear weights are [out, in]; qkv is [N, 3C] holding
+// q | k | v, head h owning channels h*hd .. h*hd+hd-1 of each. Token ids are uint8.
+//
+// Two families share this header: the eager ones (one operation per launch, what PyTorch eager runs) and
+// the fused ones (what a compiler emits). Where both need the same operation they call the same kernel.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model.hpp"
+
+namespace roofbench::gpt::cuda {
+
+// ---------------------------------------------------------------------------------------------------
+// matmul.cu: cuBLAS (TF32 tensor cores, fp32 storage) with row-major operands, and column sums.
+
+// C[M,N] = alpha op(A) op(B) + beta C, all row-major; op(X) = X^T when trans_x. lda/ldb/ldc are row
+// strides. batch > 1 repeats it at the given element strides (cublasGemmStridedBatchedEx).
+struct RowMajorGemm {
+  bool trans_a = false, trans_b = false;
+  int M = 0, N = 0, K = 0;
+  const float* A = nullptr;
+  long long lda = 0, stride_a = 0;
+  const float* B = nullptr;
+  long long ldb = 0, stride_b = 0;
+  float* C = nullptr;
+  long long ldc = 0, stride_c = 0;
+  float alpha = 1, beta = 0;
+  int batch = 1;
+  bool tf32 = true;  // false: full fp32 products, for the few GEMMs that are sums rather than matmuls
+};
+void gemm(cublasHandle_t handle, const RowMajorGemm& g);
+
+// y[N, out] = x[N, in] w[out, in]^T (+ beta y): a linear layer without its bias.
+void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
+                    float beta = 0);
+// dx[N, in] = dy w (+ beta_dx dx) and dw[out, in] = dy^T x (+ beta_dw dw); dx skipped when null.
+void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
+                     int N, int in, int out, float beta_dx = 0, float beta_dw = 0);
+
+// Scratch that the two-pass column reductions (bias and LayerNorm parameter gradients) need; sized by
+// column_partials_floats(). Two passes with fixed order keep the gradients deterministic, no atomics.
+std::size_t column_partials_floats(int rows, int cols);
+// out[c] = sum over rows of x[r, c]: a bias gradient.
+void column_sum(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream);
+// y[r, c] += bias[c] (eager: its own launch).
+void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// encoder.cu: the batch on the device, the embedding and its backward.
+
+// Draws `batch` windows of T + 1 tokens at starts hashed from (seed, *draw_counter, row) and increments
+// the counter: every launch (also every replay of a graph holding it) draws a new batch.
+void draw_batch(std::uint8_t* inputs, std::uint8_t* targets, const std::uint8_t* corpus, std::size_t corpus_tokens,
+                int batch, int T, std::uint64_t seed, unsigned long long* draw_counter, cudaStream_t stream);
+// x[n, :] = wte[tokens[n], :]
+void embedding_forward(float* x, const std::uint8_t* tokens, const float* wte, int N, int C, cudaStream_t stream);
+// dwte += onehot(tokens)^T dx, as a GEMM over a one-hot matrix [N, V] (deterministic, no atomics).
+void embedding_backward(cublasHandle_t handle, float* dwte, const float* dx, const std::uint8_t* tokens,
+                        float* onehot, int N, int C, int V, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// layernorm.cu
+
+// y = LN(x) w + b per row of C; saves mean and rstd for the backward.
+void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
+                       int C, float eps, cudaStream_t stream);
+// Fused: sum = a + branch + branch_bias (the residual add), then y = LN(sum). Writes sum too: the next
+// residual add and the backward read it.
+void residual_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* a, const float* branch,
+                                const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
+                                cudaStream_t stream);
+// dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: column_partials_floats(N, 2C).
+void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
+                        const float* rstd, const float* w, int N, int C, float beta, float* partials,
+                        cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// elementwise.cu: the eager path's one-operation kernels.
+
+// out = a + b (the residual add, its own launch).
+void add(float* out, const float* a, const float* b, std::size_t n, cudaStream_t stream);
+// out = GELU(z), exact erf form.
+void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream);
+// dz = dout * GELU'(z)
+void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
+// Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z).
+void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// attention.cu
+
+// cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double.
+struct RopeTable {
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+
+struct AttentionShape {
+  int batch = 0, T = 0, heads = 0, head_dim = 0;
+  ROOFBENCH_GPT_HOST_DEVICE int channels() const { return heads * head_dim; }
+};
+
+// Eager path, the T x T score matrix materialised (what PyTorch eager runs):
+// heads [B, heads, T, hd] <- rows [N, ld] at channel offset (one of q, k, v of qkv, or a [N, C] tensor).
+void rows_to_heads(float* heads, const float* rows, int ld, int offset, const AttentionShape& s,
+                   cudaStream_t stream);
+// rows [N, ld] at channel offset <- heads [B, heads, T, hd]
+void heads_to_rows(float* rows, int ld, int offset, const float* heads, const AttentionShape& s,
+                   cudaStream_t stream);
+// In place on [B, heads, T, hd]: rotate by +angle (forward) or -angle (backward, the transpose).
+void rope_forward(float* x, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+void rope_backward(float* dx, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+// probs = softmax(scale * scores) over keys j <= i per row i of each [T, T] block; zero above the diagonal.
+void causal_softmax_forward(float* probs, const float* scores, float scale, const AttentionShape& s,
+                            cudaStream_t stream);
+// dscores = scale * probs * (dprobs - sum_j probs dprobs); in place into dprobs allowed.
+void causal_softmax_backward(float* dscores, const float* dprobs, const float* probs, float scale,
+                             const AttentionShape& s, cudaStream_t stream);
+
+// Fused path: one kernel per (sequence, head, query tile), scores never leave shared memory. Reads the raw
+// qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
+// log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
+void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
+void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory
+void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
+                             const AttentionShape& s, cudaStream_t stream);
+// dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
+// is scratch (rowsum of dout * out).
+void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
+                              const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                              cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// crossentropy.cu
+
+// Eager, three launches (log_softmax, nll_loss, their backward):
+// logprobs = log softmax(logits); losses[n] = -logprobs[n, target];
+// dlogits = (exp(logprobs) - onehot(target)) / N.
+void log_softmax_forward(float* logprobs, const float* logits, int N, int V, cudaStream_t stream);
+void nll_forward(float* losses, const float* logprobs, const std::uint8_t* targets, int N, int V,
+                 cudaStream_t stream);
+void cross_entropy_backward(float* dlogits, const float* logprobs, const std::uint8_t* targets, int N, int V,
+                            cudaStream_t stream);
+// Fused: losses and dlogits in one pass over the logits.
+void fused_cross_entropy(float* losses, float* dlogits, const float* logits, const std::uint8_t* targets, int N,
+                         int V, cudaStream_t stream);
+// Mean of losses[0..N) into *loss and into history[(*step_counter - 1) mod history_size] (history_size a
+// power of two): the loss of every step stays on the device until someone asks for it.
+void mean_loss(float* loss, float* history, int history_size, const unsigned long long* step_counter,
+               const float* losses, int N, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// adamw.cu
+
+// One torch.optim.AdamW step over params[0..n): the step t is read from *step_counter on the device (so a
+// replayed graph keeps counting), t >= 1.
+void adamw(float* params, const float* grads, float* m, float* v, std::size_t n, const AdamW& opt,
+           const unsigned long long* step_counter, cudaStream_t stream);
+
+}  // namespace roofbench::gpt::cuda

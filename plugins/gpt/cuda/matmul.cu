@@ -1,0 +1,105 @@
+// Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), and the column sums of bias gradients.
+#include "column_reduce.cuh"
+#include "common.cuh"
+#include "layers.hpp"
+
+namespace roofbench::gpt::cuda {
+
+// cuBLAS is column-major; a row-major matrix is the column-major view of its transpose. So the row-major
+// C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T: swap the operands, keep each one's op.
+void gemm(cublasHandle_t handle, const RowMajorGemm& g) {
+  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasComputeType_t compute = g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const int lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb), ldc = static_cast<int>(g.ldc);
+  if (g.batch == 1) {
+    ROOFBENCH_CUBLAS(cublasGemmEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, CUDA_R_32F, ldb, g.A,
+                                  CUDA_R_32F, lda, &g.beta, g.C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+  } else {
+    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, CUDA_R_32F, ldb,
+                                                g.stride_b, g.A, CUDA_R_32F, lda, g.stride_a, &g.beta, g.C,
+                                                CUDA_R_32F, ldc, g.stride_c, g.batch, compute,
+                                                CUBLAS_GEMM_DEFAULT));
+  }
+}
+
+void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
+                    float beta) {
+  RowMajorGemm g;
+  g.trans_b = true;
+  g.M = N, g.N = out, g.K = in;
+  g.A = x, g.lda = in;
+  g.B = w, g.ldb = in;
+  g.C = y, g.ldc = out;
+  g.beta = beta;
+  gemm(handle, g);
+}
+
+void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
+                     int N, int in, int out, float beta_dx, float beta_dw) {
+  if (dx) {
+    RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
+    g.M = N, g.N = in, g.K = out;
+    g.A = dy, g.lda = out;
+    g.B = w, g.ldb = in;
+    g.C = dx, g.ldc = in;
+    g.beta = beta_dx;
+    gemm(handle, g);
+  }
+  RowMajorGemm g;  // dw[out, in] = dy^T x
+  g.trans_a = true;
+  g.M = out, g.N = in, g.K = N;
+  g.A = dy, g.lda = out;
+  g.B = x, g.ldb = in;
+  g.C = dw, g.ldc = in;
+  g.beta = beta_dw;
+  gemm(handle, g);
+}
+
+namespace {
+struct ColumnOf {
+  const float* x;
+  int cols;
+  __device__ float operator()(int row, int col) const { return x[static_cast<std::size_t>(row) * cols + col]; }
+};
+
+__global__ void column_finish_kernel(float* first, float* second, int split, const float* partials, int chunks,
+                                     int cols) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  float sum = 0;
+  for (int chunk = 0; chunk < chunks; ++chunk) sum += partials[static_cast<std::size_t>(chunk) * cols + col];
+  if (col < split)
+    first[col] = sum;
+  else
+    second[col - split] = sum;
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, std::size_t n, int cols) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    y[i] += bias[i % cols];
+}
+}  // namespace
+
+void column_finish(float* first, float* second, int split, const float* partials, int chunks, int cols,
+                   cudaStream_t stream) {
+  column_finish_kernel<<<ceil_div(cols, 256), 256, 0, stream>>>(first, second, split, partials, chunks, cols);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+std::size_t column_partials_floats(int rows, int cols) {
+  return static_cast<std::size_t>(column_chunks(rows)) * static_cast<std::size_t>(cols);
+}
+
+void column_sum(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream) {
+  column_sums(out, nullptr, cols, rows, cols, ColumnOf{x, cols}, partials, stream);
+}
+
+void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  add_bias_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(y, bias, n, cols);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace roofbench::gpt::cuda
