@@ -34,7 +34,7 @@ namespace roofbench::gpt {
 
 struct Config {
   int vocab = 28;
-  int context = 128;  // T: tokens per sequence
+  int context = 128;   // T: tokens per sequence
   int channels = 512;  // C
   int layers = 6;
   int heads = 8;
@@ -111,7 +111,8 @@ inline std::pair<std::vector<TensorSlot>, ParameterOffsets> describe_parameters(
   };
   offsets.wte = add("wte", {V, C}, InitKind::normal);
   for (int l = 0; l < cfg.layers; ++l) {
-    const std::string p = "h" + std::to_string(l) + ".";
+    // Appended, not "h" + ...: GCC 12 at -O3 misreports a -Wrestrict overlap in operator+(const char*, string&&).
+    const std::string p = std::string("h").append(std::to_string(l)).append(".");
     LayerOffsets o{};
     o.ln1_w = add(p + "ln1_w", {C}, InitKind::one);
     o.ln1_b = add(p + "ln1_b", {C}, InitKind::zero);
@@ -159,8 +160,7 @@ inline AdamWBiasCorrection adamw_bias_correction(const AdamW& opt, int step) {
 template <typename Real>
 ROOFBENCH_GPT_HOST_DEVICE inline void adamw_update(Real& param, Real grad, Real& m, Real& v, const AdamW& opt,
                                                    AdamWBiasCorrection correction) {
-  const Real lr = static_cast<Real>(opt.lr), beta1 = static_cast<Real>(opt.beta1),
-             beta2 = static_cast<Real>(opt.beta2);
+  const Real lr = static_cast<Real>(opt.lr), beta1 = static_cast<Real>(opt.beta1), beta2 = static_cast<Real>(opt.beta2);
   param -= lr * static_cast<Real>(opt.weight_decay) * param;
   m = beta1 * m + (Real(1) - beta1) * grad;
   v = beta2 * v + (Real(1) - beta2) * grad * grad;
