@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #ifdef ROOFBENCH_HAVE_CBLAS
 #include <cblas.h>
@@ -10,9 +12,9 @@
 
 // Without OpenMP the loops simply run on one thread; the macro keeps -Wunknown-pragmas quiet then.
 #ifdef _OPENMP
-#define ROOFBENCH_PARALLEL_FOR _Pragma("omp parallel for schedule(static)")
+#define ROOFBENCH_OMP(...) _Pragma(#__VA_ARGS__)
 #else
-#define ROOFBENCH_PARALLEL_FOR
+#define ROOFBENCH_OMP(...)
 #endif
 
 // The library is built for baseline x86-64 so the plugin loads on any machine; clones of the hot loops
@@ -26,19 +28,19 @@
 namespace roofbench::kernels::cpu {
 
 ROOFBENCH_VECTOR_CLONES void stream_copy(const double* a, double* b, std::int64_t n) {
-  ROOFBENCH_PARALLEL_FOR
+  ROOFBENCH_OMP(omp parallel for schedule(static))
   for (std::int64_t i = 0; i < n; ++i) b[i] = a[i];
 }
 
 ROOFBENCH_VECTOR_CLONES void stream_triad(double* a, const double* b, const double* c, double scalar,
                                           std::int64_t n) {
-  ROOFBENCH_PARALLEL_FOR
+  ROOFBENCH_OMP(omp parallel for schedule(static))
   for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + scalar * c[i];
 }
 
 template <typename T>
 ROOFBENCH_VECTOR_CLONES void add(const T* a, const T* b, T* c, std::int64_t n) {
-  ROOFBENCH_PARALLEL_FOR
+  ROOFBENCH_OMP(omp parallel for schedule(static))
   for (std::int64_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
 }
 template void add<float>(const float*, const float*, float*, std::int64_t);
@@ -55,49 +57,111 @@ void matmul_naive(const float* A, const float* B, float* C, std::int64_t m, std:
 
 namespace {
 
-// Tile sizes: a B tile (kDepthTile x kColTile floats, 128 KiB) stays in L2 while a row tile of C
-// passes over it, and the row segment of C being accumulated (kColTile floats, 1 KiB) stays in L1 across
-// the whole depth loop. kRowTile is also the unit of parallel work, small enough that n = 64 still
-// gives two threads something to do.
-constexpr std::int64_t kRowTile = 32;
-constexpr std::int64_t kDepthTile = 128;
-constexpr std::int64_t kColTile = 256;
+// Blocking, after the GotoBLAS/BLIS scheme. A register tile of C (kTileRows x kTileCols, 12 AVX
+// registers) accumulates over a depth slice of kDepthBlock; a packed micro-panel of B (kDepthBlock x
+// kTileCols, 16 KiB) then stays in L1 and a packed block of A (kRowBlock x kDepthBlock, 72 KiB) in L2,
+// while the packed slice of B (kDepthBlock x n) is shared by all threads. Packing makes both streams
+// contiguous: without it, power-of-two n puts every B row the tile reads in the same L1 set. A plain
+// i-k-j loop over tiles measured 8-16 GFLOP/s on 2 Zen cores: it loads and stores C once per FMA.
+constexpr std::int64_t kTileRows = 6;
+constexpr std::int64_t kTileCols = 16;
+constexpr std::int64_t kDepthBlock = 256;
+constexpr std::int64_t kRowBlock = 72;  // multiple of kTileRows; also the unit of parallel work
+
+// Eight floats: one AVX register, or two SSE registers in the baseline clone.
+using Float8 = float __attribute__((vector_size(32)));
+constexpr std::int64_t kVectorsPerTileRow = kTileCols / 8;
+
+// C[kTileRows x kTileCols] (row stride ldc) += a_panel * b_panel over `depth`. a_panel holds kTileRows
+// values per depth step, b_panel kTileCols: both as pack_rows/pack_cols lay them out.
+ROOFBENCH_VECTOR_CLONES void accumulate_register_tile(const float* a_panel, const float* b_panel,
+                                                      std::int64_t depth, float* C, std::int64_t ldc) {
+  Float8 acc[kTileRows][kVectorsPerTileRow] = {};
+  for (std::int64_t p = 0; p < depth; ++p) {
+    Float8 b[kVectorsPerTileRow];
+    for (std::int64_t v = 0; v < kVectorsPerTileRow; ++v)
+      std::memcpy(&b[v], b_panel + p * kTileCols + 8 * v, sizeof(Float8));
+    for (std::int64_t r = 0; r < kTileRows; ++r) {
+      const float a = a_panel[p * kTileRows + r];
+      for (std::int64_t v = 0; v < kVectorsPerTileRow; ++v) acc[r][v] += a * b[v];
+    }
+  }
+  for (std::int64_t r = 0; r < kTileRows; ++r)
+    for (std::int64_t v = 0; v < kVectorsPerTileRow; ++v) {
+      Float8 c;
+      std::memcpy(&c, C + r * ldc + 8 * v, sizeof c);
+      c += acc[r][v];
+      std::memcpy(C + r * ldc + 8 * v, &c, sizeof c);
+    }
+}
+
+// The same for a tile cut short by the edge of C: computed whole into a scratch tile (the packed
+// panels are zero-padded), then only its `rows` x `cols` corner is added.
+void accumulate_tile(const float* a_panel, const float* b_panel, std::int64_t depth, float* C, std::int64_t ldc,
+                     std::int64_t rows, std::int64_t cols) {
+  if (rows == kTileRows && cols == kTileCols) return accumulate_register_tile(a_panel, b_panel, depth, C, ldc);
+  float scratch[kTileRows * kTileCols] = {};
+  accumulate_register_tile(a_panel, b_panel, depth, scratch, kTileCols);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) C[r * ldc + c] += scratch[r * kTileCols + c];
+}
 
 struct Range {
   std::int64_t begin, end;
+  std::int64_t size() const { return end - begin; }
 };
 
-// C[rows, cols] += A[rows, depth] * B[depth, cols]. The i-k-j order turns the innermost loop into a
-// contiguous a * B-row + C-row update, which the compiler vectorises.
-ROOFBENCH_VECTOR_CLONES void accumulate_tile(const float* A, const float* B, float* C, std::int64_t n,
-                                             std::int64_t k, Range rows, Range depth, Range cols) {
-  for (std::int64_t i = rows.begin; i < rows.end; ++i) {
-    float* __restrict c_row = C + i * n;
-    for (std::int64_t p = depth.begin; p < depth.end; ++p) {
-      const float a = A[i * k + p];
-      const float* __restrict b_row = B + p * n;
-      for (std::int64_t j = cols.begin; j < cols.end; ++j) c_row[j] += a * b_row[j];
-    }
-  }
+Range block(std::int64_t index, std::int64_t block_size, std::int64_t extent) {
+  return {index * block_size, std::min((index + 1) * block_size, extent)};
 }
 
-Range tile(std::int64_t begin, std::int64_t size, std::int64_t extent) {
-  return {begin, std::min(begin + size, extent)};
+// A[rows, depth] (row stride k) -> panels of kTileRows rows, each stored depth-major, zero-padded.
+void pack_rows(const float* A, std::int64_t k, Range rows, Range depth, float* packed) {
+  for (std::int64_t panel = rows.begin; panel < rows.end; panel += kTileRows)
+    for (std::int64_t p = depth.begin; p < depth.end; ++p)
+      for (std::int64_t r = panel; r < panel + kTileRows; ++r) *packed++ = r < rows.end ? A[r * k + p] : 0.0f;
 }
+
+// B[depth, cols] (row stride n) -> one panel of kTileCols columns, stored depth-major, zero-padded.
+void pack_cols(const float* B, std::int64_t n, Range depth, Range cols, float* packed) {
+  for (std::int64_t p = depth.begin; p < depth.end; ++p)
+    for (std::int64_t c = cols.begin; c < cols.begin + kTileCols; ++c) *packed++ = c < cols.end ? B[p * n + c] : 0.0f;
+}
+
+std::int64_t blocks(std::int64_t extent, std::int64_t block_size) { return (extent + block_size - 1) / block_size; }
 
 }  // namespace
 
 void matmul_blocked(const float* A, const float* B, float* C, std::int64_t m, std::int64_t n,
                     std::int64_t k) {
-  const std::int64_t row_tiles = (m + kRowTile - 1) / kRowTile;
-  ROOFBENCH_PARALLEL_FOR
-  for (std::int64_t t = 0; t < row_tiles; ++t) {
-    const Range rows = tile(t * kRowTile, kRowTile, m);
-    // Each thread clears the rows it owns: the tiles below only accumulate.
-    std::fill(C + rows.begin * n, C + rows.end * n, 0.0f);
-    for (std::int64_t p = 0; p < k; p += kDepthTile)
-      for (std::int64_t j = 0; j < n; j += kColTile)
-        accumulate_tile(A, B, C, n, k, rows, tile(p, kDepthTile, k), tile(j, kColTile, n));
+  const std::int64_t row_blocks = blocks(m, kRowBlock), col_panels = blocks(n, kTileCols);
+  std::vector<float> packed_b(static_cast<std::size_t>(kDepthBlock * kTileCols * col_panels));
+  ROOFBENCH_OMP(omp parallel) {
+    std::vector<float> packed_a(static_cast<std::size_t>(kRowBlock * kDepthBlock));
+    // The tiles only accumulate; each thread clears the row blocks it will own (same static schedule).
+    ROOFBENCH_OMP(omp for schedule(static))
+    for (std::int64_t t = 0; t < row_blocks; ++t) {
+      const Range rows = block(t, kRowBlock, m);
+      std::fill(C + rows.begin * n, C + rows.end * n, 0.0f);
+    }
+    for (std::int64_t d = 0; d < blocks(k, kDepthBlock); ++d) {
+      const Range depth = block(d, kDepthBlock, k);
+      ROOFBENCH_OMP(omp for schedule(static))
+      for (std::int64_t q = 0; q < col_panels; ++q)
+        pack_cols(B, n, depth, block(q, kTileCols, n), packed_b.data() + q * kTileCols * depth.size());
+      ROOFBENCH_OMP(omp for schedule(static))
+      for (std::int64_t t = 0; t < row_blocks; ++t) {
+        const Range rows = block(t, kRowBlock, m);
+        pack_rows(A, k, rows, depth, packed_a.data());
+        for (std::int64_t q = 0; q < col_panels; ++q) {
+          const Range cols = block(q, kTileCols, n);
+          for (std::int64_t r = rows.begin; r < rows.end; r += kTileRows)
+            accumulate_tile(packed_a.data() + (r - rows.begin) * depth.size(),
+                            packed_b.data() + q * kTileCols * depth.size(), depth.size(), C + r * n + cols.begin, n,
+                            std::min(kTileRows, rows.end - r), cols.size());
+        }
+      }
+    }
   }
 }
 
