@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax.saxutils import escape
 
 from .results import ResultsError, group_by_device, load_run_file
 
@@ -23,8 +23,9 @@ def headline_values(benchmark):
 
 
 def measurement_line(benchmark_name, counter, value):
-    name = quoteattr(f"{benchmark_name} {counter}")
-    return f'<CTestMeasurement type="numeric/double" name={name}>{escape(repr(float(value)))}</CTestMeasurement>'
+    # Always double quotes: CTest looks for name="..." literally.
+    name = escape(f"{benchmark_name} {counter}", {'"': "&quot;"})
+    return f'<CTestMeasurement type="numeric/double" name="{name}">{float(value)!r}</CTestMeasurement>'
 
 
 def measurement_lines(results_path):

@@ -39,6 +39,14 @@ def truncate(content, max_characters):
     return content if len(content) <= max_characters else content[: max(1, max_characters - 1)] + "…"
 
 
+def truncate_middle(content, max_characters):
+    """Keeps both ends: benchmark names differ in their last parameters as often as in their first."""
+    if len(content) <= max_characters:
+        return content
+    head = (max_characters - 1) // 2
+    return content[:head] + "…" + content[len(content) - (max_characters - 1 - head):]
+
+
 @dataclass(frozen=True)
 class Placement:
     x: float
@@ -48,7 +56,12 @@ class Placement:
 
 def around_point(radius, font_size):
     """Candidate (dx, dy, anchor) offsets of a label around a marker, best first."""
-    gap = radius + 2
+    near = _ring(radius + 2, font_size)
+    # A second, wider ring before giving up: in dense clusters the near spots are all taken.
+    return near + _ring(2 * radius + 6, font_size)
+
+
+def _ring(gap, font_size):
     middle = font_size * 0.35  # baseline offset that centres the text vertically on the marker
     return [
         (gap, middle, "start"),

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from . import axes, palette
-from .labels import Box, LabelPlacer, around_point, spread, text_box, truncate
+from .labels import Box, LabelPlacer, around_point, spread, text_box, truncate_middle
 from .scales import LogScale
 from .svg import circle, figure, group, line, polyline, text, tooltip
 from .units import format_number, format_percent, format_si
@@ -143,7 +143,15 @@ def _reserve_rotated_text(placer, x, y, angle, label, font_size):
         placer.reserve(Box(cx - step / 2, cy - font_size / 2, cx + step / 2, cy + font_size / 2))
 
 
-def _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs):
+def _roof_label_placement(start, baseline, label, point_boxes):
+    """Right end of the roof, or its left end (just past the ridge) when fewer points hide there."""
+    ends = [(PLOT.right - 4, "end"), (start + 10, "start")]
+    crowding = [sum(text_box(x, baseline, label, ROOF_LABEL_FONT_SIZE, anchor).overlaps(box) for box in point_boxes)
+                for x, anchor in ends]
+    return ends[crowding.index(min(crowding))]
+
+
+def _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs, point_boxes):
     # A label sits just above its roof; when the next roof up is too close for that, it goes under its
     # own line instead. spread() then separates whatever still collides.
     line_ys = [y_scale(roof.flops_per_s) for roof in roofs]  # roofs are sorted highest first
@@ -152,20 +160,20 @@ def _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs):
         for index, y in enumerate(line_ys)
     ]
     label_baselines = spread(wanted, ROOF_LABEL_FONT_SIZE + 1, PLOT.top + ROOF_LABEL_FONT_SIZE + 2, PLOT.bottom - 2)
-    for roof, baseline in zip(roofs, label_baselines):
-        y = y_scale(roof.flops_per_s)
+    for roof, y, baseline in zip(roofs, line_ys, label_baselines):
         start = x_scale(max(roof.ridge(bandwidth), x_scale.lowest)) if bandwidth else PLOT.left
         drawn = root.add(line(start, y, PLOT.right, y, stroke=roof.colour, stroke_width=2, class_="compute-roof"))
         drawn.add(tooltip(f"{roof.name} roof: {format_si(roof.flops_per_s, 'FLOP/s')}"))
         label = f"{roof.name} {format_si(roof.flops_per_s, 'FLOP/s')}"
-        root.add(text(PLOT.right - 4, baseline, label, font_size=ROOF_LABEL_FONT_SIZE, fill=roof.colour,
-                      text_anchor="end", font_weight="bold", class_="roof-label"))
-        placer.reserve(text_box(PLOT.right - 4, baseline, label, ROOF_LABEL_FONT_SIZE, "end"))
+        x, anchor = _roof_label_placement(start, baseline, label, point_boxes)
+        root.add(text(x, baseline, label, font_size=ROOF_LABEL_FONT_SIZE, fill=roof.colour, text_anchor=anchor,
+                      font_weight="bold", class_="roof-label"))
+        placer.reserve(text_box(x, baseline, label, ROOF_LABEL_FONT_SIZE, anchor))
 
 
 def _ridge_label_candidates():
     # Up and to the left of a ridge lies the empty space above the memory roof: try there first.
-    offsets = around_point(RIDGE_RADIUS + 2, LABEL_FONT_SIZE)
+    offsets = around_point(RIDGE_RADIUS + 2, LABEL_FONT_SIZE)[:8]
     return [offsets[6], offsets[1], offsets[2], offsets[5], offsets[3], offsets[0], offsets[4], offsets[7]]
 
 
@@ -199,9 +207,12 @@ def _point_tooltip(point):
             f"{format_percent(benchmark.counter('roof_pct'))} of roof")
 
 
-def _draw_points(root, placer, x_scale, y_scale, points):
+def _point_positions(x_scale, y_scale, points):
+    return [(x_scale(p.intensity), y_scale(p.flops_per_s)) for p in points]
+
+
+def _draw_points(root, placer, positions, points):
     layer = root.add(group(class_="points"))
-    positions = [(x_scale(p.intensity), y_scale(p.flops_per_s)) for p in points]
     # Every marker is reserved before any label is placed, so no label hides a later point.
     for x, y in positions:
         placer.reserve(_marker_box(x, y, POINT_RADIUS))
@@ -261,7 +272,7 @@ def _draw_key(root, top, points, unplotted_count):
         y = top + 20 + row * KEY_ROW_HEIGHT
         key.add(circle(x + 4, y - 4, 4, fill=point.colour))
         key.add(text(x + 30, y, str(point.index), text_anchor="end", font_weight="bold"))
-        entry = key.add(text(x + 36, y, truncate(point.benchmark.name, max_characters)))
+        entry = key.add(text(x + 36, y, truncate_middle(point.benchmark.name, max_characters)))
         entry.add(tooltip(point.benchmark.name))
     if unplotted_count:
         key.add(text(PLOT.left - 60, top + 20 + rows * KEY_ROW_HEIGHT, f"{unplotted_count} benchmark(s) without "
@@ -288,10 +299,12 @@ def roofline_figure(device_results):
     placer = LabelPlacer(PLOT.box())
     if bandwidth:
         _draw_memory_roof(root, placer, x_scale, y_scale, bandwidth, roofs)
-    _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs)
+    positions = _point_positions(x_scale, y_scale, points)
+    _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs,
+                        [_marker_box(x, y, POINT_RADIUS) for x, y in positions])
     if bandwidth:
         _draw_ridges(root, placer, x_scale, y_scale, bandwidth, roofs)
-    _draw_points(root, placer, x_scale, y_scale, points)
+    _draw_points(root, placer, positions, points)
 
     precisions = sorted({p.benchmark.precision for p in points} | {r.precisions[0] for r in roofs},
                         key=palette.precision_order)

@@ -19,11 +19,12 @@ def load_fixture(path):
 
 
 class TemporaryFolder:
-    """A temp folder (cleaned up by the test) with a helper to write JSON documents into it."""
+    """A temp folder with a helper to write JSON documents into it. register_cleanup: a test's
+    addCleanup (or a class's addClassCleanup), which removes the folder when the test is done."""
 
-    def __init__(self, test_case):
+    def __init__(self, register_cleanup):
         self._folder = tempfile.TemporaryDirectory(prefix="roofbench-reports-test-")
-        test_case.addCleanup(self._folder.cleanup)
+        register_cleanup(self._folder.cleanup)
         self.path = pathlib.Path(self._folder.name)
 
     def write_json(self, name, document):

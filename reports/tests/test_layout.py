@@ -2,7 +2,7 @@
 
 import unittest
 
-from roofbench_reports.labels import Box, LabelPlacer, around_point, spread, text_box, truncate
+from roofbench_reports.labels import Box, LabelPlacer, around_point, spread, text_box, truncate, truncate_middle
 from roofbench_reports.scales import LinearScale, LogScale, nice_step, nice_ticks_from_zero
 
 
@@ -67,6 +67,8 @@ class LabelTest(unittest.TestCase):
     def test_truncate(self):
         self.assertEqual(truncate("abcdef", 4), "abc…")
         self.assertEqual(truncate("abc", 4), "abc")
+        self.assertEqual(truncate_middle("micro/matmul/n:8192/variant:12", 16), "micro/m…riant:12")
+        self.assertEqual(len(truncate_middle("x" * 50, 21)), 21)
 
 
 if __name__ == "__main__":

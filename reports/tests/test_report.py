@@ -1,0 +1,136 @@
+import contextlib
+import io
+import re
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+from roofbench_reports import report_cli
+from roofbench_reports.svg import SVG_NAMESPACE
+
+from .helpers import CPU_RUN, GPU_RUN, TemporaryFolder, load_fixture
+
+NS = {"svg": SVG_NAMESPACE}
+CPU_TIMED_BENCHMARKS = 11  # 12 in the fixture, one failed its gate and has no counters
+
+
+def write_report(test_case, *paths):
+    folder = TemporaryFolder(test_case.addCleanup)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = report_cli.main([str(path) for path in paths] + ["-o", str(folder.path / "out")])
+    test_case.assertEqual(code, 0)
+    return folder.path / "out"
+
+
+def parse_svg(path):
+    return ElementTree.parse(path).getroot()
+
+
+def elements_of_class(root, tag, css_class):
+    return [e for e in root.iter(f"{{{SVG_NAMESPACE}}}{tag}") if e.get("class") == css_class]
+
+
+def texts(root):
+    return [e.text for e in root.iter(f"{{{SVG_NAMESPACE}}}text")]
+
+
+class ReportFilesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = TemporaryFolder(cls.addClassCleanup)
+        with contextlib.redirect_stdout(io.StringIO()):
+            report_cli.main([str(GPU_RUN), "-o", str(cls.folder.path)])
+        cls.out = cls.folder.path
+
+    def test_all_four_files(self):
+        for name in ("summary.md", "roofline.svg", "waterfall.svg", "index.html"):
+            self.assertGreater((self.out / name).stat().st_size, 500, name)
+
+    def test_roofline_elements(self):
+        root = parse_svg(self.out / "roofline.svg")
+        self.assertEqual(len(elements_of_class(root, "polyline", "memory-roof")), 1)
+        # fp64, fp32, tf32, bf16 = fp16 (merged), fp8
+        self.assertEqual(len(elements_of_class(root, "line", "compute-roof")), 5)
+        self.assertEqual(len(elements_of_class(root, "circle", "ridge")), 5)
+        self.assertEqual(len(elements_of_class(root, "circle", "point")), 7)  # 8 cases, copy has no FLOPs
+        labels = texts(root)
+        self.assertIn("arithmetic intensity (FLOP/byte)", labels)
+        self.assertIn("performance (FLOP/s)", labels)
+        for tick in ("1 T", "1 P", "0.1", "1", "10", "1000"):
+            self.assertIn(tick, labels)
+        self.assertIn("ridge bf16, fp16: 183 FLOP/B", labels)
+        self.assertIn("memory 4.1 TB/s", labels)
+        self.assertIn("gpt/R1_fused/batch:64", labels)  # the key names every point
+
+    def test_waterfall_elements(self):
+        root = parse_svg(self.out / "waterfall.svg")
+        bars = elements_of_class(root, "rect", "bar")
+        self.assertEqual(len(bars), 2)
+        labels = texts(root)
+        self.assertIn("tokens/s", labels)
+        self.assertIn("baseline", labels)
+        ratios = [label for label in labels if label and label.startswith("×")]
+        self.assertEqual(len(ratios), 2)
+        self.assertEqual(ratios[0], ratios[1].replace("first", "prev"))  # second rung: prev is the first
+
+    def test_summary_tables(self):
+        summary = (self.out / "summary.md").read_text(encoding="utf-8")
+        self.assertIn("## NVIDIA H200 (cuda)", summary)
+        self.assertIn("| memory bandwidth | 4.1 TB/s | 4.8 TB/s | 85.4 % |", summary)
+        self.assertIn("### Plugin micro", summary)
+        self.assertIn("### Plugin gpt", summary)
+        self.assertIn("| benchmark | time | noise | FLOP/s | B/s | AI | % of roof | bound | gate |", summary)
+        self.assertRegex(summary, r"\| R0_eager/batch:64 \| \d+ ms \|")
+
+    def test_html_is_self_contained(self):
+        page = (self.out / "index.html").read_text(encoding="utf-8")
+        self.assertEqual(page.count("<svg"), page.count("</svg>"))
+        self.assertGreaterEqual(page.count("<svg"), 2)
+        self.assertNotRegex(page, r"(src|href)\s*=")
+        self.assertNotIn("<link", page)
+        self.assertNotIn("<script", page)
+        self.assertIn("<table>", page)
+
+
+class ReportContentTest(unittest.TestCase):
+    def test_no_ladder_no_waterfall(self):
+        out = write_report(self, CPU_RUN)
+        self.assertFalse((out / "waterfall.svg").exists())
+        self.assertTrue((out / "index.html").exists())
+        root = parse_svg(out / "roofline.svg")
+        self.assertEqual(len(elements_of_class(root, "circle", "point")), CPU_TIMED_BENCHMARKS)
+
+    def test_errors_load_failures_and_not_run_are_listed(self):
+        summary = (write_report(self, CPU_RUN) / "summary.md").read_text(encoding="utf-8")
+        self.assertRegex(summary, r"\| layernorm/rows:4096/cols:1024 \| — \|.*\| FAIL \|")
+        self.assertIn("- layernorm/rows:4096/cols:1024 (fail): gate failed: relative L2 error", summary)
+        self.assertLess(summary.index("## Load failures"), summary.index("roofbench-broken.so"))
+        self.assertIn("micro/matmul_bf16: needs a CUDA GPU; none found", summary)
+
+    def test_several_devices_get_one_section_and_one_plot_each(self):
+        out = write_report(self, CPU_RUN, GPU_RUN, CPU_RUN)
+        summary = (out / "summary.md").read_text(encoding="utf-8")
+        self.assertEqual(len(re.findall(r"^## .* \((cpu|cuda)\)$", summary, flags=re.M)), 2)
+        self.assertIn("(median of 2 runs)", summary)
+        root = parse_svg(out / "roofline.svg")
+        self.assertEqual(len(root.findall("svg:svg", NS)), 2)
+        self.assertEqual(len(elements_of_class(root, "circle", "point")), CPU_TIMED_BENCHMARKS + 7)
+
+    def test_incomplete_run_is_flagged(self):
+        folder = TemporaryFolder(self.addCleanup)
+        document = load_fixture(CPU_RUN)
+        document["context"]["roofbench"]["complete"] = False
+        summary = (write_report(self, folder.write_json("partial.json", document)) / "summary.md").read_text(
+            encoding="utf-8")
+        self.assertIn("partial.json is incomplete", summary)
+
+    def test_bad_input_exits_2(self):
+        folder = TemporaryFolder(self.addCleanup)
+        error = io.StringIO()
+        with contextlib.redirect_stderr(error):
+            code = report_cli.main([str(folder.path / "missing.json"), "-o", str(folder.path)])
+        self.assertEqual(code, 2)
+        self.assertIn("no such file", error.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
