@@ -63,8 +63,9 @@ def draw_x_ticks(parent, area, ticks, minor_pixels=(), grid=True):
 
 def draw_axis_titles(parent, area, x_title, y_title, y_title_offset=62):
     titles = parent.add(group(class_="axis-titles", font_size=AXIS_TITLE_FONT_SIZE, fill=palette.TEXT))
-    titles.add(text(area.left + area.width / 2, area.bottom + 40, x_title, text_anchor="middle",
-                    class_="x-title"))
+    if x_title:
+        titles.add(text(area.left + area.width / 2, area.bottom + 40, x_title, text_anchor="middle",
+                        class_="x-title"))
     x, y = area.left - y_title_offset, area.top + area.height / 2
     titles.add(text(x, y, y_title, text_anchor="middle", transform=f"rotate(-90 {x:.1f} {y:.1f})",
                     class_="y-title"))
