@@ -1,15 +1,4 @@
+// The plugin's entry point only; the cases live in roofbench_micro_cases, which the tests link too.
 #include "cases.hpp"
-
-namespace roofbench::micro {
-
-void describe(Plugin& plugin) {
-  plugin.name = "micro";
-  plugin.description = "GPU micro-benchmarks: cuBLAS matmuls per precision against hand-written ones, "
-                       "elementwise add and device copy for the bandwidth roof";
-  add_matmul_cases(plugin);
-  add_elementwise_cases(plugin);
-}
-
-}  // namespace roofbench::micro
 
 ROOFBENCH_PLUGIN("micro", roofbench::micro::describe)

@@ -1,0 +1,121 @@
+// A minimal roofbench::Context over one CUDA device, for driving micro cases end to end in tests:
+// cudaMalloc'd buffers, host-generated random inputs, synchronous copies, and hooks to poison or
+// overwrite outputs the way the host does before a gate run.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "roofbench/cuda_check.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::micro::testing {
+
+inline bool gpu_present() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
+
+class CudaTestContext final : public Context {
+ public:
+  struct Allocation {
+    void* data;
+    std::size_t bytes;
+    BufferRole role;
+  };
+
+  explicit CudaTestContext(Params params) : params_(std::move(params)) {
+    device_.kind = DeviceKind::cuda;
+    ROOFBENCH_CUDA(cudaGetDevice(&device_.index));
+    cudaDeviceProp properties{};
+    ROOFBENCH_CUDA(cudaGetDeviceProperties(&properties, device_.index));
+    device_.name = properties.name;
+    // Non-blocking, like a host that keeps the legacy default stream out of its timings: a case that
+    // forgets to order its work on ctx.stream() shows up here.
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  CudaTestContext(const CudaTestContext&) = delete;
+  CudaTestContext& operator=(const CudaTestContext&) = delete;
+  ~CudaTestContext() override {
+    // Destructor: nothing can be reported, so statuses are dropped.
+    (void)cudaStreamSynchronize(stream_);
+    for (const Allocation& allocation : allocations_) (void)cudaFree(allocation.data);
+    (void)cudaStreamDestroy(stream_);
+  }
+
+  const Params& params() const override { return params_; }
+  int ranks() const override { return 1; }
+  const DeviceInfo& device(int) const override { return device_; }
+  void* stream(int) const override { return stream_; }
+
+  void* alloc(std::size_t bytes, BufferRole role, int) override {
+    void* data = nullptr;
+    ROOFBENCH_CUDA(cudaMalloc(&data, bytes));
+    allocations_.push_back({data, bytes, role});
+    return data;
+  }
+
+  void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi, int) override {
+    std::mt19937_64 rng(seed() + fills_++);
+    std::uniform_real_distribution<double> uniform(lo, hi);
+    std::vector<unsigned char> bytes;
+    auto encode_all = [&]<typename Stored>(auto encode) {
+      bytes.resize(count * sizeof(Stored));
+      for (std::size_t i = 0; i < count; ++i) {
+        const Stored value = encode(uniform(rng));
+        std::memcpy(bytes.data() + i * sizeof(Stored), &value, sizeof(Stored));
+      }
+    };
+    switch (type) {
+      case ElementType::f64: encode_all.template operator()<double>([](double x) { return x; }); break;
+      case ElementType::f32: encode_all.template operator()<float>([](double x) { return float(x); }); break;
+      case ElementType::bf16:
+        encode_all.template operator()<__nv_bfloat16>([](double x) { return __float2bfloat16_rn(float(x)); });
+        break;
+      case ElementType::f16:
+        encode_all.template operator()<__half>([](double x) { return __float2half_rn(float(x)); });
+        break;
+      case ElementType::fp8_e4m3:
+        encode_all.template operator()<__nv_fp8_e4m3>([](double x) { return __nv_fp8_e4m3(float(x)); });
+        break;
+      case ElementType::i32: encode_all.template operator()<std::int32_t>([](double x) { return std::int32_t(x); }); break;
+    }
+    ROOFBENCH_CUDA(cudaMemcpy(data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  }
+
+  void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, int) override {
+    ROOFBENCH_CUDA(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+  }
+  void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, int) override {
+    ROOFBENCH_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+  }
+  void synchronize(int) override { ROOFBENCH_CUDA(cudaStreamSynchronize(stream_)); }
+  std::uint64_t seed() const override { return 20261129; }
+
+  // Sets every byte of every output buffer: 0xFF is the host's NaN poison.
+  void fill_outputs(unsigned char byte) {
+    for (const Allocation& allocation : allocations_)
+      if (allocation.role == BufferRole::output)
+        ROOFBENCH_CUDA(cudaMemsetAsync(allocation.data, byte, allocation.bytes, stream_));
+    synchronize(0);
+  }
+  const std::vector<Allocation>& allocations() const { return allocations_; }
+  cudaStream_t cuda_stream() const { return stream_; }
+
+ private:
+  Params params_;
+  DeviceInfo device_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<Allocation> allocations_;
+  std::uint64_t fills_ = 0;
+};
+
+}  // namespace roofbench::micro::testing
