@@ -27,21 +27,30 @@
 
 namespace roofbench::kernels::cpu {
 
-ROOFBENCH_VECTOR_CLONES void stream_copy(const double* a, double* b, std::int64_t n) {
+namespace {
+
+// Every streaming kernel: out[i] = element(i), split statically across threads. Cloned functions stay
+// in this anonymous namespace because GCC gives their resolvers default visibility whatever
+// -fvisibility says, and a plugin should export nothing but its entry point.
+template <typename T, typename Element>
+ROOFBENCH_VECTOR_CLONES void for_each_element(T* out, std::int64_t n, Element element) {
   ROOFBENCH_OMP(omp parallel for schedule(static))
-  for (std::int64_t i = 0; i < n; ++i) b[i] = a[i];
+  for (std::int64_t i = 0; i < n; ++i) out[i] = element(i);
 }
 
-ROOFBENCH_VECTOR_CLONES void stream_triad(double* a, const double* b, const double* c, double scalar,
-                                          std::int64_t n) {
-  ROOFBENCH_OMP(omp parallel for schedule(static))
-  for (std::int64_t i = 0; i < n; ++i) a[i] = b[i] + scalar * c[i];
+}  // namespace
+
+void stream_copy(const double* a, double* b, std::int64_t n) {
+  for_each_element(b, n, [a](std::int64_t i) { return a[i]; });
+}
+
+void stream_triad(double* a, const double* b, const double* c, double scalar, std::int64_t n) {
+  for_each_element(a, n, [=](std::int64_t i) { return b[i] + scalar * c[i]; });
 }
 
 template <typename T>
-ROOFBENCH_VECTOR_CLONES void add(const T* a, const T* b, T* c, std::int64_t n) {
-  ROOFBENCH_OMP(omp parallel for schedule(static))
-  for (std::int64_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+void add(const T* a, const T* b, T* c, std::int64_t n) {
+  for_each_element(c, n, [=](std::int64_t i) { return a[i] + b[i]; });
 }
 template void add<float>(const float*, const float*, float*, std::int64_t);
 template void add<double>(const double*, const double*, double*, std::int64_t);
