@@ -39,6 +39,12 @@ if(ROOFBENCH_WITH_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25 does not know that nvcc 13 speaks C++20 (generation fails with "requires the language
+    # dialect CUDA20"): tell it the flag.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
@@ -89,4 +95,6 @@ endfunction()
 add_library(roofbench_warnings INTERFACE)
 target_compile_options(roofbench_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror>>
+  # GCC 12 reports -Wrestrict false positives inside std::string's operator+ (GCC bug 105329).
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror=all-warnings>>)

@@ -1,0 +1,32 @@
+// From loaded plugins to the list of benchmarks: one per (case x point of its axes' cartesian product),
+// named <plugin>/<case>/<axis>:<value>/...
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "roofbench/plugin.hpp"
+
+namespace roofbench {
+
+struct BenchmarkSpec {
+  std::string name;
+  std::string plugin;
+  const CaseSpec* spec = nullptr;  // owned by the loaded plugin
+  Params params;
+};
+
+// The cartesian product of the axes, the first axis varying slowest. No axes: one empty point.
+std::vector<Params> expand_axes(const std::vector<Axis>& axes);
+std::string benchmark_name(const std::string& plugin, const std::string& case_name, const Params& params);
+
+// Axis values restricted by a suite: key "<plugin>/<case>.<axis>" (or "<plugin>/*.<axis>") -> values.
+using AxisOverrides = std::map<std::string, std::vector<std::string>>;
+
+std::vector<BenchmarkSpec> expand_plugin(const Plugin& plugin, const AxisOverrides& overrides = {});
+
+// The name of the benchmark without its sweep axis: benchmarks that share it form one sweep.
+std::string sweep_group(const BenchmarkSpec& b);
+
+}  // namespace roofbench

@@ -1,0 +1,201 @@
+// The host CPU as a device: memory is ordinary aligned memory, time is the steady clock.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <thread>
+
+#include "device.hpp"
+#include "statistics.hpp"
+
+#ifdef ROOFBENCH_HAVE_CBLAS
+#include <cblas.h>
+#else
+#include "cpu_kernels.hpp"
+#endif
+
+namespace roofbench {
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown CPU";
+}
+
+std::uint16_t to_bf16_bits(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits += 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+double unit_uniform(std::uint64_t seed, std::uint64_t i) {
+  return static_cast<double>(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53;
+}
+
+// Streams through a buffer larger than the last-level cache so the next sample starts cold.
+class CacheFlusher {
+ public:
+  CacheFlusher() {
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = 64l << 20;
+    buffer_.assign(static_cast<std::size_t>(llc) * 2, 1);
+  }
+  void flush() {
+    for (std::size_t i = 0; i < buffer_.size(); i += 64) buffer_[i] = static_cast<char>(buffer_[i] + 1);
+  }
+
+ private:
+  std::vector<char> buffer_;
+};
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice() { info_ = {DeviceKind::cpu, 0, cpu_model_name()}; }
+  const DeviceInfo& info() const override { return info_; }
+  std::string key() const override {
+    return "cpu-" + info_.name + "-" + std::to_string(std::thread::hardware_concurrency()) + "threads";
+  }
+  void* stream() override { return nullptr; }
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void release(void* data) noexcept override { std::free(data); }
+  void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi,
+                   std::uint64_t seed) override {
+    const double span = hi - lo;
+    for (std::size_t i = 0; i < count; ++i) {
+      const double v = lo + span * unit_uniform(seed, i);
+      switch (type) {
+        case ElementType::f64: static_cast<double*>(data)[i] = v; break;
+        case ElementType::f32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
+        case ElementType::bf16: static_cast<std::uint16_t*>(data)[i] = to_bf16_bits(static_cast<float>(v)); break;
+        case ElementType::f16: static_cast<_Float16*>(data)[i] = static_cast<_Float16>(v); break;
+        case ElementType::i32: static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(std::floor(v)); break;
+        case ElementType::fp8_e4m3: throw Error("fp8 inputs are not supported on the CPU device");
+      }
+    }
+  }
+  void poison(void* data, std::size_t bytes) override { std::memset(data, 0xFF, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void synchronize() override {}
+  double driver_used_bytes() override { return 0; }
+  Ceilings measure_ceilings(std::vector<std::string>& how) override;
+
+ private:
+  DeviceInfo info_;
+};
+
+template <typename F>
+double best_seconds(int repetitions, F&& body) {
+  double best = 1e300;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+// All hardware threads copying their share of a buffer far larger than the caches.
+double measure_copy_bandwidth(std::string& how) {
+  const std::size_t bytes = std::size_t{256} << 20;
+  std::vector<char> from(bytes, 1), to(bytes, 0);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const double seconds = best_seconds(5, [&] {
+    std::vector<std::thread> pool;
+    const std::size_t share = bytes / threads;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const std::size_t begin = t * share, size = t + 1 == threads ? bytes - begin : share;
+        std::memcpy(to.data() + begin, from.data() + begin, size);
+      });
+    for (auto& th : pool) th.join();
+  });
+  how = "memcpy of 256 MiB on " + std::to_string(threads) + " threads, best of 5 (read + write counted)";
+  return 2.0 * static_cast<double>(bytes) / seconds;
+}
+
+template <typename T>
+double measure_gemm(std::string& how, const char* label) {
+  const int n = 2048;
+  std::vector<T> a(std::size_t(n) * n), b(a.size()), c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<T>(unit_uniform(1, i) - 0.5);
+    b[i] = static_cast<T>(unit_uniform(2, i) - 0.5);
+  }
+  auto gemm = [&] {
+#ifdef ROOFBENCH_HAVE_CBLAS
+    if constexpr (std::is_same_v<T, double>)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+#else
+    if constexpr (std::is_same_v<T, float>) kernels::cpu::matmul_blocked(a.data(), b.data(), c.data(), n, n, n);
+#endif
+  };
+#ifndef ROOFBENCH_HAVE_CBLAS
+  if constexpr (std::is_same_v<T, double>) return 0;  // no fp64 kernel without BLAS: no fp64 roof
+#endif
+  gemm();
+  const double seconds = best_seconds(3, gemm);
+#ifdef ROOFBENCH_HAVE_CBLAS
+  how = std::string("cblas ") + label + " 2048^3, best of 3";
+#else
+  how = std::string("roofbench blocked ") + label + " 2048^3, best of 3";
+#endif
+  return 2.0 * n * double(n) * n / seconds;
+}
+
+Ceilings CpuDevice::measure_ceilings(std::vector<std::string>& how) {
+  Ceilings c;
+  std::string note;
+  c.bandwidth = measure_copy_bandwidth(note);
+  how.push_back("bandwidth: " + note);
+  c.flops_of(Precision::fp64) = measure_gemm<double>(note, "dgemm");
+  if (c.flops_of(Precision::fp64) > 0) how.push_back("fp64: " + note);
+  c.flops_of(Precision::fp32) = measure_gemm<float>(note, "sgemm");
+  how.push_back("fp32: " + note);
+  return c;
+}
+
+class CpuTimer final : public Timer {
+ public:
+  CpuTimer(std::function<void()> run_once, const TimingOptions& options)
+      : run_once_(std::move(run_once)), cold_(options.cold) {
+    if (cold_) flusher_ = std::make_unique<CacheFlusher>();
+  }
+  SampleTime time(int runs) override {
+    if (flusher_) flusher_->flush();
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < runs; ++r) run_once_();
+    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0};
+  }
+
+ private:
+  std::function<void()> run_once_;
+  bool cold_;
+  std::unique_ptr<CacheFlusher> flusher_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>(); }
+
+std::unique_ptr<Timer> make_cpu_timer(std::function<void()> run_once, const TimingOptions& options) {
+  return std::make_unique<CpuTimer>(std::move(run_once), options);
+}
+
+}  // namespace roofbench

@@ -1,0 +1,439 @@
+// CUDA GPUs as devices: memory from cudaMalloc, time from CUDA events, ceilings from cuBLAS.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "device.hpp"
+#include "roofbench/cuda_check.hpp"
+
+#define ROOFBENCH_CUBLASLT(call) ROOFBENCH_CUBLAS(call)
+
+namespace roofbench {
+namespace {
+
+__global__ void fill_uniform_kernel(void* data, std::size_t count, ElementType type, double lo, double span,
+                                    std::uint64_t seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const double u = static_cast<double>(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53;
+    const double v = lo + span * u;
+    switch (type) {
+      case ElementType::f64: static_cast<double*>(data)[i] = v; break;
+      case ElementType::f32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
+      case ElementType::bf16: static_cast<__nv_bfloat16*>(data)[i] = __double2bfloat16(v); break;
+      case ElementType::f16: static_cast<__half*>(data)[i] = __double2half(v); break;
+      case ElementType::fp8_e4m3: static_cast<__nv_fp8_e4m3*>(data)[i] = __nv_fp8_e4m3(static_cast<float>(v)); break;
+      case ElementType::i32: static_cast<int*>(data)[i] = static_cast<int>(floor(v)); break;
+    }
+  }
+}
+
+// Holds the stream until the host has queued every timed launch, so launch latency stays out of the
+// measurement (nvbench's blocking kernel). The timeout keeps a full launch queue from deadlocking.
+__global__ void hold_stream_kernel(const volatile int* release, unsigned long long timeout_ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (*release == 0 && now - start < timeout_ns);
+}
+
+// Measures the SM clock: cycles counted by clock64 over a stretch of global time.
+__global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns) {
+  unsigned long long t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  } while (t1 - t0 < span_ns);
+  const long long c1 = clock64();
+  *mhz = double(c1 - c0) / double(t1 - t0) * 1e3;
+}
+
+class DeviceScope {  // every call on a device is made with it current
+ public:
+  explicit DeviceScope(int index) {
+    ROOFBENCH_CUDA(cudaGetDevice(&previous_));
+    ROOFBENCH_CUDA(cudaSetDevice(index));
+  }
+  ~DeviceScope() { cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+std::string uuid_text(const cudaUUID_t& uuid) {
+  std::string out;
+  char buf[3];
+  for (unsigned char byte : uuid.bytes) {
+    std::snprintf(buf, sizeof buf, "%02x", byte);
+    out += buf;
+  }
+  return out;
+}
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int index) {
+    cudaDeviceProp prop{};
+    ROOFBENCH_CUDA(cudaGetDeviceProperties(&prop, index));
+    info_ = {DeviceKind::cuda, index, prop.name};
+    uuid_ = uuid_text(prop.uuid);
+    DeviceScope scope(index);
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaDevice() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  const DeviceInfo& info() const override { return info_; }
+  std::string key() const override { return "cuda-" + info_.name + "-" + uuid_; }
+  void* stream() override { return stream_; }
+  void* allocate(std::size_t bytes) override {
+    DeviceScope scope(info_.index);
+    void* p = nullptr;
+    const cudaError_t status = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // not sticky: clear it so the next case starts clean
+      throw OutOfMemory("out of device memory allocating " + std::to_string(bytes) + " bytes on cuda:" +
+                        std::to_string(info_.index));
+    }
+    ROOFBENCH_CUDA(status);
+    return p;
+  }
+  void release(void* data) noexcept override {
+    if (data) cudaFree(data);
+  }
+  void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi,
+                   std::uint64_t seed) override {
+    DeviceScope scope(info_.index);
+    const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count + 255) / 256, 65535));
+    fill_uniform_kernel<<<std::max(blocks, 1u), 256, 0, stream_>>>(data, count, type, lo, hi - lo, seed);
+    ROOFBENCH_CUDA_LAUNCH();
+  }
+  void poison(void* data, std::size_t bytes) override {
+    DeviceScope scope(info_.index);
+    ROOFBENCH_CUDA(cudaMemsetAsync(data, 0xFF, bytes, stream_));
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    DeviceScope scope(info_.index);
+    ROOFBENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    DeviceScope scope(info_.index);
+    ROOFBENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void synchronize() override {
+    DeviceScope scope(info_.index);
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  }
+  double driver_used_bytes() override {
+    DeviceScope scope(info_.index);
+    std::size_t free_bytes = 0, total = 0;
+    ROOFBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
+    return static_cast<double>(total - free_bytes);
+  }
+  std::string recover() override {
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky == cudaSuccess) return {};
+    // A sticky error poisons the whole context: reset it (the next case gets a fresh one).
+    cudaSetDevice(info_.index);
+    cudaDeviceReset();
+    stream_ = nullptr;
+    ROOFBENCH_CUDA(cudaSetDevice(info_.index));
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return std::string("device cuda:") + std::to_string(info_.index) + " reset after: " + cudaGetErrorString(sticky);
+  }
+  Ceilings measure_ceilings(std::vector<std::string>& how) override;
+
+ private:
+  DeviceInfo info_;
+  std::string uuid_;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Device memory that frees itself (ceilings are measured outside any case).
+struct DeviceBuffer {
+  Device& device;
+  void* data;
+  DeviceBuffer(Device& d, std::size_t bytes) : device(d), data(d.allocate(bytes)) {}
+  ~DeviceBuffer() { device.release(data); }
+};
+
+template <typename Launch>
+double best_event_seconds(cudaStream_t stream, int warmups, int repetitions, Launch&& launch) {
+  cudaEvent_t start, stop;
+  ROOFBENCH_CUDA(cudaEventCreate(&start));
+  ROOFBENCH_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < warmups; ++i) launch();
+  float best_ms = 1e30f;
+  for (int i = 0; i < repetitions; ++i) {
+    ROOFBENCH_CUDA(cudaEventRecord(start, stream));
+    launch();
+    ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
+    ROOFBENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    best_ms = std::min(best_ms, ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best_ms * 1e-3;
+}
+
+struct GemmFormat {
+  Precision precision;
+  cudaDataType_t input, output;
+  cublasComputeType_t compute;
+  ElementType fill;
+  std::size_t input_bytes, output_bytes;
+};
+
+Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
+  DeviceScope scope(info_.index);
+  Ceilings c;
+  {
+    const std::size_t bytes = std::size_t{2} << 30;
+    DeviceBuffer from(*this, bytes), to(*this, bytes);
+    fill_random(from.data, bytes / 4, ElementType::f32, -1, 1, 7);
+    const double s = best_event_seconds(stream_, 3, 10, [&] {
+      ROOFBENCH_CUDA(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, stream_));
+    });
+    c.bandwidth = 2.0 * static_cast<double>(bytes) / s;
+    how.push_back("bandwidth: cudaMemcpyAsync 2 GiB device to device, best of 10 (read + write counted)");
+  }
+  const int n = 8192;
+  const double flops = 2.0 * n * double(n) * n;
+  cublasHandle_t handle;
+  ROOFBENCH_CUBLAS(cublasCreate(&handle));
+  ROOFBENCH_CUBLAS(cublasSetStream(handle, stream_));
+  const GemmFormat formats[] = {
+      {Precision::fp64, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, ElementType::f64, 8, 8},
+      {Precision::fp32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, ElementType::f32, 4, 4},
+      {Precision::tf32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, ElementType::f32, 4, 4},
+      {Precision::bf16, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::bf16, 2, 2},
+      {Precision::fp16, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, ElementType::f16, 2, 2},
+  };
+  try {
+    for (const auto& f : formats) {
+      DeviceBuffer a(*this, f.input_bytes * n * n), b(*this, f.input_bytes * n * n), d(*this, f.output_bytes * n * n);
+      fill_random(a.data, std::size_t(n) * n, f.fill, -1, 1, 11);
+      fill_random(b.data, std::size_t(n) * n, f.fill, -1, 1, 12);
+      const double one = 1.0, zero = 0.0;
+      const float one_f = 1.0f, zero_f = 0.0f;
+      const bool double_scale = f.compute == CUBLAS_COMPUTE_64F;
+      const double s = best_event_seconds(stream_, 3, 10, [&] {
+        ROOFBENCH_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n,
+                                      double_scale ? static_cast<const void*>(&one) : &one_f, a.data, f.input, n,
+                                      b.data, f.input, n, double_scale ? static_cast<const void*>(&zero) : &zero_f,
+                                      d.data, f.output, n, f.compute, CUBLAS_GEMM_DEFAULT));
+      });
+      c.flops_of(f.precision) = flops / s;
+      how.push_back(std::string(to_string(f.precision)) + ": cublasGemmEx 8192^3 on random inputs, best of 10");
+    }
+  } catch (...) {
+    cublasDestroy(handle);
+    throw;
+  }
+  ROOFBENCH_CUBLAS(cublasDestroy(handle));
+
+  int major = 0, minor = 0;
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, info_.index));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, info_.index));
+  if (major * 10 + minor >= 89) {
+    // fp8 (e4m3) needs cuBLASLt and the "TN" layout: A transposed, both column-major.
+    cublasLtHandle_t lt;
+    ROOFBENCH_CUBLASLT(cublasLtCreate(&lt));
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, d_layout = nullptr;
+    try {
+      DeviceBuffer a(*this, std::size_t(n) * n), b(*this, std::size_t(n) * n), d(*this, 2 * std::size_t(n) * n);
+      const std::size_t workspace_bytes = 64u << 20;
+      DeviceBuffer workspace(*this, workspace_bytes);
+      fill_random(a.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 13);
+      fill_random(b.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 14);
+      ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+      ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+      ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&a_layout, CUDA_R_8F_E4M3, n, n, n));
+      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&b_layout, CUDA_R_8F_E4M3, n, n, n));
+      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&d_layout, CUDA_R_16BF, n, n, n));
+      const float one = 1.0f, zero = 0.0f;
+      const double s = best_event_seconds(stream_, 3, 10, [&] {
+        ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc, &one, a.data, a_layout, b.data, b_layout, &zero, d.data, d_layout,
+                                          d.data, d_layout, nullptr, workspace.data, workspace_bytes, stream_));
+      });
+      c.flops_of(Precision::fp8) = flops / s;
+      how.push_back("fp8: cublasLtMatmul e4m3 x e4m3 -> bf16, 8192^3 on random inputs, best of 10");
+    } catch (const Error& e) {
+      how.push_back(std::string("fp8: not measured: ") + e.what());
+    }
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    for (auto layout : {a_layout, b_layout, d_layout})
+      if (layout) cublasLtMatrixLayoutDestroy(layout);
+    cublasLtDestroy(lt);
+  }
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  return c;
+}
+
+class CudaTimer final : public Timer {
+ public:
+  CudaTimer(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options)
+      : run_once_(std::move(run_once)), options_(options) {
+    for (Device* d : ranks) {
+      Rank r{d->info().index, static_cast<cudaStream_t>(d->stream())};
+      DeviceScope scope(r.device);
+      ROOFBENCH_CUDA(cudaEventCreate(&r.start));
+      ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
+      if (options_.cold) {
+        int l2 = 0;
+        ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
+        r.flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+        ROOFBENCH_CUDA(cudaMalloc(&r.flush, r.flush_bytes));
+      }
+      ranks_.push_back(r);
+    }
+    DeviceScope scope(ranks_.front().device);
+    ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&release_), sizeof(int), cudaHostAllocMapped));
+    ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_device_), release_, 0));
+    ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&clock_mhz_), sizeof(double), cudaHostAllocMapped));
+    ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&clock_mhz_on_device_), clock_mhz_, 0));
+    int khz = 0;
+    ROOFBENCH_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, ranks_.front().device));
+    max_clock_mhz_ = khz / 1e3;
+  }
+  ~CudaTimer() override {
+    for (auto& r : ranks_) {
+      cudaSetDevice(r.device);
+      cudaEventDestroy(r.start);
+      cudaEventDestroy(r.stop);
+      if (r.flush) cudaFree(r.flush);
+    }
+    for (auto& [runs, exec] : graphs_) cudaGraphExecDestroy(exec);
+    cudaFreeHost(release_);
+    cudaFreeHost(clock_mhz_);
+  }
+  double max_clock_mhz() const override { return max_clock_mhz_; }
+
+  SampleTime time(int runs) override {
+    cudaGraphExec_t graph = options_.graph ? graph_for(runs) : nullptr;
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      if (r.flush) ROOFBENCH_CUDA(cudaMemsetAsync(r.flush, runs & 0xFF, r.flush_bytes, r.stream));
+    }
+    *static_cast<volatile int*>(release_) = 0;
+    if (options_.hold) {
+      for (auto& r : ranks_) {
+        DeviceScope scope(r.device);
+        hold_stream_kernel<<<1, 1, 0, r.stream>>>(release_on_device_, kHoldTimeoutNs);
+        ROOFBENCH_CUDA_LAUNCH();
+      }
+    }
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      ROOFBENCH_CUDA(cudaEventRecord(r.start, r.stream));
+    }
+    if (graph) {
+      DeviceScope scope(ranks_.front().device);
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
+    } else {
+      for (int i = 0; i < runs; ++i) run_once_();
+    }
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      ROOFBENCH_CUDA(cudaEventRecord(r.stop, r.stream));
+    }
+    __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
+    {
+      DeviceScope scope(ranks_.front().device);
+      clock_probe_kernel<<<1, 1, 0, ranks_.front().stream>>>(clock_mhz_on_device_, kClockProbeNs);
+      ROOFBENCH_CUDA_LAUNCH();
+    }
+    double slowest = 0;
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
+      float ms = 0;
+      ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
+      slowest = std::max(slowest, ms * 1e-3);
+    }
+    return {slowest, *static_cast<volatile double*>(clock_mhz_)};
+  }
+
+ private:
+  static constexpr unsigned long long kHoldTimeoutNs = 500'000'000;
+  static constexpr unsigned long long kClockProbeNs = 20'000;
+
+  struct Rank {
+    int device;
+    cudaStream_t stream;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    void* flush = nullptr;
+    std::size_t flush_bytes = 0;
+  };
+
+  // `runs` launches captured once into one graph; replaying it leaves out the per-launch CPU cost.
+  cudaGraphExec_t graph_for(int runs) {
+    if (auto it = graphs_.find(runs); it != graphs_.end()) return it->second;
+    const Rank& r = ranks_.front();
+    DeviceScope scope(r.device);
+    cudaGraph_t graph;
+    ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (int i = 0; i < runs; ++i) run_once_();
+    } catch (...) {
+      cudaStreamEndCapture(r.stream, &graph);
+      throw;
+    }
+    ROOFBENCH_CUDA(cudaStreamEndCapture(r.stream, &graph));
+    cudaGraphExec_t exec;
+    const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    ROOFBENCH_CUDA(status);
+    graphs_[runs] = exec;
+    return exec;
+  }
+
+  std::function<void()> run_once_;
+  TimingOptions options_;
+  std::vector<Rank> ranks_;
+  std::map<int, cudaGraphExec_t> graphs_;
+  int* release_ = nullptr;
+  int* release_on_device_ = nullptr;
+  double* clock_mhz_ = nullptr;
+  double* clock_mhz_on_device_ = nullptr;
+  double max_clock_mhz_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none) {
+  std::vector<std::unique_ptr<Device>> devices;
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    why_none = std::string("no usable CUDA driver or device (") + cudaGetErrorString(status) + ")";
+    return devices;
+  }
+  if (count == 0) why_none = "no CUDA device found";
+  for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<CudaDevice>(i));
+  return devices;
+}
+
+std::unique_ptr<Timer> make_cuda_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
+                                       const TimingOptions& options) {
+  return std::make_unique<CudaTimer>(ranks, std::move(run_once), options);
+}
+
+}  // namespace roofbench

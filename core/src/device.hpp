@@ -1,0 +1,80 @@
+// The devices the host measures on. Each Device is one CPU or one GPU; a case that needs several GPUs
+// gets one Device per rank. Plugins never see this interface: they get a Context (plugin.hpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "roofbench/plugin.hpp"
+#include "roofline.hpp"
+
+namespace roofbench {
+
+// Thrown when an allocation fails for lack of memory: a sweep ends on it instead of failing the run.
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  // Stable identity for the ceilings cache: model and, for GPUs, the board's UUID.
+  virtual std::string key() const = 0;
+  virtual void* stream() = 0;
+  virtual void* allocate(std::size_t bytes) = 0;  // throws OutOfMemory
+  virtual void release(void* data) noexcept = 0;
+  virtual void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi,
+                           std::uint64_t seed) = 0;
+  virtual void poison(void* data, std::size_t bytes) = 0;  // every byte 0xFF: NaN in every float format
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  // Bytes in use on the device as its driver reports them (whole device, all processes); 0 if unknown.
+  virtual double driver_used_bytes() = 0;
+  // After an error that may have left the device unusable (a sticky CUDA error): reset what can be
+  // reset so the next case starts clean. Returns a note on what was done, empty if nothing.
+  virtual std::string recover() { return {}; }
+  virtual Ceilings measure_ceilings(std::vector<std::string>& how) = 0;
+};
+
+struct SampleTime {
+  double seconds = 0;    // for all the runs of the sample together
+  double clock_mhz = 0;  // the SM clock seen right after the sample; 0 when not known
+};
+
+struct TimingOptions {
+  bool cold = false;   // flush the caches before each sample
+  bool graph = false;  // capture the runs into a CUDA graph and time its replay
+  bool hold = true;    // CUDA: hold the stream with a spin kernel while the runs are queued
+};
+
+// Times back-to-back runs of one case on its devices (all ranks; the slowest rank's time counts).
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual SampleTime time(int runs) = 0;
+  virtual double max_clock_mhz() const { return 0; }
+};
+
+std::unique_ptr<Device> make_cpu_device();
+std::unique_ptr<Timer> make_cpu_timer(std::function<void()> run_once, const TimingOptions& options);
+
+// CUDA GPUs, when the host was built with CUDA; `why_none` says why the list is empty.
+std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none);
+std::unique_ptr<Timer> make_cuda_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
+                                       const TimingOptions& options);
+
+// The counter-based generator both device kinds fill inputs with: element i of a fill with `seed`.
+constexpr std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace roofbench

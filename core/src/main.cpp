@@ -1,0 +1,3 @@
+#include "host.hpp"
+
+int main(int argc, char** argv) { return roofbench::run_host(argc, argv); }

@@ -1,0 +1,272 @@
+#include "measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace roofbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The plugin's view of the host for one benchmark. Owns every allocation the case makes.
+class HostContext final : public Context {
+ public:
+  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed)
+      : ranks_(ranks), params_(params), seed_(seed) {}
+  ~HostContext() override { release_all(); }
+
+  const Params& params() const override { return params_; }
+  int ranks() const override { return static_cast<int>(ranks_.size()); }
+  const DeviceInfo& device(int rank) const override { return at(rank).info(); }
+  void* stream(int rank) const override { return at(rank).stream(); }
+  void* alloc(std::size_t bytes, BufferRole role, int rank) override {
+    void* p = at(rank).allocate(bytes);
+    buffers_.push_back({p, bytes, role, rank});
+    allocated_ += static_cast<double>(bytes);
+    peak_ = std::max(peak_, allocated_);
+    return p;
+  }
+  void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi, int rank) override {
+    at(rank).fill_random(data, count, type, lo, hi, mix64(seed_ + ++fills_));
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes, int rank) override {
+    at(rank).copy_to_host(dst, src, bytes);
+  }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes, int rank) override {
+    at(rank).copy_to_device(dst, src, bytes);
+  }
+  void synchronize(int rank) override { at(rank).synchronize(); }
+  std::uint64_t seed() const override { return seed_; }
+
+  void synchronize_all() {
+    for (auto* d : ranks_) d->synchronize();
+  }
+  void poison_outputs() {
+    for (const auto& b : buffers_)
+      if (b.role == BufferRole::output) ranks_[b.rank]->poison(b.data, b.bytes);
+    synchronize_all();
+  }
+  void release_all() noexcept {
+    for (const auto& b : buffers_) ranks_[b.rank]->release(b.data);
+    buffers_.clear();
+    allocated_ = 0;
+  }
+  double allocated() const { return allocated_; }
+  double peak() const { return peak_; }
+
+ private:
+  struct Buffer {
+    void* data;
+    std::size_t bytes;
+    BufferRole role;
+    int rank;
+  };
+  Device& at(int rank) const {
+    if (rank < 0 || rank >= static_cast<int>(ranks_.size()))
+      throw Error("rank " + std::to_string(rank) + " out of range (the case has " + std::to_string(ranks_.size()) + ")");
+    return *ranks_[rank];
+  }
+  std::vector<Device*> ranks_;
+  const Params& params_;
+  std::uint64_t seed_;
+  std::uint64_t fills_ = 0;
+  std::vector<Buffer> buffers_;
+  double allocated_ = 0, peak_ = 0;
+};
+
+std::unique_ptr<Timer> make_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
+                                  const TimingOptions& t) {
+  if (ranks.front()->info().kind == DeviceKind::cpu) return make_cpu_timer(std::move(run_once), t);
+  return make_cuda_timer(ranks, std::move(run_once), t);
+}
+
+std::string device_label(const std::vector<Device*>& ranks) {
+  if (ranks.front()->info().kind == DeviceKind::cpu) return "cpu";
+  std::string s = "cuda:";
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]->info().index);
+  return s;
+}
+
+bool looks_like_oom(const std::string& message) {
+  return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
+         message.find("ALLOC_FAILED") != std::string::npos;
+}
+
+// How long one sample should last so that timer resolution and per-sample overhead stay small.
+double target_sample_seconds(DeviceKind kind, bool graph) {
+  if (kind == DeviceKind::cpu) return 1e-3;
+  return graph ? 200e-6 : 50e-6;
+}
+
+void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
+               const MeasureOptions& o) {
+  const DeviceKind kind = ranks.front()->info().kind;
+  auto run_once = [&] { c.run(ctx); };
+  TimingOptions timing{o.cold, false, kind == DeviceKind::cuda};
+  auto timer = make_timer(ranks, run_once, timing);
+  r.max_clock_mhz = timer->max_clock_mhz();
+
+  // Warm-up: single runs until the time per run has settled (clocks up, caches and libraries warm).
+  std::vector<double> warm;
+  const auto warm_start = Clock::now();
+  while (true) {
+    warm.push_back(timer->time(1).seconds);
+    const double elapsed = seconds_since(warm_start);
+    if ((warmup_settled(warm) && elapsed >= 0.05) || elapsed >= o.warmup_max) break;
+  }
+  r.warmup_iterations = static_cast<int>(warm.size());
+  const double per_run = quantile(std::vector<double>(warm.end() - std::min<std::size_t>(warm.size(), 5), warm.end()), 0.5);
+
+  const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
+  r.graph = graph_allowed && (o.graph == GraphMode::on || (o.graph == GraphMode::automatic && per_run < 20e-6));
+  r.cold = o.cold;
+  const int cap = r.graph ? 10000 : (kind == DeviceKind::cuda ? 256 : 100000);
+  r.runs_per_sample = o.cold ? 1
+                             : std::clamp(static_cast<int>(std::ceil(target_sample_seconds(kind, r.graph) /
+                                                                     std::max(per_run, 1e-9))),
+                                          1, cap);
+  if (r.graph) {
+    timing.graph = true;
+    timer = make_timer(ranks, run_once, timing);
+    timer->time(r.runs_per_sample);  // instantiates the graph outside the samples
+  }
+
+  // Samples until the noise is under its bound, or time is up.
+  const auto start = Clock::now();
+  double sum = 0, sum_squares = 0, clock_sum = 0;
+  int clocked = 0;
+  const auto min_samples = static_cast<std::size_t>(b.spec->timing.min_samples);
+  while (true) {
+    const SampleTime s = timer->time(r.runs_per_sample);
+    const double t = s.seconds / r.runs_per_sample;
+    if (s.clock_mhz > 0) {
+      clock_sum += s.clock_mhz;
+      ++clocked;
+    }
+    if (s.clock_mhz > 0 && r.max_clock_mhz > 0 && s.clock_mhz < o.clock_floor * r.max_clock_mhz) {
+      ++r.throttled_samples;
+    } else {
+      r.samples.push_back(t);
+      sum += t;
+      sum_squares += t * t;
+    }
+    const double n = static_cast<double>(r.samples.size());
+    const double elapsed = seconds_since(start);
+    if (elapsed >= o.max_time) break;
+    if (r.samples.size() >= std::max<std::size_t>(min_samples, 2) && elapsed >= o.min_time) {
+      const double mean = sum / n;
+      const double variance = std::max(0.0, (sum_squares - n * mean * mean) / (n - 1));
+      if (std::sqrt(variance) / mean <= o.noise_bound) break;
+    }
+  }
+  r.mean_clock_mhz = clocked ? clock_sum / clocked : 0;
+  if (r.samples.empty())
+    throw Error("every sample ran with the SM clock under " + std::to_string(int(o.clock_floor * 100)) +
+                "% of its maximum (throttled): no sample kept");
+  r.stats = summarize(r.samples);
+}
+
+}  // namespace
+
+std::string Result::gate_word(bool gate_enabled) const {
+  if (!gate_enabled) return "off";
+  if (status == Status::gate_failed) return "fail";
+  return gate_checked ? "pass" : "none";
+}
+
+std::string Result::label(bool gate_enabled) const {
+  std::string s = std::string("bound=") + to_string(point.bound) + " precision=" + to_string(precision) +
+                  " gate=" + gate_word(gate_enabled) + " mode=" + (cold ? "cold" : "hot");
+  if (graph) s += " timing=graph";
+  if (!ladder.empty()) s += " ladder=" + ladder;
+  return s;
+}
+
+Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
+               const MeasureOptions& o) {
+  Result r;
+  r.name = b.name;
+  r.plugin = b.plugin;
+  r.case_name = b.spec->name;
+  r.ladder = b.spec->ladder;
+  r.params = b.params;
+  r.precision = b.spec->precision;
+  r.device = device_label(ranks);
+  r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
+
+  HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)));
+  std::unique_ptr<Case> c;
+  bool set_up = false;
+  try {
+    c = b.spec->make(r.params);
+    if (!c) throw Error("make() returned no case");
+    c->setup(ctx);
+    set_up = true;
+    // After setup: a case may only know its work once it knows its ranks.
+    r.work = c->work();
+    r.case_counters = c->counters();
+    ctx.synchronize_all();
+    if (o.gate) {
+      ctx.poison_outputs();
+      c->run(ctx);
+      ctx.synchronize_all();
+      const Check check = c->check(ctx);
+      r.gate_checked = true;
+      r.gate_error = check.rel_l2_error;
+      r.gate_counters = check.counters;
+      const bool within = check.rel_l2_error <= r.tolerance;  // false for NaN
+      if (!within || !check.passed_extra) {
+        r.status = Status::gate_failed;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "gate failed: relative L2 error %.3g, tolerance %.3g (%s)", check.rel_l2_error,
+                      r.tolerance, to_string(r.precision));
+        r.message = buf;
+        if (!check.detail.empty()) r.message += ": " + check.detail;
+      }
+    }
+    if (r.status == Status::ok) {
+      run_timed(r, b, *c, ctx, ranks, o);
+      r.point = place(r.work, r.stats.median, r.precision, ceilings);
+      for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});
+    }
+    r.memory.allocated = ctx.allocated();
+    r.memory.peak = ctx.peak();
+    r.memory.reserved = ctx.allocated();  // the host allocates directly: nothing is cached
+    r.memory.driver_used = ranks.front()->driver_used_bytes();
+  } catch (const OutOfMemory& e) {
+    r.status = Status::out_of_memory;
+    r.message = e.what();
+  } catch (const std::exception& e) {
+    r.status = looks_like_oom(e.what()) ? Status::out_of_memory : Status::error;
+    r.message = e.what();
+  } catch (...) {
+    r.status = Status::error;
+    r.message = "the case threw a non-standard exception";
+  }
+  if (c && set_up) {
+    try {
+      for (auto* d : ranks) d->synchronize();
+      c->teardown(ctx);
+    } catch (const std::exception& e) {
+      if (r.status == Status::ok) r.status = Status::error;
+      r.message += (r.message.empty() ? "" : "; ") + std::string("teardown failed: ") + e.what();
+    }
+  }
+  c.reset();
+  ctx.release_all();
+  if (r.status != Status::ok) {
+    for (auto* d : ranks) {
+      try {
+        if (auto note = d->recover(); !note.empty()) r.message += " [" + note + "]";
+      } catch (const std::exception& e) {
+        r.message += std::string(" [recovery failed: ") + e.what() + "]";
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace roofbench

@@ -1,0 +1,86 @@
+// The measurement engine: runs one benchmark from setup to teardown (gate, warm-up, samples) and
+// returns a self-describing Result. Printers (Google Benchmark's console, the results JSON) only read
+// Results; nothing here prints.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "benchmark_set.hpp"
+#include "device.hpp"
+#include "roofline.hpp"
+#include "statistics.hpp"
+
+namespace roofbench {
+
+enum class GraphMode { automatic, on, off };
+
+struct MeasureOptions {
+  bool gate = true;
+  bool cold = false;
+  GraphMode graph = GraphMode::automatic;
+  double noise_bound = 0.01;   // stop sampling once stdev/mean is under this...
+  double min_time = 0.05;      // ...after at least this much sampling time
+  double max_time = 5.0;       // and never sample for longer than this (seconds)
+  double warmup_max = 2.0;     // seconds of warm-up at most
+  double clock_floor = 0.75;   // samples with the SM clock under this fraction of its maximum are dropped
+  std::uint64_t seed = 0x5EED;
+};
+
+enum class Status { ok, gate_failed, error, out_of_memory };
+constexpr const char* to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::gate_failed: return "gate_failed";
+    case Status::error: return "error";
+    case Status::out_of_memory: return "out_of_memory";
+  }
+  return "?";
+}
+
+struct MemoryFigures {
+  double allocated = 0;     // what the case holds through ctx.alloc at the end of the run
+  double peak = 0;          // high-water mark of the case's own allocations
+  double reserved = 0;      // what the host's allocator took from the driver for the case
+  double driver_used = 0;   // the whole device's used memory as the driver reports it, during the case
+};
+
+struct Result {
+  std::string name, plugin, case_name, ladder;
+  Params params;
+  Precision precision = Precision::fp32;
+  std::string device;  // "cpu", "cuda:0", "cuda:0,1"
+  Status status = Status::ok;
+  std::string message;  // why it failed; notes otherwise
+
+  Work work;
+  std::vector<Counter> case_counters;
+  bool gate_checked = false;
+  double gate_error = std::numeric_limits<double>::quiet_NaN();
+  double tolerance = 0;
+  std::vector<Counter> gate_counters;
+
+  std::vector<double> samples;  // seconds per run, one per kept sample
+  SampleSummary stats;
+  int warmup_iterations = 0;
+  int runs_per_sample = 1;
+  bool graph = false;
+  bool cold = false;
+  int throttled_samples = 0;
+  double mean_clock_mhz = 0;
+  double max_clock_mhz = 0;
+  RooflinePoint point;
+  MemoryFigures memory;
+  std::vector<Counter> rates;  // Work::rates divided by the median time
+
+  bool passed() const { return status == Status::ok; }
+  std::string gate_word(bool gate_enabled) const;
+  std::string label(bool gate_enabled) const;
+};
+
+Result measure(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
+               const MeasureOptions& options);
+
+}  // namespace roofbench

@@ -1,0 +1,126 @@
+#include "options.hpp"
+
+#include <filesystem>
+#include <sstream>
+
+namespace roofbench {
+
+std::string usage_text() {
+  return R"(usage: roofbench [options] [--benchmark_* flags]
+
+Runs benchmark plugins under Google Benchmark, times them on the device, places every result on the
+device's roofline and gates it against a reference. With no arguments it runs the default suite (smoke)
+on the default device (the first GPU, else the CPU).
+
+  --list                 plugins, cases, axes, suites and devices found; runs nothing
+  --suite NAME|FILE      run a suite (suites/NAME.suite); default: smoke unless --benchmark_filter is given
+  --suite-dir DIR        also look for suites in DIR (repeatable)
+  --device cpu|cuda:N    the device single-device cases run on
+  --gpus all|I,J,...     the GPUs multi-GPU cases use (default: all)
+  --plugin-dir DIR       also load plugins from DIR (repeatable; also ROOFBENCH_PLUGIN_PATH)
+  --gate on|off          correctness gates (default on; off is said in every label)
+  --cold                 flush the caches before every sample (default: hot)
+  --graph auto|on|off    CUDA-graph timing for graphable cases (auto: runs under 20 us)
+  --noise X              stop sampling once stdev/mean < X (default 0.01)
+  --max-time S           at most S seconds of sampling per benchmark (default 5)
+  --min-time S           at least S seconds of sampling per benchmark (default 0.05)
+  --recalibrate          measure the device's ceilings again instead of using the cached ones
+  --results-dir DIR      where the results JSON goes (default ./roofbench-results)
+  --no-results           write no results file
+  --help                 this text
+
+Google Benchmark's flags work as documented: --benchmark_filter, --benchmark_list_tests,
+--benchmark_repetitions, --benchmark_out, --benchmark_out_format, ... roofbench decides how many
+samples each benchmark takes (--noise, --min-time, --max-time), so --benchmark_min_time has no effect.
+
+Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed or a benchmark errored;
+2 usage error (unknown flag or suite, a filter that matches nothing, a missing plugin folder).
+)";
+}
+
+static double parse_number(const std::string& flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size() || !(v >= 0)) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(flag + " needs a non-negative number, got '" + text + "'");
+  }
+}
+
+Options parse_options(int argc, const char* const* argv) {
+  Options o;
+  o.benchmark_args.push_back(argc > 0 ? argv[0] : "roofbench");
+  std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    bool has_inline_value = false;
+    if (flag.rfind("--benchmark_", 0) == 0 || flag.rfind("--v=", 0) == 0) {
+      o.benchmark_args.push_back(flag);
+      if (flag.rfind("--benchmark_filter", 0) == 0) o.has_benchmark_filter = true;
+      if (flag.rfind("--benchmark_list_tests", 0) == 0 && flag != "--benchmark_list_tests=false") o.lists_benchmark_tests = true;
+      continue;
+    }
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_inline_value = true;
+    }
+    auto take_value = [&]() -> std::string {
+      if (has_inline_value) return value;
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
+      return args[++i];
+    };
+    auto no_value = [&] {
+      if (has_inline_value) throw UsageError(flag + " takes no value");
+    };
+    if (flag == "--help" || flag == "-h") no_value(), o.help = true;
+    else if (flag == "--list") no_value(), o.list = true;
+    else if (flag == "--recalibrate") no_value(), o.recalibrate = true;
+    else if (flag == "--cold") no_value(), o.measure.cold = true;
+    else if (flag == "--no-results") no_value(), o.write_results = false;
+    else if (flag == "--device") {
+      const std::string d = take_value();
+      if (d != "cpu" && !(d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos))
+        throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
+      o.device = d;
+    } else if (flag == "--gpus") {
+      const std::string g = take_value();
+      if (g != "all") {
+        std::vector<int> list;
+        std::stringstream in(g);
+        for (std::string item; std::getline(in, item, ',');) {
+          if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+            throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
+          list.push_back(std::stoi(item));
+        }
+        o.gpus = list;
+      }
+    } else if (flag == "--plugin-dir") {
+      const std::string dir = take_value();
+      std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--plugin-dir: no such folder '" + dir + "'");
+      o.plugin_dirs.push_back(dir);
+    } else if (flag == "--suite-dir") o.suite_dirs.push_back(take_value());
+    else if (flag == "--suite") o.suite = take_value();
+    else if (flag == "--results-dir") o.results_dir = take_value();
+    else if (flag == "--gate") {
+      const std::string g = take_value();
+      if (g != "on" && g != "off") throw UsageError("--gate must be on or off, got '" + g + "'");
+      o.measure.gate = g == "on";
+    } else if (flag == "--graph") {
+      const std::string g = take_value();
+      if (g == "auto") o.measure.graph = GraphMode::automatic;
+      else if (g == "on") o.measure.graph = GraphMode::on;
+      else if (g == "off") o.measure.graph = GraphMode::off;
+      else throw UsageError("--graph must be auto, on or off, got '" + g + "'");
+    } else if (flag == "--noise") o.measure.noise_bound = parse_number(flag, take_value());
+    else if (flag == "--max-time") o.measure.max_time = parse_number(flag, take_value()), o.max_time_given = true;
+    else if (flag == "--min-time") o.measure.min_time = parse_number(flag, take_value());
+    else throw UsageError("unknown flag '" + args[i] + "' (see --help)");
+  }
+  return o;
+}
+
+}  // namespace roofbench

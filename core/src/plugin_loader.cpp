@@ -1,0 +1,123 @@
+#include "plugin_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+namespace roofbench {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> find_plugin_files(const std::vector<std::string>& folders) {
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  for (const auto& folder : folders) {
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec)) continue;
+    std::vector<std::string> here;
+    for (const auto& entry : fs::directory_iterator(folder, ec))
+      if (entry.path().extension() == ".so" && entry.is_regular_file(ec)) here.push_back(entry.path().string());
+    std::sort(here.begin(), here.end());
+    for (auto& f : here) {
+      const auto canonical = fs::weakly_canonical(f, ec).string();
+      if (seen.insert(canonical).second) files.push_back(f);
+    }
+  }
+  return files;
+}
+
+static void validate(const Plugin& plugin, const std::string& entry_name) {
+  static const std::regex valid_name("[A-Za-z0-9_.-]+");
+  if (plugin.name != entry_name)
+    throw std::runtime_error("describe() named the plugin '" + plugin.name + "' but its entry says '" + entry_name + "'");
+  if (!std::regex_match(plugin.name, valid_name)) throw std::runtime_error("invalid plugin name '" + plugin.name + "'");
+  std::set<std::string> names;
+  for (const auto& c : plugin.cases) {
+    if (!std::regex_match(c.name, valid_name)) throw std::runtime_error("invalid case name '" + c.name + "'");
+    if (!names.insert(c.name).second) throw std::runtime_error("two cases named '" + c.name + "'");
+    if (!c.make) throw std::runtime_error("case '" + c.name + "' has no make function");
+    for (const auto& axis : c.axes) {
+      if (!std::regex_match(axis.name, valid_name))
+        throw std::runtime_error("case '" + c.name + "': invalid axis name '" + axis.name + "'");
+      if (axis.values.empty()) throw std::runtime_error("case '" + c.name + "': axis '" + axis.name + "' has no values");
+    }
+    if (!c.sweep_axis.empty() &&
+        std::none_of(c.axes.begin(), c.axes.end(), [&](const Axis& a) { return a.name == c.sweep_axis; }))
+      throw std::runtime_error("case '" + c.name + "': sweep axis '" + c.sweep_axis + "' is not one of its axes");
+  }
+}
+
+LoadedPlugin load_plugin(const std::string& path) {
+  namespace dll = boost::dll;
+  auto library = std::make_shared<dll::shared_library>();
+  boost::dll::fs::error_code ec;
+  // rtld_now: an unresolved symbol must fail here, not in the middle of a benchmark.
+  library->load(path, dll::load_mode::rtld_now | dll::load_mode::rtld_local, ec);
+  if (ec) {
+    const char* detail = ::dlerror();
+    throw std::runtime_error("cannot load: " + (detail ? std::string(detail) : ec.message()));
+  }
+  if (!library->has("roofbench_plugin")) throw std::runtime_error("no entry point 'roofbench_plugin' (not a roofbench plugin?)");
+  const auto entry_fn = library->get<const roofbench_plugin_entry*()>("roofbench_plugin");
+  const roofbench_plugin_entry* entry = entry_fn();
+  if (!entry) throw std::runtime_error("entry point returned nothing");
+  if (entry->abi_version != kAbiVersion)
+    throw std::runtime_error("ABI version " + std::to_string(entry->abi_version) + ", this host needs " +
+                             std::to_string(kAbiVersion) + " (rebuild the plugin against this roofbench)");
+  if (!entry->name || !entry->describe) throw std::runtime_error("entry point without a name or describe function");
+  LoadedPlugin loaded{path, {}, library};
+  loaded.plugin.name = entry->name;
+  try {
+    entry->describe(loaded.plugin);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("describe() threw: ") + e.what());
+  } catch (...) {
+    throw std::runtime_error("describe() threw a non-standard exception");
+  }
+  validate(loaded.plugin, entry->name);
+  return loaded;
+}
+
+LoadResult load_plugins(const std::vector<std::string>& files) {
+  LoadResult result;
+  std::set<std::string> names;
+  for (const auto& path : files) {
+    try {
+      LoadedPlugin p = load_plugin(path);
+      if (!names.insert(p.plugin.name).second) {
+        result.failures.push_back({path, "a plugin named '" + p.plugin.name + "' is already loaded"});
+        continue;
+      }
+      result.plugins.push_back(std::move(p));
+    } catch (const std::exception& e) {
+      result.failures.push_back({path, e.what()});
+    }
+  }
+  return result;
+}
+
+std::vector<std::string> default_plugin_folders(const std::string& executable_path) {
+  std::vector<std::string> folders;
+  std::error_code ec;
+  const fs::path exe_dir = fs::weakly_canonical(executable_path, ec).parent_path();
+  folders.push_back((exe_dir.parent_path() / "lib" / "roofbench" / "plugins").string());
+  if (const char* env = std::getenv("ROOFBENCH_PLUGIN_PATH")) {
+    std::string paths = env;
+    std::size_t start = 0;
+    while (start <= paths.size()) {
+      const auto end = paths.find(':', start);
+      const auto item = paths.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (!item.empty()) folders.push_back(item);
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  return folders;
+}
+
+}  // namespace roofbench

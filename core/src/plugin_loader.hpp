@@ -1,0 +1,46 @@
+// Finding and loading plugins. A plugin that cannot be loaded is reported by path and reason; the
+// others still load.
+#pragma once
+
+#include <boost/dll/shared_library.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "roofbench/plugin.hpp"
+
+namespace roofbench {
+
+struct LoadedPlugin {
+  std::string path;
+  Plugin plugin;
+  // Declared last so that the plugin's objects (its std::function factories) die before the code
+  // they live in is unmapped.
+  std::shared_ptr<boost::dll::shared_library> library;
+};
+
+struct LoadFailure {
+  std::string path;
+  std::string reason;
+};
+
+struct LoadResult {
+  std::vector<LoadedPlugin> plugins;
+  std::vector<LoadFailure> failures;
+};
+
+// Every *.so directly inside each folder, in name order; folders that do not exist are skipped here
+// (the command line checks its own --plugin-dir arguments before this is called).
+std::vector<std::string> find_plugin_files(const std::vector<std::string>& folders);
+
+// Loads one plugin; throws std::runtime_error with the reason on any failure.
+LoadedPlugin load_plugin(const std::string& path);
+
+// Loads all of them; two plugins with the same name: the second is a failure.
+LoadResult load_plugins(const std::vector<std::string>& files);
+
+// The folders searched by default: the plugin folder beside the executable (build and install
+// layouts), then each entry of ROOFBENCH_PLUGIN_PATH (colon-separated).
+std::vector<std::string> default_plugin_folders(const std::string& executable_path);
+
+}  // namespace roofbench

@@ -1,0 +1,176 @@
+#include "results.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "json_writer.hpp"
+
+namespace roofbench {
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+  return buf;
+}
+
+void ResultsFile::add(Result r, int repetition_index, int repetitions) {
+  results_.push_back(std::move(r));
+  repetitions_.emplace_back(repetition_index, repetitions);
+}
+
+static void write_ceilings(JsonWriter& j, const Ceilings& c) {
+  j.field("bandwidth_Bps", c.bandwidth);
+  j.key("flops").begin_object();
+  for (Precision p : kAllPrecisions)
+    if (c.flops_of(p) > 0) j.field(to_string(p), c.flops_of(p));
+  j.end_object();
+}
+
+static void write_counters(JsonWriter& j, const Result& r) {
+  j.field("FLOP/s", r.point.flops_per_s);
+  j.field("B/s", r.point.bytes_per_s);
+  j.field("AI", r.point.intensity);
+  j.field("roof_pct", 100.0 * r.point.roof_fraction);
+  if (!r.work.item_name.empty()) j.field(r.work.item_name + "/s", r.work.items / r.stats.median);
+  for (const auto& rate : r.rates) j.field(rate.name, rate.value);
+  j.field("time_median", r.stats.median);
+  j.field("time_q1", r.stats.q1);
+  j.field("time_q3", r.stats.q3);
+  j.field("noise", r.stats.noise);
+  j.field("samples", static_cast<std::int64_t>(r.stats.count));
+  j.field("warmup_iters", r.warmup_iterations);
+  j.field("runs_per_sample", r.runs_per_sample);
+  if (r.mean_clock_mhz > 0) {
+    j.field("sm_clock_mhz", r.mean_clock_mhz);
+    j.field("throttled_samples", r.throttled_samples);
+  }
+}
+
+std::string ResultsFile::to_json(bool complete) const {
+  JsonWriter j;
+  j.begin_object();
+  j.key("context").begin_object();
+  j.field("date", utc_timestamp());
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  j.field("host_name", std::string(host));
+  j.field("executable", context_.executable);
+  j.field("num_cpus", static_cast<int>(std::thread::hardware_concurrency()));
+  j.field("mhz_per_cpu", 0);
+  j.field("library_build_type", "release");
+  j.key("roofbench").begin_object();
+  j.field("version", ROOFBENCH_VERSION);
+  j.field("abi_version", static_cast<std::int64_t>(kAbiVersion));
+  j.field("suite", context_.suite);
+  j.field("complete", complete);
+  j.field("gate", context_.gate ? "on" : "off");
+  j.field("mode", context_.cold ? "cold" : "hot");
+  j.key("device").begin_object();
+  j.field("kind", context_.device_kind).field("index", context_.device_index);
+  j.field("name", context_.device_name).field("key", context_.device_key);
+  j.end_object();
+  j.key("ceilings").begin_object();
+  j.key("measured").begin_object();
+  write_ceilings(j, context_.measured);
+  j.field("measured_at", context_.measured_at);
+  j.key("how").begin_array();
+  for (const auto& h : context_.ceilings_how) j.value(h);
+  j.end_array();
+  j.end_object();
+  if (context_.datasheet) {
+    j.key("datasheet").begin_object();
+    j.field("name", context_.datasheet->name);
+    write_ceilings(j, context_.datasheet->ceilings);
+    j.end_object();
+  } else {
+    j.key("datasheet").null();
+  }
+  j.end_object();
+  j.key("plugins").begin_array();
+  for (std::size_t i = 0; i < context_.plugins.size(); ++i) {
+    j.begin_object().field("name", context_.plugins[i].first).field("path", context_.plugins[i].second);
+    j.field("cases", static_cast<std::int64_t>(context_.plugin_case_counts[i])).end_object();
+  }
+  j.end_array();
+  j.key("load_failures").begin_array();
+  for (const auto& f : context_.load_failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
+  j.end_array();
+  j.key("not_run").begin_array();
+  for (const auto& n : context_.not_run) j.begin_object().field("case", n.benchmark).field("reason", n.reason).end_object();
+  j.end_array();
+  j.key("notes").begin_array();
+  for (const auto& n : context_.notes) j.value(n);
+  j.end_array();
+  j.end_object();  // roofbench
+  j.end_object();  // context
+
+  j.key("benchmarks").begin_array();
+  for (std::size_t i = 0; i < results_.size(); ++i) {
+    const Result& r = results_[i];
+    const bool failed = r.status != Status::ok;
+    j.begin_object();
+    j.field("name", r.name).field("run_name", r.name).field("run_type", "iteration");
+    j.field("repetitions", repetitions_[i].second).field("repetition_index", repetitions_[i].first);
+    j.field("threads", 1).field("iterations", 1);
+    j.field("real_time", failed ? 0.0 : r.stats.median * 1e6).field("cpu_time", failed ? 0.0 : r.stats.median * 1e6);
+    j.field("time_unit", "us");
+    j.field("label", r.label(context_.gate));
+    j.field("error_occurred", failed).field("error_message", r.message);
+    if (!failed) write_counters(j, r);
+    if (r.gate_checked) j.field("gate_rel_err", r.gate_error);
+    j.field("gate_tolerance", r.tolerance);
+    j.field("peak_mem", r.memory.peak);
+    for (const auto& c : r.case_counters) j.field(c.name, c.value);
+    for (const auto& c : r.gate_counters) j.field(c.name, c.value);
+    j.key("roofbench").begin_object();
+    j.field("plugin", r.plugin).field("case", r.case_name);
+    j.key("params").begin_object();
+    for (const auto& [k, v] : r.params.items()) j.field(k, v);
+    j.end_object();
+    j.field("precision", to_string(r.precision));
+    j.field("bound", failed ? "" : to_string(r.point.bound));
+    j.field("gate", r.status == Status::gate_failed ? "fail" : failed ? "error" : r.gate_word(context_.gate));
+    j.field("status", to_string(r.status));
+    j.field("ladder", r.ladder).field("device", r.device);
+    j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
+    j.field("item_name", r.work.item_name);
+    j.field("attainable_flops", r.point.attainable);
+    j.key("memory").begin_object();
+    j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
+    j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
+    j.end_object();
+    j.field("timing", r.graph ? "graph" : "stream");
+    j.key("samples_s").begin_array();
+    for (double s : thin(r.samples, 2000)) j.value(s);
+    j.end_array();
+    j.end_object();
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.str() + "\n";
+}
+
+void ResultsFile::write(bool complete) const {
+  namespace fs = std::filesystem;
+  const fs::path target(path_);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const fs::path temporary = target.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << to_json(complete);
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+  }
+  fs::rename(temporary, target);
+}
+
+}  // namespace roofbench

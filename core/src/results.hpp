@@ -1,0 +1,57 @@
+// The results file: every Result so far plus the run's context, rewritten atomically after each
+// benchmark so that a crash later in the run leaves a valid file (format: reports/FORMAT.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure.hpp"
+#include "plugin_loader.hpp"
+#include "roofline.hpp"
+
+namespace roofbench {
+
+struct NotRun {
+  std::string benchmark;  // a case name or a benchmark name
+  std::string reason;
+};
+
+struct RunContext {
+  std::string executable, suite, device_name, device_kind, device_key;
+  int device_index = 0;
+  bool gate = true, cold = false;
+  Ceilings measured;
+  std::string measured_at;
+  std::vector<std::string> ceilings_how;
+  std::optional<Datasheet> datasheet;
+  std::vector<std::pair<std::string, std::string>> plugins;  // name, path
+  std::vector<std::size_t> plugin_case_counts;
+  std::vector<LoadFailure> load_failures;
+  std::vector<NotRun> not_run;
+  std::vector<std::string> notes;  // e.g. sweep knees
+};
+
+class ResultsFile {
+ public:
+  ResultsFile(std::string path, RunContext context) : path_(std::move(path)), context_(std::move(context)) {}
+  void add(Result r, int repetition_index, int repetitions);
+  void add_not_run(NotRun n) { context_.not_run.push_back(std::move(n)); }
+  void add_note(std::string note) { context_.notes.push_back(std::move(note)); }
+  // Writes the whole file to a temporary beside it and renames it over the old one.
+  void write(bool complete) const;
+  const std::string& path() const { return path_; }
+  const std::vector<Result>& results() const { return results_; }
+  std::string to_json(bool complete) const;
+
+ private:
+  std::string path_;
+  RunContext context_;
+  std::vector<Result> results_;
+  std::vector<std::pair<int, int>> repetitions_;  // index, count
+};
+
+// "2026-11-29T12:00:00+00:00"
+std::string utc_timestamp();
+
+}  // namespace roofbench

@@ -1,0 +1,51 @@
+// The roofline: a device's ceilings and where one result sits under them.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "roofbench/plugin.hpp"
+
+namespace roofbench {
+
+inline constexpr std::array<Precision, 6> kAllPrecisions = {Precision::fp64, Precision::fp32, Precision::tf32,
+                                                            Precision::bf16, Precision::fp16, Precision::fp8};
+
+// Peak rates of one device: bytes/s of main memory (read + write counted) and FLOP/s per precision
+// (0 where the device has no such arithmetic or it was not measured).
+struct Ceilings {
+  double bandwidth = 0;
+  std::array<double, kAllPrecisions.size()> flops{};
+  double& flops_of(Precision p) { return flops[static_cast<std::size_t>(p)]; }
+  double flops_of(Precision p) const { return flops[static_cast<std::size_t>(p)]; }
+};
+
+// A precision with no roof of its own falls back to the nearest slower one it can run as (tf32 runs as
+// fp32 arithmetic on a CPU, for instance); returns 0 when nothing applies.
+double compute_roof(const Ceilings& c, Precision p);
+
+enum class Bound { memory, compute };
+constexpr const char* to_string(Bound b) { return b == Bound::memory ? "memory" : "compute"; }
+
+struct RooflinePoint {
+  double flops_per_s = 0;
+  double bytes_per_s = 0;
+  double intensity = 0;        // FLOPs / minimum bytes
+  double attainable = 0;       // min(compute roof, intensity x bandwidth), in FLOP/s
+  double roof_fraction = 0;    // achieved / attainable
+  Bound bound = Bound::memory;
+};
+
+// Places one run of `work` that took `seconds` under the ceilings. A case with no FLOPs (a copy) is
+// judged by bandwidth alone: its roof fraction is achieved bytes/s over the bandwidth ceiling.
+RooflinePoint place(const Work& work, double seconds, Precision precision, const Ceilings& ceilings);
+
+struct Datasheet {
+  std::string name;
+  Ceilings ceilings;
+};
+// Vendor figures (dense, no sparsity) for the GPUs we know, matched on the device name.
+std::optional<Datasheet> datasheet_for(const std::string& device_name);
+
+}  // namespace roofbench

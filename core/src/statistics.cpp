@@ -1,0 +1,54 @@
+#include "statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace roofbench {
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(position));
+  const auto above = std::min(below + 1, values.size() - 1);
+  const double fraction = position - static_cast<double>(below);
+  return values[below] + fraction * (values[above] - values[below]);
+}
+
+SampleSummary summarize(const std::vector<double>& samples) {
+  SampleSummary s;
+  s.count = samples.size();
+  if (samples.empty()) return s;
+  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / static_cast<double>(s.count);
+  double squares = 0;
+  for (double x : samples) squares += (x - s.mean) * (x - s.mean);
+  s.stdev = s.count > 1 ? std::sqrt(squares / static_cast<double>(s.count - 1)) : 0;
+  s.noise = s.mean > 0 ? s.stdev / s.mean : 0;
+  s.median = quantile(samples, 0.5);
+  s.q1 = quantile(samples, 0.25);
+  s.q3 = quantile(samples, 0.75);
+  const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+  s.min = *lo;
+  s.max = *hi;
+  return s;
+}
+
+bool warmup_settled(const std::vector<double>& times, std::size_t window, double tolerance) {
+  if (window == 0 || times.size() < 2 * window) return false;
+  const auto end = times.end();
+  const double recent = quantile(std::vector<double>(end - window, end), 0.5);
+  const double before = quantile(std::vector<double>(end - 2 * window, end - window), 0.5);
+  return before > 0 && std::abs(recent - before) <= tolerance * before;
+}
+
+std::vector<double> thin(const std::vector<double>& values, std::size_t limit) {
+  if (values.size() <= limit || limit < 2) return values;
+  std::vector<double> out;
+  out.reserve(limit);
+  for (std::size_t i = 0; i < limit; ++i)
+    out.push_back(values[i * (values.size() - 1) / (limit - 1)]);
+  return out;
+}
+
+}  // namespace roofbench

@@ -1,0 +1,27 @@
+// Statistics over per-sample times: what every result reports (median, quartiles, relative noise) and
+// the rule that ends warm-up.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace roofbench {
+
+struct SampleSummary {
+  std::size_t count = 0;
+  double mean = 0, stdev = 0, median = 0, q1 = 0, q3 = 0, min = 0, max = 0;
+  double noise = 0;  // stdev / mean: relative noise
+};
+
+// Quantile by linear interpolation between order statistics (the "type 7" rule numpy uses).
+double quantile(std::vector<double> values, double q);
+SampleSummary summarize(const std::vector<double>& samples);
+
+// Warm-up has settled when the median of the last `window` times is within `tolerance` (relative) of
+// the median of the window before it.
+bool warmup_settled(const std::vector<double>& times, std::size_t window = 5, double tolerance = 0.02);
+
+// At most `limit` values, evenly spaced over the whole run (keeps the first and last).
+std::vector<double> thin(const std::vector<double>& values, std::size_t limit);
+
+}  // namespace roofbench

@@ -1,0 +1,125 @@
+#include "suite.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace roofbench {
+
+namespace fs = std::filesystem;
+
+static std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
+}
+
+static std::vector<std::string> split_list(const std::string& value) {
+  std::vector<std::string> out;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ',');)
+    if (auto t = trim(item); !t.empty()) out.push_back(t);
+  return out;
+}
+
+static std::string plugin_of_axis_key(const std::string& key) { return key.substr(0, key.find('/')); }
+
+std::string Suite::combined_filter() const {
+  if (filters.empty()) return ".";
+  if (filters.size() == 1) return filters.front();
+  std::string joined;
+  for (const auto& f : filters) joined += (joined.empty() ? "(" : "|(") + f + ")";
+  return joined;
+}
+
+void Suite::check_plugins(const std::set<std::string>& loaded) const {
+  auto require = [&](const std::string& plugin, int line) {
+    if (plugin != "*" && !loaded.count(plugin))
+      throw SuiteError(path + ":" + std::to_string(line) + ": unknown plugin '" + plugin + "'");
+  };
+  for (const auto& [plugin, line] : plugins) require(plugin, line);
+  for (const auto& [key, line] : axis_lines) require(plugin_of_axis_key(key), line);
+}
+
+Suite parse_suite(const std::string& path, const std::string& text) {
+  Suite suite;
+  suite.path = path;
+  suite.name = fs::path(path).stem().string();
+  std::stringstream in(text);
+  int line_number = 0;
+  for (std::string raw; std::getline(in, raw);) {
+    ++line_number;
+    const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    const std::string line = trim(raw.substr(0, raw.find('#')));
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) throw SuiteError(where + "expected 'key = value', got '" + line + "'");
+    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    if (key == "description") {
+      suite.description = value;
+    } else if (key == "plugins") {
+      for (auto& p : split_list(value)) suite.plugins.emplace_back(p, line_number);
+    } else if (key == "filter") {
+      try {
+        std::regex check(value, std::regex::extended);
+      } catch (const std::regex_error& e) {
+        throw SuiteError(where + "bad filter regex '" + value + "': " + e.what());
+      }
+      suite.filters.push_back(value);
+    } else if (key.rfind("axis ", 0) == 0) {
+      const std::string target = trim(key.substr(5));
+      const auto slash = target.find('/'), dot = target.rfind('.');
+      if (slash == std::string::npos || dot == std::string::npos || dot < slash)
+        throw SuiteError(where + "axis key must be 'axis <plugin>/<case>.<axis>', got '" + key + "'");
+      auto values = split_list(value);
+      if (values.empty()) throw SuiteError(where + "axis '" + target + "' has no values");
+      suite.axes[target] = std::move(values);
+      suite.axis_lines.emplace_back(target, line_number);
+    } else if (key == "max_time") {
+      try {
+        suite.max_time = std::stod(value);
+      } catch (const std::exception&) {
+        throw SuiteError(where + "max_time must be a number of seconds, got '" + value + "'");
+      }
+    } else {
+      throw SuiteError(where + "unknown key '" + key + "' (known: description, plugins, filter, axis, max_time)");
+    }
+  }
+  return suite;
+}
+
+Suite load_suite_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SuiteError(path + ": cannot read the suite file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_suite(path, text.str());
+}
+
+std::vector<std::string> list_suites(const std::vector<std::string>& folders) {
+  std::vector<std::string> names;
+  for (const auto& folder : folders) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(folder, ec))
+      if (entry.path().extension() == ".suite") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Suite find_suite(const std::string& name, const std::vector<std::string>& folders) {
+  if (name.find('/') != std::string::npos || name.ends_with(".suite")) return load_suite_file(name);
+  for (const auto& folder : folders) {
+    const fs::path candidate = fs::path(folder) / (name + ".suite");
+    std::error_code ec;
+    if (fs::exists(candidate, ec)) return load_suite_file(candidate.string());
+  }
+  std::string known;
+  for (const auto& s : list_suites(folders)) known += (known.empty() ? "" : ", ") + s;
+  throw SuiteError("unknown suite '" + name + "' (known: " + (known.empty() ? "none found" : known) + ")");
+}
+
+}  // namespace roofbench

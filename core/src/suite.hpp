@@ -1,0 +1,46 @@
+// Suites: named selections of benchmarks in suites/<name>.suite, one "key = value" per line:
+//   description = what the suite is for
+//   plugins     = cpu, micro              plugins it needs (an unknown one is an error)
+//   filter      = ^cpu/add/               a regex as --benchmark_filter takes; several lines are ORed
+//   axis cpu/matmul_naive.n = 64, 128     restrict one case's axis ("cpu/*.n" for every case of cpu)
+//   max_time    = 1                       seconds of sampling per benchmark
+// '#' starts a comment. Any other key, a bad regex or an unknown plugin is an error naming file:line.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "benchmark_set.hpp"
+
+namespace roofbench {
+
+struct SuiteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Suite {
+  std::string name;
+  std::string path;
+  std::string description;
+  std::vector<std::pair<std::string, int>> plugins;  // name, line
+  std::vector<std::string> filters;
+  AxisOverrides axes;
+  std::vector<std::pair<std::string, int>> axis_lines;  // key, line: for error messages
+  std::optional<double> max_time;
+
+  // One regex for --benchmark_filter: the suite's filters ORed ("." when it has none).
+  std::string combined_filter() const;
+  // Throws SuiteError naming file:line for a plugin or axis key that names an unknown plugin.
+  void check_plugins(const std::set<std::string>& loaded) const;
+};
+
+Suite parse_suite(const std::string& path, const std::string& text);
+Suite load_suite_file(const std::string& path);
+// suites/<name>.suite in each folder, the first that exists; throws SuiteError listing what exists.
+Suite find_suite(const std::string& name, const std::vector<std::string>& folders);
+std::vector<std::string> list_suites(const std::vector<std::string>& folders);
+
+}  // namespace roofbench
