@@ -1,0 +1,130 @@
+// R1, fused: what a compiler makes of the same step. Biases ride along with the next kernel that touches
+// the tensor anyway (qkv's inside the attention kernels, with RoPE; the projections' inside the fused
+// residual + LayerNorm; fc's with GELU), attention never writes its scores, cross-entropy is one pass,
+// AdamW one launch over the flat parameters, and the whole step, batch draw included, is one CUDA graph
+// replayed by train_step(): no per-kernel launch cost on the host.
+#include <string>
+
+#include "roofbench/cuda_check.hpp"
+#include "rungs.hpp"
+
+namespace roofbench::gpt::cuda {
+namespace {
+
+class FusedTrainer final : public Trainer {
+ public:
+  FusedTrainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
+               std::uint64_t data_seed)
+      : Trainer(cfg, alloc, stream, corpus, data_seed) {
+    check_fused_attention_shape(attention_shape(cfg_.batch));
+    fused_attention_configure();
+    const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
+    for (int l = 0; l < cfg_.layers; ++l) lse_.push_back(alloc_floats(stats, BufferRole::output));
+    delta_ = alloc_floats(stats, BufferRole::output);
+  }
+
+  ~FusedTrainer() override {
+    if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
+  }
+
+  // Runs one eager step first so every kernel is loaded and cuBLAS has picked its algorithms, then records
+  // the step once. The graph holds buffer addresses, not values: initialize() later needs no re-capture.
+  void capture() {
+    enqueue_step();
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+    cudaGraph_t graph = nullptr;
+    ROOFBENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_step();
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);  // leave the stream usable; the first error is the one to report
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    ROOFBENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
+    const cudaError_t instantiated = cudaGraphInstantiate(&graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    ROOFBENCH_CUDA(instantiated);
+  }
+
+  void train_step() override { ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_)); }
+
+ protected:
+  void forward_pass(const std::uint8_t* inputs, int batch) override {
+    const int N = positions(batch), C = cfg_.channels, H = cfg_.hidden();
+    const float eps = static_cast<float>(cfg_.ln_eps);
+    const AttentionShape shape = attention_shape(batch);
+    embedding_forward(resid_[0], inputs, param(offsets_.wte), N, C, stream_);
+    const LayerOffsets& first = offsets_.layers[0];
+    layernorm_forward(layers_[0].ln1, layers_[0].ln1_mean, layers_[0].ln1_rstd, resid_[0], param(first.ln1_w),
+                      param(first.ln1_b), N, C, eps, stream_);
+    for (int l = 0; l < cfg_.layers; ++l) {
+      const LayerOffsets& o = offsets_.layers[l];
+      const LayerActivations& a = layers_[l];
+      linear_forward(cublas_, a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
+      fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_);
+      linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
+      residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
+                                 param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
+      linear_forward(cublas_, a.fc, a.ln2, param(o.fc_w), N, C, H);
+      bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_);
+      linear_forward(cublas_, branch_, a.gelu, param(o.fc_proj_w), N, H, C);
+      // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).
+      const bool last = l + 1 == cfg_.layers;
+      float* next_ln = last ? lnf_ : layers_[l + 1].ln1;
+      float* next_mean = last ? lnf_mean_ : layers_[l + 1].ln1_mean;
+      float* next_rstd = last ? lnf_rstd_ : layers_[l + 1].ln1_rstd;
+      const float* next_w = param(last ? offsets_.lnf_w : offsets_.layers[l + 1].ln1_w);
+      const float* next_b = param(last ? offsets_.lnf_b : offsets_.layers[l + 1].ln1_b);
+      residual_layernorm_forward(resid_[l + 1], next_ln, next_mean, next_rstd, a.mid, branch_, param(o.fc_proj_b),
+                                 next_w, next_b, N, C, eps, stream_);
+    }
+    logits_forward(batch);
+  }
+
+  void loss_and_backward(const std::uint8_t* inputs, const std::uint8_t* targets) override {
+    const int C = cfg_.channels, V = cfg_.vocab;
+    const AttentionShape shape = attention_shape(cfg_.batch);
+    fused_cross_entropy(losses_, d_logits_, logits_, targets, N_, V, stream_);
+    mean_loss(loss_, loss_history_, kLossHistory, &counters_[0], losses_, N_, stream_);
+    head_backward();
+    for (int l = cfg_.layers - 1; l >= 0; --l) {
+      const LayerOffsets& o = offsets_.layers[l];
+      const LayerActivations& a = layers_[l];
+      mlp_backward_to_ln2(l);
+      // beta 1: the LayerNorm's input gradient lands on the residual stream's directly.
+      layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln_, a.mid, a.ln2_mean, a.ln2_rstd,
+                         param(o.ln2_w), N_, C, 1.0f, partials_, stream_);
+      attn_proj_backward(l);
+      fused_attention_backward(d_qkv_, delta_, d_attn_out_, a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_,
+                               shape, stream_);
+      qkv_backward(l);
+      layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
+                         param(o.ln1_w), N_, C, 1.0f, partials_, stream_);
+    }
+    embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
+  }
+
+  // One launch for every parameter: the flat layout makes the multi-tensor optimiser a plain loop.
+  void optimizer_step() override {
+    adamw(params_, grads_, adam_m_, adam_v_, offsets_.total, opt_, &counters_[0], stream_);
+  }
+
+ private:
+  std::vector<float*> lse_;  // per layer [B, heads, T]: the forward's softmax statistics
+  float* delta_;             // [B, heads, T] scratch of the attention backward
+  cudaGraphExec_t graph_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
+                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed) {
+  auto trainer = std::make_unique<FusedTrainer>(cfg, alloc, stream, corpus, data_seed);
+  trainer->initialize(init_seed);  // the warm-up step inside capture() then runs on sane numbers
+  trainer->capture();
+  trainer->initialize(init_seed);  // undo the warm-up step
+  return trainer;
+}
+
+}  // namespace roofbench::gpt::cuda

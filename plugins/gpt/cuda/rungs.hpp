@@ -1,0 +1,15 @@
+// The two rungs' constructors, for make_trainer (trainer.cu); each lives in its own file.
+#pragma once
+
+#include <memory>
+
+#include "trainer.hpp"
+
+namespace roofbench::gpt::cuda {
+
+std::unique_ptr<Trainer> make_eager_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
+                                            DeviceCorpus corpus, std::uint64_t data_seed);
+std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
+                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed);
+
+}  // namespace roofbench::gpt::cuda

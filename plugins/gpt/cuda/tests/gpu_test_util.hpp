@@ -1,0 +1,66 @@
+// Helpers of the gpt GPU tests: skip without a GPU, device buffers, copies.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include "roofbench/cuda_check.hpp"
+#include "trainer.hpp"
+
+namespace roofbench::gpt::cuda::testing {
+
+inline bool have_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define ROOFBENCH_GPT_REQUIRE_GPU() \
+  if (!::roofbench::gpt::cuda::testing::have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+// Device copies of host vectors, freed with the arena.
+class Device {
+ public:
+  template <typename T>
+  T* upload(const std::vector<T>& host) {
+    T* device = alloc<T>(host.size());
+    ROOFBENCH_CUDA(cudaMemcpy(device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return device;
+  }
+  template <typename T>
+  T* alloc(std::size_t count) {
+    return static_cast<T*>(allocator_(count * sizeof(T), BufferRole::scratch));
+  }
+  template <typename T>
+  static std::vector<T> download(const T* device, std::size_t count) {
+    ROOFBENCH_CUDA(cudaDeviceSynchronize());
+    std::vector<T> host(count);
+    ROOFBENCH_CUDA(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  const DeviceAllocator& allocator() const { return allocator_; }
+
+ private:
+  DeviceArena arena_;
+  DeviceAllocator allocator_ = arena_.allocator();
+};
+
+inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+template <typename A, typename B>
+double rel_l2(const std::vector<A>& out, const std::vector<B>& ref) {
+  EXPECT_EQ(out.size(), ref.size());
+  return relative_l2_error(out.data(), ref.data(), std::min(out.size(), ref.size()));
+}
+
+}  // namespace roofbench::gpt::cuda::testing

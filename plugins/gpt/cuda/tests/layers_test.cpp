@@ -1,0 +1,227 @@
+// Each fused kernel against its eager counterpart or a double-precision CPU computation, on small inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "layers.hpp"
+#include "reference.hpp"
+
+namespace roofbench::gpt::cuda {
+namespace {
+
+using testing::Device;
+using testing::random_floats;
+using testing::rel_l2;
+
+TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int N = 7, C = 96;
+  const float eps = 1e-5f;
+  const auto x = random_floats(N * C, 1, -2, 3), w = random_floats(C, 2), b = random_floats(C, 3);
+  const auto dy = random_floats(N * C, 4);
+  std::vector<double> y_ref(N * C), dx_ref(N * C), dw_ref(C, 0), db_ref(C, 0);
+  for (int n = 0; n < N; ++n) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < C; ++c) mean += x[n * C + c];
+    mean /= C;
+    for (int c = 0; c < C; ++c) var += (x[n * C + c] - mean) * (x[n * C + c] - mean);
+    const double rstd = 1 / std::sqrt(var / C + eps);
+    double mean_g = 0, mean_g_xhat = 0;
+    for (int c = 0; c < C; ++c) {
+      const double xhat = (x[n * C + c] - mean) * rstd, g = double{dy[n * C + c]} * w[c];
+      y_ref[n * C + c] = xhat * w[c] + b[c];
+      mean_g += g / C;
+      mean_g_xhat += g * xhat / C;
+      dw_ref[c] += dy[n * C + c] * xhat;
+      db_ref[c] += dy[n * C + c];
+    }
+    for (int c = 0; c < C; ++c) {
+      const double xhat = (x[n * C + c] - mean) * rstd;
+      dx_ref[n * C + c] = rstd * (double{dy[n * C + c]} * w[c] - mean_g - xhat * mean_g_xhat);
+    }
+  }
+  Device dev;
+  float *d_x = dev.upload(x), *d_w = dev.upload(w), *d_b = dev.upload(b), *d_dy = dev.upload(dy);
+  float *d_y = dev.alloc<float>(N * C), *d_mean = dev.alloc<float>(N), *d_rstd = dev.alloc<float>(N);
+  float *d_dx = dev.alloc<float>(N * C), *d_dw = dev.alloc<float>(C), *d_db = dev.alloc<float>(C);
+  float* partials = dev.alloc<float>(column_partials_floats(N, 2 * C));
+  layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, eps, nullptr);
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
+  EXPECT_LT(rel_l2(Device::download(d_y, N * C), y_ref), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(d_dx, N * C), dx_ref), 1e-4);
+  EXPECT_LT(rel_l2(Device::download(d_dw, C), dw_ref), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(d_db, C), db_ref), 1e-5);
+
+  // The fused residual + LayerNorm equals the residual add followed by the plain LayerNorm.
+  const auto branch = random_floats(N * C, 5), bias = random_floats(C, 6);
+  std::vector<float> sum(N * C);
+  for (int i = 0; i < N * C; ++i) sum[i] = x[i] + branch[i] + bias[i % C];
+  float *d_sum_ref = dev.upload(sum), *d_branch = dev.upload(branch), *d_bias = dev.upload(bias);
+  float *d_sum = dev.alloc<float>(N * C), *d_y2 = dev.alloc<float>(N * C);
+  layernorm_forward(d_y, d_mean, d_rstd, d_sum_ref, d_w, d_b, N, C, eps, nullptr);
+  residual_layernorm_forward(d_sum, d_y2, d_mean, d_rstd, d_x, d_branch, d_bias, d_w, d_b, N, C, eps, nullptr);
+  EXPECT_LT(rel_l2(Device::download(d_sum, N * C), sum), 1e-7);
+  EXPECT_LT(rel_l2(Device::download(d_y2, N * C), Device::download(d_y, N * C)), 1e-6);
+
+  // beta = 1 accumulates onto what dx held.
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 1.0f, partials, nullptr);
+}
+
+// Causal attention with RoPE in double, from the raw qkv and its bias, as reference.cpp defines it.
+struct AttentionReference {
+  std::vector<double> out, dqkv;
+};
+AttentionReference attention_reference(const std::vector<float>& qkv, const std::vector<float>& bias,
+                                       const std::vector<float>& dout, int B, int H, int T, int hd, double base) {
+  const int C = H * hd, N = B * T;
+  std::vector<double> x(N * 3 * C);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < 3 * C; ++c) x[n * 3 * C + c] = double{qkv[n * 3 * C + c]} + bias[c];
+  auto rotate = [&](std::vector<double>& v, double direction) {
+    for (int n = 0; n < N; ++n)
+      for (int i = 0; i < hd / 2; ++i) {
+        const double angle = (n % T) * std::pow(base, -2.0 * i / hd);
+        const double cs = std::cos(angle), sn = direction * std::sin(angle);
+        for (int part = 0; part < 2; ++part)
+          for (int h = 0; h < H; ++h) {
+            double* p = &v[n * 3 * C + part * C + h * hd + 2 * i];
+            const double x0 = p[0], x1 = p[1];
+            p[0] = x0 * cs - x1 * sn;
+            p[1] = x0 * sn + x1 * cs;
+          }
+      }
+  };
+  rotate(x, 1);
+  AttentionReference r{std::vector<double>(N * C, 0), std::vector<double>(N * 3 * C, 0)};
+  const double scale = 1 / std::sqrt(double(hd));
+  auto at = [&](int b, int t, int part, int h) { return (b * T + t) * 3 * C + part * C + h * hd; };
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> p(t + 1), dp(t + 1);
+        double max = -1e300, sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (int d = 0; d < hd; ++d) dot += x[at(b, t, 0, h) + d] * x[at(b, j, 1, h) + d];
+          p[j] = scale * dot;
+          max = std::max(max, p[j]);
+        }
+        for (int j = 0; j <= t; ++j) sum += p[j] = std::exp(p[j] - max);
+        double expected = 0;
+        for (int j = 0; j <= t; ++j) {
+          p[j] /= sum;
+          dp[j] = 0;
+          for (int d = 0; d < hd; ++d) {
+            r.out[(b * T + t) * C + h * hd + d] += p[j] * x[at(b, j, 2, h) + d];
+            dp[j] += dout[(b * T + t) * C + h * hd + d] * x[at(b, j, 2, h) + d];
+            r.dqkv[at(b, j, 2, h) + d] += p[j] * dout[(b * T + t) * C + h * hd + d];
+          }
+          expected += p[j] * dp[j];
+        }
+        for (int j = 0; j <= t; ++j) {
+          const double ds = scale * p[j] * (dp[j] - expected);
+          for (int d = 0; d < hd; ++d) {
+            r.dqkv[at(b, t, 0, h) + d] += ds * x[at(b, j, 1, h) + d];
+            r.dqkv[at(b, j, 1, h) + d] += ds * x[at(b, t, 0, h) + d];
+          }
+        }
+      }
+  rotate(r.dqkv, -1);
+  return r;
+}
+
+TEST(GptLayers, FusedAttentionMatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int B = 2, H = 2, T = 70, hd = 64, C = H * hd, N = B * T;  // T not a multiple of the 32-row tile
+  const double base = 10000;
+  const auto qkv = random_floats(N * 3 * C, 7), bias = random_floats(3 * C, 8, -0.2f, 0.2f);
+  const auto dout = random_floats(N * C, 9);
+  std::vector<float> cos_table(T * hd / 2), sin_table(T * hd / 2);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < hd / 2; ++i) {
+      const double angle = t * std::pow(base, -2.0 * i / hd);
+      cos_table[t * hd / 2 + i] = static_cast<float>(std::cos(angle));
+      sin_table[t * hd / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+  const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, base);
+
+  Device dev;
+  const RopeTable rope{dev.upload(cos_table), dev.upload(sin_table)};
+  const AttentionShape shape{B, T, H, hd};
+  float *d_qkv = dev.upload(qkv), *d_bias = dev.upload(bias), *d_dout = dev.upload(dout);
+  float *d_out = dev.alloc<float>(N * C), *d_lse = dev.alloc<float>(B * H * T), *d_delta = dev.alloc<float>(B * H * T);
+  float* d_dqkv = dev.alloc<float>(N * 3 * C);
+  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, N * 3 * C * sizeof(float)));  // NaN: every element must be written
+  fused_attention_configure();
+  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  EXPECT_LT(rel_l2(Device::download(d_out, N * C), ref.out), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(d_dqkv, N * 3 * C), ref.dqkv), 1e-5);
+
+  EXPECT_THROW(check_fused_attention_shape(AttentionShape{B, 129, H, hd}), Error);
+  EXPECT_THROW(check_fused_attention_shape(AttentionShape{B, T, H, 32}), Error);
+}
+
+TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int N = 50, V = 28;
+  const auto logits = random_floats(N * V, 10, -3, 3);
+  std::vector<std::uint8_t> targets(N);
+  for (int n = 0; n < N; ++n) targets[n] = static_cast<std::uint8_t>((n * 7) % V);
+  std::vector<double> losses_ref(N), dlogits_ref(N * V);
+  for (int n = 0; n < N; ++n) {
+    double max = -1e300, sum = 0;
+    for (int v = 0; v < V; ++v) max = std::max(max, double{logits[n * V + v]});
+    for (int v = 0; v < V; ++v) sum += std::exp(logits[n * V + v] - max);
+    const double lse = max + std::log(sum);
+    losses_ref[n] = lse - logits[n * V + targets[n]];
+    for (int v = 0; v < V; ++v)
+      dlogits_ref[n * V + v] = (std::exp(logits[n * V + v] - lse) - (v == targets[n])) / N;
+  }
+  Device dev;
+  float* d_logits = dev.upload(logits);
+  std::uint8_t* d_targets = dev.upload(targets);
+  float *logprobs = dev.alloc<float>(N * V), *eager_losses = dev.alloc<float>(N), *eager_d = dev.alloc<float>(N * V);
+  float *fused_losses = dev.alloc<float>(N), *fused_d = dev.alloc<float>(N * V);
+  log_softmax_forward(logprobs, d_logits, N, V, nullptr);
+  nll_forward(eager_losses, logprobs, d_targets, N, V, nullptr);
+  cross_entropy_backward(eager_d, logprobs, d_targets, N, V, nullptr);
+  fused_cross_entropy(fused_losses, fused_d, d_logits, d_targets, N, V, nullptr);
+  EXPECT_LT(rel_l2(Device::download(eager_losses, N), losses_ref), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(fused_losses, N), losses_ref), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(eager_d, N * V), dlogits_ref), 1e-5);
+  EXPECT_LT(rel_l2(Device::download(fused_d, N * V), dlogits_ref), 1e-5);
+
+  // The mean loss lands in the history at the slot of step counter - 1.
+  float *loss = dev.alloc<float>(1), *history = dev.alloc<float>(8);
+  unsigned long long* counter = dev.upload(std::vector<unsigned long long>{3});
+  mean_loss(loss, history, 8, counter, fused_losses, N, nullptr);
+  double mean = 0;
+  for (double l : losses_ref) mean += l / N;
+  EXPECT_NEAR(Device::download(history, 8)[2], mean, 1e-5 * mean);
+}
+
+TEST(GptLayers, AdamWMatchesReference) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const std::size_t n = 1000;
+  const int step = 3;
+  const auto params = random_floats(n, 11), grads = random_floats(n, 12), m = random_floats(n, 13, -0.1f, 0.1f);
+  const auto v = random_floats(n, 14, 0, 0.01f);
+  std::vector<double> p_ref(params.begin(), params.end()), m_ref(m.begin(), m.end()), v_ref(v.begin(), v.end());
+  const std::vector<double> g_ref(grads.begin(), grads.end());
+  const AdamW opt;
+  reference::adamw_step(p_ref, g_ref, m_ref, v_ref, step, opt);
+  Device dev;
+  float *d_p = dev.upload(params), *d_g = dev.upload(grads), *d_m = dev.upload(m), *d_v = dev.upload(v);
+  unsigned long long* counter = dev.upload(std::vector<unsigned long long>{step});
+  adamw(d_p, d_g, d_m, d_v, n, opt, counter, nullptr);
+  EXPECT_LT(rel_l2(Device::download(d_p, n), p_ref), 1e-6);
+  EXPECT_LT(rel_l2(Device::download(d_m, n), m_ref), 1e-6);
+  EXPECT_LT(rel_l2(Device::download(d_v, n), v_ref), 1e-6);
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda

@@ -1,0 +1,221 @@
+// What both rungs share: buffers, initialisation, the step's outline and the layers whose backward is the
+// same in both (linear layers, GELU, the output head).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "reference.hpp"
+#include "roofbench/cuda_check.hpp"
+#include "rungs.hpp"
+#include "trainer.hpp"
+
+namespace roofbench::gpt::cuda {
+
+DeviceArena::~DeviceArena() {
+  for (void* block : blocks_) cudaFree(block);  // a destructor must not throw: nothing to do on failure
+}
+
+DeviceAllocator DeviceArena::allocator() {
+  return [this](std::size_t bytes, BufferRole) {
+    void* block = nullptr;
+    ROOFBENCH_CUDA(cudaMalloc(&block, bytes));
+    blocks_.push_back(block);
+    return block;
+  };
+}
+
+const char* to_string(Rung rung) { return rung == Rung::eager ? "eager" : "fused"; }
+
+namespace {
+// cuBLAS's recommended workspace on Hopper; handing it over up front means no call, captured ones
+// included, ever allocates.
+constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
+constexpr std::uint64_t kGateStreamSalt = 0x6761746562617463ull;  // "gatebatc": gate batches differ from training's
+}  // namespace
+
+float* Trainer::alloc_floats(std::size_t count, BufferRole role) {
+  return static_cast<float*>(alloc_bytes_(count * sizeof(float), role));
+}
+
+Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
+                 std::uint64_t data_seed)
+    : cfg_(cfg),
+      offsets_(parameter_offsets(cfg)),
+      stream_(stream),
+      corpus_(corpus),
+      data_seed_(data_seed),
+      N_(cfg.batch * cfg.context),
+      alloc_bytes_(alloc) {
+  cfg_.validate();
+  if (corpus_.count <= static_cast<std::size_t>(cfg_.context))
+    throw Error("gpt: the corpus holds " + std::to_string(corpus_.count) + " tokens, fewer than one window of " +
+                std::to_string(cfg_.context + 1));
+  const std::size_t P = offsets_.total, N = static_cast<std::size_t>(N_);
+  const std::size_t C = static_cast<std::size_t>(cfg_.channels), V = static_cast<std::size_t>(cfg_.vocab);
+  const std::size_t H = static_cast<std::size_t>(cfg_.hidden()), T = static_cast<std::size_t>(cfg_.context);
+  const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2);
+
+  ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
+  ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_));
+  ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, alloc(kCublasWorkspaceBytes, BufferRole::scratch),
+                                      kCublasWorkspaceBytes));
+
+  // Parameters, Adam moments, counters and tables are state the step reads first: inputs. Everything
+  // the step writes before reading is an output, so the host's poisoning checks that claim.
+  params_ = alloc_floats(P, BufferRole::input);
+  adam_m_ = alloc_floats(P, BufferRole::input);
+  adam_v_ = alloc_floats(P, BufferRole::input);
+  grads_ = alloc_floats(P, BufferRole::output);
+  counters_ = static_cast<unsigned long long*>(alloc(2 * sizeof(unsigned long long), BufferRole::input));
+  loss_ = alloc_floats(1, BufferRole::output);
+  loss_history_ = alloc_floats(kLossHistory, BufferRole::output);
+  float* rope_cos = alloc_floats(T * half, BufferRole::input);
+  float* rope_sin = alloc_floats(T * half, BufferRole::input);
+  rope_ = RopeTable{rope_cos, rope_sin};
+  inputs_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
+  targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
+
+  auto activation = [&](std::size_t width) { return alloc_floats(N * width, BufferRole::output); };
+  for (int l = 0; l <= cfg_.layers; ++l) resid_.push_back(activation(C));
+  for (int l = 0; l < cfg_.layers; ++l) {
+    LayerActivations a{};
+    a.ln1 = activation(C);
+    a.ln1_mean = activation(1);
+    a.ln1_rstd = activation(1);
+    a.qkv = activation(3 * C);
+    a.attn_out = activation(C);
+    a.mid = activation(C);
+    a.ln2 = activation(C);
+    a.ln2_mean = activation(1);
+    a.ln2_rstd = activation(1);
+    a.fc = activation(H);
+    a.gelu = activation(H);
+    layers_.push_back(a);
+  }
+  lnf_ = activation(C);
+  lnf_mean_ = activation(1);
+  lnf_rstd_ = activation(1);
+  logits_ = activation(V);
+  losses_ = activation(1);
+  branch_ = activation(C);
+  d_logits_ = activation(V);
+  d_resid_ = activation(C);
+  d_ln_ = activation(C);
+  d_attn_out_ = activation(C);
+  d_qkv_ = activation(3 * C);
+  d_fc_ = activation(H);
+  d_gelu_ = activation(H);
+  onehot_ = activation(V);
+  const std::size_t widest = std::max({2 * C, 3 * C, H});
+  partials_ = alloc_floats(column_partials_floats(N_, static_cast<int>(widest)), BufferRole::scratch);
+
+  // RoPE's angles in double, once, exactly as the reference computes them.
+  std::vector<float> cos_table(T * half), sin_table(T * half);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(t) *
+                           std::pow(cfg_.rope_base, -2.0 * static_cast<double>(i) / cfg_.head_dim());
+      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
+      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_cos, cos_table.data(), cos_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_));
+  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_sin, sin_table.data(), sin_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream_));
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));  // the host tables go out of scope
+}
+
+Trainer::~Trainer() {
+  if (cublas_) cublasDestroy(cublas_);  // a destructor must not throw
+}
+
+void Trainer::initialize(std::uint64_t seed) {
+  const std::vector<double> init = reference::init_parameters(cfg_, seed);
+  const std::vector<float> rounded(init.begin(), init.end());
+  const std::size_t bytes = rounded.size() * sizeof(float);
+  ROOFBENCH_CUDA(cudaMemcpyAsync(params_, rounded.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  ROOFBENCH_CUDA(cudaMemsetAsync(adam_m_, 0, bytes, stream_));
+  ROOFBENCH_CUDA(cudaMemsetAsync(adam_v_, 0, bytes, stream_));
+  ROOFBENCH_CUDA(cudaMemsetAsync(counters_, 0, 2 * sizeof(unsigned long long), stream_));
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void Trainer::enqueue_step() {
+  draw_batch(inputs_, targets_, corpus_.tokens, corpus_.count, cfg_.batch, cfg_.context, data_seed_, &counters_[0],
+             stream_);
+  forward_pass(inputs_, cfg_.batch);
+  loss_and_backward(inputs_, targets_);
+  optimizer_step();
+}
+
+void Trainer::train_step() { enqueue_step(); }
+
+void Trainer::compute_gradients(const std::uint8_t* inputs, const std::uint8_t* targets) {
+  forward_pass(inputs, cfg_.batch);
+  loss_and_backward(inputs, targets);
+}
+
+void Trainer::forward(const std::uint8_t* inputs, int batch) {
+  if (batch < 1 || batch > cfg_.batch)
+    throw Error("gpt: forward on " + std::to_string(batch) + " sequences; buffers hold " +
+                std::to_string(cfg_.batch));
+  forward_pass(inputs, batch);
+}
+
+void Trainer::draw_gate_batch(std::uint8_t* inputs, std::uint8_t* targets, int batch) {
+  draw_batch(inputs, targets, corpus_.tokens, corpus_.count, batch, cfg_.context, data_seed_ ^ kGateStreamSalt,
+             &counters_[1], stream_);
+}
+
+AttentionShape Trainer::attention_shape(int batch) const {
+  return AttentionShape{batch, cfg_.context, cfg_.heads, cfg_.head_dim()};
+}
+
+void Trainer::logits_forward(int batch) {
+  linear_forward(cublas_, logits_, lnf_, param(offsets_.wte), positions(batch), cfg_.channels, cfg_.vocab);
+}
+
+void Trainer::head_backward() {
+  const int C = cfg_.channels;
+  // wte's gradient starts here (beta 0); the embedding's backward adds its share last.
+  linear_backward(cublas_, d_ln_, grad(offsets_.wte), d_logits_, lnf_, param(offsets_.wte), N_, C, cfg_.vocab);
+  layernorm_backward(d_resid_, grad(offsets_.lnf_w), grad(offsets_.lnf_b), d_ln_, resid_[cfg_.layers], lnf_mean_,
+                     lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_);
+}
+
+void Trainer::mlp_backward_to_ln2(int layer) {
+  const LayerOffsets& o = offsets_.layers[layer];
+  const LayerActivations& a = layers_[layer];
+  const int C = cfg_.channels, H = cfg_.hidden();
+  column_sum(grad(o.fc_proj_b), d_resid_, N_, C, partials_, stream_);
+  linear_backward(cublas_, d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), N_, H, C);
+  gelu_backward(d_fc_, d_gelu_, a.fc, static_cast<std::size_t>(N_) * H, stream_);
+  column_sum(grad(o.fc_b), d_fc_, N_, H, partials_, stream_);
+  linear_backward(cublas_, d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), N_, C, H);
+}
+
+void Trainer::attn_proj_backward(int layer) {
+  const LayerOffsets& o = offsets_.layers[layer];
+  const int C = cfg_.channels;
+  column_sum(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
+  linear_backward(cublas_, d_attn_out_, grad(o.attn_proj_w), d_resid_, layers_[layer].attn_out,
+                  param(o.attn_proj_w), N_, C, C);
+}
+
+void Trainer::qkv_backward(int layer) {
+  const LayerOffsets& o = offsets_.layers[layer];
+  const int C = cfg_.channels;
+  column_sum(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
+  linear_backward(cublas_, d_ln_, grad(o.qkv_w), d_qkv_, layers_[layer].ln1, param(o.qkv_w), N_, C, 3 * C);
+}
+
+std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
+                                      cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
+                                      std::uint64_t init_seed) {
+  if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed);
+  auto trainer = make_eager_trainer(cfg, alloc, stream, corpus, data_seed);
+  trainer->initialize(init_seed);
+  return trainer;
+}
+
+}  // namespace roofbench::gpt::cuda

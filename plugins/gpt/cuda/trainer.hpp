@@ -1,0 +1,179 @@
+// The GPT trained on the GPU, one training step at a time, in two rungs of the "gpt" ladder:
+//   R0 eager: one kernel or cuBLAS call per operation, attention with its T x T scores in memory, AdamW
+//             launched once per parameter tensor: what PyTorch eager runs.
+//   R1 fused: the fusions a compiler makes (bias + GELU, residual + LayerNorm, softmax + cross-entropy +
+//             its gradient, attention in shared memory, one AdamW launch over the flat parameters) and the
+//             whole step, batch draw included, captured once into a CUDA graph and replayed.
+// Both keep parameters, gradients and Adam moments in fp32 (flat, model.hpp's layout) and run their
+// matmuls on TF32 tensor cores.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "layers.hpp"
+#include "model.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda {
+
+// Where a trainer's device memory comes from: the benchmark hands out ctx.alloc (so the host's
+// high-water mark covers the whole step), tests and gate-only trainers a DeviceArena.
+using DeviceAllocator = std::function<void*(std::size_t bytes, BufferRole role)>;
+
+// cudaMalloc'd blocks freed together when the arena goes.
+class DeviceArena {
+ public:
+  DeviceArena() = default;
+  DeviceArena(const DeviceArena&) = delete;
+  DeviceArena& operator=(const DeviceArena&) = delete;
+  ~DeviceArena();
+  DeviceAllocator allocator();
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+enum class Rung { eager, fused };
+const char* to_string(Rung rung);
+
+// The training text on the device, staged once.
+struct DeviceCorpus {
+  const std::uint8_t* tokens = nullptr;
+  std::size_t count = 0;
+};
+
+// Losses of the last steps stay on the device in a ring of this many (a power of two) until read.
+inline constexpr int kLossHistory = 512;
+
+class Trainer {
+ public:
+  virtual ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  const Config& config() const { return cfg_; }
+  std::size_t parameter_count() const { return offsets_.total; }
+
+  // A fresh start, synchronous: parameters from reference::init_parameters(cfg, seed) rounded to fp32,
+  // Adam moments and the step counter zero.
+  void initialize(std::uint64_t seed);
+
+  // One training step on `stream` (no host sync, no allocation): draw a fresh batch on the device,
+  // forward, backward, AdamW. R1 replays its CUDA graph.
+  virtual void train_step();
+
+  // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,
+  // logits and every gradient, no update. Token ids in device memory, [batch * T] each.
+  void compute_gradients(const std::uint8_t* inputs, const std::uint8_t* targets);
+  // Forward only on the first `batch` <= cfg.batch sequences; logits() then holds [batch * T, vocab].
+  void forward(const std::uint8_t* inputs, int batch);
+  // `batch` fresh windows drawn on the device from a stream of batches separate from training's.
+  void draw_gate_batch(std::uint8_t* inputs, std::uint8_t* targets, int batch);
+
+  float* params() const { return params_; }
+  const float* grads() const { return grads_; }
+  const float* logits() const { return logits_; }
+  const float* loss() const { return loss_; }
+  // The loss of training step s (counted from 1 since initialize()) is at (s - 1) % kLossHistory.
+  const float* loss_history() const { return loss_history_; }
+  cudaStream_t stream() const { return stream_; }
+
+ protected:
+  Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
+          std::uint64_t data_seed);
+
+  // The rung's own parts of a step. forward_pass leaves logits for `batch` sequences; loss_and_backward
+  // (after a full-batch forward_pass) computes the loss and every gradient; optimizer_step updates.
+  virtual void forward_pass(const std::uint8_t* inputs, int batch) = 0;
+  virtual void loss_and_backward(const std::uint8_t* inputs, const std::uint8_t* targets) = 0;
+  virtual void optimizer_step() = 0;
+  // The eager step, also what R1 captures.
+  void enqueue_step();
+
+  // ---- Shared pieces: the same operation in both rungs runs the same code. ----
+  float* alloc_floats(std::size_t count, BufferRole role);
+  const float* param(std::size_t offset) const { return params_ + offset; }
+  float* grad(std::size_t offset) { return grads_ + offset; }
+  int positions(int batch) const { return batch * cfg_.context; }
+  AttentionShape attention_shape(int batch) const;
+  // logits = LNf(x) wte^T on the final residual stream, after the LNf forward.
+  void logits_forward(int batch);
+  // From dlogits to the residual stream's gradient at the top (d_resid_), and wte's output-side gradient.
+  void head_backward();
+  // The MLP half's backward down to the gradient of LN2's output (d_ln_): fc_proj, GELU, fc.
+  void mlp_backward_to_ln2(int layer);
+  // The attention output projection's backward: d_attn_out_ from d_resid_.
+  void attn_proj_backward(int layer);
+  // From the gradient of qkv (d_qkv_) down to the gradient of LN1's output (d_ln_).
+  void qkv_backward(int layer);
+
+  Config cfg_;
+  ParameterOffsets offsets_;
+  AdamW opt_;
+  cudaStream_t stream_;
+  cublasHandle_t cublas_ = nullptr;
+  DeviceCorpus corpus_;
+  std::uint64_t data_seed_;
+  int N_;  // positions in a full batch
+  DeviceAllocator alloc_bytes_;
+
+  float* params_;
+  float* grads_;
+  float* adam_m_;
+  float* adam_v_;
+  // [0]: training batches drawn = the AdamW step; [1]: gate batches drawn.
+  unsigned long long* counters_;
+  float* loss_;
+  float* loss_history_;
+  RopeTable rope_;
+  std::uint8_t* inputs_;
+  std::uint8_t* targets_;
+
+  // Activations the backward reads, per layer; resid_[l] enters block l, resid_[L] leaves the last.
+  struct LayerActivations {
+    float* ln1;  // LN1 output [N, C]
+    float* ln1_mean;
+    float* ln1_rstd;
+    float* qkv;       // [N, 3C]: eager: bias added; fused: raw (the attention kernels add bias and RoPE)
+    float* attn_out;  // [N, C]
+    float* mid;       // residual stream after the attention half [N, C]
+    float* ln2;
+    float* ln2_mean;
+    float* ln2_rstd;
+    float* fc;    // [N, 4C] pre-activation, bias added
+    float* gelu;  // [N, 4C]
+  };
+  std::vector<LayerActivations> layers_;
+  std::vector<float*> resid_;
+  float* lnf_;
+  float* lnf_mean_;
+  float* lnf_rstd_;
+  float* logits_;
+  float* losses_;   // [N]
+  float* branch_;   // [N, C] a linear layer's output before its residual add
+  // Backward scratch, reused by every layer.
+  float* d_logits_;
+  float* d_resid_;  // the residual stream's gradient, carried down through the blocks
+  float* d_ln_;     // gradient of a LayerNorm's output
+  float* d_attn_out_;
+  float* d_qkv_;
+  float* d_fc_;
+  float* d_gelu_;
+  float* partials_;
+  float* onehot_;
+};
+
+// A trainer of either rung for `cfg` (cfg.batch sequences per step). Parameters are initialised with
+// `init_seed`; batches are drawn from `corpus` with `data_seed`.
+std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
+                                      cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
+                                      std::uint64_t init_seed);
+
+}  // namespace roofbench::gpt::cuda
