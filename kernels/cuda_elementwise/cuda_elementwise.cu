@@ -1,8 +1,8 @@
-#include "roofbench/cuda_check.hpp"
-#include "roofbench/kernels/cuda_elementwise.hpp"
-
 #include <algorithm>
 #include <cstdint>
+
+#include "roofbench/cuda_check.hpp"
+#include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench::kernels {
 namespace {
@@ -24,8 +24,7 @@ struct alignas(kVectorBytes) Pack {
 };
 
 template <typename T>
-__global__ void add_scalar_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
-                                  std::size_t n) {
+__global__ void add_scalar_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, std::size_t n) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     c[i] = add_values(a[i], b[i]);
@@ -34,8 +33,8 @@ __global__ void add_scalar_kernel(const T* __restrict__ a, const T* __restrict__
 // Elements [head, head + packs * lanes) are 16-byte aligned in all three arrays and go through packs;
 // the `head` elements before them and the remainder after them are done one by one.
 template <typename T>
-__global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c,
-                                 std::size_t n, std::size_t head, std::size_t packs) {
+__global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, std::size_t n,
+                                 std::size_t head, std::size_t packs) {
   using P = Pack<T>;
   const P* a_packs = reinterpret_cast<const P*>(a + head);
   const P* b_packs = reinterpret_cast<const P*>(b + head);
@@ -137,11 +136,11 @@ void launch_count_nonfinite(const T* data, std::size_t n, unsigned long long* de
 }
 
 template void launch_add_scalar<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
-template void launch_add_scalar<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*,
-                                               std::size_t, cudaStream_t);
+template void launch_add_scalar<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, std::size_t,
+                                               cudaStream_t);
 template void launch_add_vec16<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
-template void launch_add_vec16<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*,
-                                              std::size_t, cudaStream_t);
+template void launch_add_vec16<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, std::size_t,
+                                              cudaStream_t);
 template void launch_count_nonfinite<float>(const float*, std::size_t, unsigned long long*, cudaStream_t);
 template void launch_count_nonfinite<__nv_bfloat16>(const __nv_bfloat16*, std::size_t, unsigned long long*,
                                                     cudaStream_t);

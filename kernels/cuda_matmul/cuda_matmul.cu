@@ -1,7 +1,7 @@
+#include <string>
+
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
-
-#include <string>
 
 namespace roofbench::kernels {
 namespace {
@@ -11,8 +11,8 @@ namespace {
 constexpr int kNaiveBlockX = 32;
 constexpr int kNaiveBlockY = 8;
 
-__global__ void matmul_naive_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                                    float* __restrict__ c, std::int64_t m, std::int64_t n, std::int64_t k) {
+__global__ void matmul_naive_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
+                                    std::int64_t m, std::int64_t n, std::int64_t k) {
   const std::int64_t col = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t row = std::int64_t(blockIdx.y) * blockDim.y + threadIdx.y;
   if (row >= m || col >= n) return;
@@ -32,8 +32,8 @@ static_assert(kTile % kThreadsPerSide == 0);
 static_assert((kTile * kTileK) % kThreads == 0);
 
 __global__ void __launch_bounds__(kThreads)
-    matmul_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c,
-                        std::int64_t m, std::int64_t n, std::int64_t k) {
+    matmul_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, std::int64_t m,
+                        std::int64_t n, std::int64_t k) {
   // A's slab is stored k-major so the inner loop reads one k-row of it; the extra column staggers the
   // banks of the transposing store (otherwise 16 threads would hit one bank).
   __shared__ float a_slab[kTileK][kTile + 1];
@@ -102,14 +102,13 @@ unsigned blocks_for(std::int64_t extent, int per_block, std::int64_t limit, cons
 
 void check_shape(std::int64_t m, std::int64_t n, std::int64_t k) {
   if (m < 0 || n < 0 || k < 0)
-    throw Error("cuda_matmul: negative shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                std::to_string(k));
+    throw Error("cuda_matmul: negative shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
 }
 
 }  // namespace
 
-void launch_matmul_naive_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k, cudaStream_t stream) {
+void launch_matmul_naive_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                              cudaStream_t stream) {
   check_shape(m, n, k);
   if (m == 0 || n == 0) return;  // a zero-sized grid is a launch error, and there is nothing to write
   const dim3 block(kNaiveBlockX, kNaiveBlockY);
@@ -118,8 +117,8 @@ void launch_matmul_naive_fp32(const float* a, const float* b, float* c, std::int
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-void launch_matmul_tiled_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k, cudaStream_t stream) {
+void launch_matmul_tiled_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                              cudaStream_t stream) {
   check_shape(m, n, k);
   if (m == 0 || n == 0) return;
   const dim3 block(kThreadsPerSide, kThreadsPerSide);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "cases.hpp"
@@ -21,9 +22,13 @@ cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stre
 template <typename T>
 constexpr ElementType element_type_of();
 template <>
-constexpr ElementType element_type_of<float>() { return ElementType::f32; }
+constexpr ElementType element_type_of<float>() {
+  return ElementType::f32;
+}
 template <>
-constexpr ElementType element_type_of<__nv_bfloat16>() { return ElementType::bf16; }
+constexpr ElementType element_type_of<__nv_bfloat16>() {
+  return ElementType::bf16;
+}
 
 enum class AddVariant { scalar, vec16 };
 
@@ -137,15 +142,15 @@ void add_add_cases(Plugin& plugin, const char* type_name, Precision precision) {
     const char* name;
     const char* how;
   };
-  for (const Variant& variant : {Variant{AddVariant::scalar, "scalar", "one element per thread, grid-stride"},
-                                 Variant{AddVariant::vec16, "vec16",
-                                         "16-byte loads and stores, 4 in flight per thread, scalar edges"}}) {
+  for (const Variant& variant :
+       {Variant{AddVariant::scalar, "scalar", "one element per thread, grid-stride"},
+        Variant{AddVariant::vec16, "vec16", "16-byte loads and stores, 4 in flight per thread, scalar edges"}}) {
     plugin.add(gpu_case(std::string("add_") + type_name + "_" + variant.name,
-               std::string("c = a + b in ") + type_name + ", " + variant.how,
-               Axis::powers("n", kAddFirstN, kAddLastN, 4), precision,
-               [kind = variant.variant](const Params& params) -> std::unique_ptr<Case> {
-                  return std::make_unique<AddCase<T>>(kind, positive_size(params, "n"));
-                }));
+                        std::string("c = a + b in ") + type_name + ", " + variant.how,
+                        Axis::powers("n", kAddFirstN, kAddLastN, 4), precision,
+                        [kind = variant.variant](const Params& params) -> std::unique_ptr<Case> {
+                          return std::make_unique<AddCase<T>>(kind, positive_size(params, "n"));
+                        }));
   }
 }
 
@@ -155,12 +160,11 @@ void add_elementwise_cases(Plugin& plugin) {
   add_add_cases<float>(plugin, "fp32", Precision::fp32);
   add_add_cases<__nv_bfloat16>(plugin, "bf16", Precision::bf16);
 
-  plugin.add(gpu_case("copy",
-               "cudaMemcpyAsync device to device: the memory bandwidth roof (bytes read + written)",
-               Axis::powers("bytes", std::int64_t{1} << 20, std::int64_t{1} << 32, 4), Precision::fp32,
-               [](const Params& params) -> std::unique_ptr<Case> {
-                return std::make_unique<CopyCase>(positive_size(params, "bytes"));
-              }));
+  plugin.add(gpu_case("copy", "cudaMemcpyAsync device to device: the memory bandwidth roof (bytes read + written)",
+                      Axis::powers("bytes", std::int64_t{1} << 20, std::int64_t{1} << 32, 4), Precision::fp32,
+                      [](const Params& params) -> std::unique_ptr<Case> {
+                        return std::make_unique<CopyCase>(positive_size(params, "bytes"));
+                      }));
 }
 
 }  // namespace roofbench::micro

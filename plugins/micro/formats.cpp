@@ -9,24 +9,36 @@ namespace roofbench::micro {
 
 std::size_t element_bytes(ElementType type) {
   switch (type) {
-    case ElementType::f64: return 8;
-    case ElementType::f32: return 4;
-    case ElementType::bf16: return 2;
-    case ElementType::f16: return 2;
-    case ElementType::fp8_e4m3: return 1;
-    case ElementType::i32: return 4;
+    case ElementType::f64:
+      return 8;
+    case ElementType::f32:
+      return 4;
+    case ElementType::bf16:
+      return 2;
+    case ElementType::f16:
+      return 2;
+    case ElementType::fp8_e4m3:
+      return 1;
+    case ElementType::i32:
+      return 4;
   }
   throw Error("micro: unknown element type");
 }
 
 double unit_roundoff(ElementType type) {
   switch (type) {
-    case ElementType::f64: return std::ldexp(1.0, -53);
-    case ElementType::f32: return std::ldexp(1.0, -24);
-    case ElementType::bf16: return std::ldexp(1.0, -8);
-    case ElementType::f16: return std::ldexp(1.0, -11);
-    case ElementType::fp8_e4m3: return std::ldexp(1.0, -4);
-    case ElementType::i32: return 0;
+    case ElementType::f64:
+      return std::ldexp(1.0, -53);
+    case ElementType::f32:
+      return std::ldexp(1.0, -24);
+    case ElementType::bf16:
+      return std::ldexp(1.0, -8);
+    case ElementType::f16:
+      return std::ldexp(1.0, -11);
+    case ElementType::fp8_e4m3:
+      return std::ldexp(1.0, -4);
+    case ElementType::i32:
+      return 0;
   }
   throw Error("micro: unknown element type");
 }
@@ -37,8 +49,8 @@ double decode_bf16(std::uint16_t bits) {
 }
 
 namespace {
-// Sign, biased exponent and mantissa of a small IEEE-like format; `all_ones_exponent_is_special` says whether the all-ones
-// exponent means inf/NaN (it does not in e4m3, which spends it on ordinary numbers).
+// Sign, biased exponent and mantissa of a small IEEE-like format; `all_ones_exponent_is_special` says whether the
+// all-ones exponent means inf/NaN (it does not in e4m3, which spends it on ordinary numbers).
 double decode_minifloat(std::uint32_t bits, int exponent_bits, int mantissa_bits, bool all_ones_exponent_is_special) {
   const std::uint32_t mantissa = bits & ((1u << mantissa_bits) - 1);
   const std::uint32_t exponent = (bits >> mantissa_bits) & ((1u << exponent_bits) - 1);
@@ -76,12 +88,24 @@ void decode(ElementType type, const void* raw, std::size_t count, double* out) {
     }
   };
   switch (type) {
-    case ElementType::f64: each.template operator()<double>([](double v) { return v; }); return;
-    case ElementType::f32: each.template operator()<float>([](float v) { return double{v}; }); return;
-    case ElementType::bf16: each.template operator()<std::uint16_t>(decode_bf16); return;
-    case ElementType::f16: each.template operator()<std::uint16_t>(decode_fp16); return;
-    case ElementType::fp8_e4m3: each.template operator()<std::uint8_t>(decode_fp8_e4m3); return;
-    case ElementType::i32: each.template operator()<std::int32_t>([](std::int32_t v) { return double(v); }); return;
+    case ElementType::f64:
+      each.template operator()<double>([](double v) { return v; });
+      return;
+    case ElementType::f32:
+      each.template operator()<float>([](float v) { return double{v}; });
+      return;
+    case ElementType::bf16:
+      each.template operator()<std::uint16_t>(decode_bf16);
+      return;
+    case ElementType::f16:
+      each.template operator()<std::uint16_t>(decode_fp16);
+      return;
+    case ElementType::fp8_e4m3:
+      each.template operator()<std::uint8_t>(decode_fp8_e4m3);
+      return;
+    case ElementType::i32:
+      each.template operator()<std::int32_t>([](std::int32_t v) { return double(v); });
+      return;
   }
   throw Error("micro: unknown element type");
 }

@@ -57,7 +57,8 @@ std::uint64_t NonfiniteScan::count(Context& ctx, DeviceArray array, std::size_t 
     case ElementType::f16:
       kernels::launch_count_nonfinite(static_cast<const __half*>(array.data), n, device_count_, stream);
       break;
-    default: throw Error("micro: no non-finite scan for this element type");
+    default:
+      throw Error("micro: no non-finite scan for this element type");
   }
   ctx.synchronize();
   unsigned long long found = 0;
@@ -140,8 +141,8 @@ Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const Nonfini
   std::ostringstream detail;
   detail << "compared " << samples.size() << " of " << total << " outputs (" << kMatmulRandomSamples
          << " random, then the last row and column) with fp64 dot products of the stored inputs; worst at (matrix "
-         << samples[worst].matrix << ", row " << samples[worst].i << ", col " << samples[worst].j
-         << "): out " << out[worst] << ", ref " << ref[worst];
+         << samples[worst].matrix << ", row " << samples[worst].i << ", col " << samples[worst].j << "): out "
+         << out[worst] << ", ref " << ref[worst];
   if (nonfinite > 0) {
     check.rel_l2_error = std::numeric_limits<double>::quiet_NaN();
     detail << "; " << nan_detail(nonfinite, total);
@@ -155,7 +156,8 @@ Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const Nonfi
   std::vector<std::pair<std::size_t, std::size_t>> ranges;  // (first, count)
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   if (op.n <= kElementwiseFullCheck) {
-    for (std::size_t first = 0; first < op.n; first += kChunk) ranges.emplace_back(first, std::min(kChunk, op.n - first));
+    for (std::size_t first = 0; first < op.n; first += kChunk)
+      ranges.emplace_back(first, std::min(kChunk, op.n - first));
   } else {
     for (std::size_t block = 0; block < kElementwiseSampleBlocks; ++block)
       ranges.emplace_back(block * (op.n / kElementwiseSampleBlocks), kElementwiseBlock);

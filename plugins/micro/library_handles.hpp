@@ -9,12 +9,12 @@
 
 #include "roofbench/cuda_check.hpp"
 
-#define ROOFBENCH_CUBLASLT(call)                                                                         \
-  do {                                                                                                   \
-    const cublasStatus_t rb_status_ = (call);                                                            \
-    if (rb_status_ != CUBLAS_STATUS_SUCCESS)                                                             \
-      ::roofbench::detail::throw_call_error("cuBLASLt", rb_status_, cublasLtGetStatusString(rb_status_), \
-                                            #call, __FILE__, __LINE__);                                  \
+#define ROOFBENCH_CUBLASLT(call)                                                                                \
+  do {                                                                                                          \
+    const cublasStatus_t rb_status_ = (call);                                                                   \
+    if (rb_status_ != CUBLAS_STATUS_SUCCESS)                                                                    \
+      ::roofbench::detail::throw_call_error("cuBLASLt", rb_status_, cublasLtGetStatusString(rb_status_), #call, \
+                                            __FILE__, __LINE__);                                                \
   } while (0)
 
 namespace roofbench::micro {

@@ -55,7 +55,11 @@ class MatmulCase : public Case {
  public:
   MatmulCase(MatmulShape shape, std::int64_t batch, ElementType input, ElementType output, Layout layout,
              bool count_matrices)
-      : shape_(shape), batch_(batch), input_(input), output_(output), layout_(layout),
+      : shape_(shape),
+        batch_(batch),
+        input_(input),
+        output_(output),
+        layout_(layout),
         count_matrices_(count_matrices) {}
 
   void setup(Context& ctx) override {
@@ -84,9 +88,16 @@ class MatmulCase : public Case {
 
   Check check(Context& ctx) override {
     const auto [m, n, k] = shape_;
-    MatmulOperands operands{.a = {a_, input_}, .b = {b_, input_}, .c = {c_, output_},
-                            .a_strides = MatrixStrides::row_major(m, k), .b_strides = {}, .c_strides = {},
-                            .m = m, .n = n, .k = k, .batch = batch_};
+    MatmulOperands operands{.a = {a_, input_},
+                            .b = {b_, input_},
+                            .c = {c_, output_},
+                            .a_strides = MatrixStrides::row_major(m, k),
+                            .b_strides = {},
+                            .c_strides = {},
+                            .m = m,
+                            .n = n,
+                            .k = k,
+                            .batch = batch_};
     if (layout_ == Layout::row_major) {
       operands.b_strides = MatrixStrides::row_major(k, n);
       operands.c_strides = MatrixStrides::row_major(m, n);
@@ -121,8 +132,8 @@ class HandwrittenMatmul final : public MatmulCase {
       : MatmulCase(shape, 1, ElementType::f32, ElementType::f32, Layout::row_major, false), launch_(launch) {}
 
   void run(Context& ctx) override {
-    launch_(static_cast<const float*>(a_), static_cast<const float*>(b_), static_cast<float*>(c_), shape_.m,
-            shape_.n, shape_.k, stream_of(ctx));
+    launch_(static_cast<const float*>(a_), static_cast<const float*>(b_), static_cast<float*>(c_), shape_.m, shape_.n,
+            shape_.k, stream_of(ctx));
   }
 
  private:
@@ -161,7 +172,8 @@ class CublasMatmul final : public MatmulCase {
  public:
   CublasMatmul(MatmulShape shape, std::int64_t batch, const CublasPrecision& precision, bool strided_batched)
       : MatmulCase(shape, batch, precision.element, precision.element, Layout::cublas_tn, strided_batched),
-        precision_(precision), strided_batched_(strided_batched) {}
+        precision_(precision),
+        strided_batched_(strided_batched) {}
 
   void run(Context& ctx) override {
     bind_stream(ctx);
@@ -169,13 +181,12 @@ class CublasMatmul final : public MatmulCase {
     const float alpha = 1.0f, beta = 0.0f;  // the compute types used here all take fp32 scalars
     const cudaDataType_t type = precision_.data_type;
     if (strided_batched_) {
-      ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k),
-                                                  &alpha, a_, type, int(k), m * k, b_, type, int(k), k * n, &beta,
-                                                  c_, type, int(m), m * n, int(batch_), precision_.compute,
-                                                  CUBLAS_GEMM_DEFAULT));
+      ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(
+          handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_, type, int(k), m * k, b_, type,
+          int(k), k * n, &beta, c_, type, int(m), m * n, int(batch_), precision_.compute, CUBLAS_GEMM_DEFAULT));
     } else {
-      ROOFBENCH_CUBLAS(cublasGemmEx(handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_,
-                                    type, int(k), b_, type, int(k), &beta, c_, type, int(m), precision_.compute,
+      ROOFBENCH_CUBLAS(cublasGemmEx(handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_, type,
+                                    int(k), b_, type, int(k), &beta, c_, type, int(m), precision_.compute,
                                     CUBLAS_GEMM_DEFAULT));
     }
   }
@@ -225,8 +236,8 @@ class CublasLtFp8Matmul final : public MatmulCase {
   void run(Context& ctx) override {
     const float alpha = 1.0f, beta = 0.0f;
     // C is passed as both C and D: beta is 0, and the same layout is required for in-place use anyway.
-    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.get(), desc_.get(), &alpha, a_, a_layout_.get(), b_, b_layout_.get(),
-                                      &beta, c_, c_layout_.get(), c_, c_layout_.get(), &algorithm_, workspace_,
+    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.get(), desc_.get(), &alpha, a_, a_layout_.get(), b_, b_layout_.get(), &beta,
+                                      c_, c_layout_.get(), c_, c_layout_.get(), &algorithm_, workspace_,
                                       kCublasWorkspaceBytes, stream_of(ctx)));
   }
 
@@ -273,14 +284,13 @@ class CublasLtFp8Matmul final : public MatmulCase {
     CublasLtPreference preference;
     ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
     const std::uint64_t workspace_bytes = kCublasWorkspaceBytes;
-    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(),
-                                                            CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &workspace_bytes, sizeof(workspace_bytes)));
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
     ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), desc_.get(), a_layout_.get(), b_layout_.get(),
-                                                      c_layout_.get(), c_layout_.get(), preference.get(), 1,
-                                                      &heuristic, &found));
+                                                      c_layout_.get(), c_layout_.get(), preference.get(), 1, &heuristic,
+                                                      &found));
     ROOFBENCH_CUBLASLT(preference.destroy());
     if (found == 0)
       throw Error("micro: cuBLASLt has no fp8 (e4m3 x e4m3 -> bf16) algorithm for " + std::to_string(m) + "x" +
@@ -328,19 +338,17 @@ constexpr std::int64_t kBatchedSize = 256;
 
 void add_matmul_cases(Plugin& plugin) {
   for (const CublasPrecision& precision : kCublasPrecisions) {
-    plugin.add(gpu_case(std::string("matmul_cublas_") + precision.name,
-               precision.description,
-               Axis::strings("mnk", cublas_shapes()), precision.precision,
-               [&precision](const Params& params) -> std::unique_ptr<Case> {
-                  return std::make_unique<CublasMatmul>(parse_mnk(params.str("mnk")), 1, precision, false);
-                }));
+    plugin.add(gpu_case(std::string("matmul_cublas_") + precision.name, precision.description,
+                        Axis::strings("mnk", cublas_shapes()), precision.precision,
+                        [&precision](const Params& params) -> std::unique_ptr<Case> {
+                          return std::make_unique<CublasMatmul>(parse_mnk(params.str("mnk")), 1, precision, false);
+                        }));
   }
-  plugin.add(gpu_case("matmul_cublas_fp8",
-               "cuBLASLt fp8 GEMM (e4m3 A and B, bf16 out, fp32 accumulation, unit scales), TN layout",
-               Axis::strings("mnk", cublas_shapes()), Precision::fp8,
-               [](const Params& params) -> std::unique_ptr<Case> {
-                return std::make_unique<CublasLtFp8Matmul>(parse_mnk(params.str("mnk")));
-              }));
+  plugin.add(gpu_case(
+      "matmul_cublas_fp8", "cuBLASLt fp8 GEMM (e4m3 A and B, bf16 out, fp32 accumulation, unit scales), TN layout",
+      Axis::strings("mnk", cublas_shapes()), Precision::fp8, [](const Params& params) -> std::unique_ptr<Case> {
+        return std::make_unique<CublasLtFp8Matmul>(parse_mnk(params.str("mnk")));
+      }));
 
   struct Handwritten {
     const char* name;
@@ -353,24 +361,21 @@ void add_matmul_cases(Plugin& plugin) {
            Handwritten{"matmul_tiled_fp32", kernels::launch_matmul_tiled_fp32,
                        "hand-written fp32 matmul, 64x64 shared-memory tiles with 4x4 register blocking"},
        }) {
-    plugin.add(gpu_case(kernel.name,
-               kernel.description,
-               Axis::strings("mnk", square_shapes(256, 4096)), Precision::fp32,
-               [launch = kernel.launch](const Params& params) -> std::unique_ptr<Case> {
-                  return std::make_unique<HandwrittenMatmul>(parse_mnk(params.str("mnk")), launch);
-                }));
+    plugin.add(gpu_case(kernel.name, kernel.description, Axis::strings("mnk", square_shapes(256, 4096)),
+                        Precision::fp32, [launch = kernel.launch](const Params& params) -> std::unique_ptr<Case> {
+                          return std::make_unique<HandwrittenMatmul>(parse_mnk(params.str("mnk")), launch);
+                        }));
   }
 
   {
-    CaseSpec spec = gpu_case("matmul_batched_bf16",
-               "cublasGemmStridedBatchedEx of 256x256x256 bf16 GEMMs, swept over the batch size",
-               Axis::powers("batch", 1, 16384), Precision::bf16,
-               [](const Params& params) -> std::unique_ptr<Case> {
-                const std::int64_t batch = params.integer("batch");
-                if (batch <= 0) throw Error("micro: batch must be positive");
-                return std::make_unique<CublasMatmul>(MatmulShape{kBatchedSize, kBatchedSize, kBatchedSize}, batch,
-                                                      cublas_precision(Precision::bf16), true);
-              });
+    CaseSpec spec = gpu_case(
+        "matmul_batched_bf16", "cublasGemmStridedBatchedEx of 256x256x256 bf16 GEMMs, swept over the batch size",
+        Axis::powers("batch", 1, 16384), Precision::bf16, [](const Params& params) -> std::unique_ptr<Case> {
+          const std::int64_t batch = params.integer("batch");
+          if (batch <= 0) throw Error("micro: batch must be positive");
+          return std::make_unique<CublasMatmul>(MatmulShape{kBatchedSize, kBatchedSize, kBatchedSize}, batch,
+                                                cublas_precision(Precision::bf16), true);
+        });
     spec.sweep_axis = "batch";
     plugin.add(std::move(spec));
   }

@@ -1,5 +1,7 @@
 // The add kernels against a CPU reference on sizes and pointer offsets that exercise the vector body,
 // the scalar head (misaligned start) and the scalar tail; and the non-finite counter.
+#include "roofbench/kernels/cuda_elementwise.hpp"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -8,10 +10,10 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "roofbench/cuda_check.hpp"
-#include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace {
 
@@ -24,7 +26,9 @@ bool gpu_present() {
 
 template <typename T>
 struct DeviceArray {
-  explicit DeviceArray(std::size_t count) { ROOFBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T))); }
+  explicit DeviceArray(std::size_t count) {
+    ROOFBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&data), count * sizeof(T)));
+  }
   ~DeviceArray() { (void)cudaFree(data); }
   T* data = nullptr;
 };
@@ -34,9 +38,13 @@ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 template <typename T>
 T from_float(float x);
 template <>
-float from_float<float>(float x) { return x; }
+float from_float<float>(float x) {
+  return x;
+}
 template <>
-__nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 // Relative rounding of one result: the kernel's sum is the exact sum rounded once (twice for bf16
 // through fp32), so twice the format's unit roundoff bounds it.
@@ -101,8 +109,8 @@ TYPED_TEST_SUITE(CudaAddTest, ElementTypes);
 
 TYPED_TEST(CudaAddTest, AlignedSizes) {
   for (const Variant variant : {Variant::scalar, Variant::vec16})
-    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{4096},
-                                std::size_t{1000003}})
+    for (const std::size_t n :
+         {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{4096}, std::size_t{1000003}})
       EXPECT_EQ(wrong_elements<TypeParam>(variant, n, 0, 0, 0), 0u)
           << (variant == Variant::scalar ? "scalar" : "vec16") << " n=" << n;
 }

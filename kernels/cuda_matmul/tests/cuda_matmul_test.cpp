@@ -1,7 +1,10 @@
 // The hand-written matmuls against an fp64 CPU reference, on sizes that leave partial tiles on every edge.
+#include "roofbench/kernels/cuda_matmul.hpp"
+
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -10,7 +13,6 @@
 #include <vector>
 
 #include "roofbench/cuda_check.hpp"
-#include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace {
 
@@ -29,7 +31,9 @@ struct Shape {
 
 // Device buffer freed on scope exit, so a failed assertion does not leak it into the next test.
 struct DeviceFloats {
-  explicit DeviceFloats(std::size_t count) { ROOFBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&data), std::max<std::size_t>(count, 1) * sizeof(float))); }
+  explicit DeviceFloats(std::size_t count) {
+    ROOFBENCH_CUDA(cudaMalloc(reinterpret_cast<void**>(&data), std::max<std::size_t>(count, 1) * sizeof(float)));
+  }
   ~DeviceFloats() { (void)cudaFree(data); }
   float* data = nullptr;
 };
@@ -77,8 +81,8 @@ class CudaMatmulTest : public ::testing::TestWithParam<KernelUnderTest> {
 
 TEST_P(CudaMatmulTest, MatchesFp64ReferenceOnOddShapes) {
   // 1x1x1, sizes below one tile, exactly one tile, one past a tile, and primes on every axis.
-  for (const Shape shape : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{64, 64, 16}, Shape{65, 63, 17},
-                            Shape{129, 257, 100}, Shape{301, 199, 513}, Shape{1, 300, 77}, Shape{300, 1, 77}}) {
+  for (const Shape shape : {Shape{1, 1, 1}, Shape{7, 5, 3}, Shape{64, 64, 16}, Shape{65, 63, 17}, Shape{129, 257, 100},
+                            Shape{301, 199, 513}, Shape{1, 300, 77}, Shape{300, 1, 77}}) {
     const double error = matmul_error(GetParam().launch, shape);
     EXPECT_LT(error, 1e-5) << GetParam().name << " at " << shape.m << "x" << shape.n << "x" << shape.k;
   }

@@ -75,8 +75,12 @@ class CudaTestContext final : public Context {
       }
     };
     switch (type) {
-      case ElementType::f64: encode_all.template operator()<double>([](double x) { return x; }); break;
-      case ElementType::f32: encode_all.template operator()<float>([](double x) { return float(x); }); break;
+      case ElementType::f64:
+        encode_all.template operator()<double>([](double x) { return x; });
+        break;
+      case ElementType::f32:
+        encode_all.template operator()<float>([](double x) { return float(x); });
+        break;
       case ElementType::bf16:
         encode_all.template operator()<__nv_bfloat16>([](double x) { return __float2bfloat16_rn(float(x)); });
         break;
@@ -86,7 +90,9 @@ class CudaTestContext final : public Context {
       case ElementType::fp8_e4m3:
         encode_all.template operator()<__nv_fp8_e4m3>([](double x) { return __nv_fp8_e4m3(float(x)); });
         break;
-      case ElementType::i32: encode_all.template operator()<std::int32_t>([](double x) { return std::int32_t(x); }); break;
+      case ElementType::i32:
+        encode_all.template operator()<std::int32_t>([](double x) { return std::int32_t(x); });
+        break;
     }
     ROOFBENCH_CUDA(cudaMemcpy(data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   }

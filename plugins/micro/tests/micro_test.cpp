@@ -14,6 +14,8 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cases.hpp"
 #include "cuda_test_context.hpp"
@@ -58,7 +60,7 @@ TEST(MicroFormats, Fp8E4m3DecodesLikeCuda) {
     value.__x = static_cast<__nv_fp8_storage_t>(bits);
     ASSERT_TRUE(same_value(decode_fp8_e4m3(std::uint8_t(bits)), float(value))) << bits;
   }
-  EXPECT_EQ(decode_fp8_e4m3(0x7E), 448.0);  // largest finite e4m3
+  EXPECT_EQ(decode_fp8_e4m3(0x7E), 448.0);                // largest finite e4m3
   EXPECT_EQ(decode_fp8_e4m3(0x01), std::ldexp(1.0, -9));  // smallest subnormal
 }
 
@@ -86,11 +88,19 @@ const CaseSpec& spec_named(const Plugin& plugin, const std::string& name) {
 TEST(MicroPlugin, ListsEveryCaseOnceWithADescription) {
   const Plugin plugin = described();
   EXPECT_EQ(plugin.name, "micro");
-  const std::set<std::string> expected{
-      "matmul_cublas_fp32", "matmul_cublas_tf32", "matmul_cublas_bf16", "matmul_cublas_fp16",
-      "matmul_cublas_fp8",  "matmul_naive_fp32",  "matmul_tiled_fp32",  "matmul_batched_bf16",
-      "add_fp32_scalar",    "add_fp32_vec16",     "add_bf16_scalar",    "add_bf16_vec16",
-      "copy"};
+  const std::set<std::string> expected{"matmul_cublas_fp32",
+                                       "matmul_cublas_tf32",
+                                       "matmul_cublas_bf16",
+                                       "matmul_cublas_fp16",
+                                       "matmul_cublas_fp8",
+                                       "matmul_naive_fp32",
+                                       "matmul_tiled_fp32",
+                                       "matmul_batched_bf16",
+                                       "add_fp32_scalar",
+                                       "add_fp32_vec16",
+                                       "add_bf16_scalar",
+                                       "add_bf16_vec16",
+                                       "copy"};
   std::set<std::string> seen;
   const std::regex valid_name("[A-Za-z0-9_.-]+");
   for (const CaseSpec& spec : plugin.cases) {
@@ -298,7 +308,8 @@ TEST_F(MicroGpu, MatmulThatIsNeverRunFailsTheGate) {
 TEST_F(MicroGpu, MatmulWithWrongValuesFailsTheGate) {
   // Finite but wrong everywhere (A B^T-like garbage): zeros instead of the product.
   const CaseSpec& spec = spec_named(described(), "matmul_cublas_fp32");
-  const Check check = gate(spec, one_param("mnk", "256x256x256"), [](Case&, CudaTestContext&) {}, 0x00);
+  const Check check = gate(
+      spec, one_param("mnk", "256x256x256"), [](Case&, CudaTestContext&) {}, 0x00);
   EXPECT_GT(check.rel_l2_error, tolerance_of(spec)) << check.detail;
 }
 

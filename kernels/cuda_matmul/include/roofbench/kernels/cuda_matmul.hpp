@@ -13,11 +13,11 @@
 namespace roofbench::kernels {
 
 // One thread per output element, reading A and B straight from global memory.
-void launch_matmul_naive_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k, cudaStream_t stream);
+void launch_matmul_naive_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                              cudaStream_t stream);
 
 // 64x64 output tiles per block staged through shared memory, 4x4 outputs per thread held in registers.
-void launch_matmul_tiled_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n,
-                              std::int64_t k, cudaStream_t stream);
+void launch_matmul_tiled_fp32(const float* a, const float* b, float* c, std::int64_t m, std::int64_t n, std::int64_t k,
+                              cudaStream_t stream);
 
 }  // namespace roofbench::kernels
