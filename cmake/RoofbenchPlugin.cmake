@@ -1,11 +1,11 @@
-# roofbench_add_plugin(NAME SOURCES a.cpp b.cu ... [LIBRARIES lib...] [CUDA])
+# roofbench_add_plugin(NAME SOURCES a.cpp b.cu ... [LIBRARIES lib...] [CUDA] [NO_INSTALL])
 # Builds a plugin the host finds on its own: <build>/lib/roofbench/plugins/roofbench-NAME.so.
 # CUDA: skipped (and said so at configure time) when no CUDA toolkit was found.
 set(ROOFBENCH_PLUGIN_DIR ${CMAKE_BINARY_DIR}/lib/roofbench/plugins)
 set(ROOFBENCH_INSTALL_PLUGIN_DIR ${CMAKE_INSTALL_LIBDIR}/roofbench/plugins)
 
 function(roofbench_add_plugin NAME)
-  cmake_parse_arguments(ARG "CUDA" "" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "CUDA;NO_INSTALL" "" "SOURCES;LIBRARIES" ${ARGN})
   if(ARG_CUDA AND NOT ROOFBENCH_HAVE_CUDA)
     roofbench_left_out("plugin ${NAME}" "needs CUDA")
     return()
@@ -19,7 +19,9 @@ function(roofbench_add_plugin NAME)
   target_link_libraries(${target} PRIVATE roofbench::plugin_api roofbench_warnings ${ARG_LIBRARIES})
   # An unresolved symbol must fail the link, not the host's load.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
-  install(TARGETS ${target} LIBRARY DESTINATION ${ROOFBENCH_INSTALL_PLUGIN_DIR})
+  if(NOT ARG_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION ${ROOFBENCH_INSTALL_PLUGIN_DIR})
+  endif()
 endfunction()
 
 # roofbench_add_test(NAME SOURCES ... [LIBRARIES ...] LABELS cpu|gpu [CUDA])

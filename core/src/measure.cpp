@@ -109,25 +109,36 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   auto timer = make_timer(ranks, run_once, timing);
   r.max_clock_mhz = timer->max_clock_mhz();
 
-  // Warm-up: single runs until the time per run has settled (clocks up, caches and libraries warm).
+  // Warm-up: until the time per run has settled (clocks up, caches and libraries warm). Runs are
+  // batched, doubling until a batch lasts one target sample, so timer resolution does not pass for noise.
+  const double target = target_sample_seconds(kind, false);
+  const int cap = kind == DeviceKind::cuda ? 256 : 100000;
   std::vector<double> warm;
+  int batch = 1;
   const auto warm_start = Clock::now();
   while (true) {
-    warm.push_back(timer->time(1).seconds);
+    const double seconds = timer->time(batch).seconds;
+    r.warmup_iterations += batch;
+    warm.push_back(seconds / batch);
     const double elapsed = seconds_since(warm_start);
-    if ((warmup_settled(warm) && elapsed >= 0.05) || elapsed >= o.warmup_max) break;
+    if (elapsed >= o.warmup_max) break;
+    if (seconds < target && batch < cap && !o.cold) {
+      batch = std::min(batch * 2, cap);
+      warm.clear();  // settle on batches of the final size only
+      continue;
+    }
+    if (warmup_settled(warm) && elapsed >= 0.05) break;
   }
-  r.warmup_iterations = static_cast<int>(warm.size());
   const double per_run = quantile(std::vector<double>(warm.end() - std::min<std::size_t>(warm.size(), 5), warm.end()), 0.5);
 
   const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
   r.graph = graph_allowed && (o.graph == GraphMode::on || (o.graph == GraphMode::automatic && per_run < 20e-6));
   r.cold = o.cold;
-  const int cap = r.graph ? 10000 : (kind == DeviceKind::cuda ? 256 : 100000);
+  const int runs_cap = r.graph ? 10000 : cap;
   r.runs_per_sample = o.cold ? 1
                              : std::clamp(static_cast<int>(std::ceil(target_sample_seconds(kind, r.graph) /
                                                                      std::max(per_run, 1e-9))),
-                                          1, cap);
+                                          1, runs_cap);
   if (r.graph) {
     timing.graph = true;
     timer = make_timer(ranks, run_once, timing);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
+# results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
+#   STEPS="build test bench"      what to do (default all three)
+#   BENCH="micro/;gpt/"           one roofbench run per ';'-separated --benchmark_filter
+#   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
+#   CTEST_ARGS="-L gpu"           which tests (default: the gpu label)
+set -uo pipefail
+OUT="${OUT:-$PWD/gpu-out}"
+STEPS="${STEPS:-build test bench}"
+BENCH="${BENCH:-micro/}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+CTEST_ARGS="${CTEST_ARGS:--L gpu}"
+build="${BUILD_DIR:-/tmp/roofbench-build}"
+mkdir -p "$OUT" "$OUT/extra"
+export NCCL_NVLS_ENABLE=0 ROOFBENCH_CACHE_DIR="$OUT/extra/cache"
+log() { echo "[$(date +%T)] $*" | tee -a "$OUT/session.log"; }
+
+log "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1)"
+if [[ " $STEPS " == *" build "* ]]; then
+  log "configure + build"
+  { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DROOFBENCH_WERROR=ON &&
+    cmake --build "$build" -j "$(nproc)" -- -k 0; } > "$OUT/build.log" 2>&1
+  rc=$?; log "build rc=$rc"
+  grep -E "roofbench: |error" "$OUT/build.log" | head -40 | tee -a "$OUT/session.log"
+  [ -x "$build/bin/roofbench" ] || { tail -60 "$OUT/build.log"; exit 1; }  # keep going past a broken plugin
+fi
+if [[ " $STEPS " == *" test "* ]]; then
+  log "ctest $CTEST_ARGS"
+  (cd "$build" && ctest $CTEST_ARGS --output-on-failure -j 4 --timeout 600) > "$OUT/ctest.log" 2>&1
+  log "ctest rc=$?"; tail -25 "$OUT/ctest.log" | tee -a "$OUT/session.log"
+fi
+if [[ " $STEPS " == *" bench "* ]]; then
+  IFS=';' read -ra filters <<< "$BENCH"
+  i=0
+  for f in "${filters[@]}"; do
+    i=$((i + 1))
+    log "roofbench --benchmark_filter='$f' $BENCH_ARGS"
+    "$build/bin/roofbench" --benchmark_filter="$f" --results-dir "$OUT/extra/results$i" \
+      --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json $BENCH_ARGS > "$OUT/bench$i.log" 2>&1
+    log "roofbench rc=$?"
+    cp "$OUT/extra/results$i/latest.json" "$OUT/results$i.json" 2>/dev/null
+    grep -E "roofbench:|ERROR" "$OUT/bench$i.log" | head -30 | tee -a "$OUT/session.log"
+  done
+  python3 reports/roofbench-report "$OUT"/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+fi
+log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
+tar -czf "$OUT/extra.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"
