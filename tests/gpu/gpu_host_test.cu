@@ -1,0 +1,171 @@
+// The host's GPU path, end to end on a real device: its timer agrees with a plain CUDA-event timing of
+// the same kernel, a wrong kernel fails its gate, and out-of-memory and sticky errors cost one case.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "device.hpp"
+#include "measure.hpp"
+#include "roofbench/cuda_check.hpp"
+
+namespace roofbench {
+namespace {
+
+__global__ void scale_kernel(const float* x, float* y, std::size_t n, float factor, std::size_t skip_from) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    if (i < skip_from) y[i] = factor * x[i];
+}
+
+__global__ void illegal_address_kernel(float* p) { p[threadIdx.x] = *reinterpret_cast<float*>(0x10); }
+
+void launch_scale(const float* x, float* y, std::size_t n, float factor, std::size_t skip_from, cudaStream_t s) {
+  scale_kernel<<<264, 512, 0, s>>>(x, y, n, factor, skip_from);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+// y = factor * x; `broken` variants leave the tail unwritten, scale wrongly, or fault.
+enum class Flaw { none, skips_tail, wrong_factor, illegal_address, huge_allocation };
+
+class ScaleCase final : public Case {
+ public:
+  ScaleCase(std::size_t n, Flaw flaw) : n_(n), flaw_(flaw) {}
+  void setup(Context& ctx) override {
+    const std::size_t bytes = flaw_ == Flaw::huge_allocation ? (std::size_t{1} << 50) : n_ * sizeof(float);
+    x_ = static_cast<float*>(ctx.alloc(bytes, BufferRole::input));
+    y_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::output));
+    ctx.fill_random(x_, n_, ElementType::f32);
+  }
+  void run(Context& ctx) override {
+    auto stream = static_cast<cudaStream_t>(ctx.stream());
+    if (flaw_ == Flaw::illegal_address) {
+      illegal_address_kernel<<<1, 32, 0, stream>>>(y_);
+      ROOFBENCH_CUDA_LAUNCH();
+      return;
+    }
+    launch_scale(x_, y_, n_, flaw_ == Flaw::wrong_factor ? 2.02f : 2.0f, flaw_ == Flaw::skips_tail ? n_ - 1 : n_, stream);
+  }
+  Work work() const override { return {.flops = double(n_), .bytes = 8.0 * n_}; }
+  Check check(Context& ctx) override {
+    std::vector<float> x(n_), y(n_);
+    ctx.copy_to_host(x.data(), x_, n_ * sizeof(float));
+    ctx.copy_to_host(y.data(), y_, n_ * sizeof(float));
+    std::vector<double> reference(x.begin(), x.end());
+    for (double& r : reference) r *= 2;
+    return {.rel_l2_error = relative_l2_error(y.data(), reference.data(), n_)};
+  }
+
+ private:
+  std::size_t n_;
+  Flaw flaw_;
+  float *x_ = nullptr, *y_ = nullptr;
+};
+
+class GpuHost : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    devices_ = make_cuda_devices(why);
+    if (devices_.empty()) GTEST_SKIP() << "no CUDA GPU: " << why;
+    ceilings_.bandwidth = 4e12;
+    ceilings_.flops_of(Precision::fp32) = 60e12;
+  }
+  Result measure_case(Flaw flaw, std::size_t n = 1 << 24) {
+    spec_ = CaseSpec{.name = "scale", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
+                     .make = [n, flaw](const Params&) { return std::make_unique<ScaleCase>(n, flaw); }};
+    BenchmarkSpec b{"test/scale", "test", &spec_, Params{}};
+    MeasureOptions o;
+    o.max_time = 0.3;
+    return measure(b, {devices_.front().get()}, ceilings_, o);
+  }
+  std::vector<std::unique_ptr<Device>> devices_;
+  Ceilings ceilings_;
+  CaseSpec spec_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The same 128 MiB scale kernel timed by the host's timer and by bare events around single launches.
+TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
+  Device& d = *devices_.front();
+  const std::size_t n = std::size_t{32} << 20;
+  auto* x = static_cast<float*>(d.allocate(n * sizeof(float)));
+  auto* y = static_cast<float*>(d.allocate(n * sizeof(float)));
+  d.fill_random(x, n, ElementType::f32, -1, 1, 1);
+  auto stream = static_cast<cudaStream_t>(d.stream());
+  auto launch = [&] { launch_scale(x, y, n, 2.0f, n, stream); };
+
+  cudaEvent_t start, stop;
+  ROOFBENCH_CUDA(cudaEventCreate(&start));
+  ROOFBENCH_CUDA(cudaEventCreate(&stop));
+  for (int i = 0; i < 50; ++i) launch();
+  std::vector<double> independent;
+  for (int i = 0; i < 50; ++i) {
+    ROOFBENCH_CUDA(cudaEventRecord(start, stream));
+    launch();
+    ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
+    ROOFBENCH_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    independent.push_back(ms * 1e-3);
+  }
+  for (bool graph : {false, true}) {
+    auto timer = make_cuda_timer({&d}, launch, TimingOptions{.cold = false, .graph = graph, .hold = true});
+    for (int i = 0; i < 10; ++i) timer->time(4);
+    std::vector<double> host;
+    for (int i = 0; i < 50; ++i) host.push_back(timer->time(4).seconds / 4);
+    EXPECT_NEAR(median(host), median(independent), 0.03 * median(independent)) << (graph ? "graph" : "stream") << " timing";
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  d.release(x);
+  d.release(y);
+}
+
+TEST_F(GpuHost, ClockProbeReadsAPlausibleSmClock) {
+  Device& d = *devices_.front();
+  auto timer = make_cuda_timer({&d}, [] {}, TimingOptions{});
+  const SampleTime s = timer->time(1);
+  EXPECT_GT(s.clock_mhz, 100);
+  EXPECT_LT(s.clock_mhz, 1.1 * timer->max_clock_mhz());
+}
+
+TEST_F(GpuHost, CorrectKernelPassesItsGate) {
+  const Result r = measure_case(Flaw::none);
+  EXPECT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.gate_error, 0);
+  EXPECT_GT(r.stats.count, 0u);
+  EXPECT_GT(r.memory.peak, 2.0 * (1 << 24) * sizeof(float) - 1);
+}
+
+TEST_F(GpuHost, KernelThatSkipsTheTailFailsItsGate) {
+  const Result r = measure_case(Flaw::skips_tail);
+  EXPECT_EQ(r.status, Status::gate_failed);
+  EXPECT_NE(r.message.find("tolerance"), std::string::npos) << r.message;
+}
+
+TEST_F(GpuHost, KernelOffByOnePercentFailsItsGate) {
+  const Result r = measure_case(Flaw::wrong_factor);
+  EXPECT_EQ(r.status, Status::gate_failed) << r.message;
+  EXPECT_NEAR(r.gate_error, 0.01, 1e-4);
+}
+
+TEST_F(GpuHost, OutOfMemoryCostsOneCase) {
+  EXPECT_EQ(measure_case(Flaw::huge_allocation).status, Status::out_of_memory);
+  EXPECT_EQ(measure_case(Flaw::none).status, Status::ok);
+}
+
+TEST_F(GpuHost, StickyErrorIsReportedAndTheDeviceRecovers) {
+  const Result broken = measure_case(Flaw::illegal_address);
+  EXPECT_EQ(broken.status, Status::error);
+  EXPECT_NE(broken.message.find("reset"), std::string::npos) << broken.message;
+  const Result after = measure_case(Flaw::none);
+  EXPECT_EQ(after.status, Status::ok) << after.message;
+}
+
+}  // namespace
+}  // namespace roofbench
