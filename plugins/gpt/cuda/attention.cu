@@ -149,8 +149,12 @@ struct HeadRows {
   __device__ std::size_t qkv_at(int t, int part) const {
     return (static_cast<std::size_t>(b) * T + t) * 3 * C + static_cast<std::size_t>(part) * C + h * kHeadDim;
   }
-  __device__ std::size_t rows_at(int t) const { return (static_cast<std::size_t>(b) * T + t) * C + h * kHeadDim; }
-  __device__ std::size_t stats_at(int t, int heads) const { return (static_cast<std::size_t>(b) * heads + h) * T + t; }
+  __device__ std::size_t rows_at(int t) const {
+    return (static_cast<std::size_t>(b) * T + t) * C + h * kHeadDim;
+  }
+  __device__ std::size_t stats_at(int t, int heads) const {
+    return (static_cast<std::size_t>(b) * heads + h) * T + t;
+  }
 };
 
 // Rows t0 .. t0+count-1 of q, k or v into shared memory [count][kRowStride], bias added, q and k rotated.

@@ -29,22 +29,37 @@ class FusedTrainer final : public Trainer {
 
   // Runs one eager step first so every kernel is loaded and cuBLAS has picked its algorithms, then records
   // the step once. The graph holds buffer addresses, not values: initialize() later needs no re-capture.
+  // The recording happens on a stream of our own: the caller's may be the legacy default stream, which
+  // cannot be captured; the graph is then launched on the caller's stream all the same.
   void capture() {
     enqueue_step();
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+    const cudaStream_t launch_stream = stream_;
+    cudaStream_t capture_stream = nullptr;
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
     cudaGraph_t graph = nullptr;
-    ROOFBENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    cudaError_t status = cudaSuccess;
     try {
-      enqueue_step();
+      bind_stream(capture_stream);
+      ROOFBENCH_CUDA(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
+      try {
+        enqueue_step();
+      } catch (...) {
+        cudaStreamEndCapture(capture_stream, &graph);  // leave the stream usable; report the first error
+        throw;
+      }
+      ROOFBENCH_CUDA(cudaStreamEndCapture(capture_stream, &graph));
+      status = cudaGraphInstantiate(&graph_, graph, 0);
     } catch (...) {
-      cudaStreamEndCapture(stream_, &graph);  // leave the stream usable; the first error is the one to report
       if (graph) cudaGraphDestroy(graph);
+      cudaStreamDestroy(capture_stream);
+      bind_stream(launch_stream);
       throw;
     }
-    ROOFBENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t instantiated = cudaGraphInstantiate(&graph_, graph, 0);
     cudaGraphDestroy(graph);
-    ROOFBENCH_CUDA(instantiated);
+    cudaStreamDestroy(capture_stream);
+    bind_stream(launch_stream);
+    ROOFBENCH_CUDA(status);
   }
 
   void train_step() override { ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_)); }

@@ -52,7 +52,12 @@ class GptTrainingStep final : public Case {
   }
 
   void setup(Context& ctx) override {
-    const std::vector<std::uint8_t> tokens = load_corpus(cfg_, corpus_path());
+    std::vector<std::uint8_t> tokens;
+    try {
+      tokens = load_corpus(cfg_, corpus_path());
+    } catch (const std::exception& e) {  // the host reports roofbench::Error against the benchmark
+      throw Error(std::string("gpt: corpus (set ROOFBENCH_GPT_CORPUS to override): ") + e.what());
+    }
     unigram_entropy_ = unigram_entropy_nats(tokens);
     auto* corpus = static_cast<std::uint8_t*>(ctx.alloc(tokens.size(), BufferRole::input));
     ctx.copy_to_device(corpus, tokens.data(), tokens.size());

@@ -56,9 +56,8 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2);
 
   ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
-  ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_));
-  ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, alloc(kCublasWorkspaceBytes, BufferRole::scratch),
-                                      kCublasWorkspaceBytes));
+  cublas_workspace_ = alloc(kCublasWorkspaceBytes, BufferRole::scratch);
+  bind_stream(stream_);
 
   // Parameters, Adam moments, counters and tables are state the step reads first: inputs. Everything
   // the step writes before reading is an output, so the host's poisoning checks that claim.
@@ -127,6 +126,13 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
 
 Trainer::~Trainer() {
   if (cublas_) cublasDestroy(cublas_);  // a destructor must not throw
+}
+
+void Trainer::bind_stream(cudaStream_t stream) {
+  stream_ = stream;
+  ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_));
+  // cublasSetStream drops a user workspace back to cuBLAS's own pool: hand ours over again every time.
+  ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
 }
 
 void Trainer::initialize(std::uint64_t seed) {

@@ -96,6 +96,8 @@ class Trainer {
   virtual void optimizer_step() = 0;
   // The eager step, also what R1 captures.
   void enqueue_step();
+  // Points every later launch (kernels and cuBLAS) at `stream`.
+  void bind_stream(cudaStream_t stream);
 
   // ---- Shared pieces: the same operation in both rungs runs the same code. ----
   float* alloc_floats(std::size_t count, BufferRole role);
@@ -119,6 +121,7 @@ class Trainer {
   AdamW opt_;
   cudaStream_t stream_;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
   DeviceCorpus corpus_;
   std::uint64_t data_seed_;
   int N_;  // positions in a full batch
