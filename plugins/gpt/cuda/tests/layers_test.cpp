@@ -66,7 +66,9 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   EXPECT_LT(rel_l2(Device::download(d_sum, N * C), sum), 1e-7);
   EXPECT_LT(rel_l2(Device::download(d_y2, N * C), Device::download(d_y, N * C)), 1e-6);
 
-  // beta = 1 adds onto what dx held (the fused path's residual gradient): twice the gradient now.
+  // beta = 1 adds onto what dx held (the fused path's residual gradient): twice the gradient now. The
+  // statistics of x first, which the residual check above replaced.
+  layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, eps, nullptr);
   layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 1.0f, partials, nullptr);
   std::vector<double> twice(dx_ref);
   for (double& value : twice) value *= 2;
