@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -71,6 +72,9 @@ struct KernelUnderTest {
   const char* name;
   Launcher launch;
 };
+
+// Names the kernel in test output instead of dumping the struct's bytes.
+void PrintTo(const KernelUnderTest& kernel, std::ostream* out) { *out << kernel.name; }
 
 class CudaMatmulTest : public ::testing::TestWithParam<KernelUnderTest> {
  protected:
