@@ -2,7 +2,9 @@
 # One call on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
 # results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
 #   STEPS="build test bench"      what to do (default all three)
-#   BENCH="micro/;gpt/"           one roofbench run per ';'-separated --benchmark_filter
+#   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME)
+#   BENCH_TIMEOUT=240             seconds each roofbench run may take
+#   STEPS may also hold "fidelity": PyTorch times the same bf16 GEMM and copy (scripts/fidelity_torch.py)
 #   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label)
 set -uo pipefail
@@ -35,14 +37,20 @@ if [[ " $STEPS " == *" bench "* ]]; then
   i=0
   for f in "${filters[@]}"; do
     i=$((i + 1))
-    log "roofbench --benchmark_filter='$f' $BENCH_ARGS"
-    "$build/bin/roofbench" --benchmark_filter="$f" --results-dir "$OUT/extra/results$i" \
+    if [[ "$f" == suite:* ]]; then select=(--suite "${f#suite:}"); else select=(--benchmark_filter="$f"); fi
+    log "roofbench ${select[*]} $BENCH_ARGS"
+    timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" --results-dir "$OUT/extra/results$i" \
       --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json $BENCH_ARGS > "$OUT/bench$i.log" 2>&1
     log "roofbench rc=$?"
     cp "$OUT/extra/results$i/latest.json" "$OUT/results$i.json" 2>/dev/null
     grep -E "roofbench:|ERROR" "$OUT/bench$i.log" | head -30 | tee -a "$OUT/session.log"
   done
   python3 reports/roofbench-report "$OUT"/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+fi
+if [[ " $STEPS " == *" fidelity "* ]]; then
+  log "fidelity: PyTorch events on the same operations"
+  timeout 120 python3 scripts/fidelity_torch.py > "$OUT/extra/torch.json" 2>> "$OUT/session.log"
+  cat "$OUT/extra/torch.json" | tee -a "$OUT/session.log"
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"
