@@ -46,6 +46,9 @@ if(ROOFBENCH_WITH_CUDA)
       set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()
     set(CMAKE_CUDA_STANDARD 20)
+    # One CUDA runtime in the process: the host and every plugin share libcudart.so, so streams,
+    # errors and device resets mean the same thing on both sides.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(ROOFBENCH_HAVE_CUDA ON)
