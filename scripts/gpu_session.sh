@@ -5,6 +5,8 @@
 #   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME)
 #   BENCH_TIMEOUT=240             seconds each roofbench run may take
 #   STEPS may also hold "fidelity": PyTorch times the same bf16 GEMM and copy (scripts/fidelity_torch.py)
+#   and "profile": Nsight Compute's per-kernel summary of each ';'-separated filter in PROFILE
+#   (PROFILE_SKIP kernels skipped first, then PROFILE_COUNT profiled)
 #   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label)
 set -uo pipefail
@@ -51,6 +53,18 @@ if [[ " $STEPS " == *" fidelity "* ]]; then
   log "fidelity: PyTorch events on the same operations"
   timeout 120 python3 scripts/fidelity_torch.py > "$OUT/extra/torch.json" 2>> "$OUT/session.log"
   cat "$OUT/extra/torch.json" | tee -a "$OUT/session.log"
+fi
+if [[ " $STEPS " == *" profile "* ]]; then
+  IFS=';' read -ra targets <<< "${PROFILE:-}"
+  j=0
+  for f in "${targets[@]}"; do
+    j=$((j + 1))
+    log "ncu per-kernel summary of $f"
+    timeout 240 ncu --clock-control none --launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-300}" \
+      --print-summary per-kernel "$build/bin/roofbench" --benchmark_filter="$f" --gate off --max-time 1 --no-results \
+      > "$OUT/extra/ncu$j.txt" 2>&1
+    log "ncu rc=$?"
+  done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"

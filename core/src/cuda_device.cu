@@ -96,6 +96,7 @@ class CudaDevice final : public Device {
   std::string key() const override { return "cuda-" + info_.name + "-" + uuid_; }
   void* stream() override { return stream_; }
   void* allocate(std::size_t bytes) override {
+    ensure_usable();
     DeviceScope scope(info_.index);
     void* p = nullptr;
     const cudaError_t status = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
@@ -142,15 +143,31 @@ class CudaDevice final : public Device {
     return static_cast<double>(total - free_bytes);
   }
   std::string recover() override {
-    const cudaError_t sticky = cudaDeviceSynchronize();
-    if (sticky == cudaSuccess) return {};
-    // A sticky error poisons the whole context: reset it (the next case gets a fresh one).
+    if (!lost_.empty()) return {};
     cudaSetDevice(info_.index);
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (sticky == cudaSuccess) {
+      cudaGetLastError();
+      return {};
+    }
+    // A sticky error poisons the whole context. Resetting it is worth a try, but on current drivers the
+    // process usually cannot get the device back: then the device is marked lost and every later case
+    // on it fails at once with that reason, while the results measured so far are kept.
+    const std::string cause = cudaGetErrorString(sticky);
     cudaDeviceReset();
-    stream_ = nullptr;
-    ROOFBENCH_CUDA(cudaSetDevice(info_.index));
-    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    return std::string("device cuda:") + std::to_string(info_.index) + " reset after: " + cudaGetErrorString(sticky);
+    cudaGetLastError();
+    cudaStream_t fresh = nullptr;
+    if (cudaSetDevice(info_.index) == cudaSuccess && cudaFree(nullptr) == cudaSuccess &&
+        cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking) == cudaSuccess) {
+      stream_ = fresh;
+      return "device cuda:" + std::to_string(info_.index) + " reset after: " + cause;
+    }
+    lost_ = "device cuda:" + std::to_string(info_.index) + " was lost after a sticky error (" + cause +
+            "); later cases on it are not run: run them in a new process";
+    return lost_;
+  }
+  void ensure_usable() const {
+    if (!lost_.empty()) throw Error(lost_);
   }
   Ceilings measure_ceilings(std::vector<std::string>& how) override;
 
@@ -158,6 +175,7 @@ class CudaDevice final : public Device {
   DeviceInfo info_;
   std::string uuid_;
   cudaStream_t stream_ = nullptr;
+  std::string lost_;  // why the device can no longer be used; empty while it can
 };
 
 // Device memory that frees itself (ceilings are measured outside any case).

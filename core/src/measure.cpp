@@ -166,8 +166,11 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     }
     const double n = static_cast<double>(r.samples.size());
     const double elapsed = seconds_since(start);
-    if (elapsed >= o.max_time) break;
-    if (r.samples.size() >= std::max<std::size_t>(min_samples, 2) && elapsed >= o.min_time) {
+    const bool enough_samples = r.samples.size() >= std::max<std::size_t>(min_samples, 2);
+    // max_time ends sampling once there are enough samples; a case too slow for even that many in
+    // four times max_time stops at three.
+    if (elapsed >= o.max_time && (enough_samples || (elapsed >= 4 * o.max_time && r.samples.size() >= 3))) break;
+    if (enough_samples && elapsed >= o.min_time) {
       const double mean = sum / n;
       const double variance = std::max(0.0, (sum_squares - n * mean * mean) / (n - 1));
       if (std::sqrt(variance) / mean <= o.noise_bound) break;

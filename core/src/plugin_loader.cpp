@@ -70,6 +70,10 @@ LoadedPlugin load_plugin(const std::string& path) {
     throw std::runtime_error("ABI version " + std::to_string(entry->abi_version) + ", this host needs " +
                              std::to_string(kAbiVersion) + " (rebuild the plugin against this roofbench)");
   if (!entry->name || !entry->describe) throw std::runtime_error("entry point without a name or describe function");
+  // Plugins are never unloaded: CUDA libraries, NCCL and cuBLAS keep state and threads that outlive
+  // the objects a plugin hands out, and unloading them before exit crashed the process on a GPU.
+  static auto* never_unloaded = new std::vector<std::shared_ptr<dll::shared_library>>();
+  never_unloaded->push_back(library);
   LoadedPlugin loaded{path, {}, library};
   loaded.plugin.name = entry->name;
   try {

@@ -102,16 +102,19 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
   cudaEvent_t start, stop;
   ROOFBENCH_CUDA(cudaEventCreate(&start));
   ROOFBENCH_CUDA(cudaEventCreate(&stop));
+  // The independent timing is do_bench's: events around a burst of back-to-back launches, so the gap
+  // between an event and a single kernel does not count as kernel time (about 4% at this size).
+  const int burst = 20;
   for (int i = 0; i < 50; ++i) launch();
   std::vector<double> independent;
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < 30; ++i) {
     ROOFBENCH_CUDA(cudaEventRecord(start, stream));
-    launch();
+    for (int j = 0; j < burst; ++j) launch();
     ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
     ROOFBENCH_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
     ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    independent.push_back(ms * 1e-3);
+    independent.push_back(ms * 1e-3 / burst);
   }
   for (bool graph : {false, true}) {
     auto timer = make_cuda_timer({&d}, launch, TimingOptions{.cold = false, .graph = graph, .hold = true});
@@ -159,12 +162,21 @@ TEST_F(GpuHost, OutOfMemoryCostsOneCase) {
   EXPECT_EQ(measure_case(Flaw::none).status, Status::ok);
 }
 
-TEST_F(GpuHost, StickyErrorIsReportedAndTheDeviceRecovers) {
+// A kernel that faults leaves a sticky error: that case is reported, and the device is either reset or
+// marked lost, so the next case either runs or fails at once saying why; nothing crashes.
+TEST_F(GpuHost, StickyErrorCostsItsCaseAndLaterCasesSayWhy) {
   const Result broken = measure_case(Flaw::illegal_address);
   EXPECT_EQ(broken.status, Status::error);
-  EXPECT_NE(broken.message.find("reset"), std::string::npos) << broken.message;
+  EXPECT_NE(broken.message.find("illegal memory access"), std::string::npos) << broken.message;
+  const bool reset = broken.message.find("reset after") != std::string::npos;
+  EXPECT_TRUE(reset || broken.message.find("was lost") != std::string::npos) << broken.message;
   const Result after = measure_case(Flaw::none);
-  EXPECT_EQ(after.status, Status::ok) << after.message;
+  if (reset) {
+    EXPECT_EQ(after.status, Status::ok) << after.message;
+  } else {
+    EXPECT_EQ(after.status, Status::error);
+    EXPECT_NE(after.message.find("was lost"), std::string::npos) << after.message;
+  }
 }
 
 }  // namespace
