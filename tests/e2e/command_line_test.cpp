@@ -1,0 +1,77 @@
+// The command line of the real roofbench executable: help, and each usage error (exit code 2). None of
+// these runs a benchmark, so none needs the device's ceilings.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../support/roofbench_host.hpp"
+
+namespace roofbench::test_support {
+namespace {
+
+using ::testing::HasSubstr;
+
+using CommandLine = RoofbenchTest;
+
+TEST_F(CommandLine, HelpExitsZero) {
+  const auto run = roofbench({"--help"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("usage: roofbench"));
+  EXPECT_THAT(run.out, HasSubstr("Exit codes"));
+}
+
+TEST_F(CommandLine, AnUnknownFlagExitsTwoNamingIt) {
+  const auto run = roofbench({"--colour=blue"});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("'--colour=blue'")) << run;
+}
+
+TEST_F(CommandLine, AnUnknownSuiteExitsTwoListingTheKnownOnes) {
+  const auto run = roofbench({"--suite", "nosuch"});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("unknown suite 'nosuch'")) << run;
+  EXPECT_THAT(run.err, HasSubstr("smoke")) << run;
+}
+
+TEST_F(CommandLine, ABadSuiteFileExitsTwoNamingFileAndLine) {
+  const auto suite = scratch_.write("bad.suite", "# line 1\ndescription = bad\nfilter = ^good/\ncolour = red\n");
+  const auto run = roofbench({"--suite", suite.string()});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr(suite.string() + ":4:")) << run;
+  EXPECT_THAT(run.err, HasSubstr("unknown key 'colour'")) << run;
+}
+
+TEST_F(CommandLine, ASuiteAskingForAnUnknownPluginExitsTwoNamingTheLine) {
+  const auto suite = scratch_.write("needs.suite", "description = d\nplugins = cpu, nosuch\n");
+  const auto run = roofbench({"--suite", suite.string()});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr(suite.string() + ":2: unknown plugin 'nosuch'")) << run;
+}
+
+TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
+  const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("/nonexistent/roofbench-plugins")) << run;
+}
+
+TEST_F(CommandLine, AFilterMatchingNothingExitsTwo) {
+  const auto run = roofbench({"--benchmark_filter=^nosuch/"});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("matches no benchmark")) << run;
+  EXPECT_FALSE(std::filesystem::exists(latest_results())) << "a run that measured nothing wrote results";
+}
+
+TEST_F(CommandLine, ABadFilterRegexExitsTwo) {
+  const auto run = roofbench({"--benchmark_filter=^cpu/("});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("bad --benchmark_filter")) << run;
+}
+
+TEST_F(CommandLine, AnUnknownGoogleBenchmarkFlagExitsTwo) {
+  // Listing only: nothing is measured, so the flag is the only reason to fail.
+  const auto run = roofbench({"--benchmark_list_tests", "--benchmark_no_such_flag=1"});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr("benchmark_no_such_flag")) << run;
+}
+
+}  // namespace
+}  // namespace roofbench::test_support

@@ -1,0 +1,73 @@
+// The real cpu plugin (from the build's default plugin folder) through the default suite, and the
+// reports made from that run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "../support/roofbench_host.hpp"
+
+namespace roofbench::test_support {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+class SmokeSuiteOnCpu : public RoofbenchTest {
+ protected:
+  // The timestamped results file of the run (results_dir() also holds latest.json, a copy of it).
+  std::filesystem::path run_results_file() const {
+    for (const auto& entry : std::filesystem::directory_iterator(results_dir()))
+      if (entry.path().filename() != "latest.json" && entry.path().extension() == ".json") return entry.path();
+    return {};
+  }
+
+  ProcessResult report_script(const std::string& script, const std::vector<std::string>& args) const {
+    // -B: no __pycache__ in the source tree.
+    std::vector<std::string> argv{BuildPaths::python, "-B", BuildPaths::reports + "/" + script};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv);
+  }
+};
+
+TEST_F(SmokeSuiteOnCpu, PassesEveryGate) {
+  const auto run = roofbench({});  // no --suite and no filter: the default suite, smoke
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("suite"), "smoke");
+  EXPECT_EQ(results->context.at("complete"), "true");
+  EXPECT_THAT(results->names(), Contains("cpu/add/n:65536"));
+  EXPECT_THAT(results->names(), Contains("cpu/stream_triad/n:4194304"));
+  EXPECT_THAT(results->names(), Contains("cpu/matmul_naive/n:128"));
+  for (const auto& b : results->benchmarks) {
+    EXPECT_TRUE(b.name.starts_with("cpu/")) << b.name << " ran with --device cpu";
+    EXPECT_EQ(b.status, "ok") << b.name << ": " << b.error_message;
+    EXPECT_EQ(b.gate, "pass") << b.name;
+    EXPECT_THAT(b.counters, Contains("roof_pct")) << b.name;
+  }
+}
+
+TEST_F(SmokeSuiteOnCpu, ReportAndSelfCompareFromTheRun) {
+  const auto run = roofbench({"--suite", "smoke"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const auto results_file = run_results_file();
+  ASSERT_FALSE(results_file.empty()) << "no timestamped results file in " << results_dir();
+
+  const auto report_dir = scratch_ / "report";
+  const auto report = report_script("roofbench-report", {results_file.string(), "-o", report_dir.string()});
+  ASSERT_EQ(report.exit_code, 0) << report;
+  for (const char* file : {"summary.md", "roofline.svg", "index.html"}) {
+    const auto path = report_dir / file;
+    ASSERT_TRUE(std::filesystem::exists(path)) << path << report;
+    EXPECT_GT(std::filesystem::file_size(path), 0u) << path;
+  }
+
+  const auto compare = report_script("roofbench-compare", {results_file.string(), results_file.string()});
+  EXPECT_EQ(compare.exit_code, 0) << compare;
+  EXPECT_THAT(compare.out, HasSubstr("cpu/")) << compare;
+}
+
+}  // namespace
+}  // namespace roofbench::test_support

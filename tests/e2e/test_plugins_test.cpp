@@ -1,0 +1,177 @@
+// The real roofbench executable running the test plugins (tests/plugins) on the CPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support/roofbench_host.hpp"
+
+namespace roofbench::test_support {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::UnorderedElementsAreArray;
+
+const std::vector<std::string> kGoodBenchmarks{"good/scale/n:1024", "good/scale/n:4096", "good/sweep/n:256",
+                                                "good/sweep/n:1024", "good/sweep/n:4096"};
+
+using GoodPlugin = RoofbenchTest;
+
+TEST_F(GoodPlugin, PassesItsGatesAndWritesAValidResultsFile) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  for (const auto& name : kGoodBenchmarks) EXPECT_THAT(run.out, HasSubstr(name + "/iterations:1/manual_time")) << run;
+  EXPECT_THAT(run.out, HasSubstr("gate=pass"));
+
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("complete"), "true");
+  EXPECT_EQ(results->context.at("gate"), "on");
+  EXPECT_THAT(results->names(), UnorderedElementsAreArray(kGoodBenchmarks));
+  for (const auto& b : results->benchmarks) {
+    EXPECT_EQ(b.status, "ok") << b.name << ": " << b.error_message;
+    EXPECT_EQ(b.gate, "pass") << b.name;
+    EXPECT_THAT(b.label, HasSubstr("gate=pass")) << b.name;
+    EXPECT_THAT(b.label, HasSubstr("precision=fp32")) << b.name;
+    for (const char* counter : {"FLOP/s", "B/s", "AI", "roof_pct", "gate_rel_err"})
+      EXPECT_THAT(b.counters, Contains(counter)) << b.name;
+  }
+}
+
+TEST_F(GoodPlugin, GateOffIsSaidInEveryLabel) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/scale/", "--gate=off"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, Not(HasSubstr("gate=pass"))) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("gate"), "off");
+  ASSERT_EQ(results->benchmarks.size(), 2u);
+  for (const auto& b : results->benchmarks) {
+    EXPECT_THAT(b.label, HasSubstr("gate=off")) << b.name;
+    EXPECT_EQ(b.gate, "off") << b.name;
+    EXPECT_THAT(b.counters, Not(Contains("gate_rel_err"))) << b.name << ": no gate ran";
+  }
+}
+
+TEST_F(GoodPlugin, ListTestsNamesTheBenchmarksAndRunsNothing) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/", "--benchmark_list_tests"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  for (const auto& name : kGoodBenchmarks) EXPECT_THAT(run.out, HasSubstr(name)) << run;
+  EXPECT_THAT(run.out, Not(HasSubstr("cpu/"))) << run;
+  EXPECT_FALSE(std::filesystem::exists(latest_results())) << "listing wrote a results file";
+}
+
+TEST_F(GoodPlugin, ListShowsDevicesPluginsCasesAndAxes) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--list"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, AllOf(HasSubstr("devices:"), HasSubstr("  cpu: "), HasSubstr("plugins:"))) << run;
+  EXPECT_THAT(run.out, HasSubstr("good  (" + BuildPaths::good_plugins)) << run;
+  EXPECT_THAT(run.out, HasSubstr("scale  [cpu, fp32, 2 benchmarks]")) << run;
+  EXPECT_THAT(run.out, HasSubstr("sweep  [cpu, fp32, 3 benchmarks, sweeps n]")) << run;
+  EXPECT_THAT(run.out, HasSubstr("n: 1024 4096")) << run;
+  EXPECT_THAT(run.out, HasSubstr("n: 256 1024 4096")) << run;
+  EXPECT_THAT(run.out, HasSubstr("suites: ")) << run;
+  EXPECT_THAT(run.out, HasSubstr("smoke")) << run;
+}
+
+using WrongPlugin = RoofbenchTest;
+
+TEST_F(WrongPlugin, FailuresExitOneAndEveryResultSurvives) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::wrong_plugins, "--benchmark_filter=^wrong/"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("wrong/off_by_one_percent/n:4096: gate failed: relative L2 error 0.01, tolerance 1e-05"))
+      << run;
+  EXPECT_THAT(run.err, HasSubstr("4 benchmark(s) failed")) << run;
+
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("complete"), "true");
+  EXPECT_THAT(results->names(), ElementsAre("wrong/before_failures/n:4096", "wrong/off_by_one_percent/n:4096",
+                                            "wrong/forgets_output/n:4096", "wrong/throws_in_run/n:4096",
+                                            "wrong/throws_in_setup/n:4096", "wrong/after_failures/n:4096"));
+  for (const char* passing : {"wrong/before_failures/n:4096", "wrong/after_failures/n:4096"}) {
+    const BenchmarkEntry* b = results->find(passing);
+    ASSERT_TRUE(b) << passing;
+    EXPECT_EQ(b->status, "ok") << passing << ": " << b->error_message;
+    EXPECT_EQ(b->gate, "pass") << passing;
+  }
+
+  const BenchmarkEntry* off = results->find("wrong/off_by_one_percent/n:4096");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->status, "gate_failed");
+  EXPECT_EQ(off->gate, "fail");
+  EXPECT_THAT(off->error_message, AllOf(HasSubstr("relative L2 error 0.01"), HasSubstr("tolerance 1e-05")));
+  EXPECT_THAT(off->counters, Contains("gate_rel_err"));
+
+  const BenchmarkEntry* forgets = results->find("wrong/forgets_output/n:4096");
+  ASSERT_TRUE(forgets);
+  EXPECT_EQ(forgets->gate, "fail");
+  EXPECT_THAT(forgets->error_message, AllOf(HasSubstr("relative L2 error nan"), HasSubstr("tolerance")));
+  EXPECT_THAT(forgets->counters, Not(Contains("gate_rel_err"))) << "NaN must be written as null";
+
+  const BenchmarkEntry* throws_in_run = results->find("wrong/throws_in_run/n:4096");
+  ASSERT_TRUE(throws_in_run);
+  EXPECT_EQ(throws_in_run->status, "error");
+  EXPECT_EQ(throws_in_run->gate, "error");
+  EXPECT_THAT(throws_in_run->error_message, HasSubstr("run() of throws_in_run failed on purpose"));
+
+  const BenchmarkEntry* throws_in_setup = results->find("wrong/throws_in_setup/n:4096");
+  ASSERT_TRUE(throws_in_setup);
+  EXPECT_EQ(throws_in_setup->status, "error");
+  EXPECT_THAT(throws_in_setup->error_message, HasSubstr("setup() of throws_in_setup failed on purpose"));
+}
+
+using BrokenPlugins = RoofbenchTest;
+
+// Each plugin in the broken folder, with what its load failure must say.
+const std::vector<std::pair<std::string, std::string>> kBrokenPluginReasons{
+    {"no_entry_point.so", "no entry point"},
+    {"wrong_abi_version.so", "ABI version 999"},
+    {"unresolved_symbol.so", "undefined symbol: roofbench_test_function_defined_nowhere"},
+    {"describe_throws.so", "describe() threw: describe_throws cannot describe itself"},
+    {"duplicate_case_names.so", "two cases named 'twice'"},
+    {"notaplugin.so", "cannot load"},
+};
+
+TEST_F(BrokenPlugins, EachIsReportedByPathAndReasonWhileTheGoodOneRuns) {
+  const auto text_plugin = scratch_.write("text/notaplugin.so", "this is text, not a shared library\n");
+  const auto run = roofbench({"--plugin-dir", BuildPaths::broken_plugins, "--plugin-dir", BuildPaths::good_plugins,
+                              "--plugin-dir", text_plugin.parent_path().string(), "--benchmark_filter=^good/scale/n:1024/"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  for (const auto& [file, reason] : kBrokenPluginReasons) {
+    const std::string folder = file == "notaplugin.so" ? text_plugin.parent_path().string() : BuildPaths::broken_plugins;
+    EXPECT_THAT(run.err, HasSubstr("plugin " + (std::filesystem::path(folder) / file).string() + " not loaded: ")) << run;
+    EXPECT_THAT(run.err, HasSubstr(reason)) << run;
+  }
+  EXPECT_THAT(run.out, HasSubstr("good/scale/n:1024/iterations:1/manual_time")) << run;
+
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_THAT(results->names(), ElementsAre("good/scale/n:1024"));
+  EXPECT_EQ(results->load_failures.size(), kBrokenPluginReasons.size());
+  for (const auto& [path, reason] : results->load_failures) {
+    const std::string file = std::filesystem::path(path).filename().string();
+    const auto expected = std::find_if(kBrokenPluginReasons.begin(), kBrokenPluginReasons.end(),
+                                       [&](const auto& entry) { return entry.first == file; });
+    ASSERT_NE(expected, kBrokenPluginReasons.end()) << "unexpected load failure of " << path;
+    EXPECT_THAT(reason, HasSubstr(expected->second)) << path;
+  }
+}
+
+TEST_F(BrokenPlugins, ListShowsWhatFailedToLoad) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::broken_plugins, "--plugin-dir", BuildPaths::good_plugins, "--list"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("plugins that failed to load:")) << run;
+  EXPECT_THAT(run.out, HasSubstr("wrong_abi_version.so: ABI version 999")) << run;
+  EXPECT_THAT(run.out, HasSubstr("scale  [cpu")) << run;
+}
+
+}  // namespace
+}  // namespace roofbench::test_support

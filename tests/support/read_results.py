@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""read_results.py RESULTS.json: checks that a roofbench results file is strict JSON (no NaN or
+Infinity) and prints what the end-to-end tests look at, one tab-separated record per line:
+  context <key> <value>          suite, complete, gate
+  load_failure <path> <reason>
+  benchmark <name> <status> <gate> <label> <headline counters present, comma-separated> <error message>
+Exit 1 with the reason on stderr when the file cannot be read."""
+import json
+import math
+import sys
+
+HEADLINE_COUNTERS = ("FLOP/s", "B/s", "AI", "roof_pct", "gate_rel_err")
+
+
+def reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def flat(text):
+    return " ".join(str(text).split())
+
+
+def main(path):
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f, parse_constant=reject_constant)
+    run = results["context"]["roofbench"]
+    for key in ("suite", "complete", "gate"):
+        value = run[key]
+        print(f"context\t{key}\t{json.dumps(value) if isinstance(value, bool) else value}")
+    for failure in run["load_failures"]:
+        print(f"load_failure\t{failure['path']}\t{flat(failure['reason'])}")
+    for b in results["benchmarks"]:
+        present = [c for c in HEADLINE_COUNTERS if isinstance(b.get(c), (int, float)) and math.isfinite(b[c])]
+        print("\t".join(["benchmark", b["name"], b["roofbench"]["status"], b["roofbench"]["gate"], flat(b["label"]),
+                         ",".join(present), flat(b["error_message"])]))
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"read_results.py: {sys.argv[1]}: {error!r}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,124 @@
+#include "options.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace roofbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+Options parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"roofbench"};
+  argv.insert(argv.end(), args);
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+// The message the command line is refused with ("" when it is accepted).
+std::string usage_error(std::initializer_list<const char*> args) {
+  try {
+    parse(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Options, DefaultsWithoutArguments) {
+  const Options o = parse({});
+  EXPECT_FALSE(o.help);
+  EXPECT_FALSE(o.device.has_value());
+  EXPECT_FALSE(o.gpus.has_value());
+  EXPECT_FALSE(o.suite.has_value());
+  EXPECT_EQ(o.results_dir, "roofbench-results");
+  EXPECT_TRUE(o.write_results);
+  EXPECT_TRUE(o.measure.gate);
+  EXPECT_EQ(o.measure.graph, GraphMode::automatic);
+  EXPECT_EQ(o.benchmark_args, (std::vector<std::string>{"roofbench"}));
+}
+
+TEST(Options, AnUnknownFlagIsAUsageErrorNamingIt) {
+  EXPECT_THAT(usage_error({"--device", "cpu", "--colour"}), HasSubstr("unknown flag '--colour'"));
+  EXPECT_THAT(usage_error({"stray"}), HasSubstr("'stray'"));
+}
+
+TEST(Options, Device) {
+  EXPECT_EQ(parse({"--device", "cpu"}).device, "cpu");
+  EXPECT_EQ(parse({"--device=cuda:0"}).device, "cuda:0");
+  EXPECT_EQ(parse({"--device", "cuda:12"}).device, "cuda:12");
+  for (const char* bad : {"gpu", "cuda", "cuda:", "cuda:x", "cuda:1a", "CPU"})
+    EXPECT_THAT(usage_error({"--device", bad}), HasSubstr("--device must be cpu or cuda:N")) << bad;
+  EXPECT_THAT(usage_error({"--device"}), HasSubstr("--device needs a value"));
+}
+
+TEST(Options, Gpus) {
+  EXPECT_FALSE(parse({"--gpus", "all"}).gpus.has_value());
+  EXPECT_EQ(parse({"--gpus", "0,1,3"}).gpus, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(parse({"--gpus=2"}).gpus, (std::vector<int>{2}));
+  for (const char* bad : {"0,,1", "a", "0,-1", "1.5"})
+    EXPECT_THAT(usage_error({"--gpus", bad}), HasSubstr("--gpus must be")) << bad;
+}
+
+TEST(Options, GateAndGraph) {
+  EXPECT_FALSE(parse({"--gate", "off"}).measure.gate);
+  EXPECT_TRUE(parse({"--gate=on"}).measure.gate);
+  EXPECT_THAT(usage_error({"--gate", "maybe"}), HasSubstr("--gate must be on or off"));
+  EXPECT_EQ(parse({"--graph", "on"}).measure.graph, GraphMode::on);
+  EXPECT_EQ(parse({"--graph=off"}).measure.graph, GraphMode::off);
+  EXPECT_EQ(parse({"--graph", "auto"}).measure.graph, GraphMode::automatic);
+  EXPECT_THAT(usage_error({"--graph", "always"}), HasSubstr("--graph must be auto, on or off"));
+}
+
+TEST(Options, Times) {
+  const Options o = parse({"--max-time", "0.05", "--min-time=0.01", "--noise", "0.1"});
+  EXPECT_DOUBLE_EQ(o.measure.max_time, 0.05);
+  EXPECT_TRUE(o.max_time_given);
+  EXPECT_DOUBLE_EQ(o.measure.min_time, 0.01);
+  EXPECT_DOUBLE_EQ(o.measure.noise_bound, 0.1);
+  for (const char* bad : {"-1", "abc", "5s", ""})
+    EXPECT_THAT(usage_error({"--max-time", bad}), HasSubstr("--max-time needs a non-negative number")) << bad;
+}
+
+TEST(Options, FlagsWithoutValues) {
+  const Options o = parse({"--list", "--recalibrate", "--cold", "--no-results", "--help"});
+  EXPECT_TRUE(o.list);
+  EXPECT_TRUE(o.recalibrate);
+  EXPECT_TRUE(o.measure.cold);
+  EXPECT_FALSE(o.write_results);
+  EXPECT_TRUE(o.help);
+  EXPECT_THAT(usage_error({"--list=yes"}), HasSubstr("--list takes no value"));
+}
+
+TEST(Options, FoldersAndSuite) {
+  const Options o = parse({"--suite", "smoke", "--suite-dir", "/a", "--suite-dir=/b", "--results-dir", "/r",
+                           "--plugin-dir", "/"});
+  EXPECT_EQ(o.suite, "smoke");
+  EXPECT_EQ(o.suite_dirs, (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_EQ(o.results_dir, "/r");
+  EXPECT_EQ(o.plugin_dirs, (std::vector<std::string>{"/"}));
+  EXPECT_THAT(usage_error({"--plugin-dir", "/nonexistent/roofbench"}), HasSubstr("no such folder '/nonexistent/roofbench'"));
+}
+
+TEST(Options, GoogleBenchmarkFlagsPassThroughInOrder) {
+  const Options o = parse({"--benchmark_filter=^cpu/", "--device", "cpu", "--benchmark_repetitions=3",
+                           "--benchmark_list_tests", "--v=2"});
+  EXPECT_EQ(o.benchmark_args, (std::vector<std::string>{"roofbench", "--benchmark_filter=^cpu/",
+                                                        "--benchmark_repetitions=3", "--benchmark_list_tests",
+                                                        "--v=2"}));
+  EXPECT_TRUE(o.has_benchmark_filter);
+  EXPECT_TRUE(o.lists_benchmark_tests);
+  EXPECT_EQ(o.device, "cpu");
+}
+
+TEST(Options, ListTestsFalseDoesNotList) {
+  const Options o = parse({"--benchmark_list_tests=false"});
+  EXPECT_FALSE(o.lists_benchmark_tests);
+  EXPECT_FALSE(o.has_benchmark_filter);
+}
+
+}  // namespace
+}  // namespace roofbench

@@ -1,0 +1,72 @@
+// The parts of the plugin API that are code rather than declarations: the gate's default tolerances
+// and the error measure every gate uses.
+#include <gtest/gtest.h>
+#include <roofbench/plugin.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace roofbench {
+namespace {
+
+// The table, written out so that a change to it is a visible change to this test.
+TEST(DefaultTolerance, PerPrecision) {
+  EXPECT_EQ(default_tolerance(Precision::fp64), 1e-12);
+  EXPECT_EQ(default_tolerance(Precision::fp32), 1e-5);
+  EXPECT_EQ(default_tolerance(Precision::tf32), 5e-3);
+  EXPECT_EQ(default_tolerance(Precision::bf16), 2e-2);
+  EXPECT_EQ(default_tolerance(Precision::fp16), 5e-3);
+  EXPECT_EQ(default_tolerance(Precision::fp8), 1e-1);
+}
+
+// Rounding the output alone costs up to half an epsilon of relative error: a tolerance below that would
+// fail a correctly rounded result.
+TEST(DefaultTolerance, AdmitsACorrectlyRoundedOutput) {
+  const struct {
+    Precision precision;
+    int mantissa_bits;  // explicit bits after the binary point
+  } formats[] = {{Precision::fp64, 52}, {Precision::fp32, 23}, {Precision::tf32, 10},
+                 {Precision::bf16, 7},  {Precision::fp16, 10}, {Precision::fp8, 3}};
+  for (const auto& f : formats)
+    EXPECT_GT(default_tolerance(f.precision), std::ldexp(1.0, -f.mantissa_bits - 1)) << to_string(f.precision);
+}
+
+TEST(RelativeL2Error, ExactOutputIsZero) {
+  const std::vector<float> out{1, -2, 3};
+  const std::vector<double> ref{1, -2, 3};
+  EXPECT_EQ(relative_l2_error(out.data(), ref.data(), out.size()), 0.0);
+}
+
+TEST(RelativeL2Error, OnePlantedErrorGivesItsNormOverTheReferenceNorm) {
+  std::vector<double> ref(100, 1.0), out(100, 1.0);
+  out[37] = 1.1;  // ||out - ref|| = 0.1, ||ref|| = 10
+  EXPECT_NEAR(relative_l2_error(out.data(), ref.data(), ref.size()), 0.01, 1e-12);
+}
+
+TEST(RelativeL2Error, AnyNonFiniteOutputIsNaN) {
+  const std::vector<double> ref{1, 2, 3};
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    const std::vector<double> out{1, bad, 3};
+    EXPECT_TRUE(std::isnan(relative_l2_error(out.data(), ref.data(), out.size()))) << bad;
+  }
+}
+
+// What the host's poison (every byte 0xFF) reads as.
+TEST(RelativeL2Error, PoisonedOutputIsNaN) {
+  std::vector<float> out(4);
+  std::vector<unsigned char> poison(sizeof(float) * out.size(), 0xFF);
+  std::memcpy(out.data(), poison.data(), poison.size());
+  const std::vector<double> ref{1, 2, 3, 4};
+  EXPECT_TRUE(std::isnan(relative_l2_error(out.data(), ref.data(), out.size())));
+}
+
+TEST(RelativeL2Error, AZeroReference) {
+  const std::vector<double> zeros(3, 0.0), ones(3, 1.0);
+  EXPECT_EQ(relative_l2_error(zeros.data(), zeros.data(), 3), 0.0);
+  EXPECT_TRUE(std::isinf(relative_l2_error(ones.data(), zeros.data(), 3)));
+}
+
+}  // namespace
+}  // namespace roofbench

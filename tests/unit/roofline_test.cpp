@@ -1,0 +1,134 @@
+#include "roofline.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace roofbench {
+namespace {
+
+// A made-up device: 100 GB/s, 1 TFLOP/s fp32, 0.5 TFLOP/s fp64, nothing else (like a CPU).
+Ceilings cpu_like_ceilings() {
+  Ceilings c;
+  c.bandwidth = 100e9;
+  c.flops_of(Precision::fp32) = 1e12;
+  c.flops_of(Precision::fp64) = 0.5e12;
+  return c;
+}
+
+TEST(Place, ElementwiseAddFp32IsMemoryBoundWithIntensityOneTwelfth) {
+  const double n = 1e6;
+  const Work add{.flops = n, .bytes = 3 * 4 * n};  // two fp32 reads and one write per addition
+  const double seconds = add.bytes / 50e9;         // half the bandwidth ceiling
+  const RooflinePoint p = place(add, seconds, Precision::fp32, cpu_like_ceilings());
+  EXPECT_DOUBLE_EQ(p.intensity, 1.0 / 12.0);
+  EXPECT_EQ(p.bound, Bound::memory);
+  EXPECT_DOUBLE_EQ(p.bytes_per_s, 50e9);
+  EXPECT_DOUBLE_EQ(p.flops_per_s, n / seconds);
+  EXPECT_DOUBLE_EQ(p.attainable, 100e9 / 12.0);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.5);
+}
+
+TEST(Place, LargeGemmIsComputeBound) {
+  const double n = 1024;
+  const Work gemm{.flops = 2 * n * n * n, .bytes = 3 * 4 * n * n};
+  const double seconds = gemm.flops / 0.8e12;
+  const RooflinePoint p = place(gemm, seconds, Precision::fp32, cpu_like_ceilings());
+  EXPECT_DOUBLE_EQ(p.intensity, 2 * n / 12);
+  EXPECT_EQ(p.bound, Bound::compute);
+  EXPECT_DOUBLE_EQ(p.attainable, 1e12);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.8);
+}
+
+TEST(Place, TheComputeRoofOfTheCasesPrecisionApplies) {
+  const Work gemm{.flops = 2e9, .bytes = 1e6};
+  const RooflinePoint p = place(gemm, 2e9 / 0.25e12, Precision::fp64, cpu_like_ceilings());
+  EXPECT_DOUBLE_EQ(p.attainable, 0.5e12);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.5);
+}
+
+TEST(Place, ACopyWithoutFlopsIsJudgedByBandwidthAlone) {
+  const Work copy{.flops = 0, .bytes = 2e9};
+  const RooflinePoint p = place(copy, 0.1, Precision::fp32, cpu_like_ceilings());
+  EXPECT_EQ(p.bound, Bound::memory);
+  EXPECT_DOUBLE_EQ(p.flops_per_s, 0);
+  EXPECT_DOUBLE_EQ(p.bytes_per_s, 20e9);
+  EXPECT_DOUBLE_EQ(p.intensity, 0);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.2);
+}
+
+TEST(Place, WorkWithoutBytesIsComputeBoundAtInfiniteIntensity) {
+  const RooflinePoint p = place(Work{.flops = 1e9}, 0.01, Precision::fp32, cpu_like_ceilings());
+  EXPECT_TRUE(std::isinf(p.intensity));
+  EXPECT_EQ(p.bound, Bound::compute);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.1);
+}
+
+TEST(Place, NoTimeGivesAnEmptyPoint) {
+  const RooflinePoint p = place(Work{.flops = 1, .bytes = 1}, 0, Precision::fp32, cpu_like_ceilings());
+  EXPECT_DOUBLE_EQ(p.flops_per_s, 0);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0);
+}
+
+TEST(ComputeRoof, APrecisionWithItsOwnRoofUsesIt) {
+  Ceilings c = cpu_like_ceilings();
+  c.flops_of(Precision::bf16) = 8e12;
+  c.flops_of(Precision::fp8) = 16e12;
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp32), 1e12);
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp64), 0.5e12);
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::bf16), 8e12);
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp8), 16e12);
+}
+
+TEST(ComputeRoof, OnACpuWithOnlyFp32AndFp64ReducedPrecisionsRunAsFp32) {
+  const Ceilings c = cpu_like_ceilings();
+  for (Precision p : {Precision::tf32, Precision::bf16, Precision::fp16, Precision::fp8})
+    EXPECT_DOUBLE_EQ(compute_roof(c, p), 1e12) << to_string(p);
+}
+
+TEST(ComputeRoof, HalfPrecisionsFallBackToBf16ThenTf32) {
+  Ceilings c = cpu_like_ceilings();
+  c.flops_of(Precision::tf32) = 4e12;
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp16), 4e12);
+  c.flops_of(Precision::bf16) = 8e12;
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp16), 8e12);
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp8), 8e12);
+}
+
+TEST(ComputeRoof, Fp32FallsBackToFp64AndNothingGivesZero) {
+  Ceilings only_fp64;
+  only_fp64.flops_of(Precision::fp64) = 3e11;
+  EXPECT_DOUBLE_EQ(compute_roof(only_fp64, Precision::fp32), 3e11);
+  EXPECT_DOUBLE_EQ(compute_roof(Ceilings{}, Precision::bf16), 0);
+}
+
+TEST(Datasheet, H200) {
+  const auto d = datasheet_for("NVIDIA H200");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->name.find("H200"), std::string::npos);
+  EXPECT_DOUBLE_EQ(d->ceilings.bandwidth, 4.8e12);
+  EXPECT_DOUBLE_EQ(d->ceilings.flops_of(Precision::fp64), 67e12);
+  EXPECT_DOUBLE_EQ(d->ceilings.flops_of(Precision::tf32), 494.7e12);
+  EXPECT_DOUBLE_EQ(d->ceilings.flops_of(Precision::bf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(d->ceilings.flops_of(Precision::fp16), 989.4e12);
+  EXPECT_DOUBLE_EQ(d->ceilings.flops_of(Precision::fp8), 1978.9e12);
+}
+
+TEST(Datasheet, H100SxmAndPcieDiffer) {
+  const auto sxm = datasheet_for("NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(sxm.has_value());
+  EXPECT_DOUBLE_EQ(sxm->ceilings.bandwidth, 3.35e12);
+  EXPECT_DOUBLE_EQ(sxm->ceilings.flops_of(Precision::bf16), 989.4e12);
+  const auto pcie = datasheet_for("NVIDIA H100 PCIe");
+  ASSERT_TRUE(pcie.has_value());
+  EXPECT_DOUBLE_EQ(pcie->ceilings.bandwidth, 2.0e12);
+  EXPECT_DOUBLE_EQ(pcie->ceilings.flops_of(Precision::bf16), 756e12);
+}
+
+TEST(Datasheet, NoneForOtherDevices) {
+  EXPECT_FALSE(datasheet_for("NVIDIA A100-SXM4-80GB").has_value());
+  EXPECT_FALSE(datasheet_for("AMD EPYC 9654 96-Core Processor").has_value());
+}
+
+}  // namespace
+}  // namespace roofbench

@@ -1,0 +1,85 @@
+#include "statistics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace roofbench {
+namespace {
+
+// Expected values are numpy.quantile(values, q) (its default method is type 7).
+TEST(Quantile, InterpolatesBetweenOrderStatistics) {
+  const std::vector<double> values{4, 1, 3, 2};  // unsorted on purpose
+  EXPECT_DOUBLE_EQ(quantile(values, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(quantile(values, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(quantile(values, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(quantile(values, 0.75), 3.25);
+  EXPECT_DOUBLE_EQ(quantile(values, 1.0), 4.0);
+  EXPECT_DOUBLE_EQ(quantile({10, 20, 30, 40, 50}, 0.9), 46.0);
+}
+
+TEST(Quantile, OfOneValueIsThatValueAndOfNoneIsZero) {
+  EXPECT_DOUBLE_EQ(quantile({7}, 0.3), 7.0);
+  EXPECT_DOUBLE_EQ(quantile({}, 0.5), 0.0);
+}
+
+TEST(Summarize, MomentsQuartilesAndExtremes) {
+  const SampleSummary s = summarize({2, 4, 1, 3});
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_DOUBLE_EQ(s.stdev, std::sqrt(5.0 / 3.0));  // sample (n - 1) standard deviation
+  EXPECT_DOUBLE_EQ(s.noise, std::sqrt(5.0 / 3.0) / 2.5);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.q1, 1.75);
+  EXPECT_DOUBLE_EQ(s.q3, 3.25);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+}
+
+TEST(Summarize, OneSampleHasNoSpreadAndNoSamplesGiveZeros) {
+  const SampleSummary one = summarize({5});
+  EXPECT_EQ(one.count, 1u);
+  EXPECT_DOUBLE_EQ(one.median, 5.0);
+  EXPECT_DOUBLE_EQ(one.stdev, 0.0);
+  EXPECT_DOUBLE_EQ(one.noise, 0.0);
+  const SampleSummary none = summarize({});
+  EXPECT_EQ(none.count, 0u);
+  EXPECT_DOUBLE_EQ(none.median, 0.0);
+}
+
+TEST(WarmupSettled, NeedsTwoFullWindows) {
+  EXPECT_FALSE(warmup_settled({1, 1, 1, 1, 1, 1, 1, 1, 1}, 5));
+  EXPECT_TRUE(warmup_settled({1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 5));
+  EXPECT_FALSE(warmup_settled({1, 1}, 0));
+}
+
+TEST(WarmupSettled, WithinTheToleranceOfTheWindowBefore) {
+  EXPECT_TRUE(warmup_settled({1, 1, 1, 1, 1, 1.01, 1.01, 1.01, 1.01, 1.01}, 5, 0.02));
+  EXPECT_FALSE(warmup_settled({1, 1, 1, 1, 1, 1.05, 1.05, 1.05, 1.05, 1.05}, 5, 0.02));
+}
+
+TEST(WarmupSettled, TimesStillFallingAreNotSettled) {
+  EXPECT_FALSE(warmup_settled({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 5));
+}
+
+TEST(WarmupSettled, OnlyTheLastTwoWindowsCount) {
+  EXPECT_TRUE(warmup_settled({100, 50, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 5));
+}
+
+TEST(WarmupSettled, MediansIgnoreOneOutlierPerWindow) {
+  EXPECT_TRUE(warmup_settled({1, 1, 9, 1, 1, 1, 1, 1, 1, 7}, 5));
+}
+
+TEST(Thin, EvenlySpacedKeepingTheFirstAndTheLast) {
+  EXPECT_EQ(thin({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 4), (std::vector<double>{0, 3, 6, 9}));
+  EXPECT_EQ(thin({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 2), (std::vector<double>{0, 9}));
+}
+
+TEST(Thin, FewerValuesThanTheLimitAreKeptAsTheyAre) {
+  EXPECT_EQ(thin({3, 1, 2}, 3), (std::vector<double>{3, 1, 2}));
+  EXPECT_EQ(thin({3, 1, 2}, 2000), (std::vector<double>{3, 1, 2}));
+}
+
+}  // namespace
+}  // namespace roofbench
