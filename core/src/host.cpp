@@ -55,6 +55,15 @@ struct Sweep {
   }
 };
 
+// Not run is not an error: Google Benchmark 1.8 can say so (SkipWithMessage); 1.7 only has errors.
+template <typename State>
+void skip_as_not_run(State& state, const std::string& why) {
+  if constexpr (requires { state.SkipWithMessage(why); })
+    state.SkipWithMessage(why);
+  else
+    state.SkipWithError(why.c_str());
+}
+
 double sweep_throughput(const Result& r) {
   if (!r.work.item_name.empty() && r.work.items > 0) return r.work.items / r.stats.median;
   if (r.work.flops > 0) return r.point.flops_per_s;
@@ -205,6 +214,26 @@ void Host::report_counters(benchmark::State& state, const Result& r) {
   for (const auto& x : r.gate_counters) c[x.name] = x.value;
 }
 
+// The kernels that take the time, most first, each with its share of the run's kernel time.
+void print_profile(const std::string& name, const Result& r) {
+  if (!r.profile.error.empty()) {
+    std::cerr << "roofbench: profile of " << name << ": " << r.profile.error << "\n";
+    return;
+  }
+  char line[400];
+  std::snprintf(line, sizeof line, "roofbench: profile of %s: %.1f us of kernels per run (run median %.1f us)\n",
+                name.c_str(), r.profile.kernel_seconds_per_run * 1e6, r.stats.median * 1e6);
+  std::cerr << line;
+  std::size_t shown = 0;
+  for (const auto& k : r.profile.kernels) {
+    if (++shown > 15) break;
+    std::snprintf(line, sizeof line, "  %6.1f%%  %9.1f us  %6.1f launches  %.150s\n",
+                  100 * k.seconds_per_run / r.profile.kernel_seconds_per_run, k.seconds_per_run * 1e6,
+                  k.launches_per_run, k.name.c_str());
+    std::cerr << line;
+  }
+}
+
 void Host::save_results(bool complete) {
   if (!results_) return;
   try {
@@ -221,12 +250,20 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
   const std::string group = sweep_group(b);
   if (!group.empty() && sweeps_[group].ended) {
     const Sweep& s = sweeps_[group];
-    state.SkipWithError(("not run: the sweep of " + b.spec->sweep_axis + " ended (" + s.end_reason + ")").c_str());
+    skip_as_not_run(state, "not run: the sweep of " + b.spec->sweep_axis + " ended (" + s.end_reason + ")");
     if (results_) results_->add_not_run({b.name, "sweep ended: " + s.end_reason});
     return;
   }
   Result r = measure(b, ranks_of_[index], ceilings_, options_.measure);
   const int repetition = repetition_counter_[b.name]++;
+  if (r.status == Status::not_applicable) {
+    skip_as_not_run(state, "not run: " + r.message);
+    if (results_) {
+      results_->add_not_run({b.name, r.message});
+      save_results(false);
+    }
+    return;
+  }
 
   if (!group.empty()) {
     Sweep& s = sweeps_[group];
@@ -243,6 +280,7 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
   if (counts_as_failure) ++failures_;
 
   for (auto _ : state) state.SetIterationTime(r.passed() ? r.stats.median : 1e-9);
+  if (!r.profile.kernels.empty() || !r.profile.error.empty()) print_profile(b.name, r);
   if (r.passed()) {
     report_counters(state, r);
     state.SetLabel(r.label(options_.measure.gate));

@@ -245,11 +245,16 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       run_timed(r, b, *c, ctx, ranks, o);
       r.point = place(r.work, r.stats.median, r.precision, ceilings);
       for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});
+      if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
+        r.profile = profile_kernels([&] { c->run(ctx), ctx.synchronize_all(); }, o.profile_runs);
     }
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();
     r.memory.reserved = ctx.allocated();  // the host allocates directly: nothing is cached
     r.memory.driver_used = ranks.front()->driver_used_bytes();
+  } catch (const NotApplicable& e) {
+    r.status = Status::not_applicable;
+    r.message = e.what();
   } catch (const OutOfMemory& e) {
     r.status = Status::out_of_memory;
     r.message = e.what();
@@ -271,7 +276,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
   }
   c.reset();
   ctx.release_all();
-  if (r.status != Status::ok) {
+  if (r.status != Status::ok && r.status != Status::not_applicable) {
     for (auto* d : ranks) {
       try {
         if (auto note = d->recover(); !note.empty()) r.message += " [" + note + "]";

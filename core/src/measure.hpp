@@ -10,6 +10,7 @@
 
 #include "benchmark_set.hpp"
 #include "device.hpp"
+#include "kernel_profile.hpp"
 #include "roofline.hpp"
 #include "statistics.hpp"
 
@@ -27,15 +28,17 @@ struct MeasureOptions {
   double warmup_max = 2.0;     // seconds of warm-up at most
   double clock_floor = 0.75;   // samples with the SM clock under this fraction of its maximum are dropped
   std::uint64_t seed = 0x5EED;
+  int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
 };
 
-enum class Status { ok, gate_failed, error, out_of_memory };
+enum class Status { ok, gate_failed, error, out_of_memory, not_applicable };
 constexpr const char* to_string(Status s) {
   switch (s) {
     case Status::ok: return "ok";
     case Status::gate_failed: return "gate_failed";
     case Status::error: return "error";
     case Status::out_of_memory: return "out_of_memory";
+    case Status::not_applicable: return "not_applicable";
   }
   return "?";
 }
@@ -74,6 +77,7 @@ struct Result {
   RooflinePoint point;
   MemoryFigures memory;
   std::vector<Counter> rates;  // Work::rates divided by the median time
+  KernelProfile profile;       // filled when a profiled pass was asked for
 
   bool passed() const { return status == Status::ok; }
   std::string gate_word(bool gate_enabled) const;

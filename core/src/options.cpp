@@ -24,6 +24,8 @@ on the default device (the first GPU, else the CPU).
   --noise X              stop sampling once stdev/mean < X (default 0.01)
   --max-time S           at most S seconds of sampling per benchmark (default 5)
   --min-time S           at least S seconds of sampling per benchmark (default 0.05)
+  --profile[=N]          after timing each GPU case, a CUPTI pass over N runs (default 3): time per
+                         kernel, torn down before the next case is timed
   --recalibrate          measure the device's ceilings again instead of using the cached ones
   --results-dir DIR      where the results JSON goes (default ./roofbench-results)
   --no-results           write no results file
@@ -78,6 +80,10 @@ Options parse_options(int argc, const char* const* argv) {
     if (flag == "--help" || flag == "-h") no_value(), o.help = true;
     else if (flag == "--list") no_value(), o.list = true;
     else if (flag == "--recalibrate") no_value(), o.recalibrate = true;
+    else if (flag == "--profile") {
+      o.measure.profile_runs = has_inline_value ? static_cast<int>(parse_number(flag, value)) : 3;
+      if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+    }
     else if (flag == "--cold") no_value(), o.measure.cold = true;
     else if (flag == "--no-results") no_value(), o.write_results = false;
     else if (flag == "--device") {
@@ -87,6 +93,7 @@ Options parse_options(int argc, const char* const* argv) {
       o.device = d;
     } else if (flag == "--gpus") {
       const std::string g = take_value();
+      if (g.empty()) throw UsageError("--gpus needs 'all' or a list like 0,1");
       if (g != "all") {
         std::vector<int> list;
         std::stringstream in(g);

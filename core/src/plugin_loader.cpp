@@ -74,7 +74,7 @@ LoadedPlugin load_plugin(const std::string& path) {
   // the objects a plugin hands out, and unloading them before exit crashed the process on a GPU.
   static auto* never_unloaded = new std::vector<std::shared_ptr<dll::shared_library>>();
   never_unloaded->push_back(library);
-  LoadedPlugin loaded{path, {}, library};
+  LoadedPlugin loaded{library, path, {}};
   loaded.plugin.name = entry->name;
   try {
     entry->describe(loaded.plugin);

@@ -12,11 +12,11 @@
 namespace roofbench {
 
 struct LoadedPlugin {
+  // Declared first, so destroyed last: the plugin's objects (its std::function factories) must die
+  // before the code they live in could be unmapped.
+  std::shared_ptr<boost::dll::shared_library> library;
   std::string path;
   Plugin plugin;
-  // Declared last so that the plugin's objects (its std::function factories) die before the code
-  // they live in is unmapped.
-  std::shared_ptr<boost::dll::shared_library> library;
 };
 
 struct LoadFailure {

@@ -148,6 +148,16 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
     j.end_object();
     j.field("timing", r.graph ? "graph" : "stream");
+    if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
+      j.key("profile").begin_object();
+      j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);
+      if (!r.profile.error.empty()) j.field("error", r.profile.error);
+      j.key("kernels").begin_array();
+      for (const auto& k : r.profile.kernels)
+        j.begin_object().field("name", k.name).field("seconds_per_run", k.seconds_per_run).field("launches_per_run", k.launches_per_run).end_object();
+      j.end_array();
+      j.end_object();
+    }
     j.key("samples_s").begin_array();
     for (double s : thin(r.samples, 2000)) j.value(s);
     j.end_array();

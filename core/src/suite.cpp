@@ -78,11 +78,15 @@ Suite parse_suite(const std::string& path, const std::string& text) {
       suite.axes[target] = std::move(values);
       suite.axis_lines.emplace_back(target, line_number);
     } else if (key == "max_time") {
+      std::size_t used = 0;
+      double seconds = -1;
       try {
-        suite.max_time = std::stod(value);
+        seconds = std::stod(value, &used);
       } catch (const std::exception&) {
-        throw SuiteError(where + "max_time must be a number of seconds, got '" + value + "'");
       }
+      if (used != value.size() || !(seconds >= 0))
+        throw SuiteError(where + "max_time must be a number of seconds, got '" + value + "'");
+      suite.max_time = seconds;
     } else {
       throw SuiteError(where + "unknown key '" + key + "' (known: description, plugins, filter, axis, max_time)");
     }
