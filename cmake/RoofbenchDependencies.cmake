@@ -102,6 +102,4 @@ target_compile_options(roofbench_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wno-missing-field-initializers>
   # GCC 12 reports -Wrestrict false positives inside std::string's operator+ (GCC bug 105329).
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>
-  # GCC 13's -Wdangling-reference flags references returned by accessors of objects that outlive them.
-  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,13>>:-Wno-dangling-reference>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-missing-field-initializers --expt-relaxed-constexpr $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror=all-warnings>>)

@@ -256,7 +256,7 @@ class CublasLtFp8Matmul final : public MatmulCase {
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
     if (major * 10 + minor < 89)
-      throw Error("micro: matmul_cublas_fp8 needs fp8 tensor cores (compute capability 8.9 or newer); " +
+      throw NotApplicable("micro: matmul_cublas_fp8 needs fp8 tensor cores (compute capability 8.9 or newer); " +
                   ctx.device().name + " is " + std::to_string(major) + "." + std::to_string(minor));
   }
 

@@ -145,6 +145,10 @@ class AllReduceCase final : public Case {
 
   void setup(Context& ctx) override {
     const int ranks = ctx.ranks();
+    // NCCL returns at once from an in-place all-reduce over one rank: there is no work to time, and
+    // a "bandwidth" of bytes over nothing would be a flattering absurdity.
+    if (in_place_ && ranks == 1)
+      throw NotApplicable("an in-place all-reduce over one rank launches no work in NCCL; needs 2 or more GPUs");
     std::vector<int> devices;
     for (int rank = 0; rank < ranks; ++rank) {
       const DeviceInfo& device = ctx.device(rank);

@@ -12,6 +12,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "allreduce.hpp"
@@ -231,10 +232,10 @@ class MultiGpuContext final : public Context {
   std::uint64_t fills_ = 0;
 };
 
-const CaseSpec& find_case(const Plugin& plugin, const std::string& name) {
+const CaseSpec& find_case(const Plugin& plugin, std::string_view name) {
   for (const CaseSpec& spec : plugin.cases)
     if (spec.name == name) return spec;
-  throw Error("no case " + name);
+  throw Error("no case " + std::string(name));
 }
 
 struct GateOutcome {

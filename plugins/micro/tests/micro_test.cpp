@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,16 +74,20 @@ TEST(MicroFormats, DecodeReadsUnalignedBuffers) {
 
 // ---- the case list (CPU only) ----
 
-Plugin described() {
-  Plugin plugin;
-  describe(plugin);
+// One described plugin for the whole test: cases hold references into it.
+const Plugin& described() {
+  static const Plugin plugin = [] {
+    Plugin p;
+    describe(p);
+    return p;
+  }();
   return plugin;
 }
 
-const CaseSpec& spec_named(const Plugin& plugin, const std::string& name) {
+const CaseSpec& spec_named(const Plugin& plugin, std::string_view name) {
   for (const CaseSpec& spec : plugin.cases)
     if (spec.name == name) return spec;
-  throw std::runtime_error("no case " + name);
+  throw std::runtime_error("no case " + std::string(name));
 }
 
 TEST(MicroPlugin, ListsEveryCaseOnceWithADescription) {
