@@ -299,6 +299,11 @@ TEST_P(AllReduceGate, PassesOnOneRankAndOnAllGpus) {
   const GateCase& param = GetParam();
   for (int ranks : {1, visible_gpus()}) {
     SCOPED_TRACE("ranks " + std::to_string(ranks));
+    if (param.in_place && ranks == 1) {
+      // NCCL launches nothing for it: the case says so instead of timing nothing.
+      EXPECT_THROW(run_gate(param.name, param.bytes, param.in_place, ranks), NotApplicable);
+      continue;
+    }
     const GateOutcome outcome = run_gate(param.name, param.bytes, param.in_place, ranks);
     EXPECT_LE(outcome.check.rel_l2_error, outcome.tolerance) << outcome.check.detail;
     EXPECT_TRUE(outcome.check.passed_extra) << outcome.check.detail;
