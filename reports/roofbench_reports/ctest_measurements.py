@@ -37,6 +37,10 @@ def measurement_lines(results_path):
     ]
 
 
+# CTest's SKIP_RETURN_CODE for the bench tests (tests/CMakeLists.txt).
+SKIPPED = 77
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="ctest_bench.py", description="Run a roofbench suite and print its results as CTest measurements.",
@@ -47,11 +51,17 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="roofbench-ctest-") as results_dir:
         command = [arguments.roofbench, "--suite", arguments.suite, "--results-dir", results_dir] + extra
         try:
-            exit_code = subprocess.call(command)
+            run = subprocess.run(command, stderr=subprocess.PIPE, text=True)
         except OSError as error:
             print(f"ctest_bench.py: cannot run {arguments.roofbench}: {error}", file=sys.stderr)
             return 1
         sys.stdout.flush()
+        sys.stderr.write(run.stderr)
+        exit_code = run.returncode
+        if exit_code == 2 and "matches no benchmark that can run here" in run.stderr:
+            print(f"ctest_bench.py: nothing in suite {arguments.suite} runs on this device: skipped", file=sys.stderr)
+            return SKIPPED
+
         try:
             lines = measurement_lines(os.path.join(results_dir, LATEST_RESULTS))
         except ResultsError as error:

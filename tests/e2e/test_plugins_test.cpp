@@ -23,6 +23,18 @@ const std::vector<std::string> kGoodBenchmarks{"good/scale/n:1024", "good/scale/
                                                 "good/sweep/n:1024", "good/sweep/n:4096"};
 
 using GoodPlugin = RoofbenchTest;
+using CrashPlugin = RoofbenchTest;
+
+// The results file is rewritten after every benchmark: a case that kills the process costs only itself.
+TEST_F(CrashPlugin, ResultsMeasuredBeforeACrashStayReadable) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::crash_plugins, "--benchmark_filter=^crash/"});
+  EXPECT_NE(run.exit_code, 0) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("complete"), "false");
+  ASSERT_EQ(results->names(), std::vector<std::string>{"crash/a_passes"});
+  EXPECT_EQ(results->benchmarks.front().gate, "pass");
+}
 
 TEST_F(GoodPlugin, PassesItsGatesAndWritesAValidResultsFile) {
   const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/"});

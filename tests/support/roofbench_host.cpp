@@ -7,6 +7,7 @@ namespace roofbench::test_support {
 const std::string BuildPaths::roofbench = ROOFBENCH_TEST_EXECUTABLE;
 const std::string BuildPaths::good_plugins = ROOFBENCH_TEST_GOOD_PLUGINS;
 const std::string BuildPaths::wrong_plugins = ROOFBENCH_TEST_WRONG_PLUGINS;
+const std::string BuildPaths::crash_plugins = ROOFBENCH_TEST_CRASH_PLUGINS;
 const std::string BuildPaths::broken_plugins = ROOFBENCH_TEST_BROKEN_PLUGINS;
 const std::string BuildPaths::ceilings_cache = ROOFBENCH_TEST_CEILINGS_CACHE;
 const std::string BuildPaths::reports = ROOFBENCH_TEST_REPORTS_DIR;

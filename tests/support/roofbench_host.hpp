@@ -22,6 +22,7 @@ struct BuildPaths {
   static const std::string good_plugins;     // folders of the test plugins
   static const std::string wrong_plugins;
   static const std::string broken_plugins;
+  static const std::string crash_plugins;
   static const std::string ceilings_cache;   // ROOFBENCH_CACHE_DIR of every run
   static const std::string reports;          // reports/ of the source tree
   static const std::string python;
