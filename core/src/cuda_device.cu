@@ -13,8 +13,6 @@
 #include "device.hpp"
 #include "roofbench/cuda_check.hpp"
 
-#define ROOFBENCH_CUBLASLT(call) ROOFBENCH_CUBLAS(call)
-
 namespace roofbench {
 namespace {
 

@@ -48,33 +48,29 @@ RooflinePoint place(const Work& work, double seconds, Precision precision, const
 }
 
 std::optional<Datasheet> datasheet_for(const std::string& device_name) {
-  // Dense tensor-core rates of the SXM parts (NVIDIA datasheets); H200 shares H100's arithmetic.
-  auto hopper_sxm = [](std::string name, double bandwidth) {
-    Datasheet d{std::move(name), {}};
-    d.ceilings.bandwidth = bandwidth;
-    d.ceilings.flops_of(Precision::fp64) = 67e12;
-    d.ceilings.flops_of(Precision::fp32) = 67e12;
-    d.ceilings.flops_of(Precision::tf32) = 494.7e12;
-    d.ceilings.flops_of(Precision::bf16) = 989.4e12;
-    d.ceilings.flops_of(Precision::fp16) = 989.4e12;
-    d.ceilings.flops_of(Precision::fp8) = 1978.9e12;
+  // Dense rates from NVIDIA's datasheets (no sparsity); fp32 is the non-tensor rate, fp64 the tensor one.
+  struct Figures {
+    const char* name;
+    double bandwidth, fp64, fp32, tf32, bf16, fp8;
+  };
+  auto sheet = [](const Figures& f) {
+    Datasheet d{f.name, {}};
+    d.ceilings.bandwidth = f.bandwidth;
+    d.ceilings.flops_of(Precision::fp64) = f.fp64;
+    d.ceilings.flops_of(Precision::fp32) = f.fp32;
+    d.ceilings.flops_of(Precision::tf32) = f.tf32;
+    d.ceilings.flops_of(Precision::bf16) = f.bf16;
+    d.ceilings.flops_of(Precision::fp16) = f.bf16;
+    d.ceilings.flops_of(Precision::fp8) = f.fp8;
     return d;
   };
-  if (device_name.find("H200") != std::string::npos) return hopper_sxm("NVIDIA H200 SXM (datasheet)", 4.8e12);
-  if (device_name.find("H100") != std::string::npos) {
-    if (device_name.find("PCIe") != std::string::npos) {
-      Datasheet d{"NVIDIA H100 PCIe (datasheet)", {}};
-      d.ceilings.bandwidth = 2.0e12;
-      d.ceilings.flops_of(Precision::fp64) = 51e12;
-      d.ceilings.flops_of(Precision::fp32) = 51e12;
-      d.ceilings.flops_of(Precision::tf32) = 378e12;
-      d.ceilings.flops_of(Precision::bf16) = 756e12;
-      d.ceilings.flops_of(Precision::fp16) = 756e12;
-      d.ceilings.flops_of(Precision::fp8) = 1513e12;
-      return d;
-    }
-    return hopper_sxm("NVIDIA H100 SXM (datasheet)", 3.35e12);
-  }
+  // H200 SXM has H100 SXM's arithmetic with more, faster memory.
+  if (device_name.find("H200") != std::string::npos)
+    return sheet({"NVIDIA H200 SXM (datasheet)", 4.8e12, 67e12, 67e12, 494.7e12, 989.4e12, 1978.9e12});
+  if (device_name.find("H100") != std::string::npos && device_name.find("PCIe") != std::string::npos)
+    return sheet({"NVIDIA H100 PCIe (datasheet)", 2.0e12, 51e12, 51e12, 378e12, 756e12, 1513e12});
+  if (device_name.find("H100") != std::string::npos)
+    return sheet({"NVIDIA H100 SXM (datasheet)", 3.35e12, 67e12, 67e12, 494.7e12, 989.4e12, 1978.9e12});
   return std::nullopt;
 }
 

@@ -1,5 +1,4 @@
-// Ownership of cuBLAS / cuBLASLt handles, and the cuBLASLt error check (the CUDA and cuBLAS ones are in
-// roofbench/cuda_check.hpp).
+// Ownership of cuBLAS / cuBLASLt handles (the error checks are in roofbench/cuda_check.hpp).
 #pragma once
 
 #include <cublasLt.h>
@@ -8,14 +7,6 @@
 #include <utility>
 
 #include "roofbench/cuda_check.hpp"
-
-#define ROOFBENCH_CUBLASLT(call)                                                                                \
-  do {                                                                                                          \
-    const cublasStatus_t rb_status_ = (call);                                                                   \
-    if (rb_status_ != CUBLAS_STATUS_SUCCESS)                                                                    \
-      ::roofbench::detail::throw_call_error("cuBLASLt", rb_status_, cublasLtGetStatusString(rb_status_), #call, \
-                                            __FILE__, __LINE__);                                                \
-  } while (0)
 
 namespace roofbench::micro {
 

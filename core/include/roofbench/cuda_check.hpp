@@ -38,3 +38,14 @@ namespace roofbench::detail {
                                             #call, __FILE__, __LINE__);                                 \
   } while (0)
 #endif
+
+#if __has_include(<cublasLt.h>)
+#include <cublasLt.h>
+#define ROOFBENCH_CUBLASLT(call)                                                                                \
+  do {                                                                                                          \
+    const cublasStatus_t rb_status_ = (call);                                                                   \
+    if (rb_status_ != CUBLAS_STATUS_SUCCESS)                                                                    \
+      ::roofbench::detail::throw_call_error("cuBLASLt", rb_status_, cublasLtGetStatusString(rb_status_), #call, \
+                                            __FILE__, __LINE__);                                                \
+  } while (0)
+#endif
