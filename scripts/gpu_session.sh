@@ -60,7 +60,7 @@ if [[ " $STEPS " == *" profile "* ]]; then
   for f in "${targets[@]}"; do
     j=$((j + 1))
     log "ncu per-kernel summary of $f"
-    timeout 240 ncu --clock-control none --launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-300}" \
+    timeout 240 ncu --clock-control none ${NCU_ARGS:-} --launch-skip "${PROFILE_SKIP:-2000}" --launch-count "${PROFILE_COUNT:-300}" \
       --print-summary per-kernel "$build/bin/roofbench" --benchmark_filter="$f" --gate off --max-time 1 --no-results \
       > "$OUT/extra/ncu$j.txt" 2>&1
     log "ncu rc=$?"
