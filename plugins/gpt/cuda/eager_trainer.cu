@@ -85,6 +85,7 @@ class EagerTrainer final : public Trainer {
       layernorm_backward(d_ln_input_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 0.0f, partials_, stream_);
       add(d_resid_, d_resid_, d_ln_input_, resid_elements, stream_);
+      if (hooks_.block_backward_done) hooks_.block_backward_done(l);
     }
     embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }

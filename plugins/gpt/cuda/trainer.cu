@@ -151,6 +151,7 @@ void Trainer::enqueue_step() {
              stream_);
   forward_pass(inputs_, cfg_.batch);
   loss_and_backward(inputs_, targets_);
+  if (hooks_.backward_done) hooks_.backward_done();
   optimizer_step();
 }
 
@@ -159,6 +160,7 @@ void Trainer::train_step() { enqueue_step(); }
 void Trainer::compute_gradients(const std::uint8_t* inputs, const std::uint8_t* targets) {
   forward_pass(inputs, cfg_.batch);
   loss_and_backward(inputs, targets);
+  if (hooks_.backward_done) hooks_.backward_done();
 }
 
 void Trainer::forward(const std::uint8_t* inputs, int batch) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "layers.hpp"
@@ -85,6 +86,20 @@ class Trainer {
   const float* loss_history() const { return loss_history_; }
   cudaStream_t stream() const { return stream_; }
 
+  // Where a rung built on this one (R5, data parallel) learns that parts of the flat gradient are final
+  // on stream(), so that it can reduce them while the rest of the backward runs. Called on the host while
+  // the step is enqueued, in every backward (train_step and compute_gradients). Only the eager trainer
+  // calls block_backward_done: the fused one captures its step into a graph once and sets no hooks.
+  struct StepHooks {
+    // After block `layer`'s backward: its gradients are final, and for the top block LNf's too (the head
+    // writes them first). Blocks come top down.
+    std::function<void(int layer)> block_backward_done;
+    // After the whole backward: wte's gradient is final too (the embedding adds its share last). In a
+    // training step the optimizer comes next, so this is where it can be made to wait.
+    std::function<void()> backward_done;
+  };
+  void set_step_hooks(StepHooks hooks) { hooks_ = std::move(hooks); }
+
  protected:
   Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
           std::uint64_t data_seed);
@@ -126,6 +141,7 @@ class Trainer {
   std::uint64_t data_seed_;
   int N_;  // positions in a full batch
   DeviceAllocator alloc_bytes_;
+  StepHooks hooks_;
 
   float* params_;
   float* grads_;
