@@ -4,16 +4,27 @@
 // cuBLAS matmuls around a materialised T x T score matrix, a separate scale + mask + softmax kernel, and
 // the same pieces backwards. Those matmuls are issued by the trainer; this file holds the kernels between.
 //
-// Fused (what a compiler emits): one block per (sequence, head, tile of 32 rows); q, k and v are loaded
+// Fused (what a compiler emits), version 1 (SIMT fp32 matmuls; attention_v2.cu holds the tensor-core
+// version 2 of the same structure, the default): one block per (sequence, head, tile of 32 rows); q, k and v are loaded
 // once from the raw qkv with the bias and RoPE applied on the way in, the scores live in shared memory,
 // and only the output and one log-sum-exp per row go back to memory. The backward recomputes the
 // probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one per query tile for dq,
 // one per key tile for dk and dv, so that every gradient element has one writer and needs no atomics.
+#include <cstdlib>
+#include <string>
+
+#include "attention_common.cuh"
 #include "common.cuh"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
+
+using attention::FusedArgs;
+using attention::HeadRows;
+using attention::kHeadDim;
+using attention::kMaxT;
+using attention::rotate;
 
 // ---------------------------------------------------------------------------------------------------
 // Eager kernels
@@ -37,11 +48,6 @@ __global__ void heads_to_rows_kernel(float* rows, int ld, int offset, const floa
   for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
        i += std::size_t{gridDim.x} * blockDim.x)
     rows[heads_index_to_row(i, s, ld, offset)] = heads[i];
-}
-
-// (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos), with sin negated for the backward (the transpose).
-__device__ inline float2 rotate(float x0, float x1, float cos, float sin) {
-  return make_float2(x0 * cos - x1 * sin, x0 * sin + x1 * cos);
 }
 
 __global__ void rope_kernel(float* x, RopeTable rope, AttentionShape s, float direction, std::size_t pairs) {
@@ -91,8 +97,6 @@ __global__ void causal_softmax_backward_kernel(float* dscores, const float* dpro
 // ---------------------------------------------------------------------------------------------------
 // Fused kernels
 
-inline constexpr int kHeadDim = 64;
-inline constexpr int kMaxT = 128;
 inline constexpr int kTile = 32;                  // query rows (forward, dq) or key rows (dk, dv) per block
 inline constexpr int kRowStride = kHeadDim + 1;  // padding: a column walk hits 32 different banks
 inline constexpr int kThreads = 256;
@@ -143,20 +147,6 @@ __device__ void block_matmul(int M, int N, int K, SmemView a, SmemView b, Epilog
     }
 }
 
-// Where one head's rows live in the [N, 3C] qkv (part 0, 1, 2 = q, k, v) or an [N, C] tensor.
-struct HeadRows {
-  int b, h, T, C;
-  __device__ std::size_t qkv_at(int t, int part) const {
-    return (static_cast<std::size_t>(b) * T + t) * 3 * C + static_cast<std::size_t>(part) * C + h * kHeadDim;
-  }
-  __device__ std::size_t rows_at(int t) const {
-    return (static_cast<std::size_t>(b) * T + t) * C + h * kHeadDim;
-  }
-  __device__ std::size_t stats_at(int t, int heads) const {
-    return (static_cast<std::size_t>(b) * heads + h) * T + t;
-  }
-};
-
 // Rows t0 .. t0+count-1 of q, k or v into shared memory [count][kRowStride], bias added, q and k rotated.
 // A thread moves one adjacent channel pair, the unit RoPE rotates.
 __device__ void load_qkv_rows(float* dst, const float* qkv, const float* bias, RopeTable rope, const HeadRows& at,
@@ -193,12 +183,6 @@ __device__ void store_qkv_gradient_rows(float* dqkv, const float* src, RopeTable
     *reinterpret_cast<float2*>(dqkv + at.qkv_at(t, part) + 2 * i) = g;
   }
 }
-
-struct FusedArgs {
-  AttentionShape s;
-  float scale;
-  RopeTable rope;
-};
 
 // Shared memory of each kernel, in floats; sized for the largest T so the opt-in happens once.
 inline constexpr int kScoreStride = kMaxT + 1;
@@ -415,7 +399,19 @@ void check_fused_attention_shape(const AttentionShape& s) {
                 std::to_string(s.T) + ")");
 }
 
+AttentionVersion attention_version_from_env() {
+  const char* value = std::getenv("ROOFBENCH_GPT_ATTENTION");
+  if (value == nullptr || *value == '\0' || std::string(value) == "v2") return AttentionVersion::v2;
+  if (std::string(value) == "v1") return AttentionVersion::v1;
+  throw Error("gpt: ROOFBENCH_GPT_ATTENTION must be v1 or v2 (got '" + std::string(value) + "')");
+}
+
+const char* attention_version_name(AttentionVersion version) {
+  return version == AttentionVersion::v1 ? "v1 (SIMT fp32)" : "v2 (TF32 tensor cores)";
+}
+
 void fused_attention_configure() {
+  attention::configure_v2();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_backward_dq_kernel,
@@ -437,16 +433,24 @@ dim3 fused_grid(const AttentionShape& s) {
 }  // namespace
 
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
-                             const AttentionShape& s, cudaStream_t stream) {
+                             const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v2) {
+    attention::forward_v2(out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
   fused_attention_forward_kernel<<<fused_grid(s), kThreads, kForwardSmem, stream>>>(out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
-                              cudaStream_t stream) {
+                              cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v2) {
+    attention::backward_v2(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
   fused_attention_backward_dq_kernel<<<fused_grid(s), kThreads, kBackwardDqSmem, stream>>>(
       dqkv, delta, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();

@@ -17,6 +17,7 @@ class FusedTrainer final : public Trainer {
                std::uint64_t data_seed)
       : Trainer(cfg, alloc, stream, corpus, data_seed) {
     check_fused_attention_shape(attention_shape(cfg_.batch));
+    attention_version_ = attention_version_from_env();  // read once: v2 (tensor cores) unless told v1
     fused_attention_configure();
     const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
     for (int l = 0; l < cfg_.layers; ++l) lse_.push_back(alloc_floats(stats, BufferRole::output));
@@ -77,7 +78,8 @@ class FusedTrainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
       linear_forward(cublas_, a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
-      fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_);
+      fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_,
+                              attention_version_);
       linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
       residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
                                  param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
@@ -112,7 +114,7 @@ class FusedTrainer final : public Trainer {
                          param(o.ln2_w), N_, C, 1.0f, partials_, stream_);
       attn_proj_backward(l);
       fused_attention_backward(d_qkv_, delta_, d_attn_out_, a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_,
-                               shape, stream_);
+                               shape, stream_, attention_version_);
       qkv_backward(l);
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_);
@@ -128,6 +130,7 @@ class FusedTrainer final : public Trainer {
  private:
   std::vector<float*> lse_;  // per layer [B, heads, T]: the forward's softmax statistics
   float* delta_;             // [B, heads, T] scratch of the attention backward
+  AttentionVersion attention_version_ = AttentionVersion::v2;  // ROOFBENCH_GPT_ATTENTION, read at construction
   cudaGraphExec_t graph_ = nullptr;
 };
 

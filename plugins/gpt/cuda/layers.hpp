@@ -130,15 +130,23 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // Fused path: one kernel per (sequence, head, query tile), scores never leave shared memory. Reads the raw
 // qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
 // log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
+// Two versions of the same kernels (numbered, kernel-lab style): v1 does its block matmuls in fp32 on the
+// SIMT cores (the previous version, kept for A/B), v2 on TF32 tensor cores (WMMA, fp32 accumulation), the
+// default. Both produce the same outputs to TF32 precision.
+enum class AttentionVersion { v1, v2 };
+// ROOFBENCH_GPT_ATTENTION: unset, empty or "v2" -> v2; "v1" -> v1; anything else throws roofbench::Error.
+AttentionVersion attention_version_from_env();
+const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory
+void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (both versions)
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream);
+                             const AttentionShape& s, cudaStream_t stream,
+                             AttentionVersion version = AttentionVersion::v2);
 // dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
 // is scratch (rowsum of dout * out).
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream);
+                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v2);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

@@ -1,0 +1,50 @@
+// What both fused attention versions share: the shape constants, RoPE's rotation, where a head's rows
+// live, the kernels' arguments, and the launchers of each version (attention.cu dispatches between them).
+//   v1 (attention.cu): SIMT fp32 block matmuls, the previous version, kept for A/B comparison.
+//   v2 (attention_v2.cu): the same fused structure with its matmuls on TF32 tensor cores (WMMA).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "layers.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+
+inline constexpr int kHeadDim = 64;
+inline constexpr int kMaxT = 128;
+
+// (x0, x1) -> (x0 cos - x1 sin, x0 sin + x1 cos), with sin negated for the backward (the transpose).
+__device__ inline float2 rotate(float x0, float x1, float cos, float sin) {
+  return make_float2(x0 * cos - x1 * sin, x0 * sin + x1 * cos);
+}
+
+// Where one head's rows live in the [N, 3C] qkv (part 0, 1, 2 = q, k, v) or an [N, C] tensor.
+struct HeadRows {
+  int b, h, T, C;
+  __device__ std::size_t qkv_at(int t, int part) const {
+    return (static_cast<std::size_t>(b) * T + t) * 3 * C + static_cast<std::size_t>(part) * C + h * kHeadDim;
+  }
+  __device__ std::size_t rows_at(int t) const {
+    return (static_cast<std::size_t>(b) * T + t) * C + h * kHeadDim;
+  }
+  __device__ std::size_t stats_at(int t, int heads) const {
+    return (static_cast<std::size_t>(b) * heads + h) * T + t;
+  }
+};
+
+struct FusedArgs {
+  AttentionShape s;
+  float scale;
+  RopeTable rope;
+};
+
+// v2's launchers (attention_v2.cu); the shape is checked by the caller.
+void configure_v2();
+void forward_v2(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream);
+void backward_v2(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
+                 const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+
+}  // namespace roofbench::gpt::cuda::attention
