@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "gpu_test_util.hpp"
@@ -138,36 +140,102 @@ AttentionReference attention_reference(const std::vector<float>& qkv, const std:
   return r;
 }
 
-TEST(GptLayers, FusedAttentionMatchesDouble) {
+// Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
+// of WMMA's 16-row tile), on the largest T, and on a single position; v2 also against v1. v1 computes in
+// fp32 (1e-5); v2's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
+// so it is held to the TF32 tolerance the trainer tests use for logits.
+constexpr double kFp32Tolerance = 1e-5;
+constexpr double kTf32Tolerance = 5e-3;
+
+struct FusedAttentionRun {
+  std::vector<float> out, lse, dqkv;
+};
+
+class GptFusedAttention : public ::testing::TestWithParam<int> {
+ protected:
+  static constexpr int B = 2, H = 2, hd = 64;
+  static constexpr double base = 10000;
+  int T() const { return GetParam(); }
+  int C() const { return H * hd; }
+  int N() const { return B * T(); }
+
+  void SetUp() override {
+    const int t_max = T();
+    qkv_ = random_floats(N() * 3 * C(), 7);
+    bias_ = random_floats(3 * C(), 8, -0.2f, 0.2f);
+    dout_ = random_floats(N() * C(), 9);
+    cos_.resize(t_max * hd / 2);
+    sin_.resize(t_max * hd / 2);
+    for (int t = 0; t < t_max; ++t)
+      for (int i = 0; i < hd / 2; ++i) {
+        const double angle = t * std::pow(base, -2.0 * i / hd);
+        cos_[t * hd / 2 + i] = static_cast<float>(std::cos(angle));
+        sin_[t * hd / 2 + i] = static_cast<float>(std::sin(angle));
+      }
+  }
+
+  FusedAttentionRun run(AttentionVersion version) {
+    Device dev;
+    const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
+    const AttentionShape shape{B, T(), H, hd};
+    const int n = N(), c = C(), stats = B * H * T();
+    float *d_qkv = dev.upload(qkv_), *d_bias = dev.upload(bias_), *d_dout = dev.upload(dout_);
+    float *d_out = dev.alloc<float>(n * c), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+    float* d_dqkv = dev.alloc<float>(n * 3 * c);
+    // NaN: every element must be written.
+    ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(float)));
+    ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
+    ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(float)));
+    fused_attention_configure();
+    fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    return FusedAttentionRun{Device::download(d_out, n * c), Device::download(d_lse, stats),
+                             Device::download(d_dqkv, n * 3 * c)};
+  }
+
+  std::vector<float> qkv_, bias_, dout_, cos_, sin_;
+};
+
+TEST_P(GptFusedAttention, BothVersionsMatchDoubleAndEachOther) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const int B = 2, H = 2, T = 70, hd = 64, C = H * hd, N = B * T;  // T not a multiple of the 32-row tile
-  const double base = 10000;
-  const auto qkv = random_floats(N * 3 * C, 7), bias = random_floats(3 * C, 8, -0.2f, 0.2f);
-  const auto dout = random_floats(N * C, 9);
-  std::vector<float> cos_table(T * hd / 2), sin_table(T * hd / 2);
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < hd / 2; ++i) {
-      const double angle = t * std::pow(base, -2.0 * i / hd);
-      cos_table[t * hd / 2 + i] = static_cast<float>(std::cos(angle));
-      sin_table[t * hd / 2 + i] = static_cast<float>(std::sin(angle));
-    }
-  const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, base);
+  const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
+  const FusedAttentionRun v1 = run(AttentionVersion::v1);
+  const FusedAttentionRun v2 = run(AttentionVersion::v2);
+  EXPECT_LT(rel_l2(v1.out, ref.out), kFp32Tolerance);
+  EXPECT_LT(rel_l2(v1.dqkv, ref.dqkv), kFp32Tolerance);
+  EXPECT_LT(rel_l2(v2.out, ref.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v2.dqkv, ref.dqkv), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v2.out, v1.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v2.lse, v1.lse), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v2.dqkv, v1.dqkv), kTf32Tolerance);
+  for (float x : v2.dqkv) ASSERT_TRUE(std::isfinite(x));
+  for (float x : v2.out) ASSERT_TRUE(std::isfinite(x));
+}
 
-  Device dev;
-  const RopeTable rope{dev.upload(cos_table), dev.upload(sin_table)};
-  const AttentionShape shape{B, T, H, hd};
-  float *d_qkv = dev.upload(qkv), *d_bias = dev.upload(bias), *d_dout = dev.upload(dout);
-  float *d_out = dev.alloc<float>(N * C), *d_lse = dev.alloc<float>(B * H * T), *d_delta = dev.alloc<float>(B * H * T);
-  float* d_dqkv = dev.alloc<float>(N * 3 * C);
-  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, N * 3 * C * sizeof(float)));  // NaN: every element must be written
-  fused_attention_configure();
-  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  EXPECT_LT(rel_l2(Device::download(d_out, N * C), ref.out), 1e-5);
-  EXPECT_LT(rel_l2(Device::download(d_dqkv, N * 3 * C), ref.dqkv), 1e-5);
+// 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
+INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
+                         [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-  EXPECT_THROW(check_fused_attention_shape(AttentionShape{B, 129, H, hd}), Error);
-  EXPECT_THROW(check_fused_attention_shape(AttentionShape{B, T, H, 32}), Error);
+TEST(GptLayers, FusedAttentionRejectsShapesAndVersions) {
+  EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);
+  EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 70, 2, 32}), Error);
+  EXPECT_NO_THROW(check_fused_attention_shape(AttentionShape{2, 128, 2, 64}));
+
+  // ROOFBENCH_GPT_ATTENTION picks the version R1 runs; whatever the caller set is restored afterwards.
+  const char* before = std::getenv("ROOFBENCH_GPT_ATTENTION");
+  const std::string saved = before ? before : "";
+  ::unsetenv("ROOFBENCH_GPT_ATTENTION");
+  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
+  ::setenv("ROOFBENCH_GPT_ATTENTION", "v1", 1);
+  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v1);
+  ::setenv("ROOFBENCH_GPT_ATTENTION", "v2", 1);
+  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
+  ::setenv("ROOFBENCH_GPT_ATTENTION", "v3", 1);
+  EXPECT_THROW(attention_version_from_env(), Error);
+  if (before)
+    ::setenv("ROOFBENCH_GPT_ATTENTION", saved.c_str(), 1);
+  else
+    ::unsetenv("ROOFBENCH_GPT_ATTENTION");
 }
 
 TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
