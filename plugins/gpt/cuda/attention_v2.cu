@@ -92,18 +92,30 @@ struct StoreTile {
 };
 
 // Rows t0 .. t0+count-1 of q, k or v into shared memory [padded][kHeadStride], bias added, q and k rotated;
-// rows count .. padded-1 are zero. A thread moves 4 channels (two RoPE pairs) with one 16-byte load.
+// rows count .. padded-1 are zero (padded <= kMaxRows). A thread moves 4 channels (two RoPE pairs) per
+// 16-byte load, and issues all its loads before it uses any: many loads in flight, not one at a time.
+template <int kMaxRows>
 __device__ void load_qkv_rows(float* dst, const float* qkv, const float* bias, RopeTable rope, const HeadRows& at,
                               int part, int t0, int count, int padded) {
   constexpr int kQuads = kHeadDim / 4, kPairs = kHeadDim / 2;
+  constexpr int kPerThread = kMaxRows * kQuads / kThreads;
+  static_assert(kMaxRows * kQuads % kThreads == 0);
   const float* head_bias = bias + part * at.C + at.h * kHeadDim;
-  for (int idx = threadIdx.x; idx < padded * kQuads; idx += blockDim.x) {
-    const int r = idx / kQuads, c = 4 * (idx % kQuads), t = t0 + r;
-    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float4 raw[kPerThread];
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads, c = 4 * (idx % kQuads);
+    raw[it] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (r < count) raw[it] = *reinterpret_cast<const float4*>(qkv + at.qkv_at(t0 + r, part) + c);
+  }
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads, c = 4 * (idx % kQuads);
+    const int t = t0 + r;
+    if (r >= padded) continue;
+    float4 x = raw[it];
     if (r < count) {
-      const float4 raw = *reinterpret_cast<const float4*>(qkv + at.qkv_at(t, part) + c);
-      x = make_float4(raw.x + head_bias[c], raw.y + head_bias[c + 1], raw.z + head_bias[c + 2],
-                      raw.w + head_bias[c + 3]);
+      x = make_float4(x.x + head_bias[c], x.y + head_bias[c + 1], x.z + head_bias[c + 2], x.w + head_bias[c + 3]);
       if (part < 2) {
         const int i = c / 2;  // the first of this thread's two pairs
         const float2 lo = rotate(x.x, x.y, rope.cos[t * kPairs + i], rope.sin[t * kPairs + i]);
@@ -115,14 +127,24 @@ __device__ void load_qkv_rows(float* dst, const float* qkv, const float* bias, R
   }
 }
 
-// Rows t0 .. t0+count-1 of an [N, C] tensor's head slice (dout) into shared memory, zero up to padded.
+// Rows t0 .. t0+count-1 of an [N, C] tensor's head slice (dout) into shared memory, zero up to padded
+// (<= kMaxRows); loads first, as above.
+template <int kMaxRows>
 __device__ void load_head_rows(float* dst, const float* src, const HeadRows& at, int t0, int count, int padded) {
   constexpr int kQuads = kHeadDim / 4;
-  for (int idx = threadIdx.x; idx < padded * kQuads; idx += blockDim.x) {
-    const int r = idx / kQuads, c = 4 * (idx % kQuads);
-    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (r < count) x = *reinterpret_cast<const float4*>(src + at.rows_at(t0 + r) + c);
-    *reinterpret_cast<float4*>(dst + r * kHeadStride + c) = x;
+  constexpr int kPerThread = kMaxRows * kQuads / kThreads;
+  static_assert(kMaxRows * kQuads % kThreads == 0);
+  float4 raw[kPerThread];
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads, c = 4 * (idx % kQuads);
+    raw[it] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (r < count) raw[it] = *reinterpret_cast<const float4*>(src + at.rows_at(t0 + r) + c);
+  }
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads, c = 4 * (idx % kQuads);
+    if (r < padded) *reinterpret_cast<float4*>(dst + r * kHeadStride + c) = raw[it];
   }
 }
 
@@ -170,9 +192,9 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = blockIdx.x * kTile, rows = min(kTile, s.T - q0), keys = q0 + rows;  // causal: keys < keys
   const int rows_pad = pad16(rows), keys_pad = pad16(keys);
 
-  load_qkv_rows(q, qkv, bias, args.rope, at, 0, q0, rows, rows_pad);
-  load_qkv_rows(k, qkv, bias, args.rope, at, 1, 0, keys, keys_pad);
-  load_qkv_rows(v, qkv, bias, args.rope, at, 2, 0, keys, keys_pad);
+  load_qkv_rows<kTile>(q, qkv, bias, args.rope, at, 0, q0, rows, rows_pad);
+  load_qkv_rows<kMaxT>(k, qkv, bias, args.rope, at, 1, 0, keys, keys_pad);
+  load_qkv_rows<kMaxT>(v, qkv, bias, args.rope, at, 2, 0, keys, keys_pad);
   __syncthreads();
 
   // scores = q k^T: k's rows read as the columns of a column-major k^T.
@@ -233,10 +255,10 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = blockIdx.x * kTile, rows = min(kTile, s.T - q0), keys = q0 + rows;
   const int rows_pad = pad16(rows), keys_pad = pad16(keys);
 
-  load_qkv_rows(q, qkv, bias, args.rope, at, 0, q0, rows, rows_pad);
-  load_qkv_rows(k, qkv, bias, args.rope, at, 1, 0, keys, keys_pad);
-  load_qkv_rows(v, qkv, bias, args.rope, at, 2, 0, keys, keys_pad);
-  load_head_rows(dO, dout, at, q0, rows, rows_pad);
+  load_qkv_rows<kTile>(q, qkv, bias, args.rope, at, 0, q0, rows, rows_pad);
+  load_qkv_rows<kMaxT>(k, qkv, bias, args.rope, at, 1, 0, keys, keys_pad);
+  load_qkv_rows<kMaxT>(v, qkv, bias, args.rope, at, 2, 0, keys, keys_pad);
+  load_head_rows<kTile>(dO, dout, at, q0, rows, rows_pad);
 
   // delta in fp32 straight from memory (dout and out rows), a warp per row; zero statistics in the padding.
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -312,10 +334,10 @@ __global__ void __launch_bounds__(kThreads)
   const int k0 = blockIdx.x * kTile, keys = min(kTile, s.T - k0), queries = s.T - k0;  // query r is t = k0 + r
   const int keys_pad = pad16(keys), queries_pad = pad16(queries);
 
-  load_qkv_rows(k, qkv, bias, args.rope, at, 1, k0, keys, keys_pad);
-  load_qkv_rows(v, qkv, bias, args.rope, at, 2, k0, keys, keys_pad);
-  load_qkv_rows(q, qkv, bias, args.rope, at, 0, k0, queries, queries_pad);
-  load_head_rows(dO, dout, at, k0, queries, queries_pad);
+  load_qkv_rows<kTile>(k, qkv, bias, args.rope, at, 1, k0, keys, keys_pad);
+  load_qkv_rows<kTile>(v, qkv, bias, args.rope, at, 2, k0, keys, keys_pad);
+  load_qkv_rows<kMaxT>(q, qkv, bias, args.rope, at, 0, k0, queries, queries_pad);
+  load_head_rows<kMaxT>(dO, dout, at, k0, queries, queries_pad);
   for (int r = threadIdx.x; r < queries_pad; r += blockDim.x) {
     row_lse[r] = r < queries ? lse[at.stats_at(k0 + r, s.heads)] : 0.0f;
     row_delta[r] = r < queries ? delta[at.stats_at(k0 + r, s.heads)] : 0.0f;
