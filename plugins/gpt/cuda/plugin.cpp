@@ -2,9 +2,6 @@
 // ladder. The corpus is staged on the device once; every step draws a fresh batch there.
 #include <cuda_runtime_api.h>
 
-#include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -12,37 +9,18 @@
 
 #include "corpus.hpp"
 #include "model.hpp"
-#include "reference.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 #include "trainer.hpp"
+#include "training_gates.hpp"
+#if defined(ROOFBENCH_GPT_WITH_NCCL)
+#include "data_parallel.hpp"
+#endif
 
 namespace roofbench::gpt::cuda {
 namespace {
 
-constexpr std::uint64_t kInitSeed = 0;  // every rung starts from the same model, like torch.manual_seed(0)
-constexpr int kLearningSteps = 300;
-constexpr int kLossWindow = 20;
-constexpr int kGateSequences = 2;        // the CPU reference's forward is slow: two sequences suffice
 constexpr double kRungAgreement = 1e-2;  // R1 vs R0: TF32 matmuls re-associated by fusion, not a wrong answer
-
-std::filesystem::path corpus_path() {
-  const char* path = std::getenv("ROOFBENCH_GPT_CORPUS");
-  return path && *path ? std::filesystem::path(path) : kDefaultCorpus;
-}
-
-std::string format(double value) {
-  std::ostringstream out;
-  out.precision(4);
-  out << value;
-  return out.str();
-}
-
-double mean(const std::vector<float>& values, std::size_t first, std::size_t count) {
-  double sum = 0;
-  for (std::size_t i = first; i < first + count; ++i) sum += values[i];
-  return sum / static_cast<double>(count);
-}
 
 class GptTrainingStep final : public Case {
  public:
@@ -52,12 +30,7 @@ class GptTrainingStep final : public Case {
   }
 
   void setup(Context& ctx) override {
-    std::vector<std::uint8_t> tokens;
-    try {
-      tokens = load_corpus(cfg_, corpus_path());
-    } catch (const std::exception& e) {  // the host reports roofbench::Error against the benchmark
-      throw Error(std::string("gpt: corpus (set ROOFBENCH_GPT_CORPUS to override): ") + e.what());
-    }
+    const std::vector<std::uint8_t> tokens = load_training_corpus(cfg_);
     unigram_entropy_ = unigram_entropy_nats(tokens);
     auto* corpus = static_cast<std::uint8_t*>(ctx.alloc(tokens.size(), BufferRole::input));
     ctx.copy_to_device(corpus, tokens.data(), tokens.size());
@@ -74,28 +47,7 @@ class GptTrainingStep final : public Case {
 
   void run(Context&) override { trainer_->train_step(); }
 
-  // FLOPs of one training step, counted from the shapes (N = batch * T positions):
-  //   forward  F = N (L 2 (C 3C + C C + C 4C + 4C C) + 2 C V)      the linear layers and the tied output
-  //              + L 2 2 B heads T T hd                             attention: q k^T and p v, the FULL
-  //                                                                 T x T (causal skipping not credited)
-  //   backward = 2 F (two matmuls per forward matmul), so a step is 3 F.
-  // Elementwise work (LayerNorm, GELU, softmax, AdamW) is not counted: it is bandwidth, not FLOPs.
-  // Bytes: the minimum a step must move: parameters read by the forward (4P), gradients written (4P),
-  // AdamW reading parameters, gradients and both moments and writing three of them back (28P), and the
-  // batch's input and target tokens (one byte each).
-  Work work() const override {
-    const double N = static_cast<double>(cfg_.batch) * cfg_.context, C = cfg_.channels, V = cfg_.vocab;
-    const double L = cfg_.layers, T = cfg_.context, hd = cfg_.head_dim();
-    const double forward = N * (L * 2 * (3 * C * C + C * C + 4 * C * C + 4 * C * C) + 2 * C * V) +
-                           L * 2 * 2 * cfg_.batch * cfg_.heads * T * T * hd;
-    const double P = static_cast<double>(parameter_count(cfg_));
-    Work w;
-    w.flops = 3 * forward;
-    w.bytes = 4 * P + 4 * P + 28 * P + 2 * N;
-    w.items = N;
-    w.item_name = "tokens";
-    return w;
-  }
+  Work work() const override { return training_step_work(cfg_); }  // training_gates.hpp counts it
 
   std::vector<Counter> counters() const override {
     return {{"parameters", static_cast<double>(parameter_count(cfg_))}};
@@ -104,7 +56,7 @@ class GptTrainingStep final : public Case {
   Check check(Context& ctx) override {
     Check result;
     std::ostringstream detail;
-    result.rel_l2_error = forward_vs_reference(ctx, detail);
+    result.rel_l2_error = logits_vs_reference(ctx, *trainer_, gate_inputs_, gate_targets_, detail);
     if (rung_ == Rung::fused) compare_with_eager(ctx, result, detail);
     learning(ctx, result, detail);
     result.detail = detail.str();
@@ -121,23 +73,6 @@ class GptTrainingStep final : public Case {
     std::vector<T> host(count);
     ctx.copy_to_host(host.data(), device, count * sizeof(T));
     return host;
-  }
-
-  // (a) The forward of a fresh batch against the double-precision CPU reference on the same parameters.
-  double forward_vs_reference(Context& ctx, std::ostringstream& detail) {
-    trainer_->draw_gate_batch(gate_inputs_, gate_targets_, kGateSequences);
-    trainer_->forward(gate_inputs_, kGateSequences);
-    ctx.synchronize();
-    const std::size_t positions = static_cast<std::size_t>(kGateSequences) * cfg_.context;
-    const auto logits = to_host(ctx, trainer_->logits(), positions * cfg_.vocab);
-    const auto inputs = to_host(ctx, gate_inputs_, positions);
-    const auto params = to_host(ctx, static_cast<const float*>(trainer_->params()), trainer_->parameter_count());
-    const std::vector<double> params64(params.begin(), params.end());
-    const auto reference_run = reference::forward(cfg_, params64, inputs, kGateSequences);
-    const double error = relative_l2_error(logits.data(), reference_run.logits.data(), logits.size());
-    detail << "logits of " << kGateSequences << " fresh sequences vs the fp64 CPU reference: rel L2 "
-           << format(error) << ". ";
-    return error;
   }
 
   // (b) R1 against R0 on the same parameters and batch: logits and every gradient.
@@ -161,29 +96,18 @@ class GptTrainingStep final : public Case {
     result.counters.push_back({"logits_rel_err_vs_R0", logits_error});
     result.counters.push_back({"grads_rel_err_vs_R0", grads_error});
     const bool logits_agree = logits_error < kRungAgreement, grads_agree = grads_error < kRungAgreement;
-    detail << "vs R0 on the same parameters and batch: logits rel L2 " << format(logits_error)
-           << (logits_agree ? "" : " (FAILED)") << ", gradients rel L2 " << format(grads_error)
+    detail << "vs R0 on the same parameters and batch: logits rel L2 " << format_gate_number(logits_error)
+           << (logits_agree ? "" : " (FAILED)") << ", gradients rel L2 " << format_gate_number(grads_error)
            << (grads_agree ? "" : " (FAILED)") << " (bound " << kRungAgreement << "). ";
     if (!logits_agree || !grads_agree) result.passed_extra = false;
   }
 
-  // (c) Speed that breaks the model is not speed: 300 steps from a fresh start must lower the loss below
-  // where it started and below the unigram entropy (what a model blind to context reaches at best).
+  // (c) 300 steps from a fresh start must learn (training_gates.hpp's judge_learning).
   void learning(Context& ctx, Check& result, std::ostringstream& detail) {
     trainer_->initialize(kInitSeed);
     for (int step = 0; step < kLearningSteps; ++step) trainer_->train_step();  // no host read in the loop
     ctx.synchronize();
-    const auto history = to_host(ctx, trainer_->loss_history(), kLossHistory);
-    const double first = mean(history, 0, kLossWindow);
-    const double last = mean(history, kLearningSteps - kLossWindow, kLossWindow);
-    result.counters.push_back({"loss_first20", first});
-    result.counters.push_back({"loss_last20", last});
-    result.counters.push_back({"unigram_entropy", unigram_entropy_});
-    const bool learned = std::isfinite(last) && last < first && last < unigram_entropy_;
-    detail << "learning: mean loss of the first " << kLossWindow << " steps " << format(first) << ", of the last "
-           << format(last) << " (unigram entropy " << format(unigram_entropy_) << ")"
-           << (learned ? "" : ": FAILED, the loss did not fall below both") << ".";
-    if (!learned) result.passed_extra = false;
+    judge_learning(to_host(ctx, trainer_->loss_history(), kLossHistory), unigram_entropy_, result, detail);
   }
 
   Rung rung_;
@@ -222,6 +146,9 @@ void describe(Plugin& plugin) {
   plugin.add(training_step_case(Rung::fused, "R1_fused",
                                 "fused: bias+GELU, residual+LayerNorm, softmax+cross-entropy, attention in "
                                 "shared memory, one multi-tensor AdamW, the whole step one CUDA graph"));
+#if defined(ROOFBENCH_GPT_WITH_NCCL)
+  plugin.add(data_parallel_case());
+#endif
 }
 
 }  // namespace

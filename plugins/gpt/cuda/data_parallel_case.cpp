@@ -1,0 +1,203 @@
+// gpt/R5_data_parallel: one data-parallel training step over every GPU the host gives the case (one rank
+// per GPU, --gpus chooses them), built on R0 (data_parallel.hpp: how a step runs, threads, multi-node).
+//
+// Predicted before it is measured, with the case study's cost model (Section 13.5):
+//   t_comm  = 2 (k-1)/k x gradient_bytes / busbw        a ring all-reduce of the fp32 gradient
+//   floor   = k B T / (t_compute + t_comm)               no overlap at all
+//   ceiling = k B T / t_compute                          linear weak scaling: communication fully hidden
+// t_compute (one plain R0 step on one GPU) and busbw (all-reduces of the gradient's size on the ranks'
+// communicator) are measured in setup with CUDA events: they are the model's inputs, not the benchmark's
+// measurement, which the host takes as for every case. Where the measured tokens/s lands between floor and
+// ceiling says how much of the all-reduce the bucketed overlap hid.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data_parallel.hpp"
+#include "roofbench/cuda_check.hpp"
+#include "training_gates.hpp"
+
+namespace roofbench::gpt::cuda {
+namespace {
+
+constexpr int kRankBatch = 64;        // sequences per rank and step: weak scaling, as the case study's R5
+constexpr int kReplicaSteps = 10;     // steps after which every rank must hold the same parameters
+constexpr int kModelWarmup = 3;       // untimed calls before each of the cost model's measurements
+constexpr int kModelRepetitions = 5;  // timed calls, averaged
+
+class DataParallelTrainingStep final : public Case {
+ public:
+  DataParallelTrainingStep() {
+    cfg_.batch = kRankBatch;
+    cfg_.validate();
+  }
+
+  void setup(Context& ctx) override {
+    const std::vector<std::uint8_t> tokens = load_training_corpus(cfg_);
+    unigram_entropy_ = unigram_entropy_nats(tokens);
+    std::vector<DataParallelRank> ranks;
+    for (int rank = 0; rank < ctx.ranks(); ++rank) {
+      const DeviceInfo& device = ctx.device(rank);
+      if (device.kind != DeviceKind::cuda) throw Error("gpt R5: rank " + std::to_string(rank) + " is not a GPU");
+      auto* corpus = static_cast<std::uint8_t*>(ctx.alloc(tokens.size(), BufferRole::input, rank));
+      ctx.copy_to_device(corpus, tokens.data(), tokens.size(), rank);
+      // ctx.alloc, so the host's high-water mark covers every rank's step; used only while the trainers
+      // are built, one rank after the other on this thread.
+      DeviceAllocator alloc = [&ctx, rank](std::size_t bytes, BufferRole role) { return ctx.alloc(bytes, role, rank); };
+      ranks.push_back({device.index, static_cast<cudaStream_t>(ctx.stream(rank)), std::move(alloc),
+                       DeviceCorpus{corpus, tokens.size()}});
+    }
+    const std::size_t gate_tokens = static_cast<std::size_t>(kGateSequences) * cfg_.context;
+    gate_inputs_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
+    gate_targets_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
+    trainer_ = std::make_unique<DataParallelTrainer>(cfg_, std::move(ranks), ctx.seed(), kInitSeed);
+    predict();
+  }
+
+  void run(Context&) override { trainer_->train_step(); }
+
+  // The whole step of all k ranks: k times one R0 step's FLOPs, bytes and tokens, so the host's tokens/s is
+  // the data-parallel throughput. Before setup k is unknown and the amounts are zero.
+  // scaling_efficiency: the host reports each rate as amount / median step time, so an amount of t_compute
+  // gives t_compute / t_step, the weak-scaling efficiency (measured tokens/s over k x one GPU's tokens/s).
+  Work work() const override {
+    Work w = training_step_work(cfg_);
+    const double k = ranks_;
+    w.flops *= k;
+    w.bytes *= k;
+    w.items *= k;
+    if (t_compute_ > 0) w.rates.push_back({"scaling_efficiency", t_compute_});
+    return w;
+  }
+
+  // The cost model's inputs and prediction (seconds, bytes, bytes/s, tokens/s).
+  std::vector<Counter> counters() const override {
+    std::vector<Counter> figures{{"parameters", static_cast<double>(parameter_count(cfg_))}};
+    if (ranks_ < 1) return figures;
+    figures.push_back({"ranks", static_cast<double>(ranks_)});
+    figures.push_back({"buckets", static_cast<double>(buckets_)});
+    figures.push_back({"gradient_bytes", gradient_bytes()});
+    figures.push_back({"t_compute", t_compute_});
+    figures.push_back({"busbw_assumed", busbw_});
+    figures.push_back({"t_comm", t_comm_});
+    figures.push_back({"predicted_floor_tokens_per_s", step_tokens() / (t_compute_ + t_comm_)});
+    figures.push_back({"linear_ceiling_tokens_per_s", step_tokens() / t_compute_});
+    return figures;
+  }
+
+  // (a) rank 0's forward against the fp64 reference; (b) every rank holds rank 0's parameters bit for bit
+  // after kReplicaSteps steps from a fresh start; (c) the same run, continued to kLearningSteps, learns
+  // (the ranks' mean loss per step, judged as every rung's).
+  Check check(Context& ctx) override {
+    Check result;
+    std::ostringstream detail;
+    {
+      ScopedDevice on(trainer_->device(0));
+      result.rel_l2_error = logits_vs_reference(ctx, trainer_->trainer(0), gate_inputs_, gate_targets_, detail);
+    }
+    trainer_->initialize(kInitSeed);
+    for (int step = 0; step < kReplicaSteps; ++step) trainer_->train_step();
+    trainer_->synchronize();
+    compare_replicas(ctx, result, detail);
+    for (int step = kReplicaSteps; step < kLearningSteps; ++step) trainer_->train_step();  // no host read
+    trainer_->synchronize();
+    std::vector<float> mean_history(kLossHistory, 0.0f), history(kLossHistory);
+    for (int rank = 0; rank < ranks_; ++rank) {
+      ctx.copy_to_host(history.data(), trainer_->trainer(rank).loss_history(), history.size() * sizeof(float), rank);
+      for (std::size_t s = 0; s < history.size(); ++s) mean_history[s] += history[s] / static_cast<float>(ranks_);
+    }
+    judge_learning(mean_history, unigram_entropy_, result, detail);
+    result.detail = detail.str();
+    return result;
+  }
+
+  void teardown(Context&) override {
+    if (trainer_) trainer_->destroy();
+    trainer_.reset();
+  }
+
+ private:
+  double gradient_bytes() const { return 4.0 * static_cast<double>(parameter_count(cfg_)); }
+  double step_tokens() const { return static_cast<double>(ranks_) * cfg_.batch * cfg_.context; }
+
+  void predict() {
+    ranks_ = trainer_->ranks();
+    buckets_ = trainer_->buckets();
+    t_compute_ = trainer_->time_single_rank_step(kModelWarmup, kModelRepetitions);
+    const double k = ranks_;
+    if (ranks_ > 1) {
+      const double t_allreduce = trainer_->time_gradient_allreduce(kModelWarmup, kModelRepetitions);
+      busbw_ = 2 * (k - 1) / k * gradient_bytes() / t_allreduce;
+      // The model's formula, not t_allreduce itself: busbw is the figure comparable with a link's
+      // bandwidth whatever k is, and the one to replace by an assumed value when predicting another k.
+      t_comm_ = 2 * (k - 1) / k * gradient_bytes() / busbw_;
+    } else {
+      busbw_ = 0;  // one rank: nothing to send
+      t_comm_ = 0;
+    }
+    trainer_->initialize(kInitSeed);  // the measurements trained rank 0 alone: replicas again
+    std::cerr << "R5 k=" << ranks_ << ": t_compute " << format_gate_number(t_compute_ * 1e3) << " ms, t_comm "
+              << format_gate_number(t_comm_ * 1e3) << " ms (busbw " << format_gate_number(busbw_ / 1e9)
+              << " GB/s, " << format_gate_number(gradient_bytes() / 1e6) << " MB of gradients), floor "
+              << format_gate_number(step_tokens() / (t_compute_ + t_comm_)) << " tokens/s, ceiling "
+              << format_gate_number(step_tokens() / t_compute_) << " tokens/s\n";
+  }
+
+  void compare_replicas(Context& ctx, Check& result, std::ostringstream& detail) {
+    const std::size_t P = parameter_count(cfg_);
+    std::vector<float> reference(P), replica(P);
+    ctx.copy_to_host(reference.data(), trainer_->trainer(0).params(), P * sizeof(float), 0);
+    double largest_difference = 0;
+    int differing_ranks = 0;
+    for (int rank = 1; rank < ranks_; ++rank) {
+      ctx.copy_to_host(replica.data(), trainer_->trainer(rank).params(), P * sizeof(float), rank);
+      if (std::memcmp(replica.data(), reference.data(), P * sizeof(float)) == 0) continue;
+      ++differing_ranks;
+      for (std::size_t i = 0; i < P; ++i)
+        largest_difference = std::max(largest_difference, std::fabs(static_cast<double>(replica[i]) - reference[i]));
+    }
+    result.counters.push_back({"replica_max_abs_difference", largest_difference});
+    detail << ranks_ << " rank(s) after " << kReplicaSteps << " steps: "
+           << (differing_ranks == 0 ? "parameters identical bit for bit"
+                                    : std::to_string(differing_ranks) + " rank(s) differ from rank 0 (FAILED), by up to " +
+                                          format_gate_number(largest_difference))
+           << ". ";
+    if (differing_ranks != 0) result.passed_extra = false;
+  }
+
+  Config cfg_;
+  int ranks_ = 0;
+  int buckets_ = 0;
+  double unigram_entropy_ = 0;
+  double t_compute_ = 0, busbw_ = 0, t_comm_ = 0;
+  std::uint8_t* gate_inputs_ = nullptr;
+  std::uint8_t* gate_targets_ = nullptr;
+  std::unique_ptr<DataParallelTrainer> trainer_;
+};
+
+}  // namespace
+
+CaseSpec data_parallel_case() {
+  CaseSpec spec;
+  spec.name = "R5_data_parallel";
+  spec.description =
+      "data parallel: R0 replicated on every selected GPU (one rank each), batch 64 per rank drawn by each rank "
+      "(weak scaling), gradients averaged with NCCL in per-block buckets on a comm stream that overlaps the "
+      "backward; tokens/s over all ranks, with the cost model's floor and ceiling as counters";
+  spec.device = DeviceNeed::gpus(1);
+  spec.precision = Precision::tf32;
+  spec.ladder = "gpt";
+  // run() drives several streams from several host threads and NCCL: not one capturable stream.
+  spec.timing.graphable = false;
+  spec.make = [](const Params&) -> std::unique_ptr<Case> { return std::make_unique<DataParallelTrainingStep>(); };
+  return spec;
+}
+
+}  // namespace roofbench::gpt::cuda

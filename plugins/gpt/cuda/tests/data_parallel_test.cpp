@@ -1,0 +1,131 @@
+// R5 data parallel on a tiny config: replicas that stay identical on every visible GPU, and one rank that
+// is R0 exactly (with one rank NCCL launches nothing for an in-place all-reduce and the bucket events only
+// order the streams, so the parameters must match bit for bit, not merely within TF32 noise).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corpus.hpp"
+#include "data_parallel.hpp"
+#include "gpu_test_util.hpp"
+#include "roofbench/cuda_check.hpp"
+#include "trainer.hpp"
+
+namespace roofbench::gpt::cuda {
+namespace {
+
+constexpr int kSteps = 10;
+constexpr std::uint64_t kDataSeed = 42, kInitSeed = 7;
+
+Config tiny_config() {
+  Config cfg;
+  cfg.context = 16;
+  cfg.channels = 128;
+  cfg.heads = 2;
+  cfg.layers = 2;
+  cfg.batch = 3;
+  return cfg;
+}
+
+std::vector<std::uint8_t> tiny_corpus() {
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "The quick brown fox jumps over the lazy dog; then it sleeps. ";
+  return tokenize(text);
+}
+
+// One rank's memory, stream and corpus on its GPU, freed when the test ends.
+struct RankResources {
+  explicit RankResources(int device_index) : device(device_index) {
+    ScopedDevice on(device);
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const auto tokens = tiny_corpus();
+    corpus = DeviceCorpus{memory.upload(tokens), tokens.size()};
+  }
+  ~RankResources() {
+    ScopedDevice on(device);
+    (void)cudaStreamSynchronize(stream);
+    (void)cudaStreamDestroy(stream);
+  }
+  RankResources(const RankResources&) = delete;
+  RankResources& operator=(const RankResources&) = delete;
+
+  DataParallelRank rank() const { return {device, stream, memory.allocator(), corpus}; }
+
+  int device;
+  testing::Device memory;  // freed after the destructor's body has drained and destroyed the stream
+  cudaStream_t stream = nullptr;
+  DeviceCorpus corpus;
+};
+
+std::vector<float> parameters_of(const Trainer& trainer, int device) {
+  ScopedDevice on(device);
+  ROOFBENCH_CUDA(cudaDeviceSynchronize());
+  std::vector<float> host(trainer.parameter_count());
+  ROOFBENCH_CUDA(cudaMemcpy(host.data(), trainer.params(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+bool bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  int gpus = 0;
+  ROOFBENCH_CUDA(cudaGetDeviceCount(&gpus));
+  std::vector<std::unique_ptr<RankResources>> resources;
+  std::vector<DataParallelRank> ranks;
+  for (int device = 0; device < gpus; ++device) {
+    resources.push_back(std::make_unique<RankResources>(device));
+    ranks.push_back(resources.back()->rank());
+  }
+  DataParallelTrainer trainer(tiny_config(), ranks, kDataSeed, kInitSeed);
+  ASSERT_EQ(trainer.ranks(), gpus);
+  EXPECT_EQ(trainer.buckets(), tiny_config().layers + 1);
+  for (int step = 0; step < kSteps; ++step) trainer.train_step();
+  trainer.synchronize();
+
+  const std::vector<float> rank0 = parameters_of(trainer.trainer(0), trainer.device(0));
+  for (int rank = 1; rank < trainer.ranks(); ++rank)
+    EXPECT_TRUE(bit_identical(parameters_of(trainer.trainer(rank), trainer.device(rank)), rank0))
+        << "rank " << rank << " holds different parameters from rank 0 after " << kSteps << " steps";
+  {
+    ScopedDevice on(trainer.device(0));
+    const auto losses = testing::Device::download(trainer.trainer(0).loss_history(), kSteps);
+    for (float loss : losses) EXPECT_TRUE(std::isfinite(loss));
+  }
+  trainer.destroy();
+}
+
+TEST(GptDataParallel, OneRankIsEagerR0BitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  RankResources data_parallel_rank(0), eager_rank(0);
+  DataParallelTrainer data_parallel(tiny_config(), {data_parallel_rank.rank()}, kDataSeed, kInitSeed);
+  ScopedDevice on(0);
+  auto eager = make_trainer(Rung::eager, tiny_config(), eager_rank.memory.allocator(), eager_rank.stream,
+                            eager_rank.corpus, kDataSeed, kInitSeed);
+  for (int step = 0; step < kSteps; ++step) {
+    data_parallel.train_step();
+    eager->train_step();
+  }
+  data_parallel.synchronize();
+  EXPECT_TRUE(bit_identical(parameters_of(data_parallel.trainer(0), 0), parameters_of(*eager, 0)))
+      << "one data-parallel rank must be R0 on the same batches";
+  data_parallel.destroy();
+}
+
+TEST(GptDataParallel, CostModelInputsAreMeasured) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  RankResources resources(0);
+  DataParallelTrainer trainer(tiny_config(), {resources.rank()}, kDataSeed, kInitSeed);
+  EXPECT_GT(trainer.time_single_rank_step(1, 2), 0.0);
+  EXPECT_EQ(trainer.time_gradient_allreduce(1, 2), 0.0);  // one rank: no communication
+  trainer.destroy();
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda
