@@ -79,6 +79,7 @@ class Host {
   void discover_devices();
   std::vector<std::string> suite_folders() const;
   void print_list(const std::vector<BenchmarkSpec>& all);
+  void print_device(Device& d, const std::string& id);
   Device* select_device();
   std::vector<Device*> select_gpus(std::string& why_not);
   CachedCeilings ceilings_for(Device& d);
@@ -121,9 +122,40 @@ static std::string describe_need(const DeviceNeed& need) {
   return "gpu";
 }
 
+// 4.27e12 -> "4.27 T"
+static std::string si(double value) {
+  static const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+  int i = 0;
+  while (value >= 1000 && i < 5) value /= 1000, ++i;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", value, prefixes[i]);
+  return buf;
+}
+
+static std::string format_ceilings(const Ceilings& c) {
+  std::string s = "bandwidth " + si(c.bandwidth) + "B/s";
+  for (Precision p : kAllPrecisions)
+    if (c.flops_of(p) > 0) s += std::string(", ") + to_string(p) + " " + si(c.flops_of(p)) + "FLOP/s";
+  return s;
+}
+
+// A device's line in --list, with its measured ceilings (cached; --recalibrate measures them now) and
+// the datasheet's beside them.
+void Host::print_device(Device& d, const std::string& id) {
+  std::cout << "  " << id << ": " << d.info().name << "\n";
+  std::optional<CachedCeilings> c = options_.recalibrate ? std::optional(ceilings_for(d))
+                                                         : read_ceilings(ceilings_cache_path(d.key()));
+  if (c)
+    std::cout << "    measured " << c->measured_at << ": " << format_ceilings(c->ceilings) << "\n";
+  else
+    std::cout << "    ceilings not measured yet: the first run measures them (or --list --recalibrate)\n";
+  if (auto sheet = datasheet_for(d.info().name)) std::cout << "    " << sheet->name << ": " << format_ceilings(sheet->ceilings) << "\n";
+}
+
 void Host::print_list(const std::vector<BenchmarkSpec>& all) {
-  std::cout << "devices:\n  cpu: " << cpu_->info().name << "\n";
-  for (auto& g : gpus_) std::cout << "  cuda:" << g->info().index << ": " << g->info().name << "\n";
+  std::cout << "devices:\n";
+  print_device(*cpu_, "cpu");
+  for (auto& g : gpus_) print_device(*g, "cuda:" + std::to_string(g->info().index));
   if (gpus_.empty()) std::cout << "  (no GPU: " << why_no_gpu_ << ")\n";
   std::cout << "plugins:\n";
   for (const auto& p : loaded_.plugins) {
