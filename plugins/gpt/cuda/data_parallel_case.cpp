@@ -193,7 +193,9 @@ CaseSpec data_parallel_case() {
       "backward; tokens/s over all ranks, with the cost model's floor and ceiling as counters";
   spec.device = DeviceNeed::gpus(1);
   spec.precision = Precision::tf32;
-  spec.ladder = "gpt";
+  // Not on the single-GPU waterfall: its bars are k GPUs' tokens/s, compared by the scaling counters
+  // (predicted floor, linear ceiling, scaling_efficiency), not by ratio to the rung before.
+  spec.ladder = "gpt-data-parallel";
   // run() drives several streams from several host threads and NCCL: not one capturable stream.
   spec.timing.graphable = false;
   spec.make = [](const Params&) -> std::unique_ptr<Case> { return std::make_unique<DataParallelTrainingStep>(); };
