@@ -160,6 +160,8 @@ class MatmulCase final : public Case {
     Work work;
     work.flops = 2 * n * n * n;
     work.bytes = 3 * sizeof(float) * n * n;
+    work.items = 1;  // matrix products per second: the ladder's bar height
+    work.item_name = "matmuls";
     return work;
   }
 
@@ -212,6 +214,8 @@ CaseSpec matmul_spec(std::string name, std::string description, std::int64_t lar
   spec.axes = {Axis::powers("n", 64, largest_n)};
   spec.device = DeviceNeed::cpu();
   spec.precision = Precision::fp32;
+  // naive -> blocked -> BLAS is the CPU's waterfall: what each step of optimisation buys at one n.
+  spec.ladder = "cpu-matmul";
   spec.make = [kernel](const Params& params) { return std::make_unique<MatmulCase>(params, kernel); };
   return spec;
 }

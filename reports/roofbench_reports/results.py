@@ -274,12 +274,17 @@ class DeviceResults:
         return groups
 
     def ladders(self):
-        """{ladder name: [Benchmark, ...] ordered by case name (R0_..., R1_..., ...)}."""
+        """{ladder title: [Benchmark, ...]}: rungs are compared at equal parameters, so a ladder measured
+        at several points of its axes (cpu matmuls at n = 256 and 1024) gives one waterfall per point,
+        titled "name (axis:value, ...)". Rungs keep the order the plugin declared its cases in, which
+        is the order of the results file (naive, blocked, BLAS; R0, R1)."""
         groups = {}
         for benchmark in self.benchmarks.values():
             if benchmark.ladder:
-                groups.setdefault(benchmark.ladder, []).append(benchmark)
-        return {name: sorted(rungs, key=lambda b: (b.case, b.name)) for name, rungs in groups.items()}
+                point = benchmark.short_name[len(benchmark.case):].lstrip("/")
+                title = f"{benchmark.ladder} ({point})" if point else benchmark.ladder
+                groups.setdefault(title, []).append(benchmark)
+        return groups
 
 
 def _unique(items):

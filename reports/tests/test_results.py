@@ -93,13 +93,16 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(devices[0].benchmarks["cpu/add/n:1048576"].repetitions, 2)
         self.assertEqual(len(devices[0].load_failures), 1)  # the same failure twice is listed once
 
-    def test_ladders_are_ordered_by_case(self):
+    def test_ladder_rungs_keep_the_declared_order_at_each_point(self):
         document = load_fixture(GPU_RUN)
-        document["benchmarks"].reverse()
         ladders = group_by_device([parse_run(document)])[0].ladders()
-        self.assertEqual(list(ladders), ["gpt"])
-        self.assertEqual([b.case for b in ladders["gpt"]], ["R0_eager", "R1_fused"])
-        self.assertEqual(ladders["gpt"][0].items_counter, "tokens/s")
+        self.assertEqual(list(ladders), ["gpt (batch:64)"])
+        self.assertEqual([b.case for b in ladders["gpt (batch:64)"]], ["R0_eager", "R1_fused"])
+        self.assertEqual(ladders["gpt (batch:64)"][0].items_counter, "tokens/s")
+
+        document["benchmarks"].reverse()  # the file's order is the plugin's declared order
+        ladders = group_by_device([parse_run(document)])[0].ladders()
+        self.assertEqual([b.case for b in ladders["gpt (batch:64)"]], ["R1_fused", "R0_eager"])
 
 
 if __name__ == "__main__":
