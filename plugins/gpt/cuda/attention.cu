@@ -5,7 +5,8 @@
 // the same pieces backwards. Those matmuls are issued by the trainer; this file holds the kernels between.
 //
 // Fused (what a compiler emits), version 1 (SIMT fp32 matmuls; attention_v2.cu holds the tensor-core
-// version 2 of the same structure, the default): one block per (sequence, head, tile of 32 rows); q, k and v are loaded
+// version 2 of the same structure, attention_v3.cu its version 3, the default): one block per (sequence,
+// head, tile of 32 rows); q, k and v are loaded
 // once from the raw qkv with the bias and RoPE applied on the way in, the scores live in shared memory,
 // and only the output and one log-sum-exp per row go back to memory. The backward recomputes the
 // probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one per query tile for dq,
@@ -401,17 +402,27 @@ void check_fused_attention_shape(const AttentionShape& s) {
 
 AttentionVersion attention_version_from_env() {
   const char* value = std::getenv("ROOFBENCH_GPT_ATTENTION");
-  if (value == nullptr || *value == '\0' || std::string(value) == "v2") return AttentionVersion::v2;
+  if (value == nullptr || *value == '\0' || std::string(value) == "v3") return AttentionVersion::v3;
+  if (std::string(value) == "v2") return AttentionVersion::v2;
   if (std::string(value) == "v1") return AttentionVersion::v1;
-  throw Error("gpt: ROOFBENCH_GPT_ATTENTION must be v1 or v2 (got '" + std::string(value) + "')");
+  throw Error("gpt: ROOFBENCH_GPT_ATTENTION must be v1, v2 or v3 (got '" + std::string(value) + "')");
 }
 
 const char* attention_version_name(AttentionVersion version) {
-  return version == AttentionVersion::v1 ? "v1 (SIMT fp32)" : "v2 (TF32 tensor cores)";
+  switch (version) {
+    case AttentionVersion::v1:
+      return "v1 (SIMT fp32)";
+    case AttentionVersion::v2:
+      return "v2 (TF32 tensor cores)";
+    case AttentionVersion::v3:
+      return "v3 (TF32 tensor cores, one block per head)";
+  }
+  return "unknown";
 }
 
 void fused_attention_configure() {
   attention::configure_v2();
+  attention::configure_v3();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_backward_dq_kernel,
@@ -435,6 +446,10 @@ dim3 fused_grid(const AttentionShape& s) {
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v3) {
+    attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
   if (version == AttentionVersion::v2) {
     attention::forward_v2(out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -447,6 +462,10 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v3) {
+    attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
   if (version == AttentionVersion::v2) {
     attention::backward_v2(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
     return;

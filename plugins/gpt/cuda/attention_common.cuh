@@ -2,6 +2,8 @@
 // live, the kernels' arguments, and the launchers of each version (attention.cu dispatches between them).
 //   v1 (attention.cu): SIMT fp32 block matmuls, the previous version, kept for A/B comparison.
 //   v2 (attention_v2.cu): the same fused structure with its matmuls on TF32 tensor cores (WMMA).
+//   v3 (attention_v3.cu): v2's tiles walked in turn by one block per (sequence, head), each row loaded once,
+//      the next tile's loads overlapping the current tile's products.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,6 +47,13 @@ void configure_v2();
 void forward_v2(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream);
 void backward_v2(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
+                 const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+
+// v3's launchers (attention_v3.cu); the shape is checked by the caller.
+void configure_v3();
+void forward_v3(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream);
+void backward_v3(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                  const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

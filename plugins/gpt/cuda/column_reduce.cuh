@@ -34,6 +34,47 @@ __global__ void column_partial_sums_kernel(float* partials, int rows, int cols, 
   }
 }
 
+// The same partial sums, four adjacent columns per thread (16-byte accesses) and kLanes row lanes per
+// block: term(row, col) returns the float4 of columns col .. col+3 (col a multiple of 4; cols must be a
+// multiple of 4). Same chunks and partials layout as above, the same fixed summation order in every run;
+// term may also write (a fused elementwise pass whose output is being summed).
+inline constexpr int kColumn4TileCols = 4 * kColumnTileCols;  // 128 columns per block
+template <int kLanes, typename Term4>
+__global__ void __launch_bounds__(kColumnTileCols* kLanes)
+    column_partial_sums4_kernel(float* partials, int rows, int cols, Term4 term) {
+  __shared__ float4 lanes[kLanes][kColumnTileCols];
+  const int col = blockIdx.x * kColumn4TileCols + 4 * static_cast<int>(threadIdx.x);
+  const int chunk = blockIdx.y;
+  const int row_end = min(rows, (chunk + 1) * kColumnChunkRows);
+  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (col < cols) {
+#pragma unroll 4
+    for (int row = chunk * kColumnChunkRows + static_cast<int>(threadIdx.y); row < row_end; row += kLanes) {
+      const float4 t = term(row, col);
+      sum.x += t.x;
+      sum.y += t.y;
+      sum.z += t.z;
+      sum.w += t.w;
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    for (int lane = 1; lane < kLanes; ++lane) {
+      const float4 t = lanes[lane][threadIdx.x];
+      sum.x += t.x;
+      sum.y += t.y;
+      sum.z += t.z;
+      sum.w += t.w;
+    }
+    float* out = partials + static_cast<std::size_t>(chunk) * cols + col;
+    out[0] = sum.x;
+    out[1] = sum.y;
+    out[2] = sum.z;
+    out[3] = sum.w;
+  }
+}
+
 // Second pass: columns [0, split) go to first[], [split, cols) to second[] (LayerNorm reduces its weight and
 // bias gradients in one sweep). Defined in matmul.cu.
 void column_finish(float* first, float* second, int split, const float* partials, int chunks, int cols,
@@ -45,6 +86,17 @@ void column_sums(float* first, float* second, int split, int rows, int cols, Ter
   const int chunks = column_chunks(rows);
   const dim3 grid(ceil_div(cols, kColumnTileCols), chunks), block(kColumnTileCols, kColumnRowLanes);
   column_partial_sums_kernel<<<grid, block, 0, stream>>>(partials, rows, cols, term);
+  ROOFBENCH_CUDA_LAUNCH();
+  column_finish(first, second, split, partials, chunks, cols, stream);
+}
+
+// column_sums with the four-column kernel; cols must be a multiple of 4 and term's loads 16-byte aligned.
+template <int kLanes, typename Term4>
+void column_sums4(float* first, float* second, int split, int rows, int cols, Term4 term, float* partials,
+                  cudaStream_t stream) {
+  const int chunks = column_chunks(rows);
+  const dim3 grid(ceil_div(cols, kColumn4TileCols), chunks), block(kColumnTileCols, kLanes);
+  column_partial_sums4_kernel<kLanes><<<grid, block, 0, stream>>>(partials, rows, cols, term);
   ROOFBENCH_CUDA_LAUNCH();
   column_finish(first, second, split, partials, chunks, cols, stream);
 }

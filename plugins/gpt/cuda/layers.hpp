@@ -52,6 +52,9 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
 std::size_t column_partials_floats(int rows, int cols);
 // out[c] = sum over rows of x[r, c]: a bias gradient.
 void column_sum(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream);
+// The same sum, four columns per thread with 16-byte loads (R1's bias gradients); falls back to column_sum
+// when cols is not a multiple of 4 or x is not 16-byte aligned. Same partials.
+void column_sum_vec4(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream);
 // y[r, c] += bias[c] (eager: its own launch).
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
 
@@ -93,8 +96,19 @@ void add(float* out, const float* a, const float* b, std::size_t n, cudaStream_t
 void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream);
 // dz = dout * GELU'(z)
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
-// Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z).
-void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream);
+// Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
+// accesses when cols % 4 == 0 and the pointers are 16-byte aligned (else, or when false, the scalar kernel).
+void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
+                       bool vectorized = true);
+// ROOFBENCH_GPT_ELEMENTWISE picks R1's elementwise and bias-gradient kernels: unset, empty or "v2" -> true
+// (16-byte kernels, GELU's backward fused with its bias gradient); "v1" -> false (the scalar kernels, as
+// before); anything else throws roofbench::Error.
+bool vectorized_elementwise_from_env();
+// Fused (R1): dz = dout * GELU'(z) and dbias = sum over rows of dz, in one pass over dout and z (16-byte
+// accesses; falls back to gelu_backward + column_sum when cols % 4 != 0 or a pointer is not 16-byte
+// aligned). partials: column_partials_floats(rows, cols).
+void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const float* z, int rows, int cols,
+                             float* partials, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // attention.cu
@@ -131,22 +145,24 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
 // log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 // Two versions of the same kernels (numbered, kernel-lab style): v1 does its block matmuls in fp32 on the
-// SIMT cores (the previous version, kept for A/B), v2 on TF32 tensor cores (WMMA, fp32 accumulation), the
-// default. Both produce the same outputs to TF32 precision.
-enum class AttentionVersion { v1, v2 };
-// ROOFBENCH_GPT_ATTENTION: unset, empty or "v2" -> v2; "v1" -> v1; anything else throws roofbench::Error.
+// SIMT cores (the oldest version, kept for A/B), v2 on TF32 tensor cores (WMMA, fp32 accumulation), v3 the
+// same tensor-core tiles walked by one block per (sequence, head) so each row is loaded once, the default.
+// All produce the same outputs to TF32 precision.
+enum class AttentionVersion { v1, v2, v3 };
+// ROOFBENCH_GPT_ATTENTION: unset, empty or "v3" -> v3; "v2" -> v2; "v1" -> v1; anything else throws
+// roofbench::Error.
 AttentionVersion attention_version_from_env();
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (both versions)
+void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream,
-                             AttentionVersion version = AttentionVersion::v2);
+                             AttentionVersion version = AttentionVersion::v3);
 // dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
 // is scratch (rowsum of dout * out).
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v2);
+                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v3);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

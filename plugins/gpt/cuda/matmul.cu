@@ -1,4 +1,6 @@
 // Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), and the column sums of bias gradients.
+#include <cstdint>
+
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
@@ -63,6 +65,15 @@ struct ColumnOf {
   __device__ float operator()(int row, int col) const { return x[static_cast<std::size_t>(row) * cols + col]; }
 };
 
+// Four adjacent columns of x (16-byte loads).
+struct ColumnsOf4 {
+  const float* x;
+  int cols;
+  __device__ float4 operator()(int row, int col) const {
+    return *reinterpret_cast<const float4*>(x + static_cast<std::size_t>(row) * cols + col);
+  }
+};
+
 __global__ void column_finish_kernel(float* first, float* second, int split, const float* partials, int chunks,
                                      int cols) {
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -94,6 +105,14 @@ std::size_t column_partials_floats(int rows, int cols) {
 
 void column_sum(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream) {
   column_sums(out, nullptr, cols, rows, cols, ColumnOf{x, cols}, partials, stream);
+}
+
+void column_sum_vec4(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream) {
+  if (cols % 4 != 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0) {
+    column_sum(out, x, rows, cols, partials, stream);
+    return;
+  }
+  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4{x, cols}, partials, stream);
 }
 
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {

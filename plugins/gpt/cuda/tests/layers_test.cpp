@@ -196,11 +196,12 @@ class GptFusedAttention : public ::testing::TestWithParam<int> {
   std::vector<float> qkv_, bias_, dout_, cos_, sin_;
 };
 
-TEST_P(GptFusedAttention, BothVersionsMatchDoubleAndEachOther) {
+TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
   const FusedAttentionRun v1 = run(AttentionVersion::v1);
   const FusedAttentionRun v2 = run(AttentionVersion::v2);
+  const FusedAttentionRun v3 = run(AttentionVersion::v3);
   EXPECT_LT(rel_l2(v1.out, ref.out), kFp32Tolerance);
   EXPECT_LT(rel_l2(v1.dqkv, ref.dqkv), kFp32Tolerance);
   EXPECT_LT(rel_l2(v2.out, ref.out), kTf32Tolerance);
@@ -210,6 +211,15 @@ TEST_P(GptFusedAttention, BothVersionsMatchDoubleAndEachOther) {
   EXPECT_LT(rel_l2(v2.dqkv, v1.dqkv), kTf32Tolerance);
   for (float x : v2.dqkv) ASSERT_TRUE(std::isfinite(x));
   for (float x : v2.out) ASSERT_TRUE(std::isfinite(x));
+  // v3: v2's tiles, walked by one block per head; held to the same bounds as v2.
+  EXPECT_LT(rel_l2(v3.out, ref.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v3.dqkv, ref.dqkv), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v3.out, v1.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v3.lse, v1.lse), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v3.dqkv, v1.dqkv), kTf32Tolerance);
+  for (float x : v3.dqkv) ASSERT_TRUE(std::isfinite(x));
+  for (float x : v3.out) ASSERT_TRUE(std::isfinite(x));
+  for (float x : v3.lse) ASSERT_TRUE(std::isfinite(x));
 }
 
 // 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
@@ -225,12 +235,14 @@ TEST(GptLayers, FusedAttentionRejectsShapesAndVersions) {
   const char* before = std::getenv("ROOFBENCH_GPT_ATTENTION");
   const std::string saved = before ? before : "";
   ::unsetenv("ROOFBENCH_GPT_ATTENTION");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
+  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
   ::setenv("ROOFBENCH_GPT_ATTENTION", "v1", 1);
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v1);
   ::setenv("ROOFBENCH_GPT_ATTENTION", "v2", 1);
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
   ::setenv("ROOFBENCH_GPT_ATTENTION", "v3", 1);
+  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
+  ::setenv("ROOFBENCH_GPT_ATTENTION", "v4", 1);
   EXPECT_THROW(attention_version_from_env(), Error);
   if (before)
     ::setenv("ROOFBENCH_GPT_ATTENTION", saved.c_str(), 1);
@@ -275,6 +287,90 @@ TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
   double mean = 0;
   for (double l : losses_ref) mean += l / N;
   EXPECT_NEAR(Device::download(history, 8)[2], mean, 1e-5 * mean);
+}
+
+// R1's 16-byte elementwise kernels against the scalar ones and double: bias + GELU forward, GELU's backward
+// fused with its bias gradient, and the four-column bias-gradient sums. 300 rows: more than one 256-row
+// chunk, the last one partial; 136 columns: a multiple of 4, not of the 128 columns of a block; 30 columns:
+// not a multiple of 4, the scalar fallback.
+class GptVectorizedElementwise : public ::testing::TestWithParam<int> {};
+
+TEST_P(GptVectorizedElementwise, MatchScalarAndDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int rows = 300, cols = GetParam(), n = rows * cols;
+  const auto z = random_floats(n, 21, -4, 4), dout = random_floats(n, 22), bias = random_floats(cols, 23);
+  auto gelu = [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+  auto gelu_derivative = [](double x) {
+    return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) * 0.39894228040143268;  // x pdf(x)
+  };
+  std::vector<double> pre_ref(n), out_ref(n), dz_ref(n), dbias_ref(cols, 0), colsum_ref(cols, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const int i = r * cols + c;
+      pre_ref[i] = double{z[i]} + bias[c];
+      out_ref[i] = gelu(double{z[i]} + bias[c]);
+      dz_ref[i] = double{dout[i]} * gelu_derivative(z[i]);
+      dbias_ref[c] += dz_ref[i];
+      colsum_ref[c] += dout[i];
+    }
+
+  Device dev;
+  float* partials = dev.alloc<float>(column_partials_floats(rows, cols));
+  float *d_bias = dev.upload(bias), *d_dout = dev.upload(dout);
+  // Forward, both kernels: z is updated in place, so each gets its own copy.
+  float *z_vec = dev.upload(z), *z_scalar = dev.upload(z), *out_vec = dev.alloc<float>(n),
+        *out_scalar = dev.alloc<float>(n);
+  bias_gelu_forward(out_vec, z_vec, d_bias, rows, cols, nullptr, true);
+  bias_gelu_forward(out_scalar, z_scalar, d_bias, rows, cols, nullptr, false);
+  const auto pre_vec = Device::download(z_vec, n), o_vec = Device::download(out_vec, n);
+  EXPECT_EQ(pre_vec, Device::download(z_scalar, n));  // the same fp32 additions
+  EXPECT_LT(rel_l2(o_vec, Device::download(out_scalar, n)), 1e-6);
+  EXPECT_LT(rel_l2(pre_vec, pre_ref), 1e-6);
+  EXPECT_LT(rel_l2(o_vec, out_ref), 1e-5);
+
+  // Backward: the fused GELU backward + bias gradient against gelu_backward + column_sum.
+  float *d_z = dev.upload(z), *dz_fused = dev.alloc<float>(n), *dz_plain = dev.alloc<float>(n);
+  float *dbias_fused = dev.alloc<float>(cols), *dbias_plain = dev.alloc<float>(cols);
+  ROOFBENCH_CUDA(cudaMemset(dz_fused, 0xff, n * sizeof(float)));  // NaN: every element must be written
+  gelu_backward_bias_grad(dz_fused, dbias_fused, d_dout, d_z, rows, cols, partials, nullptr);
+  gelu_backward(dz_plain, d_dout, d_z, static_cast<std::size_t>(n), nullptr);
+  column_sum(dbias_plain, dz_plain, rows, cols, partials, nullptr);
+  const auto dz_f = Device::download(dz_fused, n), db_f = Device::download(dbias_fused, cols);
+  for (float x : dz_f) ASSERT_TRUE(std::isfinite(x));
+  EXPECT_LT(rel_l2(dz_f, Device::download(dz_plain, n)), 1e-6);
+  EXPECT_LT(rel_l2(db_f, Device::download(dbias_plain, cols)), 1e-5);
+  EXPECT_LT(rel_l2(dz_f, dz_ref), 1e-5);
+  EXPECT_LT(rel_l2(db_f, dbias_ref), 1e-5);
+
+  // The four-column sums against column_sum and double.
+  float *sum_vec = dev.alloc<float>(cols), *sum_plain = dev.alloc<float>(cols);
+  column_sum_vec4(sum_vec, d_dout, rows, cols, partials, nullptr);
+  const auto s_vec = Device::download(sum_vec, cols);
+  column_sum(sum_plain, d_dout, rows, cols, partials, nullptr);
+  EXPECT_LT(rel_l2(s_vec, Device::download(sum_plain, cols)), 1e-5);
+  EXPECT_LT(rel_l2(s_vec, colsum_ref), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cols, GptVectorizedElementwise, ::testing::Values(136, 2048, 30),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return "C" + std::to_string(info.param);
+                         });
+
+TEST(GptLayers, ElementwiseVersionFromEnv) {
+  const char* before = std::getenv("ROOFBENCH_GPT_ELEMENTWISE");
+  const std::string saved = before ? before : "";
+  ::unsetenv("ROOFBENCH_GPT_ELEMENTWISE");
+  EXPECT_TRUE(vectorized_elementwise_from_env());
+  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v1", 1);
+  EXPECT_FALSE(vectorized_elementwise_from_env());
+  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v2", 1);
+  EXPECT_TRUE(vectorized_elementwise_from_env());
+  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v3", 1);
+  EXPECT_THROW(vectorized_elementwise_from_env(), Error);
+  if (before)
+    ::setenv("ROOFBENCH_GPT_ELEMENTWISE", saved.c_str(), 1);
+  else
+    ::unsetenv("ROOFBENCH_GPT_ELEMENTWISE");
 }
 
 TEST(GptLayers, AdamWMatchesReference) {
