@@ -34,13 +34,16 @@ __global__ void fill_uniform_kernel(void* data, std::size_t count, ElementType t
 }
 
 // Holds the stream until the host has queued every timed launch, so launch latency stays out of the
-// measurement (nvbench's blocking kernel). The timeout keeps a full launch queue from deadlocking.
-__global__ void hold_stream_kernel(const volatile int* release, unsigned long long timeout_ns) {
+// measurement (nvbench's blocking kernel). flags[0]: released by the host; flags[1]: set here when the
+// timeout ended the hold instead, which happens when the launch queue filled up before the host was
+// done: that sample's launches were not all queued in time, so the host drops it and queues fewer.
+__global__ void hold_stream_kernel(volatile int* flags, unsigned long long timeout_ns) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (*release == 0 && now - start < timeout_ns);
+  } while (flags[0] == 0 && now - start < timeout_ns);
+  if (flags[0] == 0) flags[1] = 1;
 }
 
 // Measures the SM clock: cycles counted by clock64 over a stretch of global time.
@@ -320,7 +323,7 @@ class CudaTimer final : public Timer {
       ranks_.push_back(r);
     }
     DeviceScope scope(ranks_.front().device);
-    ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&release_), sizeof(int), cudaHostAllocMapped));
+    ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&release_), 2 * sizeof(int), cudaHostAllocMapped));
     ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_device_), release_, 0));
     ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&clock_mhz_), sizeof(double), cudaHostAllocMapped));
     ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&clock_mhz_on_device_), clock_mhz_, 0));
@@ -347,7 +350,8 @@ class CudaTimer final : public Timer {
       DeviceScope scope(r.device);
       if (r.flush) ROOFBENCH_CUDA(cudaMemsetAsync(r.flush, runs & 0xFF, r.flush_bytes, r.stream));
     }
-    *static_cast<volatile int*>(release_) = 0;
+    static_cast<volatile int*>(release_)[0] = 0;
+    static_cast<volatile int*>(release_)[1] = 0;
     if (options_.hold) {
       for (auto& r : ranks_) {
         DeviceScope scope(r.device);
@@ -383,11 +387,11 @@ class CudaTimer final : public Timer {
       ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
       slowest = std::max(slowest, ms * 1e-3);
     }
-    return {slowest, *static_cast<volatile double*>(clock_mhz_)};
+    return {slowest, *static_cast<volatile double*>(clock_mhz_), static_cast<volatile int*>(release_)[1] != 0};
   }
 
  private:
-  static constexpr unsigned long long kHoldTimeoutNs = 500'000'000;
+  static constexpr unsigned long long kHoldTimeoutNs = 100'000'000;
   static constexpr unsigned long long kClockProbeNs = 20'000;
 
   struct Rank {
@@ -424,7 +428,7 @@ class CudaTimer final : public Timer {
   TimingOptions options_;
   std::vector<Rank> ranks_;
   std::map<int, cudaGraphExec_t> graphs_;
-  int* release_ = nullptr;
+  int* release_ = nullptr;  // [0] release, [1] the hold timed out
   int* release_on_device_ = nullptr;
   double* clock_mhz_ = nullptr;
   double* clock_mhz_on_device_ = nullptr;

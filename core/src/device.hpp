@@ -43,8 +43,9 @@ class Device {
 };
 
 struct SampleTime {
-  double seconds = 0;    // for all the runs of the sample together
-  double clock_mhz = 0;  // the SM clock seen right after the sample; 0 when not known
+  double seconds = 0;          // for all the runs of the sample together
+  double clock_mhz = 0;        // the SM clock seen right after the sample; 0 when not known
+  bool hold_timed_out = false;  // the stream hold ended by timeout: the launches were not all queued
 };
 
 struct TimingOptions {

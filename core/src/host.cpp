@@ -242,6 +242,7 @@ void Host::report_counters(benchmark::State& state, const Result& r) {
   if (r.gate_checked) c["gate_rel_err"] = r.gate_error;
   if (r.memory.peak > 0) c["peak_mem"] = benchmark::Counter(r.memory.peak, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
   if (r.mean_clock_mhz > 0) c["sm_clock_mhz"] = r.mean_clock_mhz;
+  if (r.hold_timeouts > 0) c["hold_timeouts"] = r.hold_timeouts;
   for (const auto& x : r.case_counters) c[x.name] = x.value;
   for (const auto& x : r.gate_counters) c[x.name] = x.value;
 }

@@ -114,18 +114,30 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   // Warm-up: until the time per run has settled (clocks up, caches and libraries warm). Runs are
   // batched, doubling until a batch lasts one target sample, so timer resolution does not pass for noise.
   const double target = target_sample_seconds(kind, false);
-  const int cap = kind == DeviceKind::cuda ? 256 : 100000;
+  // At most this many runs are queued behind the stream hold: a full launch queue would block the
+  // host until the hold times out (a cuBLAS call may be several launches).
+  const int cap = kind == DeviceKind::cuda ? 64 : 100000;
   std::vector<double> warm;
   int batch = 1;
   const auto warm_start = Clock::now();
+  int cap_now = cap;
   while (true) {
-    const double seconds = timer->time(batch).seconds;
+    const SampleTime sample = timer->time(batch);
     r.warmup_iterations += batch;
-    warm.push_back(seconds / batch);
     const double elapsed = seconds_since(warm_start);
+    if (sample.hold_timed_out) {  // more launches than the queue holds: queue fewer from now on
+      ++r.hold_timeouts;
+      cap_now = std::max(1, batch / 2);
+      batch = cap_now;
+      warm.clear();
+      if (elapsed >= o.warmup_max) break;
+      continue;
+    }
+    const double seconds = sample.seconds;
+    warm.push_back(seconds / batch);
     if (elapsed >= o.warmup_max) break;
-    if (seconds < target && batch < cap && !o.cold) {
-      batch = std::min(batch * 2, cap);
+    if (seconds < target && batch < cap_now && !o.cold) {
+      batch = std::min(batch * 2, cap_now);
       warm.clear();  // settle on batches of the final size only
       continue;
     }
@@ -136,7 +148,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
   r.graph = graph_allowed && (o.graph == GraphMode::on || (o.graph == GraphMode::automatic && per_run < 20e-6));
   r.cold = o.cold;
-  const int runs_cap = r.graph ? 10000 : cap;
+  const int runs_cap = r.graph ? 10000 : cap_now;
   r.runs_per_sample = o.cold ? 1
                              : std::clamp(static_cast<int>(std::ceil(target_sample_seconds(kind, r.graph) /
                                                                      std::max(per_run, 1e-9))),
@@ -154,6 +166,12 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   const auto min_samples = static_cast<std::size_t>(b.spec->timing.min_samples);
   while (true) {
     const SampleTime s = timer->time(r.runs_per_sample);
+    if (s.hold_timed_out) {
+      ++r.hold_timeouts;
+      r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
+      if (seconds_since(start) >= o.max_time && r.samples.size() >= 3) break;
+      continue;
+    }
     const double t = s.seconds / r.runs_per_sample;
     if (s.clock_mhz > 0) {
       clock_sum += s.clock_mhz;

@@ -72,6 +72,7 @@ struct Result {
   bool graph = false;
   bool cold = false;
   int throttled_samples = 0;
+  int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   double mean_clock_mhz = 0;
   double max_clock_mhz = 0;
   RooflinePoint point;

@@ -51,6 +51,7 @@ static void write_counters(JsonWriter& j, const Result& r) {
   if (r.mean_clock_mhz > 0) {
     j.field("sm_clock_mhz", r.mean_clock_mhz);
     j.field("throttled_samples", r.throttled_samples);
+    j.field("hold_timeouts", r.hold_timeouts);
   }
 }
 
