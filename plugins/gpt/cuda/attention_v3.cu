@@ -99,6 +99,7 @@ struct StoreTile {
 inline constexpr int kQuads = kHeadDim / 4;
 inline constexpr int kFetchPerThread = kTile * kQuads / kThreads;
 static_assert(kTile * kQuads % kThreads == 0);
+static_assert(kQuads == 16 && 32 % kQuads == 0);  // dq's delta: a row's quads fill half a warp
 
 struct RowFetch {
   float4 raw[kFetchPerThread];
@@ -166,6 +167,8 @@ inline constexpr int kHeadAll = kMaxT * kHeadStride;    // up to 128 rows of a h
 inline constexpr int kScores = kTile * kScoreStride;    // 32 rows of up to 128 scores
 inline constexpr int kWarpScratch = kWarps * kScratch;
 static_assert(kHeadTile % 8 == 0 && kHeadAll % 8 == 0 && kScores % 8 == 0 && kWarpScratch % 8 == 0);
+// Two blocks per SM (the shared memory allows two): registers capped at 128 per thread to keep it so.
+inline constexpr int kBlocksPerSm = 2;
 inline constexpr std::size_t kForwardSmem = sizeof(float) * (kHeadTile + 2 * kHeadAll + kScores);
 inline constexpr std::size_t kBackwardDqSmem =
     sizeof(float) * (2 * kHeadTile + 2 * kHeadAll + kScores + kWarpScratch + 2 * kTile);
@@ -173,7 +176,7 @@ inline constexpr std::size_t kBackwardDkvSmem =
     sizeof(float) * (2 * kHeadTile + 2 * kHeadAll + kScores + kWarpScratch + 2 * kMaxT);
 
 // One block per (sequence, head): the query tiles in turn, keys and values accumulating in shared memory.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     fused_attention_v3_forward_kernel(float* out, float* lse, const float* qkv, const float* bias, FusedArgs args) {
   extern __shared__ __align__(128) float smem[];
   float* q = smem;                    // [32][kHeadStride]: the tile's queries, later its output
@@ -246,8 +249,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // dq, one block per (sequence, head), the query tiles in turn (keys and values accumulating as in the
 // forward): p = exp(scale q.k - lse), ds = p (dout.v - delta), dq = scale ds k. Also writes
-// delta = rowsum(dout * out) for the dk/dv kernel that runs next.
-__global__ void __launch_bounds__(kThreads)
+// delta = rowsum(dout * out) for the dk/dv kernel that runs next (from out's rows, fetched with the rest).
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     fused_attention_v3_backward_dq_kernel(float* dqkv, float* delta, const float* dout, const float* out,
                                           const float* lse, const float* qkv, const float* bias, FusedArgs args) {
   extern __shared__ __align__(128) float smem[];
@@ -264,11 +267,22 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* mine = scratch + warp * kScratch;
 
-  RowFetch fq, fo, fk, fv;  // the next tile's rows of q, dout, k and v
-  fq.fetch(qkv, at, 0, 0, min(kTile, s.T));
-  fo.fetch(dout, at, -1, 0, min(kTile, s.T));
-  fk.fetch(qkv, at, 1, 0, min(kTile, s.T));
-  fv.fetch(qkv, at, 2, 0, min(kTile, s.T));
+  // The rows t0 .. t0+31 (those below T) of q, dout, out, k and v, and the log-sum-exp of row t0 + thread
+  // (threads 0 .. 31), into registers.
+  RowFetch fq, fo, fout, fk, fv;
+  float next_lse = 0.0f;
+  const auto fetch = [&](int t0) {
+    const int count = min(kTile, s.T - t0);
+    fq.fetch(qkv, at, 0, t0, count);
+    fo.fetch(dout, at, -1, t0, count);
+    fout.fetch(out, at, -1, t0, count);
+    fk.fetch(qkv, at, 1, t0, count);
+    fv.fetch(qkv, at, 2, t0, count);
+    const int r = static_cast<int>(threadIdx.x);
+    next_lse = r < count ? lse[at.stats_at(t0 + r, s.heads)] : 0.0f;
+  };
+
+  fetch(0);
   for (int q0 = 0; q0 < s.T; q0 += kTile) {
     const int rows = min(kTile, s.T - q0), keys = q0 + rows;
     const int rows_pad = pad16(rows), keys_pad = pad16(keys);
@@ -276,30 +290,23 @@ __global__ void __launch_bounds__(kThreads)
     fo.commit(dO, bias, args.rope, at, -1, q0, rows, rows_pad);
     fk.commit(k + q0 * kHeadStride, bias, args.rope, at, 1, q0, rows, rows_pad);
     fv.commit(v + q0 * kHeadStride, bias, args.rope, at, 2, q0, rows, rows_pad);
+    if (static_cast<int>(threadIdx.x) < kTile) row_lse[threadIdx.x] = next_lse;  // zero past rows
 
-    // delta in fp32 straight from memory (dout and out rows), a warp per row; zero statistics in the padding.
-    for (int i = warp; i < kTile; i += kWarps) {
-      float dot = 0;
-      if (i < rows) {
-        const float* o = out + at.rows_at(q0 + i);
-        const float* g = dout + at.rows_at(q0 + i);
-        for (int d = lane; d < kHeadDim; d += 32) dot += g[d] * o[d];
-      }
-      dot = warp_sum(dot);
-      if (lane == 0) {
-        row_delta[i] = dot;
-        row_lse[i] = i < rows ? lse[at.stats_at(q0 + i, s.heads)] : 0.0f;
-        if (i < rows) delta[at.stats_at(q0 + i, s.heads)] = dot;
+    // delta = rowsum(dout * out) in fp32 from the registers: row r's 16 quads sit in 16 consecutive threads
+    // (half a warp), summed with shuffles inside the half; zero in the padding rows (their quads are zero).
+#pragma unroll
+    for (int it = 0; it < kFetchPerThread; ++it) {
+      const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads;
+      const float4 g = fo.raw[it], o = fout.raw[it];
+      float dot = g.x * o.x + g.y * o.y + g.z * o.z + g.w * o.w;
+      for (int offset = kQuads / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+      if (idx % kQuads == 0) {
+        row_delta[r] = dot;
+        if (r < rows) delta[at.stats_at(q0 + r, s.heads)] = dot;
       }
     }
     __syncthreads();
-    if (const int next = q0 + kTile; next < s.T) {  // the next tile's loads fly while this one computes
-      const int next_rows = min(kTile, s.T - next);
-      fq.fetch(qkv, at, 0, next, next_rows);
-      fo.fetch(dout, at, -1, next, next_rows);
-      fk.fetch(qkv, at, 1, next, next_rows);
-      fv.fetch(qkv, at, 2, next, next_rows);
-    }
+    if (q0 + kTile < s.T) fetch(q0 + kTile);  // the next tile's loads fly while this one computes
 
     // p = exp(scale q.k - lse) on each warp's own tiles, zero where masked or padded.
     tensor_core_matmul<RowMajor, ColMajor>(
@@ -342,7 +349,7 @@ __global__ void __launch_bounds__(kThreads)
 // by the queries t >= its first key, so each tile adds its own 32 query (and dout) rows to those the later
 // tiles loaded. Products are transposed (rows are keys, columns queries): p^T = exp(scale k.q - lse),
 // dv = p^T dout, ds^T = p^T (v.dout - delta), dk = scale ds^T q.
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     fused_attention_v3_backward_dkv_kernel(float* dqkv, const float* delta, const float* dout, const float* lse,
                                            const float* qkv, const float* bias, FusedArgs args) {
   extern __shared__ __align__(128) float smem[];
@@ -477,6 +484,7 @@ void backward_v3(float* dqkv, float* delta, const float* dout, const float* out,
                  const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
   check_aligned(dqkv, "dqkv");
   check_aligned(dout, "dout");
+  check_aligned(out, "out");
   check_aligned(qkv, "qkv");
   fused_attention_v3_backward_dq_kernel<<<grid(args.s), kThreads, kBackwardDqSmem, stream>>>(
       dqkv, delta, dout, out, lse, qkv, qkv_bias, args);
