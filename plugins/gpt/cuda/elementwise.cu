@@ -41,10 +41,12 @@ __global__ void bias_gelu_forward_kernel(float* out, float* z, const float* bias
 
 // bias_gelu_forward, four elements per thread (16-byte loads and stores; cols a multiple of 4, n / 4 below
 // 2^31): the same arithmetic per element as the scalar kernel above, 32-bit index math.
-__global__ void bias_gelu_forward4_kernel(float4* out, float4* z, const float4* bias, int quads, int col_quads) {
+// The bias is read one float at a time (cached; its offset in the flat parameters need not be 16-byte aligned).
+__global__ void bias_gelu_forward4_kernel(float4* out, float4* z, const float* bias, int quads, int col_quads) {
   for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
-    const float4 x = z[q], b = bias[q % col_quads];
-    const float4 pre = make_float4(x.x + b.x, x.y + b.y, x.z + b.z, x.w + b.w);
+    const float* b = bias + 4 * (q % col_quads);
+    const float4 x = z[q];
+    const float4 pre = make_float4(x.x + b[0], x.y + b[1], x.z + b[2], x.w + b[3]);
     z[q] = pre;
     out[q] = make_float4(gelu(pre.x), gelu(pre.y), gelu(pre.z), gelu(pre.w));
   }
@@ -89,11 +91,10 @@ void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, 
 void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
                        bool vectorized) {
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  if (vectorized && cols % 4 == 0 && n / 4 < (std::size_t{1} << 31) && aligned16(out) && aligned16(z) &&
-      aligned16(bias)) {
+  if (vectorized && cols % 4 == 0 && n / 4 < (std::size_t{1} << 31) && aligned16(out) && aligned16(z)) {
     const std::size_t quads = n / 4;
     bias_gelu_forward4_kernel<<<elementwise_blocks(quads), kElementwiseThreads, 0, stream>>>(
-        reinterpret_cast<float4*>(out), reinterpret_cast<float4*>(z), reinterpret_cast<const float4*>(bias),
+        reinterpret_cast<float4*>(out), reinterpret_cast<float4*>(z), bias,
         static_cast<int>(quads), cols / 4);
     ROOFBENCH_CUDA_LAUNCH();
     return;

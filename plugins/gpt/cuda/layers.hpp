@@ -97,7 +97,7 @@ void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream
 // dz = dout * GELU'(z)
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
 // Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
-// accesses when cols % 4 == 0 and the pointers are 16-byte aligned (else, or when false, the scalar kernel).
+// accesses when cols % 4 == 0 and out and z are 16-byte aligned (else, or when false, the scalar kernel).
 void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
                        bool vectorized = true);
 // ROOFBENCH_GPT_ELEMENTWISE picks R1's elementwise and bias-gradient kernels: unset, empty or "v2" -> true
