@@ -212,8 +212,10 @@ std::string Result::gate_word(bool gate_enabled) const {
 }
 
 std::string Result::label(bool gate_enabled) const {
-  std::string s = std::string("bound=") + to_string(point.bound) + " precision=" + to_string(precision) +
-                  " gate=" + gate_word(gate_enabled) + " mode=" + (cold ? "cold" : "hot");
+  // A result that was not timed has no place on the roofline, so no bound.
+  std::string s = passed() ? std::string("bound=") + to_string(point.bound) + " " : std::string();
+  s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
+       " mode=" + (cold ? "cold" : "hot");
   if (graph) s += " timing=graph";
   if (!ladder.empty()) s += " ladder=" + ladder;
   return s;

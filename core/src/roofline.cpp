@@ -14,7 +14,9 @@ double compute_roof(const Ceilings& c, Precision p) {
     case Precision::bf16:
     case Precision::fp16:
       if (c.flops_of(p) > 0) return c.flops_of(p);
+      // The other 16-bit format runs on the same tensor cores at the same rate.
       if (c.flops_of(Precision::bf16) > 0) return c.flops_of(Precision::bf16);
+      if (c.flops_of(Precision::fp16) > 0) return c.flops_of(Precision::fp16);
       [[fallthrough]];
     case Precision::tf32:
       if (c.flops_of(Precision::tf32) > 0) return c.flops_of(Precision::tf32);

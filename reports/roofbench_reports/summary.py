@@ -73,7 +73,7 @@ def ceilings_table(ceilings):
 
 def _files_paragraph(device_results):
     described = [
-        f"{os.path.basename(run.path)} (suite {run.suite or '?'}, {run.date or 'no date'}, host {run.host_name or '?'})"
+        f"{os.path.basename(run.path)} ({'suite ' + run.suite if run.suite else 'no suite: a filter'}, {run.date or 'no date'}, host {run.host_name or '?'})"
         for run in device_results.files
     ]
     return Paragraph(f"Device key {device_results.device.key}; from {len(described)} file(s): " + "; ".join(described))

@@ -95,6 +95,13 @@ TEST(ComputeRoof, HalfPrecisionsFallBackToBf16ThenTf32) {
   EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp8), 8e12);
 }
 
+TEST(ComputeRoof, Fp8WithOnlyAnFp16RoofUsesIt) {
+  Ceilings c = cpu_like_ceilings();
+  c.flops_of(Precision::fp16) = 6e12;
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::fp8), 6e12);
+  EXPECT_DOUBLE_EQ(compute_roof(c, Precision::bf16), 6e12);
+}
+
 TEST(ComputeRoof, Fp32FallsBackToFp64AndNothingGivesZero) {
   Ceilings only_fp64;
   only_fp64.flops_of(Precision::fp64) = 3e11;
