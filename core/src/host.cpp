@@ -322,7 +322,7 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
     state.SkipWithError(r.message.c_str());
   }
   if (results_) {
-    results_->add(std::move(r), repetition, 1);
+    results_->add(std::move(r), repetition, options_.benchmark_repetitions);
     save_results(false);
   }
 }

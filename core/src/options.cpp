@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -62,6 +63,8 @@ Options parse_options(int argc, const char* const* argv) {
       o.benchmark_args.push_back(flag);
       if (flag.rfind("--benchmark_filter", 0) == 0) o.has_benchmark_filter = true;
       if (flag.rfind("--benchmark_list_tests", 0) == 0 && flag != "--benchmark_list_tests=false") o.lists_benchmark_tests = true;
+      if (flag.rfind("--benchmark_repetitions=", 0) == 0)
+        o.benchmark_repetitions = std::max(1, static_cast<int>(parse_number(flag, flag.substr(24))));
       continue;
     }
     if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {

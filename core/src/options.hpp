@@ -31,6 +31,7 @@ struct Options {
   std::vector<std::string> benchmark_args;  // passed to Google Benchmark, argv[0] first
   bool has_benchmark_filter = false;
   bool lists_benchmark_tests = false;
+  int benchmark_repetitions = 1;  // from --benchmark_repetitions, for the results file
 };
 
 Options parse_options(int argc, const char* const* argv);

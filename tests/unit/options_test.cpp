@@ -122,3 +122,19 @@ TEST(Options, ListTestsFalseDoesNotList) {
 
 }  // namespace
 }  // namespace roofbench
+
+namespace roofbench {
+namespace {
+
+// The results file records how many repetitions each benchmark has; Google Benchmark keeps the flag.
+TEST(Options, BenchmarkRepetitionsAreReadAndPassedOn) {
+  const char* argv[] = {"roofbench", "--benchmark_repetitions=5"};
+  const Options o = parse_options(2, argv);
+  EXPECT_EQ(o.benchmark_repetitions, 5);
+  EXPECT_EQ(o.benchmark_args.back(), "--benchmark_repetitions=5");
+  const char* plain[] = {"roofbench"};
+  EXPECT_EQ(parse_options(1, plain).benchmark_repetitions, 1);
+}
+
+}  // namespace
+}  // namespace roofbench

@@ -18,24 +18,11 @@
 namespace roofbench::gpt::cuda {
 namespace {
 
+using testing::tiny_config;
+using testing::tiny_corpus;
+
 constexpr int kSteps = 10;
 constexpr std::uint64_t kDataSeed = 42, kInitSeed = 7;
-
-Config tiny_config() {
-  Config cfg;
-  cfg.context = 16;
-  cfg.channels = 128;
-  cfg.heads = 2;
-  cfg.layers = 2;
-  cfg.batch = 3;
-  return cfg;
-}
-
-std::vector<std::uint8_t> tiny_corpus() {
-  std::string text;
-  for (int i = 0; i < 20; ++i) text += "The quick brown fox jumps over the lazy dog; then it sleeps. ";
-  return tokenize(text);
-}
 
 // One rank's memory, stream and corpus on its GPU, freed when the test ends.
 struct RankResources {

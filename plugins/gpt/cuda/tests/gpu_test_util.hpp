@@ -9,6 +9,10 @@
 #include <random>
 #include <vector>
 
+#include <cstdint>
+#include <string>
+
+#include "corpus.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "trainer.hpp"
 
@@ -61,6 +65,23 @@ template <typename A, typename B>
 double rel_l2(const std::vector<A>& out, const std::vector<B>& ref) {
   EXPECT_EQ(out.size(), ref.size());
   return relative_l2_error(out.data(), ref.data(), std::min(out.size(), ref.size()));
+}
+
+// The small model the GPU tests train: head_dim 64 (the fused attention's shape), two blocks.
+inline Config tiny_config() {
+  Config cfg;
+  cfg.context = 16;
+  cfg.channels = 128;
+  cfg.heads = 2;
+  cfg.layers = 2;
+  cfg.batch = 3;
+  return cfg;
+}
+
+inline std::vector<std::uint8_t> tiny_corpus() {
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "The quick brown fox jumps over the lazy dog; then it sleeps. ";
+  return tokenize(text);
 }
 
 }  // namespace roofbench::gpt::cuda::testing

@@ -16,22 +16,8 @@ namespace {
 
 using testing::Device;
 using testing::rel_l2;
-
-Config tiny_config() {
-  Config cfg;
-  cfg.context = 16;
-  cfg.channels = 128;
-  cfg.heads = 2;  // head_dim 64: the fused attention's shape
-  cfg.layers = 2;
-  cfg.batch = 3;
-  return cfg;
-}
-
-std::vector<std::uint8_t> tiny_corpus() {
-  std::string text;
-  for (int i = 0; i < 20; ++i) text += "The quick brown fox jumps over the lazy dog; then it sleeps. ";
-  return tokenize(text);
-}
+using testing::tiny_config;
+using testing::tiny_corpus;
 
 class GptTrainer : public ::testing::TestWithParam<Rung> {};
 
