@@ -2,13 +2,19 @@
 # One call on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
 # results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
 #   STEPS="build test bench"      what to do (default all three)
-#   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME)
+#   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME);
+#                                 words before the filter are environment settings for that run:
+#                                 "ROOFBENCH_GPT_WGRAD=v1 gpt/R1_fused/"
+#   (runs 1 and 2 come back as bench1.log/results1.json and bench2.log/results2.json; every run is in extra.tgz)
 #   BENCH_TIMEOUT=240             seconds each roofbench run may take
 #   STEPS may also hold "fidelity": PyTorch times the same bf16 GEMM and copy (scripts/fidelity_torch.py)
 #   and "profile": Nsight Compute's per-kernel summary of each ';'-separated filter in PROFILE
 #   (PROFILE_SKIP kernels skipped first, then PROFILE_COUNT profiled)
 #   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label)
+#   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
+#   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
+#   graph, GRAPH_NODES launches per graph), side by side in session.log
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -37,17 +43,23 @@ fi
 if [[ " $STEPS " == *" bench "* ]]; then
   IFS=';' read -ra filters <<< "$BENCH"
   i=0
-  for f in "${filters[@]}"; do
+  for item in "${filters[@]}"; do
     i=$((i + 1))
+    read -ra words <<< "$item"
+    f="${words[-1]}"
+    settings=("${words[@]:0:${#words[@]}-1}")
     if [[ "$f" == suite:* ]]; then select=(--suite "${f#suite:}"); else select=(--benchmark_filter="$f"); fi
-    log "roofbench ${select[*]} $BENCH_ARGS"
-    timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" --results-dir "$OUT/extra/results$i" \
-      --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json $BENCH_ARGS > "$OUT/bench$i.log" 2>&1
+    log "${settings[*]} roofbench ${select[*]} $BENCH_ARGS"
+    env "${settings[@]}" timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" \
+      --results-dir "$OUT/extra/results$i" --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json \
+      $BENCH_ARGS > "$OUT/extra/bench$i.log" 2>&1
     log "roofbench rc=$?"
-    cp "$OUT/extra/results$i/latest.json" "$OUT/results$i.json" 2>/dev/null
-    grep -E "roofbench:|ERROR" "$OUT/bench$i.log" | head -30 | tee -a "$OUT/session.log"
+    cp "$OUT/extra/results$i/latest.json" "$OUT/extra/results$i.json" 2>/dev/null
+    if [ "$i" -le 2 ]; then cp "$OUT/extra/bench$i.log" "$OUT/extra/results$i.json" "$OUT/" 2>/dev/null; fi
+    grep -E "roofbench:|ERROR" "$OUT/extra/bench$i.log" | head -30 | tee -a "$OUT/session.log"
+    python3 scripts/run_phases.py "$OUT/extra/results$i.json" 2>&1 | tee -a "$OUT/session.log"
   done
-  python3 reports/roofbench-report "$OUT"/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+  python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
 fi
 if [[ " $STEPS " == *" fidelity "* ]]; then
   log "fidelity: PyTorch events on the same operations"
@@ -64,6 +76,23 @@ if [[ " $STEPS " == *" profile "* ]]; then
       --print-summary per-kernel "$build/bin/roofbench" --benchmark_filter="$f" --gate off --max-time 1 --no-results \
       > "$OUT/extra/ncu$j.txt" 2>&1
     log "ncu rc=$?"
+  done
+fi
+if [[ " $STEPS " == *" graphncu "* ]]; then
+  nodes="${GRAPH_NODES:-100}"
+  for n in ${GRAPH_SIZES:-65536 262144 1048576}; do
+    f="micro/add_fp32_vec16/n:$n/"
+    log "graph mode vs Nsight Compute: $f"
+    timeout 60 "$build/bin/roofbench" --benchmark_filter="$f" --graph on --results-dir "$OUT/extra/graph$n" \
+      > "$OUT/extra/graph$n.log" 2>&1
+    for mode in node graph; do
+      timeout 150 ncu --clock-control none --graph-profiling "$mode" --metrics gpu__time_duration.sum --csv \
+        "$build/bin/roofbench" --benchmark_filter="$f" --graph on --runs-per-sample "$nodes" --gate off \
+        --max-time 0.3 --no-results > "$OUT/extra/ncu_${mode}_$n.csv" 2> "$OUT/extra/ncu_${mode}_$n.err"
+      log "ncu --graph-profiling $mode rc=$?"
+    done
+    python3 scripts/graph_vs_ncu.py "$OUT/extra/graph$n/latest.json" "$OUT/extra/ncu_node_$n.csv" \
+      "$OUT/extra/ncu_graph_$n.csv" "$nodes" 2>&1 | tee -a "$OUT/session.log"
   done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"

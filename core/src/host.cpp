@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -242,6 +243,7 @@ void Host::report_counters(benchmark::State& state, const Result& r) {
   if (r.gate_checked) c["gate_rel_err"] = r.gate_error;
   if (r.memory.peak > 0) c["peak_mem"] = benchmark::Counter(r.memory.peak, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
   if (r.mean_clock_mhz > 0) c["sm_clock_mhz"] = r.mean_clock_mhz;
+  if (!std::isnan(r.noise_at_fixed_clock)) c["noise_fixed_clock_pct"] = 100.0 * r.noise_at_fixed_clock;
   if (r.hold_timeouts > 0) c["hold_timeouts"] = r.hold_timeouts;
   for (const auto& x : r.case_counters) c[x.name] = x.value;
   for (const auto& x : r.gate_counters) c[x.name] = x.value;

@@ -103,6 +103,11 @@ double target_sample_seconds(DeviceKind kind, bool graph) {
   return graph ? 1e-3 : 2e-3;
 }
 
+// Warm-up lasts at least this long. A GPU's power controller answers a heavy kernel within about 0.2 s:
+// after a 50 ms warm-up, the first 150 ms of an H200's fp16 4096^3 samples ran 5-10% faster than the
+// rest, at boost clock.
+double min_warmup_seconds(DeviceKind kind) { return kind == DeviceKind::cpu ? 0.05 : 0.25; }
+
 void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                const MeasureOptions& o) {
   const DeviceKind kind = ranks.front()->info().kind;
@@ -110,6 +115,14 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   TimingOptions timing{o.cold, false, kind == DeviceKind::cuda};
   auto timer = make_timer(ranks, run_once, timing);
   r.max_clock_mhz = timer->max_clock_mhz();
+  // A hold that times out with a single launch behind it was not released because the host was stuck
+  // in that launch: a profiler (Nsight Compute) serialises launches. Time without the hold from then on.
+  auto abandon_hold = [&] {
+    timing.hold = false;
+    timer = make_timer(ranks, run_once, timing);
+    if (timing.graph) timer->time(r.runs_per_sample);  // instantiates the graph outside the samples
+    r.hold_abandoned = true;
+  };
 
   // Warm-up: until the time per run has settled (clocks up, caches and libraries warm). Runs are
   // batched, doubling until a batch lasts one target sample, so timer resolution does not pass for noise.
@@ -127,6 +140,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     const double elapsed = seconds_since(warm_start);
     if (sample.hold_timed_out) {  // more launches than the queue holds: queue fewer from now on
       ++r.hold_timeouts;
+      if (batch == 1) abandon_hold();
       cap_now = std::max(1, batch / 2);
       batch = cap_now;
       warm.clear();
@@ -141,18 +155,20 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
       warm.clear();  // settle on batches of the final size only
       continue;
     }
-    if (warmup_settled(warm) && elapsed >= 0.05) break;
+    if (warmup_settled(warm) && elapsed >= min_warmup_seconds(kind)) break;
   }
+  r.phases.warmup = seconds_since(warm_start);
   const double per_run = quantile(std::vector<double>(warm.end() - std::min<std::size_t>(warm.size(), 5), warm.end()), 0.5);
 
   const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
   r.graph = graph_allowed && (o.graph == GraphMode::on || (o.graph == GraphMode::automatic && per_run < 20e-6));
   r.cold = o.cold;
   const int runs_cap = r.graph ? 10000 : cap_now;
-  r.runs_per_sample = o.cold ? 1
-                             : std::clamp(static_cast<int>(std::ceil(target_sample_seconds(kind, r.graph) /
-                                                                     std::max(per_run, 1e-9))),
-                                          1, runs_cap);
+  r.runs_per_sample = o.runs_per_sample > 0 ? o.runs_per_sample
+                      : o.cold               ? 1
+                                             : std::clamp(static_cast<int>(std::ceil(target_sample_seconds(kind, r.graph) /
+                                                                                     std::max(per_run, 1e-9))),
+                                                          1, runs_cap);
   if (r.graph) {
     timing.graph = true;
     timer = make_timer(ranks, run_once, timing);
@@ -168,8 +184,16 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     const SampleTime s = timer->time(r.runs_per_sample);
     if (s.hold_timed_out) {
       ++r.hold_timeouts;
-      r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
-      if (seconds_since(start) >= o.max_time && r.samples.size() >= 3) break;
+      // One launch (a graph, or a single run) cannot fill the launch queue: see abandon_hold.
+      if (r.graph || r.runs_per_sample == 1 || o.runs_per_sample > 0) {
+        abandon_hold();
+      } else {
+        r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
+      }
+      const double elapsed = seconds_since(start);
+      if (elapsed >= o.max_time && r.samples.size() >= 3) break;
+      if (elapsed >= 4 * o.max_time && r.samples.empty())
+        throw Error("every sample's stream hold timed out (" + std::to_string(r.hold_timeouts) + " times)");
       continue;
     }
     const double t = s.seconds / r.runs_per_sample;
@@ -181,6 +205,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
       ++r.throttled_samples;
     } else {
       r.samples.push_back(t);
+      if (s.clock_mhz > 0) r.sample_clocks_mhz.push_back(s.clock_mhz);
       sum += t;
       sum_squares += t * t;
     }
@@ -196,11 +221,14 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
       if (std::sqrt(variance) / mean <= o.noise_bound) break;
     }
   }
+  r.phases.sampling = seconds_since(start);
   r.mean_clock_mhz = clocked ? clock_sum / clocked : 0;
   if (r.samples.empty())
     throw Error("every sample ran with the SM clock under " + std::to_string(int(o.clock_floor * 100)) +
                 "% of its maximum (throttled): no sample kept");
   r.stats = summarize(r.samples);
+  if (r.sample_clocks_mhz.size() == r.samples.size())
+    r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);
 }
 
 }  // namespace
@@ -233,6 +261,13 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
   r.device = device_label(ranks);
   r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
 
+  const auto begin = Clock::now();
+  auto phase_start = begin;
+  auto end_phase = [&](double& phase) {
+    const auto now = Clock::now();
+    phase = std::chrono::duration<double>(now - phase_start).count();
+    phase_start = now;
+  };
   HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)));
   std::unique_ptr<Case> c;
   bool set_up = false;
@@ -245,6 +280,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     r.work = c->work();
     r.case_counters = c->counters();
     ctx.synchronize_all();
+    end_phase(r.phases.setup);
     if (o.gate) {
       ctx.poison_outputs();
       c->run(ctx);
@@ -263,12 +299,15 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
         if (!check.detail.empty()) r.message += ": " + check.detail;
       }
     }
+    end_phase(r.phases.gate);
     if (r.status == Status::ok) {
       run_timed(r, b, *c, ctx, ranks, o);
+      phase_start = Clock::now();
       r.point = place(r.work, r.stats.median, r.precision, ceilings);
       for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});
       if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
         r.profile = profile_kernels([&] { c->run(ctx), ctx.synchronize_all(); }, o.profile_runs);
+      end_phase(r.phases.profile);
     }
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();
@@ -307,6 +346,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       }
     }
   }
+  r.phases.total = seconds_since(begin);
   return r;
 }
 

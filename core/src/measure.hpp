@@ -27,6 +27,7 @@ struct MeasureOptions {
   double max_time = 5.0;       // and never sample for longer than this (seconds)
   double warmup_max = 2.0;     // seconds of warm-up at most
   double clock_floor = 0.75;   // samples with the SM clock under this fraction of its maximum are dropped
+  int runs_per_sample = 0;     // > 0: this many runs per sample instead of the host's choice
   std::uint64_t seed = 0x5EED;
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
 };
@@ -50,6 +51,11 @@ struct MemoryFigures {
   double driver_used = 0;   // the whole device's used memory as the driver reports it, during the case
 };
 
+// Where a benchmark's wall time went, in seconds: what makes a run slow is rarely the timed work.
+struct PhaseSeconds {
+  double setup = 0, gate = 0, warmup = 0, sampling = 0, profile = 0, total = 0;
+};
+
 struct Result {
   std::string name, plugin, case_name, ladder;
   Params params;
@@ -66,6 +72,8 @@ struct Result {
   std::vector<Counter> gate_counters;
 
   std::vector<double> samples;  // seconds per run, one per kept sample
+  std::vector<double> sample_clocks_mhz;  // the SM clock read after each kept sample (GPU), same order
+  double noise_at_fixed_clock = std::numeric_limits<double>::quiet_NaN();  // see statistics.hpp
   SampleSummary stats;
   int warmup_iterations = 0;
   int runs_per_sample = 1;
@@ -73,12 +81,14 @@ struct Result {
   bool cold = false;
   int throttled_samples = 0;
   int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
+  bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
   double mean_clock_mhz = 0;
   double max_clock_mhz = 0;
   RooflinePoint point;
   MemoryFigures memory;
   std::vector<Counter> rates;  // Work::rates divided by the median time
   KernelProfile profile;       // filled when a profiled pass was asked for
+  PhaseSeconds phases;
 
   bool passed() const { return status == Status::ok; }
   std::string gate_word(bool gate_enabled) const;

@@ -25,6 +25,8 @@ on the default device (the first GPU, else the CPU).
   --noise X              stop sampling once stdev/mean < X (default 0.01)
   --max-time S           at most S seconds of sampling per benchmark (default 5)
   --min-time S           at least S seconds of sampling per benchmark (default 0.05)
+  --runs-per-sample N    runs in each timed sample (default: enough for 2 ms, 1 ms in a graph); with
+                         --graph on, the launches each replayed graph holds
   --profile[=N]          after timing each GPU case, a CUPTI pass over N runs (default 3): time per
                          kernel, torn down before the next case is timed
   --recalibrate          measure the device's ceilings again instead of using the cached ones
@@ -128,6 +130,12 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (flag == "--noise") o.measure.noise_bound = parse_number(flag, take_value());
     else if (flag == "--max-time") o.measure.max_time = parse_number(flag, take_value()), o.max_time_given = true;
     else if (flag == "--min-time") o.measure.min_time = parse_number(flag, take_value());
+    else if (flag == "--runs-per-sample") {
+      const double n = parse_number(flag, take_value());
+      if (n < 1 || n > 100000 || n != static_cast<int>(n))
+        throw UsageError("--runs-per-sample needs a whole number from 1 to 100000");
+      o.measure.runs_per_sample = static_cast<int>(n);
+    }
     else throw UsageError("unknown flag '" + args[i] + "' (see --help)");
   }
   return o;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +26,9 @@ void ResultsFile::add(Result r, int repetition_index, int repetitions) {
   results_.push_back(std::move(r));
   repetitions_.emplace_back(repetition_index, repetitions);
 }
+
+// Per-sample arrays keep at most this many values, evenly spaced over the run.
+constexpr std::size_t kSamplesKept = 2000;
 
 static void write_ceilings(JsonWriter& j, const Ceilings& c) {
   j.field("bandwidth_Bps", c.bandwidth);
@@ -52,6 +56,8 @@ static void write_counters(JsonWriter& j, const Result& r) {
     j.field("sm_clock_mhz", r.mean_clock_mhz);
     j.field("throttled_samples", r.throttled_samples);
     j.field("hold_timeouts", r.hold_timeouts);
+    if (r.hold_abandoned) j.field("hold_abandoned", true);
+    if (!std::isnan(r.noise_at_fixed_clock)) j.field("noise_at_fixed_clock", r.noise_at_fixed_clock);
   }
 }
 
@@ -159,9 +165,18 @@ std::string ResultsFile::to_json(bool complete) const {
       j.end_array();
       j.end_object();
     }
+    j.key("phases_s").begin_object();
+    j.field("setup", r.phases.setup).field("gate", r.phases.gate).field("warmup", r.phases.warmup);
+    j.field("sampling", r.phases.sampling).field("profile", r.phases.profile).field("total", r.phases.total);
+    j.end_object();
     j.key("samples_s").begin_array();
-    for (double s : thin(r.samples, 2000)) j.value(s);
+    for (double s : thin(r.samples, kSamplesKept)) j.value(s);
     j.end_array();
+    if (!r.sample_clocks_mhz.empty()) {
+      j.key("sample_clocks_mhz").begin_array();  // thinned at the same indices as samples_s
+      for (double c : thin(r.sample_clocks_mhz, kSamplesKept)) j.value(c);
+      j.end_array();
+    }
     j.end_object();
     j.end_object();
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace roofbench {
@@ -40,6 +41,31 @@ bool warmup_settled(const std::vector<double>& times, std::size_t window, double
   const double recent = quantile(std::vector<double>(end - window, end), 0.5);
   const double before = quantile(std::vector<double>(end - 2 * window, end - window), 0.5);
   return before > 0 && std::abs(recent - before) <= tolerance * before;
+}
+
+double noise_at_fixed_clock(const std::vector<double>& times, const std::vector<double>& clocks_mhz) {
+  const std::size_t n = std::min(times.size(), clocks_mhz.size());
+  if (n < 3) return std::numeric_limits<double>::quiet_NaN();
+  double mean_t = 0, mean_p = 0;  // p: the period of the clock, 1 / f
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(clocks_mhz[i] > 0)) return std::numeric_limits<double>::quiet_NaN();
+    mean_t += times[i];
+    mean_p += 1.0 / clocks_mhz[i];
+  }
+  mean_t /= static_cast<double>(n);
+  mean_p /= static_cast<double>(n);
+  double spp = 0, spt = 0, stt = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dp = 1.0 / clocks_mhz[i] - mean_p, dt = times[i] - mean_t;
+    spp += dp * dp;
+    spt += dp * dt;
+    stt += dt * dt;
+  }
+  // A clock that did not move (to rounding) explains nothing: the fit would divide by ~0.
+  const bool clock_moved = spp > 1e-12 * mean_p * mean_p * static_cast<double>(n);
+  const double residual = clock_moved ? std::max(0.0, stt - spt * spt / spp) : stt;
+  const double dof = static_cast<double>(n) - (clock_moved ? 2.0 : 1.0);
+  return mean_t > 0 ? std::sqrt(residual / dof) / mean_t : 0;
 }
 
 std::vector<double> thin(const std::vector<double>& values, std::size_t limit) {

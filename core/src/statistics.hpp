@@ -21,6 +21,13 @@ SampleSummary summarize(const std::vector<double>& samples);
 // the median of the window before it.
 bool warmup_settled(const std::vector<double>& times, std::size_t window = 5, double tolerance = 0.02);
 
+// The relative noise left once the SM clock is accounted for: the residual stdev / mean of a least-squares
+// fit time = a + b / clock over the samples. A GPU under its power limit moves its clock by a few percent
+// over hundreds of milliseconds, which no sample length averages away; when the clock explains the spread,
+// this is small and the spread is the device's, not the measurement's. NaN with fewer than 3 clocked
+// samples; the plain relative noise when the clock did not move.
+double noise_at_fixed_clock(const std::vector<double>& times, const std::vector<double>& clocks_mhz);
+
 // At most `limit` values, evenly spaced over the whole run (keeps the first and last).
 std::vector<double> thin(const std::vector<double>& values, std::size_t limit);
 

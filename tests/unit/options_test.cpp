@@ -83,6 +83,13 @@ TEST(Options, Times) {
     EXPECT_THAT(usage_error({"--max-time", bad}), HasSubstr("--max-time needs a non-negative number")) << bad;
 }
 
+TEST(Options, RunsPerSample) {
+  EXPECT_EQ(parse({}).measure.runs_per_sample, 0);
+  EXPECT_EQ(parse({"--runs-per-sample", "100"}).measure.runs_per_sample, 100);
+  for (const char* bad : {"0", "1.5", "-3", "many", "100001"})
+    EXPECT_THAT(usage_error({"--runs-per-sample", bad}), HasSubstr("--runs-per-sample")) << bad;
+}
+
 TEST(Options, FlagsWithoutValues) {
   const Options o = parse({"--list", "--recalibrate", "--cold", "--no-results", "--help"});
   EXPECT_TRUE(o.list);

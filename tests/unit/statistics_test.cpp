@@ -81,5 +81,28 @@ TEST(Thin, FewerValuesThanTheLimitAreKeptAsTheyAre) {
   EXPECT_EQ(thin({3, 1, 2}, 2000), (std::vector<double>{3, 1, 2}));
 }
 
+// A compute-bound kernel under a power limit: time = cycles / clock, plus 0.1% of noise of its own.
+TEST(NoiseAtFixedClock, IsSmallWhenTheClockExplainsTheSpread) {
+  std::vector<double> times, clocks;
+  for (int i = 0; i < 200; ++i) {
+    const double clock = 1500 + 100 * std::sin(0.3 * i);  // +-7%: the spread is the clock's
+    const double own = 1 + 0.001 * ((i % 2) ? 1 : -1);
+    clocks.push_back(clock);
+    times.push_back(3e6 / (clock * 1e6) * own);
+  }
+  EXPECT_GT(summarize(times).noise, 0.03);
+  EXPECT_NEAR(noise_at_fixed_clock(times, clocks), 0.001, 0.0002);
+}
+
+TEST(NoiseAtFixedClock, IsThePlainNoiseWhenTheClockStood) {
+  const std::vector<double> times{1, 2, 3, 4}, clocks{1980, 1980, 1980, 1980};
+  EXPECT_DOUBLE_EQ(noise_at_fixed_clock(times, clocks), summarize(times).noise);
+}
+
+TEST(NoiseAtFixedClock, IsNaNWithoutEnoughClockedSamples) {
+  EXPECT_TRUE(std::isnan(noise_at_fixed_clock({1, 2}, {1500, 1600})));
+  EXPECT_TRUE(std::isnan(noise_at_fixed_clock({1, 2, 3}, {1500, 0, 1600})));
+}
+
 }  // namespace
 }  // namespace roofbench
