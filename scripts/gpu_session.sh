@@ -96,4 +96,4 @@ if [[ " $STEPS " == *" graphncu "* ]]; then
   done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
-tar -czf "$OUT/extra.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"
+tar -czf "$OUT/extra${EXTRA_SUFFIX:-}.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"  # EXTRA_SUFFIX: one tarball per invocation
