@@ -11,7 +11,6 @@
 // and only the output and one log-sum-exp per row go back to memory. The backward recomputes the
 // probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one per query tile for dq,
 // one per key tile for dk and dv, so that every gradient element has one writer and needs no atomics.
-#include <cstdlib>
 #include <string>
 
 #include "attention_common.cuh"
@@ -401,11 +400,7 @@ void check_fused_attention_shape(const AttentionShape& s) {
 }
 
 AttentionVersion attention_version_from_env() {
-  const char* value = std::getenv("ROOFBENCH_GPT_ATTENTION");
-  if (value == nullptr || *value == '\0' || std::string(value) == "v3") return AttentionVersion::v3;
-  if (std::string(value) == "v2") return AttentionVersion::v2;
-  if (std::string(value) == "v1") return AttentionVersion::v1;
-  throw Error("gpt: ROOFBENCH_GPT_ATTENTION must be v1, v2 or v3 (got '" + std::string(value) + "')");
+  return static_cast<AttentionVersion>(lab_version_from_env("ROOFBENCH_GPT_ATTENTION", 3, 3) - 1);
 }
 
 const char* attention_version_name(AttentionVersion version) {

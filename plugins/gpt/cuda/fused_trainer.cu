@@ -2,21 +2,14 @@
 // the tensor anyway (qkv's inside the attention kernels, with RoPE; the projections' inside the fused
 // residual + LayerNorm; fc's with GELU), attention never writes its scores, cross-entropy is one pass,
 // AdamW one launch over the flat parameters, and the whole step, batch draw included, is one CUDA graph
-// replayed by train_step(): no per-kernel launch cost on the host.
-#include <cstdlib>
-#include <string>
-
+// replayed by train_step(): no per-kernel launch cost on the host. The blocks' weight-gradient GEMMs get a
+// K-major operand, transposed into scratch first, so that cuBLAS can run Hopper kernels (WgradLayout).
 #include "roofbench/cuda_check.hpp"
 #include "rungs.hpp"
 
 namespace roofbench::gpt::cuda {
 
-bool vectorized_elementwise_from_env() {
-  const char* value = std::getenv("ROOFBENCH_GPT_ELEMENTWISE");
-  if (value == nullptr || *value == '\0' || std::string(value) == "v2") return true;
-  if (std::string(value) == "v1") return false;
-  throw Error("gpt: ROOFBENCH_GPT_ELEMENTWISE must be v1 or v2 (got '" + std::string(value) + "')");
-}
+bool vectorized_elementwise_from_env() { return lab_version_from_env("ROOFBENCH_GPT_ELEMENTWISE", 2, 2) == 2; }
 
 namespace {
 
@@ -28,6 +21,7 @@ class FusedTrainer final : public Trainer {
     check_fused_attention_shape(attention_shape(cfg_.batch));
     attention_version_ = attention_version_from_env();  // read once: v3 unless told v2 or v1
     vectorized_ = vectorized_elementwise_from_env();
+    set_wgrad_layout(wgrad_layout_from_env());  // read once: kDefaultWgradLayout unless told otherwise
     fused_attention_configure();
     const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
     for (int l = 0; l < cfg_.layers; ++l) lse_.push_back(alloc_floats(stats, BufferRole::output));
@@ -129,15 +123,14 @@ class FusedTrainer final : public Trainer {
         column_sum_vec4(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
       else
         column_sum(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
-      linear_backward(cublas_, d_attn_out_, grad(o.attn_proj_w), d_resid_, a.attn_out, param(o.attn_proj_w), N_, C,
-                      C);
+      linear_grads(d_attn_out_, grad(o.attn_proj_w), d_resid_, a.attn_out, param(o.attn_proj_w), C, C);
       fused_attention_backward(d_qkv_, delta_, d_attn_out_, a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_,
                                shape, stream_, attention_version_);
       if (vectorized_)
         column_sum_vec4(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
       else
         column_sum(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
-      linear_backward(cublas_, d_ln_, grad(o.qkv_w), d_qkv_, a.ln1, param(o.qkv_w), N_, C, 3 * C);
+      linear_grads(d_ln_, grad(o.qkv_w), d_qkv_, a.ln1, param(o.qkv_w), C, 3 * C);
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_);
     }
@@ -157,9 +150,9 @@ class FusedTrainer final : public Trainer {
     const LayerActivations& a = layers_[layer];
     const int C = cfg_.channels, H = cfg_.hidden();
     column_sum_vec4(grad(o.fc_proj_b), d_resid_, N_, C, partials_, stream_);
-    linear_backward(cublas_, d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), N_, H, C);
+    linear_grads(d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), H, C);
     gelu_backward_bias_grad(d_fc_, grad(o.fc_b), d_gelu_, a.fc, N_, H, partials_, stream_);
-    linear_backward(cublas_, d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), N_, C, H);
+    linear_grads(d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), C, H);
   }
 
   std::vector<float*> lse_;  // per layer [B, heads, T]: the forward's softmax statistics

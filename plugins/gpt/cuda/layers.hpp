@@ -21,7 +21,15 @@
 namespace roofbench::gpt::cuda {
 
 // ---------------------------------------------------------------------------------------------------
-// matmul.cu: cuBLAS (TF32 tensor cores, fp32 storage) with row-major operands, and column sums.
+// lab_version.cpp: R1's kernel-lab switches (ROOFBENCH_GPT_ATTENTION, _ELEMENTWISE, _WGRAD) read alike.
+
+// The version n in 1..count that environment variable `variable` names as "vn": unset or empty ->
+// default_version; anything else throws roofbench::Error naming the variable and v1 .. v<count>. The enums
+// it picks from list their versions in order, v1 first, so version n is the enumerator n - 1.
+int lab_version_from_env(const char* variable, int count, int default_version);
+
+// ---------------------------------------------------------------------------------------------------
+// matmul.cu: cuBLAS (TF32 tensor cores, fp32 storage) with row-major operands, a transpose, and column sums.
 
 // C[M,N] = alpha op(A) op(B) + beta C, all row-major; op(X) = X^T when trans_x. lda/ldb/ldc are row
 // strides. batch > 1 repeats it at the given element strides (cublasGemmStridedBatchedEx).
@@ -46,6 +54,30 @@ void linear_forward(cublasHandle_t handle, float* y, const float* x, const float
 // dx[N, in] = dy w (+ beta_dx dx) and dw[out, in] = dy^T x (+ beta_dw dw); dx skipped when null.
 void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
                      int N, int in, int out, float beta_dx = 0, float beta_dw = 0);
+
+// How the weight gradient dw = dy^T x is handed to cuBLAS. Its reduction runs over the N positions, the
+// strided dimension of both dy and x: cuBLAS sees both operands MN-major (its column-major "nt"), and on
+// Hopper it has only sm80-era TF32 kernels for that, since the TF32 wgmma of sm90 wants K-major operands.
+// Transposing one operand into scratch first makes it K-major (its N contiguous):
+//   v1: no transpose, linear_backward's GEMM (R0 and R5 always run it);
+//   v2: dy -> dyt [out, N], dw = dyt x: cuBLAS "nn", the layout of the dx GEMMs (sm90 kernels);
+//   v3: the narrower operand: x -> xt [in, N] when in < out, dw = dy^T xt^T (cuBLAS "tt"), else dy as v2.
+// All three compute the same dw to TF32 precision.
+enum class WgradLayout { v1, v2, v3 };
+// ROOFBENCH_GPT_WGRAD: unset or empty -> kDefaultWgradLayout (R1's); "v1", "v2", "v3"; anything else throws
+// roofbench::Error.
+inline constexpr WgradLayout kDefaultWgradLayout = WgradLayout::v3;
+WgradLayout wgrad_layout_from_env();
+// Floats of scratch linear_backward_kmajor needs for these sizes in `layout` (0 for v1).
+std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out);
+// linear_backward with dw computed in `layout`; scratch holds wgrad_scratch_floats(layout, N, in, out)
+// (may be null for v1). The transpose runs on the handle's stream, before the GEMM.
+void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x,
+                            const float* w, int N, int in, int out, WgradLayout layout, float* scratch,
+                            float beta_dx = 0, float beta_dw = 0);
+// out[cols, rows] = in[rows, cols]^T, row-major both (32 x 32 shared-memory tiles, coalesced both ways):
+// the K-major copy of a weight gradient's operand.
+void transpose(float* out, const float* in, int rows, int cols, cudaStream_t stream);
 
 // Scratch that the two-pass column reductions (bias and LayerNorm parameter gradients) need; sized by
 // column_partials_floats(). Two passes with fixed order keep the gradients deterministic, no atomics.

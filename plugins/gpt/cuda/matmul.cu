@@ -1,4 +1,5 @@
-// Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), and the column sums of bias gradients.
+// Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), the transpose that gives a weight gradient's GEMM a
+// K-major operand, and the column sums of bias gradients.
 #include <cstdint>
 
 #include "column_reduce.cuh"
@@ -39,6 +40,53 @@ void linear_forward(cublasHandle_t handle, float* y, const float* x, const float
 
 void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
                      int N, int in, int out, float beta_dx, float beta_dw) {
+  linear_backward_kmajor(handle, dx, dw, dy, x, w, N, in, out, WgradLayout::v1, nullptr, beta_dx, beta_dw);
+}
+
+namespace {
+constexpr int kTransposeTile = 32, kTransposeRowsPerPass = 8;
+
+// One 32 x 32 tile per block, 32 x 8 threads: a warp reads 32 consecutive floats of a row of `in` and
+// writes 32 consecutive floats of a row of `out`. The +1 column keeps the tile's column reads off a single
+// shared-memory bank.
+__global__ void transpose_kernel(float* __restrict__ out, const float* __restrict__ in, int rows, int cols) {
+  __shared__ float tile[kTransposeTile][kTransposeTile + 1];
+  const int row0 = blockIdx.x * kTransposeTile, col0 = blockIdx.y * kTransposeTile;
+  const int tx = threadIdx.x;
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeRowsPerPass)
+    if (row0 + i < rows && col0 + tx < cols)
+      tile[i][tx] = in[static_cast<std::size_t>(row0 + i) * cols + col0 + tx];
+  __syncthreads();
+  for (int i = threadIdx.y; i < kTransposeTile; i += kTransposeRowsPerPass)
+    if (col0 + i < cols && row0 + tx < rows)
+      out[static_cast<std::size_t>(col0 + i) * rows + row0 + tx] = tile[tx][i];
+}
+
+// v3 transposes x only where it is the narrower operand; on a tie dy, which gives v2's known layout.
+bool transposes_x(WgradLayout layout, int in, int out) { return layout == WgradLayout::v3 && in < out; }
+}  // namespace
+
+void transpose(float* out, const float* in, int rows, int cols, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  // Row tiles on x (up to 2^31 - 1 blocks), column tiles on y.
+  const dim3 grid(ceil_div(rows, kTransposeTile), ceil_div(cols, kTransposeTile));
+  transpose_kernel<<<grid, dim3(kTransposeTile, kTransposeRowsPerPass), 0, stream>>>(out, in, rows, cols);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+WgradLayout wgrad_layout_from_env() {
+  const int fallback = static_cast<int>(kDefaultWgradLayout) + 1;
+  return static_cast<WgradLayout>(lab_version_from_env("ROOFBENCH_GPT_WGRAD", 3, fallback) - 1);
+}
+
+std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out) {
+  if (layout == WgradLayout::v1) return 0;
+  return static_cast<std::size_t>(N) * static_cast<std::size_t>(transposes_x(layout, in, out) ? in : out);
+}
+
+void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x,
+                            const float* w, int N, int in, int out, WgradLayout layout, float* scratch,
+                            float beta_dx, float beta_dw) {
   if (dx) {
     RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
     g.M = N, g.N = in, g.K = out;
@@ -55,6 +103,18 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
   g.B = x, g.ldb = in;
   g.C = dw, g.ldc = in;
   g.beta = beta_dw;
+  if (layout != WgradLayout::v1) {
+    if (scratch == nullptr) throw Error("gpt: linear_backward_kmajor: the v2 and v3 layouts need scratch");
+    cudaStream_t stream = nullptr;
+    ROOFBENCH_CUBLAS(cublasGetStream(handle, &stream));  // the GEMM's stream: the transpose lands before it
+    if (transposes_x(layout, in, out)) {
+      transpose(scratch, x, N, in, stream);  // xt [in, N]: dw = dy^T xt^T
+      g.B = scratch, g.ldb = N, g.trans_b = true;
+    } else {
+      transpose(scratch, dy, N, out, stream);  // dyt [out, N]: dw = dyt x
+      g.A = scratch, g.lda = N, g.trans_a = false;
+    }
+  }
   gemm(handle, g);
 }
 

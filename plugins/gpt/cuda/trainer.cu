@@ -191,30 +191,43 @@ void Trainer::head_backward() {
                      lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_);
 }
 
+void Trainer::set_wgrad_layout(WgradLayout layout) {
+  const int C = cfg_.channels, H = cfg_.hidden();
+  // The largest operand the layout transposes in the blocks' four linear layers: qkv, attn_proj, fc, fc_proj.
+  const std::size_t floats =
+      std::max({wgrad_scratch_floats(layout, N_, C, 3 * C), wgrad_scratch_floats(layout, N_, C, C),
+                wgrad_scratch_floats(layout, N_, C, H), wgrad_scratch_floats(layout, N_, H, C)});
+  wgrad_ = layout;
+  wgrad_scratch_ = floats > 0 ? alloc_floats(floats, BufferRole::scratch) : nullptr;
+}
+
+void Trainer::linear_grads(float* dx, float* dw, const float* dy, const float* x, const float* w, int in, int out) {
+  linear_backward_kmajor(cublas_, dx, dw, dy, x, w, N_, in, out, wgrad_, wgrad_scratch_);
+}
+
 void Trainer::mlp_backward_to_ln2(int layer) {
   const LayerOffsets& o = offsets_.layers[layer];
   const LayerActivations& a = layers_[layer];
   const int C = cfg_.channels, H = cfg_.hidden();
   column_sum(grad(o.fc_proj_b), d_resid_, N_, C, partials_, stream_);
-  linear_backward(cublas_, d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), N_, H, C);
+  linear_grads(d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), H, C);
   gelu_backward(d_fc_, d_gelu_, a.fc, static_cast<std::size_t>(N_) * H, stream_);
   column_sum(grad(o.fc_b), d_fc_, N_, H, partials_, stream_);
-  linear_backward(cublas_, d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), N_, C, H);
+  linear_grads(d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), C, H);
 }
 
 void Trainer::attn_proj_backward(int layer) {
   const LayerOffsets& o = offsets_.layers[layer];
   const int C = cfg_.channels;
   column_sum(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
-  linear_backward(cublas_, d_attn_out_, grad(o.attn_proj_w), d_resid_, layers_[layer].attn_out,
-                  param(o.attn_proj_w), N_, C, C);
+  linear_grads(d_attn_out_, grad(o.attn_proj_w), d_resid_, layers_[layer].attn_out, param(o.attn_proj_w), C, C);
 }
 
 void Trainer::qkv_backward(int layer) {
   const LayerOffsets& o = offsets_.layers[layer];
   const int C = cfg_.channels;
   column_sum(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
-  linear_backward(cublas_, d_ln_, grad(o.qkv_w), d_qkv_, layers_[layer].ln1, param(o.qkv_w), N_, C, 3 * C);
+  linear_grads(d_ln_, grad(o.qkv_w), d_qkv_, layers_[layer].ln1, param(o.qkv_w), C, 3 * C);
 }
 
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,

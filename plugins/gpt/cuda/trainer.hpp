@@ -124,6 +124,11 @@ class Trainer {
   void logits_forward(int batch);
   // From dlogits to the residual stream's gradient at the top (d_resid_), and wte's output-side gradient.
   void head_backward();
+  // Picks how the blocks' weight gradients reach cuBLAS (layers.hpp's WgradLayout; v1 unless a rung calls
+  // this, as R1 does) and allocates the scratch the layout needs. Constructor only: it allocates.
+  void set_wgrad_layout(WgradLayout layout);
+  // A block's linear layer backward over the full batch (N_ rows): dx as linear_backward, dw in the layout.
+  void linear_grads(float* dx, float* dw, const float* dy, const float* x, const float* w, int in, int out);
   // The MLP half's backward down to the gradient of LN2's output (d_ln_): fc_proj, GELU, fc.
   void mlp_backward_to_ln2(int layer);
   // The attention output projection's backward: d_attn_out_ from d_resid_.
@@ -187,6 +192,10 @@ class Trainer {
   float* d_gelu_;
   float* partials_;
   float* onehot_;
+
+ private:
+  WgradLayout wgrad_ = WgradLayout::v1;
+  float* wgrad_scratch_ = nullptr;  // the transposed operand of the weight gradient in flight (v2, v3)
 };
 
 // A trainer of either rung for `cfg` (cfg.batch sequences per step). Parameters are initialised with

@@ -1,10 +1,14 @@
 // Each fused kernel against its eager counterpart or a double-precision CPU computation, on small inputs.
 #include <gtest/gtest.h>
 
+#include <cublas_v2.h>
+
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.hpp"
@@ -17,6 +21,7 @@ namespace {
 using testing::Device;
 using testing::random_floats;
 using testing::rel_l2;
+using testing::ScopedEnv;
 
 TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -232,22 +237,16 @@ TEST(GptLayers, FusedAttentionRejectsShapesAndVersions) {
   EXPECT_NO_THROW(check_fused_attention_shape(AttentionShape{2, 128, 2, 64}));
 
   // ROOFBENCH_GPT_ATTENTION picks the version R1 runs; whatever the caller set is restored afterwards.
-  const char* before = std::getenv("ROOFBENCH_GPT_ATTENTION");
-  const std::string saved = before ? before : "";
-  ::unsetenv("ROOFBENCH_GPT_ATTENTION");
+  ScopedEnv env("ROOFBENCH_GPT_ATTENTION", nullptr);
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  ::setenv("ROOFBENCH_GPT_ATTENTION", "v1", 1);
+  env.set("v1");
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v1);
-  ::setenv("ROOFBENCH_GPT_ATTENTION", "v2", 1);
+  env.set("v2");
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
-  ::setenv("ROOFBENCH_GPT_ATTENTION", "v3", 1);
+  env.set("v3");
   EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  ::setenv("ROOFBENCH_GPT_ATTENTION", "v4", 1);
+  env.set("v4");
   EXPECT_THROW(attention_version_from_env(), Error);
-  if (before)
-    ::setenv("ROOFBENCH_GPT_ATTENTION", saved.c_str(), 1);
-  else
-    ::unsetenv("ROOFBENCH_GPT_ATTENTION");
 }
 
 TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
@@ -361,21 +360,132 @@ INSTANTIATE_TEST_SUITE_P(Cols, GptVectorizedElementwise, ::testing::Values(136, 
                          });
 
 TEST(GptLayers, ElementwiseVersionFromEnv) {
-  const char* before = std::getenv("ROOFBENCH_GPT_ELEMENTWISE");
-  const std::string saved = before ? before : "";
-  ::unsetenv("ROOFBENCH_GPT_ELEMENTWISE");
+  ScopedEnv env("ROOFBENCH_GPT_ELEMENTWISE", nullptr);
   EXPECT_TRUE(vectorized_elementwise_from_env());
-  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v1", 1);
+  env.set("v1");
   EXPECT_FALSE(vectorized_elementwise_from_env());
-  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v2", 1);
+  env.set("v2");
   EXPECT_TRUE(vectorized_elementwise_from_env());
-  ::setenv("ROOFBENCH_GPT_ELEMENTWISE", "v3", 1);
+  env.set("");
+  EXPECT_TRUE(vectorized_elementwise_from_env());
+  env.set("v3");
   EXPECT_THROW(vectorized_elementwise_from_env(), Error);
-  if (before)
-    ::setenv("ROOFBENCH_GPT_ELEMENTWISE", saved.c_str(), 1);
-  else
-    ::unsetenv("ROOFBENCH_GPT_ELEMENTWISE");
 }
+
+// The parser behind every lab switch: its message names the variable and the versions it takes.
+TEST(GptLayers, LabVersionFromEnvNamesTheChoices) {
+  ScopedEnv env("ROOFBENCH_GPT_TEST_LAB_VERSION", "v0");
+  for (const auto& [count, expected] : {std::pair{2, "v1 or v2"}, std::pair{3, "v1, v2 or v3"}}) {
+    try {
+      lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", count, 1);
+      ADD_FAILURE() << "no throw for v0";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("gpt: ROOFBENCH_GPT_TEST_LAB_VERSION must be ") + expected +
+                                           " (got 'v0')");
+    }
+  }
+  env.set("v2");
+  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 2);
+  env.set(nullptr);
+  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 1);
+}
+
+TEST(GptLayers, WgradLayoutFromEnvAndScratch) {
+  ScopedEnv env("ROOFBENCH_GPT_WGRAD", nullptr);
+  EXPECT_EQ(wgrad_layout_from_env(), kDefaultWgradLayout);
+  for (const auto& [value, layout] :
+       {std::pair{"v1", WgradLayout::v1}, std::pair{"v2", WgradLayout::v2}, std::pair{"v3", WgradLayout::v3}}) {
+    env.set(value);
+    EXPECT_EQ(wgrad_layout_from_env(), layout) << value;
+  }
+  env.set("v4");
+  EXPECT_THROW(wgrad_layout_from_env(), Error);
+
+  // v1 transposes nothing, v2 always dy [N, out], v3 the narrower of x [N, in] and dy (dy on a tie).
+  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v1, 256, 64, 96), 0u);
+  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v2, 256, 64, 96), 256u * 96);
+  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 64, 96), 256u * 64);
+  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 96, 64), 256u * 64);
+  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 64, 64), 256u * 64);
+}
+
+TEST(GptLayers, TransposeIsExact) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int rows = 77, cols = 45;  // neither a multiple of the 32 x 32 tile
+  const auto in = random_floats(rows * cols, 41);
+  std::vector<float> expected(rows * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) expected[c * rows + r] = in[r * cols + c];
+  Device dev;
+  // 32 floats past the end, poisoned with NaN like the rest: the kernel must write exactly rows * cols.
+  float* out = dev.alloc<float>(rows * cols + 32);
+  ROOFBENCH_CUDA(cudaMemset(out, 0xff, (rows * cols + 32) * sizeof(float)));
+  transpose(out, dev.upload(in), rows, cols, nullptr);
+  const auto got = Device::download(out, rows * cols + 32);
+  EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + rows * cols), expected);
+  for (int i = rows * cols; i < rows * cols + 32; ++i) EXPECT_TRUE(std::isnan(got[i])) << "written past the end: " << i;
+}
+
+// A linear layer's backward in every weight-gradient layout against double: dw = dy^T x, dx = dy w. in < out
+// (v3 transposes x: cuBLAS "tt"), in > out (v3 transposes dy, as v2: "nn"), and in == out (v3 takes dy) on
+// 200 rows, not a multiple of the transpose's 32-row tile.
+struct LinearShape {
+  int N, in, out;
+};
+
+class GptWeightGradient : public ::testing::TestWithParam<LinearShape> {};
+
+TEST_P(GptWeightGradient, EveryLayoutMatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const auto [N, in, out] = GetParam();
+  const auto dy = random_floats(N * out, 31), x = random_floats(N * in, 32), w = random_floats(out * in, 33);
+  std::vector<double> dw_ref(out * in, 0), dx_ref(N * in, 0);
+  for (int n = 0; n < N; ++n)
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i) {
+        dw_ref[o * in + i] += double{dy[n * out + o]} * x[n * in + i];
+        dx_ref[n * in + i] += double{dy[n * out + o]} * w[o * in + i];
+      }
+  Device dev;
+  cublasHandle_t raw = nullptr;
+  ROOFBENCH_CUBLAS(cublasCreate(&raw));
+  const std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, decltype(&cublasDestroy)> handle(raw, cublasDestroy);
+  const float *d_dy = dev.upload(dy), *d_x = dev.upload(x), *d_w = dev.upload(w);
+  std::vector<float> v1_dw;
+  for (WgradLayout layout : {WgradLayout::v1, WgradLayout::v2, WgradLayout::v3}) {
+    const std::string name = "v" + std::to_string(static_cast<int>(layout) + 1);
+    const std::size_t scratch_floats = wgrad_scratch_floats(layout, N, in, out);
+    float* scratch = scratch_floats > 0 ? dev.alloc<float>(scratch_floats) : nullptr;
+    float *dw = dev.alloc<float>(out * in), *dx = dev.alloc<float>(N * in);
+    ROOFBENCH_CUDA(cudaMemset(dw, 0xff, out * in * sizeof(float)));  // NaN: every element must be written
+    ROOFBENCH_CUDA(cudaMemset(dx, 0xff, N * in * sizeof(float)));
+    linear_backward_kmajor(handle.get(), dx, dw, d_dy, d_x, d_w, N, in, out, layout, scratch);
+    const auto got_dw = Device::download(dw, out * in);
+    EXPECT_LT(rel_l2(got_dw, dw_ref), kTf32Tolerance) << name;
+    EXPECT_LT(rel_l2(Device::download(dx, N * in), dx_ref), kTf32Tolerance) << name;
+    if (layout == WgradLayout::v1) v1_dw = got_dw;
+
+    // beta_dw 1 accumulates onto what dw holds (twice the gradient now), through the same transpose.
+    linear_backward_kmajor(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out, layout, scratch, 0, 1);
+    std::vector<double> twice(dw_ref);
+    for (double& value : twice) value *= 2;
+    EXPECT_LT(rel_l2(Device::download(dw, out * in), twice), kTf32Tolerance) << name;
+  }
+  // v1 is linear_backward's own GEMM: the same bits.
+  float* dw = dev.alloc<float>(out * in);
+  linear_backward(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out);
+  EXPECT_EQ(Device::download(dw, out * in), v1_dw);
+  EXPECT_THROW(linear_backward_kmajor(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out, WgradLayout::v2, nullptr),
+               Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GptWeightGradient,
+                         ::testing::Values(LinearShape{256, 64, 96}, LinearShape{256, 96, 64},
+                                           LinearShape{200, 64, 64}),
+                         [](const ::testing::TestParamInfo<LinearShape>& info) {
+                           return "N" + std::to_string(info.param.N) + "_in" + std::to_string(info.param.in) +
+                                  "_out" + std::to_string(info.param.out);
+                         });
 
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,23 +21,33 @@ using testing::rel_l2;
 using testing::tiny_config;
 using testing::tiny_corpus;
 
+// The tiny model's corpus on the device, trainers of either rung from the same seeds, and room for a batch.
+struct TinyModel {
+  std::unique_ptr<Trainer> make(Rung rung) { return make_trainer(rung, cfg, dev.allocator(), nullptr, corpus, 42, 7); }
+
+  const Config cfg = tiny_config();
+  Device dev;
+  const std::vector<std::uint8_t> tokens = tiny_corpus();
+  const DeviceCorpus corpus{dev.upload(tokens), tokens.size()};
+  const std::size_t N = static_cast<std::size_t>(cfg.batch) * cfg.context;
+  std::uint8_t* inputs = dev.alloc<std::uint8_t>(N);
+  std::uint8_t* targets = dev.alloc<std::uint8_t>(N);
+};
+
 class GptTrainer : public ::testing::TestWithParam<Rung> {};
 
 TEST_P(GptTrainer, GradientsMatchReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const Config cfg = tiny_config();
-  Device dev;
-  const auto tokens = tiny_corpus();
-  const DeviceCorpus corpus{dev.upload(tokens), tokens.size()};
-  auto trainer = make_trainer(GetParam(), cfg, dev.allocator(), nullptr, corpus, 42, 7);
-  const std::size_t N = static_cast<std::size_t>(cfg.batch) * cfg.context;
-  std::uint8_t *inputs = dev.alloc<std::uint8_t>(N), *targets = dev.alloc<std::uint8_t>(N);
-  trainer->draw_gate_batch(inputs, targets, cfg.batch);
-  trainer->compute_gradients(inputs, targets);
+  TinyModel tiny;
+  const Config& cfg = tiny.cfg;
+  const std::size_t N = tiny.N;
+  auto trainer = tiny.make(GetParam());
+  trainer->draw_gate_batch(tiny.inputs, tiny.targets, cfg.batch);
+  trainer->compute_gradients(tiny.inputs, tiny.targets);
 
   const auto params = Device::download(static_cast<const float*>(trainer->params()), trainer->parameter_count());
   const std::vector<double> params64(params.begin(), params.end());
-  const auto host_inputs = Device::download(inputs, N), host_targets = Device::download(targets, N);
+  const auto host_inputs = Device::download(tiny.inputs, N), host_targets = Device::download(tiny.targets, N);
   const auto acts = reference::forward(cfg, params64, host_inputs, cfg.batch);
   const double loss = reference::loss(cfg, acts, host_targets);
   const auto grads = reference::backward(cfg, params64, acts, host_targets);
@@ -48,14 +60,32 @@ TEST_P(GptTrainer, GradientsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Rungs, GptTrainer, ::testing::Values(Rung::eager, Rung::fused),
                          [](const ::testing::TestParamInfo<Rung>& info) { return std::string(to_string(info.param)); });
 
+// R1 computes R0's gradients on the same parameters and batch in every weight-gradient layout
+// (ROOFBENCH_GPT_WGRAD, read when the trainer is built; "" leaves it unset: R1's default). N = 48 positions:
+// the transposes' last 32-row tile is partial. Bound: the plugin's R1-vs-R0 gate.
+class GptFusedWgrad : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GptFusedWgrad, GradientsMatchEager) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  testing::ScopedEnv env("ROOFBENCH_GPT_WGRAD", GetParam().empty() ? nullptr : GetParam().c_str());
+  TinyModel tiny;
+  auto eager = tiny.make(Rung::eager), fused = tiny.make(Rung::fused);
+  fused->draw_gate_batch(tiny.inputs, tiny.targets, tiny.cfg.batch);
+  eager->compute_gradients(tiny.inputs, tiny.targets);
+  fused->compute_gradients(tiny.inputs, tiny.targets);
+  const std::size_t P = eager->parameter_count();
+  EXPECT_LT(rel_l2(Device::download(fused->grads(), P), Device::download(eager->grads(), P)), 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, GptFusedWgrad, ::testing::Values("", "v1", "v2", "v3"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.empty() ? std::string("default") : info.param;
+                         });
+
 TEST(GptTrainers, EagerAndFusedTrainAlike) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const Config cfg = tiny_config();
-  Device dev;
-  const auto tokens = tiny_corpus();
-  const DeviceCorpus corpus{dev.upload(tokens), tokens.size()};
-  auto eager = make_trainer(Rung::eager, cfg, dev.allocator(), nullptr, corpus, 42, 7);
-  auto fused = make_trainer(Rung::fused, cfg, dev.allocator(), nullptr, corpus, 42, 7);
+  TinyModel tiny;
+  auto eager = tiny.make(Rung::eager), fused = tiny.make(Rung::fused);
   const int steps = 5;
   for (int s = 0; s < steps; ++s) {
     eager->train_step();
