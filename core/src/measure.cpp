@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 namespace roofbench {
 namespace {
@@ -175,13 +176,15 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     timer->time(r.runs_per_sample);  // instantiates the graph outside the samples
   }
 
-  // Samples until the noise is under its bound, or time is up.
+  // Samples until the noise is under its bound, or time is up. Throttled samples are dropped at the
+  // end (drop_throttled), against the highest clock the samples reached.
   const auto start = Clock::now();
-  double sum = 0, sum_squares = 0, clock_sum = 0;
-  int clocked = 0;
-  const auto min_samples = static_cast<std::size_t>(b.spec->timing.min_samples);
+  std::vector<double> times, clocks;
+  double sum = 0, sum_squares = 0;
+  const auto min_samples = std::max<std::size_t>(static_cast<std::size_t>(b.spec->timing.min_samples), 2);
   while (true) {
     const SampleTime s = timer->time(r.runs_per_sample);
+    const double elapsed = seconds_since(start);
     if (s.hold_timed_out) {
       ++r.hold_timeouts;
       // One launch (a graph, or a single run) cannot fill the launch queue: see abandon_hold.
@@ -190,31 +193,21 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
       } else {
         r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
       }
-      const double elapsed = seconds_since(start);
-      if (elapsed >= o.max_time && r.samples.size() >= 3) break;
-      if (elapsed >= 4 * o.max_time && r.samples.empty())
+      if (elapsed >= o.max_time && times.size() >= 3) break;
+      if (elapsed >= 4 * o.max_time && times.empty())
         throw Error("every sample's stream hold timed out (" + std::to_string(r.hold_timeouts) + " times)");
       continue;
     }
     const double t = s.seconds / r.runs_per_sample;
-    if (s.clock_mhz > 0) {
-      clock_sum += s.clock_mhz;
-      ++clocked;
-    }
-    if (s.clock_mhz > 0 && r.max_clock_mhz > 0 && s.clock_mhz < o.clock_floor * r.max_clock_mhz) {
-      ++r.throttled_samples;
-    } else {
-      r.samples.push_back(t);
-      if (s.clock_mhz > 0) r.sample_clocks_mhz.push_back(s.clock_mhz);
-      sum += t;
-      sum_squares += t * t;
-    }
-    const double n = static_cast<double>(r.samples.size());
-    const double elapsed = seconds_since(start);
-    const bool enough_samples = r.samples.size() >= std::max<std::size_t>(min_samples, 2);
+    times.push_back(t);
+    if (s.clock_mhz > 0) clocks.push_back(s.clock_mhz);
+    sum += t;
+    sum_squares += t * t;
+    const double n = static_cast<double>(times.size());
+    const bool enough_samples = times.size() >= min_samples;
     // max_time ends sampling once there are enough samples; a case too slow for even that many in
     // four times max_time stops at three.
-    if (elapsed >= o.max_time && (enough_samples || (elapsed >= 4 * o.max_time && r.samples.size() >= 3))) break;
+    if (elapsed >= o.max_time && (enough_samples || (elapsed >= 4 * o.max_time && times.size() >= 3))) break;
     if (enough_samples && elapsed >= o.min_time) {
       const double mean = sum / n;
       const double variance = std::max(0.0, (sum_squares - n * mean * mean) / (n - 1));
@@ -222,10 +215,11 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     }
   }
   r.phases.sampling = seconds_since(start);
-  r.mean_clock_mhz = clocked ? clock_sum / clocked : 0;
-  if (r.samples.empty())
-    throw Error("every sample ran with the SM clock under " + std::to_string(int(o.clock_floor * 100)) +
-                "% of its maximum (throttled): no sample kept");
+  if (!clocks.empty()) r.mean_clock_mhz = std::accumulate(clocks.begin(), clocks.end(), 0.0) / clocks.size();
+  ThrottleSplit kept = drop_throttled(times, clocks, o.clock_floor);
+  r.throttled_samples = kept.dropped;
+  r.samples = std::move(kept.times);
+  r.sample_clocks_mhz = std::move(kept.clocks_mhz);
   r.stats = summarize(r.samples);
   if (r.sample_clocks_mhz.size() == r.samples.size())
     r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);

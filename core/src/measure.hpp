@@ -26,7 +26,7 @@ struct MeasureOptions {
   double min_time = 0.05;      // ...after at least this much sampling time
   double max_time = 5.0;       // and never sample for longer than this (seconds)
   double warmup_max = 2.0;     // seconds of warm-up at most
-  double clock_floor = 0.75;   // samples with the SM clock under this fraction of its maximum are dropped
+  double clock_floor = 0.75;   // samples with the SM clock under this fraction of the highest a sample reached are dropped
   int runs_per_sample = 0;     // > 0: this many runs per sample instead of the host's choice
   std::uint64_t seed = 0x5EED;
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)

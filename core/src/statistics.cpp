@@ -68,6 +68,23 @@ double noise_at_fixed_clock(const std::vector<double>& times, const std::vector<
   return mean_t > 0 ? std::sqrt(residual / dof) / mean_t : 0;
 }
 
+ThrottleSplit drop_throttled(const std::vector<double>& times, const std::vector<double>& clocks_mhz,
+                             double floor_fraction) {
+  ThrottleSplit split;
+  const bool clocked = clocks_mhz.size() == times.size();
+  const double highest = clocked && !clocks_mhz.empty() ? *std::max_element(clocks_mhz.begin(), clocks_mhz.end()) : 0;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    const double clock = clocked ? clocks_mhz[i] : 0;
+    if (clock > 0 && clock < floor_fraction * highest) {
+      ++split.dropped;
+      continue;
+    }
+    split.times.push_back(times[i]);
+    if (clocked) split.clocks_mhz.push_back(clock);
+  }
+  return split;
+}
+
 std::vector<double> thin(const std::vector<double>& values, std::size_t limit) {
   if (values.size() <= limit || limit < 2) return values;
   std::vector<double> out;

@@ -28,6 +28,18 @@ bool warmup_settled(const std::vector<double>& times, std::size_t window = 5, do
 // samples; the plain relative noise when the clock did not move.
 double noise_at_fixed_clock(const std::vector<double>& times, const std::vector<double>& clocks_mhz);
 
+// Samples taken while the GPU throttled: those whose clock is under `floor_fraction` of the highest clock
+// that any sample of the same benchmark ran at. Relative to the benchmark's own highest clock, not the
+// device's maximum: an H200 runs a large GEMM at 73-80% of its 1980 MHz maximum for as long as it runs
+// (its power limit), and dropping those samples would keep only the lucky ones. A sudden throttle (heat,
+// another tenant) still falls far under the rest and is dropped. Samples without a clock (0) are kept.
+struct ThrottleSplit {
+  std::vector<double> times, clocks_mhz;  // the kept samples, in order
+  int dropped = 0;
+};
+ThrottleSplit drop_throttled(const std::vector<double>& times, const std::vector<double>& clocks_mhz,
+                             double floor_fraction);
+
 // At most `limit` values, evenly spaced over the whole run (keeps the first and last).
 std::vector<double> thin(const std::vector<double>& values, std::size_t limit);
 

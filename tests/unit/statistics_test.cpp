@@ -104,5 +104,23 @@ TEST(NoiseAtFixedClock, IsNaNWithoutEnoughClockedSamples) {
   EXPECT_TRUE(std::isnan(noise_at_fixed_clock({1, 2, 3}, {1500, 0, 1600})));
 }
 
+// A GEMM held at its power limit (1450-1550 MHz of a 1980 MHz device) keeps every sample; a sample under
+// 75% of the highest clock the samples reached is dropped.
+TEST(DropThrottled, IsRelativeToTheHighestSampleClock) {
+  const std::vector<double> times{1.00, 1.02, 0.98, 1.60, 1.01};
+  const std::vector<double> clocks{1500, 1470, 1550, 1000, 1490};
+  const ThrottleSplit split = drop_throttled(times, clocks, 0.75);
+  EXPECT_EQ(split.dropped, 1);
+  EXPECT_EQ(split.times, (std::vector<double>{1.00, 1.02, 0.98, 1.01}));
+  EXPECT_EQ(split.clocks_mhz, (std::vector<double>{1500, 1470, 1550, 1490}));
+}
+
+TEST(DropThrottled, KeepsEverythingWithoutClocks) {
+  const ThrottleSplit split = drop_throttled({1, 2, 3}, {}, 0.75);
+  EXPECT_EQ(split.dropped, 0);
+  EXPECT_EQ(split.times.size(), 3u);
+  EXPECT_TRUE(split.clocks_mhz.empty());
+}
+
 }  // namespace
 }  // namespace roofbench
