@@ -3,8 +3,8 @@
 # results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
 #   STEPS="build test bench"      what to do (default all three)
 #   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME);
-#                                 words before the filter are environment settings for that run:
-#                                 "ROOFBENCH_GPT_WGRAD=v1 gpt/R1_fused/"
+#                                 words before the filter are environment settings for that run, or, when
+#                                 they start with --, roofbench flags: "ROOFBENCH_GPT_WGRAD=v1 --profile gpt/R1_fused/"
 #   (runs 1 and 2 come back as bench1.log/results1.json and bench2.log/results2.json; every run is in extra.tgz)
 #   BENCH_TIMEOUT=240             seconds each roofbench run may take
 #   STEPS may also hold "fidelity": PyTorch times the same bf16 GEMM and copy (scripts/fidelity_torch.py)
@@ -47,10 +47,13 @@ if [[ " $STEPS " == *" bench "* ]]; then
     i=$((i + 1))
     read -ra words <<< "$item"
     f="${words[-1]}"
-    settings=("${words[@]:0:${#words[@]}-1}")
+    settings=() flags=()
+    for w in "${words[@]:0:${#words[@]}-1}"; do
+      if [[ "$w" == --* ]]; then flags+=("$w"); else settings+=("$w"); fi
+    done
     if [[ "$f" == suite:* ]]; then select=(--suite "${f#suite:}"); else select=(--benchmark_filter="$f"); fi
-    log "${settings[*]} roofbench ${select[*]} $BENCH_ARGS"
-    env "${settings[@]}" timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" \
+    log "${settings[*]} roofbench ${select[*]} ${flags[*]} $BENCH_ARGS"
+    env "${settings[@]}" timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" "${flags[@]}" \
       --results-dir "$OUT/extra/results$i" --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json \
       $BENCH_ARGS > "$OUT/extra/bench$i.log" 2>&1
     log "roofbench rc=$?"
