@@ -87,6 +87,7 @@ class CudaDevice final : public Device {
     ROOFBENCH_CUDA(cudaGetDeviceProperties(&prop, index));
     info_ = {DeviceKind::cuda, index, prop.name};
     uuid_ = uuid_text(prop.uuid);
+    l2_bytes_ = static_cast<double>(prop.l2CacheSize);
     DeviceScope scope(index);
     ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -137,6 +138,7 @@ class CudaDevice final : public Device {
     DeviceScope scope(info_.index);
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
+  double cache_bytes() const override { return l2_bytes_; }
   double driver_used_bytes() override {
     DeviceScope scope(info_.index);
     std::size_t free_bytes = 0, total = 0;
@@ -175,6 +177,7 @@ class CudaDevice final : public Device {
  private:
   DeviceInfo info_;
   std::string uuid_;
+  double l2_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   std::string lost_;  // why the device can no longer be used; empty while it can
 };

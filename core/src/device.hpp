@@ -34,6 +34,8 @@ class Device {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // The last-level cache a hot run's data can stay in (a GPU's L2); 0 if unknown.
+  virtual double cache_bytes() const { return 0; }
   // Bytes in use on the device as its driver reports them (whole device, all processes); 0 if unknown.
   virtual double driver_used_bytes() = 0;
   // After an error that may have left the device unusable (a sticky CUDA error): reset what can be

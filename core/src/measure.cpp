@@ -239,6 +239,7 @@ std::string Result::label(bool gate_enabled) const {
   s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
        " mode=" + (cold ? "cold" : "hot");
   if (graph) s += " timing=graph";
+  if (cache_resident) s += " data=cache";
   if (!ladder.empty()) s += " ladder=" + ladder;
   return s;
 }
@@ -296,6 +297,8 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     end_phase(r.phases.gate);
     if (r.status == Status::ok) {
       run_timed(r, b, *c, ctx, ranks, o);
+      const double cache = ranks.front()->cache_bytes();
+      r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
       phase_start = Clock::now();
       r.point = place(r.work, r.stats.median, r.precision, ceilings);
       for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});

@@ -79,6 +79,9 @@ struct Result {
   int runs_per_sample = 1;
   bool graph = false;
   bool cold = false;
+  // Hot, and the case's minimum bytes fit in the device's last-level cache: runs read it there, so the
+  // DRAM roof understates what they can reach (roof_pct can pass 100%).
+  bool cache_resident = false;
   int throttled_samples = 0;
   int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)

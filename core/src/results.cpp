@@ -155,6 +155,7 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
     j.end_object();
     j.field("timing", r.graph ? "graph" : "stream");
+    if (r.cache_resident) j.field("cache_resident", true);
     if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
       j.key("profile").begin_object();
       j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);

@@ -187,6 +187,11 @@ class Benchmark:
         return str(self._info("bound"))
 
     @property
+    def cache_resident(self):
+        """Hot, with its data in the GPU's L2: the DRAM roof does not bound it."""
+        return self._info("cache_resident") is True
+
+    @property
     def ladder(self):
         return str(self._info("ladder"))
 

@@ -52,7 +52,7 @@ def benchmark_row(benchmark):
         name, format_time(benchmark.median_seconds), _noise_text(benchmark),
         format_si(benchmark.counter("FLOP/s")), format_si(benchmark.counter("B/s")),
         format_number(benchmark.counter("AI")), format_percent(benchmark.counter("roof_pct")),
-        benchmark.bound or "—", gate_text(benchmark),
+        (benchmark.bound or "—") + (" (data in L2)" if benchmark.cache_resident else ""), gate_text(benchmark),
     ]
 
 
