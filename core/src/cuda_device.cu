@@ -393,6 +393,20 @@ class CudaTimer final : public Timer {
     return {slowest, *static_cast<volatile double*>(clock_mhz_), static_cast<volatile int*>(release_)[1] != 0};
   }
 
+  void run_untimed(int runs) override {
+    if (options_.graph) {
+      const cudaGraphExec_t graph = graph_for(runs);
+      DeviceScope scope(ranks_.front().device);
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
+    } else {
+      for (int i = 0; i < runs; ++i) run_once_();
+    }
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
+    }
+  }
+
  private:
   static constexpr unsigned long long kHoldTimeoutNs = 100'000'000;
   static constexpr unsigned long long kClockProbeNs = 20'000;

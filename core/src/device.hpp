@@ -61,6 +61,9 @@ class Timer {
  public:
   virtual ~Timer() = default;
   virtual SampleTime time(int runs) = 0;
+  // The launches of a sample of `runs` (a graph replay in graph mode), waited for, untimed: what a
+  // profiled pass observes, so its per-kernel figures come from the same launch path as the timing.
+  virtual void run_untimed(int runs) = 0;
   virtual double max_clock_mhz() const { return 0; }
 };
 

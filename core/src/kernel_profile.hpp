@@ -24,4 +24,10 @@ struct KernelProfile {
 // Runs `run_and_wait` (which must synchronise) `runs` times under CUPTI and returns the breakdown.
 KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs);
 
+// Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
+inline void scale_per_run(KernelProfile& profile, double factor) {
+  for (auto& k : profile.kernels) k.seconds_per_run *= factor, k.launches_per_run *= factor;
+  profile.kernel_seconds_per_run *= factor;
+}
+
 }  // namespace roofbench

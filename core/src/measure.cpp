@@ -223,6 +223,16 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   r.stats = summarize(r.samples);
   if (r.sample_clocks_mhz.size() == r.samples.size())
     r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);
+
+  if (o.profile_runs > 0 && kind == DeviceKind::cuda) {
+    const auto profile_start = Clock::now();
+    // Samples' worth of launches through the timer, so a graph-timed case is profiled inside its graph
+    // (back to back, as it was timed) rather than as separate launches.
+    const int launches = std::max(r.runs_per_sample, 1);
+    r.profile = profile_kernels([&] { timer->run_untimed(launches); }, o.profile_runs);
+    scale_per_run(r.profile, 1.0 / launches);
+    r.phases.profile = seconds_since(profile_start);
+  }
 }
 
 }  // namespace
@@ -299,12 +309,8 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       run_timed(r, b, *c, ctx, ranks, o);
       const double cache = ranks.front()->cache_bytes();
       r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
-      phase_start = Clock::now();
       r.point = place(r.work, r.stats.median, r.precision, ceilings);
       for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});
-      if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
-        r.profile = profile_kernels([&] { c->run(ctx), ctx.synchronize_all(); }, o.profile_runs);
-      end_phase(r.phases.profile);
     }
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();

@@ -27,7 +27,8 @@ on the default device (the first GPU, else the CPU).
   --min-time S           at least S seconds of sampling per benchmark (default 0.05)
   --runs-per-sample N    runs in each timed sample (default: enough for 2 ms, 1 ms in a graph); with
                          --graph on, the launches each replayed graph holds
-  --profile[=N]          after timing each GPU case, a CUPTI pass over N runs (default 3): time per
+  --profile[=N]          after timing each GPU case, a CUPTI pass over N samples' worth of launches
+                         (default 3), through the same launch path (a graph stays a graph): time per
                          kernel, torn down before the next case is timed
   --recalibrate          measure the device's ceilings again instead of using the cached ones
   --results-dir DIR      where the results JSON goes (default ./roofbench-results)
