@@ -83,7 +83,7 @@ if [[ " $STEPS " == *" profile "* ]]; then
 fi
 if [[ " $STEPS " == *" graphncu "* ]]; then
   nodes="${GRAPH_NODES:-100}"
-  for n in ${GRAPH_SIZES:-65536 262144 1048576}; do
+  for n in ${GRAPH_SIZES:-1048576 4194304}; do
     f="micro/add_fp32_vec16/n:$n/"
     log "graph mode vs Nsight Compute: $f"
     timeout 60 "$build/bin/roofbench" --benchmark_filter="$f" --graph on --results-dir "$OUT/extra/graph$n" \
