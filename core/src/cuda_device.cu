@@ -37,20 +37,42 @@ __global__ void fill_uniform_kernel(void* data, std::size_t count, ElementType t
 // measurement (nvbench's blocking kernel). flags[0]: released by the host; flags[1]: set here when the
 // timeout ended the hold instead, which happens when the launch queue filled up before the host was
 // done: that sample's launches were not all queued in time, so the host drops it and queues fewer.
-__global__ void hold_stream_kernel(volatile int* flags, unsigned long long timeout_ns) {
+// One SM's cycle counter and the global time, read together. Two marks from the same SM bracket a sample
+// and give its mean SM clock (clock64 counts per SM, so marks from different SMs do not compare).
+struct ClockMark {
+  long long cycles;
+  unsigned long long ns;
+  unsigned int sm;
+  unsigned int written;
+};
+
+__device__ void write_clock_mark(volatile ClockMark* mark, unsigned long long ns, long long cycles) {
+  unsigned int sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  mark->cycles = cycles;
+  mark->ns = ns;
+  mark->sm = sm;
+  __threadfence_system();
+  mark->written = 1;
+}
+
+__global__ void hold_stream_kernel(volatile int* flags, unsigned long long timeout_ns, volatile ClockMark* released) {
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (flags[0] == 0 && now - start < timeout_ns);
   if (flags[0] == 0) flags[1] = 1;
+  if (released) write_clock_mark(released, now, clock64());
 }
 
-// Measures the SM clock: cycles counted by clock64 over a stretch of global time.
-__global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns) {
+// Measures the SM clock: cycles counted by clock64 over a stretch of global time. Marks where it began,
+// so that with the hold's mark the host can also take the mean clock over the whole sample.
+__global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns, volatile ClockMark* began) {
   unsigned long long t0, t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   const long long c0 = clock64();
+  write_clock_mark(began, t0, c0);
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
   } while (t1 - t0 < span_ns);
@@ -330,6 +352,8 @@ class CudaTimer final : public Timer {
     ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_device_), release_, 0));
     ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&clock_mhz_), sizeof(double), cudaHostAllocMapped));
     ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&clock_mhz_on_device_), clock_mhz_, 0));
+    ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&marks_), 2 * sizeof(ClockMark), cudaHostAllocMapped));
+    ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&marks_on_device_), marks_, 0));
     int khz = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, ranks_.front().device));
     max_clock_mhz_ = khz / 1e3;
@@ -344,6 +368,7 @@ class CudaTimer final : public Timer {
     for (auto& [runs, exec] : graphs_) cudaGraphExecDestroy(exec);
     cudaFreeHost(release_);
     cudaFreeHost(clock_mhz_);
+    cudaFreeHost(marks_);
   }
   double max_clock_mhz() const override { return max_clock_mhz_; }
 
@@ -355,10 +380,12 @@ class CudaTimer final : public Timer {
     }
     static_cast<volatile int*>(release_)[0] = 0;
     static_cast<volatile int*>(release_)[1] = 0;
+    marks_[0].written = marks_[1].written = 0;
     if (options_.hold) {
       for (auto& r : ranks_) {
         DeviceScope scope(r.device);
-        hold_stream_kernel<<<1, 1, 0, r.stream>>>(release_on_device_, kHoldTimeoutNs);
+        const bool first = &r == &ranks_.front();
+        hold_stream_kernel<<<1, 1, 0, r.stream>>>(release_on_device_, kHoldTimeoutNs, first ? marks_on_device_ : nullptr);
         ROOFBENCH_CUDA_LAUNCH();
       }
     }
@@ -379,7 +406,7 @@ class CudaTimer final : public Timer {
     __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
     {
       DeviceScope scope(ranks_.front().device);
-      clock_probe_kernel<<<1, 1, 0, ranks_.front().stream>>>(clock_mhz_on_device_, kClockProbeNs);
+      clock_probe_kernel<<<1, 1, 0, ranks_.front().stream>>>(clock_mhz_on_device_, kClockProbeNs, marks_on_device_ + 1);
       ROOFBENCH_CUDA_LAUNCH();
     }
     double slowest = 0;
@@ -390,7 +417,21 @@ class CudaTimer final : public Timer {
       ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
       slowest = std::max(slowest, ms * 1e-3);
     }
-    return {slowest, *static_cast<volatile double*>(clock_mhz_), static_cast<volatile int*>(release_)[1] != 0};
+    SampleTime sample{slowest, 0, static_cast<volatile int*>(release_)[1] != 0};
+    sample_clock(sample);
+    return sample;
+  }
+
+  // The mean SM clock from the hold's release to the probe when both ran on one SM (the whole sample);
+  // else the probe's reading right after it.
+  void sample_clock(SampleTime& sample) const {
+    const volatile ClockMark& released = marks_[0];
+    const volatile ClockMark& probed = marks_[1];
+    sample.clock_spans_sample = released.written && probed.written && released.sm == probed.sm &&
+                                probed.ns > released.ns && probed.cycles > released.cycles;
+    sample.clock_mhz = sample.clock_spans_sample
+                           ? double(probed.cycles - released.cycles) / double(probed.ns - released.ns) * 1e3
+                           : *static_cast<volatile double*>(clock_mhz_);
   }
 
   void run_untimed(int runs) override {
@@ -449,6 +490,8 @@ class CudaTimer final : public Timer {
   int* release_on_device_ = nullptr;
   double* clock_mhz_ = nullptr;
   double* clock_mhz_on_device_ = nullptr;
+  ClockMark* marks_ = nullptr;  // [0] the hold's release, [1] the probe's start (rank 0)
+  ClockMark* marks_on_device_ = nullptr;
   double max_clock_mhz_ = 0;
 };
 

@@ -46,7 +46,8 @@ class Device {
 
 struct SampleTime {
   double seconds = 0;          // for all the runs of the sample together
-  double clock_mhz = 0;        // the SM clock seen right after the sample; 0 when not known
+  double clock_mhz = 0;        // the mean SM clock over the sample, else the one right after it; 0 if not known
+  bool clock_spans_sample = false;  // clock_mhz is the mean over the whole sample
   bool hold_timed_out = false;  // the stream hold ended by timeout: the launches were not all queued
 };
 

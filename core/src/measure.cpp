@@ -201,6 +201,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     const double t = s.seconds / r.runs_per_sample;
     times.push_back(t);
     if (s.clock_mhz > 0) clocks.push_back(s.clock_mhz);
+    if (s.clock_spans_sample) ++r.samples_with_mean_clock;
     sum += t;
     sum_squares += t * t;
     const double n = static_cast<double>(times.size());

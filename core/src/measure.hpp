@@ -83,6 +83,7 @@ struct Result {
   // DRAM roof understates what they can reach (roof_pct can pass 100%).
   bool cache_resident = false;
   int throttled_samples = 0;
+  int samples_with_mean_clock = 0;  // samples whose clock is the mean over the sample (else read after it)
   int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
   double mean_clock_mhz = 0;

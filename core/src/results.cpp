@@ -57,6 +57,7 @@ static void write_counters(JsonWriter& j, const Result& r) {
     j.field("throttled_samples", r.throttled_samples);
     j.field("hold_timeouts", r.hold_timeouts);
     if (r.hold_abandoned) j.field("hold_abandoned", true);
+    j.field("samples_with_mean_clock", r.samples_with_mean_clock);
     if (!std::isnan(r.noise_at_fixed_clock)) j.field("noise_at_fixed_clock", r.noise_at_fixed_clock);
   }
 }

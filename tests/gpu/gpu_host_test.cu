@@ -172,6 +172,27 @@ TEST_F(GpuHost, ClockProbeReadsAPlausibleSmClock) {
   EXPECT_LT(s.clock_mhz, 1.1 * timer->max_clock_mhz());
 }
 
+// A sample long enough to move the clock: its clock is the mean over the sample when the hold and the
+// probe ran on one SM (said by clock_spans_sample), and plausible either way.
+TEST_F(GpuHost, SampleClockIsPlausibleAndUsuallyTheMeanOverTheSample) {
+  Device& d = *devices_.front();
+  auto* out = static_cast<float*>(d.allocate(1024 * sizeof(float)));
+  auto stream = static_cast<cudaStream_t>(d.stream());
+  auto timer = make_cuda_timer({&d}, [&] {
+    fma_loop_kernel<<<132 * 4, 256, 0, stream>>>(out, 20000);
+    ROOFBENCH_CUDA_LAUNCH();
+  }, TimingOptions{});
+  int spanning = 0;
+  for (int i = 0; i < 20; ++i) {
+    const SampleTime s = timer->time(10);
+    EXPECT_GT(s.clock_mhz, 100);
+    EXPECT_LT(s.clock_mhz, 1.1 * timer->max_clock_mhz());
+    spanning += s.clock_spans_sample;
+  }
+  std::printf("%d of 20 samples had the mean clock over the sample\n", spanning);
+  d.release(out);
+}
+
 TEST_F(GpuHost, CorrectKernelPassesItsGate) {
   const Result r = measure_case(Flaw::none);
   EXPECT_EQ(r.status, Status::ok) << r.message;
