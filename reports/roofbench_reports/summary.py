@@ -40,8 +40,16 @@ def gate_text(benchmark):
 
 
 def _noise_text(benchmark):
+    """The relative noise; over 1%, with what is left of it at a fixed clock beside it, since on a GPU
+    under its power limit most of such a spread is the clock moving (reports/FORMAT.md)."""
     noise = benchmark.counter("noise")
-    return format_percent(noise * 100, 2) if noise is not None else "—"
+    if noise is None:
+        return "—"
+    text = format_percent(noise * 100, 2)
+    fixed = benchmark.counter("noise_at_fixed_clock")
+    if noise > 0.01 and fixed is not None:
+        text += f" ({format_percent(fixed * 100, 2)} at a fixed clock)"
+    return text
 
 
 def benchmark_row(benchmark):

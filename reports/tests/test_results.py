@@ -2,6 +2,7 @@ import copy
 import unittest
 
 from roofbench_reports.results import ResultsError, finite_number, group_by_device, load_run_file, parse_run
+from roofbench_reports.summary import benchmark_row
 
 from .helpers import CPU_RUN, GPU_RUN, TemporaryFolder, load_fixture
 
@@ -85,6 +86,16 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(benchmark.median_seconds, 2.0)
         self.assertEqual(benchmark.counter("noise"), 0.02)
         self.assertEqual(sorted(benchmark.timing_samples()), [1.0, 2.0, 3.0])
+
+    def test_summary_row_explains_gpu_noise_and_cache_resident_data(self):
+        document = load_fixture(GPU_RUN)
+        entry = document["benchmarks"][0]
+        entry.update(noise=0.0214, noise_at_fixed_clock=0.0005)
+        entry["roofbench"]["cache_resident"] = True
+        benchmark = group_by_device([parse_run(document)])[0].benchmarks[entry["name"]]
+        row = benchmark_row(benchmark)
+        self.assertIn("2.1 % (0.05 % at a fixed clock)", row)
+        self.assertTrue(any(cell.endswith("(data in L2)") for cell in row))
 
     def test_one_group_per_device(self):
         devices = group_by_device([load_run_file(CPU_RUN), load_run_file(GPU_RUN), load_run_file(CPU_RUN)])
