@@ -393,12 +393,7 @@ class CudaTimer final : public Timer {
       DeviceScope scope(r.device);
       ROOFBENCH_CUDA(cudaEventRecord(r.start, r.stream));
     }
-    if (graph) {
-      DeviceScope scope(ranks_.front().device);
-      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
-    } else {
-      for (int i = 0; i < runs; ++i) run_once_();
-    }
+    enqueue_runs(graph, runs);
     for (auto& r : ranks_) {
       DeviceScope scope(r.device);
       ROOFBENCH_CUDA(cudaEventRecord(r.stop, r.stream));
@@ -435,13 +430,7 @@ class CudaTimer final : public Timer {
   }
 
   void run_untimed(int runs) override {
-    if (options_.graph) {
-      const cudaGraphExec_t graph = graph_for(runs);
-      DeviceScope scope(ranks_.front().device);
-      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
-    } else {
-      for (int i = 0; i < runs; ++i) run_once_();
-    }
+    enqueue_runs(options_.graph ? graph_for(runs) : nullptr, runs);
     for (auto& r : ranks_) {
       DeviceScope scope(r.device);
       ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
@@ -459,6 +448,16 @@ class CudaTimer final : public Timer {
     void* flush = nullptr;
     std::size_t flush_bytes = 0;
   };
+
+  // A sample's launches: one replay of `graph` when given, else `runs` runs launched one by one.
+  void enqueue_runs(cudaGraphExec_t graph, int runs) {
+    if (graph) {
+      DeviceScope scope(ranks_.front().device);
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
+    } else {
+      for (int i = 0; i < runs; ++i) run_once_();
+    }
+  }
 
   // `runs` launches captured once into one graph; replaying it leaves out the per-launch CPU cost.
   cudaGraphExec_t graph_for(int runs) {
