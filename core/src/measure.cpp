@@ -115,7 +115,6 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   auto run_once = [&] { c.run(ctx); };
   TimingOptions timing{o.cold, false, kind == DeviceKind::cuda};
   auto timer = make_timer(ranks, run_once, timing);
-  r.max_clock_mhz = timer->max_clock_mhz();
   // A hold that times out with a single launch behind it was not released because the host was stuck
   // in that launch: a profiler (Nsight Compute) serialises launches. Time without the hold from then on.
   auto abandon_hold = [&] {

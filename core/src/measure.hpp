@@ -72,7 +72,7 @@ struct Result {
   std::vector<Counter> gate_counters;
 
   std::vector<double> samples;  // seconds per run, one per kept sample
-  std::vector<double> sample_clocks_mhz;  // the SM clock read after each kept sample (GPU), same order
+  std::vector<double> sample_clocks_mhz;  // each kept sample's SM clock (GPU; SampleTime::clock_mhz), same order
   double noise_at_fixed_clock = std::numeric_limits<double>::quiet_NaN();  // see statistics.hpp
   SampleSummary stats;
   int warmup_iterations = 0;
@@ -87,7 +87,6 @@ struct Result {
   int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
   double mean_clock_mhz = 0;
-  double max_clock_mhz = 0;
   RooflinePoint point;
   MemoryFigures memory;
   std::vector<Counter> rates;  // Work::rates divided by the median time
