@@ -284,6 +284,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     // After setup: a case may only know its work once it knows its ranks.
     r.work = c->work();
     r.case_counters = c->counters();
+    r.case_facts = c->facts();
     ctx.synchronize_all();
     end_phase(r.phases.setup);
     if (o.gate) {

@@ -66,6 +66,7 @@ struct Result {
 
   Work work;
   std::vector<Counter> case_counters;
+  std::vector<Fact> case_facts;
   bool gate_checked = false;
   double gate_error = std::numeric_limits<double>::quiet_NaN();
   double tolerance = 0;

@@ -150,6 +150,12 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("ladder", r.ladder).field("device", r.device);
     j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
     j.field("item_name", r.work.item_name);
+    if (r.work.read_dominated) j.field("read_dominated", true);
+    if (!r.case_facts.empty()) {
+      j.key("facts").begin_object();
+      for (const auto& f : r.case_facts) j.field(f.name, f.value);
+      j.end_object();
+    }
     j.field("attainable_flops", r.point.attainable);
     j.key("memory").begin_object();
     j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);

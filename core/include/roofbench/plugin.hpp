@@ -30,7 +30,7 @@
 namespace roofbench {
 
 // Bumped whenever any type in this header changes layout or meaning; the host refuses other versions.
-inline constexpr std::uint32_t kAbiVersion = 1;
+inline constexpr std::uint32_t kAbiVersion = 2;
 
 enum class DeviceKind { cpu, cuda };
 
@@ -131,6 +131,13 @@ struct Counter {
   double value = 0;
 };
 
+// A named string that says how a point runs (the algorithm a library chose, its math type): written into
+// the result and shown by the report beside the numbers.
+struct Fact {
+  std::string name;
+  std::string value;
+};
+
 // The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
 // bytes is the minimum traffic to main memory: each input read once, each output written once.
 struct Work {
@@ -141,6 +148,9 @@ struct Work {
   // Further amounts per run that the host reports as rates (amount / median time) under their own
   // name, e.g. {"busbw", bytes * 2(k-1)/k} for an all-reduce.
   std::vector<Counter> rates;
+  // The minimum bytes are (nearly) all reads, as in attention decode reading a KV cache: the memory roof
+  // is then the device's read-streaming ceiling, which is higher than its copy ceiling.
+  bool read_dominated = false;
 };
 
 // What check() found. rel_l2_error = ||out - ref||_2 / ||ref||_2 (NaN if any output is not finite,
@@ -215,6 +225,8 @@ class Case {
   virtual void teardown(Context&) {}
   // Counters that do not need the gate (e.g. model size); reported on every result.
   virtual std::vector<Counter> counters() const { return {}; }
+  // Facts known after setup (e.g. {"algorithm", "IMPLICIT_PRECOMP_GEMM"}); reported on every result.
+  virtual std::vector<Fact> facts() const { return {}; }
 };
 
 // How the host may time a case. graphable: run() can be captured into a CUDA graph (true for pure
@@ -235,6 +247,7 @@ struct CaseSpec {
   std::string sweep_axis;   // an axis run upward until throughput stops rising or memory runs out
   std::string ladder;       // cases with the same ladder name form a waterfall (e.g. "gpt")
   Timing timing;
+  double timeout_s = 0;     // seconds one benchmark of this case may take in all; 0: the host's default
 };
 
 // Filled by the plugin's describe function.
