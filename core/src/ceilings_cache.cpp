@@ -20,13 +20,15 @@ std::string ceilings_cache_path(const std::string& device_key) {
   return (dir / (file + ".ceilings")).string();
 }
 
-// One "name value" pair per line; "how" lines keep their text.
+// One "name value" pair per line; "how" lines keep their text. Format 2 added read_bandwidth: a format-1
+// file has none, so it is measured again rather than read as a device without a read roof.
 std::string serialize_ceilings(const CachedCeilings& c) {
   std::ostringstream out;
   out.precision(17);
-  out << "format 1\n";
+  out << "format 2\n";
   out << "measured_at " << c.measured_at << "\n";
   out << "bandwidth " << c.ceilings.bandwidth << "\n";
+  out << "read_bandwidth " << c.ceilings.read_bandwidth << "\n";
   for (Precision p : kAllPrecisions) out << to_string(p) << " " << c.ceilings.flops_of(p) << "\n";
   for (const auto& h : c.how) out << "how " << h << "\n";
   return out.str();
@@ -35,16 +37,17 @@ std::string serialize_ceilings(const CachedCeilings& c) {
 std::optional<CachedCeilings> parse_ceilings(const std::string& text) {
   CachedCeilings c;
   std::istringstream in(text);
-  bool format_ok = false, has_bandwidth = false;
+  bool format_ok = false, has_bandwidth = false, has_read_bandwidth = false;
   for (std::string line; std::getline(in, line);) {
     const auto space = line.find(' ');
     if (space == std::string::npos) continue;
     const std::string key = line.substr(0, space), value = line.substr(space + 1);
     try {
-      if (key == "format") format_ok = value == "1";
+      if (key == "format") format_ok = value == "2";
       else if (key == "measured_at") c.measured_at = value;
       else if (key == "how") c.how.push_back(value);
       else if (key == "bandwidth") c.ceilings.bandwidth = std::stod(value), has_bandwidth = true;
+      else if (key == "read_bandwidth") c.ceilings.read_bandwidth = std::stod(value), has_read_bandwidth = true;
       else
         for (Precision p : kAllPrecisions)
           if (key == to_string(p)) c.ceilings.flops_of(p) = std::stod(value);
@@ -53,6 +56,7 @@ std::optional<CachedCeilings> parse_ceilings(const std::string& text) {
     }
   }
   if (!format_ok || !has_bandwidth || !(c.ceilings.bandwidth > 0)) return std::nullopt;
+  if (!has_read_bandwidth || !(c.ceilings.read_bandwidth > 0)) return std::nullopt;
   return c;
 }
 

@@ -128,6 +128,31 @@ double measure_copy_bandwidth(std::string& how) {
   return 2.0 * static_cast<double>(bytes) / seconds;
 }
 
+// All hardware threads summing their share of a buffer far larger than the caches: nothing is written,
+// so this is the roof of read-dominated work. The sums go to a volatile so the reads are not dropped.
+double measure_read_bandwidth(std::string& how) {
+  const std::size_t bytes = std::size_t{256} << 20;
+  std::vector<std::uint64_t> data(bytes / sizeof(std::uint64_t), 1);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::uint64_t> sums(threads);
+  const double seconds = best_seconds(5, [&] {
+    std::vector<std::thread> pool;
+    const std::size_t share = data.size() / threads;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const std::size_t begin = t * share, end = t + 1 == threads ? data.size() : begin + share;
+        std::uint64_t sum = 0;
+        for (std::size_t i = begin; i < end; ++i) sum += data[i];
+        sums[t] = sum;
+      });
+    for (auto& th : pool) th.join();
+  });
+  volatile std::uint64_t sink = 0;
+  for (const auto sum : sums) sink = sink + sum;
+  how = "sum of 256 MiB of uint64 on " + std::to_string(threads) + " threads, best of 5 (bytes read)";
+  return static_cast<double>(bytes) / seconds;
+}
+
 template <typename T>
 double measure_gemm(std::string& how, const char* label) {
   const int n = 2048;
@@ -164,6 +189,8 @@ Ceilings CpuDevice::measure_ceilings(std::vector<std::string>& how) {
   std::string note;
   c.bandwidth = measure_copy_bandwidth(note);
   how.push_back("bandwidth: " + note);
+  c.read_bandwidth = measure_read_bandwidth(note);
+  how.push_back("read_bandwidth: " + note);
   c.flops_of(Precision::fp64) = measure_gemm<double>(note, "dgemm");
   if (c.flops_of(Precision::fp64) > 0) how.push_back("fp64: " + note);
   c.flops_of(Precision::fp32) = measure_gemm<float>(note, "sgemm");

@@ -30,6 +30,10 @@ double compute_roof(const Ceilings& c, Precision p) {
   return 0;
 }
 
+double memory_roof(const Ceilings& c, const Work& work) {
+  return work.read_dominated && c.read_bandwidth > 0 ? c.read_bandwidth : c.bandwidth;
+}
+
 RooflinePoint place(const Work& work, double seconds, Precision precision, const Ceilings& ceilings) {
   RooflinePoint r;
   if (!(seconds > 0)) return r;
@@ -37,12 +41,13 @@ RooflinePoint place(const Work& work, double seconds, Precision precision, const
   r.bytes_per_s = work.bytes / seconds;
   r.intensity = work.bytes > 0 ? work.flops / work.bytes : std::numeric_limits<double>::infinity();
   const double roof = compute_roof(ceilings, precision);
+  const double bandwidth = memory_roof(ceilings, work);
   if (work.flops <= 0) {
     r.bound = Bound::memory;
-    r.roof_fraction = ceilings.bandwidth > 0 ? r.bytes_per_s / ceilings.bandwidth : 0;
+    r.roof_fraction = bandwidth > 0 ? r.bytes_per_s / bandwidth : 0;
     return r;
   }
-  const double memory_limit = work.bytes > 0 ? r.intensity * ceilings.bandwidth : std::numeric_limits<double>::infinity();
+  const double memory_limit = work.bytes > 0 ? r.intensity * bandwidth : std::numeric_limits<double>::infinity();
   r.bound = memory_limit < roof ? Bound::memory : Bound::compute;
   r.attainable = std::min(roof, memory_limit);
   r.roof_fraction = r.attainable > 0 ? r.flops_per_s / r.attainable : 0;

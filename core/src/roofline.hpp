@@ -13,9 +13,11 @@ inline constexpr std::array<Precision, 6> kAllPrecisions = {Precision::fp64, Pre
                                                             Precision::bf16, Precision::fp16, Precision::fp8};
 
 // Peak rates of one device: bytes/s of main memory (read + write counted) and FLOP/s per precision
-// (0 where the device has no such arithmetic or it was not measured).
+// (0 where the device has no such arithmetic or it was not measured). read_bandwidth is a read-only
+// stream's bytes/s, the roof of read-dominated work (higher than a copy's on an H200); 0: not measured.
 struct Ceilings {
   double bandwidth = 0;
+  double read_bandwidth = 0;
   std::array<double, kAllPrecisions.size()> flops{};
   double& flops_of(Precision p) { return flops[static_cast<std::size_t>(p)]; }
   double flops_of(Precision p) const { return flops[static_cast<std::size_t>(p)]; }
@@ -37,8 +39,12 @@ struct RooflinePoint {
   Bound bound = Bound::memory;
 };
 
+// The memory roof `work` is judged by: the read-streaming ceiling when its traffic is read-dominated and
+// that ceiling was measured, else the copy ceiling.
+double memory_roof(const Ceilings& c, const Work& work);
+
 // Places one run of `work` that took `seconds` under the ceilings. A case with no FLOPs (a copy) is
-// judged by bandwidth alone: its roof fraction is achieved bytes/s over the bandwidth ceiling.
+// judged by bandwidth alone: its roof fraction is achieved bytes/s over its memory roof.
 RooflinePoint place(const Work& work, double seconds, Precision precision, const Ceilings& ceilings);
 
 struct Datasheet {

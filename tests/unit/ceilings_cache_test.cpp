@@ -13,6 +13,7 @@ namespace {
 CachedCeilings sample_ceilings() {
   CachedCeilings c;
   c.ceilings.bandwidth = 4.123456789012345e12;
+  c.ceilings.read_bandwidth = 4.567890123456789e12;
   c.ceilings.flops_of(Precision::fp64) = 6.1e13;
   c.ceilings.flops_of(Precision::fp32) = 1.0 / 3.0 * 1e14;
   c.ceilings.flops_of(Precision::bf16) = 7.5e14;
@@ -23,6 +24,7 @@ CachedCeilings sample_ceilings() {
 
 void expect_same(const CachedCeilings& a, const CachedCeilings& b) {
   EXPECT_EQ(a.ceilings.bandwidth, b.ceilings.bandwidth);
+  EXPECT_EQ(a.ceilings.read_bandwidth, b.ceilings.read_bandwidth);
   for (Precision p : kAllPrecisions) EXPECT_EQ(a.ceilings.flops_of(p), b.ceilings.flops_of(p)) << to_string(p);
   EXPECT_EQ(a.measured_at, b.measured_at);
   EXPECT_EQ(a.how, b.how);
@@ -50,15 +52,22 @@ TEST(CeilingsCache, GarbageIsRejected) {
   for (const std::string& text : {
            std::string(""),
            std::string("hello world\n"),
-           std::string("format 2\nbandwidth 1e12\n"),              // a format this host does not know
-           std::string("bandwidth 1e12\nfp32 1e12\n"),             // no format line
-           std::string("format 1\nfp32 1e12\n"),                   // no bandwidth
-           std::string("format 1\nbandwidth 0\n"),                 // a bandwidth that cannot be right
-           std::string("format 1\nbandwidth fast\n"),              // not a number
-           std::string("format 1\nbandwidth 1e12\nfp32 many\n"),   // not a number
-           valid.substr(0, valid.find("bandwidth")),               // cut off before the bandwidth
+           std::string("format 3\nbandwidth 1e12\nread_bandwidth 1e12\n"),  // a format this host does not know
+           std::string("bandwidth 1e12\nread_bandwidth 1e12\nfp32 1e12\n"),  // no format line
+           std::string("format 2\nread_bandwidth 1e12\nfp32 1e12\n"),        // no bandwidth
+           std::string("format 2\nbandwidth 0\nread_bandwidth 1e12\n"),      // a bandwidth that cannot be right
+           std::string("format 2\nbandwidth fast\nread_bandwidth 1e12\n"),   // not a number
+           std::string("format 2\nbandwidth 1e12\nread_bandwidth 1e12\nfp32 many\n"),  // not a number
+           std::string("format 2\nbandwidth 1e12\n"),                       // no read bandwidth
+           std::string("format 2\nbandwidth 1e12\nread_bandwidth 0\n"),    // a read roof that cannot be right
+           valid.substr(0, valid.find("bandwidth")),                         // cut off before the bandwidth
        })
     EXPECT_FALSE(parse_ceilings(text).has_value()) << text;
+}
+
+// A cache written before the read roof existed is measured again, not read as a device without one.
+TEST(CeilingsCache, FormatOneFromBeforeTheReadRoofIsRejected) {
+  EXPECT_FALSE(parse_ceilings("format 1\nmeasured_at x\nbandwidth 4e12\nbf16 8e14\n").has_value());
 }
 
 TEST(CeilingsCache, PathIsInTheCacheFolderWithASafeFileName) {

@@ -29,6 +29,35 @@ TEST(Place, ElementwiseAddFp32IsMemoryBoundWithIntensityOneTwelfth) {
   EXPECT_DOUBLE_EQ(p.roof_fraction, 0.5);
 }
 
+// Attention decode: ~1 FLOP per byte, all of it reads. Its roof is the read-streaming ceiling.
+TEST(Place, ReadDominatedWorkIsJudgedByTheReadRoof) {
+  Ceilings c = cpu_like_ceilings();
+  c.read_bandwidth = 125e9;
+  const Work decode{.flops = 1e9, .bytes = 1e9, .read_dominated = true};
+  const RooflinePoint p = place(decode, decode.bytes / 100e9, Precision::fp32, c);  // at the copy ceiling
+  EXPECT_EQ(p.bound, Bound::memory);
+  EXPECT_DOUBLE_EQ(p.attainable, 125e9);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.8);
+  Work streamed = decode;
+  streamed.read_dominated = false;
+  EXPECT_DOUBLE_EQ(place(streamed, decode.bytes / 100e9, Precision::fp32, c).roof_fraction, 1.0);
+}
+
+TEST(Place, ReadDominatedWithoutAReadRoofFallsBackToTheCopyCeiling) {
+  const Work decode{.flops = 1e9, .bytes = 1e9, .read_dominated = true};
+  const RooflinePoint p = place(decode, decode.bytes / 50e9, Precision::fp32, cpu_like_ceilings());
+  EXPECT_DOUBLE_EQ(p.attainable, 100e9);
+  EXPECT_DOUBLE_EQ(p.roof_fraction, 0.5);
+}
+
+TEST(Place, ReadDominatedCopyLikeWorkWithNoFlopsUsesTheReadRoof) {
+  Ceilings c = cpu_like_ceilings();
+  c.read_bandwidth = 200e9;
+  const Work scan{.bytes = 1e9, .read_dominated = true};
+  EXPECT_DOUBLE_EQ(place(scan, scan.bytes / 100e9, Precision::fp32, c).roof_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(memory_roof(c, Work{.bytes = 1e9}), 100e9);
+}
+
 TEST(Place, LargeGemmIsComputeBound) {
   const double n = 1024;
   const Work gemm{.flops = 2 * n * n * n, .bytes = 3 * 4 * n * n};
