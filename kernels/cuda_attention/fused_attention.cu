@@ -1,0 +1,329 @@
+// Flash-attention forward on tensor cores (mma.sync m16n8k16, fp32 accumulation, online softmax; no
+// T x T buffer), kept as a small lab of versions:
+//   v1  64 queries per block (4 warps x 16 rows), one K/V stage: load, wait, compute, repeat.
+//   v2  128 queries per block (8 warps), K/V double-buffered with cp.async so the next tile loads while
+//       this one is computed, Q held in registers, causal blocks issued heaviest first.
+// Shared tiles are row-major with each row's 16-byte chunks XOR-swizzled by (row % 8), so the eight rows
+// one ldmatrix reads land in different banks.
+#include <cmath>
+#include <stdexcept>
+#include <type_traits>
+
+#include "attention_common.cuh"
+#include "roofbench/cuda_check.hpp"
+
+namespace roofbench::kernels {
+namespace {
+using namespace attention_detail;
+
+constexpr int kBlockN = 64;  // keys per K/V tile
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+
+// c += a b for one 16x8x16 tile.
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Element (row, col) of a swizzled tile whose rows hold kD elements; col is a multiple of 8.
+template <int kD>
+__device__ __forceinline__ int swizzled(int row, int col) {
+  return row * kD + (((col / 8) ^ (row % 8)) * 8);
+}
+
+// Copies rows [0, kRows) of a contiguous row-major [*, kD] global tile into a swizzled shared tile.
+template <int kRows, int kD, int kThreads, typename T>
+__device__ __forceinline__ void load_tile(T* shared, const T* global) {
+  constexpr int kChunksPerRow = kD / 8, kChunks = kRows * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0);
+#pragma unroll
+  for (int i = 0; i < kChunks / kThreads; ++i) {
+    const int chunk = threadIdx.x + i * kThreads;
+    const int row = chunk / kChunksPerRow, col = (chunk % kChunksPerRow) * 8;
+    cp_async16(shared + swizzled<kD>(row, col), global + row * kD + col);
+  }
+}
+
+template <typename T, int kD, int kWarps, bool kPipelined, bool kCausal, AttentionFault kFault>
+__global__ __launch_bounds__(kWarps * 32) void flash_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                                   const T* __restrict__ v, T* __restrict__ o,
+                                                                   int seq_len, float scale_log2) {
+  constexpr int kThreads = kWarps * 32, kBlockM = 16 * kWarps, kStages = kPipelined ? 2 : 1;
+  constexpr bool kQInRegisters = kPipelined;
+  constexpr int kKSteps = kD / 16;       // k-steps of QK^T
+  constexpr int kSTiles = kBlockN / 8;   // 8-key column tiles of S
+  constexpr int kOTiles = kD / 8;        // 8-wide column tiles of O
+  extern __shared__ uint4 shared_raw[];
+  T* sq = reinterpret_cast<T*>(shared_raw);
+  T* sk = sq + kBlockM * kD;
+  T* sv = sk + kStages * kBlockN * kD;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  // Causal blocks near the end of the sequence have the most keys: issue them first.
+  const int m_block = kCausal && kPipelined ? int(gridDim.x) - 1 - int(blockIdx.x) : int(blockIdx.x);
+  const std::int64_t head_offset = std::int64_t(blockIdx.y) * seq_len * kD;
+  const T* q_tile = q + head_offset + std::int64_t(m_block) * kBlockM * kD;
+  const T* k_head = k + head_offset;
+  const T* v_head = v + head_offset;
+
+  int kv_blocks = seq_len / kBlockN;
+  if (kCausal) kv_blocks = min(kv_blocks, (m_block + 1) * kBlockM / kBlockN);
+  if (kFault == AttentionFault::skip_last_kv_block) kv_blocks -= 1;
+
+  load_tile<kBlockM, kD, kThreads>(sq, q_tile);
+  load_tile<kBlockN, kD, kThreads>(sk, k_head);
+  load_tile<kBlockN, kD, kThreads>(sv, v_head);
+  cp_async_commit();
+
+  unsigned q_frag[kKSteps][4];  // used by the versions that keep Q in registers
+  float o_acc[kOTiles][4] = {};
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
+  const int warp_row = warp * 16;
+
+  for (int j = 0; j < kv_blocks; ++j) {
+    const int stage = kPipelined ? j % 2 : 0;
+    if (kPipelined && j + 1 < kv_blocks) {
+      const int next = (j + 1) % 2;
+      load_tile<kBlockN, kD, kThreads>(sk + next * kBlockN * kD, k_head + std::int64_t(j + 1) * kBlockN * kD);
+      load_tile<kBlockN, kD, kThreads>(sv + next * kBlockN * kD, v_head + std::int64_t(j + 1) * kBlockN * kD);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const T* k_tile = sk + stage * kBlockN * kD;
+    const T* v_tile = sv + stage * kBlockN * kD;
+
+    if (kQInRegisters && j == 0) {
+#pragma unroll
+      for (int kk = 0; kk < kKSteps; ++kk)
+        ldmatrix_x4(q_frag[kk], sq + swizzled<kD>(warp_row + lane % 16, kk * 16 + (lane / 16) * 8));
+    }
+
+    // S = Q K^T for this warp's 16 rows and the tile's 64 keys.
+    float s[kSTiles][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned a[4];
+      if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = q_frag[kk][i];
+      } else {
+        ldmatrix_x4(a, sq + swizzled<kD>(warp_row + lane % 16, kk * 16 + (lane / 16) * 8));
+      }
+#pragma unroll
+      for (int np = 0; np < kSTiles / 2; ++np) {
+        unsigned b[4];
+        ldmatrix_x4(b, k_tile + swizzled<kD>(np * 16 + lane % 8 + (lane / 16) * 8, kk * 16 + ((lane / 8) % 2) * 8));
+        mma16816<T>(s[2 * np], a, b[0], b[1]);
+        mma16816<T>(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+
+    // Causal mask where the tile crosses the diagonal.
+    const int query0 = m_block * kBlockM + warp_row + g;
+    if (kCausal && kFault != AttentionFault::drop_causal_mask && (j + 1) * kBlockN - 1 > m_block * kBlockM) {
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = j * kBlockN + n * 8 + 2 * t + (e & 1);
+          if (key > query0 + (e >= 2 ? 8 : 0)) s[n][e] = -INFINITY;
+        }
+    }
+
+    // Online softmax: rows g (elements 0, 1) and g + 8 (elements 2, 3); a row spans the 4 lanes of a quad.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tile_max = row_max[r];
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n) tile_max = fmaxf(tile_max, fmaxf(s[n][2 * r], s[n][2 * r + 1]) * scale_log2);
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+      const float rescale = exp2f(row_max[r] - tile_max);  // 0 on the first tile (-inf - finite)
+      row_max[r] = tile_max;
+      float tile_sum = 0;
+#pragma unroll
+      for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+        for (int e = 2 * r; e < 2 * r + 2; ++e) {
+          s[n][e] = exp2f(s[n][e] * scale_log2 - tile_max);
+          tile_sum += s[n][e];
+        }
+      if (kFault == AttentionFault::no_rescale && j > 0) {
+        row_sum[r] += tile_sum;
+      } else {
+        row_sum[r] = row_sum[r] * rescale + tile_sum;
+#pragma unroll
+        for (int n = 0; n < kOTiles; ++n) o_acc[n][2 * r] *= rescale, o_acc[n][2 * r + 1] *= rescale;
+      }
+    }
+
+    // O += P V: S's accumulator layout is the A operand's layout, two 8-key tiles per 16-key step.
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks) {
+      const unsigned p[4] = {pack2<T>(s[2 * ks][0], s[2 * ks][1]), pack2<T>(s[2 * ks][2], s[2 * ks][3]),
+                             pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]), pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < kOTiles / 2; ++dp) {
+        unsigned b[4];
+        ldmatrix_x4_trans(b, v_tile + swizzled<kD>(ks * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        mma16816<T>(o_acc[2 * dp], p, b[0], b[1]);
+        mma16816<T>(o_acc[2 * dp + 1], p, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before it is loaded again
+    if (!kPipelined && j + 1 < kv_blocks) {
+      load_tile<kBlockN, kD, kThreads>(sk, k_head + std::int64_t(j + 1) * kBlockN * kD);
+      load_tile<kBlockN, kD, kThreads>(sv, v_head + std::int64_t(j + 1) * kBlockN * kD);
+      cp_async_commit();
+    }
+  }
+
+  T* o_rows = o + head_offset + (std::int64_t(m_block) * kBlockM + warp_row) * kD;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float total = row_sum[r];
+    total += __shfl_xor_sync(0xffffffffu, total, 1);
+    total += __shfl_xor_sync(0xffffffffu, total, 2);
+    const float inverse = 1.0f / total;
+    T* row = o_rows + (g + 8 * r) * kD;
+#pragma unroll
+    for (int n = 0; n < kOTiles; ++n)
+      *reinterpret_cast<unsigned*>(row + n * 8 + 2 * t) = pack2<T>(o_acc[n][2 * r] * inverse, o_acc[n][2 * r + 1] * inverse);
+  }
+}
+
+struct FusedVersion {
+  const char* name;
+  int warps;
+  bool pipelined;
+};
+constexpr FusedVersion kVersions[] = {{"v1", 4, false}, {"v2", 8, true}};
+
+const FusedVersion& find_version(const std::string& name) {
+  for (const FusedVersion& v : kVersions)
+    if (name == v.name) return v;
+  throw std::invalid_argument("fused attention: no version '" + name + "'");
+}
+
+template <typename T, int kD, int kWarps, bool kPipelined, bool kCausal, AttentionFault kFault>
+void launch_instance(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o, cudaStream_t stream) {
+  constexpr int kBlockM = 16 * kWarps, kStages = kPipelined ? 2 : 1;
+  constexpr std::size_t kShared = sizeof(T) * kD * (kBlockM + 2 * kStages * kBlockN);
+  auto kernel = flash_forward_kernel<T, kD, kWarps, kPipelined, kCausal, kFault>;
+  static const bool configured = [&] {
+    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid(unsigned(shape.q_len / kBlockM), unsigned(shape.batch * shape.heads));
+  const float scale_log2 = kLog2e / std::sqrt(float(kD));
+  kernel<<<grid, kWarps * 32, kShared, stream>>>(q, k, v, o, int(shape.q_len), scale_log2);
+}
+
+template <typename T, int kD, int kWarps, bool kPipelined>
+void launch_with_mask(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o, cudaStream_t stream,
+                      AttentionFault fault) {
+  auto go = [&]<bool kCausal, AttentionFault kFault>() {
+    launch_instance<T, kD, kWarps, kPipelined, kCausal, kFault>(shape, q, k, v, o, stream);
+  };
+  const bool causal = shape.causal;
+  switch (fault) {
+    case AttentionFault::none:
+      causal ? go.template operator()<true, AttentionFault::none>() : go.template operator()<false, AttentionFault::none>();
+      break;
+    case AttentionFault::drop_causal_mask:
+      go.template operator()<true, AttentionFault::drop_causal_mask>();
+      break;
+    case AttentionFault::skip_last_kv_block:
+      causal ? go.template operator()<true, AttentionFault::skip_last_kv_block>()
+             : go.template operator()<false, AttentionFault::skip_last_kv_block>();
+      break;
+    case AttentionFault::no_rescale:
+      causal ? go.template operator()<true, AttentionFault::no_rescale>()
+             : go.template operator()<false, AttentionFault::no_rescale>();
+      break;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& fused_versions() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const FusedVersion& v : kVersions) n.push_back(v.name);
+    return n;
+  }();
+  return names;
+}
+
+void check_fused_supports(const AttentionShape& shape, const std::string& version) {
+  const FusedVersion& v = find_version(version);
+  const int block_m = 16 * v.warps;
+  if (shape.q_len != shape.kv_len) throw std::invalid_argument("fused attention: needs q_len == kv_len (prefill)");
+  if (shape.q_len % block_m != 0 || shape.kv_len % kBlockN != 0)
+    throw std::invalid_argument("fused attention " + version + ": sequence length must be a multiple of " +
+                                std::to_string(block_m));
+  if (shape.head_dim != 64 && shape.head_dim != 128)
+    throw std::invalid_argument("fused attention: head_dim must be 64 or 128");
+}
+
+void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
+                            const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
+                            AttentionFault fault) {
+  check_fused_supports(shape, version);
+  const FusedVersion& chosen = find_version(version);
+  dispatch_type(type, [&]<typename T>() {
+    const auto* qt = static_cast<const T*>(q);
+    const auto* kt = static_cast<const T*>(k);
+    const auto* vt = static_cast<const T*>(v);
+    auto* ot = static_cast<T*>(o);
+    auto by_dim = [&]<int kWarps, bool kPipelined>() {
+      if (shape.head_dim == 64) launch_with_mask<T, 64, kWarps, kPipelined>(shape, qt, kt, vt, ot, stream, fault);
+      else launch_with_mask<T, 128, kWarps, kPipelined>(shape, qt, kt, vt, ot, stream, fault);
+    };
+    if (chosen.pipelined) by_dim.template operator()<8, true>();
+    else by_dim.template operator()<4, false>();
+  });
+  ROOFBENCH_CUDA(cudaGetLastError());
+}
+
+}  // namespace roofbench::kernels

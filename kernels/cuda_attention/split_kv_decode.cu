@@ -1,0 +1,214 @@
+// Flash-decoding: one query per (batch, head) against its KV cache, the cache cut into splits so that even
+// batch 1 keeps every SM reading. A block of 16 groups of 8 lanes reads one split: each group takes every
+// 16th key, each lane 8 of the 64 dimensions (one 16-byte load of K and one of V per key), and keeps its own
+// online softmax; the groups are merged in shared memory, the split's partial goes to the workspace, and
+// the last block of the (batch, head) to arrive merges the splits (no second launch).
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "attention_common.cuh"
+#include "roofbench/cuda_check.hpp"
+
+namespace roofbench::kernels {
+namespace {
+using namespace attention_detail;
+
+constexpr int kDecodeThreads = 128;
+constexpr int kLanesPerKey = 8;  // 8 lanes x 8 elements = head_dim 64
+constexpr int kHeadDim = 64;
+constexpr int kGroups = kDecodeThreads / kLanesPerKey;
+constexpr int kKeysInFlight = 4;  // per group per step: 8 outstanding 16-byte loads per lane
+constexpr int kKeysPerStep = kGroups * kKeysInFlight;
+constexpr int kPartialFloats = 2 + kHeadDim;  // max, sum, unnormalised output
+
+struct Partial {
+  float max, sum;
+};
+
+__device__ __forceinline__ float weight(float from_max, float to_max) {
+  return from_max == -INFINITY ? 0.0f : exp2f(from_max - to_max);
+}
+
+template <typename T, AttentionFault kFault>
+__global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T* q, const T* k, const T* v, T* o,
+                                                                       std::int64_t kv_len, std::int64_t split_len,
+                                                                       std::int64_t keys_read, float scale_log2,
+                                                                       float* partials, unsigned* arrivals) {
+  const int splits = gridDim.x, split = blockIdx.x;
+  const std::int64_t bh = blockIdx.y;
+  const int group = threadIdx.x / kLanesPerKey, lane = threadIdx.x % kLanesPerKey;
+  const std::int64_t begin = split * split_len;
+  const std::int64_t end = begin + split_len < keys_read ? begin + split_len : keys_read;
+
+  float query[8];
+  unpack8<T>(reinterpret_cast<const uint4*>(q + bh * kHeadDim)[lane], query);
+#pragma unroll
+  for (float& x : query) x *= scale_log2;
+
+  const uint4* keys = reinterpret_cast<const uint4*>(k + bh * kv_len * kHeadDim) + lane;
+  const uint4* values = reinterpret_cast<const uint4*>(v + bh * kv_len * kHeadDim) + lane;
+  float max_score = -INFINITY, sum = 0, acc[8] = {};
+  // The same trip count for every lane: the score's shuffles need the whole warp.
+  for (std::int64_t step = begin; step < end; step += kKeysPerStep) {
+    const std::int64_t first = step + group;
+    uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      const std::int64_t key = first + u * kGroups;
+      if (key < end) {
+        k_raw[u] = __ldg(keys + key * (kHeadDim / 8));
+        v_raw[u] = __ldg(values + key * (kHeadDim / 8));
+      } else {
+        k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    float score[kKeysInFlight];
+    float step_max = max_score;
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      float kf[8];
+      unpack8<T>(k_raw[u], kf);
+      float dot = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) dot += query[i] * kf[i];
+      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+      dot += __shfl_xor_sync(0xffffffffu, dot, 4);
+      score[u] = first + u * kGroups < end ? dot : -INFINITY;
+      step_max = fmaxf(step_max, score[u]);
+    }
+    if constexpr (kFault != AttentionFault::no_rescale) {
+      const float rescale = weight(max_score, step_max);
+      sum *= rescale;
+#pragma unroll
+      for (float& a : acc) a *= rescale;
+    }
+    max_score = step_max;
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      const float p = weight(score[u], max_score);
+      if (p == 0.0f) continue;  // a key past the end: its V was not loaded
+      float vf[8];
+      unpack8<T>(v_raw[u], vf);
+      sum += p;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[i] += p * vf[i];
+    }
+  }
+
+  // Merge the groups: every group's (max, sum) and its 64 outputs, lane by lane.
+  __shared__ Partial group_stats[kGroups];
+  __shared__ float group_acc[kGroups][kHeadDim];
+  if (lane == 0) group_stats[group] = {max_score, sum};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) group_acc[group][lane * 8 + i] = acc[i];
+  __syncthreads();
+  __shared__ Partial block_stats;
+  if (threadIdx.x == 0) {
+    float m = -INFINITY, s = 0;
+    for (int g = 0; g < kGroups; ++g) m = fmaxf(m, group_stats[g].max);
+    for (int g = 0; g < kGroups; ++g) s += group_stats[g].sum * weight(group_stats[g].max, m);
+    block_stats = {m, s};
+  }
+  __syncthreads();
+  const Partial mine = block_stats;
+  float* partial = partials + (bh * splits + split) * kPartialFloats;
+  float merged = 0;
+  if (threadIdx.x < kHeadDim) {
+    for (int g = 0; g < kGroups; ++g) merged += group_acc[g][threadIdx.x] * weight(group_stats[g].max, mine.max);
+    if (splits == 1) {
+      o[bh * kHeadDim + threadIdx.x] = from_float<T>(merged / mine.sum);
+      return;
+    }
+    partial[2 + threadIdx.x] = merged;
+  }
+  if (splits == 1) return;
+  if (threadIdx.x == 0) partial[0] = mine.max, partial[1] = mine.sum;
+
+  // The last block to arrive merges every split (threadFenceReduction: publish, then count).
+  __threadfence();
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(arrivals + bh, 1u) == unsigned(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float* all = partials + bh * splits * kPartialFloats;
+  if (threadIdx.x < kHeadDim) {
+    float m = -INFINITY, s = 0, out = 0;
+    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(all + sp * kPartialFloats));
+    for (int sp = 0; sp < splits; ++sp) {
+      const float w = weight(__ldcg(all + sp * kPartialFloats), m);
+      s += __ldcg(all + sp * kPartialFloats + 1) * w;
+      out += __ldcg(all + sp * kPartialFloats + 2 + threadIdx.x) * w;
+    }
+    o[bh * kHeadDim + threadIdx.x] = from_float<T>(out / s);
+  }
+  if (threadIdx.x == 0) arrivals[bh] = 0;  // ready for the next launch (graph replays included)
+}
+
+std::int64_t heads_total(const AttentionShape& shape) { return shape.batch * shape.heads; }
+
+void check_decode_shape(const AttentionShape& shape) {
+  if (shape.head_dim != kHeadDim) throw std::invalid_argument("split_kv decode takes head_dim 64 only");
+  if (shape.q_len != 1) throw std::invalid_argument("split_kv decode takes one query per sequence");
+  if (shape.kv_len < 1) throw std::invalid_argument("split_kv decode needs a KV cache");
+}
+
+}  // namespace
+
+SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count) {
+  check_decode_shape(shape);
+  // Enough blocks for 8 per SM, but no split shorter than one step of the block.
+  const std::int64_t wanted_blocks = std::int64_t(sm_count) * 8;
+  const std::int64_t most_splits = (shape.kv_len + kKeysPerStep - 1) / kKeysPerStep;
+  const std::int64_t splits =
+      std::clamp<std::int64_t>((wanted_blocks + heads_total(shape) - 1) / heads_total(shape), 1, most_splits);
+  SplitKvPlan plan;
+  const std::int64_t steps = (most_splits + splits - 1) / splits;
+  plan.split_len = steps * kKeysPerStep;
+  plan.splits = int((shape.kv_len + plan.split_len - 1) / plan.split_len);
+  plan.workspace_bytes = std::size_t(heads_total(shape)) * (plan.splits * kPartialFloats * sizeof(float) + sizeof(unsigned));
+  return plan;
+}
+
+namespace {
+unsigned* arrivals_of(const SplitKvPlan& plan, const AttentionShape& shape, void* workspace) {
+  return reinterpret_cast<unsigned*>(static_cast<float*>(workspace) +
+                                     heads_total(shape) * plan.splits * kPartialFloats);
+}
+}  // namespace
+
+void zero_split_kv_workspace(const SplitKvPlan& plan, const AttentionShape& shape, void* workspace,
+                             cudaStream_t stream) {
+  ROOFBENCH_CUDA(
+      cudaMemsetAsync(arrivals_of(plan, shape, workspace), 0, std::size_t(heads_total(shape)) * sizeof(unsigned), stream));
+}
+
+void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, const SplitKvPlan& plan, const void* q,
+                            const void* k, const void* v, void* o, void* workspace, cudaStream_t stream,
+                            AttentionFault fault) {
+  check_decode_shape(shape);
+  const float scale_log2 = kLog2e / std::sqrt(float(kHeadDim));
+  // The fault skips the last step's worth of keys.
+  const std::int64_t keys_read =
+      fault == AttentionFault::skip_last_kv_block ? std::max<std::int64_t>(shape.kv_len - kKeysPerStep, 0) : shape.kv_len;
+  const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
+  float* partials = static_cast<float*>(workspace);
+  unsigned* arrivals = arrivals_of(plan, shape, workspace);
+  dispatch_type(type, [&]<typename T>() {
+    const auto* qt = static_cast<const T*>(q);
+    const auto* kt = static_cast<const T*>(k);
+    const auto* vt = static_cast<const T*>(v);
+    auto* ot = static_cast<T*>(o);
+    if (fault == AttentionFault::no_rescale)
+      split_kv_decode_kernel<T, AttentionFault::no_rescale><<<grid, kDecodeThreads, 0, stream>>>(
+          qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
+    else
+      split_kv_decode_kernel<T, AttentionFault::none><<<grid, kDecodeThreads, 0, stream>>>(
+          qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
+  });
+  ROOFBENCH_CUDA(cudaGetLastError());
+}
+
+}  // namespace roofbench::kernels

@@ -1,0 +1,245 @@
+// Attention prefill (B x T queries against their own T keys) and decode (one query per sequence against a
+// KV cache), each through several implementations of the same computation.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <climits>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "attention_gate.hpp"
+#include "cases.hpp"
+#include "cublas_on_stream.hpp"
+#include "cudnn_attention.hpp"
+#include "formats.hpp"
+
+namespace roofbench::transformer {
+
+using kernels::AttentionFault;
+using kernels::AttentionShape;
+using kernels::AttentionType;
+
+kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal) {
+  AttentionShape shape;
+  char x1 = 0, x2 = 0, x3 = 0;
+  std::istringstream in(text);
+  in >> shape.batch >> x1 >> shape.heads >> x2 >> shape.q_len >> x3 >> shape.head_dim;
+  if (!in || x1 != 'x' || x2 != 'x' || x3 != 'x' || !(in >> std::ws).eof() || shape.batch <= 0 || shape.heads <= 0 ||
+      shape.q_len <= 0 || shape.head_dim <= 0)
+    throw Error("transformer: shape must be BxHxTxD like 8x12x1024x64, got '" + text + "'");
+  shape.kv_len = shape.q_len;
+  shape.causal = causal;
+  return shape;
+}
+
+namespace {
+
+ElementType element_of(AttentionType type) { return type == AttentionType::bf16 ? ElementType::bf16 : ElementType::f16; }
+cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+// Owns Q, K, V and O, counts the work and runs the gate; subclasses launch.
+class AttentionCase : public Case {
+ public:
+  AttentionCase(AttentionType type, AttentionShape shape, AttentionFault fault)
+      : type_(type), element_(element_of(type)), shape_(shape), fault_(fault) {}
+
+  void setup(Context& ctx) override {
+    const std::size_t bytes = micro::element_bytes(element_);
+    q_ = ctx.alloc(std::size_t(shape_.q_elements()) * bytes, BufferRole::input);
+    k_ = ctx.alloc(std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
+    v_ = ctx.alloc(std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
+    o_ = ctx.alloc(std::size_t(shape_.q_elements()) * bytes, BufferRole::output);
+    // Scores with a spread of about 1.3 (not 0.3, as [-1, 1) would give): a softmax that is far from
+    // uniform, so a mask or a rescale that goes wrong moves the output well past the tolerance.
+    ctx.fill_random(q_, std::size_t(shape_.q_elements()), element_, -2, 2);
+    ctx.fill_random(k_, std::size_t(shape_.kv_elements()), element_, -2, 2);
+    ctx.fill_random(v_, std::size_t(shape_.kv_elements()), element_);
+    scan_.setup(ctx);
+    prepare(ctx);
+  }
+
+  Work work() const override {
+    Work w;
+    w.flops = shape_.flops();
+    w.bytes = shape_.min_bytes(micro::element_bytes(element_));
+    w.items = double(shape_.batch * shape_.q_len);
+    w.item_name = "tokens";
+    // Decode reads the KV cache and writes one row per sequence.
+    w.read_dominated = shape_.q_len == 1;
+    return w;
+  }
+
+  Check check(Context& ctx) override {
+    return check_attention(ctx, {.shape = shape_, .type = element_, .q = q_, .k = k_, .v = v_, .o = o_}, scan_);
+  }
+
+  std::vector<Fact> facts() const override { return facts_; }
+
+ protected:
+  virtual void prepare(Context&) {}
+
+  AttentionType type_;
+  ElementType element_;
+  AttentionShape shape_;
+  AttentionFault fault_;
+  void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
+  micro::NonfiniteScan scan_;
+  std::vector<Fact> facts_;
+};
+
+// What a framework without a fused kernel runs: S = Q K^T (fp32) through cuBLAS, a masked softmax
+// kernel writing P in the input type, O = P V through cuBLAS. The T x T scores go through memory.
+class NaiveAttention final : public AttentionCase {
+ public:
+  using AttentionCase::AttentionCase;
+
+  void run(Context& ctx) override {
+    const cublasHandle_t handle = cublas_.on(ctx);
+    const auto [b, h, tq, tk, d, causal] = shape_;
+    (void)causal;
+    const int batch = int(b * h);
+    const cudaDataType_t type = element_ == ElementType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    // Row-major S [tq, tk] is column-major S^T = K Q^T, with K and Q column-major [d, t].
+    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(tk), int(tq), int(d), &one, k_,
+                                                type, int(d), tk * d, q_, type, int(d), tq * d, &zero, scores_,
+                                                CUDA_R_32F, int(tk), tq * tk, batch, CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT));
+    kernels::launch_masked_softmax(type_, shape_, scores_, probabilities_, float(1.0 / std::sqrt(double(d))),
+                                   stream_of(ctx), fault_);
+    // Row-major O [tq, d] is column-major O^T = V^T P^T.
+    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(d), int(tq), int(tk), &one, v_,
+                                                type, int(d), tk * d, probabilities_, type, int(tk), tq * tk, &zero, o_,
+                                                type, int(d), tq * d, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  void teardown(Context&) override { cublas_.teardown(); }
+
+ private:
+  void prepare(Context& ctx) override {
+    if (shape_.batch * shape_.heads > INT_MAX || shape_.q_len > INT_MAX || shape_.kv_len > INT_MAX)
+      throw Error("transformer: naive attention's sizes exceed cuBLAS's int");
+    const std::size_t score_count = std::size_t(shape_.batch * shape_.heads * shape_.q_len * shape_.kv_len);
+    scores_ = static_cast<float*>(ctx.alloc(score_count * sizeof(float), BufferRole::scratch));
+    probabilities_ = ctx.alloc(score_count * micro::element_bytes(element_), BufferRole::scratch);
+    cublas_.setup(ctx);
+    facts_.push_back({"kernels", "cublasGemmStridedBatchedEx (S in fp32), masked softmax, cublasGemmStridedBatchedEx"});
+  }
+
+  CublasOnStream cublas_;
+  float* scores_ = nullptr;
+  void* probabilities_ = nullptr;
+};
+
+class FusedAttention final : public AttentionCase {
+ public:
+  FusedAttention(std::string version, AttentionType type, AttentionShape shape, AttentionFault fault)
+      : AttentionCase(type, shape, fault), version_(std::move(version)) {
+    try {
+      kernels::check_fused_supports(shape_, version_);
+    } catch (const std::invalid_argument& e) {
+      throw NotApplicable(e.what());
+    }
+    facts_.push_back({"kernel", "fused_" + version_});
+  }
+  void run(Context& ctx) override {
+    kernels::launch_fused_attention(version_, type_, shape_, q_, k_, v_, o_, stream_of(ctx), fault_);
+  }
+
+ private:
+  std::string version_;
+};
+
+class SplitKvDecode final : public AttentionCase {
+ public:
+  using AttentionCase::AttentionCase;
+  void run(Context& ctx) override {
+    kernels::launch_split_kv_decode(type_, shape_, plan_, q_, k_, v_, o_, workspace_, stream_of(ctx), fault_);
+  }
+
+ private:
+  void prepare(Context& ctx) override {
+    int sms = 0;
+    ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device().index));
+    plan_ = kernels::plan_split_kv(shape_, sms);
+    workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
+    kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
+    facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
+  }
+
+  kernels::SplitKvPlan plan_;
+  void* workspace_ = nullptr;
+};
+
+class CudnnAttentionCase final : public AttentionCase {
+ public:
+  using AttentionCase::AttentionCase;
+  void run(Context& ctx) override { graph_.run(stream_of(ctx), q_, k_, v_, o_); }
+  void teardown(Context&) override { graph_.destroy(); }
+
+ private:
+  void prepare(Context& ctx) override {
+    graph_.build(type_, shape_, ctx);  // throws NotApplicable with cuDNN's reason when it is refused
+    facts_ = graph_.facts();
+  }
+  CudnnAttention graph_;
+};
+
+}  // namespace
+
+std::unique_ptr<Case> make_prefill_attention(const std::string& impl, AttentionType type, const AttentionShape& shape,
+                                             AttentionFault fault) {
+  if (impl == "naive") return std::make_unique<NaiveAttention>(type, shape, fault);
+  if (impl == "cudnn") return std::make_unique<CudnnAttentionCase>(type, shape, fault);
+  if (impl == "fused") return std::make_unique<FusedAttention>(kBestFusedVersion, type, shape, fault);
+  if (impl.rfind("fused_", 0) == 0) return std::make_unique<FusedAttention>(impl.substr(6), type, shape, fault);
+  throw Error("transformer: no prefill implementation '" + impl + "'");
+}
+
+std::unique_ptr<Case> make_decode_attention(const std::string& impl, const AttentionShape& shape, AttentionFault fault) {
+  if (impl == "naive") return std::make_unique<NaiveAttention>(AttentionType::bf16, shape, fault);
+  if (impl == "split_kv") return std::make_unique<SplitKvDecode>(AttentionType::bf16, shape, fault);
+  if (impl == "cudnn") return std::make_unique<CudnnAttentionCase>(AttentionType::bf16, shape, fault);
+  throw Error("transformer: no decode implementation '" + impl + "'");
+}
+
+void add_attention_cases(Plugin& plugin) {
+  std::vector<std::string> prefill_impls = {"naive", "fused"};
+  for (const std::string& v : kernels::fused_versions()) prefill_impls.push_back("fused_" + v);
+  prefill_impls.push_back("cudnn");
+  const Axis shapes = Axis::strings("shape", {"64x12x128x64", "16x12x512x64", "8x12x1024x64", "4x12x2048x64",
+                                              "2x12x4096x64", "1x12x8192x64", "4x16x4096x128"});
+  for (const auto& [name, type, precision] :
+       {std::tuple{"attention_prefill_bf16", AttentionType::bf16, Precision::bf16},
+        std::tuple{"attention_prefill_fp16", AttentionType::fp16, Precision::fp16}}) {
+    CaseSpec spec;
+    spec.name = name;
+    spec.description = std::string("attention forward over B x T = 8192 tokens (GPT-2 small's 12 x 64 heads; ") +
+                       "16 x 128 at T 4096), " + to_string(precision) +
+                       ", causal or full; FLOPs count only the unmasked pairs";
+    spec.axes = {Axis::strings("impl", prefill_impls), Axis::strings("mask", {"causal", "full"}), shapes};
+    spec.device = DeviceNeed::gpu();
+    spec.precision = precision;
+    spec.make = [type](const Params& p) {
+      return make_prefill_attention(p.str("impl"), type, parse_prefill_shape(p.str("shape"), p.str("mask") == "causal"));
+    };
+    plugin.add(std::move(spec));
+  }
+
+  CaseSpec decode;
+  decode.name = "attention_decode_bf16";
+  decode.description =
+      "one query token per sequence against its KV cache (12 heads x 64, bf16): reads the cache, ~1 FLOP/byte";
+  decode.axes = {Axis::strings("impl", {"naive", "split_kv", "cudnn"}), Axis::ints("batch", {1, 8, 32, 64, 128, 256}),
+                 Axis::ints("kv", {1024, 4096, 16384})};
+  decode.device = DeviceNeed::gpu();
+  decode.precision = Precision::bf16;
+  decode.make = [](const Params& p) {
+    const AttentionShape shape{.batch = p.integer("batch"), .heads = 12, .q_len = 1, .kv_len = p.integer("kv"),
+                               .head_dim = 64, .causal = true};
+    return make_decode_attention(p.str("impl"), shape);
+  };
+  plugin.add(std::move(decode));
+}
+
+}  // namespace roofbench::transformer

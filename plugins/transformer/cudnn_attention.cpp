@@ -1,0 +1,293 @@
+#include "cudnn_attention.hpp"
+
+#include <cudnn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace roofbench::transformer {
+
+namespace {
+
+std::string last_cudnn_message(cudnnStatus_t status) {
+  char message[1024] = {};
+  cudnnGetLastErrorString(message, sizeof message);
+  std::string text = cudnnGetErrorString(status);
+  if (message[0]) text += std::string(": ") + message;
+  return text;
+}
+
+void check(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS) throw Error(std::string("cuDNN ") + what + ": " + last_cudnn_message(status));
+}
+
+// A backend descriptor owned for the life of the graph.
+class Descriptor {
+ public:
+  explicit Descriptor(cudnnBackendDescriptorType_t type) { check(cudnnBackendCreateDescriptor(type, &d_), "create"); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor() {
+    if (d_) (void)cudnnBackendDestroyDescriptor(d_);
+  }
+  cudnnBackendDescriptor_t get() const { return d_; }
+  template <typename T>
+  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value) {
+    check(cudnnBackendSetAttribute(d_, name, type, 1, &value), "set attribute");
+    return *this;
+  }
+  template <typename T>
+  Descriptor& set_array(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const std::vector<T>& values) {
+    check(cudnnBackendSetAttribute(d_, name, type, std::int64_t(values.size()), values.data()), "set attribute");
+    return *this;
+  }
+  void finalize(const char* what) { check(cudnnBackendFinalize(d_), what); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+}  // namespace
+
+struct CudnnAttention::State {
+  cudnnHandle_t handle = nullptr;
+  std::vector<std::unique_ptr<Descriptor>> keep;  // tensors and operations the graph refers to
+  std::unique_ptr<Descriptor> plan;
+  void* workspace = nullptr;
+  void* stats = nullptr;
+  float scale = 1, negative_infinity = -std::numeric_limits<float>::infinity();
+  bool masked = false;
+  // The variant pack of the last run's pointers: built once, not on every run.
+  std::unique_ptr<Descriptor> pack;
+  std::vector<void*> pack_pointers;
+
+  Descriptor& make(cudnnBackendDescriptorType_t type) {
+    keep.push_back(std::make_unique<Descriptor>(type));
+    return *keep.back();
+  }
+};
+
+namespace {
+
+enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kScale, kNegativeInfinity, kFirstVirtual = 100 };
+
+}  // namespace
+
+CudnnAttention::~CudnnAttention() {
+  if (state_) {
+    if (state_->handle) (void)cudnnDestroy(state_->handle);
+    delete state_;
+  }
+}
+
+void CudnnAttention::destroy() {
+  if (!state_) return;
+  State* s = std::exchange(state_, nullptr);
+  s->pack.reset();
+  s->plan.reset();
+  s->keep.clear();
+  const cudnnStatus_t status = s->handle ? cudnnDestroy(s->handle) : CUDNN_STATUS_SUCCESS;
+  delete s;
+  check(status, "destroy");
+}
+
+void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx) {
+  state_ = new State;
+  State& s = *state_;
+  check(cudnnCreate(&s.handle), "create handle");
+  const std::int64_t b = shape.batch, h = shape.heads, sq = shape.q_len, skv = shape.kv_len, d = shape.head_dim;
+  const cudnnDataType_t io = type == kernels::AttentionType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  s.scale = float(1.0 / std::sqrt(double(d)));
+  if (cudnnGetVersion() < 91000) s.negative_infinity = std::numeric_limits<float>::lowest();
+  std::int64_t next_virtual = kFirstVirtual;
+
+  auto tensor = [&](std::int64_t uid, cudnnDataType_t data_type, std::vector<std::int64_t> dims,
+                    std::vector<std::int64_t> strides, bool is_virtual, bool by_value = false) -> Descriptor& {
+    Descriptor& t = s.make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const std::int64_t alignment = 16;
+    t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, data_type)
+        .set_array(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims)
+        .set_array(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides)
+        .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid)
+        .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, alignment)
+        .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, is_virtual);
+    if (by_value) t.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, true);
+    t.finalize("tensor");
+    return t;
+  };
+  const std::vector<std::int64_t> scores_dims = {b, h, sq, skv}, scores_strides = {h * sq * skv, sq * skv, skv, 1};
+  const std::vector<std::int64_t> row_dims = {b, h, sq, 1}, row_strides = {h * sq, sq, 1, 1};
+  auto scores = [&](cudnnDataType_t data_type = CUDNN_DATA_FLOAT) -> Descriptor& {
+    return tensor(next_virtual++, data_type, scores_dims, scores_strides, true);
+  };
+  auto per_row = [&]() -> Descriptor& { return tensor(next_virtual++, f32, row_dims, row_strides, true); };
+
+  std::vector<cudnnBackendDescriptor_t> ops;
+  auto matmul = [&](Descriptor& a, Descriptor& bm, Descriptor& c) {
+    Descriptor& desc = s.make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    desc.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, f32).finalize("matmul descriptor");
+    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    op.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, a.get())
+        .set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, bm.get())
+        .set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.get())
+        .set(CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+        .finalize("matmul");
+    ops.push_back(op.get());
+  };
+  auto pointwise = [&](cudnnPointwiseMode_t mode, Descriptor& x, Descriptor* bd, Descriptor& y, Descriptor* t = nullptr,
+                       cudnnDataType_t precision = CUDNN_DATA_FLOAT, std::int64_t axis = -1) {
+    Descriptor& desc = s.make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
+        .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, precision);
+    if (axis >= 0) desc.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis);
+    desc.finalize("pointwise descriptor");
+    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+        .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get());
+    if (bd) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, bd->get());
+    if (t) op.set(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->get());
+    op.set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get()).finalize("pointwise");
+    ops.push_back(op.get());
+  };
+  auto reduction = [&](cudnnReduceTensorOp_t mode, Descriptor& x, Descriptor& y) {
+    Descriptor& desc = s.make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode)
+        .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, f32)
+        .finalize("reduction descriptor");
+    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    op.set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+        .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get())
+        .set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+        .finalize("reduction");
+    ops.push_back(op.get());
+  };
+
+  try {
+    Descriptor& q = tensor(kQ, io, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
+    Descriptor& k_t = tensor(kK, io, {b, h, d, skv}, {h * skv * d, skv * d, 1, d}, false);  // K read as K^T
+    Descriptor& v = tensor(kV, io, {b, h, skv, d}, {h * skv * d, skv * d, d, 1}, false);
+    Descriptor& o = tensor(kO, io, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
+    Descriptor& stats = tensor(kStats, f32, row_dims, row_strides, false);
+    Descriptor& scale = tensor(kScale, f32, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+
+    Descriptor& raw = scores();
+    matmul(q, k_t, raw);
+    Descriptor* last = &scores();
+    pointwise(CUDNN_POINTWISE_MUL, raw, &scale, *last);
+    if (shape.causal && sq > 1) {
+      Descriptor& negative_infinity = tensor(kNegativeInfinity, f32, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+      Descriptor& row = scores(CUDNN_DATA_INT32);
+      Descriptor& col = scores(CUDNN_DATA_INT32);
+      Descriptor& keep = scores(CUDNN_DATA_BOOLEAN);
+      Descriptor& masked = scores();
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, *last, nullptr, row, nullptr, f32, 2);
+      pointwise(CUDNN_POINTWISE_GEN_INDEX, *last, nullptr, col, nullptr, f32, 3);
+      pointwise(CUDNN_POINTWISE_CMP_GE, row, &col, keep, nullptr, CUDNN_DATA_BOOLEAN);
+      pointwise(CUDNN_POINTWISE_BINARY_SELECT, *last, &negative_infinity, masked, &keep);
+      last = &masked;
+      s.masked = true;
+    }
+    Descriptor& max = per_row();
+    reduction(CUDNN_REDUCE_TENSOR_MAX, *last, max);
+    Descriptor& shifted = scores();
+    pointwise(CUDNN_POINTWISE_SUB, *last, &max, shifted);
+    Descriptor& exponentials = scores();
+    pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, exponentials);
+    Descriptor& sum = per_row();
+    reduction(CUDNN_REDUCE_TENSOR_ADD, exponentials, sum);
+    Descriptor& log_sum = per_row();
+    pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, log_sum);
+    pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, stats);
+    Descriptor& probabilities = scores(io);  // the second matmul takes P in the inputs' type
+    pointwise(CUDNN_POINTWISE_DIV, exponentials, &sum, probabilities);
+    matmul(probabilities, v, o);
+  } catch (const Error& e) {
+    throw NotApplicable(std::string("cuDNN refused the attention graph's operations: ") + e.what());
+  }
+
+  Descriptor& graph = s.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, s.handle)
+      .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops);
+  if (cudnnBackendFinalize(graph.get()) != CUDNN_STATUS_SUCCESS)
+    throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) + " refused the attention graph: " +
+                        last_cudnn_message(CUDNN_STATUS_NOT_SUPPORTED));
+
+  Descriptor& heuristics = s.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph.get())
+      .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
+  heuristics.finalize("engine heuristics");
+  constexpr int kMaxConfigs = 8;
+  std::vector<std::unique_ptr<Descriptor>> configs;
+  std::vector<cudnnBackendDescriptor_t> config_handles;
+  for (int i = 0; i < kMaxConfigs; ++i) {
+    configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    config_handles.push_back(configs.back()->get());
+  }
+  std::int64_t found = 0;
+  check(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                 kMaxConfigs, &found, config_handles.data()),
+        "engine heuristics results");
+  std::string reasons;
+  for (std::int64_t i = 0; i < found && !s.plan; ++i) {
+    auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, s.handle)
+        .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config_handles[i]);
+    const cudnnStatus_t status = cudnnBackendFinalize(plan->get());
+    if (status != CUDNN_STATUS_SUCCESS) {
+      reasons += "; config " + std::to_string(i) + ": " + last_cudnn_message(status);
+      continue;
+    }
+    s.plan = std::move(plan);
+    Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+    cudnnBackendDescriptor_t engine_handle = engine.get();
+    std::int64_t count = 0, global_index = -1;
+    check(cudnnBackendGetAttribute(config_handles[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                   &count, &engine_handle),
+          "engine of the config");
+    check(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
+                                   &global_index),
+          "engine index");
+    facts_.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
+    facts_.push_back({"cudnn_engine", "global index " + std::to_string(global_index) + " (heuristics mode A, choice " +
+                                          std::to_string(i) + " of " + std::to_string(found) + ")"});
+  }
+  if (!s.plan)
+    throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) + " has no engine for the attention graph (" +
+                        std::to_string(found) + " configs from heuristics" + reasons + ")");
+  std::int64_t workspace_bytes = 0, count = 0;
+  check(cudnnBackendGetAttribute(s.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count,
+                                 &workspace_bytes),
+        "workspace size");
+  if (workspace_bytes > 0) s.workspace = ctx.alloc(std::size_t(workspace_bytes), BufferRole::scratch);
+  s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
+  facts_.push_back({"cudnn_workspace_bytes", std::to_string(workspace_bytes)});
+}
+
+void CudnnAttention::run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o) {
+  State& s = *state_;
+  check(cudnnSetStream(s.handle, stream), "set stream");
+  std::vector<std::int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
+  std::vector<void*> pointers = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, s.stats, &s.scale};
+  if (s.masked) {
+    uids.push_back(kNegativeInfinity);
+    pointers.push_back(&s.negative_infinity);
+  }
+  if (!s.pack || pointers != s.pack_pointers) {
+    s.pack = std::make_unique<Descriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    s.pack->set_array(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids)
+        .set_array(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, pointers)
+        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, s.workspace);
+    s.pack->finalize("variant pack");
+    s.pack_pointers = pointers;
+  }
+  check(cudnnBackendExecute(s.handle, s.plan->get(), s.pack->get()), "execute");
+}
+
+}  // namespace roofbench::transformer

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""PyTorch's side of the transformer plugin's targets, timed on the same GPU in the same call as roofbench:
+scaled_dot_product_attention per backend (cuDNN, flash, memory-efficient, math) at the prefill shapes,
+decode attention eager and replayed in a CUDA graph, and GPT-2 small's two linear layers at several token
+counts (hot). CUDA events after a warm-up; each figure is the median over samples of `runs` back-to-back
+calls, divided by `runs`. FLOPs are counted as roofbench counts them (causal: the unmasked pairs only).
+Prints one JSON object; --quick times fewer shapes."""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+            "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+
+
+def per_call_seconds(fn, runs=20, samples=15, warmup=10):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(samples):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(runs):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1e-3 / runs)
+    return statistics.median(times)
+
+
+def graphed(fn, calls=20):
+    """fn captured `calls` times in one CUDA graph; returns a replay whose time divides by `calls`."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return graph, calls
+
+
+def graph_seconds(fn, calls=20):
+    graph, n = graphed(fn, calls)
+    return per_call_seconds(graph.replay, runs=1) / n
+
+
+def visible_pairs(q_len, kv_len, causal):
+    if not causal:
+        return q_len * kv_len
+    offset = kv_len - q_len
+    return sum(min(max(row + offset + 1, 0), kv_len) for row in range(q_len))
+
+
+def attention_flops(b, h, q_len, kv_len, d, causal):
+    return 4.0 * b * h * d * visible_pairs(q_len, kv_len, causal)
+
+
+def uniform(shape, lo, hi, dtype):
+    return (torch.rand(shape, device="cuda") * (hi - lo) + lo).to(dtype)
+
+
+def prefill(shapes, dtype, out):
+    for b, h, t, d in shapes:
+        q, k = (uniform((b, h, t, d), -2, 2, dtype) for _ in range(2))
+        v = uniform((b, h, t, d), -1, 1, dtype)
+        for causal in (True, False):
+            flops = attention_flops(b, h, t, t, d, causal)
+            for name, backend in BACKENDS.items():
+                if name == "math" and b * h * t * t > 96 * 1024 * 1024:
+                    continue  # the T x T scores of the larger shapes take seconds per call
+                key = f"prefill/{name}/{b}x{h}x{t}x{d}/{'causal' if causal else 'full'}/{str(dtype)[6:]}"
+                try:
+                    with sdpa_kernel([backend]):
+                        s = per_call_seconds(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                             runs=5 if name == "math" else 20)
+                    out[key] = {"seconds": s, "TFLOPs": flops / s / 1e12}
+                except RuntimeError as e:
+                    out[key] = {"error": str(e).splitlines()[0][:200]}
+
+
+def decode(batches, kvs, out):
+    for b in batches:
+        for kv in kvs:
+            q = uniform((b, 12, 1, 64), -2, 2, torch.bfloat16)
+            k = uniform((b, 12, kv, 64), -2, 2, torch.bfloat16)
+            v = uniform((b, 12, kv, 64), -1, 1, torch.bfloat16)
+            cache_bytes = 2.0 * 2 * b * 12 * kv * 64
+            for name in ("default", "cudnn", "flash", "efficient"):
+                key = f"decode/{name}/B{b}/KV{kv}"
+                call = lambda: F.scaled_dot_product_attention(q, k, v)
+                try:
+                    if name == "default":
+                        eager = per_call_seconds(call)
+                        replay = graph_seconds(call)
+                    else:
+                        with sdpa_kernel([BACKENDS[name]]):
+                            eager = per_call_seconds(call)
+                            replay = graph_seconds(call)
+                    out[key] = {"eager_seconds": eager, "graph_seconds": replay,
+                                "graph_TBps": cache_bytes / replay / 1e12, "eager_TBps": cache_bytes / eager / 1e12}
+                except RuntimeError as e:
+                    out[key] = {"error": str(e).splitlines()[0][:200]}
+
+
+def linear(tokens_list, out):
+    for fan_in, fan_out in ((768, 3072), (3072, 768)):
+        w = uniform((fan_out, fan_in), -1, 1, torch.bfloat16)
+        for tokens in tokens_list:
+            x = uniform((tokens, fan_in), -1, 1, torch.bfloat16)
+            y = torch.empty((tokens, fan_out), device="cuda", dtype=torch.bfloat16)
+            call = lambda: torch.matmul(x, w.t(), out=y)
+            eager = per_call_seconds(call)
+            replay = graph_seconds(call)
+            flops = 2.0 * tokens * fan_in * fan_out
+            out[f"linear/{fan_in}x{fan_out}/tokens{tokens}"] = {
+                "eager_seconds": eager, "graph_seconds": replay, "eager_TFLOPs": flops / eager / 1e12,
+                "graph_TFLOPs": flops / replay / 1e12}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name()}
+    shapes = [(8, 12, 1024, 64), (2, 12, 4096, 64), (4, 16, 4096, 128)]
+    if not args.quick:
+        shapes = [(64, 12, 128, 64), (16, 12, 512, 64)] + shapes[:1] + [(4, 12, 2048, 64)] + shapes[1:2] + \
+                 [(1, 12, 8192, 64)] + shapes[2:]
+    prefill(shapes, torch.bfloat16, out)
+    if not args.quick:
+        prefill([(8, 12, 1024, 64)], torch.float16, out)
+    decode([1, 64, 256] if args.quick else [1, 8, 32, 64, 128, 256], [1024, 4096] if args.quick else [1024, 4096, 16384], out)
+    linear([1, 16, 128, 1024, 8192] if args.quick else [1 << i for i in range(14)], out)
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
