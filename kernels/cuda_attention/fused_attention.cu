@@ -3,6 +3,9 @@
 //   v1  64 queries per block (4 warps x 16 rows), one K/V stage: load, wait, compute, repeat.
 //   v2  128 queries per block (8 warps), K/V double-buffered with cp.async so the next tile loads while
 //       this one is computed, Q held in registers, causal blocks issued heaviest first.
+//   v3  v2 with 32 query rows per warp (4 warps, 128 queries): each K/V fragment read from shared memory
+//       feeds two MMAs, halving v2's shared-memory reads per FLOP, which bound v2 (8 warps x a whole K and
+//       V tile read per 16 rows).
 // Shared tiles are row-major with each row's 16-byte chunks XOR-swizzled by (row % 8), so the eight rows
 // one ldmatrix reads land in different banks.
 #include <cmath>
@@ -15,8 +18,6 @@
 namespace roofbench::kernels {
 namespace {
 using namespace attention_detail;
-
-constexpr int kBlockN = 64;  // keys per K/V tile
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -79,19 +80,32 @@ __device__ __forceinline__ void load_tile(T* shared, const T* global) {
   }
 }
 
-template <typename T, int kD, int kWarps, bool kPipelined, bool kCausal, AttentionFault kFault>
-__global__ __launch_bounds__(kWarps * 32) void flash_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
-                                                                   const T* __restrict__ v, T* __restrict__ o,
-                                                                   int seq_len, float scale_log2) {
-  constexpr int kThreads = kWarps * 32, kBlockM = 16 * kWarps, kStages = kPipelined ? 2 : 1;
-  constexpr bool kQInRegisters = kPipelined;
+// One version's shape: warps per block, 16-row m-tiles per warp (K and V fragments read from shared memory
+// once serve every m-tile of the warp), keys per K/V tile, double-buffered K/V, Q fragments in registers.
+template <int kWarps_, int kMTiles_, int kBlockN_, bool kPipelined_, bool kQInRegisters_>
+struct FusedConfig {
+  static constexpr int kWarps = kWarps_, kMTiles = kMTiles_, kBlockN = kBlockN_;
+  static constexpr bool kPipelined = kPipelined_, kQInRegisters = kQInRegisters_;
+  static constexpr int kThreads = kWarps * 32, kBlockM = 16 * kMTiles * kWarps, kStages = kPipelined ? 2 : 1;
+  template <int kD, typename T>
+  static constexpr std::size_t shared_bytes() {
+    return sizeof(T) * kD * (kBlockM + 2 * kStages * kBlockN);
+  }
+};
+
+template <typename T, int kD, typename Cfg, bool kCausal, AttentionFault kFault>
+__global__ __launch_bounds__(Cfg::kThreads) void flash_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                                     const T* __restrict__ v, T* __restrict__ o,
+                                                                     int seq_len, float scale_log2) {
+  constexpr int kThreads = Cfg::kThreads, kBlockM = Cfg::kBlockM, kBlockN = Cfg::kBlockN, kM = Cfg::kMTiles;
+  constexpr bool kPipelined = Cfg::kPipelined, kQInRegisters = Cfg::kQInRegisters;
   constexpr int kKSteps = kD / 16;       // k-steps of QK^T
   constexpr int kSTiles = kBlockN / 8;   // 8-key column tiles of S
   constexpr int kOTiles = kD / 8;        // 8-wide column tiles of O
   extern __shared__ uint4 shared_raw[];
   T* sq = reinterpret_cast<T*>(shared_raw);
   T* sk = sq + kBlockM * kD;
-  T* sv = sk + kStages * kBlockN * kD;
+  T* sv = sk + Cfg::kStages * kBlockN * kD;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -111,10 +125,15 @@ __global__ __launch_bounds__(kWarps * 32) void flash_forward_kernel(const T* __r
   load_tile<kBlockN, kD, kThreads>(sv, v_head);
   cp_async_commit();
 
-  unsigned q_frag[kKSteps][4];  // used by the versions that keep Q in registers
-  float o_acc[kOTiles][4] = {};
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
-  const int warp_row = warp * 16;
+  unsigned q_frag[kQInRegisters ? kM : 1][kQInRegisters ? kKSteps : 1][4];
+  float o_acc[kM][kOTiles][4] = {};
+  float row_max[kM][2], row_sum[kM][2] = {};
+#pragma unroll
+  for (int mt = 0; mt < kM; ++mt) row_max[mt][0] = row_max[mt][1] = -INFINITY;
+  const int warp_row = warp * 16 * kM;
+  auto q_address = [&](int mt, int kk) {
+    return sq + swizzled<kD>(warp_row + mt * 16 + lane % 16, kk * 16 + (lane / 16) * 8);
+  };
 
   for (int j = 0; j < kv_blocks; ++j) {
     const int stage = kPipelined ? j % 2 : 0;
@@ -131,82 +150,104 @@ __global__ __launch_bounds__(kWarps * 32) void flash_forward_kernel(const T* __r
     const T* k_tile = sk + stage * kBlockN * kD;
     const T* v_tile = sv + stage * kBlockN * kD;
 
-    if (kQInRegisters && j == 0) {
+    if constexpr (kQInRegisters) {
+      if (j == 0) {
 #pragma unroll
-      for (int kk = 0; kk < kKSteps; ++kk)
-        ldmatrix_x4(q_frag[kk], sq + swizzled<kD>(warp_row + lane % 16, kk * 16 + (lane / 16) * 8));
+        for (int mt = 0; mt < kM; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < kKSteps; ++kk) ldmatrix_x4(q_frag[mt][kk], q_address(mt, kk));
+      }
     }
 
-    // S = Q K^T for this warp's 16 rows and the tile's 64 keys.
-    float s[kSTiles][4] = {};
+    // S = Q K^T for this warp's rows and the tile's keys.
+    float s[kM][kSTiles][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned a[4];
-      if constexpr (kQInRegisters) {
+      unsigned a[kM][4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = q_frag[kk][i];
-      } else {
-        ldmatrix_x4(a, sq + swizzled<kD>(warp_row + lane % 16, kk * 16 + (lane / 16) * 8));
+      for (int mt = 0; mt < kM; ++mt) {
+        if constexpr (kQInRegisters) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[mt][i] = q_frag[mt][kk][i];
+        } else {
+          ldmatrix_x4(a[mt], q_address(mt, kk));
+        }
       }
 #pragma unroll
       for (int np = 0; np < kSTiles / 2; ++np) {
         unsigned b[4];
         ldmatrix_x4(b, k_tile + swizzled<kD>(np * 16 + lane % 8 + (lane / 16) * 8, kk * 16 + ((lane / 8) % 2) * 8));
-        mma16816<T>(s[2 * np], a, b[0], b[1]);
-        mma16816<T>(s[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          mma16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
+          mma16816<T>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
       }
     }
 
-    // Causal mask where the tile crosses the diagonal.
-    const int query0 = m_block * kBlockM + warp_row + g;
-    if (kCausal && kFault != AttentionFault::drop_causal_mask && (j + 1) * kBlockN - 1 > m_block * kBlockM) {
 #pragma unroll
-      for (int n = 0; n < kSTiles; ++n)
+    for (int mt = 0; mt < kM; ++mt) {
+      // Causal mask where the tile crosses the diagonal.
+      const int query0 = m_block * kBlockM + warp_row + mt * 16 + g;
+      if (kCausal && kFault != AttentionFault::drop_causal_mask && (j + 1) * kBlockN - 1 > m_block * kBlockM) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = j * kBlockN + n * 8 + 2 * t + (e & 1);
-          if (key > query0 + (e >= 2 ? 8 : 0)) s[n][e] = -INFINITY;
-        }
-    }
+        for (int n = 0; n < kSTiles; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = j * kBlockN + n * 8 + 2 * t + (e & 1);
+            if (key > query0 + (e >= 2 ? 8 : 0)) s[mt][n][e] = -INFINITY;
+          }
+      }
 
-    // Online softmax: rows g (elements 0, 1) and g + 8 (elements 2, 3); a row spans the 4 lanes of a quad.
+      // Online softmax: rows g (elements 0, 1) and g + 8 (elements 2, 3); a row spans a quad's 4 lanes.
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float tile_max = row_max[r];
+      for (int r = 0; r < 2; ++r) {
+        float tile_max = row_max[mt][r];
 #pragma unroll
-      for (int n = 0; n < kSTiles; ++n) tile_max = fmaxf(tile_max, fmaxf(s[n][2 * r], s[n][2 * r + 1]) * scale_log2);
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float rescale = exp2f(row_max[r] - tile_max);  // 0 on the first tile (-inf - finite)
-      row_max[r] = tile_max;
-      float tile_sum = 0;
+        for (int n = 0; n < kSTiles; ++n)
+          tile_max = fmaxf(tile_max, fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]) * scale_log2);
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+        const float rescale = exp2f(row_max[mt][r] - tile_max);  // 0 on the first tile (-inf - finite)
+        row_max[mt][r] = tile_max;
+        float tile_sum = 0;
 #pragma unroll
-      for (int n = 0; n < kSTiles; ++n)
+        for (int n = 0; n < kSTiles; ++n)
 #pragma unroll
-        for (int e = 2 * r; e < 2 * r + 2; ++e) {
-          s[n][e] = exp2f(s[n][e] * scale_log2 - tile_max);
-          tile_sum += s[n][e];
+          for (int e = 2 * r; e < 2 * r + 2; ++e) {
+            s[mt][n][e] = exp2f(fmaf(s[mt][n][e], scale_log2, -tile_max));
+            tile_sum += s[mt][n][e];
+          }
+        if (kFault == AttentionFault::no_rescale && j > 0) {
+          row_sum[mt][r] += tile_sum;
+        } else {
+          row_sum[mt][r] = row_sum[mt][r] * rescale + tile_sum;
+#pragma unroll
+          for (int n = 0; n < kOTiles; ++n) o_acc[mt][n][2 * r] *= rescale, o_acc[mt][n][2 * r + 1] *= rescale;
         }
-      if (kFault == AttentionFault::no_rescale && j > 0) {
-        row_sum[r] += tile_sum;
-      } else {
-        row_sum[r] = row_sum[r] * rescale + tile_sum;
-#pragma unroll
-        for (int n = 0; n < kOTiles; ++n) o_acc[n][2 * r] *= rescale, o_acc[n][2 * r + 1] *= rescale;
       }
     }
 
     // O += P V: S's accumulator layout is the A operand's layout, two 8-key tiles per 16-key step.
 #pragma unroll
     for (int ks = 0; ks < kBlockN / 16; ++ks) {
-      const unsigned p[4] = {pack2<T>(s[2 * ks][0], s[2 * ks][1]), pack2<T>(s[2 * ks][2], s[2 * ks][3]),
-                             pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]), pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      unsigned p[kM][4];
+#pragma unroll
+      for (int mt = 0; mt < kM; ++mt) {
+        p[mt][0] = pack2<T>(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+        p[mt][1] = pack2<T>(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+        p[mt][2] = pack2<T>(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+        p[mt][3] = pack2<T>(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < kOTiles / 2; ++dp) {
         unsigned b[4];
         ldmatrix_x4_trans(b, v_tile + swizzled<kD>(ks * 16 + lane % 8 + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
-        mma16816<T>(o_acc[2 * dp], p, b[0], b[1]);
-        mma16816<T>(o_acc[2 * dp + 1], p, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kM; ++mt) {
+          mma16816<T>(o_acc[mt][2 * dp], p[mt], b[0], b[1]);
+          mma16816<T>(o_acc[mt][2 * dp + 1], p[mt], b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before it is loaded again
@@ -217,26 +258,38 @@ __global__ __launch_bounds__(kWarps * 32) void flash_forward_kernel(const T* __r
     }
   }
 
-  T* o_rows = o + head_offset + (std::int64_t(m_block) * kBlockM + warp_row) * kD;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float total = row_sum[r];
-    total += __shfl_xor_sync(0xffffffffu, total, 1);
-    total += __shfl_xor_sync(0xffffffffu, total, 2);
-    const float inverse = 1.0f / total;
-    T* row = o_rows + (g + 8 * r) * kD;
+  for (int mt = 0; mt < kM; ++mt) {
+    T* o_rows = o + head_offset + (std::int64_t(m_block) * kBlockM + warp_row + mt * 16) * kD;
 #pragma unroll
-    for (int n = 0; n < kOTiles; ++n)
-      *reinterpret_cast<unsigned*>(row + n * 8 + 2 * t) = pack2<T>(o_acc[n][2 * r] * inverse, o_acc[n][2 * r + 1] * inverse);
+    for (int r = 0; r < 2; ++r) {
+      float total = row_sum[mt][r];
+      total += __shfl_xor_sync(0xffffffffu, total, 1);
+      total += __shfl_xor_sync(0xffffffffu, total, 2);
+      const float inverse = 1.0f / total;
+      T* row = o_rows + (g + 8 * r) * kD;
+#pragma unroll
+      for (int n = 0; n < kOTiles; ++n)
+        *reinterpret_cast<unsigned*>(row + n * 8 + 2 * t) =
+            pack2<T>(o_acc[mt][n][2 * r] * inverse, o_acc[mt][n][2 * r + 1] * inverse);
+    }
   }
 }
 
+// The lab. v3 keeps its K/V tiles at 32 keys for head dim 128, where 2 m-tiles of O already take 128
+// registers per thread.
+using V1 = FusedConfig<4, 1, 64, false, false>;
+using V2 = FusedConfig<8, 1, 64, true, true>;
+using V3d64 = FusedConfig<4, 2, 64, true, true>;
+using V3d128 = FusedConfig<4, 2, 32, true, false>;
+
 struct FusedVersion {
   const char* name;
-  int warps;
-  bool pipelined;
+  int block_m, block_n;  // queries and keys per tile, which the sequence length must be a multiple of
 };
-constexpr FusedVersion kVersions[] = {{"v1", 4, false}, {"v2", 8, true}};
+constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN}, {"v2", V2::kBlockM, V2::kBlockN},
+                                      {"v3", V3d64::kBlockM, V3d64::kBlockN}};
+static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {
   for (const FusedVersion& v : kVersions)
@@ -244,26 +297,25 @@ const FusedVersion& find_version(const std::string& name) {
   throw std::invalid_argument("fused attention: no version '" + name + "'");
 }
 
-template <typename T, int kD, int kWarps, bool kPipelined, bool kCausal, AttentionFault kFault>
+template <typename T, int kD, typename Cfg, bool kCausal, AttentionFault kFault>
 void launch_instance(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o, cudaStream_t stream) {
-  constexpr int kBlockM = 16 * kWarps, kStages = kPipelined ? 2 : 1;
-  constexpr std::size_t kShared = sizeof(T) * kD * (kBlockM + 2 * kStages * kBlockN);
-  auto kernel = flash_forward_kernel<T, kD, kWarps, kPipelined, kCausal, kFault>;
+  constexpr std::size_t kShared = Cfg::template shared_bytes<kD, T>();
+  auto kernel = flash_forward_kernel<T, kD, Cfg, kCausal, kFault>;
   static const bool configured = [&] {
     ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
     return true;
   }();
   (void)configured;
-  const dim3 grid(unsigned(shape.q_len / kBlockM), unsigned(shape.batch * shape.heads));
+  const dim3 grid(unsigned(shape.q_len / Cfg::kBlockM), unsigned(shape.batch * shape.heads));
   const float scale_log2 = kLog2e / std::sqrt(float(kD));
-  kernel<<<grid, kWarps * 32, kShared, stream>>>(q, k, v, o, int(shape.q_len), scale_log2);
+  kernel<<<grid, Cfg::kThreads, kShared, stream>>>(q, k, v, o, int(shape.q_len), scale_log2);
 }
 
-template <typename T, int kD, int kWarps, bool kPipelined>
+template <typename T, int kD, typename Cfg>
 void launch_with_mask(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o, cudaStream_t stream,
                       AttentionFault fault) {
   auto go = [&]<bool kCausal, AttentionFault kFault>() {
-    launch_instance<T, kD, kWarps, kPipelined, kCausal, kFault>(shape, q, k, v, o, stream);
+    launch_instance<T, kD, Cfg, kCausal, kFault>(shape, q, k, v, o, stream);
   };
   const bool causal = shape.causal;
   switch (fault) {
@@ -297,11 +349,10 @@ const std::vector<std::string>& fused_versions() {
 
 void check_fused_supports(const AttentionShape& shape, const std::string& version) {
   const FusedVersion& v = find_version(version);
-  const int block_m = 16 * v.warps;
   if (shape.q_len != shape.kv_len) throw std::invalid_argument("fused attention: needs q_len == kv_len (prefill)");
-  if (shape.q_len % block_m != 0 || shape.kv_len % kBlockN != 0)
+  if (shape.q_len % v.block_m != 0 || shape.kv_len % v.block_n != 0)
     throw std::invalid_argument("fused attention " + version + ": sequence length must be a multiple of " +
-                                std::to_string(block_m));
+                                std::to_string(v.block_m));
   if (shape.head_dim != 64 && shape.head_dim != 128)
     throw std::invalid_argument("fused attention: head_dim must be 64 or 128");
 }
@@ -316,12 +367,18 @@ void launch_fused_attention(const std::string& version, AttentionType type, cons
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
     auto* ot = static_cast<T*>(o);
-    auto by_dim = [&]<int kWarps, bool kPipelined>() {
-      if (shape.head_dim == 64) launch_with_mask<T, 64, kWarps, kPipelined>(shape, qt, kt, vt, ot, stream, fault);
-      else launch_with_mask<T, 128, kWarps, kPipelined>(shape, qt, kt, vt, ot, stream, fault);
-    };
-    if (chosen.pipelined) by_dim.template operator()<8, true>();
-    else by_dim.template operator()<4, false>();
+    const bool d64 = shape.head_dim == 64;
+    const std::string name = chosen.name;
+    if (name == "v1") {
+      d64 ? launch_with_mask<T, 64, V1>(shape, qt, kt, vt, ot, stream, fault)
+          : launch_with_mask<T, 128, V1>(shape, qt, kt, vt, ot, stream, fault);
+    } else if (name == "v2") {
+      d64 ? launch_with_mask<T, 64, V2>(shape, qt, kt, vt, ot, stream, fault)
+          : launch_with_mask<T, 128, V2>(shape, qt, kt, vt, ot, stream, fault);
+    } else {
+      d64 ? launch_with_mask<T, 64, V3d64>(shape, qt, kt, vt, ot, stream, fault)
+          : launch_with_mask<T, 128, V3d128>(shape, qt, kt, vt, ot, stream, fault);
+    }
   });
   ROOFBENCH_CUDA(cudaGetLastError());
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "attention_common.cuh"
 #include "roofbench/cuda_check.hpp"
@@ -18,8 +20,14 @@ constexpr int kDecodeThreads = 128;
 constexpr int kLanesPerKey = 8;  // 8 lanes x 8 elements = head_dim 64
 constexpr int kHeadDim = 64;
 constexpr int kGroups = kDecodeThreads / kLanesPerKey;
-constexpr int kKeysInFlight = 4;  // per group per step: 8 outstanding 16-byte loads per lane
-constexpr int kKeysPerStep = kGroups * kKeysInFlight;
+// The lab: keys each group loads per step (v1: 4, so 8 outstanding 16-byte loads per lane; v2: 8, 16
+// loads per lane, fewer blocks per SM for the registers they take).
+struct DecodeVersion {
+  const char* name;
+  int keys_in_flight;
+};
+constexpr DecodeVersion kDecodeVersions[] = {{"v1", 4}, {"v2", 8}};
+constexpr int keys_per_step(int keys_in_flight) { return kGroups * keys_in_flight; }
 constexpr int kPartialFloats = 2 + kHeadDim;  // max, sum, unnormalised output
 
 struct Partial {
@@ -30,7 +38,15 @@ __device__ __forceinline__ float weight(float from_max, float to_max) {
   return from_max == -INFINITY ? 0.0f : exp2f(from_max - to_max);
 }
 
-template <typename T, AttentionFault kFault>
+// The weight of a partial computed against `from_max` in a merge against `to_max`; the broken kernel of
+// the tests leaves it unrescaled.
+template <AttentionFault kFault>
+__device__ __forceinline__ float merge_weight(float from_max, float to_max) {
+  if constexpr (kFault == AttentionFault::no_rescale) return from_max == -INFINITY ? 0.0f : 1.0f;
+  return weight(from_max, to_max);
+}
+
+template <typename T, int kKeysInFlight, AttentionFault kFault>
 __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T* q, const T* k, const T* v, T* o,
                                                                        std::int64_t kv_len, std::int64_t split_len,
                                                                        std::int64_t keys_read, float scale_log2,
@@ -49,6 +65,7 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
   const uint4* keys = reinterpret_cast<const uint4*>(k + bh * kv_len * kHeadDim) + lane;
   const uint4* values = reinterpret_cast<const uint4*>(v + bh * kv_len * kHeadDim) + lane;
   float max_score = -INFINITY, sum = 0, acc[8] = {};
+  constexpr int kKeysPerStep = keys_per_step(kKeysInFlight);
   // The same trip count for every lane: the score's shuffles need the whole warp.
   for (std::int64_t step = begin; step < end; step += kKeysPerStep) {
     const std::int64_t first = step + group;
@@ -104,47 +121,41 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
 #pragma unroll
   for (int i = 0; i < 8; ++i) group_acc[group][lane * 8 + i] = acc[i];
   __syncthreads();
-  __shared__ Partial block_stats;
-  if (threadIdx.x == 0) {
-    float m = -INFINITY, s = 0;
-    for (int g = 0; g < kGroups; ++g) m = fmaxf(m, group_stats[g].max);
-    for (int g = 0; g < kGroups; ++g) s += group_stats[g].sum * weight(group_stats[g].max, m);
-    block_stats = {m, s};
-  }
-  __syncthreads();
-  const Partial mine = block_stats;
   float* partial = partials + (bh * splits + split) * kPartialFloats;
-  float merged = 0;
-  if (threadIdx.x < kHeadDim) {
-    for (int g = 0; g < kGroups; ++g) merged += group_acc[g][threadIdx.x] * weight(group_stats[g].max, mine.max);
-    if (splits == 1) {
-      o[bh * kHeadDim + threadIdx.x] = from_float<T>(merged / mine.sum);
-      return;
-    }
-    partial[2 + threadIdx.x] = merged;
+  if (threadIdx.x >= kHeadDim) return;
+  // One thread per output dimension; each finds the block's max and sum itself (broadcast reads).
+  float block_max = -INFINITY, block_sum = 0, merged = 0;
+  for (int g = 0; g < kGroups; ++g) block_max = fmaxf(block_max, group_stats[g].max);
+  for (int g = 0; g < kGroups; ++g) {
+    const float w = merge_weight<kFault>(group_stats[g].max, block_max);
+    block_sum += group_stats[g].sum * w;
+    merged += group_acc[g][threadIdx.x] * w;
   }
-  if (splits == 1) return;
-  if (threadIdx.x == 0) partial[0] = mine.max, partial[1] = mine.sum;
+  if (splits == 1) {
+    o[bh * kHeadDim + threadIdx.x] = from_float<T>(merged / block_sum);
+    return;
+  }
+  partial[2 + threadIdx.x] = merged;
+  if (threadIdx.x == 0) partial[0] = block_max, partial[1] = block_sum;
 
-  // The last block to arrive merges every split (threadFenceReduction: publish, then count).
+  // The last block to arrive merges every split (threadFenceReduction: publish, then count). Only the
+  // first two warps are left: the barriers below are theirs (named barrier 1, 64 threads).
   __threadfence();
-  __syncthreads();  // every thread's part of the partial is published before the block counts itself in
+  asm volatile("bar.sync 1, 64;\n" ::);  // every thread's part of the partial is published before the count
   __shared__ bool last;
   if (threadIdx.x == 0) last = atomicAdd(arrivals + bh, 1u) == unsigned(splits - 1);
-  __syncthreads();
+  asm volatile("bar.sync 1, 64;\n" ::);
   if (!last) return;
   __threadfence();
   const float* all = partials + bh * splits * kPartialFloats;
-  if (threadIdx.x < kHeadDim) {
-    float m = -INFINITY, s = 0, out = 0;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(all + sp * kPartialFloats));
-    for (int sp = 0; sp < splits; ++sp) {
-      const float w = weight(__ldcg(all + sp * kPartialFloats), m);
-      s += __ldcg(all + sp * kPartialFloats + 1) * w;
-      out += __ldcg(all + sp * kPartialFloats + 2 + threadIdx.x) * w;
-    }
-    o[bh * kHeadDim + threadIdx.x] = from_float<T>(out / s);
+  float m = -INFINITY, total = 0, out = 0;
+  for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(all + sp * kPartialFloats));
+  for (int sp = 0; sp < splits; ++sp) {
+    const float w = merge_weight<kFault>(__ldcg(all + sp * kPartialFloats), m);
+    total += __ldcg(all + sp * kPartialFloats + 1) * w;
+    out += __ldcg(all + sp * kPartialFloats + 2 + threadIdx.x) * w;
   }
+  o[bh * kHeadDim + threadIdx.x] = from_float<T>(out / total);
   if (threadIdx.x == 0) arrivals[bh] = 0;  // ready for the next launch (graph replays included)
 }
 
@@ -158,21 +169,35 @@ void check_decode_shape(const AttentionShape& shape) {
 
 }  // namespace
 
-SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count) {
+const std::vector<std::string>& split_kv_versions() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const DecodeVersion& v : kDecodeVersions) n.push_back(v.name);
+    return n;
+  }();
+  return names;
+}
+
+SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::string& version) {
   check_decode_shape(shape);
+  const DecodeVersion* chosen = nullptr;
+  for (const DecodeVersion& v : kDecodeVersions)
+    if (version == v.name) chosen = &v;
+  if (!chosen) throw std::invalid_argument("split_kv decode: no version '" + version + "'");
+  const std::int64_t step = keys_per_step(chosen->keys_in_flight);
   // Enough blocks for 8 per SM (batch 1 still spreads over the GPU), and splits of at most kLongestSplit
   // keys so that the last blocks to finish are short; but no split shorter than one step of the block. Each
   // extra split costs a partial (66 floats) written and read back: 1.6% of the traffic at 2048 keys.
   constexpr std::int64_t kLongestSplit = 2048;
   const std::int64_t wanted_blocks = std::int64_t(sm_count) * 8;
-  const std::int64_t most_splits = (shape.kv_len + kKeysPerStep - 1) / kKeysPerStep;
+  const std::int64_t most_splits = (shape.kv_len + step - 1) / step;
   const std::int64_t splits = std::clamp<std::int64_t>(
       std::max((wanted_blocks + heads_total(shape) - 1) / heads_total(shape),
                (shape.kv_len + kLongestSplit - 1) / kLongestSplit),
       1, most_splits);
   SplitKvPlan plan;
-  const std::int64_t steps = (most_splits + splits - 1) / splits;
-  plan.split_len = steps * kKeysPerStep;
+  plan.keys_in_flight = chosen->keys_in_flight;
+  plan.split_len = (most_splits + splits - 1) / splits * step;
   plan.splits = int((shape.kv_len + plan.split_len - 1) / plan.split_len);
   plan.workspace_bytes = std::size_t(heads_total(shape)) * (plan.splits * kPartialFloats * sizeof(float) + sizeof(unsigned));
   return plan;
@@ -196,9 +221,9 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
                             AttentionFault fault) {
   check_decode_shape(shape);
   const float scale_log2 = kLog2e / std::sqrt(float(kHeadDim));
-  // The fault skips the last step's worth of keys.
+  // The fault skips the last 64 keys.
   const std::int64_t keys_read =
-      fault == AttentionFault::skip_last_kv_block ? std::max<std::int64_t>(shape.kv_len - kKeysPerStep, 0) : shape.kv_len;
+      fault == AttentionFault::skip_last_kv_block ? std::max<std::int64_t>(shape.kv_len - 64, 0) : shape.kv_len;
   const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
   float* partials = static_cast<float*>(workspace);
   unsigned* arrivals = arrivals_of(plan, shape, workspace);
@@ -207,12 +232,15 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
     auto* ot = static_cast<T*>(o);
-    if (fault == AttentionFault::no_rescale)
-      split_kv_decode_kernel<T, AttentionFault::no_rescale><<<grid, kDecodeThreads, 0, stream>>>(
+    auto go = [&]<int kKeysInFlight, AttentionFault kFault>() {
+      split_kv_decode_kernel<T, kKeysInFlight, kFault><<<grid, kDecodeThreads, 0, stream>>>(
           qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
+    };
+    const bool broken = fault == AttentionFault::no_rescale;
+    if (plan.keys_in_flight == 4)
+      broken ? go.template operator()<4, AttentionFault::no_rescale>() : go.template operator()<4, AttentionFault::none>();
     else
-      split_kv_decode_kernel<T, AttentionFault::none><<<grid, kDecodeThreads, 0, stream>>>(
-          qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
+      broken ? go.template operator()<8, AttentionFault::no_rescale>() : go.template operator()<8, AttentionFault::none>();
   });
   ROOFBENCH_CUDA(cudaGetLastError());
 }

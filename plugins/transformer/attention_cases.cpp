@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <sstream>
@@ -152,7 +153,12 @@ class FusedAttention final : public AttentionCase {
 
 class SplitKvDecode final : public AttentionCase {
  public:
-  using AttentionCase::AttentionCase;
+  SplitKvDecode(std::string version, AttentionShape shape, AttentionFault fault)
+      : AttentionCase(AttentionType::bf16, shape, fault), version_(std::move(version)) {
+    const auto& versions = kernels::split_kv_versions();
+    if (std::find(versions.begin(), versions.end(), version_) == versions.end())
+      throw Error("transformer: no split_kv version '" + version_ + "'");
+  }
   void run(Context& ctx) override {
     kernels::launch_split_kv_decode(type_, shape_, plan_, q_, k_, v_, o_, workspace_, stream_of(ctx), fault_);
   }
@@ -161,12 +167,14 @@ class SplitKvDecode final : public AttentionCase {
   void prepare(Context& ctx) override {
     int sms = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device().index));
-    plan_ = kernels::plan_split_kv(shape_, sms);
+    plan_ = kernels::plan_split_kv(shape_, sms, version_);
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
     kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
+    facts_.push_back({"kernel", "split_kv_" + version_});
     facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
   }
 
+  std::string version_;
   kernels::SplitKvPlan plan_;
   void* workspace_ = nullptr;
 };
@@ -198,7 +206,8 @@ std::unique_ptr<Case> make_prefill_attention(const std::string& impl, AttentionT
 
 std::unique_ptr<Case> make_decode_attention(const std::string& impl, const AttentionShape& shape, AttentionFault fault) {
   if (impl == "naive") return std::make_unique<NaiveAttention>(AttentionType::bf16, shape, fault);
-  if (impl == "split_kv") return std::make_unique<SplitKvDecode>(AttentionType::bf16, shape, fault);
+  if (impl == "split_kv") return std::make_unique<SplitKvDecode>(kBestSplitKvVersion, shape, fault);
+  if (impl.rfind("split_kv_", 0) == 0) return std::make_unique<SplitKvDecode>(impl.substr(9), shape, fault);
   if (impl == "cudnn") return std::make_unique<CudnnAttentionCase>(AttentionType::bf16, shape, fault);
   throw Error("transformer: no decode implementation '" + impl + "'");
 }
@@ -230,7 +239,10 @@ void add_attention_cases(Plugin& plugin) {
   decode.name = "attention_decode_bf16";
   decode.description =
       "one query token per sequence against its KV cache (12 heads x 64, bf16): reads the cache, ~1 FLOP/byte";
-  decode.axes = {Axis::strings("impl", {"naive", "split_kv", "cudnn"}), Axis::ints("batch", {1, 8, 32, 64, 128, 256}),
+  std::vector<std::string> decode_impls = {"naive", "split_kv"};
+  for (const std::string& v : kernels::split_kv_versions()) decode_impls.push_back("split_kv_" + v);
+  decode_impls.push_back("cudnn");
+  decode.axes = {Axis::strings("impl", decode_impls), Axis::ints("batch", {1, 8, 32, 64, 128, 256}),
                  Axis::ints("kv", {1024, 4096, 16384})};
   decode.device = DeviceNeed::gpu();
   decode.precision = Precision::bf16;

@@ -20,14 +20,16 @@ kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal
 std::unique_ptr<Case> make_prefill_attention(const std::string& impl, kernels::AttentionType type,
                                              const kernels::AttentionShape& shape,
                                              kernels::AttentionFault fault = kernels::AttentionFault::none);
-// Decode: one query per sequence against a KV cache; impl is naive or split_kv.
+// Decode: one query per sequence against a KV cache; impl is naive, cudnn, split_kv (the best version) or
+// split_kv_<version>.
 std::unique_ptr<Case> make_decode_attention(const std::string& impl, const kernels::AttentionShape& shape,
                                             kernels::AttentionFault fault = kernels::AttentionFault::none);
 // y[tokens, out] = x[tokens, in] W^T through cuBLAS in bf16 (fp32 accumulation).
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens);
 
-// The fused version `fused` stands for.
-inline constexpr const char* kBestFusedVersion = "v2";
+// The versions `fused` and `split_kv` stand for.
+inline constexpr const char* kBestFusedVersion = "v3";
+inline constexpr const char* kBestSplitKvVersion = "v2";
 
 void add_attention_cases(Plugin& plugin);
 void add_linear_cases(Plugin& plugin);

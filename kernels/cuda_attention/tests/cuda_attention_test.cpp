@@ -85,9 +85,10 @@ TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   int sms = 0;
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (const std::string& version : split_kv_versions())
   for (std::int64_t kv : {1, 63, 64, 1000, 4096}) {
     const AttentionShape shape{.batch = 3, .heads = 4, .q_len = 1, .kv_len = kv, .head_dim = 64, .causal = true};
-    const SplitKvPlan plan = plan_split_kv(shape, sms);
+    const SplitKvPlan plan = plan_split_kv(shape, sms, version);
     void* workspace = nullptr;
     ROOFBENCH_CUDA(cudaMalloc(&workspace, plan.workspace_bytes));
     zero_split_kv_workspace(plan, shape, workspace, nullptr);
@@ -95,16 +96,17 @@ TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {
       for (int launch = 0; launch < 2; ++launch)
         launch_split_kv_decode(AttentionType::bf16, shape, plan, q, k, v, o, workspace, nullptr);
     });
-    EXPECT_LT(error, 1e-2) << "kv " << kv << " in " << plan.splits << " splits";
+    EXPECT_LT(error, 1e-2) << version << " kv " << kv << " in " << plan.splits << " splits";
     ROOFBENCH_CUDA(cudaFree(workspace));
   }
 }
 
 TEST(CudaAttention, SplitKvPlanCoversTheCache) {
+  for (const std::string& version : split_kv_versions())
   for (std::int64_t batch : {1, 8, 64, 256})
     for (std::int64_t kv : {1, 100, 1024, 4096, 16384}) {
       const AttentionShape shape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64};
-      const SplitKvPlan plan = plan_split_kv(shape, 132);
+      const SplitKvPlan plan = plan_split_kv(shape, 132, version);
       EXPECT_GE(plan.splits * plan.split_len, kv);
       EXPECT_LT((plan.splits - 1) * plan.split_len, kv);  // no empty split
       EXPECT_EQ(plan.split_len % 64, 0);

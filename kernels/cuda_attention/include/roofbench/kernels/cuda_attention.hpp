@@ -69,11 +69,14 @@ void launch_fused_attention(const std::string& version, AttentionType type, cons
 // writes its partial (max, sum, unnormalised output) in fp32; the last block of a (batch, head) to finish
 // combines them. head_dim 64, bf16 or fp16.
 struct SplitKvPlan {
+  int keys_in_flight = 4;    // per group of 8 lanes per step: the version
   int splits = 1;            // splits per (batch, head)
   std::int64_t split_len = 0;  // keys per split (a multiple of the keys a block reads per step)
   std::size_t workspace_bytes = 0;  // partials and per-(batch, head) arrival counters
 };
-SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count);
+// version: one of split_kv_versions().
+const std::vector<std::string>& split_kv_versions();
+SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::string& version);
 // The workspace's counters must be zero before the first launch (zero_split_kv_workspace); every launch
 // leaves them zero again, so launches can be replayed in a CUDA graph.
 void zero_split_kv_workspace(const SplitKvPlan& plan, const AttentionShape& shape, void* workspace,
