@@ -20,13 +20,16 @@ constexpr int kDecodeThreads = 128;
 constexpr int kLanesPerKey = 8;  // 8 lanes x 8 elements = head_dim 64
 constexpr int kHeadDim = 64;
 constexpr int kGroups = kDecodeThreads / kLanesPerKey;
-// The lab: keys each group loads per step (v1: 4, so 8 outstanding 16-byte loads per lane; v2: 8, 16
-// loads per lane, fewer blocks per SM for the registers they take).
+// The lab. v1: 4 keys per group per step (8 outstanding 16-byte loads per lane), splits of up to 2048
+// keys. v2: splits of up to 256 keys, so that the blocks left running at the end (a partial last wave of
+// 512 KB blocks in v1) are short; a split's partial is 264 bytes against its 64 KB read. v3: v2 with 8 keys
+// per group per step (16 loads per lane, fewer blocks per SM for the registers they take).
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
+  std::int64_t longest_split;
 };
-constexpr DecodeVersion kDecodeVersions[] = {{"v1", 4}, {"v2", 8}};
+constexpr DecodeVersion kDecodeVersions[] = {{"v1", 4, 2048}, {"v2", 4, 256}, {"v3", 8, 256}};
 constexpr int keys_per_step(int keys_in_flight) { return kGroups * keys_in_flight; }
 constexpr int kPartialFloats = 2 + kHeadDim;  // max, sum, unnormalised output
 
@@ -185,10 +188,9 @@ SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::
     if (version == v.name) chosen = &v;
   if (!chosen) throw std::invalid_argument("split_kv decode: no version '" + version + "'");
   const std::int64_t step = keys_per_step(chosen->keys_in_flight);
-  // Enough blocks for 8 per SM (batch 1 still spreads over the GPU), and splits of at most kLongestSplit
-  // keys so that the last blocks to finish are short; but no split shorter than one step of the block. Each
-  // extra split costs a partial (66 floats) written and read back: 1.6% of the traffic at 2048 keys.
-  constexpr std::int64_t kLongestSplit = 2048;
+  // Enough blocks for 8 per SM (batch 1 still spreads over the GPU), and splits of at most the version's
+  // longest so that the last blocks to finish are short; but no split shorter than one step of the block.
+  const std::int64_t kLongestSplit = std::max(chosen->longest_split, step);
   const std::int64_t wanted_blocks = std::int64_t(sm_count) * 8;
   const std::int64_t most_splits = (shape.kv_len + step - 1) / step;
   const std::int64_t splits = std::clamp<std::int64_t>(

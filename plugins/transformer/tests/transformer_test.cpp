@@ -97,7 +97,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
-  for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "cudnn"})
+  for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
@@ -190,7 +190,7 @@ AttentionShape decode_shape(std::int64_t batch, std::int64_t kv) {
 TEST_F(TransformerGpu, EveryDecodeImplementationPassesItsGate) {
   // Small enough for the test context's host-side random fill (a B64 KV4096 cache is 400M values).
   for (const auto& [batch, kv] : {std::pair{1, 1024}, std::pair{3, 1000}, std::pair{8, 4096}, std::pair{2, 16384}, std::pair{1, 40}})
-    for (const char* impl : {"naive", "split_kv_v1", "split_kv_v2", "cudnn"}) {
+    for (const char* impl : {"naive", "split_kv_v1", "split_kv_v2", "split_kv_v3", "cudnn"}) {
       // Three runs: the split-KV arrival counters must be left at zero for the next launch.
       const GateRun r = gate(make_decode_attention(impl, decode_shape(batch, kv)), 3);
       const std::string what = std::string(impl) + " B" + std::to_string(batch) + " KV" + std::to_string(kv);
@@ -204,7 +204,7 @@ TEST_F(TransformerGpu, EveryDecodeImplementationPassesItsGate) {
 }
 
 TEST_F(TransformerGpu, GateCatchesBrokenDecodeKernels) {
-  for (const char* impl : {"split_kv_v1", "split_kv_v2"})
+  for (const char* impl : {"split_kv_v1", "split_kv_v2", "split_kv_v3"})
     for (const auto& [batch, kv] : {std::pair{1, 1024}, std::pair{8, 4096}})
       for (AttentionFault fault : {AttentionFault::skip_last_kv_block, AttentionFault::no_rescale}) {
         const GateRun r = gate(make_decode_attention(impl, decode_shape(batch, kv), fault));
