@@ -34,6 +34,10 @@ kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal
   return shape;
 }
 
+std::string best_split_kv_version(const AttentionShape& shape, int sm_count) {
+  return shape.batch * shape.heads < sm_count ? "v3" : "v2";
+}
+
 namespace {
 
 ElementType element_of(AttentionType type) { return type == AttentionType::bf16 ? ElementType::bf16 : ElementType::f16; }
@@ -153,10 +157,11 @@ class FusedAttention final : public AttentionCase {
 
 class SplitKvDecode final : public AttentionCase {
  public:
+  // An empty version: the best for the shape on the device it gets (best_split_kv_version).
   SplitKvDecode(std::string version, AttentionShape shape, AttentionFault fault)
       : AttentionCase(AttentionType::bf16, shape, fault), version_(std::move(version)) {
     const auto& versions = kernels::split_kv_versions();
-    if (std::find(versions.begin(), versions.end(), version_) == versions.end())
+    if (!version_.empty() && std::find(versions.begin(), versions.end(), version_) == versions.end())
       throw Error("transformer: no split_kv version '" + version_ + "'");
   }
   void run(Context& ctx) override {
@@ -167,6 +172,7 @@ class SplitKvDecode final : public AttentionCase {
   void prepare(Context& ctx) override {
     int sms = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device().index));
+    if (version_.empty()) version_ = best_split_kv_version(shape_, sms);
     plan_ = kernels::plan_split_kv(shape_, sms, version_);
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
     kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
@@ -206,7 +212,7 @@ std::unique_ptr<Case> make_prefill_attention(const std::string& impl, AttentionT
 
 std::unique_ptr<Case> make_decode_attention(const std::string& impl, const AttentionShape& shape, AttentionFault fault) {
   if (impl == "naive") return std::make_unique<NaiveAttention>(AttentionType::bf16, shape, fault);
-  if (impl == "split_kv") return std::make_unique<SplitKvDecode>(kBestSplitKvVersion, shape, fault);
+  if (impl == "split_kv") return std::make_unique<SplitKvDecode>("", shape, fault);
   if (impl.rfind("split_kv_", 0) == 0) return std::make_unique<SplitKvDecode>(impl.substr(9), shape, fault);
   if (impl == "cudnn") return std::make_unique<CudnnAttentionCase>(AttentionType::bf16, shape, fault);
   throw Error("transformer: no decode implementation '" + impl + "'");

@@ -27,9 +27,12 @@ std::unique_ptr<Case> make_decode_attention(const std::string& impl, const kerne
 // y[tokens, out] = x[tokens, in] W^T through cuBLAS in bf16 (fp32 accumulation).
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens);
 
-// The versions `fused` and `split_kv` stand for.
+// The versions `fused` and `split_kv` stand for, from the H200 runs (2026-12-01): fused_v3 was the fastest
+// at every prefill shape; split_kv_v3 (8 keys in flight) is the fastest when there are fewer (batch, head)
+// pairs than SMs (B1 KV1024: 4.75 us against v2's 5.78), split_kv_v2 otherwise (B64 KV1024: 54.4 us
+// against v3's 56.7; B256 KV4096: 748 against 763).
 inline constexpr const char* kBestFusedVersion = "v3";
-inline constexpr const char* kBestSplitKvVersion = "v2";  // set from the GPU runs
+std::string best_split_kv_version(const kernels::AttentionShape& shape, int sm_count);
 
 void add_attention_cases(Plugin& plugin);
 void add_linear_cases(Plugin& plugin);

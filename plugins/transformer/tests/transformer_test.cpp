@@ -102,6 +102,18 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
 
+TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
+  auto shape = [](std::int64_t batch) {
+    return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = 1024, .head_dim = 64, .causal = true};
+  };
+  EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
+  EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
+  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
+  for (const char* v : {"v2", "v3"})
+    EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
+  EXPECT_THROW(make_decode_attention("split_kv_v9", shape(1)), Error);
+}
+
 TEST(TransformerPlugin, FusedRefusesShapesItDoesNotTake) {
   EXPECT_THROW(make_prefill_attention("fused_v2", AttentionType::bf16, parse_prefill_shape("1x1x200x64", true)),
                NotApplicable);
