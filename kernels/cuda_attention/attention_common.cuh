@@ -4,6 +4,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+#include <vector>
+
 #include "roofbench/kernels/cuda_attention.hpp"
 
 namespace roofbench::kernels::attention_detail {
@@ -45,6 +48,17 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
 }
 
 constexpr float kLog2e = 1.4426950408889634f;
+
+// The names of a lab's versions, from its table of structs with a `name`, in the table's order.
+template <const auto& kTable>
+const std::vector<std::string>& version_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& version : kTable) n.push_back(version.name);
+    return n;
+  }();
+  return names;
+}
 
 // Calls body.template operator()<T>() with T the storage type of `type`.
 template <typename Body>

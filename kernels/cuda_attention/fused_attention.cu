@@ -338,14 +338,7 @@ void launch_with_mask(const AttentionShape& shape, const T* q, const T* k, const
 
 }  // namespace
 
-const std::vector<std::string>& fused_versions() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const FusedVersion& v : kVersions) n.push_back(v.name);
-    return n;
-  }();
-  return names;
-}
+const std::vector<std::string>& fused_versions() { return attention_detail::version_names<kVersions>(); }
 
 void check_fused_supports(const AttentionShape& shape, const std::string& version) {
   const FusedVersion& v = find_version(version);

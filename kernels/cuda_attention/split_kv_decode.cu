@@ -172,14 +172,7 @@ void check_decode_shape(const AttentionShape& shape) {
 
 }  // namespace
 
-const std::vector<std::string>& split_kv_versions() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const DecodeVersion& v : kDecodeVersions) n.push_back(v.name);
-    return n;
-  }();
-  return names;
-}
+const std::vector<std::string>& split_kv_versions() { return attention_detail::version_names<kDecodeVersions>(); }
 
 SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::string& version) {
   check_decode_shape(shape);
