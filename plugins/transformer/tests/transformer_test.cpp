@@ -199,15 +199,21 @@ AttentionShape decode_shape(std::int64_t batch, std::int64_t kv) {
   return {.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64, .causal = true};
 }
 
+std::vector<std::string> decode_impls_to_gate() {
+  std::vector<std::string> impls = {"naive", "split_kv", "cudnn"};
+  for (const std::string& v : kernels::split_kv_versions()) impls.push_back("split_kv_" + v);
+  return impls;
+}
+
 TEST_F(TransformerGpu, EveryDecodeImplementationPassesItsGate) {
   // Small enough for the test context's host-side random fill (a B64 KV4096 cache is 400M values).
   for (const auto& [batch, kv] : {std::pair{1, 1024}, std::pair{3, 1000}, std::pair{8, 4096}, std::pair{2, 16384}, std::pair{1, 40}})
-    for (const char* impl : {"naive", "split_kv_v1", "split_kv_v2", "split_kv_v3", "cudnn"}) {
+    for (const std::string& impl : decode_impls_to_gate()) {
       // Three runs: the split-KV arrival counters must be left at zero for the next launch.
       const GateRun r = gate(make_decode_attention(impl, decode_shape(batch, kv)), 3);
-      const std::string what = std::string(impl) + " B" + std::to_string(batch) + " KV" + std::to_string(kv);
+      const std::string what = impl + " B" + std::to_string(batch) + " KV" + std::to_string(kv);
       if (!r.applicable) {
-        EXPECT_EQ(std::string(impl), "cudnn") << what << ": " << r.why_not;
+        EXPECT_EQ(impl, "cudnn") << what << ": " << r.why_not;
         std::printf("[ not applicable ] %s: %s\n", what.c_str(), r.why_not.c_str());
         continue;
       }
@@ -216,12 +222,12 @@ TEST_F(TransformerGpu, EveryDecodeImplementationPassesItsGate) {
 }
 
 TEST_F(TransformerGpu, GateCatchesBrokenDecodeKernels) {
-  for (const char* impl : {"split_kv_v1", "split_kv_v2", "split_kv_v3"})
+  for (const std::string& version : kernels::split_kv_versions())
     for (const auto& [batch, kv] : {std::pair{1, 1024}, std::pair{8, 4096}})
       for (AttentionFault fault : {AttentionFault::skip_last_kv_block, AttentionFault::no_rescale}) {
-        const GateRun r = gate(make_decode_attention(impl, decode_shape(batch, kv), fault));
+        const GateRun r = gate(make_decode_attention("split_kv_" + version, decode_shape(batch, kv), fault));
         EXPECT_FALSE(passes(r.check, Precision::bf16))
-            << impl << " B" << batch << " KV" << kv << " fault " << int(fault) << " passed: " << r.check.rel_l2_error;
+            << version << " B" << batch << " KV" << kv << " fault " << int(fault) << " passed: " << r.check.rel_l2_error;
       }
 }
 

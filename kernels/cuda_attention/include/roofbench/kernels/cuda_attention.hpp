@@ -69,7 +69,8 @@ void launch_fused_attention(const std::string& version, AttentionType type, cons
 // writes its partial (max, sum, unnormalised output) in fp32; the last block of a (batch, head) to finish
 // combines them. head_dim 64, bf16 or fp16.
 struct SplitKvPlan {
-  int keys_in_flight = 4;    // per group of 8 lanes per step: the version
+  int keys_in_flight = 4;    // per group of 8 lanes per step, and
+  bool streaming_loads = false;  // loads that skip L1 and prefetch 256 bytes into L2: the version
   int splits = 1;            // splits per (batch, head)
   std::int64_t split_len = 0;  // keys per split (a multiple of the keys a block reads per step)
   std::size_t workspace_bytes = 0;  // partials and per-(batch, head) arrival counters
