@@ -235,19 +235,7 @@ double best_event_seconds(cudaStream_t stream, int warmups, int repetitions, Lau
 
 // Reads `count` 16-byte words and writes only when their XOR hits one value (a 4-byte write, if ever), so
 // the loads cannot be dropped: the roof of read-dominated work (attention decode reading its KV cache).
-// Four independent loads per thread per step keep enough bytes in flight to saturate HBM. kStreaming: the
-// loads skip L1 and prefetch 256 bytes into L2, as a read-once stream may; the ceiling is the better of the two.
-template <bool kStreaming>
-__device__ __forceinline__ uint4 read_word(const uint4* p) {
-  if constexpr (!kStreaming) return *p;
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
-
-template <bool kStreaming>
+// Four independent loads per thread per step keep enough bytes in flight to saturate HBM.
 __global__ void read_stream_kernel(const uint4* data, std::size_t count, unsigned int* never_written) {
   constexpr int kUnroll = 4;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
@@ -256,12 +244,12 @@ __global__ void read_stream_kernel(const uint4* data, std::size_t count, unsigne
   for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
     uint4 v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = read_word<kStreaming>(data + i + u * stride);
+    for (int u = 0; u < kUnroll; ++u) v[u] = data[i + u * stride];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) folded ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
   for (; i < count; i += stride) {
-    const uint4 v = read_word<kStreaming>(data + i);
+    const uint4 v = data[i];
     folded ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (folded == 0x9e3779b9u) *never_written = folded;
@@ -290,19 +278,14 @@ Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
     int sms = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, info_.index));
     const int threads = 512, blocks = 4 * sms;
-    auto read_seconds = [&](auto kernel) {
-      return best_event_seconds(stream_, 3, 10, [&] {
-        kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data), bytes / sizeof(uint4),
-                                                static_cast<unsigned int*>(to.data));
-        ROOFBENCH_CUDA(cudaGetLastError());
-      });
-    };
-    const double plain_s = read_seconds(read_stream_kernel<false>);
-    const double streaming_s = read_seconds(read_stream_kernel<true>);
-    c.read_bandwidth = static_cast<double>(bytes) / std::min(plain_s, streaming_s);
-    how.push_back(std::string("read_bandwidth: a kernel reading 2 GiB in 16-byte loads (4 x SMs blocks of 512), best "
-                              "of 10 of plain and of L1-bypassing loads with 256-byte L2 prefetch (bytes read; the ") +
-                  (streaming_s < plain_s ? "latter" : "former") + " was faster)");
+    const double read_s = best_event_seconds(stream_, 3, 10, [&] {
+      read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data), bytes / sizeof(uint4),
+                                                          static_cast<unsigned int*>(to.data));
+      ROOFBENCH_CUDA(cudaGetLastError());
+    });
+    c.read_bandwidth = static_cast<double>(bytes) / read_s;
+    how.push_back("read_bandwidth: a kernel reading 2 GiB in 16-byte loads (4 x SMs blocks of 512), best of 10 "
+                  "(bytes read)");
   }
   const int n = 8192;
   const double flops = 2.0 * n * double(n) * n;
