@@ -26,6 +26,9 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // per group per step (16 loads per lane, fewer blocks per SM for the registers they take). v4: v2 with
 // each load asking L2 to fetch the whole 256-byte block around it and not to keep the line in L1 (the cache
 // is read once), since Nsight Compute found v2 waiting on its loads (scoreboard stalls, 68% of the cycles).
+// On an H200 (2026-12-01, TB/s of KV cache read; the read roof measured 4.53): B64 KV1024 v1 3.53, v2 3.70,
+// v3 3.54, v4 3.67; B256 KV4096 v1 4.25, v2 4.32, v3 4.24, v4 4.02; B1 KV1024 (graph) v1 5.72 us, v2 5.82,
+// v3 4.93, v4 5.65. v2 is 56 registers, 9 blocks per SM (56% occupancy), latency-bound on its loads.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
