@@ -386,7 +386,7 @@ Result ProcessRunner::run(const RunRequest& q) {
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(q.timeout_s));
   auto timeout_text = [&] {
     char buf[120];
-    std::snprintf(buf, sizeof buf, "timed out: ran past its %.0f s timeout (--timeout, or the case's timeout_s); the worker was killed",
+    std::snprintf(buf, sizeof buf, "timed out: ran past its %g s timeout (--timeout, or the case's timeout_s); the worker was killed",
                   q.timeout_s);
     return std::string(buf);
   };
