@@ -72,7 +72,7 @@ void LayerCase::setup(Context& ctx) {
   scan_.setup(ctx);
   if (implementation_ != Implementation::cudnn) return;
   const cudnnHandle_t handle = cudnn_handle(ctx);
-  workspace_bytes_ = conv_.search_workspace_bytes(handle, kSearchWorkspaceCap);
+  workspace_bytes_ = std::max(kSearchWorkspaceFloor, conv_.search_workspace_bytes(handle, kSearchWorkspaceCap));
   if (workspace_bytes_ > 0) workspace_ = ctx.alloc(workspace_bytes_, BufferRole::scratch);
   conv_.choose_algorithms(handle, workspace_, workspace_bytes_);
 }
@@ -115,6 +115,7 @@ std::vector<Fact> LayerCase::facts() const {
     facts.push_back({"algorithm", choice->name});
     facts.push_back({"math_type", math_type_name(choice->math)});
     facts.push_back({"algorithm_search", std::string(search_call(pass_)) + ", fastest successful result"});
+    facts.push_back({"search_results", choice->search_results});
   }
   return facts;
 }
@@ -148,6 +149,7 @@ void NetworkCase::setup(Context& ctx) {
   // One search per distinct layer (and set of passes: the stem has no backward-data pass), on its first
   // occurrence's tensors; one workspace for the whole sequence, which runs on one stream.
   std::map<std::pair<std::string, std::size_t>, const Convolution*> searched;
+  workspace_bytes_ = kSearchWorkspaceFloor;
   for (const auto& conv : convs_)
     workspace_bytes_ = std::max(workspace_bytes_, conv->search_workspace_bytes(handle, kSearchWorkspaceCap));
   if (workspace_bytes_ > 0) workspace_ = ctx.alloc(workspace_bytes_, BufferRole::scratch);

@@ -242,16 +242,41 @@ void Convolution::enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std:
 
 namespace {
 
-// A whole device tensor as floats on the host (exact for bf16, fp16 and fp32), copied in chunks.
-std::vector<float> host_copy(Context& ctx, const void* data, ElementType type, std::int64_t count) {
-  constexpr std::size_t kChunk = std::size_t{1} << 24;
-  std::vector<float> values(static_cast<std::size_t>(count));
-  for (std::size_t first = 0; first < values.size(); first += kChunk) {
-    const std::vector<double> part = micro::fetch(ctx, {data, type}, first, std::min(kChunk, values.size() - first));
-    std::copy(part.begin(), part.end(), values.begin() + std::ptrdiff_t(first));
+// A device tensor read from the host page by page, each page copied and decoded the first time an
+// element of it is read: a forward or backward-data sample touches a few pages of a multi-GiB tensor, a
+// backward-filter sample all of them (once, then from the host copy).
+class PagedTensor {
+ public:
+  PagedTensor(Context& ctx, const void* data, ElementType type, std::int64_t count)
+      : ctx_(ctx), data_(static_cast<const unsigned char*>(data)), type_(type), count_(count),
+        pages_(std::size_t((count + kPage - 1) / kPage)) {
+    ctx_.synchronize();
   }
-  return values;
-}
+  double operator()(std::int64_t i) {
+    std::vector<float>& page = pages_[std::size_t(i / kPage)];
+    if (page.empty()) load(i / kPage, page);
+    return page[std::size_t(i % kPage)];
+  }
+
+ private:
+  static constexpr std::int64_t kPage = std::int64_t{1} << 15;
+  void load(std::int64_t index, std::vector<float>& page) {
+    const std::int64_t first = index * kPage, count = std::min(kPage, count_ - first);
+    const std::size_t bytes = micro::element_bytes(type_);
+    raw_.resize(std::size_t(count) * bytes);
+    decoded_.resize(std::size_t(count));
+    ctx_.copy_to_host(raw_.data(), data_ + std::size_t(first) * bytes, raw_.size());
+    micro::decode(type_, raw_.data(), std::size_t(count), decoded_.data());
+    page.assign(decoded_.begin(), decoded_.end());  // exact: bf16, fp16 and fp32 values are floats
+  }
+  Context& ctx_;
+  const unsigned char* data_;
+  ElementType type_;
+  std::int64_t count_;
+  std::vector<std::vector<float>> pages_;
+  std::vector<unsigned char> raw_;
+  std::vector<double> decoded_;
+};
 
 std::string describe(const Index4& p, Pass pass) {
   std::ostringstream out;
@@ -268,27 +293,30 @@ PassCheck Convolution::check(Context& ctx, Pass pass, std::size_t samples, std::
                              const micro::NonfiniteScan& scan) const {
   const ConvTensors t = kernels::conv_tensors(shape_, layout_);
   const ElementType type = format_.element;
-  auto host = [&](const void* data, std::int64_t count) { return host_copy(ctx, data, type, count); };
-  std::vector<float> first, second;  // the pass's two operands as stored
+  // The pass's two operands as stored, and its output.
+  const void* first_data = nullptr;
+  const void* second_data = nullptr;
+  std::int64_t first_count = 0, second_count = 0;
   const void* out = nullptr;
   Extent4 extent;
   Strides4 strides;
   switch (pass) {
     case Pass::fwd:
-      first = host(x_, shape_.input_elements()), second = host(w_, shape_.filter_elements());
+      first_data = x_, first_count = shape_.input_elements(), second_data = w_, second_count = shape_.filter_elements();
       out = y_, extent = t.output, strides = t.y;
       break;
     case Pass::bwd_data:
-      first = host(dy_, shape_.output_elements()), second = host(w_, shape_.filter_elements());
+      first_data = dy_, first_count = shape_.output_elements(), second_data = w_, second_count = shape_.filter_elements();
       out = dx_, extent = t.input, strides = t.x;
       break;
     case Pass::bwd_filter:
-      first = host(x_, shape_.input_elements()), second = host(dy_, shape_.output_elements());
+      first_data = x_, first_count = shape_.input_elements(), second_data = dy_, second_count = shape_.output_elements();
       out = dw_, extent = t.filter, strides = t.w;
       break;
   }
-  auto a = [&](std::int64_t i) { return double(first[std::size_t(i)]); };
-  auto b = [&](std::int64_t i) { return double(second[std::size_t(i)]); };
+  PagedTensor first(ctx, first_data, type, first_count), second(ctx, second_data, type, second_count);
+  auto a = [&first](std::int64_t i) { return first(i); };
+  auto b = [&second](std::int64_t i) { return second(i); };
   auto reference = [&](const Index4& p) {
     switch (pass) {
       case Pass::fwd: return kernels::forward_at(shape_, t, a, b, p);

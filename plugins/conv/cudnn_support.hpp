@@ -50,7 +50,8 @@ struct AlgorithmChoice {
   std::string name;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::size_t workspace_bytes = 0;
-  float search_ms = 0;  // cuDNN's own timing of it during the search
+  float search_ms = 0;         // cuDNN's own timing of it during the search
+  std::string search_results;  // every result, in cuDNN's order: "ALGO/MATH 0.123 ms (4096 B)" or its status
 };
 
 // The fastest successful result of a cudnnFind*AlgorithmEx (results come sorted by time). `fma_only`
@@ -58,15 +59,21 @@ struct AlgorithmChoice {
 // kernel slips in. Throws NotApplicable listing every result's algorithm and status when none qualifies.
 template <typename Perf>
 AlgorithmChoice pick_algorithm(std::span<const Perf> results, bool fma_only, const std::string& what) {
-  std::string tried;
+  std::string all;
+  const Perf* chosen = nullptr;
   for (const Perf& r : results) {
-    if (r.status == CUDNN_STATUS_SUCCESS && (!fma_only || r.mathType == CUDNN_FMA_MATH))
-      return {int(r.algo), algorithm_name(r.algo), r.mathType, r.memory, r.time};
-    tried += std::string(tried.empty() ? "" : "; ") + algorithm_name(r.algo) + " " + math_type_name(r.mathType) +
-             ": " + (r.status == CUDNN_STATUS_SUCCESS ? "not FMA math" : cudnnGetErrorString(r.status));
+    const bool usable = r.status == CUDNN_STATUS_SUCCESS && (!fma_only || r.mathType == CUDNN_FMA_MATH);
+    if (usable && !chosen) chosen = &r;
+    all += std::string(all.empty() ? "" : "; ") + algorithm_name(r.algo) + "/" + math_type_name(r.mathType) + " ";
+    if (r.status != CUDNN_STATUS_SUCCESS)
+      all += cudnnGetErrorString(r.status);
+    else
+      all += std::to_string(r.time) + " ms (" + std::to_string(r.memory) + " B)" + (usable ? "" : " not FMA math");
   }
-  throw NotApplicable("cuDNN " + cudnn_version() + " has no algorithm for " + what +
-                      (tried.empty() ? std::string(" (the search returned none)") : " (" + tried + ")"));
+  if (!chosen)
+    throw NotApplicable("cuDNN " + cudnn_version() + " has no algorithm for " + what +
+                        (all.empty() ? std::string(" (the search returned none)") : " (" + all + ")"));
+  return {int(chosen->algo), algorithm_name(chosen->algo), chosen->mathType, chosen->memory, chosen->time, all};
 }
 
 }  // namespace roofbench::conv

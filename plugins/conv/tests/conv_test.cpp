@@ -155,6 +155,8 @@ TEST(ConvSearch, TakesTheFastestSuccessfulResult) {
   EXPECT_EQ(fast.name, "IMPLICIT_PRECOMP_GEMM");
   EXPECT_EQ(fast.math, CUDNN_TENSOR_OP_MATH);
   EXPECT_EQ(fast.workspace_bytes, 1024u);
+  EXPECT_NE(fast.search_results.find("FFT/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED; IMPLICIT_PRECOMP_GEMM"),
+            std::string::npos) << fast.search_results;
   // Pedantic fp32 skips the tensor-op result.
   EXPECT_EQ(pick_algorithm(all, true, "test").name, "GEMM");
 }
@@ -170,8 +172,8 @@ TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
   } catch (const NotApplicable& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("layer X"), std::string::npos) << message;
-    EXPECT_NE(message.find("WINOGRAD DEFAULT_MATH: CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << message;
-    EXPECT_NE(message.find("IMPLICIT_GEMM TENSOR_OP_MATH: not FMA math"), std::string::npos) << message;
+    EXPECT_NE(message.find("WINOGRAD/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << message;
+    EXPECT_NE(message.find("IMPLICIT_GEMM/TENSOR_OP_MATH 0.500000 ms (1024 B) not FMA math"), std::string::npos) << message;
   }
   EXPECT_THROW(pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(), false, "empty"), NotApplicable);
 }
