@@ -23,15 +23,6 @@ std::vector<Pass> passes_of(Pass pass) { return {pass}; }
 
 cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
-const char* search_call(Pass pass) {
-  switch (pass) {
-    case Pass::fwd: return "cudnnFindConvolutionForwardAlgorithmEx";
-    case Pass::bwd_data: return "cudnnFindConvolutionBackwardDataAlgorithmEx";
-    case Pass::bwd_filter: return "cudnnFindConvolutionBackwardFilterAlgorithmEx";
-  }
-  return "?";
-}
-
 // The worst of several passes' checks, as one Check: a single bad convolution must not hide in an L2
 // norm pooled with 52 good ones.
 struct WorstCheck {
@@ -74,7 +65,8 @@ void LayerCase::setup(Context& ctx) {
   const cudnnHandle_t handle = cudnn_handle(ctx);
   workspace_bytes_ = std::max(kSearchWorkspaceFloor, conv_.search_workspace_bytes(handle, kSearchWorkspaceCap));
   if (workspace_bytes_ > 0) workspace_ = ctx.alloc(workspace_bytes_, BufferRole::scratch);
-  conv_.choose_algorithms(handle, workspace_, workspace_bytes_);
+  search_ = algorithm_search_from_environment();
+  conv_.choose_algorithms(handle, workspace_, workspace_bytes_, search_);
 }
 
 void LayerCase::run(Context& ctx) {
@@ -114,7 +106,9 @@ std::vector<Fact> LayerCase::facts() const {
   if (const auto& choice = conv_.choice(pass_)) {
     facts.push_back({"algorithm", choice->name});
     facts.push_back({"math_type", math_type_name(choice->math)});
-    facts.push_back({"algorithm_search", std::string(search_call(pass_)) + ", fastest successful result"});
+    facts.push_back({"algorithm_search", std::string(search_call(search_, int(pass_))) +
+                                             (search_ == AlgorithmSearch::find ? ", fastest successful result"
+                                                                                : ", first result that fits")});
     facts.push_back({"search_results", choice->search_results});
   }
   return facts;
@@ -146,6 +140,7 @@ void NetworkCase::setup(Context& ctx) {
   scan_.setup(ctx);
   if (implementation_ != Implementation::cudnn) return;
   const cudnnHandle_t handle = cudnn_handle(ctx);
+  search_ = algorithm_search_from_environment();
   // One search per distinct layer (and set of passes: the stem has no backward-data pass), on its first
   // occurrence's tensors; one workspace for the whole sequence, which runs on one stream.
   std::map<std::pair<std::string, std::size_t>, const Convolution*> searched;
@@ -158,7 +153,7 @@ void NetworkCase::setup(Context& ctx) {
     if (auto it = searched.find(key); it != searched.end()) {
       conv->copy_algorithms(*it->second);
     } else {
-      conv->choose_algorithms(handle, workspace_, workspace_bytes_);
+      conv->choose_algorithms(handle, workspace_, workspace_bytes_, search_);
       searched.emplace(key, conv.get());
     }
   }
@@ -218,7 +213,9 @@ std::vector<Fact> NetworkCase::facts() const {
                    << choice->name << "/" << math_type_name(choice->math);
   }
   return {{"implementation", "cuDNN " + cudnn_version()},
-          {"algorithm_search", "cudnnFind*AlgorithmEx once per distinct layer, fastest successful result"},
+          {"algorithm_search", search_ == AlgorithmSearch::find
+                                   ? "cudnnFind*AlgorithmEx once per distinct layer, fastest successful result"
+                                   : "cudnnGetConvolution*Algorithm_v7 once per distinct layer, first result that fits"},
           {"algorithms", algorithms.str()}};
 }
 

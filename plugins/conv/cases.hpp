@@ -39,6 +39,7 @@ class LayerCase final : public Case {
   micro::NonfiniteScan scan_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  AlgorithmSearch search_ = AlgorithmSearch::find;
 };
 
 class NetworkCase final : public Case {
@@ -59,6 +60,7 @@ class NetworkCase final : public Case {
   micro::NonfiniteScan scan_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
+  AlgorithmSearch search_ = AlgorithmSearch::find;
 };
 
 void describe(Plugin& plugin);

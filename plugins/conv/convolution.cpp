@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 
 #include "formats.hpp"
@@ -159,40 +160,59 @@ std::size_t Convolution::search_workspace_bytes(cudnnHandle_t handle, std::size_
   return most;
 }
 
-void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes) {
+void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes,
+                                    AlgorithmSearch search) {
   if (implementation_ != Implementation::cudnn) return;
+  const bool find = search == AlgorithmSearch::find;
   for (const Pass pass : passes_) {
     const cudnnConvolutionDescriptor_t desc = conv_desc_[std::size_t(pass)].get();
     const std::string what = layer_.name + " " + to_string(pass) + " " + format_.name + " " + to_string(layout_) +
                              " at N=" + std::to_string(shape_.n);
     int returned = 0;
     AlgorithmChoice choice;
+    auto pick = [&](const auto& results) {
+      using Perf = typename std::decay_t<decltype(results)>::value_type;
+      return pick_algorithm(std::span<const Perf>(results.data(), std::size_t(returned)), format_.fma_only, what,
+                            workspace_bytes);
+    };
     switch (pass) {
       case Pass::fwd: {
         std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-        ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionForwardAlgorithmEx(
-            handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
-            results.data(), workspace, workspace_bytes));
-        choice = pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results.data(), std::size_t(returned)),
-                                format_.fma_only, what);
+        if (find)
+          ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionForwardAlgorithmEx(
+              handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc,
+                                                                       y_desc_.get(), int(results.size()), &returned,
+                                                                       results.data()));
+        choice = pick(results);
         break;
       }
       case Pass::bwd_data: {
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-        ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardDataAlgorithmEx(
-            handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
-            results.data(), workspace, workspace_bytes));
-        choice = pick_algorithm(std::span<const cudnnConvolutionBwdDataAlgoPerf_t>(results.data(), std::size_t(returned)),
-                                format_.fma_only, what);
+        if (find)
+          ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc,
+                                                                            x_desc_.get(), int(results.size()),
+                                                                            &returned, results.data()));
+        choice = pick(results);
         break;
       }
       case Pass::bwd_filter: {
         std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-        ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-            handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
-            results.data(), workspace, workspace_bytes));
-        choice = pick_algorithm(std::span<const cudnnConvolutionBwdFilterAlgoPerf_t>(results.data(), std::size_t(returned)),
-                                format_.fma_only, what);
+        if (find)
+          ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(),
+                                                                              desc, w_desc_.get(), int(results.size()),
+                                                                              &returned, results.data()));
+        choice = pick(results);
         break;
       }
     }

@@ -66,8 +66,9 @@ class Convolution {
   void allocate(Context& ctx);
   // The largest workspace any algorithm of any pass asks for, at most `cap`: what the search is given.
   std::size_t search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const;
-  // cudnnFind*AlgorithmEx for every pass on this convolution's own tensors, with `workspace`.
-  void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes);
+  // cudnnFind*AlgorithmEx (or the _v7 heuristics) for every pass on this convolution's own tensors, with
+  // `workspace`.
+  void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, AlgorithmSearch search);
   // Takes another convolution's choices (same layer and format): the network searches each shape once.
   void copy_algorithms(const Convolution& same_shape);
 

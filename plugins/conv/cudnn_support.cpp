@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <map>
 
 namespace roofbench::conv {
@@ -31,6 +32,22 @@ cudnnHandle_t cudnn_handle(Context& ctx) {
   }
   ROOFBENCH_CUDNN(cudnnSetStream(it->second, static_cast<cudaStream_t>(ctx.stream())));
   return it->second;
+}
+
+AlgorithmSearch algorithm_search_from_environment() {
+  const char* value = std::getenv("ROOFBENCH_CONV_SEARCH");
+  if (!value || std::string(value).empty() || std::string(value) == "find") return AlgorithmSearch::find;
+  if (std::string(value) == "heuristic") return AlgorithmSearch::heuristic;
+  throw Error(std::string("conv: ROOFBENCH_CONV_SEARCH must be find or heuristic, got '") + value + "'");
+}
+
+const char* search_call(AlgorithmSearch search, int pass) {
+  static const char* const find[] = {"cudnnFindConvolutionForwardAlgorithmEx", "cudnnFindConvolutionBackwardDataAlgorithmEx",
+                                     "cudnnFindConvolutionBackwardFilterAlgorithmEx"};
+  static const char* const heuristic[] = {"cudnnGetConvolutionForwardAlgorithm_v7",
+                                          "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                                          "cudnnGetConvolutionBackwardFilterAlgorithm_v7"};
+  return (search == AlgorithmSearch::find ? find : heuristic)[pass];
 }
 
 std::string cudnn_version() {
