@@ -11,8 +11,9 @@ namespace roofbench::conv {
 
 // Workspace the algorithm search is given per benchmark: what the algorithms say they need, at least the
 // floor and at most the cap, allocated through ctx.alloc (it counts in peak memory) and reused by the
-// chosen algorithm. The floor matters: on an H200 with cuDNN 9.14 the workspace queries for bf16 NHWC
-// answered 0 bytes (or failed) for every algorithm, and a search given no workspace picked IMPLICIT_GEMM
+// chosen algorithm. The floor matters: on an H200 with cuDNN 9.14 the per-algorithm workspace queries for
+// bf16 NHWC answered 0 bytes (or failed) for every algorithm, yet the tensor-core IMPLICIT_PRECOMP_GEMM
+// kernels need 131-272 bytes; a search given no workspace could not run them and picked IMPLICIT_GEMM
 // with default math (about 20 TFLOP/s) for most layers at N=256.
 inline constexpr std::size_t kSearchWorkspaceFloor = std::size_t{256} << 20;
 inline constexpr std::size_t kSearchWorkspaceCap = std::size_t{1} << 30;
