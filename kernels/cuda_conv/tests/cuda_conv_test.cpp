@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <set>
 #include <string>
@@ -184,6 +185,8 @@ struct KernelCase {
   const char* what;
   ConvShape shape;
 };
+
+void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.what; }
 
 class ImplicitGemmKernel : public ::testing::TestWithParam<KernelCase> {};
 

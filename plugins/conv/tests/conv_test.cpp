@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>
@@ -222,6 +223,12 @@ struct GatePoint {
   std::string case_name;
   std::vector<std::pair<std::string, std::string>> params;
 };
+
+// Read by GoogleTest (and so by CTest's test names): "conv_bf16 conv2_3x3_64 fwd nhwc cudnn 8".
+void PrintTo(const GatePoint& p, std::ostream* out) {
+  *out << p.case_name;
+  for (const auto& [axis, value] : p.params) *out << " " << value;
+}
 
 class ConvGate : public ::testing::TestWithParam<GatePoint> {};
 
