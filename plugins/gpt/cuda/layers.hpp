@@ -21,14 +21,6 @@
 namespace roofbench::gpt::cuda {
 
 // ---------------------------------------------------------------------------------------------------
-// lab_version.cpp: R1's kernel-lab switches (ROOFBENCH_GPT_ATTENTION, _ELEMENTWISE, _WGRAD) read alike.
-
-// The version n in 1..count that environment variable `variable` names as "vn": unset or empty ->
-// default_version; anything else throws roofbench::Error naming the variable and v1 .. v<count>. The enums
-// it picks from list their versions in order, v1 first, so version n is the enumerator n - 1.
-int lab_version_from_env(const char* variable, int count, int default_version);
-
-// ---------------------------------------------------------------------------------------------------
 // matmul.cu: cuBLAS (TF32 tensor cores, fp32 storage) with row-major operands, a transpose, and column sums.
 
 // C[M,N] = alpha op(A) op(B) + beta C, all row-major; op(X) = X^T when trans_x. lda/ldb/ldc are row
@@ -62,12 +54,11 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
 //   v1: no transpose, linear_backward's GEMM (R0 and R5 always run it);
 //   v2: dy -> dyt [out, N], dw = dyt x: cuBLAS "nn", the layout of the dx GEMMs (sm90 kernels);
 //   v3: the narrower operand: x -> xt [in, N] when in < out, dw = dy^T xt^T (cuBLAS "tt"), else dy as v2.
-// All three compute the same dw to TF32 precision.
+// All three compute the same dw to TF32 precision. R1 runs the keeper, kFusedWgradLayout; the lab_wgrad
+// benchmark times all three.
 enum class WgradLayout { v1, v2, v3 };
-// ROOFBENCH_GPT_WGRAD: unset or empty -> kDefaultWgradLayout (R1's); "v1", "v2", "v3"; anything else throws
-// roofbench::Error.
-inline constexpr WgradLayout kDefaultWgradLayout = WgradLayout::v3;
-WgradLayout wgrad_layout_from_env();
+inline constexpr WgradLayout kFusedWgradLayout = WgradLayout::v3;
+const char* wgrad_layout_name(WgradLayout layout);
 // Floats of scratch linear_backward_kmajor needs for these sizes in `layout` (0 for v1).
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out);
 // linear_backward with dw computed in `layout`; scratch holds wgrad_scratch_floats(layout, N, in, out)
@@ -130,12 +121,10 @@ void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
 // Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
 // accesses when cols % 4 == 0 and out and z are 16-byte aligned (else, or when false, the scalar kernel).
+// R1 runs the vectorized kernels (elementwise v2); the scalar ones (v1) live on in the lab_elementwise
+// benchmark.
 void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
                        bool vectorized = true);
-// ROOFBENCH_GPT_ELEMENTWISE picks R1's elementwise and bias-gradient kernels: unset, empty or "v2" -> true
-// (16-byte kernels, GELU's backward fused with its bias gradient); "v1" -> false (the scalar kernels, as
-// before); anything else throws roofbench::Error.
-bool vectorized_elementwise_from_env();
 // Fused (R1): dz = dout * GELU'(z) and dbias = sum over rows of dz, in one pass over dout and z (16-byte
 // accesses; falls back to gelu_backward + column_sum when cols % 4 != 0 or a pointer is not 16-byte
 // aligned). partials: column_partials_floats(rows, cols).
@@ -176,14 +165,11 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // Fused path: one kernel per (sequence, head, query tile), scores never leave shared memory. Reads the raw
 // qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
 // log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
-// Two versions of the same kernels (numbered, kernel-lab style): v1 does its block matmuls in fp32 on the
-// SIMT cores (the oldest version, kept for A/B), v2 on TF32 tensor cores (WMMA, fp32 accumulation), v3 the
-// same tensor-core tiles walked by one block per (sequence, head) so each row is loaded once, the default.
-// All produce the same outputs to TF32 precision.
-enum class AttentionVersion { v1, v2, v3 };
-// ROOFBENCH_GPT_ATTENTION: unset, empty or "v3" -> v3; "v2" -> v2; "v1" -> v1; anything else throws
-// roofbench::Error.
-AttentionVersion attention_version_from_env();
+// Two numbered versions of the same kernels (kernel-lab style): v1 does its block matmuls in fp32 on the
+// SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
+// accumulation) walked by one block per (sequence, head) so each row is loaded once: the keeper R1 runs.
+// Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
+enum class AttentionVersion { v1, v3 };
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)

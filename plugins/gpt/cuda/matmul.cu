@@ -74,9 +74,16 @@ void transpose(float* out, const float* in, int rows, int cols, cudaStream_t str
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-WgradLayout wgrad_layout_from_env() {
-  const int fallback = static_cast<int>(kDefaultWgradLayout) + 1;
-  return static_cast<WgradLayout>(lab_version_from_env("ROOFBENCH_GPT_WGRAD", 3, fallback) - 1);
+const char* wgrad_layout_name(WgradLayout layout) {
+  switch (layout) {
+    case WgradLayout::v1:
+      return "v1 (MN-major operands, cuBLAS nt)";
+    case WgradLayout::v2:
+      return "v2 (dy transposed, cuBLAS nn)";
+    case WgradLayout::v3:
+      return "v3 (the narrower operand transposed)";
+  }
+  return "unknown";
 }
 
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "corpus.hpp"
+#include "lab_cases.hpp"
 #include "model.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
@@ -149,6 +150,7 @@ void describe(Plugin& plugin) {
 #if defined(ROOFBENCH_GPT_WITH_NCCL)
   plugin.add(data_parallel_case());
 #endif
+  for (CaseSpec& lab : lab_cases()) plugin.add(std::move(lab));
 }
 
 }  // namespace

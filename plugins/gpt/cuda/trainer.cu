@@ -24,6 +24,24 @@ DeviceAllocator DeviceArena::allocator() {
   };
 }
 
+void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream) {
+  const std::size_t T = static_cast<std::size_t>(cfg.context), half = static_cast<std::size_t>(cfg.head_dim() / 2);
+  // RoPE's angles in double, once, exactly as the reference computes them.
+  std::vector<float> cos_table(T * half), sin_table(T * half);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < half; ++i) {
+      const double angle =
+          static_cast<double>(t) * std::pow(cfg.rope_base, -2.0 * static_cast<double>(i) / cfg.head_dim());
+      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
+      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.cos), cos_table.data(), cos_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+  ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.sin), sin_table.data(), sin_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream));  // the host tables go out of scope
+}
+
 const char* to_string(Rung rung) { return rung == Rung::eager ? "eager" : "fused"; }
 
 namespace {
@@ -108,20 +126,7 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   const std::size_t widest = std::max({2 * C, 3 * C, H});
   partials_ = alloc_floats(column_partials_floats(N_, static_cast<int>(widest)), BufferRole::scratch);
 
-  // RoPE's angles in double, once, exactly as the reference computes them.
-  std::vector<float> cos_table(T * half), sin_table(T * half);
-  for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(t) *
-                           std::pow(cfg_.rope_base, -2.0 * static_cast<double>(i) / cfg_.head_dim());
-      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
-      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
-    }
-  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_cos, cos_table.data(), cos_table.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream_));
-  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_sin, sin_table.data(), sin_table.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream_));
-  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));  // the host tables go out of scope
+  upload_rope_table(cfg_, rope_, stream_);
 }
 
 Trainer::~Trainer() {

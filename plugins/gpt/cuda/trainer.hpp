@@ -41,6 +41,10 @@ class DeviceArena {
   std::vector<void*> blocks_;
 };
 
+// RoPE's cos/sin tables of cfg ([T, head_dim / 2] each) computed in double on the host and copied into
+// `table`'s device buffers; synchronous on `stream`.
+void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream);
+
 enum class Rung { eager, fused };
 const char* to_string(Rung rung);
 

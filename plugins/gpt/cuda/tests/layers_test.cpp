@@ -13,15 +13,17 @@
 
 #include "gpu_test_util.hpp"
 #include "layers.hpp"
+#include "lab_reference.hpp"
 #include "reference.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
 
+using reference::attention_reference;
+using reference::AttentionReference;
 using testing::Device;
 using testing::random_floats;
 using testing::rel_l2;
-using testing::ScopedEnv;
 
 TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -82,72 +84,10 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), twice), 1e-4);
 }
 
-// Causal attention with RoPE in double, from the raw qkv and its bias, as reference.cpp defines it.
-struct AttentionReference {
-  std::vector<double> out, dqkv;
-};
-AttentionReference attention_reference(const std::vector<float>& qkv, const std::vector<float>& bias,
-                                       const std::vector<float>& dout, int B, int H, int T, int hd, double base) {
-  const int C = H * hd, N = B * T;
-  std::vector<double> x(N * 3 * C);
-  for (int n = 0; n < N; ++n)
-    for (int c = 0; c < 3 * C; ++c) x[n * 3 * C + c] = double{qkv[n * 3 * C + c]} + bias[c];
-  auto rotate = [&](std::vector<double>& v, double direction) {
-    for (int n = 0; n < N; ++n)
-      for (int i = 0; i < hd / 2; ++i) {
-        const double angle = (n % T) * std::pow(base, -2.0 * i / hd);
-        const double cs = std::cos(angle), sn = direction * std::sin(angle);
-        for (int part = 0; part < 2; ++part)
-          for (int h = 0; h < H; ++h) {
-            double* p = &v[n * 3 * C + part * C + h * hd + 2 * i];
-            const double x0 = p[0], x1 = p[1];
-            p[0] = x0 * cs - x1 * sn;
-            p[1] = x0 * sn + x1 * cs;
-          }
-      }
-  };
-  rotate(x, 1);
-  AttentionReference r{std::vector<double>(N * C, 0), std::vector<double>(N * 3 * C, 0)};
-  const double scale = 1 / std::sqrt(double(hd));
-  auto at = [&](int b, int t, int part, int h) { return (b * T + t) * 3 * C + part * C + h * hd; };
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < T; ++t) {
-        std::vector<double> p(t + 1), dp(t + 1);
-        double max = -1e300, sum = 0;
-        for (int j = 0; j <= t; ++j) {
-          double dot = 0;
-          for (int d = 0; d < hd; ++d) dot += x[at(b, t, 0, h) + d] * x[at(b, j, 1, h) + d];
-          p[j] = scale * dot;
-          max = std::max(max, p[j]);
-        }
-        for (int j = 0; j <= t; ++j) sum += p[j] = std::exp(p[j] - max);
-        double expected = 0;
-        for (int j = 0; j <= t; ++j) {
-          p[j] /= sum;
-          dp[j] = 0;
-          for (int d = 0; d < hd; ++d) {
-            r.out[(b * T + t) * C + h * hd + d] += p[j] * x[at(b, j, 2, h) + d];
-            dp[j] += dout[(b * T + t) * C + h * hd + d] * x[at(b, j, 2, h) + d];
-            r.dqkv[at(b, j, 2, h) + d] += p[j] * dout[(b * T + t) * C + h * hd + d];
-          }
-          expected += p[j] * dp[j];
-        }
-        for (int j = 0; j <= t; ++j) {
-          const double ds = scale * p[j] * (dp[j] - expected);
-          for (int d = 0; d < hd; ++d) {
-            r.dqkv[at(b, t, 0, h) + d] += ds * x[at(b, j, 1, h) + d];
-            r.dqkv[at(b, j, 1, h) + d] += ds * x[at(b, t, 0, h) + d];
-          }
-        }
-      }
-  rotate(r.dqkv, -1);
-  return r;
-}
 
 // Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
-// of WMMA's 16-row tile), on the largest T, and on a single position; v2 also against v1. v1 computes in
-// fp32 (1e-5); v2's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
+// of WMMA's 16-row tile), on the largest T, and on a single position; v3 also against v1. v1 computes in
+// fp32 (1e-5); v3's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
 // so it is held to the TF32 tolerance the trainer tests use for logits.
 constexpr double kFp32Tolerance = 1e-5;
 constexpr double kTf32Tolerance = 5e-3;
@@ -205,12 +145,10 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
   const FusedAttentionRun v1 = run(AttentionVersion::v1);
-  const FusedAttentionRun v2 = run(AttentionVersion::v2);
   const FusedAttentionRun v3 = run(AttentionVersion::v3);
   EXPECT_LT(rel_l2(v1.out, ref.out), kFp32Tolerance);
   EXPECT_LT(rel_l2(v1.dqkv, ref.dqkv), kFp32Tolerance);
-  // v2 (TF32 tiles) and v3 (v2's tiles, walked by one block per head) are held to the same bounds.
-  for (const FusedAttentionRun* tensor_core : {&v2, &v3}) {
+  for (const FusedAttentionRun* tensor_core : {&v3}) {
     EXPECT_LT(rel_l2(tensor_core->out, ref.out), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->dqkv, ref.dqkv), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->out, v1.out), kTf32Tolerance);
@@ -226,22 +164,10 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-TEST(GptLayers, FusedAttentionRejectsShapesAndVersions) {
+TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 70, 2, 32}), Error);
   EXPECT_NO_THROW(check_fused_attention_shape(AttentionShape{2, 128, 2, 64}));
-
-  // ROOFBENCH_GPT_ATTENTION picks the version R1 runs; whatever the caller set is restored afterwards.
-  ScopedEnv env("ROOFBENCH_GPT_ATTENTION", nullptr);
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  env.set("v1");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v1);
-  env.set("v2");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
-  env.set("v3");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  env.set("v4");
-  EXPECT_THROW(attention_version_from_env(), Error);
 }
 
 TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
@@ -354,48 +280,7 @@ INSTANTIATE_TEST_SUITE_P(Cols, GptVectorizedElementwise, ::testing::Values(136, 
                            return "C" + std::to_string(info.param);
                          });
 
-TEST(GptLayers, ElementwiseVersionFromEnv) {
-  ScopedEnv env("ROOFBENCH_GPT_ELEMENTWISE", nullptr);
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("v1");
-  EXPECT_FALSE(vectorized_elementwise_from_env());
-  env.set("v2");
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("");
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("v3");
-  EXPECT_THROW(vectorized_elementwise_from_env(), Error);
-}
-
-// The parser behind every lab switch: its message names the variable and the versions it takes.
-TEST(GptLayers, LabVersionFromEnvNamesTheChoices) {
-  ScopedEnv env("ROOFBENCH_GPT_TEST_LAB_VERSION", "v0");
-  for (const auto& [count, expected] : {std::pair{2, "v1 or v2"}, std::pair{3, "v1, v2 or v3"}}) {
-    try {
-      lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", count, 1);
-      ADD_FAILURE() << "no throw for v0";
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("gpt: ROOFBENCH_GPT_TEST_LAB_VERSION must be ") + expected +
-                                           " (got 'v0')");
-    }
-  }
-  env.set("v2");
-  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 2);
-  env.set(nullptr);
-  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 1);
-}
-
-TEST(GptLayers, WgradLayoutFromEnvAndScratch) {
-  ScopedEnv env("ROOFBENCH_GPT_WGRAD", nullptr);
-  EXPECT_EQ(wgrad_layout_from_env(), kDefaultWgradLayout);
-  for (const auto& [value, layout] :
-       {std::pair{"v1", WgradLayout::v1}, std::pair{"v2", WgradLayout::v2}, std::pair{"v3", WgradLayout::v3}}) {
-    env.set(value);
-    EXPECT_EQ(wgrad_layout_from_env(), layout) << value;
-  }
-  env.set("v4");
-  EXPECT_THROW(wgrad_layout_from_env(), Error);
-
+TEST(GptLayers, WgradScratch) {
   // v1 transposes nothing, v2 always dy [N, out], v3 the narrower of x [N, in] and dy (dy on a tie).
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v1, 256, 64, 96), 0u);
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v2, 256, 64, 96), 256u * 96);
