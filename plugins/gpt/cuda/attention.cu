@@ -456,4 +456,15 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
   ROOFBENCH_CUDA_LAUNCH();
 }
 
+void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
+                             const AttentionShape& s, cudaStream_t stream) {
+  attention::forward_v3(out, lse, qkv, qkv_bias, fused_args(s, table), stream);
+}
+
+void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                              const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
+                              cudaStream_t stream) {
+  attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, fused_args(s, table), stream);
+}
+
 }  // namespace roofbench::gpt::cuda

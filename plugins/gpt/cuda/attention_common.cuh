@@ -7,6 +7,7 @@
 //      v3 superseded it.)
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -49,5 +50,11 @@ void forward_v3(float* out, float* lse, const float* qkv, const float* qkv_bias,
                 cudaStream_t stream);
 void backward_v3(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                  const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+// The same kernels on bf16 tensors (R2): bf16 tensor cores, fp32 softmax and accumulation.
+void forward_v3(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
+void backward_v3(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout, const __nv_bfloat16* out,
+                 const float* lse, const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args,
+                 cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -24,47 +24,6 @@ class FusedTrainer final : public Trainer {
     delta_ = alloc_floats(stats, BufferRole::output);
   }
 
-  ~FusedTrainer() override {
-    if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
-  }
-
-  // Runs one eager step first so every kernel is loaded and cuBLAS has picked its algorithms, then records
-  // the step once. The graph holds buffer addresses, not values: initialize() later needs no re-capture.
-  // The recording happens on a stream of our own: the caller's may be the legacy default stream, which
-  // cannot be captured; the graph is then launched on the caller's stream all the same.
-  void capture() {
-    enqueue_step();
-    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
-    const cudaStream_t launch_stream = stream_;
-    cudaStream_t capture_stream = nullptr;
-    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
-    cudaGraph_t graph = nullptr;
-    cudaError_t status = cudaSuccess;
-    try {
-      bind_stream(capture_stream);
-      ROOFBENCH_CUDA(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
-      try {
-        enqueue_step();
-      } catch (...) {
-        cudaStreamEndCapture(capture_stream, &graph);  // leave the stream usable; report the first error
-        throw;
-      }
-      ROOFBENCH_CUDA(cudaStreamEndCapture(capture_stream, &graph));
-      status = cudaGraphInstantiate(&graph_, graph, 0);
-    } catch (...) {
-      if (graph) cudaGraphDestroy(graph);
-      cudaStreamDestroy(capture_stream);
-      bind_stream(launch_stream);
-      throw;
-    }
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(capture_stream);
-    bind_stream(launch_stream);
-    ROOFBENCH_CUDA(status);
-  }
-
-  void train_step() override { ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_)); }
-
  protected:
   void forward_pass(const std::uint8_t* inputs, int batch) override {
     const int N = positions(batch), C = cfg_.channels, H = cfg_.hidden();
@@ -143,7 +102,6 @@ class FusedTrainer final : public Trainer {
 
   std::vector<float*> lse_;  // per layer [B, heads, T]: the forward's softmax statistics
   float* delta_;             // [B, heads, T] scratch of the attention backward
-  cudaGraphExec_t graph_ = nullptr;
 };
 
 }  // namespace
@@ -152,7 +110,7 @@ std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAlloc
                                             DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed) {
   auto trainer = std::make_unique<FusedTrainer>(cfg, alloc, stream, corpus, data_seed);
   trainer->initialize(init_seed);  // the warm-up step inside capture() then runs on sane numbers
-  trainer->capture();
+  trainer->capture_step_graph();
   trainer->initialize(init_seed);  // undo the warm-up step
   return trainer;
 }

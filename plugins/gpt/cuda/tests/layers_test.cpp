@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -13,6 +14,7 @@
 
 #include "gpu_test_util.hpp"
 #include "layers.hpp"
+#include "bf16.hpp"
 #include "lab_reference.hpp"
 #include "reference.hpp"
 
@@ -163,6 +165,42 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 // 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
+
+// The bf16 attention (R2) on bf16-rounded inputs against the double reference on the same rounded values:
+// bf16 operands in the products (q, k, v, dout and the probabilities rounded to 8 significant bits).
+TEST_P(GptFusedAttention, Bf16MatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = round_to_bf16(x);
+    return v;
+  };
+  const std::vector<float> qkv = rounded(qkv_), dout = rounded(dout_);
+  const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<bf16> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
+    return out;
+  };
+  auto to_float = [](const std::vector<bf16>& v) {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
+    return out;
+  };
+  Device dev;
+  const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
+  const AttentionShape shape{B, T(), H, hd};
+  const int n = N(), c = C(), stats = B * H * T();
+  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
+  float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
+  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
+  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
+  fused_attention_configure();
+  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  EXPECT_LT(rel_l2(to_float(Device::download(d_out, n * c)), ref.out), 2e-2);
+  EXPECT_LT(rel_l2(to_float(Device::download(d_dqkv, n * 3 * c)), ref.dqkv), 2e-2);
+}
 
 TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);
@@ -366,6 +404,25 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptWeightGradient,
                            return "N" + std::to_string(info.param.N) + "_in" + std::to_string(info.param.in) +
                                   "_out" + std::to_string(info.param.out);
                          });
+
+// The per-step bf16 weight copy rounds exactly as the host's bf16.hpp does (nearest, ties to even), also
+// on a length that leaves a tail after the last four-element group.
+TEST(GptLayers, CastToBf16RoundsLikeTheHost) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  std::vector<float> x = random_floats(1003, 41, -100, 100);
+  x[0] = 1.0f + 0x1p-8f;  // a tie
+  x[1] = 1.0f + 3 * 0x1p-8f;
+  Device dev;
+  const float* d_x = dev.upload(x);
+  bf16* d_y = dev.alloc<bf16>(x.size());
+  cast_to_bf16(d_y, d_x, x.size(), nullptr);
+  const auto y = Device::download(d_y, x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, &y[i], sizeof bits);
+    ASSERT_EQ(bits, bf16_bits_from_float(x[i])) << i;
+  }
+}
 
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();
