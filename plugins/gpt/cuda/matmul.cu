@@ -30,14 +30,39 @@ void gemm(cublasHandle_t handle, const RowMajorGemm& g) {
   }
 }
 
-void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
-                    float beta) {
-  RowMajorGemm g;
+namespace {
+// The three GEMMs of a linear layer (weights [out, in], N rows), fp32 operands unless the caller retypes them.
+RowMajorGemm forward_gemm(void* y, const void* x, const void* w, int N, int in, int out) {
+  RowMajorGemm g;  // y[N, out] = x w^T
   g.trans_b = true;
   g.M = N, g.N = out, g.K = in;
   g.A = x, g.lda = in;
   g.B = w, g.ldb = in;
   g.C = y, g.ldc = out;
+  return g;
+}
+RowMajorGemm input_gradient_gemm(void* dx, const void* dy, const void* w, int N, int in, int out) {
+  RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
+  g.M = N, g.N = in, g.K = out;
+  g.A = dy, g.lda = out;
+  g.B = w, g.ldb = in;
+  g.C = dx, g.ldc = in;
+  return g;
+}
+RowMajorGemm weight_gradient_gemm(void* dw, const void* dy, const void* x, int N, int in, int out) {
+  RowMajorGemm g;  // dw[out, in] = dy^T x
+  g.trans_a = true;
+  g.M = out, g.N = in, g.K = N;
+  g.A = dy, g.lda = out;
+  g.B = x, g.ldb = in;
+  g.C = dw, g.ldc = in;
+  return g;
+}
+}  // namespace
+
+void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
+                    float beta) {
+  RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
   g.beta = beta;
   gemm(handle, g);
 }
@@ -49,12 +74,7 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
 
 void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N,
                     int in, int out) {
-  RowMajorGemm g;
-  g.trans_b = true;
-  g.M = N, g.N = out, g.K = in;
-  g.A = x, g.lda = in;
-  g.B = w, g.ldb = in;
-  g.C = y, g.ldc = out;
+  RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
   g.input_type = CUDA_R_16BF;
   g.c_type = y_type;
   gemm(handle, g);
@@ -63,21 +83,12 @@ void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const
 void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
                      const bf16* x, const bf16* w, int N, int in, int out, float beta_dw) {
   if (dx) {
-    RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
-    g.M = N, g.N = in, g.K = out;
-    g.A = dy, g.lda = out;
-    g.B = w, g.ldb = in;
-    g.C = dx, g.ldc = in;
+    RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
     g.input_type = CUDA_R_16BF;
     g.c_type = dx_type;
     gemm(handle, g);
   }
-  RowMajorGemm g;  // dw[out, in] = dy^T x, fp32
-  g.trans_a = true;
-  g.M = out, g.N = in, g.K = N;
-  g.A = dy, g.lda = out;
-  g.B = x, g.ldb = in;
-  g.C = dw, g.ldc = in;
+  RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);  // dw fp32
   g.beta = beta_dw;
   g.input_type = CUDA_R_16BF;
   gemm(handle, g);
@@ -135,20 +146,11 @@ void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const f
                             const float* w, int N, int in, int out, WgradLayout layout, float* scratch,
                             float beta_dx, float beta_dw) {
   if (dx) {
-    RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
-    g.M = N, g.N = in, g.K = out;
-    g.A = dy, g.lda = out;
-    g.B = w, g.ldb = in;
-    g.C = dx, g.ldc = in;
+    RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
     g.beta = beta_dx;
     gemm(handle, g);
   }
-  RowMajorGemm g;  // dw[out, in] = dy^T x
-  g.trans_a = true;
-  g.M = out, g.N = in, g.K = N;
-  g.A = dy, g.lda = out;
-  g.B = x, g.ldb = in;
-  g.C = dw, g.ldc = in;
+  RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);
   g.beta = beta_dw;
   if (layout != WgradLayout::v1) {
     if (scratch == nullptr) throw Error("gpt: linear_backward_kmajor: the v2 and v3 layouts need scratch");
