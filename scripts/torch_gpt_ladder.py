@@ -24,7 +24,8 @@ memory from torch.cuda.max_memory_allocated over the rung's whole life (model, o
 
 Usage (where PyTorch and a GPU are):
   scripts/torch_gpt_ladder.py -o torch-gpt.json [--ceilings-from roofbench-results/latest.json]
-      [--rungs R0_eager,R2_bf16_reduce_overhead] [--deadline-s 240]
+      [--rungs R0_eager,R2_bf16_reduce_overhead] [--deadline-s 200]
+  roofbench-report roofbench-results/latest.json torch-gpt.json -o report/   # both ladders, one waterfall
 The rungs run in the order given (default: the ladder's); one that would start after the deadline is listed
 as not run. The file is rewritten after every rung, so an interrupted run keeps what it measured.
 """
@@ -193,7 +194,9 @@ def build_model(torch, checkpoint):
             self.register_buffer("sin", angle.sin().float()[None, :, None, :], persistent=False)
             for name, p in self.named_parameters():  # model.hpp's InitKind: normal, zero, one
                 if name.endswith("weight") and p.dim() == 2:
-                    nn.init.normal_(p, 0.0, INIT_STD)
+                    nn.init.normal_(p, 0.0, INIT_STD)  # wte and every linear weight
+                elif name.endswith("bias"):
+                    nn.init.zeros_(p)  # nn.Linear's own default is uniform
 
         def forward(self, tokens):
             x = self.wte(tokens)
@@ -275,9 +278,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-o", "--output", default="torch-gpt-ladder.json")
     parser.add_argument("--rungs", default=",".join(RUNGS), help="comma-separated, in the order to run")
-    parser.add_argument("--ceilings-from", help="a roofbench results file of the same GPU: its ceilings are copied")
+    parser.add_argument("--ceilings-from", help="a roofbench results file of the same GPU: its ceilings and device "
+                        "key are copied, so that the reports put both files on one device")
     parser.add_argument("--corpus", default=os.environ.get("ROOFBENCH_GPT_CORPUS") or CORPUS)
-    parser.add_argument("--deadline-s", type=float, default=230, help="start no rung after this many seconds")
+    parser.add_argument("--deadline-s", type=float, default=200, help="start no rung after this many seconds")
     parser.add_argument("--samples", type=int, default=15)
     parser.add_argument("--steps-per-sample", type=int, default=10)
     parser.add_argument("--warmup-chunk", type=int, default=10)
@@ -294,10 +298,16 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = True
     torch.set_float32_matmul_precision("high")
     ceilings = {}
-    if args.ceilings_from:
-        ceilings = json.loads(pathlib.Path(args.ceilings_from).read_text())["context"]["roofbench"].get("ceilings", {})
-    corpus = torch.frombuffer(bytearray(load_corpus(args.corpus)), dtype=torch.uint8).cuda()
     device = device_description(torch)
+    if args.ceilings_from:
+        theirs = json.loads(pathlib.Path(args.ceilings_from).read_text())["context"]["roofbench"]
+        ceilings = theirs.get("ceilings", {})
+        if theirs.get("device", {}).get("name") == device["name"]:
+            device = theirs["device"]
+        else:
+            print(f"warning: {args.ceilings_from} is of {theirs.get('device')}, not of {device['name']}",
+                  file=sys.stderr)
+    corpus = torch.frombuffer(bytearray(load_corpus(args.corpus)), dtype=torch.uint8).cuda()
     extra = {"pytorch": {"version": torch.__version__, "cuda": torch.version.cuda}}
     started = time.monotonic()
     entries, not_run = [], []
