@@ -29,7 +29,7 @@ namespace {
 
 // The version a lab point names ("v3") as its number.
 int version_number(const Params& params) {
-  const std::string& name = params.str("version");
+  const std::string name = params.str("version");  // a copy: str() returns into params
   if (name.size() < 2 || name[0] != 'v') throw Error("gpt lab: version '" + name + "' is not v<number>");
   return std::stoi(name.substr(1));
 }

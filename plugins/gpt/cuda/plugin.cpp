@@ -183,6 +183,9 @@ CaseSpec training_step_case(RungSpec rung, std::string name, std::string descrip
   spec.ladder = std::move(ladder);
   // R1 and up launch their own graph and R0 is the eager sequence itself: the host must not capture any.
   spec.timing.graphable = false;
+  // The gates build a second trainer (an fp32 one at batch 512 for R3 and R4), run the fp64 reference's
+  // forward on the CPU and train 300 steps: more than a plain benchmark's default allowance.
+  spec.timeout_s = 240;
   spec.make = [rung](const Params& params) -> std::unique_ptr<Case> {
     return std::make_unique<GptTrainingStep>(rung, params);
   };
