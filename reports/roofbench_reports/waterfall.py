@@ -22,6 +22,9 @@ PLOT_HEIGHT = 300
 MIN_SLOT_WIDTH = 120
 MIN_WIDTH = 560
 BAR_FRACTION = 0.6
+# With a second series each slot holds two bars, each as wide as its labels need.
+MIN_SERIES_SLOT_WIDTH = 170
+SERIES_BAR_FRACTION = 0.84
 LABEL_FONT_SIZE = 11
 LABEL_LINE = 14
 # Room above the tallest bar for its label lines.
@@ -151,7 +154,9 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     every = [rung for _, rungs in series for rung in rungs]
     counter = next((b.items_counter for b in benchmarks if b.items_counter), "items/s")
     longest = max(max(len(r.title), len(r.detail)) for r in every)
-    slot_width = max(MIN_SLOT_WIDTH * len(series), text_width("x" * longest, LABEL_FONT_SIZE) + 16)
+    fraction = BAR_FRACTION if len(series) == 1 else SERIES_BAR_FRACTION
+    minimum_slot = MIN_SLOT_WIDTH if len(series) == 1 else MIN_SERIES_SLOT_WIDTH * len(series)
+    slot_width = max(minimum_slot, text_width("x" * longest, LABEL_FONT_SIZE) + 16)
     width = max(MIN_WIDTH, PLOT_LEFT + slot_width * len(slots) + 30)
     area = axes.PlotArea(PLOT_LEFT, PLOT_TOP, width - PLOT_LEFT - 30, PLOT_HEIGHT)
     slot_width = area.width / len(slots)  # a short ladder spreads over the minimum width
@@ -162,8 +167,9 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     first_name = next((r.title for r in series[0][1] if r.rate), "the first rung")
     axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}" +
                     (f" ({names})" if len(series) > 1 else ""),
-                    f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name}); "
-                    "red: slower than its left neighbour; peak memory under each bar")
+                    f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name})")
+    root.add(text(24, 60, "red: a negative rung, slower than its left neighbour; under each bar: its peak memory",
+                  font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
     ticks = nice_ticks_from_zero(max((r.rate for r in every if r.rate), default=1) * _HEADROOM)
     y_scale = LinearScale(0, ticks[-1], area.bottom, area.top)
     axes.draw_y_ticks(root, area, [(y_scale(v), format_si(v)) for v in ticks])
@@ -171,26 +177,27 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     axes.draw_axis_titles(root, area, "", counter)
 
     bars = root.add(group(class_="bars", font_size=LABEL_FONT_SIZE, fill=palette.TEXT))
-    bar_width = slot_width * BAR_FRACTION / len(series)
+    bar_width = slot_width * fraction / len(series)
     max_chars = int(slot_width / 6.6)
-    titled = set()
+    titled = {}  # slot -> the point its title names
     for series_index, (source, rungs) in enumerate(series):
         labels, negatives = ratio_labels(rungs), negative_rungs(rungs)
         first_valued = next((i for i, r in enumerate(rungs) if r.rate), None)
         for index, rung in enumerate(rungs):
             slot = slots.index(rung.key)
             centre = area.left + slot_width * (slot + 0.5)
-            x = centre - slot_width * BAR_FRACTION / 2 + bar_width * series_index
+            x = centre - slot_width * fraction / 2 + bar_width * series_index
             bar_centre = x + bar_width / 2
             if slot not in titled:  # the slot's name and point, from the first series that has it
-                titled.add(slot)
+                titled[slot] = rung.detail
                 bars.add(text(centre, area.bottom + 16, truncate(rung.title, max_chars), text_anchor="middle",
                               font_weight="bold"))
                 bars.add(text(centre, area.bottom + 30, truncate(rung.detail, max_chars), text_anchor="middle",
                               fill=palette.MUTED_TEXT))
             foot = [_memory_text(rung)]
             if len(series) > 1:
-                foot.insert(0, series_name(source) + (f" {rung.detail}" if rung.detail else ""))
+                other_point = rung.detail and rung.detail != titled[slot]
+                foot.insert(0, series_name(source) + (f" {rung.detail}" if other_point else ""))
             for line_index, content in enumerate(foot):
                 bars.add(text(bar_centre, area.bottom + 46 + LABEL_LINE * line_index,
                               truncate(content, int(bar_width / 6)), text_anchor="middle",
