@@ -107,7 +107,7 @@ std::vector<Fact> LayerCase::facts() const {
     facts.push_back({"algorithm", choice->name});
     facts.push_back({"math_type", math_type_name(choice->math)});
     facts.push_back({"algorithm_search", std::string(search_call(search_, int(pass_))) +
-                                             (search_ == AlgorithmSearch::find ? ", fastest successful result"
+                                             (search_ == AlgorithmSearch::find ? " (second of two searches), fastest successful result"
                                                                                 : ", first result that fits")});
     facts.push_back({"search_results", choice->search_results});
   }
@@ -214,7 +214,7 @@ std::vector<Fact> NetworkCase::facts() const {
   }
   return {{"implementation", "cuDNN " + cudnn_version()},
           {"algorithm_search", search_ == AlgorithmSearch::find
-                                   ? "cudnnFind*AlgorithmEx once per distinct layer, fastest successful result"
+                                   ? "cudnnFind*AlgorithmEx (second of two searches) once per distinct layer, fastest successful result"
                                    : "cudnnGetConvolution*Algorithm_v7 once per distinct layer, first result that fits"},
           {"algorithms", algorithms.str()}};
 }
