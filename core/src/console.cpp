@@ -47,7 +47,8 @@ Scaled scale_down(double value, const std::vector<double>& steps, int significan
     }
   double v = value / steps[i];
   const double rounding = std::pow(10.0, decimals_for(v, significant));
-  if (i > 0 && std::round(std::fabs(v) * rounding) / rounding >= steps[i - 1] / steps[i]) v = value / steps[--i];
+  // (steps[i - 1] / steps[i] is 1000 give or take a rounding error of its own)
+  if (i > 0 && std::round(std::fabs(v) * rounding) / rounding >= steps[i - 1] / steps[i] * (1 - 1e-9)) v = value / steps[--i];
   return {v, i};
 }
 
@@ -216,7 +217,10 @@ std::string table_row(const std::string& benchmark, const Session::Outcome& out,
   const std::string name = name_column(benchmark, t);
   if (!out.ran || !out.result.passed()) {
     const std::string word = what_happened(out);
-    const std::string why = out.ran ? out.result.message : out.not_run_reason;
+    std::string why = out.ran ? out.result.message : out.not_run_reason;
+    // The word before the message already says what the message starts with.
+    for (const char* said : {"gate failed: ", "crashed: ", "timed out: ", "error: "})
+      if (why.starts_with(said)) why.erase(0, std::string(said).size());
     const std::size_t used = name.size() + 2 + word.size() + 2;
     const std::string shown = shorten(why, used + 40 > kLineWidth ? 40 : kLineWidth - used);
     return name + "  " + word + (shown.empty() ? "" : ": " + shown);
@@ -293,8 +297,9 @@ void RunTally::add_cannot_run(const std::vector<NotRun>& cannot) {
 }
 
 std::string closing_summary(const RunTally& t, const SummarySettings& s) {
-  std::string out = "summary: ran " + plural(t.ran, "benchmark", "benchmarks");
-  if (s.repetitions > 1) out += " (" + std::to_string(s.repetitions) + " repetitions each)";
+  std::string out = "summary: ran ";
+  if (s.repetitions > 1) out += plural(t.ran, "benchmark run", "benchmark runs") + " (" + std::to_string(s.repetitions) + " repetitions each)";
+  else out += plural(t.ran, "benchmark", "benchmarks");
   out += ": " + std::to_string(t.passed) + " passed, " + std::to_string(t.failed()) + " failed";
   std::vector<std::string> kinds;
   if (t.gate_failed) kinds.push_back(std::to_string(t.gate_failed) + " gate");
