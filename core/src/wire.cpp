@@ -349,7 +349,7 @@ Frame split_frame(std::string_view whole) {
   Reader header(whole.substr(0, kHeaderBytes));
   header.u32();
   const auto type = header.u8();
-  if (type < static_cast<std::uint8_t>(FrameType::config) || type > static_cast<std::uint8_t>(FrameType::result))
+  if (type < static_cast<std::uint8_t>(FrameType::config) || type > static_cast<std::uint8_t>(FrameType::proceed))
     throw WireError("unknown frame type " + std::to_string(type));
   return {static_cast<FrameType>(type), std::string(whole.substr(kHeaderBytes))};
 }

@@ -82,6 +82,7 @@ enum class FrameType : std::uint8_t {
   ready,        // worker -> parent: plugins loaded, devices found; waiting for work
   run,          // parent -> worker: one benchmark to measure
   result,       // worker -> parent: its Result
+  proceed,      // parent -> worker: go on (the parent has taken note of what came before)
 };
 
 struct Frame {

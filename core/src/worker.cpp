@@ -37,6 +37,11 @@ void send_to_parent(FrameType type, const std::string& payload = {}) { wire::wri
 int describe_plugins(const std::vector<std::string>& files) {
   for (const auto& file : files) {
     send_to_parent(FrameType::loading, file);
+    // Load only once the parent has cleared its copy of our log: the log and the frames travel on two
+    // pipes, so without this the parent could read a crash's last words together with `loading` and
+    // then clear them.
+    const auto go = wire::read_frame(0);
+    if (!go || go->type != FrameType::proceed) return 2;
     wire::Writer w;
     w.str(file);
     try {
@@ -327,6 +332,7 @@ LoadResult describe_plugins_in_workers(const std::vector<std::string>& files, co
           case FrameType::loading:
             loading = true;
             worker.clear_log_tail();
+            worker.send(FrameType::proceed, {});
             break;
           case FrameType::described: {
             const std::string path = in.str();
