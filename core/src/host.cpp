@@ -222,12 +222,14 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
   }
 }
 
-// Said once before the table (or on stderr beside json and csv): why no GPU is used, and what Google
-// Benchmark's debug-build warning means here (it prints that warning with console and csv only).
+// Said once before the table (or on stderr beside json and csv): why no GPU is used, the device, and what
+// Google Benchmark's debug-build warning means here (it prints that warning with console and csv only).
 std::vector<std::string> Host::console_preamble(const Device& device) const {
   std::vector<std::string> lines;
   if (gpus_.empty()) lines.push_back("no GPU used: " + why_no_gpu_);
   else if (device.info().kind == DeviceKind::cpu) lines.push_back("no GPU used: --device cpu");
+  const DeviceInfo& info = device.info();
+  lines.push_back("device: " + info.name + " (" + (info.kind == DeviceKind::cpu ? std::string("cpu") : "cuda:" + std::to_string(info.index)) + ")");
   if (google_benchmark_format() != "json" && google_benchmark_context().library_build_type == "debug")
     lines.push_back(debug_library_note());
   return lines;

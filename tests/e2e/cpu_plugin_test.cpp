@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../support/roofbench_host.hpp"
 
@@ -63,6 +65,21 @@ TEST_F(SmokeSuiteOnCpu, ReportAndSelfCompareFromTheRun) {
     ASSERT_TRUE(std::filesystem::exists(path)) << path << report;
     EXPECT_GT(std::filesystem::file_size(path), 0u) << path;
   }
+
+  // The summary's next command works as printed (-o report/ is only redirected into the scratch folder).
+  const std::string next_prefix = "\n  next: ";
+  const auto next_at = run.out.find(next_prefix);
+  ASSERT_NE(next_at, std::string::npos) << run;
+  std::istringstream next_words(run.out.substr(next_at + next_prefix.size(), run.out.find('\n', next_at + 1) - next_at - next_prefix.size()));
+  std::vector<std::string> next{BuildPaths::python, "-B"};
+  for (std::string word; next_words >> word;) next.push_back(word);
+  ASSERT_EQ(next.size(), 6u) << run;
+  EXPECT_EQ(next[3], results_file.string());
+  EXPECT_EQ(next[5], "report/");
+  next[5] = (scratch_ / "next-report").string();
+  const auto next_report = run_process(next);
+  EXPECT_EQ(next_report.exit_code, 0) << next_report;
+  EXPECT_TRUE(std::filesystem::exists(scratch_ / "next-report" / "index.html")) << next_report;
 
   const auto compare = report_script("roofbench-compare", {results_file.string(), results_file.string()});
   EXPECT_EQ(compare.exit_code, 0) << compare;
