@@ -349,10 +349,8 @@ int Host::run() {
   const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
   const NameFilter filter(filter_text);
   if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
+  // What cannot run here is said in the summary, one line per reason.
   Selection selection = select_benchmarks(all, choice, filter);
-  if (!table_)
-    for (const auto& [n, count] : selection.not_run_by_case)
-      std::cerr << "roofbench: not run: " << n.benchmark << " (" << count << " benchmarks): " << n.reason << "\n";
   const std::size_t cannot_run_here = selection.not_run.size();
 
   RunContext context;

@@ -77,7 +77,13 @@ TEST_F(Console, OneLinePerBenchmarkAndASummary) {
   EXPECT_THAT(line_of(run.out, "mixed/does_not_apply/n:1024"),
               MatchesRegex(R"(mixed/does_not_apply/n:1024 +not run: this case applies to no device \(on purpose\))"));
 
-  EXPECT_THAT(run.out, HasSubstr("\nsummary: ran 3 benchmarks: 1 passed, 2 failed (1 gate, 1 error)\n")) << run;
+  EXPECT_THAT(line_of(run.out, "mixed/sweep_falls/n:4194304"), HasSubstr("sweeps/s")) << run;
+  EXPECT_THAT(run.out, HasSubstr("\n  sweep mixed/sweep_falls: knee at n=1024 (throughput stopped rising)\n")) << run;
+  EXPECT_THAT(line_of(run.out, "mixed/sweep_falls/n:16777216"),
+              MatchesRegex(R"(mixed/sweep_falls/n:16777216 +not run: the sweep of n ended \(throughput stopped rising\))"));
+
+  EXPECT_THAT(run.out, HasSubstr("\nsummary: ran 6 benchmarks: 4 passed, 2 failed (1 gate, 1 error)\n")) << run;
+  EXPECT_THAT(run.out, HasSubstr("\n  not run: 1 benchmark of 1 case: the sweep of n ended (throughput stopped rising)\n")) << run;
   EXPECT_THAT(run.out, HasSubstr("\n  not run: 2 benchmarks of 1 case: needs a CUDA GPU")) << run;
   EXPECT_THAT(run.out, HasSubstr("\n  not run: 1 benchmark of 1 case: this case applies to no device (on purpose)\n")) << run;
   std::string results_file;
@@ -136,9 +142,11 @@ TEST_F(Console, JsonFormatIsGoogleBenchmarksJson) {
   EXPECT_THAT(run.out, HasSubstr("\"name\": \"mixed/passes/n:1024/iterations:1/manual_time\""));
   EXPECT_THAT(run.out, HasSubstr("\"executable\": \"" + BuildPaths::roofbench + "\"")) << "argv[0] must outlive Initialize";
   EXPECT_THAT(run.out, Not(HasSubstr("summary:")));
-  EXPECT_THAT(run.err, HasSubstr("summary: ran 3 benchmarks: 1 passed, 2 failed (1 gate, 1 error)")) << run;
+  EXPECT_THAT(run.err, HasSubstr("summary: ran 6 benchmarks: 4 passed, 2 failed (1 gate, 1 error)")) << run;
+  EXPECT_THAT(run.err, HasSubstr("\n  not run: 2 benchmarks of 1 case: needs a CUDA GPU")) << run;
   EXPECT_THAT(run.err, HasSubstr("mixed/gate_fails/n:1024: gate failed: relative L2 error 0.01")) << run;
   EXPECT_EQ(count(run.err, "no GPU used: "), 1u) << run;
+  EXPECT_EQ(count(run.err, "needs a CUDA GPU"), 1u) << "one line per reason, not one per case";
 }
 
 TEST_F(Console, CsvFormatIsGoogleBenchmarksCsv) {

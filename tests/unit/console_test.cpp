@@ -103,7 +103,10 @@ Result passing(const std::string& name, double median) {
   Result r;
   r.name = name;
   r.status = Status::ok;
-  r.work = {.flops = 1e6, .bytes = 8e6, .items = 1e6, .item_name = "elements"};
+  r.work.flops = 1e6;
+  r.work.bytes = 8e6;
+  r.work.items = 1e6;
+  r.work.item_name = "elements";
   r.stats.median = median;
   r.stats.noise = 0.0123;
   r.stats.count = 20;

@@ -1,5 +1,6 @@
 // Test plugin `mixed`: one case for each line the console prints about a benchmark (passed, gate failed,
-// errored, not applicable here, needs a GPU), so one CPU run shows the whole table and summary.
+// errored, not applicable here, needs a GPU, a sweep that ends), so one CPU run shows the whole table and
+// summary.
 #include "../scale_case.hpp"
 
 namespace {
@@ -20,6 +21,19 @@ class DoesNotApply final : public ScaleCase {
   void setup(Context&) override { throw NotApplicable("this case applies to no device (on purpose)"); }
 };
 
+// One item per run however large n is: the rate falls as n grows, so the sweep ends after its third
+// point (two in a row not rising) with its knee at the first, and the fourth is not run.
+class FallingRate final : public ScaleCase {
+ public:
+  using ScaleCase::ScaleCase;
+  Work work() const override {
+    Work w = ScaleCase::work();
+    w.items = 1;
+    w.item_name = "sweeps";
+    return w;
+  }
+};
+
 template <typename CaseType>
 CaseSpec spec(std::string name, std::vector<std::int64_t> sizes, float factor = 2.0f) {
   return scale_spec(std::move(name), "", {Axis::ints("n", std::move(sizes))},
@@ -36,6 +50,9 @@ void describe(Plugin& plugin) {
   CaseSpec gpu = spec<ScaleCase>("needs_gpu", {1024, 4096});
   gpu.device = DeviceNeed::gpu();
   plugin.add(std::move(gpu));
+  CaseSpec sweep = spec<FallingRate>("sweep_falls", {1024, 65536, 4194304, 16777216});
+  sweep.sweep_axis = "n";
+  plugin.add(std::move(sweep));
 }
 
 }  // namespace
