@@ -162,10 +162,12 @@ std::string explain_no_gpu(const GpuAbsence& f) {
              " (update the driver)";
     return "the NVIDIA driver does not work with this CUDA runtime: " + built + " (" + f.runtime_error + ")";
   }
-  if (f.runtime_says_no_device)
+  if (f.runtime_says_no_device) {
+    if (f.cuda_visible_devices) return "no CUDA device found with CUDA_VISIBLE_DEVICES=\"" + *f.cuda_visible_devices + "\"";
     return "no CUDA device found" +
            (f.driver_cuda_version > 0 ? " (the NVIDIA driver for CUDA " + cuda_version_text(f.driver_cuda_version) + " sees none)"
                                       : std::string());
+  }
   return "CUDA cannot be used: " + f.runtime_error;
 }
 

@@ -52,6 +52,7 @@ struct GpuAbsence {
   bool runtime_says_no_device = false;  // cudaErrorNoDevice, or no error and no device
   bool runtime_says_driver_too_old = false;  // cudaErrorInsufficientDriver
   std::string runtime_error;          // the runtime's own words, when it failed
+  std::optional<std::string> cuda_visible_devices;  // the variable, when set: it can hide every device
 };
 // One sentence with the real cause: no driver installed, no device nodes, a driver too old for this
 // build, no device, or the runtime's own error when none of these fits.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -523,6 +524,7 @@ static GpuAbsence look_for_the_driver(cudaError_t status) {
   found.runtime_says_no_device = status == cudaSuccess || status == cudaErrorNoDevice;
   found.runtime_says_driver_too_old = status == cudaErrorInsufficientDriver;
   if (status != cudaSuccess) found.runtime_error = cudaGetErrorString(status);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) found.cuda_visible_devices = visible;
   return found;
 }
 

@@ -89,6 +89,10 @@ TEST(NoGpuReason, SaysTheRealCause) {
   empty.driver_cuda_version = 13000;
   EXPECT_EQ(explain_no_gpu(empty), "no CUDA device found (the NVIDIA driver for CUDA 13.0 sees none)");
 
+  GpuAbsence hidden = empty;
+  hidden.cuda_visible_devices = "";
+  EXPECT_EQ(explain_no_gpu(hidden), "no CUDA device found with CUDA_VISIBLE_DEVICES=\"\"");
+
   GpuAbsence other = empty;
   other.runtime_says_no_device = false;
   other.runtime_error = "all CUDA-capable devices are busy or unavailable";
