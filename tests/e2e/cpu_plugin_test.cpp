@@ -14,6 +14,7 @@ namespace roofbench::test_support {
 namespace {
 
 using ::testing::Contains;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 class SmokeSuiteOnCpu : public RoofbenchTest {
@@ -43,6 +44,12 @@ TEST_F(SmokeSuiteOnCpu, PassesEveryGate) {
   EXPECT_THAT(results->names(), Contains("cpu/add/n:65536"));
   EXPECT_THAT(results->names(), Contains("cpu/stream_triad/n:4194304"));
   EXPECT_THAT(results->names(), Contains("cpu/matmul_naive/n:128"));
+  // The console: one table line per benchmark that passed, and a summary that counts them.
+  const std::string ran = std::to_string(results->benchmarks.size());
+  EXPECT_THAT(run.out, HasSubstr("\nsummary: ran " + ran + " benchmarks: " + ran + " passed, 0 failed\n")) << run;
+  for (const auto& b : results->benchmarks)
+    EXPECT_THAT(run.out, ContainsRegex("\n" + b.name + " +[0-9.]+ (ns|us|ms|s) +[0-9.]+ [^\n]*/s +[0-9.]+% +(memory|compute) +pass "))
+        << b.name << run;
   for (const auto& b : results->benchmarks) {
     EXPECT_TRUE(b.name.starts_with("cpu/")) << b.name << " ran with --device cpu";
     EXPECT_EQ(b.status, "ok") << b.name << ": " << b.error_message;
