@@ -59,7 +59,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
     log "roofbench rc=$?"
     cp "$OUT/extra/results$i/latest.json" "$OUT/extra/results$i.json" 2>/dev/null
     if [ "$i" -le 2 ]; then cp "$OUT/extra/bench$i.log" "$OUT/extra/results$i.json" "$OUT/" 2>/dev/null; fi
-    grep -E "roofbench:|ERROR" "$OUT/extra/bench$i.log" | head -30 | tee -a "$OUT/session.log"
+    grep -E "roofbench:|ERROR|FAIL \(|no GPU used:|^summary:|^  (not run|sweep|results):" "$OUT/extra/bench$i.log" | head -30 | tee -a "$OUT/session.log"
     python3 scripts/run_phases.py "$OUT/extra/results$i.json" 2>&1 | tee -a "$OUT/session.log"
   done
   python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1

@@ -6,10 +6,15 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 
+#include "console.hpp"
 #include "device.hpp"
 #include "roofbench/cuda_check.hpp"
 
@@ -531,16 +536,40 @@ class CudaTimer final : public Timer {
 
 int cuda_runtime_major_built() { return CUDART_VERSION / 1000; }
 
+// The runtime says "CUDA driver version is insufficient" even where no driver is installed at all: look.
+static GpuAbsence look_for_the_driver(cudaError_t status) {
+  GpuAbsence found;
+  if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    found.driver_library_loads = true;
+    ::dlclose(driver);
+  } else if (const char* error = ::dlerror()) {
+    found.driver_library_error = error;
+  }
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/dev", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with("nvidia")) {
+      found.device_nodes = true;
+      break;
+    }
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess) found.driver_cuda_version = driver;
+  found.runtime_cuda_version = CUDART_VERSION;
+  found.runtime_says_no_device = status == cudaSuccess || status == cudaErrorNoDevice;
+  found.runtime_says_driver_too_old = status == cudaErrorInsufficientDriver;
+  if (status != cudaSuccess) found.runtime_error = cudaGetErrorString(status);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) found.cuda_visible_devices = visible;
+  return found;
+}
+
 std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none) {
   std::vector<std::unique_ptr<Device>> devices;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
+  if (status != cudaSuccess || count == 0) {
     cudaGetLastError();
-    why_none = std::string("no usable CUDA driver or device (") + cudaGetErrorString(status) + ")";
+    why_none = explain_no_gpu(look_for_the_driver(status));
     return devices;
   }
-  if (count == 0) why_none = "no CUDA device found";
   for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<CudaDevice>(i));
   return devices;
 }

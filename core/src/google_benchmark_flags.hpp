@@ -1,12 +1,15 @@
 // Google Benchmark's own reading of its flags, after benchmark::Initialize. The filter has an API
-// (GetBenchmarkFilter); these two do not, in 1.7 or 1.8, so they are read from the library's flag
+// (GetBenchmarkFilter); these do not, in 1.7 or 1.8, so they are read from the library's flag
 // variables, which both versions define and export under these names.
 #pragma once
+
+#include <string>
 
 namespace roofbench {
 
 bool google_benchmark_lists_tests();  // --benchmark_list_tests
 int google_benchmark_repetitions();   // --benchmark_repetitions
+std::string google_benchmark_format();  // --benchmark_format: console, json or csv
 
 }  // namespace roofbench
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -14,6 +13,7 @@
 
 #include "benchmark_set.hpp"
 #include "ceilings_cache.hpp"
+#include "console.hpp"
 #include "device.hpp"
 #include "options.hpp"
 #include "plugin_loader.hpp"
@@ -56,6 +56,8 @@ class Host {
   void report_counters(benchmark::State& state, const Result& r);
   bool initialize_google_benchmark();
   void load_plugins_as_chosen(const std::vector<std::string>& folders);
+  std::vector<std::string> console_preamble(const Device& device) const;
+  void print_summary() const;
 
   Options options_;
   std::string executable_;
@@ -67,6 +69,10 @@ class Host {
   std::optional<std::string> filter_given_;
   bool lists_tests_ = false;
   int repetitions_ = 1;
+  bool table_ = true;  // --benchmark_format=console: roofbench's table replaces Google Benchmark's console
+  // Google Benchmark keeps a pointer to argv[0] (the "executable" of its context): these outlive it.
+  std::vector<std::string> google_benchmark_args_;
+  std::unique_ptr<Console> console_;
   std::unique_ptr<BenchmarkRunner> runner_;
   std::unique_ptr<Session> session_;
 };
@@ -91,20 +97,10 @@ static std::string describe_need(const DeviceNeed& need) {
   return "gpu";
 }
 
-// 4.27e12 -> "4.27 T"
-static std::string si(double value) {
-  static const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
-  int i = 0;
-  while (value >= 1000 && i < 5) value /= 1000, ++i;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g %s", value, prefixes[i]);
-  return buf;
-}
-
 static std::string format_ceilings(const Ceilings& c) {
-  std::string s = "bandwidth " + si(c.bandwidth) + "B/s";
+  std::string s = "bandwidth " + format_rate(c.bandwidth, "B/s");
   for (Precision p : kAllPrecisions)
-    if (c.flops_of(p) > 0) s += std::string(", ") + to_string(p) + " " + si(c.flops_of(p)) + "FLOP/s";
+    if (c.flops_of(p) > 0) s += std::string(", ") + to_string(p) + " " + format_rate(c.flops_of(p), "FLOP/s");
   return s;
 }
 
@@ -203,45 +199,65 @@ void Host::report_counters(benchmark::State& state, const Result& r) {
                                            : benchmark::Counter(s.value);
 }
 
-// The kernels that take the time, most first, each with its share of the run's kernel time.
-void print_profile(const std::string& name, const Result& r) {
-  if (!r.profile.error.empty()) {
-    std::cerr << "roofbench: profile of " << name << ": " << r.profile.error << "\n";
-    return;
-  }
-  char line[400];
-  std::snprintf(line, sizeof line, "roofbench: profile of %s: %.1f us of kernels per run (run median %.1f us)\n",
-                name.c_str(), r.profile.kernel_seconds_per_run * 1e6, r.stats.median * 1e6);
-  std::cerr << line;
-  std::size_t shown = 0;
-  for (const auto& k : r.profile.kernels) {
-    if (++shown > 15) break;
-    std::snprintf(line, sizeof line, "  %6.1f%%  %9.1f us  %6.1f launches  %.150s\n",
-                  100 * k.seconds_per_run / r.profile.kernel_seconds_per_run, k.seconds_per_run * 1e6,
-                  k.launches_per_run, k.name.c_str());
-    std::cerr << line;
-  }
-}
-
+// With the table, an outcome is printed by the console when Google Benchmark reports it; with json or
+// csv on stdout, what a person needs beside it goes to stderr as it happens.
 void Host::run_one(benchmark::State& state, std::size_t index) {
   Session::Outcome out = session_->run(index);
   const std::string& name = session_->selection().benchmarks[index].name;
+  console_->record(name, out);
   if (!out.ran) {
     skip_as_not_run(state, "not run: " + out.not_run_reason);
     return;
   }
   const Result& r = out.result;
-  if (!out.note.empty()) std::cerr << "roofbench: " << out.note << "\n";
+  if (!table_ && !out.note.empty()) std::cerr << "roofbench: " << out.note << "\n";
   for (auto _ : state) state.SetIterationTime(r.passed() ? r.stats.median : 1e-9);
-  if (!r.profile.kernels.empty() || !r.profile.error.empty()) print_profile(name, r);
+  if (!table_ && (!r.profile.kernels.empty() || !r.profile.error.empty())) std::cerr << profile_text(name, r);
+  if (!table_ && !r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.message << "\n";
   if (r.passed()) {
     report_counters(state, r);
     state.SetLabel(r.label(options_.measure.gate));
-    if (!r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.message << "\n";
   } else {
-    std::cerr << "roofbench: " << name << ": " << r.message << "\n";
     state.SkipWithError(r.message.c_str());
   }
+}
+
+// Said once before the table (or on stderr beside json and csv): why no GPU is used, the device, and what
+// Google Benchmark's debug-build warning means here (it prints that warning with console and csv only).
+std::vector<std::string> Host::console_preamble(const Device& device) const {
+  std::vector<std::string> lines;
+  if (gpus_.empty()) lines.push_back("no GPU used: " + why_no_gpu_);
+  else if (device.info().kind == DeviceKind::cpu) lines.push_back("no GPU used: --device cpu");
+  const DeviceInfo& info = device.info();
+  lines.push_back("device: " + info.name + " (" + (info.kind == DeviceKind::cpu ? std::string("cpu") : "cuda:" + std::to_string(info.index)) + ")");
+  if (google_benchmark_format() != "json" && google_benchmark_context().library_build_type == "debug")
+    lines.push_back(debug_library_note());
+  return lines;
+}
+
+// A path as a person would type it from here: relative when under the working folder.
+static std::string shown_path(const fs::path& path) {
+  std::error_code ec;
+  const fs::path here = fs::current_path(ec);
+  const fs::path relative = ec ? fs::path() : fs::absolute(path, ec).lexically_relative(here);
+  if (ec || relative.empty() || *relative.begin() == "..") return path.string();
+  return relative.string();
+}
+
+void Host::print_summary() const {
+  SummarySettings s;
+  if (auto path = session_->results_path()) s.results_path = shown_path(*path);
+  s.results_lost = session_->results_lost();
+  // The installed roofbench-report sits beside the executable; a build tree's is in the source tree.
+  std::error_code ec;
+  const fs::path installed = fs::weakly_canonical(executable_, ec).parent_path() / "roofbench-report";
+  const fs::path in_source = fs::path(ROOFBENCH_SOURCE_SUITES).parent_path() / "reports" / "roofbench-report";
+  if (fs::exists(installed, ec)) s.report_command = shown_path(installed);
+  else if (fs::exists(in_source, ec)) s.report_command = shown_path(in_source);
+  if (gpus_.empty()) s.why_no_gpu = why_no_gpu_;
+  s.plugins_not_loaded = loaded_.failures.size();
+  s.repetitions = repetitions_;
+  (table_ ? std::cout : std::cerr) << closing_summary(console_->tally(), s) << std::flush;
 }
 
 // Google Benchmark parses its own flags; roofbench reads back what it needs (the filter, whether it
@@ -250,9 +266,9 @@ bool Host::initialize_google_benchmark() {
   const std::string from_environment = benchmark::GetBenchmarkFilter();
   static const std::string kNotGiven = "\x01roofbench: no filter given";
   benchmark::SetBenchmarkFilter(kNotGiven);
-  std::vector<std::string> args = options_.benchmark_args;
+  google_benchmark_args_ = options_.benchmark_args;
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : google_benchmark_args_) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   argv.push_back(nullptr);
   benchmark::Initialize(&argc, argv.data());
@@ -262,6 +278,7 @@ bool Host::initialize_google_benchmark() {
   else if (!from_environment.empty()) filter_given_ = from_environment;
   lists_tests_ = google_benchmark_lists_tests();
   repetitions_ = std::max(1, google_benchmark_repetitions());
+  table_ = google_benchmark_format() == "console";
   return true;
 }
 
@@ -332,9 +349,8 @@ int Host::run() {
   const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
   const NameFilter filter(filter_text);
   if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
+  // What cannot run here is said in the summary, one line per reason.
   Selection selection = select_benchmarks(all, choice, filter);
-  for (const auto& [n, count] : selection.not_run_by_case)
-    std::cerr << "roofbench: not run: " << n.benchmark << " (" << count << " benchmarks): " << n.reason << "\n";
   const std::size_t cannot_run_here = selection.not_run.size();
 
   RunContext context;
@@ -373,6 +389,13 @@ int Host::run() {
                                        std::move(settings));
 
   const auto& selected = session_->selection().benchmarks;
+  TableSettings table{options_.measure.gate, std::string("benchmark").size()};
+  for (const auto& b : selected) table.name_width = std::max(table.name_width, std::min<std::size_t>(b.name.size(), 60));
+  std::vector<std::string> preamble = console_preamble(*device);
+  if (!table_)
+    for (const auto& line : preamble) std::cerr << "roofbench: " << line << "\n";
+  console_ = std::make_unique<Console>(table, table_ ? std::move(preamble) : std::vector<std::string>{}, repetitions_);
+  console_->tally().add_cannot_run(session_->selection().not_run);
   for (std::size_t i = 0; i < selected.size(); ++i) {
     benchmark::RegisterBenchmark(selected[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
         ->UseManualTime()
@@ -380,7 +403,9 @@ int Host::run() {
         ->Unit(benchmark::kMicrosecond);
   }
 
-  const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
+  std::unique_ptr<benchmark::BenchmarkReporter> reporter = table_ ? console_->make_reporter(std::cout) : nullptr;
+  // No reporter: Google Benchmark's own for --benchmark_format=json|csv (and --benchmark_out's, always).
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(reporter.get());
   session_->finish();
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
@@ -391,17 +416,9 @@ int Host::run() {
               << "\n";
     return 2;
   }
-  if (auto path = session_->results_path(); path && !session_->results_lost()) std::cerr << "roofbench: results in " << *path << "\n";
-  int status = 0;
-  if (session_->results_lost()) {
-    std::cerr << "roofbench: the results of this run could not be kept\n";
-    status = 1;
-  }
-  if (session_->failures() > 0) {
-    std::cerr << "roofbench: " << session_->failures() << " benchmark(s) failed their gate, errored, crashed or timed out\n";
-    status = 1;
-  }
-  return status;
+  if (lists_tests_) return 0;
+  print_summary();
+  return session_->results_lost() || session_->failures() > 0 ? 1 : 0;
 }
 
 }  // namespace

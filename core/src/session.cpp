@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "summaries.hpp"
+
 namespace roofbench {
 
 void Sweep::add(const std::string& value, double throughput) {
@@ -28,9 +30,9 @@ std::string Sweep::knee() const {
 }
 
 double sweep_throughput(const Result& r) {
-  if (!r.work.item_name.empty() && r.work.items > 0) return r.work.items / r.stats.median;
-  if (r.work.flops > 0) return r.point.flops_per_s;
-  return r.point.bytes_per_s;
+  const std::vector<Summary> summaries = summaries_of(r);
+  const Summary* rate = headline_rate(summaries, r);
+  return rate ? rate->value : 0;
 }
 
 Session::Session(Selection selection, BenchmarkRunner& runner, std::function<CachedCeilings()> ceilings,

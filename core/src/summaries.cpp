@@ -84,4 +84,13 @@ std::vector<Summary> summaries_of(const Result& r) {
   return s;
 }
 
+const Summary* headline_rate(const std::vector<Summary>& summaries, const Result& r) {
+  const bool counts_items = !r.work.item_name.empty() && r.work.items > 0;
+  const std::string item_unit = r.work.item_name + "/s";
+  for (const auto& s : summaries) {
+    if (counts_items ? s.from_plugin && s.unit == item_unit : s.name == (r.work.flops > 0 ? "FLOP/s" : "B/s")) return &s;
+  }
+  return nullptr;
+}
+
 }  // namespace roofbench

@@ -28,4 +28,9 @@ bool is_reserved_entry_name(const std::string& name);
 // ...), so no reader ever takes a plugin's value for the host's. Timed figures only when r passed.
 std::vector<Summary> summaries_of(const Result& r);
 
+// The rate a result is compared by (the console's rate column, a sweep's throughput): the case's items
+// per second when it counts items, else FLOP/s when it has FLOPs, else B/s. Null when `r` did not pass
+// (its summaries have no timed figures).
+const Summary* headline_rate(const std::vector<Summary>& summaries, const Result& r);
+
 }  // namespace roofbench

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "../support/roofbench_host.hpp"
 
@@ -12,6 +14,7 @@ namespace roofbench::test_support {
 namespace {
 
 using ::testing::Contains;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 class SmokeSuiteOnCpu : public RoofbenchTest {
@@ -41,6 +44,12 @@ TEST_F(SmokeSuiteOnCpu, PassesEveryGate) {
   EXPECT_THAT(results->names(), Contains("cpu/add/n:65536"));
   EXPECT_THAT(results->names(), Contains("cpu/stream_triad/n:4194304"));
   EXPECT_THAT(results->names(), Contains("cpu/matmul_naive/n:128"));
+  // The console: one table line per benchmark that passed, and a summary that counts them.
+  const std::string ran = std::to_string(results->benchmarks.size());
+  EXPECT_THAT(run.out, HasSubstr("\nsummary: ran " + ran + " benchmarks: " + ran + " passed, 0 failed\n")) << run;
+  for (const auto& b : results->benchmarks)
+    EXPECT_THAT(run.out, ContainsRegex("\n" + b.name + " +[0-9.]+ (ns|us|ms|s) +[0-9.]+ [^\n]*/s +[0-9.]+% +(memory|compute) +pass "))
+        << b.name << run;
   for (const auto& b : results->benchmarks) {
     EXPECT_TRUE(b.name.starts_with("cpu/")) << b.name << " ran with --device cpu";
     EXPECT_EQ(b.status, "ok") << b.name << ": " << b.error_message;
@@ -63,6 +72,21 @@ TEST_F(SmokeSuiteOnCpu, ReportAndSelfCompareFromTheRun) {
     ASSERT_TRUE(std::filesystem::exists(path)) << path << report;
     EXPECT_GT(std::filesystem::file_size(path), 0u) << path;
   }
+
+  // The summary's next command works as printed (-o report/ is only redirected into the scratch folder).
+  const std::string next_prefix = "\n  next: ";
+  const auto next_at = run.out.find(next_prefix);
+  ASSERT_NE(next_at, std::string::npos) << run;
+  std::istringstream next_words(run.out.substr(next_at + next_prefix.size(), run.out.find('\n', next_at + 1) - next_at - next_prefix.size()));
+  std::vector<std::string> next{BuildPaths::python, "-B"};
+  for (std::string word; next_words >> word;) next.push_back(word);
+  ASSERT_EQ(next.size(), 6u) << run;
+  EXPECT_EQ(next[3], results_file.string());
+  EXPECT_EQ(next[5], "report/");
+  next[5] = (scratch_ / "next-report").string();
+  const auto next_report = run_process(next);
+  EXPECT_EQ(next_report.exit_code, 0) << next_report;
+  EXPECT_TRUE(std::filesystem::exists(scratch_ / "next-report" / "index.html")) << next_report;
 
   const auto compare = report_script("roofbench-compare", {results_file.string(), results_file.string()});
   EXPECT_EQ(compare.exit_code, 0) << compare;

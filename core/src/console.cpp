@@ -1,0 +1,406 @@
+#include "console.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+#include "statistics.hpp"
+
+namespace roofbench {
+
+namespace {
+
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_string(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof buffer, format, args);
+  va_end(args);
+  return buffer;
+}
+
+// Decimals that leave 3 (or 4) significant digits in a value in [1, 1000).
+int decimals_for(double v, int significant) {
+  const double a = std::fabs(v);
+  if (a >= 100) return significant - 3;
+  if (a >= 10) return significant - 2;
+  return significant - 1;
+}
+
+// `value` scaled by the largest of `steps` (descending) it reaches, rounded to `significant` digits
+// without showing 1000 of one step where the next one up applies.
+struct Scaled {
+  double value;
+  std::size_t step;
+};
+Scaled scale_down(double value, const std::vector<double>& steps, int significant) {
+  std::size_t i = steps.size() - 1;
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    if (std::fabs(value) >= steps[k]) {
+      i = k;
+      break;
+    }
+  double v = value / steps[i];
+  const double rounding = std::pow(10.0, decimals_for(v, significant));
+  // (steps[i - 1] / steps[i] is 1000 give or take a rounding error of its own)
+  if (i > 0 && std::round(std::fabs(v) * rounding) / rounding >= steps[i - 1] / steps[i] * (1 - 1e-9)) v = value / steps[--i];
+  return {v, i};
+}
+
+std::string percent_text(double pct) {
+  if (!std::isfinite(pct)) return "-";
+  const double a = std::fabs(pct);
+  return printf_string(a >= 100 ? "%.0f%%" : a >= 1 || a == 0 ? "%.1f%%" : "%.2f%%", pct);
+}
+
+const Summary* find(const std::vector<Summary>& summaries, const std::string& name) {
+  for (const auto& s : summaries)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// "plugin/case" of "plugin/case/axis:value/..."
+std::string case_of(const std::string& benchmark) {
+  const auto first = benchmark.find('/');
+  return first == std::string::npos ? benchmark : benchmark.substr(0, benchmark.find('/', first + 1));
+}
+
+std::string plural(int count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+std::string cuda_version_text(int version) { return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10); }
+
+}  // namespace
+
+std::string format_seconds(double seconds) {
+  if (!std::isfinite(seconds)) return "-";
+  if (seconds == 0) return "0 s";
+  static const std::vector<double> steps = {1, 1e-3, 1e-6, 1e-9};
+  static const char* units[] = {"s", "ms", "us", "ns"};
+  const Scaled s = scale_down(seconds, steps, 4);
+  return printf_string("%.*f %s", std::max(0, decimals_for(s.value, 4)), s.value, units[s.step]);
+}
+
+std::string format_rate(double value, const std::string& unit) {
+  if (!std::isfinite(value)) return "-";
+  static const std::vector<double> steps = {1e18, 1e15, 1e12, 1e9, 1e6, 1e3, 1};
+  static const char* prefixes[] = {"E", "P", "T", "G", "M", "k", ""};
+  // "elements/s" is a word: "6.20 M elements/s"; "B/s" is a symbol: "4.11 TB/s"; "1/s" is a bare rate.
+  const bool word = !unit.empty() && std::islower(static_cast<unsigned char>(unit[0]));
+  const std::string shown_unit = unit == "1/s" ? "/s" : unit;
+  if (std::fabs(value) < 1) return printf_string("%.3g %s", value, shown_unit.c_str());
+  const Scaled s = scale_down(value, steps, 3);
+  const std::string prefix = prefixes[s.step];
+  const std::string number = printf_string("%.*f", std::max(0, decimals_for(s.value, 3)), s.value);
+  if (word) return number + " " + (prefix.empty() ? "" : prefix + " ") + shown_unit;
+  return number + " " + prefix + shown_unit;
+}
+
+std::string format_bytes(double bytes) {
+  if (!std::isfinite(bytes)) return "-";
+  if (std::fabs(bytes) < 1024) return printf_string("%.0f B", bytes);
+  static const std::vector<double> steps = {1125899906842624.0, 1099511627776.0, 1073741824.0, 1048576.0, 1024.0};
+  static const char* units[] = {"PiB", "TiB", "GiB", "MiB", "KiB"};
+  const Scaled s = scale_down(bytes, steps, 3);
+  return printf_string("%.*f %s", std::max(0, decimals_for(s.value, 3)), s.value, units[s.step]);
+}
+
+std::string format_figure(const Summary& s) {
+  const double v = s.value;
+  if (!std::isfinite(v)) return "-";
+  if (s.unit == "s") return format_seconds(v);
+  if (s.unit == "%") return percent_text(v);
+  if (s.unit == "1") return printf_string("%.3g", v);
+  if (s.unit == "count" || s.integer) return printf_string("%.0f", v);
+  if (s.unit == "B") return format_bytes(v);
+  if (s.unit == "MHz") return printf_string("%.0f MHz", v);
+  if (s.unit.size() >= 2 && s.unit.compare(s.unit.size() - 2, 2, "/s") == 0) return format_rate(v, s.unit);
+  return printf_string("%.4g", v) + (s.unit.empty() ? "" : " " + s.unit);
+}
+
+std::string shorten(const std::string& text, std::size_t width) {
+  std::string line;
+  for (char c : text.substr(0, text.find('\n'))) {
+    const bool space = std::isspace(static_cast<unsigned char>(c));
+    if (space && (line.empty() || line.back() == ' ')) continue;
+    line += space ? ' ' : c;
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  const bool more_lines = text.find('\n') != std::string::npos && text.find_first_not_of(" \t\r\n", text.find('\n')) != std::string::npos;
+  if (line.size() <= width && !more_lines) return line;
+  std::size_t cut = std::min(line.size(), width < 3 ? 0 : width - 3);
+  // Never cut a UTF-8 character in two.
+  while (cut > 0 && cut < line.size() && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  return line.substr(0, cut) + "...";
+}
+
+std::string explain_no_gpu(const GpuAbsence& f) {
+  if (!f.driver_library_loads) {
+    std::string s = "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded";
+    if (!f.driver_library_error.empty() && f.driver_library_error.find("cannot open shared object file") == std::string::npos)
+      s += ": " + f.driver_library_error;
+    return s + (f.device_nodes ? ")" : "; no /dev/nvidia* device)");
+  }
+  if (!f.device_nodes)
+    return "the NVIDIA driver's library is installed but there is no /dev/nvidia* device (its kernel module is not "
+           "loaded, or this container was started without GPUs)";
+  if (f.runtime_says_driver_too_old) {
+    const std::string built = "this roofbench was built with CUDA " + cuda_version_text(f.runtime_cuda_version);
+    if (f.driver_cuda_version > 0)
+      return "the NVIDIA driver is too old: it supports CUDA " + cuda_version_text(f.driver_cuda_version) + ", " + built +
+             " (update the driver)";
+    return "the NVIDIA driver does not work with this CUDA runtime: " + built + " (" + f.runtime_error + ")";
+  }
+  if (f.runtime_says_no_device) {
+    if (f.cuda_visible_devices) return "no CUDA device found with CUDA_VISIBLE_DEVICES=\"" + *f.cuda_visible_devices + "\"";
+    return "no CUDA device found" +
+           (f.driver_cuda_version > 0 ? " (the NVIDIA driver for CUDA " + cuda_version_text(f.driver_cuda_version) + " sees none)"
+                                      : std::string());
+  }
+  return "CUDA cannot be used: " + f.runtime_error;
+}
+
+std::string debug_library_note() {
+  return "Google Benchmark's library is a debug build (\"Library was built as DEBUG\"): roofbench's timings are "
+         "not affected (device events and the host's own clocks, not Google Benchmark's loop)";
+}
+
+// ---- the table ----
+
+namespace {
+
+constexpr int kTimeWidth = 10, kRateWidth = 20, kRoofWidth = 7, kBoundWidth = 8, kGateWidth = 5, kNoiseWidth = 7;
+// A line is kept to about this many characters; a long name pushes it further.
+constexpr std::size_t kLineWidth = 120;
+
+std::string name_column(const std::string& name, const TableSettings& t) { return pad(name, t.name_width); }
+
+std::string what_happened(const Session::Outcome& out) {
+  if (!out.ran) return "not run";
+  switch (out.result.status) {
+    case Status::gate_failed: return "FAIL (gate)";
+    case Status::crashed: return "FAIL (crashed)";
+    case Status::timed_out: return "FAIL (timed out)";
+    case Status::out_of_memory: return out.counts_as_failure ? "FAIL (out of memory)" : "out of memory, ends its sweep";
+    default: return "FAIL (error)";
+  }
+}
+
+std::string notes_of(const Result& r) {
+  std::string notes;
+  auto add = [&](const std::string& n) { notes += (notes.empty() ? "" : ", ") + n; };
+  if (r.graph) add("graph");
+  if (r.cold) add("cold");
+  if (r.cache_resident) add("data in cache");
+  if (r.memory.leaked > 0) add("leaked " + format_bytes(r.memory.leaked));
+  return notes;
+}
+
+}  // namespace
+
+std::string table_header(const TableSettings& t) {
+  return name_column("benchmark", t) + printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, "time", kRateWidth, "rate",
+                                                     kRoofWidth, "roof", kBoundWidth, "bound", kGateWidth, "gate",
+                                                     kNoiseWidth, "noise");
+}
+
+std::string table_row(const std::string& benchmark, const Session::Outcome& out, const TableSettings& t) {
+  const std::string name = name_column(benchmark, t);
+  if (!out.ran || !out.result.passed()) {
+    const std::string word = what_happened(out);
+    std::string why = out.ran ? out.result.message : out.not_run_reason;
+    // The word before the message already says what the message starts with.
+    for (const char* said : {"gate failed: ", "crashed: ", "timed out: ", "error: "})
+      if (why.starts_with(said)) why.erase(0, std::string(said).size());
+    const std::size_t used = name.size() + 2 + word.size() + 2;
+    const std::string shown = shorten(why, used + 40 > kLineWidth ? 40 : kLineWidth - used);
+    return name + "  " + word + (shown.empty() ? "" : ": " + shown);
+  }
+  const Result& r = out.result;
+  const std::vector<Summary> summaries = summaries_of(r);
+  auto figure = [&](const Summary* s) { return s ? format_figure(*s) : std::string("-"); };
+  const Summary* noise = find(summaries, "noise");
+  std::string row = name + printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, figure(find(summaries, "time_median")).c_str(),
+                                         kRateWidth, figure(headline_rate(summaries, r)).c_str(), kRoofWidth,
+                                         figure(find(summaries, "roof_pct")).c_str(), kBoundWidth, to_string(r.point.bound),
+                                         kGateWidth, r.gate_word(t.gate_enabled).c_str(), kNoiseWidth,
+                                         noise ? percent_text(100 * noise->value).c_str() : "-");
+  if (const std::string notes = notes_of(r); !notes.empty()) row += "  " + notes;
+  return row;
+}
+
+std::string repetitions_row(const std::string& benchmark, const std::vector<Result>& passed, int repetitions,
+                            const TableSettings& t) {
+  std::vector<double> medians;
+  for (const auto& r : passed) {
+    const std::vector<Summary> summaries = summaries_of(r);
+    if (const Summary* m = find(summaries, "time_median")) medians.push_back(m->value);
+  }
+  const std::string name = name_column(benchmark, t);
+  if (medians.empty()) return name + "  no repetition passed";
+  const double median = quantile(medians, 0.5);
+  const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+  return name + printf_string("  %*s", kTimeWidth, format_seconds(median).c_str()) + "  median of " +
+         std::to_string(medians.size()) + (static_cast<int>(medians.size()) == repetitions ? "" : " passing of " + std::to_string(repetitions)) +
+         " repetitions, " + format_seconds(*low) + " to " + format_seconds(*high) + " (spread " +
+         percent_text(100 * (*high - *low) / median) + ")";
+}
+
+std::string profile_text(const std::string& name, const Result& r) {
+  if (!r.profile.error.empty()) return "  profile of " + name + ": " + r.profile.error + "\n";
+  std::string s = printf_string("  profile: %.1f us of kernels per run (run median %.1f us)\n",
+                                r.profile.kernel_seconds_per_run * 1e6, r.stats.median * 1e6);
+  std::size_t shown = 0;
+  for (const auto& k : r.profile.kernels) {
+    if (++shown > 15) break;
+    s += printf_string("  %6.1f%%  %9.1f us  %6.1f launches  %.150s\n", 100 * k.seconds_per_run / r.profile.kernel_seconds_per_run,
+                       k.seconds_per_run * 1e6, k.launches_per_run, k.name.c_str());
+  }
+  return s;
+}
+
+// ---- the summary ----
+
+void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
+  if (!out.note.empty()) notes.push_back(out.note);
+  if (!out.ran) {
+    Reason& reason = not_run[out.not_run_reason];
+    ++reason.benchmarks;
+    reason.cases.insert(case_of(benchmark));
+    return;
+  }
+  ++ran;
+  const Status status = out.result.status;
+  if (status == Status::ok) ++passed;
+  else if (!out.counts_as_failure) ++ended_sweep_out_of_memory;
+  else if (status == Status::gate_failed) ++gate_failed;
+  else if (status == Status::crashed) ++crashed;
+  else if (status == Status::timed_out) ++timed_out;
+  else ++errors;
+}
+
+void RunTally::add_cannot_run(const std::vector<NotRun>& cannot) {
+  for (const auto& n : cannot) {
+    Reason& reason = not_run[n.reason];
+    ++reason.benchmarks;
+    reason.cases.insert(case_of(n.benchmark));
+  }
+}
+
+std::string closing_summary(const RunTally& t, const SummarySettings& s) {
+  std::string out = "summary: ran ";
+  if (s.repetitions > 1) out += plural(t.ran, "benchmark run", "benchmark runs") + " (" + std::to_string(s.repetitions) + " repetitions each)";
+  else out += plural(t.ran, "benchmark", "benchmarks");
+  out += ": " + std::to_string(t.passed) + " passed, " + std::to_string(t.failed()) + " failed";
+  std::vector<std::string> kinds;
+  if (t.gate_failed) kinds.push_back(std::to_string(t.gate_failed) + " gate");
+  if (t.errors) kinds.push_back(plural(t.errors, "error", "errors"));
+  if (t.crashed) kinds.push_back(std::to_string(t.crashed) + " crashed");
+  if (t.timed_out) kinds.push_back(std::to_string(t.timed_out) + " timed out");
+  for (std::size_t i = 0; i < kinds.size(); ++i) out += (i == 0 ? " (" : ", ") + kinds[i] + (i + 1 == kinds.size() ? ")" : "");
+  out += "\n";
+  if (t.ended_sweep_out_of_memory)
+    out += "  " + std::to_string(t.ended_sweep_out_of_memory) + " ran out of memory and ended a sweep (not a failure)\n";
+  for (const auto& [reason, r] : t.not_run) {
+    std::string why = reason;
+    if (!s.why_no_gpu.empty())
+      if (const auto at = why.find(s.why_no_gpu); at != std::string::npos) why.replace(at, s.why_no_gpu.size(), "no GPU (see above)");
+    out += "  not run: " + plural(r.benchmarks, "benchmark", "benchmarks") + " of " +
+           plural(static_cast<int>(r.cases.size()), "case", "cases") + ": " + why + "\n";
+  }
+  for (const auto& note : t.notes) out += "  " + note + "\n";
+  if (s.plugins_not_loaded)
+    out += "  " + plural(static_cast<int>(s.plugins_not_loaded), "plugin", "plugins") + " not loaded (reasons above)\n";
+  if (s.results_lost) {
+    out += "  results: could not be kept (see above)\n";
+  } else if (s.results_path) {
+    out += "  results: " + *s.results_path + " (every figure and the full messages)\n";
+    if (!s.report_command.empty()) out += "  next: " + s.report_command + " " + *s.results_path + " -o report/\n";
+  } else {
+    out += "  results: not written (--no-results)\n";
+  }
+  return out;
+}
+
+// ---- the reporter ----
+
+class TableReporter final : public benchmark::BenchmarkReporter {
+ public:
+  explicit TableReporter(Console& console) : console_(console) {}
+
+  bool ReportContext(const Context& context) override {
+    const benchmark::CPUInfo& cpu = context.cpu_info;
+    std::string host = printf_string("host: %d CPUs at %.0f MHz", cpu.num_cpus, cpu.cycles_per_second / 1e6);
+    if (!cpu.load_avg.empty()) {
+      host += ", load average";
+      for (double l : cpu.load_avg) host += printf_string(" %.2f", l);
+    }
+    if (cpu.scaling == benchmark::CPUInfo::ENABLED) host += "; CPU frequency scaling is on (CPU cases may be noisier)";
+    console_.print_context(GetOutputStream(), host);
+    return true;
+  }
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& run : runs) {
+      const bool aggregate = run.run_type == Run::RT_Aggregate;
+      const std::string& name = run.run_name.function_name;
+      if (aggregate && !aggregates_shown_.insert(name).second) continue;
+      console_.print_runs_of(GetOutputStream(), name, aggregate);
+    }
+  }
+
+ private:
+  Console& console_;
+  std::set<std::string> aggregates_shown_;
+};
+
+void Console::record(const std::string& benchmark, const Session::Outcome& outcome) {
+  tally_.add(benchmark, outcome);
+  if (!displaying_) return;
+  unprinted_[benchmark].push_back(outcome);
+  if (repetitions_ > 1 && outcome.ran && outcome.result.passed()) passed_by_name_[benchmark].push_back(outcome.result);
+}
+
+std::unique_ptr<benchmark::BenchmarkReporter> Console::make_reporter(std::ostream& out) {
+  displaying_ = true;
+  auto reporter = std::make_unique<TableReporter>(*this);
+  reporter->SetOutputStream(&out);
+  return reporter;
+}
+
+void Console::print_context(std::ostream& out, const std::string& host_line) const {
+  for (const auto& line : preamble_) out << line << "\n";
+  out << host_line << "\n" << table_header(table_) << "\n";
+}
+
+void Console::print_runs_of(std::ostream& out, const std::string& benchmark, bool aggregate) {
+  auto& queue = unprinted_[benchmark];
+  if (aggregate) {
+    queue.clear();  // --benchmark_display_aggregates_only: the repetitions' own lines are not wanted
+    out << repetitions_row(benchmark, passed_by_name_[benchmark], repetitions_, table_) << "\n";
+    return;
+  }
+  if (queue.empty()) {
+    out << name_column(benchmark, table_) << "  (no roofbench result)\n";
+    return;
+  }
+  const Session::Outcome outcome = std::move(queue.front());
+  queue.pop_front();
+  out << table_row(benchmark, outcome, table_) << "\n";
+  const Result& r = outcome.result;
+  if (outcome.ran && (!r.profile.kernels.empty() || !r.profile.error.empty())) out << profile_text(benchmark, r);
+  if (!outcome.note.empty()) out << "  " << outcome.note << "\n";
+}
+
+}  // namespace roofbench

@@ -1,0 +1,311 @@
+// The console without a process: numbers for people, the table's lines, the closing summary, why no GPU
+// is used, and the reporter as Google Benchmark drives it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "console.hpp"
+
+namespace roofbench {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+TEST(ConsoleNumbers, TimesHaveThreeOrFourSignificantDigitsAndAUnitPeopleRead) {
+  EXPECT_EQ(format_seconds(12.3456e-6), "12.35 us");
+  EXPECT_EQ(format_seconds(213e-6), "213.0 us");
+  EXPECT_EQ(format_seconds(1.33832e-3), "1.338 ms");
+  EXPECT_EQ(format_seconds(0.0104955), "10.50 ms");
+  EXPECT_EQ(format_seconds(64.14e-9), "64.14 ns");
+  EXPECT_EQ(format_seconds(2.5), "2.500 s");
+  EXPECT_EQ(format_seconds(0.99996e-3), "1.000 ms") << "rounding up moves to the next unit, never 1000.0 us";
+  EXPECT_EQ(format_seconds(0), "0 s");
+  EXPECT_EQ(format_seconds(std::numeric_limits<double>::quiet_NaN()), "-");
+}
+
+TEST(ConsoleNumbers, RatesTakeSiPrefixes) {
+  EXPECT_EQ(format_rate(4.11e12, "B/s"), "4.11 TB/s");
+  EXPECT_EQ(format_rate(748e12, "FLOP/s"), "748 TFLOP/s");
+  EXPECT_EQ(format_rate(6.20387e6, "elements/s"), "6.20 M elements/s");
+  EXPECT_EQ(format_rate(747.2, "matmuls/s"), "747 matmuls/s");
+  EXPECT_EQ(format_rate(999.7e9, "B/s"), "1.00 TB/s");
+  EXPECT_EQ(format_rate(0.5, "tokens/s"), "0.5 tokens/s");
+}
+
+TEST(ConsoleNumbers, RatiosPercentagesAndCountsNeverTakeSiPrefixes) {
+  // What Google Benchmark's console printed: gate_rel_err=66.2195a, noise_pct=3.87229k.
+  EXPECT_EQ(format_figure({"gate_rel_err", 66.2195e-18, "1", ""}), "6.62e-17");
+  EXPECT_EQ(format_figure({"noise", 0.0387229, "1", ""}), "0.0387");
+  EXPECT_EQ(format_figure({"roof_pct", 3872.29, "%", ""}), "3872%");
+  EXPECT_EQ(format_figure({"roof_pct", 41.24, "%", ""}), "41.2%");
+  EXPECT_EQ(format_figure({"roof_pct", 0.0471, "%", ""}), "0.05%");
+  EXPECT_EQ(format_figure({"samples", 1234567, "count", "", true}), "1234567");
+  EXPECT_EQ(format_figure({"peak_mem", 1536 * 1024, "B", ""}), "1.50 MiB");
+  EXPECT_EQ(format_figure({"peak_mem", 768, "B", ""}), "768 B");
+  EXPECT_EQ(format_figure({"sm_clock_mhz", 1755.4, "MHz", ""}), "1755 MHz");
+  EXPECT_EQ(format_figure({"time_median", 1.5e-6, "s", ""}), "1.500 us");
+  EXPECT_EQ(format_figure({"B/s", 4.24e12, "B/s", ""}), "4.24 TB/s");
+  EXPECT_EQ(format_figure({"AI", 0.0833333, "FLOP/B", ""}), "0.08333 FLOP/B");
+}
+
+TEST(ConsoleNumbers, ShortenKeepsTheFirstLineAndCutsWithAnEllipsis) {
+  EXPECT_EQ(shorten("  gate   failed:\tbad  ", 40), "gate failed: bad");
+  EXPECT_EQ(shorten("crashed: signal 11\nits log ended: a\nb", 40), "crashed: signal 11...");
+  EXPECT_EQ(shorten("0123456789abcdef", 10), "0123456...");
+  EXPECT_EQ(shorten("caf\xc3\xa9\xc3\xa9\xc3\xa9", 8), "caf\xc3\xa9...");
+  EXPECT_EQ(shorten("caf\xc3\xa9\xc3\xa9\xc3\xa9", 7), "caf...") << "a UTF-8 character is never cut in two";
+}
+
+TEST(NoGpuReason, SaysTheRealCause) {
+  GpuAbsence none;  // what a machine without any NVIDIA driver shows
+  none.runtime_says_driver_too_old = true;
+  none.runtime_error = "CUDA driver version is insufficient for CUDA runtime version";
+  none.runtime_cuda_version = 13000;
+  none.driver_library_error = "libcuda.so.1: cannot open shared object file: No such file or directory";
+  EXPECT_EQ(explain_no_gpu(none), "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded; no /dev/nvidia* device)");
+
+  GpuAbsence no_nodes = none;
+  no_nodes.driver_library_loads = true;
+  EXPECT_THAT(explain_no_gpu(no_nodes), StartsWith("the NVIDIA driver's library is installed but there is no /dev/nvidia* device"));
+
+  GpuAbsence old = no_nodes;
+  old.device_nodes = true;
+  old.driver_cuda_version = 12040;
+  EXPECT_EQ(explain_no_gpu(old),
+            "the NVIDIA driver is too old: it supports CUDA 12.4, this roofbench was built with CUDA 13.0 (update the driver)");
+
+  GpuAbsence empty;
+  empty.driver_library_loads = empty.device_nodes = true;
+  empty.runtime_says_no_device = true;
+  empty.driver_cuda_version = 13000;
+  EXPECT_EQ(explain_no_gpu(empty), "no CUDA device found (the NVIDIA driver for CUDA 13.0 sees none)");
+
+  GpuAbsence hidden = empty;
+  hidden.cuda_visible_devices = "";
+  EXPECT_EQ(explain_no_gpu(hidden), "no CUDA device found with CUDA_VISIBLE_DEVICES=\"\"");
+
+  GpuAbsence other = empty;
+  other.runtime_says_no_device = false;
+  other.runtime_error = "all CUDA-capable devices are busy or unavailable";
+  EXPECT_EQ(explain_no_gpu(other), "CUDA cannot be used: all CUDA-capable devices are busy or unavailable");
+}
+
+TEST(NoGpuReason, TheDebugNoteSaysTimingsAreNotAffected) {
+  EXPECT_THAT(debug_library_note(), AllOf(HasSubstr("Library was built as DEBUG"), HasSubstr("not affected")));
+}
+
+Result passing(const std::string& name, double median) {
+  Result r;
+  r.name = name;
+  r.status = Status::ok;
+  r.work.flops = 1e6;
+  r.work.bytes = 8e6;
+  r.work.items = 1e6;
+  r.work.item_name = "elements";
+  r.stats.median = median;
+  r.stats.noise = 0.0123;
+  r.stats.count = 20;
+  r.gate_checked = true;
+  r.gate_error = 1e-8;
+  r.point = {1e6 / median, 8e6 / median, 0.125, 0, 0.412, Bound::memory};
+  return r;
+}
+
+Session::Outcome ran(Result r, bool failure = false) {
+  Session::Outcome out;
+  out.ran = true;
+  out.counts_as_failure = failure;
+  out.result = std::move(r);
+  return out;
+}
+
+Session::Outcome failed(const std::string& name, Status status, const std::string& message) {
+  Result r;
+  r.name = name;
+  r.status = status;
+  r.message = message;
+  return ran(r, true);
+}
+
+Session::Outcome not_run(const std::string& reason) {
+  Session::Outcome out;
+  out.not_run_reason = reason;
+  return out;
+}
+
+const TableSettings kTable{true, 24};
+
+TEST(ConsoleTable, APassingRowHasTimeRateRoofBoundGateAndNoise) {
+  const std::string row = table_row("cpu/add/n:65536", ran(passing("cpu/add/n:65536", 12.34e-6)), kTable);
+  EXPECT_THAT(row, StartsWith("cpu/add/n:65536          "));
+  EXPECT_THAT(row, AllOf(HasSubstr("12.34 us"), HasSubstr("81.0 G elements/s"), HasSubstr("41.2%"), HasSubstr("memory"),
+                         HasSubstr("pass"), HasSubstr("1.2%")));
+  EXPECT_THAT(row, Not(HasSubstr("iterations:1")));
+  EXPECT_LT(row.size(), 100u);
+  // The columns sit under the header's.
+  const std::string header = table_header(kTable);
+  EXPECT_EQ(header.find("time") + 4, row.find("12.34 us") + 8);
+  EXPECT_EQ(header.find("noise") + 5, row.rfind("1.2%") + 4);
+}
+
+TEST(ConsoleTable, TheRateIsItemsElseFlopsElseBytes) {
+  Result r = passing("p/c", 1e-3);
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), HasSubstr("1.00 G elements/s"));
+  r.work.item_name.clear();
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), HasSubstr("1.00 GFLOP/s"));
+  r.work.flops = 0;
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), HasSubstr("8.00 GB/s"));
+}
+
+TEST(ConsoleTable, NotesSayGraphCacheColdAndLeaks) {
+  Result r = passing("p/c", 1e-6);
+  r.graph = r.cache_resident = true;
+  r.memory.leaked = 10.0 * (1 << 30);
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), EndsWith("graph, data in cache, leaked 10.0 GiB"));
+}
+
+TEST(ConsoleTable, AFailureIsOneShortLineSayingWhatAndWhy) {
+  const std::string gate = table_row("wrong/off/n:4096", failed("wrong/off/n:4096", Status::gate_failed,
+                                                                "gate failed: relative L2 error 0.01, tolerance 1e-05 (fp32)"),
+                                     kTable);
+  EXPECT_EQ(gate, "wrong/off/n:4096          FAIL (gate): relative L2 error 0.01, tolerance 1e-05 (fp32)");
+  const std::string long_message(500, 'x');
+  const std::string crash = table_row("crash/b", failed("crash/b", Status::crashed, "crashed: " + long_message), kTable);
+  EXPECT_THAT(crash, AllOf(HasSubstr("FAIL (crashed): xxx"), EndsWith("...")));
+  EXPECT_LE(crash.size(), 120u);
+  EXPECT_THAT(table_row("c/t", failed("c/t", Status::timed_out, "timed out: ran past its 1.5 s timeout"), kTable),
+              HasSubstr("FAIL (timed out): ran past its 1.5 s timeout"));
+  EXPECT_THAT(table_row("c/e", failed("c/e", Status::error, "run() failed"), kTable), HasSubstr("FAIL (error): run() failed"));
+  EXPECT_THAT(table_row("c/n", not_run("fp8 needs an sm_89 or newer GPU"), kTable),
+              HasSubstr("not run: fp8 needs an sm_89 or newer GPU"));
+  Session::Outcome oom = failed("s/w/n:9", Status::out_of_memory, "out of memory");
+  oom.counts_as_failure = false;
+  EXPECT_THAT(table_row("s/w/n:9", oom, kTable), HasSubstr("out of memory, ends its sweep"));
+}
+
+TEST(ConsoleTable, RepetitionsGiveTheMedianOfMediansAndTheirSpread) {
+  const std::string row = repetitions_row("p/c", {passing("p/c", 1e-3), passing("p/c", 1.1e-3), passing("p/c", 1.05e-3)}, 3, kTable);
+  EXPECT_THAT(row, AllOf(HasSubstr("1.050 ms"), HasSubstr("median of 3 repetitions"), HasSubstr("1.000 ms to 1.100 ms"),
+                         HasSubstr("spread 9.5%")));
+  EXPECT_THAT(repetitions_row("p/c", {passing("p/c", 1e-3)}, 3, kTable), HasSubstr("median of 1 passing of 3 repetitions"));
+}
+
+RunTally tally_of_a_mixed_run() {
+  RunTally t;
+  t.add("good/a/n:1", ran(passing("good/a/n:1", 1e-6)));
+  t.add("good/a/n:2", ran(passing("good/a/n:2", 1e-6)));
+  t.add("wrong/g", failed("wrong/g", Status::gate_failed, "gate failed"));
+  t.add("wrong/e", failed("wrong/e", Status::error, "threw"));
+  t.add("wrong/o", failed("wrong/o", Status::out_of_memory, "out of memory"));
+  t.add("crash/c", failed("crash/c", Status::crashed, "signal 11"));
+  t.add("crash/t", failed("crash/t", Status::timed_out, "timed out"));
+  Session::Outcome sweep_end = failed("good/s/n:9", Status::out_of_memory, "out of memory");
+  sweep_end.counts_as_failure = false;
+  sweep_end.note = "sweep good/s: knee at n=4 (out of memory at n=9)";
+  t.add("good/s/n:9", sweep_end);
+  t.add("good/s/n:10", not_run("the sweep of n ended (out of memory at n=9)"));
+  t.add("good/s/n:11", not_run("the sweep of n ended (out of memory at n=9)"));
+  t.add_cannot_run({{"micro/add/n:1", "needs a CUDA GPU; no NVIDIA driver is installed"},
+                    {"micro/add/n:2", "needs a CUDA GPU; no NVIDIA driver is installed"},
+                    {"micro/copy/n:1", "needs a CUDA GPU; no NVIDIA driver is installed"}});
+  return t;
+}
+
+TEST(ConsoleSummary, CountsFailuresByKindAndNotRunByReason) {
+  const RunTally t = tally_of_a_mixed_run();
+  EXPECT_EQ(t.ran, 8);
+  EXPECT_EQ(t.passed, 2);
+  EXPECT_EQ(t.failed(), 5);
+  SummarySettings s;
+  s.results_path = "roofbench-results/2026-12-01T09-00-00-smoke.json";
+  s.report_command = "reports/roofbench-report";
+  s.why_no_gpu = "no NVIDIA driver is installed";
+  s.plugins_not_loaded = 2;
+  const std::string summary = closing_summary(t, s);
+  EXPECT_THAT(summary, StartsWith("summary: ran 8 benchmarks: 2 passed, 5 failed (1 gate, 2 errors, 1 crashed, 1 timed out)\n"));
+  EXPECT_THAT(summary, HasSubstr("  1 ran out of memory and ended a sweep (not a failure)\n"));
+  EXPECT_THAT(summary, HasSubstr("  not run: 3 benchmarks of 2 cases: needs a CUDA GPU; no GPU (see above)\n"));
+  EXPECT_THAT(summary, HasSubstr("  not run: 2 benchmarks of 1 case: the sweep of n ended (out of memory at n=9)\n"));
+  EXPECT_THAT(summary, HasSubstr("  sweep good/s: knee at n=4 (out of memory at n=9)\n"));
+  EXPECT_THAT(summary, HasSubstr("  2 plugins not loaded (reasons above)\n"));
+  EXPECT_THAT(summary, HasSubstr("  results: roofbench-results/2026-12-01T09-00-00-smoke.json"));
+  EXPECT_THAT(summary, EndsWith("  next: reports/roofbench-report roofbench-results/2026-12-01T09-00-00-smoke.json -o report/\n"));
+  EXPECT_THAT(summary, Not(HasSubstr("no NVIDIA driver"))) << "the cause is said once, before the table";
+}
+
+TEST(ConsoleSummary, SaysWhenResultsWereNotKept) {
+  RunTally t;
+  t.add("good/a", ran(passing("good/a", 1e-6)));
+  SummarySettings s;
+  EXPECT_EQ(closing_summary(t, s), "summary: ran 1 benchmark: 1 passed, 0 failed\n  results: not written (--no-results)\n");
+  s.results_path = "x.json";
+  s.results_lost = true;
+  s.report_command = "roofbench-report";
+  EXPECT_THAT(closing_summary(t, s), AllOf(HasSubstr("results: could not be kept"), Not(HasSubstr("next:"))));
+  s.repetitions = 5;
+  EXPECT_THAT(closing_summary(t, s), StartsWith("summary: ran 1 benchmark run (5 repetitions each): "));
+}
+
+// Google Benchmark's side, as its runner calls a display reporter: the context, then each benchmark's
+// runs (its repetitions, then their aggregates).
+benchmark::BenchmarkReporter::Run gb_run(const std::string& name, bool aggregate = false) {
+  benchmark::BenchmarkReporter::Run run;
+  run.run_name.function_name = name;
+  run.run_type = aggregate ? benchmark::BenchmarkReporter::Run::RT_Aggregate : benchmark::BenchmarkReporter::Run::RT_Iteration;
+  run.aggregate_name = aggregate ? "median" : "";
+  return run;
+}
+
+TEST(ConsoleReporter, PrintsThePreambleHeaderAndOneLinePerRecordedOutcome) {
+  Console console(kTable, {"no GPU used: no NVIDIA driver is installed"}, 1);
+  std::ostringstream out;
+  auto reporter = console.make_reporter(out);
+  reporter->ReportContext(benchmark::BenchmarkReporter::Context());
+  console.record("good/a/n:1", ran(passing("good/a/n:1", 2e-6)));
+  reporter->ReportRuns({gb_run("good/a/n:1")});
+  Session::Outcome sweep = ran(passing("good/s/n:4", 3e-6));
+  sweep.note = "sweep good/s: knee at n=4 (throughput stopped rising)";
+  console.record("good/s/n:4", sweep);
+  reporter->ReportRuns({gb_run("good/s/n:4")});
+  console.record("wrong/g", failed("wrong/g", Status::gate_failed, "gate failed: relative L2 error 0.01"));
+  reporter->ReportRuns({gb_run("wrong/g")});
+
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 7u) << out.str();
+  EXPECT_EQ(lines[0], "no GPU used: no NVIDIA driver is installed");
+  EXPECT_THAT(lines[1], StartsWith("host: "));
+  EXPECT_EQ(lines[2], table_header(kTable));
+  EXPECT_THAT(lines[3], AllOf(StartsWith("good/a/n:1 "), HasSubstr("2.000 us")));
+  EXPECT_THAT(lines[4], AllOf(StartsWith("good/s/n:4 "), HasSubstr("3.000 us")));
+  EXPECT_EQ(lines[5], "  sweep good/s: knee at n=4 (throughput stopped rising)");
+  EXPECT_THAT(lines[6], AllOf(StartsWith("wrong/g "), HasSubstr("FAIL (gate): relative L2 error 0.01")));
+  EXPECT_EQ(console.tally().ran, 3);
+  EXPECT_EQ(console.tally().gate_failed, 1);
+}
+
+TEST(ConsoleReporter, RepetitionsThenOneLineForTheirAggregates) {
+  Console console(kTable, {}, 2);
+  std::ostringstream out;
+  auto reporter = console.make_reporter(out);
+  console.record("p/c", ran(passing("p/c", 1e-3)));
+  console.record("p/c", ran(passing("p/c", 2e-3)));
+  reporter->ReportRuns({gb_run("p/c"), gb_run("p/c")});
+  reporter->ReportRuns({gb_run("p/c", true), gb_run("p/c", true), gb_run("p/c", true)});
+  const std::string text = out.str();
+  EXPECT_THAT(text, AllOf(HasSubstr("1.000 ms"), HasSubstr("2.000 ms"), HasSubstr("median of 2 repetitions")));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+}
+
+}  // namespace
+}  // namespace roofbench
