@@ -11,7 +11,7 @@
 #   and "profile": Nsight Compute's per-kernel summary of each ';'-separated filter in PROFILE
 #   (PROFILE_SKIP kernels skipped first, then PROFILE_COUNT profiled)
 #   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
-#   CTEST_ARGS="-L gpu"           which tests (default: the gpu label)
+#   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
 #   graph, GRAPH_NODES launches per graph), side by side in session.log
@@ -37,7 +37,7 @@ if [[ " $STEPS " == *" build "* ]]; then
 fi
 if [[ " $STEPS " == *" test "* ]]; then
   log "ctest $CTEST_ARGS"
-  (cd "$build" && ctest $CTEST_ARGS --output-on-failure -j 4 --timeout 600) > "$OUT/ctest.log" 2>&1
+  (cd "$build" && ctest $CTEST_ARGS --output-on-failure -j 4 --timeout "${CTEST_TIMEOUT:-600}") > "$OUT/ctest.log" 2>&1
   log "ctest rc=$?"; tail -25 "$OUT/ctest.log" | tee -a "$OUT/session.log"
 fi
 if [[ " $STEPS " == *" bench "* ]]; then
@@ -53,10 +53,11 @@ if [[ " $STEPS " == *" bench "* ]]; then
     done
     if [[ "$f" == suite:* ]]; then select=(--suite "${f#suite:}"); else select=(--benchmark_filter="$f"); fi
     log "${settings[*]} roofbench ${select[*]} ${flags[*]} $BENCH_ARGS"
+    started=$SECONDS
     env "${settings[@]}" timeout "${BENCH_TIMEOUT:-240}" "$build/bin/roofbench" "${select[@]}" "${flags[@]}" \
       --results-dir "$OUT/extra/results$i" --benchmark_out="$OUT/extra/gbench$i.json" --benchmark_out_format=json \
       $BENCH_ARGS > "$OUT/extra/bench$i.log" 2>&1
-    log "roofbench rc=$?"
+    log "roofbench rc=$? in $((SECONDS - started)) s"
     cp "$OUT/extra/results$i/latest.json" "$OUT/extra/results$i.json" 2>/dev/null
     if [ "$i" -le 2 ]; then cp "$OUT/extra/bench$i.log" "$OUT/extra/results$i.json" "$OUT/" 2>/dev/null; fi
     grep -E "roofbench:|ERROR|FAIL \(|no GPU used:|^summary:|^  (not run|sweep|results):" "$OUT/extra/bench$i.log" | head -30 | tee -a "$OUT/session.log"
