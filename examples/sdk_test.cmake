@@ -1,0 +1,104 @@
+# cmake -DSOURCE_DIR=<roofbench source> -DWORK_DIR=<scratch> [-DGENERATOR=Ninja] [-DLAUNCHER=ccache]
+#       -P sdk_test.cmake
+# What a plugin author does with an installed roofbench, end to end: install roofbench's CPU parts into
+# a prefix, build examples/scale out of tree with find_package(roofbench) and, separately, with
+# nothing but `pkg-config --cflags roofbench`, and run both through the installed host. The inner
+# roofbench build is kept in WORK_DIR between runs (incremental); the prefix and the example's build are
+# made afresh each time.
+cmake_minimum_required(VERSION 3.25)
+foreach(required SOURCE_DIR WORK_DIR)
+  if(NOT ${required})
+    message(FATAL_ERROR "sdk_test.cmake needs -D${required}=...")
+  endif()
+endforeach()
+
+set(inner_build ${WORK_DIR}/roofbench-build)
+set(prefix ${WORK_DIR}/prefix)
+set(example_build ${WORK_DIR}/example-build)
+set(results ${WORK_DIR}/results)
+file(REMOVE_RECURSE ${prefix} ${example_build} ${WORK_DIR}/pkg-config-plugin ${results})
+
+function(step what)
+  message(STATUS "sdk test: ${what}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "sdk test: ${what} failed (${status}):\n${output}")
+  endif()
+  set(step_output "${output}" PARENT_SCOPE)
+endfunction()
+
+set(generator_args)
+if(GENERATOR)
+  set(generator_args -G ${GENERATOR})
+endif()
+set(launcher_args)
+if(LAUNCHER)
+  set(launcher_args -DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER})
+endif()
+cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+
+step("configure roofbench (CPU parts)" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${inner_build} ${generator_args}
+     -DCMAKE_BUILD_TYPE=Release -DROOFBENCH_WITH_CUDA=OFF -DROOFBENCH_BUILD_TESTS=OFF
+     -DCMAKE_INSTALL_PREFIX=${prefix} ${launcher_args})
+step("build roofbench" ${CMAKE_COMMAND} --build ${inner_build} -j ${cores})
+step("install roofbench" ${CMAKE_COMMAND} --install ${inner_build})
+
+foreach(installed include/roofbench/plugin.hpp include/roofbench/cuda_check.hpp bin/roofbench
+        lib/cmake/roofbench/roofbenchConfig.cmake lib/cmake/roofbench/roofbenchConfigVersion.cmake
+        lib/cmake/roofbench/roofbenchTargets.cmake lib/cmake/roofbench/RoofbenchPlugin.cmake
+        lib/pkgconfig/roofbench.pc lib/roofbench/plugins/roofbench-cpu.so)
+  if(NOT EXISTS ${prefix}/${installed})
+    file(GLOB_RECURSE everything RELATIVE ${prefix} ${prefix}/*)
+    message(FATAL_ERROR "sdk test: cmake --install did not install ${installed}; it installed:\n${everything}")
+  endif()
+endforeach()
+
+step("configure examples/scale against the install" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/scale
+     -B ${example_build} ${generator_args} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_INSTALL_PREFIX=${prefix}
+     ${launcher_args})
+step("build examples/scale" ${CMAKE_COMMAND} --build ${example_build})
+set(built_plugin ${example_build}/lib/roofbench/plugins/roofbench-scale.so)
+if(NOT EXISTS ${built_plugin})
+  message(FATAL_ERROR "sdk test: the example did not build ${built_plugin}")
+endif()
+
+# A host that measures: its own ceilings cache, so the user's is left alone.
+set(run_env ${CMAKE_COMMAND} -E env ROOFBENCH_CACHE_DIR=${WORK_DIR}/ceilings-cache --unset=ROOFBENCH_PLUGIN_PATH)
+# run_scale(<what> <the plugin file that must have run> [roofbench arguments...])
+function(run_scale what plugin_file)
+  string(MAKE_C_IDENTIFIER "${what}" run_name)
+  set(run_results ${results}/${run_name})
+  step("${what}" ${run_env} ${prefix}/bin/roofbench --device cpu --max-time 0.05 --results-dir ${run_results}
+       ${ARGN} --benchmark_filter=^scale/scale/n:1024/)
+  file(READ ${run_results}/latest.json document)
+  string(JSON benchmark GET "${document}" benchmarks 0 name)
+  string(JSON loaded GET "${document}" context roofbench plugins)
+  if(NOT benchmark MATCHES "^scale/scale/n:1024" OR NOT loaded MATCHES "${plugin_file}")
+    message(FATAL_ERROR "sdk test: ${what}: expected scale/scale/n:1024 from ${plugin_file}; ran ${benchmark} "
+                        "with plugins ${loaded}")
+  endif()
+endfunction()
+
+run_scale("run the built plugin through the installed host" ${built_plugin}
+          --plugin-dir ${example_build}/lib/roofbench/plugins)
+
+find_program(PKG_CONFIG pkg-config)
+find_program(CXX_COMPILER NAMES c++ g++)
+if(PKG_CONFIG AND CXX_COMPILER)
+  set(ENV{PKG_CONFIG_PATH} ${prefix}/lib/pkgconfig)
+  step("pkg-config --cflags roofbench" ${PKG_CONFIG} --cflags roofbench)
+  separate_arguments(cflags UNIX_COMMAND "${step_output}")
+  set(plugin_dir ${WORK_DIR}/pkg-config-plugin)
+  file(MAKE_DIRECTORY ${plugin_dir})
+  step("build examples/scale with pkg-config's flags" ${CXX_COMPILER} ${cflags} -O2 -shared -fPIC
+       -fvisibility=hidden -Wl,--no-undefined ${SOURCE_DIR}/examples/scale/scale.cpp
+       -o ${plugin_dir}/roofbench-scale.so)
+  run_scale("run the pkg-config-built plugin" ${plugin_dir}/roofbench-scale.so --plugin-dir ${plugin_dir})
+else()
+  message(STATUS "sdk test: pkg-config or a C++ compiler not found: the pkg-config build is not checked")
+endif()
+
+step("install examples/scale into roofbench's prefix" ${CMAKE_COMMAND} --install ${example_build})
+run_scale("run the installed plugin, found by the installed host on its own"
+          ${prefix}/lib/roofbench/plugins/roofbench-scale.so)
+message(STATUS "sdk test: passed")
