@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,10 +31,45 @@ int threads_wanted() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Spins a while, then lets other threads run: on a machine with more runnable threads than cores, a
+// spinning thread would otherwise hold the core the thread it waits for needs.
+class Backoff {
+ public:
+  void wait() {
+    if (++spins_ < kSpinsBeforeYield) {
+      spin_pause();
+    } else {
+      spins_ = 0;
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  static constexpr int kSpinsBeforeYield = 64;
+  int spins_ = 0;
+};
+
+// One parallel_for: its chunks are claimed one at a time by whichever thread comes first, the caller
+// included, so a worker the scheduler has not run yet delays nothing: the caller takes its chunks.
+struct Job {
+  const std::function<void(int)>* chunk;
+  int chunks;
+  std::atomic<int> next{0};
+  std::atomic<int> done{0};
+
+  // Runs chunks until none is left unclaimed.
+  void take_chunks() {
+    for (int c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      (*chunk)(c);
+      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
 class Team {
  public:
   explicit Team(int size) : size_(size) {
-    for (int index = 1; index < size_; ++index) workers_.emplace_back([this, index] { work(index); });
+    for (int index = 1; index < size_; ++index) workers_.emplace_back([this] { work(); });
   }
   ~Team() {
     stop_.store(true);
@@ -46,41 +82,41 @@ class Team {
 
   void keep_awake(int delta) { awake_.fetch_add(delta, std::memory_order_relaxed); }
 
-  void run(int threads, const std::function<void(int)>& chunk) {
+  void run(int chunks, const std::function<void(int)>& chunk) {
     std::unique_lock<std::mutex> one_at_a_time(submit_, std::try_to_lock);
-    if (threads <= 1 || in_team_ || !one_at_a_time.owns_lock()) {
-      for (int t = 0; t < threads; ++t) chunk(t);
+    if (chunks <= 1 || in_team_ || !one_at_a_time.owns_lock()) {
+      for (int c = 0; c < chunks; ++c) chunk(c);
       return;
     }
-    job_ = &chunk;
-    job_threads_ = threads;
-    // Every worker answers, those without a chunk too: one still looking at the previous job could
-    // otherwise read this job's fields and run it twice.
-    pending_.store(size_ - 1, std::memory_order_relaxed);
+    // A worker still holding an earlier job finds nothing left to claim in it, and never runs this
+    // job's chunks twice: each job is its own object.
+    auto job = std::make_shared<Job>();
+    job->chunk = &chunk;
+    job->chunks = chunks;
+    job_.store(job, std::memory_order_release);
     generation_.fetch_add(1, std::memory_order_release);
     // Always: a worker may have seen no KeepAwake and be going to sleep just as one was made. The
     // standard library skips the system call when nobody waits.
     generation_.notify_all();
-    chunk(0);
-    while (pending_.load(std::memory_order_acquire) != 0) spin_pause();
+    job->take_chunks();
+    for (Backoff backoff; job->done.load(std::memory_order_acquire) < chunks;) backoff.wait();
   }
 
  private:
-  void work(int index) {
+  void work() {
     in_team_ = true;
     std::uint64_t seen = 0;
     for (;;) {
       std::uint64_t current;
-      while ((current = generation_.load(std::memory_order_acquire)) == seen) {
+      for (Backoff backoff; (current = generation_.load(std::memory_order_acquire)) == seen;) {
         if (awake_.load(std::memory_order_relaxed) > 0)
-          spin_pause();
+          backoff.wait();
         else
           generation_.wait(seen, std::memory_order_acquire);
       }
       seen = current;
       if (stop_.load()) return;
-      if (index < job_threads_) (*job_)(index);
-      pending_.fetch_sub(1, std::memory_order_release);
+      if (const std::shared_ptr<Job> job = job_.load(std::memory_order_acquire)) job->take_chunks();
     }
   }
 
@@ -88,12 +124,9 @@ class Team {
   std::vector<std::thread> workers_;
   std::mutex submit_;
   std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<std::shared_ptr<Job>> job_;
   std::atomic<int> awake_{0};
   std::atomic<bool> stop_{false};
-  // Written by run() before generation_ is bumped (release), read by workers after they see it (acquire).
-  const std::function<void(int)>* job_ = nullptr;
-  int job_threads_ = 0;
   static thread_local bool in_team_;
 };
 
@@ -117,7 +150,8 @@ void parallel_for(std::int64_t n, std::int64_t grain,
   grain = std::max<std::int64_t>(grain, 1);
   const int threads = static_cast<int>(std::min<std::int64_t>(team_size(), std::max<std::int64_t>(1, n / grain)));
   const std::int64_t base = n / threads, extra = n % threads;
-  // The first `extra` chunks take one iteration more, as OpenMP's static schedule does.
+  // The first `extra` chunks take one iteration more, as OpenMP's static schedule does; `thread` is the
+  // chunk's index, unique among the chunks running at once (what per-thread scratch needs).
   team().run(threads, [&](int t) {
     const std::int64_t begin = t * base + std::min<std::int64_t>(t, extra);
     body(begin, begin + base + (t < extra ? 1 : 0), t);

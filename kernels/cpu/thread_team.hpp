@@ -22,10 +22,12 @@ class KeepAwake {
 // Threads a loop may use, the calling one included.
 int team_size();
 
-// body(begin, end, thread) over [0, n) in contiguous chunks, one per thread, each of at least `grain`
-// iterations (so a small loop runs on fewer threads, or on the caller alone); returns when every chunk
-// is done. The caller runs chunk 0. A call made while another is in flight (from a worker, or from a
-// second thread) runs serially on its caller.
+// body(begin, end, thread) over [0, n) in contiguous chunks, at most one per thread, each of at least
+// `grain` iterations (so a small loop runs on fewer threads, or on the caller alone); returns when every
+// chunk is done. `thread` numbers the chunks from 0 (per-thread scratch). Chunks go to whichever thread
+// claims them first, the caller included, so a worker the scheduler has not run yet costs nothing. A
+// call made while another is in flight (from a worker, or from a second thread) runs serially on its
+// caller.
 void parallel_for(std::int64_t n, std::int64_t grain,
                   const std::function<void(std::int64_t begin, std::int64_t end, int thread)>& body);
 

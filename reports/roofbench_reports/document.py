@@ -43,6 +43,14 @@ class Figure:
     caption: str = ""
 
 
+@dataclass(frozen=True)
+class Details:
+    """Blocks folded under a one-line summary (unchanged rows of a comparison): a reader opens them."""
+
+    summary: str
+    blocks: list
+
+
 @dataclass
 class Document:
     title: str

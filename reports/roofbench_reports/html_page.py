@@ -3,7 +3,7 @@ the file can be mailed, archived as a CI artifact, and opened offline."""
 
 from html import escape
 
-from .document import BulletList, Figure, Heading, Paragraph, Table
+from .document import BulletList, Details, Figure, Heading, Paragraph, Table
 from . import palette
 
 _STYLE = f"""
@@ -47,6 +47,9 @@ def _block(block):
     if isinstance(block, Figure):
         caption = f"<figcaption>{escape(block.caption)}</figcaption>" if block.caption else ""
         return f"<figure>{block.svg.to_xml()}{caption}</figure>"
+    if isinstance(block, Details):
+        inner = "".join(map(_block, block.blocks))
+        return f"<details><summary>{escape(block.summary)}</summary>{inner}</details>"
     raise TypeError(f"no HTML for {type(block).__name__}")
 
 
