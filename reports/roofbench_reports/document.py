@@ -28,6 +28,7 @@ class Column:
 class Table:
     columns: list
     rows: list  # lists of cell strings, one per column
+    tag: str = ""  # the plugin the rows belong to: the HTML page's plugin filter hides it with them
 
 
 @dataclass(frozen=True)
