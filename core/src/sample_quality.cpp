@@ -77,13 +77,23 @@ SampleQuality assess_samples(const std::vector<double>& samples_s, double noise_
     quality.noisy = true;
     return quality;
   }
-  if (noise < 0) noise = summarize(samples_s).noise;
+  const bool spread_explained = noise >= 0;
+  if (!spread_explained) noise = summarize(samples_s).noise;
   if (noise_bound > 0 && std::isfinite(noise) && noise > rules.noise_factor * noise_bound) {
     quality.noisy = true;
     char factor[16];
     std::snprintf(factor, sizeof factor, "%g", rules.noise_factor);
     quality.reason = "noise " + format_percent(noise) + " is over " + factor + "x the --noise bound (" +
                      format_percent(noise_bound) + ")";
+    return quality;
+  }
+  if (!spread_explained && samples_s.size() >= rules.min_samples) {
+    const double median = quantile(samples_s, 0.5), fast = quantile(samples_s, 0.05);
+    if (median > 0 && fast < rules.min_fast_edge * median) {
+      quality.noisy = true;
+      quality.reason = "unsettled: the fastest 5% of samples are " + format_percent(1 - fast / median) +
+                       " under the median";
+    }
   }
   return quality;
 }

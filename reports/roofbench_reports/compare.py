@@ -12,7 +12,11 @@ binary against itself (one pair in four at p < 0.001, five-percent "regressions"
   it); otherwise "cannot judge".
 - fewer runs: "cannot judge", except a change beyond OBVIOUS_FACTOR (2x), which no run-to-run noise
   seen on any of roofbench's devices explains.
-- a result the host flagged noisy (roofbench.quality) is judged only when the change is obvious.
+- a result whose runs were unsettled (fast samples far below the median: contention slowed most of the
+  run, UNSETTLED_FAST_EDGE) is never judged: on a busy machine such medians flip by 2x between identical
+  runs, with tight repetitions inside each.
+- a result the host flagged noisy (roofbench.quality) is judged on its run medians with 3+ runs a side
+  and noted; with fewer, it is not judged at all.
 """
 
 import math
@@ -24,6 +28,11 @@ from .units import format_percent, format_time
 
 MIN_RUNS = 3
 OBVIOUS_FACTOR = 2.0
+# A run whose 5th-percentile sample is under this fraction of its median was slowed for most of it by
+# something outside the binary (results.Benchmark.fast_edge_ratios): its median need not repeat.
+# Recorded on a busy 2-core machine: memory-bound runs at 0.27-0.6 flipped 1.8-2.3x between identical
+# runs; preempted but otherwise steady runs (matmuls, small adds) stayed at 0.92-1.0.
+UNSETTLED_FAST_EDGE = 0.8
 FAILED_GATES = ("fail", "error")
 
 SLOWER, FASTER, SAME, CANNOT_JUDGE, NO_TIMING, NOT_COMPARABLE = (
@@ -40,6 +49,7 @@ class SideSummary:
     noise_is_run_to_run: bool
     noisy: bool
     log_medians: tuple
+    fast_edge: float  # the lowest fast-edge ratio of its runs (1 when unknown)
 
     @staticmethod
     def of(benchmark):
@@ -51,7 +61,12 @@ class SideSummary:
             noise, across_runs = math.sqrt(mean_and_variance(logs)[1]), True
         else:
             noise, across_runs = benchmark.counter("noise"), False
-        return SideSummary(median(medians), len(medians), noise, across_runs, benchmark.noisy, logs)
+        return SideSummary(median(medians), len(medians), noise, across_runs, benchmark.noisy, logs,
+                           min(benchmark.fast_edge_ratios(), default=1.0))
+
+    @property
+    def unsettled(self):
+        return self.fast_edge < UNSETTLED_FAST_EDGE
 
     def text(self):
         runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
@@ -115,6 +130,10 @@ def _mode_mismatch(base, new):
     return "; ".join(reasons)
 
 
+def _noisy_sides(comparison):
+    return " and ".join(side for side, summary in (("base", comparison.base), ("new", comparison.new)) if summary.noisy)
+
+
 def _obvious(ratio):
     return ratio >= OBVIOUS_FACTOR or ratio <= 1 / OBVIOUS_FACTOR
 
@@ -148,13 +167,21 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha):
         elif mismatch:
             comparison.verdict = NOT_COMPARABLE
             comparison.notes.append(mismatch)
-        elif comparison.base.noisy or comparison.new.noisy:
-            sides = [side for side, summary in (("base", comparison.base), ("new", comparison.new)) if summary.noisy]
-            _judge_without_test(comparison, f"noisy in {' and '.join(sides)}")
+        elif comparison.base.unsettled or comparison.new.unsettled:
+            worst = min(comparison.base.fast_edge, comparison.new.fast_edge)
+            comparison.verdict = CANNOT_JUDGE
+            comparison.notes.append(f"unsettled: a run's fast samples are {100 * (1 - worst):.0f}% under its median, "
+                                    "so its median need not repeat")
+        elif (comparison.base.noisy or comparison.new.noisy) and min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+            comparison.verdict = CANNOT_JUDGE
+            comparison.notes.append(f"noisy in {_noisy_sides(comparison)}, {comparison.base.runs} vs "
+                                    f"{comparison.new.runs} runs")
         elif min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
             _judge_without_test(comparison, f"{comparison.base.runs} vs {comparison.new.runs} runs; "
                                             f"{MIN_RUNS}+ each to judge (--benchmark_repetitions)")
         else:
+            if comparison.base.noisy or comparison.new.noisy:
+                comparison.notes.append(f"noisy in {_noisy_sides(comparison)}: judged on its run medians")
             tested.append(comparison)
     _judge_by_test(tested, threshold, alpha)
     removed = [name for name in base_benchmarks if name not in new_benchmarks]
@@ -258,8 +285,9 @@ def comparison_document(comparisons, added, problems, base_runs, new_runs, thres
                                emphasis=not problems.allow_removed))
     document.add(Paragraph(
         f"Judged on run medians: with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
-        f"over the benchmarks, p < {alpha:g} and a change over {threshold * 100:g}%; with fewer, or a result "
-        f"flagged noisy, only a change beyond {OBVIOUS_FACTOR:g}x counts. ± is each side's noise."))
+        f"over the benchmarks, p < {alpha:g} and a change over {threshold * 100:g}%; with fewer, only a change "
+        f"beyond {OBVIOUS_FACTOR:g}x counts, and none for a result flagged noisy or unsettled (its fast samples "
+        f"over {100 * (1 - UNSETTLED_FAST_EDGE):.0f}% under its median). ± is each side's noise."))
     ordered = sorted(comparisons, key=_order)
     shown = [c for c in ordered if c.verdict != SAME or c.gate_regressed]
     folded = [c for c in ordered if c.verdict == SAME and not c.gate_regressed]

@@ -9,7 +9,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from .stats import median
+from .stats import median, quantile
 
 _SECONDS_PER_TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # The host may also write what Google Benchmark itself appends: mean/median/stddev rows computed over
@@ -277,6 +277,18 @@ class Benchmark:
     @property
     def read_dominated(self):
         return self._info("read_dominated") is True
+
+    def fast_edge_ratios(self):
+        """Per run: its 5th-percentile sample over its median. Interference (preemption, a flushed
+        cache) only adds time, so a run whose fast samples lie far below its median was slowed for
+        most of it by something that need not repeat: contention for memory bandwidth, say."""
+        ratios = []
+        for entry in self.entries:
+            samples = sorted(v for v in map(finite_number, _list(_object(entry.get("roofbench")).get("samples_s")))
+                             if v is not None and v > 0)
+            if len(samples) >= 5:
+                ratios.append(quantile(samples, 0.05) / quantile(samples, 0.5))
+        return ratios
 
     def run_medians(self):
         """Median time of each run (repetition or file) that was timed."""

@@ -22,6 +22,17 @@ def median(values):
     return (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def quantile(values, q):
+    """Linear interpolation between order statistics (numpy's default), of sorted or unsorted values."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("quantile of no values")
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
 @dataclass(frozen=True)
 class MannWhitneyResult:
     u_statistic: float  # U of the first sample (scipy's 'statistic')

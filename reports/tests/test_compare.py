@@ -104,10 +104,11 @@ class ThirtyPercentSlowerTest(unittest.TestCase):
 
     def assert_quiet_benchmarks_are_slower(self, out):
         found = verdicts(out)
-        # Single-threaded or fully in cache: the quiet ones on a busy 2-core machine.
-        for name in ("cpu/matmul_naive/n:128", "cpu/matmul_blocked/n:128", "cpu/stream_triad/n:4194304"):
+        # The matmuls are the settled ones on a busy 2-core machine (preempted, but never faster than
+        # their medians); the others are "cannot judge" there.
+        for name in ("cpu/matmul_naive/n:128", "cpu/matmul_blocked/n:128"):
             self.assertEqual(found[name], "SLOWER", out)
-            self.assertIn("1.30x slower", rows(out)[name][3])
+            self.assertRegex(rows(out)[name][3], r"^1\.(2[89]|3[012])x slower$")
         self.assertNotIn(FASTER, found.values())
         self.assertNotIn(SAME, found.values())  # 30% is never "unchanged": slower, or cannot judge
 
@@ -128,7 +129,15 @@ class ThirtyPercentSlowerTest(unittest.TestCase):
         code, out, _ = self.compare({0})
         self.assertEqual(code, 0, out)
         self.assertEqual(set(verdicts(out).values()), {CANNOT_JUDGE}, out)
-        self.assertIn("1 vs 1 runs; 3+ each to judge", out)
+        self.assertIn("1 vs 1 runs; 3+ each to judge", rows(out)["cpu/matmul_naive/n:128"][7])
+
+    def test_unsettled_runs_are_never_judged(self):
+        # Memory-bound runs that contention slowed for most of their samples: the median of one identical
+        # run was 2.26x another's (pair 4, stream_triad), with tight repetitions inside each.
+        _, out, _ = run_compare(IDENTICAL_RUNS[8], IDENTICAL_RUNS[9])
+        self.assertEqual(verdicts(out)["cpu/stream_triad/n:4194304"], CANNOT_JUDGE)
+        self.assertIn("2.2", rows(out)["cpu/stream_triad/n:4194304"][3])
+        self.assertIn("unsettled: a run's fast samples are", rows(out)["cpu/stream_triad/n:4194304"][7])
 
 
 class RunProblemsTest(unittest.TestCase):
@@ -190,14 +199,19 @@ class RunProblemsTest(unittest.TestCase):
         self.assertEqual(found["cpu/add/n:65536"], NOT_COMPARABLE)
         self.assertEqual(code, 1)  # the other rows are 3x slower
 
-    def test_a_noisy_result_is_not_judged_below_the_obvious(self):
+    def test_a_noisy_result_is_judged_on_runs_and_noted_never_on_a_single_run(self):
         for entry in self.document["benchmarks"]:
             if entry["name"].startswith("cpu/matmul_naive/"):
                 entry["roofbench"]["quality"] = "noisy"
         new = self.folder.write_json("noisy.json", slowed(self.document, 1.3))
         _, out, _ = run_compare(self.base, new)
+        self.assertEqual(verdicts(out)["cpu/matmul_naive/n:128"], "SLOWER")
+        self.assertIn("noisy in new: judged on its run medians", rows(out)["cpu/matmul_naive/n:128"][7])
+        base = self.folder.write_json("base1.json", repetitions(load_fixture(self.base), {0}))
+        new = self.folder.write_json("noisy1.json", repetitions(slowed(self.document, 3.0), {0}))
+        _, out, _ = run_compare(base, new)
         self.assertEqual(verdicts(out)["cpu/matmul_naive/n:128"], CANNOT_JUDGE)
-        self.assertIn("noisy in new", rows(out)["cpu/matmul_naive/n:128"][7])
+        self.assertIn("noisy in new, 1 vs 1 runs", rows(out)["cpu/matmul_naive/n:128"][7])
 
 
 class PresentationTest(unittest.TestCase):
@@ -239,7 +253,7 @@ class PresentationTest(unittest.TestCase):
         new = folder.write_json("new.json", slowed(repetitions(load_fixture(IDENTICAL_RUNS[1]), {0}), 1 / 5850))
         code, out, _ = run_compare(base, new)
         self.assertEqual(code, 0, out)
-        self.assertIn("5850x faster", out)  # within rounding of the two runs' own difference
+        self.assertRegex(rows(out)["cpu/matmul_naive/n:128"][3], r"^58[0-9]{2}x faster$")
         self.assertEqual(verdicts(out)["cpu/matmul_naive/n:128"], FASTER)
 
 

@@ -94,7 +94,23 @@ TEST(SampleQuality, TooFewSamplesAreJudgedByNoiseOnly) {
 }
 
 TEST(SampleQuality, NoBoundMeansNoNoiseRule) {
-  EXPECT_FALSE(assess_samples(around(1e-3, 0.3, 200, 12), 0.0).noisy);
+  // 5% spread: its fastest samples are 8% under the median, not yet unsettled.
+  EXPECT_FALSE(assess_samples(around(1e-3, 0.05, 200, 12), 0.0).noisy);
+}
+
+TEST(SampleQuality, FastSamplesFarUnderTheMedianAreUnsettled) {
+  // A memory-bound run slowed by contention for most of its samples: a fast tenth near 3.5 ms, the
+  // rest spread from 6 to 8 ms (stream_triad on a busy 2-core machine). Not two clean clusters.
+  std::vector<double> samples = around(7e-3, 0.08, 90, 13);
+  const auto fast = around(3.5e-3, 0.15, 10, 14);
+  samples.insert(samples.end(), fast.begin(), fast.end());
+  const SampleQuality q = assess_samples(samples, 1.0);  // the noise rule out of the way
+  EXPECT_TRUE(q.noisy);
+  EXPECT_EQ(q.reason.rfind("unsettled: the fastest 5% of samples are ", 0), 0u) << q.reason;
+  // Preempted but steady: slow outliers only, the fast edge at the median.
+  std::vector<double> preempted = around(1.33e-3, 0.002, 90, 15);
+  for (int i = 0; i < 4; ++i) preempted.push_back(5.3e-3);
+  EXPECT_FALSE(assess_samples(preempted, 1.0).noisy) << assess_samples(preempted, 1.0).reason;
 }
 
 }  // namespace
