@@ -258,16 +258,18 @@ class Benchmark:
         """How the runs were timed: stream, graph (CUDA graph replay) or cpu."""
         return str(self._info("timing"))
 
+    def _strings(self, key):
+        mapping = self._info(key, {})
+        return {str(k): str(v) for k, v in mapping.items()} if isinstance(mapping, dict) else {}
+
     @property
     def facts(self):
         """The case's string facts (e.g. the algorithm a library chose), from its first run."""
-        facts = self._info("facts", {})
-        return {str(k): str(v) for k, v in facts.items()} if isinstance(facts, dict) else {}
+        return self._strings("facts")
 
     @property
     def params(self):
-        params = self._info("params", {})
-        return {str(k): str(v) for k, v in params.items()} if isinstance(params, dict) else {}
+        return self._strings("params")
 
     @property
     def sweep_axis(self):
