@@ -1,10 +1,11 @@
 # cmake -DSOURCE_DIR=<roofbench source> -DWORK_DIR=<scratch> [-DGENERATOR=Ninja] [-DLAUNCHER=ccache]
 #       -P sdk_test.cmake
-# What a plugin author does with an installed roofbench, end to end: install roofbench's CPU parts into
-# a prefix, build examples/scale out of tree with find_package(roofbench) and, separately, with
-# nothing but `pkg-config --cflags roofbench`, and run both through the installed host. The inner
-# roofbench build is kept in WORK_DIR between runs (incremental); the prefix and the example's build are
-# made afresh each time.
+# What a plugin author does, end to end, as the README says it. Out of tree: install roofbench's CPU
+# parts into a prefix, build examples/scale with find_package(roofbench) and, separately, with nothing
+# but `pkg-config --cflags roofbench`, and run both through the installed host. In tree: add
+# plugins/scale to a copy of the source, build (no explicit re-configure), run it, delete the folder,
+# build, and see the plugin gone. The copy and its build are kept in WORK_DIR between runs (incremental);
+# the prefix and the example's build are made afresh each time.
 cmake_minimum_required(VERSION 3.25)
 foreach(required SOURCE_DIR WORK_DIR)
   if(NOT ${required})
@@ -12,6 +13,7 @@ foreach(required SOURCE_DIR WORK_DIR)
   endif()
 endforeach()
 
+set(source_copy ${WORK_DIR}/source)
 set(inner_build ${WORK_DIR}/roofbench-build)
 set(prefix ${WORK_DIR}/prefix)
 set(example_build ${WORK_DIR}/example-build)
@@ -37,7 +39,14 @@ if(LAUNCHER)
 endif()
 cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
 
-step("configure roofbench (CPU parts)" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${inner_build} ${generator_args}
+# Only what the source distribution holds: build folders inside the checkout stay out.
+file(REMOVE_RECURSE ${source_copy}/plugins/scale)
+foreach(entry CMakeLists.txt CTestConfig.cmake README.md cmake core kernels plugins examples reports suites tests)
+  file(COPY ${SOURCE_DIR}/${entry} DESTINATION ${source_copy} PATTERN __pycache__ EXCLUDE)
+endforeach()
+file(REMOVE_RECURSE ${source_copy}/plugins/scale)  # one the user made in their checkout
+
+step("configure roofbench (CPU parts)" ${CMAKE_COMMAND} -S ${source_copy} -B ${inner_build} ${generator_args}
      -DCMAKE_BUILD_TYPE=Release -DROOFBENCH_WITH_CUDA=OFF -DROOFBENCH_BUILD_TESTS=OFF
      -DCMAKE_INSTALL_PREFIX=${prefix} ${launcher_args})
 step("build roofbench" ${CMAKE_COMMAND} --build ${inner_build} -j ${cores})
@@ -101,4 +110,21 @@ endif()
 step("install examples/scale into roofbench's prefix" ${CMAKE_COMMAND} --install ${example_build})
 run_scale("run the installed plugin, found by the installed host on its own"
           ${prefix}/lib/roofbench/plugins/roofbench-scale.so)
+# In tree, as the README's walkthrough: a folder and a one-line CMakeLists.txt, then build.
+file(MAKE_DIRECTORY ${source_copy}/plugins/scale)
+file(COPY ${SOURCE_DIR}/examples/scale/scale.cpp DESTINATION ${source_copy}/plugins/scale)
+file(WRITE ${source_copy}/plugins/scale/CMakeLists.txt "roofbench_add_plugin(scale SOURCES scale.cpp)\n")
+step("build with plugins/scale added" ${CMAKE_COMMAND} --build ${inner_build} -j ${cores})
+set(in_tree_plugin ${inner_build}/lib/roofbench/plugins/roofbench-scale.so)
+set(prefix ${inner_build})  # run_scale runs ${prefix}/bin/roofbench: now the build tree's host
+run_scale("run the in-tree plugin from the build tree" ${in_tree_plugin})
+file(REMOVE_RECURSE ${source_copy}/plugins/scale)
+step("build with plugins/scale removed" ${CMAKE_COMMAND} --build ${inner_build} -j ${cores})
+if(EXISTS ${in_tree_plugin})
+  message(FATAL_ERROR "sdk test: ${in_tree_plugin} is still there after plugins/scale was removed")
+endif()
+step("list plugins after the removal" ${run_env} ${inner_build}/bin/roofbench --list)
+if(step_output MATCHES "roofbench-scale")
+  message(FATAL_ERROR "sdk test: the removed plugin still loads:\n${step_output}")
+endif()
 message(STATUS "sdk test: passed")
