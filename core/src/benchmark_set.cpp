@@ -1,5 +1,8 @@
 #include "benchmark_set.hpp"
 
+#include <cstdio>
+#include <set>
+
 namespace roofbench {
 
 std::vector<Params> expand_axes(const std::vector<Axis>& axes) {
@@ -45,6 +48,29 @@ std::vector<BenchmarkSpec> expand_plugin(const Plugin& plugin, const AxisOverrid
     }
   }
   return out;
+}
+
+std::string first_duplicate_name(const std::vector<BenchmarkSpec>& benchmarks) {
+  std::set<std::string> seen;
+  for (const auto& b : benchmarks)
+    if (!seen.insert(b.name).second) return b.name;
+  return {};
+}
+
+std::string axis_value_problem(const std::string& value) {
+  if (value.empty()) return "an empty value";
+  for (const char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool fine = (u >= '0' && u <= '9') || (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || c == '_' || c == '.' ||
+                      c == '+' || c == '-' || c == ',' || c == '=';
+    if (!fine) {
+      char shown[16];
+      std::snprintf(shown, sizeof shown, u >= 0x21 && u < 0x7f ? "'%c'" : "byte 0x%02x", u);
+      return "value '" + (u >= 0x20 && u < 0x7f ? value : std::string("?")) + "' has " + shown +
+             " (allowed: letters, digits, _ . + - , =)";
+    }
+  }
+  return {};
 }
 
 std::string sweep_group(const BenchmarkSpec& b) {

@@ -26,6 +26,13 @@ using AxisOverrides = std::map<std::string, std::vector<std::string>>;
 
 std::vector<BenchmarkSpec> expand_plugin(const Plugin& plugin, const AxisOverrides& overrides = {});
 
+// The first name that two benchmarks share; empty when all are unique.
+std::string first_duplicate_name(const std::vector<BenchmarkSpec>& benchmarks);
+
+// Why `value` cannot be an axis value (it would make names ambiguous or unprintable); empty when fine.
+// Allowed: ASCII letters, digits and _ . + - x , = (no '/', which separates a name's parts, no ':').
+std::string axis_value_problem(const std::string& value);
+
 // The name of the benchmark without its sweep axis: benchmarks that share it form one sweep.
 std::string sweep_group(const BenchmarkSpec& b);
 

@@ -496,6 +496,8 @@ class CudaTimer final : public Timer {
 
 }  // namespace
 
+int cuda_runtime_major_built() { return CUDART_VERSION / 1000; }
+
 std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none) {
   std::vector<std::unique_ptr<Device>> devices;
   int count = 0;

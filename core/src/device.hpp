@@ -73,6 +73,9 @@ std::unique_ptr<Timer> make_cpu_timer(std::function<void()> run_once, const Timi
 
 // CUDA GPUs, when the host was built with CUDA; `why_none` says why the list is empty.
 std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none);
+// The CUDA runtime major version this host was built against; 0 without CUDA.
+int cuda_runtime_major_built();
+
 std::unique_ptr<Timer> make_cuda_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
                                        const TimingOptions& options);
 

@@ -8,53 +8,27 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <regex>
 #include <set>
+
+#include <signal.h>
 
 #include "benchmark_set.hpp"
 #include "ceilings_cache.hpp"
 #include "device.hpp"
 #include "options.hpp"
 #include "plugin_loader.hpp"
+#include "google_benchmark_flags.hpp"
 #include "results.hpp"
+#include "selection.hpp"
+#include "session.hpp"
 #include "suite.hpp"
+#include "summaries.hpp"
+#include "worker.hpp"
 
 namespace roofbench {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kGoogleBenchmarkSuffix = "/iterations:1/manual_time";
-
-// Along a sweep axis throughput is expected to rise; the sweep ends when it stops rising (two points
-// in a row under +5%) or memory runs out. The knee is the first point within 10% of the best.
-struct Sweep {
-  std::vector<std::pair<std::string, double>> points;  // axis value, throughput
-  int flat_points = 0;
-  bool ended = false;
-  std::string end_reason;
-  static constexpr double kRise = 1.05, kKneeFraction = 0.9;
-
-  void add(const std::string& value, double throughput) {
-    const double best = points.empty() ? 0 : std::max_element(points.begin(), points.end(), [](auto& a, auto& b) {
-                                                return a.second < b.second;
-                                              })->second;
-    points.emplace_back(value, throughput);
-    flat_points = throughput > best * kRise ? 0 : flat_points + 1;
-    if (flat_points >= 2) end("throughput stopped rising");
-  }
-  void end(std::string reason) {
-    ended = true;
-    end_reason = std::move(reason);
-  }
-  std::string knee() const {
-    double best = 0;
-    for (auto& p : points) best = std::max(best, p.second);
-    for (auto& p : points)
-      if (p.second >= kKneeFraction * best) return p.first;
-    return {};
-  }
-};
 
 // Not run is not an error: Google Benchmark 1.8 can say so (SkipWithMessage); 1.7 only has errors.
 template <typename State>
@@ -63,12 +37,6 @@ void skip_as_not_run(State& state, const std::string& why) {
     state.SkipWithMessage(why);
   else
     state.SkipWithError(why.c_str());
-}
-
-double sweep_throughput(const Result& r) {
-  if (!r.work.item_name.empty() && r.work.items > 0) return r.work.items / r.stats.median;
-  if (r.work.flops > 0) return r.point.flops_per_s;
-  return r.point.bytes_per_s;
 }
 
 class Host {
@@ -86,7 +54,8 @@ class Host {
   CachedCeilings ceilings_for(Device& d);
   void run_one(benchmark::State& state, std::size_t index);
   void report_counters(benchmark::State& state, const Result& r);
-  void save_results(bool complete);
+  bool initialize_google_benchmark();
+  void load_plugins_as_chosen(const std::vector<std::string>& folders);
 
   Options options_;
   std::string executable_;
@@ -94,13 +63,12 @@ class Host {
   std::vector<std::unique_ptr<Device>> gpus_;
   std::string why_no_gpu_;
   LoadResult loaded_;
-  std::vector<BenchmarkSpec> selected_;
-  std::vector<std::vector<Device*>> ranks_of_;
-  Ceilings ceilings_;
-  std::unique_ptr<ResultsFile> results_;
-  std::map<std::string, int> repetition_counter_;
-  std::map<std::string, Sweep> sweeps_;
-  int failures_ = 0;
+  // What Google Benchmark read from its own flags.
+  std::optional<std::string> filter_given_;
+  bool lists_tests_ = false;
+  int repetitions_ = 1;
+  std::unique_ptr<BenchmarkRunner> runner_;
+  std::unique_ptr<Session> session_;
 };
 
 void Host::discover_devices() {
@@ -228,25 +196,11 @@ CachedCeilings Host::ceilings_for(Device& d) {
   return c;
 }
 
+// Google Benchmark's counters are the Result's summaries, under the same names as in the results file.
 void Host::report_counters(benchmark::State& state, const Result& r) {
-  auto& c = state.counters;
-  c["FLOP/s"] = r.point.flops_per_s;
-  c["B/s"] = r.point.bytes_per_s;
-  c["AI"] = r.point.intensity;
-  c["roof_pct"] = 100.0 * r.point.roof_fraction;
-  if (!r.work.item_name.empty()) c[r.work.item_name + "/s"] = r.work.items / r.stats.median;
-  for (const auto& rate : r.rates) c[rate.name] = rate.value;
-  c["time_median"] = r.stats.median;
-  c["noise_pct"] = 100.0 * r.stats.noise;
-  c["samples"] = static_cast<double>(r.stats.count);
-  c["warmup_iters"] = r.warmup_iterations;
-  if (r.gate_checked) c["gate_rel_err"] = r.gate_error;
-  if (r.memory.peak > 0) c["peak_mem"] = benchmark::Counter(r.memory.peak, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
-  if (r.mean_clock_mhz > 0) c["sm_clock_mhz"] = r.mean_clock_mhz;
-  if (!std::isnan(r.noise_at_fixed_clock)) c["noise_fixed_clock_pct"] = 100.0 * r.noise_at_fixed_clock;
-  if (r.hold_timeouts > 0) c["hold_timeouts"] = r.hold_timeouts;
-  for (const auto& x : r.case_counters) c[x.name] = x.value;
-  for (const auto& x : r.gate_counters) c[x.name] = x.value;
+  for (const auto& s : summaries_of(r))
+    state.counters[s.name] = s.unit == "B" ? benchmark::Counter(s.value, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024)
+                                           : benchmark::Counter(s.value);
 }
 
 // The kernels that take the time, most first, each with its share of the run's kernel time.
@@ -269,64 +223,57 @@ void print_profile(const std::string& name, const Result& r) {
   }
 }
 
-void Host::save_results(bool complete) {
-  if (!results_) return;
-  try {
-    results_->write(complete);
-    const fs::path latest = fs::path(results_->path()).parent_path() / "latest.json";
-    fs::copy_file(results_->path(), latest, fs::copy_options::overwrite_existing);
-  } catch (const std::exception& e) {
-    std::cerr << "roofbench: cannot write results: " << e.what() << "\n";
-  }
-}
-
 void Host::run_one(benchmark::State& state, std::size_t index) {
-  const BenchmarkSpec& b = selected_[index];
-  const std::string group = sweep_group(b);
-  if (!group.empty() && sweeps_[group].ended) {
-    const Sweep& s = sweeps_[group];
-    skip_as_not_run(state, "not run: the sweep of " + b.spec->sweep_axis + " ended (" + s.end_reason + ")");
-    if (results_) results_->add_not_run({b.name, "sweep ended: " + s.end_reason});
+  Session::Outcome out = session_->run(index);
+  const std::string& name = session_->selection().benchmarks[index].name;
+  if (!out.ran) {
+    skip_as_not_run(state, "not run: " + out.not_run_reason);
     return;
   }
-  Result r = measure(b, ranks_of_[index], ceilings_, options_.measure);
-  const int repetition = repetition_counter_[b.name]++;
-  if (r.status == Status::not_applicable) {
-    skip_as_not_run(state, "not run: " + r.message);
-    if (results_) {
-      results_->add_not_run({b.name, r.message});
-      save_results(false);
-    }
-    return;
-  }
-
-  if (!group.empty()) {
-    Sweep& s = sweeps_[group];
-    if (r.status == Status::out_of_memory) s.end("out of memory at " + b.spec->sweep_axis + "=" + b.params.str(b.spec->sweep_axis));
-    else if (r.passed()) s.add(b.params.str(b.spec->sweep_axis), sweep_throughput(r));
-    if (s.ended && !s.knee().empty()) {
-      const std::string note = "sweep " + group + ": knee at " + b.spec->sweep_axis + "=" + s.knee() + " (" + s.end_reason + ")";
-      std::cerr << "roofbench: " << note << "\n";
-      if (results_) results_->add_note(note);
-    }
-  }
-  // An out-of-memory point of a sweep ends the sweep, not the run.
-  const bool counts_as_failure = !r.passed() && !(r.status == Status::out_of_memory && !group.empty());
-  if (counts_as_failure) ++failures_;
-
+  const Result& r = out.result;
+  if (!out.note.empty()) std::cerr << "roofbench: " << out.note << "\n";
   for (auto _ : state) state.SetIterationTime(r.passed() ? r.stats.median : 1e-9);
-  if (!r.profile.kernels.empty() || !r.profile.error.empty()) print_profile(b.name, r);
+  if (!r.profile.kernels.empty() || !r.profile.error.empty()) print_profile(name, r);
   if (r.passed()) {
     report_counters(state, r);
     state.SetLabel(r.label(options_.measure.gate));
+    if (!r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.message << "\n";
   } else {
-    std::cerr << "roofbench: " << b.name << ": " << r.message << "\n";
+    std::cerr << "roofbench: " << name << ": " << r.message << "\n";
     state.SkipWithError(r.message.c_str());
   }
-  if (results_) {
-    results_->add(std::move(r), repetition, options_.benchmark_repetitions);
-    save_results(false);
+}
+
+// Google Benchmark parses its own flags; roofbench reads back what it needs (the filter, whether it
+// only lists, the repetitions) instead of guessing from the flags' spelling.
+bool Host::initialize_google_benchmark() {
+  const std::string from_environment = benchmark::GetBenchmarkFilter();
+  static const std::string kNotGiven = "\x01roofbench: no filter given";
+  benchmark::SetBenchmarkFilter(kNotGiven);
+  std::vector<std::string> args = options_.benchmark_args;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  argv.push_back(nullptr);
+  benchmark::Initialize(&argc, argv.data());
+  if (benchmark::ReportUnrecognizedArguments(argc, argv.data())) return false;
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  if (filter != kNotGiven) filter_given_ = filter;
+  else if (!from_environment.empty()) filter_given_ = from_environment;
+  lists_tests_ = google_benchmark_lists_tests();
+  repetitions_ = std::max(1, google_benchmark_repetitions());
+  return true;
+}
+
+void Host::load_plugins_as_chosen(const std::vector<std::string>& folders) {
+  const auto files = find_plugin_files(folders);
+  if (options_.isolation == Isolation::none) {
+    loaded_ = load_plugins(files);
+    return;
   }
+  // Writing to a worker that just died must be an error to handle, not a signal that ends the run.
+  ::signal(SIGPIPE, SIG_IGN);
+  loaded_ = describe_plugins_in_workers(files, executable_, options_.timeout_s.value_or(default_timeout_seconds(options_.measure)));
 }
 
 int Host::run() {
@@ -334,12 +281,24 @@ int Host::run() {
     std::cout << usage_text();
     return 0;
   }
+  if (!initialize_google_benchmark()) return 2;
+  if (options_.isolation == Isolation::none && options_.timeout_s && *options_.timeout_s > 0)
+    std::cerr << "roofbench: --timeout has no effect with --isolation=none (a benchmark cannot be stopped in this process)\n";
+  const bool may_measure = !lists_tests_ && !options_.list;
+  if (may_measure && options_.write_results) {
+    try {
+      check_results_dir_writable(options_.results_dir);
+    } catch (const std::exception& e) {
+      std::cerr << "roofbench: " << e.what() << " (nothing was measured; --results-dir DIR or --no-results)\n";
+      return 1;
+    }
+  }
   discover_devices();
   std::vector<std::string> folders = default_plugin_folders(executable_);
   folders.insert(folders.end(), options_.plugin_dirs.begin(), options_.plugin_dirs.end());
-  loaded_ = load_plugins(find_plugin_files(folders));
+  load_plugins_as_chosen(folders);
   for (const auto& f : loaded_.failures) std::cerr << "roofbench: plugin " << f.path << " not loaded: " << f.reason << "\n";
-  if (loaded_.plugins.empty() && !options_.help)
+  if (loaded_.plugins.empty())
     std::cerr << "roofbench: no plugins found (searched:" << [&] {
       std::string s;
       for (auto& f : folders) s += " " + f;
@@ -349,7 +308,7 @@ int Host::run() {
   std::optional<Suite> suite;
   std::set<std::string> plugin_names;
   for (const auto& p : loaded_.plugins) plugin_names.insert(p.plugin.name);
-  if (options_.suite || (!options_.has_benchmark_filter && !options_.lists_benchmark_tests && !options_.list)) {
+  if (options_.suite || (!filter_given_ && !lists_tests_ && !options_.list)) {
     suite = find_suite(options_.suite.value_or("smoke"), suite_folders());
     suite->check_plugins(plugin_names);
     if (suite->max_time && !options_.max_time_given) options_.measure.max_time = *suite->max_time;
@@ -360,6 +319,8 @@ int Host::run() {
     auto expanded = expand_plugin(p.plugin, suite ? suite->axes : AxisOverrides{});
     all.insert(all.end(), expanded.begin(), expanded.end());
   }
+  if (const std::string dup = first_duplicate_name(all); !dup.empty())
+    throw SuiteError("two benchmarks are named '" + dup + "' (the suite's axis values make them collide)");
   if (options_.list) {
     print_list(all);
     return 0;
@@ -367,59 +328,15 @@ int Host::run() {
 
   Device* device = select_device();
   std::string why_no_gpus;
-  const std::vector<Device*> gpu_set = select_gpus(why_no_gpus);
+  DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_};
+  const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
+  const NameFilter filter(filter_text);
+  if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
+  Selection selection = select_benchmarks(all, choice, filter);
+  for (const auto& [n, count] : selection.not_run_by_case)
+    std::cerr << "roofbench: not run: " << n.benchmark << " (" << count << " benchmarks): " << n.reason << "\n";
+  const std::size_t cannot_run_here = selection.not_run.size();
 
-  std::string filter = suite ? suite->combined_filter() : ".";
-  for (const auto& a : options_.benchmark_args)
-    if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
-  std::regex filter_regex;
-  bool negate = !filter.empty() && filter[0] == '-';
-  try {
-    filter_regex = std::regex(negate ? filter.substr(1) : filter, std::regex::extended);
-  } catch (const std::regex_error& e) {
-    throw UsageError("bad --benchmark_filter '" + filter + "': " + e.what());
-  }
-  // Google Benchmark matches the filter against the name with the suffix it appends to every
-  // benchmark registered with Iterations(1) and UseManualTime(); so do we.
-  auto matches = [&](const std::string& name) {
-    return std::regex_search(name + kGoogleBenchmarkSuffix, filter_regex) != negate;
-  };
-
-  std::vector<NotRun> not_run;
-  for (const auto& b : all) {
-    const DeviceNeed& need = b.spec->device;
-    std::string why;
-    std::vector<Device*> ranks;
-    if (need.all_selected_gpus) {
-      if (device->info().kind != DeviceKind::cuda) why = "needs GPUs; the run is on the CPU";
-      else if (static_cast<int>(gpu_set.size()) < need.count)
-        why = "needs at least " + std::to_string(need.count) + " GPUs; " + std::to_string(gpu_set.size()) + " selected";
-      else ranks = gpu_set;
-    } else if (need.kind != device->info().kind) {
-      why = need.kind == DeviceKind::cuda ? "needs a CUDA GPU; " + (gpus_.empty() ? why_no_gpu_ : "the run is on the CPU (--device)")
-                                          : "a CPU case; the run is on " + device->info().name + " (--device=cpu runs it)";
-    } else {
-      ranks = {device};
-    }
-    if (!why.empty()) {
-      if (matches(b.name)) not_run.push_back({b.name, why});
-      continue;
-    }
-    selected_.push_back(b);
-    ranks_of_.push_back(std::move(ranks));
-  }
-  // One line per case, not per benchmark, for what cannot run here.
-  std::map<std::string, std::pair<std::string, int>> not_run_by_case;
-  for (const auto& n : not_run) {
-    auto& entry = not_run_by_case[n.benchmark.substr(0, n.benchmark.find('/', n.benchmark.find('/') + 1))];
-    entry.first = n.reason;
-    ++entry.second;
-  }
-  for (const auto& [c, why] : not_run_by_case)
-    std::cerr << "roofbench: not run: " << c << " (" << why.second << " benchmarks): " << why.first << "\n";
-
-  const bool will_measure = !options_.lists_benchmark_tests &&
-                            std::any_of(selected_.begin(), selected_.end(), [&](auto& b) { return matches(b.name); });
   RunContext context;
   context.executable = executable_;
   context.suite = suite ? suite->name : "";
@@ -429,66 +346,69 @@ int Host::run() {
   context.device_key = device->key();
   context.gate = options_.measure.gate;
   context.cold = options_.measure.cold;
+  context.isolation = options_.isolation == Isolation::process ? "process" : "none";
   context.datasheet = datasheet_for(device->info().name);
   for (const auto& p : loaded_.plugins) {
     context.plugins.emplace_back(p.plugin.name, p.path);
     context.plugin_case_counts.push_back(p.plugin.cases.size());
   }
   context.load_failures = loaded_.failures;
-  for (const auto& [c, why] : not_run_by_case) context.not_run.push_back({c, why.first});
-  if (will_measure) {
-    const CachedCeilings c = ceilings_for(*device);
-    ceilings_ = c.ceilings;
-    context.measured = c.ceilings;
-    context.measured_at = c.measured_at;
-    context.ceilings_how = c.how;
-    if (options_.write_results) {
-      std::string stamp = utc_timestamp().substr(0, 19);
-      std::replace(stamp.begin(), stamp.end(), ':', '-');
-      const std::string file = stamp + "-" + (suite ? suite->name : std::string("run")) + ".json";
-      results_ = std::make_unique<ResultsFile>((fs::path(options_.results_dir) / file).string(), context);
-    }
-  }
+  for (const auto& [n, count] : selection.not_run_by_case) context.not_run.push_back(n);
 
-  for (std::size_t i = 0; i < selected_.size(); ++i) {
-    benchmark::RegisterBenchmark(selected_[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
+  if (options_.isolation == Isolation::none) {
+    runner_ = std::make_unique<InProcessRunner>();
+  } else {
+    std::vector<std::string> files;
+    for (const auto& p : loaded_.plugins) files.push_back(p.path);
+    runner_ = std::make_unique<ProcessRunner>(executable_, std::move(files));
+  }
+  SessionSettings settings;
+  settings.measure = options_.measure;
+  settings.default_timeout_s = options_.isolation == Isolation::none ? 0 : options_.timeout_s.value_or(default_timeout_seconds(options_.measure));
+  if (options_.write_results) settings.results_dir = options_.results_dir;
+  settings.run_name = suite ? suite->name : "run";
+  settings.repetitions = repetitions_;
+  settings.context = std::move(context);
+  session_ = std::make_unique<Session>(std::move(selection), *runner_, [this, device] { return ceilings_for(*device); },
+                                       std::move(settings));
+
+  const auto& selected = session_->selection().benchmarks;
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    benchmark::RegisterBenchmark(selected[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
         ->UseManualTime()
         ->Iterations(1)
         ->Unit(benchmark::kMicrosecond);
   }
 
-  std::vector<std::string> gb_args = options_.benchmark_args;
-  if (!options_.has_benchmark_filter) gb_args.push_back("--benchmark_filter=" + filter);
-  std::vector<char*> gb_argv;
-  for (auto& a : gb_args) gb_argv.push_back(a.data());
-  int gb_argc = static_cast<int>(gb_argv.size());
-  gb_argv.push_back(nullptr);
-  benchmark::Initialize(&gb_argc, gb_argv.data());
-  if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
-
   const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
-  save_results(true);
+  session_->finish();
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
 
-  if (ran == 0 && !options_.lists_benchmark_tests) {
-    std::cerr << "roofbench: the filter '" << filter << "' matches no benchmark that can run here"
-              << (not_run.empty() ? "" : " (" + std::to_string(not_run.size()) + " matching benchmarks need another device)")
+  if (ran == 0 && !lists_tests_) {
+    std::cerr << "roofbench: the filter '" << filter_text << "' matches no benchmark that can run here"
+              << (cannot_run_here == 0 ? "" : " (" + std::to_string(cannot_run_here) + " matching benchmarks need another device)")
               << "\n";
     return 2;
   }
-  if (results_) std::cerr << "roofbench: results in " << results_->path() << "\n";
-  if (failures_ > 0) {
-    std::cerr << "roofbench: " << failures_ << " benchmark(s) failed their gate or errored\n";
-    return 1;
+  if (auto path = session_->results_path(); path && !session_->results_lost()) std::cerr << "roofbench: results in " << *path << "\n";
+  int status = 0;
+  if (session_->results_lost()) {
+    std::cerr << "roofbench: the results of this run could not be kept\n";
+    status = 1;
   }
-  return 0;
+  if (session_->failures() > 0) {
+    std::cerr << "roofbench: " << session_->failures() << " benchmark(s) failed their gate, errored, crashed or timed out\n";
+    status = 1;
+  }
+  return status;
 }
 
 }  // namespace
 
 int run_host(int argc, char** argv) {
   namespace fs = std::filesystem;
+  if (argc >= 2 && std::string(argv[1]) == kWorkerFlag) return worker_main(argc, argv);
   try {
     Options options = parse_options(argc, argv);
     std::error_code ec;

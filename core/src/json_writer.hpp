@@ -1,8 +1,10 @@
-// A small streaming JSON writer: enough for the results file. Non-finite numbers become null because
-// NaN and Infinity break strict JSON readers.
+// A small streaming JSON writer: enough for the results file. Strict JSON only: non-finite numbers
+// become null (NaN and Infinity break strict readers), bytes that are not UTF-8 become U+FFFD, and a
+// key given twice in one object throws std::logic_error (readers disagree on which one wins).
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,7 @@ class JsonWriter {
   void newline();
   std::string out_;
   std::vector<bool> first_in_scope_;
+  std::vector<std::set<std::string, std::less<>>> keys_in_scope_;  // one per open scope (empty for arrays)
   bool after_key_ = false;
 };
 

@@ -84,13 +84,6 @@ std::unique_ptr<Timer> make_timer(const std::vector<Device*>& ranks, std::functi
   return make_cuda_timer(ranks, std::move(run_once), t);
 }
 
-std::string device_label(const std::vector<Device*>& ranks) {
-  if (ranks.front()->info().kind == DeviceKind::cpu) return "cpu";
-  std::string s = "cuda:";
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]->info().index);
-  return s;
-}
-
 bool looks_like_oom(const std::string& message) {
   return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
          message.find("ALLOC_FAILED") != std::string::npos;
@@ -235,7 +228,46 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   }
 }
 
+// A work figure that cannot be a count of anything is the case's bug: rates and the roofline built on
+// it would be nonsense that looks like a measurement.
+void check_work(const Work& w) {
+  auto check = [](const char* what, double v) {
+    if (!std::isfinite(v) || v < 0)
+      throw Error(std::string("work() gave ") + what + " = " + std::to_string(v) + " (must be finite and not negative)");
+  };
+  check("flops", w.flops);
+  check("bytes", w.bytes);
+  check("items", w.items);
+  for (const auto& rate : w.rates) check(("rate '" + rate.name + "'").c_str(), rate.value);
+}
+
+double driver_used_total(const std::vector<Device*>& ranks) {
+  double used = 0;
+  for (auto* d : ranks) used += d->driver_used_bytes();
+  return used;
+}
+
 }  // namespace
+
+std::string device_label(const std::vector<Device*>& ranks) {
+  if (ranks.front()->info().kind == DeviceKind::cpu) return "cpu";
+  std::string s = "cuda:";
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]->info().index);
+  return s;
+}
+
+Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ranks) {
+  Result r;
+  r.name = b.name;
+  r.plugin = b.plugin;
+  r.case_name = b.spec->name;
+  r.ladder = b.spec->ladder;
+  r.params = b.params;
+  r.precision = b.spec->precision;
+  r.device = device_label(ranks);
+  r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
+  return r;
+}
 
 std::string Result::gate_word(bool gate_enabled) const {
   if (!gate_enabled) return "off";
@@ -256,15 +288,8 @@ std::string Result::label(bool gate_enabled) const {
 
 Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& o) {
-  Result r;
-  r.name = b.name;
-  r.plugin = b.plugin;
-  r.case_name = b.spec->name;
-  r.ladder = b.spec->ladder;
-  r.params = b.params;
-  r.precision = b.spec->precision;
-  r.device = device_label(ranks);
-  r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
+  Result r = unmeasured_result(b, ranks);
+  const double used_before = driver_used_total(ranks);
 
   const auto begin = Clock::now();
   auto phase_start = begin;
@@ -283,6 +308,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     set_up = true;
     // After setup: a case may only know its work once it knows its ranks.
     r.work = c->work();
+    check_work(r.work);
     r.case_counters = c->counters();
     r.case_facts = c->facts();
     ctx.synchronize_all();
@@ -295,6 +321,10 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       r.gate_checked = true;
       r.gate_error = check.rel_l2_error;
       r.gate_counters = check.counters;
+      // NaN (an output not finite) and infinity (a zero reference) fail the gate below; a negative
+      // error is no distance at all: the check is broken.
+      if (check.rel_l2_error < 0)
+        throw Error("check() returned a negative relative error (" + std::to_string(check.rel_l2_error) + ")");
       const bool within = check.rel_l2_error <= r.tolerance;  // false for NaN
       if (!within || !check.passed_extra) {
         r.status = Status::gate_failed;
@@ -337,10 +367,28 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     } catch (const std::exception& e) {
       if (r.status == Status::ok) r.status = Status::error;
       r.message += (r.message.empty() ? "" : "; ") + std::string("teardown failed: ") + e.what();
+    } catch (...) {
+      if (r.status == Status::ok) r.status = Status::error;
+      r.message += (r.message.empty() ? "" : "; ") + std::string("teardown threw a non-standard exception");
     }
   }
   c.reset();
   ctx.release_all();
+  if (used_before > 0) {
+    try {
+      for (auto* d : ranks) d->synchronize();
+      const double leaked = driver_used_total(ranks) - used_before;
+      if (leaked > kLeakReportBytes) {
+        r.memory.leaked = leaked;
+        char note[160];
+        std::snprintf(note, sizeof note, "leaked %.0f MiB of device memory (used after teardown vs before setup)",
+                      leaked / (1024.0 * 1024.0));
+        r.message += (r.message.empty() ? "" : "; ") + std::string(note);
+      }
+    } catch (const std::exception&) {
+      // a device that cannot say is recovered below, or was never used
+    }
+  }
   if (r.status != Status::ok && r.status != Status::not_applicable) {
     for (auto* d : ranks) {
       try {

@@ -32,7 +32,9 @@ struct MeasureOptions {
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
 };
 
-enum class Status { ok, gate_failed, error, out_of_memory, not_applicable };
+// crashed and timed_out are given by the parent when a worker process died in, or ran past the timeout
+// of, a benchmark (--isolation=process).
+enum class Status { ok, gate_failed, error, out_of_memory, not_applicable, crashed, timed_out };
 constexpr const char* to_string(Status s) {
   switch (s) {
     case Status::ok: return "ok";
@@ -40,6 +42,8 @@ constexpr const char* to_string(Status s) {
     case Status::error: return "error";
     case Status::out_of_memory: return "out_of_memory";
     case Status::not_applicable: return "not_applicable";
+    case Status::crashed: return "crashed";
+    case Status::timed_out: return "timed_out";
   }
   return "?";
 }
@@ -49,7 +53,13 @@ struct MemoryFigures {
   double peak = 0;          // high-water mark of the case's own allocations
   double reserved = 0;      // what the host's allocator took from the driver for the case
   double driver_used = 0;   // the whole device's used memory as the driver reports it, during the case
+  // Device memory the case did not give back: the driver's used memory after teardown (and the host's
+  // frees) minus before setup, when over kLeakReportBytes; 0 otherwise.
+  double leaked = 0;
 };
+
+// Leaks under this are not reported: libraries load kernels and grow pools lazily on first use.
+inline constexpr double kLeakReportBytes = 256.0 * 1024 * 1024;
 
 // Where a benchmark's wall time went, in seconds: what makes a run slow is rarely the timed work.
 struct PhaseSeconds {
@@ -98,6 +108,13 @@ struct Result {
   std::string gate_word(bool gate_enabled) const;
   std::string label(bool gate_enabled) const;
 };
+
+// "cpu", "cuda:0", "cuda:0,1"
+std::string device_label(const std::vector<Device*>& ranks);
+
+// A Result naming the benchmark and its setting, with nothing measured: what measure() starts from and
+// what the parent fills in for a benchmark whose worker died.
+Result unmeasured_result(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks);
 
 Result measure(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& options);

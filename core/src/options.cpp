@@ -31,6 +31,12 @@ on the default device (the first GPU, else the CPU).
                          (default 3), through the same launch path (a graph stays a graph): time per
                          kernel, torn down before the next case is timed
   --recalibrate          measure the device's ceilings again instead of using the cached ones
+  --isolation process|none
+                         process (default): plugins load and run in a worker process; a benchmark that
+                         crashes or times out is recorded as crashed or timed_out and a fresh worker
+                         goes on with the next. none: everything in this process (no timeouts)
+  --timeout S            seconds one benchmark may take in all, setup to teardown (default: 60 plus
+                         4 x --max-time; a case may declare its own); 0: none. Needs process isolation
   --results-dir DIR      where the results JSON goes (default ./roofbench-results)
   --no-results           write no results file
   --help                 this text
@@ -39,8 +45,9 @@ Google Benchmark's flags work as documented: --benchmark_filter, --benchmark_lis
 --benchmark_repetitions, --benchmark_out, --benchmark_out_format, ... roofbench decides how many
 samples each benchmark takes (--noise, --min-time, --max-time), so --benchmark_min_time has no effect.
 
-Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed or a benchmark errored;
-2 usage error (unknown flag or suite, a filter that matches nothing, a missing plugin folder).
+Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed
+or timed out, or the results could not be written (checked before anything is measured); 2 usage
+error (unknown flag or suite, a filter that matches nothing or is too long, a missing plugin folder).
 )";
 }
 
@@ -55,6 +62,8 @@ static double parse_number(const std::string& flag, const std::string& text) {
   }
 }
 
+double default_timeout_seconds(const MeasureOptions& m) { return 60 + 4 * m.max_time + m.warmup_max; }
+
 Options parse_options(int argc, const char* const* argv) {
   Options o;
   o.benchmark_args.push_back(argc > 0 ? argv[0] : "roofbench");
@@ -63,11 +72,7 @@ Options parse_options(int argc, const char* const* argv) {
     std::string flag = args[i], value;
     bool has_inline_value = false;
     if (flag.rfind("--benchmark_", 0) == 0 || flag.rfind("--v=", 0) == 0) {
-      o.benchmark_args.push_back(flag);
-      if (flag.rfind("--benchmark_filter", 0) == 0) o.has_benchmark_filter = true;
-      if (flag.rfind("--benchmark_list_tests", 0) == 0 && flag != "--benchmark_list_tests=false") o.lists_benchmark_tests = true;
-      if (flag.rfind("--benchmark_repetitions=", 0) == 0)
-        o.benchmark_repetitions = std::max(1, static_cast<int>(parse_number(flag, flag.substr(24))));
+      o.benchmark_args.push_back(flag);  // Google Benchmark parses its own flags (host.cpp reads them back)
       continue;
     }
     if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -118,6 +123,12 @@ Options parse_options(int argc, const char* const* argv) {
     } else if (flag == "--suite-dir") o.suite_dirs.push_back(take_value());
     else if (flag == "--suite") o.suite = take_value();
     else if (flag == "--results-dir") o.results_dir = take_value();
+    else if (flag == "--isolation") {
+      const std::string v = take_value();
+      if (v == "process") o.isolation = Isolation::process;
+      else if (v == "none") o.isolation = Isolation::none;
+      else throw UsageError("--isolation must be process or none, got '" + v + "'");
+    } else if (flag == "--timeout") o.timeout_s = parse_number(flag, take_value());
     else if (flag == "--gate") {
       const std::string g = take_value();
       if (g != "on" && g != "off") throw UsageError("--gate must be on or off, got '" + g + "'");

@@ -15,6 +15,13 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+enum class Isolation { process, none };
+
+// Seconds one benchmark may take in all (setup, gate, warm-up, samples, profile) unless --timeout or its
+// case says otherwise: the slowest shipped benchmarks (gpt's and micro's largest GEMMs) take about 15 s
+// with the default 5 s of sampling, and sampling may last 4 x --max-time for a slow case (measure.cpp).
+double default_timeout_seconds(const MeasureOptions& m);
+
 struct Options {
   bool help = false;
   bool list = false;
@@ -28,10 +35,10 @@ struct Options {
   bool write_results = true;
   MeasureOptions measure;
   bool max_time_given = false;
+  Isolation isolation = Isolation::process;
+  std::optional<double> timeout_s;          // --timeout; 0: none
+
   std::vector<std::string> benchmark_args;  // passed to Google Benchmark, argv[0] first
-  bool has_benchmark_filter = false;
-  bool lists_benchmark_tests = false;
-  int benchmark_repetitions = 1;  // from --benchmark_repetitions, for the results file
 };
 
 Options parse_options(int argc, const char* const* argv);

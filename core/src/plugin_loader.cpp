@@ -1,5 +1,10 @@
 #include "plugin_loader.hpp"
 
+#include <cmath>
+
+#include "benchmark_set.hpp"
+#include "device.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -41,15 +46,47 @@ static void validate(const Plugin& plugin, const std::string& entry_name) {
     if (!std::regex_match(c.name, valid_name)) throw std::runtime_error("invalid case name '" + c.name + "'");
     if (!names.insert(c.name).second) throw std::runtime_error("two cases named '" + c.name + "'");
     if (!c.make) throw std::runtime_error("case '" + c.name + "' has no make function");
+    std::set<std::string> axis_names;
     for (const auto& axis : c.axes) {
       if (!std::regex_match(axis.name, valid_name))
         throw std::runtime_error("case '" + c.name + "': invalid axis name '" + axis.name + "'");
+      if (!axis_names.insert(axis.name).second)
+        throw std::runtime_error("case '" + c.name + "': two axes named '" + axis.name + "'");
       if (axis.values.empty()) throw std::runtime_error("case '" + c.name + "': axis '" + axis.name + "' has no values");
+      for (const auto& v : axis.values)
+        if (const std::string why = axis_value_problem(v); !why.empty())
+          throw std::runtime_error("case '" + c.name + "': axis '" + axis.name + "': " + why);
     }
     if (!c.sweep_axis.empty() &&
         std::none_of(c.axes.begin(), c.axes.end(), [&](const Axis& a) { return a.name == c.sweep_axis; }))
       throw std::runtime_error("case '" + c.name + "': sweep axis '" + c.sweep_axis + "' is not one of its axes");
+    if (!(c.timeout_s >= 0) || !std::isfinite(c.timeout_s))
+      throw std::runtime_error("case '" + c.name + "': timeout_s must be a finite number of seconds, not negative");
   }
+  if (const std::string dup = first_duplicate_name(expand_plugin(plugin)); !dup.empty())
+    throw std::runtime_error("two benchmarks named '" + dup + "' (an axis repeats a value)");
+}
+
+AbiFingerprint host_fingerprint() { return detail::fingerprint(static_cast<std::uint32_t>(cuda_runtime_major_built())); }
+
+std::string fingerprint_mismatch(const AbiFingerprint& plugin, const AbiFingerprint& host) {
+  auto library = [](std::uint32_t id) -> std::string { return id == 1 ? "libstdc++" : id == 2 ? "libc++" : "an unknown C++ library"; };
+  if (plugin.size_of_fingerprint != host.size_of_fingerprint)
+    return "its ABI fingerprint has another layout (" + std::to_string(plugin.size_of_fingerprint) + " bytes, this host's " +
+           std::to_string(host.size_of_fingerprint) + ")";
+  if (plugin.standard_library != host.standard_library)
+    return "built against " + library(plugin.standard_library) + ", this host against " + library(host.standard_library);
+  if (plugin.cxx11_abi != host.cxx11_abi)
+    return "built with _GLIBCXX_USE_CXX11_ABI=" + std::to_string(plugin.cxx11_abi) + ", this host with " +
+           std::to_string(host.cxx11_abi) + " (std::string and std::list differ between the two)";
+  if (plugin.cuda_runtime_major != 0 && host.cuda_runtime_major != 0 && plugin.cuda_runtime_major != host.cuda_runtime_major)
+    return "built against CUDA runtime " + std::to_string(plugin.cuda_runtime_major) + ", this host against " +
+           std::to_string(host.cuda_runtime_major);
+  for (std::size_t i = 0; i < std::size(host.sizes); ++i)
+    if (plugin.sizes[i] != host.sizes[i])
+      return std::string("sizeof(") + detail::kFingerprintSizeNames[i] + ") is " + std::to_string(plugin.sizes[i]) +
+             " in the plugin, " + std::to_string(host.sizes[i]) + " in this host";
+  return {};
 }
 
 LoadedPlugin load_plugin(const std::string& path) {
@@ -69,6 +106,9 @@ LoadedPlugin load_plugin(const std::string& path) {
   if (entry->abi_version != kAbiVersion)
     throw std::runtime_error("ABI version " + std::to_string(entry->abi_version) + ", this host needs " +
                              std::to_string(kAbiVersion) + " (rebuild the plugin against this roofbench)");
+  if (!entry->fingerprint) throw std::runtime_error("entry point without an ABI fingerprint");
+  if (const std::string why = fingerprint_mismatch(*entry->fingerprint, host_fingerprint()); !why.empty())
+    throw std::runtime_error("ABI mismatch: " + why + " (rebuild the plugin with this host's compiler settings)");
   if (!entry->name || !entry->describe) throw std::runtime_error("entry point without a name or describe function");
   // Plugins are never unloaded: CUDA libraries, NCCL and cuBLAS keep state and threads that outlive
   // the objects a plugin hands out, and unloading them before exit crashed the process on a GPU.
@@ -87,17 +127,20 @@ LoadedPlugin load_plugin(const std::string& path) {
   return loaded;
 }
 
+void add_plugin(LoadResult& result, LoadedPlugin plugin) {
+  for (const auto& p : result.plugins)
+    if (p.plugin.name == plugin.plugin.name) {
+      result.failures.push_back({plugin.path, "a plugin named '" + plugin.plugin.name + "' is already loaded"});
+      return;
+    }
+  result.plugins.push_back(std::move(plugin));
+}
+
 LoadResult load_plugins(const std::vector<std::string>& files) {
   LoadResult result;
-  std::set<std::string> names;
   for (const auto& path : files) {
     try {
-      LoadedPlugin p = load_plugin(path);
-      if (!names.insert(p.plugin.name).second) {
-        result.failures.push_back({path, "a plugin named '" + p.plugin.name + "' is already loaded"});
-        continue;
-      }
-      result.plugins.push_back(std::move(p));
+      add_plugin(result, load_plugin(path));
     } catch (const std::exception& e) {
       result.failures.push_back({path, e.what()});
     }

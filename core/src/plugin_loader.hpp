@@ -33,6 +33,16 @@ struct LoadResult {
 // (the command line checks its own --plugin-dir arguments before this is called).
 std::vector<std::string> find_plugin_files(const std::vector<std::string>& folders);
 
+// Why a plugin built with `plugin`'s fingerprint cannot run in a host with `host`'s, on one line;
+// empty when they match. A CUDA runtime version of 0 (not known) matches any.
+std::string fingerprint_mismatch(const AbiFingerprint& plugin, const AbiFingerprint& host);
+
+// This host's own fingerprint.
+AbiFingerprint host_fingerprint();
+
+// Appends a loaded plugin, or a failure when its name is taken by one loaded before.
+void add_plugin(LoadResult& result, LoadedPlugin plugin);
+
 // Loads one plugin; throws std::runtime_error with the reason on any failure.
 LoadedPlugin load_plugin(const std::string& path);
 

@@ -1,15 +1,20 @@
 #include "results.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <thread>
+#include <set>
 
+#include "google_benchmark_flags.hpp"
 #include "json_writer.hpp"
+#include "summaries.hpp"
 
 namespace roofbench {
 
@@ -20,6 +25,32 @@ std::string utc_timestamp() {
   char buf[40];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
   return buf;
+}
+
+void check_results_dir_writable(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error("cannot create the results folder " + dir + ": " + ec.message());
+  std::string probe = (fs::path(dir) / ".roofbench-write-test-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw std::runtime_error("cannot write in the results folder " + dir + ": " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::string claim_run_file(const std::string& dir, const std::string& stem) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  for (int n = 1;; ++n) {
+    const std::string path = (fs::path(dir) / (stem + (n > 1 ? "-" + std::to_string(n) : "") + ".json")).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return path;
+    }
+    if (errno != EEXIST) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+  }
 }
 
 void ResultsFile::add(Result r, int repetition_index, int repetitions) {
@@ -38,30 +69,6 @@ static void write_ceilings(JsonWriter& j, const Ceilings& c) {
   j.end_object();
 }
 
-static void write_counters(JsonWriter& j, const Result& r) {
-  j.field("FLOP/s", r.point.flops_per_s);
-  j.field("B/s", r.point.bytes_per_s);
-  j.field("AI", r.point.intensity);
-  j.field("roof_pct", 100.0 * r.point.roof_fraction);
-  if (!r.work.item_name.empty()) j.field(r.work.item_name + "/s", r.work.items / r.stats.median);
-  for (const auto& rate : r.rates) j.field(rate.name, rate.value);
-  j.field("time_median", r.stats.median);
-  j.field("time_q1", r.stats.q1);
-  j.field("time_q3", r.stats.q3);
-  j.field("noise", r.stats.noise);
-  j.field("samples", static_cast<std::int64_t>(r.stats.count));
-  j.field("warmup_iters", r.warmup_iterations);
-  j.field("runs_per_sample", r.runs_per_sample);
-  if (r.mean_clock_mhz > 0) {
-    j.field("sm_clock_mhz", r.mean_clock_mhz);
-    j.field("throttled_samples", r.throttled_samples);
-    j.field("hold_timeouts", r.hold_timeouts);
-    if (r.hold_abandoned) j.field("hold_abandoned", true);
-    j.field("samples_with_mean_clock", r.samples_with_mean_clock);
-    if (!std::isnan(r.noise_at_fixed_clock)) j.field("noise_at_fixed_clock", r.noise_at_fixed_clock);
-  }
-}
-
 std::string ResultsFile::to_json(bool complete) const {
   JsonWriter j;
   j.begin_object();
@@ -71,9 +78,10 @@ std::string ResultsFile::to_json(bool complete) const {
   gethostname(host, sizeof host - 1);
   j.field("host_name", std::string(host));
   j.field("executable", context_.executable);
-  j.field("num_cpus", static_cast<int>(std::thread::hardware_concurrency()));
-  j.field("mhz_per_cpu", 0);
-  j.field("library_build_type", "release");
+  static const GoogleBenchmarkContext library = google_benchmark_context();
+  j.field("num_cpus", library.num_cpus);
+  j.field("mhz_per_cpu", library.mhz_per_cpu);
+  j.field("library_build_type", library.library_build_type);
   j.key("roofbench").begin_object();
   j.field("version", ROOFBENCH_VERSION);
   j.field("abi_version", static_cast<std::int64_t>(kAbiVersion));
@@ -81,6 +89,7 @@ std::string ResultsFile::to_json(bool complete) const {
   j.field("complete", complete);
   j.field("gate", context_.gate ? "on" : "off");
   j.field("mode", context_.cold ? "cold" : "hot");
+  j.field("isolation", context_.isolation);
   j.key("device").begin_object();
   j.field("kind", context_.device_kind).field("index", context_.device_index);
   j.field("name", context_.device_name).field("key", context_.device_key);
@@ -132,13 +141,20 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("time_unit", "us");
     j.field("label", r.label(context_.gate));
     j.field("error_occurred", failed).field("error_message", r.message);
-    if (!failed) write_counters(j, r);
-    if (r.gate_checked) j.field("gate_rel_err", r.gate_error);
-    j.field("gate_tolerance", r.tolerance);
-    j.field("peak_mem", r.memory.peak);
-    for (const auto& c : r.case_counters) j.field(c.name, c.value);
-    for (const auto& c : r.gate_counters) j.field(c.name, c.value);
+    const std::vector<Summary> summaries = summaries_of(r);
+    for (const auto& s : summaries) {
+      if (s.integer) j.field(s.name, static_cast<std::int64_t>(s.value));
+      else j.field(s.name, s.value);
+    }
+    if (r.hold_abandoned) j.field("hold_abandoned", true);
     j.key("roofbench").begin_object();
+    j.key("summaries").begin_object();  // what each figure above is
+    for (const auto& s : summaries) {
+      j.key(s.name).begin_object().field("unit", s.unit).field("description", s.description);
+      if (s.from_plugin) j.field("from_plugin", true);
+      j.end_object();
+    }
+    j.end_object();
     j.field("plugin", r.plugin).field("case", r.case_name);
     j.key("params").begin_object();
     for (const auto& [k, v] : r.params.items()) j.field(k, v);
@@ -153,13 +169,19 @@ std::string ResultsFile::to_json(bool complete) const {
     if (r.work.read_dominated) j.field("read_dominated", true);
     if (!r.case_facts.empty()) {
       j.key("facts").begin_object();
-      for (const auto& f : r.case_facts) j.field(f.name, f.value);
+      std::set<std::string> fact_names;  // a fact named twice keeps both, the second renamed
+      for (const auto& f : r.case_facts) {
+        std::string name = f.name;
+        for (int n = 2; !fact_names.insert(name).second; ++n) name = f.name + "." + std::to_string(n);
+        j.field(name, f.value);
+      }
       j.end_object();
     }
     j.field("attainable_flops", r.point.attainable);
     j.key("memory").begin_object();
     j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
     j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
+    if (r.memory.leaked > 0) j.field("leaked", r.memory.leaked);
     j.end_object();
     j.field("timing", r.graph ? "graph" : "stream");
     if (r.cache_resident) j.field("cache_resident", true);

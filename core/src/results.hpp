@@ -21,6 +21,7 @@ struct RunContext {
   std::string executable, suite, device_name, device_kind, device_key;
   int device_index = 0;
   bool gate = true, cold = false;
+  std::string isolation = "process";  // --isolation
   Ceilings measured;
   std::string measured_at;
   std::vector<std::string> ceilings_how;
@@ -53,5 +54,13 @@ class ResultsFile {
 
 // "2026-11-29T12:00:00+00:00"
 std::string utc_timestamp();
+
+// Throws std::runtime_error saying why when no file can be created in `dir` (created if missing):
+// checked before anything is measured, so a run never measures what it cannot keep.
+void check_results_dir_writable(const std::string& dir);
+
+// Creates <dir>/<stem>.json, or <stem>-2.json, -3, ... when that exists (another run in the same
+// second), exclusively, and returns its path: two runs never write one file.
+std::string claim_run_file(const std::string& dir, const std::string& stem);
 
 }  // namespace roofbench

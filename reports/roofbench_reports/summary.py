@@ -8,7 +8,7 @@ from .document import BulletList, Column, Document, Figure, Heading, Paragraph, 
 from .palette import precision_order
 from .roofline import roofline_figure
 from .units import format_number, format_percent, format_si, format_time
-from .waterfall import waterfall_figure
+from .waterfall import ladder_groups, waterfall_figure
 
 BENCHMARK_COLUMNS = [
     Column("benchmark"), Column("time", numeric=True), Column("noise", numeric=True),
@@ -29,7 +29,7 @@ def device_figures(device_results):
     return DeviceFigures(
         roofline=roofline_figure(device_results),
         waterfalls=[waterfall_figure(name, rungs, device_results.device.name)
-                    for name, rungs in device_results.ladders().items()],
+                    for name, rungs in ladder_groups(device_results).items()],
     )
 
 

@@ -1,6 +1,13 @@
-"""The waterfall of one ladder: a bar of items/s per rung, in rung order, each labelled with its ratio
-to the previous rung (what that one change bought) and to the first (what the whole stack bought)."""
+"""The waterfall of one ladder: a bar of items/s per rung, in the order the rungs were declared, each
+labelled with its ratio to its left neighbour (what that one change bought) and to the first rung (what
+the whole stack bought), its peak memory under it, and a rung slower than its neighbour marked as negative.
 
+A ladder can hold two series: roofbench's own rungs and figures from another framework on the same device
+(scripts/torch_gpt_ladder.py writes PyTorch's, marked "source": "pytorch"). Rungs are matched by their
+number (R0_eager and R0_eager, R3_batch and R3_batch): each rung's slot then holds one bar per series, and
+each series' ratios are to its own neighbour and its own first rung."""
+
+import re
 from dataclasses import dataclass
 
 from . import axes, palette
@@ -15,10 +22,19 @@ PLOT_HEIGHT = 300
 MIN_SLOT_WIDTH = 120
 MIN_WIDTH = 560
 BAR_FRACTION = 0.6
+# With a second series each slot holds two bars, each as wide as its labels need.
+MIN_SERIES_SLOT_WIDTH = 170
+SERIES_BAR_FRACTION = 0.84
 LABEL_FONT_SIZE = 11
 LABEL_LINE = 14
-# Room above the tallest bar for its three label lines.
-_HEADROOM = 1.3
+# Room above the tallest bar for its label lines.
+_HEADROOM = 1.45
+# Room under the axis: the rung's name, its point, and per bar its series and peak memory.
+_FOOT = 92
+_RUNG_NUMBER = re.compile(r"^(R\d+)(?:_|$)")
+OTHER_SOURCES = {"pytorch": "PyTorch"}
+# A second series' bars: the series' colours, lighter (the same meaning, another framework).
+_OTHER_OPACITY = 0.45
 
 
 @dataclass(frozen=True)
@@ -34,6 +50,26 @@ class Rung:
     def detail(self):
         """The rest of the short name (the parameters), shown under the case name."""
         return self.benchmark.short_name[len(self.benchmark.case):].lstrip("/")
+
+    @property
+    def key(self):
+        """What matches a rung across series: its number (R3 of R3_batch), else its case name."""
+        match = _RUNG_NUMBER.match(self.title)
+        return match.group(1) if match else self.title
+
+    @property
+    def peak_memory(self):
+        """Peak device memory in bytes (the host's high-water mark, or the framework's), None if unknown."""
+        return self.benchmark.counter("peak_mem")
+
+
+def source_of(benchmark):
+    """'' for roofbench's own results, else the framework the figures come from ('pytorch')."""
+    return str(benchmark._info("source") or "").lower()
+
+
+def series_name(source):
+    return OTHER_SOURCES.get(source, source) if source else "roofbench"
 
 
 def rungs_of(benchmarks):
@@ -57,51 +93,130 @@ def ratio_labels(rungs):
     return labels
 
 
-def _bar_colour(rung_index, rungs):
-    earlier = [r.rate for r in rungs[:rung_index] if r.rate]
-    if not earlier:
+def negative_rungs(rungs):
+    """Per rung: True when it is slower than the valued rung to its left (the seed's negative rung)."""
+    flags, previous = [], None
+    for rung in rungs:
+        flags.append(bool(rung.rate and previous and rung.rate < previous))
+        if rung.rate:
+            previous = rung.rate
+    return flags
+
+
+def split_series(benchmarks):
+    """[(source, [Rung, ...]), ...]: roofbench's own first, then each other source, in first-seen order."""
+    groups = {}
+    for benchmark in benchmarks:
+        groups.setdefault(source_of(benchmark), []).append(benchmark)
+    ordered = sorted(groups, key=lambda source: source != "")
+    return [(source, rungs_of(groups[source])) for source in ordered]
+
+
+def ladder_groups(device_results):
+    """{title: [Benchmark, ...]} of the waterfalls to draw. results.ladders() compares rungs at equal
+    parameters (one waterfall per point); a ladder whose every rung ran at a single point is instead one
+    waterfall whatever those points are (gpt: R0-R2 at batch 64, R3 and R4 at batch 512), each bar naming
+    its point under it. The benchmarks keep the order of the results files: the rungs' declared order."""
+    per_point = device_results.ladders()
+    by_ladder = {}
+    for benchmark in device_results.benchmarks.values():
+        if benchmark.ladder:
+            by_ladder.setdefault(benchmark.ladder, []).append(benchmark)
+    groups = {}
+    for ladder, benchmarks in by_ladder.items():
+        cases = [(benchmark.plugin, benchmark.case) for benchmark in benchmarks]
+        if len(set(cases)) == len(cases):
+            groups[ladder] = benchmarks
+        else:
+            groups.update((title, rungs) for title, rungs in per_point.items()
+                          if title == ladder or title.startswith(ladder + " ("))
+    return groups
+
+
+def _bar_colour(negative, baseline):
+    if baseline:
         return palette.WATERFALL_BASELINE
-    return palette.WATERFALL_GAIN if rungs[rung_index].rate >= earlier[-1] else palette.WATERFALL_LOSS
+    return palette.WATERFALL_LOSS if negative else palette.WATERFALL_GAIN
+
+
+def _memory_text(rung):
+    peak = rung.peak_memory
+    return f"{peak / 2**30:.2f} GiB" if peak else "peak ?"
 
 
 def waterfall_figure(ladder_name, benchmarks, device_name):
-    rungs = rungs_of(benchmarks)
+    series = split_series(benchmarks)
+    slots = []  # rung keys in declared order: roofbench's first, then any the other series add
+    for _, rungs in series:
+        for rung in rungs:
+            if rung.key not in slots:
+                slots.append(rung.key)
+    every = [rung for _, rungs in series for rung in rungs]
     counter = next((b.items_counter for b in benchmarks if b.items_counter), "items/s")
-    longest = max(max(len(r.title), len(r.detail)) for r in rungs)
-    slot = max(MIN_SLOT_WIDTH, text_width("x" * longest, LABEL_FONT_SIZE) + 16)
-    width = max(MIN_WIDTH, PLOT_LEFT + slot * len(rungs) + 30)
+    longest = max(max(len(r.title), len(r.detail)) for r in every)
+    fraction = BAR_FRACTION if len(series) == 1 else SERIES_BAR_FRACTION
+    minimum_slot = MIN_SLOT_WIDTH if len(series) == 1 else MIN_SERIES_SLOT_WIDTH * len(series)
+    slot_width = max(minimum_slot, text_width("x" * longest, LABEL_FONT_SIZE) + 16)
+    width = max(MIN_WIDTH, PLOT_LEFT + slot_width * len(slots) + 30)
     area = axes.PlotArea(PLOT_LEFT, PLOT_TOP, width - PLOT_LEFT - 30, PLOT_HEIGHT)
-    slot = area.width / len(rungs)  # a short ladder spreads over the minimum width
-    root = figure(width, area.bottom + 60)
+    slot_width = area.width / len(slots)  # a short ladder spreads over the minimum width
+    root = figure(width, area.bottom + _FOOT)
     root.attributes["class"] = "waterfall"
 
-    first_name = next((r.title for r in rungs if r.rate), "the first rung")
-    axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}",
+    names = " and ".join(series_name(source) for source, _ in series)
+    first_name = next((r.title for r in series[0][1] if r.rate), "the first rung")
+    axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}" +
+                    (f" ({names})" if len(series) > 1 else ""),
                     f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name})")
-    ticks = nice_ticks_from_zero(max((r.rate for r in rungs if r.rate), default=1) * _HEADROOM)
+    root.add(text(24, 60, "red: a negative rung, slower than its left neighbour; under each bar: its peak memory",
+                  font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
+    ticks = nice_ticks_from_zero(max((r.rate for r in every if r.rate), default=1) * _HEADROOM)
     y_scale = LinearScale(0, ticks[-1], area.bottom, area.top)
     axes.draw_y_ticks(root, area, [(y_scale(v), format_si(v)) for v in ticks])
     axes.draw_frame(root, area)
     axes.draw_axis_titles(root, area, "", counter)
 
     bars = root.add(group(class_="bars", font_size=LABEL_FONT_SIZE, fill=palette.TEXT))
-    for index, (rung, labels) in enumerate(zip(rungs, ratio_labels(rungs))):
-        centre = area.left + slot * (index + 0.5)
-        bars.add(text(centre, area.bottom + 16, truncate(rung.title, int(slot / 6.6)), text_anchor="middle",
-                      font_weight="bold"))
-        bars.add(text(centre, area.bottom + 30, truncate(rung.detail, int(slot / 6.6)), text_anchor="middle",
-                      fill=palette.MUTED_TEXT))
-        if not rung.rate:
-            message = "; ".join(rung.benchmark.error_messages) or f"no {counter} counter"
-            note = bars.add(text(centre, area.bottom - 8, "no data", text_anchor="middle", fill=palette.WATERFALL_LOSS))
-            note.add(tooltip(message))
-            continue
-        top = y_scale(rung.rate)
-        bar = bars.add(rect(centre - slot * BAR_FRACTION / 2, top, slot * BAR_FRACTION, area.bottom - top,
-                            fill=_bar_colour(index, rungs), class_="bar"))
-        bar.add(tooltip(f"{rung.benchmark.name}: {format_si(rung.rate, counter)}"))
-        lines = [format_si(rung.rate)] + labels
-        for line_index, content in enumerate(lines):
-            bars.add(text(centre, top - 6 - LABEL_LINE * (len(lines) - 1 - line_index), content,
-                          text_anchor="middle", font_weight="bold" if line_index == 0 else None))
+    bar_width = slot_width * fraction / len(series)
+    max_chars = int(slot_width / 6.6)
+    titled = {}  # slot -> the point its title names
+    for series_index, (source, rungs) in enumerate(series):
+        labels, negatives = ratio_labels(rungs), negative_rungs(rungs)
+        first_valued = next((i for i, r in enumerate(rungs) if r.rate), None)
+        for index, rung in enumerate(rungs):
+            slot = slots.index(rung.key)
+            centre = area.left + slot_width * (slot + 0.5)
+            x = centre - slot_width * fraction / 2 + bar_width * series_index
+            bar_centre = x + bar_width / 2
+            if slot not in titled:  # the slot's name and point, from the first series that has it
+                titled[slot] = rung.detail
+                bars.add(text(centre, area.bottom + 16, truncate(rung.title, max_chars), text_anchor="middle",
+                              font_weight="bold"))
+                bars.add(text(centre, area.bottom + 30, truncate(rung.detail, max_chars), text_anchor="middle",
+                              fill=palette.MUTED_TEXT))
+            foot = [_memory_text(rung)]
+            if len(series) > 1:
+                other_point = rung.detail and rung.detail != titled[slot]
+                foot.insert(0, series_name(source) + (f" {rung.detail}" if other_point else ""))
+            for line_index, content in enumerate(foot):
+                bars.add(text(bar_centre, area.bottom + 46 + LABEL_LINE * line_index,
+                              truncate(content, int(bar_width / 6)), text_anchor="middle",
+                              fill=palette.MUTED_TEXT, class_="memory" if content == foot[-1] else None))
+            if not rung.rate:
+                message = "; ".join(rung.benchmark.error_messages) or f"no {counter} counter"
+                note = bars.add(text(bar_centre, area.bottom - 8, "no data", text_anchor="middle",
+                                     fill=palette.WATERFALL_LOSS))
+                note.add(tooltip(message))
+                continue
+            top = y_scale(rung.rate)
+            style = {"fill_opacity": _OTHER_OPACITY} if series_index > 0 else {}
+            bar = bars.add(rect(x, top, bar_width, area.bottom - top,
+                                fill=_bar_colour(negatives[index], index == first_valued), class_="bar", **style))
+            memory = f", peak memory {_memory_text(rung)}" if rung.peak_memory else ""
+            bar.add(tooltip(f"{rung.benchmark.name}: {format_si(rung.rate, counter)}{memory}"))
+            lines = [format_si(rung.rate)] + labels[index] + (["negative rung"] if negatives[index] else [])
+            for line_index, content in enumerate(lines):
+                bars.add(text(bar_centre, top - 6 - LABEL_LINE * (len(lines) - 1 - line_index), content,
+                              text_anchor="middle", font_weight="bold" if line_index == 0 else None,
+                              fill=palette.WATERFALL_LOSS if content == "negative rung" else None))
     return root

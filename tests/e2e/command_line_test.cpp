@@ -9,6 +9,7 @@ namespace roofbench::test_support {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using CommandLine = RoofbenchTest;
 
@@ -64,6 +65,23 @@ TEST_F(CommandLine, ABadFilterRegexExitsTwo) {
   const auto run = roofbench({"--benchmark_filter=^cpu/("});
   EXPECT_EQ(run.exit_code, 2) << run;
   EXPECT_THAT(run.err, HasSubstr("bad --benchmark_filter")) << run;
+}
+
+TEST_F(CommandLine, AFilterTooLongForTheRegexEngineExitsTwo) {
+  std::string filter = "^(";
+  while (filter.size() < 20000) filter += "a|";
+  const auto run = roofbench({"--benchmark_filter=" + filter + "b)"});
+  EXPECT_EQ(run.exit_code, 2) << run.exit_code << run.err.substr(0, 300);
+  EXPECT_THAT(run.err, HasSubstr("at most 4096 are accepted"));
+}
+
+// A results folder that cannot be written fails the run before anything is measured.
+TEST_F(CommandLine, AnUnwritableResultsFolderExitsOneBeforeMeasuring) {
+  const auto file = scratch_.write("a-file", "not a folder\n");
+  const auto run = roofbench_into(file / "results", {"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("nothing was measured")) << run;
+  EXPECT_THAT(run.out, Not(HasSubstr("good/scale"))) << run;
 }
 
 TEST_F(CommandLine, AnUnknownGoogleBenchmarkFlagExitsTwo) {

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../support/roofbench_host.hpp"
@@ -25,15 +28,87 @@ const std::vector<std::string> kGoodBenchmarks{"good/scale/n:1024", "good/scale/
 using GoodPlugin = RoofbenchTest;
 using CrashPlugin = RoofbenchTest;
 
-// The results file is rewritten after every benchmark: a case that kills the process costs only itself.
-TEST_F(CrashPlugin, ResultsMeasuredBeforeACrashStayReadable) {
+// Each hostile case costs only its own benchmark: the worker that died or hung is replaced and the next
+// benchmark runs; every outcome is in a strict-JSON results file and the run exits 1.
+TEST_F(CrashPlugin, EachFlawCostsOnlyItsOwnBenchmark) {
   const auto run = roofbench({"--plugin-dir", BuildPaths::crash_plugins, "--benchmark_filter=^crash/"});
-  EXPECT_NE(run.exit_code, 0) << run;
+  EXPECT_EQ(run.exit_code, 1) << run;
+  EXPECT_THAT(run.err, HasSubstr("8 benchmark(s) failed")) << run;
   const auto results = read_results(latest_results());
   ASSERT_TRUE(results);
-  EXPECT_EQ(results->context.at("complete"), "false");
-  ASSERT_EQ(results->names(), std::vector<std::string>{"crash/a_passes"});
-  EXPECT_EQ(results->benchmarks.front().gate, "pass");
+  EXPECT_EQ(results->context.at("complete"), "true");
+  const std::vector<std::tuple<std::string, std::string, std::string>> expected{
+      {"crash/a_passes", "ok", ""},
+      {"crash/b_aborts", "crashed", "killed by signal 6"},
+      {"crash/c_segfaults", "crashed", "killed by signal 11"},
+      {"crash/d_exits_zero", "crashed", "exited with code 0"},
+      {"crash/e_teardown_throws_int", "error", "teardown threw a non-standard exception"},
+      {"crash/f_never_ends", "timed_out", "ran past its 1.5 s timeout"},
+      {"crash/g_host_field_counters", "ok", ""},
+      {"crash/h_not_utf8", "ok", ""},
+      {"crash/i_not_utf8_message", "gate_failed", "latin-1 \xef\xbf\xbdt\xef\xbf\xbd and a lone \xef\xbf\xbd"},
+      {"crash/j_negative_error", "error", "negative relative error"},
+      {"crash/k_nan_flops", "error", "work() gave flops = nan"},
+      {"crash/z_passes", "ok", ""},
+  };
+  ASSERT_EQ(results->benchmarks.size(), expected.size()) << run;
+  for (const auto& [name, status, message] : expected) {
+    const BenchmarkEntry* b = results->find(name);
+    ASSERT_TRUE(b) << name;
+    EXPECT_EQ(b->status, status) << name << ": " << b->error_message;
+    EXPECT_THAT(b->error_message, HasSubstr(message)) << name;
+    if (status == "ok") {
+      EXPECT_EQ(b->gate, "pass") << name;
+    }
+  }
+  // A plugin's counters never take a host field's name: they are renamed, the host's stay the host's.
+  const BenchmarkEntry* counters = results->find("crash/g_host_field_counters");
+  ASSERT_TRUE(counters);
+  for (const char* key : {"case.samples", "case.name", "case.noise", "case.noise.2", "case.FLOP/s", "case.real_time",
+                          "samples", "noise", "FLOP/s", "real_time", "name"})
+    EXPECT_THAT(counters->keys, Contains(key)) << key;
+}
+
+// --isolation=none is the old in-process mode: the same results for cases that behave.
+TEST_F(CrashPlugin, InProcessIsolationStillMeasures) {
+  const auto run = roofbench({"--isolation=none", "--plugin-dir", BuildPaths::crash_plugins,
+                              "--benchmark_filter=^crash/(a_passes|e_teardown|j_negative|z_passes)"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  ASSERT_EQ(results->benchmarks.size(), 4u) << run;
+  EXPECT_EQ(results->find("crash/a_passes")->status, "ok");
+  EXPECT_EQ(results->find("crash/e_teardown_throws_int")->status, "error");
+  EXPECT_EQ(results->find("crash/z_passes")->status, "ok");
+}
+
+using KillerPlugins = RoofbenchTest;
+
+const std::vector<std::string> kKillers{"exit_in_describe.so", "segfault_at_load.so", "segfault_in_describe.so"};
+
+TEST_F(KillerPlugins, EachIsReportedOnceByPathAndTheOthersRun) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::killer_plugins, "--plugin-dir", BuildPaths::good_plugins,
+                              "--benchmark_filter=^good/scale/n:1024/"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_THAT(results->names(), ElementsAre("good/scale/n:1024"));
+  ASSERT_EQ(results->load_failures.size(), kKillers.size()) << run;
+  for (std::size_t i = 0; i < kKillers.size(); ++i) {
+    EXPECT_EQ(results->load_failures[i].first, (std::filesystem::path(BuildPaths::killer_plugins) / kKillers[i]).string());
+    EXPECT_THAT(results->load_failures[i].second, HasSubstr("crashed its worker process while loading")) << run;
+  }
+  EXPECT_THAT(results->load_failures[0].second, HasSubstr("exited with code 0"));
+  EXPECT_THAT(results->load_failures[1].second, HasSubstr("signal 11"));
+  EXPECT_THAT(results->load_failures[1].second, HasSubstr("about to crash in a static constructor"));
+}
+
+TEST_F(KillerPlugins, ListSurvivesThem) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::killer_plugins, "--plugin-dir", BuildPaths::good_plugins, "--list"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("scale  [cpu")) << run;
+  EXPECT_THAT(run.out, HasSubstr("plugins that failed to load:")) << run;
+  for (const auto& k : kKillers) EXPECT_THAT(run.out, HasSubstr(k)) << run;
 }
 
 TEST_F(GoodPlugin, PassesItsGatesAndWritesAValidResultsFile) {
@@ -78,6 +153,33 @@ TEST_F(GoodPlugin, ListTestsNamesTheBenchmarksAndRunsNothing) {
   for (const auto& name : kGoodBenchmarks) EXPECT_THAT(run.out, HasSubstr(name)) << run;
   EXPECT_THAT(run.out, Not(HasSubstr("cpu/"))) << run;
   EXPECT_FALSE(std::filesystem::exists(latest_results())) << "listing wrote a results file";
+}
+
+// Google Benchmark decides what its flags mean: =0 is not listing, so everything is measured.
+TEST_F(GoodPlugin, ListTestsZeroMeasures) {
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/scale/", "--benchmark_list_tests=0"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  ASSERT_EQ(results->benchmarks.size(), 2u);
+  for (const auto& b : results->benchmarks) {
+    EXPECT_THAT(b.counters, Contains("roof_pct")) << b.name;
+    EXPECT_THAT(b.label, HasSubstr("bound=")) << b.name;
+  }
+}
+
+// Two runs at once into one folder keep two files (a run file is claimed exclusively).
+TEST_F(GoodPlugin, TwoRunsInOneSecondKeepTwoFiles) {
+  ProcessResult first, second;
+  std::thread other([&] { first = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/scale/n:1024/"}); });
+  second = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--benchmark_filter=^good/scale/n:1024/"});
+  other.join();
+  EXPECT_EQ(first.exit_code, 0) << first;
+  EXPECT_EQ(second.exit_code, 0) << second;
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(results_dir())) files.insert(entry.path().filename().string());
+  files.erase("latest.json");
+  EXPECT_EQ(files.size(), 2u) << ::testing::PrintToString(files);
 }
 
 TEST_F(GoodPlugin, ListShowsDevicesPluginsCasesAndAxes) {
@@ -149,6 +251,9 @@ const std::vector<std::pair<std::string, std::string>> kBrokenPluginReasons{
     {"unresolved_symbol.so", "undefined symbol: roofbench_test_function_defined_nowhere"},
     {"describe_throws.so", "describe() threw: describe_throws cannot describe itself"},
     {"duplicate_case_names.so", "two cases named 'twice'"},
+    {"slash_in_axis_value.so", "axis 'a': value 'x/b:1' has '/'"},
+    {"duplicate_axis_names.so", "two axes named 'n'"},
+    {"old_string_abi.so", "_GLIBCXX_USE_CXX11_ABI=0, this host with 1"},
     {"notaplugin.so", "cannot load"},
 };
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """read_results.py RESULTS.json: checks that a roofbench results file is strict JSON (no NaN or
-Infinity) and prints what the end-to-end tests look at, one tab-separated record per line:
+Infinity, valid UTF-8, no key twice in one object) and prints what the end-to-end tests look at, one tab-separated record per line:
   context <key> <value>          suite, complete, gate
   load_failure <path> <reason>
   benchmark <name> <status> <gate> <label> <headline counters present, comma-separated> <error message>
+  keys <name> <every key of the benchmark's entry, comma-separated>
 Exit 1 with the reason on stderr when the file cannot be read."""
 import json
 import math
@@ -16,13 +17,21 @@ def reject_constant(name):
     raise ValueError(f"{name} is not JSON")
 
 
+def reject_duplicate_keys(pairs):
+    keys = [key for key, _ in pairs]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"keys written twice in one object: {duplicates}")
+    return dict(pairs)
+
+
 def flat(text):
     return " ".join(str(text).split())
 
 
 def main(path):
     with open(path, encoding="utf-8") as f:
-        results = json.load(f, parse_constant=reject_constant)
+        results = json.load(f, parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)
     run = results["context"]["roofbench"]
     for key in ("suite", "complete", "gate"):
         value = run[key]
@@ -33,6 +42,7 @@ def main(path):
         present = [c for c in HEADLINE_COUNTERS if isinstance(b.get(c), (int, float)) and math.isfinite(b[c])]
         print("\t".join(["benchmark", b["name"], b["roofbench"]["status"], b["roofbench"]["gate"], flat(b["label"]),
                          ",".join(present), flat(b["error_message"])]))
+        print("\t".join(["keys", b["name"], ",".join(b.keys())]))
 
 
 if __name__ == "__main__":

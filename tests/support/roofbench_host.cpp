@@ -8,6 +8,7 @@ const std::string BuildPaths::roofbench = ROOFBENCH_TEST_EXECUTABLE;
 const std::string BuildPaths::good_plugins = ROOFBENCH_TEST_GOOD_PLUGINS;
 const std::string BuildPaths::wrong_plugins = ROOFBENCH_TEST_WRONG_PLUGINS;
 const std::string BuildPaths::crash_plugins = ROOFBENCH_TEST_CRASH_PLUGINS;
+const std::string BuildPaths::killer_plugins = ROOFBENCH_TEST_KILLER_PLUGINS;
 const std::string BuildPaths::broken_plugins = ROOFBENCH_TEST_BROKEN_PLUGINS;
 const std::string BuildPaths::ceilings_cache = ROOFBENCH_TEST_CEILINGS_CACHE;
 const std::string BuildPaths::reports = ROOFBENCH_TEST_REPORTS_DIR;
@@ -55,7 +56,10 @@ std::optional<ResultsSummary> read_results(const std::filesystem::path& file) {
     } else if (fields.size() == 7 && fields[0] == "benchmark") {
       const auto counters = split(fields[5], ',');
       summary.benchmarks.push_back(
-          {fields[1], fields[2], fields[3], fields[4], fields[6], std::set<std::string>(counters.begin(), counters.end())});
+          {fields[1], fields[2], fields[3], fields[4], fields[6], std::set<std::string>(counters.begin(), counters.end()), {}});
+    } else if (fields.size() == 3 && fields[0] == "keys" && !summary.benchmarks.empty()) {
+      const auto keys = split(fields[2], ',');
+      summary.benchmarks.back().keys = std::set<std::string>(keys.begin(), keys.end());
     } else {
       ADD_FAILURE() << "unexpected line from " << BuildPaths::results_reader << ": " << line;
       return std::nullopt;
@@ -65,8 +69,12 @@ std::optional<ResultsSummary> read_results(const std::filesystem::path& file) {
 }
 
 ProcessResult RoofbenchTest::roofbench(const std::vector<std::string>& args) const {
+  return roofbench_into(results_dir(), args);
+}
+
+ProcessResult RoofbenchTest::roofbench_into(const std::filesystem::path& dir, const std::vector<std::string>& args) const {
   std::vector<std::string> argv{BuildPaths::roofbench, "--device", "cpu", "--max-time", "0.05",
-                                "--results-dir", results_dir().string()};
+                                "--results-dir", dir.string()};
   argv.insert(argv.end(), args.begin(), args.end());
   // Plugins come from the build's own plugin folder and the --plugin-dir arguments only.
   return run_process(argv, {{"ROOFBENCH_CACHE_DIR", BuildPaths::ceilings_cache}}, {"ROOFBENCH_PLUGIN_PATH"});

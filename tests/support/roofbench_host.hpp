@@ -23,6 +23,7 @@ struct BuildPaths {
   static const std::string wrong_plugins;
   static const std::string broken_plugins;
   static const std::string crash_plugins;
+  static const std::string killer_plugins;  // plugins that kill the process loading them
   static const std::string ceilings_cache;   // ROOFBENCH_CACHE_DIR of every run
   static const std::string reports;          // reports/ of the source tree
   static const std::string python;
@@ -32,6 +33,7 @@ struct BuildPaths {
 struct BenchmarkEntry {
   std::string name, status, gate, label, error_message;
   std::set<std::string> counters;  // the headline counters present with a finite value
+  std::set<std::string> keys;      // every key of the entry
 };
 
 struct ResultsSummary {
@@ -52,6 +54,8 @@ class RoofbenchTest : public ::testing::Test {
   // roofbench --device cpu --max-time 0.05 --results-dir <fresh>/roofbench-results ARGS, with the shared
   // ceilings cache and no plugin folders from this process's environment.
   ProcessResult roofbench(const std::vector<std::string>& args) const;
+  // The same with the results going to `results_dir` instead.
+  ProcessResult roofbench_into(const std::filesystem::path& results_dir, const std::vector<std::string>& args) const;
   std::filesystem::path results_dir() const { return scratch_ / "roofbench-results"; }
   std::filesystem::path latest_results() const { return results_dir() / "latest.json"; }
 

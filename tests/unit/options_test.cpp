@@ -116,31 +116,19 @@ TEST(Options, GoogleBenchmarkFlagsPassThroughInOrder) {
   EXPECT_EQ(o.benchmark_args, (std::vector<std::string>{"roofbench", "--benchmark_filter=^cpu/",
                                                         "--benchmark_repetitions=3", "--benchmark_list_tests",
                                                         "--v=2"}));
-  EXPECT_TRUE(o.has_benchmark_filter);
-  EXPECT_TRUE(o.lists_benchmark_tests);
   EXPECT_EQ(o.device, "cpu");
 }
 
-TEST(Options, ListTestsFalseDoesNotList) {
-  const Options o = parse({"--benchmark_list_tests=false"});
-  EXPECT_FALSE(o.lists_benchmark_tests);
-  EXPECT_FALSE(o.has_benchmark_filter);
-}
-
-}  // namespace
-}  // namespace roofbench
-
-namespace roofbench {
-namespace {
-
-// The results file records how many repetitions each benchmark has; Google Benchmark keeps the flag.
-TEST(Options, BenchmarkRepetitionsAreReadAndPassedOn) {
-  const char* argv[] = {"roofbench", "--benchmark_repetitions=5"};
-  const Options o = parse_options(2, argv);
-  EXPECT_EQ(o.benchmark_repetitions, 5);
-  EXPECT_EQ(o.benchmark_args.back(), "--benchmark_repetitions=5");
-  const char* plain[] = {"roofbench"};
-  EXPECT_EQ(parse_options(1, plain).benchmark_repetitions, 1);
+TEST(Options, IsolationAndTimeout) {
+  EXPECT_EQ(parse({}).isolation, Isolation::process);
+  EXPECT_FALSE(parse({}).timeout_s);
+  const Options o = parse({"--isolation=none", "--timeout", "2.5"});
+  EXPECT_EQ(o.isolation, Isolation::none);
+  EXPECT_EQ(o.timeout_s, 2.5);
+  EXPECT_THAT(usage_error({"--isolation=thread"}), HasSubstr("--isolation must be process or none"));
+  EXPECT_THAT(usage_error({"--timeout=-1"}), HasSubstr("--timeout needs a non-negative number"));
+  // The default fits the slowest shipped benchmark (about 15 s with 5 s of sampling) with room to spare.
+  EXPECT_GE(default_timeout_seconds(MeasureOptions{}), 60);
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ TEST(PluginLoader, FindsSharedLibrariesInNameOrderOncePerFile) {
   const auto files = find_plugin_files({ROOFBENCH_TEST_BROKEN_PLUGINS, ROOFBENCH_TEST_BROKEN_PLUGINS, "/nonexistent"});
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(file_name(f));
-  EXPECT_EQ(names, (std::vector<std::string>{"describe_throws.so", "duplicate_case_names.so", "no_entry_point.so",
+  EXPECT_EQ(names, (std::vector<std::string>{"describe_throws.so", "duplicate_axis_names.so", "duplicate_case_names.so",
+                                             "no_entry_point.so", "old_string_abi.so", "slash_in_axis_value.so",
                                              "unresolved_symbol.so", "wrong_abi_version.so"}));
 }
 
@@ -53,7 +54,10 @@ TEST(PluginLoader, EachBrokenPluginFailsWithItsReason) {
   EXPECT_THAT(reasons["describe_throws.so"], HasSubstr("describe() threw: describe_throws cannot describe itself"));
   EXPECT_THAT(reasons["duplicate_case_names.so"], HasSubstr("two cases named 'twice'"));
   EXPECT_THAT(reasons["notaplugin.so"], HasSubstr("cannot load"));
-  EXPECT_EQ(reasons.size(), 6u);
+  EXPECT_THAT(reasons["old_string_abi.so"], HasSubstr("ABI mismatch: built with _GLIBCXX_USE_CXX11_ABI=0"));
+  EXPECT_THAT(reasons["slash_in_axis_value.so"], HasSubstr("has '/'"));
+  EXPECT_THAT(reasons["duplicate_axis_names.so"], HasSubstr("two axes named 'n'"));
+  EXPECT_EQ(reasons.size(), 9u);
 }
 
 TEST(PluginLoader, ASecondPluginOfTheSameNameIsRefused) {

@@ -9,6 +9,10 @@
 
 #include "roofbench/plugin.hpp"
 
+// The entry point's fingerprint records the CUDA runtime this file was compiled against (plugin.hpp).
+#undef ROOFBENCH_CUDA_RUNTIME_MAJOR
+#define ROOFBENCH_CUDA_RUNTIME_MAJOR (CUDART_VERSION / 1000)
+
 namespace roofbench::detail {
 [[noreturn]] inline void throw_call_error(const char* lib, long code, const char* message, const char* call,
                                           const char* file, int line) {

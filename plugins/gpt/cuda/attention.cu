@@ -4,10 +4,8 @@
 // cuBLAS matmuls around a materialised T x T score matrix, a separate scale + mask + softmax kernel, and
 // the same pieces backwards. Those matmuls are issued by the trainer; this file holds the kernels between.
 //
-// Fused (what a compiler emits), version 1 (SIMT fp32 matmuls; attention_v2.cu holds the tensor-core
-// version 2 of the same structure, attention_v3.cu its version 3, the default): one block per (sequence,
-// head, tile of 32 rows); q, k and v are loaded
-// once from the raw qkv with the bias and RoPE applied on the way in, the scores live in shared memory,
+// Fused (what a compiler emits), version 1 (SIMT fp32 matmuls, a kernel-lab version: attention_v3.cu holds
+// the keeper on tensor cores): one block per (sequence, head, tile of 32 rows); q, k and v are loaded once from the raw qkv with the bias and RoPE applied on the way in, the scores live in shared memory,
 // and only the output and one log-sum-exp per row go back to memory. The backward recomputes the
 // probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one per query tile for dq,
 // one per key tile for dk and dv, so that every gradient element has one writer and needs no atomics.
@@ -399,16 +397,10 @@ void check_fused_attention_shape(const AttentionShape& s) {
                 std::to_string(s.T) + ")");
 }
 
-AttentionVersion attention_version_from_env() {
-  return static_cast<AttentionVersion>(lab_version_from_env("ROOFBENCH_GPT_ATTENTION", 3, 3) - 1);
-}
-
 const char* attention_version_name(AttentionVersion version) {
   switch (version) {
     case AttentionVersion::v1:
       return "v1 (SIMT fp32)";
-    case AttentionVersion::v2:
-      return "v2 (TF32 tensor cores)";
     case AttentionVersion::v3:
       return "v3 (TF32 tensor cores, one block per head)";
   }
@@ -416,7 +408,6 @@ const char* attention_version_name(AttentionVersion version) {
 }
 
 void fused_attention_configure() {
-  attention::configure_v2();
   attention::configure_v3();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
@@ -445,10 +436,6 @@ void fused_attention_forward(float* out, float* lse, const float* qkv, const flo
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
     return;
   }
-  if (version == AttentionVersion::v2) {
-    attention::forward_v2(out, lse, qkv, qkv_bias, args, stream);
-    return;
-  }
   fused_attention_forward_kernel<<<fused_grid(s), kThreads, kForwardSmem, stream>>>(out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
@@ -461,16 +448,23 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
     return;
   }
-  if (version == AttentionVersion::v2) {
-    attention::backward_v2(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
-    return;
-  }
   fused_attention_backward_dq_kernel<<<fused_grid(s), kThreads, kBackwardDqSmem, stream>>>(
       dqkv, delta, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
   fused_attention_backward_dkv_kernel<<<fused_grid(s), kThreads, kBackwardDkvSmem, stream>>>(
       dqkv, delta, dout, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
+}
+
+void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
+                             const AttentionShape& s, cudaStream_t stream) {
+  attention::forward_v3(out, lse, qkv, qkv_bias, fused_args(s, table), stream);
+}
+
+void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                              const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
+                              cudaStream_t stream) {
+  attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, fused_args(s, table), stream);
 }
 
 }  // namespace roofbench::gpt::cuda

@@ -1,11 +1,13 @@
-// What both fused attention versions share: the shape constants, RoPE's rotation, where a head's rows
+// What the fused attention versions share: the shape constants, RoPE's rotation, where a head's rows
 // live, the kernels' arguments, and the launchers of each version (attention.cu dispatches between them).
-//   v1 (attention.cu): SIMT fp32 block matmuls, the previous version, kept for A/B comparison.
-//   v2 (attention_v2.cu): the same fused structure with its matmuls on TF32 tensor cores (WMMA).
-//   v3 (attention_v3.cu): v2's tiles walked in turn by one block per (sequence, head), each row loaded once,
-//      the next tile's loads overlapping the current tile's products.
+//   v1 (attention.cu): SIMT fp32 block matmuls, one block per (sequence, head, 32-row tile): a lab version.
+//   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
+//      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
+//      products: the keeper the trainers run. (v2, the same tiles one block per 32-row tile, is retired:
+//      v3 superseded it.)
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -42,18 +44,17 @@ struct FusedArgs {
   RopeTable rope;
 };
 
-// v2's launchers (attention_v2.cu); the shape is checked by the caller.
-void configure_v2();
-void forward_v2(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
-                cudaStream_t stream);
-void backward_v2(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
-                 const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
-
 // v3's launchers (attention_v3.cu); the shape is checked by the caller.
 void configure_v3();
 void forward_v3(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream);
 void backward_v3(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                  const float* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+// The same kernels on bf16 tensors (R2): bf16 tensor cores, fp32 softmax and accumulation.
+void forward_v3(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
+void backward_v3(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout, const __nv_bfloat16* out,
+                 const float* lse, const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args,
+                 cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -1,6 +1,7 @@
 // Cross-entropy over the vocabulary: eager as three launches, fused as one; and the step's mean loss.
 #include "common.cuh"
 #include "layers.hpp"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 namespace {
@@ -43,7 +44,8 @@ __global__ void cross_entropy_backward_kernel(float* dlogits, const float* logpr
   }
 }
 
-__global__ void fused_cross_entropy_kernel(float* losses, float* dlogits, const float* logits,
+template <typename D>
+__global__ void fused_cross_entropy_kernel(float* losses, D* dlogits, const float* logits,
                                            const std::uint8_t* targets, int N, int V) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -52,7 +54,7 @@ __global__ void fused_cross_entropy_kernel(float* losses, float* dlogits, const 
   const int target = targets[row];
   const float inv_n = 1.0f / N;
   for (int v = lane; v < V; v += 32)
-    dlogits[base + v] = (expf(logits[base + v] - stats.lse) - (v == target ? 1.0f : 0.0f)) * inv_n;
+    dlogits[base + v] = from_float<D>((expf(logits[base + v] - stats.lse) - (v == target ? 1.0f : 0.0f)) * inv_n);
   if (lane == 0) losses[row] = stats.lse - logits[base + target];
 }
 
@@ -102,6 +104,13 @@ void cross_entropy_backward(float* dlogits, const float* logprobs, const std::ui
 }
 
 void fused_cross_entropy(float* losses, float* dlogits, const float* logits, const std::uint8_t* targets, int N,
+                         int V, cudaStream_t stream) {
+  fused_cross_entropy_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(losses, dlogits, logits, targets,
+                                                                               N, V);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void fused_cross_entropy(float* losses, bf16* dlogits, const float* logits, const std::uint8_t* targets, int N,
                          int V, cudaStream_t stream) {
   fused_cross_entropy_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(losses, dlogits, logits, targets,
                                                                                N, V);

@@ -1,9 +1,12 @@
 // One-operation elementwise kernels (the eager path), and the bias + GELU fusion of the fused path.
 #include <cstdint>
+#include <type_traits>
 
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "roofbench/plugin.hpp"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 namespace {
@@ -42,32 +45,47 @@ __global__ void bias_gelu_forward_kernel(float* out, float* z, const float* bias
 // bias_gelu_forward, four elements per thread (16-byte loads and stores; cols a multiple of 4, n / 4 below
 // 2^31): the same arithmetic per element as the scalar kernel above, 32-bit index math.
 // The bias is read one float at a time (cached; its offset in the flat parameters need not be 16-byte aligned).
-__global__ void bias_gelu_forward4_kernel(float4* out, float4* z, const float* bias, int quads, int col_quads) {
+// T bf16 (R2): z and out are bf16; GELU reads the pre-activation as stored (rounded), as autocast's does.
+template <typename T>
+__global__ void bias_gelu_forward4_kernel(T* out, T* z, const float* bias, int quads, int col_quads) {
   for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
     const float* b = bias + 4 * (q % col_quads);
-    const float4 x = z[q];
-    const float4 pre = make_float4(x.x + b[0], x.y + b[1], x.z + b[2], x.w + b[3]);
-    z[q] = pre;
-    out[q] = make_float4(gelu(pre.x), gelu(pre.y), gelu(pre.z), gelu(pre.w));
+    const float4 x = load4(z + 4 * static_cast<std::size_t>(q));
+    float4 pre = make_float4(x.x + b[0], x.y + b[1], x.z + b[2], x.w + b[3]);
+    store4(z + 4 * static_cast<std::size_t>(q), pre);
+    if constexpr (!std::is_same_v<T, float>) pre = load4(z + 4 * static_cast<std::size_t>(q));
+    store4(out + 4 * static_cast<std::size_t>(q), make_float4(gelu(pre.x), gelu(pre.y), gelu(pre.z), gelu(pre.w)));
   }
 }
 
-// dz = dout * GELU'(z), written four columns at a time, and returned for the bias gradient's column sums.
+// dz = dout * GELU'(z), written four columns at a time, and returned (fp32, before any rounding) for the
+// bias gradient's column sums.
+template <typename T>
 struct GeluBackwardTerm4 {
-  float* dz;
-  const float* dout;
-  const float* z;
+  T* dz;
+  const T* dout;
+  const T* z;
   int cols;
   __device__ float4 operator()(int row, int col) const {
     const std::size_t i = static_cast<std::size_t>(row) * cols + col;
-    const float4 g = *reinterpret_cast<const float4*>(dout + i);
-    const float4 x = *reinterpret_cast<const float4*>(z + i);
+    const float4 g = load4(dout + i);
+    const float4 x = load4(z + i);
     const float4 d = make_float4(g.x * gelu_derivative(x.x), g.y * gelu_derivative(x.y), g.z * gelu_derivative(x.z),
                                  g.w * gelu_derivative(x.w));
-    *reinterpret_cast<float4*>(dz + i) = d;
+    store4(dz + i, d);
     return d;
   }
 };
+
+__global__ void cast_to_bf16_kernel(__nv_bfloat16* out, const float* in, std::size_t n) {
+  const std::size_t quads = n / 4;
+  for (std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; q < quads;
+       q += std::size_t{gridDim.x} * blockDim.x)
+    store4(out + 4 * q, load4(in + 4 * q));
+  // The tail past the last whole quad, by the first threads.
+  const std::size_t tail = 4 * quads + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (tail < n) out[tail] = __float2bfloat16_rn(in[tail]);
+}
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -93,9 +111,8 @@ void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int co
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
   if (vectorized && cols % 4 == 0 && n / 4 < (std::size_t{1} << 31) && aligned16(out) && aligned16(z)) {
     const std::size_t quads = n / 4;
-    bias_gelu_forward4_kernel<<<elementwise_blocks(quads), kElementwiseThreads, 0, stream>>>(
-        reinterpret_cast<float4*>(out), reinterpret_cast<float4*>(z), bias,
-        static_cast<int>(quads), cols / 4);
+    bias_gelu_forward4_kernel<float><<<elementwise_blocks(quads), kElementwiseThreads, 0, stream>>>(
+        out, z, bias, static_cast<int>(quads), cols / 4);
     ROOFBENCH_CUDA_LAUNCH();
     return;
   }
@@ -110,7 +127,30 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
     column_sum(dbias, dz, rows, cols, partials, stream);
     return;
   }
-  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4{dz, dout, z, cols}, partials, stream);
+  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<float>{dz, dout, z, cols}, partials, stream);
+}
+
+void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream) {
+  if (!aligned4(out) || !aligned4(in)) throw Error("gpt: cast_to_bf16 needs 16-byte aligned buffers");
+  cast_to_bf16_kernel<<<elementwise_blocks(n / 4 + 1), kElementwiseThreads, 0, stream>>>(out, in, n);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  if (cols % 4 != 0 || n / 4 >= (std::size_t{1} << 31) || !aligned4(out) || !aligned4(z))
+    throw Error("gpt: bias_gelu_forward on bf16 needs cols % 4 == 0 and 8-byte aligned buffers");
+  const std::size_t quads = n / 4;
+  bias_gelu_forward4_kernel<bf16><<<elementwise_blocks(quads), kElementwiseThreads, 0, stream>>>(
+      out, z, bias, static_cast<int>(quads), cols / 4);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
+                             float* partials, cudaStream_t stream) {
+  if (cols % 4 != 0 || !aligned4(dz) || !aligned4(dout) || !aligned4(z))
+    throw Error("gpt: gelu_backward_bias_grad on bf16 needs cols % 4 == 0 and 8-byte aligned buffers");
+  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<bf16>{dz, dout, z, cols}, partials, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

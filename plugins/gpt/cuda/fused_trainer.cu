@@ -9,8 +9,6 @@
 
 namespace roofbench::gpt::cuda {
 
-bool vectorized_elementwise_from_env() { return lab_version_from_env("ROOFBENCH_GPT_ELEMENTWISE", 2, 2) == 2; }
-
 namespace {
 
 class FusedTrainer final : public Trainer {
@@ -19,55 +17,12 @@ class FusedTrainer final : public Trainer {
                std::uint64_t data_seed)
       : Trainer(cfg, alloc, stream, corpus, data_seed) {
     check_fused_attention_shape(attention_shape(cfg_.batch));
-    attention_version_ = attention_version_from_env();  // read once: v3 unless told v2 or v1
-    vectorized_ = vectorized_elementwise_from_env();
-    set_wgrad_layout(wgrad_layout_from_env());  // read once: kDefaultWgradLayout unless told otherwise
+    set_wgrad_layout(kFusedWgradLayout);
     fused_attention_configure();
     const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
     for (int l = 0; l < cfg_.layers; ++l) lse_.push_back(alloc_floats(stats, BufferRole::output));
     delta_ = alloc_floats(stats, BufferRole::output);
   }
-
-  ~FusedTrainer() override {
-    if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
-  }
-
-  // Runs one eager step first so every kernel is loaded and cuBLAS has picked its algorithms, then records
-  // the step once. The graph holds buffer addresses, not values: initialize() later needs no re-capture.
-  // The recording happens on a stream of our own: the caller's may be the legacy default stream, which
-  // cannot be captured; the graph is then launched on the caller's stream all the same.
-  void capture() {
-    enqueue_step();
-    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
-    const cudaStream_t launch_stream = stream_;
-    cudaStream_t capture_stream = nullptr;
-    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
-    cudaGraph_t graph = nullptr;
-    cudaError_t status = cudaSuccess;
-    try {
-      bind_stream(capture_stream);
-      ROOFBENCH_CUDA(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
-      try {
-        enqueue_step();
-      } catch (...) {
-        cudaStreamEndCapture(capture_stream, &graph);  // leave the stream usable; report the first error
-        throw;
-      }
-      ROOFBENCH_CUDA(cudaStreamEndCapture(capture_stream, &graph));
-      status = cudaGraphInstantiate(&graph_, graph, 0);
-    } catch (...) {
-      if (graph) cudaGraphDestroy(graph);
-      cudaStreamDestroy(capture_stream);
-      bind_stream(launch_stream);
-      throw;
-    }
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(capture_stream);
-    bind_stream(launch_stream);
-    ROOFBENCH_CUDA(status);
-  }
-
-  void train_step() override { ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_)); }
 
  protected:
   void forward_pass(const std::uint8_t* inputs, int batch) override {
@@ -82,13 +37,12 @@ class FusedTrainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
       linear_forward(cublas_, a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
-      fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_,
-                              attention_version_);
+      fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_);
       linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
       residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
                                  param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
       linear_forward(cublas_, a.fc, a.ln2, param(o.fc_w), N, C, H);
-      bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_, vectorized_);
+      bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_);
       linear_forward(cublas_, branch_, a.gelu, param(o.fc_proj_w), N, H, C);
       // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).
       const bool last = l + 1 == cfg_.layers;
@@ -112,24 +66,15 @@ class FusedTrainer final : public Trainer {
     for (int l = cfg_.layers - 1; l >= 0; --l) {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
-      if (vectorized_)
-        mlp_backward_to_ln2_fused(l);
-      else
-        mlp_backward_to_ln2(l);
+      mlp_backward_to_ln2_fused(l);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly.
       layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln_, a.mid, a.ln2_mean, a.ln2_rstd,
                          param(o.ln2_w), N_, C, 1.0f, partials_, stream_);
-      if (vectorized_)
-        column_sum_vec4(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
-      else
-        column_sum(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
+      column_sum_vec4(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
       linear_grads(d_attn_out_, grad(o.attn_proj_w), d_resid_, a.attn_out, param(o.attn_proj_w), C, C);
       fused_attention_backward(d_qkv_, delta_, d_attn_out_, a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_,
-                               shape, stream_, attention_version_);
-      if (vectorized_)
-        column_sum_vec4(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
-      else
-        column_sum(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
+                               shape, stream_);
+      column_sum_vec4(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
       linear_grads(d_ln_, grad(o.qkv_w), d_qkv_, a.ln1, param(o.qkv_w), C, 3 * C);
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_);
@@ -157,9 +102,6 @@ class FusedTrainer final : public Trainer {
 
   std::vector<float*> lse_;  // per layer [B, heads, T]: the forward's softmax statistics
   float* delta_;             // [B, heads, T] scratch of the attention backward
-  AttentionVersion attention_version_ = AttentionVersion::v3;  // ROOFBENCH_GPT_ATTENTION, read at construction
-  bool vectorized_ = true;  // ROOFBENCH_GPT_ELEMENTWISE: v2 (default) 16-byte + fused bias gradients, v1 scalar
-  cudaGraphExec_t graph_ = nullptr;
 };
 
 }  // namespace
@@ -168,7 +110,7 @@ std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAlloc
                                             DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed) {
   auto trainer = std::make_unique<FusedTrainer>(cfg, alloc, stream, corpus, data_seed);
   trainer->initialize(init_seed);  // the warm-up step inside capture() then runs on sane numbers
-  trainer->capture();
+  trainer->capture_step_graph();
   trainer->initialize(init_seed);  // undo the warm-up step
   return trainer;
 }

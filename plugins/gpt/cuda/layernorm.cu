@@ -3,12 +3,14 @@
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 namespace {
 
+template <typename Y>
 struct LayerNormRows {
-  float* y;
+  Y* y;
   float* mean;
   float* rstd;
   const float* w;
@@ -18,9 +20,11 @@ struct LayerNormRows {
 };
 
 // kResidual: the row is first formed as a + branch + branch_bias and written to `sum`, which the fused
-// path uses to skip a separate residual-add kernel and its extra trip through memory.
-template <bool kResidual>
-__global__ void layernorm_forward_kernel(LayerNormRows rows, float* sum, const float* x, const float* branch,
+// path uses to skip a separate residual-add kernel and its extra trip through memory. The statistics and
+// the residual stream are fp32 whatever the storage of the branch and of y (bf16 in R2: what autocast's
+// bf16 matmul hands over, and what the next matmul reads).
+template <bool kResidual, typename Y, typename Branch>
+__global__ void layernorm_forward_kernel(LayerNormRows<Y> rows, float* sum, const float* x, const Branch* branch,
                                          const float* branch_bias) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -31,7 +35,7 @@ __global__ void layernorm_forward_kernel(LayerNormRows rows, float* sum, const f
   float total = 0;
   if constexpr (kResidual) {
     for (int c = lane; c < C; c += 32) {
-      const float s = x[base + c] + branch[base + c] + (branch_bias ? branch_bias[c] : 0.0f);
+      const float s = x[base + c] + to_float(branch[base + c]) + (branch_bias ? branch_bias[c] : 0.0f);
       sum[base + c] = s;
       total += s;
     }
@@ -46,7 +50,8 @@ __global__ void layernorm_forward_kernel(LayerNormRows rows, float* sum, const f
     squares += d * d;
   }
   const float rstd = 1.0f / sqrtf(warp_sum(squares) / C + rows.eps);
-  for (int c = lane; c < C; c += 32) rows.y[base + c] = (in[c] - mean) * rstd * rows.w[c] + rows.b[c];
+  for (int c = lane; c < C; c += 32)
+    rows.y[base + c] = from_float<Y>((in[c] - mean) * rstd * rows.w[c] + rows.b[c]);
   if (lane == 0) {
     rows.mean[row] = mean;
     rows.rstd[row] = rstd;
@@ -54,8 +59,10 @@ __global__ void layernorm_forward_kernel(LayerNormRows rows, float* sum, const f
 }
 
 // dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w: the LayerNorm backward through its statistics.
-__global__ void layernorm_backward_dx_kernel(float* dx, const float* dy, const float* x, const float* mean,
-                                             const float* rstd, const float* w, int N, int C, float beta) {
+// dx_bf16, when given, receives the same dx rounded to bf16 (the operand of R2's next bf16 matmuls).
+__global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, const float* dy, const float* x,
+                                             const float* mean, const float* rstd, const float* w, int N, int C,
+                                             float beta) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -72,7 +79,9 @@ __global__ void layernorm_backward_dx_kernel(float* dx, const float* dy, const f
     const float xhat = (x[base + c] - mu) * rs;
     const float value = rs * (dy[base + c] * w[c] - mean_g - xhat * mean_g_xhat);
     // beta == 0 must not read dx: it may hold anything, NaN included.
-    dx[base + c] = beta == 0.0f ? value : beta * dx[base + c] + value;
+    const float total = beta == 0.0f ? value : beta * dx[base + c] + value;
+    dx[base + c] = total;
+    if (dx_bf16) dx_bf16[base + c] = __float2bfloat16_rn(total);
   }
 }
 
@@ -95,26 +104,52 @@ unsigned row_blocks(int N) { return ceil_div(N, kRowsPerBlock); }
 
 }  // namespace
 
+namespace {
+template <typename Y>
+void launch_layernorm_forward(Y* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
+                              int C, float eps, cudaStream_t stream) {
+  layernorm_forward_kernel<false, Y, float><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
+      LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, nullptr, x, nullptr, nullptr);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+template <typename Y, typename Branch>
+void launch_residual_layernorm_forward(float* sum, Y* y, float* mean, float* rstd, const float* a,
+                                       const Branch* branch, const float* branch_bias, const float* w,
+                                       const float* b, int N, int C, float eps, cudaStream_t stream) {
+  layernorm_forward_kernel<true, Y, Branch><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
+      LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, sum, a, branch, branch_bias);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+}  // namespace
+
 void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
                        int C, float eps, cudaStream_t stream) {
-  layernorm_forward_kernel<false><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
-      LayerNormRows{y, mean, rstd, w, b, N, C, eps}, nullptr, x, nullptr, nullptr);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_layernorm_forward(y, mean, rstd, x, w, b, N, C, eps, stream);
+}
+
+void layernorm_forward(bf16* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
+                       int C, float eps, cudaStream_t stream) {
+  launch_layernorm_forward(y, mean, rstd, x, w, b, N, C, eps, stream);
 }
 
 void residual_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* a, const float* branch,
                                 const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
                                 cudaStream_t stream) {
-  layernorm_forward_kernel<true><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
-      LayerNormRows{y, mean, rstd, w, b, N, C, eps}, sum, a, branch, branch_bias);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_residual_layernorm_forward(sum, y, mean, rstd, a, branch, branch_bias, w, b, N, C, eps, stream);
+}
+
+void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, const float* a, const bf16* branch,
+                                const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
+                                cudaStream_t stream) {
+  launch_residual_layernorm_forward(sum, y, mean, rstd, a, branch, branch_bias, w, b, N, C, eps, stream);
 }
 
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
-                        cudaStream_t stream) {
-  layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dy, x, mean, rstd, w, N, C,
-                                                                                 beta);
+                        cudaStream_t stream, bf16* dx_bf16) {
+  layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd, w,
+                                                                                 N, C, beta);
   ROOFBENCH_CUDA_LAUNCH();
   column_sums(dw, db, C, N, 2 * C, LayerNormParamTerm{dy, x, mean, rstd, C}, partials, stream);
 }

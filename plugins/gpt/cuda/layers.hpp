@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -20,31 +21,30 @@
 
 namespace roofbench::gpt::cuda {
 
-// ---------------------------------------------------------------------------------------------------
-// lab_version.cpp: R1's kernel-lab switches (ROOFBENCH_GPT_ATTENTION, _ELEMENTWISE, _WGRAD) read alike.
-
-// The version n in 1..count that environment variable `variable` names as "vn": unset or empty ->
-// default_version; anything else throws roofbench::Error naming the variable and v1 .. v<count>. The enums
-// it picks from list their versions in order, v1 first, so version n is the enumerator n - 1.
-int lab_version_from_env(const char* variable, int count, int default_version);
+// R2's storage type for matmul operands and the activations torch.autocast keeps in bf16.
+using bf16 = __nv_bfloat16;
 
 // ---------------------------------------------------------------------------------------------------
 // matmul.cu: cuBLAS (TF32 tensor cores, fp32 storage) with row-major operands, a transpose, and column sums.
 
 // C[M,N] = alpha op(A) op(B) + beta C, all row-major; op(X) = X^T when trans_x. lda/ldb/ldc are row
-// strides. batch > 1 repeats it at the given element strides (cublasGemmStridedBatchedEx).
+// strides. batch > 1 repeats it at the given element strides (cublasGemmStridedBatchedEx). Operands fp32
+// (TF32 tensor cores unless tf32 is false) or bf16 (input_type CUDA_R_16BF: bf16 tensor cores with fp32
+// accumulation, CUBLAS_COMPUTE_32F, what autocast's matmuls run); C fp32 or bf16 (c_type).
 struct RowMajorGemm {
   bool trans_a = false, trans_b = false;
   int M = 0, N = 0, K = 0;
-  const float* A = nullptr;
+  const void* A = nullptr;
   long long lda = 0, stride_a = 0;
-  const float* B = nullptr;
+  const void* B = nullptr;
   long long ldb = 0, stride_b = 0;
-  float* C = nullptr;
+  void* C = nullptr;
   long long ldc = 0, stride_c = 0;
   float alpha = 1, beta = 0;
   int batch = 1;
   bool tf32 = true;  // false: full fp32 products, for the few GEMMs that are sums rather than matmuls
+  cudaDataType_t input_type = CUDA_R_32F;  // A and B
+  cudaDataType_t c_type = CUDA_R_32F;
 };
 void gemm(cublasHandle_t handle, const RowMajorGemm& g);
 
@@ -62,12 +62,11 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
 //   v1: no transpose, linear_backward's GEMM (R0 and R5 always run it);
 //   v2: dy -> dyt [out, N], dw = dyt x: cuBLAS "nn", the layout of the dx GEMMs (sm90 kernels);
 //   v3: the narrower operand: x -> xt [in, N] when in < out, dw = dy^T xt^T (cuBLAS "tt"), else dy as v2.
-// All three compute the same dw to TF32 precision.
+// All three compute the same dw to TF32 precision. R1 runs the keeper, kFusedWgradLayout; the lab_wgrad
+// benchmark times all three.
 enum class WgradLayout { v1, v2, v3 };
-// ROOFBENCH_GPT_WGRAD: unset or empty -> kDefaultWgradLayout (R1's); "v1", "v2", "v3"; anything else throws
-// roofbench::Error.
-inline constexpr WgradLayout kDefaultWgradLayout = WgradLayout::v3;
-WgradLayout wgrad_layout_from_env();
+inline constexpr WgradLayout kFusedWgradLayout = WgradLayout::v3;
+const char* wgrad_layout_name(WgradLayout layout);
 // Floats of scratch linear_backward_kmajor needs for these sizes in `layout` (0 for v1).
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out);
 // linear_backward with dw computed in `layout`; scratch holds wgrad_scratch_floats(layout, N, in, out)
@@ -114,10 +113,19 @@ void layernorm_forward(float* y, float* mean, float* rstd, const float* x, const
 void residual_layernorm_forward(float* sum, float* y, float* mean, float* rstd, const float* a, const float* branch,
                                 const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
                                 cudaStream_t stream);
+// R2's: the same in fp32 (statistics, the residual stream `sum`), y rounded to bf16 (the next matmul's
+// operand), the branch read as bf16 (a bf16 matmul's output).
+void layernorm_forward(bf16* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
+                       int C, float eps, cudaStream_t stream);
+void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, const float* a, const bf16* branch,
+                                const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
+                                cudaStream_t stream);
 // dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: column_partials_floats(N, 2C).
+// dx_bf16, when given, receives dx rounded to bf16 too (R2: the residual stream's gradient as the operand
+// of the bf16 matmuls below).
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
-                        cudaStream_t stream);
+                        cudaStream_t stream, bf16* dx_bf16 = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // elementwise.cu: the eager path's one-operation kernels.
@@ -130,12 +138,10 @@ void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
 // Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
 // accesses when cols % 4 == 0 and out and z are 16-byte aligned (else, or when false, the scalar kernel).
+// R1 runs the vectorized kernels (elementwise v2); the scalar ones (v1) live on in the lab_elementwise
+// benchmark.
 void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
                        bool vectorized = true);
-// ROOFBENCH_GPT_ELEMENTWISE picks R1's elementwise and bias-gradient kernels: unset, empty or "v2" -> true
-// (16-byte kernels, GELU's backward fused with its bias gradient); "v1" -> false (the scalar kernels, as
-// before); anything else throws roofbench::Error.
-bool vectorized_elementwise_from_env();
 // Fused (R1): dz = dout * GELU'(z) and dbias = sum over rows of dz, in one pass over dout and z (16-byte
 // accesses; falls back to gelu_backward + column_sum when cols % 4 != 0 or a pointer is not 16-byte
 // aligned). partials: column_partials_floats(rows, cols).
@@ -176,14 +182,11 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // Fused path: one kernel per (sequence, head, query tile), scores never leave shared memory. Reads the raw
 // qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
 // log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
-// Two versions of the same kernels (numbered, kernel-lab style): v1 does its block matmuls in fp32 on the
-// SIMT cores (the oldest version, kept for A/B), v2 on TF32 tensor cores (WMMA, fp32 accumulation), v3 the
-// same tensor-core tiles walked by one block per (sequence, head) so each row is loaded once, the default.
-// All produce the same outputs to TF32 precision.
-enum class AttentionVersion { v1, v2, v3 };
-// ROOFBENCH_GPT_ATTENTION: unset, empty or "v3" -> v3; "v2" -> v2; "v1" -> v1; anything else throws
-// roofbench::Error.
-AttentionVersion attention_version_from_env();
+// Two numbered versions of the same kernels (kernel-lab style): v1 does its block matmuls in fp32 on the
+// SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
+// accumulation) walked by one block per (sequence, head) so each row is loaded once: the keeper R1 runs.
+// Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
+enum class AttentionVersion { v1, v3 };
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
@@ -195,6 +198,14 @@ void fused_attention_forward(float* out, float* lse, const float* qkv, const flo
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version = AttentionVersion::v3);
+
+// bf16 (R2): the fused attention v3 on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax and
+// accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above.
+void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                             const AttentionShape& s, cudaStream_t stream);
+void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                              const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                              cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu
@@ -210,10 +221,37 @@ void cross_entropy_backward(float* dlogits, const float* logprobs, const std::ui
 // Fused: losses and dlogits in one pass over the logits.
 void fused_cross_entropy(float* losses, float* dlogits, const float* logits, const std::uint8_t* targets, int N,
                          int V, cudaStream_t stream);
+// R2's: fp32 logits and softmax, dlogits rounded to bf16 (the head's backward matmuls' operand).
+void fused_cross_entropy(float* losses, bf16* dlogits, const float* logits, const std::uint8_t* targets, int N,
+                         int V, cudaStream_t stream);
 // Mean of losses[0..N) into *loss and into history[(*step_counter - 1) mod history_size] (history_size a
 // power of two): the loss of every step stays on the device until someone asks for it.
 void mean_loss(float* loss, float* history, int history_size, const unsigned long long* step_counter,
                const float* losses, int N, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------
+// bf16 (R2): what torch.autocast(dtype=torch.bfloat16) does to the fused step. Matmuls take bf16 operands
+// (cuBLAS, fp32 accumulation); the tensors a matmul reads are stored bf16; LayerNorm statistics, the
+// residual stream, softmax, the loss, every parameter gradient and AdamW stay fp32. Defined with the
+// fp32 kernels they mirror (elementwise.cu, matmul.cu).
+
+// out[i] = bf16(in[i]): the per-step bf16 copy of the fp32 master weights.
+void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream);
+// y[N, out] = x w^T with bf16 operands; y bf16 (y_type CUDA_R_16BF) or fp32 (CUDA_R_32F, the logits).
+void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N,
+                    int in, int out);
+// dx = dy w (bf16 or fp32 per dx_type; skipped when null) and dw = dy^T x (+ beta_dw dw) in fp32, from bf16
+// operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
+void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
+                     const bf16* x, const bf16* w, int N, int in, int out, float beta_dw = 0);
+// z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16.
+void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);
+// dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums, one pass; cols % 4 == 0 and 8-byte aligned
+// pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
+void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
+                             float* partials, cudaStream_t stream);
+// out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 4 == 0, 8-byte aligned; else throws).
+void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // adamw.cu

@@ -5,6 +5,8 @@
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "roofbench/plugin.hpp"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 
@@ -13,27 +15,54 @@ namespace roofbench::gpt::cuda {
 void gemm(cublasHandle_t handle, const RowMajorGemm& g) {
   const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasComputeType_t compute = g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // bf16 operands: plain fp32 accumulation (the TF32 fast path is for fp32 operands only).
+  const bool fp32_operands = g.input_type == CUDA_R_32F;
+  const cublasComputeType_t compute =
+      fp32_operands && g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const int lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb), ldc = static_cast<int>(g.ldc);
   if (g.batch == 1) {
-    ROOFBENCH_CUBLAS(cublasGemmEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, CUDA_R_32F, ldb, g.A,
-                                  CUDA_R_32F, lda, &g.beta, g.C, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    ROOFBENCH_CUBLAS(cublasGemmEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type, ldb, g.A,
+                                  g.input_type, lda, &g.beta, g.C, g.c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
   } else {
-    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, CUDA_R_32F, ldb,
-                                                g.stride_b, g.A, CUDA_R_32F, lda, g.stride_a, &g.beta, g.C,
-                                                CUDA_R_32F, ldc, g.stride_c, g.batch, compute,
-                                                CUBLAS_GEMM_DEFAULT));
+    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type, ldb,
+                                                g.stride_b, g.A, g.input_type, lda, g.stride_a, &g.beta, g.C,
+                                                g.c_type, ldc, g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
   }
 }
 
-void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
-                    float beta) {
-  RowMajorGemm g;
+namespace {
+// The three GEMMs of a linear layer (weights [out, in], N rows), fp32 operands unless the caller retypes them.
+RowMajorGemm forward_gemm(void* y, const void* x, const void* w, int N, int in, int out) {
+  RowMajorGemm g;  // y[N, out] = x w^T
   g.trans_b = true;
   g.M = N, g.N = out, g.K = in;
   g.A = x, g.lda = in;
   g.B = w, g.ldb = in;
   g.C = y, g.ldc = out;
+  return g;
+}
+RowMajorGemm input_gradient_gemm(void* dx, const void* dy, const void* w, int N, int in, int out) {
+  RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
+  g.M = N, g.N = in, g.K = out;
+  g.A = dy, g.lda = out;
+  g.B = w, g.ldb = in;
+  g.C = dx, g.ldc = in;
+  return g;
+}
+RowMajorGemm weight_gradient_gemm(void* dw, const void* dy, const void* x, int N, int in, int out) {
+  RowMajorGemm g;  // dw[out, in] = dy^T x
+  g.trans_a = true;
+  g.M = out, g.N = in, g.K = N;
+  g.A = dy, g.lda = out;
+  g.B = x, g.ldb = in;
+  g.C = dw, g.ldc = in;
+  return g;
+}
+}  // namespace
+
+void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
+                    float beta) {
+  RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
   g.beta = beta;
   gemm(handle, g);
 }
@@ -41,6 +70,28 @@ void linear_forward(cublasHandle_t handle, float* y, const float* x, const float
 void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
                      int N, int in, int out, float beta_dx, float beta_dw) {
   linear_backward_kmajor(handle, dx, dw, dy, x, w, N, in, out, WgradLayout::v1, nullptr, beta_dx, beta_dw);
+}
+
+void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N,
+                    int in, int out) {
+  RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
+  g.input_type = CUDA_R_16BF;
+  g.c_type = y_type;
+  gemm(handle, g);
+}
+
+void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
+                     const bf16* x, const bf16* w, int N, int in, int out, float beta_dw) {
+  if (dx) {
+    RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
+    g.input_type = CUDA_R_16BF;
+    g.c_type = dx_type;
+    gemm(handle, g);
+  }
+  RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);  // dw fp32
+  g.beta = beta_dw;
+  g.input_type = CUDA_R_16BF;
+  gemm(handle, g);
 }
 
 namespace {
@@ -74,9 +125,16 @@ void transpose(float* out, const float* in, int rows, int cols, cudaStream_t str
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-WgradLayout wgrad_layout_from_env() {
-  const int fallback = static_cast<int>(kDefaultWgradLayout) + 1;
-  return static_cast<WgradLayout>(lab_version_from_env("ROOFBENCH_GPT_WGRAD", 3, fallback) - 1);
+const char* wgrad_layout_name(WgradLayout layout) {
+  switch (layout) {
+    case WgradLayout::v1:
+      return "v1 (MN-major operands, cuBLAS nt)";
+    case WgradLayout::v2:
+      return "v2 (dy transposed, cuBLAS nn)";
+    case WgradLayout::v3:
+      return "v3 (the narrower operand transposed)";
+  }
+  return "unknown";
 }
 
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out) {
@@ -88,20 +146,11 @@ void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const f
                             const float* w, int N, int in, int out, WgradLayout layout, float* scratch,
                             float beta_dx, float beta_dw) {
   if (dx) {
-    RowMajorGemm g;  // dx[N, in] = dy[N, out] w[out, in]
-    g.M = N, g.N = in, g.K = out;
-    g.A = dy, g.lda = out;
-    g.B = w, g.ldb = in;
-    g.C = dx, g.ldc = in;
+    RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
     g.beta = beta_dx;
     gemm(handle, g);
   }
-  RowMajorGemm g;  // dw[out, in] = dy^T x
-  g.trans_a = true;
-  g.M = out, g.N = in, g.K = N;
-  g.A = dy, g.lda = out;
-  g.B = x, g.ldb = in;
-  g.C = dw, g.ldc = in;
+  RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);
   g.beta = beta_dw;
   if (layout != WgradLayout::v1) {
     if (scratch == nullptr) throw Error("gpt: linear_backward_kmajor: the v2 and v3 layouts need scratch");
@@ -125,13 +174,12 @@ struct ColumnOf {
   __device__ float operator()(int row, int col) const { return x[static_cast<std::size_t>(row) * cols + col]; }
 };
 
-// Four adjacent columns of x (16-byte loads).
+// Four adjacent columns of x (16-byte loads for fp32, 8-byte ones for bf16).
+template <typename T>
 struct ColumnsOf4 {
-  const float* x;
+  const T* x;
   int cols;
-  __device__ float4 operator()(int row, int col) const {
-    return *reinterpret_cast<const float4*>(x + static_cast<std::size_t>(row) * cols + col);
-  }
+  __device__ float4 operator()(int row, int col) const { return load4(x + static_cast<std::size_t>(row) * cols + col); }
 };
 
 __global__ void column_finish_kernel(float* first, float* second, int split, const float* partials, int chunks,
@@ -172,7 +220,12 @@ void column_sum_vec4(float* out, const float* x, int rows, int cols, float* part
     column_sum(out, x, rows, cols, partials, stream);
     return;
   }
-  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4{x, cols}, partials, stream);
+  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4<float>{x, cols}, partials, stream);
+}
+
+void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream) {
+  if (cols % 4 != 0 || !aligned4(x)) throw Error("gpt: column_sum of bf16 needs cols % 4 == 0, 8-byte aligned");
+  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4<bf16>{x, cols}, partials, stream);
 }
 
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {

@@ -2,12 +2,16 @@
 // ladder. The corpus is staged on the device once; every step draws a fresh batch there.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "activation_plan.hpp"
 #include "corpus.hpp"
+#include "lab_cases.hpp"
 #include "model.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
@@ -20,11 +24,34 @@
 namespace roofbench::gpt::cuda {
 namespace {
 
-constexpr double kRungAgreement = 1e-2;  // R1 vs R0: TF32 matmuls re-associated by fusion, not a wrong answer
+// A rung checked against another on the same parameters and batch, logits and every gradient, each held to
+// its bound.
+struct Comparison {
+  Rung rung;
+  const char* name;  // "R0", "R1", ...
+  double logits_bound, grads_bound;
+};
+
+// What a training-step case is: its trainer, and the batch where it runs the expensive gates (the comparison
+// with another rung, the 300-step learning run; 0: none). Off that batch, a sweep point is gated against
+// the fp64 reference only.
+struct RungSpec {
+  Rung rung;
+  std::vector<Comparison> compare;
+  int gate_batch;
+};
+
+// R1 vs R0: TF32 matmuls re-associated by fusion, not a wrong answer.
+constexpr Comparison kVsEager{Rung::eager, "R0", 1e-2, 1e-2};
+// bf16 vs R1: bf16 operands (8 significant bits) against TF32 ones, through six blocks and back.
+constexpr Comparison kVsFused{Rung::fused, "R1", 2e-2, 5e-2};
+// R4 vs R3: the same kernels on the same values (the recomputation repeats the forward bit for bit); the
+// bound allows only for a library choosing another algorithm.
+constexpr Comparison kVsBf16{Rung::bf16, "R3", 1e-5, 1e-5};
 
 class GptTrainingStep final : public Case {
  public:
-  GptTrainingStep(Rung rung, const Params& params) : rung_(rung) {
+  GptTrainingStep(RungSpec spec, const Params& params) : rung_(spec.rung), spec_(std::move(spec)) {
     cfg_.batch = static_cast<int>(params.integer("batch"));
     cfg_.validate();
   }
@@ -50,15 +77,38 @@ class GptTrainingStep final : public Case {
   Work work() const override { return training_step_work(cfg_); }  // training_gates.hpp counts it
 
   std::vector<Counter> counters() const override {
-    return {{"parameters", static_cast<double>(parameter_count(cfg_))}};
+    std::vector<Counter> out{{"parameters", static_cast<double>(parameter_count(cfg_))}};
+    if (rung_ == Rung::bf16 || rung_ == Rung::bf16_checkpoint) {
+      const ActivationPlan plan{cfg_.layers, rung_ == Rung::bf16_checkpoint};
+      out.push_back({"kept_activation_bytes", static_cast<double>(kept_activation_bytes(cfg_, plan))});
+    }
+    return out;
+  }
+
+  std::vector<Fact> facts() const override {
+    switch (rung_) {
+      case Rung::eager:
+      case Rung::fused:
+        return {{"compute", "fp32 storage, TF32 matmuls"}};
+      case Rung::bf16:
+        return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"}};
+      case Rung::bf16_checkpoint:
+        return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
+                {"activations", "each block's input kept, the rest recomputed in the backward"}};
+    }
+    return {};
   }
 
   Check check(Context& ctx) override {
     Check result;
     std::ostringstream detail;
     result.rel_l2_error = logits_vs_reference(ctx, *trainer_, gate_inputs_, gate_targets_, detail);
-    if (rung_ == Rung::fused) compare_with_eager(ctx, result, detail);
-    learning(ctx, result, detail);
+    if (cfg_.batch == spec_.gate_batch) {
+      for (const Comparison& other : spec_.compare) compare_with(ctx, other, result, detail);
+      learning(ctx, result, detail);
+    } else if (spec_.gate_batch > 0) {
+      detail << "(the comparison and learning gates run at batch " << spec_.gate_batch << ")";
+    }
     result.detail = detail.str();
     return result;
   }
@@ -75,30 +125,31 @@ class GptTrainingStep final : public Case {
     return host;
   }
 
-  // (b) R1 against R0 on the same parameters and batch: logits and every gradient.
-  void compare_with_eager(Context& ctx, Check& result, std::ostringstream& detail) {
-    DeviceArena arena;  // outside ctx.alloc: the gate's second model is not part of R1's step
-    auto eager = make_trainer(Rung::eager, cfg_, arena.allocator(), stream(ctx), corpus_, ctx.seed(), kInitSeed);
+  // (b) This rung against another on the same parameters and batch: logits and every gradient.
+  void compare_with(Context& ctx, const Comparison& other, Check& result, std::ostringstream& detail) {
+    DeviceArena arena;  // outside ctx.alloc: the gate's second model is not part of this rung's step
+    auto baseline = make_trainer(other.rung, cfg_, arena.allocator(), stream(ctx), corpus_, ctx.seed(), kInitSeed);
     const std::size_t P = trainer_->parameter_count();
-    ROOFBENCH_CUDA(cudaMemcpyAsync(eager->params(), trainer_->params(), P * sizeof(float), cudaMemcpyDeviceToDevice,
-                                   stream(ctx)));
+    ROOFBENCH_CUDA(cudaMemcpyAsync(baseline->params(), trainer_->params(), P * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream(ctx)));
     trainer_->draw_gate_batch(gate_inputs_, gate_targets_, cfg_.batch);
     trainer_->compute_gradients(gate_inputs_, gate_targets_);
-    eager->compute_gradients(gate_inputs_, gate_targets_);
+    baseline->compute_gradients(gate_inputs_, gate_targets_);
     ctx.synchronize();
     const std::size_t logit_count = static_cast<std::size_t>(cfg_.batch) * cfg_.context * cfg_.vocab;
-    const auto fused_logits = to_host(ctx, trainer_->logits(), logit_count);
-    const auto eager_logits = to_host(ctx, eager->logits(), logit_count);
-    const auto fused_grads = to_host(ctx, trainer_->grads(), P);
-    const auto eager_grads = to_host(ctx, eager->grads(), P);
-    const double logits_error = relative_l2_error(fused_logits.data(), eager_logits.data(), logit_count);
-    const double grads_error = relative_l2_error(fused_grads.data(), eager_grads.data(), P);
-    result.counters.push_back({"logits_rel_err_vs_R0", logits_error});
-    result.counters.push_back({"grads_rel_err_vs_R0", grads_error});
-    const bool logits_agree = logits_error < kRungAgreement, grads_agree = grads_error < kRungAgreement;
-    detail << "vs R0 on the same parameters and batch: logits rel L2 " << format_gate_number(logits_error)
-           << (logits_agree ? "" : " (FAILED)") << ", gradients rel L2 " << format_gate_number(grads_error)
-           << (grads_agree ? "" : " (FAILED)") << " (bound " << kRungAgreement << "). ";
+    const auto logits = to_host(ctx, trainer_->logits(), logit_count);
+    const auto baseline_logits = to_host(ctx, baseline->logits(), logit_count);
+    const auto grads = to_host(ctx, trainer_->grads(), P);
+    const auto baseline_grads = to_host(ctx, baseline->grads(), P);
+    const double logits_error = relative_l2_error(logits.data(), baseline_logits.data(), logit_count);
+    const double grads_error = relative_l2_error(grads.data(), baseline_grads.data(), P);
+    result.counters.push_back({std::string("logits_rel_err_vs_") + other.name, logits_error});
+    result.counters.push_back({std::string("grads_rel_err_vs_") + other.name, grads_error});
+    const bool logits_agree = logits_error <= other.logits_bound, grads_agree = grads_error <= other.grads_bound;
+    detail << "vs " << other.name << " on the same parameters and batch: logits rel L2 "
+           << format_gate_number(logits_error) << (logits_agree ? "" : " (FAILED)") << " (bound "
+           << other.logits_bound << "), gradients rel L2 " << format_gate_number(grads_error)
+           << (grads_agree ? "" : " (FAILED)") << " (bound " << other.grads_bound << "). ";
     if (!logits_agree || !grads_agree) result.passed_extra = false;
   }
 
@@ -111,6 +162,7 @@ class GptTrainingStep final : public Case {
   }
 
   Rung rung_;
+  RungSpec spec_;
   Config cfg_;
   double unigram_entropy_ = 0;
   DeviceCorpus corpus_;
@@ -119,16 +171,21 @@ class GptTrainingStep final : public Case {
   std::unique_ptr<Trainer> trainer_;
 };
 
-CaseSpec training_step_case(Rung rung, std::string name, std::string description) {
+// ladder: "gpt" for the waterfall's rungs, empty for the fp32 control (beside the ladder, not on it).
+CaseSpec training_step_case(RungSpec rung, std::string name, std::string description,
+                            std::vector<std::int64_t> batches, std::string ladder = "gpt") {
   CaseSpec spec;
   spec.name = std::move(name);
   spec.description = std::move(description);
-  spec.axes = {Axis::ints("batch", {64})};
+  spec.axes = {Axis::ints("batch", std::move(batches))};
   spec.device = DeviceNeed::gpu();
-  spec.precision = Precision::tf32;
-  spec.ladder = "gpt";
-  // R1 launches its own graph and R0 is the eager sequence itself: the host must not capture either.
+  spec.precision = rung.rung == Rung::bf16 || rung.rung == Rung::bf16_checkpoint ? Precision::bf16 : Precision::tf32;
+  spec.ladder = std::move(ladder);
+  // R1 and up launch their own graph and R0 is the eager sequence itself: the host must not capture any.
   spec.timing.graphable = false;
+  // The gates build a second trainer (an fp32 one at batch 512 for R3 and R4), run the fp64 reference's
+  // forward on the CPU and train 300 steps: more than a plain benchmark's default allowance.
+  spec.timeout_s = 240;
   spec.make = [rung](const Params& params) -> std::unique_ptr<Case> {
     return std::make_unique<GptTrainingStep>(rung, params);
   };
@@ -140,15 +197,43 @@ void describe(Plugin& plugin) {
   plugin.description =
       "One AdamW training step of a 6-block, width-512 character GPT (18.9M parameters, context 128), fp32 "
       "storage and TF32 matmuls, on a fresh batch drawn on the device every step";
-  plugin.add(training_step_case(Rung::eager, "R0_eager",
+  plugin.add(training_step_case({Rung::eager, {}, 64}, "R0_eager",
                                 "eager: one kernel or cuBLAS call per operation, T x T attention scores in "
-                                "memory, AdamW per parameter tensor (what PyTorch eager runs)"));
-  plugin.add(training_step_case(Rung::fused, "R1_fused",
+                                "memory, AdamW per parameter tensor (what PyTorch eager runs)",
+                                {64}));
+  plugin.add(training_step_case({Rung::fused, {kVsEager}, 64}, "R1_fused",
                                 "fused: bias+GELU, residual+LayerNorm, softmax+cross-entropy, attention in "
-                                "shared memory, one multi-tensor AdamW, the whole step one CUDA graph"));
+                                "shared memory, one multi-tensor AdamW, the whole step one CUDA graph",
+                                {64}));
+  plugin.add(training_step_case({Rung::bf16, {kVsFused}, 64}, "R2_bf16",
+                                "R1 with torch.autocast's bf16: bf16 matmuls (fp32 accumulation) and attention "
+                                "on bf16 tensor cores, bf16 activations; LayerNorm statistics, softmax, loss, "
+                                "AdamW, master weights and optimiser state fp32",
+                                {64}));
+  plugin.add(training_step_case({Rung::bf16, {kVsFused}, 512}, "R3_batch",
+                                "R2 at batch 512: compared with R1 and trained 300 steps from a fresh start (the "
+                                "loss-falls gate on the fast configuration)",
+                                {512}));
+  // The seed's "sweep the batch size", beside the ladder (the waterfall's R3 is the batch-512 point above):
+  // upward until the throughput knee or out of memory, peak memory at every point.
+  CaseSpec sweep = training_step_case({Rung::bf16, {}, 0}, "R3_batch_sweep",
+                                      "R2's batch swept upward to the throughput knee or out of memory, each point "
+                                      "gated against the fp64 reference",
+                                      {64, 128, 256, 512, 1024, 2048}, "");
+  sweep.sweep_axis = "batch";
+  plugin.add(std::move(sweep));
+  plugin.add(training_step_case({Rung::bf16_checkpoint, {kVsBf16, kVsFused}, 512}, "R4_checkpoint",
+                                "R3 at batch 512 with activation checkpointing: each block keeps only its input, "
+                                "the backward recomputes the rest; gradients equal R3's",
+                                {512}));
+  plugin.add(training_step_case({Rung::fused, {}, 0}, "fp32_control",
+                                "the control beside the ladder: R1 (fp32 storage) at batch 512, so that bf16's "
+                                "memory saving and speed-up at that batch are measured, not asserted",
+                                {512}, ""));
 #if defined(ROOFBENCH_GPT_WITH_NCCL)
   plugin.add(data_parallel_case());
 #endif
+  for (CaseSpec& lab : lab_cases()) plugin.add(std::move(lab));
 }
 
 }  // namespace

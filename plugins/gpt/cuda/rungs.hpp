@@ -1,4 +1,4 @@
-// The two rungs' constructors, for make_trainer (trainer.cu); each lives in its own file.
+// The rungs' constructors, for make_trainer (trainer.cu); each lives in its own file.
 #pragma once
 
 #include <memory>
@@ -11,5 +11,8 @@ std::unique_ptr<Trainer> make_eager_trainer(const Config& cfg, const DeviceAlloc
                                             DeviceCorpus corpus, std::uint64_t data_seed);
 std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                             DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed);
+std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
+                                           DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
+                                           bool checkpoint);
 
 }  // namespace roofbench::gpt::cuda

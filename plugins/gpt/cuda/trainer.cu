@@ -24,7 +24,37 @@ DeviceAllocator DeviceArena::allocator() {
   };
 }
 
-const char* to_string(Rung rung) { return rung == Rung::eager ? "eager" : "fused"; }
+void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream) {
+  const std::size_t T = static_cast<std::size_t>(cfg.context), half = static_cast<std::size_t>(cfg.head_dim() / 2);
+  // RoPE's angles in double, once, exactly as the reference computes them.
+  std::vector<float> cos_table(T * half), sin_table(T * half);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < half; ++i) {
+      const double angle =
+          static_cast<double>(t) * std::pow(cfg.rope_base, -2.0 * static_cast<double>(i) / cfg.head_dim());
+      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
+      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.cos), cos_table.data(), cos_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+  ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.sin), sin_table.data(), sin_table.size() * sizeof(float),
+                                 cudaMemcpyHostToDevice, stream));
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream));  // the host tables go out of scope
+}
+
+const char* to_string(Rung rung) {
+  switch (rung) {
+    case Rung::eager:
+      return "eager";
+    case Rung::fused:
+      return "fused";
+    case Rung::bf16:
+      return "bf16";
+    case Rung::bf16_checkpoint:
+      return "bf16_checkpoint";
+  }
+  return "unknown";
+}
 
 namespace {
 // cuBLAS's recommended workspace on Hopper; handing it over up front means no call, captured ones
@@ -38,7 +68,7 @@ float* Trainer::alloc_floats(std::size_t count, BufferRole role) {
 }
 
 Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
-                 std::uint64_t data_seed)
+                 std::uint64_t data_seed, ActivationStorage storage)
     : cfg_(cfg),
       offsets_(parameter_offsets(cfg)),
       stream_(stream),
@@ -75,7 +105,21 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
 
   auto activation = [&](std::size_t width) { return alloc_floats(N * width, BufferRole::output); };
+  // What every rung keeps in fp32: the residual stream and its gradient, LayerNorm statistics, the
+  // logits, the losses and the embedding's one-hot operand.
   for (int l = 0; l <= cfg_.layers; ++l) resid_.push_back(activation(C));
+  lnf_mean_ = activation(1);
+  lnf_rstd_ = activation(1);
+  logits_ = activation(V);
+  losses_ = activation(1);
+  d_resid_ = activation(C);
+  d_ln_ = activation(C);
+  onehot_ = activation(V);
+  const std::size_t widest = std::max({2 * C, 3 * C, H});
+  partials_ = alloc_floats(column_partials_floats(N_, static_cast<int>(widest)), BufferRole::scratch);
+  upload_rope_table(cfg_, rope_, stream_);
+  if (storage == ActivationStorage::bf16) return;  // the bf16 rungs allocate their own activations
+
   for (int l = 0; l < cfg_.layers; ++l) {
     LayerActivations a{};
     a.ln1 = activation(C);
@@ -92,40 +136,50 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
     layers_.push_back(a);
   }
   lnf_ = activation(C);
-  lnf_mean_ = activation(1);
-  lnf_rstd_ = activation(1);
-  logits_ = activation(V);
-  losses_ = activation(1);
   branch_ = activation(C);
   d_logits_ = activation(V);
-  d_resid_ = activation(C);
-  d_ln_ = activation(C);
   d_attn_out_ = activation(C);
   d_qkv_ = activation(3 * C);
   d_fc_ = activation(H);
   d_gelu_ = activation(H);
-  onehot_ = activation(V);
-  const std::size_t widest = std::max({2 * C, 3 * C, H});
-  partials_ = alloc_floats(column_partials_floats(N_, static_cast<int>(widest)), BufferRole::scratch);
-
-  // RoPE's angles in double, once, exactly as the reference computes them.
-  std::vector<float> cos_table(T * half), sin_table(T * half);
-  for (std::size_t t = 0; t < T; ++t)
-    for (std::size_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(t) *
-                           std::pow(cfg_.rope_base, -2.0 * static_cast<double>(i) / cfg_.head_dim());
-      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
-      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
-    }
-  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_cos, cos_table.data(), cos_table.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream_));
-  ROOFBENCH_CUDA(cudaMemcpyAsync(rope_sin, sin_table.data(), sin_table.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream_));
-  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));  // the host tables go out of scope
 }
 
 Trainer::~Trainer() {
-  if (cublas_) cublasDestroy(cublas_);  // a destructor must not throw
+  if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
+  if (cublas_) cublasDestroy(cublas_);
+}
+
+// The recording happens on a stream of our own: the caller's may be the legacy default stream, which cannot
+// be captured; the graph is then launched on the caller's stream all the same.
+void Trainer::capture_step_graph() {
+  enqueue_step();
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  const cudaStream_t launch_stream = stream_;
+  cudaStream_t capture_stream = nullptr;
+  ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaError_t status = cudaSuccess;
+  try {
+    bind_stream(capture_stream);
+    ROOFBENCH_CUDA(cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_step();
+    } catch (...) {
+      cudaStreamEndCapture(capture_stream, &graph);  // leave the stream usable; report the first error
+      throw;
+    }
+    ROOFBENCH_CUDA(cudaStreamEndCapture(capture_stream, &graph));
+    status = cudaGraphInstantiate(&graph_, graph, 0);
+  } catch (...) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(capture_stream);
+    bind_stream(launch_stream);
+    throw;
+  }
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(capture_stream);
+  bind_stream(launch_stream);
+  ROOFBENCH_CUDA(status);
 }
 
 void Trainer::bind_stream(cudaStream_t stream) {
@@ -155,7 +209,12 @@ void Trainer::enqueue_step() {
   optimizer_step();
 }
 
-void Trainer::train_step() { enqueue_step(); }
+void Trainer::train_step() {
+  if (graph_)
+    ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_));
+  else
+    enqueue_step();
+}
 
 void Trainer::compute_gradients(const std::uint8_t* inputs, const std::uint8_t* targets) {
   forward_pass(inputs, cfg_.batch);
@@ -234,6 +293,8 @@ std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const Device
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
                                       std::uint64_t init_seed) {
   if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed);
+  if (rung == Rung::bf16 || rung == Rung::bf16_checkpoint)
+    return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint);
   auto trainer = make_eager_trainer(cfg, alloc, stream, corpus, data_seed);
   trainer->initialize(init_seed);
   return trainer;

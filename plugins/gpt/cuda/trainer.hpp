@@ -41,7 +41,13 @@ class DeviceArena {
   std::vector<void*> blocks_;
 };
 
-enum class Rung { eager, fused };
+// RoPE's cos/sin tables of cfg ([T, head_dim / 2] each) computed in double on the host and copied into
+// `table`'s device buffers; synchronous on `stream`.
+void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream);
+
+// eager: R0; fused: R1; bf16: R2 and R3 (R1 with autocast's bf16); bf16_checkpoint: R4 (bf16 with each
+// block's activations recomputed in the backward).
+enum class Rung { eager, fused, bf16, bf16_checkpoint };
 const char* to_string(Rung rung);
 
 // The training text on the device, staged once.
@@ -67,8 +73,13 @@ class Trainer {
   void initialize(std::uint64_t seed);
 
   // One training step on `stream` (no host sync, no allocation): draw a fresh batch on the device,
-  // forward, backward, AdamW. R1 replays its CUDA graph.
-  virtual void train_step();
+  // forward, backward, AdamW. Replays the step's CUDA graph once capture_step_graph() has recorded it.
+  void train_step();
+
+  // Runs one step first so every kernel is loaded and cuBLAS has picked its algorithms, then records the
+  // step into a CUDA graph that train_step() replays from then on (R1 and up). The graph holds buffer
+  // addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
+  void capture_step_graph();
 
   // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,
   // logits and every gradient, no update. Token ids in device memory, [batch * T] each.
@@ -101,8 +112,12 @@ class Trainer {
   void set_step_hooks(StepHooks hooks) { hooks_ = std::move(hooks); }
 
  protected:
+  // What the constructor allocates besides what every rung keeps in fp32 (parameters, optimiser state,
+  // the residual stream and its gradient, statistics, logits): fp32 activations for R0 and R1 (layers_ and
+  // the backward scratch), none for the bf16 rungs, which allocate their own.
+  enum class ActivationStorage { fp32, bf16 };
   Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream, DeviceCorpus corpus,
-          std::uint64_t data_seed);
+          std::uint64_t data_seed, ActivationStorage storage = ActivationStorage::fp32);
 
   // The rung's own parts of a step. forward_pass leaves logits for `batch` sequences; loss_and_backward
   // (after a full-batch forward_pass) computes the loss and every gradient; optimizer_step updates.
@@ -174,31 +189,34 @@ class Trainer {
     float* fc;    // [N, 4C] pre-activation, bias added
     float* gelu;  // [N, 4C]
   };
+  // fp32 only (ActivationStorage::fp32; null for the bf16 rungs):
   std::vector<LayerActivations> layers_;
-  std::vector<float*> resid_;
-  float* lnf_;
+  float* lnf_ = nullptr;
+  float* branch_ = nullptr;  // [N, C] a linear layer's output before its residual add
+  float* d_logits_ = nullptr;
+  float* d_attn_out_ = nullptr;
+  float* d_qkv_ = nullptr;
+  float* d_fc_ = nullptr;
+  float* d_gelu_ = nullptr;
+  // Every rung:
+  std::vector<float*> resid_;  // L + 1 of them
   float* lnf_mean_;
   float* lnf_rstd_;
   float* logits_;
   float* losses_;   // [N]
-  float* branch_;   // [N, C] a linear layer's output before its residual add
   // Backward scratch, reused by every layer.
-  float* d_logits_;
   float* d_resid_;  // the residual stream's gradient, carried down through the blocks
   float* d_ln_;     // gradient of a LayerNorm's output
-  float* d_attn_out_;
-  float* d_qkv_;
-  float* d_fc_;
-  float* d_gelu_;
   float* partials_;
   float* onehot_;
 
  private:
+  cudaGraphExec_t graph_ = nullptr;
   WgradLayout wgrad_ = WgradLayout::v1;
   float* wgrad_scratch_ = nullptr;  // the transposed operand of the weight gradient in flight (v2, v3)
 };
 
-// A trainer of either rung for `cfg` (cfg.batch sequences per step). Parameters are initialised with
+// A trainer of any rung for `cfg` (cfg.batch sequences per step). Parameters are initialised with
 // `init_seed`; batches are drawn from `corpus` with `data_seed`.
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,

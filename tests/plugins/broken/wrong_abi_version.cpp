@@ -8,6 +8,6 @@ void describe(roofbench::Plugin& plugin) { plugin.name = "wrong_abi_version"; }
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const roofbench_plugin_entry* roofbench_plugin() {
-  static const roofbench_plugin_entry entry{999, "wrong_abi_version", &describe};
+  static const roofbench_plugin_entry entry{999, "wrong_abi_version", &describe, nullptr};
   return &entry;
 }

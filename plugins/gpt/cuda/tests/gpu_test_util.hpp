@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstddef>
-#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -52,31 +51,6 @@ class Device {
  private:
   DeviceArena arena_;
   DeviceAllocator allocator_ = arena_.allocator();
-};
-
-// An environment variable set (or unset: nullptr) for a scope, restored afterwards: the lab switches
-// (ROOFBENCH_GPT_ATTENTION, ...) are read from the environment.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* before = std::getenv(name);
-    had_value_ = before != nullptr;
-    if (had_value_) saved_ = before;
-    set(value);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() { set(had_value_ ? saved_.c_str() : nullptr); }
-  void set(const char* value) {
-    if (value)
-      ::setenv(name_.c_str(), value, 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, saved_;
-  bool had_value_ = false;
 };
 
 inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1, float hi = 1) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -13,15 +14,18 @@
 
 #include "gpu_test_util.hpp"
 #include "layers.hpp"
+#include "bf16.hpp"
+#include "lab_reference.hpp"
 #include "reference.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
 
+using reference::attention_reference;
+using reference::AttentionReference;
 using testing::Device;
 using testing::random_floats;
 using testing::rel_l2;
-using testing::ScopedEnv;
 
 TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -82,72 +86,10 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), twice), 1e-4);
 }
 
-// Causal attention with RoPE in double, from the raw qkv and its bias, as reference.cpp defines it.
-struct AttentionReference {
-  std::vector<double> out, dqkv;
-};
-AttentionReference attention_reference(const std::vector<float>& qkv, const std::vector<float>& bias,
-                                       const std::vector<float>& dout, int B, int H, int T, int hd, double base) {
-  const int C = H * hd, N = B * T;
-  std::vector<double> x(N * 3 * C);
-  for (int n = 0; n < N; ++n)
-    for (int c = 0; c < 3 * C; ++c) x[n * 3 * C + c] = double{qkv[n * 3 * C + c]} + bias[c];
-  auto rotate = [&](std::vector<double>& v, double direction) {
-    for (int n = 0; n < N; ++n)
-      for (int i = 0; i < hd / 2; ++i) {
-        const double angle = (n % T) * std::pow(base, -2.0 * i / hd);
-        const double cs = std::cos(angle), sn = direction * std::sin(angle);
-        for (int part = 0; part < 2; ++part)
-          for (int h = 0; h < H; ++h) {
-            double* p = &v[n * 3 * C + part * C + h * hd + 2 * i];
-            const double x0 = p[0], x1 = p[1];
-            p[0] = x0 * cs - x1 * sn;
-            p[1] = x0 * sn + x1 * cs;
-          }
-      }
-  };
-  rotate(x, 1);
-  AttentionReference r{std::vector<double>(N * C, 0), std::vector<double>(N * 3 * C, 0)};
-  const double scale = 1 / std::sqrt(double(hd));
-  auto at = [&](int b, int t, int part, int h) { return (b * T + t) * 3 * C + part * C + h * hd; };
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < T; ++t) {
-        std::vector<double> p(t + 1), dp(t + 1);
-        double max = -1e300, sum = 0;
-        for (int j = 0; j <= t; ++j) {
-          double dot = 0;
-          for (int d = 0; d < hd; ++d) dot += x[at(b, t, 0, h) + d] * x[at(b, j, 1, h) + d];
-          p[j] = scale * dot;
-          max = std::max(max, p[j]);
-        }
-        for (int j = 0; j <= t; ++j) sum += p[j] = std::exp(p[j] - max);
-        double expected = 0;
-        for (int j = 0; j <= t; ++j) {
-          p[j] /= sum;
-          dp[j] = 0;
-          for (int d = 0; d < hd; ++d) {
-            r.out[(b * T + t) * C + h * hd + d] += p[j] * x[at(b, j, 2, h) + d];
-            dp[j] += dout[(b * T + t) * C + h * hd + d] * x[at(b, j, 2, h) + d];
-            r.dqkv[at(b, j, 2, h) + d] += p[j] * dout[(b * T + t) * C + h * hd + d];
-          }
-          expected += p[j] * dp[j];
-        }
-        for (int j = 0; j <= t; ++j) {
-          const double ds = scale * p[j] * (dp[j] - expected);
-          for (int d = 0; d < hd; ++d) {
-            r.dqkv[at(b, t, 0, h) + d] += ds * x[at(b, j, 1, h) + d];
-            r.dqkv[at(b, j, 1, h) + d] += ds * x[at(b, t, 0, h) + d];
-          }
-        }
-      }
-  rotate(r.dqkv, -1);
-  return r;
-}
 
 // Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
-// of WMMA's 16-row tile), on the largest T, and on a single position; v2 also against v1. v1 computes in
-// fp32 (1e-5); v2's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
+// of WMMA's 16-row tile), on the largest T, and on a single position; v3 also against v1. v1 computes in
+// fp32 (1e-5); v3's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
 // so it is held to the TF32 tolerance the trainer tests use for logits.
 constexpr double kFp32Tolerance = 1e-5;
 constexpr double kTf32Tolerance = 5e-3;
@@ -205,12 +147,10 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
   const FusedAttentionRun v1 = run(AttentionVersion::v1);
-  const FusedAttentionRun v2 = run(AttentionVersion::v2);
   const FusedAttentionRun v3 = run(AttentionVersion::v3);
   EXPECT_LT(rel_l2(v1.out, ref.out), kFp32Tolerance);
   EXPECT_LT(rel_l2(v1.dqkv, ref.dqkv), kFp32Tolerance);
-  // v2 (TF32 tiles) and v3 (v2's tiles, walked by one block per head) are held to the same bounds.
-  for (const FusedAttentionRun* tensor_core : {&v2, &v3}) {
+  for (const FusedAttentionRun* tensor_core : {&v3}) {
     EXPECT_LT(rel_l2(tensor_core->out, ref.out), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->dqkv, ref.dqkv), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->out, v1.out), kTf32Tolerance);
@@ -226,22 +166,46 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-TEST(GptLayers, FusedAttentionRejectsShapesAndVersions) {
+// The bf16 attention (R2) on bf16-rounded inputs against the double reference on the same rounded values:
+// bf16 operands in the products (q, k, v, dout and the probabilities rounded to 8 significant bits).
+TEST_P(GptFusedAttention, Bf16MatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = round_to_bf16(x);
+    return v;
+  };
+  const std::vector<float> qkv = rounded(qkv_), dout = rounded(dout_);
+  const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
+  auto to_bf16 = [](const std::vector<float>& v) {
+    std::vector<bf16> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
+    return out;
+  };
+  auto to_float = [](const std::vector<bf16>& v) {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
+    return out;
+  };
+  Device dev;
+  const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
+  const AttentionShape shape{B, T(), H, hd};
+  const int n = N(), c = C(), stats = B * H * T();
+  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
+  float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
+  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
+  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
+  fused_attention_configure();
+  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
+  EXPECT_LT(rel_l2(to_float(Device::download(d_out, n * c)), ref.out), 2e-2);
+  EXPECT_LT(rel_l2(to_float(Device::download(d_dqkv, n * 3 * c)), ref.dqkv), 2e-2);
+}
+
+TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 70, 2, 32}), Error);
   EXPECT_NO_THROW(check_fused_attention_shape(AttentionShape{2, 128, 2, 64}));
-
-  // ROOFBENCH_GPT_ATTENTION picks the version R1 runs; whatever the caller set is restored afterwards.
-  ScopedEnv env("ROOFBENCH_GPT_ATTENTION", nullptr);
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  env.set("v1");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v1);
-  env.set("v2");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v2);
-  env.set("v3");
-  EXPECT_EQ(attention_version_from_env(), AttentionVersion::v3);
-  env.set("v4");
-  EXPECT_THROW(attention_version_from_env(), Error);
 }
 
 TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
@@ -354,48 +318,7 @@ INSTANTIATE_TEST_SUITE_P(Cols, GptVectorizedElementwise, ::testing::Values(136, 
                            return "C" + std::to_string(info.param);
                          });
 
-TEST(GptLayers, ElementwiseVersionFromEnv) {
-  ScopedEnv env("ROOFBENCH_GPT_ELEMENTWISE", nullptr);
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("v1");
-  EXPECT_FALSE(vectorized_elementwise_from_env());
-  env.set("v2");
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("");
-  EXPECT_TRUE(vectorized_elementwise_from_env());
-  env.set("v3");
-  EXPECT_THROW(vectorized_elementwise_from_env(), Error);
-}
-
-// The parser behind every lab switch: its message names the variable and the versions it takes.
-TEST(GptLayers, LabVersionFromEnvNamesTheChoices) {
-  ScopedEnv env("ROOFBENCH_GPT_TEST_LAB_VERSION", "v0");
-  for (const auto& [count, expected] : {std::pair{2, "v1 or v2"}, std::pair{3, "v1, v2 or v3"}}) {
-    try {
-      lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", count, 1);
-      ADD_FAILURE() << "no throw for v0";
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("gpt: ROOFBENCH_GPT_TEST_LAB_VERSION must be ") + expected +
-                                           " (got 'v0')");
-    }
-  }
-  env.set("v2");
-  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 2);
-  env.set(nullptr);
-  EXPECT_EQ(lab_version_from_env("ROOFBENCH_GPT_TEST_LAB_VERSION", 3, 1), 1);
-}
-
-TEST(GptLayers, WgradLayoutFromEnvAndScratch) {
-  ScopedEnv env("ROOFBENCH_GPT_WGRAD", nullptr);
-  EXPECT_EQ(wgrad_layout_from_env(), kDefaultWgradLayout);
-  for (const auto& [value, layout] :
-       {std::pair{"v1", WgradLayout::v1}, std::pair{"v2", WgradLayout::v2}, std::pair{"v3", WgradLayout::v3}}) {
-    env.set(value);
-    EXPECT_EQ(wgrad_layout_from_env(), layout) << value;
-  }
-  env.set("v4");
-  EXPECT_THROW(wgrad_layout_from_env(), Error);
-
+TEST(GptLayers, WgradScratch) {
   // v1 transposes nothing, v2 always dy [N, out], v3 the narrower of x [N, in] and dy (dy on a tie).
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v1, 256, 64, 96), 0u);
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v2, 256, 64, 96), 256u * 96);
@@ -481,6 +404,25 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptWeightGradient,
                            return "N" + std::to_string(info.param.N) + "_in" + std::to_string(info.param.in) +
                                   "_out" + std::to_string(info.param.out);
                          });
+
+// The per-step bf16 weight copy rounds exactly as the host's bf16.hpp does (nearest, ties to even), also
+// on a length that leaves a tail after the last four-element group.
+TEST(GptLayers, CastToBf16RoundsLikeTheHost) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  std::vector<float> x = random_floats(1003, 41, -100, 100);
+  x[0] = 1.0f + 0x1p-8f;  // a tie
+  x[1] = 1.0f + 3 * 0x1p-8f;
+  Device dev;
+  const float* d_x = dev.upload(x);
+  bf16* d_y = dev.alloc<bf16>(x.size());
+  cast_to_bf16(d_y, d_x, x.size(), nullptr);
+  const auto y = Device::download(d_y, x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, &y[i], sizeof bits);
+    ASSERT_EQ(bits, bf16_bits_from_float(x[i])) << i;
+  }
+}
 
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();

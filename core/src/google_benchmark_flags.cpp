@@ -1,0 +1,41 @@
+#include "google_benchmark_flags.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <sstream>
+
+namespace benchmark {
+extern bool FLAGS_benchmark_list_tests;
+extern std::int32_t FLAGS_benchmark_repetitions;
+}  // namespace benchmark
+
+namespace roofbench {
+
+bool google_benchmark_lists_tests() { return benchmark::FLAGS_benchmark_list_tests; }
+int google_benchmark_repetitions() { return benchmark::FLAGS_benchmark_repetitions; }
+
+}  // namespace roofbench
+
+namespace roofbench {
+
+GoogleBenchmarkContext google_benchmark_context() {
+  GoogleBenchmarkContext c;
+  const benchmark::CPUInfo& cpu = benchmark::CPUInfo::Get();
+  c.num_cpus = cpu.num_cpus;
+  c.mhz_per_cpu = cpu.cycles_per_second / 1e6;
+  // The build type is only known inside the library: its own JSON context says it.
+  std::ostringstream text, errors;
+  benchmark::JSONReporter reporter;
+  reporter.SetOutputStream(&text);
+  reporter.SetErrorStream(&errors);
+  reporter.ReportContext(benchmark::BenchmarkReporter::Context());
+  const std::string json = text.str(), key = "\"library_build_type\": \"";
+  if (const auto at = json.find(key); at != std::string::npos) {
+    const auto start = at + key.size();
+    c.library_build_type = json.substr(start, json.find('"', start) - start);
+  }
+  return c;
+}
+
+}  // namespace roofbench

@@ -1,0 +1,66 @@
+#include "selection.hpp"
+
+#include <map>
+
+#include "options.hpp"
+
+namespace roofbench {
+
+NameFilter::NameFilter(std::string filter) : text_(std::move(filter)) {
+  if (text_.size() > kMaxFilterLength)
+    throw UsageError("--benchmark_filter is " + std::to_string(text_.size()) + " characters long; at most " +
+                     std::to_string(kMaxFilterLength) + " are accepted");
+  std::string pattern = text_;
+  if (!pattern.empty() && pattern[0] == '-') negate_ = true, pattern.erase(0, 1);
+  if (pattern.empty() || pattern == "all") pattern = ".";
+  if (const int error = ::regcomp(&regex_, pattern.c_str(), REG_EXTENDED | REG_NOSUB); error != 0) {
+    char message[256];
+    ::regerror(error, &regex_, message, sizeof message);
+    throw UsageError("bad --benchmark_filter '" + text_ + "': " + message);
+  }
+}
+
+NameFilter::~NameFilter() { ::regfree(&regex_); }
+
+bool NameFilter::matches(const std::string& name) const {
+  const std::string full = name + kGoogleBenchmarkSuffix;
+  return (::regexec(&regex_, full.c_str(), 0, nullptr, 0) == 0) != negate_;
+}
+
+Selection select_benchmarks(const std::vector<BenchmarkSpec>& all, const DeviceChoice& choice, const NameFilter& filter) {
+  Selection s;
+  const DeviceKind run_kind = choice.device->info().kind;
+  for (const auto& b : all) {
+    const DeviceNeed& need = b.spec->device;
+    std::string why;
+    std::vector<Device*> ranks;
+    if (need.all_selected_gpus) {
+      if (run_kind != DeviceKind::cuda) why = "needs GPUs; the run is on the CPU";
+      else if (static_cast<int>(choice.gpus.size()) < need.count)
+        why = "needs at least " + std::to_string(need.count) + " GPUs; " + std::to_string(choice.gpus.size()) + " selected";
+      else ranks = choice.gpus;
+    } else if (need.kind != run_kind) {
+      why = need.kind == DeviceKind::cuda
+                ? "needs a CUDA GPU; " + (choice.have_gpus ? std::string("the run is on the CPU (--device)") : choice.why_no_gpu)
+                : "a CPU case; the run is on " + choice.device->info().name + " (--device=cpu runs it)";
+    } else {
+      ranks = {choice.device};
+    }
+    if (!why.empty()) {
+      if (filter.matches(b.name)) s.not_run.push_back({b.name, why});
+      continue;
+    }
+    s.benchmarks.push_back(b);
+    s.ranks.push_back(std::move(ranks));
+  }
+  std::map<std::string, std::pair<std::string, int>> by_case;
+  for (const auto& n : s.not_run) {
+    auto& entry = by_case[n.benchmark.substr(0, n.benchmark.find('/', n.benchmark.find('/') + 1))];
+    entry.first = n.reason;
+    ++entry.second;
+  }
+  for (const auto& [c, why] : by_case) s.not_run_by_case.push_back({{c, why.first}, why.second});
+  return s;
+}
+
+}  // namespace roofbench

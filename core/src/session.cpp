@@ -1,0 +1,127 @@
+#include "session.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+namespace roofbench {
+
+void Sweep::add(const std::string& value, double throughput) {
+  double best = 0;
+  for (const auto& p : points) best = std::max(best, p.second);
+  points.emplace_back(value, throughput);
+  flat_points = throughput > best * kRise ? 0 : flat_points + 1;
+  if (flat_points >= 2) end("throughput stopped rising");
+}
+
+void Sweep::end(std::string reason) {
+  ended = true;
+  end_reason = std::move(reason);
+}
+
+std::string Sweep::knee() const {
+  double best = 0;
+  for (const auto& p : points) best = std::max(best, p.second);
+  for (const auto& p : points)
+    if (p.second >= kKneeFraction * best) return p.first;
+  return {};
+}
+
+double sweep_throughput(const Result& r) {
+  if (!r.work.item_name.empty() && r.work.items > 0) return r.work.items / r.stats.median;
+  if (r.work.flops > 0) return r.point.flops_per_s;
+  return r.point.bytes_per_s;
+}
+
+Session::Session(Selection selection, BenchmarkRunner& runner, std::function<CachedCeilings()> ceilings,
+                 SessionSettings settings)
+    : selection_(std::move(selection)), runner_(runner), ceilings_source_(std::move(ceilings)), settings_(std::move(settings)) {}
+
+const CachedCeilings& Session::ceilings() {
+  if (!ceilings_) {
+    ceilings_ = ceilings_source_();
+    RunContext& c = settings_.context;
+    c.measured = ceilings_->ceilings;
+    c.measured_at = ceilings_->measured_at;
+    c.ceilings_how = ceilings_->how;
+    if (settings_.results_dir) {
+      std::string stamp = utc_timestamp().substr(0, 19);
+      std::replace(stamp.begin(), stamp.end(), ':', '-');
+      try {
+        const std::string path = claim_run_file(*settings_.results_dir, stamp + "-" + settings_.run_name);
+        results_ = std::make_unique<ResultsFile>(path, settings_.context);
+      } catch (const std::exception& e) {
+        std::cerr << "roofbench: cannot keep results: " << e.what() << "\n";
+        results_lost_ = true;
+      }
+    }
+  }
+  return *ceilings_;
+}
+
+std::optional<std::string> Session::results_path() const {
+  if (!results_) return std::nullopt;
+  return results_->path();
+}
+
+void Session::save(bool complete) {
+  if (!results_) return;
+  try {
+    results_->write(complete);
+    const auto latest = std::filesystem::path(results_->path()).parent_path() / "latest.json";
+    std::filesystem::copy_file(results_->path(), latest, std::filesystem::copy_options::overwrite_existing);
+  } catch (const std::exception& e) {
+    if (!results_lost_) std::cerr << "roofbench: cannot write results: " << e.what() << "\n";
+    results_lost_ = true;
+  }
+}
+
+void Session::finish() {
+  if (results_) save(true);
+}
+
+Session::Outcome Session::run(std::size_t index) {
+  const BenchmarkSpec& b = selection_.benchmarks[index];
+  const std::string group = sweep_group(b);
+  Outcome out;
+  const CachedCeilings& roofs = ceilings();
+  if (!group.empty() && sweeps_[group].ended) {
+    const Sweep& s = sweeps_[group];
+    out.not_run_reason = "the sweep of " + b.spec->sweep_axis + " ended (" + s.end_reason + ")";
+    if (results_) results_->add_not_run({b.name, "sweep ended: " + s.end_reason});
+    return out;
+  }
+  const double timeout = b.spec->timeout_s > 0 ? b.spec->timeout_s : settings_.default_timeout_s;
+  Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
+  const int repetition = repetition_counter_[b.name]++;
+  if (r.status == Status::not_applicable) {
+    out.not_run_reason = r.message;
+    if (results_) {
+      results_->add_not_run({b.name, r.message});
+      save(false);
+    }
+    return out;
+  }
+  ++measured_;
+  if (!group.empty()) {
+    Sweep& s = sweeps_[group];
+    if (r.status == Status::out_of_memory) s.end("out of memory at " + b.spec->sweep_axis + "=" + b.params.str(b.spec->sweep_axis));
+    else if (r.passed()) s.add(b.params.str(b.spec->sweep_axis), sweep_throughput(r));
+    if (s.ended && !s.knee().empty()) {
+      out.note = "sweep " + group + ": knee at " + b.spec->sweep_axis + "=" + s.knee() + " (" + s.end_reason + ")";
+      if (results_) results_->add_note(out.note);
+    }
+  }
+  // An out-of-memory point of a sweep ends the sweep, not the run.
+  out.counts_as_failure = !r.passed() && !(r.status == Status::out_of_memory && !group.empty());
+  if (out.counts_as_failure) ++failures_;
+  out.ran = true;
+  if (results_) {
+    results_->add(r, repetition, settings_.repetitions);
+    save(false);
+  }
+  out.result = std::move(r);
+  return out;
+}
+
+}  // namespace roofbench

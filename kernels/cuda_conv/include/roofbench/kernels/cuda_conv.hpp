@@ -1,0 +1,27 @@
+// A hand-written implicit-GEMM convolution for CUDA in the llm.c spirit: one kernel, bf16 in and out,
+// fp32 accumulation on tensor cores through WMMA, to set beside cuDNN on the same shapes.
+//
+// The convolution is the GEMM Y (M x K) = A (M x RSC) B (RSC x K) with M = N Ho Wo, where row m of A is
+// the receptive field of output pixel m gathered from x on the fly (never materialised) and B is the
+// filter. x is NHWC, w is KRSC (cuDNN's NHWC filter format), y is NHWC.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "roofbench/kernels/conv_reference.hpp"
+
+namespace roofbench::kernels {
+
+// Only enqueues on `stream` (graph-capturable); throws roofbench::Error when the launch is rejected or
+// an index would overflow. Any shape works: C % 8 == 0 (every ResNet-50 layer but the 3-channel stem)
+// takes 16-byte asynchronous copies, other shapes an element-wise gather.
+void launch_conv2d_implicit_gemm_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                                      const ConvShape& shape, cudaStream_t stream);
+
+// Which tile configuration the launch picks for `shape`, for the results (e.g. "wmma 128x64x32, 3 stages, cp.async").
+std::string conv2d_implicit_gemm_bf16_variant(const ConvShape& shape);
+
+}  // namespace roofbench::kernels

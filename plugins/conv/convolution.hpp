@@ -1,0 +1,104 @@
+// One convolution of ResNet-50 at batch N in one data format, in the passes a case asks for: owns its
+// tensors (from ctx.alloc), its cuDNN descriptors and the algorithm cuDNN's search chose per pass, and
+// checks its outputs against the fp64 reference on a spread sample.
+#pragma once
+
+#include <cudnn.h>
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cudnn_support.hpp"
+#include "gate.hpp"
+#include "layers.hpp"
+#include "roofbench/kernels/conv_reference.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::conv {
+
+enum class Pass { fwd, bwd_data, bwd_filter };
+inline constexpr std::array<Pass, 3> kPasses = {Pass::fwd, Pass::bwd_data, Pass::bwd_filter};
+const char* to_string(Pass pass);
+Pass parse_pass(const std::string& text);
+
+enum class Implementation { cudnn, implicit_gemm };
+
+// The storage and arithmetic of one precision value of the plugin.
+struct DataFormat {
+  const char* name;  // bf16, fp16, tf32, fp32
+  Precision precision;
+  ElementType element;
+  cudnnDataType_t cudnn_type;
+  cudnnMathType_t math;  // asked of cuDNN before its search
+  bool fma_only;         // pedantic fp32: only FMA-math results are taken
+  std::vector<kernels::ConvLayout> layouts;
+  const char* description;
+};
+const std::vector<DataFormat>& data_formats();
+
+const char* to_string(kernels::ConvLayout layout);
+kernels::ConvLayout parse_layout(const std::string& text);
+
+// Samples a gate compares per pass (see spread_samples): backward filter costs N Ho Wo multiply-adds per
+// sample, the others C R S or K R S.
+struct SampleCounts {
+  std::size_t fwd = 1024, bwd_data = 1024, bwd_filter = 128;
+  std::size_t of(Pass pass) const { return pass == Pass::fwd ? fwd : pass == Pass::bwd_data ? bwd_data : bwd_filter; }
+};
+
+// What check() found for one pass.
+struct PassCheck {
+  double rel_l2_error = 0;
+  std::string detail;
+  std::uint64_t nonfinite = 0;
+};
+
+class Convolution {
+ public:
+  Convolution(const Layer& layer, std::int64_t batch, const DataFormat& format, kernels::ConvLayout layout,
+              Implementation implementation, std::vector<Pass> passes);
+
+  // Allocates every tensor the passes use (x, w and dy are inputs; y, dx and dw outputs) and fills the
+  // inputs with random values; with cuDNN, also describes them.
+  void allocate(Context& ctx);
+  // The largest workspace any algorithm of any pass asks for, at most `cap`: what the search is given.
+  std::size_t search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const;
+  // cudnnFind*AlgorithmEx (or the _v7 heuristics) for every pass on this convolution's own tensors, with
+  // `workspace`.
+  void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, AlgorithmSearch search);
+  // Takes another convolution's choices (same layer and format): the network searches each shape once.
+  void copy_algorithms(const Convolution& same_shape);
+
+  bool has(Pass pass) const;
+  // Enqueues one pass on the handle's stream (cuDNN) or `stream` (the hand-written kernel).
+  void enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) const;
+
+  PassCheck check(Context& ctx, Pass pass, std::size_t samples, std::uint64_t seed,
+                  const micro::NonfiniteScan& scan) const;
+
+  // The pass's minimum traffic: its two operands read once and its result written once.
+  double pass_bytes() const;
+  const kernels::ConvShape& shape() const { return shape_; }
+  const Layer& layer() const { return layer_; }
+  const std::optional<AlgorithmChoice>& choice(Pass pass) const { return choices_[std::size_t(pass)]; }
+  std::size_t workspace_bytes() const;  // the most any chosen algorithm needs
+  void* filter() const { return w_; }    // for tests that corrupt it
+
+ private:
+  const Layer& layer_;
+  kernels::ConvShape shape_;
+  const DataFormat& format_;
+  kernels::ConvLayout layout_;
+  Implementation implementation_;
+  std::vector<Pass> passes_;
+  void *x_ = nullptr, *w_ = nullptr, *y_ = nullptr, *dy_ = nullptr, *dx_ = nullptr, *dw_ = nullptr;
+  TensorDescriptor x_desc_, y_desc_;
+  FilterDescriptor w_desc_;
+  std::array<ConvolutionDescriptor, 3> conv_desc_;  // per pass: each carries its chosen math type
+  std::array<std::optional<AlgorithmChoice>, 3> choices_;
+};
+
+}  // namespace roofbench::conv

@@ -1,0 +1,300 @@
+// Tests of the conv plugin. The first group needs no GPU (the ResNet-50 shapes and network order, the
+// case list and its work counts, the choice among cuDNN's search results); the second drives cases
+// through setup, poisoned outputs, run and check on a CUDA device and shows that a wrong filter fails
+// the gate (skipped with the reason where no GPU is present).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cases.hpp"
+#include "cuda_test_context.hpp"
+#include "formats.hpp"
+#include "layers.hpp"
+
+namespace roofbench::conv {
+namespace {
+
+using micro::testing::CudaTestContext;
+using micro::testing::gpu_present;
+
+// ---- the network (CPU) ----
+
+TEST(ConvLayers, TwentyThreeDistinctShapesWithReadableNames) {
+  const auto& layers = resnet50_layers();
+  ASSERT_EQ(layers.size(), 23u);
+  std::set<std::string> names;
+  for (const Layer& l : layers) names.insert(l.name);
+  EXPECT_EQ(names.size(), 23u);
+  EXPECT_EQ(layers.front().name, "conv1_7x7s2_3to64");
+  EXPECT_EQ(resnet50_layer("conv3_3x3_128").input_size, 28);
+  EXPECT_EQ(resnet50_layer("conv3_3x3s2_128").input_size, 56);
+  EXPECT_EQ(resnet50_layer("conv3_3x3s2_128").shape(1).out_h(), 28);
+  EXPECT_EQ(resnet50_layer("conv1_7x7s2_3to64").shape(1).out_h(), 112);
+  EXPECT_EQ(resnet50_layer("conv5_1x1s2_1024to2048").shape(1).out_w(), 7);
+  EXPECT_THROW(resnet50_layer("conv9_3x3_1"), Error);
+}
+
+TEST(ConvLayers, NetworkHas53ConvolutionsAnd8point17GflopPerImage) {
+  const auto& order = resnet50_network();
+  ASSERT_EQ(order.size(), 53u);
+  double flops = 0;
+  std::map<std::string, int> uses;
+  for (const std::size_t i : order) {
+    flops += resnet50_layers()[i].shape(1).flops();
+    ++uses[resnet50_layers()[i].name];
+  }
+  EXPECT_NEAR(flops / 1e9, 8.17, 0.01);
+  EXPECT_EQ(uses.size(), 23u);  // every distinct shape is used
+  EXPECT_EQ(uses["conv2_1x1_64to256"], 4);  // three expands and the stride-1 downsample
+  EXPECT_EQ(uses["conv4_3x3_256"], 5);
+  EXPECT_EQ(uses["conv5_3x3s2_512"], 1);
+  // Each block's layers chain: a convolution reads the channels the previous one wrote, except where a
+  // downsample reads the block's input (the channels its 1x1 reduce read).
+  std::int64_t channels = 64;  // after the stem
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const Layer& layer = resnet50_layers()[order[i]];
+    const Layer& previous = resnet50_layers()[order[i - 1]];
+    const bool downsample = layer.kernel == 1 && layer.out_channels == previous.out_channels && i >= 4 &&
+                            resnet50_layers()[order[i - 3]].in_channels == layer.in_channels;
+    EXPECT_EQ(layer.in_channels, downsample ? layer.in_channels : channels) << layer.name;
+    if (!downsample) channels = layer.out_channels;
+  }
+}
+
+// ---- the case list (CPU) ----
+
+const Plugin& described() {
+  static const Plugin plugin = [] {
+    Plugin p;
+    describe(p);
+    return p;
+  }();
+  return plugin;
+}
+
+const CaseSpec& spec(const std::string& name) {
+  for (const CaseSpec& c : described().cases)
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+Params params(std::vector<std::pair<std::string, std::string>> items) { return Params(std::move(items)); }
+
+Params layer_point(const std::string& layer, const std::string& pass, const std::string& layout,
+                   const std::string& impl, int n) {
+  return params({{"layer", layer}, {"pass", pass}, {"layout", layout}, {"impl", impl}, {"n", std::to_string(n)}});
+}
+
+TEST(ConvCases, AxesAndSweep) {
+  std::map<std::string, std::size_t> benchmarks;
+  for (const CaseSpec& c : described().cases) {
+    EXPECT_EQ(c.sweep_axis, "n") << c.name;
+    EXPECT_EQ(c.axes.back().name, "n") << c.name;  // innermost, so a sweep runs its points in a row
+    std::size_t points = 1;
+    for (const Axis& a : c.axes) points *= a.values.size();
+    benchmarks[c.name] = points;
+  }
+  EXPECT_EQ(benchmarks["conv_bf16"], 23u * 3 * 1 * 2 * 5);
+  EXPECT_EQ(benchmarks["conv_fp16"], 23u * 3 * 5);
+  EXPECT_EQ(benchmarks["conv_fp32"], 23u * 3 * 2 * 5);
+  EXPECT_EQ(benchmarks["resnet50"], 10u);
+  EXPECT_EQ(benchmarks["resnet50_train"], 5u);
+  EXPECT_EQ(spec("conv_tf32").precision, Precision::tf32);
+}
+
+TEST(ConvCases, WorkIsCountedFromTheShape) {
+  // conv3_3x3_128 at N=32: 28x28 out, 128 -> 128, 3x3.
+  const auto c = spec("conv_bf16").make(layer_point("conv3_3x3_128", "bwd_filter", "nhwc", "cudnn", 32));
+  const Work work = c->work();
+  EXPECT_DOUBLE_EQ(work.flops, 2.0 * 32 * 28 * 28 * 128 * 128 * 9);
+  EXPECT_DOUBLE_EQ(work.bytes, 2.0 * (32.0 * 28 * 28 * 128 * 2 + 128.0 * 128 * 9));
+  EXPECT_EQ(work.items, 32);
+  EXPECT_EQ(work.item_name, "images");
+  const auto network = spec("resnet50").make(params({{"impl", "cudnn"}, {"n", "4"}}));
+  EXPECT_NEAR(network->work().flops / 4 / 1e9, 8.17, 0.01);
+  const auto training = spec("resnet50_train").make(params({{"n", "4"}}));
+  const double stem = resnet50_layers().front().shape(4).flops();
+  EXPECT_DOUBLE_EQ(training->work().flops, 3 * network->work().flops - stem);
+}
+
+TEST(ConvCases, HandWrittenKernelIsBf16ForwardOnly) {
+  EXPECT_NO_THROW(spec("conv_bf16").make(layer_point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm", 8)));
+  EXPECT_THROW(spec("conv_bf16").make(layer_point("conv2_3x3_64", "bwd_data", "nhwc", "implicit_gemm", 8)),
+               NotApplicable);
+  EXPECT_THROW(spec("resnet50_train").make(params({{"impl", "implicit_gemm"}, {"n", "8"}})), NotApplicable);
+  EXPECT_THROW(spec("conv_bf16").make(layer_point("conv2_3x3_64", "sideways", "nhwc", "cudnn", 8)), Error);
+}
+
+// ---- choosing among cuDNN's search results (CPU) ----
+
+cudnnConvolutionFwdAlgoPerf_t result(cudnnConvolutionFwdAlgo_t algo, cudnnStatus_t status, cudnnMathType_t math,
+                                     float ms) {
+  cudnnConvolutionFwdAlgoPerf_t r{};
+  r.algo = algo;
+  r.status = status;
+  r.mathType = math;
+  r.time = ms;
+  r.memory = 1024;
+  return r;
+}
+
+TEST(ConvSearch, TakesTheFastestSuccessfulResult) {
+  const std::vector<cudnnConvolutionFwdAlgoPerf_t> results = {
+      result(CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, CUDNN_DEFAULT_MATH, -1),
+      result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.5f),
+      result(CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_FMA_MATH, 0.9f),
+  };
+  const std::span<const cudnnConvolutionFwdAlgoPerf_t> all(results);
+  const AlgorithmChoice fast = pick_algorithm(all, false, "test");
+  EXPECT_EQ(fast.name, "IMPLICIT_PRECOMP_GEMM");
+  EXPECT_EQ(fast.math, CUDNN_TENSOR_OP_MATH);
+  EXPECT_EQ(fast.workspace_bytes, 1024u);
+  EXPECT_NE(fast.search_results.find("FFT/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED; IMPLICIT_PRECOMP_GEMM"),
+            std::string::npos) << fast.search_results;
+  // Pedantic fp32 skips the tensor-op result.
+  EXPECT_EQ(pick_algorithm(all, true, "test").name, "GEMM");
+}
+
+TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
+  const std::vector<cudnnConvolutionFwdAlgoPerf_t> results = {
+      result(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD, CUDNN_STATUS_NOT_SUPPORTED, CUDNN_DEFAULT_MATH, -1),
+      result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.5f),
+  };
+  try {
+    pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results), true, "layer X");
+    FAIL() << "expected NotApplicable";
+  } catch (const NotApplicable& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("layer X"), std::string::npos) << message;
+    EXPECT_NE(message.find("WINOGRAD/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << message;
+    EXPECT_NE(message.find("IMPLICIT_GEMM/TENSOR_OP_MATH 0.500000 ms (1024 B) not FMA math"), std::string::npos) << message;
+  }
+  EXPECT_THROW(pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(), false, "empty"), NotApplicable);
+}
+
+TEST(ConvSearch, StatusErrorsNameTheCall) {
+  try {
+    ROOFBENCH_CUDNN(CUDNN_STATUS_BAD_PARAM);
+    FAIL();
+  } catch (const NotApplicable&) {
+    FAIL() << "a bad parameter is an error, not a point cuDNN cannot run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("in CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ROOFBENCH_CUDNN_SETUP(CUDNN_STATUS_NOT_SUPPORTED), NotApplicable);
+  EXPECT_THROW(ROOFBENCH_CUDNN(CUDNN_STATUS_NOT_SUPPORTED), Error);
+}
+
+// ---- on the GPU: the gate the host runs ----
+
+struct Gated {
+  double error = 0, tolerance = 0;
+  std::string detail;
+  std::vector<Fact> facts;
+};
+
+// setup, poison every output, run once, check: what the host does before timing. `between` runs after
+// the run and before the check.
+Gated run_gate(const std::string& case_name, const Params& p,
+               const std::function<void(Case&, CudaTestContext&)>& between = {}) {
+  const CaseSpec& s = spec(case_name);
+  CudaTestContext ctx(p);
+  auto c = s.make(p);
+  c->setup(ctx);
+  ctx.fill_outputs(0xFF);
+  c->run(ctx);
+  ctx.synchronize(0);
+  if (between) between(*c, ctx);
+  const Check check = c->check(ctx);
+  Gated g{check.rel_l2_error, s.tolerance > 0 ? s.tolerance : default_tolerance(s.precision), check.detail, c->facts()};
+  c->teardown(ctx);
+  return g;
+}
+
+struct GatePoint {
+  std::string case_name;
+  std::vector<std::pair<std::string, std::string>> params;
+};
+
+// Read by GoogleTest (and so by CTest's test names): "conv_bf16 conv2_3x3_64 fwd nhwc cudnn 8".
+void PrintTo(const GatePoint& p, std::ostream* out) {
+  *out << p.case_name;
+  for (const auto& [axis, value] : p.params) *out << " " << value;
+}
+
+class ConvGate : public ::testing::TestWithParam<GatePoint> {};
+
+TEST_P(ConvGate, Passes) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  const Gated g = run_gate(GetParam().case_name, params(GetParam().params));
+  std::string facts;
+  for (const Fact& f : g.facts) facts += f.name + "=" + f.value + " ";
+  EXPECT_LE(g.error, g.tolerance) << g.detail << " [" << facts << "]";
+  RecordProperty("facts", facts);
+  std::printf("    error %.3g (tolerance %.3g); %s\n", g.error, g.tolerance, facts.c_str());
+}
+
+std::vector<std::pair<std::string, std::string>> point(const std::string& layer, const std::string& pass,
+                                                       const std::string& layout, const std::string& impl, int n) {
+  return layer_point(layer, pass, layout, impl, n).items();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Points, ConvGate,
+    ::testing::Values(
+        GatePoint{"conv_bf16", point("conv1_7x7s2_3to64", "fwd", "nhwc", "cudnn", 2)},
+        GatePoint{"conv_bf16", point("conv3_3x3s2_128", "fwd", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_bf16", point("conv3_3x3s2_128", "bwd_data", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_bf16", point("conv3_3x3s2_128", "bwd_filter", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_bf16", point("conv4_1x1s2_512to1024", "bwd_data", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_bf16", point("conv1_7x7s2_3to64", "fwd", "nhwc", "implicit_gemm", 2)},
+        GatePoint{"conv_bf16", point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm", 8)},
+        GatePoint{"conv_bf16", point("conv5_3x3s2_512", "fwd", "nhwc", "implicit_gemm", 8)},
+        GatePoint{"conv_fp16", point("conv2_3x3_64", "bwd_filter", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_tf32", point("conv4_3x3_256", "fwd", "nchw", "cudnn", 8)},
+        GatePoint{"conv_tf32", point("conv2_1x1_256to64", "bwd_filter", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_fp32", point("conv4_3x3_256", "fwd", "nhwc", "cudnn", 8)},
+        GatePoint{"conv_fp32", point("conv2_3x3_64", "bwd_data", "nchw", "cudnn", 8)},
+        GatePoint{"conv_fp32", point("conv3_3x3_128", "bwd_filter", "nchw", "cudnn", 32)},
+        GatePoint{"resnet50", {{"impl", "cudnn"}, {"n", "2"}}},
+        GatePoint{"resnet50", {{"impl", "implicit_gemm"}, {"n", "2"}}},
+        GatePoint{"resnet50_train", {{"n", "2"}}}));
+
+TEST(ConvGateFailures, AWrongFilterFailsTheGate) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  for (const char* impl : {"cudnn", "implicit_gemm"}) {
+    // The output was computed from one filter; the reference is given fresh random values instead.
+    const Gated g = run_gate("conv_bf16", layer_point("conv3_3x3_128", "fwd", "nhwc", impl, 4),
+                             [](Case& c, CudaTestContext& ctx) {
+                               const Convolution& conv = dynamic_cast<LayerCase&>(c).convolution();
+                               ctx.fill_random(conv.filter(), std::size_t(conv.shape().filter_elements()),
+                                               ElementType::bf16, -1, 1, 0);
+                             });
+    EXPECT_GT(g.error, g.tolerance) << impl << ": " << g.detail;
+  }
+}
+
+TEST(ConvGateFailures, AnOutputLeftPoisonedFailsTheGate) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  const Gated g = run_gate("conv_bf16", layer_point("conv2_1x1_64", "fwd", "nhwc", "cudnn", 2),
+                           [](Case&, CudaTestContext& ctx) { ctx.fill_outputs(0xFF); });
+  EXPECT_TRUE(std::isnan(g.error)) << g.detail;
+}
+
+TEST(ConvNotApplicable, ImpossiblePointsSaySo) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  // The hand-written kernel has no backward pass: refused before anything is allocated.
+  EXPECT_THROW(run_gate("conv_bf16", layer_point("conv2_3x3_64", "bwd_filter", "nhwc", "implicit_gemm", 2)),
+               NotApplicable);
+}
+
+}  // namespace
+}  // namespace roofbench::conv

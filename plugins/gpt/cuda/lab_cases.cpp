@@ -1,0 +1,350 @@
+// The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
+// each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
+// the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
+// run the keepers only (attention v3, elementwise v2, weight gradients v3).
+//   lab_attention/version:v1|v3    the fused attention's forward + backward (attention.cu, attention_v3.cu)
+//   lab_elementwise/version:v1|v2  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
+//   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lab_cases.hpp"
+#include "lab_reference.hpp"
+#include "layers.hpp"
+#include "model.hpp"
+#include "roofbench/cuda_check.hpp"
+#include "trainer.hpp"
+#include "training_gates.hpp"
+
+namespace roofbench::gpt::cuda {
+namespace {
+
+// The version a lab point names ("v3") as its number.
+int version_number(const Params& params) {
+  const std::string name = params.str("version");  // a copy: str() returns into params
+  if (name.size() < 2 || name[0] != 'v') throw Error("gpt lab: version '" + name + "' is not v<number>");
+  return std::stoi(name.substr(1));
+}
+
+// The training shape: model.hpp's defaults, the batch from the axis.
+Config lab_config(const Params& params) {
+  Config cfg;
+  cfg.batch = static_cast<int>(params.integer("batch"));
+  cfg.validate();
+  return cfg;
+}
+
+cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+float* alloc_floats(Context& ctx, std::size_t count, BufferRole role) {
+  return static_cast<float*>(ctx.alloc(count * sizeof(float), role));
+}
+
+std::vector<float> download(Context& ctx, const float* device, std::size_t count) {
+  std::vector<float> host(count);
+  ctx.copy_to_host(host.data(), device, count * sizeof(float));
+  return host;
+}
+
+// The largest of several relative errors, with each one named in the detail.
+struct WorstError {
+  double worst = 0;
+  std::ostringstream detail;
+  void add(const std::string& what, double error) {
+    detail << what << " rel L2 " << format_gate_number(error) << "; ";
+    worst = std::isnan(error) || std::isnan(worst) ? std::nan("") : std::max(worst, error);
+  }
+  Check result() const {
+    Check check;
+    check.rel_l2_error = worst;
+    check.detail = detail.str();
+    return check;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------
+class AttentionLab final : public Case {
+ public:
+  explicit AttentionLab(const Params& params) : cfg_(lab_config(params)) {
+    const int version = version_number(params);
+    if (version != 1 && version != 3) throw Error("gpt lab_attention: versions are v1 and v3 (v2 is retired)");
+    version_ = version == 1 ? AttentionVersion::v1 : AttentionVersion::v3;
+  }
+
+  void setup(Context& ctx) override {
+    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
+    const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2) * cfg_.context;
+    qkv_ = alloc_floats(ctx, N * 3 * C, BufferRole::input);
+    bias_ = alloc_floats(ctx, 3 * C, BufferRole::input);
+    dout_ = alloc_floats(ctx, N * C, BufferRole::input);
+    out_ = alloc_floats(ctx, N * C, BufferRole::output);
+    lse_ = alloc_floats(ctx, stats, BufferRole::output);
+    delta_ = alloc_floats(ctx, stats, BufferRole::scratch);
+    dqkv_ = alloc_floats(ctx, N * 3 * C, BufferRole::output);
+    rope_ = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
+    ctx.fill_random(qkv_, N * 3 * C, ElementType::f32);
+    ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
+    ctx.fill_random(dout_, N * C, ElementType::f32);
+    upload_rope_table(cfg_, rope_, stream_of(ctx));
+    fused_attention_configure();
+  }
+
+  void run(Context& ctx) override {
+    const AttentionShape s = shape();
+    fused_attention_forward(out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx), version_);
+    fused_attention_backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx), version_);
+  }
+
+  // The step's convention (training_gates.hpp): the full T x T products, backward twice the forward.
+  // Bytes: qkv, out and lse written and read back, dout read, dqkv written.
+  Work work() const override {
+    const double N = static_cast<double>(positions()), C = cfg_.channels;
+    const double T = cfg_.context;
+    Work w;
+    w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * T * T * cfg_.head_dim();
+    w.bytes = 4 * (N * 3 * C * 3 + N * C * 3 + 2.0 * static_cast<double>(stat_count()));
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Fact> facts() const override { return {{"kernel", attention_version_name(version_)}}; }
+
+  // The first kGateSequences sequences of the batch against the double reference (their outputs and
+  // gradients depend on themselves only).
+  Check check(Context& ctx) override {
+    const std::size_t C = static_cast<std::size_t>(cfg_.channels);
+    const std::size_t rows = static_cast<std::size_t>(kGateSequences) * cfg_.context;
+    const auto qkv = download(ctx, qkv_, rows * 3 * C), dout = download(ctx, dout_, rows * C);
+    const auto bias = download(ctx, bias_, 3 * C);
+    const auto ref = reference::attention_reference(qkv, bias, dout, kGateSequences, cfg_.heads, cfg_.context,
+                                                    cfg_.head_dim(), cfg_.rope_base);
+    WorstError errors;
+    errors.add("out", relative_l2_error(download(ctx, out_, rows * C).data(), ref.out.data(), rows * C));
+    errors.add("dqkv", relative_l2_error(download(ctx, dqkv_, rows * 3 * C).data(), ref.dqkv.data(), rows * 3 * C));
+    return errors.result();
+  }
+
+ private:
+  std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
+  std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
+  AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
+
+  Config cfg_;
+  AttentionVersion version_;
+  float *qkv_ = nullptr, *bias_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *lse_ = nullptr, *delta_ = nullptr,
+        *dqkv_ = nullptr;
+  RopeTable rope_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// v1: the scalar kernels, three launches (bias + GELU, GELU's backward, the bias gradient's column sum);
+// v2 (R1's): 16-byte accesses, GELU's backward fused with the bias gradient.
+class ElementwiseLab final : public Case {
+ public:
+  explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
+    if (version_ != 1 && version_ != 2) throw Error("gpt lab_elementwise: versions are v1 and v2");
+  }
+
+  void setup(Context& ctx) override {
+    const std::size_t n = count(), cols = static_cast<std::size_t>(cfg_.hidden());
+    z_ = alloc_floats(ctx, n, BufferRole::input);
+    bias_ = alloc_floats(ctx, cols, BufferRole::input);
+    dout_ = alloc_floats(ctx, n, BufferRole::input);
+    gelu_ = alloc_floats(ctx, n, BufferRole::output);
+    dz_ = alloc_floats(ctx, n, BufferRole::output);
+    dbias_ = alloc_floats(ctx, cols, BufferRole::output);
+    partials_ = alloc_floats(ctx, column_partials_floats(rows(), cfg_.hidden()), BufferRole::scratch);
+    ctx.fill_random(z_, n, ElementType::f32, -4, 4);
+    ctx.fill_random(bias_, cols, ElementType::f32, -0.5, 0.5);
+    ctx.fill_random(dout_, n, ElementType::f32);
+    z_before_ = download(ctx, z_, n);  // the gate run adds the bias into z in place
+  }
+
+  void run(Context& ctx) override {
+    const int R = rows(), H = cfg_.hidden();
+    const bool vectorized = version_ == 2;
+    bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), vectorized);
+    if (vectorized) {
+      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx));
+    } else {
+      gelu_backward(dz_, dout_, z_, count(), stream_of(ctx));
+      column_sum(dbias_, dz_, R, H, partials_, stream_of(ctx));
+    }
+  }
+
+  // Minimum traffic: z and the bias read, z and GELU written; dout and z read, dz written.
+  Work work() const override {
+    Work w;
+    w.bytes = 4.0 * 6 * static_cast<double>(count());
+    w.items = static_cast<double>(count());
+    w.item_name = "elements";
+    return w;
+  }
+
+  Check check(Context& ctx) override {
+    const std::size_t n = count();
+    const int H = cfg_.hidden();
+    const auto ref = reference::bias_gelu_reference(z_before_, download(ctx, bias_, H), download(ctx, dout_, n),
+                                                    rows(), H);
+    WorstError errors;
+    errors.add("z + bias", relative_l2_error(download(ctx, z_, n).data(), ref.pre.data(), n));
+    errors.add("GELU", relative_l2_error(download(ctx, gelu_, n).data(), ref.out.data(), n));
+    errors.add("dz", relative_l2_error(download(ctx, dz_, n).data(), ref.dz.data(), n));
+    errors.add("dbias", relative_l2_error(download(ctx, dbias_, H).data(), ref.dbias.data(), H));
+    // The timed runs add the bias into z again and again: a zero bias keeps z (and the work) what it was.
+    ROOFBENCH_CUDA(cudaMemsetAsync(bias_, 0, static_cast<std::size_t>(H) * sizeof(float), stream_of(ctx)));
+    ctx.synchronize();
+    return errors.result();
+  }
+
+ private:
+  int rows() const { return cfg_.batch * cfg_.context; }
+  std::size_t count() const { return static_cast<std::size_t>(rows()) * cfg_.hidden(); }
+
+  Config cfg_;
+  int version_;
+  float *z_ = nullptr, *bias_ = nullptr, *dout_ = nullptr, *gelu_ = nullptr, *dz_ = nullptr, *dbias_ = nullptr,
+        *partials_ = nullptr;
+  std::vector<float> z_before_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// The weight gradients dw = dy^T x of a block's four linear layers (qkv, attn_proj, fc, fc_proj) over the
+// full batch, in one WgradLayout.
+class WgradLab final : public Case {
+ public:
+  explicit WgradLab(const Params& params) : cfg_(lab_config(params)) {
+    const int version = version_number(params);
+    if (version < 1 || version > 3) throw Error("gpt lab_wgrad: versions are v1, v2 and v3");
+    layout_ = static_cast<WgradLayout>(version - 1);
+    const int C = cfg_.channels, H = cfg_.hidden();
+    layers_ = {{C, 3 * C}, {C, C}, {C, H}, {H, C}};
+  }
+
+  void setup(Context& ctx) override {
+    const std::size_t N = static_cast<std::size_t>(rows());
+    std::size_t scratch = 0;
+    for (Layer& layer : layers_) {
+      const std::size_t in = static_cast<std::size_t>(layer.in), out = static_cast<std::size_t>(layer.out);
+      layer.dy = alloc_floats(ctx, N * out, BufferRole::input);
+      layer.x = alloc_floats(ctx, N * in, BufferRole::input);
+      layer.dw = alloc_floats(ctx, out * in, BufferRole::output);
+      ctx.fill_random(layer.dy, N * out, ElementType::f32);
+      ctx.fill_random(layer.x, N * in, ElementType::f32);
+      scratch = std::max(scratch, wgrad_scratch_floats(layout_, rows(), layer.in, layer.out));
+    }
+    scratch_ = scratch > 0 ? alloc_floats(ctx, scratch, BufferRole::scratch) : nullptr;
+    ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
+    workspace_ = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
+    ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_of(ctx)));
+    ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, workspace_, kWorkspaceBytes));
+  }
+
+  void run(Context&) override {
+    for (const Layer& layer : layers_)
+      linear_backward_kmajor(cublas_, nullptr, layer.dw, layer.dy, layer.x, nullptr, rows(), layer.in, layer.out,
+                             layout_, scratch_);
+  }
+
+  Work work() const override {
+    const double N = rows();
+    Work w;
+    for (const Layer& layer : layers_) {
+      w.flops += 2 * N * layer.in * layer.out;
+      w.bytes += 4 * (N * layer.in + N * layer.out + static_cast<double>(layer.in) * layer.out);
+    }
+    return w;
+  }
+
+  std::vector<Fact> facts() const override { return {{"layout", wgrad_layout_name(layout_)}}; }
+
+  // kSamples entries of each dw, spread over the matrix, against their double sums.
+  Check check(Context& ctx) override {
+    WorstError errors;
+    const char* names[] = {"qkv", "attn_proj", "fc", "fc_proj"};
+    const std::size_t N = static_cast<std::size_t>(rows());
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      const Layer& layer = layers_[l];
+      const std::size_t in = static_cast<std::size_t>(layer.in), out = static_cast<std::size_t>(layer.out);
+      const auto dy = download(ctx, layer.dy, N * out), x = download(ctx, layer.x, N * in);
+      const auto dw = download(ctx, layer.dw, out * in);
+      std::vector<double> got, want;
+      for (std::size_t k = 0; k < kSamples; ++k) {
+        const std::size_t e = (k * 7919 + 13) * (out * in) / (kSamples * 7919 + 13);
+        const int o = static_cast<int>(e / in), i = static_cast<int>(e % in);
+        got.push_back(dw[e]);
+        want.push_back(reference::weight_gradient_entry(dy, x, rows(), layer.in, layer.out, o, i));
+      }
+      for (float value : dw)
+        if (!std::isfinite(value)) got.front() = std::nan("");  // every entry must be written
+      errors.add(names[l], relative_l2_error(got.data(), want.data(), got.size()));
+    }
+    return errors.result();
+  }
+
+  void teardown(Context&) override {
+    if (cublas_) cublasDestroy(cublas_);
+    cublas_ = nullptr;
+  }
+
+ private:
+  static constexpr std::size_t kSamples = 256;
+  static constexpr std::size_t kWorkspaceBytes = 32u << 20;
+  struct Layer {
+    int in, out;
+    float *dy = nullptr, *x = nullptr, *dw = nullptr;
+  };
+  int rows() const { return cfg_.batch * cfg_.context; }
+
+  Config cfg_;
+  WgradLayout layout_;
+  std::vector<Layer> layers_;
+  float* scratch_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void* workspace_ = nullptr;
+};
+
+template <typename Lab>
+CaseSpec lab_case(std::string name, std::string description, std::vector<std::string> versions,
+                  Precision precision, double tolerance = 0) {
+  CaseSpec spec;
+  spec.name = std::move(name);
+  spec.description = std::move(description);
+  spec.axes = {Axis::strings("version", std::move(versions)), Axis::ints("batch", {64})};
+  spec.device = DeviceNeed::gpu();
+  spec.precision = precision;
+  spec.tolerance = tolerance;
+  spec.make = [](const Params& params) -> std::unique_ptr<Case> { return std::make_unique<Lab>(params); };
+  return spec;
+}
+
+}  // namespace
+
+std::vector<CaseSpec> lab_cases() {
+  return {
+      lab_case<AttentionLab>("lab_attention",
+                             "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
+                             "training shape; v1 SIMT fp32, v3 TF32 tensor cores one block per head (R1's)",
+                             {"v1", "v3"}, Precision::tf32),
+      // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
+      lab_case<ElementwiseLab>("lab_elementwise",
+                               "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "
+                               "the training shape; v1 scalar, three launches, v2 16-byte and fused (R1's)",
+                               {"v1", "v2"}, Precision::fp32, 1e-4),
+      lab_case<WgradLab>("lab_wgrad",
+                         "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
+                         "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
+                         {"v1", "v2", "v3"}, Precision::tf32),
+  };
+}
+
+}  // namespace roofbench::gpt::cuda

@@ -1,0 +1,59 @@
+// Process isolation on a real GPU (label gpu; skips without one): an illegal memory access, a
+// cudaDeviceReset() in run(), a cudaDeviceSynchronize() inside a graph-captured run, a kernel that never
+// ends and a case leaking 10 GiB per benchmark each cost only their own benchmark; the one after each
+// passes its gate. Run alone: ctest -L gpu -R GpuIsolation --output-on-failure (or the binary).
+#include <cuda_runtime.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "../support/roofbench_host.hpp"
+
+namespace roofbench::test_support {
+namespace {
+
+using ::testing::HasSubstr;
+
+class GpuIsolation : public RoofbenchTest {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU";
+  }
+};
+
+TEST_F(GpuIsolation, EachWreckCostsOnlyItsBenchmark) {
+  const auto run = roofbench({"--device", "cuda:0", "--plugin-dir", ROOFBENCH_TEST_GPU_PLUGINS, "--graph", "auto",
+                              "--benchmark_filter=^hostile_gpu/"});
+  EXPECT_EQ(run.exit_code, 1) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  EXPECT_EQ(results->context.at("complete"), "true");
+  for (const char* name : {"hostile_gpu/a_passes", "hostile_gpu/c_passes", "hostile_gpu/e_passes", "hostile_gpu/g_passes",
+                           "hostile_gpu/i_passes", "hostile_gpu/k_passes"}) {
+    const BenchmarkEntry* b = results->find(name);
+    ASSERT_TRUE(b) << name << run;
+    EXPECT_EQ(b->status, "ok") << name << ": " << b->error_message;
+    EXPECT_EQ(b->gate, "pass") << name;
+  }
+  for (const char* name : {"hostile_gpu/b_illegal_access", "hostile_gpu/d_device_reset", "hostile_gpu/f_synchronize_in_run"}) {
+    const BenchmarkEntry* b = results->find(name);
+    ASSERT_TRUE(b) << name;
+    EXPECT_NE(b->status, "ok") << name;
+    std::cout << name << ": " << b->status << ": " << b->error_message << "\n";
+  }
+  const BenchmarkEntry* hang = results->find("hostile_gpu/h_endless_kernel");
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->status, "timed_out") << hang->error_message;
+  int leaks = 0;
+  for (const auto& b : results->benchmarks) {
+    if (b.name.rfind("hostile_gpu/j_leaks_10_gib/", 0) != 0) continue;
+    ++leaks;
+    EXPECT_EQ(b.status, "ok") << b.name << ": " << b.error_message;
+    EXPECT_THAT(b.error_message, HasSubstr("leaked")) << b.name;
+    EXPECT_TRUE(b.keys.count("leaked_mem")) << b.name;
+  }
+  EXPECT_EQ(leaks, 16);
+}
+
+}  // namespace
+}  // namespace roofbench::test_support

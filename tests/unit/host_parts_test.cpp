@@ -1,0 +1,305 @@
+// The host's parts without a process: the wire format, the ABI fingerprint, the summaries, strict JSON,
+// run files, selection and the session (with a runner that returns prepared Results).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "benchmark_set.hpp"
+#include "json_writer.hpp"
+#include "options.hpp"
+#include "plugin_loader.hpp"
+#include "results.hpp"
+#include "selection.hpp"
+#include "session.hpp"
+#include "summaries.hpp"
+#include "wire.hpp"
+
+namespace roofbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+Result every_field_set() {
+  Result r;
+  r.name = "p/c/n:1";
+  r.plugin = "p";
+  r.case_name = "c";
+  r.ladder = "l";
+  r.params = Params({{"n", "1"}, {"dtype", "bf16"}});
+  r.precision = Precision::bf16;
+  r.device = "cuda:0,1";
+  r.status = Status::timed_out;
+  r.message = "m\xff";
+  r.work = {.flops = 1, .bytes = 2, .items = 3, .item_name = "tokens", .rates = {{"busbw", 4}}, .read_dominated = true};
+  r.case_counters = {{"loss", 5}};
+  r.case_facts = {{"algorithm", "x"}};
+  r.gate_checked = true;
+  r.gate_error = 6;
+  r.tolerance = 7;
+  r.gate_counters = {{"g", 8}};
+  r.samples = {9, 10};
+  r.sample_clocks_mhz = {11, 12};
+  r.noise_at_fixed_clock = 13;
+  r.stats = {2, 14, 15, 16, 17, 18, 19, 20, 21};
+  r.warmup_iterations = 22;
+  r.runs_per_sample = 23;
+  r.graph = r.cold = r.cache_resident = r.hold_abandoned = true;
+  r.throttled_samples = 24;
+  r.samples_with_mean_clock = 25;
+  r.hold_timeouts = 26;
+  r.mean_clock_mhz = 27;
+  r.point = {28, 29, 30, 31, 32, Bound::compute};
+  r.memory = {33, 34, 35, 36, 37};
+  r.rates = {{"busbw", 38}};
+  r.profile.kernels = {{"k", 39, 40}};
+  r.profile.kernel_seconds_per_run = 41;
+  r.profile.error = "e";
+  r.phases = {42, 43, 44, 45, 46, 47};
+  return r;
+}
+
+TEST(Wire, AResultCrossesUnchanged) {
+  const Result in = every_field_set();
+  wire::Writer w;
+  wire::put(w, in);
+  wire::Reader r(w.bytes());
+  const Result out = wire::get_result(r);
+  EXPECT_TRUE(r.at_end());
+  // The results file writes every field: equal files, equal Results.
+  ResultsFile a("a", {}), b("b", {});
+  a.add(in, 0, 1);
+  b.add(out, 0, 1);
+  EXPECT_EQ(a.to_json(true).substr(a.to_json(true).find("\"benchmarks\"")),
+            b.to_json(true).substr(b.to_json(true).find("\"benchmarks\"")));
+  EXPECT_EQ(out.status, Status::timed_out);
+  EXPECT_EQ(out.params.items(), in.params.items());
+  EXPECT_EQ(out.profile.kernels.at(0).launches_per_run, 40);
+  EXPECT_EQ(out.phases.total, 47);
+  EXPECT_EQ(out.memory.leaked, 37);
+  EXPECT_TRUE(out.work.read_dominated);
+}
+
+TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
+  Plugin p;
+  p.name = "p";
+  p.description = "d";
+  CaseSpec c;
+  c.name = "c";
+  c.axes = {Axis::ints("n", {1, 2})};
+  c.device = DeviceNeed::gpus(2);
+  c.precision = Precision::fp8;
+  c.tolerance = 0.5;
+  c.sweep_axis = "n";
+  c.ladder = "l";
+  c.timing = {false, 3};
+  c.timeout_s = 9;
+  p.add(c);
+  MeasureOptions o;
+  o.cold = true;
+  o.graph = GraphMode::off;
+  o.max_time = 0.25;
+  o.seed = ~0ull;
+  o.profile_runs = 4;
+  wire::Writer w;
+  wire::put(w, p);
+  wire::put(w, o);
+  wire::Reader r(w.bytes());
+  const Plugin q = wire::get_plugin(r);
+  const MeasureOptions o2 = wire::get_measure_options(r);
+  ASSERT_EQ(q.cases.size(), 1u);
+  EXPECT_EQ(q.cases[0].axes[0].values, (std::vector<std::string>{"1", "2"}));
+  EXPECT_TRUE(q.cases[0].device.all_selected_gpus);
+  EXPECT_EQ(q.cases[0].device.count, 2);
+  EXPECT_EQ(q.cases[0].precision, Precision::fp8);
+  EXPECT_EQ(q.cases[0].timeout_s, 9);
+  EXPECT_FALSE(q.cases[0].timing.graphable);
+  EXPECT_TRUE(o2.cold);
+  EXPECT_EQ(o2.graph, GraphMode::off);
+  EXPECT_EQ(o2.seed, ~0ull);
+  EXPECT_EQ(o2.profile_runs, 4);
+}
+
+TEST(Wire, FramesArriveWholeFromPieces) {
+  wire::Writer w;
+  w.str("hello");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  wire::write_frame(fds[1], wire::FrameType::result, w.bytes());
+  ::close(fds[1]);
+  char bytes[64];
+  const auto n = ::read(fds[0], bytes, sizeof bytes);
+  ::close(fds[0]);
+  wire::FrameBuffer buffer;
+  for (ssize_t i = 0; i < n; ++i) {
+    EXPECT_FALSE(buffer.next());
+    buffer.append(bytes + i, 1);
+  }
+  const auto frame = buffer.next();
+  ASSERT_TRUE(frame);
+  EXPECT_EQ(frame->type, wire::FrameType::result);
+  wire::Reader r(frame->payload);
+  EXPECT_EQ(r.str(), "hello");
+  wire::Reader truncated(std::string_view(frame->payload).substr(0, 3));
+  EXPECT_THROW(truncated.str(), wire::WireError);
+}
+
+TEST(Fingerprint, OtherStringAbiIsRefusedWithOneLine) {
+  const AbiFingerprint host = host_fingerprint();
+  EXPECT_EQ(fingerprint_mismatch(host, host), "");
+  AbiFingerprint other = host;
+  other.cxx11_abi = 0;
+  EXPECT_THAT(fingerprint_mismatch(other, host), HasSubstr("_GLIBCXX_USE_CXX11_ABI=0"));
+  other = host;
+  other.sizes[10] += 8;
+  EXPECT_THAT(fingerprint_mismatch(other, host), HasSubstr("sizeof(Work)"));
+  other = host;
+  other.cuda_runtime_major = 0;  // not known: matches
+  EXPECT_EQ(fingerprint_mismatch(other, host), "");
+  other.cuda_runtime_major = 11;
+  if (host.cuda_runtime_major != 0) {
+    EXPECT_THAT(fingerprint_mismatch(other, host), HasSubstr("CUDA runtime 11"));
+  }
+}
+
+TEST(Summaries, PluginCountersNeverTakeAHostName) {
+  Result r = every_field_set();
+  r.status = Status::ok;
+  r.case_counters = {{"samples", 1}, {"noise", 2}, {"loss", 3}};
+  r.gate_counters = {{"noise", 4}};
+  std::set<std::string> names;
+  for (const auto& s : summaries_of(r)) {
+    EXPECT_TRUE(names.insert(s.name).second) << s.name;
+    EXPECT_FALSE(s.unit.empty() && !s.from_plugin) << s.name;
+    if (s.name == "samples") {
+      EXPECT_EQ(s.value, 2) << "the host's count";
+    }
+    if (s.name == "case.samples") {
+      EXPECT_EQ(s.value, 1);
+    }
+  }
+  for (const char* n : {"case.samples", "case.noise", "case.noise.2", "loss", "busbw", "tokens/s"})
+    EXPECT_TRUE(names.count(n)) << n;
+}
+
+TEST(StrictJson, BadBytesBecomeReplacementCharactersAndDuplicateKeysThrow) {
+  EXPECT_EQ(json_escape("ok \xc3\xa9"), "ok \xc3\xa9");
+  EXPECT_EQ(json_escape("a\xff" "b"), "a\\ufffdb");
+  EXPECT_EQ(json_escape("\xc3\x28"), "\\ufffd(");
+  EXPECT_EQ(json_escape("\xed\xa0\x80"), "\\ufffd\\ufffd\\ufffd");  // a surrogate
+  JsonWriter j;
+  j.begin_object().field("a", 1);
+  EXPECT_THROW(j.field("a", 2), std::logic_error);
+}
+
+TEST(RunFiles, TwoClaimsOfOneNameGetTwoFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / ("roofbench-claim-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string a = claim_run_file(dir.string(), "stamp-run"), b = claim_run_file(dir.string(), "stamp-run");
+  EXPECT_NE(a, b);
+  EXPECT_THAT(b, HasSubstr("stamp-run-2.json"));
+  EXPECT_NO_THROW(check_results_dir_writable(dir.string()));
+  EXPECT_THROW(check_results_dir_writable(a + "/below-a-file"), std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Selection, FilterReadsAsGoogleBenchmarkReadsIt) {
+  EXPECT_TRUE(NameFilter("^p/c/").matches("p/c/n:1"));
+  EXPECT_TRUE(NameFilter("n:1/").matches("p/c/n:1"));  // the suffix is part of the name
+  EXPECT_FALSE(NameFilter("-^p/").matches("p/c/n:1"));
+  EXPECT_TRUE(NameFilter("").matches("x"));
+  EXPECT_TRUE(NameFilter("all").matches("x"));
+  EXPECT_THROW(NameFilter{"^p/("}, UsageError);
+  EXPECT_THROW(NameFilter{std::string(kMaxFilterLength + 1, 'a')}, UsageError);
+}
+
+// Axis values that would make two names one are refused, and a repeated name is found.
+TEST(BenchmarkNames, AmbiguousValuesAreRefused) {
+  EXPECT_EQ(axis_value_problem("4096x4096x4096"), "");
+  EXPECT_THAT(axis_value_problem("x/b:1"), HasSubstr("'/'"));
+  EXPECT_THAT(axis_value_problem("caf\xc3\xa9"), HasSubstr("byte 0xc3"));
+  EXPECT_THAT(axis_value_problem(""), HasSubstr("empty"));
+  CaseSpec c;
+  c.name = "c";
+  std::vector<BenchmarkSpec> specs{{"p/c/n:1", "p", &c, {}}, {"p/c/n:2", "p", &c, {}}, {"p/c/n:1", "p", &c, {}}};
+  EXPECT_EQ(first_duplicate_name(specs), "p/c/n:1");
+}
+
+// A runner that hands out prepared results, so the session's bookkeeping is seen alone.
+class ScriptedRunner final : public BenchmarkRunner {
+ public:
+  std::vector<Result> script;
+  std::vector<double> timeouts;
+  Result run(const RunRequest& q) override {
+    timeouts.push_back(q.timeout_s);
+    Result r = script.at(timeouts.size() - 1);
+    r.name = q.benchmark.name;
+    return r;
+  }
+};
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sweep_.name = "sweep";
+    sweep_.sweep_axis = "n";
+    sweep_.timeout_s = 3;
+    plain_.name = "plain";
+    for (const char* n : {"1", "2", "3", "4"}) {
+      Params p(std::vector<std::pair<std::string, std::string>>{{"n", n}});
+      selection_.benchmarks.push_back({benchmark_name("p", "sweep", p), "p", &sweep_, p});
+      selection_.ranks.push_back({nullptr});
+    }
+    selection_.benchmarks.push_back({"p/plain", "p", &plain_, {}});
+    selection_.ranks.push_back({nullptr});
+  }
+  Result passing(double items_per_s) {
+    Result r;
+    r.work.items = items_per_s;
+    r.work.item_name = "items";
+    r.stats.median = 1;
+    return r;
+  }
+  CaseSpec sweep_, plain_;
+  Selection selection_;
+  ScriptedRunner runner_;
+  int ceilings_measured_ = 0;
+};
+
+TEST_F(SessionTest, SweepsEndFailuresCountAndCeilingsAreMeasuredOnce) {
+  Result crashed;
+  crashed.status = Status::crashed;
+  runner_.script = {passing(100), passing(101), passing(102), crashed};
+  SessionSettings settings;
+  settings.default_timeout_s = 7;
+  Session session(selection_, runner_, [&] { ++ceilings_measured_; return CachedCeilings{}; }, settings);
+  EXPECT_EQ(ceilings_measured_, 0) << "not before the first benchmark";
+  EXPECT_TRUE(session.run(0).ran);
+  EXPECT_TRUE(session.run(1).ran);
+  const auto third = session.run(2);  // two points in a row under +5%: the sweep ends here
+  EXPECT_TRUE(third.ran);
+  EXPECT_THAT(third.note, HasSubstr("knee at n=1"));
+  const auto fourth = session.run(3);
+  EXPECT_FALSE(fourth.ran);
+  EXPECT_THAT(fourth.not_run_reason, HasSubstr("throughput stopped rising"));
+  const auto plain = session.run(4);
+  EXPECT_TRUE(plain.ran);
+  EXPECT_TRUE(plain.counts_as_failure);
+  EXPECT_EQ(session.failures(), 1);
+  EXPECT_EQ(ceilings_measured_, 1);
+  EXPECT_EQ(runner_.timeouts, (std::vector<double>{3, 3, 3, 7})) << "a case's timeout_s wins over the default";
+  EXPECT_FALSE(session.results_path());
+}
+
+TEST_F(SessionTest, ResultsThatCannotBeWrittenMakeTheRunLoseThem) {
+  runner_.script = {passing(1)};
+  SessionSettings settings;
+  settings.results_dir = "/proc/roofbench-cannot-be-here";
+  Session session(selection_, runner_, [] { return CachedCeilings{}; }, settings);
+  session.run(4);
+  EXPECT_TRUE(session.results_lost());
+}
+
+}  // namespace
+}  // namespace roofbench
