@@ -1,5 +1,5 @@
 # cmake -DSOURCE_DIR=<roofbench source> -DWORK_DIR=<scratch> [-DGENERATOR=Ninja] [-DLAUNCHER=ccache]
-#       -P sdk_test.cmake
+#       [-DCUDA_COMPILER=nvcc -DCUDA_ARCHITECTURES=90] -P sdk_test.cmake
 # What a plugin author does, end to end, as the README says it. Out of tree: install roofbench's CPU
 # parts into a prefix, build examples/scale with find_package(roofbench) and, separately, with nothing
 # but `pkg-config --cflags roofbench`, and run both through the installed host. In tree: add
@@ -105,6 +105,32 @@ if(PKG_CONFIG AND CXX_COMPILER)
   run_scale("run the pkg-config-built plugin" ${plugin_dir}/roofbench-scale.so --plugin-dir ${plugin_dir})
 else()
   message(STATUS "sdk test: pkg-config or a C++ compiler not found: the pkg-config build is not checked")
+endif()
+
+# A CUDA plugin out of tree (where the outer build has CUDA): it builds, exports the architecture probe
+# and the CPU-only installed host lists it (running it needs a GPU).
+if(CUDA_COMPILER)
+  set(cuda_build ${WORK_DIR}/example-cuda-build)
+  file(REMOVE_RECURSE ${cuda_build})
+  step("configure examples/scale_cuda against the install" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/scale_cuda
+       -B ${cuda_build} ${generator_args} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}
+       -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES})
+  step("build examples/scale_cuda" ${CMAKE_COMMAND} --build ${cuda_build})
+  set(cuda_plugin ${cuda_build}/lib/roofbench/plugins/roofbench-scale_cuda.so)
+  if(NOT EXISTS ${cuda_plugin})
+    message(FATAL_ERROR "sdk test: the CUDA example did not build ${cuda_plugin}")
+  endif()
+  step("list examples/scale_cuda" ${run_env} ${prefix}/bin/roofbench --list --plugin-dir ${cuda_build}/lib/roofbench/plugins)
+  if(NOT step_output MATCHES "scale_cuda  \\(${cuda_plugin}\\)")
+    message(FATAL_ERROR "sdk test: the installed host does not list ${cuda_plugin}:\n${step_output}")
+  endif()
+  find_program(NM nm)
+  if(NM)
+    step("the CUDA plugin exports its architecture probe" ${NM} -D --defined-only ${cuda_plugin})
+    if(NOT step_output MATCHES "roofbench_cuda_probe")
+      message(FATAL_ERROR "sdk test: ${cuda_plugin} does not export roofbench_cuda_probe")
+    endif()
+  endif()
 endif()
 
 step("install examples/scale into roofbench's prefix" ${CMAKE_COMMAND} --install ${example_build})
