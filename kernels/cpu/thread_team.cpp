@@ -31,8 +31,10 @@ int threads_wanted() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Spins a while, then lets other threads run: on a machine with more runnable threads than cores, a
-// spinning thread would otherwise hold the core the thread it waits for needs.
+// Spins for about a millisecond (runs of a sample follow each other far sooner), then lets other
+// threads run: on a machine with more runnable threads than cores, a thread spinning for good would
+// hold the core the thread it waits for needs. Yielding after 64 pauses instead left the worker
+// descheduled so often under load that the caller ran nearly every chunk itself.
 class Backoff {
  public:
   void wait() {
@@ -45,7 +47,7 @@ class Backoff {
   }
 
  private:
-  static constexpr int kSpinsBeforeYield = 64;
+  static constexpr int kSpinsBeforeYield = 1 << 14;
   int spins_ = 0;
 };
 
