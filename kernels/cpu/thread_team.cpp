@@ -33,8 +33,7 @@ int threads_wanted() {
 
 // Spins for about a millisecond (runs of a sample follow each other far sooner), then lets other
 // threads run: on a machine with more runnable threads than cores, a thread spinning for good would
-// hold the core the thread it waits for needs. Yielding after 64 pauses instead left the worker
-// descheduled so often under load that the caller ran nearly every chunk itself.
+// hold the core the thread it waits for needs.
 class Backoff {
  public:
   void wait() {
