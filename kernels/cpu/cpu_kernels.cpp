@@ -6,15 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "thread_team.hpp"
+
 #ifdef ROOFBENCH_HAVE_CBLAS
 #include <cblas.h>
-#endif
-
-// Without OpenMP the loops simply run on one thread; the macro keeps -Wunknown-pragmas quiet then.
-#ifdef _OPENMP
-#define ROOFBENCH_OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define ROOFBENCH_OMP(...)
 #endif
 
 // The library is built for baseline x86-64 so the plugin loads on any machine; clones of the hot loops
@@ -29,13 +24,22 @@ namespace roofbench::kernels::cpu {
 
 namespace {
 
+// Elements per thread below which a streaming loop uses fewer threads: 8192 elements (32-64 KiB per
+// array) take about a microsecond on one core, which handing chunks to other threads would not beat.
+constexpr std::int64_t kStreamingGrain = 8192;
+
+template <typename T, typename Element>
+ROOFBENCH_VECTOR_CLONES void for_each_element_in(T* out, std::int64_t begin, std::int64_t end, Element element) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = element(i);
+}
+
 // Every streaming kernel: out[i] = element(i), split statically across threads. Cloned functions stay
 // in this anonymous namespace because GCC gives their resolvers default visibility whatever
 // -fvisibility says, and a plugin should export nothing but its entry point.
 template <typename T, typename Element>
-ROOFBENCH_VECTOR_CLONES void for_each_element(T* out, std::int64_t n, Element element) {
-  ROOFBENCH_OMP(omp parallel for schedule(static))
-  for (std::int64_t i = 0; i < n; ++i) out[i] = element(i);
+void for_each_element(T* out, std::int64_t n, Element element) {
+  parallel_for(n, kStreamingGrain,
+               [&](std::int64_t begin, std::int64_t end, int) { for_each_element_in(out, begin, end, element); });
 }
 
 }  // namespace
@@ -145,32 +149,35 @@ void matmul_blocked(const float* A, const float* B, float* C, std::int64_t m, st
                     std::int64_t k) {
   const std::int64_t row_blocks = blocks(m, kRowBlock), col_panels = blocks(n, kTileCols);
   std::vector<float> packed_b(static_cast<std::size_t>(kDepthBlock * kTileCols * col_panels));
-  ROOFBENCH_OMP(omp parallel) {
-    std::vector<float> packed_a(static_cast<std::size_t>(kRowBlock * kDepthBlock));
-    // The tiles only accumulate; each thread clears the row blocks it will own (same static schedule).
-    ROOFBENCH_OMP(omp for schedule(static))
-    for (std::int64_t t = 0; t < row_blocks; ++t) {
+  std::vector<std::vector<float>> packed_a(static_cast<std::size_t>(team_size()));
+  // The tiles only accumulate; each thread clears the row blocks it will own (same static split).
+  parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last, int) {
+    for (std::int64_t t = first; t < last; ++t) {
       const Range rows = block(t, kRowBlock, m);
       std::fill(C + rows.begin * n, C + rows.end * n, 0.0f);
     }
-    for (std::int64_t d = 0; d < blocks(k, kDepthBlock); ++d) {
-      const Range depth = block(d, kDepthBlock, k);
-      ROOFBENCH_OMP(omp for schedule(static))
-      for (std::int64_t q = 0; q < col_panels; ++q)
+  });
+  for (std::int64_t d = 0; d < blocks(k, kDepthBlock); ++d) {
+    const Range depth = block(d, kDepthBlock, k);
+    parallel_for(col_panels, 1, [&](std::int64_t first, std::int64_t last, int) {
+      for (std::int64_t q = first; q < last; ++q)
         pack_cols(B, n, depth, block(q, kTileCols, n), packed_b.data() + q * kTileCols * depth.size());
-      ROOFBENCH_OMP(omp for schedule(static))
-      for (std::int64_t t = 0; t < row_blocks; ++t) {
+    });
+    parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last, int thread) {
+      std::vector<float>& panel = packed_a[static_cast<std::size_t>(thread)];
+      panel.resize(static_cast<std::size_t>(kRowBlock * kDepthBlock));
+      for (std::int64_t t = first; t < last; ++t) {
         const Range rows = block(t, kRowBlock, m);
-        pack_rows(A, k, rows, depth, packed_a.data());
+        pack_rows(A, k, rows, depth, panel.data());
         for (std::int64_t q = 0; q < col_panels; ++q) {
           const Range cols = block(q, kTileCols, n);
           for (std::int64_t r = rows.begin; r < rows.end; r += kTileRows)
-            accumulate_tile(packed_a.data() + (r - rows.begin) * depth.size(),
+            accumulate_tile(panel.data() + (r - rows.begin) * depth.size(),
                             packed_b.data() + q * kTileCols * depth.size(), depth.size(), C + r * n + cols.begin, n,
                             std::min(kTileRows, rows.end - r), cols.size());
         }
       }
-    }
+    });
   }
 }
 

@@ -20,7 +20,7 @@ void add(const T* a, const T* b, T* c, std::int64_t n);
 // C = A * B, one dot product per output in (i, j, k) order on one thread: the baseline the other two
 // improve on.
 void matmul_naive(const float* A, const float* B, float* C, std::int64_t m, std::int64_t n, std::int64_t k);
-// C = A * B from packed cache blocks through a register tile, threads over row blocks (OpenMP). Also
+// C = A * B from packed cache blocks through a register tile, threads over row blocks (thread_team.hpp). Also
 // the host's CPU GEMM ceiling when no BLAS is present.
 void matmul_blocked(const float* A, const float* B, float* C, std::int64_t m, std::int64_t n, std::int64_t k);
 #ifdef ROOFBENCH_HAVE_CBLAS

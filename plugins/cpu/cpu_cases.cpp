@@ -1,6 +1,7 @@
 #include "cpu_cases.hpp"
 
 #include "cpu_kernels.hpp"
+#include "thread_team.hpp"
 
 #include <algorithm>
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -72,6 +74,7 @@ class StreamingCase final : public Case {
   }
 
   void setup(Context& ctx) override {
+    awake_.emplace();  // the kernels' threads spin from here to teardown: no run waits for one to wake
     const std::size_t bytes = count() * sizeof(T);
     for (auto& input : inputs_) {
       auto* data = static_cast<T*>(ctx.alloc(bytes, BufferRole::input));
@@ -82,6 +85,7 @@ class StreamingCase final : public Case {
   }
 
   void run(Context&) override { kernel_.run(inputs_, output_, n_); }
+  void teardown(Context&) override { awake_.reset(); }
 
   // Each input read once and the output written once; write-allocate traffic is not counted.
   Work work() const override {
@@ -113,6 +117,7 @@ class StreamingCase final : public Case {
   StreamingKernel<T, Inputs> kernel_;
   InputPointers<T, Inputs> inputs_{};
   T* output_ = nullptr;
+  std::optional<kc::KeepAwake> awake_;
 };
 
 // From 4096 elements (every array in L1/L2) to 2^24 (hundreds of MiB: far past the last-level cache).
@@ -137,11 +142,13 @@ using MatmulKernel = void (*)(const float* A, const float* B, float* C, std::int
 
 class MatmulCase final : public Case {
  public:
-  MatmulCase(const Params& params, MatmulKernel kernel) : n_(params.integer("n")), kernel_(kernel) {
+  MatmulCase(const Params& params, MatmulKernel kernel, bool on_team_threads)
+      : n_(params.integer("n")), kernel_(kernel), on_team_threads_(on_team_threads) {
     if (n_ <= 0) throw Error("n must be positive");
   }
 
   void setup(Context& ctx) override {
+    if (on_team_threads_) awake_.emplace();
     const std::size_t bytes = elements() * sizeof(float);
     auto* a = static_cast<float*>(ctx.alloc(bytes, BufferRole::input));
     auto* b = static_cast<float*>(ctx.alloc(bytes, BufferRole::input));
@@ -153,6 +160,7 @@ class MatmulCase final : public Case {
   }
 
   void run(Context&) override { kernel_(a_, b_, c_, n_, n_, n_); }
+  void teardown(Context&) override { awake_.reset(); }
 
   // A and B read once, C written once: what a perfectly blocked kernel would move.
   Work work() const override {
@@ -202,12 +210,17 @@ class MatmulCase final : public Case {
 
   std::int64_t n_;
   MatmulKernel kernel_;
+  bool on_team_threads_;
   const float* a_ = nullptr;
   const float* b_ = nullptr;
   float* c_ = nullptr;
+  std::optional<kc::KeepAwake> awake_;
 };
 
-CaseSpec matmul_spec(std::string name, std::string description, std::int64_t largest_n, MatmulKernel kernel) {
+// on_team_threads: the kernel splits its loops over kernels/cpu's threads (thread_team.hpp), which
+// the case keeps spinning while it runs; the naive loop runs on one thread, BLAS on its own.
+CaseSpec matmul_spec(std::string name, std::string description, std::int64_t largest_n, MatmulKernel kernel,
+                     bool on_team_threads) {
   CaseSpec spec;
   spec.name = std::move(name);
   spec.description = std::move(description);
@@ -216,7 +229,9 @@ CaseSpec matmul_spec(std::string name, std::string description, std::int64_t lar
   spec.precision = Precision::fp32;
   // naive -> blocked -> BLAS is the CPU's waterfall: what each step of optimisation buys at one n.
   spec.ladder = "cpu-matmul";
-  spec.make = [kernel](const Params& params) { return std::make_unique<MatmulCase>(params, kernel); };
+  spec.make = [kernel, on_team_threads](const Params& params) {
+    return std::make_unique<MatmulCase>(params, kernel, on_team_threads);
+  };
   return spec;
 }
 
@@ -256,14 +271,14 @@ void add_cases(Plugin& plugin) {
 
   plugin.add(matmul_spec("matmul_naive",
                          "fp32 C = A*B as a single-threaded (i,j,k) triple loop: the unoptimised baseline", 512,
-                         &kc::matmul_naive));
+                         &kc::matmul_naive, false));
   plugin.add(matmul_spec("matmul_blocked",
-                         "fp32 C = A*B with packed cache blocks, a register tile and OpenMP over row blocks: "
+                         "fp32 C = A*B with packed cache blocks, a register tile and threads over row blocks: "
                          "what blocking alone buys",
-                         1024, &kc::matmul_blocked));
+                         1024, &kc::matmul_blocked, true));
 #ifdef ROOFBENCH_HAVE_CBLAS
   plugin.add(matmul_spec("matmul_blas", "fp32 C = A*B through the system BLAS (cblas_sgemm): the tuned ceiling",
-                         2048, &kc::matmul_blas));
+                         2048, &kc::matmul_blas, false));
 #endif
 }
 

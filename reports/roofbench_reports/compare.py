@@ -1,37 +1,98 @@
-"""Compares two results files benchmark by benchmark: a change counts only when the Mann-Whitney U test
-says it is unlikely to be noise (p < alpha) AND the medians moved by more than the threshold, so that
-neither a noisy big difference nor a significant tiny one raises an alarm."""
+"""Compares two sets of runs benchmark by benchmark, judging on runs, not on samples.
 
-from dataclasses import dataclass
+The unit of evidence is one run's median (a --benchmark_repetitions repetition, or a separate results
+file): samples inside one run share that run's placement, clocks and neighbours, so two runs of one
+binary differ by more than their samples' spread suggests, and a test on pooled samples flags one
+binary against itself (one pair in four at p < 0.001, five-percent "regressions"). The rule:
 
-from .document import BulletList, Column, Document, Heading, Paragraph, Table
-from .stats import mann_whitney_u
-from .units import format_signed_percent, format_time
+- at least MIN_RUNS runs on each side: Welch's t test on the logarithms of the run medians, its
+  p-values Holm-adjusted over every benchmark judged (so the chance of any false call in the whole
+  comparison stays under alpha), and a change beyond the threshold. Not significant is "unchanged" only
+  when a change of the threshold's size would have been significant (the runs were quiet enough to see
+  it); otherwise "cannot judge".
+- fewer runs: "cannot judge", except a change beyond OBVIOUS_FACTOR (2x), which no run-to-run noise
+  seen on any of roofbench's devices explains.
+- a result whose runs were unsettled (fast samples far below the median: contention slowed most of the
+  run, UNSETTLED_FAST_EDGE) is never judged: on a busy machine such medians flip by 2x between identical
+  runs, with tight repetitions inside each.
+- a result the host flagged noisy (roofbench.quality) is judged on its run medians with 3+ runs a side
+  and noted; with fewer, it is not judged at all.
+"""
 
-MIN_SAMPLES = 2
+import math
+from dataclasses import dataclass, field
+
+from .document import BulletList, Column, Details, Document, Heading, Paragraph, Table
+from .stats import holm_adjusted, mean_and_variance, median, student_t_quantile, welch_t_test
+from .units import format_percent, format_time
+
+MIN_RUNS = 3
+OBVIOUS_FACTOR = 2.0
+# A run whose 5th-percentile sample is under this fraction of its median was slowed for most of it by
+# something outside the binary (results.Benchmark.fast_edge_ratios): its median need not repeat.
+# Recorded on a busy 2-core machine: memory-bound runs at 0.27-0.6 flipped 1.8-2.3x between identical
+# runs; preempted but otherwise steady runs (matmuls, small adds) stayed at 0.92-1.0.
+UNSETTLED_FAST_EDGE = 0.8
 FAILED_GATES = ("fail", "error")
 
-SLOWER, FASTER, SAME = "slower", "faster", "same"
-TOO_FEW_SAMPLES = "same (too few samples)"
-NO_TIMING = "no timing"
+SLOWER, FASTER, SAME, CANNOT_JUDGE, NO_TIMING, NOT_COMPARABLE = (
+    "slower", "faster", "unchanged", "cannot judge", "no timing", "not comparable")
 
 
 @dataclass(frozen=True)
-class Comparison:
-    name: str
-    base_median: float
-    new_median: float
-    p_value: float
-    verdict: str
-    base_gate: str
-    new_gate: str
+class SideSummary:
+    """One benchmark on one side of the comparison."""
+
+    median: float
+    runs: int
+    noise: float  # relative: the spread of the run medians with 2+ runs, else the run's sample noise
+    noise_is_run_to_run: bool
+    noisy: bool
+    log_medians: tuple
+    fast_edge: float  # the lowest fast-edge ratio of its runs (1 when unknown)
+
+    @staticmethod
+    def of(benchmark):
+        medians = benchmark.run_medians()
+        if not medians:
+            return None
+        logs = tuple(math.log(m) for m in medians if m > 0)
+        if len(logs) >= 2:
+            noise, across_runs = math.sqrt(mean_and_variance(logs)[1]), True
+        else:
+            noise, across_runs = benchmark.counter("noise"), False
+        return SideSummary(median(medians), len(medians), noise, across_runs, benchmark.noisy, logs,
+                           min(benchmark.fast_edge_ratios(), default=1.0))
 
     @property
-    def change(self):
-        """Relative change of the median time: +0.2 is 20 % slower."""
-        if not self.base_median or self.new_median is None:
+    def unsettled(self):
+        return self.fast_edge < UNSETTLED_FAST_EDGE
+
+    def text(self):
+        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
+        if self.noise is None:
+            return f"{format_time(self.median)} ({runs})"
+        what = "run to run" if self.noise_is_run_to_run else "in the run"
+        return f"{format_time(self.median)} ±{format_percent(100 * self.noise, 2).replace(' ', '')} {what} ({runs})"
+
+
+@dataclass
+class Comparison:
+    name: str
+    base: SideSummary
+    new: SideSummary
+    base_gate: str
+    new_gate: str
+    verdict: str = CANNOT_JUDGE
+    p_value: float = None  # Holm-adjusted, when a test was made
+    notes: list = field(default_factory=list)
+
+    @property
+    def ratio(self):
+        """new / base median time: 1.31 is 1.31x slower."""
+        if self.base is None or self.new is None or not self.base.median:
             return None
-        return self.new_median / self.base_median - 1
+        return self.new.median / self.base.median
 
     @property
     def gate_regressed(self):
@@ -41,41 +102,121 @@ class Comparison:
     def regressed(self):
         return self.verdict == SLOWER or self.gate_regressed
 
+    @property
+    def changed(self):
+        return self.verdict in (SLOWER, FASTER) or self.gate_regressed
 
-def _verdict(base, new, threshold, alpha):
-    """(verdict, p-value) for one benchmark present on both sides."""
-    if base.median_seconds is None or new.median_seconds is None:
-        return NO_TIMING, None
-    base_samples, new_samples = base.timing_samples(), new.timing_samples()
-    if len(base_samples) < MIN_SAMPLES or len(new_samples) < MIN_SAMPLES:
-        return TOO_FEW_SAMPLES, None
-    p_value = mann_whitney_u(base_samples, new_samples).p_value
-    change = new.median_seconds / base.median_seconds - 1
-    if p_value >= alpha or abs(change) <= threshold:
-        return SAME, p_value
-    return (SLOWER if change > 0 else FASTER), p_value
+
+def format_ratio(ratio):
+    """'1.31x slower', '5850x faster', '1.00x' (no direction when it rounds to no change)."""
+    if ratio is None or ratio <= 0:
+        return "—"
+    factor = ratio if ratio >= 1 else 1 / ratio
+    text = f"{factor:.2f}" if factor < 10 else f"{factor:.1f}" if factor < 100 else f"{factor:.0f}"
+    if text == "1.00":
+        return "1.00x"
+    return f"{text}x {'slower' if ratio > 1 else 'faster'}"
+
+
+def _mode_mismatch(base, new):
+    """Why two results of one name measured different things (timing path, the case's facts), or ''."""
+    reasons = []
+    if base.timing and new.timing and base.timing != new.timing:
+        reasons.append(f"timing {base.timing} vs {new.timing}")
+    base_facts, new_facts = base.facts, new.facts
+    for key in sorted(set(base_facts) | set(new_facts)):
+        if base_facts.get(key) != new_facts.get(key):
+            reasons.append(f"{key} {base_facts.get(key, '—')} vs {new_facts.get(key, '—')}")
+    return "; ".join(reasons)
+
+
+def _noisy_sides(comparison):
+    return " and ".join(side for side, summary in (("base", comparison.base), ("new", comparison.new)) if summary.noisy)
+
+
+def _obvious(ratio):
+    return ratio >= OBVIOUS_FACTOR or ratio <= 1 / OBVIOUS_FACTOR
+
+
+def _direction(ratio):
+    return SLOWER if ratio > 1 else FASTER
+
+
+def _judge_without_test(comparison, reason):
+    ratio = comparison.ratio
+    if _obvious(ratio):
+        comparison.verdict = _direction(ratio)
+        comparison.notes.append(f"beyond {OBVIOUS_FACTOR:g}x ({reason})")
+    else:
+        comparison.verdict = CANNOT_JUDGE
+        comparison.notes.append(reason)
 
 
 def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha):
     """Comparisons of the benchmarks in both, plus the names only in base (removed) and only in new (added)."""
-    comparisons = []
+    comparisons, tested = [], []
     for name, base in base_benchmarks.items():
         new = new_benchmarks.get(name)
         if new is None:
             continue
-        verdict, p_value = _verdict(base, new, threshold, alpha)
-        comparisons.append(Comparison(name, base.median_seconds, new.median_seconds, p_value, verdict,
-                                      base.gate, new.gate))
+        comparison = Comparison(name, SideSummary.of(base), SideSummary.of(new), base.gate, new.gate)
+        comparisons.append(comparison)
+        mismatch = _mode_mismatch(base, new)
+        if comparison.base is None or comparison.new is None:
+            comparison.verdict = NO_TIMING
+        elif mismatch:
+            comparison.verdict = NOT_COMPARABLE
+            comparison.notes.append(mismatch)
+        elif comparison.base.unsettled or comparison.new.unsettled:
+            worst = min(comparison.base.fast_edge, comparison.new.fast_edge)
+            comparison.verdict = CANNOT_JUDGE
+            comparison.notes.append(f"unsettled: a run's fast samples are {100 * (1 - worst):.0f}% under its median, "
+                                    "so its median need not repeat")
+        elif (comparison.base.noisy or comparison.new.noisy) and min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+            comparison.verdict = CANNOT_JUDGE
+            comparison.notes.append(f"noisy in {_noisy_sides(comparison)}, {comparison.base.runs} vs "
+                                    f"{comparison.new.runs} runs")
+        elif min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+            _judge_without_test(comparison, f"{comparison.base.runs} vs {comparison.new.runs} runs; "
+                                            f"{MIN_RUNS}+ each to judge (--benchmark_repetitions)")
+        else:
+            if comparison.base.noisy or comparison.new.noisy:
+                comparison.notes.append(f"noisy in {_noisy_sides(comparison)}: judged on its run medians")
+            tested.append(comparison)
+    _judge_by_test(tested, threshold, alpha)
     removed = [name for name in base_benchmarks if name not in new_benchmarks]
     added = [name for name in new_benchmarks if name not in base_benchmarks]
     return comparisons, added, removed
+
+
+def _judge_by_test(comparisons, threshold, alpha):
+    tests = [welch_t_test(c.base.log_medians, c.new.log_medians) for c in comparisons]
+    adjusted = holm_adjusted([test.p_value for test in tests])
+    # The p a single benchmark must reach for Holm's first step: what decides whether the runs could
+    # have shown a change of the threshold's size at all.
+    per_test_alpha = alpha / max(1, len(comparisons))
+    smallest_change = math.log1p(threshold)
+    for comparison, test, p_value in zip(comparisons, tests, adjusted):
+        comparison.p_value = p_value
+        change = abs(math.log(comparison.ratio))
+        if p_value < alpha and change > smallest_change:
+            comparison.verdict = _direction(comparison.ratio)
+            continue
+        detectable = (student_t_quantile(per_test_alpha, test.degrees_of_freedom) * test.standard_error
+                      if test.standard_error > 0 else 0.0)
+        if p_value < alpha or detectable <= smallest_change:
+            comparison.verdict = SAME
+        else:
+            comparison.verdict = CANNOT_JUDGE
+            comparison.notes.append(f"runs too noisy to see {100 * threshold:g}%: "
+                                    f"only changes over {100 * math.expm1(detectable):.0f}% would show")
 
 
 def _order(comparison):
     # Regressions first: the reader of a pull-request comment looks at the top of the table.
     if comparison.regressed:
         return 0
-    return 1 if comparison.verdict == FASTER else 2
+    return {FASTER: 1, NOT_COMPARABLE: 2, CANNOT_JUDGE: 3, NO_TIMING: 4}.get(comparison.verdict, 5)
 
 
 def _gate_text(comparison):
@@ -89,28 +230,72 @@ def _p_text(p_value):
     return f"{p_value:.2g}" if p_value >= 1e-3 else "< 0.001"
 
 
-def comparison_document(comparisons, added, removed, base_path, new_path, threshold, alpha):
+@dataclass
+class RunProblems:
+    """Whole-run reasons to fail: benchmarks that vanished, a new run that stopped early."""
+
+    removed: list
+    incomplete_new: list  # titles of new runs with complete: false
+    incomplete_base: list
+    allow_removed: bool = False
+    allow_incomplete: bool = False
+
+    @property
+    def failing(self):
+        return (bool(self.removed) and not self.allow_removed) or (bool(self.incomplete_new) and not self.allow_incomplete)
+
+
+COLUMNS = [Column("benchmark"), Column("base", numeric=True), Column("new", numeric=True),
+           Column("change", numeric=True), Column("verdict"), Column("p (Holm)", numeric=True),
+           Column("gate base->new"), Column("note")]
+
+
+def _row(c):
+    verdict = c.verdict.upper() if c.verdict == SLOWER else c.verdict
+    return [c.name, c.base.text() if c.base else "—", c.new.text() if c.new else "—", format_ratio(c.ratio),
+            verdict, _p_text(c.p_value), _gate_text(c), "; ".join(c.notes)]
+
+
+def _runs_text(runs):
+    return "; ".join(f"{run.title} ({run.path})" for run in runs)
+
+
+def comparison_document(comparisons, added, problems, base_runs, new_runs, threshold, alpha):
     document = Document("roofbench comparison")
-    regressions = sum(c.regressed for c in comparisons)
-    counts = {verdict: sum(c.verdict == verdict for c in comparisons) for verdict in (SLOWER, FASTER)}
+    counts = {verdict: sum(c.verdict == verdict for c in comparisons)
+              for verdict in (SLOWER, FASTER, SAME, CANNOT_JUDGE, NOT_COMPARABLE, NO_TIMING)}
     gate_regressions = sum(c.gate_regressed for c in comparisons)
-    document.add(Paragraph(f"Base: {base_path}. New: {new_path}. A change needs p < {alpha:g} (two-sided "
-                           f"Mann-Whitney U) and a median moved by more than {threshold * 100:g} %."))
+    failing = any(c.regressed for c in comparisons) or problems.failing
+    document.add(Paragraph(f"Base: {_runs_text(base_runs)}."))
+    document.add(Paragraph(f"New: {_runs_text(new_runs)}."))
+    summary = (f"{'REGRESSION' if failing else 'No regression'}: {counts[SLOWER]} slower, {gate_regressions} "
+               f"gate regression(s), {counts[FASTER]} faster, {counts[SAME]} unchanged, {counts[CANNOT_JUDGE]} "
+               f"cannot judge, {counts[NOT_COMPARABLE]} not comparable; {len(added)} added, "
+               f"{len(problems.removed)} removed.")
+    document.add(Paragraph(summary, emphasis=failing))
+    for title in problems.incomplete_new:
+        allowed = " (allowed by --allow-incomplete)" if problems.allow_incomplete else ": this fails the comparison (--allow-incomplete to accept)"
+        document.add(Paragraph(f"The new run {title} is incomplete: it stopped before its last benchmark{allowed}.",
+                               emphasis=not problems.allow_incomplete))
+    for title in problems.incomplete_base:
+        document.add(Paragraph(f"The base run {title} is incomplete: what it did not reach shows as added."))
+    if problems.removed:
+        allowed = " (allowed by --allow-removed)" if problems.allow_removed else "; this fails the comparison (--allow-removed to accept)"
+        document.add(Paragraph(f"{len(problems.removed)} benchmark(s) of the base are missing from the new run{allowed}.",
+                               emphasis=not problems.allow_removed))
     document.add(Paragraph(
-        f"{'REGRESSION' if regressions else 'No regression'}: {counts[SLOWER]} slower, {gate_regressions} "
-        f"gate regression(s), {counts[FASTER]} faster, {len(comparisons) - counts[SLOWER] - counts[FASTER]} "
-        f"unchanged; {len(added)} added, {len(removed)} removed.", emphasis=bool(regressions)))
-    columns = [Column("benchmark"), Column("base median", numeric=True), Column("new median", numeric=True),
-               Column("change", numeric=True), Column("p-value", numeric=True), Column("verdict"),
-               Column("gate base->new")]
-    rows = [
-        [c.name, format_time(c.base_median), format_time(c.new_median),
-         format_signed_percent(None if c.change is None else 100 * c.change), _p_text(c.p_value),
-         c.verdict.upper() if c.verdict == SLOWER else c.verdict, _gate_text(c)]
-        for c in sorted(comparisons, key=_order)
-    ]
-    document.add(Table(columns, rows))
-    for title, names in (("Added", added), ("Removed", removed)):
+        f"Judged on run medians: with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
+        f"over the benchmarks, p < {alpha:g} and a change over {threshold * 100:g}%; with fewer, only a change "
+        f"beyond {OBVIOUS_FACTOR:g}x counts, and none for a result flagged noisy or unsettled (its fast samples "
+        f"over {100 * (1 - UNSETTLED_FAST_EDGE):.0f}% under its median). ± is each side's noise."))
+    ordered = sorted(comparisons, key=_order)
+    shown = [c for c in ordered if c.verdict != SAME or c.gate_regressed]
+    folded = [c for c in ordered if c.verdict == SAME and not c.gate_regressed]
+    if shown:
+        document.add(Table(COLUMNS, [_row(c) for c in shown]))
+    if folded:
+        document.add(Details(f"{len(folded)} unchanged", [Table(COLUMNS, [_row(c) for c in folded])]))
+    for title, names in (("Added", added), ("Removed", problems.removed)):
         if names:
             document.add(Heading(3, f"{title} ({len(names)})"))
             document.add(BulletList(names))

@@ -1,12 +1,14 @@
-"""roofbench-compare BASE.json NEW.json: a Markdown table for a pull-request comment; exit 1 when a
-benchmark got slower beyond the threshold or a gate that passed now fails, 2 on bad input."""
+"""roofbench-compare BASE.json NEW.json: a Markdown comparison for a pull-request comment. Exit 1 when a
+benchmark got slower, a gate that passed now fails, a benchmark of the base is missing from the new
+run or the new run is incomplete (the last two unless allowed); 2 on bad input or runs that measured
+different things (devices, hot/cold, gates on/off)."""
 
 import argparse
 import sys
 
-from .compare import compare_benchmarks, comparison_document
+from .compare import RunProblems, compare_benchmarks, comparison_document
 from .markdown import render_markdown
-from .results import ResultsError, group_by_device, load_run_file
+from .results import DeviceResults, ResultsError, load_run_file
 
 EXIT_SAME, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -20,20 +22,46 @@ def _fraction(text):
 
 def _parser():
     parser = argparse.ArgumentParser(prog="roofbench-compare", description=__doc__.strip().splitlines()[0])
-    parser.add_argument("base", help="results JSON of the baseline")
-    parser.add_argument("new", help="results JSON to judge against it")
+    parser.add_argument("base", help="results JSON of the baseline (--base adds more runs of it)")
+    parser.add_argument("new", help="results JSON to judge against it (--new adds more runs of it)")
+    parser.add_argument("--base", dest="more_base", action="append", default=[], metavar="FILE",
+                        help="another run of the baseline (repeatable): runs are pooled with repetitions")
+    parser.add_argument("--new", dest="more_new", action="append", default=[], metavar="FILE",
+                        help="another run of the new side (repeatable)")
     parser.add_argument("--threshold", type=_fraction, default=0.05,
                         help="smallest relative change of the median that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=_fraction, default=0.05,
-                        help="significance level of the Mann-Whitney U test (default 0.05)")
+                        help="chance of any false call over the whole comparison (default 0.05)")
+    parser.add_argument("--allow-removed", action="store_true",
+                        help="benchmarks of the base missing from the new run do not fail the comparison")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="a new run that stopped early (complete: false) does not fail the comparison")
     parser.add_argument("--allow-device-mismatch", action="store_true",
                         help="compare results from different devices (context.roofbench.device.key)")
+    parser.add_argument("--allow-mode-mismatch", action="store_true",
+                        help="compare runs with different modes (hot/cold, gates on/off)")
     return parser
 
 
-def _single_device(path):
-    devices = group_by_device([load_run_file(path)])
-    return devices[0]
+def _side(paths):
+    """All runs of one side merged into one DeviceResults; they must share one device."""
+    runs = [load_run_file(path) for path in paths]
+    keys = sorted({run.device.key for run in runs})
+    if len(keys) > 1:
+        raise ResultsError(f"{', '.join(paths)}: runs of one side come from different devices ({', '.join(keys)})")
+    side = DeviceResults(runs[0].device, runs[0].ceilings)
+    for run in runs:
+        side.add(run)
+    return side
+
+
+def _mode_problem(base, new):
+    for what, attribute in (("mode", "mode"), ("gates", "gate_mode")):
+        values = {side: sorted({getattr(run, attribute) for run in results.files if getattr(run, attribute)})
+                  for side, results in (("base", base), ("new", new))}
+        if values["base"] and values["new"] and values["base"] != values["new"]:
+            return f"different {what} ({'/'.join(values['base'])} vs {'/'.join(values['new'])})"
+    return ""
 
 
 def main(argv=None):
@@ -43,7 +71,8 @@ def main(argv=None):
     except SystemExit as exit_request:  # argparse exits 2 on bad usage already; keep its code
         return exit_request.code
     try:
-        base, new = _single_device(arguments.base), _single_device(arguments.new)
+        base = _side([arguments.base] + arguments.more_base)
+        new = _side([arguments.new] + arguments.more_new)
     except ResultsError as error:
         print(f"roofbench-compare: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -51,9 +80,18 @@ def main(argv=None):
         print(f"roofbench-compare: different devices ({base.device.key} vs {new.device.key}); "
               "pass --allow-device-mismatch to compare anyway", file=sys.stderr)
         return EXIT_BAD_INPUT
+    mode_problem = _mode_problem(base, new)
+    if mode_problem and not arguments.allow_mode_mismatch:
+        print(f"roofbench-compare: {mode_problem}; pass --allow-mode-mismatch to compare anyway", file=sys.stderr)
+        return EXIT_BAD_INPUT
     comparisons, added, removed = compare_benchmarks(base.benchmarks, new.benchmarks, arguments.threshold,
                                                      arguments.alpha)
-    document = comparison_document(comparisons, added, removed, arguments.base, arguments.new,
-                                   arguments.threshold, arguments.alpha)
+    problems = RunProblems(removed=removed,
+                           incomplete_new=[run.title for run in new.files if not run.complete],
+                           incomplete_base=[run.title for run in base.files if not run.complete],
+                           allow_removed=arguments.allow_removed, allow_incomplete=arguments.allow_incomplete)
+    document = comparison_document(comparisons, added, problems, base.files, new.files, arguments.threshold,
+                                   arguments.alpha)
     print(render_markdown(document), end="")
-    return EXIT_REGRESSION if any(c.regressed for c in comparisons) else EXIT_SAME
+    failed = any(c.regressed for c in comparisons) or problems.failing
+    return EXIT_REGRESSION if failed else EXIT_SAME

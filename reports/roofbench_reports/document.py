@@ -28,6 +28,7 @@ class Column:
 class Table:
     columns: list
     rows: list  # lists of cell strings, one per column
+    tag: str = ""  # the plugin the rows belong to: the HTML page's plugin filter hides it with them
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,14 @@ class Figure:
 
     svg: object
     caption: str = ""
+
+
+@dataclass(frozen=True)
+class Details:
+    """Blocks folded under a one-line summary (unchanged rows of a comparison): a reader opens them."""
+
+    summary: str
+    blocks: list
 
 
 @dataclass

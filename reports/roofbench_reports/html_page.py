@@ -3,7 +3,7 @@ the file can be mailed, archived as a CI artifact, and opened offline."""
 
 from html import escape
 
-from .document import BulletList, Figure, Heading, Paragraph, Table
+from .document import BulletList, Details, Figure, Heading, Paragraph, Table
 from . import palette
 
 _STYLE = f"""
@@ -19,7 +19,40 @@ td.numeric, th.numeric {{ text-align: right; font-variant-numeric: tabular-nums;
 p.warning {{ color: {palette.WATERFALL_LOSS}; font-weight: bold; }}
 figure {{ margin: 12px 0 24px; }}
 figure svg {{ max-width: 100%; height: auto; border: 1px solid #e0e0e0; }}
+fieldset.plugin-filter {{ font-size: 13px; border: 1px solid #d0d0d0; margin: 8px 0 16px; }}
+fieldset.plugin-filter label {{ margin-right: 16px; }}
 """
+
+# Shows only the checked plugins' points, sweeps, key entries and tables. The page's address can preset
+# the choice (index.html#plugins=micro,gpt), which is also how the browser test drives it.
+_FILTER_SCRIPT = """
+(function () {
+  var boxes = Array.prototype.slice.call(document.querySelectorAll('fieldset.plugin-filter input'));
+  function apply() {
+    var shown = {};
+    boxes.forEach(function (box) { shown[box.value] = box.checked; });
+    document.querySelectorAll('[data-plugin]').forEach(function (element) {
+      element.style.display = shown[element.getAttribute('data-plugin')] === false ? 'none' : '';
+    });
+  }
+  var preset = /plugins=([^&]*)/.exec(window.location.hash);
+  if (preset) {
+    var wanted = decodeURIComponent(preset[1]).split(',');
+    boxes.forEach(function (box) { box.checked = wanted.indexOf(box.value) >= 0; });
+  }
+  boxes.forEach(function (box) { box.addEventListener('change', apply); });
+  apply();
+})();
+"""
+
+
+def _plugin_filter(plugins):
+    if not plugins:
+        return ""
+    boxes = "".join(f'<label><input type="checkbox" value="{escape(p)}" checked> {escape(p)}</label>'
+                    for p in plugins)
+    return f'<fieldset class="plugin-filter"><legend>plugins shown</legend>{boxes}</fieldset>'
+
 
 
 def _table(table):
@@ -31,7 +64,8 @@ def _table(table):
         "<tr>" + "".join(cell("td", value, column.numeric) for value, column in zip(row, table.columns)) + "</tr>"
         for row in table.rows
     )
-    return f"<table><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
+    tag = f' data-plugin="{escape(table.tag)}"' if table.tag else ""
+    return f"<table{tag}><thead><tr>{header}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def _block(block):
@@ -47,7 +81,18 @@ def _block(block):
     if isinstance(block, Figure):
         caption = f"<figcaption>{escape(block.caption)}</figcaption>" if block.caption else ""
         return f"<figure>{block.svg.to_xml()}{caption}</figure>"
+    if isinstance(block, Details):
+        inner = "".join(map(_block, block.blocks))
+        return f"<details><summary>{escape(block.summary)}</summary>{inner}</details>"
     raise TypeError(f"no HTML for {type(block).__name__}")
+
+
+def _plugins(blocks):
+    plugins = []
+    for block in blocks:
+        if isinstance(block, Table) and block.tag and block.tag not in plugins:
+            plugins.append(block.tag)
+    return plugins
 
 
 def render_html(document):
@@ -55,5 +100,6 @@ def render_html(document):
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<title>{escape(document.title)}</title>\n<style>{_STYLE}</style>\n</head>\n"
-        f"<body>\n<h1>{escape(document.title)}</h1>\n{body}\n</body>\n</html>\n"
+        f"<body>\n<h1>{escape(document.title)}</h1>\n{_plugin_filter(_plugins(document.blocks))}\n{body}\n"
+        f"<script>{_FILTER_SCRIPT}</script>\n</body>\n</html>\n"
     )

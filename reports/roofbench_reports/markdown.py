@@ -2,7 +2,7 @@
 
 import re
 
-from .document import BulletList, Figure, Heading, Paragraph, Table
+from .document import BulletList, Details, Figure, Heading, Paragraph, Table
 
 _ESCAPED = str.maketrans({"|": "\\|", "*": "\\*", "`": "\\`", "\n": " "})
 # Only '<' that could open an HTML tag needs escaping; 'p < 0.05' stays readable as plain text.
@@ -31,6 +31,10 @@ def _block(block):
         return "\n".join(f"- {escape(item)}" for item in block.items)
     if isinstance(block, Figure):
         return None
+    if isinstance(block, Details):
+        # GitHub folds this; the blank lines let Markdown inside it render.
+        inner = "\n\n".join(text for text in map(_block, block.blocks) if text is not None)
+        return f"<details><summary>{escape(block.summary)}</summary>\n\n{inner}\n\n</details>"
     raise TypeError(f"no Markdown for {type(block).__name__}")
 
 

@@ -6,9 +6,10 @@ repetitions as separate entries, Google Benchmark aggregates) are handled in one
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 
-from .stats import median
+from .stats import median, quantile
 
 _SECONDS_PER_TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 # The host may also write what Google Benchmark itself appends: mean/median/stddev rows computed over
@@ -41,6 +42,8 @@ class Ceilings:
     """Roofs of one device: bandwidth in bytes/s and FLOP/s per precision, measured and datasheet."""
 
     bandwidth_Bps: float = None
+    # A read-streaming ceiling, when measured: the roof of cases whose bytes are (nearly) all reads.
+    read_bandwidth_Bps: float = None
     flops: dict = field(default_factory=dict)
     datasheet_name: str = ""
     datasheet_bandwidth_Bps: float = None
@@ -52,6 +55,7 @@ class Ceilings:
         datasheet = _object(ceilings.get("datasheet"))
         return Ceilings(
             bandwidth_Bps=finite_number(measured.get("bandwidth_Bps")),
+            read_bandwidth_Bps=finite_number(measured.get("read_bandwidth_Bps")),
             flops=_finite_values(measured.get("flops")),
             datasheet_name=str(datasheet.get("name") or ""),
             datasheet_bandwidth_Bps=finite_number(datasheet.get("bandwidth_Bps")),
@@ -86,6 +90,22 @@ class RunFile:
     load_failures: list
     not_run: list
     entries: list  # the benchmark objects, aggregates left out
+    mode: str = ""  # hot or cold
+    gate_mode: str = ""  # on or off
+    version: str = ""
+    commit: str = ""  # the source commit roofbench was built from, when the host writes it
+
+    @property
+    def title(self):
+        """How a person names this run: date, host and commit when known, else the file name."""
+        parts = []
+        if self.date:
+            parts.append(self.date.replace("T", " ")[:16] + (" UTC" if self.date.endswith(("Z", "+00:00")) else ""))
+        if self.host_name:
+            parts.append(f"on {self.host_name}")
+        if self.commit:
+            parts.append(f"commit {self.commit[:12]}")
+        return " ".join(parts) if parts else os.path.basename(self.path)
 
 
 def load_run_file(path):
@@ -129,6 +149,10 @@ def parse_run(document, path="<results>"):
             for entry in benchmarks
             if isinstance(entry, dict) and entry.get("run_type") != _AGGREGATE_RUN_TYPE and "name" in entry
         ],
+        mode=str(roofbench.get("mode") or ""),
+        gate_mode=str(roofbench.get("gate") or ""),
+        version=str(roofbench.get("version") or ""),
+        commit=str(roofbench.get("commit") or roofbench.get("git_commit") or ""),
     )
 
 
@@ -212,6 +236,65 @@ class Benchmark:
             if worst in gates:
                 return worst
         return next((gate for gate in gates if gate), "")
+
+    @property
+    def noisy(self):
+        """Flagged by the host as noisy on any run: samples in two clusters, or noise far above the
+        --noise bound (roofbench.quality, else the label word or roofbench.status)."""
+        for entry in self.entries:
+            info = _object(entry.get("roofbench"))
+            if info.get("quality") == "noisy" or info.get("status") == "noisy":
+                return True
+            if "noisy" in str(entry.get("label") or "").split():
+                return True
+        return False
+
+    @property
+    def quality_reason(self):
+        return str(self._info("quality_reason"))
+
+    @property
+    def timing(self):
+        """How the runs were timed: stream, graph (CUDA graph replay) or cpu."""
+        return str(self._info("timing"))
+
+    def _strings(self, key):
+        mapping = self._info(key, {})
+        return {str(k): str(v) for k, v in mapping.items()} if isinstance(mapping, dict) else {}
+
+    @property
+    def facts(self):
+        """The case's string facts (e.g. the algorithm a library chose), from its first run."""
+        return self._strings("facts")
+
+    @property
+    def params(self):
+        return self._strings("params")
+
+    @property
+    def sweep_axis(self):
+        """The axis the case sweeps, when the host names it (roofbench.sweep_axis)."""
+        return str(self._info("sweep_axis"))
+
+    @property
+    def read_dominated(self):
+        return self._info("read_dominated") is True
+
+    def fast_edge_ratios(self):
+        """Per run: its 5th-percentile sample over its median. Interference (preemption, a flushed
+        cache) only adds time, so a run whose fast samples lie far below its median was slowed for
+        most of it by something that need not repeat: contention for memory bandwidth, say."""
+        ratios = []
+        for entry in self.entries:
+            samples = sorted(v for v in map(finite_number, _list(_object(entry.get("roofbench")).get("samples_s")))
+                             if v is not None and v > 0)
+            if len(samples) >= 5:
+                ratios.append(quantile(samples, 0.05) / quantile(samples, 0.5))
+        return ratios
+
+    def run_medians(self):
+        """Median time of each run (repetition or file) that was timed."""
+        return [seconds for seconds in map(entry_median_seconds, self.entries) if seconds is not None]
 
     @property
     def errored(self):

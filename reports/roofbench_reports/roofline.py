@@ -1,8 +1,13 @@
-"""The roofline plot of one device: log-log FLOP/s over arithmetic intensity, the measured memory and
-compute roofs, ridge points, and every benchmark as a numbered point with a key below the plot.
+"""The roofline plot of one device: log-log FLOP/s over arithmetic intensity, the measured memory
+roofs (and a read-streaming one when measured) and compute roofs, ridge points, and the benchmarks
+grouped by case: one marker shape per case, the points of a size sweep joined by a line (with a mark
+where it crosses its roof's ridge), one label per group, and a key below the plot. Every point's tooltip
+names its benchmark, time, noise and % of roof.
 
-Points carry a number rather than their name: with dozens of benchmarks, names overlap into
-unreadable clutter, while short numbers fit beside their points and the key spells out the names.
+Sweeps: the points of one case whose params differ only in one axis are one line. That axis is the
+result's roofbench.sweep_axis when the host writes it, else the one axis whose values vary inside a
+group of otherwise equal params and whose values are all numbers (with several, the one with the most
+values).
 """
 
 import math
@@ -11,8 +16,8 @@ from dataclasses import dataclass
 from . import axes, palette
 from .labels import Box, LabelPlacer, around_point, spread, text_box, truncate_middle
 from .scales import LogScale
-from .svg import circle, figure, group, line, polyline, text, tooltip
-from .units import format_number, format_percent, format_si
+from .svg import Element, circle, figure, group, line, polyline, text, tooltip
+from .units import format_number, format_percent, format_si, format_time
 
 PLOT = axes.PlotArea(left=84, top=64, width=640, height=440)
 LEGEND_LEFT = PLOT.right + 28
@@ -23,6 +28,10 @@ LABEL_FONT_SIZE = 10
 ROOF_LABEL_FONT_SIZE = 11
 KEY_COLUMNS = 3
 KEY_ROW_HEIGHT = 16
+# Beyond this many groups the key and the in-plot labels stop (the tables list everything).
+MAX_KEY_ENTRIES = 240
+MAX_GROUP_LABELS = 80
+MARKER_SHAPES = ("circle", "square", "triangle", "diamond", "triangle-down", "pentagon", "star", "hexagon")
 # Ceilings closer than this share one line and one label (bf16 and fp16 usually have the same roof).
 _SAME_ROOF_TOLERANCE = 0.01
 # Room (in decades) around the ridges, so each compute roof shows a visible flat part.
@@ -39,6 +48,95 @@ class Point:
     @property
     def colour(self):
         return palette.precision_colour(self.benchmark.precision)
+
+
+@dataclass
+class Group:
+    """The points of one case that differ only in its sweep axis (or a single point)."""
+
+    index: int
+    plugin: str
+    case: str
+    title: str  # "micro/matmul_bf16" or "micro/matmul_bf16 (layout:nt)"
+    shape: str
+    sweep_axis: str
+    points: list
+
+    @property
+    def colour(self):
+        return self.points[0].colour
+
+
+def _number_or_text(value):
+    try:
+        return (0, float(value), "")
+    except ValueError:
+        return (1, 0.0, value)
+
+
+def _sweep_axis(benchmarks):
+    """The case's sweep axis: named by the host, else inferred from the params (module docstring)."""
+    named = next((b.sweep_axis for b in benchmarks if b.sweep_axis), "")
+    if named:
+        return named
+    axes = sorted({axis for b in benchmarks for axis in b.params})
+    best, best_values = "", 1
+    for axis in axes:
+        # A size sweep: numeric values (a dtype or layout axis makes separate groups instead).
+        if any(_number_or_text(b.params.get(axis, ""))[0] for b in benchmarks):
+            continue
+        groups = {}
+        for b in benchmarks:
+            rest = tuple(sorted((k, v) for k, v in b.params.items() if k != axis))
+            groups.setdefault(rest, set()).add(b.params.get(axis, ""))
+        values = max(len(v) for v in groups.values())
+        if values > best_values:
+            best, best_values = axis, values
+    return best
+
+
+def group_points(points):
+    """Groups in first-seen order, each case with its own marker shape."""
+    by_case = {}
+    for point in points:
+        by_case.setdefault((point.benchmark.plugin, point.benchmark.case), []).append(point)
+    groups = []
+    for case_number, ((plugin, case), case_points) in enumerate(by_case.items()):
+        axis = _sweep_axis([p.benchmark for p in case_points])
+        lines = {}
+        for point in case_points:
+            rest = tuple((k, v) for k, v in point.benchmark.params.items() if k != axis)
+            lines.setdefault(rest, []).append(point)
+        for rest, members in lines.items():
+            members.sort(key=lambda p: _number_or_text(p.benchmark.params.get(axis, "")))
+            title = f"{plugin}/{case}" + (f" ({', '.join(f'{k}:{v}' for k, v in rest)})" if rest else "")
+            groups.append(Group(len(groups) + 1, plugin, case, title, MARKER_SHAPES[case_number % len(MARKER_SHAPES)],
+                                axis if len(members) > 1 else "", members))
+    return groups
+
+
+def marker(shape, x, y, radius, **style):
+    """A point's marker: the case's shape, centred on (x, y)."""
+    if shape == "circle":
+        return circle(x, y, radius, **style)
+    r = radius * 1.15
+    outlines = {
+        "square": [(-r, -r), (r, -r), (r, r), (-r, r)],
+        "triangle": [(0, -1.3 * r), (1.2 * r, 0.9 * r), (-1.2 * r, 0.9 * r)],
+        "triangle-down": [(0, 1.3 * r), (1.2 * r, -0.9 * r), (-1.2 * r, -0.9 * r)],
+        "diamond": [(0, -1.35 * r), (1.1 * r, 0), (0, 1.35 * r), (-1.1 * r, 0)],
+    }
+    if shape in outlines:
+        corners = outlines[shape]
+    else:
+        sides = {"pentagon": 5, "hexagon": 6, "star": 10}[shape]
+        corners = []
+        for k in range(sides):
+            reach = r * (0.5 if shape == "star" and k % 2 else 1.2)
+            angle = -math.pi / 2 + 2 * math.pi * k / sides
+            corners.append((reach * math.cos(angle), reach * math.sin(angle)))
+    outline = " ".join(f"{x + dx:.2f},{y + dy:.2f}" for dx, dy in corners)
+    return Element("polygon", points=outline, **style)
 
 
 @dataclass(frozen=True)
@@ -114,17 +212,21 @@ def _memory_roof_segment(x_scale, y_scale, bandwidth, roofs):
     return (start, end) if start < end else None
 
 
-def _draw_memory_roof(root, placer, x_scale, y_scale, bandwidth, roofs):
+def _draw_memory_roof(root, placer, x_scale, y_scale, bandwidth, roofs, read=False):
     segment = _memory_roof_segment(x_scale, y_scale, bandwidth, roofs)
     if not segment:
         return
     (x0, x1) = segment
     ends = [(x_scale(x0), y_scale(x0 * bandwidth)), (x_scale(x1), y_scale(x1 * bandwidth))]
-    roof = root.add(polyline(ends, stroke=palette.MEMORY_ROOF, stroke_width=2.5, class_="memory-roof"))
-    roof.add(tooltip(f"memory roof: {format_si(bandwidth, 'B/s')}"))
+    what = "read-streaming roof" if read else "memory roof"
+    roof = root.add(polyline(ends, stroke=palette.MEMORY_ROOF, stroke_width=2 if read else 2.5,
+                             stroke_dasharray="6 4" if read else None,
+                             class_="read-memory-roof" if read else "memory-roof"))
+    roof.add(tooltip(f"{what}: {format_si(bandwidth, 'B/s')}"
+                     + (" (cases that mostly read are judged against it)" if read else "")))
     (px0, py0), (px1, py1) = ends
     angle = math.atan2(py1 - py0, px1 - px0)
-    label = f"memory {format_si(bandwidth, 'B/s')}"
+    label = f"{'read' if read else 'memory'} {format_si(bandwidth, 'B/s')}"
     # Along the slope and above it (points sit below their roofs), a short way in from the lower end.
     normal = (math.sin(angle) * 9, -math.cos(angle) * 9)
     x, y = px0 + 0.1 * (px1 - px0) + normal[0], py0 + 0.1 * (py1 - py0) + normal[1]
@@ -202,31 +304,86 @@ def _marker_box(x, y, radius):
 
 def _point_tooltip(point):
     benchmark = point.benchmark
-    return (f"{point.index}: {benchmark.name}\n{benchmark.precision or 'precision ?'}, "
-            f"{format_si(point.flops_per_s, 'FLOP/s')}, AI {format_number(point.intensity)} FLOP/B, "
-            f"{format_percent(benchmark.counter('roof_pct'))} of roof")
+    noise = benchmark.counter("noise")
+    lines = [
+        benchmark.name,
+        f"time {format_time(benchmark.median_seconds)}, noise {format_percent(None if noise is None else 100 * noise, 2)}"
+        + (" (NOISY)" if benchmark.noisy else ""),
+        f"{format_percent(benchmark.counter('roof_pct'))} of roof" + (" (the read roof)" if benchmark.read_dominated else "")
+        + f", {format_si(point.flops_per_s, 'FLOP/s')}, AI {format_number(point.intensity)} FLOP/B, "
+        + (benchmark.precision or "precision ?"),
+    ]
+    lines += [f"{key}: {value}" for key, value in benchmark.facts.items()]
+    return "\n".join(lines)
 
 
 def _point_positions(x_scale, y_scale, points):
     return [(x_scale(p.intensity), y_scale(p.flops_per_s)) for p in points]
 
 
-def _draw_points(root, placer, positions, points):
+def _draw_groups(root, placer, x_scale, y_scale, groups, crossings):
+    lines = root.add(group(class_="sweeps"))
     layer = root.add(group(class_="points"))
+    positions = {id(p): (x_scale(p.intensity), y_scale(p.flops_per_s)) for g in groups for p in g.points}
     # Every marker is reserved before any label is placed, so no label hides a later point.
-    for x, y in positions:
+    for x, y in positions.values():
         placer.reserve(_marker_box(x, y, POINT_RADIUS))
-    for point, (x, y) in zip(points, positions):
-        marker = layer.add(circle(x, y, POINT_RADIUS, fill=point.colour, stroke="white", stroke_width=1,
-                                  class_="point"))
-        marker.add(tooltip(_point_tooltip(point)))
+    for g in groups:
+        if len(g.points) > 1:
+            drawn = lines.add(polyline([positions[id(p)] for p in g.points], stroke=g.colour, stroke_width=1.5,
+                                       stroke_opacity=0.8, class_="sweep", data_plugin=g.plugin))
+            drawn.add(tooltip(f"{g.title}: {g.sweep_axis} sweep, {len(g.points)} points"))
+        for point in g.points:
+            x, y = positions[id(point)]
+            drawn = layer.add(marker(g.shape, x, y, POINT_RADIUS, fill=point.colour, stroke="white", stroke_width=1,
+                                     class_="point", data_plugin=g.plugin))
+            drawn.add(tooltip(_point_tooltip(point)))
+    for crossing in crossings:
+        drawn = layer.add(line(crossing.x, crossing.y - 7, crossing.x, crossing.y + 7, stroke=palette.TEXT,
+                               stroke_width=2, class_="ridge-crossing", data_plugin=crossing.group.plugin))
+        drawn.add(tooltip(crossing.text))
     labels = root.add(group(class_="point-labels", font_size=LABEL_FONT_SIZE, fill=palette.TEXT))
-    for point, (x, y) in zip(points, positions):
-        where = placer.place(x, y, str(point.index), LABEL_FONT_SIZE, around_point(POINT_RADIUS, LABEL_FONT_SIZE))
-        labels.add(text(where.x, where.y, str(point.index), text_anchor=where.anchor))
+    for g in groups[:MAX_GROUP_LABELS]:
+        x, y = positions[id(g.points[-1])]
+        content = str(g.index)
+        where = placer.place(x, y, content, LABEL_FONT_SIZE, around_point(POINT_RADIUS, LABEL_FONT_SIZE))
+        labels.add(text(where.x, where.y, content, text_anchor=where.anchor, data_plugin=g.plugin))
 
 
-def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs):
+@dataclass(frozen=True)
+class RidgeCrossing:
+    group: object
+    x: float
+    y: float
+    text: str
+
+
+def ridge_crossings(groups, roofs, bandwidth, read_bandwidth, x_scale, y_scale):
+    """Where a sweep passes the ridge of its precision's roof: memory-bound on one side, compute-bound
+    on the other. A read-dominated case is judged against the read roof's ridge."""
+    crossings = []
+    for g in groups:
+        if len(g.points) < 2:
+            continue
+        roof = next((r for r in roofs if g.points[0].benchmark.precision in r.precisions), None)
+        slope = read_bandwidth if g.points[0].benchmark.read_dominated and read_bandwidth else bandwidth
+        if roof is None or not slope:
+            continue
+        ridge = roof.ridge(slope)
+        for before, after in zip(g.points, g.points[1:]):
+            low, high = sorted((before.intensity, after.intensity))
+            if not low < ridge <= high:
+                continue
+            share = (math.log(ridge) - math.log(before.intensity)) / (math.log(after.intensity) - math.log(before.intensity))
+            rate = math.exp(math.log(before.flops_per_s) + share * (math.log(after.flops_per_s) - math.log(before.flops_per_s)))
+            axis = g.sweep_axis
+            crossings.append(RidgeCrossing(g, x_scale(ridge), y_scale(rate), (
+                f"{g.title} crosses the {roof.name} ridge ({format_number(ridge)} FLOP/B) between "
+                f"{axis}:{before.benchmark.params.get(axis, '?')} and {axis}:{after.benchmark.params.get(axis, '?')}")))
+    return crossings
+
+
+def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs, has_read_roof=False):
     legend = root.add(group(class_="legend", font_size=11, fill=palette.TEXT))
     y = PLOT.top + 6
     legend.add(text(LEGEND_LEFT, y, "precision", font_weight="bold"))
@@ -240,6 +397,11 @@ def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs):
         y += 18
         legend.add(line(LEGEND_LEFT, y - 4, LEGEND_LEFT + 22, y - 4, stroke=palette.MEMORY_ROOF, stroke_width=2.5))
         legend.add(text(LEGEND_LEFT + 30, y, "memory roof (measured)"))
+    if has_read_roof:
+        y += 18
+        legend.add(line(LEGEND_LEFT, y - 4, LEGEND_LEFT + 22, y - 4, stroke=palette.MEMORY_ROOF, stroke_width=2,
+                        stroke_dasharray="6 4"))
+        legend.add(text(LEGEND_LEFT + 30, y, "read-streaming roof"))
     if has_compute_roofs:
         y += 18
         legend.add(line(LEGEND_LEFT, y - 4, LEGEND_LEFT + 22, y - 4, stroke=palette.AXIS, stroke_width=2))
@@ -250,32 +412,42 @@ def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs):
         legend.add(circle(LEGEND_LEFT + 11, y - 4, RIDGE_RADIUS, fill="white", stroke=palette.TEXT, stroke_width=1))
         legend.add(text(LEGEND_LEFT + 30, y, "ridge point"))
     y += 30
-    legend.add(text(LEGEND_LEFT, y, "numbered points:", fill=palette.MUTED_TEXT))
-    legend.add(text(LEGEND_LEFT, y + 14, "see the key below", fill=palette.MUTED_TEXT))
+    legend.add(text(LEGEND_LEFT, y, "one shape per case,", fill=palette.MUTED_TEXT))
+    legend.add(text(LEGEND_LEFT, y + 14, "a line per size sweep,", fill=palette.MUTED_TEXT))
+    legend.add(text(LEGEND_LEFT, y + 28, "| where it crosses a ridge;", fill=palette.MUTED_TEXT))
+    legend.add(text(LEGEND_LEFT, y + 42, "numbers: the key below", fill=palette.MUTED_TEXT))
 
 
-def _key_height(point_count, has_note):
-    rows = math.ceil(point_count / KEY_COLUMNS)
-    return 28 + rows * KEY_ROW_HEIGHT + (KEY_ROW_HEIGHT if has_note else 0)
+def _key_height(group_count, has_note):
+    rows = math.ceil(min(group_count, MAX_KEY_ENTRIES) / KEY_COLUMNS)
+    notes = int(has_note) + int(group_count > MAX_KEY_ENTRIES)
+    return 28 + rows * KEY_ROW_HEIGHT + notes * KEY_ROW_HEIGHT
 
 
-def _draw_key(root, top, points, unplotted_count):
+def _draw_key(root, top, groups, unplotted_count):
     key = root.add(group(class_="key", font_size=11, fill=palette.TEXT))
     key.add(text(PLOT.left - 60, top, "key", font_weight="bold"))
     column_width = (WIDTH - PLOT.left + 60) / KEY_COLUMNS
     max_characters = int((column_width - 44) / (11 * 0.6))
-    rows = math.ceil(len(points) / KEY_COLUMNS)
-    for position, point in enumerate(points):
+    shown = groups[:MAX_KEY_ENTRIES]
+    rows = math.ceil(len(shown) / KEY_COLUMNS)
+    for position, g in enumerate(shown):
         # Column-major, so numbers read downwards like a printed index.
         column, row = divmod(position, rows)
         x = PLOT.left - 60 + column * column_width
         y = top + 20 + row * KEY_ROW_HEIGHT
-        key.add(circle(x + 4, y - 4, 4, fill=point.colour))
-        key.add(text(x + 30, y, str(point.index), text_anchor="end", font_weight="bold"))
-        entry = key.add(text(x + 36, y, truncate_middle(point.benchmark.name, max_characters)))
-        entry.add(tooltip(point.benchmark.name))
+        key.add(marker(g.shape, x + 4, y - 4, 4, fill=g.colour, data_plugin=g.plugin))
+        key.add(text(x + 30, y, str(g.index), text_anchor="end", font_weight="bold", data_plugin=g.plugin))
+        name = g.title + (f" ({g.sweep_axis} sweep, {len(g.points)})" if g.sweep_axis else "")
+        entry = key.add(text(x + 36, y, truncate_middle(name, max_characters), data_plugin=g.plugin))
+        entry.add(tooltip("\n".join(p.benchmark.name for p in g.points)))
+    y = top + 20 + rows * KEY_ROW_HEIGHT
+    if len(groups) > len(shown):
+        key.add(text(PLOT.left - 60, y, f"... and {len(groups) - len(shown)} more group(s): the tables below list "
+                     "every benchmark.", fill=palette.MUTED_TEXT))
+        y += KEY_ROW_HEIGHT
     if unplotted_count:
-        key.add(text(PLOT.left - 60, top + 20 + rows * KEY_ROW_HEIGHT, f"{unplotted_count} benchmark(s) without "
+        key.add(text(PLOT.left - 60, y, f"{unplotted_count} benchmark(s) without "
                      "FLOP/s or arithmetic intensity (errored, or no FLOPs counted) are not plotted.",
                      fill=palette.MUTED_TEXT))
 
@@ -284,30 +456,36 @@ def roofline_figure(device_results):
     """The roofline of one device as a standalone SVG root element."""
     ceilings = device_results.ceilings
     bandwidth = ceilings.bandwidth_Bps
+    read_bandwidth = ceilings.read_bandwidth_Bps
     points = plottable_points(device_results)
+    groups = group_points(points)
     roofs = compute_roofs(ceilings)
     unplotted = len(device_results.benchmarks) - len(points)
     key_top = PLOT.bottom + 72
-    root = figure(WIDTH, key_top + _key_height(len(points), unplotted > 0))
+    root = figure(WIDTH, key_top + _key_height(len(groups), unplotted > 0))
     root.attributes["class"] = "roofline"
 
     device = device_results.device
     axes.draw_title(root, PLOT.left - 60, 24, f"Roofline: {device.name}",
-                    f"{device.kind} · {len(points)} benchmark(s) · roofs are the ceilings measured at run time")
+                    f"{device.kind} · {len(points)} benchmark(s) in {len(groups)} group(s) · roofs are the "
+                    "ceilings measured at run time")
     x_scale, y_scale = _scales(points, roofs, bandwidth)
     _draw_axes(root, x_scale, y_scale)
     placer = LabelPlacer(PLOT.box())
     if bandwidth:
         _draw_memory_roof(root, placer, x_scale, y_scale, bandwidth, roofs)
+    if read_bandwidth and read_bandwidth != bandwidth:
+        _draw_memory_roof(root, placer, x_scale, y_scale, read_bandwidth, roofs, read=True)
     positions = _point_positions(x_scale, y_scale, points)
     _draw_compute_roofs(root, placer, x_scale, y_scale, bandwidth, roofs,
                         [_marker_box(x, y, POINT_RADIUS) for x, y in positions])
     if bandwidth:
         _draw_ridges(root, placer, x_scale, y_scale, bandwidth, roofs)
-    _draw_points(root, placer, positions, points)
+    crossings = ridge_crossings(groups, roofs, bandwidth, read_bandwidth, x_scale, y_scale)
+    _draw_groups(root, placer, x_scale, y_scale, groups, crossings)
 
     precisions = sorted({p.benchmark.precision for p in points} | {r.precisions[0] for r in roofs},
                         key=palette.precision_order)
-    _draw_legend(root, precisions, bool(bandwidth), bool(roofs))
-    _draw_key(root, key_top, points, unplotted)
+    _draw_legend(root, precisions, bool(bandwidth), bool(roofs), bool(read_bandwidth and read_bandwidth != bandwidth))
+    _draw_key(root, key_top, groups, unplotted)
     return root

@@ -49,7 +49,17 @@ def _noise_text(benchmark):
     fixed = benchmark.counter("noise_at_fixed_clock")
     if noise > 0.01 and fixed is not None:
         text += f" ({format_percent(fixed * 100, 2)} at a fixed clock)"
-    return text
+    return text + (" NOISY" if benchmark.noisy else "")
+
+
+def _facts_text(benchmark):
+    return "; ".join(f"{key}={value}" for key, value in benchmark.facts.items()) or "—"
+
+
+def _gate_cell(benchmark):
+    """A noisy result is not a clean pass: its gate cell says so."""
+    gate = gate_text(benchmark)
+    return f"{gate}, noisy" if benchmark.noisy and gate == "pass" else gate
 
 
 def benchmark_row(benchmark):
@@ -60,7 +70,8 @@ def benchmark_row(benchmark):
         name, format_time(benchmark.median_seconds), _noise_text(benchmark),
         format_si(benchmark.counter("FLOP/s")), format_si(benchmark.counter("B/s")),
         format_number(benchmark.counter("AI")), format_percent(benchmark.counter("roof_pct")),
-        (benchmark.bound or "—") + (" (data in L2)" if benchmark.cache_resident else ""), gate_text(benchmark),
+        (benchmark.bound or "—") + (" (data in L2)" if benchmark.cache_resident else "")
+        + (" (read roof)" if benchmark.read_dominated else ""), _gate_cell(benchmark),
     ]
 
 
@@ -72,6 +83,8 @@ def ceilings_table(ceilings):
     rows = [["memory bandwidth", format_si(ceilings.bandwidth_Bps, "B/s"),
              format_si(ceilings.datasheet_bandwidth_Bps, "B/s"),
              _ratio_text(ceilings.bandwidth_Bps, ceilings.datasheet_bandwidth_Bps)]]
+    if ceilings.read_bandwidth_Bps:
+        rows.append(["read-streaming bandwidth", format_si(ceilings.read_bandwidth_Bps, "B/s"), "—", "—"])
     for precision in sorted(set(ceilings.flops) | set(ceilings.datasheet_flops), key=precision_order):
         measured, datasheet = ceilings.flops.get(precision), ceilings.datasheet_flops.get(precision)
         rows.append([f"{precision} compute", format_si(measured, "FLOP/s"), format_si(datasheet, "FLOP/s"),
@@ -103,7 +116,16 @@ def _add_device_section(document, device_results, figures):
         document.add(Figure(waterfall))
     for plugin, benchmarks in device_results.plugins().items():
         document.add(Heading(3, f"Plugin {plugin}"))
-        document.add(Table(BENCHMARK_COLUMNS, [benchmark_row(b) for b in benchmarks]))
+        # Facts (how a point ran, e.g. the algorithm a library chose) get a column where a case has any.
+        with_facts = any(b.facts for b in benchmarks)
+        columns = BENCHMARK_COLUMNS + ([Column("facts")] if with_facts else [])
+        table_rows = [benchmark_row(b) + ([_facts_text(b)] if with_facts else []) for b in benchmarks]
+        document.add(Table(columns, table_rows, tag=plugin))
+        noisy = [f"{b.short_name}: {b.quality_reason or 'flagged noisy by the host'}" for b in benchmarks if b.noisy]
+        if noisy:
+            document.add(Paragraph("Noisy (samples in two clusters, or noise far above the --noise bound): "
+                                   "their medians are not clean numbers.", emphasis=True))
+            document.add(BulletList(noisy))
         errors = [f"{b.short_name} ({b.gate or 'error'}): {'; '.join(b.error_messages) or 'no message'}"
                   for b in benchmarks if b.errored]
         if errors:

@@ -12,6 +12,8 @@ CPU_RUN = FIXTURES / "cpu_run.json"
 GPU_RUN = FIXTURES / "gpu_run.json"
 CPU_RUN_SLOWER = FIXTURES / "cpu_run_20pct_slower.json"
 CPU_RUN_GATE_REGRESSION = FIXTURES / "cpu_run_gate_regression.json"
+# Twenty recorded smoke runs of one binary, 5 repetitions each (fixtures/thin_recorded_runs.py says how).
+IDENTICAL_RUNS = sorted((FIXTURES / "identical_runs").glob("run*.json"))
 
 
 def load_fixture(path):

@@ -26,14 +26,14 @@ def hex_to_rgb(colour):
     return bytes.fromhex(colour.lstrip("#"))
 
 
-def screenshot(page, folder):
-    target = folder / "page.png"
+def screenshot(page, folder, fragment=""):
+    target = folder / f"page{len(list(folder.glob('page*.png')))}.png"
     with tempfile.TemporaryDirectory(prefix="roofbench-chromium-") as profile:
         command = [
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={profile}", f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--screenshot={target}",
-            page.as_uri(),
+            page.as_uri() + fragment,
         ]
         completed = subprocess.run(command, capture_output=True, text=True, timeout=180)
     if not target.exists():
@@ -49,6 +49,8 @@ class BrowserRenderingTest(unittest.TestCase):
         report_dir = folder.path / "report"
         report_cli.write_report([str(GPU_RUN)], str(report_dir))
         path = screenshot(report_dir / "index.html", folder.path)
+        # The plugin filter, preset from the address: only gpt's points, key entries and tables.
+        cls.gpt_only = png.decode(screenshot(report_dir / "index.html", folder.path, "#plugins=gpt").read_bytes())
         keep = os.environ.get("ROOFBENCH_KEEP_SCREENSHOT")
         if keep:
             pathlib.Path(keep).mkdir(parents=True, exist_ok=True)
@@ -70,6 +72,16 @@ class BrowserRenderingTest(unittest.TestCase):
             with self.subTest(precision):
                 colour = hex_to_rgb(palette.precision_colour(precision))
                 self.assertGreater(self.image.count_colour(colour), MIN_PIXELS)
+
+    def test_the_plugin_filter_hides_the_other_plugins_points(self):
+        # fp16 and fp8 points are all micro's: filtered to gpt, only their legend swatches (and the fp8
+        # roof) keep those colours.
+        for precision in ("fp16", "fp8"):
+            with self.subTest(precision):
+                colour = hex_to_rgb(palette.precision_colour(precision))
+                self.assertLess(self.gpt_only.count_colour(colour), self.image.count_colour(colour) - MIN_PIXELS)
+        # gpt's own stay.
+        self.assertGreater(self.gpt_only.count_colour(hex_to_rgb(palette.WATERFALL_BASELINE)), 1000)
 
     def test_waterfall_baseline_bar_is_drawn(self):
         self.assertGreater(self.image.count_colour(hex_to_rgb(palette.WATERFALL_BASELINE)), 1000)
