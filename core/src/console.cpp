@@ -204,6 +204,7 @@ std::string notes_of(const Result& r) {
   if (r.cold) add("cold");
   if (r.cache_resident) add("data in cache");
   if (r.memory.leaked > 0) add("leaked " + format_bytes(r.memory.leaked));
+  if (r.noisy()) add("NOISY");  // why: in the summary and the results
   return notes;
 }
 
@@ -282,7 +283,10 @@ void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
   }
   ++ran;
   const Status status = out.result.status;
-  if (status == Status::ok) ++passed;
+  if (status == Status::ok) {
+    ++passed;
+    if (out.result.noisy()) noisy.emplace_back(benchmark, out.result.quality_reason);
+  }
   else if (!out.counts_as_failure) ++ended_sweep_out_of_memory;
   else if (status == Status::gate_failed) ++gate_failed;
   else if (status == Status::crashed) ++crashed;
@@ -310,6 +314,15 @@ std::string closing_summary(const RunTally& t, const SummarySettings& s) {
   if (t.timed_out) kinds.push_back(std::to_string(t.timed_out) + " timed out");
   for (std::size_t i = 0; i < kinds.size(); ++i) out += (i == 0 ? " (" : ", ") + kinds[i] + (i + 1 == kinds.size() ? ")" : "");
   out += "\n";
+  if (!t.noisy.empty()) {
+    // A noisy pass must not read as a clean one: say which, and why, for the first few.
+    constexpr std::size_t kShown = 8;
+    out += "  " + std::to_string(t.noisy.size()) + " of the passed " + (t.noisy.size() == 1 ? "is" : "are") +
+           " NOISY: their samples do not make one number; compare them only over several runs\n";
+    for (std::size_t i = 0; i < std::min(kShown, t.noisy.size()); ++i)
+      out += "    " + t.noisy[i].first + ": " + t.noisy[i].second + "\n";
+    if (t.noisy.size() > kShown) out += "    (" + std::to_string(t.noisy.size() - kShown) + " more in the results)\n";
+  }
   if (t.ended_sweep_out_of_memory)
     out += "  " + std::to_string(t.ended_sweep_out_of_memory) + " ran out of memory and ended a sweep (not a failure)\n";
   for (const auto& [reason, r] : t.not_run) {

@@ -89,6 +89,8 @@ class RunTally {
   void add_cannot_run(const std::vector<NotRun>& not_run);
 
   int ran = 0, passed = 0, gate_failed = 0, errors = 0, crashed = 0, timed_out = 0;
+  // Passed, but the samples do not make one number (counted in passed too): benchmark, why.
+  std::vector<std::pair<std::string, std::string>> noisy;
   int ended_sweep_out_of_memory = 0;  // out of memory in a sweep: ends the sweep, not a failure
   int failed() const { return gate_failed + errors + crashed + timed_out; }
   struct Reason {

@@ -6,6 +6,8 @@
 #include <map>
 #include <numeric>
 
+#include "sample_quality.hpp"
+
 namespace roofbench {
 namespace {
 
@@ -216,6 +218,11 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   r.stats = summarize(r.samples);
   if (r.sample_clocks_mhz.size() == r.samples.size())
     r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);
+  // A clock moving under the power limit is the device's behaviour: where it is known, the noise held
+  // against the bound is what is left at a fixed clock.
+  const SampleQuality quality = assess_samples(r.samples, o.noise_bound,
+                                               std::isnan(r.noise_at_fixed_clock) ? -1.0 : r.noise_at_fixed_clock);
+  if (quality.noisy) r.quality_reason = quality.reason;
 
   if (o.profile_runs > 0 && kind == DeviceKind::cuda) {
     const auto profile_start = Clock::now();
@@ -262,6 +269,7 @@ Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ran
   r.plugin = b.plugin;
   r.case_name = b.spec->name;
   r.ladder = b.spec->ladder;
+  r.sweep_axis = b.spec->sweep_axis;
   r.params = b.params;
   r.precision = b.spec->precision;
   r.device = device_label(ranks);
@@ -283,6 +291,7 @@ std::string Result::label(bool gate_enabled) const {
   if (graph) s += " timing=graph";
   if (cache_resident) s += " data=cache";
   if (!ladder.empty()) s += " ladder=" + ladder;
+  if (noisy()) s += " noisy";
   return s;
 }
 

@@ -68,6 +68,7 @@ struct PhaseSeconds {
 
 struct Result {
   std::string name, plugin, case_name, ladder;
+  std::string sweep_axis;  // the case's (CaseSpec::sweep_axis); the roofline joins the points along it
   Params params;
   Precision precision = Precision::fp32;
   std::string device;  // "cpu", "cuda:0", "cuda:0,1"
@@ -97,6 +98,9 @@ struct Result {
   int samples_with_mean_clock = 0;  // samples whose clock is the mean over the sample (else read after it)
   int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
+  // Why the samples cannot be trusted as one number (two clusters, noise far above --noise, unsettled:
+  // sample_quality.hpp); empty when they can. A noisy result still passed its gate, but says so everywhere.
+  std::string quality_reason;
   double mean_clock_mhz = 0;
   RooflinePoint point;
   MemoryFigures memory;
@@ -105,6 +109,7 @@ struct Result {
   PhaseSeconds phases;
 
   bool passed() const { return status == Status::ok; }
+  bool noisy() const { return !quality_reason.empty(); }
   std::string gate_word(bool gate_enabled) const;
   std::string label(bool gate_enabled) const;
 };

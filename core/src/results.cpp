@@ -165,6 +165,7 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("gate", r.status == Status::gate_failed ? "fail" : failed ? "error" : r.gate_word(context_.gate));
     j.field("status", to_string(r.status));
     j.field("ladder", r.ladder).field("device", r.device);
+    if (!r.sweep_axis.empty()) j.field("sweep_axis", r.sweep_axis);
     j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
     j.field("item_name", r.work.item_name);
     if (r.work.read_dominated) j.field("read_dominated", true);
@@ -186,6 +187,7 @@ std::string ResultsFile::to_json(bool complete) const {
     j.end_object();
     j.field("timing", r.graph ? "graph" : "stream");
     if (r.cache_resident) j.field("cache_resident", true);
+    if (r.noisy()) j.field("quality", "noisy").field("quality_reason", r.quality_reason);
     if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
       j.key("profile").begin_object();
       j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);

@@ -10,7 +10,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its put/get pair below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 808, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 872, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(RooflinePoint) == 48, "RooflinePoint changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 72, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -238,6 +238,7 @@ void put(Writer& w, const Result& x) {
   w.str(x.plugin);
   w.str(x.case_name);
   w.str(x.ladder);
+  w.str(x.sweep_axis);
   put(w, x.params);
   put_enum(w, x.precision);
   w.str(x.device);
@@ -265,6 +266,7 @@ void put(Writer& w, const Result& x) {
   w.i64(x.samples_with_mean_clock);
   w.i64(x.hold_timeouts);
   w.boolean(x.hold_abandoned);
+  w.str(x.quality_reason);
   w.f64(x.mean_clock_mhz);
   const RooflinePoint& p = x.point;
   for (double v : {p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction}) w.f64(v);
@@ -285,6 +287,7 @@ Result get_result(Reader& r) {
   x.plugin = r.str();
   x.case_name = r.str();
   x.ladder = r.str();
+  x.sweep_axis = r.str();
   x.params = get_params(r);
   x.precision = get_enum(r, Precision::fp8);
   x.device = r.str();
@@ -312,6 +315,7 @@ Result get_result(Reader& r) {
   x.samples_with_mean_clock = static_cast<int>(r.i64());
   x.hold_timeouts = static_cast<int>(r.i64());
   x.hold_abandoned = r.boolean();
+  x.quality_reason = r.str();
   x.mean_clock_mhz = r.f64();
   RooflinePoint& p = x.point;
   for (double* v : {&p.flops_per_s, &p.bytes_per_s, &p.intensity, &p.attainable, &p.roof_fraction}) *v = r.f64();

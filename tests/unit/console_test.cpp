@@ -255,6 +255,20 @@ TEST(ConsoleSummary, SaysWhenResultsWereNotKept) {
   EXPECT_THAT(closing_summary(t, s), StartsWith("summary: ran 1 benchmark run (5 repetitions each): "));
 }
 
+TEST(ConsoleSummary, ANoisyPassIsNamedWithItsReason) {
+  RunTally t;
+  Session::Outcome noisy = ran(passing("cpu/add/n:4096", 1e-6));
+  noisy.result.quality_reason = "bimodal: 5 of 40 samples near 4.9 ms, the rest near 1.0 us";
+  t.add("cpu/add/n:4096", noisy);
+  t.add("good/a", ran(passing("good/a", 1e-6)));
+  const std::string summary = closing_summary(t, SummarySettings{});
+  EXPECT_THAT(summary, StartsWith("summary: ran 2 benchmarks: 2 passed, 0 failed\n"));
+  EXPECT_THAT(summary, HasSubstr("  1 of the passed is NOISY: their samples do not make one number"));
+  EXPECT_THAT(summary, HasSubstr("    cpu/add/n:4096: bimodal: 5 of 40 samples near 4.9 ms"));
+  EXPECT_THAT(table_row("cpu/add/n:4096", noisy, kTable), EndsWith("NOISY"));
+  EXPECT_THAT(noisy.result.label(true), HasSubstr(" noisy"));
+}
+
 // Google Benchmark's side, as its runner calls a display reporter: the context, then each benchmark's
 // runs (its repetitions, then their aggregates).
 benchmark::BenchmarkReporter::Run gb_run(const std::string& name, bool aggregate = false) {

@@ -27,6 +27,7 @@ Result every_field_set() {
   r.plugin = "p";
   r.case_name = "c";
   r.ladder = "l";
+  r.sweep_axis = "n";
   r.params = Params({{"n", "1"}, {"dtype", "bf16"}});
   r.precision = Precision::bf16;
   r.device = "cuda:0,1";
@@ -57,6 +58,7 @@ Result every_field_set() {
   r.profile.kernel_seconds_per_run = 41;
   r.profile.error = "e";
   r.phases = {42, 43, 44, 45, 46, 47};
+  r.quality_reason = "q";
   return r;
 }
 
@@ -79,6 +81,8 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_EQ(out.phases.total, 47);
   EXPECT_EQ(out.memory.leaked, 37);
   EXPECT_TRUE(out.work.read_dominated);
+  EXPECT_EQ(out.sweep_axis, "n");
+  EXPECT_EQ(out.quality_reason, "q");
 }
 
 TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
