@@ -72,6 +72,8 @@ function(roofbench_add_plugin NAME)
     # One CUDA runtime in the process: the host's and the plugin's streams must mean the same thing.
     set_target_properties(${target} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
     target_link_libraries(${target} PRIVATE CUDA::cudart)
+    # The ABI fingerprint's CUDA runtime major, whichever headers the entry point's file includes.
+    target_compile_definitions(${target} PRIVATE ROOFBENCH_CUDA_RUNTIME_MAJOR=${CUDAToolkit_VERSION_MAJOR})
   endif()
   # An unresolved symbol must fail the link, not the host's load.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)

@@ -274,8 +274,8 @@ struct NotApplicable : Error {
 
 // What must match between a plugin and the host beyond kAbiVersion, filled in by ROOFBENCH_PLUGIN in the
 // plugin's own translation unit: the standard library and its dual-ABI setting (a std::string of the
-// other ABI crashes whoever reads it), the CUDA runtime's major version when the entry's file saw the
-// CUDA headers (through roofbench/cuda_check.hpp or cuda_runtime_api.h; 0: not known), and the size
+// other ABI crashes whoever reads it), the CUDA runtime's major version (roofbench_add_plugin's CUDA
+// keyword defines it, and so do roofbench/cuda_check.hpp and cuda_runtime_api.h; 0: not known), and the size
 // of every type the two sides exchange. The host compares it before calling describe().
 struct AbiFingerprint {
   std::uint32_t size_of_fingerprint;
