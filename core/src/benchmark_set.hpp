@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_arch.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench {
@@ -15,6 +16,9 @@ struct BenchmarkSpec {
   std::string plugin;
   const CaseSpec* spec = nullptr;  // owned by the loaded plugin
   Params params;
+  // The plugin's CUDA probe, set by whoever runs the benchmark: measure() asks each GPU rank through it
+  // whether the plugin has code for that device before anything else runs.
+  CudaProbe cuda_probe = nullptr;
 };
 
 // The cartesian product of the axes, the first axis varying slowest. No axes: one empty point.

@@ -115,6 +115,7 @@ class CudaDevice final : public Device {
     info_ = {DeviceKind::cuda, index, prop.name};
     uuid_ = uuid_text(prop.uuid);
     l2_bytes_ = static_cast<double>(prop.l2CacheSize);
+    compute_capability_ = prop.major * 10 + prop.minor;
     DeviceScope scope(index);
     ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -123,6 +124,11 @@ class CudaDevice final : public Device {
   }
   const DeviceInfo& info() const override { return info_; }
   std::string key() const override { return "cuda-" + info_.name + "-" + uuid_; }
+  std::optional<std::string> architecture_refusal(CudaProbe probe, std::string_view plugin_name) override {
+    DeviceScope scope(info_.index);
+    return cuda_architecture_refusal(probe, plugin_name, "cuda:" + std::to_string(info_.index), info_.name,
+                                     compute_capability_);
+  }
   void* stream() override { return stream_; }
   void* allocate(std::size_t bytes) override {
     ensure_usable();
@@ -205,6 +211,7 @@ class CudaDevice final : public Device {
   DeviceInfo info_;
   std::string uuid_;
   double l2_bytes_ = 0;
+  int compute_capability_ = 0;  // 90 for sm_90
   cudaStream_t stream_ = nullptr;
   std::string lost_;  // why the device can no longer be used; empty while it can
 };

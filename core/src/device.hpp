@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
+#include "cuda_arch.hpp"
 #include "roofbench/plugin.hpp"
 #include "roofline.hpp"
 
@@ -41,6 +44,11 @@ class Device {
   // After an error that may have left the device unusable (a sticky CUDA error): reset what can be
   // reset so the next case starts clean. Returns a note on what was done, empty if nothing.
   virtual std::string recover() { return {}; }
+  // Whether a CUDA plugin's kernels have code this device can run, through the plugin's probe
+  // (cuda_arch.hpp): one line saying why not, or nullopt. Devices that run no CUDA code refuse nothing.
+  virtual std::optional<std::string> architecture_refusal(CudaProbe, std::string_view /*plugin_name*/) {
+    return std::nullopt;
+  }
   virtual Ceilings measure_ceilings(std::vector<std::string>& how) = 0;
 };
 

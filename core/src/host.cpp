@@ -334,6 +334,7 @@ int Host::run() {
   std::vector<BenchmarkSpec> all;
   for (const auto& p : loaded_.plugins) {
     auto expanded = expand_plugin(p.plugin, suite ? suite->axes : AxisOverrides{});
+    for (auto& b : expanded) b.cuda_probe = p.cuda_probe;
     all.insert(all.end(), expanded.begin(), expanded.end());
   }
   if (const std::string dup = first_duplicate_name(all); !dup.empty())

@@ -298,6 +298,14 @@ std::string Result::label(bool gate_enabled) const {
 Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& o) {
   Result r = unmeasured_result(b, ranks);
+  // A plugin built for other GPUs would fail in its first kernel; say so once, by architecture, instead.
+  if (b.cuda_probe)
+    for (Device* rank : ranks)
+      if (auto refusal = rank->architecture_refusal(b.cuda_probe, b.plugin)) {
+        r.status = Status::not_applicable;
+        r.message = *refusal;
+        return r;
+      }
   const double used_before = driver_used_total(ranks);
 
   const auto begin = Clock::now();

@@ -116,6 +116,7 @@ LoadedPlugin load_plugin(const std::string& path) {
   never_unloaded->push_back(library);
   LoadedPlugin loaded{library, path, {}};
   loaded.plugin.name = entry->name;
+  if (library->has(kCudaProbeSymbol)) loaded.cuda_probe = &library->get<int(char*, int)>(kCudaProbeSymbol);
   try {
     entry->describe(loaded.plugin);
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_arch.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench {
@@ -17,6 +18,7 @@ struct LoadedPlugin {
   std::shared_ptr<boost::dll::shared_library> library;
   std::string path;
   Plugin plugin;
+  CudaProbe cuda_probe = nullptr;  // exported by CUDA plugins (roofbench_add_plugin ... CUDA)
 };
 
 struct LoadFailure {

@@ -88,7 +88,10 @@ int run_benchmarks(const std::vector<std::string>& files) {
     for (const auto& p : plugins)
       if (p.plugin.name == b.plugin)
         for (const auto& c : p.plugin.cases)
-          if (c.name == case_name) b.spec = &c;
+          if (c.name == case_name) {
+            b.spec = &c;
+            b.cuda_probe = p.cuda_probe;
+          }
     std::vector<Device*> ranks;
     std::string problem;
     if (on_cpu) ranks.push_back(cpu.get());

@@ -4,6 +4,9 @@
 
 #include <cstdio>
 
+#include "device.hpp"
+#include "measure.hpp"
+
 namespace roofbench {
 namespace {
 
@@ -43,6 +46,55 @@ TEST(CudaArch, APluginThatCanRunIsNotRefused) {
 TEST(CudaArch, OtherErrorsAndPluginsWithoutAProbeAreLeftToTheHost) {
   EXPECT_FALSE(cuda_architecture_refusal(no_driver, "micro", "cuda:0", "NVIDIA H200", 90));
   EXPECT_FALSE(cuda_architecture_refusal(nullptr, "cpu", "cuda:0", "NVIDIA H200", 90));
+}
+
+
+// measure() asks each rank through the plugin's probe before the case is made: a plugin without code for
+// the device is not applicable there, with the one line, and none of its code runs.
+class FakeA100 final : public Device {
+ public:
+  FakeA100() : cpu_(make_cpu_device()) {}
+  const DeviceInfo& info() const override { return cpu_->info(); }
+  std::string key() const override { return "fake-a100"; }
+  void* stream() override { return nullptr; }
+  void* allocate(std::size_t bytes) override { return cpu_->allocate(bytes); }
+  void release(void* data) noexcept override { cpu_->release(data); }
+  void fill_random(void* d, std::size_t n, ElementType t, double lo, double hi, std::uint64_t seed) override {
+    cpu_->fill_random(d, n, t, lo, hi, seed);
+  }
+  void poison(void* data, std::size_t bytes) override { cpu_->poison(data, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_device(dst, src, bytes); }
+  void synchronize() override {}
+  double driver_used_bytes() override { return 0; }
+  Ceilings measure_ceilings(std::vector<std::string>&) override { return {}; }
+  std::optional<std::string> architecture_refusal(CudaProbe probe, std::string_view plugin) override {
+    return cuda_architecture_refusal(probe, plugin, "cuda:0", "NVIDIA A100-SXM4-80GB", 80);
+  }
+
+ private:
+  std::unique_ptr<Device> cpu_;
+};
+
+TEST(CudaArch, MeasureRefusesThePluginBeforeMakingTheCase) {
+  bool made = false;
+  CaseSpec spec;
+  spec.name = "c";
+  spec.make = [&](const Params&) -> std::unique_ptr<Case> {
+    made = true;
+    return nullptr;
+  };
+  BenchmarkSpec b{"micro/c", "micro", &spec, Params{}, hopper_only_on_an_a100};
+  FakeA100 gpu;
+  const Result r = measure(b, {&gpu}, Ceilings{}, MeasureOptions{});
+  EXPECT_EQ(r.status, Status::not_applicable);
+  EXPECT_NE(r.message.find("plugin micro has no code for cuda:0 (NVIDIA A100-SXM4-80GB, sm_80): built for sm_90"),
+            std::string::npos)
+      << r.message;
+  EXPECT_FALSE(made);
+  b.cuda_probe = hopper_on_an_h200;
+  EXPECT_NE(measure(b, {&gpu}, Ceilings{}, MeasureOptions{}).message.find("make() returned no case"), std::string::npos);
+  EXPECT_TRUE(made);
 }
 
 }  // namespace
