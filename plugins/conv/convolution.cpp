@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "formats.hpp"
+#include "roofbench/case_support/formats.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::conv {
@@ -75,7 +75,7 @@ Convolution::Convolution(const Layer& layer, std::int64_t batch, const DataForma
 bool Convolution::has(Pass pass) const { return std::find(passes_.begin(), passes_.end(), pass) != passes_.end(); }
 
 double Convolution::pass_bytes() const {
-  return double(micro::element_bytes(format_.element)) *
+  return double(case_support::element_bytes(format_.element)) *
          double(shape_.input_elements() + shape_.filter_elements() + shape_.output_elements());
 }
 
@@ -87,7 +87,7 @@ std::size_t Convolution::workspace_bytes() const {
 }
 
 void Convolution::allocate(Context& ctx) {
-  const std::size_t element = micro::element_bytes(format_.element);
+  const std::size_t element = case_support::element_bytes(format_.element);
   auto tensor = [&](std::int64_t elements, BufferRole role) {
     void* data = ctx.alloc(std::size_t(elements) * element, role);
     if (role == BufferRole::input) ctx.fill_random(data, std::size_t(elements), format_.element);
@@ -287,11 +287,11 @@ class PagedTensor {
   static constexpr std::int64_t kPage = std::int64_t{1} << 15;
   void load(std::int64_t index, std::vector<float>& page) {
     const std::int64_t first = index * kPage, count = std::min(kPage, count_ - first);
-    const std::size_t bytes = micro::element_bytes(type_);
+    const std::size_t bytes = case_support::element_bytes(type_);
     raw_.resize(std::size_t(count) * bytes);
     decoded_.resize(std::size_t(count));
     ctx_.copy_to_host(raw_.data(), data_ + std::size_t(first) * bytes, raw_.size());
-    micro::decode(type_, raw_.data(), std::size_t(count), decoded_.data());
+    case_support::decode(type_, raw_.data(), std::size_t(count), decoded_.data());
     page.assign(decoded_.begin(), decoded_.end());  // exact: bf16, fp16 and fp32 values are floats
   }
   Context& ctx_;
@@ -315,7 +315,7 @@ std::string describe(const Index4& p, Pass pass) {
 }  // namespace
 
 PassCheck Convolution::check(Context& ctx, Pass pass, std::size_t samples, std::uint64_t seed,
-                             const micro::NonfiniteScan& scan) const {
+                             const case_support::NonfiniteScan& scan) const {
   const ConvTensors t = kernels::conv_tensors(shape_, layout_);
   const ElementType type = format_.element;
   // The pass's two operands as stored, and its output.
@@ -356,7 +356,8 @@ PassCheck Convolution::check(Context& ctx, Pass pass, std::size_t samples, std::
   std::size_t worst = 0;
   double worst_error = -1;
   for (const Index4& p : points) {
-    got.push_back(micro::fetch(ctx, {out, type}, std::size_t(strides.at(p.outer, p.channel, p.row, p.col)), 1)[0]);
+    got.push_back(
+        case_support::fetch(ctx, {out, type}, std::size_t(strides.at(p.outer, p.channel, p.row, p.col)), 1)[0]);
     expected.push_back(reference(p));
     const double error = std::abs(got.back() - expected.back());
     const double ranked = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;

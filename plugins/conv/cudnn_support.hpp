@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "library_handles.hpp"
+#include "roofbench/case_support/owned_handle.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::conv {
@@ -36,9 +36,10 @@ cudnnHandle_t cudnn_handle(Context& ctx);
 // "9.14.0": the cuDNN the process loaded (not the headers it was built against).
 std::string cudnn_version();
 
-using TensorDescriptor = micro::OwnedHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
-using FilterDescriptor = micro::OwnedHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-using ConvolutionDescriptor = micro::OwnedHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+using TensorDescriptor = case_support::OwnedHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor = case_support::OwnedHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor =
+    case_support::OwnedHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
 const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo);
 const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t algo);

@@ -14,13 +14,25 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "formats.hpp"
-#include "gate.hpp"
-#include "library_handles.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/gate.hpp"
+#include "roofbench/cuda_check.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace roofbench::micro {
 namespace {
+
+using case_support::CublasHandle;
+using case_support::CublasLtHandle;
+using case_support::CublasLtLayout;
+using case_support::CublasLtMatmulDesc;
+using case_support::CublasLtPreference;
+using case_support::element_bytes;
+using case_support::MatmulOperands;
+using case_support::MatrixStrides;
+using case_support::NonfiniteScan;
+using case_support::check_matmul_sampled;
 
 // cuBLAS's recommended workspace on Hopper; given explicitly so run() never allocates (graph capture).
 constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;

@@ -5,7 +5,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "library_handles.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::transformer {
@@ -32,7 +33,7 @@ class CublasOnStream {
   void teardown() { ROOFBENCH_CUBLAS(handle_.destroy()); }
 
  private:
-  micro::CublasHandle handle_;
+  case_support::CublasHandle handle_;
   void* workspace_ = nullptr;
   cudaStream_t stream_ = nullptr;
   bool bound_ = false;

@@ -14,15 +14,14 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "cuda_test_context.hpp"
-#include "formats.hpp"
 #include "layers.hpp"
+#include "roofbench/case_support/cuda_test_context.hpp"
 
 namespace roofbench::conv {
 namespace {
 
-using micro::testing::CudaTestContext;
-using micro::testing::gpu_present;
+using case_support::testing::CudaTestContext;
+using case_support::testing::gpu_present;
 
 // ---- the network (CPU) ----
 

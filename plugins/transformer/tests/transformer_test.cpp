@@ -14,7 +14,7 @@
 
 #include "attention_gate.hpp"
 #include "cases.hpp"
-#include "tests/cuda_test_context.hpp"
+#include "roofbench/case_support/cuda_test_context.hpp"
 
 namespace roofbench::transformer {
 namespace {
@@ -22,8 +22,8 @@ namespace {
 using kernels::AttentionFault;
 using kernels::AttentionShape;
 using kernels::AttentionType;
-using micro::testing::CudaTestContext;
-using micro::testing::gpu_present;
+using case_support::testing::CudaTestContext;
+using case_support::testing::gpu_present;
 
 // ---- CPU only ----
 

@@ -1,4 +1,4 @@
-// A minimal roofbench::Context over one CUDA device, for driving micro cases end to end in tests:
+// A minimal roofbench::Context over one CUDA device, for driving CUDA cases end to end in tests:
 // cudaMalloc'd buffers, host-generated random inputs, synchronous copies, and hooks to poison or
 // overwrite outputs the way the host does before a gate run.
 #pragma once
@@ -17,7 +17,7 @@
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::micro::testing {
+namespace roofbench::case_support::testing {
 
 inline bool gpu_present() {
   int devices = 0;
@@ -124,4 +124,4 @@ class CudaTestContext final : public Context {
   std::uint64_t fills_ = 0;
 };
 
-}  // namespace roofbench::micro::testing
+}  // namespace roofbench::case_support::testing
