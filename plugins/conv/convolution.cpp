@@ -107,18 +107,21 @@ void Convolution::allocate(Context& ctx) {
   const cudnnTensorFormat_t tensor_format = layout_ == ConvLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   const cudnnDataType_t type = format_.cudnn_type;
   ROOFBENCH_CUDNN(cudnnCreateTensorDescriptor(x_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetTensor4dDescriptor(x_desc_.get(), tensor_format, type, int(s.n), int(s.c), int(s.h), int(s.w)));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+      cudnnSetTensor4dDescriptor(x_desc_.get(), tensor_format, type, int(s.n), int(s.c), int(s.h), int(s.w)));
   ROOFBENCH_CUDNN(cudnnCreateTensorDescriptor(y_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetTensor4dDescriptor(y_desc_.get(), tensor_format, type, int(s.n), int(s.k),
-                                                   int(s.out_h()), int(s.out_w())));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetTensor4dDescriptor(y_desc_.get(), tensor_format, type, int(s.n), int(s.k),
+                                                               int(s.out_h()), int(s.out_w())));
   ROOFBENCH_CUDNN(cudnnCreateFilterDescriptor(w_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetFilter4dDescriptor(w_desc_.get(), type, tensor_format, int(s.k), int(s.c), int(s.r), int(s.s)));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+      cudnnSetFilter4dDescriptor(w_desc_.get(), type, tensor_format, int(s.k), int(s.c), int(s.r), int(s.s)));
   for (const Pass pass : passes_) {
     ConvolutionDescriptor& desc = conv_desc_[std::size_t(pass)];
     ROOFBENCH_CUDNN(cudnnCreateConvolutionDescriptor(desc.replace()));
-    ROOFBENCH_CUDNN_SETUP(cudnnSetConvolution2dDescriptor(desc.get(), int(s.pad), int(s.pad), int(s.stride),
-                                                          int(s.stride), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    ROOFBENCH_CUDNN_SETUP(cudnnSetConvolutionMathType(desc.get(), format_.math));
+    ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetConvolution2dDescriptor(desc.get(), int(s.pad), int(s.pad), int(s.stride),
+                                                                      int(s.stride), 1, 1, CUDNN_CROSS_CORRELATION,
+                                                                      CUDNN_DATA_FLOAT));
+    ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetConvolutionMathType(desc.get(), format_.math));
   }
   int n = 0, k = 0, ho = 0, wo = 0;
   ROOFBENCH_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_[std::size_t(passes_.front())].get(), x_desc_.get(),
@@ -183,39 +186,39 @@ void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::
         case Pass::fwd: {
           std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionForwardAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionForwardAlgorithmEx(
                 handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc,
-                                                                         y_desc_.get(), int(results.size()), &returned,
-                                                                         results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc, y_desc_.get(),
+                                                       int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }
         case Pass::bwd_data: {
           std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardDataAlgorithmEx(
                 handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc,
-                                                                              x_desc_.get(), int(results.size()),
-                                                                              &returned, results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc, x_desc_.get(),
+                                                            int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }
         case Pass::bwd_filter: {
           std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardFilterAlgorithmEx(
                 handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(),
-                                                                                desc, w_desc_.get(), int(results.size()),
-                                                                                &returned, results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(), desc, w_desc_.get(),
+                                                              int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }

@@ -1,5 +1,5 @@
-// cuDNN for the conv plugin: status checks that name the call, one handle per GPU, descriptor ownership,
-// and the algorithm search's bookkeeping (which result to take, and why none could be taken).
+// cuDNN for the conv plugin: one handle per GPU, descriptor ownership, and the algorithm search's
+// bookkeeping (which result to take, and why none could be taken).
 #pragma once
 
 #include <cudnn.h>
@@ -9,26 +9,10 @@
 #include <string>
 
 #include "roofbench/case_support/owned_handle.hpp"
+#include "roofbench/cudnn_check.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::conv {
-
-// Throws Error "cuDNN error <code> (<cudnnGetErrorString>) in <call> at file:line"; with
-// `unsupported_is_not_applicable`, a CUDNN_STATUS_NOT_SUPPORTED* status throws NotApplicable with the same
-// text instead (setup's descriptors and searches: cuDNN saying it cannot run this point).
-[[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line,
-                                    bool unsupported_is_not_applicable);
-
-#define ROOFBENCH_CUDNN(call)                                                                                  \
-  do {                                                                                                         \
-    const cudnnStatus_t rb_status_ = (call);                                                                   \
-    if (rb_status_ != CUDNN_STATUS_SUCCESS) ::roofbench::conv::throw_cudnn_error(rb_status_, #call, __FILE__, __LINE__, false); \
-  } while (0)
-#define ROOFBENCH_CUDNN_SETUP(call)                                                                            \
-  do {                                                                                                         \
-    const cudnnStatus_t rb_status_ = (call);                                                                   \
-    if (rb_status_ != CUDNN_STATUS_SUCCESS) ::roofbench::conv::throw_cudnn_error(rb_status_, #call, __FILE__, __LINE__, true); \
-  } while (0)
 
 // The handle of the context's GPU, created on first use and bound to ctx.stream() on every call.
 cudnnHandle_t cudnn_handle(Context& ctx);

@@ -188,8 +188,22 @@ TEST(ConvSearch, StatusErrorsNameTheCall) {
     EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("in CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(ROOFBENCH_CUDNN_SETUP(CUDNN_STATUS_NOT_SUPPORTED), NotApplicable);
-  EXPECT_THROW(ROOFBENCH_CUDNN(CUDNN_STATUS_NOT_SUPPORTED), Error);
+  EXPECT_THROW(ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_NOT_SUPPORTED), NotApplicable);
+  EXPECT_THROW(ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_NOT_SUPPORTED_SHAPE), NotApplicable);  // a sub-code
+  try {
+    ROOFBENCH_CUDNN(CUDNN_STATUS_NOT_SUPPORTED);
+    FAIL();
+  } catch (const NotApplicable&) {
+    FAIL() << "without _OR_NOT_APPLICABLE, an unsupported point is an error";
+  } catch (const Error&) {
+  }
+  try {
+    ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_BAD_PARAM);
+    FAIL();
+  } catch (const NotApplicable&) {
+    FAIL() << "only NOT_SUPPORTED is not applicable";
+  } catch (const Error&) {
+  }
 }
 
 // ---- on the GPU: the gate the host runs ----
