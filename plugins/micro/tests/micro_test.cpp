@@ -27,6 +27,7 @@ namespace {
 
 using case_support::testing::CudaTestContext;
 using case_support::testing::gpu_present;
+using case_support::testing::run_gate_sequence;
 
 Params one_param(std::string axis, std::string value) {
   return Params(std::vector<std::pair<std::string, std::string>>{{std::move(axis), std::move(value)}});
@@ -159,16 +160,7 @@ Check gate(const CaseSpec& spec, const Params& params, const RunInstead& run_ins
            unsigned char output_fill = 0xFF) {
   CudaTestContext ctx(params);
   const auto made = spec.make(params);
-  made->setup(ctx);
-  ctx.fill_outputs(output_fill);
-  if (run_instead)
-    run_instead(*made, ctx);
-  else
-    made->run(ctx);
-  ctx.synchronize(0);
-  Check check = made->check(ctx);
-  made->teardown(ctx);
-  return check;
+  return run_gate_sequence(*made, ctx, {.output_fill = output_fill, .run_instead = run_instead}).check;
 }
 
 TEST_F(MicroGpu, EveryCasePassesItsGateAtSmallAndOddSizes) {

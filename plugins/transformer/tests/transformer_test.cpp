@@ -23,6 +23,7 @@ using kernels::AttentionFault;
 using kernels::AttentionShape;
 using kernels::AttentionType;
 using case_support::testing::CudaTestContext;
+using case_support::testing::gate_after_setup;
 using case_support::testing::gpu_present;
 
 // ---- CPU only ----
@@ -142,11 +143,7 @@ GateRun gate(std::unique_ptr<Case> c, int runs = 1) {
     result.why_not = e.what();
     return result;
   }
-  ctx.fill_outputs(0xFF);
-  for (int r = 0; r < runs; ++r) c->run(ctx);
-  ctx.synchronize(0);
-  result.check = c->check(ctx);
-  c->teardown(ctx);
+  result.check = gate_after_setup(*c, ctx, {.runs = runs}).check;
   return result;
 }
 
