@@ -11,8 +11,8 @@
 
 #include "attention_gate.hpp"
 #include "cases.hpp"
-#include "cublas_on_stream.hpp"
 #include "cudnn_attention.hpp"
+#include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 
 namespace roofbench::transformer {
@@ -131,7 +131,7 @@ class NaiveAttention final : public AttentionCase {
     facts_.push_back({"kernels", "cublasGemmStridedBatchedEx (S in fp32), masked softmax, cublasGemmStridedBatchedEx"});
   }
 
-  CublasOnStream cublas_;
+  case_support::CublasOnStream cublas_;
   float* scores_ = nullptr;
   void* probabilities_ = nullptr;
 };

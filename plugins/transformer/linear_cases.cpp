@@ -10,7 +10,7 @@
 #include <climits>
 
 #include "cases.hpp"
-#include "cublas_on_stream.hpp"
+#include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
 
@@ -76,7 +76,7 @@ class Linear final : public Case {
   std::int64_t in_, out_, tokens_;
   void *w_ = nullptr, *x_ = nullptr, *y_ = nullptr;
   case_support::NonfiniteScan scan_;
-  CublasOnStream cublas_;
+  case_support::CublasOnStream cublas_;
 };
 
 }  // namespace
