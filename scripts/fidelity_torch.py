@@ -3,25 +3,16 @@
 same GPU, so roofbench's figures can be checked against it: a bf16 8192^3 matmul and a 1 GiB device copy.
 Prints one JSON object: {"matmul_bf16_8192": seconds, "copy_1GiB": seconds} (medians)."""
 import json
-import statistics
 import sys
 
 import torch
 
+import torch_timing
 
-def median_event_seconds(fn, warmup=20, repetitions=100):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repetitions):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e-3)
-    return statistics.median(times)
+
+def median_event_seconds(fn):
+    """20 warm-up calls, then the median of 100 calls timed one by one."""
+    return torch_timing.median_seconds_per_call(fn, warmup=20, bursts=100)
 
 
 def main():

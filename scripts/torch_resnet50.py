@@ -16,6 +16,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+import torch_timing
+
 # (name as the conv plugin's layer axis, in, out, kernel, stride, input size): REFERENCE.md's order.
 LAYERS = [
     ("conv1_7x7s2_3to64", 3, 64, 7, 2, 224),
@@ -42,24 +44,10 @@ def flops(layer, n):
 
 def seconds_per_call(fn, min_seconds=0.2, repeats=5):
     """Median over `repeats` bursts of back-to-back calls timed with CUDA events, after a warm-up."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    calls = max(3, int(min_seconds / max(start.elapsed_time(stop) * 1e-3, 1e-6)))
-    times = []
-    for _ in range(repeats):
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e-3 / calls)
-    return statistics.median(times)
+    torch_timing.warm_up(fn, 5)
+    # One timed call sizes the bursts: about `min_seconds` each, and never fewer than 3 calls.
+    calls = max(3, int(min_seconds / max(torch_timing.burst_seconds(fn, 1), 1e-6)))
+    return statistics.median([torch_timing.burst_seconds(fn, calls) for _ in range(repeats)])
 
 
 def uniform(*shape, dtype=torch.bfloat16):

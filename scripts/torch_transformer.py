@@ -7,31 +7,20 @@ calls, divided by `runs`. FLOPs are counted as roofbench counts them (causal: th
 Prints one JSON object; --quick times fewer shapes."""
 import argparse
 import json
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import torch_timing
+
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
 
 
 def per_call_seconds(fn, runs=20, samples=15, warmup=10):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(runs):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e-3 / runs)
-    return statistics.median(times)
+    return torch_timing.median_seconds_per_call(fn, warmup=warmup, bursts=samples, calls_per_burst=runs)
 
 
 def graphed(fn, calls=20):

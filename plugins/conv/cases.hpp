@@ -37,7 +37,7 @@ class LayerCase final : public Case {
   Pass pass_;
   Implementation implementation_;
   Convolution conv_;
-  micro::NonfiniteScan scan_;
+  case_support::NonfiniteScan scan_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   AlgorithmSearch search_ = AlgorithmSearch::find;
@@ -58,7 +58,7 @@ class NetworkCase final : public Case {
   Implementation implementation_;
   std::int64_t batch_;
   std::vector<std::unique_ptr<Convolution>> convs_;  // network order
-  micro::NonfiniteScan scan_;
+  case_support::NonfiniteScan scan_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;
   AlgorithmSearch search_ = AlgorithmSearch::find;

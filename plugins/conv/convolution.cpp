@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "formats.hpp"
+#include "roofbench/case_support/formats.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::conv {
@@ -75,7 +75,7 @@ Convolution::Convolution(const Layer& layer, std::int64_t batch, const DataForma
 bool Convolution::has(Pass pass) const { return std::find(passes_.begin(), passes_.end(), pass) != passes_.end(); }
 
 double Convolution::pass_bytes() const {
-  return double(micro::element_bytes(format_.element)) *
+  return double(case_support::element_bytes(format_.element)) *
          double(shape_.input_elements() + shape_.filter_elements() + shape_.output_elements());
 }
 
@@ -87,7 +87,7 @@ std::size_t Convolution::workspace_bytes() const {
 }
 
 void Convolution::allocate(Context& ctx) {
-  const std::size_t element = micro::element_bytes(format_.element);
+  const std::size_t element = case_support::element_bytes(format_.element);
   auto tensor = [&](std::int64_t elements, BufferRole role) {
     void* data = ctx.alloc(std::size_t(elements) * element, role);
     if (role == BufferRole::input) ctx.fill_random(data, std::size_t(elements), format_.element);
@@ -107,18 +107,21 @@ void Convolution::allocate(Context& ctx) {
   const cudnnTensorFormat_t tensor_format = layout_ == ConvLayout::nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   const cudnnDataType_t type = format_.cudnn_type;
   ROOFBENCH_CUDNN(cudnnCreateTensorDescriptor(x_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetTensor4dDescriptor(x_desc_.get(), tensor_format, type, int(s.n), int(s.c), int(s.h), int(s.w)));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+      cudnnSetTensor4dDescriptor(x_desc_.get(), tensor_format, type, int(s.n), int(s.c), int(s.h), int(s.w)));
   ROOFBENCH_CUDNN(cudnnCreateTensorDescriptor(y_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetTensor4dDescriptor(y_desc_.get(), tensor_format, type, int(s.n), int(s.k),
-                                                   int(s.out_h()), int(s.out_w())));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetTensor4dDescriptor(y_desc_.get(), tensor_format, type, int(s.n), int(s.k),
+                                                               int(s.out_h()), int(s.out_w())));
   ROOFBENCH_CUDNN(cudnnCreateFilterDescriptor(w_desc_.replace()));
-  ROOFBENCH_CUDNN_SETUP(cudnnSetFilter4dDescriptor(w_desc_.get(), type, tensor_format, int(s.k), int(s.c), int(s.r), int(s.s)));
+  ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+      cudnnSetFilter4dDescriptor(w_desc_.get(), type, tensor_format, int(s.k), int(s.c), int(s.r), int(s.s)));
   for (const Pass pass : passes_) {
     ConvolutionDescriptor& desc = conv_desc_[std::size_t(pass)];
     ROOFBENCH_CUDNN(cudnnCreateConvolutionDescriptor(desc.replace()));
-    ROOFBENCH_CUDNN_SETUP(cudnnSetConvolution2dDescriptor(desc.get(), int(s.pad), int(s.pad), int(s.stride),
-                                                          int(s.stride), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    ROOFBENCH_CUDNN_SETUP(cudnnSetConvolutionMathType(desc.get(), format_.math));
+    ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetConvolution2dDescriptor(desc.get(), int(s.pad), int(s.pad), int(s.stride),
+                                                                      int(s.stride), 1, 1, CUDNN_CROSS_CORRELATION,
+                                                                      CUDNN_DATA_FLOAT));
+    ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnSetConvolutionMathType(desc.get(), format_.math));
   }
   int n = 0, k = 0, ho = 0, wo = 0;
   ROOFBENCH_CUDNN(cudnnGetConvolution2dForwardOutputDim(conv_desc_[std::size_t(passes_.front())].get(), x_desc_.get(),
@@ -183,39 +186,39 @@ void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::
         case Pass::fwd: {
           std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionForwardAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionForwardAlgorithmEx(
                 handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc,
-                                                                         y_desc_.get(), int(results.size()), &returned,
-                                                                         results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc, y_desc_.get(),
+                                                       int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }
         case Pass::bwd_data: {
           std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardDataAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardDataAlgorithmEx(
                 handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc,
-                                                                              x_desc_.get(), int(results.size()),
-                                                                              &returned, results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc, x_desc_.get(),
+                                                            int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }
         case Pass::bwd_filter: {
           std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
           if (find)
-            ROOFBENCH_CUDNN_SETUP(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardFilterAlgorithmEx(
                 handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
                 results.data(), workspace, workspace_bytes));
           else
-            ROOFBENCH_CUDNN_SETUP(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(),
-                                                                                desc, w_desc_.get(), int(results.size()),
-                                                                                &returned, results.data()));
+            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(), desc, w_desc_.get(),
+                                                              int(results.size()), &returned, results.data()));
           choice = pick(results);
           break;
         }
@@ -287,11 +290,11 @@ class PagedTensor {
   static constexpr std::int64_t kPage = std::int64_t{1} << 15;
   void load(std::int64_t index, std::vector<float>& page) {
     const std::int64_t first = index * kPage, count = std::min(kPage, count_ - first);
-    const std::size_t bytes = micro::element_bytes(type_);
+    const std::size_t bytes = case_support::element_bytes(type_);
     raw_.resize(std::size_t(count) * bytes);
     decoded_.resize(std::size_t(count));
     ctx_.copy_to_host(raw_.data(), data_ + std::size_t(first) * bytes, raw_.size());
-    micro::decode(type_, raw_.data(), std::size_t(count), decoded_.data());
+    case_support::decode(type_, raw_.data(), std::size_t(count), decoded_.data());
     page.assign(decoded_.begin(), decoded_.end());  // exact: bf16, fp16 and fp32 values are floats
   }
   Context& ctx_;
@@ -315,7 +318,7 @@ std::string describe(const Index4& p, Pass pass) {
 }  // namespace
 
 PassCheck Convolution::check(Context& ctx, Pass pass, std::size_t samples, std::uint64_t seed,
-                             const micro::NonfiniteScan& scan) const {
+                             const case_support::NonfiniteScan& scan) const {
   const ConvTensors t = kernels::conv_tensors(shape_, layout_);
   const ElementType type = format_.element;
   // The pass's two operands as stored, and its output.
@@ -356,7 +359,8 @@ PassCheck Convolution::check(Context& ctx, Pass pass, std::size_t samples, std::
   std::size_t worst = 0;
   double worst_error = -1;
   for (const Index4& p : points) {
-    got.push_back(micro::fetch(ctx, {out, type}, std::size_t(strides.at(p.outer, p.channel, p.row, p.col)), 1)[0]);
+    got.push_back(
+        case_support::fetch(ctx, {out, type}, std::size_t(strides.at(p.outer, p.channel, p.row, p.col)), 1)[0]);
     expected.push_back(reference(p));
     const double error = std::abs(got.back() - expected.back());
     const double ranked = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cudnn_support.hpp"
-#include "gate.hpp"
 #include "layers.hpp"
+#include "roofbench/case_support/gate.hpp"
 #include "roofbench/kernels/conv_reference.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -77,7 +77,7 @@ class Convolution {
   void enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, cudaStream_t stream) const;
 
   PassCheck check(Context& ctx, Pass pass, std::size_t samples, std::uint64_t seed,
-                  const micro::NonfiniteScan& scan) const;
+                  const case_support::NonfiniteScan& scan) const;
 
   // The pass's minimum traffic: its two operands read once and its result written once.
   double pass_bytes() const;

@@ -7,16 +7,6 @@
 
 namespace roofbench::conv {
 
-void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line,
-                       bool unsupported_is_not_applicable) {
-  const std::string text = "cuDNN error " + std::to_string(int(status)) + " (" + cudnnGetErrorString(status) +
-                           ") in " + call + " at " + file + ":" + std::to_string(line);
-  // Sub-codes of a category share its thousands (CUDNN_STATUS_NOT_SUPPORTED = 3000, 3001...).
-  if (unsupported_is_not_applicable && int(status) / 1000 * 1000 == int(CUDNN_STATUS_NOT_SUPPORTED))
-    throw NotApplicable(text);
-  throw Error(text);
-}
-
 cudnnHandle_t cudnn_handle(Context& ctx) {
   // Kept for the life of the process and never destroyed: a static destructor could run after the
   // CUDA runtime has shut down, and the driver reclaims the handle at exit anyway.
@@ -27,7 +17,7 @@ cudnnHandle_t cudnn_handle(Context& ctx) {
     const cudnnStatus_t status = cudnnCreate(&it->second);
     if (status != CUDNN_STATUS_SUCCESS) {
       handles.erase(it);
-      throw_cudnn_error(status, "cudnnCreate", __FILE__, __LINE__, false);
+      throw_cudnn_error(status, "cudnnCreate", __FILE__, __LINE__, CudnnUnsupported::is_error);
     }
   }
   ROOFBENCH_CUDNN(cudnnSetStream(it->second, static_cast<cudaStream_t>(ctx.stream())));

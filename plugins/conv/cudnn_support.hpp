@@ -1,5 +1,5 @@
-// cuDNN for the conv plugin: status checks that name the call, one handle per GPU, descriptor ownership,
-// and the algorithm search's bookkeeping (which result to take, and why none could be taken).
+// cuDNN for the conv plugin: one handle per GPU, descriptor ownership, and the algorithm search's
+// bookkeeping (which result to take, and why none could be taken).
 #pragma once
 
 #include <cudnn.h>
@@ -8,27 +8,11 @@
 #include <span>
 #include <string>
 
-#include "library_handles.hpp"
+#include "roofbench/case_support/owned_handle.hpp"
+#include "roofbench/cudnn_check.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::conv {
-
-// Throws Error "cuDNN error <code> (<cudnnGetErrorString>) in <call> at file:line"; with
-// `unsupported_is_not_applicable`, a CUDNN_STATUS_NOT_SUPPORTED* status throws NotApplicable with the same
-// text instead (setup's descriptors and searches: cuDNN saying it cannot run this point).
-[[noreturn]] void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line,
-                                    bool unsupported_is_not_applicable);
-
-#define ROOFBENCH_CUDNN(call)                                                                                  \
-  do {                                                                                                         \
-    const cudnnStatus_t rb_status_ = (call);                                                                   \
-    if (rb_status_ != CUDNN_STATUS_SUCCESS) ::roofbench::conv::throw_cudnn_error(rb_status_, #call, __FILE__, __LINE__, false); \
-  } while (0)
-#define ROOFBENCH_CUDNN_SETUP(call)                                                                            \
-  do {                                                                                                         \
-    const cudnnStatus_t rb_status_ = (call);                                                                   \
-    if (rb_status_ != CUDNN_STATUS_SUCCESS) ::roofbench::conv::throw_cudnn_error(rb_status_, #call, __FILE__, __LINE__, true); \
-  } while (0)
 
 // The handle of the context's GPU, created on first use and bound to ctx.stream() on every call.
 cudnnHandle_t cudnn_handle(Context& ctx);
@@ -36,9 +20,10 @@ cudnnHandle_t cudnn_handle(Context& ctx);
 // "9.14.0": the cuDNN the process loaded (not the headers it was built against).
 std::string cudnn_version();
 
-using TensorDescriptor = micro::OwnedHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
-using FilterDescriptor = micro::OwnedHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
-using ConvolutionDescriptor = micro::OwnedHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+using TensorDescriptor = case_support::OwnedHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+using FilterDescriptor = case_support::OwnedHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+using ConvolutionDescriptor =
+    case_support::OwnedHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
 const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo);
 const char* algorithm_name(cudnnConvolutionBwdDataAlgo_t algo);

@@ -9,13 +9,17 @@
 #include <string>
 
 #include "cases.hpp"
-#include "formats.hpp"
-#include "gate.hpp"
+#include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/gate.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench::micro {
 namespace {
+
+using case_support::NonfiniteScan;
+using case_support::check_elementwise;
+using case_support::unit_roundoff;
 
 cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 

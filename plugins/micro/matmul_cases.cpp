@@ -14,16 +14,27 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "formats.hpp"
-#include "gate.hpp"
-#include "library_handles.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/case_support/cublas_on_stream.hpp"
+#include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/gate.hpp"
+#include "roofbench/cuda_check.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace roofbench::micro {
 namespace {
 
-// cuBLAS's recommended workspace on Hopper; given explicitly so run() never allocates (graph capture).
-constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+using case_support::check_matmul_sampled;
+using case_support::CublasLtHandle;
+using case_support::CublasLtLayout;
+using case_support::CublasLtMatmulDesc;
+using case_support::CublasLtPreference;
+using case_support::CublasOnStream;
+using case_support::element_bytes;
+using case_support::kCublasWorkspaceBytes;
+using case_support::MatmulOperands;
+using case_support::MatrixStrides;
+using case_support::NonfiniteScan;
 
 struct MatmulShape {
   std::int64_t m = 0, n = 0, k = 0;
@@ -176,49 +187,33 @@ class CublasMatmul final : public MatmulCase {
         strided_batched_(strided_batched) {}
 
   void run(Context& ctx) override {
-    bind_stream(ctx);
+    const cublasHandle_t handle = cublas_.on(ctx);
     const auto [m, n, k] = shape_;
     const float alpha = 1.0f, beta = 0.0f;  // the compute types used here all take fp32 scalars
     const cudaDataType_t type = precision_.data_type;
     if (strided_batched_) {
-      ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(
-          handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_, type, int(k), m * k, b_, type,
-          int(k), k * n, &beta, c_, type, int(m), m * n, int(batch_), precision_.compute, CUBLAS_GEMM_DEFAULT));
+      ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_,
+                                                  type, int(k), m * k, b_, type, int(k), k * n, &beta, c_, type, int(m),
+                                                  m * n, int(batch_), precision_.compute, CUBLAS_GEMM_DEFAULT));
     } else {
-      ROOFBENCH_CUBLAS(cublasGemmEx(handle_.get(), CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_, type,
-                                    int(k), b_, type, int(k), &beta, c_, type, int(m), precision_.compute,
+      ROOFBENCH_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, int(m), int(n), int(k), &alpha, a_, type, int(k),
+                                    b_, type, int(k), &beta, c_, type, int(m), precision_.compute,
                                     CUBLAS_GEMM_DEFAULT));
     }
   }
 
-  void teardown(Context&) override { ROOFBENCH_CUBLAS(handle_.destroy()); }
+  void teardown(Context&) override { cublas_.teardown(); }
 
  private:
   void prepare(Context& ctx) override {
     if (batch_ > INT_MAX) throw Error("micro: batch exceeds the int cuBLAS takes");
-    ROOFBENCH_CUBLAS(cublasCreate(handle_.replace()));
-    workspace_ = ctx.alloc(kCublasWorkspaceBytes, BufferRole::scratch);
-    bind_stream(ctx);
-  }
-
-  // cublasSetStream drops the user workspace (back to cuBLAS's own pool, which allocates), so the
-  // workspace is set again after it. Checked on every run in case the host hands out another stream,
-  // e.g. one it captures on; both calls are host-side only.
-  void bind_stream(Context& ctx) {
-    const cudaStream_t stream = stream_of(ctx);
-    if (bound_ && stream == bound_stream_) return;
-    ROOFBENCH_CUBLAS(cublasSetStream(handle_.get(), stream));
-    ROOFBENCH_CUBLAS(cublasSetWorkspace(handle_.get(), workspace_, kCublasWorkspaceBytes));
-    bound_stream_ = stream;
-    bound_ = true;
+    cublas_.setup(ctx);
+    (void)cublas_.on(ctx);  // bound in setup already; run() binds again only if the stream changes
   }
 
   const CublasPrecision& precision_;
   bool strided_batched_;
-  CublasHandle handle_;
-  void* workspace_ = nullptr;
-  cudaStream_t bound_stream_ = nullptr;
-  bool bound_ = false;
+  CublasOnStream cublas_;
 };
 
 // ---- cuBLASLt fp8 ----

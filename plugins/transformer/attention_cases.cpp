@@ -11,9 +11,9 @@
 
 #include "attention_gate.hpp"
 #include "cases.hpp"
-#include "cublas_on_stream.hpp"
 #include "cudnn_attention.hpp"
-#include "formats.hpp"
+#include "roofbench/case_support/cublas_on_stream.hpp"
+#include "roofbench/case_support/formats.hpp"
 
 namespace roofbench::transformer {
 
@@ -50,7 +50,7 @@ class AttentionCase : public Case {
       : type_(type), element_(element_of(type)), shape_(shape), fault_(fault) {}
 
   void setup(Context& ctx) override {
-    const std::size_t bytes = micro::element_bytes(element_);
+    const std::size_t bytes = case_support::element_bytes(element_);
     q_ = ctx.alloc(std::size_t(shape_.q_elements()) * bytes, BufferRole::input);
     k_ = ctx.alloc(std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
     v_ = ctx.alloc(std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
@@ -67,7 +67,7 @@ class AttentionCase : public Case {
   Work work() const override {
     Work w;
     w.flops = shape_.flops();
-    w.bytes = shape_.min_bytes(micro::element_bytes(element_));
+    w.bytes = shape_.min_bytes(case_support::element_bytes(element_));
     w.items = double(shape_.batch * shape_.q_len);
     w.item_name = "tokens";
     // Decode reads the KV cache and writes one row per sequence.
@@ -89,7 +89,7 @@ class AttentionCase : public Case {
   AttentionShape shape_;
   AttentionFault fault_;
   void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
-  micro::NonfiniteScan scan_;
+  case_support::NonfiniteScan scan_;
   std::vector<Fact> facts_;
 };
 
@@ -126,12 +126,12 @@ class NaiveAttention final : public AttentionCase {
       throw Error("transformer: naive attention's sizes exceed cuBLAS's int");
     const std::size_t score_count = std::size_t(shape_.batch * shape_.heads * shape_.q_len * shape_.kv_len);
     scores_ = static_cast<float*>(ctx.alloc(score_count * sizeof(float), BufferRole::scratch));
-    probabilities_ = ctx.alloc(score_count * micro::element_bytes(element_), BufferRole::scratch);
+    probabilities_ = ctx.alloc(score_count * case_support::element_bytes(element_), BufferRole::scratch);
     cublas_.setup(ctx);
     facts_.push_back({"kernels", "cublasGemmStridedBatchedEx (S in fp32), masked softmax, cublasGemmStridedBatchedEx"});
   }
 
-  CublasOnStream cublas_;
+  case_support::CublasOnStream cublas_;
   float* scores_ = nullptr;
   void* probabilities_ = nullptr;
 };

@@ -30,7 +30,7 @@ std::vector<std::int64_t> sampled_rows(std::int64_t q_len, std::size_t random_ro
   return {chosen.begin(), chosen.end()};
 }
 
-Check check_attention(Context& ctx, const AttentionOperands& op, const micro::NonfiniteScan& scan) {
+Check check_attention(Context& ctx, const AttentionOperands& op, const case_support::NonfiniteScan& scan) {
   const kernels::AttentionShape& shape = op.shape;
   const std::int64_t d = shape.head_dim;
   const bool decode = shape.q_len == 1;
@@ -42,16 +42,16 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const micro::No
   double worst_error = -1;
   for (const std::int64_t pair : pairs) {
     const std::size_t q_base = std::size_t(pair * shape.q_len * d), kv_base = std::size_t(pair * shape.kv_len * d);
-    const auto k = micro::fetch(ctx, {op.k, op.type}, kv_base, std::size_t(shape.kv_len * d));
-    const auto v = micro::fetch(ctx, {op.v, op.type}, kv_base, std::size_t(shape.kv_len * d));
+    const auto k = case_support::fetch(ctx, {op.k, op.type}, kv_base, std::size_t(shape.kv_len * d));
+    const auto v = case_support::fetch(ctx, {op.v, op.type}, kv_base, std::size_t(shape.kv_len * d));
     std::vector<double> q(std::size_t(shape.q_len * d), 0.0);
     for (const std::int64_t row : rows) {
-      const auto q_row = micro::fetch(ctx, {op.q, op.type}, q_base + std::size_t(row * d), std::size_t(d));
+      const auto q_row = case_support::fetch(ctx, {op.q, op.type}, q_base + std::size_t(row * d), std::size_t(d));
       std::copy(q_row.begin(), q_row.end(), q.begin() + row * d);
     }
     const auto expected = kernels::attention_reference(shape, q.data(), k.data(), v.data(), rows);
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      const auto got = micro::fetch(ctx, {op.o, op.type}, q_base + std::size_t(rows[r] * d), std::size_t(d));
+      const auto got = case_support::fetch(ctx, {op.o, op.type}, q_base + std::size_t(rows[r] * d), std::size_t(d));
       double row_error = 0;
       for (std::int64_t c = 0; c < d; ++c) {
         const double e = got[c] - expected[r * d + c];

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gate.hpp"
+#include "roofbench/case_support/gate.hpp"
 #include "roofbench/kernels/cuda_attention.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -23,6 +23,6 @@ struct AttentionOperands {
 std::vector<std::int64_t> sampled_pairs(std::int64_t pairs, std::size_t count, std::uint64_t seed);
 std::vector<std::int64_t> sampled_rows(std::int64_t q_len, std::size_t random_rows, std::uint64_t seed);
 
-Check check_attention(Context& ctx, const AttentionOperands& operands, const micro::NonfiniteScan& scan);
+Check check_attention(Context& ctx, const AttentionOperands& operands, const case_support::NonfiniteScan& scan);
 
 }  // namespace roofbench::transformer

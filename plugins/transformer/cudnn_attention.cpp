@@ -10,26 +10,16 @@
 #include <utility>
 #include <vector>
 
+#include "roofbench/cudnn_check.hpp"
+
 namespace roofbench::transformer {
 
 namespace {
 
-std::string last_cudnn_message(cudnnStatus_t status) {
-  char message[1024] = {};
-  cudnnGetLastErrorString(message, sizeof message);
-  std::string text = cudnnGetErrorString(status);
-  if (message[0]) text += std::string(": ") + message;
-  return text;
-}
-
-void check(cudnnStatus_t status, const char* what) {
-  if (status != CUDNN_STATUS_SUCCESS) throw Error(std::string("cuDNN ") + what + ": " + last_cudnn_message(status));
-}
-
 // A backend descriptor owned for the life of the graph.
 class Descriptor {
  public:
-  explicit Descriptor(cudnnBackendDescriptorType_t type) { check(cudnnBackendCreateDescriptor(type, &d_), "create"); }
+  explicit Descriptor(cudnnBackendDescriptorType_t type) { ROOFBENCH_CUDNN(cudnnBackendCreateDescriptor(type, &d_)); }
   Descriptor(const Descriptor&) = delete;
   Descriptor& operator=(const Descriptor&) = delete;
   ~Descriptor() {
@@ -38,15 +28,21 @@ class Descriptor {
   cudnnBackendDescriptor_t get() const { return d_; }
   template <typename T>
   Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value) {
-    check(cudnnBackendSetAttribute(d_, name, type, 1, &value), "set attribute");
+    ROOFBENCH_CUDNN(cudnnBackendSetAttribute(d_, name, type, 1, &value));
     return *this;
   }
   template <typename T>
   Descriptor& set_array(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const std::vector<T>& values) {
-    check(cudnnBackendSetAttribute(d_, name, type, std::int64_t(values.size()), values.data()), "set attribute");
+    ROOFBENCH_CUDNN(cudnnBackendSetAttribute(d_, name, type, std::int64_t(values.size()), values.data()));
     return *this;
   }
-  void finalize(const char* what) { check(cudnnBackendFinalize(d_), what); }
+  // `what` names the descriptor in the message: every finalize is the same call.
+  void finalize(const char* what) {
+    const cudnnStatus_t status = cudnnBackendFinalize(d_);
+    if (status != CUDNN_STATUS_SUCCESS)
+      throw_cudnn_error(status, std::string("cudnnBackendFinalize (") + what + ")", __FILE__, __LINE__,
+                        CudnnUnsupported::is_error);
+  }
 
  private:
   cudnnBackendDescriptor_t d_ = nullptr;
@@ -93,13 +89,14 @@ void CudnnAttention::destroy() {
   s->keep.clear();
   const cudnnStatus_t status = s->handle ? cudnnDestroy(s->handle) : CUDNN_STATUS_SUCCESS;
   delete s;
-  check(status, "destroy");
+  if (status != CUDNN_STATUS_SUCCESS)
+    throw_cudnn_error(status, "cudnnDestroy", __FILE__, __LINE__, CudnnUnsupported::is_error);
 }
 
 void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx) {
   state_ = new State;
   State& s = *state_;
-  check(cudnnCreate(&s.handle), "create handle");
+  ROOFBENCH_CUDNN(cudnnCreate(&s.handle));
   const std::int64_t b = shape.batch, h = shape.heads, sq = shape.q_len, skv = shape.kv_len, d = shape.head_dim;
   const cudnnDataType_t io = type == kernels::AttentionType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
@@ -215,8 +212,8 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, s.handle)
       .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops);
   if (cudnnBackendFinalize(graph.get()) != CUDNN_STATUS_SUCCESS)
-    throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) + " refused the attention graph: " +
-                        last_cudnn_message(CUDNN_STATUS_NOT_SUPPORTED));
+    throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) +
+                        " refused the attention graph: " + cudnn_status_message(CUDNN_STATUS_NOT_SUPPORTED));
 
   Descriptor& heuristics = s.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
   const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
@@ -231,9 +228,8 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
     config_handles.push_back(configs.back()->get());
   }
   std::int64_t found = 0;
-  check(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 kMaxConfigs, &found, config_handles.data()),
-        "engine heuristics results");
+  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &found, config_handles.data()));
   std::string reasons;
   for (std::int64_t i = 0; i < found && !s.plan; ++i) {
     auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
@@ -241,19 +237,17 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
         .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config_handles[i]);
     const cudnnStatus_t status = cudnnBackendFinalize(plan->get());
     if (status != CUDNN_STATUS_SUCCESS) {
-      reasons += "; config " + std::to_string(i) + ": " + last_cudnn_message(status);
+      reasons += "; config " + std::to_string(i) + ": " + cudnn_status_message(status);
       continue;
     }
     s.plan = std::move(plan);
     Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
     cudnnBackendDescriptor_t engine_handle = engine.get();
     std::int64_t count = 0, global_index = -1;
-    check(cudnnBackendGetAttribute(config_handles[i], CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                   &count, &engine_handle),
-          "engine of the config");
-    check(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                   &global_index),
-          "engine index");
+    ROOFBENCH_CUDNN(cudnnBackendGetAttribute(config_handles[i], CUDNN_ATTR_ENGINECFG_ENGINE,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine_handle));
+    ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
+                                             &global_index));
     facts_.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
     facts_.push_back({"cudnn_engine", "global index " + std::to_string(global_index) + " (heuristics mode A, choice " +
                                           std::to_string(i) + " of " + std::to_string(found) + ")"});
@@ -262,9 +256,8 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
     throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) + " has no engine for the attention graph (" +
                         std::to_string(found) + " configs from heuristics" + reasons + ")");
   std::int64_t workspace_bytes = 0, count = 0;
-  check(cudnnBackendGetAttribute(s.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &count,
-                                 &workspace_bytes),
-        "workspace size");
+  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(s.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                           &count, &workspace_bytes));
   if (workspace_bytes > 0) s.workspace = ctx.alloc(std::size_t(workspace_bytes), BufferRole::scratch);
   s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
   facts_.push_back({"cudnn_workspace_bytes", std::to_string(workspace_bytes)});
@@ -272,7 +265,7 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
 
 void CudnnAttention::run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o) {
   State& s = *state_;
-  check(cudnnSetStream(s.handle, stream), "set stream");
+  ROOFBENCH_CUDNN(cudnnSetStream(s.handle, stream));
   std::vector<std::int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
   std::vector<void*> pointers = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, s.stats, &s.scale};
   if (s.masked) {
@@ -287,7 +280,7 @@ void CudnnAttention::run(cudaStream_t stream, const void* q, const void* k, cons
     s.pack->finalize("variant pack");
     s.pack_pointers = pointers;
   }
-  check(cudnnBackendExecute(s.handle, s.plan->get(), s.pack->get()), "execute");
+  ROOFBENCH_CUDNN(cudnnBackendExecute(s.handle, s.plan->get(), s.pack->get()));
 }
 
 }  // namespace roofbench::transformer

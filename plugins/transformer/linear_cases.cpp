@@ -4,15 +4,15 @@
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form
-// the micro plugin uses, so its sampled matmul gate applies as it is.
+// the micro plugin uses, so the sampled matmul gate of roofbench/case_support/gate.hpp applies as it is.
 #include <cublas_v2.h>
 
 #include <climits>
 
 #include "cases.hpp"
-#include "cublas_on_stream.hpp"
-#include "formats.hpp"
-#include "gate.hpp"
+#include "roofbench/case_support/cublas_on_stream.hpp"
+#include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/gate.hpp"
 
 namespace roofbench::transformer {
 namespace {
@@ -53,17 +53,17 @@ class Linear final : public Case {
   }
 
   Check check(Context& ctx) override {
-    micro::MatmulOperands operands{.a = {w_, ElementType::bf16},
-                                   .b = {x_, ElementType::bf16},
-                                   .c = {y_, ElementType::bf16},
-                                   .a_strides = micro::MatrixStrides::row_major(out_, in_),
-                                   .b_strides = micro::MatrixStrides::column_major(in_, tokens_),
-                                   .c_strides = micro::MatrixStrides::column_major(out_, tokens_),
-                                   .m = out_,
-                                   .n = tokens_,
-                                   .k = in_,
-                                   .batch = 1};
-    return micro::check_matmul_sampled(ctx, operands, scan_);
+    case_support::MatmulOperands operands{.a = {w_, ElementType::bf16},
+                                          .b = {x_, ElementType::bf16},
+                                          .c = {y_, ElementType::bf16},
+                                          .a_strides = case_support::MatrixStrides::row_major(out_, in_),
+                                          .b_strides = case_support::MatrixStrides::column_major(in_, tokens_),
+                                          .c_strides = case_support::MatrixStrides::column_major(out_, tokens_),
+                                          .m = out_,
+                                          .n = tokens_,
+                                          .k = in_,
+                                          .batch = 1};
+    return case_support::check_matmul_sampled(ctx, operands, scan_);
   }
 
   void teardown(Context&) override { cublas_.teardown(); }
@@ -75,8 +75,8 @@ class Linear final : public Case {
  private:
   std::int64_t in_, out_, tokens_;
   void *w_ = nullptr, *x_ = nullptr, *y_ = nullptr;
-  micro::NonfiniteScan scan_;
-  CublasOnStream cublas_;
+  case_support::NonfiniteScan scan_;
+  case_support::CublasOnStream cublas_;
 };
 
 }  // namespace

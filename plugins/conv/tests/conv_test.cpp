@@ -14,15 +14,15 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "cuda_test_context.hpp"
-#include "formats.hpp"
 #include "layers.hpp"
+#include "roofbench/case_support/cuda_test_context.hpp"
 
 namespace roofbench::conv {
 namespace {
 
-using micro::testing::CudaTestContext;
-using micro::testing::gpu_present;
+using case_support::testing::CudaTestContext;
+using case_support::testing::gpu_present;
+using case_support::testing::run_gate_sequence;
 
 // ---- the network (CPU) ----
 
@@ -179,18 +179,35 @@ TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
   EXPECT_THROW(pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(), false, "empty"), NotApplicable);
 }
 
+// What a status check threw: NotApplicable is an Error, so it is caught first.
+template <typename Call>
+std::string thrown_by(Call call) {
+  try {
+    call();
+  } catch (const NotApplicable&) {
+    return "NotApplicable";
+  } catch (const Error&) {
+    return "Error";
+  }
+  return "nothing";
+}
+
 TEST(ConvSearch, StatusErrorsNameTheCall) {
   try {
     ROOFBENCH_CUDNN(CUDNN_STATUS_BAD_PARAM);
     FAIL();
-  } catch (const NotApplicable&) {
-    FAIL() << "a bad parameter is an error, not a point cuDNN cannot run";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("in CUDNN_STATUS_BAD_PARAM"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(ROOFBENCH_CUDNN_SETUP(CUDNN_STATUS_NOT_SUPPORTED), NotApplicable);
-  EXPECT_THROW(ROOFBENCH_CUDNN(CUDNN_STATUS_NOT_SUPPORTED), Error);
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN(CUDNN_STATUS_SUCCESS); }), "nothing");
+  // A bad parameter is an error, not a point cuDNN cannot run, whichever check sees it.
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN(CUDNN_STATUS_BAD_PARAM); }), "Error");
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_BAD_PARAM); }), "Error");
+  // Only _OR_NOT_APPLICABLE turns NOT_SUPPORTED and its sub-codes into NotApplicable.
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN(CUDNN_STATUS_NOT_SUPPORTED); }), "Error");
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_NOT_SUPPORTED); }), "NotApplicable");
+  EXPECT_EQ(thrown_by([] { ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(CUDNN_STATUS_NOT_SUPPORTED_SHAPE); }), "NotApplicable");
 }
 
 // ---- on the GPU: the gate the host runs ----
@@ -208,15 +225,8 @@ Gated run_gate(const std::string& case_name, const Params& p,
   const CaseSpec& s = spec(case_name);
   CudaTestContext ctx(p);
   auto c = s.make(p);
-  c->setup(ctx);
-  ctx.fill_outputs(0xFF);
-  c->run(ctx);
-  ctx.synchronize(0);
-  if (between) between(*c, ctx);
-  const Check check = c->check(ctx);
-  Gated g{check.rel_l2_error, s.tolerance > 0 ? s.tolerance : default_tolerance(s.precision), check.detail, c->facts()};
-  c->teardown(ctx);
-  return g;
+  const auto [check, facts] = run_gate_sequence(*c, ctx, {.before_check = between});
+  return {check.rel_l2_error, s.tolerance > 0 ? s.tolerance : default_tolerance(s.precision), check.detail, facts};
 }
 
 struct GatePoint {

@@ -1,9 +1,8 @@
-// Tests of the micro plugin. The first group needs no GPU (decoding of stored formats, the case list and
-// its work counts); the second drives every case through setup, poisoned outputs, run and check on a
-// CUDA device, and shows that broken kernels fail the same gates the plugin uses.
+// Tests of the micro plugin. The first group needs no GPU (the case list and its work counts); the second
+// drives every case through setup, poisoned outputs, run and check on a CUDA device, and shows that
+// broken kernels fail the same gates the plugin uses. Decoding of stored formats is tested with
+// kernels/cuda_case_support.
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -19,57 +18,19 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "cuda_test_context.hpp"
-#include "formats.hpp"
+#include "roofbench/case_support/cuda_test_context.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace roofbench::micro {
 namespace {
 
-using testing::CudaTestContext;
-using testing::gpu_present;
+using case_support::testing::CudaTestContext;
+using case_support::testing::gpu_present;
+using case_support::testing::run_gate_sequence;
 
 Params one_param(std::string axis, std::string value) {
   return Params(std::vector<std::pair<std::string, std::string>>{{std::move(axis), std::move(value)}});
-}
-
-// Same value, or both NaN.
-bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
-
-// ---- stored formats (CPU only): our decoders against CUDA's own host-side conversions ----
-
-TEST(MicroFormats, Bf16DecodesLikeCuda) {
-  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
-    __nv_bfloat16_raw raw;
-    raw.x = static_cast<unsigned short>(bits);
-    ASSERT_TRUE(same_value(decode_bf16(std::uint16_t(bits)), __bfloat162float(__nv_bfloat16(raw)))) << bits;
-  }
-}
-
-TEST(MicroFormats, Fp16DecodesLikeCuda) {
-  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
-    __half_raw raw;
-    raw.x = static_cast<unsigned short>(bits);
-    ASSERT_TRUE(same_value(decode_fp16(std::uint16_t(bits)), __half2float(__half(raw)))) << bits;
-  }
-}
-
-TEST(MicroFormats, Fp8E4m3DecodesLikeCuda) {
-  for (std::uint32_t bits = 0; bits <= 0xFF; ++bits) {
-    __nv_fp8_e4m3 value;
-    value.__x = static_cast<__nv_fp8_storage_t>(bits);
-    ASSERT_TRUE(same_value(decode_fp8_e4m3(std::uint8_t(bits)), float(value))) << bits;
-  }
-  EXPECT_EQ(decode_fp8_e4m3(0x7E), 448.0);                // largest finite e4m3
-  EXPECT_EQ(decode_fp8_e4m3(0x01), std::ldexp(1.0, -9));  // smallest subnormal
-}
-
-TEST(MicroFormats, DecodeReadsUnalignedBuffers) {
-  const unsigned char raw[] = {0xAA, 0x00, 0x00, 0x80, 0x3F};  // a float 1.0 one byte in
-  double out = 0;
-  decode(ElementType::f32, raw + 1, 1, &out);
-  EXPECT_EQ(out, 1.0);
 }
 
 // ---- the case list (CPU only) ----
@@ -199,16 +160,7 @@ Check gate(const CaseSpec& spec, const Params& params, const RunInstead& run_ins
            unsigned char output_fill = 0xFF) {
   CudaTestContext ctx(params);
   const auto made = spec.make(params);
-  made->setup(ctx);
-  ctx.fill_outputs(output_fill);
-  if (run_instead)
-    run_instead(*made, ctx);
-  else
-    made->run(ctx);
-  ctx.synchronize(0);
-  Check check = made->check(ctx);
-  made->teardown(ctx);
-  return check;
+  return run_gate_sequence(*made, ctx, {.output_fill = output_fill, .run_instead = run_instead}).check;
 }
 
 TEST_F(MicroGpu, EveryCasePassesItsGateAtSmallAndOddSizes) {

@@ -14,7 +14,7 @@
 
 #include "attention_gate.hpp"
 #include "cases.hpp"
-#include "tests/cuda_test_context.hpp"
+#include "roofbench/case_support/cuda_test_context.hpp"
 
 namespace roofbench::transformer {
 namespace {
@@ -22,8 +22,9 @@ namespace {
 using kernels::AttentionFault;
 using kernels::AttentionShape;
 using kernels::AttentionType;
-using micro::testing::CudaTestContext;
-using micro::testing::gpu_present;
+using case_support::testing::CudaTestContext;
+using case_support::testing::gate_after_setup;
+using case_support::testing::gpu_present;
 
 // ---- CPU only ----
 
@@ -142,11 +143,7 @@ GateRun gate(std::unique_ptr<Case> c, int runs = 1) {
     result.why_not = e.what();
     return result;
   }
-  ctx.fill_outputs(0xFF);
-  for (int r = 0; r < runs; ++r) c->run(ctx);
-  ctx.synchronize(0);
-  result.check = c->check(ctx);
-  c->teardown(ctx);
+  result.check = gate_after_setup(*c, ctx, {.runs = runs}).check;
   return result;
 }
 

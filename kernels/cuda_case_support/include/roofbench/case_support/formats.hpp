@@ -1,4 +1,4 @@
-// Host-side view of the element formats the micro cases store: sizes, rounding units and exact decoding
+// Host-side view of the element formats CUDA cases store: sizes, rounding units and exact decoding
 // of stored bit patterns to double. Gates build their fp64 references from the decoded values, i.e.
 // from the inputs exactly as the device saw them after rounding to bf16, fp16 or fp8.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::micro {
+namespace roofbench::case_support {
 
 std::size_t element_bytes(ElementType type);
 
@@ -22,4 +22,4 @@ double decode_fp8_e4m3(std::uint8_t bits);  // OCP e4m3 ("fn"): no infinities, S
 // Decodes `count` stored elements of `type` at `raw` into `out`.
 void decode(ElementType type, const void* raw, std::size_t count, double* out);
 
-}  // namespace roofbench::micro
+}  // namespace roofbench::case_support

@@ -1,11 +1,11 @@
-#include "formats.hpp"
+#include "roofbench/case_support/formats.hpp"
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace roofbench::micro {
+namespace roofbench::case_support {
 
 std::size_t element_bytes(ElementType type) {
   switch (type) {
@@ -110,4 +110,4 @@ void decode(ElementType type, const void* raw, std::size_t count, double* out) {
   throw Error("micro: unknown element type");
 }
 
-}  // namespace roofbench::micro
+}  // namespace roofbench::case_support

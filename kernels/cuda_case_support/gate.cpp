@@ -1,4 +1,4 @@
-#include "gate.hpp"
+#include "roofbench/case_support/gate.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -9,11 +9,11 @@
 #include <sstream>
 #include <utility>
 
-#include "formats.hpp"
+#include "roofbench/case_support/formats.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
-namespace roofbench::micro {
+namespace roofbench::case_support {
 
 namespace {
 cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
@@ -214,4 +214,4 @@ Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const Nonfi
   return check;
 }
 
-}  // namespace roofbench::micro
+}  // namespace roofbench::case_support

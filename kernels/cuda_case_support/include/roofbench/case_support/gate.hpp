@@ -1,7 +1,7 @@
-// The correctness gates every micro case uses: the host poisons outputs with NaN, runs the case once on
-// fresh inputs, then check() compares the output with an fp64 reference computed on the host from the
-// inputs as stored. Outputs too big to compare whole are compared on a sample, and scanned whole on the
-// device for non-finite values, so a region the kernel never wrote still fails the gate.
+// Correctness gates for CUDA cases: the host poisons outputs with NaN, runs the case once on fresh inputs,
+// then check() compares the output with an fp64 reference computed on the host from the inputs as
+// stored. Outputs too big to compare whole are compared on a sample, and scanned whole on the device for
+// non-finite values, so a region the kernel never wrote still fails the gate.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +12,7 @@
 
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::micro {
+namespace roofbench::case_support {
 
 struct DeviceArray {
   const void* data = nullptr;
@@ -77,4 +77,4 @@ inline constexpr std::size_t kElementwiseSampleBlocks = 256;
 inline constexpr std::size_t kElementwiseBlock = 4096;
 Check check_elementwise(Context& ctx, const ElementwiseOperands& operands, const NonfiniteScan& scan);
 
-}  // namespace roofbench::micro
+}  // namespace roofbench::case_support

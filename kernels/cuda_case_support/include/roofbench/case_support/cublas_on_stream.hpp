@@ -5,25 +5,29 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "library_handles.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::transformer {
+namespace roofbench::case_support {
+
+// cuBLAS's recommended workspace on Hopper; given explicitly so run() never allocates (graph capture).
+inline constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
 
 class CublasOnStream {
  public:
-  static constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;  // cuBLAS's advice on Hopper
-
   void setup(Context& ctx) {
     ROOFBENCH_CUBLAS(cublasCreate(handle_.replace()));
-    workspace_ = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
+    workspace_ = ctx.alloc(kCublasWorkspaceBytes, BufferRole::scratch);
   }
-  // cublasSetStream drops the user workspace, so it is set again after it; both are host-side only.
+  // cublasSetStream drops the user workspace (back to cuBLAS's own pool, which allocates), so the
+  // workspace is set again after it. Checked on every call in case the host hands out another stream,
+  // e.g. one it captures on; both calls are host-side only.
   cublasHandle_t on(Context& ctx) {
     const auto stream = static_cast<cudaStream_t>(ctx.stream());
     if (!bound_ || stream != stream_) {
       ROOFBENCH_CUBLAS(cublasSetStream(handle_.get(), stream));
-      ROOFBENCH_CUBLAS(cublasSetWorkspace(handle_.get(), workspace_, kWorkspaceBytes));
+      ROOFBENCH_CUBLAS(cublasSetWorkspace(handle_.get(), workspace_, kCublasWorkspaceBytes));
       stream_ = stream;
       bound_ = true;
     }
@@ -32,10 +36,10 @@ class CublasOnStream {
   void teardown() { ROOFBENCH_CUBLAS(handle_.destroy()); }
 
  private:
-  micro::CublasHandle handle_;
+  CublasHandle handle_;
   void* workspace_ = nullptr;
   cudaStream_t stream_ = nullptr;
   bool bound_ = false;
 };
 
-}  // namespace roofbench::transformer
+}  // namespace roofbench::case_support

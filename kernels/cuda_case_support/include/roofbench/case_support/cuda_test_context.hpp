@@ -1,6 +1,6 @@
-// A minimal roofbench::Context over one CUDA device, for driving micro cases end to end in tests:
+// A minimal roofbench::Context over one CUDA device, for driving CUDA cases end to end in tests:
 // cudaMalloc'd buffers, host-generated random inputs, synchronous copies, and hooks to poison or
-// overwrite outputs the way the host does before a gate run.
+// overwrite outputs the way the host does before a gate run; and that gate run itself.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -17,7 +18,7 @@
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::micro::testing {
+namespace roofbench::case_support::testing {
 
 inline bool gpu_present() {
   int devices = 0;
@@ -124,4 +125,39 @@ class CudaTestContext final : public Context {
   std::uint64_t fills_ = 0;
 };
 
-}  // namespace roofbench::micro::testing
+// How a test takes a case through the host's gate sequence, and where it may step in.
+struct GateSteps {
+  unsigned char output_fill = 0xFF;  // every output's bytes before the runs: 0xFF is the host's NaN poison
+  int runs = 1;                      // the host runs a case once before its check
+  std::function<void(Case&, CudaTestContext&)> run_instead;   // replaces the runs (a kernel that is wrong)
+  std::function<void(Case&, CudaTestContext&)> before_check;  // after the runs (spoil an input or an output)
+};
+
+struct GateOutcome {
+  Check check;
+  std::vector<Fact> facts;  // read after the check, before teardown
+};
+
+// The host's gate sequence after a successful setup: outputs poisoned, the runs, synchronise, check,
+// teardown.
+inline GateOutcome gate_after_setup(Case& c, CudaTestContext& ctx, const GateSteps& steps = {}) {
+  ctx.fill_outputs(steps.output_fill);
+  if (steps.run_instead)
+    steps.run_instead(c, ctx);
+  else
+    for (int r = 0; r < steps.runs; ++r) c.run(ctx);
+  ctx.synchronize(0);
+  if (steps.before_check) steps.before_check(c, ctx);
+  GateOutcome outcome{c.check(ctx), c.facts()};
+  c.teardown(ctx);
+  return outcome;
+}
+
+// What the host does to a case before it times it: setup (whose NotApplicable or Error propagates),
+// then gate_after_setup.
+inline GateOutcome run_gate_sequence(Case& c, CudaTestContext& ctx, const GateSteps& steps = {}) {
+  c.setup(ctx);
+  return gate_after_setup(c, ctx, steps);
+}
+
+}  // namespace roofbench::case_support::testing

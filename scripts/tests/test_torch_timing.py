@@ -1,0 +1,165 @@
+"""scripts/torch_timing.py, and the timing discipline of the scripts that use it, against a stand-in torch
+whose CUDA events read a virtual clock that each timed call advances: no GPU or PyTorch needed.
+Run from this folder: python3 -B -m unittest -v test_torch_timing"""
+import enum
+import importlib
+import pathlib
+import sys
+import types
+import unittest
+
+SCRIPTS = pathlib.Path(__file__).resolve().parent.parent
+
+
+class FakeCuda:
+    """The clock is in milliseconds, as torch.cuda.Event.elapsed_time reports; `log` records the order."""
+
+    def __init__(self):
+        self.now_ms = 0.0
+        self.log = []
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                assert enable_timing, "events must be created with enable_timing=True"
+                self.at = None
+                self.waited = False
+
+            def record(self):
+                self.at = cuda.now_ms
+                cuda.log.append("record")
+
+            def synchronize(self):
+                self.waited = True
+                cuda.log.append("wait")
+
+            def elapsed_time(self, stop):
+                assert self.at is not None and stop.at is not None and stop.waited, "stop event read before it was waited on"
+                return stop.at - self.at
+
+        self.Event = Event
+
+    def synchronize(self):
+        self.log.append("sync")
+
+
+def install_fake_torch():
+    """A stand-in torch module (and the submodules the scripts import) in sys.modules; returns its cuda."""
+    cuda = FakeCuda()
+    torch = types.ModuleType("torch")
+    torch.cuda = cuda
+    torch.bfloat16, torch.float16, torch.float32 = "bfloat16", "float16", "float32"
+    nn = types.ModuleType("torch.nn")
+    functional = types.ModuleType("torch.nn.functional")
+    attention = types.ModuleType("torch.nn.attention")
+    attention.SDPBackend = enum.Enum("SDPBackend", "CUDNN_ATTENTION FLASH_ATTENTION EFFICIENT_ATTENTION MATH")
+    attention.sdpa_kernel = lambda backend: None
+    torch.nn, nn.functional, nn.attention = nn, functional, attention
+    sys.modules.update({"torch": torch, "torch.nn": nn, "torch.nn.functional": functional,
+                        "torch.nn.attention": attention})
+    return cuda
+
+
+def load(module_name):
+    """A fresh import of a script of scripts/ against the stand-in torch."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    for name in (module_name, "torch_timing"):
+        sys.modules.pop(name, None)
+    return importlib.import_module(module_name)
+
+
+class Workload:
+    """fn for the timers: call number i (from 0) takes durations_ms[i] on the virtual clock."""
+
+    def __init__(self, cuda, durations_ms):
+        self.cuda, self.durations_ms, self.calls = cuda, list(durations_ms), 0
+
+    def __call__(self):
+        self.cuda.now_ms += self.durations_ms[self.calls]
+        self.cuda.log.append("call")
+        self.calls += 1
+
+
+class TorchTiming(unittest.TestCase):
+    def setUp(self):
+        self.saved = dict(sys.modules)
+        self.cuda = install_fake_torch()
+        self.timing = load("torch_timing")
+
+    def tearDown(self):
+        sys.modules.clear()
+        sys.modules.update(self.saved)
+
+    def test_burst_is_seconds_per_call_between_the_events(self):
+        fn = Workload(self.cuda, [1.0, 2.0, 3.0, 6.0])
+        self.assertAlmostEqual(self.timing.burst_seconds(fn, 4), 12.0e-3 / 4)
+        self.assertEqual(self.cuda.log, ["record", "call", "call", "call", "call", "record", "wait"])
+        self.assertAlmostEqual(self.timing.burst_seconds(Workload(self.cuda, [5.0]), 1), 5.0e-3)
+
+    def test_warm_up_calls_then_synchronises(self):
+        fn = Workload(self.cuda, [1.0] * 3)
+        self.timing.warm_up(fn, 3)
+        self.assertEqual(self.cuda.log, ["call", "call", "call", "sync"])
+
+    def test_median_leaves_the_warm_up_out(self):
+        # Warm-up calls take 100 ms and must not count; bursts of two calls take 2+2, 4+4, 9+9 ms.
+        fn = Workload(self.cuda, [100.0, 100.0] + [2.0, 2.0, 4.0, 4.0, 9.0, 9.0])
+        median = self.timing.median_seconds_per_call(fn, warmup=2, bursts=3, calls_per_burst=2)
+        self.assertAlmostEqual(median, 4.0e-3)
+        self.assertEqual(fn.calls, 8)
+        self.assertEqual(self.cuda.log[:3], ["call", "call", "sync"])
+
+
+class ScriptsKeepTheirDiscipline(unittest.TestCase):
+    """Warm-up calls, calls per burst and bursts of each script, as they were before torch_timing."""
+
+    def setUp(self):
+        self.saved = dict(sys.modules)
+        self.cuda = install_fake_torch()
+
+    def tearDown(self):
+        sys.modules.clear()
+        sys.modules.update(self.saved)
+
+    def bursts(self):
+        """The number of calls between each pair of record events, and the calls before the first sync."""
+        log, sizes, warm, i = self.cuda.log, [], 0, 0
+        while log[i] != "sync":
+            warm += log[i] == "call"
+            i += 1
+        while i < len(log):
+            if log[i] == "record":
+                j = log.index("record", i + 1)
+                sizes.append(log[i + 1:j].count("call"))
+                i = j
+            i += 1
+        return warm, sizes
+
+    def test_fidelity_times_100_single_calls_after_20(self):
+        script = load("fidelity_torch")
+        fn = Workload(self.cuda, [1.0] * 20 + [float(d) for d in range(1, 101)])
+        self.assertAlmostEqual(script.median_event_seconds(fn), 50.5e-3)
+        self.assertEqual(self.bursts(), (20, [1] * 100))
+
+    def test_transformer_times_15_bursts_of_20_after_10(self):
+        script = load("torch_transformer")
+        fn = Workload(self.cuda, [1.0] * (10 + 15 * 20))
+        self.assertAlmostEqual(script.per_call_seconds(fn), 1.0e-3)
+        self.assertEqual(self.bursts(), (10, [20] * 15))
+
+    def test_resnet_sizes_bursts_from_one_call(self):
+        script = load("torch_resnet50")
+        # 5 warm-up calls, one 10 ms call that sizes bursts of 0.2 s / 10 ms = 20 calls, then 5 bursts.
+        fn = Workload(self.cuda, [1.0] * 5 + [10.0] + [10.0] * 100)
+        self.assertAlmostEqual(script.seconds_per_call(fn), 10.0e-3)
+        self.assertEqual(self.bursts(), (5, [1] + [20] * 5))
+        # A call far longer than min_seconds still gets bursts of 3.
+        self.cuda.log.clear()
+        fn = Workload(self.cuda, [1.0] * 5 + [500.0] * 10)
+        self.assertAlmostEqual(script.seconds_per_call(fn, repeats=3), 500.0e-3)
+        self.assertEqual(self.bursts(), (5, [1, 3, 3, 3]))
+
+
+if __name__ == "__main__":
+    unittest.main()
