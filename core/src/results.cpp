@@ -14,6 +14,7 @@
 
 #include "google_benchmark_flags.hpp"
 #include "json_writer.hpp"
+#include "roofbench_commit.hpp"
 #include "summaries.hpp"
 
 namespace roofbench {
@@ -85,6 +86,7 @@ std::string ResultsFile::to_json(bool complete) const {
   j.field("library_build_type", library.library_build_type);
   j.key("roofbench").begin_object();
   j.field("version", ROOFBENCH_VERSION);
+  if (*ROOFBENCH_COMMIT) j.field("commit", ROOFBENCH_COMMIT);
   j.field("abi_version", static_cast<std::int64_t>(kAbiVersion));
   j.field("suite", context_.suite);
   j.field("complete", complete);

@@ -16,6 +16,7 @@ namespace {
 using ::testing::Contains;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Key;
 
 class SmokeSuiteOnCpu : public RoofbenchTest {
  protected:
@@ -41,6 +42,10 @@ TEST_F(SmokeSuiteOnCpu, PassesEveryGate) {
   ASSERT_TRUE(results);
   EXPECT_EQ(results->context.at("suite"), "smoke");
   EXPECT_EQ(results->context.at("complete"), "true");
+  // The build knows its commit when its source is a git checkout, as every build of this test's is.
+  if (std::filesystem::exists(std::string(ROOFBENCH_TEST_SOURCE_DIR) + "/.git")) {
+    EXPECT_THAT(results->context, Contains(Key("commit")));
+  }
   EXPECT_THAT(results->names(), Contains("cpu/add/n:65536"));
   EXPECT_THAT(results->names(), Contains("cpu/stream_triad/n:4194304"));
   EXPECT_THAT(results->names(), Contains("cpu/matmul_naive/n:128"));

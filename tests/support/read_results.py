@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """read_results.py RESULTS.json: checks that a roofbench results file is strict JSON (no NaN or
 Infinity, valid UTF-8, no key twice in one object) and prints what the end-to-end tests look at, one tab-separated record per line:
-  context <key> <value>          suite, complete, gate
+  context <key> <value>          suite, complete, gate, commit (when known)
   load_failure <path> <reason>
   benchmark <name> <status> <gate> <label> <headline counters present, comma-separated> <error message>
   keys <name> <every key of the benchmark's entry, comma-separated>
@@ -33,7 +33,9 @@ def main(path):
     with open(path, encoding="utf-8") as f:
         results = json.load(f, parse_constant=reject_constant, object_pairs_hook=reject_duplicate_keys)
     run = results["context"]["roofbench"]
-    for key in ("suite", "complete", "gate"):
+    for key in ("suite", "complete", "gate", "commit"):
+        if key not in run and key == "commit":  # only a build from a git checkout knows its commit
+            continue
         value = run[key]
         print(f"context\t{key}\t{json.dumps(value) if isinstance(value, bool) else value}")
     for failure in run["load_failures"]:
