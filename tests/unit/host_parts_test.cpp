@@ -85,6 +85,38 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_EQ(out.quality_reason, "q");
 }
 
+// The results file leaves a failed result's timing out (no median, roof, clocks, rates): the figures a
+// passing result crosses with are compared on a passing one, which is what a clean run sends.
+TEST(Wire, APassingResultsTimingCrossesUnchanged) {
+  Result in = every_field_set();
+  in.status = Status::ok;
+  in.message.clear();
+  wire::Writer w;
+  wire::put(w, in);
+  wire::Reader r(w.bytes());
+  const Result out = wire::get_result(r);
+  EXPECT_TRUE(r.at_end());
+  ResultsFile a("a", {}), b("b", {});
+  a.add(in, 0, 1);
+  b.add(out, 0, 1);
+  const std::string written = a.to_json(true);
+  EXPECT_THAT(written, HasSubstr("\"time_median\""));
+  EXPECT_EQ(written.substr(written.find("\"benchmarks\"")),
+            b.to_json(true).substr(b.to_json(true).find("\"benchmarks\"")));
+  EXPECT_EQ(out.stats.median, in.stats.median);
+  EXPECT_EQ(out.stats.noise, in.stats.noise);
+  EXPECT_EQ(out.point.flops_per_s, in.point.flops_per_s);
+  EXPECT_EQ(out.point.roof_fraction, in.point.roof_fraction);
+  EXPECT_EQ(out.noise_at_fixed_clock, in.noise_at_fixed_clock);
+  EXPECT_EQ(out.mean_clock_mhz, in.mean_clock_mhz);
+  EXPECT_EQ(out.throttled_samples, in.throttled_samples);
+  EXPECT_EQ(out.hold_timeouts, in.hold_timeouts);
+  EXPECT_EQ(out.samples_with_mean_clock, in.samples_with_mean_clock);
+  EXPECT_EQ(out.warmup_iterations, in.warmup_iterations);
+  ASSERT_EQ(out.rates.size(), 1u);
+  EXPECT_EQ(out.rates[0].value, in.rates[0].value);
+}
+
 TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
   Plugin p;
   p.name = "p";
