@@ -70,8 +70,12 @@ void Session::save(bool complete) {
   if (!results_) return;
   try {
     results_->write(complete);
+    // A copy beside it, renamed over latest.json: replaced whole, as the run's file is (a copy in place
+    // could be read half written). The temporary is named after this run's file, which no other run has.
     const auto latest = std::filesystem::path(results_->path()).parent_path() / "latest.json";
-    std::filesystem::copy_file(results_->path(), latest, std::filesystem::copy_options::overwrite_existing);
+    const std::filesystem::path temporary = results_->path() + ".latest.tmp";
+    std::filesystem::copy_file(results_->path(), temporary, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(temporary, latest);
   } catch (const std::exception& e) {
     if (!results_lost_) std::cerr << "roofbench: cannot write results: " << e.what() << "\n";
     results_lost_ = true;

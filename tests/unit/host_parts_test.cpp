@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <limits>
 
+#include <unistd.h>
+
 #include "benchmark_set.hpp"
 #include "json_writer.hpp"
 #include "options.hpp"
@@ -335,6 +337,31 @@ TEST_F(SessionTest, ResultsThatCannotBeWrittenMakeTheRunLoseThem) {
   Session session(selection_, runner_, [] { return CachedCeilings{}; }, settings);
   session.run(4);
   EXPECT_TRUE(session.results_lost());
+}
+
+
+// latest.json is replaced by a rename, as the run's own file is: a reader (roofbench-compare on
+// latest.json, a second run in the same folder) never sees it half written. A link to the old one keeps
+// the old contents; a copy over it in place would change them under the reader.
+TEST_F(SessionTest, LatestIsReplacedWholeNotRewrittenInPlace) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("roofbench-latest-test-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  runner_.script = {passing(1), passing(2)};
+  SessionSettings settings;
+  settings.results_dir = dir.string();
+  Session session(selection_, runner_, [] { return CachedCeilings{}; }, settings);
+  session.run(4);
+  const fs::path latest = dir / "latest.json", held = dir / "held-by-a-reader.json";
+  ASSERT_TRUE(fs::exists(latest));
+  fs::create_hard_link(latest, held);
+  const auto size_before = fs::file_size(held);
+  session.run(4);
+  EXPECT_EQ(fs::file_size(held), size_before) << "latest.json was rewritten in place";
+  EXPECT_NE(fs::file_size(latest), size_before);
+  for (const auto& entry : fs::directory_iterator(dir))
+    EXPECT_EQ(entry.path().extension(), ".json") << "left behind: " << entry.path();
+  fs::remove_all(dir);
 }
 
 }  // namespace
