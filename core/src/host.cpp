@@ -382,6 +382,7 @@ int Host::run() {
   SessionSettings settings;
   settings.measure = options_.measure;
   settings.default_timeout_s = options_.isolation == Isolation::none ? 0 : options_.timeout_s.value_or(default_timeout_seconds(options_.measure));
+  settings.timeout_given = options_.timeout_s.has_value();
   if (options_.write_results) settings.results_dir = options_.results_dir;
   settings.run_name = suite ? suite->name : "run";
   settings.repetitions = repetitions_;

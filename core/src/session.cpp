@@ -97,7 +97,8 @@ Session::Outcome Session::run(std::size_t index) {
     if (results_) results_->add_not_run({b.name, "sweep ended: " + s.end_reason});
     return out;
   }
-  const double timeout = b.spec->timeout_s > 0 ? b.spec->timeout_s : settings_.default_timeout_s;
+  const double timeout =
+      b.spec->timeout_s > 0 && !settings_.timeout_given ? b.spec->timeout_s : settings_.default_timeout_s;
   Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
   const int repetition = repetition_counter_[b.name]++;
   if (r.status == Status::not_applicable) {

@@ -37,6 +37,8 @@ double sweep_throughput(const Result& r);
 struct SessionSettings {
   MeasureOptions measure;
   double default_timeout_s = 0;           // 0: none
+  // --timeout was given: it bounds every benchmark, a case's own timeout_s included (0: none at all).
+  bool timeout_given = false;
   std::optional<std::string> results_dir;  // none: no results file
   std::string run_name = "run";            // the results file is <date>-<run_name>.json
   int repetitions = 1;                     // of each benchmark (--benchmark_repetitions)

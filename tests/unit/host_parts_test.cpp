@@ -329,6 +329,22 @@ TEST_F(SessionTest, SweepsEndFailuresCountAndCeilingsAreMeasuredOnce) {
   EXPECT_FALSE(session.results_path());
 }
 
+// A case's own timeout replaces the default, not the user's --timeout: --timeout 0 (none) and a longer
+// --timeout for a slow machine hold for the gpt steps' 240 s too.
+TEST_F(SessionTest, AGivenTimeoutBoundsCasesWithTheirOwn) {
+  for (const double given : {0.0, 600.0}) {
+    runner_ = ScriptedRunner{};
+    runner_.script = {passing(1), passing(1)};
+    SessionSettings settings;
+    settings.default_timeout_s = given;
+    settings.timeout_given = true;
+    Session session(selection_, runner_, [] { return CachedCeilings{}; }, settings);
+    session.run(0);  // the sweep case, timeout_s 3
+    session.run(4);  // the plain case
+    EXPECT_EQ(runner_.timeouts, (std::vector<double>{given, given})) << "--timeout " << given;
+  }
+}
+
 TEST_F(SessionTest, ResultsThatCannotBeWrittenMakeTheRunLoseThem) {
   runner_.script = {passing(1)};
   SessionSettings settings;
