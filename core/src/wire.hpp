@@ -1,7 +1,7 @@
 // What the parent and its worker processes say to each other over pipes: length-prefixed frames whose
 // payloads are a compact binary form of the host's own types (plugin descriptions, Results, options).
 // Both ends are the same executable, so the format needs no versioning, only exactness: every field
-// of every type crosses unchanged (tests/unit/wire_test.cpp round-trips each one).
+// of every type crosses unchanged (tests/unit/host_parts_test.cpp (Wire.*) round-trips each one).
 #pragma once
 
 #include <cstdint>

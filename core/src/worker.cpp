@@ -102,9 +102,11 @@ int run_benchmarks(const std::vector<std::string>& files) {
     }
     if (!b.spec) problem = "the worker has no case " + b.plugin + "/" + case_name;
     if (ranks.empty()) problem = "the worker was given no device";
+    // Empty ceilings would put every result at 0% of roof without a word.
+    if (!ceilings) problem = "the worker could not read the ceilings it was sent";
     Result r;
     if (problem.empty()) {
-      r = measure(b, ranks, ceilings ? ceilings->ceilings : Ceilings{}, options);
+      r = measure(b, ranks, ceilings->ceilings, options);
     } else {
       r.name = b.name;
       r.plugin = b.plugin;
@@ -433,9 +435,12 @@ Result ProcessRunner::run(const RunRequest& q) {
   if (e.message.type != FrameType::result) return lost(q, Status::crashed, "crashed: the worker sent no result");
   wire::Reader in(e.message.payload);
   Result r = wire::get_result(in);
-  // A worker whose case failed may hold a broken device or leaked memory: the next benchmark gets a
-  // fresh process (and CUDA context). Passing benchmarks keep the worker, so a clean run pays one start.
-  if (r.status == Status::error || r.status == Status::out_of_memory || r.memory.leaked > 0) worker_.reset();
+  // A worker whose case failed may hold a broken device or leaked memory (a wrong kernel that failed its
+  // gate may have written past its buffers without faulting): the next benchmark gets a fresh process
+  // (and CUDA context). Passing benchmarks keep the worker, so a clean run pays one start.
+  if (r.status == Status::error || r.status == Status::gate_failed || r.status == Status::out_of_memory ||
+      r.memory.leaked > 0)
+    worker_.reset();
   return r;
 }
 

@@ -103,13 +103,14 @@ class AttentionLab final : public Case {
     fused_attention_backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx), version_);
   }
 
-  // The step's convention (training_gates.hpp): the full T x T products, backward twice the forward.
-  // Bytes: qkv, out and lse written and read back, dout read, dqkv written.
+  // A kernel's count, as the transformer plugin's: only the query-key pairs the causal kernel computes,
+  // T (T + 1) / 2 per head (the training step counts the full T x T, the MFU convention), backward twice
+  // the forward. Bytes: qkv, out and lse written and read back, dout read, dqkv written.
   Work work() const override {
     const double N = static_cast<double>(positions()), C = cfg_.channels;
-    const double T = cfg_.context;
+    const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
     Work w;
-    w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * T * T * cfg_.head_dim();
+    w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
     w.bytes = 4 * (N * 3 * C * 3 + N * C * 3 + 2.0 * static_cast<double>(stat_count()));
     w.items = N;
     w.item_name = "tokens";

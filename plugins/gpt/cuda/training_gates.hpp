@@ -53,6 +53,9 @@ inline std::vector<std::uint8_t> load_training_corpus(const Config& cfg) {
 //              + L 2 2 B heads T T hd                             attention: q k^T and p v, the FULL
 //                                                                 T x T (causal skipping not credited)
 //   backward = 2 F (two matmuls per forward matmul), so a step is 3 F.
+// Attention counts the full T x T products although the kernels compute only the causal half: the MFU
+// convention (6 x parameters + attention), which keeps the step's MFU comparable with published ones; at
+// T = 128 attention is about 4% of the count, so the step's FLOP/s reads about 2% above what runs.
 // Elementwise work (LayerNorm, GELU, softmax, AdamW) is not counted: it is bandwidth, not FLOPs.
 // Bytes: the minimum a step must move: parameters read by the forward (4P), gradients written (4P),
 // AdamW reading parameters, gradients and both moments and writing three of them back (28P), and the
