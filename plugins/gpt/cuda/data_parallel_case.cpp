@@ -9,6 +9,12 @@
 // communicator) are measured in setup with CUDA events: they are the model's inputs, not the benchmark's
 // measurement, which the host takes as for every case. Where the measured tokens/s lands between floor and
 // ceiling says how much of the all-reduce the bucketed overlap hid.
+//
+// Across nodes, on paper (never run): the same model over two nodes of k GPUs each, 2k ranks in one ring
+// whose slowest link is a 400 Gb/s fabric (scaling_model.hpp, kTwoNodeFabricBytesPerSecond):
+//   t_comm_2node = 2 (2k-1)/(2k) x gradient_bytes / 50e9
+//   floor        = 2k B T / (t_compute + t_comm_2node)    ceiling (fully overlapped) = 2k B T / t_compute
+// from the same measured t_compute and gradient bytes, as the counters predicted_two_node_*.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -22,6 +28,7 @@
 
 #include "data_parallel.hpp"
 #include "roofbench/cuda_check.hpp"
+#include "scaling_model.hpp"
 #include "training_gates.hpp"
 
 namespace roofbench::gpt::cuda {
@@ -87,8 +94,13 @@ class DataParallelTrainingStep final : public Case {
     figures.push_back({"t_compute", t_compute_});
     figures.push_back({"busbw_assumed", busbw_});
     figures.push_back({"t_comm", t_comm_});
-    figures.push_back({"predicted_floor_tokens_per_s", step_tokens() / (t_compute_ + t_comm_)});
-    figures.push_back({"linear_ceiling_tokens_per_s", step_tokens() / t_compute_});
+    const ScalingPrediction here = predict_scaling(ranks_, rank_tokens(), t_compute_, t_comm_);
+    figures.push_back({"predicted_floor_tokens_per_s", here.floor_tokens_per_s});
+    figures.push_back({"linear_ceiling_tokens_per_s", here.ceiling_tokens_per_s});
+    const ScalingPrediction two_nodes = predict_two_nodes(ranks_, rank_tokens(), t_compute_, gradient_bytes());
+    figures.push_back({"predicted_two_node_t_comm", two_nodes.t_comm});
+    figures.push_back({"predicted_two_node_tokens_per_s", two_nodes.floor_tokens_per_s});
+    figures.push_back({"predicted_two_node_ceiling_tokens_per_s", two_nodes.ceiling_tokens_per_s});
     return figures;
   }
 
@@ -125,29 +137,34 @@ class DataParallelTrainingStep final : public Case {
 
  private:
   double gradient_bytes() const { return 4.0 * static_cast<double>(parameter_count(cfg_)); }
-  double step_tokens() const { return static_cast<double>(ranks_) * cfg_.batch * cfg_.context; }
+  double rank_tokens() const { return static_cast<double>(cfg_.batch) * cfg_.context; }
 
   void predict() {
     ranks_ = trainer_->ranks();
     buckets_ = trainer_->buckets();
     t_compute_ = trainer_->time_single_rank_step(kModelWarmup, kModelRepetitions);
-    const double k = ranks_;
     if (ranks_ > 1) {
       const double t_allreduce = trainer_->time_gradient_allreduce(kModelWarmup, kModelRepetitions);
-      busbw_ = 2 * (k - 1) / k * gradient_bytes() / t_allreduce;
+      busbw_ = ring_allreduce_busbw(ranks_, gradient_bytes(), t_allreduce);
       // The model's formula, not t_allreduce itself: busbw is the figure comparable with a link's
       // bandwidth whatever k is, and the one to replace by an assumed value when predicting another k.
-      t_comm_ = 2 * (k - 1) / k * gradient_bytes() / busbw_;
+      t_comm_ = ring_allreduce_seconds(ranks_, gradient_bytes(), busbw_);
     } else {
       busbw_ = 0;  // one rank: nothing to send
       t_comm_ = 0;
     }
     trainer_->initialize(kInitSeed);  // the measurements trained rank 0 alone: replicas again
+    const ScalingPrediction here = predict_scaling(ranks_, rank_tokens(), t_compute_, t_comm_);
+    const ScalingPrediction two_nodes = predict_two_nodes(ranks_, rank_tokens(), t_compute_, gradient_bytes());
     std::cerr << "R5 k=" << ranks_ << ": t_compute " << format_gate_number(t_compute_ * 1e3) << " ms, t_comm "
               << format_gate_number(t_comm_ * 1e3) << " ms (busbw " << format_gate_number(busbw_ / 1e9)
               << " GB/s, " << format_gate_number(gradient_bytes() / 1e6) << " MB of gradients), floor "
-              << format_gate_number(step_tokens() / (t_compute_ + t_comm_)) << " tokens/s, ceiling "
-              << format_gate_number(step_tokens() / t_compute_) << " tokens/s\n";
+              << format_gate_number(here.floor_tokens_per_s) << " tokens/s, ceiling "
+              << format_gate_number(here.ceiling_tokens_per_s) << " tokens/s; on paper, two such nodes over "
+              << format_gate_number(kTwoNodeFabricBytesPerSecond * 8 / 1e9) << " Gb/s: t_comm "
+              << format_gate_number(two_nodes.t_comm * 1e3) << " ms, floor "
+              << format_gate_number(two_nodes.floor_tokens_per_s) << " tokens/s, ceiling "
+              << format_gate_number(two_nodes.ceiling_tokens_per_s) << " tokens/s\n";
   }
 
   void compare_replicas(Context& ctx, Check& result, std::ostringstream& detail) {
