@@ -169,16 +169,29 @@ def entry_median_seconds(entry):
     return real_time * scale
 
 
+def ranks_label(entry):
+    """The GPUs one run used as the host writes them (roofbench.device, 'cuda:0,1'), when they are several;
+    '' for a run on one device."""
+    label = str(_object(entry.get("roofbench")).get("device") or "")
+    return label if "," in label else ""
+
+
 def _median_or_none(values):
     values = [value for value in values if value is not None]
     return median(values) if values else None
 
 
 class Benchmark:
-    """Every run of one benchmark name on one device: one entry, or several repetitions / files."""
+    """Every run of one benchmark name on one device: one entry, or several repetitions / files.
 
-    def __init__(self, name):
-        self.name = name
+    A run on several GPUs (a data-parallel step, an all-reduce) is its own benchmark per set of GPUs:
+    k = 1 and k = 2 runs of one case measure different things, and their median would be neither. Its name
+    then ends in the GPUs, ' [cuda:0,1]'; base_name is the name the host gave it."""
+
+    def __init__(self, base_name, ranks_label=""):
+        self.base_name = base_name
+        self.ranks_label = ranks_label
+        self.name = f"{base_name} [{ranks_label}]" if ranks_label else base_name
         self.entries = []
 
     def _info(self, key, default=""):
@@ -192,15 +205,44 @@ class Benchmark:
     def plugin(self):
         return str(self._info("plugin") or self.name.split("/", 1)[0])
 
+    def _without_plugin(self, name):
+        prefix = self.plugin + "/"
+        return name[len(prefix):] if name.startswith(prefix) else name
+
     @property
     def short_name(self):
         """The name without its plugin prefix: what a table inside the plugin's section shows."""
-        prefix = self.plugin + "/"
-        return self.name[len(prefix):] if self.name.startswith(prefix) else self.name
+        return self._without_plugin(self.name)
+
+    @property
+    def base_short_name(self):
+        """short_name without the GPUs: the same for every k of a multi-GPU case."""
+        return self._without_plugin(self.base_name)
+
+    @property
+    def device_label(self):
+        """The device(s) the host ran it on, as it writes them: 'cpu', 'cuda:0', 'cuda:0,1'."""
+        return str(self._info("device"))
 
     @property
     def case(self):
-        return str(self._info("case") or self.short_name.split("/", 1)[0])
+        return str(self._info("case") or self.base_short_name.split("/", 1)[0])
+
+    @property
+    def point(self):
+        """Where the case ran: its parameters as the name gives them, and the GPUs when several
+        ('batch:64', 'cuda:0,1'); '' for a case without either."""
+        parameters = self.base_short_name[len(self.case):].lstrip("/")
+        return ", ".join(part for part in (parameters, self.ranks_label) if part)
+
+    @property
+    def rank_count(self):
+        """How many ranks (GPUs) the runs used: the GPUs roofbench.device lists, else the case's 'ranks'
+        counter, else one."""
+        if self.ranks_label:
+            return len(self.ranks_label.partition(":")[2].split(","))
+        ranks = self.counter("ranks")
+        return int(ranks) if ranks is not None and ranks >= 1 else 1
 
     @property
     def precision(self):
@@ -343,8 +385,8 @@ class DeviceResults:
     def add(self, run):
         self.files.append(run)
         for entry in run.entries:
-            name = str(entry.get("run_name") or entry["name"])
-            self.benchmarks.setdefault(name, Benchmark(name)).entries.append(entry)
+            benchmark = Benchmark(str(entry.get("run_name") or entry["name"]), ranks_label(entry))
+            self.benchmarks.setdefault(benchmark.name, benchmark).entries.append(entry)
 
     @property
     def load_failures(self):
@@ -369,7 +411,7 @@ class DeviceResults:
         groups = {}
         for benchmark in self.benchmarks.values():
             if benchmark.ladder:
-                point = benchmark.short_name[len(benchmark.case):].lstrip("/")
+                point = benchmark.point
                 title = f"{benchmark.ladder} ({point})" if point else benchmark.ladder
                 groups.setdefault(title, []).append(benchmark)
         return groups

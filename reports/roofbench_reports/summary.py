@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from .document import BulletList, Column, Document, Figure, Heading, Paragraph, Table
 from .palette import precision_order
 from .roofline import roofline_figure
+from .scaling import scaling_blocks
 from .units import format_number, format_percent, format_si, format_time
 from .waterfall import ladder_groups, waterfall_figure
 
@@ -121,6 +122,8 @@ def _add_device_section(document, device_results, figures):
         columns = BENCHMARK_COLUMNS + ([Column("facts")] if with_facts else [])
         table_rows = [benchmark_row(b) + ([_facts_text(b)] if with_facts else []) for b in benchmarks]
         document.add(Table(columns, table_rows, tag=plugin))
+        for block in scaling_blocks(benchmarks, tag=plugin):
+            document.add(block)
         noisy = [f"{b.short_name}: {b.quality_reason or 'flagged noisy by the host'}" for b in benchmarks if b.noisy]
         if noisy:
             document.add(Paragraph("Noisy (samples in two clusters, or noise far above the --noise bound): "

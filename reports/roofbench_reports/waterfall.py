@@ -48,8 +48,8 @@ class Rung:
 
     @property
     def detail(self):
-        """The rest of the short name (the parameters), shown under the case name."""
-        return self.benchmark.short_name[len(self.benchmark.case):].lstrip("/")
+        """Its parameters (and its GPUs, when several), shown under the case name."""
+        return self.benchmark.point
 
     @property
     def key(self):
