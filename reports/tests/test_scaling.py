@@ -87,6 +87,13 @@ class ScalingConfigurationsTest(unittest.TestCase):
         self.assertAlmostEqual(two.two_node_floor, 2.601e6, delta=1e3)
         self.assertAlmostEqual(two.two_node_ceiling, 3.172e6, delta=1)
 
+    def test_each_rank_count_is_its_own_waterfall_point(self):
+        device, _ = configurations(K1, K2)
+        self.assertEqual(list(device.ladders()), ["gpt-data-parallel", "gpt-data-parallel (cuda:0,1)"])
+        two = device.benchmarks["gpt/R5_data_parallel [cuda:0,1]"]
+        self.assertEqual((two.case, two.short_name, two.base_short_name, two.point),
+                         ("R5_data_parallel", "R5_data_parallel [cuda:0,1]", "R5_data_parallel", "cuda:0,1"))
+
     def test_efficiency_from_the_k1_point(self):
         _, found = configurations(K2, K1)  # the order of the files does not matter
         one, two = next(iter(found.values()))
