@@ -4,7 +4,7 @@
 # A GoogleTest executable whose tests CTest lists one by one. GPU tests skip themselves (GTEST_SKIP with
 # the reason) where no GPU is present, so they are labelled gpu but still run everywhere.
 function(roofbench_add_test NAME)
-  cmake_parse_arguments(ARG "CUDA" "" "SOURCES;LIBRARIES;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CUDA" "" "SOURCES;LIBRARIES;LABELS;PROPERTIES" ${ARGN})
   if(NOT ROOFBENCH_BUILD_TESTS)
     return()
   endif()
@@ -15,7 +15,7 @@ function(roofbench_add_test NAME)
   add_executable(${NAME} ${ARG_SOURCES})
   target_link_libraries(${NAME} PRIVATE GTest::gtest_main roofbench_warnings ${ARG_LIBRARIES})
   include(GoogleTest)
-  gtest_discover_tests(${NAME} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 120)
+  gtest_discover_tests(${NAME} PROPERTIES LABELS "${ARG_LABELS}" ${ARG_PROPERTIES} DISCOVERY_TIMEOUT 120)
 endfunction()
 
 # roofbench_add_cuda_kernels(NAME SOURCES a.cu ... TEST test.cpp)

@@ -1,7 +1,8 @@
 // Process isolation on a real GPU (label gpu; skips without one): an illegal memory access, a
 // cudaDeviceReset() in run(), a cudaDeviceSynchronize() inside a graph-captured run, a kernel that never
 // ends and a case leaking 10 GiB per benchmark each cost only their own benchmark; the one after each
-// passes its gate. Run alone: ctest -L gpu -R GpuIsolation --output-on-failure (or the binary).
+// passes its gate. A CUDA plugin built for another GPU generation is refused in one line. Run alone:
+// ctest -L gpu -R GpuIsolation --output-on-failure (or the binary).
 #include <cuda_runtime.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -53,6 +54,24 @@ TEST_F(GpuIsolation, EachWreckCostsOnlyItsBenchmark) {
     EXPECT_TRUE(b.keys.count("leaked_mem")) << b.name;
   }
   EXPECT_EQ(leaks, 16);
+}
+
+TEST_F(GpuIsolation, PluginBuiltForAnotherArchitectureIsRefusedInOneLine) {
+  cudaDeviceProp properties{};
+  ASSERT_EQ(cudaGetDeviceProperties(&properties, 0), cudaSuccess);
+  if (properties.major == 8) GTEST_SKIP() << "this sm_8x device can run the sm_80 plugin";
+  const auto run = roofbench({"--device", "cuda:0", "--plugin-dir", ROOFBENCH_TEST_OTHER_ARCHITECTURE_PLUGINS,
+                              "--benchmark_filter=^scale_cuda/scale/n:1024/"});
+  const std::string expected = "plugin scale_cuda has no code for cuda:0 (" + std::string(properties.name) + ", sm_" +
+                               std::to_string(properties.major * 10 + properties.minor) + "): built for sm_80";
+  EXPECT_THAT(run.output(), HasSubstr(expected)) << run;
+  std::cout << run.output();
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  const BenchmarkEntry* b = results->find("scale_cuda/scale/n:1024");
+  ASSERT_TRUE(b) << run;
+  EXPECT_EQ(b->status, "not_applicable") << b->error_message;
+  EXPECT_THAT(b->error_message, HasSubstr(expected));
 }
 
 }  // namespace
