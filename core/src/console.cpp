@@ -392,12 +392,17 @@ std::unique_ptr<benchmark::BenchmarkReporter> Console::make_reporter(std::ostrea
   return reporter;
 }
 
-void Console::print_context(std::ostream& out, const std::string& host_line) const {
+void Console::print_context(std::ostream& out, const std::string& host_line) {
   for (const auto& line : preamble_) out << line << "\n";
-  out << host_line << "\n" << table_header(table_) << "\n";
+  out << host_line << "\n";
+  header_pending_ = true;
 }
 
 void Console::print_runs_of(std::ostream& out, const std::string& benchmark, bool aggregate) {
+  if (header_pending_) {
+    out << table_header(table_) << "\n";
+    header_pending_ = false;
+  }
   auto& queue = unprinted_[benchmark];
   if (aggregate) {
     queue.clear();  // --benchmark_display_aggregates_only: the repetitions' own lines are not wanted

@@ -130,13 +130,16 @@ class Console {
 
  private:
   friend class TableReporter;
-  void print_context(std::ostream& out, const std::string& host_line) const;
+  void print_context(std::ostream& out, const std::string& host_line);
   void print_runs_of(std::ostream& out, const std::string& benchmark, bool aggregate);
 
   TableSettings table_;
   std::vector<std::string> preamble_;
   int repetitions_ = 1;
   bool displaying_ = false;  // a reporter prints the table
+  // The header waits for the first row: the worker's one-off lines (measuring the device's ceilings) come
+  // between the context and the first result, and would otherwise split the header from its rows.
+  bool header_pending_ = false;
   RunTally tally_;
   std::map<std::string, std::deque<Session::Outcome>> unprinted_;
   std::map<std::string, std::vector<Result>> passed_by_name_;  // for the repetitions line

@@ -67,7 +67,7 @@ TEST_F(Console, OneLinePerBenchmarkAndASummary) {
   EXPECT_THAT(lines_of(run.out), Contains(MatchesRegex("benchmark +time +rate +roof +bound +gate +noise"))) << run;
 
   const std::string passes = line_of(run.out, "mixed/passes/n:1024");
-  EXPECT_THAT(passes, MatchesRegex(R"(mixed/passes/n:1024 +[0-9.]+ (ns|us|ms) +[0-9.]+ (k |M |G )?elements/s +[0-9.]+% +memory +pass +[0-9.]+%( +NOISY)?)"))
+  EXPECT_THAT(passes, MatchesRegex(R"(mixed/passes/n:1024 +[0-9.]+ (ns|us|ms) +[0-9.]+ (k |M |G )?elements/s +[0-9.]+% +memory +pass +[0-9.]+%( +data in cache,?)?( +NOISY)?)"))
       << run;
   EXPECT_LE(passes.size(), 110u);
   EXPECT_THAT(line_of(run.out, "mixed/gate_fails/n:1024"),
