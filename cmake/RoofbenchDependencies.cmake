@@ -67,6 +67,12 @@ endif()
 # load from the same folder (no LD_LIBRARY_PATH needed, and one set there would win over $ORIGIN).
 set(ROOFBENCH_CUDNN_ROOT "" CACHE PATH "A cuDNN to use instead of the one in the search paths (folder with include/ and lib/)")
 if(ROOFBENCH_HAVE_CUDA)
+  # The cached cuDNN paths belong to the root they were found under: a changed (or removed) root finds again.
+  if(NOT "${ROOFBENCH_CUDNN_ROOT}" STREQUAL "${_ROOFBENCH_CUDNN_ROOT_FOUND}")
+    unset(ROOFBENCH_CUDNN_INCLUDE_DIR CACHE)
+    unset(ROOFBENCH_CUDNN_LIBRARY CACHE)
+    set(_ROOFBENCH_CUDNN_ROOT_FOUND "${ROOFBENCH_CUDNN_ROOT}" CACHE INTERNAL "the ROOFBENCH_CUDNN_ROOT of the cached cuDNN paths")
+  endif()
   set(roofbench_cuda_hints ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_TARGET_DIR} /usr/local/cuda)
   foreach(lib IN ITEMS cudnn nccl)
     string(TOUPPER ${lib} LIB)
@@ -76,8 +82,7 @@ if(ROOFBENCH_HAVE_CUDA)
                    PATH_SUFFIXES lib64 lib NO_DEFAULT_PATH)
       if(NOT ROOFBENCH_CUDNN_INCLUDE_DIR OR NOT ROOFBENCH_CUDNN_LIBRARY)
         message(FATAL_ERROR "ROOFBENCH_CUDNN_ROOT=${ROOFBENCH_CUDNN_ROOT} has no include/cudnn.h or lib/libcudnn.so[.9] "
-                            "(found '${ROOFBENCH_CUDNN_INCLUDE_DIR}', '${ROOFBENCH_CUDNN_LIBRARY}'; a cache from "
-                            "another root keeps its paths: configure a fresh build folder)")
+                            "(found '${ROOFBENCH_CUDNN_INCLUDE_DIR}', '${ROOFBENCH_CUDNN_LIBRARY}')")
       endif()
     endif()
     find_path(ROOFBENCH_${LIB}_INCLUDE_DIR ${lib}.h HINTS ${roofbench_cuda_hints} PATH_SUFFIXES include)
