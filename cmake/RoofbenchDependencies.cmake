@@ -60,10 +60,31 @@ else()
 endif()
 
 # cuDNN and NCCL live under the toolkit on one machine and in the system paths on another.
+# ROOFBENCH_CUDNN_ROOT names another cuDNN (a folder with include/ and lib/ or lib64/, such as the one a
+# PyTorch wheel bundles) to build and run against instead: searched alone, its libcudnn.so.9 taken when
+# the folder has no unversioned libcudnn.so, and its lib folder put in the cuDNN users' RPATH. The
+# dispatcher libcudnn.so.9 dlopens its sub-libraries by soname and carries RUNPATH $ORIGIN, so they
+# load from the same folder (no LD_LIBRARY_PATH needed, and one set there would win over $ORIGIN).
+set(ROOFBENCH_CUDNN_ROOT "" CACHE PATH "A cuDNN to use instead of the one in the search paths (folder with include/ and lib/)")
 if(ROOFBENCH_HAVE_CUDA)
+  # The cached cuDNN paths belong to the root they were found under: a changed (or removed) root finds again.
+  if(NOT "${ROOFBENCH_CUDNN_ROOT}" STREQUAL "${_ROOFBENCH_CUDNN_ROOT_FOUND}")
+    unset(ROOFBENCH_CUDNN_INCLUDE_DIR CACHE)
+    unset(ROOFBENCH_CUDNN_LIBRARY CACHE)
+    set(_ROOFBENCH_CUDNN_ROOT_FOUND "${ROOFBENCH_CUDNN_ROOT}" CACHE INTERNAL "the ROOFBENCH_CUDNN_ROOT of the cached cuDNN paths")
+  endif()
   set(roofbench_cuda_hints ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_TARGET_DIR} /usr/local/cuda)
   foreach(lib IN ITEMS cudnn nccl)
     string(TOUPPER ${lib} LIB)
+    if(lib STREQUAL "cudnn" AND ROOFBENCH_CUDNN_ROOT)
+      find_path(ROOFBENCH_CUDNN_INCLUDE_DIR cudnn.h PATHS ${ROOFBENCH_CUDNN_ROOT} PATH_SUFFIXES include NO_DEFAULT_PATH)
+      find_library(ROOFBENCH_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 PATHS ${ROOFBENCH_CUDNN_ROOT}
+                   PATH_SUFFIXES lib64 lib NO_DEFAULT_PATH)
+      if(NOT ROOFBENCH_CUDNN_INCLUDE_DIR OR NOT ROOFBENCH_CUDNN_LIBRARY)
+        message(FATAL_ERROR "ROOFBENCH_CUDNN_ROOT=${ROOFBENCH_CUDNN_ROOT} has no include/cudnn.h or lib/libcudnn.so[.9] "
+                            "(found '${ROOFBENCH_CUDNN_INCLUDE_DIR}', '${ROOFBENCH_CUDNN_LIBRARY}')")
+      endif()
+    endif()
     find_path(ROOFBENCH_${LIB}_INCLUDE_DIR ${lib}.h HINTS ${roofbench_cuda_hints} PATH_SUFFIXES include)
     find_library(ROOFBENCH_${LIB}_LIBRARY ${lib} HINTS ${roofbench_cuda_hints} PATH_SUFFIXES lib64 lib)
     if(ROOFBENCH_${LIB}_INCLUDE_DIR AND ROOFBENCH_${LIB}_LIBRARY)
@@ -71,11 +92,17 @@ if(ROOFBENCH_HAVE_CUDA)
       target_include_directories(roofbench::${lib} INTERFACE ${ROOFBENCH_${LIB}_INCLUDE_DIR})
       target_link_libraries(roofbench::${lib} INTERFACE ${ROOFBENCH_${LIB}_LIBRARY})
       set(ROOFBENCH_HAVE_${LIB} ON)
+      message(STATUS "roofbench: ${lib} ${ROOFBENCH_${LIB}_LIBRARY}, headers in ${ROOFBENCH_${LIB}_INCLUDE_DIR}")
     else()
       set(ROOFBENCH_HAVE_${LIB} OFF)
       roofbench_left_out("${lib} parts" "${lib}.h or lib${lib} not found")
     endif()
   endforeach()
+  if(ROOFBENCH_CUDNN_ROOT AND ROOFBENCH_HAVE_CUDNN)
+    # The build tree's RPATH gets the folder of a library linked by full path; the installed plugins need it
+    # too, or they would load the system's cuDNN.
+    set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
+  endif()
   if(NOT TARGET CUDA::cupti)
     roofbench_left_out("CUPTI profiling" "CUDA::cupti not found")
   endif()

@@ -11,6 +11,8 @@
 #   and "profile": Nsight Compute's per-kernel summary of each ';'-separated filter in PROFILE
 #   (PROFILE_SKIP kernels skipped first, then PROFILE_COUNT profiled)
 #   BENCH_ARGS="--max-time 2"     extra arguments for every roofbench run
+#   CUDNN_ROOT=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn   build and run conv and transformer
+#                                 against that cuDNN (include/, lib/) instead of the system's (-DROOFBENCH_CUDNN_ROOT)
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
@@ -24,12 +26,21 @@ CTEST_ARGS="${CTEST_ARGS:--L gpu}"
 build="${BUILD_DIR:-/tmp/roofbench-build}"
 mkdir -p "$OUT" "$OUT/extra"
 export NCCL_NVLS_ENABLE=0 ROOFBENCH_CACHE_DIR="$OUT/extra/cache"
+cudnn_option=()
+if [ -n "${CUDNN_ROOT:-}" ]; then
+  cudnn_option=(-DROOFBENCH_CUDNN_ROOT="$CUDNN_ROOT")
+  # The plugins' RUNPATH finds $CUDNN_ROOT/lib/libcudnn.so.9, whose own RUNPATH ($ORIGIN) finds its
+  # sub-libraries; an LD_LIBRARY_PATH inherited from the machine would win over both, so it is led by that folder.
+  for d in "$CUDNN_ROOT/lib" "$CUDNN_ROOT/lib64"; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  done
+fi
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/session.log"; }
 
 log "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1)"
 if [[ " $STEPS " == *" build "* ]]; then
   log "configure + build"
-  { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DROOFBENCH_WERROR=ON &&
+  { cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DROOFBENCH_WERROR=ON "${cudnn_option[@]}" &&
     cmake --build "$build" -j "$(nproc)" -- -k 0; } > "$OUT/build.log" 2>&1
   rc=$?; log "build rc=$rc"
   grep -E "roofbench: |error" "$OUT/build.log" | head -40 | tee -a "$OUT/session.log"

@@ -118,6 +118,13 @@ def ratio(a, b):
     return None if a is None or b is None else a / b
 
 
+def cudnn_text(version):
+    """torch.backends.cudnn.version()'s 91900 as "9.19.0" (major * 10000 + minor * 100 + patch since cuDNN 9)."""
+    if not isinstance(version, int):
+        return str(version)
+    return f"{version // 10000}.{version // 100 % 100}.{version % 100}" if version >= 90000 else str(version)
+
+
 def print_comparison(torch_results, figures):
     def rb(layer, n, impl="cudnn"):
         return figures.get(f"conv_bf16/layer:{layer}/pass:fwd/layout:nhwc/impl:{impl}/n:{n}")
@@ -125,6 +132,11 @@ def print_comparison(torch_results, figures):
     def tflops(b):
         return None if b is None else b["FLOP/s"] / 1e12
 
+    print(f"PyTorch {torch_results.get('torch', '?')} with cuDNN {cudnn_text(torch_results.get('cudnn'))} on "
+          f"{torch_results.get('device', '?')}; roofbench ran "
+          + (", ".join(sorted({b.get("roofbench", {}).get("facts", {}).get("implementation", "?")
+                               for k, b in figures.items() if "impl:cudnn" in k})) or "no cuDNN case"))
+    print()
     print("| layer | N=32 roofbench | N=32 PyTorch | ratio | N=256 roofbench | N=256 PyTorch | ratio | cuDNN algorithm (N=256) "
           "| hand-written N=256 | hand / cuDNN |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -194,6 +206,7 @@ def main():
     else:
         json.dump(torch_results, sys.stdout, indent=1)
         print()
+        print(f"PyTorch {torch_results.get('torch', '?')} with cuDNN {cudnn_text(torch_results.get('cudnn'))}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "algorithm_timing.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
@@ -82,7 +83,7 @@ double Convolution::pass_bytes() const {
 std::size_t Convolution::workspace_bytes() const {
   std::size_t most = 0;
   for (const auto& choice : choices_)
-    if (choice) most = std::max(most, choice->workspace_bytes);
+    if (choice) most = std::max(most, choice->chosen.workspace_bytes);
   return most;
 }
 
@@ -172,68 +173,77 @@ void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::
     const std::string what = layer_.name + " " + to_string(pass) + " " + format_.name + " " + to_string(layout_) +
                              " at N=" + std::to_string(shape_.n);
     int returned = 0;
-    AlgorithmChoice choice;
-    auto pick = [&](const auto& results) {
+    auto usable = [&](const auto& results) {
       using Perf = typename std::decay_t<decltype(results)>::value_type;
-      return pick_algorithm(std::span<const Perf>(results.data(), std::size_t(returned)), format_.fma_only, what,
+      return usable_results(std::span<const Perf>(results.data(), std::size_t(returned)), format_.fma_only, what,
                             workspace_bytes);
     };
-    // Find twice and keep the second answer. On the H200 a single Find timed each candidate 100-250 us
-    // slow (0.254 ms for a 7.5 us kernel at N=32), about what loading a kernel's module at its first
-    // launch costs (CUDA loads modules lazily), and so picked kernels without tensor cores at small N.
-    for (int round = 0; round < (find ? 2 : 1); ++round) {
-      switch (pass) {
-        case Pass::fwd: {
-          std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-          if (find)
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionForwardAlgorithmEx(
-                handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
-                results.data(), workspace, workspace_bytes));
-          else
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
-                cudnnGetConvolutionForwardAlgorithm_v7(handle, x_desc_.get(), w_desc_.get(), desc, y_desc_.get(),
-                                                       int(results.size()), &returned, results.data()));
-          choice = pick(results);
-          break;
-        }
-        case Pass::bwd_data: {
-          std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-          if (find)
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardDataAlgorithmEx(
-                handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
-                results.data(), workspace, workspace_bytes));
-          else
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
-                cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, w_desc_.get(), y_desc_.get(), desc, x_desc_.get(),
-                                                            int(results.size()), &returned, results.data()));
-          choice = pick(results);
-          break;
-        }
-        case Pass::bwd_filter: {
-          std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-          if (find)
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
-                results.data(), workspace, workspace_bytes));
-          else
-            ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(
-                cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, x_desc_.get(), y_desc_.get(), desc, w_desc_.get(),
-                                                              int(results.size()), &returned, results.data()));
-          choice = pick(results);
-          break;
-        }
+    SearchResults found;
+    switch (pass) {
+      case Pass::fwd: {
+        std::vector<cudnnConvolutionFwdAlgoPerf_t> results(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+        if (find)
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionForwardAlgorithmEx(
+              handle, x_desc_.get(), x_, w_desc_.get(), w_, desc, y_desc_.get(), y_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnGetConvolutionForwardAlgorithm_v7(
+              handle, x_desc_.get(), w_desc_.get(), desc, y_desc_.get(), int(results.size()), &returned, results.data()));
+        found = usable(results);
+        break;
+      }
+      case Pass::bwd_data: {
+        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+        if (find)
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              handle, w_desc_.get(), w_, y_desc_.get(), dy_, desc, x_desc_.get(), dx_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              handle, w_desc_.get(), y_desc_.get(), desc, x_desc_.get(), int(results.size()), &returned, results.data()));
+        found = usable(results);
+        break;
+      }
+      case Pass::bwd_filter: {
+        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+        if (find)
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              handle, x_desc_.get(), x_, y_desc_.get(), dy_, desc, w_desc_.get(), dw_, int(results.size()), &returned,
+              results.data(), workspace, workspace_bytes));
+        else
+          ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+              handle, x_desc_.get(), y_desc_.get(), desc, w_desc_.get(), int(results.size()), &returned, results.data()));
+        found = usable(results);
+        break;
       }
     }
-    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(desc, choice.math));
+    AlgorithmChoice choice = find ? time_candidates(pass, handle, workspace, workspace_bytes, found) : choose_first(found);
+    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(desc, choice.chosen.math));
     choices_[std::size_t(pass)] = std::move(choice);
   }
+}
+
+AlgorithmChoice Convolution::time_candidates(Pass pass, cudnnHandle_t handle, void* workspace,
+                                             std::size_t workspace_bytes, const SearchResults& found) const {
+  cudaStream_t stream = nullptr;
+  ROOFBENCH_CUDNN(cudnnGetStream(handle, &stream));
+  const TimingPlan plan;
+  std::vector<CandidateTiming> timings;
+  double best = std::numeric_limits<double>::infinity();
+  for (const Candidate& candidate : found.candidates) {
+    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), candidate.math));
+    timings.push_back(time_launches(
+        stream, [&] { enqueue_algorithm(pass, candidate.algorithm, handle, workspace, workspace_bytes); }, plan, best));
+    if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
+  }
+  return choose_timed(found, timings, plan.groups);
 }
 
 void Convolution::copy_algorithms(const Convolution& same_shape) {
   for (const Pass pass : passes_) {
     const auto& choice = same_shape.choices_[std::size_t(pass)];
     if (!choice) throw Error("conv: " + layer_.name + " has no " + to_string(pass) + " algorithm to copy");
-    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), choice->math));
+    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), choice->chosen.math));
     choices_[std::size_t(pass)] = choice;
   }
 }
@@ -247,22 +257,27 @@ void Convolution::enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std:
   }
   const auto& choice = choices_[std::size_t(pass)];
   if (!choice) throw Error("conv: " + layer_.name + " " + to_string(pass) + " run before its algorithm was chosen");
+  enqueue_algorithm(pass, choice->chosen.algorithm, handle, workspace, workspace_bytes);
+}
+
+void Convolution::enqueue_algorithm(Pass pass, int algorithm, cudnnHandle_t handle, void* workspace,
+                                    std::size_t workspace_bytes) const {
   const cudnnConvolutionDescriptor_t desc = conv_desc_[std::size_t(pass)].get();
   const float one = 1.0f, zero = 0.0f;  // float scalars for float, half and bf16 data alike
   switch (pass) {
     case Pass::fwd:
       ROOFBENCH_CUDNN(cudnnConvolutionForward(handle, &one, x_desc_.get(), x_, w_desc_.get(), w_, desc,
-                                              cudnnConvolutionFwdAlgo_t(choice->algorithm), workspace,
-                                              workspace_bytes, &zero, y_desc_.get(), y_));
+                                              cudnnConvolutionFwdAlgo_t(algorithm), workspace, workspace_bytes, &zero,
+                                              y_desc_.get(), y_));
       break;
     case Pass::bwd_data:
       ROOFBENCH_CUDNN(cudnnConvolutionBackwardData(handle, &one, w_desc_.get(), w_, y_desc_.get(), dy_, desc,
-                                                   cudnnConvolutionBwdDataAlgo_t(choice->algorithm), workspace,
+                                                   cudnnConvolutionBwdDataAlgo_t(algorithm), workspace,
                                                    workspace_bytes, &zero, x_desc_.get(), dx_));
       break;
     case Pass::bwd_filter:
       ROOFBENCH_CUDNN(cudnnConvolutionBackwardFilter(handle, &one, x_desc_.get(), x_, y_desc_.get(), dy_, desc,
-                                                     cudnnConvolutionBwdFilterAlgo_t(choice->algorithm), workspace,
+                                                     cudnnConvolutionBwdFilterAlgo_t(algorithm), workspace,
                                                      workspace_bytes, &zero, w_desc_.get(), dw_));
       break;
   }

@@ -66,8 +66,9 @@ class Convolution {
   void allocate(Context& ctx);
   // The largest workspace any algorithm of any pass asks for, at most `cap`: what the search is given.
   std::size_t search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const;
-  // cudnnFind*AlgorithmEx (or the _v7 heuristics) for every pass on this convolution's own tensors, with
-  // `workspace`.
+  // For every pass: cudnnFind*AlgorithmEx on this convolution's own tensors with `workspace`, then our
+  // own timing of every qualifying result it returned (algorithm_timing.hpp), the fastest taken; or, for
+  // AlgorithmSearch::heuristic, the _v7 heuristics' first qualifying result, untimed.
   void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, AlgorithmSearch search);
   // Takes another convolution's choices (same layer and format): the network searches each shape once.
   void copy_algorithms(const Convolution& same_shape);
@@ -88,6 +89,11 @@ class Convolution {
   void* filter() const { return w_; }    // for tests that corrupt it
 
  private:
+  void enqueue_algorithm(Pass pass, int algorithm, cudnnHandle_t handle, void* workspace,
+                         std::size_t workspace_bytes) const;
+  AlgorithmChoice time_candidates(Pass pass, cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes,
+                                  const SearchResults& found) const;
+
   const Layer& layer_;
   kernels::ConvShape shape_;
   const DataFormat& format_;

@@ -1,9 +1,15 @@
 #include "cudnn_support.hpp"
 
 #include <cuda_runtime_api.h>
+#include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <set>
+
+#include "algorithm_timing.hpp"
 
 namespace roofbench::conv {
 
@@ -43,6 +49,35 @@ const char* search_call(AlgorithmSearch search, int pass) {
 std::string cudnn_version() {
   const std::size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since 9.0
   return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+std::string cudnn_header_version() {
+  return std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) + "." + std::to_string(CUDNN_PATCHLEVEL);
+}
+
+std::string describe_cudnn_libraries(const std::vector<std::string>& loaded_paths) {
+  std::map<std::string, std::set<std::string>> by_folder;
+  for (const std::string& path : loaded_paths) {
+    const std::filesystem::path p(path);
+    if (p.filename().string().starts_with("libcudnn")) by_folder[p.parent_path().string()].insert(p.filename().string());
+  }
+  std::string text;
+  for (const auto& [folder, names] : by_folder) {
+    text += (text.empty() ? "" : "; ") + folder + ":";
+    for (const std::string& name : names) text += " " + name;
+  }
+  return text.empty() ? "no libcudnn loaded" : text;
+}
+
+std::string cudnn_loaded_from() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        if (info->dlpi_name && info->dlpi_name[0]) static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &paths);
+  return describe_cudnn_libraries(paths);
 }
 
 const char* algorithm_name(cudnnConvolutionFwdAlgo_t algo) {
@@ -92,6 +127,33 @@ const char* math_type_name(cudnnMathType_t math) {
     case CUDNN_FMA_MATH: return "FMA_MATH";
     default: return "UNKNOWN_MATH";
   }
+}
+
+AlgorithmChoice choose_first(const SearchResults& search) {
+  const Candidate& first = search.candidates.front();
+  return {first, first.label(), 0, "first qualifying result; search results: " + search.text};
+}
+
+AlgorithmChoice choose_timed(const SearchResults& search, std::span<const CandidateTiming> timings, int groups) {
+  if (timings.size() != search.candidates.size())
+    throw Error("conv: " + std::to_string(timings.size()) + " timings for " + std::to_string(search.candidates.size()) +
+                " algorithm candidates");
+  const std::size_t best = fastest(timings);
+  int most_launches = 0;
+  bool all_graph = true;
+  std::string timed;
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    most_launches = std::max(most_launches, timings[i].launches_per_group);
+    if (!timings[i].skipped) all_graph = all_graph && timings[i].graph;
+    timed += (i ? ", " : "") + search.candidates[i].label() + " " + timings[i].text();
+  }
+  const Candidate& chosen = search.candidates[best];
+  const std::string first = search.candidates.front().label();
+  std::string text = "timed per launch (median of " + std::to_string(groups) + " groups of up to " +
+                     std::to_string(most_launches) + " launches, " + (all_graph ? "CUDA graph" : "some launched one by one") +
+                     "): " + timed + "; chose " + chosen.label() + ", cuDNN's search ranked " +
+                     (best == 0 ? "it" : first) + " first; search results: " + search.text;
+  return {chosen, first, timings[best].per_launch_ms, std::move(text)};
 }
 
 }  // namespace roofbench::conv

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -13,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "algorithm_timing.hpp"
 #include "cases.hpp"
 #include "layers.hpp"
 #include "roofbench/case_support/cuda_test_context.hpp"
@@ -145,21 +148,33 @@ cudnnConvolutionFwdAlgoPerf_t result(cudnnConvolutionFwdAlgo_t algo, cudnnStatus
   return r;
 }
 
-TEST(ConvSearch, TakesTheFastestSuccessfulResult) {
+TEST(ConvSearch, KeepsTheQualifyingResultsInCudnnsOrder) {
   const std::vector<cudnnConvolutionFwdAlgoPerf_t> results = {
       result(CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_STATUS_NOT_SUPPORTED, CUDNN_DEFAULT_MATH, -1),
       result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.5f),
       result(CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_FMA_MATH, 0.9f),
   };
   const std::span<const cudnnConvolutionFwdAlgoPerf_t> all(results);
-  const AlgorithmChoice fast = pick_algorithm(all, false, "test");
-  EXPECT_EQ(fast.name, "IMPLICIT_PRECOMP_GEMM");
-  EXPECT_EQ(fast.math, CUDNN_TENSOR_OP_MATH);
-  EXPECT_EQ(fast.workspace_bytes, 1024u);
-  EXPECT_NE(fast.search_results.find("FFT/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED; IMPLICIT_PRECOMP_GEMM"),
-            std::string::npos) << fast.search_results;
-  // Pedantic fp32 skips the tensor-op result.
-  EXPECT_EQ(pick_algorithm(all, true, "test").name, "GEMM");
+  const SearchResults found = usable_results(all, false, "test");
+  ASSERT_EQ(found.candidates.size(), 2u);
+  EXPECT_EQ(found.candidates[0].label(), "IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH");
+  EXPECT_EQ(found.candidates[0].workspace_bytes, 1024u);
+  EXPECT_FLOAT_EQ(found.candidates[1].search_ms, 0.9f);
+  EXPECT_NE(found.text.find("FFT/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED; IMPLICIT_PRECOMP_GEMM"), std::string::npos)
+      << found.text;
+  const AlgorithmChoice first = choose_first(found);
+  EXPECT_EQ(first.chosen.name, "IMPLICIT_PRECOMP_GEMM");
+  EXPECT_EQ(first.chosen.math, CUDNN_TENSOR_OP_MATH);
+  EXPECT_EQ(first.timed_ms, 0);
+  // Pedantic fp32 skips the tensor-op result; a workspace cap skips results that need more.
+  EXPECT_EQ(choose_first(usable_results(all, true, "test")).chosen.name, "GEMM");
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> large = results;
+  large[1].memory = std::size_t{1} << 20;
+  const SearchResults capped = usable_results(std::span<const cudnnConvolutionFwdAlgoPerf_t>(large), false, "test", 4096);
+  ASSERT_EQ(capped.candidates.size(), 1u);
+  EXPECT_EQ(capped.candidates[0].name, "GEMM");
+  EXPECT_NE(capped.text.find("IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH 0.500000 ms (1048576 B) too much workspace"),
+            std::string::npos) << capped.text;
 }
 
 TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
@@ -168,7 +183,7 @@ TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
       result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.5f),
   };
   try {
-    pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results), true, "layer X");
+    usable_results(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results), true, "layer X");
     FAIL() << "expected NotApplicable";
   } catch (const NotApplicable& e) {
     const std::string message = e.what();
@@ -176,7 +191,102 @@ TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
     EXPECT_NE(message.find("WINOGRAD/DEFAULT_MATH CUDNN_STATUS_NOT_SUPPORTED"), std::string::npos) << message;
     EXPECT_NE(message.find("IMPLICIT_GEMM/TENSOR_OP_MATH 0.500000 ms (1024 B) not FMA math"), std::string::npos) << message;
   }
-  EXPECT_THROW(pick_algorithm(std::span<const cudnnConvolutionFwdAlgoPerf_t>(), false, "empty"), NotApplicable);
+  EXPECT_THROW(usable_results(std::span<const cudnnConvolutionFwdAlgoPerf_t>(), false, "empty"), NotApplicable);
+}
+
+// ---- our timing of the candidates (CPU: the arithmetic and the choice) ----
+
+CandidateTiming timed(double per_launch_ms, int launches = 50) {
+  CandidateTiming t;
+  t.one_launch_ms = per_launch_ms * 2;
+  t.per_launch_ms = per_launch_ms;
+  t.launches_per_group = launches;
+  t.groups = 5;
+  t.graph = true;
+  return t;
+}
+
+CandidateTiming skipped(double one_launch_ms) {
+  CandidateTiming t;
+  t.one_launch_ms = one_launch_ms;
+  t.skipped = true;
+  return t;
+}
+
+TEST(ConvTiming, GroupsAreSizedFromOneLaunch) {
+  const TimingPlan plan;
+  EXPECT_EQ(plan.launches_per_group(0.010), 50);  // a 10 us kernel: capped
+  EXPECT_EQ(plan.launches_per_group(0.1), 10);
+  EXPECT_EQ(plan.launches_per_group(0.3), 4);
+  EXPECT_EQ(plan.launches_per_group(5.0), 1);  // longer than a group: one launch
+  EXPECT_EQ(plan.launches_per_group(0), 50);   // an unmeasurably short launch
+}
+
+TEST(ConvTiming, OnlyClearlySlowerCandidatesAreSkipped) {
+  const TimingPlan plan;
+  const double none = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(plan.skip(100.0, none));  // the first candidate is always timed
+  EXPECT_TRUE(plan.skip(5.0, 1.0));
+  EXPECT_FALSE(plan.skip(3.9, 1.0));
+  // An overhead-bound single launch of a short kernel (0.15 ms for a 0.02 ms best) is timed, not skipped.
+  EXPECT_FALSE(plan.skip(0.12, 0.02));
+  EXPECT_TRUE(plan.skip(0.2, 0.02));
+}
+
+TEST(ConvTiming, MedianOfGroups) {
+  std::vector<double> odd{3, 1, 2, 100, 0.5};
+  EXPECT_DOUBLE_EQ(median(odd), 2);
+  std::vector<double> even{4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(median(even), 2.5);
+  std::vector<double> none;
+  EXPECT_TRUE(std::isnan(median(none)));
+}
+
+TEST(ConvTiming, FastestTimedCandidateWinsAndTiesKeepCudnnsOrder) {
+  const std::vector<CandidateTiming> timings{timed(0.018), skipped(2.0), timed(0.010), timed(0.010)};
+  EXPECT_EQ(fastest(timings), 2u);
+  EXPECT_EQ(fastest(std::vector<CandidateTiming>{skipped(0.1), timed(0.5)}), 1u);
+  EXPECT_THROW(fastest(std::vector<CandidateTiming>{skipped(0.1)}), Error);
+  EXPECT_THROW(fastest(std::vector<CandidateTiming>{}), Error);
+}
+
+TEST(ConvTiming, TheChoiceSaysWhatCudnnRankedFirstAndWhatWasTimed) {
+  // conv2_1x1_64 at N=32 on the H200 as Find ranked it: the kernel without tensor cores first.
+  const std::vector<cudnnConvolutionFwdAlgoPerf_t> results = {
+      result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_DEFAULT_MATH, 0.12f),
+      result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.19f),
+      result(CUDNN_CONVOLUTION_FWD_ALGO_FFT, CUDNN_STATUS_SUCCESS, CUDNN_DEFAULT_MATH, 0.9f),
+  };
+  const SearchResults found = usable_results(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results), false, "x");
+  const std::vector<CandidateTiming> timings{timed(0.0182), timed(0.00751), skipped(0.9)};
+  const AlgorithmChoice choice = choose_timed(found, timings, 5);
+  EXPECT_EQ(choice.chosen.label(), "IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH");
+  EXPECT_EQ(choice.search_first, "IMPLICIT_GEMM/DEFAULT_MATH");
+  EXPECT_DOUBLE_EQ(choice.timed_ms, 0.00751);
+  EXPECT_EQ(choice.search_results,
+            "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): IMPLICIT_GEMM/DEFAULT_MATH "
+            "0.0182 ms, IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH 0.00751 ms, FFT/DEFAULT_MATH skipped (one launch 0.9 ms); "
+            "chose IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH, cuDNN's search ranked IMPLICIT_GEMM/DEFAULT_MATH first; "
+            "search results: " +
+                found.text);
+  // When our timing agrees with cuDNN, the text says so; a candidate launched one by one is named.
+  std::vector<CandidateTiming> agree{timed(0.005), timed(0.009), timed(0.02)};
+  agree[1].graph = false;
+  const AlgorithmChoice same = choose_timed(found, agree, 5);
+  EXPECT_EQ(same.chosen.name, "IMPLICIT_GEMM");
+  EXPECT_NE(same.search_results.find("some launched one by one"), std::string::npos) << same.search_results;
+  EXPECT_NE(same.search_results.find("chose IMPLICIT_GEMM/DEFAULT_MATH, cuDNN's search ranked it first"),
+            std::string::npos) << same.search_results;
+  EXPECT_THROW(choose_timed(found, std::vector<CandidateTiming>{timed(1)}, 5), Error);
+}
+
+TEST(ConvCudnnVersion, LibrariesAreGroupedByFolder) {
+  EXPECT_EQ(describe_cudnn_libraries({"/usr/lib/libc.so.6", "/opt/t/cudnn/lib/libcudnn.so.9",
+                                      "/opt/t/cudnn/lib/libcudnn_cnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn_ops.so.9"}),
+            "/opt/t/cudnn/lib: libcudnn.so.9 libcudnn_cnn.so.9; /usr/lib/x86_64-linux-gnu: libcudnn_ops.so.9");
+  EXPECT_EQ(describe_cudnn_libraries({"/usr/lib/libc.so.6"}), "no libcudnn loaded");
+  EXPECT_EQ(cudnn_header_version(), std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) + "." +
+                                        std::to_string(CUDNN_PATCHLEVEL));
 }
 
 // What a status check threw: NotApplicable is an Error, so it is caught first.

@@ -1,0 +1,122 @@
+#include "algorithm_timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "roofbench/case_support/owned_handle.hpp"
+#include "roofbench/cuda_check.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::conv {
+
+int TimingPlan::launches_per_group(double one_launch_ms) const {
+  if (!(one_launch_ms > 0)) return max_launches_per_group;
+  return int(std::clamp(std::ceil(group_ms / one_launch_ms), 1.0, double(max_launches_per_group)));
+}
+
+bool TimingPlan::skip(double one_launch_ms, double best_ms) const {
+  return std::isfinite(best_ms) && one_launch_ms > skip_factor * best_ms + skip_margin_ms;
+}
+
+std::string CandidateTiming::text() const {
+  char buffer[96];
+  if (skipped)
+    std::snprintf(buffer, sizeof buffer, "skipped (one launch %.4g ms)", one_launch_ms);
+  else
+    std::snprintf(buffer, sizeof buffer, "%.4g ms", per_launch_ms);
+  return buffer;
+}
+
+double median(std::span<double> values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const std::size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(middle), values.end());
+  const double upper = values[middle];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + std::ptrdiff_t(middle));
+  return (lower + upper) / 2;
+}
+
+std::size_t fastest(std::span<const CandidateTiming> timings) {
+  std::size_t best = timings.size();
+  for (std::size_t i = 0; i < timings.size(); ++i)
+    if (!timings[i].skipped && (best == timings.size() || timings[i].per_launch_ms < timings[best].per_launch_ms))
+      best = i;
+  if (best == timings.size()) throw Error("conv: no algorithm candidate was timed");
+  return best;
+}
+
+namespace {
+
+using Event = case_support::OwnedHandle<cudaEvent_t, cudaEventDestroy>;
+using GraphExec = case_support::OwnedHandle<cudaGraphExec_t, cudaGraphExecDestroy>;
+
+// `launches` launches captured into `exec`; false when capture fails (the stream is left usable and the
+// error cleared, and the caller launches one by one instead).
+bool capture(cudaStream_t stream, const std::function<void()>& launch, int launches, GraphExec& exec) {
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  bool launched = true;
+  try {
+    for (int i = 0; i < launches; ++i) launch();
+  } catch (const Error&) {
+    launched = false;
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  cudaGraphExec_t instantiated = nullptr;
+  if (launched && ended == cudaSuccess && graph && cudaGraphInstantiate(&instantiated, graph, 0) == cudaSuccess)
+    *exec.replace() = instantiated;
+  if (graph) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  return exec.get() != nullptr;
+}
+
+}  // namespace
+
+CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
+                              double best_ms) {
+  Event start, stop;
+  ROOFBENCH_CUDA(cudaEventCreate(start.replace()));
+  ROOFBENCH_CUDA(cudaEventCreate(stop.replace()));
+  auto elapsed_ms = [&](const std::function<void()>& enqueue) {
+    ROOFBENCH_CUDA(cudaEventRecord(start.get(), stream));
+    enqueue();
+    ROOFBENCH_CUDA(cudaEventRecord(stop.get(), stream));
+    ROOFBENCH_CUDA(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    return double(ms);
+  };
+
+  for (int i = 0; i < plan.warmup_launches; ++i) launch();
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream));
+  CandidateTiming timing;
+  timing.one_launch_ms = elapsed_ms(launch);
+  if (plan.skip(timing.one_launch_ms, best_ms)) {
+    timing.skipped = true;
+    return timing;
+  }
+  timing.launches_per_group = plan.launches_per_group(timing.one_launch_ms);
+  timing.groups = plan.groups;
+  GraphExec graph;
+  timing.graph = capture(stream, launch, timing.launches_per_group, graph);
+  auto group = [&] {
+    if (timing.graph)
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph.get(), stream));
+    else
+      for (int i = 0; i < timing.launches_per_group; ++i) launch();
+  };
+  group();  // the graph's first launch uploads it
+  std::vector<double> per_launch;
+  for (int g = 0; g < plan.groups; ++g) per_launch.push_back(elapsed_ms(group) / timing.launches_per_group);
+  timing.per_launch_ms = median(per_launch);
+  return timing;
+}
+
+}  // namespace roofbench::conv

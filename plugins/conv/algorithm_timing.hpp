@@ -1,0 +1,56 @@
+// Our own timing of the algorithms cuDNN's search found, which makes the final choice. Find times each
+// algorithm from single launches; at small N (10-20 us kernels) its figures carried 0.1-0.25 ms of launch
+// and module-loading overhead and its ranking was noise (on the H200 it put IMPLICIT_GEMM without tensor
+// cores first for conv2_1x1_64 at N=32). Here every candidate is warmed up, then timed over groups of
+// back-to-back launches replayed from a CUDA graph, as the host times short runs, and the median group
+// decides.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+
+namespace roofbench::conv {
+
+struct TimingPlan {
+  int warmup_launches = 2;
+  int groups = 5;                     // the median of these decides
+  int max_launches_per_group = 50;
+  double group_ms = 1.0;              // a group lasts about this long, from one launch's time
+  double skip_factor = 4, skip_margin_ms = 0.05;  // see skip()
+
+  // Launches per group from one warm launch's time: enough that launch overhead does not dominate a
+  // group of short kernels, a single launch for kernels longer than a group.
+  int launches_per_group(double one_launch_ms) const;
+  // A candidate whose one warm launch took longer than skip_factor times the best per-launch time so far
+  // (and skip_margin_ms more, so that overhead-bound launches of short kernels are never skipped) cannot
+  // win: it is not timed further, which keeps slow algorithms (FFT, DIRECT at N=256) from costing seconds.
+  bool skip(double one_launch_ms, double best_ms) const;
+};
+
+struct CandidateTiming {
+  double one_launch_ms = 0;  // the warm launch that sized the groups
+  double per_launch_ms = 0;  // median over the groups; unset when skipped
+  int launches_per_group = 0;
+  int groups = 0;
+  bool skipped = false;
+  bool graph = false;  // replayed from a CUDA graph (false: launched one by one, when capture failed)
+  std::string text() const;  // "0.0123 ms", "skipped (one launch 1.23 ms)"
+};
+
+// The median of `values` (the mean of the middle two for an even count); values is reordered.
+double median(std::span<double> values);
+
+// The index of the fastest timed candidate; the earliest (cuDNN's order) among equal times. Throws Error
+// when every candidate was skipped or none was given.
+std::size_t fastest(std::span<const CandidateTiming> timings);
+
+// Times `launch` (which enqueues one run on `stream`) under `plan`, given the best per-launch time of the
+// candidates timed before it (infinity for the first).
+CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
+                              double best_ms);
+
+}  // namespace roofbench::conv
