@@ -22,8 +22,9 @@ Implementation parse_implementation(const std::string& text) {
 std::vector<Pass> passes_of(Pass pass) { return {pass}; }
 
 constexpr const char* kTimedChoice =
-    ", then every qualifying result timed by roofbench (CUDA-graph groups of back-to-back launches after a "
-    "warm-up, median group), the fastest taken";
+    ", and for bf16 and fp16 the backend API's engine plans (heuristics modes A, B and fallback), then every "
+    "qualifying candidate of both timed by roofbench (CUDA-graph groups of back-to-back launches after a warm-up, "
+    "median group), the fastest taken";
 constexpr const char* kHeuristicChoice = ", first result that fits";
 
 // Which cuDNN ran: the version loaded (cudnnGetVersion), the headers built against, and the folders its
@@ -118,8 +119,10 @@ std::vector<Fact> LayerCase::facts() const {
             {"algorithm", kernels::conv2d_implicit_gemm_bf16_variant(conv_.shape())}};
   std::vector<Fact> facts = cudnn_facts();
   if (const auto& choice = conv_.choice(pass_)) {
-    facts.push_back({"algorithm", choice->chosen.name});
-    facts.push_back({"math_type", math_type_name(choice->chosen.math)});
+    facts.push_back({"cudnn_api", choice->chosen.plan ? "backend (cudnnBackendExecute of an engine plan)"
+                                                      : "legacy (cudnnConvolution* with an algorithm enum)"});
+    facts.push_back({"algorithm", choice->chosen.label()});
+    if (!choice->chosen.plan) facts.push_back({"math_type", math_type_name(choice->chosen.math)});
     facts.push_back({"algorithm_search", std::string(search_call(search_, int(pass_))) +
                                              (search_ == AlgorithmSearch::find ? kTimedChoice : kHeuristicChoice)});
     facts.push_back({"search_results", choice->search_results});

@@ -11,11 +11,16 @@
 #include <type_traits>
 #include <utility>
 
-#include "algorithm_timing.hpp"
 #include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::conv {
+
+namespace {
+// The unique ids of the backend graph's tensors, whatever the pass makes of them (x or dx, w or dw, y or dy).
+enum BackendUid : std::int64_t { kBackendX = 1, kBackendW, kBackendY };
+}  // namespace
 
 using kernels::ConvLayout;
 using kernels::ConvTensors;
@@ -217,6 +222,11 @@ void Convolution::choose_algorithms(cudnnHandle_t handle, void* workspace, std::
         break;
       }
     }
+    if (find) {
+      const cudnn_backend::EnginePlans plans = backend_plans(pass, handle, workspace_bytes);
+      for (Candidate& candidate : plan_candidates(plans, format_.math)) found.candidates.push_back(std::move(candidate));
+      found.text += "; backend API: " + plans.text;
+    }
     AlgorithmChoice choice = find ? time_candidates(pass, handle, workspace, workspace_bytes, found) : choose_first(found);
     ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(desc, choice.chosen.math));
     choices_[std::size_t(pass)] = std::move(choice);
@@ -227,13 +237,13 @@ AlgorithmChoice Convolution::time_candidates(Pass pass, cudnnHandle_t handle, vo
                                              std::size_t workspace_bytes, const SearchResults& found) const {
   cudaStream_t stream = nullptr;
   ROOFBENCH_CUDNN(cudnnGetStream(handle, &stream));
-  const TimingPlan plan;
-  std::vector<CandidateTiming> timings;
+  const case_support::TimingPlan plan;
+  std::vector<case_support::CandidateTiming> timings;
   double best = std::numeric_limits<double>::infinity();
   for (const Candidate& candidate : found.candidates) {
     ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), candidate.math));
-    timings.push_back(time_launches(
-        stream, [&] { enqueue_algorithm(pass, candidate.algorithm, handle, workspace, workspace_bytes); }, plan, best));
+    timings.push_back(case_support::time_launches(
+        stream, [&] { enqueue_candidate(pass, candidate, handle, workspace, workspace_bytes); }, plan, best));
     if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
   }
   return choose_timed(found, timings, plan.groups);
@@ -257,7 +267,119 @@ void Convolution::enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std:
   }
   const auto& choice = choices_[std::size_t(pass)];
   if (!choice) throw Error("conv: " + layer_.name + " " + to_string(pass) + " run before its algorithm was chosen");
-  enqueue_algorithm(pass, choice->chosen.algorithm, handle, workspace, workspace_bytes);
+  enqueue_candidate(pass, choice->chosen, handle, workspace, workspace_bytes);
+}
+
+void Convolution::enqueue_candidate(Pass pass, const Candidate& candidate, cudnnHandle_t handle, void* workspace,
+                                    std::size_t workspace_bytes) const {
+  if (!candidate.plan) {
+    enqueue_algorithm(pass, candidate.algorithm, handle, workspace, workspace_bytes);
+    return;
+  }
+  if (std::size_t(candidate.plan->workspace_bytes) > workspace_bytes)
+    throw Error("conv: " + layer_.name + " " + to_string(pass) + "'s backend plan needs more workspace than it was given");
+  auto& pack = packs_[std::size_t(pass)];
+  if (!pack || pack_workspaces_[std::size_t(pass)] != workspace) {
+    void* x = x_;
+    void* w = w_;
+    void* y = y_;
+    if (pass == Pass::bwd_data) x = dx_, y = dy_;
+    if (pass == Pass::bwd_filter) w = dw_, y = dy_;
+    const std::array<std::int64_t, 3> uids = {kBackendX, kBackendW, kBackendY};
+    const std::array<void*, 3> pointers = {x, w, y};
+    pack = cudnn_backend::variant_pack(uids, pointers, workspace);
+    pack_workspaces_[std::size_t(pass)] = workspace;
+  }
+  cudnn_backend::execute(handle, *candidate.plan->plan, *pack);
+}
+
+cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t handle, std::size_t workspace_bytes) const {
+  cudnn_backend::EnginePlans none;
+  if (format_.element == ElementType::f32) {
+    none.text = "not asked (tf32 and fp32 keep to the legacy API)";
+    return none;
+  }
+  const kernels::ConvShape& s = shape_;
+  const ConvTensors t = kernels::conv_tensors(s, layout_);
+  auto graph = std::make_shared<cudnn_backend::DescriptorSet>();
+  cudnn_backend::Descriptor* op_graph = nullptr;
+  try {
+    auto tensor = [&](std::int64_t uid, const Extent4& e, const Strides4& st) -> cudnn_backend::Descriptor& {
+      cudnn_backend::Descriptor& d = graph->make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+      const std::vector<std::int64_t> dims = {e.outer, e.channels, e.rows, e.cols};
+      const std::vector<std::int64_t> strides = {st.outer, st.channel, st.row, st.col};
+      const std::int64_t alignment = 16;
+      d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, format_.cudnn_type)
+          .set_array(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims)
+          .set_array(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides)
+          .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid)
+          .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, alignment)
+          .finalize("tensor");
+      return d;
+    };
+    cudnn_backend::Descriptor& x = tensor(kBackendX, t.input, t.x);
+    cudnn_backend::Descriptor& w = tensor(kBackendW, t.filter, t.w);
+    cudnn_backend::Descriptor& y = tensor(kBackendY, t.output, t.y);
+    cudnn_backend::Descriptor& conv = graph->make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    const std::vector<std::int64_t> pads = {s.pad, s.pad}, strides = {s.stride, s.stride}, dilations = {1, 1};
+    const std::int64_t spatial_dims = 2;
+    const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, compute)
+        .set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, mode)
+        .set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, spatial_dims)
+        .set_array(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, dilations)
+        .set_array(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, strides)
+        .set_array(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, pads)
+        .set_array(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pads)
+        .finalize("convolution");
+    const float alpha = 1.0f, beta = 0.0f;
+    cudnn_backend::Descriptor* op = nullptr;
+    switch (pass) {
+      case Pass::fwd:
+        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
+        break;
+      case Pass::bwd_data:
+        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, beta)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
+        break;
+      case Pass::bwd_filter:
+        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, alpha)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, beta)
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
+            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
+        break;
+    }
+    op->finalize("convolution operation");
+    op_graph = &graph->make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    const std::vector<cudnnBackendDescriptor_t> ops = {op->get()};
+    op_graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, handle)
+        .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops)
+        .finalize("operation graph");
+  } catch (const Error& e) {
+    none.text = std::string("graph refused: ") + e.what();
+    return none;
+  }
+  cudnn_backend::PlanSearchOptions options;
+  options.max_workspace_bytes = std::int64_t(workspace_bytes);
+  options.max_plans = kMaxBackendPlans;
+  options.excluded_notes = {CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION};  // the case promises fp32 accumulation
+  options.runtime_compilation = false;  // seconds per plan; setup of the suite must stay short
+  return cudnn_backend::engine_plans(handle, op_graph->get(), graph, options);
 }
 
 void Convolution::enqueue_algorithm(Pass pass, int algorithm, cudnnHandle_t handle, void* workspace,

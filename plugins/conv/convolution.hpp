@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,9 +67,12 @@ class Convolution {
   void allocate(Context& ctx);
   // The largest workspace any algorithm of any pass asks for, at most `cap`: what the search is given.
   std::size_t search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const;
-  // For every pass: cudnnFind*AlgorithmEx on this convolution's own tensors with `workspace`, then our
-  // own timing of every qualifying result it returned (algorithm_timing.hpp), the fastest taken; or, for
-  // AlgorithmSearch::heuristic, the _v7 heuristics' first qualifying result, untimed.
+  // For every pass: cudnnFind*AlgorithmEx on this convolution's own tensors with `workspace`, and for
+  // bf16 and fp16 the execution plans of the backend API's heuristics for the same convolution
+  // (cudnn_backend/engine_plans.hpp: modes A, B and fallback, at most kMaxBackendPlans, none reducing in
+  // reduced precision or compiling at run time); then our own timing of every qualifying candidate of
+  // both (case_support/launch_timing.hpp), the fastest taken. For AlgorithmSearch::heuristic, the _v7
+  // heuristics' first qualifying result, untimed.
   void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, AlgorithmSearch search);
   // Takes another convolution's choices (same layer and format): the network searches each shape once.
   void copy_algorithms(const Convolution& same_shape);
@@ -91,6 +95,11 @@ class Convolution {
  private:
   void enqueue_algorithm(Pass pass, int algorithm, cudnnHandle_t handle, void* workspace,
                          std::size_t workspace_bytes) const;
+  void enqueue_candidate(Pass pass, const Candidate& candidate, cudnnHandle_t handle, void* workspace,
+                         std::size_t workspace_bytes) const;
+  // The pass as a backend operation graph and its engine plans; none (and the reason in the text) when
+  // the backend refuses the graph or the format keeps to the legacy API.
+  cudnn_backend::EnginePlans backend_plans(Pass pass, cudnnHandle_t handle, std::size_t workspace_bytes) const;
   AlgorithmChoice time_candidates(Pass pass, cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes,
                                   const SearchResults& found) const;
 
@@ -105,6 +114,13 @@ class Convolution {
   FilterDescriptor w_desc_;
   std::array<ConvolutionDescriptor, 3> conv_desc_;  // per pass: each carries its chosen math type
   std::array<std::optional<AlgorithmChoice>, 3> choices_;
+  // Per pass, the variant pack of this convolution's tensors and the workspace it was built for (built on
+  // the first backend execution, again when the workspace moves).
+  mutable std::array<std::unique_ptr<cudnn_backend::Descriptor>, 3> packs_;
+  mutable std::array<void*, 3> pack_workspaces_{};
 };
+
+// Backend plans timed per pass at most: each costs a finalize and about ten launches in setup.
+inline constexpr std::size_t kMaxBackendPlans = 16;
 
 }  // namespace roofbench::conv

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "algorithm_timing.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 
 namespace roofbench::conv {
 
@@ -129,6 +129,14 @@ const char* math_type_name(cudnnMathType_t math) {
   }
 }
 
+std::vector<Candidate> plan_candidates(const cudnn_backend::EnginePlans& plans, cudnnMathType_t math) {
+  std::vector<Candidate> candidates;
+  for (const cudnn_backend::EnginePlan& plan : plans.plans)
+    candidates.push_back({-1, plan.engine.label(), math, std::size_t(plan.workspace_bytes), 0,
+                          std::make_shared<const cudnn_backend::EnginePlan>(plan)});
+  return candidates;
+}
+
 AlgorithmChoice choose_first(const SearchResults& search) {
   const Candidate& first = search.candidates.front();
   return {first, first.label(), 0, "first qualifying result; search results: " + search.text};
@@ -138,21 +146,13 @@ AlgorithmChoice choose_timed(const SearchResults& search, std::span<const Candid
   if (timings.size() != search.candidates.size())
     throw Error("conv: " + std::to_string(timings.size()) + " timings for " + std::to_string(search.candidates.size()) +
                 " algorithm candidates");
-  const std::size_t best = fastest(timings);
-  int most_launches = 0;
-  bool all_graph = true;
-  std::string timed;
-  for (std::size_t i = 0; i < timings.size(); ++i) {
-    most_launches = std::max(most_launches, timings[i].launches_per_group);
-    if (!timings[i].skipped) all_graph = all_graph && timings[i].graph;
-    timed += (i ? ", " : "") + search.candidates[i].label() + " " + timings[i].text();
-  }
+  const std::size_t best = case_support::fastest(timings);
+  std::vector<std::string> labels;
+  for (const Candidate& candidate : search.candidates) labels.push_back(candidate.label());
   const Candidate& chosen = search.candidates[best];
   const std::string first = search.candidates.front().label();
-  std::string text = "timed per launch (median of " + std::to_string(groups) + " groups of up to " +
-                     std::to_string(most_launches) + " launches, " + (all_graph ? "CUDA graph" : "some launched one by one") +
-                     "): " + timed + "; chose " + chosen.label() + ", cuDNN's search ranked " +
-                     (best == 0 ? "it" : first) + " first; search results: " + search.text;
+  std::string text = case_support::describe_timings(labels, timings, groups) + "; chose " + chosen.label() +
+                     ", cuDNN's search ranked " + (best == 0 ? "it" : first) + " first; search results: " + search.text;
   return {chosen, first, timings[best].per_launch_ms, std::move(text)};
 }
 

@@ -5,11 +5,14 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/case_support/owned_handle.hpp"
+#include "roofbench/cudnn_backend/engine_plans.hpp"
 #include "roofbench/cudnn_check.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -47,15 +50,23 @@ enum class AlgorithmSearch { find, heuristic };
 AlgorithmSearch algorithm_search_from_environment();
 const char* search_call(AlgorithmSearch search, int pass);  // pass: 0 fwd, 1 bwd_data, 2 bwd_filter
 
-// One successful result of cuDNN's search: an algorithm with the math type it ran under.
+// One way to run a pass: a successful result of the legacy API's search (an algorithm with the math type
+// it ran under), or an execution plan of the backend API's heuristics.
 struct Candidate {
-  int algorithm = -1;  // the pass's cudnnConvolution*Algo_t
-  std::string name;
+  int algorithm = -1;  // the pass's cudnnConvolution*Algo_t; -1 for a backend plan
+  std::string name;    // "IMPLICIT_GEMM", or "engine 12 (knobs 3=1)" for a backend plan
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   std::size_t workspace_bytes = 0;
-  float search_ms = 0;  // cuDNN's own timing of it during the search
-  std::string label() const { return name + "/" + math_type_name(math); }  // "IMPLICIT_GEMM/DEFAULT_MATH"
+  float search_ms = 0;  // cuDNN's own timing of it during the legacy search
+  std::shared_ptr<const cudnn_backend::EnginePlan> plan;  // set for a backend plan
+  // "IMPLICIT_GEMM/DEFAULT_MATH", or "backend engine 12 (knobs 3=1)".
+  std::string label() const { return plan ? "backend " + name : name + "/" + math_type_name(math); }
+  // The API that runs it, for the results: "legacy" (cudnnConvolution*) or "backend" (cudnnBackendExecute).
+  const char* api() const { return plan ? "backend" : "legacy"; }
 };
+
+// The backend plans as candidates beside the legacy results (math: the format's, for the record).
+std::vector<Candidate> plan_candidates(const cudnn_backend::EnginePlans& plans, cudnnMathType_t math);
 
 // What the search returned for one pass: the results that qualify, in cuDNN's order, and every result as
 // text ("ALGO/MATH 0.123 ms (4096 B)" or its status).
@@ -97,7 +108,7 @@ struct AlgorithmChoice {
   std::string search_results;  // how it was chosen, the timed candidates, then every result of the search
 };
 
-struct CandidateTiming;
+using case_support::CandidateTiming;
 // The fastest of `candidates` by `timings` (one per candidate, in the same order), with the text
 // "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): A/M 0.0101 ms, B/M 0.0152 ms;
 // chose A/M, cuDNN's search ranked B/M first; search results: <search.text>".

@@ -6,54 +6,50 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "roofbench/cuda_check.hpp"
+#include "roofbench/cudnn_backend/engine_plans.hpp"
 #include "roofbench/cudnn_check.hpp"
 
 namespace roofbench::transformer {
 
+using cudnn_backend::Descriptor;
+
 namespace {
 
-// A backend descriptor owned for the life of the graph.
-class Descriptor {
+// Engine plans finalized and timed at most: the attention graph's engines compile at finalize, which
+// costs setup time per plan.
+constexpr std::size_t kMaxTimedPlans = 4;
+
+// Device memory for the engine timing, freed when the search is done: build() does not see the case's
+// tensors, and the timing only needs buffers of their size.
+class TimingBuffer {
  public:
-  explicit Descriptor(cudnnBackendDescriptorType_t type) { ROOFBENCH_CUDNN(cudnnBackendCreateDescriptor(type, &d_)); }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  ~Descriptor() {
-    if (d_) (void)cudnnBackendDestroyDescriptor(d_);
+  explicit TimingBuffer(std::size_t bytes) {
+    ROOFBENCH_CUDA(cudaMalloc(&data_, bytes));
+    ROOFBENCH_CUDA(cudaMemset(data_, 0, bytes));
   }
-  cudnnBackendDescriptor_t get() const { return d_; }
-  template <typename T>
-  Descriptor& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T& value) {
-    ROOFBENCH_CUDNN(cudnnBackendSetAttribute(d_, name, type, 1, &value));
-    return *this;
+  TimingBuffer(const TimingBuffer&) = delete;
+  TimingBuffer& operator=(const TimingBuffer&) = delete;
+  ~TimingBuffer() {
+    if (data_) (void)cudaFree(data_);
   }
-  template <typename T>
-  Descriptor& set_array(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const std::vector<T>& values) {
-    ROOFBENCH_CUDNN(cudnnBackendSetAttribute(d_, name, type, std::int64_t(values.size()), values.data()));
-    return *this;
-  }
-  // `what` names the descriptor in the message: every finalize is the same call.
-  void finalize(const char* what) {
-    const cudnnStatus_t status = cudnnBackendFinalize(d_);
-    if (status != CUDNN_STATUS_SUCCESS)
-      throw_cudnn_error(status, std::string("cudnnBackendFinalize (") + what + ")", __FILE__, __LINE__,
-                        CudnnUnsupported::is_error);
-  }
+  void* get() const { return data_; }
 
  private:
-  cudnnBackendDescriptor_t d_ = nullptr;
+  void* data_ = nullptr;
 };
 
 }  // namespace
 
 struct CudnnAttention::State {
   cudnnHandle_t handle = nullptr;
-  std::vector<std::unique_ptr<Descriptor>> keep;  // tensors and operations the graph refers to
-  std::unique_ptr<Descriptor> plan;
+  std::shared_ptr<cudnn_backend::DescriptorSet> graph = std::make_shared<cudnn_backend::DescriptorSet>();
+  std::optional<cudnn_backend::EnginePlan> plan;  // keeps the graph's descriptors alive too
   void* workspace = nullptr;
   void* stats = nullptr;
   float scale = 1, negative_infinity = -std::numeric_limits<float>::infinity();
@@ -62,10 +58,9 @@ struct CudnnAttention::State {
   std::unique_ptr<Descriptor> pack;
   std::vector<void*> pack_pointers;
 
-  Descriptor& make(cudnnBackendDescriptorType_t type) {
-    keep.push_back(std::make_unique<Descriptor>(type));
-    return *keep.back();
-  }
+  Descriptor& make(cudnnBackendDescriptorType_t type) { return graph->make(type); }
+  // The unique ids and data pointers of a run on these tensors.
+  std::pair<std::vector<std::int64_t>, std::vector<void*>> variant(const void* q, const void* k, const void* v, void* o);
 };
 
 namespace {
@@ -73,6 +68,17 @@ namespace {
 enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kScale, kNegativeInfinity, kFirstVirtual = 100 };
 
 }  // namespace
+
+std::pair<std::vector<std::int64_t>, std::vector<void*>> CudnnAttention::State::variant(const void* q, const void* k,
+                                                                                      const void* v, void* o) {
+  std::vector<std::int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
+  std::vector<void*> pointers = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, stats, &scale};
+  if (masked) {
+    uids.push_back(kNegativeInfinity);
+    pointers.push_back(&negative_infinity);
+  }
+  return {std::move(uids), std::move(pointers)};
+}
 
 CudnnAttention::~CudnnAttention() {
   if (state_) {
@@ -86,7 +92,7 @@ void CudnnAttention::destroy() {
   State* s = std::exchange(state_, nullptr);
   s->pack.reset();
   s->plan.reset();
-  s->keep.clear();
+  s->graph.reset();
   const cudnnStatus_t status = s->handle ? cudnnDestroy(s->handle) : CUDNN_STATUS_SUCCESS;
   delete s;
   if (status != CUDNN_STATUS_SUCCESS)
@@ -215,72 +221,40 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
     throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) +
                         " refused the attention graph: " + cudnn_status_message(CUDNN_STATUS_NOT_SUPPORTED));
 
-  Descriptor& heuristics = s.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, graph.get())
-      .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, mode);
-  heuristics.finalize("engine heuristics");
-  constexpr int kMaxConfigs = 8;
-  std::vector<std::unique_ptr<Descriptor>> configs;
-  std::vector<cudnnBackendDescriptor_t> config_handles;
-  for (int i = 0; i < kMaxConfigs; ++i) {
-    configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    config_handles.push_back(configs.back()->get());
-  }
-  std::int64_t found = 0;
-  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &found, config_handles.data()));
-  std::string reasons;
-  for (std::int64_t i = 0; i < found && !s.plan; ++i) {
-    auto plan = std::make_unique<Descriptor>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, s.handle)
-        .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, config_handles[i]);
-    const cudnnStatus_t status = cudnnBackendFinalize(plan->get());
-    if (status != CUDNN_STATUS_SUCCESS) {
-      reasons += "; config " + std::to_string(i) + ": " + cudnn_status_message(status);
-      continue;
-    }
-    s.plan = std::move(plan);
-    Descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-    cudnnBackendDescriptor_t engine_handle = engine.get();
-    std::int64_t count = 0, global_index = -1;
-    ROOFBENCH_CUDNN(cudnnBackendGetAttribute(config_handles[i], CUDNN_ATTR_ENGINECFG_ENGINE,
-                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine_handle));
-    ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
-                                             &global_index));
-    facts_.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
-    facts_.push_back({"cudnn_engine", "global index " + std::to_string(global_index) + " (heuristics mode A, choice " +
-                                          std::to_string(i) + " of " + std::to_string(found) + ")"});
-  }
-  if (!s.plan)
-    throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) + " has no engine for the attention graph (" +
-                        std::to_string(found) + " configs from heuristics" + reasons + ")");
-  std::int64_t workspace_bytes = 0, count = 0;
-  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(s.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
-                                           &count, &workspace_bytes));
-  if (workspace_bytes > 0) s.workspace = ctx.alloc(std::size_t(workspace_bytes), BufferRole::scratch);
+  // The timed search runs every plan on buffers of the tensors' sizes, with the stats and scalars the
+  // runs use.
   s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
+  const std::size_t element_bytes = 2;
+  TimingBuffer q(std::size_t(b * h * sq * d) * element_bytes), k(std::size_t(b * h * skv * d) * element_bytes),
+      v(std::size_t(b * h * skv * d) * element_bytes), o(std::size_t(b * h * sq * d) * element_bytes);
+  const auto [uids, pointers] = s.variant(q.get(), k.get(), v.get(), o.get());
+  ROOFBENCH_CUDNN(cudnnSetStream(s.handle, static_cast<cudaStream_t>(ctx.stream())));
+  cudnn_backend::PlanSearchOptions options;
+  options.max_plans = kMaxTimedPlans;
+  cudnn_backend::PlanChoice choice = cudnn_backend::fastest_plan(
+      s.handle, graph.get(), s.graph, options, uids, pointers,
+      [&](std::int64_t bytes) {
+        if (bytes > 0) s.workspace = ctx.alloc(std::size_t(bytes), BufferRole::scratch);
+        return s.workspace;
+      },
+      "the attention graph");
+  const std::int64_t workspace_bytes = choice.chosen.workspace_bytes;
+  facts_.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
+  facts_.push_back({"cudnn_engine", choice.chosen.engine.label() + " (heuristics " + choice.chosen.engine.modes + ")"});
+  facts_.push_back({"engine_search", choice.text});
+  s.plan = std::move(choice.chosen);
   facts_.push_back({"cudnn_workspace_bytes", std::to_string(workspace_bytes)});
 }
 
 void CudnnAttention::run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o) {
   State& s = *state_;
   ROOFBENCH_CUDNN(cudnnSetStream(s.handle, stream));
-  std::vector<std::int64_t> uids = {kQ, kK, kV, kO, kStats, kScale};
-  std::vector<void*> pointers = {const_cast<void*>(q), const_cast<void*>(k), const_cast<void*>(v), o, s.stats, &s.scale};
-  if (s.masked) {
-    uids.push_back(kNegativeInfinity);
-    pointers.push_back(&s.negative_infinity);
-  }
+  auto [uids, pointers] = s.variant(q, k, v, o);
   if (!s.pack || pointers != s.pack_pointers) {
-    s.pack = std::make_unique<Descriptor>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    s.pack->set_array(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids)
-        .set_array(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, pointers)
-        .set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, s.workspace);
-    s.pack->finalize("variant pack");
-    s.pack_pointers = pointers;
+    s.pack = cudnn_backend::variant_pack(uids, pointers, s.workspace);
+    s.pack_pointers = std::move(pointers);
   }
-  ROOFBENCH_CUDNN(cudnnBackendExecute(s.handle, s.plan->get(), s.pack->get()));
+  cudnn_backend::execute(s.handle, *s.plan->plan, *s.pack);
 }
 
 }  // namespace roofbench::transformer

@@ -1,4 +1,4 @@
-#include "algorithm_timing.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "roofbench/cuda_check.hpp"
 #include "roofbench/plugin.hpp"
 
-namespace roofbench::conv {
+namespace roofbench::case_support {
 
 int TimingPlan::launches_per_group(double one_launch_ms) const {
   if (!(one_launch_ms > 0)) return max_launches_per_group;
@@ -45,8 +45,23 @@ std::size_t fastest(std::span<const CandidateTiming> timings) {
   for (std::size_t i = 0; i < timings.size(); ++i)
     if (!timings[i].skipped && (best == timings.size() || timings[i].per_launch_ms < timings[best].per_launch_ms))
       best = i;
-  if (best == timings.size()) throw Error("conv: no algorithm candidate was timed");
+  if (best == timings.size()) throw Error("no candidate was timed (every one was skipped, or none was given)");
   return best;
+}
+
+std::string describe_timings(std::span<const std::string> labels, std::span<const CandidateTiming> timings, int groups) {
+  if (labels.size() != timings.size())
+    throw Error(std::to_string(timings.size()) + " timings for " + std::to_string(labels.size()) + " candidates");
+  int most_launches = 0;
+  bool all_graph = true;
+  std::string timed;
+  for (std::size_t i = 0; i < timings.size(); ++i) {
+    most_launches = std::max(most_launches, timings[i].launches_per_group);
+    if (!timings[i].skipped) all_graph = all_graph && timings[i].graph;
+    timed += (i ? ", " : "") + labels[i] + " " + timings[i].text();
+  }
+  return "timed per launch (median of " + std::to_string(groups) + " groups of up to " + std::to_string(most_launches) +
+         " launches, " + (all_graph ? "CUDA graph" : "some launched one by one") + "): " + timed;
 }
 
 namespace {
@@ -119,4 +134,4 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
   return timing;
 }
 
-}  // namespace roofbench::conv
+}  // namespace roofbench::case_support

@@ -1,9 +1,10 @@
-// Our own timing of the algorithms cuDNN's search found, which makes the final choice. Find times each
-// algorithm from single launches; at small N (10-20 us kernels) its figures carried 0.1-0.25 ms of launch
-// and module-loading overhead and its ranking was noise (on the H200 it put IMPLICIT_GEMM without tensor
-// cores first for conv2_1x1_64 at N=32). Here every candidate is warmed up, then timed over groups of
-// back-to-back launches replayed from a CUDA graph, as the host times short runs, and the median group
-// decides.
+// Setup-time timing of candidate ways to run one operation (cuDNN's algorithms, its backend engine plans),
+// which a case uses to choose among them. A candidate is a callable that enqueues one launch. cuDNN's own
+// Find times each algorithm from single launches; at small N (10-20 us kernels) its figures carried
+// 0.1-0.25 ms of launch and module-loading overhead and its ranking was noise (on the H200 it put
+// IMPLICIT_GEMM without tensor cores first for conv2_1x1_64 at N=32). Here every candidate is warmed up,
+// then timed over groups of back-to-back launches replayed from a CUDA graph, as the host times short runs,
+// and the median group decides.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,7 +14,7 @@
 #include <span>
 #include <string>
 
-namespace roofbench::conv {
+namespace roofbench::case_support {
 
 struct TimingPlan {
   int warmup_launches = 2;
@@ -44,13 +45,17 @@ struct CandidateTiming {
 // The median of `values` (the mean of the middle two for an even count); values is reordered.
 double median(std::span<double> values);
 
-// The index of the fastest timed candidate; the earliest (cuDNN's order) among equal times. Throws Error
+// The index of the fastest timed candidate; the earliest (the caller's order) among equal times. Throws Error
 // when every candidate was skipped or none was given.
 std::size_t fastest(std::span<const CandidateTiming> timings);
+
+// "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): A 0.0101 ms, B skipped (one
+// launch 1.2 ms)": what was timed, one label per timing ("some launched one by one" when a capture failed).
+std::string describe_timings(std::span<const std::string> labels, std::span<const CandidateTiming> timings, int groups);
 
 // Times `launch` (which enqueues one run on `stream`) under `plan`, given the best per-launch time of the
 // candidates timed before it (infinity for the first).
 CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms);
 
-}  // namespace roofbench::conv
+}  // namespace roofbench::case_support

@@ -1,0 +1,69 @@
+// The arithmetic of launch_timing (CPU): group sizes, skipping, the median and the fastest candidate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "roofbench/case_support/launch_timing.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::case_support {
+namespace {
+
+CandidateTiming timed(double per_launch_ms) {
+  CandidateTiming t;
+  t.one_launch_ms = per_launch_ms * 2;
+  t.per_launch_ms = per_launch_ms;
+  t.launches_per_group = 50;
+  t.groups = 5;
+  t.graph = true;
+  return t;
+}
+
+CandidateTiming skipped(double one_launch_ms) {
+  CandidateTiming t;
+  t.one_launch_ms = one_launch_ms;
+  t.skipped = true;
+  return t;
+}
+
+TEST(LaunchTiming, GroupsAreSizedFromOneLaunch) {
+  const TimingPlan plan;
+  EXPECT_EQ(plan.launches_per_group(0.010), 50);  // a 10 us kernel: capped
+  EXPECT_EQ(plan.launches_per_group(0.1), 10);
+  EXPECT_EQ(plan.launches_per_group(0.3), 4);
+  EXPECT_EQ(plan.launches_per_group(5.0), 1);  // longer than a group: one launch
+  EXPECT_EQ(plan.launches_per_group(0), 50);   // an unmeasurably short launch
+}
+
+TEST(LaunchTiming, OnlyClearlySlowerCandidatesAreSkipped) {
+  const TimingPlan plan;
+  const double none = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(plan.skip(100.0, none));  // the first candidate is always timed
+  EXPECT_TRUE(plan.skip(5.0, 1.0));
+  EXPECT_FALSE(plan.skip(3.9, 1.0));
+  // An overhead-bound single launch of a short kernel (0.15 ms for a 0.02 ms best) is timed, not skipped.
+  EXPECT_FALSE(plan.skip(0.12, 0.02));
+  EXPECT_TRUE(plan.skip(0.2, 0.02));
+}
+
+TEST(LaunchTiming, MedianOfGroups) {
+  std::vector<double> odd{3, 1, 2, 100, 0.5};
+  EXPECT_DOUBLE_EQ(median(odd), 2);
+  std::vector<double> even{4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(median(even), 2.5);
+  std::vector<double> none;
+  EXPECT_TRUE(std::isnan(median(none)));
+}
+
+TEST(LaunchTiming, FastestTimedCandidateWinsAndTiesKeepCudnnsOrder) {
+  const std::vector<CandidateTiming> timings{timed(0.018), skipped(2.0), timed(0.010), timed(0.010)};
+  EXPECT_EQ(fastest(timings), 2u);
+  EXPECT_EQ(fastest(std::vector<CandidateTiming>{skipped(0.1), timed(0.5)}), 1u);
+  EXPECT_THROW(fastest(std::vector<CandidateTiming>{skipped(0.1)}), Error);
+  EXPECT_THROW(fastest(std::vector<CandidateTiming>{}), Error);
+}
+
+}  // namespace
+}  // namespace roofbench::case_support
