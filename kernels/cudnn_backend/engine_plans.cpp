@@ -97,14 +97,19 @@ RawConfig describe(std::shared_ptr<Descriptor> config, const char* mode) {
                                            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine_handle));
   ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
                                            &raw.engine.global_index));
+  // The notes and knobs only describe and filter: a cuDNN that will not say leaves them empty.
   raw.numerical_notes.resize(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
-  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                                           std::int64_t(raw.numerical_notes.size()), &count, raw.numerical_notes.data()));
-  raw.numerical_notes.resize(std::size_t(std::max<std::int64_t>(0, count)));
+  if (cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               std::int64_t(raw.numerical_notes.size()), &count, raw.numerical_notes.data()) !=
+      CUDNN_STATUS_SUCCESS)
+    count = 0;
+  raw.numerical_notes.resize(std::size_t(std::clamp<std::int64_t>(count, 0, CUDNN_NUMERICAL_NOTE_TYPE_COUNT)));
   raw.behavior_notes.resize(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
-  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                                           std::int64_t(raw.behavior_notes.size()), &count, raw.behavior_notes.data()));
-  raw.behavior_notes.resize(std::size_t(std::max<std::int64_t>(0, count)));
+  if (cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               std::int64_t(raw.behavior_notes.size()), &count, raw.behavior_notes.data()) !=
+      CUDNN_STATUS_SUCCESS)
+    count = 0;
+  raw.behavior_notes.resize(std::size_t(std::clamp<std::int64_t>(count, 0, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT)));
 
   std::vector<std::unique_ptr<Descriptor>> choices;
   std::vector<cudnnBackendDescriptor_t> choice_handles;
@@ -112,17 +117,18 @@ RawConfig describe(std::shared_ptr<Descriptor> config, const char* mode) {
     choices.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR));
     choice_handles.push_back(choices.back()->get());
   }
-  ROOFBENCH_CUDNN(cudnnBackendGetAttribute(raw.config->get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
-                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, std::int64_t(choice_handles.size()), &count,
-                                           choice_handles.data()));
+  if (cudnnBackendGetAttribute(raw.config->get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                               std::int64_t(choice_handles.size()), &count, choice_handles.data()) != CUDNN_STATUS_SUCCESS)
+    count = 0;
   for (std::int64_t i = 0; i < std::min<std::int64_t>(count, std::int64_t(choice_handles.size())); ++i) {
     cudnnBackendKnobType_t type{};
     std::int64_t value = 0, n = 0;
-    ROOFBENCH_CUDNN(
-        cudnnBackendGetAttribute(choice_handles[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type));
-    ROOFBENCH_CUDNN(
-        cudnnBackendGetAttribute(choice_handles[std::size_t(i)], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value));
-    raw.engine.knobs.emplace_back(std::int64_t(type), value);
+    const cudnnBackendDescriptor_t choice = choice_handles[std::size_t(i)];
+    if (cudnnBackendGetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) ==
+            CUDNN_STATUS_SUCCESS &&
+        cudnnBackendGetAttribute(choice, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) ==
+            CUDNN_STATUS_SUCCESS)
+      raw.engine.knobs.emplace_back(std::int64_t(type), value);
   }
   std::sort(raw.engine.knobs.begin(), raw.engine.knobs.end());
   return raw;

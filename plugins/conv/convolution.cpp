@@ -379,7 +379,12 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
   options.max_plans = kMaxBackendPlans;
   options.excluded_notes = {CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION};  // the case promises fp32 accumulation
   options.runtime_compilation = false;  // seconds per plan; setup of the suite must stay short
-  return cudnn_backend::engine_plans(handle, op_graph->get(), graph, options);
+  try {
+    return cudnn_backend::engine_plans(handle, op_graph->get(), graph, options);
+  } catch (const Error& e) {
+    none.text = std::string("engine search failed: ") + e.what();
+    return none;
+  }
 }
 
 void Convolution::enqueue_algorithm(Pass pass, int algorithm, cudnnHandle_t handle, void* workspace,
