@@ -22,6 +22,7 @@ bool TimingPlan::skip(double one_launch_ms, double best_ms) const {
 }
 
 std::string CandidateTiming::text() const {
+  if (!failed.empty()) return "failed (" + failed.substr(0, 240) + ")";
   char buffer[96];
   if (skipped)
     std::snprintf(buffer, sizeof buffer, "skipped (one launch %.4g ms)", one_launch_ms);
@@ -94,7 +95,9 @@ bool capture(cudaStream_t stream, const std::function<void()>& launch, int launc
 
 }  // namespace
 
-CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
+namespace {
+
+CandidateTiming time_or_throw(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms) {
   Event start, stop;
   ROOFBENCH_CUDA(cudaEventCreate(start.replace()));
@@ -132,6 +135,21 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
   for (int g = 0; g < plan.groups; ++g) per_launch.push_back(elapsed_ms(group) / timing.launches_per_group);
   timing.per_launch_ms = median(per_launch);
   return timing;
+}
+
+}  // namespace
+
+CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
+                              double best_ms) {
+  try {
+    return time_or_throw(stream, launch, plan, best_ms);
+  } catch (const Error& e) {
+    (void)cudaStreamSynchronize(stream);
+    CandidateTiming timing;
+    timing.skipped = true;
+    timing.failed = e.what();
+    return timing;
+  }
 }
 
 }  // namespace roofbench::case_support

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -23,6 +24,11 @@ enum BackendUid : std::int64_t { kBackendX = 1, kBackendW, kBackendY };
 }  // namespace
 
 using kernels::ConvLayout;
+
+bool backend_plans_wanted() {
+  const char* value = std::getenv("ROOFBENCH_CONV_BACKEND");
+  return !value || std::string(value) != "off";
+}
 using kernels::ConvTensors;
 using kernels::Extent4;
 using kernels::Index4;
@@ -297,6 +303,10 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
   cudnn_backend::EnginePlans none;
   if (format_.element == ElementType::f32) {
     none.text = "not asked (tf32 and fp32 keep to the legacy API)";
+    return none;
+  }
+  if (!backend_plans_wanted()) {
+    none.text = "not asked (ROOFBENCH_CONV_BACKEND=off)";
     return none;
   }
   const kernels::ConvShape& s = shape_;

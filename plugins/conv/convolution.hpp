@@ -120,6 +120,10 @@ class Convolution {
   mutable std::array<void*, 3> pack_workspaces_{};
 };
 
+// Whether backend plans join the search: yes unless ROOFBENCH_CONV_BACKEND=off (legacy algorithms only,
+// for comparison).
+bool backend_plans_wanted();
+
 // Backend plans timed per pass at most: each costs a finalize and about ten launches in setup.
 inline constexpr std::size_t kMaxBackendPlans = 16;
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "roofbench/case_support/launch_timing.hpp"
@@ -63,6 +64,18 @@ TEST(LaunchTiming, FastestTimedCandidateWinsAndTiesKeepCudnnsOrder) {
   EXPECT_EQ(fastest(std::vector<CandidateTiming>{skipped(0.1), timed(0.5)}), 1u);
   EXPECT_THROW(fastest(std::vector<CandidateTiming>{skipped(0.1)}), Error);
   EXPECT_THROW(fastest(std::vector<CandidateTiming>{}), Error);
+}
+
+TEST(LaunchTiming, AFailedCandidateSaysWhyAndCannotWin) {
+  CandidateTiming failed;
+  failed.skipped = true;
+  failed.failed = "cuDNN error 3000 (CUDNN_STATUS_NOT_SUPPORTED) in cudnnBackendExecute";
+  EXPECT_EQ(failed.text(), "failed (cuDNN error 3000 (CUDNN_STATUS_NOT_SUPPORTED) in cudnnBackendExecute)");
+  EXPECT_EQ(fastest(std::vector<CandidateTiming>{failed, timed(0.5)}), 1u);
+  const std::vector<std::string> labels{"A", "B"};
+  EXPECT_EQ(describe_timings(labels, std::vector<CandidateTiming>{timed(0.25), failed}, 5),
+            "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): A 0.25 ms, B " + failed.text());
+  EXPECT_THROW(describe_timings(labels, std::vector<CandidateTiming>{failed}, 5), Error);
 }
 
 }  // namespace

@@ -37,9 +37,10 @@ struct CandidateTiming {
   double per_launch_ms = 0;  // median over the groups; unset when skipped
   int launches_per_group = 0;
   int groups = 0;
-  bool skipped = false;
-  bool graph = false;  // replayed from a CUDA graph (false: launched one by one, when capture failed)
-  std::string text() const;  // "0.0123 ms", "skipped (one launch 1.23 ms)"
+  bool skipped = false;  // not timed further: clearly slower, or failed
+  bool graph = false;    // replayed from a CUDA graph (false: launched one by one, when capture failed)
+  std::string failed;    // why a launch threw (the candidate is skipped)
+  std::string text() const;  // "0.0123 ms", "skipped (one launch 1.23 ms)", "failed (<why>)"
 };
 
 // The median of `values` (the mean of the middle two for an even count); values is reordered.
@@ -54,7 +55,8 @@ std::size_t fastest(std::span<const CandidateTiming> timings);
 std::string describe_timings(std::span<const std::string> labels, std::span<const CandidateTiming> timings, int groups);
 
 // Times `launch` (which enqueues one run on `stream`) under `plan`, given the best per-launch time of the
-// candidates timed before it (infinity for the first).
+// candidates timed before it (infinity for the first). A launch that throws Error makes the candidate
+// skipped with the reason in `failed`: one candidate that cannot run must not end the search.
 CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms);
 
