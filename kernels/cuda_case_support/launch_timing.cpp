@@ -124,6 +124,7 @@ CandidateTiming time_or_throw(cudaStream_t stream, const std::function<void()>& 
   timing.groups = plan.groups;
   GraphExec graph;
   timing.graph = capture(stream, launch, timing.launches_per_group, graph);
+  if (!timing.graph && plan.require_graph) throw Error("its launches could not be captured into a CUDA graph");
   auto group = [&] {
     if (timing.graph)
       ROOFBENCH_CUDA(cudaGraphLaunch(graph.get(), stream));
@@ -150,6 +151,17 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
     timing.failed = e.what();
     return timing;
   }
+}
+
+std::vector<CandidateTiming> time_each(cudaStream_t stream, std::size_t count,
+                                       const std::function<void(std::size_t)>& launch, const TimingPlan& plan) {
+  std::vector<CandidateTiming> timings;
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < count; ++i) {
+    timings.push_back(time_launches(stream, [&] { launch(i); }, plan, best));
+    if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
+  }
+  return timings;
 }
 
 }  // namespace roofbench::case_support

@@ -1,8 +1,6 @@
 #include "roofbench/cudnn_backend/engine_plans.hpp"
 
 #include <algorithm>
-#include <limits>
-#include <map>
 
 #include "roofbench/plugin.hpp"
 
@@ -86,6 +84,16 @@ struct RawConfig {
   std::vector<cudnnBackendBehaviorNote_t> behavior_notes;
 };
 
+template <typename Note>
+std::vector<Note> read_notes(cudnnBackendDescriptor_t engine, cudnnBackendAttributeName_t name,
+                             cudnnBackendAttributeType_t type, std::int64_t most) {
+  std::vector<Note> notes(static_cast<std::size_t>(most));
+  std::int64_t count = 0;
+  if (cudnnBackendGetAttribute(engine, name, type, most, &count, notes.data()) != CUDNN_STATUS_SUCCESS) count = 0;
+  notes.resize(std::size_t(std::clamp<std::int64_t>(count, 0, most)));
+  return notes;
+}
+
 // What a configuration chooses: the engine's global index, notes and knob choices.
 RawConfig describe(std::shared_ptr<Descriptor> config, const char* mode) {
   RawConfig raw{std::move(config), {}, {}, {}};
@@ -98,18 +106,10 @@ RawConfig describe(std::shared_ptr<Descriptor> config, const char* mode) {
   ROOFBENCH_CUDNN(cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &count,
                                            &raw.engine.global_index));
   // The notes and knobs only describe and filter: a cuDNN that will not say leaves them empty.
-  raw.numerical_notes.resize(CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
-  if (cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               std::int64_t(raw.numerical_notes.size()), &count, raw.numerical_notes.data()) !=
-      CUDNN_STATUS_SUCCESS)
-    count = 0;
-  raw.numerical_notes.resize(std::size_t(std::clamp<std::int64_t>(count, 0, CUDNN_NUMERICAL_NOTE_TYPE_COUNT)));
-  raw.behavior_notes.resize(CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
-  if (cudnnBackendGetAttribute(engine_handle, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                               std::int64_t(raw.behavior_notes.size()), &count, raw.behavior_notes.data()) !=
-      CUDNN_STATUS_SUCCESS)
-    count = 0;
-  raw.behavior_notes.resize(std::size_t(std::clamp<std::int64_t>(count, 0, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT)));
+  raw.numerical_notes = read_notes<cudnnBackendNumericalNote_t>(engine_handle, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                                                CUDNN_TYPE_NUMERICAL_NOTE, CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
+  raw.behavior_notes = read_notes<cudnnBackendBehaviorNote_t>(engine_handle, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                                              CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
 
   std::vector<std::unique_ptr<Descriptor>> choices;
   std::vector<cudnnBackendDescriptor_t> choice_handles;
@@ -247,13 +247,10 @@ PlanChoice fastest_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
   const std::unique_ptr<Descriptor> pack = variant_pack(uids, pointers, workspace(found.most_workspace_bytes()));
   cudaStream_t stream = nullptr;
   ROOFBENCH_CUDNN(cudnnGetStream(handle, &stream));
-  const case_support::TimingPlan timing;
-  std::vector<case_support::CandidateTiming> timings;
-  double best = std::numeric_limits<double>::infinity();
-  for (const EnginePlan& p : found.plans) {
-    timings.push_back(case_support::time_launches(stream, [&] { execute(handle, *p.plan, *pack); }, timing, best));
-    if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
-  }
+  case_support::TimingPlan timing;
+  timing.require_graph = true;  // the plan serves a graphable case
+  const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
+      stream, found.plans.size(), [&](std::size_t i) { execute(handle, *found.plans[i].plan, *pack); }, timing);
   const std::size_t chosen = case_support::fastest(timings);
   PlanChoice choice;
   choice.chosen = found.plans[chosen];

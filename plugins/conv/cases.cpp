@@ -121,7 +121,7 @@ std::vector<Fact> LayerCase::facts() const {
   if (const auto& choice = conv_.choice(pass_)) {
     facts.push_back({"cudnn_api", choice->chosen.plan ? "backend (cudnnBackendExecute of an engine plan)"
                                                       : "legacy (cudnnConvolution* with an algorithm enum)"});
-    facts.push_back({"algorithm", choice->chosen.label()});
+    facts.push_back({"algorithm", choice->chosen.plan ? choice->chosen.label() : choice->chosen.name});
     if (!choice->chosen.plan) facts.push_back({"math_type", math_type_name(choice->chosen.math)});
     facts.push_back({"algorithm_search", std::string(search_call(search_, int(pass_))) +
                                              (search_ == AlgorithmSearch::find ? kTimedChoice : kHeuristicChoice)});

@@ -21,6 +21,30 @@ namespace roofbench::conv {
 namespace {
 // The unique ids of the backend graph's tensors, whatever the pass makes of them (x or dx, w or dw, y or dy).
 enum BackendUid : std::int64_t { kBackendX = 1, kBackendW, kBackendY };
+
+// A pass's backend operation and the names of its attributes, its tensors as x (or dx), w (or dw), y (or dy).
+struct OperationAttributes {
+  cudnnBackendDescriptorType_t type;
+  cudnnBackendAttributeName_t alpha, beta, conv, x, w, y;
+};
+
+const OperationAttributes& operation_attributes(Pass pass) {
+  static const std::array<OperationAttributes, 3> attributes = {{
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY},
+  }};
+  return attributes[std::size_t(pass)];
+}
 }  // namespace
 
 using kernels::ConvLayout;
@@ -243,15 +267,16 @@ AlgorithmChoice Convolution::time_candidates(Pass pass, cudnnHandle_t handle, vo
                                              std::size_t workspace_bytes, const SearchResults& found) const {
   cudaStream_t stream = nullptr;
   ROOFBENCH_CUDNN(cudnnGetStream(handle, &stream));
-  const case_support::TimingPlan plan;
-  std::vector<case_support::CandidateTiming> timings;
-  double best = std::numeric_limits<double>::infinity();
-  for (const Candidate& candidate : found.candidates) {
-    ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), candidate.math));
-    timings.push_back(case_support::time_launches(
-        stream, [&] { enqueue_candidate(pass, candidate, handle, workspace, workspace_bytes); }, plan, best));
-    if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
-  }
+  case_support::TimingPlan plan;
+  plan.require_graph = true;  // the cases are graphable: the host may replay run() from a CUDA graph
+  const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
+      stream, found.candidates.size(),
+      [&](std::size_t i) {
+        const Candidate& candidate = found.candidates[i];
+        ROOFBENCH_CUDNN(cudnnSetConvolutionMathType(conv_desc_[std::size_t(pass)].get(), candidate.math));
+        enqueue_candidate(pass, candidate, handle, workspace, workspace_bytes);
+      },
+      plan);
   return choose_timed(found, timings, plan.groups);
 }
 
@@ -344,39 +369,17 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
         .set_array(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pads)
         .finalize("convolution");
     const float alpha = 1.0f, beta = 0.0f;
-    cudnn_backend::Descriptor* op = nullptr;
-    switch (pass) {
-      case Pass::fwd:
-        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, beta)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
-        break;
-      case Pass::bwd_data:
-        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, beta)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
-        break;
-      case Pass::bwd_filter:
-        op = &graph->make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-        op->set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, alpha)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, beta)
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
-            .set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get());
-        break;
-    }
-    op->finalize("convolution operation");
+    const OperationAttributes& names = operation_attributes(pass);
+    cudnn_backend::Descriptor& op = graph->make(names.type);
+    op.set(names.alpha, CUDNN_TYPE_FLOAT, alpha)
+        .set(names.beta, CUDNN_TYPE_FLOAT, beta)
+        .set(names.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, conv.get())
+        .set(names.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+        .set(names.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, w.get())
+        .set(names.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get())
+        .finalize("convolution operation");
     op_graph = &graph->make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    const std::vector<cudnnBackendDescriptor_t> ops = {op->get()};
+    const std::vector<cudnnBackendDescriptor_t> ops = {op.get()};
     op_graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, handle)
         .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops)
         .finalize("operation graph");

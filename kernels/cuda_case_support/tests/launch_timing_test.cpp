@@ -7,27 +7,14 @@
 #include <vector>
 
 #include "roofbench/case_support/launch_timing.hpp"
+#include "roofbench/case_support/launch_timing_testing.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::case_support {
 namespace {
 
-CandidateTiming timed(double per_launch_ms) {
-  CandidateTiming t;
-  t.one_launch_ms = per_launch_ms * 2;
-  t.per_launch_ms = per_launch_ms;
-  t.launches_per_group = 50;
-  t.groups = 5;
-  t.graph = true;
-  return t;
-}
-
-CandidateTiming skipped(double one_launch_ms) {
-  CandidateTiming t;
-  t.one_launch_ms = one_launch_ms;
-  t.skipped = true;
-  return t;
-}
+using case_support::testing::skipped;
+using case_support::testing::timed;
 
 TEST(LaunchTiming, GroupsAreSizedFromOneLaunch) {
   const TimingPlan plan;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "roofbench/case_support/launch_timing_testing.hpp"
 #include "roofbench/cudnn_backend/engine_plans.hpp"
 
 namespace roofbench::cudnn_backend {
@@ -64,10 +65,8 @@ TEST(CudnnBackendPlans, TheChoiceNamesWhatWasTimedAndChosen) {
   plans[1].engine = config(7, {}, "A");
   plans[2].engine = config(40, {}, "fallback");
   plans[1].workspace_bytes = 4096;
-  std::vector<case_support::CandidateTiming> timings(3);
-  timings[0].per_launch_ms = 0.02, timings[0].launches_per_group = 50, timings[0].graph = true;
-  timings[1].per_launch_ms = 0.0125, timings[1].launches_per_group = 50, timings[1].graph = true;
-  timings[2].one_launch_ms = 1.5, timings[2].skipped = true;
+  const std::vector<case_support::CandidateTiming> timings = {
+      case_support::testing::timed(0.02), case_support::testing::timed(0.0125), case_support::testing::skipped(1.5)};
   EXPECT_EQ(case_support::fastest(timings), 1u);
   EXPECT_EQ(plan_choice_text(plans, timings, 1, 5, "counts"),
             "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): engine 12 (knobs 3=1) [A+B] 0.02 "

@@ -19,6 +19,7 @@
 #include "layers.hpp"
 #include "roofbench/case_support/cuda_test_context.hpp"
 #include "roofbench/case_support/launch_timing.hpp"
+#include "roofbench/case_support/launch_timing_testing.hpp"
 
 namespace roofbench::conv {
 namespace {
@@ -197,22 +198,8 @@ TEST(ConvSearch, NoUsableResultIsNotApplicableWithCudnnsReasons) {
 
 // ---- our timing of the candidates (CPU: the choice; the timing arithmetic is tested in cuda_case_support) ----
 
-CandidateTiming timed(double per_launch_ms, int launches = 50) {
-  CandidateTiming t;
-  t.one_launch_ms = per_launch_ms * 2;
-  t.per_launch_ms = per_launch_ms;
-  t.launches_per_group = launches;
-  t.groups = 5;
-  t.graph = true;
-  return t;
-}
-
-CandidateTiming skipped(double one_launch_ms) {
-  CandidateTiming t;
-  t.one_launch_ms = one_launch_ms;
-  t.skipped = true;
-  return t;
-}
+using case_support::testing::skipped;
+using case_support::testing::timed;
 
 TEST(ConvTiming, TheChoiceSaysWhatCudnnRankedFirstAndWhatWasTimed) {
   // conv2_1x1_64 at N=32 on the H200 as Find ranked it: the kernel without tensor cores first.
@@ -242,6 +229,31 @@ TEST(ConvTiming, TheChoiceSaysWhatCudnnRankedFirstAndWhatWasTimed) {
   EXPECT_NE(same.search_results.find("chose IMPLICIT_GEMM/DEFAULT_MATH, cuDNN's search ranked it first"),
             std::string::npos) << same.search_results;
   EXPECT_THROW(choose_timed(found, std::vector<CandidateTiming>{timed(1)}, 5), Error);
+}
+
+TEST(ConvTiming, BackendPlansAreCandidatesBesideFindsResults) {
+  const std::vector<cudnnConvolutionFwdAlgoPerf_t> results = {
+      result(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, CUDNN_STATUS_SUCCESS, CUDNN_TENSOR_OP_MATH, 0.19f),
+  };
+  SearchResults found = usable_results(std::span<const cudnnConvolutionFwdAlgoPerf_t>(results), false, "x");
+  cudnn_backend::EnginePlans plans;
+  plans.plans.resize(2);
+  plans.plans[0].engine = {12, {{3, 1}}, "A+B"};
+  plans.plans[0].workspace_bytes = 8192;
+  plans.plans[1].engine = {40, {}, "fallback"};
+  for (Candidate& c : plan_candidates(plans, CUDNN_TENSOR_OP_MATH)) found.candidates.push_back(std::move(c));
+  ASSERT_EQ(found.candidates.size(), 3u);
+  EXPECT_EQ(found.candidates[1].label(), "backend engine 12 (knobs 3=1)");
+  EXPECT_EQ(found.candidates[1].workspace_bytes, 8192u);
+  EXPECT_STREQ(found.candidates[1].api(), "backend");
+  EXPECT_STREQ(found.candidates[0].api(), "legacy");
+  const AlgorithmChoice choice = choose_timed(found, std::vector<CandidateTiming>{timed(0.2), timed(0.15), skipped(3)}, 5);
+  EXPECT_EQ(choice.chosen.label(), "backend engine 12 (knobs 3=1)");
+  EXPECT_NE(choice.search_results.find("IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH 0.2 ms, backend engine 12 (knobs 3=1) "
+                                       "0.15 ms, backend engine 40 skipped (one launch 3 ms); chose backend engine 12 "
+                                       "(knobs 3=1), cuDNN's search ranked IMPLICIT_PRECOMP_GEMM/TENSOR_OP_MATH first"),
+            std::string::npos)
+      << choice.search_results;
 }
 
 TEST(ConvCudnnVersion, LibrariesAreGroupedByFolder) {

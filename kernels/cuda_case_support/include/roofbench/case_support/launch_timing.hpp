@@ -13,6 +13,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace roofbench::case_support {
 
@@ -22,6 +23,9 @@ struct TimingPlan {
   int max_launches_per_group = 50;
   double group_ms = 1.0;              // a group lasts about this long, from one launch's time
   double skip_factor = 4, skip_margin_ms = 0.05;  // see skip()
+  // A candidate whose launches cannot be captured into a CUDA graph fails instead of being launched one
+  // by one: for graphable cases, whose run() the host may replay from a graph.
+  bool require_graph = false;
 
   // Launches per group from one warm launch's time: enough that launch overhead does not dominate a
   // group of short kernels, a single launch for kernels longer than a group.
@@ -59,5 +63,10 @@ std::string describe_timings(std::span<const std::string> labels, std::span<cons
 // skipped with the reason in `failed`: one candidate that cannot run must not end the search.
 CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms);
+
+// Times `count` candidates in order (launch(i) enqueues one launch of candidate i), each given the best
+// time of those before it.
+std::vector<CandidateTiming> time_each(cudaStream_t stream, std::size_t count,
+                                       const std::function<void(std::size_t)>& launch, const TimingPlan& plan);
 
 }  // namespace roofbench::case_support

@@ -96,8 +96,9 @@ std::string plan_choice_text(std::span<const EnginePlan> plans, std::span<const 
                              std::size_t chosen, int groups, const std::string& counts_text);
 
 // engine_plans, then every plan timed on the handle's stream with the tensors of `uids`/`pointers` and a
-// workspace from `workspace(bytes)` (called once, with the most any plan needs), the fastest taken.
-// Throws NotApplicable with the counts when no plan could be made.
+// workspace from `workspace(bytes)` (called once, with the most any plan needs), the fastest taken. A
+// plan whose launches cannot be captured into a CUDA graph is not taken (graphable cases are replayed
+// from graphs). Throws NotApplicable with the counts when no plan could be made, Error when none ran.
 PlanChoice fastest_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
                         std::shared_ptr<const DescriptorSet> graph_descriptors, const PlanSearchOptions& options,
                         std::span<const std::int64_t> uids, std::span<void* const> pointers,
