@@ -49,9 +49,13 @@ const OperationAttributes& operation_attributes(Pass pass) {
 
 using kernels::ConvLayout;
 
-bool backend_plans_wanted() {
+BackendPlans backend_plans_from_environment() {
   const char* value = std::getenv("ROOFBENCH_CONV_BACKEND");
-  return !value || std::string(value) != "off";
+  const std::string text = value ? value : "";
+  if (text.empty() || text == "on") return BackendPlans::precompiled;
+  if (text == "off") return BackendPlans::none;
+  if (text == "all") return BackendPlans::all;
+  throw Error("conv: ROOFBENCH_CONV_BACKEND must be on, off or all, got '" + text + "'");
 }
 using kernels::ConvTensors;
 using kernels::Extent4;
@@ -330,7 +334,8 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
     none.text = "not asked (tf32 and fp32 keep to the legacy API)";
     return none;
   }
-  if (!backend_plans_wanted()) {
+  const BackendPlans wanted = backend_plans_from_environment();
+  if (wanted == BackendPlans::none) {
     none.text = "not asked (ROOFBENCH_CONV_BACKEND=off)";
     return none;
   }
@@ -391,7 +396,7 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
   options.max_workspace_bytes = std::int64_t(workspace_bytes);
   options.max_plans = kMaxBackendPlans;
   options.excluded_notes = {CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION};  // the case promises fp32 accumulation
-  options.runtime_compilation = false;  // seconds per plan; setup of the suite must stay short
+  options.runtime_compilation = wanted == BackendPlans::all;  // seconds per plan: setup must stay short
   try {
     return cudnn_backend::engine_plans(handle, op_graph->get(), graph, options);
   } catch (const Error& e) {

@@ -70,7 +70,7 @@ class Convolution {
   // For every pass: cudnnFind*AlgorithmEx on this convolution's own tensors with `workspace`, and for
   // bf16 and fp16 the execution plans of the backend API's heuristics for the same convolution
   // (cudnn_backend/engine_plans.hpp: modes A, B and fallback, at most kMaxBackendPlans, none reducing in
-  // reduced precision or compiling at run time); then our own timing of every qualifying candidate of
+  // reduced precision, and as backend_plans_from_environment says); then our own timing of every qualifying candidate of
   // both (case_support/launch_timing.hpp), the fastest taken. For AlgorithmSearch::heuristic, the _v7
   // heuristics' first qualifying result, untimed.
   void choose_algorithms(cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes, AlgorithmSearch search);
@@ -120,9 +120,11 @@ class Convolution {
   mutable std::array<void*, 3> pack_workspaces_{};
 };
 
-// Whether backend plans join the search: yes unless ROOFBENCH_CONV_BACKEND=off (legacy algorithms only,
-// for comparison).
-bool backend_plans_wanted();
+// Which backend plans join the search, from ROOFBENCH_CONV_BACKEND: on (the default; engines whose
+// kernels are precompiled), off (legacy algorithms only, for comparison), all (also engines that compile
+// at finalize, seconds each).
+enum class BackendPlans { none, precompiled, all };
+BackendPlans backend_plans_from_environment();
 
 // Backend plans timed per pass at most: each costs a finalize and about ten launches in setup.
 inline constexpr std::size_t kMaxBackendPlans = 16;

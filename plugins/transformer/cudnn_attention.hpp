@@ -1,8 +1,9 @@
 // cuDNN's fused attention through the raw backend API: a graph of operations cuDNN recognises as scaled
 // dot-product attention (QK^T matmul, scale, causal mask, softmax with fp32 stats, PV matmul), built once in
-// setup and executed on the case's stream. The dedicated SDPA operation would need cuDNN 9.21 for causal
-// masks; this graph is accepted by 9.x's runtime-fusion engines, and when it is not, build() throws
-// NotApplicable with cuDNN's own reason.
+// setup and executed on the case's stream. Its plan is the fastest of up to four engine configurations of
+// cuDNN's heuristics (modes A, B, fallback), timed in setup (kernels/cudnn_backend). The dedicated SDPA
+// operation would need cuDNN 9.21 for causal masks; this graph is accepted by 9.x's runtime-fusion
+// engines, and when it is not, build() throws NotApplicable with cuDNN's own reason.
 #pragma once
 
 #include <cuda_runtime_api.h>
