@@ -177,7 +177,11 @@ class SplitKvDecode final : public AttentionCase {
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
     kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
     facts_.push_back({"kernel", "split_kv_" + version_});
-    facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
+    if (plan_.balanced_blocks_per_sm > 0)
+      facts_.push_back({"runs", std::to_string(plan_.blocks) + " blocks of " + std::to_string(plan_.split_len) +
+                                    " keys over all (batch, head)s"});
+    else
+      facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
   }
 
   std::string version_;

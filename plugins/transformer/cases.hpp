@@ -24,8 +24,10 @@ std::unique_ptr<Case> make_prefill_attention(const std::string& impl, kernels::A
 // split_kv_<version>.
 std::unique_ptr<Case> make_decode_attention(const std::string& impl, const kernels::AttentionShape& shape,
                                             kernels::AttentionFault fault = kernels::AttentionFault::none);
-// y[tokens, out] = x[tokens, in] W^T through cuBLAS in bf16 (fp32 accumulation).
-std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens);
+// y[tokens, out] = x[tokens, in] W^T in bf16 (fp32 accumulation); impl is cublaslt (every token count) or gemv
+// (1, 2, 4 or 8 tokens; NotApplicable otherwise).
+std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
+                                  const std::string& impl = "cublaslt");
 
 // The versions `fused` and `split_kv` stand for, from the H200 runs (2026-12-01): fused_v3 was the fastest
 // at every prefill shape; split_kv_v3 (8 keys in flight) is the fastest when there are fewer (batch, head)
