@@ -34,20 +34,24 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // v5: the cache cut into equal runs of keys over all (batch, head)s together, as many runs as the GPU
 // holds blocks at once (8 per SM, 4 keys in flight), so one wave reads it all with no tail and no block
 // shorter than a step; v6: v5 with 8 keys in flight and 4 blocks per SM (the same bytes in flight from half
-// the warps).
+// the warps). H200, 2026-12-01 (read roof 4.53): B64 KV1024 v5 3.60 TB/s, v6 3.65 (v2 3.79); B256 KV4096
+// v5 4.47, v6 4.48 (v2 4.36); B1 KV1024 (graph) v5 6.50 us, v6 5.53 (v3 5.05). v5 loses at B64, where a
+// block has 12 steps: its warps start together and issue their loads in bursts. v7: v5 pipelined (the next
+// step's loads issued before this step's arithmetic), 4 blocks per SM for the registers; v8: the same with
+// 2 keys per step and 8 blocks per SM. v9: v2's grid, pipelined with 2 keys per step (v2's loads in
+// flight, never all waiting at once).
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
   std::int64_t longest_split;  // unused when balanced
   bool streaming_loads;
-  bool balanced;  // else a grid of (splits, batch x heads)
+  int balanced_blocks_per_sm;  // 0: a grid of (splits, batch x heads)
+  bool pipelined;
 };
-constexpr DecodeVersion kDecodeVersions[] = {{"v1", 4, 2048, false, false}, {"v2", 4, 256, false, false},
-                                             {"v3", 8, 256, false, false}, {"v4", 4, 256, true, false},
-                                             {"v5", 4, 0, false, true}, {"v6", 8, 0, false, true}};
-// The blocks per SM a balanced grid is sized for (and its kernel's launch bounds promise): the same
-// 128 KB of loads in flight per SM either way.
-constexpr int balanced_blocks_per_sm(int keys_in_flight) { return keys_in_flight == 4 ? 8 : 4; }
+constexpr DecodeVersion kDecodeVersions[] = {
+    {"v1", 4, 2048, false, 0, false}, {"v2", 4, 256, false, 0, false}, {"v3", 8, 256, false, 0, false},
+    {"v4", 4, 256, true, 0, false},   {"v5", 4, 0, false, 8, false},   {"v6", 8, 0, false, 4, false},
+    {"v7", 4, 0, false, 4, true},     {"v8", 2, 0, false, 8, true},    {"v9", 2, 256, false, 0, true}};
 
 // A read-once 16-byte load: not allocated in L1, with an L2 prefetch of the enclosing 256 bytes.
 __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
@@ -83,59 +87,90 @@ struct GroupState {
   float max_score = -INFINITY, sum = 0, acc[8] = {};
 };
 
-template <typename T, int kKeysInFlight, bool kStreaming, AttentionFault kFault>
+// One step's K and V rows for the group: keys first, first + 16, ... (zeros past `end`).
+template <int kKeysInFlight, bool kStreaming>
+__device__ __forceinline__ void load_step(const uint4* keys, const uint4* values, int first, int end,
+                                          uint4 (&k_raw)[kKeysInFlight], uint4 (&v_raw)[kKeysInFlight]) {
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    const int key = first + u * kGroups;
+    if (key < end) {
+      if constexpr (kStreaming) {
+        k_raw[u] = load_streaming(keys + key * (kHeadDim / 8));
+        v_raw[u] = load_streaming(values + key * (kHeadDim / 8));
+      } else {
+        k_raw[u] = __ldg(keys + key * (kHeadDim / 8));
+        v_raw[u] = __ldg(values + key * (kHeadDim / 8));
+      }
+    } else {
+      k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// The online softmax over one step's keys. Every lane of the warp calls it (the score's shuffles).
+template <typename T, int kKeysInFlight, AttentionFault kFault>
+__device__ __forceinline__ void consume_step(const float (&query)[8], int first, int end,
+                                             const uint4 (&k_raw)[kKeysInFlight], const uint4 (&v_raw)[kKeysInFlight],
+                                             GroupState& st) {
+  float score[kKeysInFlight];
+  float step_max = st.max_score;
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    float kf[8];
+    unpack8<T>(k_raw[u], kf);
+    float dot = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot += query[i] * kf[i];
+    dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+    dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+    dot += __shfl_xor_sync(0xffffffffu, dot, 4);
+    score[u] = first + u * kGroups < end ? dot : -INFINITY;
+    step_max = fmaxf(step_max, score[u]);
+  }
+  if constexpr (kFault != AttentionFault::no_rescale) {
+    const float rescale = weight(st.max_score, step_max);
+    st.sum *= rescale;
+#pragma unroll
+    for (float& a : st.acc) a *= rescale;
+  }
+  st.max_score = step_max;
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    const float p = weight(score[u], st.max_score);
+    if (p == 0.0f) continue;  // a key past the end: its V was not loaded
+    float vf[8];
+    unpack8<T>(v_raw[u], vf);
+    st.sum += p;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[i] += p * vf[i];
+  }
+}
+
+// One group's online softmax over keys [begin, end) of one (batch, head): `keys` and `values` point at the
+// head's cache, already offset to the lane's 16 bytes. The same trip count for every lane of the block.
+// Pipelined: the next step's loads are issued before this step's arithmetic, so a warp always has loads
+// in flight (without it, a warp's loads go out in bursts, and warps that start together stay in step).
+template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault>
 __device__ __forceinline__ void accumulate_keys(const uint4* keys, const uint4* values, const float (&query)[8],
                                                 int begin, int end, int group, GroupState& st) {
   constexpr int kKeysPerStep = keys_per_step(kKeysInFlight);
-  for (int step = begin; step < end; step += kKeysPerStep) {
-    const int first = step + group;
-    uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+  if constexpr (kPipelined) {
+    uint4 k_next[kKeysInFlight], v_next[kKeysInFlight];
+    if (begin < end) load_step<kKeysInFlight, kStreaming>(keys, values, begin + group, end, k_next, v_next);
+    for (int step = begin; step < end; step += kKeysPerStep) {
+      uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
 #pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      const int key = first + u * kGroups;
-      if (key < end) {
-        if constexpr (kStreaming) {
-          k_raw[u] = load_streaming(keys + key * (kHeadDim / 8));
-          v_raw[u] = load_streaming(values + key * (kHeadDim / 8));
-        } else {
-          k_raw[u] = __ldg(keys + key * (kHeadDim / 8));
-          v_raw[u] = __ldg(values + key * (kHeadDim / 8));
-        }
-      } else {
-        k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
-      }
+      for (int u = 0; u < kKeysInFlight; ++u) k_raw[u] = k_next[u], v_raw[u] = v_next[u];
+      if (step + kKeysPerStep < end)
+        load_step<kKeysInFlight, kStreaming>(keys, values, step + kKeysPerStep + group, end, k_next, v_next);
+      consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
     }
-    float score[kKeysInFlight];
-    float step_max = st.max_score;
-#pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      float kf[8];
-      unpack8<T>(k_raw[u], kf);
-      float dot = 0;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dot += query[i] * kf[i];
-      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-      dot += __shfl_xor_sync(0xffffffffu, dot, 4);
-      score[u] = first + u * kGroups < end ? dot : -INFINITY;
-      step_max = fmaxf(step_max, score[u]);
-    }
-    if constexpr (kFault != AttentionFault::no_rescale) {
-      const float rescale = weight(st.max_score, step_max);
-      st.sum *= rescale;
-#pragma unroll
-      for (float& a : st.acc) a *= rescale;
-    }
-    st.max_score = step_max;
-#pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      const float p = weight(score[u], st.max_score);
-      if (p == 0.0f) continue;  // a key past the end: its V was not loaded
-      float vf[8];
-      unpack8<T>(v_raw[u], vf);
-      st.sum += p;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) st.acc[i] += p * vf[i];
+  } else {
+    for (int step = begin; step < end; step += kKeysPerStep) {
+      uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+      load_step<kKeysInFlight, kStreaming>(keys, values, step + group, end, k_raw, v_raw);
+      consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
     }
   }
 }
@@ -201,8 +236,8 @@ __device__ __forceinline__ void load_query(const T* q, std::int64_t bh, int lane
   for (float& x : query) x *= scale_log2;
 }
 
-// v1..v4: a grid of (splits, batch x heads); a block reads one split of one (batch, head).
-template <typename T, int kKeysInFlight, bool kStreaming, AttentionFault kFault>
+// v1..v4, v9: a grid of (splits, batch x heads); a block reads one split of one (batch, head).
+template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault>
 __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T* q, const T* k, const T* v, T* o,
                                                                        std::int64_t kv_len, std::int64_t split_len,
                                                                        std::int64_t keys_read, float scale_log2,
@@ -218,7 +253,8 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
   const uint4* keys = reinterpret_cast<const uint4*>(k + bh * kv_len * kHeadDim) + lane;
   const uint4* values = reinterpret_cast<const uint4*>(v + bh * kv_len * kHeadDim) + lane;
   GroupState st;
-  accumulate_keys<T, kKeysInFlight, kStreaming, kFault>(keys, values, query, int(begin), int(end), group, st);
+  accumulate_keys<T, kKeysInFlight, kStreaming, kPipelined, kFault>(keys, values, query, int(begin), int(end), group,
+                                                                     st);
   const BlockPartial b = merge_groups<kFault>(st, group, lane);
   if (threadIdx.x >= kHeadDim) return;
   if (splits == 1) {
@@ -235,8 +271,8 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
 // from one (batch, head) into the next; it writes one partial per (batch, head) it touches, at index
 // block + bh (unique: a later block can only touch a later or the same head), so the blocks of one head
 // have consecutive partials.
-template <typename T, int kKeysInFlight, AttentionFault kFault>
-__global__ __launch_bounds__(kDecodeThreads, balanced_blocks_per_sm(kKeysInFlight)) void balanced_split_kv_kernel(
+template <typename T, int kKeysInFlight, int kBlocksPerSm, bool kPipelined, AttentionFault kFault>
+__global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void balanced_split_kv_kernel(
     const T* q, const T* k, const T* v, T* o, std::int64_t kv_len, std::int64_t keys_per_block, std::int64_t total_keys,
     std::int64_t keys_read, float scale_log2, float* partials, unsigned* arrivals) {
   const std::int64_t block = blockIdx.x;
@@ -252,8 +288,8 @@ __global__ __launch_bounds__(kDecodeThreads, balanced_blocks_per_sm(kKeysInFligh
     const uint4* keys = reinterpret_cast<const uint4*>(k + head_begin * kHeadDim) + lane;
     const uint4* values = reinterpret_cast<const uint4*>(v + head_begin * kHeadDim) + lane;
     GroupState st;
-    accumulate_keys<T, kKeysInFlight, false, kFault>(keys, values, query, begin, end < keys_read ? end : int(keys_read),
-                                                     group, st);
+    accumulate_keys<T, kKeysInFlight, false, kPipelined, kFault>(keys, values, query, begin,
+                                                                 end < keys_read ? end : int(keys_read), group, st);
     const BlockPartial b = merge_groups<kFault>(st, group, lane);
     if (threadIdx.x < kHeadDim) {
       const std::int64_t first_block = head_begin / keys_per_block;
@@ -293,10 +329,11 @@ SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::
   SplitKvPlan plan;
   plan.keys_in_flight = chosen->keys_in_flight;
   plan.streaming_loads = chosen->streaming_loads;
-  if (chosen->balanced) {
+  plan.pipelined = chosen->pipelined;
+  if (chosen->balanced_blocks_per_sm > 0) {
     // One run per block the GPU holds at once, but no run shorter than one step of the block.
     const std::int64_t total = heads_total(shape) * shape.kv_len;
-    plan.balanced_blocks_per_sm = balanced_blocks_per_sm(chosen->keys_in_flight);
+    plan.balanced_blocks_per_sm = chosen->balanced_blocks_per_sm;
     const std::int64_t wanted_blocks = std::int64_t(sm_count) * plan.balanced_blocks_per_sm;
     plan.split_len = std::max((total + wanted_blocks - 1) / wanted_blocks, step);
     plan.blocks = (total + plan.split_len - 1) / plan.split_len;
@@ -351,24 +388,32 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
     auto* ot = static_cast<T*>(o);
-    auto go = [&]<int kKeysInFlight, AttentionFault kFault>() {
-      if (plan.balanced_blocks_per_sm > 0) {
-        balanced_split_kv_kernel<T, kKeysInFlight, kFault><<<unsigned(plan.blocks), kDecodeThreads, 0, stream>>>(
-            qt, kt, vt, ot, shape.kv_len, plan.split_len, heads_total(shape) * shape.kv_len, keys_read, scale_log2,
-            partials, arrivals);
-        return;
-      }
-      auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kFault>
-                                         : split_kv_decode_kernel<T, kKeysInFlight, false, kFault>;
+    auto balanced = [&]<int kKeysInFlight, int kBlocksPerSm, bool kPipelined, AttentionFault kFault>() {
+      balanced_split_kv_kernel<T, kKeysInFlight, kBlocksPerSm, kPipelined, kFault>
+          <<<unsigned(plan.blocks), kDecodeThreads, 0, stream>>>(qt, kt, vt, ot, shape.kv_len, plan.split_len,
+                                                                 heads_total(shape) * shape.kv_len, keys_read,
+                                                                 scale_log2, partials, arrivals);
+    };
+    auto gridded = [&]<int kKeysInFlight, bool kPipelined, AttentionFault kFault>() {
+      auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kPipelined, kFault>
+                                         : split_kv_decode_kernel<T, kKeysInFlight, false, kPipelined, kFault>;
       const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
       kernel<<<grid, kDecodeThreads, 0, stream>>>(
           qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
     };
-    const bool broken = fault == AttentionFault::no_rescale;
-    if (plan.keys_in_flight == 4)
-      broken ? go.template operator()<4, AttentionFault::no_rescale>() : go.template operator()<4, AttentionFault::none>();
-    else
-      broken ? go.template operator()<8, AttentionFault::no_rescale>() : go.template operator()<8, AttentionFault::none>();
+    auto go = [&]<AttentionFault kFault>() {
+      const int keys = plan.keys_in_flight, blocks = plan.balanced_blocks_per_sm;
+      if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, false, kFault>();
+      else if (blocks == 0 && keys == 8 && !plan.pipelined) gridded.template operator()<8, false, kFault>();
+      else if (blocks == 0 && keys == 2 && plan.pipelined) gridded.template operator()<2, true, kFault>();
+      else if (keys == 4 && blocks == 8 && !plan.pipelined) balanced.template operator()<4, 8, false, kFault>();
+      else if (keys == 8 && blocks == 4 && !plan.pipelined) balanced.template operator()<8, 4, false, kFault>();
+      else if (keys == 4 && blocks == 4 && plan.pipelined) balanced.template operator()<4, 4, true, kFault>();
+      else if (keys == 2 && blocks == 8 && plan.pipelined) balanced.template operator()<2, 8, true, kFault>();
+      else throw std::invalid_argument("split_kv decode: no kernel for this plan");
+    };
+    if (fault == AttentionFault::no_rescale) go.template operator()<AttentionFault::no_rescale>();
+    else go.template operator()<AttentionFault::none>();
   });
   ROOFBENCH_CUDA(cudaGetLastError());
 }

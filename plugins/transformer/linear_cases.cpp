@@ -192,7 +192,7 @@ class GemvLinear final : public Linear {
  public:
   GemvLinear(std::int64_t in, std::int64_t out, std::int64_t tokens) : Linear(in, out, tokens) {
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
-    facts_.push_back({"kernel", "hand GEMV: a warp per output row, the row's 16-byte loads all issued first"});
+    facts_.push_back({"kernel", "hand GEMV: a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"});
   }
   void run(Context& ctx) override { gemv_bf16(w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
 };

@@ -119,7 +119,7 @@ TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
   EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
   for (const char* v : {"v2", "v3"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
-  EXPECT_THROW(make_decode_attention("split_kv_v9", shape(1)), Error);
+  EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
 
 TEST(TransformerPlugin, FusedRefusesShapesItDoesNotTake) {
