@@ -34,12 +34,20 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // v5: the cache cut into equal runs of keys over all (batch, head)s together, as many runs as the GPU
 // holds blocks at once (8 per SM, 4 keys in flight), so one wave reads it all with no tail and no block
 // shorter than a step; v6: v5 with 8 keys in flight and 4 blocks per SM (the same bytes in flight from half
-// the warps). H200, 2026-12-01 (read roof 4.53): B64 KV1024 v5 3.60 TB/s, v6 3.65 (v2 3.79); B256 KV4096
-// v5 4.47, v6 4.48 (v2 4.36); B1 KV1024 (graph) v5 6.50 us, v6 5.53 (v3 5.05). v5 loses at B64, where a
-// block has 12 steps: its warps start together and issue their loads in bursts. v7: v5 pipelined (the next
-// step's loads issued before this step's arithmetic), 4 blocks per SM for the registers; v8: the same with
-// 2 keys per step and 8 blocks per SM. v9: v2's grid, pipelined with 2 keys per step (v2's loads in
-// flight, never all waiting at once).
+// the warps). v7: v5 pipelined (the next step's loads issued before this step's arithmetic, so a warp's
+// loads do not go out in bursts), 4 blocks per SM for the registers; v8: the same with 2 keys per step and
+// 8 blocks per SM. H200, 2026-12-01, two machines (read roof 4.53 and 4.63 TB/s), TB/s of KV cache read:
+//   B64 KV1024 (stream timing): v2 3.79 / 3.83, v3 3.66 / 3.69, v5 3.60 / 3.65, v6 3.65 / 3.70, v7 - / 3.77,
+//     v8 - / 3.73; cuDNN 9.14 3.95 / 4.00. In a CUDA graph (second machine): v2 3.95, v7 3.87, cuDNN 4.15.
+//   B256 KV4096: v2 4.36 / 4.43, v3 4.30 / 4.36, v5 4.47 / 4.56, v6 4.48 / 4.57, v7 - / 4.60, v8 - / 4.57;
+//     cuDNN 4.54 / 4.63.
+//   B1 KV1024 (graph, us): v2 5.70 / 5.78, v3 5.05 / 5.00, v5 6.50 / 6.50, v6 5.53 / 5.55, v7 - / 6.43,
+//     v8 - / 8.68; cuDNN 5.24 / 5.25.
+// (v2 and v3 in those two runs were built with int key indices, v3 then 80 registers; they are built with
+// 64-bit indices again, as in the first figures above (v3 103 registers), and were not re-run so.)
+// The balanced grid wins when each block's run is long (B256 KV4096: 23832 keys per block in v7) and loses
+// at B64 KV1024 (1490 keys, 23 steps), where v2's 3072 short blocks in 2.6 waves still do better. A v9 (v2's
+// grid, pipelined, 2 keys per step) read 3.76 / 4.40 / 7.86 us at the three shapes and was dropped.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
@@ -51,7 +59,7 @@ struct DecodeVersion {
 constexpr DecodeVersion kDecodeVersions[] = {
     {"v1", 4, 2048, false, 0, false}, {"v2", 4, 256, false, 0, false}, {"v3", 8, 256, false, 0, false},
     {"v4", 4, 256, true, 0, false},   {"v5", 4, 0, false, 8, false},   {"v6", 8, 0, false, 4, false},
-    {"v7", 4, 0, false, 4, true},     {"v8", 2, 0, false, 8, true},    {"v9", 2, 256, false, 0, true}};
+    {"v7", 4, 0, false, 4, true},     {"v8", 2, 0, false, 8, true}};
 
 // A read-once 16-byte load: not allocated in L1, with an L2 prefetch of the enclosing 256 bytes.
 __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
@@ -88,12 +96,12 @@ struct GroupState {
 };
 
 // One step's K and V rows for the group: keys first, first + 16, ... (zeros past `end`).
-template <int kKeysInFlight, bool kStreaming>
-__device__ __forceinline__ void load_step(const uint4* keys, const uint4* values, int first, int end,
+template <int kKeysInFlight, bool kStreaming, typename Index>
+__device__ __forceinline__ void load_step(const uint4* keys, const uint4* values, Index first, Index end,
                                           uint4 (&k_raw)[kKeysInFlight], uint4 (&v_raw)[kKeysInFlight]) {
 #pragma unroll
   for (int u = 0; u < kKeysInFlight; ++u) {
-    const int key = first + u * kGroups;
+    const Index key = first + u * kGroups;
     if (key < end) {
       if constexpr (kStreaming) {
         k_raw[u] = load_streaming(keys + key * (kHeadDim / 8));
@@ -109,8 +117,8 @@ __device__ __forceinline__ void load_step(const uint4* keys, const uint4* values
 }
 
 // The online softmax over one step's keys. Every lane of the warp calls it (the score's shuffles).
-template <typename T, int kKeysInFlight, AttentionFault kFault>
-__device__ __forceinline__ void consume_step(const float (&query)[8], int first, int end,
+template <typename T, int kKeysInFlight, AttentionFault kFault, typename Index>
+__device__ __forceinline__ void consume_step(const float (&query)[8], Index first, Index end,
                                              const uint4 (&k_raw)[kKeysInFlight], const uint4 (&v_raw)[kKeysInFlight],
                                              GroupState& st) {
   float score[kKeysInFlight];
@@ -151,14 +159,16 @@ __device__ __forceinline__ void consume_step(const float (&query)[8], int first,
 // head's cache, already offset to the lane's 16 bytes. The same trip count for every lane of the block.
 // Pipelined: the next step's loads are issued before this step's arithmetic, so a warp always has loads
 // in flight (without it, a warp's loads go out in bursts, and warps that start together stay in step).
-template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault>
+// Index: the key index type, std::int64_t in the gridded versions (v1..v4 as first measured), int in the
+// balanced ones (the 64-bit arithmetic of a run that spans heads cost v5 spills at 64 registers).
+template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault, typename Index>
 __device__ __forceinline__ void accumulate_keys(const uint4* keys, const uint4* values, const float (&query)[8],
-                                                int begin, int end, int group, GroupState& st) {
+                                                Index begin, Index end, int group, GroupState& st) {
   constexpr int kKeysPerStep = keys_per_step(kKeysInFlight);
   if constexpr (kPipelined) {
     uint4 k_next[kKeysInFlight], v_next[kKeysInFlight];
     if (begin < end) load_step<kKeysInFlight, kStreaming>(keys, values, begin + group, end, k_next, v_next);
-    for (int step = begin; step < end; step += kKeysPerStep) {
+    for (Index step = begin; step < end; step += kKeysPerStep) {
       uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
 #pragma unroll
       for (int u = 0; u < kKeysInFlight; ++u) k_raw[u] = k_next[u], v_raw[u] = v_next[u];
@@ -167,7 +177,7 @@ __device__ __forceinline__ void accumulate_keys(const uint4* keys, const uint4* 
       consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
     }
   } else {
-    for (int step = begin; step < end; step += kKeysPerStep) {
+    for (Index step = begin; step < end; step += kKeysPerStep) {
       uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
       load_step<kKeysInFlight, kStreaming>(keys, values, step + group, end, k_raw, v_raw);
       consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
@@ -236,8 +246,8 @@ __device__ __forceinline__ void load_query(const T* q, std::int64_t bh, int lane
   for (float& x : query) x *= scale_log2;
 }
 
-// v1..v4, v9: a grid of (splits, batch x heads); a block reads one split of one (batch, head).
-template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault>
+// v1..v4: a grid of (splits, batch x heads); a block reads one split of one (batch, head).
+template <typename T, int kKeysInFlight, bool kStreaming, AttentionFault kFault>
 __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T* q, const T* k, const T* v, T* o,
                                                                        std::int64_t kv_len, std::int64_t split_len,
                                                                        std::int64_t keys_read, float scale_log2,
@@ -253,8 +263,7 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
   const uint4* keys = reinterpret_cast<const uint4*>(k + bh * kv_len * kHeadDim) + lane;
   const uint4* values = reinterpret_cast<const uint4*>(v + bh * kv_len * kHeadDim) + lane;
   GroupState st;
-  accumulate_keys<T, kKeysInFlight, kStreaming, kPipelined, kFault>(keys, values, query, int(begin), int(end), group,
-                                                                     st);
+  accumulate_keys<T, kKeysInFlight, kStreaming, false, kFault>(keys, values, query, begin, end, group, st);
   const BlockPartial b = merge_groups<kFault>(st, group, lane);
   if (threadIdx.x >= kHeadDim) return;
   if (splits == 1) {
@@ -394,18 +403,17 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
                                                                  heads_total(shape) * shape.kv_len, keys_read,
                                                                  scale_log2, partials, arrivals);
     };
-    auto gridded = [&]<int kKeysInFlight, bool kPipelined, AttentionFault kFault>() {
-      auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kPipelined, kFault>
-                                         : split_kv_decode_kernel<T, kKeysInFlight, false, kPipelined, kFault>;
+    auto gridded = [&]<int kKeysInFlight, AttentionFault kFault>() {
+      auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kFault>
+                                         : split_kv_decode_kernel<T, kKeysInFlight, false, kFault>;
       const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
       kernel<<<grid, kDecodeThreads, 0, stream>>>(
           qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
     };
     auto go = [&]<AttentionFault kFault>() {
       const int keys = plan.keys_in_flight, blocks = plan.balanced_blocks_per_sm;
-      if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, false, kFault>();
-      else if (blocks == 0 && keys == 8 && !plan.pipelined) gridded.template operator()<8, false, kFault>();
-      else if (blocks == 0 && keys == 2 && plan.pipelined) gridded.template operator()<2, true, kFault>();
+      if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, kFault>();
+      else if (blocks == 0 && keys == 8 && !plan.pipelined) gridded.template operator()<8, kFault>();
       else if (keys == 4 && blocks == 8 && !plan.pipelined) balanced.template operator()<4, 8, false, kFault>();
       else if (keys == 8 && blocks == 4 && !plan.pipelined) balanced.template operator()<8, 4, false, kFault>();
       else if (keys == 4 && blocks == 4 && plan.pipelined) balanced.template operator()<4, 4, true, kFault>();

@@ -4,6 +4,14 @@
 // chosen in setup (the heuristic's top candidates timed back to back, the fastest kept and named in the
 // facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
 //
+// H200, 2026-12-01 (read roof 4.63 TB/s), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
+// (768x3072) and 2.06 us (3072x768), 51% and 50% of the read roof, against cuBLASLt's 3.64 and 6.29 and
+// PyTorch's 3.62 and 7.30 (graph replays). Cold (--cold: L2 flushed outside the timed region, one run per
+// sample, so one graph replay between two events): gemv 6.18 and 6.08 us, cuBLASLt 7.46 and 9.60,
+// PyTorch 8.34 and 10.11. The same one-run samples hot (--graph on --runs-per-sample 1) took gemv 4.32 and
+// 4.29 us: a lone replay costs ~2.3 us more than a kernel among hundreds in one graph, more than the whole
+// 2.04 us that 50% of the read roof allows, so one cold kernel cannot reach 50% as --cold times it.
+//
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form
 // the micro plugin uses, so the sampled matmul gate of roofbench/case_support/gate.hpp applies as it is.

@@ -111,13 +111,16 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
 }
 
 TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
-  auto shape = [](std::int64_t batch) {
-    return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = 1024, .head_dim = 64, .causal = true};
+  auto shape = [](std::int64_t batch, std::int64_t kv = 1024) {
+    return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64, .causal = true};
   };
   EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
-  for (const char* v : {"v2", "v3"})
+  EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132), "v7");  // 23832 keys per balanced block
+  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v2");        // 5958
+  EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132), "v7");  // 11916
+  for (const char* v : {"v2", "v3", "v7"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
   EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
