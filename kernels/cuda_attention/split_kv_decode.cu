@@ -47,7 +47,8 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // 64-bit indices again, as in the first figures above (v3 103 registers), and were not re-run so.)
 // The balanced grid wins when each block's run is long (B256 KV4096: 23832 keys per block in v7) and loses
 // at B64 KV1024 (1490 keys, 23 steps), where v2's 3072 short blocks in 2.6 waves still do better. A v9 (v2's
-// grid, pipelined, 2 keys per step) read 3.76 / 4.40 / 7.86 us at the three shapes and was dropped.
+// grid, pipelined, 2 keys per step) read 3.76 TB/s at B64 KV1024, 4.40 at B256 KV4096 and took 7.86 us at
+// B1 KV1024 (second machine); never the fastest, it was dropped.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
