@@ -186,7 +186,9 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
 // accumulation) walked by one block per (sequence, head) so each row is loaded once: the keeper R1 runs.
 // Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
-enum class AttentionVersion { v1, v3 };
+// v4 (bf16 only, the keeper of R2 and up): mma.sync m16n8k16 with each warp's scores in registers, one
+// block per (sequence, head), the backward in one kernel; the bf16 functions below run v3 or v4.
+enum class AttentionVersion { v1, v3, v4 };
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
@@ -199,13 +201,15 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version = AttentionVersion::v3);
 
-// bf16 (R2): the fused attention v3 on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax and
-// accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above.
+// bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
+// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4
+// does not write delta). Versions v3 and v4 (the keeper); v1 throws.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream);
+                             const AttentionShape& s, cudaStream_t stream,
+                             AttentionVersion version = AttentionVersion::v4);
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream);
+                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v4);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

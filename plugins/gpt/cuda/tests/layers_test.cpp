@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -166,9 +167,11 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-// The bf16 attention (R2) on bf16-rounded inputs against the double reference on the same rounded values:
-// bf16 operands in the products (q, k, v, dout and the probabilities rounded to 8 significant bits).
-TEST_P(GptFusedAttention, Bf16MatchesDouble) {
+// The bf16 attention versions (v3, R2's former keeper; v4, the keeper) on bf16-rounded inputs against the
+// double reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
+// probabilities rounded to 8 significant bits); v4 also against v3, and twice on the same inputs for the
+// same bits (R4's recomputed backward must equal R3's).
+TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   auto rounded = [](std::vector<float> v) {
     for (float& x : v) x = round_to_bf16(x);
@@ -186,20 +189,38 @@ TEST_P(GptFusedAttention, Bf16MatchesDouble) {
     for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
     return out;
   };
-  Device dev;
-  const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
-  const AttentionShape shape{B, T(), H, hd};
-  const int n = N(), c = C(), stats = B * H * T();
-  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
-  float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
-  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
-  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
-  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
-  fused_attention_configure();
-  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  EXPECT_LT(rel_l2(to_float(Device::download(d_out, n * c)), ref.out), 2e-2);
-  EXPECT_LT(rel_l2(to_float(Device::download(d_dqkv, n * 3 * c)), ref.dqkv), 2e-2);
+  const auto run_bf16 = [&](AttentionVersion version) {
+    Device dev;
+    const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
+    const AttentionShape shape{B, T(), H, hd};
+    const int n = N(), c = C(), stats = B * H * T();
+    bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
+    float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+    bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
+    ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
+    ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
+    ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
+    fused_attention_configure();
+    fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
+                             to_float(Device::download(d_dqkv, n * 3 * c))};
+  };
+  const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
+  for (const FusedAttentionRun* run : {&v3, &v4}) {
+    EXPECT_LT(rel_l2(run->out, ref.out), 2e-2);
+    EXPECT_LT(rel_l2(run->dqkv, ref.dqkv), 2e-2);
+    for (float x : run->lse) ASSERT_TRUE(std::isfinite(x));
+  }
+  EXPECT_LT(rel_l2(v4.lse, v3.lse), 1e-5);
+  EXPECT_LT(rel_l2(v4.out, v3.out), 2e-2);
+  EXPECT_LT(rel_l2(v4.dqkv, v3.dqkv), 2e-2);
+  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e\n", T(),
+              rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv));
+  const FusedAttentionRun again = run_bf16(AttentionVersion::v4);
+  EXPECT_EQ(again.out, v4.out);
+  EXPECT_EQ(again.dqkv, v4.dqkv);
+  EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
 }
 
 TEST(GptLayers, FusedAttentionRejectsShapes) {
