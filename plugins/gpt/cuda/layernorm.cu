@@ -1,5 +1,7 @@
 // LayerNorm: forward (plain, and fused with the residual add before it) and backward. One warp per row;
 // the row is read again from L1/L2 rather than held in registers so any C works.
+#include <algorithm>
+
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
@@ -85,6 +87,73 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
   }
 }
 
+// The same dx with the parameter gradients' partial sums in the same pass over dy and x (the separate
+// column-sum pass read both again): block b owns rows [b R, (b + 1) R) (R from layernorm_chunks, a multiple
+// of kRowsPerBlock), its warps take every kRowsPerBlock-th row, each lane keeps the running sums
+// of its columns lane + 32 i in registers (the row too, so dy and x are read once), then the warps' sums
+// are added in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy. A fixed
+// order throughout, so the gradients are the same bits in every run. C a multiple of 32, at most
+// 32 kMaxPerLane.
+inline constexpr int kMaxPerLane = 16;
+static_assert(kLayerNormBlockWarps == kRowsPerBlock);
+__global__ void __launch_bounds__(kRowsPerBlock * 32)
+    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, const float* dy,
+                                    const float* x, const float* mean, const float* rstd, const float* w, int N,
+                                    int C, int chunk_rows, float beta) {
+  __shared__ float warp_sums[kRowsPerBlock][2 * 32 * kMaxPerLane];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, per_lane = C / 32;
+  const int row_end = min(N, (static_cast<int>(blockIdx.x) + 1) * chunk_rows);
+  float sum_w[kMaxPerLane], sum_b[kMaxPerLane], w_lane[kMaxPerLane];
+#pragma unroll
+  for (int i = 0; i < kMaxPerLane; ++i) {
+    sum_w[i] = sum_b[i] = 0.0f;
+    w_lane[i] = i < per_lane ? w[lane + 32 * i] : 0.0f;
+  }
+  for (int row = static_cast<int>(blockIdx.x) * chunk_rows + warp; row < row_end; row += kRowsPerBlock) {
+    const std::size_t base = static_cast<std::size_t>(row) * C;
+    const float mu = mean[row], rs = rstd[row];
+    float g_row[kMaxPerLane], xhat[kMaxPerLane];
+    float sum_g = 0, sum_g_xhat = 0;
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i) {
+      g_row[i] = xhat[i] = 0.0f;
+      if (i < per_lane) {
+        const float d = dy[base + lane + 32 * i];
+        xhat[i] = (x[base + lane + 32 * i] - mu) * rs;
+        g_row[i] = d * w_lane[i];
+        sum_g += g_row[i];
+        sum_g_xhat += g_row[i] * xhat[i];
+        sum_w[i] += d * xhat[i];
+        sum_b[i] += d;
+      }
+    }
+    const float mean_g = warp_sum(sum_g) / C, mean_g_xhat = warp_sum(sum_g_xhat) / C;
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i) {
+      if (i >= per_lane) continue;
+      const std::size_t at = base + lane + 32 * i;
+      const float value = rs * (g_row[i] - mean_g - xhat[i] * mean_g_xhat);
+      const float total = beta == 0.0f ? value : beta * dx[at] + value;  // beta == 0 must not read dx
+      dx[at] = total;
+      if (dx_bf16) dx_bf16[at] = __float2bfloat16_rn(total);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kMaxPerLane; ++i) {
+    if (i >= per_lane) continue;
+    warp_sums[warp][lane + 32 * i] = sum_w[i];
+    warp_sums[warp][C + lane + 32 * i] = sum_b[i];
+  }
+  __syncthreads();
+  for (int col = threadIdx.x; col < 2 * C; col += blockDim.x) {
+    float total = 0;
+    for (int k = 0; k < kRowsPerBlock; ++k) total += warp_sums[k][col];
+    partials[static_cast<std::size_t>(blockIdx.x) * 2 * C + col] = total;
+  }
+}
+
+bool layernorm_backward_fusable(int C) { return C % 32 == 0 && C / 32 <= kMaxPerLane; }
+
 // Columns [0, C): dy xhat (the weight gradient); [C, 2C): dy (the bias gradient).
 struct LayerNormParamTerm {
   const float* dy;
@@ -145,9 +214,21 @@ void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, c
   launch_residual_layernorm_forward(sum, y, mean, rstd, a, branch, branch_bias, w, b, N, C, eps, stream);
 }
 
+std::size_t layernorm_partials_floats(int N, int C) {
+  return std::max(column_partials_floats(N, 2 * C), layernorm_chunk_partials(N, C));
+}
+
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16) {
+  if (layernorm_backward_fusable(C)) {
+    const LayerNormChunks chunks = layernorm_chunks(N);
+    layernorm_backward_fused_kernel<<<chunks.count, kRowsPerBlock * 32, 0, stream>>>(
+        dx, dx_bf16, partials, dy, x, mean, rstd, w, N, C, chunks.rows, beta);
+    ROOFBENCH_CUDA_LAUNCH();
+    column_finish(dw, db, C, partials, chunks.count, 2 * C, stream);
+    return;
+  }
   layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd, w,
                                                                                  N, C, beta);
   ROOFBENCH_CUDA_LAUNCH();

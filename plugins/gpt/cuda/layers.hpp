@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "layernorm_chunks.hpp"
 #include "model.hpp"
 
 namespace roofbench::gpt::cuda {
@@ -120,9 +121,12 @@ void layernorm_forward(bf16* y, float* mean, float* rstd, const float* x, const 
 void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, const float* a, const bf16* branch,
                                 const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
                                 cudaStream_t stream);
-// dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: column_partials_floats(N, 2C).
+// dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: layernorm_partials_floats(N, C).
 // dx_bf16, when given, receives dx rounded to bf16 too (R2: the residual stream's gradient as the operand
-// of the bf16 matmuls below).
+// of the bf16 matmuls below). When C is a multiple of 32 and at most 512 (the model's), dw and db's
+// partial sums come out of the same pass over dy and x as dx (one block per chunk of layernorm_chunks(N)
+// rows, layernorm_chunks.hpp), else a separate column-sum pass reads them again.
+std::size_t layernorm_partials_floats(int N, int C);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16 = nullptr);

@@ -28,9 +28,13 @@ using testing::Device;
 using testing::random_floats;
 using testing::rel_l2;
 
-TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
+// (N, C): C = 96 and 512 (the model's) take the fused backward, 512 over many chunks of uneven fill;
+// C = 100 (not a multiple of 32) the separate column-sum pass.
+class GptLayerNorm : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(GptLayerNorm, ForwardBackwardMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const int N = 7, C = 96;
+  const auto [N, C] = GetParam();
   const float eps = 1e-5f;
   const auto x = random_floats(N * C, 1, -2, 3), w = random_floats(C, 2), b = random_floats(C, 3);
   const auto dy = random_floats(N * C, 4);
@@ -59,7 +63,7 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   float *d_x = dev.upload(x), *d_w = dev.upload(w), *d_b = dev.upload(b), *d_dy = dev.upload(dy);
   float *d_y = dev.alloc<float>(N * C), *d_mean = dev.alloc<float>(N), *d_rstd = dev.alloc<float>(N);
   float *d_dx = dev.alloc<float>(N * C), *d_dw = dev.alloc<float>(C), *d_db = dev.alloc<float>(C);
-  float* partials = dev.alloc<float>(column_partials_floats(N, 2 * C));
+  float* partials = dev.alloc<float>(layernorm_partials_floats(N, C));
   layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, eps, nullptr);
   layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
   EXPECT_LT(rel_l2(Device::download(d_y, N * C), y_ref), 1e-5);
@@ -85,7 +89,18 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   std::vector<double> twice(dx_ref);
   for (double& value : twice) value *= 2;
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), twice), 1e-4);
+  // The parameter gradients are the same bits again (a fixed summation order).
+  EXPECT_LT(rel_l2(Device::download(d_dw, C), dw_ref), 1e-5);
+  const std::vector<float> dw_first = Device::download(d_dw, C);
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
+  EXPECT_EQ(Device::download(d_dw, C), dw_first);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GptLayerNorm,
+                         ::testing::Values(std::pair{7, 96}, std::pair{3001, 512}, std::pair{9, 100}),
+                         [](const ::testing::TestParamInfo<std::pair<int, int>>& info) {
+                           return "N" + std::to_string(info.param.first) + "_C" + std::to_string(info.param.second);
+                         });
 
 
 // Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
