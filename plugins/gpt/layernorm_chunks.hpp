@@ -24,9 +24,10 @@ constexpr LayerNormChunks layernorm_chunks(int N) {
   return LayerNormChunks{rows, (N + rows - 1) / rows};
 }
 
-// Floats of the partial sums: count chunks of 2C columns (C weight-gradient, C bias-gradient).
+// Floats of the partial sums: count chunks of 3C columns (C weight-gradient, C bias-gradient, C of the
+// column sums of dx).
 constexpr std::size_t layernorm_chunk_partials(int N, int C) {
-  return static_cast<std::size_t>(layernorm_chunks(N).count) * 2 * static_cast<std::size_t>(C);
+  return static_cast<std::size_t>(layernorm_chunks(N).count) * 3 * static_cast<std::size_t>(C);
 }
 
 }  // namespace roofbench::gpt

@@ -4,8 +4,8 @@
 //   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
 //      products: R1's keeper (fp32 on TF32); its bf16 instantiation is R2's former keeper, kept for the lab.
-//   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers: the keeper of R2 and up. (v2, the same tiles one block per 32-row tile, is retired:
-//      v3 superseded it.)
+//   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers: the keeper of R2 and up.
+//   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 
 #include <cuda_bf16.h>

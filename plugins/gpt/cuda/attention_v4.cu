@@ -42,12 +42,12 @@ inline constexpr int kThreadsV4 = 32 * kWarpsV4;
 inline constexpr int kRows = 16;                     // mma's m: the rows one warp's block holds
 inline constexpr int kRowBlocks = kMaxT / kRows;     // 8 blocks of 16 rows per head
 inline constexpr int kQueryChunk = 32;              // queries per step of the dk/dv loop
-inline constexpr int kQuadsV4 = kHeadDim / 4;
 // Row strides in bf16 elements: 16 bytes past a multiple of 128, so the eight rows an ldmatrix reads
 // start on different banks.
 inline constexpr int kRowStride = kHeadDim + 8;
 inline constexpr int kDsStride = kMaxT + 8;
 static_assert(kRowBlocks == 2 * kWarpsV4, "each warp takes the row blocks w and 7 - w");
+static_assert(kThreadsV4 % (kHeadDim / 8) == 0 && 32 % (kHeadDim / 8) == 0);
 static_assert(kHeadDim % 16 == 0 && kMaxT % kQueryChunk == 0);
 
 __device__ inline unsigned shared_address(const void* p) {
@@ -109,22 +109,64 @@ __device__ inline void accumulators_as_a(unsigned (&a)[4], const float (&acc)[kT
 }
 
 // Every row 0 .. kMaxT-1 of one head's q, k or v (part 0, 1, 2, prepared as the products see them) or of an
-// [N, C] tensor (part < 0), into shared memory [kMaxT][kRowStride]; zero from row T on, so padding adds
-// nothing to any product.
-__device__ void load_head_rows(bf16* dst, const bf16* src, const float* bias, RopeTable rope, const HeadRows& at,
-                               int part) {
-  for (int idx = threadIdx.x; idx < kMaxT * kQuadsV4; idx += kThreadsV4) {
-    const int r = idx / kQuadsV4, c = 4 * (idx % kQuadsV4);
-    float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (r < at.T) {
-      if (part < 0)
-        x = load4(src + at.rows_at(r) + c);
-      else
-        x = prepare_qkv_quad(load4(src + at.qkv_at(r, part) + c), bias, rope, at, part, r, c);
-    }
-    store4(dst + r * kRowStride + c, x);
+// [N, C] tensor (part < 0), moved to shared memory [kMaxT][kRowStride] in two steps: fetch() issues all of
+// a thread's 16-byte loads at once (zero from row T on, so padding adds nothing to any product), commit()
+// prepares and stores them. A block fetches every tensor it needs before committing any, so the loads of
+// a block travel together instead of one round trip per row.
+inline constexpr int kChunk = 8;  // bf16 per 16-byte load
+inline constexpr int kChunksPerRow = kHeadDim / kChunk;
+inline constexpr int kChunksPerThread = kMaxT * kChunksPerRow / kThreadsV4;
+static_assert(kMaxT * kChunksPerRow % kThreadsV4 == 0);
+
+struct HeadFetch {
+  uint4 raw[kChunksPerThread];
+
+  __device__ static int row_of(int it) {
+    return (static_cast<int>(threadIdx.x) + it * kThreadsV4) / kChunksPerRow;
   }
-}
+  __device__ static int column_of(int it) {
+    return kChunk * ((static_cast<int>(threadIdx.x) + it * kThreadsV4) % kChunksPerRow);
+  }
+
+  __device__ void fetch(const bf16* src, const HeadRows& at, int part) {
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = row_of(it), c = column_of(it);
+      raw[it] = make_uint4(0, 0, 0, 0);
+      if (r < at.T) {
+        const std::size_t row = part < 0 ? at.rows_at(r) : at.qkv_at(r, part);
+        raw[it] = *reinterpret_cast<const uint4*>(src + row + c);
+      }
+    }
+  }
+
+  __device__ void commit(bf16* dst, const float* bias, RopeTable rope, const HeadRows& at, int part) const {
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = row_of(it), c = column_of(it);
+      uint4 x = raw[it];
+      if (part >= 0 && r < at.T) {
+        const bf16* e = reinterpret_cast<const bf16*>(&x);
+        const float4 lo = prepare_qkv_quad(make_float4(to_float(e[0]), to_float(e[1]), to_float(e[2]), to_float(e[3])),
+                                           bias, rope, at, part, r, c);
+        const float4 hi = prepare_qkv_quad(make_float4(to_float(e[4]), to_float(e[5]), to_float(e[6]), to_float(e[7])),
+                                           bias, rope, at, part, r, c + 4);
+        x = make_uint4(pack_bf16(lo.x, lo.y), pack_bf16(lo.z, lo.w), pack_bf16(hi.x, hi.y), pack_bf16(hi.z, hi.w));
+      }
+      *reinterpret_cast<uint4*>(dst + r * kRowStride + c) = x;
+    }
+  }
+
+  // sum over this chunk of raw * other.raw in fp32 (delta's dout . out).
+  __device__ float dot(int it, const HeadFetch& other) const {
+    const bf16* a = reinterpret_cast<const bf16*>(&raw[it]);
+    const bf16* b = reinterpret_cast<const bf16*>(&other.raw[it]);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) sum += to_float(a[i]) * to_float(b[i]);
+    return sum;
+  }
+};
 
 // Rows r and r + 8 of a 16 x 64 accumulator block (8 n8 tiles) to memory: times scale, and (q, k) rotated
 // back to the raw qkv's frame; rows at or past T are skipped.
@@ -166,9 +208,15 @@ __global__ void __launch_bounds__(kThreadsV4)
   const AttentionShape& s = args.s;
   const HeadRows at{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), s.T, s.channels()};
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  load_head_rows(sm.q, qkv, bias, args.rope, at, 0);
-  load_head_rows(sm.k, qkv, bias, args.rope, at, 1);
-  load_head_rows(sm.v, qkv, bias, args.rope, at, 2);
+  {
+    HeadFetch fq, fk, fv;
+    fq.fetch(qkv, at, 0);
+    fk.fetch(qkv, at, 1);
+    fv.fetch(qkv, at, 2);
+    fq.commit(sm.q, bias, args.rope, at, 0);
+    fk.commit(sm.k, bias, args.rope, at, 1);
+    fv.commit(sm.v, bias, args.rope, at, 2);
+  }
   __syncthreads();
 
   for (int pass = 0; pass < 2; ++pass) {
@@ -264,23 +312,26 @@ __global__ void __launch_bounds__(kThreadsV4)
   const AttentionShape& s = args.s;
   const HeadRows at{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), s.T, s.channels()};
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  load_head_rows(sm.q, qkv, bias, args.rope, at, 0);
-  load_head_rows(sm.k, qkv, bias, args.rope, at, 1);
-  load_head_rows(sm.v, qkv, bias, args.rope, at, 2);
-  load_head_rows(sm.dout, dout, bias, args.rope, at, -1);
-  // delta = rowsum(dout * out) in fp32: a row's 16 quads sit in 16 consecutive threads (kThreadsV4 is a
-  // multiple of 16, and every thread runs every iteration, so the shuffles see full warps).
-  for (int idx = threadIdx.x; idx < kMaxT * kQuadsV4; idx += kThreadsV4) {
-    const int r = idx / kQuadsV4, c = 4 * (idx % kQuadsV4);
-    float dot = 0.0f;
-    if (r < s.T) {
-      const float4 g = load4(dout + at.rows_at(r) + c), o = load4(out + at.rows_at(r) + c);
-      dot = g.x * o.x + g.y * o.y + g.z * o.z + g.w * o.w;
-    }
-    for (int offset = kQuadsV4 / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
-    if (idx % kQuadsV4 == 0) {
-      sm.delta[r] = dot;
-      sm.lse[r] = r < s.T ? lse[at.stats_at(r, s.heads)] : 0.0f;
+  {
+    HeadFetch fq, fk, fv, fo;
+    fq.fetch(qkv, at, 0);
+    fk.fetch(qkv, at, 1);
+    fv.fetch(qkv, at, 2);
+    fo.fetch(dout, at, -1);
+    fq.commit(sm.q, bias, args.rope, at, 0);
+    fk.commit(sm.k, bias, args.rope, at, 1);
+    fv.commit(sm.v, bias, args.rope, at, 2);
+    fo.commit(sm.dout, bias, args.rope, at, -1);
+    // delta = rowsum(dout * out) in fp32: a row's chunks sit in kChunksPerRow consecutive threads (a
+    // thread's chunks are kThreadsV4 apart, a multiple of kChunksPerRow), summed with shuffles among them.
+    HeadFetch fout;
+    fout.fetch(out, at, -1);
+    for (int t = threadIdx.x; t < kMaxT; t += kThreadsV4) sm.lse[t] = t < s.T ? lse[at.stats_at(t, s.heads)] : 0.0f;
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      float dot = fo.dot(it, fout);
+      for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+      if (HeadFetch::column_of(it) == 0) sm.delta[HeadFetch::row_of(it)] = dot;
     }
   }
   __syncthreads();
@@ -391,10 +442,10 @@ dim3 grid_v4(const AttentionShape& s) {
   return dim3(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
 }
 
-// Rows move 8 bytes (load4/store4 of bf16) and result pairs 4 bytes at a time.
+// Rows move 16 bytes at a time.
 void check_aligned_v4(const void* p, const char* what) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 8 != 0)
-    throw Error(std::string("gpt: attention v4 needs 8-byte aligned buffers (") + what + ")");
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    throw Error(std::string("gpt: attention v4 needs 16-byte aligned buffers (") + what + ")");
 }
 
 }  // namespace

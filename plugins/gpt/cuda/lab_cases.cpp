@@ -125,7 +125,8 @@ class AttentionLab final : public Case {
     const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
     Work w;
     w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
-    w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 3) + 4 * 2.0 * static_cast<double>(stat_count());
+    w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 3) +
+              4 * 2.0 * static_cast<double>(stat_count());
     w.items = N;
     w.item_name = "tokens";
     return w;

@@ -1,6 +1,8 @@
 // LayerNorm: forward (plain, and fused with the residual add before it) and backward. One warp per row;
 // the row is read again from L1/L2 rather than held in registers so any C works.
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "column_reduce.cuh"
 #include "common.cuh"
@@ -89,70 +91,99 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
 
 // The same dx with the parameter gradients' partial sums in the same pass over dy and x (the separate
 // column-sum pass read both again): block b owns rows [b R, (b + 1) R) (R from layernorm_chunks, a multiple
-// of kRowsPerBlock), its warps take every kRowsPerBlock-th row, each lane keeps the running sums
-// of its columns lane + 32 i in registers (the row too, so dy and x are read once), then the warps' sums
-// are added in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy. A fixed
-// order throughout, so the gradients are the same bits in every run. C a multiple of 32, at most
-// 32 kMaxPerLane.
+// of kRowsPerBlock), its warps take every kRowsPerBlock-th row, each lane keeps the running sums of its
+// kPerLane = C / 32 columns lane + 32 i in registers (the row too: every load of a row, dx's included when
+// beta != 0, is issued before the first is used, and dy and x are read once), then the warps' sums are added
+// in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, when dx_sums is
+// given, dx_sums[b, c] = sum of the final dx (the bias gradient of the projection below whose output
+// gradient dx is). A fixed order throughout, so the gradients are the same bits in every run.
 inline constexpr int kMaxPerLane = 16;
 static_assert(kLayerNormBlockWarps == kRowsPerBlock);
-__global__ void __launch_bounds__(kRowsPerBlock * 32)
-    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, const float* dy,
-                                    const float* x, const float* mean, const float* rstd, const float* w, int N,
-                                    int C, int chunk_rows, float beta) {
-  __shared__ float warp_sums[kRowsPerBlock][2 * 32 * kMaxPerLane];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, per_lane = C / 32;
+
+// Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held.
+template <int kPerLane>
+__global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
+    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, float* dx_sums,
+                                    const float* dy, const float* x, const float* mean, const float* rstd,
+                                    const float* __restrict__ w, int N, int chunk_rows, float beta) {
+  constexpr int C = 32 * kPerLane;
+  __shared__ float warp_sums[kRowsPerBlock][3 * C];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row_end = min(N, (static_cast<int>(blockIdx.x) + 1) * chunk_rows);
-  float sum_w[kMaxPerLane], sum_b[kMaxPerLane], w_lane[kMaxPerLane];
+  float sum_w[kPerLane], sum_b[kPerLane], sum_dx[kPerLane];
 #pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
-    sum_w[i] = sum_b[i] = 0.0f;
-    w_lane[i] = i < per_lane ? w[lane + 32 * i] : 0.0f;
-  }
+  for (int i = 0; i < kPerLane; ++i) sum_w[i] = sum_b[i] = sum_dx[i] = 0.0f;
   for (int row = static_cast<int>(blockIdx.x) * chunk_rows + warp; row < row_end; row += kRowsPerBlock) {
-    const std::size_t base = static_cast<std::size_t>(row) * C;
+    const std::size_t base = static_cast<std::size_t>(row) * C + lane;
+    float d[kPerLane], xhat[kPerLane], before[kPerLane];
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      d[i] = dy[base + 32 * i];
+      xhat[i] = x[base + 32 * i];
+      before[i] = beta == 0.0f ? 0.0f : dx[base + 32 * i];  // beta == 0 must not read dx: it may hold NaN
+    }
     const float mu = mean[row], rs = rstd[row];
-    float g_row[kMaxPerLane], xhat[kMaxPerLane];
     float sum_g = 0, sum_g_xhat = 0;
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i) {
-      g_row[i] = xhat[i] = 0.0f;
-      if (i < per_lane) {
-        const float d = dy[base + lane + 32 * i];
-        xhat[i] = (x[base + lane + 32 * i] - mu) * rs;
-        g_row[i] = d * w_lane[i];
-        sum_g += g_row[i];
-        sum_g_xhat += g_row[i] * xhat[i];
-        sum_w[i] += d * xhat[i];
-        sum_b[i] += d;
-      }
+    for (int i = 0; i < kPerLane; ++i) {
+      xhat[i] = (xhat[i] - mu) * rs;
+      const float g = d[i] * __ldg(w + lane + 32 * i);
+      sum_g += g;
+      sum_g_xhat += g * xhat[i];
+      sum_w[i] += d[i] * xhat[i];
+      sum_b[i] += d[i];
     }
     const float mean_g = warp_sum(sum_g) / C, mean_g_xhat = warp_sum(sum_g_xhat) / C;
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i) {
-      if (i >= per_lane) continue;
-      const std::size_t at = base + lane + 32 * i;
-      const float value = rs * (g_row[i] - mean_g - xhat[i] * mean_g_xhat);
-      const float total = beta == 0.0f ? value : beta * dx[at] + value;  // beta == 0 must not read dx
-      dx[at] = total;
-      if (dx_bf16) dx_bf16[at] = __float2bfloat16_rn(total);
+    for (int i = 0; i < kPerLane; ++i) {
+      const float value = rs * (d[i] * __ldg(w + lane + 32 * i) - mean_g - xhat[i] * mean_g_xhat);
+      const float total = beta == 0.0f ? value : beta * before[i] + value;
+      sum_dx[i] += total;
+      dx[base + 32 * i] = total;
+      if (dx_bf16) dx_bf16[base + 32 * i] = __float2bfloat16_rn(total);
     }
   }
 #pragma unroll
-  for (int i = 0; i < kMaxPerLane; ++i) {
-    if (i >= per_lane) continue;
+  for (int i = 0; i < kPerLane; ++i) {
     warp_sums[warp][lane + 32 * i] = sum_w[i];
     warp_sums[warp][C + lane + 32 * i] = sum_b[i];
+    warp_sums[warp][2 * C + lane + 32 * i] = sum_dx[i];
   }
   __syncthreads();
-  for (int col = threadIdx.x; col < 2 * C; col += blockDim.x) {
+  const int columns = dx_sums ? 3 * C : 2 * C;
+  for (int col = threadIdx.x; col < columns; col += blockDim.x) {
     float total = 0;
     for (int k = 0; k < kRowsPerBlock; ++k) total += warp_sums[k][col];
-    partials[static_cast<std::size_t>(blockIdx.x) * 2 * C + col] = total;
+    if (col < 2 * C)
+      partials[static_cast<std::size_t>(blockIdx.x) * 2 * C + col] = total;
+    else
+      dx_sums[static_cast<std::size_t>(blockIdx.x) * C + col - 2 * C] = total;
   }
 }
 
-bool layernorm_backward_fusable(int C) { return C % 32 == 0 && C / 32 <= kMaxPerLane; }
+bool layernorm_backward_fusable(int C) { return C % 32 == 0 && C / 32 >= 1 && C / 32 <= kMaxPerLane; }
+
+struct FusedBackwardArgs {
+  float* dx;
+  __nv_bfloat16* dx_bf16;
+  float *partials, *dx_sums;
+  const float *dy, *x, *mean, *rstd, *w;
+  int N, chunk_rows, chunks;
+  float beta;
+};
+
+template <int kPerLane>
+void launch_fused_backward(const FusedBackwardArgs& a, cudaStream_t stream) {
+  layernorm_backward_fused_kernel<kPerLane><<<a.chunks, kRowsPerBlock * 32, 0, stream>>>(
+      a.dx, a.dx_bf16, a.partials, a.dx_sums, a.dy, a.x, a.mean, a.rstd, a.w, a.N, a.chunk_rows, a.beta);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+// The kernel of C = 32 k for k = 1 .. kMaxPerLane.
+template <int... k>
+constexpr auto fused_backward_launchers(std::integer_sequence<int, k...>) {
+  return std::array<void (*)(const FusedBackwardArgs&, cudaStream_t), sizeof...(k)>{&launch_fused_backward<k + 1>...};
+}
 
 // Columns [0, C): dy xhat (the weight gradient); [C, 2C): dy (the bias gradient).
 struct LayerNormParamTerm {
@@ -220,19 +251,23 @@ std::size_t layernorm_partials_floats(int N, int C) {
 
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
-                        cudaStream_t stream, bf16* dx_bf16) {
+                        cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
   if (layernorm_backward_fusable(C)) {
     const LayerNormChunks chunks = layernorm_chunks(N);
-    layernorm_backward_fused_kernel<<<chunks.count, kRowsPerBlock * 32, 0, stream>>>(
-        dx, dx_bf16, partials, dy, x, mean, rstd, w, N, C, chunks.rows, beta);
-    ROOFBENCH_CUDA_LAUNCH();
+    float* dx_sums = dx_column_sum ? partials + static_cast<std::size_t>(chunks.count) * 2 * C : nullptr;
+    static constexpr auto launchers = fused_backward_launchers(std::make_integer_sequence<int, kMaxPerLane>{});
+    launchers[C / 32 - 1](FusedBackwardArgs{dx, dx_bf16, partials, dx_sums, dy, x, mean, rstd, w, N, chunks.rows,
+                                            chunks.count, beta},
+                          stream);
     column_finish(dw, db, C, partials, chunks.count, 2 * C, stream);
+    if (dx_column_sum) column_finish(dx_column_sum, nullptr, C, dx_sums, chunks.count, C, stream);
     return;
   }
   layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd, w,
                                                                                  N, C, beta);
   ROOFBENCH_CUDA_LAUNCH();
   column_sums(dw, db, C, N, 2 * C, LayerNormParamTerm{dy, x, mean, rstd, C}, partials, stream);
+  if (dx_column_sum) column_sum(dx_column_sum, dx, N, C, partials, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

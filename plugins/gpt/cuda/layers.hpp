@@ -125,11 +125,13 @@ void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, c
 // dx_bf16, when given, receives dx rounded to bf16 too (R2: the residual stream's gradient as the operand
 // of the bf16 matmuls below). When C is a multiple of 32 and at most 512 (the model's), dw and db's
 // partial sums come out of the same pass over dy and x as dx (one block per chunk of layernorm_chunks(N)
-// rows, layernorm_chunks.hpp), else a separate column-sum pass reads them again.
+// rows, layernorm_chunks.hpp), else a separate column-sum pass reads them again. dx_column_sum, when given,
+// receives the column sums of the final dx (the bias gradient of the projection below, whose output
+// gradient dx is), out of the same pass when fused.
 std::size_t layernorm_partials_floats(int N, int C);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
-                        cudaStream_t stream, bf16* dx_bf16 = nullptr);
+                        cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // elementwise.cu: the eager path's one-operation kernels.

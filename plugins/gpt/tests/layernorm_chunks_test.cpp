@@ -26,7 +26,7 @@ TEST(GptLayerNormChunks, TrainingShapes) {
   EXPECT_EQ(layernorm_chunks(65536).count, 256);
   EXPECT_EQ(layernorm_chunks(7).rows, 8);
   EXPECT_EQ(layernorm_chunks(7).count, 1);
-  EXPECT_EQ(layernorm_chunk_partials(65536, 512), 256u * 1024u);
+  EXPECT_EQ(layernorm_chunk_partials(65536, 512), 256u * 3u * 512u);
 }
 
 }  // namespace

@@ -64,8 +64,20 @@ TEST_P(GptLayerNorm, ForwardBackwardMatchDouble) {
   float *d_y = dev.alloc<float>(N * C), *d_mean = dev.alloc<float>(N), *d_rstd = dev.alloc<float>(N);
   float *d_dx = dev.alloc<float>(N * C), *d_dw = dev.alloc<float>(C), *d_db = dev.alloc<float>(C);
   float* partials = dev.alloc<float>(layernorm_partials_floats(N, C));
+  float* d_dx_sum = dev.alloc<float>(C);
   layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, eps, nullptr);
-  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr, nullptr,
+                     d_dx_sum);
+  // dx's column sums against those of the double dx, each to the scale of its column's sum of |dx| (the
+  // terms cancel, so a relative error of the sum itself would be noise).
+  std::vector<double> dx_sum_ref(C, 0), dx_abs_sum(C, 0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) {
+      dx_sum_ref[c] += dx_ref[n * C + c];
+      dx_abs_sum[c] += std::abs(dx_ref[n * C + c]);
+    }
+  const std::vector<float> dx_sum = Device::download(d_dx_sum, C);
+  for (int c = 0; c < C; ++c) EXPECT_NEAR(dx_sum[c], dx_sum_ref[c], 1e-5 * dx_abs_sum[c] + 1e-6) << "column " << c;
   EXPECT_LT(rel_l2(Device::download(d_y, N * C), y_ref), 1e-5);
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), dx_ref), 1e-4);
   EXPECT_LT(rel_l2(Device::download(d_dw, C), dw_ref), 1e-5);
