@@ -23,6 +23,23 @@ struct LayerNormRows {
   float eps;
 };
 
+// Rows of C = 32 k columns, k <= kMaxPerLane, are held in registers (k per lane, columns lane + 32 i), so
+// every load of a row is issued before the first is used and the row is read once; other widths loop
+// over the row and read it again from L1/L2.
+inline constexpr int kMaxPerLane = 16;
+bool rows_fit_in_registers(int C) { return C % 32 == 0 && C / 32 >= 1 && C / 32 <= kMaxPerLane; }
+
+// The kernel of C = 32 k for k = 1 .. kMaxPerLane, picked at run time.
+template <template <int> class Kernel, int... k>
+constexpr auto per_lane_table(std::integer_sequence<int, k...>) {
+  return std::array{Kernel<k + 1>::value...};
+}
+template <template <int> class Kernel>
+auto kernel_for_width(int C) {
+  static constexpr auto table = per_lane_table<Kernel>(std::make_integer_sequence<int, kMaxPerLane>{});
+  return table[C / 32 - 1];
+}
+
 // kResidual: the row is first formed as a + branch + branch_bias and written to `sum`, which the fused
 // path uses to skip a separate residual-add kernel and its extra trip through memory. The statistics and
 // the residual stream are fp32 whatever the storage of the branch and of y (bf16 in R2: what autocast's
@@ -62,6 +79,63 @@ __global__ void layernorm_forward_kernel(LayerNormRows<Y> rows, float* sum, cons
   }
 }
 
+// The same forward with the row in registers (C = 32 kPerLane): the same sums in the same order.
+template <bool kResidual, typename Y, typename Branch, int kPerLane>
+__global__ void layernorm_forward_rows_kernel(LayerNormRows<Y> rows, float* sum, const float* x, const Branch* branch,
+                                              const float* branch_bias) {
+  constexpr int C = 32 * kPerLane;
+  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows.N) return;
+  const std::size_t base = static_cast<std::size_t>(row) * C + lane;
+  float v[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    v[i] = x[base + 32 * i];
+    if constexpr (kResidual)
+      v[i] = v[i] + to_float(branch[base + 32 * i]) + (branch_bias ? branch_bias[lane + 32 * i] : 0.0f);
+  }
+  float total = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    if constexpr (kResidual) sum[base + 32 * i] = v[i];
+    total += v[i];
+  }
+  const float mean = warp_sum(total) / C;
+  float squares = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const float d = v[i] - mean;
+    squares += d * d;
+  }
+  const float rstd = 1.0f / sqrtf(warp_sum(squares) / C + rows.eps);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    rows.y[base + 32 * i] = from_float<Y>((v[i] - mean) * rstd * rows.w[lane + 32 * i] + rows.b[lane + 32 * i]);
+  if (lane == 0) {
+    rows.mean[row] = mean;
+    rows.rstd[row] = rstd;
+  }
+}
+
+template <bool kResidual, typename Y, typename Branch>
+struct ForwardRowsKernel {
+  template <int kPerLane>
+  struct Of {
+    static constexpr auto value = &layernorm_forward_rows_kernel<kResidual, Y, Branch, kPerLane>;
+  };
+};
+
+template <bool kResidual, typename Y, typename Branch>
+void launch_forward(LayerNormRows<Y> rows, float* sum, const float* x, const Branch* branch, const float* branch_bias,
+                    cudaStream_t stream) {
+  auto kernel = &layernorm_forward_kernel<kResidual, Y, Branch>;
+  if (rows_fit_in_registers(rows.C))
+    kernel = kernel_for_width<ForwardRowsKernel<kResidual, Y, Branch>::template Of>(rows.C);
+  kernel<<<ceil_div(rows.N, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(rows, sum, x, branch, branch_bias);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
 // dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w: the LayerNorm backward through its statistics.
 // dx_bf16, when given, receives the same dx rounded to bf16 (the operand of R2's next bf16 matmuls).
 __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, const float* dy, const float* x,
@@ -97,7 +171,6 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
 // in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, when dx_sums is
 // given, dx_sums[b, c] = sum of the final dx (the bias gradient of the projection below whose output
 // gradient dx is). A fixed order throughout, so the gradients are the same bits in every run.
-inline constexpr int kMaxPerLane = 16;
 static_assert(kLayerNormBlockWarps == kRowsPerBlock);
 
 // Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held.
@@ -161,8 +234,6 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
   }
 }
 
-bool layernorm_backward_fusable(int C) { return C % 32 == 0 && C / 32 >= 1 && C / 32 <= kMaxPerLane; }
-
 struct FusedBackwardArgs {
   float* dx;
   __nv_bfloat16* dx_bf16;
@@ -179,11 +250,10 @@ void launch_fused_backward(const FusedBackwardArgs& a, cudaStream_t stream) {
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-// The kernel of C = 32 k for k = 1 .. kMaxPerLane.
-template <int... k>
-constexpr auto fused_backward_launchers(std::integer_sequence<int, k...>) {
-  return std::array<void (*)(const FusedBackwardArgs&, cudaStream_t), sizeof...(k)>{&launch_fused_backward<k + 1>...};
-}
+template <int kPerLane>
+struct FusedBackwardLauncher {
+  static constexpr auto value = &launch_fused_backward<kPerLane>;
+};
 
 // Columns [0, C): dy xhat (the weight gradient); [C, 2C): dy (the bias gradient).
 struct LayerNormParamTerm {
@@ -208,18 +278,16 @@ namespace {
 template <typename Y>
 void launch_layernorm_forward(Y* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int N,
                               int C, float eps, cudaStream_t stream) {
-  layernorm_forward_kernel<false, Y, float><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
-      LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, nullptr, x, nullptr, nullptr);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_forward<false, Y, float>(LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, nullptr, x, nullptr, nullptr,
+                                  stream);
 }
 
 template <typename Y, typename Branch>
 void launch_residual_layernorm_forward(float* sum, Y* y, float* mean, float* rstd, const float* a,
                                        const Branch* branch, const float* branch_bias, const float* w,
                                        const float* b, int N, int C, float eps, cudaStream_t stream) {
-  layernorm_forward_kernel<true, Y, Branch><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(
-      LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, sum, a, branch, branch_bias);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_forward<true, Y, Branch>(LayerNormRows<Y>{y, mean, rstd, w, b, N, C, eps}, sum, a, branch, branch_bias,
+                                  stream);
 }
 }  // namespace
 
@@ -252,13 +320,12 @@ std::size_t layernorm_partials_floats(int N, int C) {
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
-  if (layernorm_backward_fusable(C)) {
+  if (rows_fit_in_registers(C)) {
     const LayerNormChunks chunks = layernorm_chunks(N);
     float* dx_sums = dx_column_sum ? partials + static_cast<std::size_t>(chunks.count) * 2 * C : nullptr;
-    static constexpr auto launchers = fused_backward_launchers(std::make_integer_sequence<int, kMaxPerLane>{});
-    launchers[C / 32 - 1](FusedBackwardArgs{dx, dx_bf16, partials, dx_sums, dy, x, mean, rstd, w, N, chunks.rows,
-                                            chunks.count, beta},
-                          stream);
+    const FusedBackwardArgs args{dx, dx_bf16, partials, dx_sums, dy, x, mean, rstd, w, N, chunks.rows, chunks.count,
+                                 beta};
+    kernel_for_width<FusedBackwardLauncher>(C)(args, stream);
     column_finish(dw, db, C, partials, chunks.count, 2 * C, stream);
     if (dx_column_sum) column_finish(dx_column_sum, nullptr, C, dx_sums, chunks.count, C, stream);
     return;
