@@ -50,6 +50,10 @@ static_assert(kRowBlocks == 2 * kWarpsV4, "each warp takes the row blocks w and 
 static_assert(kThreadsV4 % (kHeadDim / 8) == 0 && 32 % (kHeadDim / 8) == 0);
 static_assert(kHeadDim % 16 == 0 && kMaxT % kQueryChunk == 0);
 
+// The row block warp w takes on its pass 0 and 1: w and 7 - w, which between them see as many causal
+// pairs as any other warp's two.
+__device__ inline int warp_row_block(int warp, int pass) { return pass == 0 ? warp : kRowBlocks - 1 - warp; }
+
 __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -220,7 +224,7 @@ __global__ void __launch_bounds__(kThreadsV4)
   __syncthreads();
 
   for (int pass = 0; pass < 2; ++pass) {
-    const int m = pass == 0 ? warp : kRowBlocks - 1 - warp, q0 = kRows * m;
+    const int m = warp_row_block(warp, pass), q0 = kRows * m;
     if (q0 >= s.T) continue;
     unsigned qa[kHeadDim / 16][4];
 #pragma unroll
@@ -339,7 +343,7 @@ __global__ void __launch_bounds__(kThreadsV4)
   // dk and dv of the warp's key blocks; ds^T into shared memory for dq.
   const int query_end = (s.T + kQueryChunk - 1) / kQueryChunk * kQueryChunk;
   for (int pass = 0; pass < 2; ++pass) {
-    const int kb = pass == 0 ? warp : kRowBlocks - 1 - warp, key0 = kRows * kb;
+    const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
     if (key0 >= s.T) continue;
     unsigned ka[kHeadDim / 16][4], va[kHeadDim / 16][4];
 #pragma unroll
@@ -416,7 +420,7 @@ __global__ void __launch_bounds__(kThreadsV4)
   // dq = scale ds k for the warp's query blocks: query block m needs key blocks 0 .. m, whose ds^T the
   // loop above wrote for every query from the key block's chunk on.
   for (int pass = 0; pass < 2; ++pass) {
-    const int m = pass == 0 ? warp : kRowBlocks - 1 - warp, q0 = kRows * m;
+    const int m = warp_row_block(warp, pass), q0 = kRows * m;
     if (q0 >= s.T) continue;
     float dq[kHeadDim / 8][4];
 #pragma unroll
