@@ -88,9 +88,11 @@ __global__ void layernorm_forward_rows_kernel(LayerNormRows<Y> rows, float* sum,
   const int lane = threadIdx.x % 32;
   if (row >= rows.N) return;
   const std::size_t base = static_cast<std::size_t>(row) * C + lane;
-  float v[kPerLane];
+  float v[kPerLane], w[kPerLane], b[kPerLane];  // w and b read ahead of the stores they might alias
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
+    w[i] = rows.w[lane + 32 * i];
+    b[i] = rows.b[lane + 32 * i];
     v[i] = x[base + 32 * i];
     if constexpr (kResidual)
       v[i] = v[i] + to_float(branch[base + 32 * i]) + (branch_bias ? branch_bias[lane + 32 * i] : 0.0f);
@@ -111,7 +113,7 @@ __global__ void layernorm_forward_rows_kernel(LayerNormRows<Y> rows, float* sum,
   const float rstd = 1.0f / sqrtf(warp_sum(squares) / C + rows.eps);
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i)
-    rows.y[base + 32 * i] = from_float<Y>((v[i] - mean) * rstd * rows.w[lane + 32 * i] + rows.b[lane + 32 * i]);
+    rows.y[base + 32 * i] = from_float<Y>((v[i] - mean) * rstd * w[i] + b[i]);
   if (lane == 0) {
     rows.mean[row] = mean;
     rows.rstd[row] = rstd;
@@ -173,7 +175,7 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
 // gradient dx is). A fixed order throughout, so the gradients are the same bits in every run.
 static_assert(kLayerNormBlockWarps == kRowsPerBlock);
 
-// Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held.
+// Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held in registers.
 template <int kPerLane>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
     layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, float* dx_sums,
@@ -205,11 +207,12 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
       sum_g_xhat += g * xhat[i];
       sum_w[i] += d[i] * xhat[i];
       sum_b[i] += d[i];
+      d[i] = g;  // from here on d holds g = dy w
     }
     const float mean_g = warp_sum(sum_g) / C, mean_g_xhat = warp_sum(sum_g_xhat) / C;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-      const float value = rs * (d[i] * __ldg(w + lane + 32 * i) - mean_g - xhat[i] * mean_g_xhat);
+      const float value = rs * (d[i] - mean_g - xhat[i] * mean_g_xhat);
       const float total = beta == 0.0f ? value : beta * before[i] + value;
       sum_dx[i] += total;
       dx[base + 32 * i] = total;
