@@ -18,6 +18,12 @@
 //   dq and dk are scaled and rotated back on the way out. No atomics: the results are bit-reproducible
 //   (R4's recomputed backward must equal R3's bit for bit).
 //
+// On the H200 (2026-12-01, R3_batch b512 under --profile, 6 layers a step): forward 1322 us, backward (one
+// kernel) 3262 us, against v3's 3735 us forward and 3789 + 4004 us backward; at b64 (R2) 219 + 425 us. That
+// is still only ~1.2 TB/s in the forward and a small fraction of mma.sync's peak in the backward: what
+// limits them has not been profiled yet (Nsight Compute is the next step; suspects: two blocks of four
+// warps per SM in the backward, 238 registers, the prologue's loads not overlapping any compute).
+//
 // Fragment layouts (PTX ISA, mma.m16n8k16 with .bf16): lane = 4 g + t; A (16 x 16, row-major) holds
 // (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B (16 x 8) holds (k 2t..2t+1, n g), (k 2t+8.., n g);
 // the accumulator (g, 2t..2t+1), (g+8, 2t..2t+1). RoPE's pairs are the columns (2i, 2i+1), so an
