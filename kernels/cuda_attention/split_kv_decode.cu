@@ -2,8 +2,10 @@
 // batch 1 keeps every SM reading. A block of 16 groups of 8 lanes reads one split: each group takes every
 // 16th key, each lane 8 of the 64 dimensions (one 16-byte load of K and one of V per key), and keeps its own
 // online softmax; the groups are merged in shared memory, the split's partial goes to the workspace, and
-// the last block of the (batch, head) to arrive merges the splits (no second launch).
+// the last block of the (batch, head) to arrive merges the splits (no second launch). The balanced
+// versions (v5, v6) give each block an equal run of the whole cache instead, which may span (batch, head)s.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -29,14 +31,36 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // On an H200 (2026-12-01, TB/s of KV cache read; the read roof measured 4.53): B64 KV1024 v1 3.53, v2 3.70,
 // v3 3.54, v4 3.67; B256 KV4096 v1 4.25, v2 4.32, v3 4.24, v4 4.02; B1 KV1024 (graph) v1 5.72 us, v2 5.82,
 // v3 4.93, v4 5.65. v2 is 56 registers, 9 blocks per SM (56% occupancy), latency-bound on its loads.
+// v5: the cache cut into equal runs of keys over all (batch, head)s together, as many runs as the GPU
+// holds blocks at once (8 per SM, 4 keys in flight), so one wave reads it all with no tail and no block
+// shorter than a step; v6: v5 with 8 keys in flight and 4 blocks per SM (the same bytes in flight from half
+// the warps). v7: v5 pipelined (the next step's loads issued before this step's arithmetic, so a warp's
+// loads do not go out in bursts), 4 blocks per SM for the registers; v8: the same with 2 keys per step and
+// 8 blocks per SM. H200, 2026-12-01, two machines (read roof 4.53 and 4.63 TB/s), TB/s of KV cache read:
+//   B64 KV1024 (stream timing): v2 3.79 / 3.83, v3 3.66 / 3.69, v5 3.60 / 3.65, v6 3.65 / 3.70, v7 - / 3.77,
+//     v8 - / 3.73; cuDNN 9.14 3.95 / 4.00. In a CUDA graph (second machine): v2 3.95, v7 3.87, cuDNN 4.15.
+//   B256 KV4096: v2 4.36 / 4.43, v3 4.30 / 4.36, v5 4.47 / 4.56, v6 4.48 / 4.57, v7 - / 4.60, v8 - / 4.57;
+//     cuDNN 4.54 / 4.63.
+//   B1 KV1024 (graph, us): v2 5.70 / 5.78, v3 5.05 / 5.00, v5 6.50 / 6.50, v6 5.53 / 5.55, v7 - / 6.43,
+//     v8 - / 8.68; cuDNN 5.24 / 5.25.
+// (v2 and v3 in those two runs were built with int key indices, v3 then 80 registers; they are built with
+// 64-bit indices again, as in the first figures above (v3 103 registers), and were not re-run so.)
+// The balanced grid wins when each block's run is long (B256 KV4096: 23832 keys per block in v7) and loses
+// at B64 KV1024 (1490 keys, 23 steps), where v2's 3072 short blocks in 2.6 waves still do better. A v9 (v2's
+// grid, pipelined, 2 keys per step) read 3.76 TB/s at B64 KV1024, 4.40 at B256 KV4096 and took 7.86 us at
+// B1 KV1024 (second machine); never the fastest, it was dropped.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
-  std::int64_t longest_split;
+  std::int64_t longest_split;  // unused when balanced
   bool streaming_loads;
+  int balanced_blocks_per_sm;  // 0: a grid of (splits, batch x heads)
+  bool pipelined;
 };
 constexpr DecodeVersion kDecodeVersions[] = {
-    {"v1", 4, 2048, false}, {"v2", 4, 256, false}, {"v3", 8, 256, false}, {"v4", 4, 256, true}};
+    {"v1", 4, 2048, false, 0, false}, {"v2", 4, 256, false, 0, false}, {"v3", 8, 256, false, 0, false},
+    {"v4", 4, 256, true, 0, false},   {"v5", 4, 0, false, 8, false},   {"v6", 8, 0, false, 4, false},
+    {"v7", 4, 0, false, 4, true},     {"v8", 2, 0, false, 8, true}};
 
 // A read-once 16-byte load: not allocated in L1, with an L2 prefetch of the enclosing 256 bytes.
 __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
@@ -65,6 +89,165 @@ __device__ __forceinline__ float merge_weight(float from_max, float to_max) {
   return weight(from_max, to_max);
 }
 
+// One group's online softmax over keys [begin, end) of one (batch, head): `keys` and `values` point at the
+// head's cache, already offset to the lane's 16 bytes. The same trip count for every lane of the block: the
+// score's shuffles need the whole warp.
+struct GroupState {
+  float max_score = -INFINITY, sum = 0, acc[8] = {};
+};
+
+// One step's K and V rows for the group: keys first, first + 16, ... (zeros past `end`).
+template <int kKeysInFlight, bool kStreaming, typename Index>
+__device__ __forceinline__ void load_step(const uint4* keys, const uint4* values, Index first, Index end,
+                                          uint4 (&k_raw)[kKeysInFlight], uint4 (&v_raw)[kKeysInFlight]) {
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    const Index key = first + u * kGroups;
+    if (key < end) {
+      if constexpr (kStreaming) {
+        k_raw[u] = load_streaming(keys + key * (kHeadDim / 8));
+        v_raw[u] = load_streaming(values + key * (kHeadDim / 8));
+      } else {
+        k_raw[u] = __ldg(keys + key * (kHeadDim / 8));
+        v_raw[u] = __ldg(values + key * (kHeadDim / 8));
+      }
+    } else {
+      k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+// The online softmax over one step's keys. Every lane of the warp calls it (the score's shuffles).
+template <typename T, int kKeysInFlight, AttentionFault kFault, typename Index>
+__device__ __forceinline__ void consume_step(const float (&query)[8], Index first, Index end,
+                                             const uint4 (&k_raw)[kKeysInFlight], const uint4 (&v_raw)[kKeysInFlight],
+                                             GroupState& st) {
+  float score[kKeysInFlight];
+  float step_max = st.max_score;
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    float kf[8];
+    unpack8<T>(k_raw[u], kf);
+    float dot = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dot += query[i] * kf[i];
+    dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+    dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+    dot += __shfl_xor_sync(0xffffffffu, dot, 4);
+    score[u] = first + u * kGroups < end ? dot : -INFINITY;
+    step_max = fmaxf(step_max, score[u]);
+  }
+  if constexpr (kFault != AttentionFault::no_rescale) {
+    const float rescale = weight(st.max_score, step_max);
+    st.sum *= rescale;
+#pragma unroll
+    for (float& a : st.acc) a *= rescale;
+  }
+  st.max_score = step_max;
+#pragma unroll
+  for (int u = 0; u < kKeysInFlight; ++u) {
+    const float p = weight(score[u], st.max_score);
+    if (p == 0.0f) continue;  // a key past the end: its V was not loaded
+    float vf[8];
+    unpack8<T>(v_raw[u], vf);
+    st.sum += p;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) st.acc[i] += p * vf[i];
+  }
+}
+
+// One group's online softmax over keys [begin, end) of one (batch, head): `keys` and `values` point at the
+// head's cache, already offset to the lane's 16 bytes. The same trip count for every lane of the block.
+// Pipelined: the next step's loads are issued before this step's arithmetic, so a warp always has loads
+// in flight (without it, a warp's loads go out in bursts, and warps that start together stay in step).
+// Index: the key index type, std::int64_t in the gridded versions (v1..v4 as first measured), int in the
+// balanced ones (the 64-bit arithmetic of a run that spans heads cost v5 spills at 64 registers).
+template <typename T, int kKeysInFlight, bool kStreaming, bool kPipelined, AttentionFault kFault, typename Index>
+__device__ __forceinline__ void accumulate_keys(const uint4* keys, const uint4* values, const float (&query)[8],
+                                                Index begin, Index end, int group, GroupState& st) {
+  constexpr int kKeysPerStep = keys_per_step(kKeysInFlight);
+  if constexpr (kPipelined) {
+    uint4 k_next[kKeysInFlight], v_next[kKeysInFlight];
+    if (begin < end) load_step<kKeysInFlight, kStreaming>(keys, values, begin + group, end, k_next, v_next);
+    for (Index step = begin; step < end; step += kKeysPerStep) {
+      uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+#pragma unroll
+      for (int u = 0; u < kKeysInFlight; ++u) k_raw[u] = k_next[u], v_raw[u] = v_next[u];
+      if (step + kKeysPerStep < end)
+        load_step<kKeysInFlight, kStreaming>(keys, values, step + kKeysPerStep + group, end, k_next, v_next);
+      consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
+    }
+  } else {
+    for (Index step = begin; step < end; step += kKeysPerStep) {
+      uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+      load_step<kKeysInFlight, kStreaming>(keys, values, step + group, end, k_raw, v_raw);
+      consume_step<T, kKeysInFlight, kFault>(query, step + group, end, k_raw, v_raw, st);
+    }
+  }
+}
+
+// The block's partial for output dimension threadIdx.x (< kHeadDim): unnormalised output, max and sum.
+struct BlockPartial {
+  float max, sum, out;
+};
+
+// Merges the groups: every group's (max, sum) and its 64 outputs, through shared memory. Every thread of the
+// block calls it; the result is meaningful for threads below kHeadDim. The caller syncs before the next use.
+template <AttentionFault kFault>
+__device__ __forceinline__ BlockPartial merge_groups(const GroupState& st, int group, int lane) {
+  __shared__ Partial group_stats[kGroups];
+  __shared__ float group_acc[kGroups][kHeadDim];
+  if (lane == 0) group_stats[group] = {st.max_score, st.sum};
+#pragma unroll
+  for (int i = 0; i < 8; ++i) group_acc[group][lane * 8 + i] = st.acc[i];
+  __syncthreads();
+  BlockPartial b{-INFINITY, 0, 0};
+  if (threadIdx.x >= kHeadDim) return b;
+  // One thread per output dimension; each finds the block's max and sum itself (broadcast reads).
+  for (int g = 0; g < kGroups; ++g) b.max = fmaxf(b.max, group_stats[g].max);
+  for (int g = 0; g < kGroups; ++g) {
+    const float w = merge_weight<kFault>(group_stats[g].max, b.max);
+    b.sum += group_stats[g].sum * w;
+    b.out += group_acc[g][threadIdx.x] * w;
+  }
+  return b;
+}
+
+// Threads below kHeadDim only. Publishes the block's partial at `partial`; the last of `count` blocks to
+// arrive at `arrival` (threadFenceReduction: publish, then count) merges the `count` partials that start at
+// `first_partial` into the output row `out`, and leaves the counter at zero for the next launch (graph
+// replays included). The barriers are the first two warps' own (named barrier 1, 64 threads).
+template <typename T, AttentionFault kFault>
+__device__ __forceinline__ void publish_and_combine(const BlockPartial& b, float* partial, unsigned* arrival,
+                                                    unsigned count, const float* first_partial, T* out) {
+  partial[2 + threadIdx.x] = b.out;
+  if (threadIdx.x == 0) partial[0] = b.max, partial[1] = b.sum;
+  __threadfence();
+  asm volatile("bar.sync 1, 64;\n" ::);  // every thread's part of the partial is published before the count
+  __shared__ bool last;
+  if (threadIdx.x == 0) last = atomicAdd(arrival, 1u) == count - 1;
+  asm volatile("bar.sync 1, 64;\n" ::);
+  if (!last) return;
+  __threadfence();
+  float m = -INFINITY, total = 0, sum_out = 0;
+  for (unsigned sp = 0; sp < count; ++sp) m = fmaxf(m, __ldcg(first_partial + sp * kPartialFloats));
+  for (unsigned sp = 0; sp < count; ++sp) {
+    const float w = merge_weight<kFault>(__ldcg(first_partial + sp * kPartialFloats), m);
+    total += __ldcg(first_partial + sp * kPartialFloats + 1) * w;
+    sum_out += __ldcg(first_partial + sp * kPartialFloats + 2 + threadIdx.x) * w;
+  }
+  out[threadIdx.x] = from_float<T>(sum_out / total);
+  if (threadIdx.x == 0) *arrival = 0;
+}
+
+template <typename T>
+__device__ __forceinline__ void load_query(const T* q, std::int64_t bh, int lane, float scale_log2, float (&query)[8]) {
+  unpack8<T>(reinterpret_cast<const uint4*>(q + bh * kHeadDim)[lane], query);
+#pragma unroll
+  for (float& x : query) x *= scale_log2;
+}
+
+// v1..v4: a grid of (splits, batch x heads); a block reads one split of one (batch, head).
 template <typename T, int kKeysInFlight, bool kStreaming, AttentionFault kFault>
 __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T* q, const T* k, const T* v, T* o,
                                                                        std::int64_t kv_len, std::int64_t split_len,
@@ -77,110 +260,60 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
   const std::int64_t end = begin + split_len < keys_read ? begin + split_len : keys_read;
 
   float query[8];
-  unpack8<T>(reinterpret_cast<const uint4*>(q + bh * kHeadDim)[lane], query);
-#pragma unroll
-  for (float& x : query) x *= scale_log2;
-
+  load_query(q, bh, lane, scale_log2, query);
   const uint4* keys = reinterpret_cast<const uint4*>(k + bh * kv_len * kHeadDim) + lane;
   const uint4* values = reinterpret_cast<const uint4*>(v + bh * kv_len * kHeadDim) + lane;
-  float max_score = -INFINITY, sum = 0, acc[8] = {};
-  constexpr int kKeysPerStep = keys_per_step(kKeysInFlight);
-  // The same trip count for every lane: the score's shuffles need the whole warp.
-  for (std::int64_t step = begin; step < end; step += kKeysPerStep) {
-    const std::int64_t first = step + group;
-    uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
-#pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      const std::int64_t key = first + u * kGroups;
-      if (key < end) {
-        if constexpr (kStreaming) {
-          k_raw[u] = load_streaming(keys + key * (kHeadDim / 8));
-          v_raw[u] = load_streaming(values + key * (kHeadDim / 8));
-        } else {
-          k_raw[u] = __ldg(keys + key * (kHeadDim / 8));
-          v_raw[u] = __ldg(values + key * (kHeadDim / 8));
-        }
-      } else {
-        k_raw[u] = v_raw[u] = make_uint4(0, 0, 0, 0);
-      }
-    }
-    float score[kKeysInFlight];
-    float step_max = max_score;
-#pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      float kf[8];
-      unpack8<T>(k_raw[u], kf);
-      float dot = 0;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dot += query[i] * kf[i];
-      dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-      dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-      dot += __shfl_xor_sync(0xffffffffu, dot, 4);
-      score[u] = first + u * kGroups < end ? dot : -INFINITY;
-      step_max = fmaxf(step_max, score[u]);
-    }
-    if constexpr (kFault != AttentionFault::no_rescale) {
-      const float rescale = weight(max_score, step_max);
-      sum *= rescale;
-#pragma unroll
-      for (float& a : acc) a *= rescale;
-    }
-    max_score = step_max;
-#pragma unroll
-    for (int u = 0; u < kKeysInFlight; ++u) {
-      const float p = weight(score[u], max_score);
-      if (p == 0.0f) continue;  // a key past the end: its V was not loaded
-      float vf[8];
-      unpack8<T>(v_raw[u], vf);
-      sum += p;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] += p * vf[i];
-    }
-  }
-
-  // Merge the groups: every group's (max, sum) and its 64 outputs, lane by lane.
-  __shared__ Partial group_stats[kGroups];
-  __shared__ float group_acc[kGroups][kHeadDim];
-  if (lane == 0) group_stats[group] = {max_score, sum};
-#pragma unroll
-  for (int i = 0; i < 8; ++i) group_acc[group][lane * 8 + i] = acc[i];
-  __syncthreads();
-  float* partial = partials + (bh * splits + split) * kPartialFloats;
+  GroupState st;
+  accumulate_keys<T, kKeysInFlight, kStreaming, false, kFault>(keys, values, query, begin, end, group, st);
+  const BlockPartial b = merge_groups<kFault>(st, group, lane);
   if (threadIdx.x >= kHeadDim) return;
-  // One thread per output dimension; each finds the block's max and sum itself (broadcast reads).
-  float block_max = -INFINITY, block_sum = 0, merged = 0;
-  for (int g = 0; g < kGroups; ++g) block_max = fmaxf(block_max, group_stats[g].max);
-  for (int g = 0; g < kGroups; ++g) {
-    const float w = merge_weight<kFault>(group_stats[g].max, block_max);
-    block_sum += group_stats[g].sum * w;
-    merged += group_acc[g][threadIdx.x] * w;
-  }
   if (splits == 1) {
-    o[bh * kHeadDim + threadIdx.x] = from_float<T>(merged / block_sum);
+    o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
     return;
   }
-  partial[2 + threadIdx.x] = merged;
-  if (threadIdx.x == 0) partial[0] = block_max, partial[1] = block_sum;
+  publish_and_combine<T, kFault>(b, partials + (bh * splits + split) * kPartialFloats, arrivals + bh, unsigned(splits),
+                                 partials + bh * splits * kPartialFloats, o + bh * kHeadDim);
+}
 
-  // The last block to arrive merges every split (threadFenceReduction: publish, then count). Only the
-  // first two warps are left: the barriers below are theirs (named barrier 1, 64 threads).
-  __threadfence();
-  asm volatile("bar.sync 1, 64;\n" ::);  // every thread's part of the partial is published before the count
-  __shared__ bool last;
-  if (threadIdx.x == 0) last = atomicAdd(arrivals + bh, 1u) == unsigned(splits - 1);
-  asm volatile("bar.sync 1, 64;\n" ::);
-  if (!last) return;
-  __threadfence();
-  const float* all = partials + bh * splits * kPartialFloats;
-  float m = -INFINITY, total = 0, out = 0;
-  for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, __ldcg(all + sp * kPartialFloats));
-  for (int sp = 0; sp < splits; ++sp) {
-    const float w = merge_weight<kFault>(__ldcg(all + sp * kPartialFloats), m);
-    total += __ldcg(all + sp * kPartialFloats + 1) * w;
-    out += __ldcg(all + sp * kPartialFloats + 2 + threadIdx.x) * w;
+// v5: the whole cache, (batch, head) after (batch, head), cut into equal runs of keys, one per block, and
+// as many blocks as the GPU holds at once (stream-K's balance, applied to decode): one wave, every block the
+// same bytes, no tail of a last partial wave and no block started twice per SM. A block's run may cross
+// from one (batch, head) into the next; it writes one partial per (batch, head) it touches, at index
+// block + bh (unique: a later block can only touch a later or the same head), so the blocks of one head
+// have consecutive partials.
+template <typename T, int kKeysInFlight, int kBlocksPerSm, bool kPipelined, AttentionFault kFault>
+__global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void balanced_split_kv_kernel(
+    const T* q, const T* k, const T* v, T* o, std::int64_t kv_len, std::int64_t keys_per_block, std::int64_t total_keys,
+    std::int64_t keys_read, float scale_log2, float* partials, unsigned* arrivals) {
+  const std::int64_t block = blockIdx.x;
+  const int group = threadIdx.x / kLanesPerKey, lane = threadIdx.x % kLanesPerKey;
+  const std::int64_t run_begin = block * keys_per_block;
+  const std::int64_t run_end = run_begin + keys_per_block < total_keys ? run_begin + keys_per_block : total_keys;
+  for (std::int64_t bh = run_begin / kv_len; bh * kv_len < run_end; ++bh) {
+    const std::int64_t head_begin = bh * kv_len;
+    const int begin = int((run_begin > head_begin ? run_begin : head_begin) - head_begin);
+    const int end = int((run_end < head_begin + kv_len ? run_end : head_begin + kv_len) - head_begin);
+    float query[8];
+    load_query(q, bh, lane, scale_log2, query);
+    const uint4* keys = reinterpret_cast<const uint4*>(k + head_begin * kHeadDim) + lane;
+    const uint4* values = reinterpret_cast<const uint4*>(v + head_begin * kHeadDim) + lane;
+    GroupState st;
+    accumulate_keys<T, kKeysInFlight, false, kPipelined, kFault>(keys, values, query, begin,
+                                                                 end < keys_read ? end : int(keys_read), group, st);
+    const BlockPartial b = merge_groups<kFault>(st, group, lane);
+    if (threadIdx.x < kHeadDim) {
+      const std::int64_t first_block = head_begin / keys_per_block;
+      const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
+      if (first_block == last_block) {
+        o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
+      } else {
+        publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
+                                       unsigned(last_block - first_block + 1),
+                                       partials + (first_block + bh) * kPartialFloats, o + bh * kHeadDim);
+      }
+    }
+    __syncthreads();  // the groups' shared memory is read before the next head writes it
   }
-  o[bh * kHeadDim + threadIdx.x] = from_float<T>(out / total);
-  if (threadIdx.x == 0) arrivals[bh] = 0;  // ready for the next launch (graph replays included)
 }
 
 std::int64_t heads_total(const AttentionShape& shape) { return shape.batch * shape.heads; }
@@ -189,6 +322,7 @@ void check_decode_shape(const AttentionShape& shape) {
   if (shape.head_dim != kHeadDim) throw std::invalid_argument("split_kv decode takes head_dim 64 only");
   if (shape.q_len != 1) throw std::invalid_argument("split_kv decode takes one query per sequence");
   if (shape.kv_len < 1) throw std::invalid_argument("split_kv decode needs a KV cache");
+  if (shape.kv_len > INT_MAX) throw std::invalid_argument("split_kv decode indexes a head's keys in an int");
 }
 
 }  // namespace
@@ -202,6 +336,22 @@ SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::
     if (version == v.name) chosen = &v;
   if (!chosen) throw std::invalid_argument("split_kv decode: no version '" + version + "'");
   const std::int64_t step = keys_per_step(chosen->keys_in_flight);
+  SplitKvPlan plan;
+  plan.keys_in_flight = chosen->keys_in_flight;
+  plan.streaming_loads = chosen->streaming_loads;
+  plan.pipelined = chosen->pipelined;
+  if (chosen->balanced_blocks_per_sm > 0) {
+    // One run per block the GPU holds at once, but no run shorter than one step of the block.
+    const std::int64_t total = heads_total(shape) * shape.kv_len;
+    plan.balanced_blocks_per_sm = chosen->balanced_blocks_per_sm;
+    const std::int64_t wanted_blocks = std::int64_t(sm_count) * plan.balanced_blocks_per_sm;
+    plan.split_len = std::max((total + wanted_blocks - 1) / wanted_blocks, step);
+    plan.blocks = (total + plan.split_len - 1) / plan.split_len;
+    plan.splits = 0;
+    plan.workspace_bytes = std::size_t(plan.blocks + heads_total(shape)) * kPartialFloats * sizeof(float) +
+                           std::size_t(heads_total(shape)) * sizeof(unsigned);
+    return plan;
+  }
   // Enough blocks for 8 per SM (batch 1 still spreads over the GPU), and splits of at most the version's
   // longest so that the last blocks to finish are short; but no split shorter than one step of the block.
   const std::int64_t kLongestSplit = std::max(chosen->longest_split, step);
@@ -211,19 +361,19 @@ SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::
       std::max((wanted_blocks + heads_total(shape) - 1) / heads_total(shape),
                (shape.kv_len + kLongestSplit - 1) / kLongestSplit),
       1, most_splits);
-  SplitKvPlan plan;
-  plan.keys_in_flight = chosen->keys_in_flight;
-  plan.streaming_loads = chosen->streaming_loads;
   plan.split_len = (most_splits + splits - 1) / splits * step;
   plan.splits = int((shape.kv_len + plan.split_len - 1) / plan.split_len);
+  plan.blocks = plan.splits * heads_total(shape);
   plan.workspace_bytes = std::size_t(heads_total(shape)) * (plan.splits * kPartialFloats * sizeof(float) + sizeof(unsigned));
   return plan;
 }
 
 namespace {
+// The counters follow the partials: per (batch, head) splits of them, or blocks + heads in all (balanced).
 unsigned* arrivals_of(const SplitKvPlan& plan, const AttentionShape& shape, void* workspace) {
-  return reinterpret_cast<unsigned*>(static_cast<float*>(workspace) +
-                                     heads_total(shape) * plan.splits * kPartialFloats);
+  const std::int64_t partial_count =
+      plan.balanced_blocks_per_sm > 0 ? plan.blocks + heads_total(shape) : heads_total(shape) * plan.splits;
+  return reinterpret_cast<unsigned*>(static_cast<float*>(workspace) + partial_count * kPartialFloats);
 }
 }  // namespace
 
@@ -241,7 +391,6 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
   // The fault skips the last 64 keys.
   const std::int64_t keys_read =
       fault == AttentionFault::skip_last_kv_block ? std::max<std::int64_t>(shape.kv_len - 64, 0) : shape.kv_len;
-  const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
   float* partials = static_cast<float*>(workspace);
   unsigned* arrivals = arrivals_of(plan, shape, workspace);
   dispatch_type(type, [&]<typename T>() {
@@ -249,17 +398,31 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
     const auto* kt = static_cast<const T*>(k);
     const auto* vt = static_cast<const T*>(v);
     auto* ot = static_cast<T*>(o);
-    auto go = [&]<int kKeysInFlight, AttentionFault kFault>() {
+    auto balanced = [&]<int kKeysInFlight, int kBlocksPerSm, bool kPipelined, AttentionFault kFault>() {
+      balanced_split_kv_kernel<T, kKeysInFlight, kBlocksPerSm, kPipelined, kFault>
+          <<<unsigned(plan.blocks), kDecodeThreads, 0, stream>>>(qt, kt, vt, ot, shape.kv_len, plan.split_len,
+                                                                 heads_total(shape) * shape.kv_len, keys_read,
+                                                                 scale_log2, partials, arrivals);
+    };
+    auto gridded = [&]<int kKeysInFlight, AttentionFault kFault>() {
       auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kFault>
                                          : split_kv_decode_kernel<T, kKeysInFlight, false, kFault>;
+      const dim3 grid(unsigned(plan.splits), unsigned(heads_total(shape)));
       kernel<<<grid, kDecodeThreads, 0, stream>>>(
           qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
     };
-    const bool broken = fault == AttentionFault::no_rescale;
-    if (plan.keys_in_flight == 4)
-      broken ? go.template operator()<4, AttentionFault::no_rescale>() : go.template operator()<4, AttentionFault::none>();
-    else
-      broken ? go.template operator()<8, AttentionFault::no_rescale>() : go.template operator()<8, AttentionFault::none>();
+    auto go = [&]<AttentionFault kFault>() {
+      const int keys = plan.keys_in_flight, blocks = plan.balanced_blocks_per_sm;
+      if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, kFault>();
+      else if (blocks == 0 && keys == 8 && !plan.pipelined) gridded.template operator()<8, kFault>();
+      else if (keys == 4 && blocks == 8 && !plan.pipelined) balanced.template operator()<4, 8, false, kFault>();
+      else if (keys == 8 && blocks == 4 && !plan.pipelined) balanced.template operator()<8, 4, false, kFault>();
+      else if (keys == 4 && blocks == 4 && plan.pipelined) balanced.template operator()<4, 4, true, kFault>();
+      else if (keys == 2 && blocks == 8 && plan.pipelined) balanced.template operator()<2, 8, true, kFault>();
+      else throw std::invalid_argument("split_kv decode: no kernel for this plan");
+    };
+    if (fault == AttentionFault::no_rescale) go.template operator()<AttentionFault::no_rescale>();
+    else go.template operator()<AttentionFault::none>();
   });
   ROOFBENCH_CUDA(cudaGetLastError());
 }

@@ -35,7 +35,10 @@ kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal
 }
 
 std::string best_split_kv_version(const AttentionShape& shape, int sm_count) {
-  return shape.batch * shape.heads < sm_count ? "v3" : "v2";
+  if (shape.batch * shape.heads < sm_count) return "v3";
+  // v7's run per block: the cache over 4 blocks per SM.
+  const std::int64_t balanced_run = shape.batch * shape.heads * shape.kv_len / (std::int64_t(sm_count) * 4);
+  return balanced_run >= kLongestRunForSplits ? "v7" : "v2";
 }
 
 namespace {
@@ -177,7 +180,11 @@ class SplitKvDecode final : public AttentionCase {
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
     kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
     facts_.push_back({"kernel", "split_kv_" + version_});
-    facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
+    if (plan_.balanced_blocks_per_sm > 0)
+      facts_.push_back({"runs", std::to_string(plan_.blocks) + " blocks of " + std::to_string(plan_.split_len) +
+                                    " keys over all (batch, head)s"});
+    else
+      facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
   }
 
   std::string version_;

@@ -1,15 +1,31 @@
-// GPT-2 small's two MLP projections (768 -> 3072 and 3072 -> 768) in bf16 through cuBLAS, at 1 to 8192
-// tokens: a GEMM whose arithmetic intensity grows with the tokens in flight, from a weight read (decode)
-// to compute-bound (prefill).
+// GPT-2 small's two MLP projections (768 -> 3072 and 3072 -> 768) in bf16, at 1 to 8192 tokens: a GEMM
+// whose arithmetic intensity grows with the tokens in flight, from a weight read (decode) to compute-bound
+// (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
+// chosen in setup (the heuristic's top candidates timed back to back, the fastest kept and named in the
+// facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
+//
+// H200, 2026-12-01 (read roof 4.63 TB/s), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
+// (768x3072) and 2.06 us (3072x768), 51% and 50% of the read roof, against cuBLASLt's 3.64 and 6.29 and
+// PyTorch's 3.62 and 7.30 (graph replays). Cold (--cold: L2 flushed outside the timed region, one run per
+// sample, so one graph replay between two events): gemv 6.18 and 6.08 us, cuBLASLt 7.46 and 9.60,
+// PyTorch 8.34 and 10.11. The same one-run samples hot (--graph on --runs-per-sample 1) took gemv 4.32 and
+// 4.29 us: a lone replay costs ~2.3 us more than a kernel among hundreds in one graph, more than the whole
+// 2.04 us that 50% of the read roof allows, so one cold kernel cannot reach 50% as --cold times it.
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form
 // the micro plugin uses, so the sampled matmul gate of roofbench/case_support/gate.hpp applies as it is.
-#include <cublas_v2.h>
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <stdexcept>
 
 #include "cases.hpp"
+#include "gemv.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
@@ -17,7 +33,10 @@
 namespace roofbench::transformer {
 namespace {
 
-class Linear final : public Case {
+cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
+
+// Owns W, x and y, counts the work and runs the gate; subclasses compute y.
+class Linear : public Case {
  public:
   Linear(std::int64_t in, std::int64_t out, std::int64_t tokens) : in_(in), out_(out), tokens_(tokens) {
     if (in > INT_MAX || out > INT_MAX || tokens > INT_MAX) throw Error("transformer: linear sizes exceed cuBLAS's int");
@@ -30,14 +49,7 @@ class Linear final : public Case {
     ctx.fill_random(w_, std::size_t(in_ * out_), ElementType::bf16);
     ctx.fill_random(x_, std::size_t(in_ * tokens_), ElementType::bf16);
     scan_.setup(ctx);
-    cublas_.setup(ctx);
-  }
-
-  void run(Context& ctx) override {
-    const float one = 1.0f, zero = 0.0f;
-    ROOFBENCH_CUBLAS(cublasGemmEx(cublas_.on(ctx), CUBLAS_OP_T, CUBLAS_OP_N, int(out_), int(tokens_), int(in_), &one, w_,
-                                  CUDA_R_16BF, int(in_), x_, CUDA_R_16BF, int(in_), &zero, y_, CUDA_R_16BF, int(out_),
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    prepare(ctx);
   }
 
   Work work() const override {
@@ -66,38 +78,158 @@ class Linear final : public Case {
     return case_support::check_matmul_sampled(ctx, operands, scan_);
   }
 
-  void teardown(Context&) override { cublas_.teardown(); }
+  std::vector<Counter> counters() const override { return {{"weight_bytes", 2.0 * double(in_ * out_)}}; }
+  std::vector<Fact> facts() const override { return facts_; }
 
-  std::vector<Counter> counters() const override {
-    return {{"weight_bytes", 2.0 * double(in_ * out_)}};
-  }
+ protected:
+  virtual void prepare(Context&) {}
 
- private:
   std::int64_t in_, out_, tokens_;
   void *w_ = nullptr, *x_ = nullptr, *y_ = nullptr;
   case_support::NonfiniteScan scan_;
-  case_support::CublasOnStream cublas_;
+  std::vector<Fact> facts_;
+};
+
+// The candidates cuBLASLt's heuristic offers, timed here; more rarely changes the winner.
+constexpr int kCandidates = 8;
+
+class LtLinear final : public Linear {
+ public:
+  using Linear::Linear;
+
+  void run(Context& ctx) override { matmul(algorithm_, stream_of(ctx)); }
+
+  void teardown(Context&) override {
+    ROOFBENCH_CUBLASLT(c_layout_.destroy());
+    ROOFBENCH_CUBLASLT(b_layout_.destroy());
+    ROOFBENCH_CUBLASLT(a_layout_.destroy());
+    ROOFBENCH_CUBLASLT(desc_.destroy());
+    ROOFBENCH_CUBLASLT(lt_.destroy());
+  }
+
+ private:
+  void prepare(Context& ctx) override {
+    workspace_ = ctx.alloc(case_support::kCublasWorkspaceBytes, BufferRole::scratch);
+    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc_.replace(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a_layout_.replace(), CUDA_R_16BF, in_, out_, in_));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b_layout_.replace(), CUDA_R_16BF, in_, tokens_, in_));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c_layout_.replace(), CUDA_R_16BF, out_, tokens_, out_));
+    case_support::CublasLtPreference preference;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
+    const std::size_t workspace_bytes = case_support::kCublasWorkspaceBytes;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &workspace_bytes, sizeof workspace_bytes));
+    cublasLtMatmulHeuristicResult_t found[kCandidates] = {};
+    int count = 0;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), desc_.get(), a_layout_.get(), b_layout_.get(),
+                                                      c_layout_.get(), c_layout_.get(), preference.get(), kCandidates,
+                                                      found, &count));
+    ROOFBENCH_CUBLASLT(preference.destroy());
+    if (count < 1) throw NotApplicable("cuBLASLt's heuristic offers no algorithm for this shape");
+    choose(ctx, found, count);
+  }
+
+  // Times each candidate: rounds of `calls` back-to-back launches per candidate, the candidates taking
+  // turns so a drifting clock favours none; the median round decides. Chooses a launch path, not a figure:
+  // the host times the case.
+  void choose(Context& ctx, const cublasLtMatmulHeuristicResult_t* found, int count) {
+    const cudaStream_t stream = stream_of(ctx);
+    constexpr int kRounds = 5, kCalls = 10;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ROOFBENCH_CUDA(cudaEventCreate(&start));
+    ROOFBENCH_CUDA(cudaEventCreate(&stop));
+    std::vector<std::vector<float>> rounds(static_cast<std::size_t>(count));
+    for (int c = 0; c < count; ++c)
+      for (int i = 0; i < 3; ++i) matmul(found[c].algo, stream);  // warm-up
+    for (int r = 0; r < kRounds; ++r)
+      for (int c = 0; c < count; ++c) {
+        ROOFBENCH_CUDA(cudaEventRecord(start, stream));
+        for (int i = 0; i < kCalls; ++i) matmul(found[c].algo, stream);
+        ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
+        ROOFBENCH_CUDA(cudaEventSynchronize(stop));
+        float ms = 0;
+        ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+        rounds[std::size_t(c)].push_back(ms * 1e3f / kCalls);
+      }
+    ROOFBENCH_CUDA(cudaEventDestroy(start));
+    ROOFBENCH_CUDA(cudaEventDestroy(stop));
+    std::vector<float> medians;
+    for (auto& times : rounds) {
+      std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
+      medians.push_back(times[kRounds / 2]);
+    }
+    const int best = int(std::min_element(medians.begin(), medians.end()) - medians.begin());
+    algorithm_ = found[best].algo;
+    char line[200];
+    std::snprintf(line, sizeof line, "heuristic candidate %d of %d (%s), %.2f us in setup against the first's %.2f",
+                  best, count, describe(algorithm_).c_str(), double(medians[std::size_t(best)]), double(medians[0]));
+    facts_.push_back({"algorithm", line});
+  }
+
+  void matmul(const cublasLtMatmulAlgo_t& algorithm, cudaStream_t stream) {
+    const float one = 1.0f, zero = 0.0f;
+    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.get(), desc_.get(), &one, w_, a_layout_.get(), x_, b_layout_.get(), &zero, y_,
+                                      c_layout_.get(), y_, c_layout_.get(), &algorithm, workspace_,
+                                      case_support::kCublasWorkspaceBytes, stream));
+  }
+
+  static std::string describe(const cublasLtMatmulAlgo_t& algorithm) {
+    std::int32_t id = 0;
+    std::uint32_t tile = 0, stages = 0, split_k = 0;
+    std::size_t written = 0;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof split_k, &written));
+    return "algo " + std::to_string(id) + ", tile " + std::to_string(tile) + ", stages " + std::to_string(stages) +
+           ", split-k " + std::to_string(split_k);
+  }
+
+  case_support::CublasLtHandle lt_;
+  case_support::CublasLtMatmulDesc desc_;
+  case_support::CublasLtLayout a_layout_, b_layout_, c_layout_;
+  cublasLtMatmulAlgo_t algorithm_{};
+  void* workspace_ = nullptr;
+};
+
+class GemvLinear final : public Linear {
+ public:
+  GemvLinear(std::int64_t in, std::int64_t out, std::int64_t tokens) : Linear(in, out, tokens) {
+    if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
+    facts_.push_back({"kernel", "hand GEMV: a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"});
+  }
+  void run(Context& ctx) override { gemv_bf16(w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
 };
 
 }  // namespace
 
-std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens) {
-  return std::make_unique<Linear>(in_features, out_features, tokens);
+std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
+                                  const std::string& impl) {
+  if (impl == "cublaslt") return std::make_unique<LtLinear>(in_features, out_features, tokens);
+  if (impl == "gemv") return std::make_unique<GemvLinear>(in_features, out_features, tokens);
+  throw Error("transformer: no linear implementation '" + impl + "'");
 }
 
 void add_linear_cases(Plugin& plugin) {
   CaseSpec spec;
   spec.name = "linear_bf16";
   spec.description =
-      "GPT-2 small's MLP projections (768x3072 = fc, 3072x768 = proj) in bf16 through cublasGemmEx, tokens 1 to "
-      "8192: a weight read at one token, compute-bound in prefill";
-  spec.axes = {Axis::strings("layer", {"768x3072", "3072x768"}), Axis::powers("tokens", 1, 8192)};
+      "GPT-2 small's MLP projections (768x3072 = fc, 3072x768 = proj) in bf16, tokens 1 to 8192: a weight read at "
+      "one token, compute-bound in prefill; cuBLASLt (the fastest of its heuristic's candidates, timed in setup) "
+      "at every token count, or a hand GEMV at 1 to 8";
+  spec.axes = {Axis::strings("layer", {"768x3072", "3072x768"}), Axis::powers("tokens", 1, 8192),
+               Axis::strings("impl", {"cublaslt", "gemv"})};
   spec.device = DeviceNeed::gpu();
   spec.precision = Precision::bf16;
   spec.make = [](const Params& p) {
     const std::string& layer = p.str("layer");
     const auto x = layer.find('x');
-    return make_linear(std::stoll(layer.substr(0, x)), std::stoll(layer.substr(x + 1)), p.integer("tokens"));
+    return make_linear(std::stoll(layer.substr(0, x)), std::stoll(layer.substr(x + 1)), p.integer("tokens"),
+                       p.str("impl"));
   };
   plugin.add(std::move(spec));
 }

@@ -96,7 +96,7 @@ TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {
       for (int launch = 0; launch < 2; ++launch)
         launch_split_kv_decode(AttentionType::bf16, shape, plan, q, k, v, o, workspace, nullptr);
     });
-    EXPECT_LT(error, 1e-2) << version << " kv " << kv << " in " << plan.splits << " splits";
+    EXPECT_LT(error, 1e-2) << version << " kv " << kv << " in " << plan.blocks << " blocks";
     ROOFBENCH_CUDA(cudaFree(workspace));
   }
 }
@@ -107,9 +107,18 @@ TEST(CudaAttention, SplitKvPlanCoversTheCache) {
     for (std::int64_t kv : {1, 100, 1024, 4096, 16384}) {
       const AttentionShape shape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64};
       const SplitKvPlan plan = plan_split_kv(shape, 132, version);
+      if (plan.balanced_blocks_per_sm > 0) {  // equal runs over the whole cache, none empty, one wave at most
+        const std::int64_t total = batch * 12 * kv;
+        EXPECT_GE(plan.blocks * plan.split_len, total) << version;
+        EXPECT_LT((plan.blocks - 1) * plan.split_len, total) << version;
+        EXPECT_LE(plan.blocks, 132 * plan.balanced_blocks_per_sm) << version;
+        EXPECT_GE(plan.split_len, 16 * plan.keys_in_flight) << version;  // at least one step of the block
+        continue;
+      }
       EXPECT_GE(plan.splits * plan.split_len, kv);
       EXPECT_LT((plan.splits - 1) * plan.split_len, kv);  // no empty split
-      EXPECT_EQ(plan.split_len % 64, 0);
+      EXPECT_EQ(plan.split_len % (16 * plan.keys_in_flight), 0) << version;  // whole steps of the block
+      EXPECT_EQ(plan.blocks, plan.splits * batch * 12);
     }
 }
 

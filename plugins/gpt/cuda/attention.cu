@@ -402,13 +402,16 @@ const char* attention_version_name(AttentionVersion version) {
     case AttentionVersion::v1:
       return "v1 (SIMT fp32)";
     case AttentionVersion::v3:
-      return "v3 (TF32 tensor cores, one block per head)";
+      return "v3 (WMMA tensor cores, TF32 or bf16, one block per head)";
+    case AttentionVersion::v4:
+      return "v4 (bf16 mma.sync, scores in registers, one block per head)";
   }
   return "unknown";
 }
 
 void fused_attention_configure() {
   attention::configure_v3();
+  attention::configure_v4();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_backward_dq_kernel,
@@ -432,6 +435,7 @@ dim3 fused_grid(const AttentionShape& s) {
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v4) throw Error("gpt: attention v4 is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -444,6 +448,7 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v4) throw Error("gpt: attention v4 is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -457,14 +462,26 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
 }
 
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
-                             const AttentionShape& s, cudaStream_t stream) {
-  attention::forward_v3(out, lse, qkv, qkv_bias, fused_args(s, table), stream);
+                             const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
+  const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v4)
+    attention::forward_v4(out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v3)
+    attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
+  else
+    throw Error(std::string("gpt: the bf16 attention has no ") + attention_version_name(version));
 }
 
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
-                              cudaStream_t stream) {
-  attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, fused_args(s, table), stream);
+                              cudaStream_t stream, AttentionVersion version) {
+  const FusedArgs args = fused_args(s, table);
+  if (version == AttentionVersion::v4)
+    attention::backward_v4(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v3)
+    attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
+  else
+    throw Error(std::string("gpt: the bf16 attention has no ") + attention_version_name(version));
 }
 
 }  // namespace roofbench::gpt::cuda

@@ -3,8 +3,9 @@
 //   v1 (attention.cu): SIMT fp32 block matmuls, one block per (sequence, head, 32-row tile): a lab version.
 //   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
-//      products: the keeper the trainers run. (v2, the same tiles one block per 32-row tile, is retired:
-//      v3 superseded it.)
+//      products: R1's keeper (fp32 on TF32); its bf16 instantiation is R2's former keeper, kept for the lab.
+//   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers: the keeper of R2 and up.
+//   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,6 +39,22 @@ struct HeadRows {
   }
 };
 
+// Columns c .. c+3 (c a multiple of 4) of row t of q, k or v (part 0, 1, 2) as the products see them: bias
+// added, q and k rotated (pairs (c, c+1) and (c+2, c+3)).
+__device__ inline float4 prepare_qkv_quad(float4 x, const float* bias, RopeTable rope, const HeadRows& at, int part,
+                                          int t, int c) {
+  constexpr int kPairs = kHeadDim / 2;
+  const float* head_bias = bias + part * at.C + at.h * kHeadDim;
+  x = make_float4(x.x + head_bias[c], x.y + head_bias[c + 1], x.z + head_bias[c + 2], x.w + head_bias[c + 3]);
+  if (part < 2) {
+    const int i = c / 2;
+    const float2 lo = rotate(x.x, x.y, rope.cos[t * kPairs + i], rope.sin[t * kPairs + i]);
+    const float2 hi = rotate(x.z, x.w, rope.cos[t * kPairs + i + 1], rope.sin[t * kPairs + i + 1]);
+    x = make_float4(lo.x, lo.y, hi.x, hi.y);
+  }
+  return x;
+}
+
 struct FusedArgs {
   AttentionShape s;
   float scale;
@@ -56,5 +73,13 @@ void forward_v3(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const 
 void backward_v3(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout, const __nv_bfloat16* out,
                  const float* lse, const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args,
                  cudaStream_t stream);
+
+// v4's launchers (attention_v4.cu), bf16 only: mma.sync tensor cores, one block of four warps per
+// (sequence, head), the whole backward in one kernel (delta computed there, not written).
+void configure_v4();
+void forward_v4(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
+void backward_v4(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
+                 const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

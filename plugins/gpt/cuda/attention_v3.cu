@@ -67,23 +67,13 @@ struct RowFetch {
   // bias: qkv's bias, read only for part >= 0. dst rows are HeadStride<Elem> apart.
   __device__ void commit(Elem* dst, const float* bias, RopeTable rope, const HeadRows& at, int part, int t0,
                          int count, int padded) const {
-    constexpr int kPairs = kHeadDim / 2;
 #pragma unroll
     for (int it = 0; it < kFetchPerThread; ++it) {
       const int idx = static_cast<int>(threadIdx.x) + it * kThreads, r = idx / kQuads, c = 4 * (idx % kQuads);
       const int t = t0 + r;
       if (r >= padded) continue;
       float4 x = raw[it];
-      if (r < count && part >= 0) {
-        const float* head_bias = bias + part * at.C + at.h * kHeadDim;
-        x = make_float4(x.x + head_bias[c], x.y + head_bias[c + 1], x.z + head_bias[c + 2], x.w + head_bias[c + 3]);
-        if (part < 2) {
-          const int i = c / 2;  // the first of this thread's two pairs
-          const float2 lo = rotate(x.x, x.y, rope.cos[t * kPairs + i], rope.sin[t * kPairs + i]);
-          const float2 hi = rotate(x.z, x.w, rope.cos[t * kPairs + i + 1], rope.sin[t * kPairs + i + 1]);
-          x = make_float4(lo.x, lo.y, hi.x, hi.y);
-        }
-      }
+      if (r < count && part >= 0) x = prepare_qkv_quad(x, bias, rope, at, part, t, c);
       store4(dst + r * HeadStride<Elem>::value + c, x);
     }
   }

@@ -37,7 +37,8 @@ __global__ void column_partial_sums_kernel(float* partials, int rows, int cols, 
 // The same partial sums, four adjacent columns per thread (16-byte accesses) and kLanes row lanes per
 // block: term(row, col) returns the float4 of columns col .. col+3 (col a multiple of 4; cols must be a
 // multiple of 4). Same chunks and partials layout as above, the same fixed summation order in every run;
-// term may also write (a fused elementwise pass whose output is being summed).
+// a term that also writes (a fused elementwise pass whose output is being summed) splits its work into
+// fetch and finish.
 inline constexpr int kColumn4TileCols = 4 * kColumnTileCols;  // 128 columns per block
 template <int kLanes, typename Term4>
 __global__ void __launch_bounds__(kColumnTileCols* kLanes)
@@ -47,14 +48,30 @@ __global__ void __launch_bounds__(kColumnTileCols* kLanes)
   const int chunk = blockIdx.y;
   const int row_end = min(rows, (chunk + 1) * kColumnChunkRows);
   float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const auto add = [&sum](const float4& t) {
+    sum.x += t.x;
+    sum.y += t.y;
+    sum.z += t.z;
+    sum.w += t.w;
+  };
   if (col < cols) {
+    int row = chunk * kColumnChunkRows + static_cast<int>(threadIdx.y);
+    if constexpr (requires { term.fetch(0, 0); }) {
+      // A term that also writes (fetch(row, col) loads, finish(row, col, fetched) computes and stores):
+      // kFetchRows rows' loads are issued before the first row's store, which they might alias as far as
+      // the compiler knows and so could not move ahead of it. The same rows in the same order.
+      constexpr int kFetchRows = 4;
+      for (; row + (kFetchRows - 1) * kLanes < row_end; row += kFetchRows * kLanes) {
+        decltype(term.fetch(0, 0)) fetched[kFetchRows];
+#pragma unroll
+        for (int u = 0; u < kFetchRows; ++u) fetched[u] = term.fetch(row + u * kLanes, col);
+#pragma unroll
+        for (int u = 0; u < kFetchRows; ++u) add(term.finish(row + u * kLanes, col, fetched[u]));
+      }
+      for (; row < row_end; row += kLanes) add(term.finish(row, col, term.fetch(row, col)));
+    } else {
 #pragma unroll 4
-    for (int row = chunk * kColumnChunkRows + static_cast<int>(threadIdx.y); row < row_end; row += kLanes) {
-      const float4 t = term(row, col);
-      sum.x += t.x;
-      sum.y += t.y;
-      sum.z += t.z;
-      sum.w += t.w;
+      for (; row < row_end; row += kLanes) add(term(row, col));
     }
   }
   lanes[threadIdx.y][threadIdx.x] = sum;

@@ -66,13 +66,17 @@ struct GeluBackwardTerm4 {
   const T* dout;
   const T* z;
   int cols;
-  __device__ float4 operator()(int row, int col) const {
-    const std::size_t i = static_cast<std::size_t>(row) * cols + col;
-    const float4 g = load4(dout + i);
-    const float4 x = load4(z + i);
-    const float4 d = make_float4(g.x * gelu_derivative(x.x), g.y * gelu_derivative(x.y), g.z * gelu_derivative(x.z),
-                                 g.w * gelu_derivative(x.w));
-    store4(dz + i, d);
+  struct Fetched {
+    float4 g, x;
+  };
+  __device__ std::size_t at(int row, int col) const { return static_cast<std::size_t>(row) * cols + col; }
+  __device__ Fetched fetch(int row, int col) const {
+    return Fetched{load4(dout + at(row, col)), load4(z + at(row, col))};
+  }
+  __device__ float4 finish(int row, int col, const Fetched& f) const {
+    const float4 d = make_float4(f.g.x * gelu_derivative(f.x.x), f.g.y * gelu_derivative(f.x.y),
+                                 f.g.z * gelu_derivative(f.x.z), f.g.w * gelu_derivative(f.x.w));
+    store4(dz + at(row, col), d);
     return d;
   }
 };

@@ -1,8 +1,9 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3, elementwise v2, weight gradients v3).
-//   lab_attention/version:v1|v3    the fused attention's forward + backward (attention.cu, attention_v3.cu)
+// run the keepers only (attention v3 for fp32 and v4 for bf16, elementwise v2, weight gradients v3).
+//   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
+//   lab_attention_bf16/version:v3|v4  the same on bf16 tensors (attention_v3.cu, attention_v4.cu)
 //   lab_elementwise/version:v1|v2  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
 #include <cublas_v2.h>
@@ -14,8 +15,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "bf16.hpp"
 #include "lab_cases.hpp"
 #include "lab_reference.hpp"
 #include "layers.hpp"
@@ -71,28 +74,39 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
+// Elem float: lab_attention (v1, v3; R1's tensors); Elem bf16: lab_attention_bf16 (v3, v4; R2's tensors,
+// qkv and dout drawn as bf16, the reference fed the same values), each gated at its own precision.
+template <typename Elem>
 class AttentionLab final : public Case {
  public:
+  static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
+
   explicit AttentionLab(const Params& params) : cfg_(lab_config(params)) {
     const int version = version_number(params);
-    if (version != 1 && version != 3) throw Error("gpt lab_attention: versions are v1 and v3 (v2 is retired)");
-    version_ = version == 1 ? AttentionVersion::v1 : AttentionVersion::v3;
+    if (kBf16 && (version == 3 || version == 4))
+      version_ = version == 3 ? AttentionVersion::v3 : AttentionVersion::v4;
+    else if (!kBf16 && (version == 1 || version == 3))
+      version_ = version == 1 ? AttentionVersion::v1 : AttentionVersion::v3;
+    else
+      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3 and v4"
+                        : "gpt lab_attention: versions are v1 and v3 (v2 is retired; v4 is bf16 only)");
   }
 
   void setup(Context& ctx) override {
     const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
     const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2) * cfg_.context;
-    qkv_ = alloc_floats(ctx, N * 3 * C, BufferRole::input);
+    qkv_ = alloc<Elem>(ctx, N * 3 * C, BufferRole::input);
     bias_ = alloc_floats(ctx, 3 * C, BufferRole::input);
-    dout_ = alloc_floats(ctx, N * C, BufferRole::input);
-    out_ = alloc_floats(ctx, N * C, BufferRole::output);
+    dout_ = alloc<Elem>(ctx, N * C, BufferRole::input);
+    out_ = alloc<Elem>(ctx, N * C, BufferRole::output);
     lse_ = alloc_floats(ctx, stats, BufferRole::output);
     delta_ = alloc_floats(ctx, stats, BufferRole::scratch);
-    dqkv_ = alloc_floats(ctx, N * 3 * C, BufferRole::output);
+    dqkv_ = alloc<Elem>(ctx, N * 3 * C, BufferRole::output);
     rope_ = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
-    ctx.fill_random(qkv_, N * 3 * C, ElementType::f32);
+    const ElementType type = kBf16 ? ElementType::bf16 : ElementType::f32;
+    ctx.fill_random(qkv_, N * 3 * C, type);
     ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
-    ctx.fill_random(dout_, N * C, ElementType::f32);
+    ctx.fill_random(dout_, N * C, type);
     upload_rope_table(cfg_, rope_, stream_of(ctx));
     fused_attention_configure();
   }
@@ -111,7 +125,8 @@ class AttentionLab final : public Case {
     const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
     Work w;
     w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
-    w.bytes = 4 * (N * 3 * C * 3 + N * C * 3 + 2.0 * static_cast<double>(stat_count()));
+    w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 3) +
+              4 * 2.0 * static_cast<double>(stat_count());
     w.items = N;
     w.item_name = "tokens";
     return w;
@@ -120,29 +135,45 @@ class AttentionLab final : public Case {
   std::vector<Fact> facts() const override { return {{"kernel", attention_version_name(version_)}}; }
 
   // The first kGateSequences sequences of the batch against the double reference (their outputs and
-  // gradients depend on themselves only).
+  // gradients depend on themselves only), fed the inputs as stored.
   Check check(Context& ctx) override {
     const std::size_t C = static_cast<std::size_t>(cfg_.channels);
     const std::size_t rows = static_cast<std::size_t>(kGateSequences) * cfg_.context;
-    const auto qkv = download(ctx, qkv_, rows * 3 * C), dout = download(ctx, dout_, rows * C);
+    const auto qkv = download_as_float(ctx, qkv_, rows * 3 * C), dout = download_as_float(ctx, dout_, rows * C);
     const auto bias = download(ctx, bias_, 3 * C);
     const auto ref = reference::attention_reference(qkv, bias, dout, kGateSequences, cfg_.heads, cfg_.context,
                                                     cfg_.head_dim(), cfg_.rope_base);
     WorstError errors;
-    errors.add("out", relative_l2_error(download(ctx, out_, rows * C).data(), ref.out.data(), rows * C));
-    errors.add("dqkv", relative_l2_error(download(ctx, dqkv_, rows * 3 * C).data(), ref.dqkv.data(), rows * 3 * C));
+    errors.add("out", relative_l2_error(download_as_float(ctx, out_, rows * C).data(), ref.out.data(), rows * C));
+    errors.add("dqkv", relative_l2_error(download_as_float(ctx, dqkv_, rows * 3 * C).data(), ref.dqkv.data(),
+                                         rows * 3 * C));
     return errors.result();
   }
 
  private:
+  template <typename T>
+  static T* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<T*>(ctx.alloc(count * sizeof(T), role));
+  }
+  static std::vector<float> download_as_float(Context& ctx, const Elem* device, std::size_t count) {
+    if constexpr (kBf16) {
+      std::vector<std::uint16_t> bits(count);
+      ctx.copy_to_host(bits.data(), device, count * sizeof(std::uint16_t));
+      std::vector<float> host(count);
+      std::transform(bits.begin(), bits.end(), host.begin(), float_from_bf16_bits);
+      return host;
+    } else {
+      return download(ctx, device, count);
+    }
+  }
   std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
   std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
   AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
 
   Config cfg_;
-  AttentionVersion version_;
-  float *qkv_ = nullptr, *bias_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *lse_ = nullptr, *delta_ = nullptr,
-        *dqkv_ = nullptr;
+  AttentionVersion version_ = AttentionVersion::v3;
+  Elem *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
+  float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr;
   RopeTable rope_;
 };
 
@@ -332,10 +363,16 @@ CaseSpec lab_case(std::string name, std::string description, std::vector<std::st
 
 std::vector<CaseSpec> lab_cases() {
   return {
-      lab_case<AttentionLab>("lab_attention",
-                             "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
-                             "training shape; v1 SIMT fp32, v3 TF32 tensor cores one block per head (R1's)",
-                             {"v1", "v3"}, Precision::tf32),
+      lab_case<AttentionLab<float>>("lab_attention",
+                                    "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
+                                    "training shape; v1 SIMT fp32, v3 TF32 tensor cores one block per head (R1's)",
+                                    {"v1", "v3"}, Precision::tf32),
+      // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision.
+      lab_case<AttentionLab<bf16>>("lab_attention_bf16",
+                                   "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
+                                   "the training shape; v3 WMMA tiles (R2's until v4), v4 mma.sync with the "
+                                   "scores in registers (R2-R4's)",
+                                   {"v3", "v4"}, Precision::bf16),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "

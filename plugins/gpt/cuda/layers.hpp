@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "layernorm_chunks.hpp"
 #include "model.hpp"
 
 namespace roofbench::gpt::cuda {
@@ -120,12 +121,17 @@ void layernorm_forward(bf16* y, float* mean, float* rstd, const float* x, const 
 void residual_layernorm_forward(float* sum, bf16* y, float* mean, float* rstd, const float* a, const bf16* branch,
                                 const float* branch_bias, const float* w, const float* b, int N, int C, float eps,
                                 cudaStream_t stream);
-// dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: column_partials_floats(N, 2C).
+// dx = beta dx + dLN/dx (dy); dw and db written (not accumulated). partials: layernorm_partials_floats(N, C).
 // dx_bf16, when given, receives dx rounded to bf16 too (R2: the residual stream's gradient as the operand
-// of the bf16 matmuls below).
+// of the bf16 matmuls below). When C is a multiple of 32 and at most 512 (the model's), dw and db's
+// partial sums come out of the same pass over dy and x as dx (one block per chunk of layernorm_chunks(N)
+// rows, layernorm_chunks.hpp), else a separate column-sum pass reads them again. dx_column_sum, when given,
+// receives the column sums of the final dx (the bias gradient of the projection below, whose output
+// gradient dx is), out of the same pass when fused.
+std::size_t layernorm_partials_floats(int N, int C);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
-                        cudaStream_t stream, bf16* dx_bf16 = nullptr);
+                        cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // elementwise.cu: the eager path's one-operation kernels.
@@ -186,7 +192,9 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
 // accumulation) walked by one block per (sequence, head) so each row is loaded once: the keeper R1 runs.
 // Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
-enum class AttentionVersion { v1, v3 };
+// v4 (bf16 only, the keeper of R2 and up): mma.sync m16n8k16 with each warp's scores in registers, one
+// block per (sequence, head), the backward in one kernel; the bf16 functions below run v3 or v4.
+enum class AttentionVersion { v1, v3, v4 };
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
@@ -199,13 +207,15 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version = AttentionVersion::v3);
 
-// bf16 (R2): the fused attention v3 on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax and
-// accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above.
+// bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
+// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4
+// does not write delta). Versions v3 and v4 (the keeper); v1 throws.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream);
+                             const AttentionShape& s, cudaStream_t stream,
+                             AttentionVersion version = AttentionVersion::v4);
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream);
+                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v4);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

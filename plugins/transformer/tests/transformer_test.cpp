@@ -72,6 +72,11 @@ TEST(TransformerWork, LinearIsAWeightReadAtOneTokenAndComputeAtMany) {
   EXPECT_FALSE(many.read_dominated);
   EXPECT_GT(many.flops / many.bytes, 206);  // past the H200's bf16 ridge point
   EXPECT_LT(one.flops / one.bytes, 1.01);
+  // The hand GEMV counts the same work and refuses token counts it has no kernel for.
+  EXPECT_DOUBLE_EQ(make_linear(768, 3072, 1, "gemv")->work().bytes, one.bytes);
+  EXPECT_THROW(make_linear(768, 3072, 16, "gemv"), NotApplicable);
+  EXPECT_THROW(make_linear(1000, 3072, 1, "gemv"), NotApplicable);
+  EXPECT_THROW(make_linear(768, 3072, 1, "cublas"), Error);
 }
 
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
@@ -98,21 +103,26 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
-  for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "cudnn"})
+  for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
+  const auto& linear_impls = p.cases.back().axes.back().values;
+  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
 
 TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
-  auto shape = [](std::int64_t batch) {
-    return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = 1024, .head_dim = 64, .causal = true};
+  auto shape = [](std::int64_t batch, std::int64_t kv = 1024) {
+    return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64, .causal = true};
   };
   EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
-  for (const char* v : {"v2", "v3"})
+  EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132), "v7");  // 23832 keys per balanced block
+  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v2");        // 5958
+  EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132), "v7");  // 11916
+  for (const char* v : {"v2", "v3", "v7"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
-  EXPECT_THROW(make_decode_attention("split_kv_v9", shape(1)), Error);
+  EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
 
 TEST(TransformerPlugin, FusedRefusesShapesItDoesNotTake) {
@@ -229,11 +239,17 @@ TEST_F(TransformerGpu, GateCatchesBrokenDecodeKernels) {
 }
 
 TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
-  for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
+  for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}}) {
     for (int tokens : {1, 7, 256, 2048}) {
-      const GateRun r = gate(make_linear(in, out, tokens));
+      const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
+    for (int tokens : {1, 2, 4, 8}) {
+      const GateRun r = gate(make_linear(in, out, tokens, "gemv"), 2);
+      EXPECT_TRUE(passes(r.check, Precision::bf16)) << "gemv " << in << "x" << out << " at " << tokens << ": "
+                                                    << r.check.detail;
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,9 +28,13 @@ using testing::Device;
 using testing::random_floats;
 using testing::rel_l2;
 
-TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
+// (N, C): C = 96 and 512 (the model's) take the fused backward, 512 over many chunks of uneven fill;
+// C = 100 (not a multiple of 32) the separate column-sum pass.
+class GptLayerNorm : public ::testing::TestWithParam<std::pair<int, int>> {};
+
+TEST_P(GptLayerNorm, ForwardBackwardMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const int N = 7, C = 96;
+  const auto [N, C] = GetParam();
   const float eps = 1e-5f;
   const auto x = random_floats(N * C, 1, -2, 3), w = random_floats(C, 2), b = random_floats(C, 3);
   const auto dy = random_floats(N * C, 4);
@@ -58,9 +63,21 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   float *d_x = dev.upload(x), *d_w = dev.upload(w), *d_b = dev.upload(b), *d_dy = dev.upload(dy);
   float *d_y = dev.alloc<float>(N * C), *d_mean = dev.alloc<float>(N), *d_rstd = dev.alloc<float>(N);
   float *d_dx = dev.alloc<float>(N * C), *d_dw = dev.alloc<float>(C), *d_db = dev.alloc<float>(C);
-  float* partials = dev.alloc<float>(column_partials_floats(N, 2 * C));
+  float* partials = dev.alloc<float>(layernorm_partials_floats(N, C));
+  float* d_dx_sum = dev.alloc<float>(C);
   layernorm_forward(d_y, d_mean, d_rstd, d_x, d_w, d_b, N, C, eps, nullptr);
-  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr, nullptr,
+                     d_dx_sum);
+  // dx's column sums against those of the double dx, each to the scale of its column's sum of |dx| (the
+  // terms cancel, so a relative error of the sum itself would be noise).
+  std::vector<double> dx_sum_ref(C, 0), dx_abs_sum(C, 0);
+  for (int n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) {
+      dx_sum_ref[c] += dx_ref[n * C + c];
+      dx_abs_sum[c] += std::abs(dx_ref[n * C + c]);
+    }
+  const std::vector<float> dx_sum = Device::download(d_dx_sum, C);
+  for (int c = 0; c < C; ++c) EXPECT_NEAR(dx_sum[c], dx_sum_ref[c], 1e-5 * dx_abs_sum[c] + 1e-6) << "column " << c;
   EXPECT_LT(rel_l2(Device::download(d_y, N * C), y_ref), 1e-5);
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), dx_ref), 1e-4);
   EXPECT_LT(rel_l2(Device::download(d_dw, C), dw_ref), 1e-5);
@@ -84,7 +101,18 @@ TEST(GptLayers, LayerNormForwardBackwardMatchDouble) {
   std::vector<double> twice(dx_ref);
   for (double& value : twice) value *= 2;
   EXPECT_LT(rel_l2(Device::download(d_dx, N * C), twice), 1e-4);
+  // The parameter gradients are the same bits again (a fixed summation order).
+  EXPECT_LT(rel_l2(Device::download(d_dw, C), dw_ref), 1e-5);
+  const std::vector<float> dw_first = Device::download(d_dw, C);
+  layernorm_backward(d_dx, d_dw, d_db, d_dy, d_x, d_mean, d_rstd, d_w, N, C, 0.0f, partials, nullptr);
+  EXPECT_EQ(Device::download(d_dw, C), dw_first);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GptLayerNorm,
+                         ::testing::Values(std::pair{7, 96}, std::pair{3001, 512}, std::pair{9, 100}),
+                         [](const ::testing::TestParamInfo<std::pair<int, int>>& info) {
+                           return "N" + std::to_string(info.param.first) + "_C" + std::to_string(info.param.second);
+                         });
 
 
 // Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
@@ -166,9 +194,11 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-// The bf16 attention (R2) on bf16-rounded inputs against the double reference on the same rounded values:
-// bf16 operands in the products (q, k, v, dout and the probabilities rounded to 8 significant bits).
-TEST_P(GptFusedAttention, Bf16MatchesDouble) {
+// The bf16 attention versions (v3, R2's former keeper; v4, the keeper) on bf16-rounded inputs against the
+// double reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
+// probabilities rounded to 8 significant bits); v4 also against v3, and twice on the same inputs for the
+// same bits (R4's recomputed backward must equal R3's).
+TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   auto rounded = [](std::vector<float> v) {
     for (float& x : v) x = round_to_bf16(x);
@@ -186,20 +216,38 @@ TEST_P(GptFusedAttention, Bf16MatchesDouble) {
     for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
     return out;
   };
-  Device dev;
-  const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
-  const AttentionShape shape{B, T(), H, hd};
-  const int n = N(), c = C(), stats = B * H * T();
-  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
-  float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
-  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
-  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
-  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
-  fused_attention_configure();
-  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr);
-  EXPECT_LT(rel_l2(to_float(Device::download(d_out, n * c)), ref.out), 2e-2);
-  EXPECT_LT(rel_l2(to_float(Device::download(d_dqkv, n * 3 * c)), ref.dqkv), 2e-2);
+  const auto run_bf16 = [&](AttentionVersion version) {
+    Device dev;
+    const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
+    const AttentionShape shape{B, T(), H, hd};
+    const int n = N(), c = C(), stats = B * H * T();
+    bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
+    float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+    bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
+    ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
+    ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
+    ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
+    fused_attention_configure();
+    fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+    return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
+                             to_float(Device::download(d_dqkv, n * 3 * c))};
+  };
+  const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
+  for (const FusedAttentionRun* run : {&v3, &v4}) {
+    EXPECT_LT(rel_l2(run->out, ref.out), 2e-2);
+    EXPECT_LT(rel_l2(run->dqkv, ref.dqkv), 2e-2);
+    for (float x : run->lse) ASSERT_TRUE(std::isfinite(x));
+  }
+  EXPECT_LT(rel_l2(v4.lse, v3.lse), 1e-5);
+  EXPECT_LT(rel_l2(v4.out, v3.out), 2e-2);
+  EXPECT_LT(rel_l2(v4.dqkv, v3.dqkv), 2e-2);
+  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e\n", T(),
+              rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv));
+  const FusedAttentionRun again = run_bf16(AttentionVersion::v4);
+  EXPECT_EQ(again.out, v4.out);
+  EXPECT_EQ(again.dqkv, v4.dqkv);
+  EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
 }
 
 TEST(GptLayers, FusedAttentionRejectsShapes) {

@@ -68,11 +68,16 @@ void launch_fused_attention(const std::string& version, AttentionType type, cons
 // One query per (batch, head); the KV length is cut into splits, each thread block does one split and
 // writes its partial (max, sum, unnormalised output) in fp32; the last block of a (batch, head) to finish
 // combines them. head_dim 64, bf16 or fp16.
+// Balanced versions (balanced_blocks_per_sm > 0) instead cut the whole cache, (batch, head) after
+// (batch, head), into `blocks` equal runs of split_len keys, one per block; a run may span heads.
 struct SplitKvPlan {
   int keys_in_flight = 4;    // per group of 8 lanes per step, and
-  bool streaming_loads = false;  // loads that skip L1 and prefetch 256 bytes into L2: the version
-  int splits = 1;            // splits per (batch, head)
-  std::int64_t split_len = 0;  // keys per split (a multiple of the keys a block reads per step)
+  bool streaming_loads = false;  // loads that skip L1 and prefetch 256 bytes into L2, and
+  int balanced_blocks_per_sm = 0;  // the blocks per SM a balanced grid is sized for, and
+  bool pipelined = false;          // the next step's loads issued before this step's arithmetic: the version
+  int splits = 1;            // splits per (batch, head); 0 when balanced
+  std::int64_t split_len = 0;  // keys per split (a multiple of the keys a block reads per step), or per run
+  std::int64_t blocks = 0;     // thread blocks launched
   std::size_t workspace_bytes = 0;  // partials and per-(batch, head) arrival counters
 };
 // version: one of split_kv_versions().

@@ -1,0 +1,124 @@
+#include "gemv.hpp"
+
+#include <cuda_bf16.h>
+
+#include <stdexcept>
+
+#include "roofbench/cuda_check.hpp"
+
+namespace roofbench::transformer {
+namespace {
+
+// A warp reads a 768-wide segment of a row of W (3 16-byte loads per lane, all issued before any arithmetic);
+// a block of 4 warps covers 4 segments: 4 rows of a 768-wide W, or one row of a 3072-wide one (its warps'
+// sums then meet in shared memory). 768 blocks either way for GPT-2's two layers, so every SM has several.
+constexpr int kSegment = 768;
+constexpr int kChunks = kSegment / (8 * 32);  // 16-byte loads per lane per segment
+constexpr int kWarps = 4;
+
+// A read-once 16-byte load that is not kept in L1.
+__device__ __forceinline__ uint4 load_once(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
+  const auto* pairs = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(pairs[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
+  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
+  constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow;
+  const int first_chunk = (warp % kSegmentsPerRow) * kChunks * 32 + lane;
+  uint4 raw[kChunks];
+  if (row < out) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) raw[c] = load_once(w + std::int64_t(row) * kRowChunks + first_chunk + c * 32);
+  }
+  float acc[kTokens] = {};
+  if (row < out) {
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      float wf[8];
+      unpack8(raw[c], wf);
+#pragma unroll
+      for (int t = 0; t < kTokens; ++t) {
+        float xf[8];
+        unpack8(__ldg(x + t * kRowChunks + first_chunk + c * 32), xf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[t] += wf[i] * xf[i];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], offset);
+  if constexpr (kSegmentsPerRow == 1) {
+    if (lane == 0 && row < out)
+#pragma unroll
+      for (int t = 0; t < kTokens; ++t) y[std::int64_t(t) * out + row] = __float2bfloat16_rn(acc[t]);
+  } else {
+    __shared__ float sums[kWarps][kTokens];
+    if (lane == 0)
+#pragma unroll
+      for (int t = 0; t < kTokens; ++t) sums[warp][t] = acc[t];
+    __syncthreads();
+    const int t = threadIdx.x % kTokens, r = threadIdx.x / kTokens;  // one thread per (row of the block, token)
+    const int out_row = blockIdx.x * kRowsPerBlock + r;
+    if (r < kRowsPerBlock && out_row < out) {
+      float s = 0;
+#pragma unroll
+      for (int g = 0; g < kSegmentsPerRow; ++g) s += sums[r * kSegmentsPerRow + g][t];
+      y[std::int64_t(t) * out + out_row] = __float2bfloat16_rn(s);
+    }
+  }
+}
+
+template <int kSegmentsPerRow>
+void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
+  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
+  switch (tokens) {
+    case 1: gemv_kernel<kSegmentsPerRow, 1><<<grid, block, 0, stream>>>(w, x, y, out); break;
+    case 2: gemv_kernel<kSegmentsPerRow, 2><<<grid, block, 0, stream>>>(w, x, y, out); break;
+    case 4: gemv_kernel<kSegmentsPerRow, 4><<<grid, block, 0, stream>>>(w, x, y, out); break;
+    case 8: gemv_kernel<kSegmentsPerRow, 8><<<grid, block, 0, stream>>>(w, x, y, out); break;
+    default: throw std::invalid_argument("gemv: tokens must be 1, 2, 4 or 8");
+  }
+}
+
+}  // namespace
+
+std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens) {
+  if (in != 768 && in != 1536 && in != 3072) return "the hand GEMV is built for in = 768, 1536 or 3072 only";
+  if (tokens != 1 && tokens != 2 && tokens != 4 && tokens != 8) return "the hand GEMV takes 1, 2, 4 or 8 tokens";
+  if (out < 1 || out > (std::int64_t(1) << 30)) return "the hand GEMV takes 1 to 2^30 output rows";
+  return {};
+}
+
+void gemv_bf16(const void* w, const void* x, void* y, std::int64_t in, std::int64_t out, std::int64_t tokens,
+               cudaStream_t stream) {
+  if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);
+  const auto* wv = static_cast<const uint4*>(w);
+  const auto* xv = static_cast<const uint4*>(x);
+  auto* yv = static_cast<__nv_bfloat16*>(y);
+  if (in == 768) launch_for_tokens<1>(wv, xv, yv, int(out), int(tokens), stream);
+  else if (in == 1536) launch_for_tokens<2>(wv, xv, yv, int(out), int(tokens), stream);
+  else launch_for_tokens<4>(wv, xv, yv, int(out), int(tokens), stream);
+  ROOFBENCH_CUDA(cudaGetLastError());
+}
+
+}  // namespace roofbench::transformer
