@@ -50,6 +50,12 @@ std::size_t fastest(std::span<const CandidateTiming> timings) {
   return best;
 }
 
+std::size_t fastest(std::span<const CandidateTiming> timings, std::span<const std::string> labels) {
+  if (std::any_of(timings.begin(), timings.end(), [](const CandidateTiming& t) { return !t.skipped; }))
+    return fastest(timings);
+  throw Error("no candidate could be timed: " + describe_timings(labels, timings, TimingPlan{}.groups));
+}
+
 std::string describe_timings(std::span<const std::string> labels, std::span<const CandidateTiming> timings, int groups) {
   if (labels.size() != timings.size())
     throw Error(std::to_string(timings.size()) + " timings for " + std::to_string(labels.size()) + " candidates");

@@ -251,7 +251,9 @@ PlanChoice fastest_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t graph,
   timing.require_graph = true;  // the plan serves a graphable case
   const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
       stream, found.plans.size(), [&](std::size_t i) { execute(handle, *found.plans[i].plan, *pack); }, timing);
-  const std::size_t chosen = case_support::fastest(timings);
+  std::vector<std::string> labels;
+  for (const EnginePlan& p : found.plans) labels.push_back(p.engine.label());
+  const std::size_t chosen = case_support::fastest(timings, labels);
   PlanChoice choice;
   choice.chosen = found.plans[chosen];
   choice.timed_ms = timings[chosen].per_launch_ms;

@@ -49,6 +49,11 @@ const OperationAttributes& operation_attributes(Pass pass) {
 
 using kernels::ConvLayout;
 
+using kernels::ConvTensors;
+using kernels::Extent4;
+using kernels::Index4;
+using kernels::Strides4;
+
 BackendPlans backend_plans_from_environment() {
   const char* value = std::getenv("ROOFBENCH_CONV_BACKEND");
   const std::string text = value ? value : "";
@@ -57,10 +62,6 @@ BackendPlans backend_plans_from_environment() {
   if (text == "all") return BackendPlans::all;
   throw Error("conv: ROOFBENCH_CONV_BACKEND must be on, off or all, got '" + text + "'");
 }
-using kernels::ConvTensors;
-using kernels::Extent4;
-using kernels::Index4;
-using kernels::Strides4;
 
 const char* to_string(Pass pass) {
   switch (pass) {

@@ -146,9 +146,9 @@ AlgorithmChoice choose_timed(const SearchResults& search, std::span<const Candid
   if (timings.size() != search.candidates.size())
     throw Error("conv: " + std::to_string(timings.size()) + " timings for " + std::to_string(search.candidates.size()) +
                 " algorithm candidates");
-  const std::size_t best = case_support::fastest(timings);
   std::vector<std::string> labels;
   for (const Candidate& candidate : search.candidates) labels.push_back(candidate.label());
+  const std::size_t best = case_support::fastest(timings, labels);
   const Candidate& chosen = search.candidates[best];
   const std::string first = search.candidates.front().label();
   std::string text = case_support::describe_timings(labels, timings, groups) + "; chose " + chosen.label() +

@@ -63,6 +63,13 @@ TEST(LaunchTiming, AFailedCandidateSaysWhyAndCannotWin) {
   EXPECT_EQ(describe_timings(labels, std::vector<CandidateTiming>{timed(0.25), failed}, 5),
             "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): A 0.25 ms, B " + failed.text());
   EXPECT_THROW(describe_timings(labels, std::vector<CandidateTiming>{failed}, 5), Error);
+  try {
+    fastest(std::vector<CandidateTiming>{skipped(2.0), failed}, labels);
+    ADD_FAILURE() << "no candidate was timed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("A skipped (one launch 2 ms), B failed (cuDNN error 3000"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

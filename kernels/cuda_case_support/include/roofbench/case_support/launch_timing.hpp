@@ -53,6 +53,8 @@ double median(std::span<double> values);
 // The index of the fastest timed candidate; the earliest (the caller's order) among equal times. Throws Error
 // when every candidate was skipped or none was given.
 std::size_t fastest(std::span<const CandidateTiming> timings);
+// The same, the Error naming every candidate (`labels`, one per timing) and what became of it.
+std::size_t fastest(std::span<const CandidateTiming> timings, std::span<const std::string> labels);
 
 // "timed per launch (median of 5 groups of up to 50 launches, CUDA graph): A 0.0101 ms, B skipped (one
 // launch 1.2 ms)": what was timed, one label per timing ("some launched one by one" when a capture failed).
