@@ -193,7 +193,9 @@ class CudaDevice final : public Device {
     cudaDeviceReset();
     cudaGetLastError();
     cudaStream_t fresh = nullptr;
+    std::size_t free_bytes = 0, total = 0;
     if (cudaSetDevice(info_.index) == cudaSuccess && cudaFree(nullptr) == cudaSuccess &&
+        cudaMemGetInfo(&free_bytes, &total) == cudaSuccess &&
         cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking) == cudaSuccess) {
       stream_ = fresh;
       return "device cuda:" + std::to_string(info_.index) + " reset after: " + cause;

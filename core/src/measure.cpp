@@ -248,6 +248,17 @@ void check_work(const Work& w) {
   for (const auto& rate : w.rates) check(("rate '" + rate.name + "'").c_str(), rate.value);
 }
 
+// After a failed case: each device clears its error or resets, and the result says what happened.
+void recover_devices(Result& r, const std::vector<Device*>& ranks) {
+  for (auto* d : ranks) {
+    try {
+      if (auto note = d->recover(); !note.empty()) r.message += " [" + note + "]";
+    } catch (const std::exception& e) {
+      r.message += std::string(" [recovery failed: ") + e.what() + "]";
+    }
+  }
+}
+
 double driver_used_total(const std::vector<Device*>& ranks) {
   double used = 0;
   for (auto* d : ranks) used += d->driver_used_bytes();
@@ -298,15 +309,25 @@ std::string Result::label(bool gate_enabled) const {
 Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& o) {
   Result r = unmeasured_result(b, ranks);
-  // A plugin built for other GPUs would fail in its first kernel; say so once, by architecture, instead.
-  if (b.cuda_probe)
-    for (Device* rank : ranks)
-      if (auto refusal = rank->architecture_refusal(b.cuda_probe, b.plugin)) {
-        r.status = Status::not_applicable;
-        r.message = *refusal;
-        return r;
-      }
-  const double used_before = driver_used_total(ranks);
+  double used_before = 0;
+  try {
+    // A plugin built for other GPUs would fail in its first kernel; say so once, by architecture, instead.
+    if (b.cuda_probe)
+      for (Device* rank : ranks)
+        if (auto refusal = rank->architecture_refusal(b.cuda_probe, b.plugin)) {
+          r.status = Status::not_applicable;
+          r.message = *refusal;
+          return r;
+        }
+    used_before = driver_used_total(ranks);
+  } catch (const std::exception& e) {
+    // The device failed before this case touched it (on an H200 after an in-process reset following a
+    // sticky error, cudaSetDevice answered "busy or unavailable"): this case fails and says so.
+    r.status = Status::error;
+    r.message = std::string("the device could not be used: ") + e.what();
+    recover_devices(r, ranks);
+    return r;
+  }
 
   const auto begin = Clock::now();
   auto phase_start = begin;
@@ -406,15 +427,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       // a device that cannot say is recovered below, or was never used
     }
   }
-  if (r.status != Status::ok && r.status != Status::not_applicable) {
-    for (auto* d : ranks) {
-      try {
-        if (auto note = d->recover(); !note.empty()) r.message += " [" + note + "]";
-      } catch (const std::exception& e) {
-        r.message += std::string(" [recovery failed: ") + e.what() + "]";
-      }
-    }
-  }
+  if (r.status != Status::ok && r.status != Status::not_applicable) recover_devices(r, ranks);
   r.phases.total = seconds_since(begin);
   return r;
 }

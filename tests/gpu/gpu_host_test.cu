@@ -242,13 +242,18 @@ TEST_F(GpuHost, StickyErrorCostsItsCaseAndLaterCasesSayWhy) {
   EXPECT_NE(broken.message.find("illegal memory access"), std::string::npos) << broken.message;
   const bool reset = broken.message.find("reset after") != std::string::npos;
   EXPECT_TRUE(reset || broken.message.find("was lost") != std::string::npos) << broken.message;
+  // The next case either runs (the reset gave the device back) or fails at once saying why: the device
+  // was marked lost, or (seen on an H200, driver 580: the reset succeeded, then cudaSetDevice answered
+  // "busy or unavailable") it could not be used.
   const Result after = measure_case(Flaw::none);
-  if (reset) {
-    EXPECT_EQ(after.status, Status::ok) << after.message;
-  } else {
+  if (after.status != Status::ok) {
     EXPECT_EQ(after.status, Status::error);
-    EXPECT_NE(after.message.find("was lost"), std::string::npos) << after.message;
+    EXPECT_TRUE(after.message.find("was lost") != std::string::npos ||
+                after.message.find("the device could not be used") != std::string::npos)
+        << after.message;
   }
+  std::cout << "after the sticky error: " << broken.message << "\nnext case: " << to_string(after.status) << " "
+            << after.message << "\n";
 }
 
 }  // namespace
