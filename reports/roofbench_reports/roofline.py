@@ -11,6 +11,7 @@ values).
 """
 
 import math
+import re
 from dataclasses import dataclass
 
 from . import axes, palette
@@ -107,9 +108,14 @@ def group_points(points):
         for point in case_points:
             rest = tuple((k, v) for k, v in point.benchmark.params.items() if k != axis)
             lines.setdefault(rest, []).append(point)
+        # A title names what tells the case's lines apart (conv_bf16's layer and impl, not its pass or
+        # layout when the run holds one of each); a case drawn as one line keeps all its params.
+        varying = {k for k, _ in next(iter(lines))} if len(lines) > 1 else set()
+        varying = {k for k in varying if len({dict(rest).get(k) for rest in lines}) > 1}
         for rest, members in lines.items():
             members.sort(key=lambda p: _number_or_text(p.benchmark.params.get(axis, "")))
-            title = f"{plugin}/{case}" + (f" ({', '.join(f'{k}:{v}' for k, v in rest)})" if rest else "")
+            shown = [(k, v) for k, v in rest if k in varying] if varying else list(rest)
+            title = f"{plugin}/{case}" + (f" ({', '.join(f'{k}:{v}' for k, v in shown)})" if shown else "")
             groups.append(Group(len(groups) + 1, plugin, case, title, MARKER_SHAPES[case_number % len(MARKER_SHAPES)],
                                 axis if len(members) > 1 else "", members))
     return groups
@@ -418,28 +424,59 @@ def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs, has_read_
     legend.add(text(LEGEND_LEFT, y + 42, "numbers: the key below", fill=palette.MUTED_TEXT))
 
 
-def _key_height(group_count, has_note):
-    rows = math.ceil(min(group_count, MAX_KEY_ENTRIES) / KEY_COLUMNS)
-    notes = int(has_note) + int(group_count > MAX_KEY_ENTRIES)
+def _key_characters(columns):
+    return int(((WIDTH - PLOT.left + 60) / columns - 44) / (11 * 0.6))
+
+
+def key_names(groups, max_characters):
+    """The groups' entries in the key, all shortened alike until every one fits: the plugin prefix, then
+    the axis names, then the sweep note's words go before anything is cut (the middle, keeping both ends)."""
+    def forms(g):
+        sweep = f" ({g.sweep_axis} sweep, {len(g.points)})" if g.sweep_axis else ""
+        title = g.title
+        yield title + sweep
+        title = title[len(g.plugin) + 1:] if title.startswith(g.plugin + "/") else title
+        yield title + sweep
+        title = re.sub(r"([(,] ?)[A-Za-z_][A-Za-z0-9_]*:", r"\1", title)
+        yield title + sweep
+        yield title + (f" ({g.sweep_axis} x{len(g.points)})" if g.sweep_axis else "")
+    every = [list(forms(g)) for g in groups]
+    for level in range(4):
+        if all(len(f[level]) <= max_characters for f in every):
+            return [f[level] for f in every]
+    return [truncate_middle(f[-1], max_characters) for f in every]
+
+
+def _key_columns(groups):
+    """Three columns, or two where some name would still be cut at three."""
+    shown = groups[:MAX_KEY_ENTRIES]
+    fits = not any("…" in name for name in key_names(shown, _key_characters(KEY_COLUMNS)))
+    return KEY_COLUMNS if fits else KEY_COLUMNS - 1
+
+
+def _key_height(groups, has_note):
+    rows = math.ceil(min(len(groups), MAX_KEY_ENTRIES) / _key_columns(groups))
+    notes = int(has_note) + int(len(groups) > MAX_KEY_ENTRIES)
     return 28 + rows * KEY_ROW_HEIGHT + notes * KEY_ROW_HEIGHT
 
 
 def _draw_key(root, top, groups, unplotted_count):
     key = root.add(group(class_="key", font_size=11, fill=palette.TEXT))
     key.add(text(PLOT.left - 60, top, "key", font_weight="bold"))
-    column_width = (WIDTH - PLOT.left + 60) / KEY_COLUMNS
-    max_characters = int((column_width - 44) / (11 * 0.6))
+    columns = _key_columns(groups)
+    column_width = (WIDTH - PLOT.left + 60) / columns
+    max_characters = _key_characters(columns)
     shown = groups[:MAX_KEY_ENTRIES]
-    rows = math.ceil(len(shown) / KEY_COLUMNS)
-    for position, g in enumerate(shown):
+    rows = math.ceil(len(shown) / columns)
+    names = key_names(shown, max_characters)
+    for position, (g, name) in enumerate(zip(shown, names)):
         # Column-major, so numbers read downwards like a printed index.
         column, row = divmod(position, rows)
         x = PLOT.left - 60 + column * column_width
         y = top + 20 + row * KEY_ROW_HEIGHT
         key.add(marker(g.shape, x + 4, y - 4, 4, fill=g.colour, data_plugin=g.plugin))
         key.add(text(x + 30, y, str(g.index), text_anchor="end", font_weight="bold", data_plugin=g.plugin))
-        name = g.title + (f" ({g.sweep_axis} sweep, {len(g.points)})" if g.sweep_axis else "")
-        entry = key.add(text(x + 36, y, truncate_middle(name, max_characters), data_plugin=g.plugin))
+        entry = key.add(text(x + 36, y, name, data_plugin=g.plugin))
         entry.add(tooltip("\n".join(p.benchmark.name for p in g.points)))
     y = top + 20 + rows * KEY_ROW_HEIGHT
     if len(groups) > len(shown):
@@ -462,7 +499,7 @@ def roofline_figure(device_results):
     roofs = compute_roofs(ceilings)
     unplotted = len(device_results.benchmarks) - len(points)
     key_top = PLOT.bottom + 72
-    root = figure(WIDTH, key_top + _key_height(len(groups), unplotted > 0))
+    root = figure(WIDTH, key_top + _key_height(groups, unplotted > 0))
     root.attributes["class"] = "roofline"
 
     device = device_results.device

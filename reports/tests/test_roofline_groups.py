@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 
 from roofbench_reports import report_cli
 from roofbench_reports.results import group_by_device, parse_run
-from roofbench_reports.roofline import group_points, plottable_points
+from roofbench_reports.roofline import group_points, key_names, plottable_points
 
 from .helpers import TemporaryFolder
 
@@ -87,6 +87,21 @@ class RooflineDrawingTest(unittest.TestCase):
         report_cli.write_report([str(path)], str(cls.out))
         cls.root = svg_of(cls.out)
         cls.summary = (cls.out / "summary.md").read_text(encoding="utf-8")
+
+    def test_titles_name_what_tells_lines_apart_and_the_key_shortens_them_alike(self):
+        # conv_bf16 as the resnet50 suite runs it: one pass and layout, layers and impls vary.
+        entries = [entry("conv_bf16", {"layer": layer, "pass": "fwd", "layout": "nhwc", "impl": impl, "n": str(n)},
+                         1e9 * n, 1e7 * n, 1e-5 * n, plugin="conv")
+                   for layer in ("conv2_1x1_64to256", "conv5_3x3_512") for impl in ("cudnn", "implicit_gemm")
+                   for n in (32, 256)]
+        groups = group_points(plottable_points(group_by_device([parse_run(document(entries))])[0]))
+        self.assertEqual([g.title for g in groups][:2], ["conv/conv_bf16 (layer:conv2_1x1_64to256, impl:cudnn)",
+                                                        "conv/conv_bf16 (layer:conv2_1x1_64to256, impl:implicit_gemm)"])
+        self.assertEqual(key_names(groups, 64)[1], "conv_bf16 (layer:conv2_1x1_64to256, impl:implicit_gemm) (n sweep, 2)")
+        short = key_names(groups, 48)
+        self.assertEqual(short[1], "conv_bf16 (conv2_1x1_64to256, implicit_gemm) (n x2)")
+        self.assertEqual(short[0], "conv_bf16 (conv2_1x1_64to256, cudnn) (n x2)")  # alike, though it would fit longer
+        self.assertTrue(all(len(name) <= 20 and "…" in name for name in key_names(groups, 20)))
 
     def test_the_sweep_is_joined_and_its_ridge_crossing_marked(self):
         self.assertEqual(len(of_class(self.root, "sweep")), 1)
