@@ -98,7 +98,7 @@ class RooflineDrawingTest(unittest.TestCase):
         self.assertEqual([g.title for g in groups][:2], ["conv/conv_bf16 (layer:conv2_1x1_64to256, impl:cudnn)",
                                                         "conv/conv_bf16 (layer:conv2_1x1_64to256, impl:implicit_gemm)"])
         self.assertEqual(key_names(groups, 70)[1], "conv_bf16 (layer:conv2_1x1_64to256, impl:implicit_gemm) (n sweep, 2)")
-        short = key_names(groups, 48)
+        short = key_names(groups, 52)
         self.assertEqual(short[1], "conv_bf16 (conv2_1x1_64to256, implicit_gemm) (n x2)")
         self.assertEqual(short[0], "conv_bf16 (conv2_1x1_64to256, cudnn) (n x2)")  # alike, though it would fit longer
         self.assertTrue(all(len(name) <= 20 and "…" in name for name in key_names(groups, 20)))
