@@ -141,6 +141,8 @@ struct Fact {
 
 // The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
 // bytes is the minimum traffic to main memory: each input read once, each output written once.
+// A case on several GPUs counts flops and bytes per rank (its result is placed against one GPU's roofs)
+// and items of all ranks.
 struct Work {
   double flops = 0;
   double bytes = 0;

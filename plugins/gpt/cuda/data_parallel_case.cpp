@@ -70,16 +70,15 @@ class DataParallelTrainingStep final : public Case {
 
   void run(Context&) override { trainer_->train_step(); }
 
-  // The whole step of all k ranks: k times one R0 step's FLOPs, bytes and tokens, so the host's tokens/s is
-  // the data-parallel throughput. Before setup k is unknown and the amounts are zero.
+  // Tokens of all k ranks, so the host's tokens/s is the data-parallel throughput; FLOPs and bytes of one
+  // rank (every rank does the same step), so FLOP/s and roof_pct are one GPU's against that GPU's roofs,
+  // as the nccl plugin counts bytes per rank (k times them put roof_pct k-fold too high). Before setup k is
+  // unknown and the amounts are zero.
   // scaling_efficiency: the host reports each rate as amount / median step time, so an amount of t_compute
   // gives t_compute / t_step, the weak-scaling efficiency (measured tokens/s over k x one GPU's tokens/s).
   Work work() const override {
     Work w = training_step_work(cfg_);
-    const double k = ranks_;
-    w.flops *= k;
-    w.bytes *= k;
-    w.items *= k;
+    w.items *= ranks_;
     if (t_compute_ > 0) w.rates.push_back({"scaling_efficiency", t_compute_});
     return w;
   }
