@@ -24,10 +24,8 @@
 // limits them has not been profiled yet (Nsight Compute is the next step; suspects: two blocks of four
 // warps per SM in the backward, 238 registers, the prologue's loads not overlapping any compute).
 //
-// Fragment layouts (PTX ISA, mma.m16n8k16 with .bf16): lane = 4 g + t; A (16 x 16, row-major) holds
-// (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B (16 x 8) holds (k 2t..2t+1, n g), (k 2t+8.., n g);
-// the accumulator (g, 2t..2t+1), (g+8, 2t..2t+1). RoPE's pairs are the columns (2i, 2i+1), so an
-// accumulator's two adjacent columns are one pair and the rotation happens in registers.
+// Fragment layouts: roofbench/mma_sync.cuh. RoPE's pairs are the columns (2i, 2i+1), so an accumulator's
+// two adjacent columns are one pair and the rotation happens in registers.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -36,12 +34,14 @@
 #include "attention_common.cuh"
 #include "common.cuh"
 #include "roofbench/cuda_check.hpp"
+#include "roofbench/mma_sync.cuh"
 #include "storage.cuh"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using namespace mma_sync;
 
 inline constexpr int kWarpsV4 = 4;
 inline constexpr int kThreadsV4 = 32 * kWarpsV4;
@@ -59,31 +59,6 @@ static_assert(kHeadDim % 16 == 0 && kMaxT % kQueryChunk == 0);
 // The row block warp w takes on its pass 0 and 1: w and 7 - w, which between them see as many causal
 // pairs as any other warp's two.
 __device__ inline int warp_row_block(int warp, int pass) { return pass == 0 ? warp : kRowBlocks - 1 - warp; }
-
-__device__ inline unsigned shared_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// Four 8 x 8 bf16 matrices; lanes 8i .. 8i+7 give the row addresses of matrix i, register i receives it.
-__device__ inline void ldmatrix_x4(unsigned (&r)[4], const bf16* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(p)));
-}
-__device__ inline void ldmatrix_x4_trans(unsigned (&r)[4], const bf16* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(p)));
-}
-
-// d += a b: m16n8k16, bf16 operands, fp32 accumulator.
-__device__ inline void mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // Two floats as the bf16 pair of one operand register (the lower column in the lower half).
 __device__ inline unsigned pack_bf16(float lo, float hi) {
@@ -247,8 +222,8 @@ __global__ void __launch_bounds__(kThreadsV4)
       for (int kk = 0; kk < kHeadDim / 16; ++kk) {
         unsigned b[4];
         load_b_rows_n(b, sm.k, kRowStride, 16 * kk, 16 * kb, lane);
-        mma_bf16(sc[2 * kb], qa[kk], b[0], b[1]);
-        mma_bf16(sc[2 * kb + 1], qa[kk], b[2], b[3]);
+        mma16816<bf16>(sc[2 * kb], qa[kk], b[0], b[1]);
+        mma16816<bf16>(sc[2 * kb + 1], qa[kk], b[2], b[3]);
       }
     }
 
@@ -306,8 +281,8 @@ __global__ void __launch_bounds__(kThreadsV4)
       for (int dn = 0; dn < kHeadDim / 16; ++dn) {
         unsigned b[4];
         load_b_rows_k(b, sm.v, kRowStride, 16 * kb, 16 * dn, lane);
-        mma_bf16(o[2 * dn], pa, b[0], b[1]);
-        mma_bf16(o[2 * dn + 1], pa, b[2], b[3]);
+        mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
+        mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
       }
     }
     store_head_block(out, o, 1.0f, false, args.rope, q0, s.T, lane, [&](int t) { return at.rows_at(t); });
@@ -376,11 +351,11 @@ __global__ void __launch_bounds__(kThreadsV4)
         for (int np = 0; np < kTiles / 2; ++np) {
           unsigned b[4];
           load_b_rows_n(b, sm.q, kRowStride, 16 * kk, qc + 16 * np, lane);
-          mma_bf16(pt[2 * np], ka[kk], b[0], b[1]);
-          mma_bf16(pt[2 * np + 1], ka[kk], b[2], b[3]);
+          mma16816<bf16>(pt[2 * np], ka[kk], b[0], b[1]);
+          mma16816<bf16>(pt[2 * np + 1], ka[kk], b[2], b[3]);
           load_b_rows_n(b, sm.dout, kRowStride, 16 * kk, qc + 16 * np, lane);
-          mma_bf16(dst[2 * np], va[kk], b[0], b[1]);
-          mma_bf16(dst[2 * np + 1], va[kk], b[2], b[3]);
+          mma16816<bf16>(dst[2 * np], va[kk], b[0], b[1]);
+          mma16816<bf16>(dst[2 * np + 1], va[kk], b[2], b[3]);
         }
 #pragma unroll
       for (int n = 0; n < kTiles; ++n)
@@ -400,11 +375,11 @@ __global__ void __launch_bounds__(kThreadsV4)
         for (int dn = 0; dn < kHeadDim / 16; ++dn) {
           unsigned b[4];
           load_b_rows_k(b, sm.dout, kRowStride, qc + 16 * ks, 16 * dn, lane);
-          mma_bf16(dv[2 * dn], pa, b[0], b[1]);
-          mma_bf16(dv[2 * dn + 1], pa, b[2], b[3]);
+          mma16816<bf16>(dv[2 * dn], pa, b[0], b[1]);
+          mma16816<bf16>(dv[2 * dn + 1], pa, b[2], b[3]);
           load_b_rows_k(b, sm.q, kRowStride, qc + 16 * ks, 16 * dn, lane);
-          mma_bf16(dk[2 * dn], dsa, b[0], b[1]);
-          mma_bf16(dk[2 * dn + 1], dsa, b[2], b[3]);
+          mma16816<bf16>(dk[2 * dn], dsa, b[0], b[1]);
+          mma16816<bf16>(dk[2 * dn + 1], dsa, b[2], b[3]);
         }
       }
       // The same bf16 ds^T the dk product used, for dq.
@@ -440,8 +415,8 @@ __global__ void __launch_bounds__(kThreadsV4)
       for (int dn = 0; dn < kHeadDim / 16; ++dn) {
         unsigned b[4];
         load_b_rows_k(b, sm.k, kRowStride, kRows * kb, 16 * dn, lane);
-        mma_bf16(dq[2 * dn], dsa, b[0], b[1]);
-        mma_bf16(dq[2 * dn + 1], dsa, b[2], b[3]);
+        mma16816<bf16>(dq[2 * dn], dsa, b[0], b[1]);
+        mma16816<bf16>(dq[2 * dn + 1], dsa, b[2], b[3]);
       }
     }
     store_head_block(dqkv, dq, args.scale, true, args.rope, q0, s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
