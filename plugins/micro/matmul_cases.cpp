@@ -25,10 +25,8 @@ namespace roofbench::micro {
 namespace {
 
 using case_support::check_matmul_sampled;
-using case_support::CublasLtHandle;
-using case_support::CublasLtLayout;
-using case_support::CublasLtMatmulDesc;
 using case_support::CublasLtPreference;
+using case_support::LtMatmul;
 using case_support::CublasOnStream;
 using case_support::element_bytes;
 using case_support::kCublasWorkspaceBytes;
@@ -231,17 +229,13 @@ class CublasLtFp8Matmul final : public MatmulCase {
   void run(Context& ctx) override {
     const float alpha = 1.0f, beta = 0.0f;
     // C is passed as both C and D: beta is 0, and the same layout is required for in-place use anyway.
-    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.get(), desc_.get(), &alpha, a_, a_layout_.get(), b_, b_layout_.get(), &beta,
-                                      c_, c_layout_.get(), c_, c_layout_.get(), &algorithm_, workspace_,
+    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.handle.get(), lt_.desc.get(), &alpha, a_, lt_.a.get(), b_, lt_.b.get(), &beta,
+                                      c_, lt_.c.get(), c_, lt_.c.get(), &algorithm_, workspace_,
                                       kCublasWorkspaceBytes, stream_of(ctx)));
   }
 
   void teardown(Context&) override {
-    ROOFBENCH_CUBLASLT(c_layout_.destroy());
-    ROOFBENCH_CUBLASLT(b_layout_.destroy());
-    ROOFBENCH_CUBLASLT(a_layout_.destroy());
-    ROOFBENCH_CUBLASLT(desc_.destroy());
-    ROOFBENCH_CUBLASLT(lt_.destroy());
+    lt_.destroy();
   }
 
  private:
@@ -262,14 +256,14 @@ class CublasLtFp8Matmul final : public MatmulCase {
     // answered NOT_SUPPORTED on the H200.
     workspace_ = ctx.alloc(kCublasWorkspaceBytes, BufferRole::scratch);
 
-    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc_.replace(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.handle.replace()));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(lt_.desc.replace(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
     set_desc(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
     set_desc(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
     // Column-major shapes as stored: A^T is k x m, B is k x n, C is m x n.
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a_layout_.replace(), CUDA_R_8F_E4M3, k, m, k));
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b_layout_.replace(), CUDA_R_8F_E4M3, k, n, k));
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c_layout_.replace(), CUDA_R_16BF, m, n, m));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.a.replace(), CUDA_R_8F_E4M3, k, m, k));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.b.replace(), CUDA_R_8F_E4M3, k, n, k));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.c.replace(), CUDA_R_16BF, m, n, m));
 
     // The algorithm is chosen once here so run() is a single enqueue.
     CublasLtPreference preference;
@@ -279,8 +273,8 @@ class CublasLtFp8Matmul final : public MatmulCase {
                                                             &workspace_bytes, sizeof(workspace_bytes)));
     cublasLtMatmulHeuristicResult_t heuristic{};
     int found = 0;
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), desc_.get(), a_layout_.get(), b_layout_.get(),
-                                                      c_layout_.get(), c_layout_.get(), preference.get(), 1, &heuristic,
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.handle.get(), lt_.desc.get(), lt_.a.get(), lt_.b.get(),
+                                                      lt_.c.get(), lt_.c.get(), preference.get(), 1, &heuristic,
                                                       &found));
     ROOFBENCH_CUBLASLT(preference.destroy());
     if (found == 0)
@@ -291,12 +285,10 @@ class CublasLtFp8Matmul final : public MatmulCase {
 
   template <typename Value>
   void set_desc(cublasLtMatmulDescAttributes_t attribute, const Value& value) {
-    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc_.get(), attribute, &value, sizeof(value)));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(lt_.desc.get(), attribute, &value, sizeof(value)));
   }
 
-  CublasLtHandle lt_;
-  CublasLtMatmulDesc desc_;
-  CublasLtLayout a_layout_, b_layout_, c_layout_;
+  LtMatmul lt_;
   cublasLtMatmulAlgo_t algorithm_{};
   void* workspace_ = nullptr;
 };

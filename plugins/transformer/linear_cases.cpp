@@ -100,24 +100,20 @@ class LtLinear final : public Linear {
   void run(Context& ctx) override { matmul(algorithm_, stream_of(ctx)); }
 
   void teardown(Context&) override {
-    ROOFBENCH_CUBLASLT(c_layout_.destroy());
-    ROOFBENCH_CUBLASLT(b_layout_.destroy());
-    ROOFBENCH_CUBLASLT(a_layout_.destroy());
-    ROOFBENCH_CUBLASLT(desc_.destroy());
-    ROOFBENCH_CUBLASLT(lt_.destroy());
+    lt_.destroy();
   }
 
  private:
   void prepare(Context& ctx) override {
     workspace_ = ctx.alloc(case_support::kCublasWorkspaceBytes, BufferRole::scratch);
-    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc_.replace(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.handle.replace()));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(lt_.desc.replace(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a_layout_.replace(), CUDA_R_16BF, in_, out_, in_));
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b_layout_.replace(), CUDA_R_16BF, in_, tokens_, in_));
-    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c_layout_.replace(), CUDA_R_16BF, out_, tokens_, out_));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(lt_.desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(lt_.desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.a.replace(), CUDA_R_16BF, in_, out_, in_));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.b.replace(), CUDA_R_16BF, in_, tokens_, in_));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(lt_.c.replace(), CUDA_R_16BF, out_, tokens_, out_));
     case_support::CublasLtPreference preference;
     ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
     const std::size_t workspace_bytes = case_support::kCublasWorkspaceBytes;
@@ -125,8 +121,8 @@ class LtLinear final : public Linear {
                                                             &workspace_bytes, sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t found[kCandidates] = {};
     int count = 0;
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), desc_.get(), a_layout_.get(), b_layout_.get(),
-                                                      c_layout_.get(), c_layout_.get(), preference.get(), kCandidates,
+    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt_.handle.get(), lt_.desc.get(), lt_.a.get(), lt_.b.get(),
+                                                      lt_.c.get(), lt_.c.get(), preference.get(), kCandidates,
                                                       found, &count));
     ROOFBENCH_CUBLASLT(preference.destroy());
     if (count < 1) throw NotApplicable("cuBLASLt's heuristic offers no algorithm for this shape");
@@ -172,8 +168,8 @@ class LtLinear final : public Linear {
 
   void matmul(const cublasLtMatmulAlgo_t& algorithm, cudaStream_t stream) {
     const float one = 1.0f, zero = 0.0f;
-    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.get(), desc_.get(), &one, w_, a_layout_.get(), x_, b_layout_.get(), &zero, y_,
-                                      c_layout_.get(), y_, c_layout_.get(), &algorithm, workspace_,
+    ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.handle.get(), lt_.desc.get(), &one, w_, lt_.a.get(), x_, lt_.b.get(), &zero, y_,
+                                      lt_.c.get(), y_, lt_.c.get(), &algorithm, workspace_,
                                       case_support::kCublasWorkspaceBytes, stream));
   }
 
@@ -189,9 +185,7 @@ class LtLinear final : public Linear {
            ", split-k " + std::to_string(split_k);
   }
 
-  case_support::CublasLtHandle lt_;
-  case_support::CublasLtMatmulDesc desc_;
-  case_support::CublasLtLayout a_layout_, b_layout_, c_layout_;
+  case_support::LtMatmul lt_;
   cublasLtMatmulAlgo_t algorithm_{};
   void* workspace_ = nullptr;
 };
