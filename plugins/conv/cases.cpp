@@ -22,17 +22,29 @@ Implementation parse_implementation(const std::string& text) {
 std::vector<Pass> passes_of(Pass pass) { return {pass}; }
 
 constexpr const char* kTimedChoice =
-    ", and for bf16 and fp16 the backend API's engine plans (heuristics modes A, B and fallback), then every "
+    ", and for bf16 and fp16 the backend API's engine plans (heuristics modes A, B and fallback) unless "
+    "cudnn_backend_plans says off, then every "
     "qualifying candidate of both timed by roofbench (CUDA-graph groups of back-to-back launches after a warm-up, "
     "median group), the fastest taken";
 constexpr const char* kHeuristicChoice = ", first result that fits";
 
 // Which cuDNN ran: the version loaded (cudnnGetVersion), the headers built against, and the folders its
 // libraries came from.
+// Which backend engine plans were candidates (ROOFBENCH_CONV_BACKEND): it changes what runs, so it is said.
+std::string backend_plans_fact() {
+  switch (backend_plans_from_environment()) {
+    case BackendPlans::none: return "off (ROOFBENCH_CONV_BACKEND=off): Find's algorithms only";
+    case BackendPlans::all: return "all (ROOFBENCH_CONV_BACKEND=all): also engines compiled at run time";
+    case BackendPlans::precompiled: break;
+  }
+  return "on: precompiled engines for bf16 and fp16";
+}
+
 std::vector<Fact> cudnn_facts() {
   return {{"implementation", "cuDNN " + cudnn_version()},
           {"cudnn_headers", cudnn_header_version()},
-          {"cudnn_libraries", cudnn_loaded_from()}};
+          {"cudnn_libraries", cudnn_loaded_from()},
+          {"cudnn_backend_plans", backend_plans_fact()}};
 }
 
 cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
@@ -107,7 +119,7 @@ std::vector<Counter> LayerCase::counters() const {
   if (const auto& choice = conv_.choice(pass_)) {
     counters.push_back({"workspace_bytes", double(choice->chosen.workspace_bytes)});
     counters.push_back({"search_workspace_bytes", double(workspace_bytes_)});
-    counters.push_back({"cudnn_search_ms", double(choice->chosen.search_ms)});
+    if (!choice->chosen.plan) counters.push_back({"cudnn_search_ms", double(choice->chosen.search_ms)});  // Find's time
     if (choice->timed_ms > 0) counters.push_back({"algorithm_timed_ms", choice->timed_ms});
   }
   return counters;

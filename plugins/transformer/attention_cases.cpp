@@ -200,7 +200,7 @@ class CudnnAttentionCase final : public AttentionCase {
 
  private:
   void prepare(Context& ctx) override {
-    graph_.build(type_, shape_, ctx);  // throws NotApplicable with cuDNN's reason when it is refused
+    graph_.build(type_, shape_, ctx, q_, k_, v_, o_);  // throws NotApplicable with cuDNN's reason when refused
     facts_ = graph_.facts();
   }
   CudnnAttention graph_;

@@ -25,25 +25,6 @@ namespace {
 // costs setup time per plan.
 constexpr std::size_t kMaxTimedPlans = 4;
 
-// Device memory for the engine timing, freed when the search is done: build() does not see the case's
-// tensors, and the timing only needs buffers of their size.
-class TimingBuffer {
- public:
-  explicit TimingBuffer(std::size_t bytes) {
-    ROOFBENCH_CUDA(cudaMalloc(&data_, bytes));
-    ROOFBENCH_CUDA(cudaMemset(data_, 0, bytes));
-  }
-  TimingBuffer(const TimingBuffer&) = delete;
-  TimingBuffer& operator=(const TimingBuffer&) = delete;
-  ~TimingBuffer() {
-    if (data_) (void)cudaFree(data_);
-  }
-  void* get() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-};
-
 }  // namespace
 
 struct CudnnAttention::State {
@@ -99,7 +80,8 @@ void CudnnAttention::destroy() {
     throw_cudnn_error(status, "cudnnDestroy", __FILE__, __LINE__, CudnnUnsupported::is_error);
 }
 
-void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx) {
+void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx,
+                           const void* q_data, const void* k_data, const void* v_data, void* o_data) {
   state_ = new State;
   State& s = *state_;
   ROOFBENCH_CUDNN(cudnnCreate(&s.handle));
@@ -221,13 +203,10 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
     throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) +
                         " refused the attention graph: " + cudnn_status_message(CUDNN_STATUS_NOT_SUPPORTED));
 
-  // The timed search runs every plan on buffers of the tensors' sizes, with the stats and scalars the
-  // runs use.
+  // The timed search runs every plan on the case's own random tensors (all-zero ones would time a
+  // uniform softmax at low power), with the stats and scalars the runs use.
   s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
-  const std::size_t element_bytes = 2;
-  TimingBuffer q(std::size_t(b * h * sq * d) * element_bytes), k(std::size_t(b * h * skv * d) * element_bytes),
-      v(std::size_t(b * h * skv * d) * element_bytes), o(std::size_t(b * h * sq * d) * element_bytes);
-  const auto [uids, pointers] = s.variant(q.get(), k.get(), v.get(), o.get());
+  const auto [uids, pointers] = s.variant(q_data, k_data, v_data, o_data);
   ROOFBENCH_CUDNN(cudnnSetStream(s.handle, static_cast<cudaStream_t>(ctx.stream())));
   cudnn_backend::PlanSearchOptions options;
   options.max_plans = kMaxTimedPlans;

@@ -23,7 +23,9 @@ class CudnnAttention {
   CudnnAttention& operator=(const CudnnAttention&) = delete;
   ~CudnnAttention();
 
-  void build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx);
+  // q, k, v, o: the case's own tensors (from ctx.alloc, filled), on which the candidate plans are timed.
+  void build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx, const void* q,
+             const void* k, const void* v, void* o);
   void run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o);
   void destroy();
   std::vector<Fact> facts() const { return facts_; }

@@ -195,27 +195,30 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // v4 (bf16 only, the keeper of R2 and up): mma.sync m16n8k16 with each warp's scores in registers, one
 // block per (sequence, head), the backward in one kernel; the bf16 functions below run v3 or v4.
 enum class AttentionVersion { v1, v3, v4 };
+// The keepers the trainers run (named in the rungs' facts, so a change of keeper shows in the results).
+inline constexpr AttentionVersion kFp32AttentionKeeper = AttentionVersion::v3;
+inline constexpr AttentionVersion kBf16AttentionKeeper = AttentionVersion::v4;
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream,
-                             AttentionVersion version = AttentionVersion::v3);
+                             AttentionVersion version = kFp32AttentionKeeper);
 // dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
 // is scratch (rowsum of dout * out).
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v3);
+                              cudaStream_t stream, AttentionVersion version = kFp32AttentionKeeper);
 
 // bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
 // and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4
 // does not write delta). Versions v3 and v4 (the keeper); v1 throws.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream,
-                             AttentionVersion version = AttentionVersion::v4);
+                             AttentionVersion version = kBf16AttentionKeeper);
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream, AttentionVersion version = AttentionVersion::v4);
+                              cudaStream_t stream, AttentionVersion version = kBf16AttentionKeeper);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

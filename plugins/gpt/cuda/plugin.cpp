@@ -86,14 +86,19 @@ class GptTrainingStep final : public Case {
   }
 
   std::vector<Fact> facts() const override {
+    const std::string fused_attention = std::string("fused, ") + attention_version_name(kFp32AttentionKeeper);
+    const std::string bf16_attention = std::string("fused, ") + attention_version_name(kBf16AttentionKeeper);
     switch (rung_) {
       case Rung::eager:
+        return {{"compute", "fp32 storage, TF32 matmuls"}, {"attention", "T x T scores in memory (eager)"}};
       case Rung::fused:
-        return {{"compute", "fp32 storage, TF32 matmuls"}};
+        return {{"compute", "fp32 storage, TF32 matmuls"}, {"attention", fused_attention}};
       case Rung::bf16:
-        return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"}};
+        return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
+                {"attention", bf16_attention}};
       case Rung::bf16_checkpoint:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
+                {"attention", bf16_attention},
                 {"activations", "each block's input kept, the rest recomputed in the backward"}};
     }
     return {};
