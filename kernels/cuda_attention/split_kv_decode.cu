@@ -322,7 +322,11 @@ void check_decode_shape(const AttentionShape& shape) {
   if (shape.head_dim != kHeadDim) throw std::invalid_argument("split_kv decode takes head_dim 64 only");
   if (shape.q_len != 1) throw std::invalid_argument("split_kv decode takes one query per sequence");
   if (shape.kv_len < 1) throw std::invalid_argument("split_kv decode needs a KV cache");
-  if (shape.kv_len > INT_MAX) throw std::invalid_argument("split_kv decode indexes a head's keys in an int");
+  // The balanced versions index a head's keys in an int and form key * (head_dim / 8) and first + u * 16
+  // in it: keep both, with a step's worth of keys past the end, below INT_MAX.
+  if (shape.kv_len > INT_MAX / (kHeadDim / 8) - 64)
+    throw std::invalid_argument("split_kv decode indexes a head's keys in an int: at most " +
+                                std::to_string(INT_MAX / (kHeadDim / 8) - 64) + " keys");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "roofbench/case_support/owned_handle.hpp"
@@ -83,10 +84,11 @@ bool capture(cudaStream_t stream, const std::function<void()>& launch, int launc
     (void)cudaGetLastError();
     return false;
   }
+  // Whatever a launch throws, the capture is ended below: a stream left capturing breaks every later call.
   bool launched = true;
   try {
     for (int i = 0; i < launches; ++i) launch();
-  } catch (const Error&) {
+  } catch (...) {
     launched = false;
   }
   cudaGraph_t graph = nullptr;
@@ -151,7 +153,14 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
   try {
     return time_or_throw(stream, launch, plan, best_ms);
   } catch (const Error& e) {
-    (void)cudaStreamSynchronize(stream);
+    // A candidate that failed to launch is skipped; one that left a sticky error (an illegal address) has
+    // broken the context for every candidate and the case, so that is the case's error, not a skip.
+    if (const cudaError_t sticky = cudaStreamSynchronize(stream); sticky != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (cudaStreamSynchronize(stream) != cudaSuccess)
+        throw Error(std::string("timing a candidate left the device in error (") + cudaGetErrorString(sticky) +
+                    "): " + e.what());
+    }
     CandidateTiming timing;
     timing.skipped = true;
     timing.failed = e.what();
