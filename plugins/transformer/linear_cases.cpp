@@ -1,8 +1,8 @@
 // GPT-2 small's two MLP projections (768 -> 3072 and 3072 -> 768) in bf16, at 1 to 8192 tokens: a GEMM
 // whose arithmetic intensity grows with the tokens in flight, from a weight read (decode) to compute-bound
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
-// chosen in setup (the heuristic's top candidates timed back to back, the fastest kept and named in the
-// facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
+// chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
+// named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
 //
 // H200, 2026-12-01 (read roof 4.63 TB/s), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
 // (768x3072) and 2.06 us (3072x768), 51% and 50% of the read roof, against cuBLASLt's 3.64 and 6.29 and
@@ -26,6 +26,7 @@
 #include "cases.hpp"
 #include "gemv.hpp"
 #include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
@@ -129,41 +130,23 @@ class LtLinear final : public Linear {
     choose(ctx, found, count);
   }
 
-  // Times each candidate: rounds of `calls` back-to-back launches per candidate, the candidates taking
-  // turns so a drifting clock favours none; the median round decides. Chooses a launch path, not a figure:
-  // the host times the case.
+  // Times each candidate as conv times cuDNN's (case_support::time_each: warm-up, then the median of CUDA-graph
+  // groups of back-to-back launches, as the host replays a short run), so that at 1-8 tokens, where one
+  // eager cublasLtMatmul call costs about what its kernel does, the host's launch cost does not decide.
+  // Chooses a launch path, not a figure: the host times the case.
   void choose(Context& ctx, const cublasLtMatmulHeuristicResult_t* found, int count) {
-    const cudaStream_t stream = stream_of(ctx);
-    constexpr int kRounds = 5, kCalls = 10;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ROOFBENCH_CUDA(cudaEventCreate(&start));
-    ROOFBENCH_CUDA(cudaEventCreate(&stop));
-    std::vector<std::vector<float>> rounds(static_cast<std::size_t>(count));
+    case_support::TimingPlan plan;
+    plan.require_graph = true;
+    const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
+        stream_of(ctx), std::size_t(count), [&](std::size_t c) { matmul(found[c].algo, stream_of(ctx)); }, plan);
+    std::vector<std::string> labels;
     for (int c = 0; c < count; ++c)
-      for (int i = 0; i < 3; ++i) matmul(found[c].algo, stream);  // warm-up
-    for (int r = 0; r < kRounds; ++r)
-      for (int c = 0; c < count; ++c) {
-        ROOFBENCH_CUDA(cudaEventRecord(start, stream));
-        for (int i = 0; i < kCalls; ++i) matmul(found[c].algo, stream);
-        ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
-        ROOFBENCH_CUDA(cudaEventSynchronize(stop));
-        float ms = 0;
-        ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-        rounds[std::size_t(c)].push_back(ms * 1e3f / kCalls);
-      }
-    ROOFBENCH_CUDA(cudaEventDestroy(start));
-    ROOFBENCH_CUDA(cudaEventDestroy(stop));
-    std::vector<float> medians;
-    for (auto& times : rounds) {
-      std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
-      medians.push_back(times[kRounds / 2]);
-    }
-    const int best = int(std::min_element(medians.begin(), medians.end()) - medians.begin());
+      labels.push_back("heuristic candidate " + std::to_string(c + 1) + " (" + describe(found[c].algo) + ")");
+    const std::size_t best = case_support::fastest(timings, labels);
     algorithm_ = found[best].algo;
-    char line[200];
-    std::snprintf(line, sizeof line, "heuristic candidate %d of %d (%s), %.2f us in setup against the first's %.2f",
-                  best, count, describe(algorithm_).c_str(), double(medians[std::size_t(best)]), double(medians[0]));
-    facts_.push_back({"algorithm", line});
+    facts_.push_back({"algorithm", labels[best] + " of " + std::to_string(count)});
+    facts_.push_back({"algorithm_search", "cublasLtMatmulAlgoGetHeuristic's top " + std::to_string(count) + ", " +
+                                              case_support::describe_timings(labels, timings, plan.groups)});
   }
 
   void matmul(const cublasLtMatmulAlgo_t& algorithm, cudaStream_t stream) {
