@@ -79,13 +79,16 @@ class AttentionCase : public Case {
   }
 
   Check check(Context& ctx) override {
-    return check_attention(ctx, {.shape = shape_, .type = element_, .q = q_, .k = k_, .v = v_, .o = o_}, scan_);
+    return check_attention(
+        ctx, {.shape = shape_, .type = element_, .q = q_, .k = k_, .v = v_, .o = o_, .must_check = gate_pairs()}, scan_);
   }
 
   std::vector<Fact> facts() const override { return facts_; }
 
  protected:
   virtual void prepare(Context&) {}
+  // (batch, head) pairs the gate must compare besides its sample: where this kernel's work splits.
+  virtual std::vector<std::int64_t> gate_pairs() const { return {}; }
 
   AttentionType type_;
   ElementType element_;
@@ -185,6 +188,11 @@ class SplitKvDecode final : public AttentionCase {
                                     " keys over all (batch, head)s"});
     else
       facts_.push_back({"splits", std::to_string(plan_.splits) + " of " + std::to_string(plan_.split_len) + " keys"});
+  }
+
+  std::vector<std::int64_t> gate_pairs() const override {
+    if (plan_.balanced_blocks_per_sm == 0) return {};
+    return run_boundary_pairs(plan_.blocks, plan_.split_len, shape_.kv_len, shape_.batch * shape_.heads, 8);
   }
 
   std::string version_;

@@ -91,6 +91,25 @@ TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
   EXPECT_EQ(sampled_pairs(2, 24, 7).size(), 2u);
 }
 
+TEST(TransformerGate, ComparesTheHeadsWhereABalancedRunStartsMidHead) {
+  // 3 heads of 1000 keys in runs of 700: runs start at 700 (head 0), 1400 (head 1), 2100 (head 2), 2800 (head 2).
+  EXPECT_EQ(run_boundary_pairs(5, 700, 1000, 3, 8), (std::vector<std::int64_t>{0, 1, 2}));
+  // Runs of exactly one head start at head boundaries: no head is merged from two blocks.
+  EXPECT_TRUE(run_boundary_pairs(4, 1000, 1000, 4, 8).empty());
+  // B256 x 12 heads x KV 4096 in 528 runs (v7 on 132 SMs): at most `count`, all in range, sorted, distinct.
+  const std::int64_t run = (3072 * 4096 + 527) / 528;
+  const auto spread = run_boundary_pairs(528, run, 4096, 3072, 8);
+  EXPECT_EQ(spread.size(), 8u);
+  for (std::size_t i = 0; i < spread.size(); ++i) {
+    EXPECT_TRUE(spread[i] >= 0 && spread[i] < 3072);
+    if (i) {
+      EXPECT_LT(spread[i - 1], spread[i]);
+    }
+  }
+  EXPECT_GT(spread.back(), 3072 / 2);  // spread over the grid, not only its first blocks
+  EXPECT_TRUE(run_boundary_pairs(1, 700, 1000, 3, 8).empty());
+}
+
 TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   Plugin p;
   describe(p);
