@@ -34,6 +34,19 @@ kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal
   return shape;
 }
 
+std::int64_t prefill_tokens(const std::string& heads) { return heads == "16x128" ? 16384 : 8192; }
+
+kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, bool causal) {
+  const std::int64_t tokens = prefill_tokens(heads);
+  const std::size_t x = heads.find('x');
+  if (x == std::string::npos) throw Error("transformer: heads must be HxD like 12x64, got '" + heads + "'");
+  if (t <= 0 || tokens % t != 0)
+    throw Error("transformer: t must divide the " + std::to_string(tokens) + " tokens, got " + std::to_string(t));
+  return parse_prefill_shape(std::to_string(tokens / t) + "x" + heads.substr(0, x) + "x" + std::to_string(t) +
+                                 heads.substr(x),
+                             causal);
+}
+
 std::string best_split_kv_version(const AttentionShape& shape, int sm_count) {
   if (shape.batch * shape.heads < sm_count) return "v3";
   // v7's run per block: the cache over 4 blocks per SM.
@@ -50,7 +63,12 @@ cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stre
 class AttentionCase : public Case {
  public:
   AttentionCase(AttentionType type, AttentionShape shape, AttentionFault fault)
-      : type_(type), element_(element_of(type)), shape_(shape), fault_(fault) {}
+      : type_(type), element_(element_of(type)), shape_(shape), fault_(fault) {
+    if (shape_.q_len > 1)  // prefill names heads and t only: the batch is in the shape
+      facts_.push_back({"shape", std::to_string(shape_.batch) + "x" + std::to_string(shape_.heads) + "x" +
+                                     std::to_string(shape_.q_len) + "x" + std::to_string(shape_.head_dim) +
+                                     " (batch x heads x t x head dim)"});
+  }
 
   void setup(Context& ctx) override {
     const std::size_t bytes = case_support::element_bytes(element_);
@@ -209,7 +227,7 @@ class CudnnAttentionCase final : public AttentionCase {
  private:
   void prepare(Context& ctx) override {
     graph_.build(type_, shape_, ctx, q_, k_, v_, o_);  // throws NotApplicable with cuDNN's reason when refused
-    facts_ = graph_.facts();
+    for (Fact& fact : graph_.facts()) facts_.push_back(std::move(fact));
   }
   CudnnAttention graph_;
 };
@@ -237,21 +255,23 @@ void add_attention_cases(Plugin& plugin) {
   std::vector<std::string> prefill_impls = {"naive", "fused"};
   for (const std::string& v : kernels::fused_versions()) prefill_impls.push_back("fused_" + v);
   prefill_impls.push_back("cudnn");
-  const Axis shapes = Axis::strings("shape", {"64x12x128x64", "16x12x512x64", "8x12x1024x64", "4x12x2048x64",
-                                              "2x12x4096x64", "1x12x8192x64", "4x16x4096x128"});
+  // heads x head dim, and T: a sweep the report draws as one line per (impl, mask, heads); batch x T is
+  // 8192 tokens at GPT-2 small's 12 x 64 heads, 16384 at 16 x 128 (the FlashAttention papers' B4 T4096 d128).
+  const Axis heads = Axis::strings("heads", {"12x64", "16x128"});
+  const Axis lengths = Axis::ints("t", {128, 512, 1024, 2048, 4096, 8192});
   for (const auto& [name, type, precision] :
        {std::tuple{"attention_prefill_bf16", AttentionType::bf16, Precision::bf16},
         std::tuple{"attention_prefill_fp16", AttentionType::fp16, Precision::fp16}}) {
     CaseSpec spec;
     spec.name = name;
-    spec.description = std::string("attention forward over B x T = 8192 tokens (GPT-2 small's 12 x 64 heads; ") +
-                       "16 x 128 at T 4096), " + to_string(precision) +
-                       ", causal or full; FLOPs count only the unmasked pairs";
-    spec.axes = {Axis::strings("impl", prefill_impls), Axis::strings("mask", {"causal", "full"}), shapes};
+    spec.description = std::string("attention forward over batch x t = 8192 tokens at GPT-2 small's 12 x 64 heads, ") +
+                       "16384 at 16 x 128, " + to_string(precision) +
+                       ", causal or full; FLOPs count only the unmasked pairs; the shape is in the facts";
+    spec.axes = {Axis::strings("impl", prefill_impls), Axis::strings("mask", {"causal", "full"}), heads, lengths};
     spec.device = DeviceNeed::gpu();
     spec.precision = precision;
     spec.make = [type](const Params& p) {
-      return make_prefill_attention(p.str("impl"), type, parse_prefill_shape(p.str("shape"), p.str("mask") == "causal"));
+      return make_prefill_attention(p.str("impl"), type, prefill_shape(p.str("heads"), p.integer("t"), p.str("mask") == "causal"));
     };
     plugin.add(std::move(spec));
   }

@@ -15,6 +15,10 @@ namespace roofbench::transformer {
 
 // "8x12x1024x64" -> batch 8, heads 12, length 1024, head dim 64.
 kernels::AttentionShape parse_prefill_shape(const std::string& text, bool causal);
+// The prefill case's axes: heads "HxD" (12x64 or 16x128) at t tokens per sequence; the batch makes
+// prefill_tokens(heads) tokens in all (8192, or 16384 at 16x128).
+std::int64_t prefill_tokens(const std::string& heads);
+kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, bool causal);
 
 // Prefill: impl is naive, cudnn, fused (the best version) or fused_<version>.
 std::unique_ptr<Case> make_prefill_attention(const std::string& impl, kernels::AttentionType type,

@@ -110,6 +110,23 @@ TEST(TransformerGate, ComparesTheHeadsWhereABalancedRunStartsMidHead) {
   EXPECT_TRUE(run_boundary_pairs(1, 700, 1000, 3, 8).empty());
 }
 
+TEST(TransformerPlugin, PrefillShapesFromHeadsAndT) {
+  const AttentionShape gpt2 = prefill_shape("12x64", 1024, true);
+  EXPECT_EQ(gpt2.batch, 8);
+  EXPECT_EQ(gpt2.heads, 12);
+  EXPECT_EQ(gpt2.q_len, 1024);
+  EXPECT_EQ(gpt2.kv_len, 1024);
+  EXPECT_EQ(gpt2.head_dim, 64);
+  EXPECT_TRUE(gpt2.causal);
+  const AttentionShape wide = prefill_shape("16x128", 4096, false);  // the issue's B4 H16 T4096 d128
+  EXPECT_EQ(wide.batch, 4);
+  EXPECT_EQ(wide.heads, 16);
+  EXPECT_EQ(wide.head_dim, 128);
+  EXPECT_EQ(prefill_shape("12x64", 8192, true).batch, 1);
+  EXPECT_THROW(prefill_shape("12x64", 3000, true), Error);
+  EXPECT_THROW(prefill_shape("12", 1024, true), Error);
+}
+
 TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   Plugin p;
   describe(p);
