@@ -339,6 +339,7 @@ int Host::run() {
   }
   if (const std::string dup = first_duplicate_name(all); !dup.empty())
     throw SuiteError("two benchmarks are named '" + dup + "' (the suite's axis values make them collide)");
+  if (suite) suite->check_filters(all);
   if (options_.list) {
     print_list(all);
     return 0;

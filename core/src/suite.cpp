@@ -6,6 +6,8 @@
 #include <regex>
 #include <sstream>
 
+#include "selection.hpp"
+
 namespace roofbench {
 
 namespace fs = std::filesystem;
@@ -32,6 +34,16 @@ std::string Suite::combined_filter() const {
   std::string joined;
   for (const auto& f : filters) joined += (joined.empty() ? "(" : "|(") + f + ")";
   return joined;
+}
+
+void Suite::check_filters(const std::vector<BenchmarkSpec>& all) const {
+  if (plugins.empty()) return;
+  for (std::size_t i = 0; i < filters.size(); ++i) {
+    const NameFilter filter(filters[i]);
+    if (std::none_of(all.begin(), all.end(), [&](const BenchmarkSpec& b) { return filter.matches(b.name); }))
+      throw SuiteError(path + ":" + std::to_string(filter_lines[i]) + ": filter '" + filters[i] +
+                       "' matches no benchmark of the suite's plugins (on any device)");
+  }
 }
 
 void Suite::check_plugins(const std::set<std::string>& loaded) const {
@@ -68,6 +80,7 @@ Suite parse_suite(const std::string& path, const std::string& text) {
         throw SuiteError(where + "bad filter regex '" + value + "': " + e.what());
       }
       suite.filters.push_back(value);
+      suite.filter_lines.push_back(line_number);
     } else if (key.rfind("axis ", 0) == 0) {
       const std::string target = trim(key.substr(5));
       const auto slash = target.find('/'), dot = target.rfind('.');

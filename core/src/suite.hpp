@@ -27,6 +27,7 @@ struct Suite {
   std::string description;
   std::vector<std::pair<std::string, int>> plugins;  // name, line
   std::vector<std::string> filters;
+  std::vector<int> filter_lines;  // the line of each filter
   AxisOverrides axes;
   std::vector<std::pair<std::string, int>> axis_lines;  // key, line: for error messages
   std::optional<double> max_time;
@@ -35,6 +36,11 @@ struct Suite {
   std::string combined_filter() const;
   // Throws SuiteError naming file:line for a plugin or axis key that names an unknown plugin.
   void check_plugins(const std::set<std::string>& loaded) const;
+  // A suite that names its plugins: throws SuiteError naming file:line for a filter that matches none of
+  // `all` (every benchmark of the loaded plugins, whatever device it needs), which the ORed filter would
+  // otherwise drop in silence (a renamed axis, a typo). A suite without a plugins line may name plugins
+  // this build lacks, so its filters are not checked.
+  void check_filters(const std::vector<BenchmarkSpec>& all) const;
 };
 
 Suite parse_suite(const std::string& path, const std::string& text);

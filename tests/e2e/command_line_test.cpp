@@ -48,6 +48,15 @@ TEST_F(CommandLine, ASuiteAskingForAnUnknownPluginExitsTwoNamingTheLine) {
   EXPECT_THAT(run.err, HasSubstr(suite.string() + ":2: unknown plugin 'nosuch'")) << run;
 }
 
+TEST_F(CommandLine, ASuiteFilterMatchingNothingExitsTwoNamingTheLine) {
+  // Its other filter matches: ORed, the dead one would be dropped without a word.
+  const auto suite = scratch_.write("dead.suite", "description = d\nplugins = cpu\nfilter = ^cpu/add/\n"
+                                                  "filter = ^cpu/add/size:4096/\n");
+  const auto run = roofbench({"--suite", suite.string()});
+  EXPECT_EQ(run.exit_code, 2) << run;
+  EXPECT_THAT(run.err, HasSubstr(suite.string() + ":4: filter '^cpu/add/size:4096/' matches no benchmark")) << run;
+}
+
 TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
   const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
   EXPECT_EQ(run.exit_code, 2) << run;
