@@ -276,6 +276,7 @@ std::string profile_text(const std::string& name, const Result& r) {
 void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
   if (!out.note.empty()) notes.push_back(out.note);
   if (!out.ran) {
+    if (out.counts_as_failure) ++refused;
     Reason& reason = not_run[out.not_run_reason];
     ++reason.benchmarks;
     reason.cases.insert(case_of(benchmark));
@@ -325,6 +326,9 @@ std::string closing_summary(const RunTally& t, const SummarySettings& s) {
   }
   if (t.ended_sweep_out_of_memory)
     out += "  " + std::to_string(t.ended_sweep_out_of_memory) + " ran out of memory and ended a sweep (not a failure)\n";
+  if (t.refused)
+    out += "  " + plural(t.refused, "benchmark was", "benchmarks were") +
+           " not run because their plugin has no code for this GPU (listed below): the run fails\n";
   for (const auto& [reason, r] : t.not_run) {
     std::string why = reason;
     if (!s.why_no_gpu.empty())

@@ -92,6 +92,7 @@ class RunTally {
   // Passed, but the samples do not make one number (counted in passed too): benchmark, why.
   std::vector<std::pair<std::string, std::string>> noisy;
   int ended_sweep_out_of_memory = 0;  // out of memory in a sweep: ends the sweep, not a failure
+  int refused = 0;  // not run, the plugin built for other GPUs: listed with the not run, and a failure
   int failed() const { return gate_failed + errors + crashed + timed_out; }
   struct Reason {
     int benchmarks = 0;

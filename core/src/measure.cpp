@@ -315,7 +315,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     if (b.cuda_probe)
       for (Device* rank : ranks)
         if (auto refusal = rank->architecture_refusal(b.cuda_probe, b.plugin)) {
-          r.status = Status::not_applicable;
+          r.status = Status::refused;
           r.message = *refusal;
           return r;
         }
@@ -427,7 +427,8 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       // a device that cannot say is recovered below, or was never used
     }
   }
-  if (r.status != Status::ok && r.status != Status::not_applicable) recover_devices(r, ranks);
+  if (r.status != Status::ok && r.status != Status::not_applicable && r.status != Status::refused)
+    recover_devices(r, ranks);
   r.phases.total = seconds_since(begin);
   return r;
 }

@@ -33,8 +33,10 @@ struct MeasureOptions {
 };
 
 // crashed and timed_out are given by the parent when a worker process died in, or ran past the timeout
-// of, a benchmark (--isolation=process).
-enum class Status { ok, gate_failed, error, out_of_memory, not_applicable, crashed, timed_out };
+// of, a benchmark (--isolation=process). refused: the plugin has no code for the device's architecture
+// (a build for other GPUs): not run, like not_applicable, but a failure of the run, since the case does
+// apply to this device.
+enum class Status { ok, gate_failed, error, out_of_memory, not_applicable, crashed, timed_out, refused };
 constexpr const char* to_string(Status s) {
   switch (s) {
     case Status::ok: return "ok";
@@ -44,6 +46,7 @@ constexpr const char* to_string(Status s) {
     case Status::not_applicable: return "not_applicable";
     case Status::crashed: return "crashed";
     case Status::timed_out: return "timed_out";
+    case Status::refused: return "refused";
   }
   return "?";
 }

@@ -101,8 +101,12 @@ Session::Outcome Session::run(std::size_t index) {
       b.spec->timeout_s > 0 && !settings_.timeout_given ? b.spec->timeout_s : settings_.default_timeout_s;
   Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
   const int repetition = repetition_counter_[b.name]++;
-  if (r.status == Status::not_applicable) {
+  if (r.status == Status::not_applicable || r.status == Status::refused) {
     out.not_run_reason = r.message;
+    if (r.status == Status::refused) {  // not run, but the run failed: this build cannot measure this GPU
+      out.counts_as_failure = true;
+      ++failures_;
+    }
     if (results_) {
       results_->add_not_run({b.name, r.message});
       save(false);

@@ -291,7 +291,7 @@ Result get_result(Reader& r) {
   x.params = get_params(r);
   x.precision = get_enum(r, Precision::fp8);
   x.device = r.str();
-  x.status = get_enum(r, Status::timed_out);
+  x.status = get_enum(r, Status::refused);
   x.message = r.str();
   x.work = get_work(r);
   x.case_counters = r.list(get_counter);

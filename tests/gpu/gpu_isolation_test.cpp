@@ -69,6 +69,8 @@ TEST_F(GpuIsolation, PluginBuiltForAnotherArchitectureIsRefusedInOneLine) {
   const std::string expected = "plugin scale_cuda has no code for cuda:0 (" + std::string(properties.name) + ", sm_" +
                                std::to_string(properties.major * 10 + properties.minor) + "): built for sm_80";
   EXPECT_THAT(run.output(), HasSubstr(expected)) << run;
+  EXPECT_EQ(run.exit_code, 1) << "a build that cannot measure this GPU fails the run\n" << run;
+  EXPECT_THAT(run.output(), HasSubstr("1 benchmark was not run because their plugin has no code for this GPU"));
   std::cout << run.output();
   // Not run, so not among the results' benchmarks: under roofbench.not_run with its reason.
   ASSERT_TRUE(read_results(latest_results()));

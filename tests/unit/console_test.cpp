@@ -242,6 +242,24 @@ TEST(ConsoleSummary, CountsFailuresByKindAndNotRunByReason) {
   EXPECT_THAT(summary, Not(HasSubstr("no NVIDIA driver"))) << "the cause is said once, before the table";
 }
 
+TEST(ConsoleSummary, ABuildForOtherGpusIsNotRunAndFailsTheRun) {
+  RunTally t;
+  t.add("good/a", ran(passing("good/a", 1e-6)));
+  const std::string why = "plugin scale_cuda has no code for cuda:0 (NVIDIA H200, sm_90): built for sm_80";
+  for (const char* name : {"scale_cuda/scale/n:1", "scale_cuda/scale/n:2"}) {
+    Session::Outcome refused = not_run(why);
+    refused.counts_as_failure = true;
+    t.add(name, refused);
+  }
+  EXPECT_EQ(t.refused, 2);
+  EXPECT_EQ(t.ran, 1);
+  SummarySettings s;
+  const std::string summary = closing_summary(t, s);
+  EXPECT_THAT(summary, HasSubstr("  2 benchmarks were not run because their plugin has no code for this GPU (listed "
+                                 "below): the run fails\n"));
+  EXPECT_THAT(summary, HasSubstr("  not run: 2 benchmarks of 1 case: " + why + "\n"));
+}
+
 TEST(ConsoleSummary, SaysWhenResultsWereNotKept) {
   RunTally t;
   t.add("good/a", ran(passing("good/a", 1e-6)));

@@ -87,7 +87,7 @@ TEST(CudaArch, MeasureRefusesThePluginBeforeMakingTheCase) {
   BenchmarkSpec b{"micro/c", "micro", &spec, Params{}, hopper_only_on_an_a100};
   FakeA100 gpu;
   const Result r = measure(b, {&gpu}, Ceilings{}, MeasureOptions{});
-  EXPECT_EQ(r.status, Status::not_applicable);
+  EXPECT_EQ(r.status, Status::refused);  // not run, and a failure of the run (SessionTest)
   EXPECT_NE(r.message.find("plugin micro has no code for cuda:0 (NVIDIA A100-SXM4-80GB, sm_80): built for sm_90"),
             std::string::npos)
       << r.message;

@@ -345,6 +345,25 @@ TEST_F(SessionTest, AGivenTimeoutBoundsCasesWithTheirOwn) {
   }
 }
 
+// Both are not run; a case that applies to no device here is not a failure, a plugin built for other
+// GPUs is (the run measured nothing it was asked to on the GPU it has).
+TEST_F(SessionTest, ARefusedBuildIsNotRunButFailsTheRun) {
+  Result does_not_apply, refused;
+  does_not_apply.status = Status::not_applicable;
+  does_not_apply.message = "this case applies to no device";
+  refused.status = Status::refused;
+  refused.message = "plugin p has no code for cuda:0 (GPU, sm_90): built for sm_80";
+  runner_.script = {does_not_apply, refused};
+  Session session(selection_, runner_, [] { return CachedCeilings{}; }, SessionSettings{});
+  const auto first = session.run(4), second = session.run(4);
+  EXPECT_FALSE(first.ran);
+  EXPECT_FALSE(first.counts_as_failure);
+  EXPECT_FALSE(second.ran);
+  EXPECT_TRUE(second.counts_as_failure);
+  EXPECT_EQ(second.not_run_reason, refused.message);
+  EXPECT_EQ(session.failures(), 1);
+}
+
 TEST_F(SessionTest, ResultsThatCannotBeWrittenMakeTheRunLoseThem) {
   runner_.script = {passing(1)};
   SessionSettings settings;
