@@ -53,11 +53,15 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const case_supp
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   const auto rows = sampled_rows(shape.q_len, 16, ctx.seed());
+  // The gate's error is the worst pair's relative L2 error (NaN, once any pair's is, stays the worst);
+  // the detail names that pair and its worst row.
   std::size_t compared = 0;
   std::int64_t worst_pair = 0, worst_row = 0;
-  double worst_error = -1, worst_pair_error = -1;
+  double worst_pair_error = -1;
   for (const std::int64_t pair : pairs) {
     std::vector<double> out, ref;
+    std::int64_t pair_worst_row = 0;
+    double pair_worst_row_error = -1;
     const std::size_t q_base = std::size_t(pair * shape.q_len * d), kv_base = std::size_t(pair * shape.kv_len * d);
     const auto k = case_support::fetch(ctx, {op.k, op.type}, kv_base, std::size_t(shape.kv_len * d));
     const auto v = case_support::fetch(ctx, {op.v, op.type}, kv_base, std::size_t(shape.kv_len * d));
@@ -74,13 +78,13 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const case_supp
         const double e = got[c] - expected[r * d + c];
         row_error += std::isnan(e) ? std::numeric_limits<double>::infinity() : e * e;
       }
-      if (row_error > worst_error) worst_error = row_error, worst_pair = pair, worst_row = rows[r];
+      if (row_error > pair_worst_row_error) pair_worst_row_error = row_error, pair_worst_row = rows[r];
       out.insert(out.end(), got.begin(), got.end());
       ref.insert(ref.end(), expected.begin() + r * d, expected.begin() + (r + 1) * d);
     }
     const double pair_error = relative_l2_error(out.data(), ref.data(), out.size());
-    worst_pair_error = std::isnan(pair_error) || std::isnan(worst_pair_error) ? std::numeric_limits<double>::quiet_NaN()
-                                                                              : std::max(worst_pair_error, pair_error);
+    if (std::isnan(pair_error) ? !std::isnan(worst_pair_error) : pair_error > worst_pair_error)
+      worst_pair_error = pair_error, worst_pair = pair, worst_row = pair_worst_row;
     compared += out.size();
   }
   const std::size_t total = std::size_t(shape.q_elements());
@@ -90,11 +94,11 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const case_supp
   check.counters.push_back({"nonfinite_outputs", double(nonfinite)});
   std::ostringstream detail;
   detail << "compared " << rows.size() << " query rows of " << pairs.size() << " (batch, head) pairs (" << compared
-         << " of " << total << " outputs, " << op.must_check.size()
-         << " of the pairs where a split-KV run crosses a head) with fp64 attention of the stored inputs; the error is "
-            "the worst pair's; worst row "
-         << worst_row << " of pair " << worst_pair << " (batch " << worst_pair / shape.heads << ", head "
-         << worst_pair % shape.heads << ")";
+         << " of " << total << " outputs";
+  if (!op.must_check.empty()) detail << "; " << op.must_check.size() << " pairs where a split-KV run crosses a head";
+  detail << ") with fp64 attention of the stored inputs; the error is the worst pair's: pair " << worst_pair
+         << " (batch " << worst_pair / shape.heads << ", head " << worst_pair % shape.heads << "), its worst row "
+         << worst_row;
   if (nonfinite > 0) {
     check.rel_l2_error = std::numeric_limits<double>::quiet_NaN();
     detail << "; " << nonfinite << " of " << total << " outputs are NaN or infinite";

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
 #include "roofbench/cudnn_backend/engine_plans.hpp"
 #include "roofbench/cudnn_check.hpp"
 

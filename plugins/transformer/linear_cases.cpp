@@ -4,7 +4,8 @@
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
 //
-// H200, 2026-12-01 (read roof 4.63 TB/s), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
+// H200, 2026-12-01 (read roof 4.63 TB/s; cuBLASLt's candidates then chosen by eager timing, not yet by
+// graph groups), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
 // (768x3072) and 2.06 us (3072x768), 51% and 50% of the read roof, against cuBLASLt's 3.64 and 6.29 and
 // PyTorch's 3.62 and 7.30 (graph replays). Cold (--cold: L2 flushed outside the timed region, one run per
 // sample, so one graph replay between two events): gemv 6.18 and 6.08 us, cuBLASLt 7.46 and 9.60,
@@ -18,18 +19,15 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <climits>
-#include <cstdio>
-#include <stdexcept>
 
 #include "cases.hpp"
 #include "gemv.hpp"
 #include "roofbench/case_support/cublas_handles.hpp"
-#include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 
 namespace roofbench::transformer {
 namespace {

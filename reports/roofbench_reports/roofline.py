@@ -110,8 +110,8 @@ def group_points(points):
             lines.setdefault(rest, []).append(point)
         # A title names what tells the case's lines apart (conv_bf16's layer and impl, not its pass or
         # layout when the run holds one of each); a case drawn as one line keeps all its params.
-        varying = {k for k, _ in next(iter(lines))} if len(lines) > 1 else set()
-        varying = {k for k in varying if len({dict(rest).get(k) for rest in lines}) > 1}
+        keys = {k for rest in lines for k, _ in rest}
+        varying = {k for k in keys if len({dict(rest).get(k) for rest in lines}) > 1}
         for rest, members in lines.items():
             members.sort(key=lambda p: _number_or_text(p.benchmark.params.get(axis, "")))
             shown = [(k, v) for k, v in rest if k in varying] if varying else list(rest)
@@ -424,8 +424,12 @@ def _draw_legend(root, precisions, has_memory_roof, has_compute_roofs, has_read_
     legend.add(text(LEGEND_LEFT, y + 42, "numbers: the key below", fill=palette.MUTED_TEXT))
 
 
+def _key_column_width(columns):
+    return (WIDTH - PLOT.left + 60) / columns
+
+
 def _key_characters(columns):
-    return int(((WIDTH - PLOT.left + 60) / columns - 44) / (11 * 0.6))
+    return int((_key_column_width(columns) - 44) / (11 * 0.6))
 
 
 def key_names(groups, max_characters):
@@ -454,17 +458,16 @@ def _key_columns(groups):
     return KEY_COLUMNS if fits else KEY_COLUMNS - 1
 
 
-def _key_height(groups, has_note):
-    rows = math.ceil(min(len(groups), MAX_KEY_ENTRIES) / _key_columns(groups))
+def _key_height(groups, columns, has_note):
+    rows = math.ceil(min(len(groups), MAX_KEY_ENTRIES) / columns)
     notes = int(has_note) + int(len(groups) > MAX_KEY_ENTRIES)
     return 28 + rows * KEY_ROW_HEIGHT + notes * KEY_ROW_HEIGHT
 
 
-def _draw_key(root, top, groups, unplotted_count):
+def _draw_key(root, top, groups, columns, unplotted_count):
     key = root.add(group(class_="key", font_size=11, fill=palette.TEXT))
     key.add(text(PLOT.left - 60, top, "key", font_weight="bold"))
-    columns = _key_columns(groups)
-    column_width = (WIDTH - PLOT.left + 60) / columns
+    column_width = _key_column_width(columns)
     max_characters = _key_characters(columns)
     shown = groups[:MAX_KEY_ENTRIES]
     rows = math.ceil(len(shown) / columns)
@@ -499,7 +502,8 @@ def roofline_figure(device_results):
     roofs = compute_roofs(ceilings)
     unplotted = len(device_results.benchmarks) - len(points)
     key_top = PLOT.bottom + 72
-    root = figure(WIDTH, key_top + _key_height(groups, unplotted > 0))
+    key_columns = _key_columns(groups)
+    root = figure(WIDTH, key_top + _key_height(groups, key_columns, unplotted > 0))
     root.attributes["class"] = "roofline"
 
     device = device_results.device
@@ -524,5 +528,5 @@ def roofline_figure(device_results):
     precisions = sorted({p.benchmark.precision for p in points} | {r.precisions[0] for r in roofs},
                         key=palette.precision_order)
     _draw_legend(root, precisions, bool(bandwidth), bool(roofs), bool(read_bandwidth and read_bandwidth != bandwidth))
-    _draw_key(root, key_top, groups, unplotted)
+    _draw_key(root, key_top, groups, key_columns, unplotted)
     return root
