@@ -405,6 +405,10 @@ const char* attention_version_name(AttentionVersion version) {
       return "v3 (WMMA tensor cores, TF32 or bf16, one block per head)";
     case AttentionVersion::v4:
       return "v4 (bf16 mma.sync, scores in registers, one block per head)";
+    case AttentionVersion::v5:
+      return "v5 (v4's mma.sync, cp.async rows, persistent forward)";
+    case AttentionVersion::v6:
+      return "v6 (v5, forward one block per head)";
   }
   return "unknown";
 }
@@ -412,6 +416,7 @@ const char* attention_version_name(AttentionVersion version) {
 void fused_attention_configure() {
   attention::configure_v3();
   attention::configure_v4();
+  attention::configure_v5();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_backward_dq_kernel,
@@ -435,7 +440,8 @@ dim3 fused_grid(const AttentionShape& s) {
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4) throw Error("gpt: attention v4 is bf16 only");
+  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6)
+    throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -448,7 +454,8 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4) throw Error("gpt: attention v4 is bf16 only");
+  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6)
+    throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -464,7 +471,11 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4)
+  if (version == AttentionVersion::v5)
+    attention::forward_v5(out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v6)
+    attention::forward_v6(out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v4)
     attention::forward_v4(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v3)
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
@@ -476,7 +487,9 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
                               const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4)
+  if (version == AttentionVersion::v5 || version == AttentionVersion::v6)
+    attention::backward_v5(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v4)
     attention::backward_v4(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v3)
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);

@@ -4,7 +4,8 @@
 //   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
 //      products: R1's keeper (fp32 on TF32); its bf16 instantiation is R2's former keeper, kept for the lab.
-//   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers: the keeper of R2 and up.
+//   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
+//   v5 (attention_v5.cu): v4's arithmetic, rows moved by cp.async, a persistent forward: the keeper of R2 and up.
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 
@@ -81,5 +82,16 @@ void forward_v4(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const 
                 const FusedArgs& args, cudaStream_t stream);
 void backward_v4(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
                  const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+
+// v5's launchers (attention_v5.cu), bf16 only, v4's arithmetic: a persistent forward (grid sized by
+// configure_v5 to what fits on the GPU at once), the backward one block per (sequence, head).
+void configure_v5();
+void forward_v5(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
+void backward_v5(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
+                 const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
+// v6: v5's forward kernel one block per head (four per SM, no fetching ahead); its backward is v5's.
+void forward_v6(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -1,9 +1,10 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3 for fp32 and v4 for bf16, elementwise v2, weight gradients v3).
+// run the keepers only (attention v3 for fp32 and v5 for bf16, elementwise v2, weight gradients v3).
 //   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
-//   lab_attention_bf16/version:v3|v4  the same on bf16 tensors (attention_v3.cu, attention_v4.cu)
+//   lab_attention_bf16/version:v3|v4|v5|v6/batch:64|512  the same on bf16 tensors (attention_v3.cu,
+//                                     attention_v4.cu, attention_v5.cu), also at R3's batch
 //   lab_elementwise/version:v1|v2  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
 #include <cublas_v2.h>
@@ -74,7 +75,7 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// Elem float: lab_attention (v1, v3; R1's tensors); Elem bf16: lab_attention_bf16 (v3, v4; R2's tensors,
+// Elem float: lab_attention (v1, v3; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v6; R2's tensors,
 // qkv and dout drawn as bf16, the reference fed the same values), each gated at its own precision.
 template <typename Elem>
 class AttentionLab final : public Case {
@@ -83,12 +84,14 @@ class AttentionLab final : public Case {
 
   explicit AttentionLab(const Params& params) : cfg_(lab_config(params)) {
     const int version = version_number(params);
-    if (kBf16 && (version == 3 || version == 4))
-      version_ = version == 3 ? AttentionVersion::v3 : AttentionVersion::v4;
+    constexpr AttentionVersion kBf16Versions[] = {AttentionVersion::v3, AttentionVersion::v4, AttentionVersion::v5,
+                                                  AttentionVersion::v6};
+    if (kBf16 && version >= 3 && version <= 6)
+      version_ = kBf16Versions[version - 3];
     else if (!kBf16 && (version == 1 || version == 3))
       version_ = version == 1 ? AttentionVersion::v1 : AttentionVersion::v3;
     else
-      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3 and v4"
+      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3, v4, v5 and v6"
                         : "gpt lab_attention: versions are v1 and v3 (v2 is retired; v4 is bf16 only)");
   }
 
@@ -347,11 +350,11 @@ class WgradLab final : public Case {
 
 template <typename Lab>
 CaseSpec lab_case(std::string name, std::string description, std::vector<std::string> versions,
-                  Precision precision, double tolerance = 0) {
+                  Precision precision, double tolerance = 0, std::vector<std::int64_t> batches = {64}) {
   CaseSpec spec;
   spec.name = std::move(name);
   spec.description = std::move(description);
-  spec.axes = {Axis::strings("version", std::move(versions)), Axis::ints("batch", {64})};
+  spec.axes = {Axis::strings("version", std::move(versions)), Axis::ints("batch", std::move(batches))};
   spec.device = DeviceNeed::gpu();
   spec.precision = precision;
   spec.tolerance = tolerance;
@@ -367,12 +370,14 @@ std::vector<CaseSpec> lab_cases() {
                                     "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
                                     "training shape; v1 SIMT fp32, v3 TF32 tensor cores one block per head (R1's)",
                                     {"v1", "v3"}, Precision::tf32),
-      // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision.
+      // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision; batch 512
+      // is R3's and R4's shape.
       lab_case<AttentionLab<bf16>>("lab_attention_bf16",
                                    "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
-                                   "the training shape; v3 WMMA tiles (R2's until v4), v4 mma.sync with the "
-                                   "scores in registers (R2-R4's)",
-                                   {"v3", "v4"}, Precision::bf16),
+                                   "the training shape; v3 WMMA tiles, v4 mma.sync with the scores in registers, "
+                                   "v5 v4's products with cp.async rows and a persistent forward (R2-R4's), v6 v5 "
+                                   "with its forward one block per head",
+                                   {"v3", "v4", "v5", "v6"}, Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "

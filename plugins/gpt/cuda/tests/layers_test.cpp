@@ -3,6 +3,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -126,6 +127,8 @@ struct FusedAttentionRun {
   std::vector<float> out, lse, dqkv;
 };
 
+void rope_table(std::vector<float>& cos, std::vector<float>& sin, int T, int hd, double base);
+
 class GptFusedAttention : public ::testing::TestWithParam<int> {
  protected:
   static constexpr int B = 2, H = 2, hd = 64;
@@ -139,14 +142,7 @@ class GptFusedAttention : public ::testing::TestWithParam<int> {
     qkv_ = random_floats(N() * 3 * C(), 7);
     bias_ = random_floats(3 * C(), 8, -0.2f, 0.2f);
     dout_ = random_floats(N() * C(), 9);
-    cos_.resize(t_max * hd / 2);
-    sin_.resize(t_max * hd / 2);
-    for (int t = 0; t < t_max; ++t)
-      for (int i = 0; i < hd / 2; ++i) {
-        const double angle = t * std::pow(base, -2.0 * i / hd);
-        cos_[t * hd / 2 + i] = static_cast<float>(std::cos(angle));
-        sin_[t * hd / 2 + i] = static_cast<float>(std::sin(angle));
-      }
+    rope_table(cos_, sin_, t_max, hd, base);
   }
 
   FusedAttentionRun run(AttentionVersion version) {
@@ -194,18 +190,29 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
-// The bf16 attention versions (v3, R2's former keeper; v4, the keeper) on bf16-rounded inputs against the
-// double reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
-// probabilities rounded to 8 significant bits); v4 also against v3, and twice on the same inputs for the
-// same bits (R4's recomputed backward must equal R3's).
-TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
-  ROOFBENCH_GPT_REQUIRE_GPU();
-  auto rounded = [](std::vector<float> v) {
-    for (float& x : v) x = round_to_bf16(x);
-    return v;
-  };
-  const std::vector<float> qkv = rounded(qkv_), dout = rounded(dout_);
-  const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
+// RoPE's table [T, hd/2] as the trainer computes it (in double).
+void rope_table(std::vector<float>& cos, std::vector<float>& sin, int T, int hd, double base) {
+  cos.resize(static_cast<std::size_t>(T) * hd / 2);
+  sin.resize(cos.size());
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < hd / 2; ++i) {
+      const double angle = t * std::pow(base, -2.0 * i / hd);
+      cos[t * hd / 2 + i] = static_cast<float>(std::cos(angle));
+      sin[t * hd / 2 + i] = static_cast<float>(std::sin(angle));
+    }
+}
+
+std::vector<float> rounded_to_bf16(std::vector<float> v) {
+  for (float& x : v) x = round_to_bf16(x);
+  return v;
+}
+
+// One bf16 forward + backward of `version` on bf16 copies of qkv and dout (already bf16-exact), outputs
+// poisoned with NaN first so every element must be written.
+FusedAttentionRun run_bf16_attention(AttentionVersion version, const AttentionShape& shape,
+                                     const std::vector<float>& qkv, const std::vector<float>& bias,
+                                     const std::vector<float>& dout, const std::vector<float>& cos,
+                                     const std::vector<float>& sin) {
   auto to_bf16 = [](const std::vector<float>& v) {
     std::vector<bf16> out(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
@@ -216,39 +223,114 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
     for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
     return out;
   };
+  Device dev;
+  const RopeTable rope{dev.upload(cos), dev.upload(sin)};
+  const std::size_t n = static_cast<std::size_t>(shape.batch) * shape.T, c = shape.channels();
+  const std::size_t stats = static_cast<std::size_t>(shape.batch) * shape.heads * shape.T;
+  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
+  float *d_bias = dev.upload(bias), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
+  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));
+  ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
+  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
+  fused_attention_configure();
+  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+  return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
+                           to_float(Device::download(d_dqkv, n * 3 * c))};
+}
+
+// The bf16 attention versions (v3, v4, v5 the keeper, v6) on bf16-rounded inputs against the double
+// reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
+// probabilities rounded to 8 significant bits); v4 .. v6 also against v3, and the keeper twice on the same
+// inputs for the same bits (R4's recomputed backward must equal R3's).
+TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const std::vector<float> qkv = rounded_to_bf16(qkv_), dout = rounded_to_bf16(dout_);
+  const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
+  const AttentionShape shape{B, T(), H, hd};
   const auto run_bf16 = [&](AttentionVersion version) {
-    Device dev;
-    const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
-    const AttentionShape shape{B, T(), H, hd};
-    const int n = N(), c = C(), stats = B * H * T();
-    bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
-    float *d_bias = dev.upload(bias_), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
-    bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
-    ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));  // NaN: every element must be written
-    ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
-    ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
-    fused_attention_configure();
-    fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-    fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-    return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
-                             to_float(Device::download(d_dqkv, n * 3 * c))};
+    return run_bf16_attention(version, shape, qkv, bias_, dout, cos_, sin_);
   };
   const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
-  for (const FusedAttentionRun* run : {&v3, &v4}) {
+  const FusedAttentionRun v5 = run_bf16(AttentionVersion::v5), v6 = run_bf16(AttentionVersion::v6);
+  for (const FusedAttentionRun* run : {&v3, &v4, &v5, &v6}) {
     EXPECT_LT(rel_l2(run->out, ref.out), 2e-2);
     EXPECT_LT(rel_l2(run->dqkv, ref.dqkv), 2e-2);
     for (float x : run->lse) ASSERT_TRUE(std::isfinite(x));
   }
-  EXPECT_LT(rel_l2(v4.lse, v3.lse), 1e-5);
-  EXPECT_LT(rel_l2(v4.out, v3.out), 2e-2);
-  EXPECT_LT(rel_l2(v4.dqkv, v3.dqkv), 2e-2);
-  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e\n", T(),
-              rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv));
-  const FusedAttentionRun again = run_bf16(AttentionVersion::v4);
-  EXPECT_EQ(again.out, v4.out);
-  EXPECT_EQ(again.dqkv, v4.dqkv);
+  for (const FusedAttentionRun* run : {&v4, &v5, &v6}) {
+    EXPECT_LT(rel_l2(run->lse, v3.lse), 1e-5);
+    EXPECT_LT(rel_l2(run->out, v3.out), 2e-2);
+    EXPECT_LT(rel_l2(run->dqkv, v3.dqkv), 2e-2);
+  }
+  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e; v5 out %.2e dqkv %.2e\n", T(),
+              rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv),
+              rel_l2(v5.out, ref.out), rel_l2(v5.dqkv, ref.dqkv));
+  const FusedAttentionRun again = run_bf16(kBf16AttentionKeeper);
+  const FusedAttentionRun& keeper = kBf16AttentionKeeper == AttentionVersion::v5 ? v5 : v4;
+  EXPECT_EQ(again.out, keeper.out);
+  EXPECT_EQ(again.dqkv, keeper.dqkv);
   EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
 }
+
+// The worst relative L2 error of any one head's rows (columns h*hd .. h*hd+hd-1 of every part of a row of
+// `width` = parts * heads * hd), so one wrong head among hundreds cannot hide in the whole tensor's error.
+double worst_head_error(const std::vector<float>& got, const std::vector<float>& want, int sequences, int T,
+                        int parts, int heads, int hd) {
+  double worst = 0;
+  const std::size_t width = static_cast<std::size_t>(parts) * heads * hd;
+  for (int b = 0; b < sequences; ++b)
+    for (int h = 0; h < heads; ++h) {
+      double err = 0, norm = 0;
+      for (int t = 0; t < T; ++t)
+        for (int p = 0; p < parts; ++p)
+          for (int d = 0; d < hd; ++d) {
+            const std::size_t i = (static_cast<std::size_t>(b) * T + t) * width + (p * heads + h) * hd + d;
+            err += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+            norm += static_cast<double>(want[i]) * want[i];
+          }
+      worst = std::max(worst, norm > 0 ? std::sqrt(err / norm) : std::sqrt(err));
+    }
+  return worst;
+}
+
+// More heads than v5's persistent forward has blocks (it walks several heads per block, fetching the next
+// while computing one), at the model's width: every head of v5 and v6 against v4, and v5 twice for the same
+// bits. 80 sequences x 8 heads = 640 heads, over twice the 2 x 132 blocks of an H200.
+class GptFusedAttentionManyHeads : public ::testing::TestWithParam<int> {};
+
+TEST_P(GptFusedAttentionManyHeads, V5AndV6MatchV4OnEveryHead) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int B = 80, H = 8, hd = 64;
+  const int T = GetParam();
+  const AttentionShape shape{B, T, H, hd};
+  const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(H) * hd;
+  const std::vector<float> qkv = rounded_to_bf16(random_floats(N * 3 * C, 17));
+  const std::vector<float> dout = rounded_to_bf16(random_floats(N * C, 19));
+  const std::vector<float> bias = random_floats(3 * C, 18, -0.2f, 0.2f);
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, 10000);
+  const auto run = [&](AttentionVersion version) {
+    return run_bf16_attention(version, shape, qkv, bias, dout, cos, sin);
+  };
+  const FusedAttentionRun v4 = run(AttentionVersion::v4), v5 = run(AttentionVersion::v5);
+  const FusedAttentionRun v6 = run(AttentionVersion::v6);
+  for (const FusedAttentionRun* other : {&v5, &v6}) {
+    EXPECT_LT(rel_l2(other->lse, v4.lse), 1e-5);
+    EXPECT_LT(worst_head_error(other->out, v4.out, B, T, 1, H, hd), 1e-2);
+    EXPECT_LT(worst_head_error(other->dqkv, v4.dqkv, B, T, 3, H, hd), 1e-2);
+  }
+  std::printf("T %d, %d heads: worst head vs v4: v5 out %.2e dqkv %.2e; v6 out %.2e dqkv %.2e\n", T, B * H,
+              worst_head_error(v5.out, v4.out, B, T, 1, H, hd), worst_head_error(v5.dqkv, v4.dqkv, B, T, 3, H, hd),
+              worst_head_error(v6.out, v4.out, B, T, 1, H, hd), worst_head_error(v6.dqkv, v4.dqkv, B, T, 3, H, hd));
+  const FusedAttentionRun again = run(AttentionVersion::v5);
+  EXPECT_EQ(again.out, v5.out);
+  EXPECT_EQ(again.dqkv, v5.dqkv);
+}
+
+INSTANTIATE_TEST_SUITE_P(T, GptFusedAttentionManyHeads, ::testing::Values(128, 70),
+                         [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
 TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);

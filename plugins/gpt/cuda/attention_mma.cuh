@@ -1,0 +1,333 @@
+// The warp-level pieces of the mma.sync attention versions (v4, v5): bf16 m16n8k16 tensor-core products with
+// fp32 accumulation on q, k, v and dout held in shared memory, one warp per 16-row block, the scores kept in
+// registers (the accumulator of two adjacent n8 tiles is, element for element, the A operand of the next
+// product). The versions differ in how the rows reach shared memory and how blocks are scheduled; the
+// arithmetic below is theirs in common, so they compute the same values.
+//
+// Fragment layouts: roofbench/mma_sync.cuh. RoPE's pairs are the columns (2i, 2i+1), so an accumulator's
+// two adjacent columns are one pair and the rotation happens in registers.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstddef>
+
+#include "attention_common.cuh"
+#include "common.cuh"
+#include "roofbench/mma_sync.cuh"
+
+namespace roofbench::gpt::cuda::attention::mma {
+
+using bf16 = __nv_bfloat16;
+using namespace roofbench::mma_sync;
+
+inline constexpr int kWarps = 4;
+inline constexpr int kThreads = 32 * kWarps;
+inline constexpr int kRows = 16;                  // mma's m: the rows one warp's block holds
+inline constexpr int kRowBlocks = kMaxT / kRows;  // 8 blocks of 16 rows per head
+inline constexpr int kQueryChunk = 32;            // queries per step of the dk/dv loop
+// Row strides in bf16 elements: 16 bytes past a multiple of 128, so the eight rows an ldmatrix reads
+// start on different banks.
+inline constexpr int kRowStride = kHeadDim + 8;
+inline constexpr int kDsStride = kMaxT + 8;
+inline constexpr int kHeadElements = kMaxT * kRowStride;  // one head's rows of q, k, v or dout in shared memory
+static_assert(kRowBlocks == 2 * kWarps, "each warp takes the row blocks w and 7 - w");
+static_assert(kHeadDim % 16 == 0 && kMaxT % kQueryChunk == 0);
+
+// Rows move 16 bytes (8 bf16) at a time; a thread's chunks share one column (kThreads is a multiple of the
+// chunks per row), its rows are kRowsPerPass apart.
+inline constexpr int kChunk = 8;
+inline constexpr int kChunksPerRow = kHeadDim / kChunk;
+inline constexpr int kChunksPerThread = kMaxT * kChunksPerRow / kThreads;
+inline constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+static_assert(kMaxT * kChunksPerRow % kThreads == 0 && kThreads % kChunksPerRow == 0 && 32 % kChunksPerRow == 0);
+__device__ inline int chunk_row(int it) { return static_cast<int>(threadIdx.x) / kChunksPerRow + it * kRowsPerPass; }
+__device__ inline int chunk_column(int) { return kChunk * (static_cast<int>(threadIdx.x) % kChunksPerRow); }
+
+// The row block warp w takes on its pass 0 and 1: w and 7 - w, which between them see as many causal
+// pairs as any other warp's two.
+__device__ inline int warp_row_block(int warp, int pass) { return pass == 0 ? warp : kRowBlocks - 1 - warp; }
+
+// Two floats as the bf16 pair of one operand register (the lower column in the lower half).
+__device__ inline unsigned pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&pair);
+}
+
+// The A operand of rows r0 .. r0+15, columns c0 .. c0+15 of a row-major matrix in shared memory.
+__device__ inline void load_a(unsigned (&a)[4], const bf16* m, int ld, int r0, int c0, int lane) {
+  ldmatrix_x4(a, m + (r0 + lane % 16) * ld + c0 + lane / 16 * 8);
+}
+// The same operand from the transpose: A(r, c) stored at m[c * ld + r].
+__device__ inline void load_a_transposed(unsigned (&a)[4], const bf16* m, int ld, int r0, int c0, int lane) {
+  ldmatrix_x4_trans(a, m + (c0 + lane % 8 + lane / 16 * 8) * ld + r0 + lane / 8 % 2 * 8);
+}
+// The B operands of two n8 tiles (n0 .. n0+7 in b[0], b[1]; n0+8 .. n0+15 in b[2], b[3]), k0 .. k0+15:
+// from rows n of a matrix stored [n][k] (b = that matrix transposed: k^T, q^T, dout^T) ...
+__device__ inline void load_b_rows_n(unsigned (&b)[4], const bf16* m, int ld, int k0, int n0, int lane) {
+  ldmatrix_x4(b, m + (n0 + lane % 8 + lane / 16 * 8) * ld + k0 + lane / 8 % 2 * 8);
+}
+// ... or from rows k of a matrix stored [k][n] (v, dout, q, k as the right-hand factor).
+__device__ inline void load_b_rows_k(unsigned (&b)[4], const bf16* m, int ld, int k0, int n0, int lane) {
+  ldmatrix_x4_trans(b, m + (k0 + lane % 16) * ld + n0 + lane / 16 * 8);
+}
+
+// The A operand of k-step ks from the accumulators of n8 tiles 2 ks and 2 ks + 1 (the register reuse).
+template <int kTiles>
+__device__ inline void accumulators_as_a(unsigned (&a)[4], const float (&acc)[kTiles][4], int ks) {
+  a[0] = pack_bf16(acc[2 * ks][0], acc[2 * ks][1]);
+  a[1] = pack_bf16(acc[2 * ks][2], acc[2 * ks][3]);
+  a[2] = pack_bf16(acc[2 * ks + 1][0], acc[2 * ks + 1][1]);
+  a[3] = pack_bf16(acc[2 * ks + 1][2], acc[2 * ks + 1][3]);
+}
+
+// How a version evaluates the softmax's exponentials:
+//   natural (v4): expf of the scaled scores, every score masked (causal and T) one by one;
+//   log2 (v5): the scores scaled by scale * log2(e) and exp2f (FlashAttention-2's form, one FFMA and the
+//     SFU's ex2 per element), the mask applied only to the blocks that cross the diagonal or T.
+// The log-sum-exp leaves the forward in natural units either way; the log2 backward rescales it on load.
+enum class Exponent { natural, log2 };
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kLn2 = 0.6931471805599453f;
+
+// The forward of query rows q0 .. q0+15 (block m; its causal keys are 0 .. q0+15, key blocks 0 .. m) from
+// the prepared q, k, v in shared memory ([kMaxT][kRowStride]): s = scale q k^T, p = softmax(s) rounded to
+// bf16, o = p v (rows q0 + lane/4 and q0 + lane/4 + 8 of the accumulator block), lse = max + log(sum) of
+// those two rows. With at most 128 keys a row's softmax is exact in one pass (no online rescaling).
+template <Exponent kExp>
+__device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], float (&lse)[2], const bf16* q,
+                                                 const bf16* k, const bf16* v, int m, int T, float scale,
+                                                 int lane) {
+  const int q0 = kRows * m;
+  unsigned qa[kHeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
+
+  // Scores of the keys 0 .. q0+15, n8 tile j holding keys 8j .. 8j+7.
+  float sc[2 * kRowBlocks][4];
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+#pragma unroll
+  for (int kb = 0; kb < kRowBlocks; ++kb) {
+    if (kb > m) continue;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      unsigned b[4];
+      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
+      mma16816<bf16>(sc[2 * kb], qa[kk], b[0], b[1]);
+      mma16816<bf16>(sc[2 * kb + 1], qa[kk], b[2], b[3]);
+    }
+  }
+
+  // Softmax per row (rows q0 + g and q0 + g + 8; a row's scores spread over the four lanes of a quad).
+  // Log2: a key block left of the diagonal holds only keys < q0 <= i, so it needs no mask when every row
+  // of the block is below T.
+  const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
+  const float score_scale = kExp == Exponent::log2 ? scale * kLog2e : scale;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j) {
+    if (j / 2 > m) continue;
+    const bool masked = kExp == Exponent::natural || j / 2 == m || q0 + kRows > T;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = rows[e / 2], key = 8 * j + 2 * (lane % 4) + e % 2;
+      sc[j][e] = !masked || (key <= i && i < T) ? score_scale * sc[j][e] : -INFINITY;
+      row_max[e / 2] = fmaxf(row_max[e / 2], sc[j][e]);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(kFullWarp, row_max[h], 1));
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(kFullWarp, row_max[h], 2));
+    if (row_max[h] == -INFINITY) row_max[h] = 0.0f;  // a padding row: every p zero
+  }
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j) {
+    if (j / 2 > m) continue;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[j][e] = kExp == Exponent::log2 ? exp2f(sc[j][e] - row_max[e / 2]) : expf(sc[j][e] - row_max[e / 2]);
+      row_sum[e / 2] += sc[j][e];
+    }
+  }
+  float inv_sum[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 2);
+    inv_sum[h] = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
+    lse[h] = (kExp == Exponent::log2 ? row_max[h] * kLn2 : row_max[h]) + logf(row_sum[h]);
+  }
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[j][e] *= inv_sum[e / 2];
+
+  // o = p v, p straight from the score accumulators.
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+#pragma unroll
+  for (int kb = 0; kb < kRowBlocks; ++kb) {
+    if (kb > m) continue;
+    unsigned pa[4];
+    accumulators_as_a(pa, sc, kb);
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      unsigned b[4];
+      load_b_rows_k(b, v, kRowStride, 16 * kb, 16 * dn, lane);
+      mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
+      mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
+    }
+  }
+}
+
+// One head's backward operands in shared memory, prepared as the products see them.
+struct BackwardSmem {
+  bf16 q[kHeadElements], k[kHeadElements], v[kHeadElements], dout[kHeadElements];
+  bf16 ds_t[kMaxT * kDsStride];  // ds^T [key][query], bf16: the dq product's operand
+  float lse[kMaxT], delta[kMaxT];  // lse in log2 units (times log2(e)) for Exponent::log2
+};
+
+// dv = p^T dout and dk = ds^T q (unscaled) of the key rows key0 .. key0+15 (block kb), over the queries from
+// the key block's chunk of 32 to T: p^T = exp(scale k q^T - lse), ds^T = p^T (v dout^T - delta) rounded to
+// bf16; the same bf16 ds^T goes to sm.ds_t for the dq product.
+template <Exponent kExp>
+__device__ __forceinline__ void key_block_gradients(float (&dv)[kHeadDim / 8][4], float (&dk)[kHeadDim / 8][4],
+                                                    BackwardSmem& sm, int kb, int T, float scale, int lane) {
+  const int key0 = kRows * kb;
+  const int query_end = (T + kQueryChunk - 1) / kQueryChunk * kQueryChunk;
+  unsigned ka[kHeadDim / 16][4], va[kHeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    load_a(ka[kk], sm.k, kRowStride, key0, 16 * kk, lane);
+    load_a(va[kk], sm.v, kRowStride, key0, 16 * kk, lane);
+  }
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dv[n][e] = dk[n][e] = 0.0f;
+
+  for (int qc = key0 / kQueryChunk * kQueryChunk; qc < query_end; qc += kQueryChunk) {
+    constexpr int kTiles = kQueryChunk / 8;
+    float pt[kTiles][4], dst[kTiles][4];  // p^T, then ds^T: keys key0 + g (+8), queries qc + 8n + 2t (+1)
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pt[n][e] = dst[n][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk)
+#pragma unroll
+      for (int np = 0; np < kTiles / 2; ++np) {
+        unsigned b[4];
+        load_b_rows_n(b, sm.q, kRowStride, 16 * kk, qc + 16 * np, lane);
+        mma16816<bf16>(pt[2 * np], ka[kk], b[0], b[1]);
+        mma16816<bf16>(pt[2 * np + 1], ka[kk], b[2], b[3]);
+        load_b_rows_n(b, sm.dout, kRowStride, 16 * kk, qc + 16 * np, lane);
+        mma16816<bf16>(dst[2 * np], va[kk], b[0], b[1]);
+        mma16816<bf16>(dst[2 * np + 1], va[kk], b[2], b[3]);
+      }
+    if constexpr (kExp == Exponent::natural) {
+#pragma unroll
+      for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + lane / 4 + 8 * (e / 2), query = qc + 8 * n + 2 * (lane % 4) + e % 2;
+          const float p = key <= query && query < T ? expf(scale * pt[n][e] - sm.lse[query]) : 0.0f;
+          pt[n][e] = p;
+          dst[n][e] = p * (dst[n][e] - sm.delta[query]);
+        }
+    } else {
+      // Every key of the block precedes every query of the chunk, and every query is below T: no mask.
+      const bool masked = qc < key0 + kRows || qc + kQueryChunk > T;
+      const float score_scale = scale * kLog2e;
+#pragma unroll
+      for (int n = 0; n < kTiles; ++n) {
+        const int query = qc + 8 * n + 2 * (lane % 4);  // and query + 1: adjacent statistics
+        const float2 lse2 = *reinterpret_cast<const float2*>(sm.lse + query);
+        const float2 delta = *reinterpret_cast<const float2*>(sm.delta + query);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
+          const float p = !masked || (key <= q && q < T) ? exp2f(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x))
+                                                         : 0.0f;
+          pt[n][e] = p;
+          dst[n][e] = p * (dst[n][e] - (e % 2 ? delta.y : delta.x));
+        }
+      }
+    }
+#pragma unroll
+    for (int ks = 0; ks < kTiles / 2; ++ks) {
+      unsigned pa[4], dsa[4];
+      accumulators_as_a(pa, pt, ks);
+      accumulators_as_a(dsa, dst, ks);
+#pragma unroll
+      for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+        unsigned b[4];
+        load_b_rows_k(b, sm.dout, kRowStride, qc + 16 * ks, 16 * dn, lane);
+        mma16816<bf16>(dv[2 * dn], pa, b[0], b[1]);
+        mma16816<bf16>(dv[2 * dn + 1], pa, b[2], b[3]);
+        load_b_rows_k(b, sm.q, kRowStride, qc + 16 * ks, 16 * dn, lane);
+        mma16816<bf16>(dk[2 * dn], dsa, b[0], b[1]);
+        mma16816<bf16>(dk[2 * dn + 1], dsa, b[2], b[3]);
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kTiles; ++n)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int key = key0 + lane / 4 + 8 * half, query = qc + 8 * n + 2 * (lane % 4);
+        *reinterpret_cast<unsigned*>(sm.ds_t + key * kDsStride + query) =
+            pack_bf16(dst[n][2 * half], dst[n][2 * half + 1]);
+      }
+  }
+}
+
+// dq = ds k (unscaled) of query rows q0 .. q0+15 (block m): key blocks 0 .. m, whose ds^T key_block_gradients
+// wrote for every query from the key block's chunk on.
+__device__ __forceinline__ void query_block_dq(float (&dq)[kHeadDim / 8][4], const BackwardSmem& sm, int m,
+                                               int lane) {
+  const int q0 = kRows * m;
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+#pragma unroll
+  for (int kb = 0; kb < kRowBlocks; ++kb) {
+    if (kb > m) continue;
+    unsigned dsa[4];
+    load_a_transposed(dsa, sm.ds_t, kDsStride, q0, kRows * kb, lane);
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      unsigned b[4];
+      load_b_rows_k(b, sm.k, kRowStride, kRows * kb, 16 * dn, lane);
+      mma16816<bf16>(dq[2 * dn], dsa, b[0], b[1]);
+      mma16816<bf16>(dq[2 * dn + 1], dsa, b[2], b[3]);
+    }
+  }
+}
+
+// Rows r and r + 8 of a 16 x 64 accumulator block (8 n8 tiles) to memory: times scale, and (q, k) rotated
+// back to the raw qkv's frame; rows at or past T are skipped.
+template <typename Address>
+__device__ void store_head_block(bf16* dst, const float (&acc)[kHeadDim / 8][4], float scale, bool rotate_back,
+                                 RopeTable rope, int row0, int T, int lane, Address address) {
+  constexpr int kPairs = kHeadDim / 2;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int t = row0 + lane / 4 + 8 * half;
+    if (t >= T) continue;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      const int c = 8 * n + 2 * (lane % 4);
+      float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
+      if (rotate_back) {
+        const float2 g = rotate(x0, x1, rope.cos[t * kPairs + c / 2], -rope.sin[t * kPairs + c / 2]);
+        x0 = g.x;
+        x1 = g.y;
+      }
+      *reinterpret_cast<unsigned*>(dst + address(t) + c) = pack_bf16(x0, x1);
+    }
+  }
+}
+
+}  // namespace roofbench::gpt::cuda::attention::mma

@@ -1,0 +1,377 @@
+// Fused causal attention with RoPE, versions 5 and 6 (bf16): v4's products (attention_mma.cuh: mma.sync
+// m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a backward without atomics)
+// with the rows moved differently. Nsight Compute on v4's forward inside R3 (b512, 2026-12-01): 206 us,
+// 1.26 TB/s, 168 registers and 55 KB of shared memory for 3 blocks (12 warps) per SM, issue slots 39% busy
+// with 0.63 eligible warps per scheduler, L1 hit rate 87% and 8.8 of 32 bytes used per loaded sector: the
+// scalar bias and RoPE loads of its preparation (eight per pair), and 16 of 32 per stored sector. A
+// block's life was waiting on memory with little to overlap it.
+//
+//   forward (v5): persistent, two blocks of four warps per SM, each walking the heads (sequence-major, so
+//     neighbouring blocks share qkv rows) with two shared-memory buffers: while it computes head i, the
+//     raw q, k, v of head i + grid are already on their way by cp.async (16 bytes per copy, past the
+//     registers). A head is prepared in place (bias added, q and k rotated, rounded to bf16, v4's
+//     formulas), its bias and RoPE factors fetched 16 bytes at a time before the wait. Each warp's output
+//     block is staged in its own (already consumed) q rows and leaves as whole 128-byte rows.
+//   forward (v6): the same kernel body one block per head, one buffer, four blocks (16 warps) per SM: the
+//     other blocks, not a second buffer, hide a block's loads.
+//   softmax (both, and the backward): scores in log2 units and exp2f (FlashAttention-2's form), the causal
+//     and T masks only on the blocks that cross the diagonal or T; v4 keeps expf and masks every score.
+//   backward (both): one block per (sequence, head) as v4 (its 110 KB of shared memory leave no room for a
+//     second buffer at two blocks per SM), but q, k, v, dout and out arrive by cp.async straight into
+//     shared memory (out into the ds^T buffer, free until delta is taken), prepared as the forward's, lse
+//     and delta read in pairs, and dv, dk, dq staged through shared memory into 128-byte row stores.
+//
+// Same values as v4 up to fp32 rounding (exp2f for expf, a few contractions in the preparation); the
+// backward is deterministic (no atomics, a fixed order), so R4's recomputed backward equals R3's bit for
+// bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, backward 194, no spills.
+//
+// On the H200: not measured yet (written 2026-12-01 against v4's R3 b512 profile: forward 220 us, backward
+// 548 us per layer).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "attention_common.cuh"
+#include "attention_mma.cuh"
+#include "common.cuh"
+#include "roofbench/cuda_check.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace mma;
+
+inline constexpr int kPairs = kHeadDim / 2;
+
+// Rows 0 .. kMaxT-1 of one head's part of qkv (0, 1, 2 = q, k, v) or of an [N, C] tensor (part < 0) into
+// shared memory [kMaxT][kRowStride], raw, by cp.async (complete at the thread's next cp_async_wait; each
+// thread copies the chunks it prepares later); rows from T on are zeroed, so padding adds nothing.
+__device__ void fetch_rows_async(bf16* dst, const bf16* src, const HeadRows& at, int part) {
+#pragma unroll
+  for (int it = 0; it < kChunksPerThread; ++it) {
+    const int r = chunk_row(it), c = chunk_column(it);
+    bf16* to = dst + r * kRowStride + c;
+    if (r < at.T)
+      cp_async16(to, src + (part < 0 ? at.rows_at(r) : at.qkv_at(r, part)) + c);
+    else
+      *reinterpret_cast<uint4*>(to) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// x + bias, (x0, x1) rotated by (cos, sin) when given, rounded to bf16: v4's prepare_qkv_quad on the eight
+// elements of one 16-byte chunk (four RoPE pairs).
+__device__ inline uint4 prepare_chunk(uint4 raw, const float (&bias)[kChunk], const float* cos, const float* sin) {
+  unsigned w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    float x0 = x.x + bias[2 * i], x1 = x.y + bias[2 * i + 1];
+    if (cos != nullptr) {
+      const float2 g = rotate(x0, x1, cos[i], sin[i]);
+      x0 = g.x;
+      x1 = g.y;
+    }
+    w[i] = pack_bf16(x0, x1);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The bias and RoPE factors of this thread's chunks (one column, kChunksPerThread rows), fetched 16 bytes
+// at a time while the rows are still in flight; apply() prepares the landed rows in place.
+struct HeadPreparation {
+  float bias[3][kChunk];
+  float cos[kChunksPerThread][4], sin[kChunksPerThread][4];
+
+  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
+    const int c = chunk_column(0);
+#pragma unroll
+    for (int part = 0; part < 3; ++part) {
+      const float* b = qkv_bias + part * at.C + at.h * kHeadDim + c;
+      const float4 lo = __ldg(reinterpret_cast<const float4*>(b)), hi = __ldg(reinterpret_cast<const float4*>(b + 4));
+      bias[part][0] = lo.x, bias[part][1] = lo.y, bias[part][2] = lo.z, bias[part][3] = lo.w;
+      bias[part][4] = hi.x, bias[part][5] = hi.y, bias[part][6] = hi.z, bias[part][7] = hi.w;
+    }
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = chunk_row(it) < at.T ? chunk_row(it) : 0;  // a padding row is not prepared
+      const float4 cs = __ldg(reinterpret_cast<const float4*>(rope.cos + r * kPairs + c / 2));
+      const float4 sn = __ldg(reinterpret_cast<const float4*>(rope.sin + r * kPairs + c / 2));
+      cos[it][0] = cs.x, cos[it][1] = cs.y, cos[it][2] = cs.z, cos[it][3] = cs.w;
+      sin[it][0] = sn.x, sin[it][1] = sn.y, sin[it][2] = sn.z, sin[it][3] = sn.w;
+    }
+  }
+
+  // After this thread's cp_async_wait: its own chunks of q, k, v, bias added and q, k rotated.
+  __device__ void apply(bf16* q, bf16* k, bf16* v, const HeadRows& at) const {
+    const int c = chunk_column(0);
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = chunk_row(it);
+      if (r >= at.T) continue;
+      uint4* pq = reinterpret_cast<uint4*>(q + r * kRowStride + c);
+      uint4* pk = reinterpret_cast<uint4*>(k + r * kRowStride + c);
+      uint4* pv = reinterpret_cast<uint4*>(v + r * kRowStride + c);
+      *pq = prepare_chunk(*pq, bias[0], cos[it], sin[it]);
+      *pk = prepare_chunk(*pk, bias[1], cos[it], sin[it]);
+      *pv = prepare_chunk(*pv, bias[2], nullptr, nullptr);
+    }
+  }
+};
+
+// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
+// (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own 16 staging rows (stride
+// kRowStride, free to overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight
+// neighbouring lanes; rows at or past T are not written.
+template <typename Address>
+__device__ void store_head_block_staged(bf16* dst, bf16* stage, const float (&acc)[kHeadDim / 8][4], float scale,
+                                        bool rotate_back, RopeTable rope, int row0, int T, int lane,
+                                        Address address) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = lane / 4 + 8 * half, t = row0 + r;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      const int c = 8 * n + 2 * (lane % 4);
+      float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
+      if (rotate_back && t < T) {
+        const float2 g = rotate(x0, x1, rope.cos[t * kPairs + c / 2], -rope.sin[t * kPairs + c / 2]);
+        x0 = g.x;
+        x1 = g.y;
+      }
+      *reinterpret_cast<unsigned*>(stage + r * kRowStride + c) = pack_bf16(x0, x1);
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerLane = kRows * kChunksPerRow / 32;
+#pragma unroll
+  for (int j = 0; j < kChunksPerLane; ++j) {
+    const int id = lane + 32 * j, r = id / kChunksPerRow, c = kChunk * (id % kChunksPerRow);
+    if (row0 + r < T)
+      *reinterpret_cast<uint4*>(dst + address(row0 + r) + c) =
+          *reinterpret_cast<const uint4*>(stage + r * kRowStride + c);
+  }
+  __syncwarp();  // the stage may be written again
+}
+
+__device__ inline HeadRows head_rows(int head, const AttentionShape& s) {
+  return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};
+}
+
+struct ForwardSmemV5 {
+  bf16 head[2][3][kHeadElements];  // [buffer][q, k, v]
+};
+// v6 never fetches ahead: it needs (and is given) the first buffer only.
+inline constexpr std::size_t kForwardSmemOneHead = sizeof(bf16) * 3 * kHeadElements;
+
+__device__ inline void fetch_head_async(bf16 (&buffer)[3][kHeadElements], const bf16* qkv, const HeadRows& at) {
+#pragma unroll
+  for (int part = 0; part < 3; ++part) fetch_rows_async(buffer[part], qkv, at, part);
+}
+
+// The forward of one head whose raw q, k, v are in `head` (this thread's cp.async copies complete):
+// prepared in place, then each warp's two row blocks, their output staged in their own q rows.
+__device__ __forceinline__ void forward_head(bf16 (&head)[3][kHeadElements], const HeadPreparation& prep, bf16* out,
+                                             float* lse, const HeadRows& at, const FusedArgs& args) {
+  const AttentionShape& s = args.s;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  prep.apply(head[0], head[1], head[2], at);
+  __syncthreads();
+  for (int pass = 0; pass < 2; ++pass) {
+    const int m = warp_row_block(warp, pass), q0 = kRows * m;
+    if (q0 >= s.T) continue;
+    float o[kHeadDim / 8][4], row_lse[2];
+    attend_row_block<Exponent::log2>(o, row_lse, head[0], head[1], head[2], m, s.T, args.scale, lane);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = q0 + lane / 4 + 8 * h;
+      if (lane % 4 == 0 && row < s.T) lse[at.stats_at(row, s.heads)] = row_lse[h];
+    }
+    // Only this warp reads q's rows q0 .. q0+15, and it has them in registers now.
+    __syncwarp();
+    store_head_block_staged(out, head[0] + q0 * kRowStride, o, 1.0f, false, args.rope, q0, s.T, lane,
+                            [&](int t) { return at.rows_at(t); });
+  }
+}
+
+// v5: persistent (grid: as many blocks as fit at once, two per SM), two buffers.
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_v5_forward_kernel(bf16* out, float* lse, const bf16* qkv, const float* bias, FusedArgs args) {
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  ForwardSmemV5& sm = *reinterpret_cast<ForwardSmemV5*>(smem_bytes);
+  const AttentionShape& s = args.s;
+  const int heads = s.batch * s.heads;
+  const int first = static_cast<int>(blockIdx.x), stride = static_cast<int>(gridDim.x);
+  if (first >= heads) return;
+  fetch_head_async(sm.head[0], qkv, head_rows(first, s));
+  cp_async_commit();
+  for (int head = first, i = 0; head < heads; head += stride, ++i) {
+    // The next head's rows travel while this one is computed; its buffer was last read before the barrier
+    // that ended the previous iteration.
+    if (head + stride < heads) fetch_head_async(sm.head[(i + 1) % 2], qkv, head_rows(head + stride, s));
+    cp_async_commit();
+    const HeadRows at = head_rows(head, s);
+    HeadPreparation prep;
+    prep.load(bias, args.rope, at);
+    cp_async_wait<1>();
+    forward_head(sm.head[i % 2], prep, out, lse, at, args);
+    __syncthreads();
+  }
+}
+
+// v6: one block per head (grid: every head), one buffer, four blocks per SM, so only other blocks hide a
+// block's loads.
+__global__ void __launch_bounds__(kThreads, 4)
+    fused_attention_v6_forward_kernel(bf16* out, float* lse, const bf16* qkv, const float* bias, FusedArgs args) {
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  ForwardSmemV5& sm = *reinterpret_cast<ForwardSmemV5*>(smem_bytes);
+  const HeadRows at = head_rows(static_cast<int>(blockIdx.x), args.s);
+  fetch_head_async(sm.head[0], qkv, at);
+  cp_async_commit();
+  HeadPreparation prep;
+  prep.load(bias, args.rope, at);
+  cp_async_wait<0>();
+  forward_head(sm.head[0], prep, out, lse, at, args);
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_v5_backward_kernel(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                       const bf16* qkv, const float* bias, FusedArgs args) {
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_bytes);
+  static_assert(kHeadElements <= kMaxT * kDsStride, "out's rows wait in the ds^T buffer");
+  const AttentionShape& s = args.s;
+  const HeadRows at{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), s.T, s.channels()};
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  {
+    bf16* out_rows = sm.ds_t;  // until delta is taken; ds^T is first written after the barrier below
+    fetch_rows_async(sm.q, qkv, at, 0);
+    fetch_rows_async(sm.k, qkv, at, 1);
+    fetch_rows_async(sm.v, qkv, at, 2);
+    fetch_rows_async(sm.dout, dout, at, -1);
+    fetch_rows_async(out_rows, out, at, -1);
+    cp_async_commit();
+    for (int t = threadIdx.x; t < kMaxT; t += kThreads)
+      sm.lse[t] = t < s.T ? kLog2e * lse[at.stats_at(t, s.heads)] : 0.0f;
+    HeadPreparation prep;
+    prep.load(bias, args.rope, at);
+    cp_async_wait<0>();
+    prep.apply(sm.q, sm.k, sm.v, at);
+    // delta = rowsum(dout * out) in fp32, as v4: a row's chunks sit in kChunksPerRow neighbouring threads.
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = chunk_row(it), c = chunk_column(it);
+      const uint4 a = *reinterpret_cast<const uint4*>(sm.dout + r * kRowStride + c);
+      const uint4 b = *reinterpret_cast<const uint4*>(out_rows + r * kRowStride + c);
+      const bf16* x = reinterpret_cast<const bf16*>(&a);
+      const bf16* y = reinterpret_cast<const bf16*>(&b);
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
+      for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+      if (c == 0) sm.delta[r] = dot;
+    }
+  }
+  __syncthreads();
+
+  // dk and dv of the warp's key blocks (ds^T into shared memory for dq), staged in the block's v rows:
+  // only this warp reads them, into registers at the start of key_block_gradients.
+  for (int pass = 0; pass < 2; ++pass) {
+    const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
+    if (key0 >= s.T) continue;
+    float dv[kHeadDim / 8][4], dk[kHeadDim / 8][4];
+    key_block_gradients<Exponent::log2>(dv, dk, sm, kb, s.T, args.scale, lane);
+    __syncwarp();
+    bf16* stage = sm.v + key0 * kRowStride;
+    store_head_block_staged(dqkv, stage, dv, 1.0f, false, args.rope, key0, s.T, lane,
+                            [&](int t) { return at.qkv_at(t, 2); });
+    store_head_block_staged(dqkv, stage, dk, args.scale, true, args.rope, key0, s.T, lane,
+                            [&](int t) { return at.qkv_at(t, 1); });
+  }
+  __syncthreads();
+
+  // dq = scale ds k for the warp's query blocks, staged in q's rows (no product reads q any more).
+  for (int pass = 0; pass < 2; ++pass) {
+    const int m = warp_row_block(warp, pass), q0 = kRows * m;
+    if (q0 >= s.T) continue;
+    float dq[kHeadDim / 8][4];
+    query_block_dq(dq, sm, m, lane);
+    store_head_block_staged(dqkv, sm.q + q0 * kRowStride, dq, args.scale, true, args.rope, q0, s.T, lane,
+                            [&](int t) { return at.qkv_at(t, 0); });
+  }
+}
+
+// Blocks of the persistent forward: as many as fit at once, never more than there are heads.
+int g_forward_grid = 0;
+
+void check_aligned_v5(const void* p, const char* what) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    throw Error(std::string("gpt: attention v5 needs 16-byte aligned buffers (") + what + ")");
+}
+
+void check_tables_v5(const float* qkv_bias, const FusedArgs& args) {
+  check_aligned_v5(qkv_bias, "qkv bias");
+  check_aligned_v5(args.rope.cos, "RoPE cos");
+  check_aligned_v5(args.rope.sin, "RoPE sin");
+}
+
+}  // namespace
+
+void configure_v5() {
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v5_forward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(sizeof(ForwardSmemV5))));
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v6_forward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kForwardSmemOneHead)));
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v5_backward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(sizeof(BackwardSmem))));
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_attention_v5_forward_kernel, kThreads,
+                                                               sizeof(ForwardSmemV5)));
+  if (per_sm < 1) throw Error("gpt: attention v5's forward does not fit on this GPU's SMs");
+  g_forward_grid = sms * per_sm;
+}
+
+void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream) {
+  if (g_forward_grid == 0) throw Error("gpt: attention v5 runs after fused_attention_configure()");
+  check_aligned_v5(out, "out");
+  check_aligned_v5(qkv, "qkv");
+  check_tables_v5(qkv_bias, args);
+  const int heads = args.s.batch * args.s.heads;
+  fused_attention_v5_forward_kernel<<<std::min(heads, g_forward_grid), kThreads, sizeof(ForwardSmemV5), stream>>>(
+      out, lse, qkv, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream) {
+  check_aligned_v5(out, "out");
+  check_aligned_v5(qkv, "qkv");
+  check_tables_v5(qkv_bias, args);
+  const int heads = args.s.batch * args.s.heads;
+  fused_attention_v6_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
+                                                                                          args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                 const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
+  check_aligned_v5(dqkv, "dqkv");
+  check_aligned_v5(dout, "dout");
+  check_aligned_v5(out, "out");
+  check_aligned_v5(qkv, "qkv");
+  check_tables_v5(qkv_bias, args);
+  const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
+  fused_attention_v5_backward_kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv,
+                                                                                        qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace roofbench::gpt::cuda::attention
