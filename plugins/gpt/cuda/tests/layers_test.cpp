@@ -268,7 +268,9 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
               rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv),
               rel_l2(v5.out, ref.out), rel_l2(v5.dqkv, ref.dqkv));
   const FusedAttentionRun again = run_bf16(kBf16AttentionKeeper);
-  const FusedAttentionRun& keeper = kBf16AttentionKeeper == AttentionVersion::v5 ? v5 : v4;
+  const FusedAttentionRun& keeper = kBf16AttentionKeeper == AttentionVersion::v5   ? v5
+                                    : kBf16AttentionKeeper == AttentionVersion::v6 ? v6
+                                                                                   : v4;
   EXPECT_EQ(again.out, keeper.out);
   EXPECT_EQ(again.dqkv, keeper.dqkv);
   EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
@@ -318,8 +320,8 @@ TEST_P(GptFusedAttentionManyHeads, V5AndV6MatchV4OnEveryHead) {
   const FusedAttentionRun v6 = run(AttentionVersion::v6);
   for (const FusedAttentionRun* other : {&v5, &v6}) {
     EXPECT_LT(rel_l2(other->lse, v4.lse), 1e-5);
-    EXPECT_LT(worst_head_error(other->out, v4.out, B, T, 1, H, hd), 1e-2);
-    EXPECT_LT(worst_head_error(other->dqkv, v4.dqkv, B, T, 3, H, hd), 1e-2);
+    EXPECT_LT(worst_head_error(other->out, v4.out, B, T, 1, H, hd), 2e-2);
+    EXPECT_LT(worst_head_error(other->dqkv, v4.dqkv, B, T, 3, H, hd), 2e-2);
   }
   std::printf("T %d, %d heads: worst head vs v4: v5 out %.2e dqkv %.2e; v6 out %.2e dqkv %.2e\n", T, B * H,
               worst_head_error(v5.out, v4.out, B, T, 1, H, hd), worst_head_error(v5.dqkv, v4.dqkv, B, T, 3, H, hd),
