@@ -5,7 +5,8 @@
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
 //      products: R1's keeper (fp32 on TF32); its bf16 instantiation is R2's former keeper, kept for the lab.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
-//   v5 (attention_v5.cu): v4's arithmetic, rows moved by cp.async, a persistent forward: the keeper of R2 and up.
+//   v5, v6 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one block
+//      per head (v6: the keeper of R2 and up).
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 

@@ -25,8 +25,14 @@
 // backward is deterministic (no atomics, a fixed order), so R4's recomputed backward equals R3's bit for
 // bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, backward 194, no spills.
 //
-// On the H200: not measured yet (written 2026-12-01 against v4's R3 b512 profile: forward 220 us, backward
-// 548 us per layer).
+// On the H200 (2026-12-01, lab_attention_bf16 under --profile, us per layer, forward + backward):
+//              b64 forward  backward   b512 forward  backward
+//   v4              28.4      66.5          200.6     525.7
+//   v5              33.4      49.1          230.0     392.0
+//   v6              23.8      49.0          153.7     390.1
+// The persistent forward lost: at two blocks (8 warps) per SM its compute, not its memory, is the limit,
+// and one block per head at four per SM (16 warps) hides more latency than the second buffer saves. So
+// v6 is the keeper.
 #include <cuda_bf16.h>
 
 #include <algorithm>

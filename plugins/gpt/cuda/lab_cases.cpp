@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3 for fp32 and v5 for bf16, elementwise v2, weight gradients v3).
+// run the keepers only (attention v3 for fp32 and v6 for bf16, elementwise v2, weight gradients v3).
 //   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
 //   lab_attention_bf16/version:v3|v4|v5|v6/batch:64|512  the same on bf16 tensors (attention_v3.cu,
 //                                     attention_v4.cu, attention_v5.cu), also at R3's batch
@@ -375,8 +375,8 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<AttentionLab<bf16>>("lab_attention_bf16",
                                    "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
                                    "the training shape; v3 WMMA tiles, v4 mma.sync with the scores in registers, "
-                                   "v5 v4's products with cp.async rows and a persistent forward (R2-R4's), v6 v5 "
-                                   "with its forward one block per head",
+                                   "v5 v4's products with cp.async rows and a persistent forward, v6 v5 with its "
+                                   "forward one block per head (R2-R4's)",
                                    {"v3", "v4", "v5", "v6"}, Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab>("lab_elementwise",
