@@ -306,6 +306,34 @@ __device__ __forceinline__ void query_block_dq(float (&dq)[kHeadDim / 8][4], con
   }
 }
 
+// The backward once its prologue has filled sm (q, k, v prepared, dout, lse, delta): each warp's key blocks
+// (dv, dk, and ds^T into shared memory), a barrier, then its query blocks (dq = ds k). store(acc, scale,
+// rotate_back, row0, part, stage) writes a finished 16-row block of part 0, 1, 2 (dq, dk, dv): times scale,
+// rotated back for dq and dk; stage is 16 rows of shared memory it may overwrite (the key block's v rows,
+// which only this warp read, then the query block's q rows, which no product reads after the barrier).
+template <Exponent kExp, typename Store>
+__device__ __forceinline__ void backward_row_blocks(BackwardSmem& sm, int T, float scale, Store store) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int pass = 0; pass < 2; ++pass) {
+    const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
+    if (key0 >= T) continue;
+    float dv[kHeadDim / 8][4], dk[kHeadDim / 8][4];
+    key_block_gradients<kExp>(dv, dk, sm, kb, T, scale, lane);
+    __syncwarp();
+    bf16* stage = sm.v + key0 * kRowStride;
+    store(dv, 1.0f, false, key0, 2, stage);
+    store(dk, scale, true, key0, 1, stage);
+  }
+  __syncthreads();
+  for (int pass = 0; pass < 2; ++pass) {
+    const int m = warp_row_block(warp, pass), q0 = kRows * m;
+    if (q0 >= T) continue;
+    float dq[kHeadDim / 8][4];
+    query_block_dq(dq, sm, m, lane);
+    store(dq, scale, true, q0, 0, sm.q + q0 * kRowStride);
+  }
+}
+
 // Rows r and r + 8 of a 16 x 64 accumulator block (8 n8 tiles) to memory: times scale, and (q, k) rotated
 // back to the raw qkv's frame; rows at or past T are skipped.
 template <typename Address>

@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kThreads)
   BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_bytes);
   const AttentionShape& s = args.s;
   const HeadRows at{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), s.T, s.channels()};
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
   {
     HeadFetch fq, fk, fv, fo;
     fq.fetch(qkv, at, 0);
@@ -160,26 +160,12 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
 
-  // dk and dv of the warp's key blocks; ds^T into shared memory for dq.
-  for (int pass = 0; pass < 2; ++pass) {
-    const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
-    if (key0 >= s.T) continue;
-    float dv[kHeadDim / 8][4], dk[kHeadDim / 8][4];
-    key_block_gradients<Exponent::natural>(dv, dk, sm, kb, s.T, args.scale, lane);
-    store_head_block(dqkv, dv, 1.0f, false, args.rope, key0, s.T, lane, [&](int t) { return at.qkv_at(t, 2); });
-    store_head_block(dqkv, dk, args.scale, true, args.rope, key0, s.T, lane,
-                     [&](int t) { return at.qkv_at(t, 1); });
-  }
-  __syncthreads();
-
-  // dq = scale ds k for the warp's query blocks.
-  for (int pass = 0; pass < 2; ++pass) {
-    const int m = warp_row_block(warp, pass), q0 = kRows * m;
-    if (q0 >= s.T) continue;
-    float dq[kHeadDim / 8][4];
-    query_block_dq(dq, sm, m, lane);
-    store_head_block(dqkv, dq, args.scale, true, args.rope, q0, s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
-  }
+  backward_row_blocks<Exponent::natural>(
+      sm, s.T, args.scale,
+      [&](const float(&acc)[kHeadDim / 8][4], float scale, bool rotate_back, int row0, int part, bf16*) {
+        store_head_block(dqkv, acc, scale, rotate_back, args.rope, row0, s.T, lane,
+                         [&](int t) { return at.qkv_at(t, part); });
+      });
 }
 
 dim3 grid_v4(const AttentionShape& s) {

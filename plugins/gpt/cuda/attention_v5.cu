@@ -32,7 +32,10 @@
 //   v6              23.8      49.0          153.7     390.1
 // The persistent forward lost: at two blocks (8 warps) per SM its compute, not its memory, is the limit,
 // and one block per head at four per SM (16 warps) hides more latency than the second buffer saves. So
-// v6 is the keeper.
+// v6 is the keeper. Those backward figures still fetched the rotation's factors in the staged stores
+// one pair at a time behind the staging stores (a generic load may alias shared memory); they are now
+// fetched first through the read-only path
+// (not yet run on a GPU).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -130,20 +133,34 @@ struct HeadPreparation {
 // A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
 // (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own 16 staging rows (stride
 // kRowStride, free to overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight
-// neighbouring lanes; rows at or past T are not written.
+// neighbouring lanes; rows at or past T are not written. The rotation's factors are all fetched (read-only
+// path) before the first staging store, so their round trips overlap instead of queueing behind the stores.
 template <typename Address>
 __device__ void store_head_block_staged(bf16* dst, bf16* stage, const float (&acc)[kHeadDim / 8][4], float scale,
                                         bool rotate_back, RopeTable rope, int row0, int T, int lane,
                                         Address address) {
+  float cos[2][kHeadDim / 8], sin[2][kHeadDim / 8];
+  if (rotate_back) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = row0 + lane / 4 + 8 * half, row = t < T ? t : 0;  // a padding row is not stored
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        const int pair = (8 * n + 2 * (lane % 4)) / 2;
+        cos[half][n] = __ldg(rope.cos + row * kPairs + pair);
+        sin[half][n] = __ldg(rope.sin + row * kPairs + pair);
+      }
+    }
+  }
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int r = lane / 4 + 8 * half, t = row0 + r;
+    const int r = lane / 4 + 8 * half;
 #pragma unroll
     for (int n = 0; n < kHeadDim / 8; ++n) {
       const int c = 8 * n + 2 * (lane % 4);
       float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
-      if (rotate_back && t < T) {
-        const float2 g = rotate(x0, x1, rope.cos[t * kPairs + c / 2], -rope.sin[t * kPairs + c / 2]);
+      if (rotate_back) {
+        const float2 g = rotate(x0, x1, cos[half][n], -sin[half][n]);
         x0 = g.x;
         x1 = g.y;
       }
@@ -250,7 +267,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   static_assert(kHeadElements <= kMaxT * kDsStride, "out's rows wait in the ds^T buffer");
   const AttentionShape& s = args.s;
   const HeadRows at{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), s.T, s.channels()};
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
   {
     bf16* out_rows = sm.ds_t;  // until delta is taken; ds^T is first written after the barrier below
     fetch_rows_async(sm.q, qkv, at, 0);
@@ -282,31 +299,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
-  // dk and dv of the warp's key blocks (ds^T into shared memory for dq), staged in the block's v rows:
-  // only this warp reads them, into registers at the start of key_block_gradients.
-  for (int pass = 0; pass < 2; ++pass) {
-    const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
-    if (key0 >= s.T) continue;
-    float dv[kHeadDim / 8][4], dk[kHeadDim / 8][4];
-    key_block_gradients<Exponent::log2>(dv, dk, sm, kb, s.T, args.scale, lane);
-    __syncwarp();
-    bf16* stage = sm.v + key0 * kRowStride;
-    store_head_block_staged(dqkv, stage, dv, 1.0f, false, args.rope, key0, s.T, lane,
-                            [&](int t) { return at.qkv_at(t, 2); });
-    store_head_block_staged(dqkv, stage, dk, args.scale, true, args.rope, key0, s.T, lane,
-                            [&](int t) { return at.qkv_at(t, 1); });
-  }
-  __syncthreads();
-
-  // dq = scale ds k for the warp's query blocks, staged in q's rows (no product reads q any more).
-  for (int pass = 0; pass < 2; ++pass) {
-    const int m = warp_row_block(warp, pass), q0 = kRows * m;
-    if (q0 >= s.T) continue;
-    float dq[kHeadDim / 8][4];
-    query_block_dq(dq, sm, m, lane);
-    store_head_block_staged(dqkv, sm.q + q0 * kRowStride, dq, args.scale, true, args.rope, q0, s.T, lane,
-                            [&](int t) { return at.qkv_at(t, 0); });
-  }
+  backward_row_blocks<Exponent::log2>(
+      sm, s.T, args.scale,
+      [&](const float(&acc)[kHeadDim / 8][4], float scale, bool rotate_back, int row0, int part, bf16* stage) {
+        store_head_block_staged(dqkv, stage, acc, scale, rotate_back, args.rope, row0, s.T, lane,
+                                [&](int t) { return at.qkv_at(t, part); });
+      });
 }
 
 // Blocks of the persistent forward: as many as fit at once, never more than there are heads.
