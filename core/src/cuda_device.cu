@@ -173,6 +173,7 @@ class CudaDevice final : public Device {
   }
   double cache_bytes() const override { return l2_bytes_; }
   double driver_used_bytes() override {
+    ensure_usable();  // the first call of every case: a lost device says so before the driver is asked
     DeviceScope scope(info_.index);
     std::size_t free_bytes = 0, total = 0;
     ROOFBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
