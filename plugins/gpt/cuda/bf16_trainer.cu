@@ -123,6 +123,8 @@ class Bf16Trainer final : public Trainer {
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_, l > 0 ? d_resid16_ : nullptr,
                          l > 0 ? grad(offsets_.layers[l - 1].fc_proj_b) : nullptr);
+      // Block l's gradients are final (its fc_proj_b was written by the LayerNorm backward above it).
+      if (hooks_.block_backward_done) hooks_.block_backward_done(l);
     }
     embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }
@@ -195,11 +197,9 @@ class Bf16Trainer final : public Trainer {
 
 std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
-                                           bool checkpoint) {
+                                           bool checkpoint, StepReplay replay) {
   auto trainer = std::make_unique<Bf16Trainer>(cfg, alloc, stream, corpus, data_seed, checkpoint);
-  trainer->initialize(init_seed);  // the warm-up step inside the capture then runs on sane numbers
-  trainer->capture_step_graph();
-  trainer->initialize(init_seed);  // undo the warm-up step
+  trainer->start(init_seed, replay);
   return trainer;
 }
 

@@ -107,11 +107,10 @@ class FusedTrainer final : public Trainer {
 }  // namespace
 
 std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
-                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed) {
+                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
+                                            StepReplay replay) {
   auto trainer = std::make_unique<FusedTrainer>(cfg, alloc, stream, corpus, data_seed);
-  trainer->initialize(init_seed);  // the warm-up step inside capture() then runs on sane numbers
-  trainer->capture_step_graph();
-  trainer->initialize(init_seed);  // undo the warm-up step
+  trainer->start(init_seed, replay);
   return trainer;
 }
 

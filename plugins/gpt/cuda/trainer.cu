@@ -184,6 +184,13 @@ void Trainer::capture_step_graph() {
   ROOFBENCH_CUDA(status);
 }
 
+void Trainer::start(std::uint64_t init_seed, StepReplay replay) {
+  initialize(init_seed);
+  if (replay == StepReplay::enqueued) return;
+  capture_step_graph();
+  initialize(init_seed);
+}
+
 void Trainer::bind_stream(cudaStream_t stream) {
   stream_ = stream;
   ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_));
@@ -293,10 +300,11 @@ void Trainer::qkv_backward(int layer) {
 
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
-                                      std::uint64_t init_seed) {
-  if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed);
+                                      std::uint64_t init_seed, StepReplay replay) {
+  if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, replay);
   if (rung == Rung::bf16 || rung == Rung::bf16_checkpoint)
-    return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint);
+    return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint,
+                             replay);
   auto trainer = make_eager_trainer(cfg, alloc, stream, corpus, data_seed);
   trainer->initialize(init_seed);
   return trainer;

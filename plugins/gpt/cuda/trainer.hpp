@@ -50,6 +50,11 @@ void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream);
 enum class Rung { eager, fused, bf16, bf16_checkpoint };
 const char* to_string(Rung rung);
 
+// How R1 and up run a step: replayed as the one CUDA graph captured at construction, or enqueued kernel by
+// kernel, which is what a rung built on them needs when it hooks into the backward (R5's all-reduces).
+// R0 is always enqueued.
+enum class StepReplay { graph, enqueued };
+
 // The training text on the device, staged once.
 struct DeviceCorpus {
   const std::uint8_t* tokens = nullptr;
@@ -80,6 +85,9 @@ class Trainer {
   // step into a CUDA graph that train_step() replays from then on (R1 and up). The graph holds buffer
   // addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
   void capture_step_graph();
+  // What R1 and up do once built: initialise from `init_seed` and, for StepReplay::graph, capture the step
+  // (its warm-up step runs on sane numbers) and initialise again to undo that step.
+  void start(std::uint64_t init_seed, StepReplay replay);
 
   // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,
   // logits and every gradient, no update. Token ids in device memory, [batch * T] each.
@@ -99,8 +107,9 @@ class Trainer {
 
   // Where a rung built on this one (R5, data parallel) learns that parts of the flat gradient are final
   // on stream(), so that it can reduce them while the rest of the backward runs. Called on the host while
-  // the step is enqueued, in every backward (train_step and compute_gradients). Only the eager trainer
-  // calls block_backward_done: the fused one captures its step into a graph once and sets no hooks.
+  // the step is enqueued, in every backward (train_step and compute_gradients). The eager and bf16 trainers
+  // call block_backward_done (the fused one does not); a step replayed as a graph calls no hook at all, so a
+  // rung that hooks in builds its trainer with StepReplay::enqueued.
   struct StepHooks {
     // After block `layer`'s backward: its gradients are final, and for the top block LNf's too (the head
     // writes them first). Blocks come top down.
@@ -220,6 +229,6 @@ class Trainer {
 // `init_seed`; batches are drawn from `corpus` with `data_seed`.
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
-                                      std::uint64_t init_seed);
+                                      std::uint64_t init_seed, StepReplay replay = StepReplay::graph);
 
 }  // namespace roofbench::gpt::cuda
