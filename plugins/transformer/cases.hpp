@@ -28,8 +28,8 @@ std::unique_ptr<Case> make_prefill_attention(const std::string& impl, kernels::A
 // split_kv_<version>.
 std::unique_ptr<Case> make_decode_attention(const std::string& impl, const kernels::AttentionShape& shape,
                                             kernels::AttentionFault fault = kernels::AttentionFault::none);
-// y[tokens, out] = x[tokens, in] W^T in bf16 (fp32 accumulation); impl is cublaslt (every token count) or gemv
-// (1, 2, 4 or 8 tokens; NotApplicable otherwise).
+// y[tokens, out] = x[tokens, in] W^T in bf16 (fp32 accumulation); impl is cublaslt (every token count), gemv (the
+// best version) or gemv_<version> (1, 2, 4 or 8 tokens; NotApplicable otherwise).
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
                                   const std::string& impl = "cublaslt");
 
@@ -40,6 +40,7 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // v2 otherwise (B64 KV1024, 1490 keys: 3.83 against v7's 3.77). Between 1490 and 23832 keys the threshold
 // is a guess (the geometric middle, rounded), not a measurement.
 inline constexpr const char* kBestFusedVersion = "v3";
+inline constexpr const char* kBestGemvVersion = "v1";
 inline constexpr std::int64_t kLongestRunForSplits = 8192;
 std::string best_split_kv_version(const kernels::AttentionShape& shape, int sm_count);
 

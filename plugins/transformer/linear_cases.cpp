@@ -19,6 +19,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "cases.hpp"
@@ -173,11 +174,20 @@ class LtLinear final : public Linear {
 
 class GemvLinear final : public Linear {
  public:
-  GemvLinear(std::int64_t in, std::int64_t out, std::int64_t tokens) : Linear(in, out, tokens) {
+  GemvLinear(std::string version, std::int64_t in, std::int64_t out, std::int64_t tokens)
+      : Linear(in, out, tokens), version_(std::move(version)) {
+    const auto& versions = gemv_versions();
+    if (std::find(versions.begin(), versions.end(), version_) == versions.end())
+      throw Error("transformer: no gemv version '" + version_ + "'");
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
-    facts_.push_back({"kernel", "hand GEMV: a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"});
+    facts_.push_back({"kernel", "gemv_" + version_ + (version_ == "v1"
+                                    ? ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"
+                                    : ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory")});
   }
-  void run(Context& ctx) override { gemv_bf16(w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
+  void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
+
+ private:
+  std::string version_;
 };
 
 }  // namespace
@@ -185,7 +195,8 @@ class GemvLinear final : public Linear {
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
                                   const std::string& impl) {
   if (impl == "cublaslt") return std::make_unique<LtLinear>(in_features, out_features, tokens);
-  if (impl == "gemv") return std::make_unique<GemvLinear>(in_features, out_features, tokens);
+  if (impl == "gemv") return std::make_unique<GemvLinear>(kBestGemvVersion, in_features, out_features, tokens);
+  if (impl.rfind("gemv_", 0) == 0) return std::make_unique<GemvLinear>(impl.substr(5), in_features, out_features, tokens);
   throw Error("transformer: no linear implementation '" + impl + "'");
 }
 
@@ -196,8 +207,10 @@ void add_linear_cases(Plugin& plugin) {
       "GPT-2 small's MLP projections (768x3072 = fc, 3072x768 = proj) in bf16, tokens 1 to 8192: a weight read at "
       "one token, compute-bound in prefill; cuBLASLt (the fastest of its heuristic's candidates, timed in setup) "
       "at every token count, or a hand GEMV at 1 to 8";
+  std::vector<std::string> impls = {"cublaslt", "gemv"};
+  for (const std::string& v : gemv_versions()) impls.push_back("gemv_" + v);
   spec.axes = {Axis::strings("layer", {"768x3072", "3072x768"}), Axis::powers("tokens", 1, 8192),
-               Axis::strings("impl", {"cublaslt", "gemv"})};
+               Axis::strings("impl", impls)};
   spec.device = DeviceNeed::gpu();
   spec.precision = Precision::bf16;
   spec.make = [](const Params& p) {

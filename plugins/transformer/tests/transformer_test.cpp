@@ -142,7 +142,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
-  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv"}));
+  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
 
@@ -280,11 +280,12 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (int tokens : {1, 2, 4, 8}) {
-      const GateRun r = gate(make_linear(in, out, tokens, "gemv"), 2);
-      EXPECT_TRUE(passes(r.check, Precision::bf16)) << "gemv " << in << "x" << out << " at " << tokens << ": "
-                                                    << r.check.detail;
-    }
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2"})
+      for (int tokens : {1, 2, 4, 8}) {
+        const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
+        EXPECT_TRUE(passes(r.check, Precision::bf16)) << impl << " " << in << "x" << out << " at " << tokens << ": "
+                                                      << r.check.detail;
+      }
   }
 }
 
