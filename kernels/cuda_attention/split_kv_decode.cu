@@ -55,7 +55,13 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // the warps are doing, with no load instruction per 16 bytes and no register held for them. Stages never
 // cross a (batch, head). v9: chunks of 64 keys, 4 stages, 3 blocks per SM (up to 192 KB in flight per SM);
 // v10: 32-key chunks, 6 stages, 4 blocks per SM (the same bytes over more, shorter steps); v11: 64-key
-// chunks, 3 stages, 4 blocks per SM.
+// chunks, 3 stages, 4 blocks per SM. H200, 2026-12-01 12:30 UTC, one call (read roof 4.645 TB/s; stream
+// timing at B64 and B256, graph at B1), TB/s of KV cache read:
+//   B64 KV1024: v9 3.96, v11 3.76, v10 3.37; in the same call v2 3.75, v3 3.59, v7 3.77.
+//   B256 KV4096: v9 4.56, v11 4.57, v10 4.41; v2 4.39, v3 4.28, v7 4.59.
+//   B1 KV1024 (graph, us): v9 6.63, v11 6.49, v10 8.98; v2 5.84, v3 4.66, v7 6.53.
+// Larger stages and fewer blocks per SM did better (v9 against v11 and v10): each stage costs a block-wide
+// barrier and a wait. At B64 KV1024, v9's runs are 2048 keys, two whole (batch, head)s: no combine at all.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;

@@ -2,7 +2,8 @@
 // whose arithmetic intensity grows with the tokens in flight, from a weight read (decode) to compute-bound
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
-// named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
+// named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
+// gemv_v1 and gemv_v2, `gemv` the best, kBestGemvVersion).
 //
 // H200, 2026-12-01 (read roof 4.63 TB/s; cuBLASLt's candidates then chosen by eager timing, not yet by
 // graph groups), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
@@ -12,6 +13,10 @@
 // PyTorch 8.34 and 10.11. The same one-run samples hot (--graph on --runs-per-sample 1) took gemv 4.32 and
 // 4.29 us: a lone replay costs ~2.3 us more than a kernel among hundreds in one graph, more than the whole
 // 2.04 us that 50% of the read roof allows, so one cold kernel cannot reach 50% as --cold times it.
+// A later call (read roof 4.645 TB/s), after --cold in graph mode moved the flush and the events into the
+// graph: hot, gemv_v1 2.04 and 2.10 us, gemv_v2 2.43 and 2.35; cold, gemv_v1 5.98 and 5.86 us (17% of the read
+// roof), gemv_v2 6.40 and 6.18, cuBLASLt 7.01 and 9.25. Even in the graph, events around one kernel keep its
+// launch: an empty kernel between two event nodes right after the flush took 2.59 us there.
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form

@@ -152,11 +152,11 @@ TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
   };
   EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
-  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
+  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v9");
   EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132), "v7");  // 23832 keys per balanced block
-  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v2");        // 5958
+  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v9");        // 5958
   EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132), "v7");  // 11916
-  for (const char* v : {"v2", "v3", "v7"})
+  for (const char* v : {"v3", "v7", "v9"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
   EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
