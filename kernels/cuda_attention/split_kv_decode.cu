@@ -290,6 +290,28 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
                                  partials + bh * splits * kPartialFloats, o + bh * kHeadDim);
 }
 
+// Balanced versions, every thread of the block: merges the groups' part of (batch, head) `bh` that `block`'s
+// run holds, and writes the output row if the run holds all of the head, else publishes the block's partial
+// and, if it is the last of the head's blocks to arrive, combines them. The caller syncs before the groups'
+// shared memory is used again.
+template <typename T, AttentionFault kFault>
+__device__ __forceinline__ void finish_head_of_run(const GroupState& st, int group, int lane, std::int64_t block,
+                                                   std::int64_t bh, std::int64_t kv_len, std::int64_t keys_per_block,
+                                                   float* partials, unsigned* arrivals, T* o) {
+  const BlockPartial b = merge_groups<kFault>(st, group, lane);
+  if (threadIdx.x >= kHeadDim) return;
+  const std::int64_t head_begin = bh * kv_len;
+  const std::int64_t first_block = head_begin / keys_per_block;
+  const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
+  if (first_block == last_block) {
+    o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
+    return;
+  }
+  publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
+                                 unsigned(last_block - first_block + 1), partials + (first_block + bh) * kPartialFloats,
+                                 o + bh * kHeadDim);
+}
+
 // v5: the whole cache, (batch, head) after (batch, head), cut into equal runs of keys, one per block, and
 // as many blocks as the GPU holds at once (stream-K's balance, applied to decode): one wave, every block the
 // same bytes, no tail of a last partial wave and no block started twice per SM. A block's run may cross
@@ -315,18 +337,7 @@ __global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void balanced_split_k
     GroupState st;
     accumulate_keys<T, kKeysInFlight, false, kPipelined, kFault>(keys, values, query, begin,
                                                                  end < keys_read ? end : int(keys_read), group, st);
-    const BlockPartial b = merge_groups<kFault>(st, group, lane);
-    if (threadIdx.x < kHeadDim) {
-      const std::int64_t first_block = head_begin / keys_per_block;
-      const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
-      if (first_block == last_block) {
-        o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
-      } else {
-        publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
-                                       unsigned(last_block - first_block + 1),
-                                       partials + (first_block + bh) * kPartialFloats, o + bh * kHeadDim);
-      }
-    }
+    finish_head_of_run<T, kFault>(st, group, lane, block, bh, kv_len, keys_per_block, partials, arrivals, o);
     __syncthreads();  // the groups' shared memory is read before the next head writes it
   }
 }
@@ -445,18 +456,7 @@ __global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void bulk_split_kv_ke
     consumer.advance();
     const bool head_done = end == head_begin + kv_len || end == run_end;
     if (head_done) {
-      const BlockPartial b = merge_groups<kFault>(st, group, lane);
-      if (threadIdx.x < kHeadDim) {
-        const std::int64_t first_block = head_begin / keys_per_block;
-        const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
-        if (first_block == last_block) {
-          o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
-        } else {
-          publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
-                                         unsigned(last_block - first_block + 1),
-                                         partials + (first_block + bh) * kPartialFloats, o + bh * kHeadDim);
-        }
-      }
+      finish_head_of_run<T, kFault>(st, group, lane, block, bh, kv_len, keys_per_block, partials, arrivals, o);
       st = GroupState{};
       if (consumer.more()) {
         ++bh;
