@@ -163,8 +163,10 @@ class Bf16Trainer final : public Trainer {
     linear_forward(cublas_, branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-    linear_forward(cublas_, a.fc, CUDA_R_16BF, a.ln2, weight(o.fc_w), N, C, H);
-    bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_);
+    // fc's bias in the GEMM's epilogue (bf16, as autocast's linear adds it), so GELU reads z once.
+    linear_forward_bias(cublas_lt_, lt_workspace(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H,
+                        stream_);
+    gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
   }
 
   // R4: block l's activations again, from its input resid_[l] (kept through the step). Its LN1 runs on its

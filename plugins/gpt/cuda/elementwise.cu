@@ -58,28 +58,65 @@ __global__ void bias_gelu_forward4_kernel(T* out, T* z, const float* bias, int q
   }
 }
 
-// dz = dout * GELU'(z), written four columns at a time, and returned (fp32, before any rounding) for the
-// bias gradient's column sums.
+// dz = dout * GELU'(z), written kWidth columns at a time (one 16-byte access: 4 fp32 or 8 bf16), and
+// returned (fp32, before any rounding) for the bias gradient's column sums.
 template <typename T>
-struct GeluBackwardTerm4 {
+struct GeluBackwardTerm {
+  static constexpr int kWidth = kPer16Bytes<T>;
   T* dz;
   const T* dout;
   const T* z;
   int cols;
   struct Fetched {
-    float4 g, x;
+    Floats<kWidth> g, x;
   };
   __device__ std::size_t at(int row, int col) const { return static_cast<std::size_t>(row) * cols + col; }
   __device__ Fetched fetch(int row, int col) const {
-    return Fetched{load4(dout + at(row, col)), load4(z + at(row, col))};
+    return Fetched{load_floats<kWidth>(dout + at(row, col)), load_floats<kWidth>(z + at(row, col))};
   }
-  __device__ float4 finish(int row, int col, const Fetched& f) const {
-    const float4 d = make_float4(f.g.x * gelu_derivative(f.x.x), f.g.y * gelu_derivative(f.x.y),
-                                 f.g.z * gelu_derivative(f.x.z), f.g.w * gelu_derivative(f.x.w));
-    store4(dz + at(row, col), d);
+  __device__ Floats<kWidth> finish(int row, int col, const Fetched& f) const {
+    Floats<kWidth> d;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) d.v[i] = f.g.v[i] * gelu_derivative(f.x.v[i]);
+    store_floats(dz + at(row, col), d);
     return d;
   }
 };
+
+// out = GELU(z) on a pre-activation whose bias the fc GEMM's epilogue already added (linear_forward_bias):
+// z read, out written, 16 bytes a vector, two vectors' loads in flight per thread before either store; the
+// tail past the last whole vector by the first threads.
+template <typename T>
+__global__ void gelu_forward_vec_kernel(T* __restrict__ out, const T* __restrict__ z, std::size_t n) {
+  constexpr int kWidth = kPer16Bytes<T>;
+  const std::size_t vectors = n / kWidth, stride = std::size_t{gridDim.x} * blockDim.x;
+  const auto apply = [](Floats<kWidth>& f) {
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) f.v[i] = gelu(f.v[i]);
+  };
+  std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  for (; q + stride < vectors; q += 2 * stride) {
+    Floats<kWidth> a = load_floats<kWidth>(z + kWidth * q), b = load_floats<kWidth>(z + kWidth * (q + stride));
+    apply(a);
+    apply(b);
+    store_floats(out + kWidth * q, a);
+    store_floats(out + kWidth * (q + stride), b);
+  }
+  if (q < vectors) {
+    Floats<kWidth> a = load_floats<kWidth>(z + kWidth * q);
+    apply(a);
+    store_floats(out + kWidth * q, a);
+  }
+  const std::size_t tail = kWidth * vectors + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (tail < n) out[tail] = from_float<T>(gelu(to_float(z[tail])));
+}
+
+template <typename T>
+void launch_gelu_forward_vec(T* out, const T* z, std::size_t n, cudaStream_t stream) {
+  if (!aligned16(out) || !aligned16(z)) throw Error("gpt: the vectorized GELU forward needs 16-byte aligned buffers");
+  gelu_forward_vec_kernel<T><<<elementwise_blocks(n / kPer16Bytes<T> + 1), kElementwiseThreads, 0, stream>>>(out, z, n);
+  ROOFBENCH_CUDA_LAUNCH();
+}
 
 __global__ void cast_to_bf16_kernel(__nv_bfloat16* out, const float* in, std::size_t n) {
   const std::size_t quads = n / 4;
@@ -90,8 +127,6 @@ __global__ void cast_to_bf16_kernel(__nv_bfloat16* out, const float* in, std::si
   const std::size_t tail = 4 * quads + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (tail < n) out[tail] = __float2bfloat16_rn(in[tail]);
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
@@ -131,7 +166,8 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
     column_sum(dbias, dz, rows, cols, partials, stream);
     return;
   }
-  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<float>{dz, dout, z, cols}, partials, stream);
+  column_sums_vec<4, 8>(ColumnOutputs{{dbias}, cols}, rows, cols, GeluBackwardTerm<float>{dz, dout, z, cols}, partials,
+                        stream);
 }
 
 void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream) {
@@ -152,9 +188,18 @@ void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols
 
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
                              float* partials, cudaStream_t stream) {
-  if (cols % 4 != 0 || !aligned4(dz) || !aligned4(dout) || !aligned4(z))
-    throw Error("gpt: gelu_backward_bias_grad on bf16 needs cols % 4 == 0 and 8-byte aligned buffers");
-  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<bf16>{dz, dout, z, cols}, partials, stream);
+  if (cols % 8 != 0 || !aligned16(dz) || !aligned16(dout) || !aligned16(z))
+    throw Error("gpt: gelu_backward_bias_grad on bf16 needs cols % 8 == 0 and 16-byte aligned buffers");
+  column_sums_vec<8, 8>(ColumnOutputs{{dbias}, cols}, rows, cols, GeluBackwardTerm<bf16>{dz, dout, z, cols}, partials,
+                        stream);
+}
+
+void gelu_forward_vectorized(float* out, const float* z, std::size_t n, cudaStream_t stream) {
+  launch_gelu_forward_vec(out, z, n, stream);
+}
+
+void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream) {
+  launch_gelu_forward_vec(out, z, n, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

@@ -1,10 +1,10 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3 for fp32 and v4 for bf16, elementwise v2, weight gradients v3).
+// run the keepers only (attention v3 for fp32 and v4 for bf16, elementwise v3, weight gradients v3).
 //   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
 //   lab_attention_bf16/version:v3|v4  the same on bf16 tensors (attention_v3.cu, attention_v4.cu)
-//   lab_elementwise/version:v1|v2  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
+//   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -179,11 +179,14 @@ class AttentionLab final : public Case {
 
 // ---------------------------------------------------------------------------------------------------
 // v1: the scalar kernels, three launches (bias + GELU, GELU's backward, the bias gradient's column sum);
-// v2 (R1's): 16-byte accesses, GELU's backward fused with the bias gradient.
+// v2: 16-byte accesses, GELU's backward fused with the bias gradient;
+// v3 (R1's): v2 with the bias moved into the fc GEMM's epilogue (linear_forward_bias, not timed here), so the
+// forward reads a pre-activation that already holds it and writes only GELU: z is neither rewritten nor
+// read for the add. Its minimum traffic is 5 tensors, not 6, and its gate's reference adds no bias.
 class ElementwiseLab final : public Case {
  public:
   explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
-    if (version_ != 1 && version_ != 2) throw Error("gpt lab_elementwise: versions are v1 and v2");
+    if (version_ < 1 || version_ > 3) throw Error("gpt lab_elementwise: versions are v1, v2 and v3");
   }
 
   void setup(Context& ctx) override {
@@ -203,8 +206,11 @@ class ElementwiseLab final : public Case {
 
   void run(Context& ctx) override {
     const int R = rows(), H = cfg_.hidden();
-    const bool vectorized = version_ == 2;
-    bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), vectorized);
+    const bool vectorized = version_ >= 2;
+    if (version_ == 3)
+      gelu_forward_vectorized(gelu_, z_, count(), stream_of(ctx));
+    else
+      bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), vectorized);
     if (vectorized) {
       gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx));
     } else {
@@ -213,10 +219,10 @@ class ElementwiseLab final : public Case {
     }
   }
 
-  // Minimum traffic: z and the bias read, z and GELU written; dout and z read, dz written.
+  // Minimum traffic: z and the bias read, z (not in v3) and GELU written; dout and z read, dz written.
   Work work() const override {
     Work w;
-    w.bytes = 4.0 * 6 * static_cast<double>(count());
+    w.bytes = 4.0 * (version_ == 3 ? 5 : 6) * static_cast<double>(count());
     w.items = static_cast<double>(count());
     w.item_name = "elements";
     return w;
@@ -225,8 +231,9 @@ class ElementwiseLab final : public Case {
   Check check(Context& ctx) override {
     const std::size_t n = count();
     const int H = cfg_.hidden();
-    const auto ref = reference::bias_gelu_reference(z_before_, download(ctx, bias_, H), download(ctx, dout_, n),
-                                                    rows(), H);
+    // v3's forward adds no bias (its GEMM did): its reference takes a zero one.
+    const std::vector<float> bias = version_ == 3 ? std::vector<float>(H, 0.0f) : download(ctx, bias_, H);
+    const auto ref = reference::bias_gelu_reference(z_before_, bias, download(ctx, dout_, n), rows(), H);
     WorstError errors;
     errors.add("z + bias", relative_l2_error(download(ctx, z_, n).data(), ref.pre.data(), n));
     errors.add("GELU", relative_l2_error(download(ctx, gelu_, n).data(), ref.out.data(), n));
@@ -376,8 +383,9 @@ std::vector<CaseSpec> lab_cases() {
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "
-                               "the training shape; v1 scalar, three launches, v2 16-byte and fused (R1's)",
-                               {"v1", "v2"}, Precision::fp32, 1e-4),
+                               "the training shape; v1 scalar, three launches, v2 16-byte and fused, v3 v2 with "
+                               "the bias in the fc GEMM's epilogue, so GELU's forward only reads z (R1's)",
+                               {"v1", "v2", "v3"}, Precision::fp32, 1e-4),
       lab_case<WgradLab>("lab_wgrad",
                          "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",

@@ -170,15 +170,15 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
 // of kRowsPerBlock), its warps take every kRowsPerBlock-th row, each lane keeps the running sums of its
 // kPerLane = C / 32 columns lane + 32 i in registers (the row too: every load of a row, dx's included when
 // beta != 0, is issued before the first is used, and dy and x are read once), then the warps' sums are added
-// in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, when dx_sums is
-// given, dx_sums[b, c] = sum of the final dx (the bias gradient of the projection below whose output
-// gradient dx is). A fixed order throughout, so the gradients are the same bits in every run.
+// in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, with_dx_sums,
+// partials[b, 2C + c] = sum of the final dx (the bias gradient of the projection below whose output
+// gradient dx is); a chunk's row of partials is 3C wide then, else 2C, so one second pass adds them all. A fixed order throughout, so the gradients are the same bits in every run.
 static_assert(kLayerNormBlockWarps == kRowsPerBlock);
 
 // Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held in registers.
 template <int kPerLane>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
-    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, float* dx_sums,
+    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, bool with_dx_sums,
                                     const float* dy, const float* x, const float* mean, const float* rstd,
                                     const float* __restrict__ w, int N, int chunk_rows, float beta) {
   constexpr int C = 32 * kPerLane;
@@ -226,21 +226,19 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
     warp_sums[warp][2 * C + lane + 32 * i] = sum_dx[i];
   }
   __syncthreads();
-  const int columns = dx_sums ? 3 * C : 2 * C;
+  const int columns = with_dx_sums ? 3 * C : 2 * C;
   for (int col = threadIdx.x; col < columns; col += blockDim.x) {
     float total = 0;
     for (int k = 0; k < kRowsPerBlock; ++k) total += warp_sums[k][col];
-    if (col < 2 * C)
-      partials[static_cast<std::size_t>(blockIdx.x) * 2 * C + col] = total;
-    else
-      dx_sums[static_cast<std::size_t>(blockIdx.x) * C + col - 2 * C] = total;
+    partials[static_cast<std::size_t>(blockIdx.x) * columns + col] = total;
   }
 }
 
 struct FusedBackwardArgs {
   float* dx;
   __nv_bfloat16* dx_bf16;
-  float *partials, *dx_sums;
+  float* partials;
+  bool with_dx_sums;
   const float *dy, *x, *mean, *rstd, *w;
   int N, chunk_rows, chunks;
   float beta;
@@ -249,7 +247,7 @@ struct FusedBackwardArgs {
 template <int kPerLane>
 void launch_fused_backward(const FusedBackwardArgs& a, cudaStream_t stream) {
   layernorm_backward_fused_kernel<kPerLane><<<a.chunks, kRowsPerBlock * 32, 0, stream>>>(
-      a.dx, a.dx_bf16, a.partials, a.dx_sums, a.dy, a.x, a.mean, a.rstd, a.w, a.N, a.chunk_rows, a.beta);
+      a.dx, a.dx_bf16, a.partials, a.with_dx_sums, a.dy, a.x, a.mean, a.rstd, a.w, a.N, a.chunk_rows, a.beta);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
@@ -325,18 +323,18 @@ void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const 
                         cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
   if (rows_fit_in_registers(C)) {
     const LayerNormChunks chunks = layernorm_chunks(N);
-    float* dx_sums = dx_column_sum ? partials + static_cast<std::size_t>(chunks.count) * 2 * C : nullptr;
-    const FusedBackwardArgs args{dx, dx_bf16, partials, dx_sums, dy, x, mean, rstd, w, N, chunks.rows, chunks.count,
-                                 beta};
+    const bool with_dx_sums = dx_column_sum != nullptr;
+    const FusedBackwardArgs args{dx, dx_bf16, partials, with_dx_sums, dy, x, mean, rstd, w, N, chunks.rows,
+                                 chunks.count, beta};
     kernel_for_width<FusedBackwardLauncher>(C)(args, stream);
-    column_finish(dw, db, C, partials, chunks.count, 2 * C, stream);
-    if (dx_column_sum) column_finish(dx_column_sum, nullptr, C, dx_sums, chunks.count, C, stream);
+    column_finish(ColumnOutputs{{dw, db, dx_column_sum}, C}, partials, chunks.count, (with_dx_sums ? 3 : 2) * C,
+                  stream);
     return;
   }
   layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd, w,
                                                                                  N, C, beta);
   ROOFBENCH_CUDA_LAUNCH();
-  column_sums(dw, db, C, N, 2 * C, LayerNormParamTerm{dy, x, mean, rstd, C}, partials, stream);
+  column_sums(ColumnOutputs{{dw, db}, C}, N, 2 * C, LayerNormParamTerm{dy, x, mean, rstd, C}, partials, stream);
   if (dx_column_sum) column_sum(dx_column_sum, dx, N, C, partials, stream);
 }
 
