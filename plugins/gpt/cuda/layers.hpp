@@ -145,6 +145,11 @@ std::size_t layernorm_partials_floats(int N, int C);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
+// The same with dy bf16 (R2 and up: the output of the bf16 matmul below, which autocast hands over in bf16),
+// widened to fp32 on load; everything else as above.
+void layernorm_backward(float* dx, float* dw, float* db, const bf16* dy, const float* x, const float* mean,
+                        const float* rstd, const float* w, int N, int C, float beta, float* partials,
+                        cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // elementwise.cu: the eager path's one-operation kernels.

@@ -114,7 +114,6 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   logits_ = activation(V);
   losses_ = activation(1);
   d_resid_ = activation(C);
-  d_ln_ = activation(C);
   onehot_ = activation(V);
   const std::size_t widest = std::max({2 * C, 3 * C, H});
   partials_ = alloc_floats(std::max(column_partials_floats(N_, static_cast<int>(widest)),
@@ -139,6 +138,7 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
     layers_.push_back(a);
   }
   lnf_ = activation(C);
+  d_ln_ = activation(C);
   branch_ = activation(C);
   d_logits_ = activation(V);
   d_attn_out_ = activation(C);

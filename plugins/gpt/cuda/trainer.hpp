@@ -212,6 +212,7 @@ class Trainer {
   float* d_qkv_ = nullptr;
   float* d_fc_ = nullptr;
   float* d_gelu_ = nullptr;
+  float* d_ln_ = nullptr;  // gradient of a LayerNorm's output (the bf16 rungs keep theirs in bf16)
   // Every rung:
   std::vector<float*> resid_;  // L + 1 of them
   float* lnf_mean_;
@@ -220,7 +221,6 @@ class Trainer {
   float* losses_;   // [N]
   // Backward scratch, reused by every layer.
   float* d_resid_;  // the residual stream's gradient, carried down through the blocks
-  float* d_ln_;     // gradient of a LayerNorm's output
   float* partials_;
   float* onehot_;
 
