@@ -15,6 +15,7 @@ inline constexpr int kColumnTileCols = 32;
 inline constexpr int kColumnRowLanes = 8;
 
 inline int column_chunks(int rows) { return static_cast<int>(ceil_div(rows, kColumnChunkRows)); }
+__device__ inline int column_chunks_device(int rows) { return (rows + kColumnChunkRows - 1) / kColumnChunkRows; }
 
 // partials[chunk, col] = sum of term(row, col) over the chunk's rows. term covers `cols` columns.
 template <typename Term>

@@ -282,12 +282,17 @@ void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, fl
 // z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16 (the
 // lab's; R2 and up add the bias in the fc GEMM's epilogue and run gelu_forward below).
 void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);
+// How the bf16 GELU passes get GELU and GELU' of each element: from a per-block table of every bf16 value's
+// (bf16_table.hpp; the keeper, R2-R4's) or by erff and expf per element (in_place, the lab's
+// lab_elementwise_bf16 v2). Both compute the same fp32 values, so the same bits.
+enum class Bf16GeluKernels { table, in_place };
 // out = GELU(z) in bf16, 16-byte accesses (8 elements; z and out 16-byte aligned, else throws).
-void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream);
+void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
+                  Bf16GeluKernels kernels = Bf16GeluKernels::table);
 // dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums, one pass with 16-byte accesses; cols % 8 == 0
 // and 16-byte aligned pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
-                             float* partials, cudaStream_t stream);
+                             float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);
 

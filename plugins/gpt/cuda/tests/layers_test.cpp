@@ -582,6 +582,62 @@ TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
   }
 }
 
+// The bf16 GELU passes through their tables (bf16_table.hpp, the keeper) give the bits of the in-place
+// kernels: on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
+// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
+// take several chunks each.
+TEST(GptLayers, Bf16GeluTablesMatchInPlaceBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  struct Shape {
+    int rows, cols;
+    bool every_pattern;
+  };
+  for (const Shape shape : {Shape{256, 256, true}, Shape{16684, 136, false}}) {
+    SCOPED_TRACE(shape.rows);
+    const std::size_t n = static_cast<std::size_t>(shape.rows) * shape.cols;
+    std::vector<bf16> z;
+    if (shape.every_pattern) {
+      z.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto bits = static_cast<std::uint16_t>(i);
+        std::memcpy(static_cast<void*>(&z[i]), &bits, sizeof bits);
+      }
+    } else {
+      auto values = random_floats(n, 71, -6, 6);
+      for (std::size_t i = 0; i < n; i += 97) values[i] *= 0x1p-20f;  // some below the table's smallest magnitude
+      z = to_bf16(values);
+    }
+    const auto dout = to_bf16(random_floats(n, 72));
+    Device dev;
+    const bf16 *d_z = dev.upload(z), *d_dout = dev.upload(dout);
+    float* partials = dev.alloc<float>(column_partials_floats(shape.rows, shape.cols));
+    auto bits_of = [n](const bf16* device) {
+      const auto values = Device::download(device, n);
+      std::vector<std::uint16_t> bits(n);
+      std::memcpy(bits.data(), static_cast<const void*>(values.data()), n * sizeof(std::uint16_t));
+      return bits;
+    };
+    std::vector<std::uint16_t> out[2], dz[2];
+    std::vector<float> dbias[2];
+    for (const Bf16GeluKernels kernels : {Bf16GeluKernels::table, Bf16GeluKernels::in_place}) {
+      const int k = kernels == Bf16GeluKernels::table ? 0 : 1;
+      bf16 *d_out = dev.alloc<bf16>(n), *d_dz = dev.alloc<bf16>(n);
+      float* d_dbias = dev.alloc<float>(shape.cols);
+      gelu_forward(d_out, d_z, n, nullptr, kernels);
+      gelu_backward_bias_grad(d_dz, d_dbias, d_dout, d_z, shape.rows, shape.cols, partials, nullptr, kernels);
+      out[k] = bits_of(d_out);
+      dz[k] = bits_of(d_dz);
+      dbias[k] = Device::download(d_dbias, shape.cols);
+    }
+    EXPECT_EQ(out[0], out[1]);
+    EXPECT_EQ(dz[0], dz[1]);
+    for (int c = 0; c < shape.cols; ++c)
+      if (!std::isnan(dbias[1][c])) {
+        EXPECT_EQ(dbias[0][c], dbias[1][c]) << c;
+      }
+  }
+}
+
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const std::size_t n = 1000;
