@@ -130,7 +130,8 @@ void linear_forward_bias(cublasLtHandle_t lt, LtWorkspace workspace, cudaDataTyp
   int count = 0;
   ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt, desc.get(), a.get(), b.get(), c.get(), c.get(), preference.get(),
                                                     1, &found, &count));
-  if (count < 1) throw Error("gpt: cuBLASLt offers no algorithm for the bias epilogue at this shape");
+  if (count < 1 || found.state != CUBLAS_STATUS_SUCCESS)
+    throw Error("gpt: cuBLASLt offers no algorithm for the bias epilogue at this shape");
   const float one = 1.0f, zero = 0.0f;
   ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc.get(), &one, w, a.get(), x, b.get(), &zero, y, c.get(), y, c.get(),
                                     &found.algo, workspace.data, workspace.bytes, stream));
