@@ -143,11 +143,15 @@ class Trainer {
   const float* param(std::size_t offset) const { return params_ + offset; }
   float* grad(std::size_t offset) { return grads_ + offset; }
   int positions(int batch) const { return batch * cfg_.context; }
+  // cuBLAS's workspace, lent to the cuBLASLt calls on the same stream.
+  LtWorkspace lt_workspace() const;
   AttentionShape attention_shape(int batch) const;
   // logits = LNf(x) wte^T on the final residual stream, after the LNf forward.
   void logits_forward(int batch);
   // From dlogits to the residual stream's gradient at the top (d_resid_), and wte's output-side gradient.
-  void head_backward();
+  // top_bias_grad, when given, receives the column sums of d_resid_ (the top block's fc_proj bias gradient)
+  // out of LNf's backward pass.
+  void head_backward(float* top_bias_grad = nullptr);
   // Picks how the blocks' weight gradients reach cuBLAS (layers.hpp's WgradLayout; v1 unless a rung calls
   // this, as R1 does) and allocates the scratch the layout needs. Constructor only: it allocates.
   void set_wgrad_layout(WgradLayout layout);
@@ -165,6 +169,7 @@ class Trainer {
   AdamW opt_;
   cudaStream_t stream_;
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;  // the GEMMs with a bias epilogue (linear_forward_bias)
   void* cublas_workspace_ = nullptr;
   DeviceCorpus corpus_;
   std::uint64_t data_seed_;
@@ -207,6 +212,7 @@ class Trainer {
   float* d_qkv_ = nullptr;
   float* d_fc_ = nullptr;
   float* d_gelu_ = nullptr;
+  float* d_ln_ = nullptr;  // gradient of a LayerNorm's output (the bf16 rungs keep theirs in bf16)
   // Every rung:
   std::vector<float*> resid_;  // L + 1 of them
   float* lnf_mean_;
@@ -215,7 +221,6 @@ class Trainer {
   float* losses_;   // [N]
   // Backward scratch, reused by every layer.
   float* d_resid_;  // the residual stream's gradient, carried down through the blocks
-  float* d_ln_;     // gradient of a LayerNorm's output
   float* partials_;
   float* onehot_;
 
