@@ -15,6 +15,7 @@ Rungs (the seed's, plus PyTorch's strongest configuration found, CUDA-graph repl
   R2_bf16                       R1 + torch.autocast(bf16)           batch 64
   R2_bf16_reduce_overhead       the same, reduce-overhead
   R3_batch                      R2 at batch 512
+  R3_batch_reduce_overhead      the same, reduce-overhead
   R4_checkpoint                 R3 with each block checkpointed     batch 512
   fp32_control                  R1 (fp32) at batch 512, beside the ladder
 Discipline: the corpus staged on the GPU and a fresh batch drawn there every step (inside the timed window,
@@ -58,6 +59,7 @@ RUNGS = {
     "R2_bf16": ("default", True, 64, False, True),
     "R2_bf16_reduce_overhead": ("reduce-overhead", True, 64, False, False),
     "R3_batch": ("default", True, 512, False, True),
+    "R3_batch_reduce_overhead": ("reduce-overhead", True, 512, False, False),
     "R4_checkpoint": ("default", True, 512, True, True),
     "fp32_control": ("default", False, 512, False, False),
 }

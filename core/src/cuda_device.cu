@@ -17,6 +17,7 @@
 #include "console.hpp"
 #include "device.hpp"
 #include "roofbench/cuda_check.hpp"
+#include "sample_steps.hpp"
 
 namespace roofbench {
 namespace {
@@ -173,6 +174,7 @@ class CudaDevice final : public Device {
   }
   double cache_bytes() const override { return l2_bytes_; }
   double driver_used_bytes() override {
+    ensure_usable();  // the first call of every case: a lost device says so before the driver is asked
     DeviceScope scope(info_.index);
     std::size_t free_bytes = 0, total = 0;
     ROOFBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
@@ -412,7 +414,7 @@ class CudaTimer final : public Timer {
       cudaEventDestroy(r.stop);
       if (r.flush) cudaFree(r.flush);
     }
-    for (auto& [runs, exec] : graphs_) cudaGraphExecDestroy(exec);
+    for (auto& [steps, exec] : graphs_) cudaGraphExecDestroy(exec);
     cudaFreeHost(release_);
     cudaFreeHost(clock_mhz_);
     cudaFreeHost(marks_);
@@ -420,31 +422,33 @@ class CudaTimer final : public Timer {
   double max_clock_mhz() const override { return max_clock_mhz_; }
 
   SampleTime time(int runs) override {
-    cudaGraphExec_t graph = options_.graph ? graph_for(runs) : nullptr;
-    for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
-      if (r.flush) ROOFBENCH_CUDA(cudaMemsetAsync(r.flush, runs & 0xFF, r.flush_bytes, r.stream));
-    }
+    const SamplePlan plan = plan_sample(options_, runs, true);
+    cudaGraphExec_t graph = plan.in_graph.empty() ? nullptr : graph_for(plan.in_graph);
     static_cast<volatile int*>(release_)[0] = 0;
     static_cast<volatile int*>(release_)[1] = 0;
     marks_[0].written = marks_[1].written = 0;
-    if (options_.hold) {
+    // The hold goes in after the flush and before anything timed (an event, or the graph that records them).
+    bool held = !options_.hold;
+    auto hold_once = [&] {
+      if (held) return;
+      held = true;
       for (auto& r : ranks_) {
         DeviceScope scope(r.device);
         const bool first = &r == &ranks_.front();
         hold_stream_kernel<<<1, 1, 0, r.stream>>>(release_on_device_, kHoldTimeoutNs, first ? marks_on_device_ : nullptr);
         ROOFBENCH_CUDA_LAUNCH();
       }
+    };
+    for (SampleStep step : plan.before_graph) {
+      if (step != SampleStep::flush) hold_once();
+      enqueue_step(step, false);
     }
-    for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
-      ROOFBENCH_CUDA(cudaEventRecord(r.start, r.stream));
+    if (graph) {
+      hold_once();
+      DeviceScope scope(ranks_.front().device);
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
     }
-    enqueue_runs(graph, runs);
-    for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
-      ROOFBENCH_CUDA(cudaEventRecord(r.stop, r.stream));
-    }
+    for (SampleStep step : plan.after_graph) enqueue_step(step, false);
     __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
     {
       DeviceScope scope(ranks_.front().device);
@@ -477,7 +481,12 @@ class CudaTimer final : public Timer {
   }
 
   void run_untimed(int runs) override {
-    enqueue_runs(options_.graph ? graph_for(runs) : nullptr, runs);
+    const SamplePlan plan = plan_sample(options_, runs, false);
+    for (SampleStep step : plan.before_graph) enqueue_step(step, false);
+    if (!plan.in_graph.empty()) {
+      DeviceScope scope(ranks_.front().device);
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan.in_graph), ranks_.front().stream));
+    }
     for (auto& r : ranks_) {
       DeviceScope scope(r.device);
       ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
@@ -496,25 +505,41 @@ class CudaTimer final : public Timer {
     std::size_t flush_bytes = 0;
   };
 
-  // A sample's launches: one replay of `graph` when given, else `runs` runs launched one by one.
-  void enqueue_runs(cudaGraphExec_t graph, int runs) {
-    if (graph) {
-      DeviceScope scope(ranks_.front().device);
-      ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
-    } else {
-      for (int i = 0; i < runs; ++i) run_once_();
+  // One step of a sample (sample_steps.hpp) on every rank's stream, or, while a graph is captured
+  // (`in_graph`, one rank), as a node of it: the events then as external event nodes, so they are recorded
+  // when the graph reaches them.
+  void enqueue_step(SampleStep step, bool in_graph) {
+    if (step == SampleStep::run) {
+      run_once_();
+      return;
+    }
+    for (auto& r : ranks_) {
+      DeviceScope scope(r.device);
+      switch (step) {
+        case SampleStep::flush:
+          if (r.flush) ROOFBENCH_CUDA(cudaMemsetAsync(r.flush, 1, r.flush_bytes, r.stream));
+          break;
+        case SampleStep::start:
+        case SampleStep::stop: {
+          cudaEvent_t event = step == SampleStep::start ? r.start : r.stop;
+          if (in_graph) ROOFBENCH_CUDA(cudaEventRecordWithFlags(event, r.stream, cudaEventRecordExternal));
+          else ROOFBENCH_CUDA(cudaEventRecord(event, r.stream));
+          break;
+        }
+        case SampleStep::run: break;
+      }
     }
   }
 
-  // `runs` launches captured once into one graph; replaying it leaves out the per-launch CPU cost.
-  cudaGraphExec_t graph_for(int runs) {
-    if (auto it = graphs_.find(runs); it != graphs_.end()) return it->second;
+  // The steps captured once into one graph (rank 0's stream); replaying it leaves out the per-launch CPU cost.
+  cudaGraphExec_t graph_for(const std::vector<SampleStep>& steps) {
+    if (auto it = graphs_.find(steps); it != graphs_.end()) return it->second;
     const Rank& r = ranks_.front();
     DeviceScope scope(r.device);
     cudaGraph_t graph;
     ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
     try {
-      for (int i = 0; i < runs; ++i) run_once_();
+      for (SampleStep step : steps) enqueue_step(step, true);
     } catch (...) {
       cudaStreamEndCapture(r.stream, &graph);
       throw;
@@ -524,14 +549,14 @@ class CudaTimer final : public Timer {
     const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     ROOFBENCH_CUDA(status);
-    graphs_[runs] = exec;
+    graphs_[steps] = exec;
     return exec;
   }
 
   std::function<void()> run_once_;
   TimingOptions options_;
   std::vector<Rank> ranks_;
-  std::map<int, cudaGraphExec_t> graphs_;
+  std::map<std::vector<SampleStep>, cudaGraphExec_t> graphs_;
   int* release_ = nullptr;  // [0] release, [1] the hold timed out
   int* release_on_device_ = nullptr;
   double* clock_mhz_ = nullptr;

@@ -49,6 +49,19 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 // at B64 KV1024 (1490 keys, 23 steps), where v2's 3072 short blocks in 2.6 waves still do better. A v9 (v2's
 // grid, pipelined, 2 keys per step) read 3.76 TB/s at B64 KV1024, 4.40 at B256 KV4096 and took 7.86 us at
 // B1 KV1024 (second machine); never the fastest, it was dropped.
+// v9-v11: v5's balanced runs, read by the bulk-copy engine (TMA's 1-D cp.async.bulk) into a ring of
+// shared-memory stages, one thread issuing a stage's K and V rows (2 x chunk x 128 bytes) and an mbarrier
+// saying when they have landed: the bytes in flight per SM are stages x chunk x 256 x blocks per SM whatever
+// the warps are doing, with no load instruction per 16 bytes and no register held for them. Stages never
+// cross a (batch, head). v9: chunks of 64 keys, 4 stages, 3 blocks per SM (up to 192 KB in flight per SM);
+// v10: 32-key chunks, 6 stages, 4 blocks per SM (the same bytes over more, shorter steps); v11: 64-key
+// chunks, 3 stages, 4 blocks per SM. H200, 2026-12-01 12:30 UTC, one call (read roof 4.645 TB/s; stream
+// timing at B64 and B256, graph at B1), TB/s of KV cache read:
+//   B64 KV1024: v9 3.96, v11 3.76, v10 3.37; in the same call v2 3.75, v3 3.59, v7 3.77.
+//   B256 KV4096: v9 4.56, v11 4.57, v10 4.41; v2 4.39, v3 4.28, v7 4.59.
+//   B1 KV1024 (graph, us): v9 6.63, v11 6.49, v10 8.98; v2 5.84, v3 4.66, v7 6.53.
+// Larger stages and fewer blocks per SM did better (v9 against v11 and v10): each stage costs a block-wide
+// barrier and a wait. At B64 KV1024, v9's runs are 2048 keys, two whole (batch, head)s: no combine at all.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
@@ -56,11 +69,13 @@ struct DecodeVersion {
   bool streaming_loads;
   int balanced_blocks_per_sm;  // 0: a grid of (splits, batch x heads)
   bool pipelined;
+  int bulk_stages = 0;  // > 0: staged through shared memory by cp.async.bulk, keys_in_flight x 16 keys a stage
 };
 constexpr DecodeVersion kDecodeVersions[] = {
-    {"v1", 4, 2048, false, 0, false}, {"v2", 4, 256, false, 0, false}, {"v3", 8, 256, false, 0, false},
-    {"v4", 4, 256, true, 0, false},   {"v5", 4, 0, false, 8, false},   {"v6", 8, 0, false, 4, false},
-    {"v7", 4, 0, false, 4, true},     {"v8", 2, 0, false, 8, true}};
+    {"v1", 4, 2048, false, 0, false},  {"v2", 4, 256, false, 0, false},  {"v3", 8, 256, false, 0, false},
+    {"v4", 4, 256, true, 0, false},    {"v5", 4, 0, false, 8, false},    {"v6", 8, 0, false, 4, false},
+    {"v7", 4, 0, false, 4, true},      {"v8", 2, 0, false, 8, true},     {"v9", 4, 0, false, 3, false, 4},
+    {"v10", 2, 0, false, 4, false, 6}, {"v11", 4, 0, false, 4, false, 3}};
 
 // A read-once 16-byte load: not allocated in L1, with an L2 prefetch of the enclosing 256 bytes.
 __device__ __forceinline__ uint4 load_streaming(const uint4* p) {
@@ -275,6 +290,28 @@ __global__ __launch_bounds__(kDecodeThreads) void split_kv_decode_kernel(const T
                                  partials + bh * splits * kPartialFloats, o + bh * kHeadDim);
 }
 
+// Balanced versions, every thread of the block: merges the groups' part of (batch, head) `bh` that `block`'s
+// run holds, and writes the output row if the run holds all of the head, else publishes the block's partial
+// and, if it is the last of the head's blocks to arrive, combines them. The caller syncs before the groups'
+// shared memory is used again.
+template <typename T, AttentionFault kFault>
+__device__ __forceinline__ void finish_head_of_run(const GroupState& st, int group, int lane, std::int64_t block,
+                                                   std::int64_t bh, std::int64_t kv_len, std::int64_t keys_per_block,
+                                                   float* partials, unsigned* arrivals, T* o) {
+  const BlockPartial b = merge_groups<kFault>(st, group, lane);
+  if (threadIdx.x >= kHeadDim) return;
+  const std::int64_t head_begin = bh * kv_len;
+  const std::int64_t first_block = head_begin / keys_per_block;
+  const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
+  if (first_block == last_block) {
+    o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
+    return;
+  }
+  publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
+                                 unsigned(last_block - first_block + 1), partials + (first_block + bh) * kPartialFloats,
+                                 o + bh * kHeadDim);
+}
+
 // v5: the whole cache, (batch, head) after (batch, head), cut into equal runs of keys, one per block, and
 // as many blocks as the GPU holds at once (stream-K's balance, applied to decode): one wave, every block the
 // same bytes, no tail of a last partial wave and no block started twice per SM. A block's run may cross
@@ -300,20 +337,144 @@ __global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void balanced_split_k
     GroupState st;
     accumulate_keys<T, kKeysInFlight, false, kPipelined, kFault>(keys, values, query, begin,
                                                                  end < keys_read ? end : int(keys_read), group, st);
-    const BlockPartial b = merge_groups<kFault>(st, group, lane);
-    if (threadIdx.x < kHeadDim) {
-      const std::int64_t first_block = head_begin / keys_per_block;
-      const std::int64_t last_block = (head_begin + kv_len - 1) / keys_per_block;
-      if (first_block == last_block) {
-        o[bh * kHeadDim + threadIdx.x] = from_float<T>(b.out / b.sum);
-      } else {
-        publish_and_combine<T, kFault>(b, partials + (block + bh) * kPartialFloats, arrivals + bh,
-                                       unsigned(last_block - first_block + 1),
-                                       partials + (first_block + bh) * kPartialFloats, o + bh * kHeadDim);
-      }
-    }
+    finish_head_of_run<T, kFault>(st, group, lane, block, bh, kv_len, keys_per_block, partials, arrivals, o);
     __syncthreads();  // the groups' shared memory is read before the next head writes it
   }
+}
+
+// ---- v9..v11: balanced runs staged through shared memory by the bulk-copy engine ----
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void barrier_init(std::uint64_t* barrier) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Thread 0 only: `bytes` from `k_rows` and from `v_rows` into the stage's halves; the stage's barrier
+// completes its phase when both have landed.
+__device__ __forceinline__ void issue_stage(std::uint64_t* barrier, void* k_stage, void* v_stage, const void* k_rows,
+                                            const void* v_rows, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned bar = shared_address(barrier);
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(2 * bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   shared_address(k_stage)),
+               "l"(k_rows), "r"(bytes), "r"(bar)
+               : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   shared_address(v_stage)),
+               "l"(v_rows), "r"(bytes), "r"(bar)
+               : "memory");
+#else
+  (void)barrier, (void)k_stage, (void)v_stage, (void)k_rows, (void)v_rows, (void)bytes;
+  __trap();  // the bulk-copy versions need sm_90 (cp.async.bulk)
+#endif
+}
+
+__device__ __forceinline__ void barrier_wait(std::uint64_t* barrier, unsigned parity) {
+  const unsigned bar = shared_address(barrier);
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, ready;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// The chunks of a run, in order: at most kChunkKeys keys each, never across a (batch, head).
+struct ChunkCursor {
+  std::int64_t at, run_end, kv_len;
+  int chunk_keys;
+  __device__ std::int64_t chunk_end() const {
+    const std::int64_t head_end = (at / kv_len + 1) * kv_len;
+    std::int64_t e = at + chunk_keys;
+    if (e > head_end) e = head_end;
+    return e < run_end ? e : run_end;
+  }
+  __device__ bool more() const { return at < run_end; }
+  __device__ void advance() { at = chunk_end(); }
+};
+
+template <typename T, int kKeysInFlight, int kStages, int kBlocksPerSm, AttentionFault kFault>
+__global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void bulk_split_kv_kernel(
+    const T* q, const T* k, const T* v, T* o, std::int64_t kv_len, std::int64_t keys_per_block, std::int64_t total_keys,
+    std::int64_t keys_read, float scale_log2, float* partials, unsigned* arrivals) {
+  constexpr int kChunkKeys = keys_per_step(kKeysInFlight);
+  constexpr int kRowBytes = kHeadDim * int(sizeof(T));
+  extern __shared__ __align__(128) unsigned char stage_memory[];
+  // [stage][K rows, then V rows]
+  auto k_stage = [&](int s) { return stage_memory + std::size_t(s) * 2 * kChunkKeys * kRowBytes; };
+  auto v_stage = [&](int s) { return k_stage(s) + kChunkKeys * kRowBytes; };
+  __shared__ __align__(8) std::uint64_t full[kStages];
+
+  const std::int64_t block = blockIdx.x;
+  const int group = threadIdx.x / kLanesPerKey, lane = threadIdx.x % kLanesPerKey;
+  const std::int64_t run_begin = block * keys_per_block;
+  const std::int64_t run_end = run_begin + keys_per_block < total_keys ? run_begin + keys_per_block : total_keys;
+
+  ChunkCursor producer{run_begin, run_end, kv_len, kChunkKeys};
+  auto issue_next = [&](int s) {
+    const std::int64_t first = producer.at, end = producer.chunk_end();
+    issue_stage(&full[s], k_stage(s), v_stage(s), k + first * kHeadDim, v + first * kHeadDim,
+                unsigned(end - first) * kRowBytes);
+    producer.advance();
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) barrier_init(&full[s]);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < kStages && producer.more(); ++s) issue_next(s);
+  }
+  __syncthreads();
+
+  ChunkCursor consumer{run_begin, run_end, kv_len, kChunkKeys};
+  std::int64_t bh = run_begin / kv_len;
+  float query[8];
+  load_query(q, bh, lane, scale_log2, query);
+  GroupState st;
+  for (int chunk = 0; consumer.more(); ++chunk) {
+    const int s = chunk % kStages;
+    barrier_wait(&full[s], unsigned(chunk / kStages) & 1u);
+    const std::int64_t first = consumer.at, end = consumer.chunk_end();
+    const std::int64_t head_begin = bh * kv_len;
+    // Keys of the chunk the kernel reads (the fault leaves out the head's last ones).
+    const std::int64_t read_end = end < head_begin + keys_read ? end : head_begin + keys_read;
+    const int valid = read_end > first ? int(read_end - first) : 0;
+    uint4 k_raw[kKeysInFlight], v_raw[kKeysInFlight];
+    const auto* ks = reinterpret_cast<const uint4*>(k_stage(s)) + lane;
+    const auto* vs = reinterpret_cast<const uint4*>(v_stage(s)) + lane;
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      const int key = group + u * kGroups;
+      k_raw[u] = ks[key * (kHeadDim / 8)];
+      v_raw[u] = vs[key * (kHeadDim / 8)];
+    }
+    consume_step<T, kKeysInFlight, kFault>(query, group, valid, k_raw, v_raw, st);
+    consumer.advance();
+    const bool head_done = end == head_begin + kv_len || end == run_end;
+    if (head_done) {
+      finish_head_of_run<T, kFault>(st, group, lane, block, bh, kv_len, keys_per_block, partials, arrivals, o);
+      st = GroupState{};
+      if (consumer.more()) {
+        ++bh;
+        load_query(q, bh, lane, scale_log2, query);
+      }
+    }
+    // Every thread has read stage s (and the groups' shared memory) before it is refilled.
+    __syncthreads();
+    if (threadIdx.x == 0 && producer.more()) {
+      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+      issue_next(s);
+    }
+  }
+}
+
+template <int kKeysInFlight, int kStages>
+constexpr std::size_t bulk_stage_bytes() {
+  return std::size_t(kStages) * 2 * keys_per_step(kKeysInFlight) * kHeadDim * 2;
 }
 
 std::int64_t heads_total(const AttentionShape& shape) { return shape.batch * shape.heads; }
@@ -344,12 +505,15 @@ SplitKvPlan plan_split_kv(const AttentionShape& shape, int sm_count, const std::
   plan.keys_in_flight = chosen->keys_in_flight;
   plan.streaming_loads = chosen->streaming_loads;
   plan.pipelined = chosen->pipelined;
+  plan.bulk_stages = chosen->bulk_stages;
   if (chosen->balanced_blocks_per_sm > 0) {
-    // One run per block the GPU holds at once, but no run shorter than one step of the block.
+    // One run per block the GPU holds at once, but no run shorter than one step of the block. Staged runs
+    // are whole stages (so their stages start on a stage boundary of the cache).
     const std::int64_t total = heads_total(shape) * shape.kv_len;
     plan.balanced_blocks_per_sm = chosen->balanced_blocks_per_sm;
     const std::int64_t wanted_blocks = std::int64_t(sm_count) * plan.balanced_blocks_per_sm;
     plan.split_len = std::max((total + wanted_blocks - 1) / wanted_blocks, step);
+    if (plan.bulk_stages > 0) plan.split_len = (plan.split_len + step - 1) / step * step;
     plan.blocks = (total + plan.split_len - 1) / plan.split_len;
     plan.splits = 0;
     plan.workspace_bytes = std::size_t(plan.blocks + heads_total(shape)) * kPartialFloats * sizeof(float) +
@@ -408,6 +572,22 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
                                                                  heads_total(shape) * shape.kv_len, keys_read,
                                                                  scale_log2, partials, arrivals);
     };
+    auto bulk = [&]<int kKeysInFlight, int kStages, int kBlocksPerSm, AttentionFault kFault>() {
+      auto kernel = bulk_split_kv_kernel<T, kKeysInFlight, kStages, kBlocksPerSm, kFault>;
+      constexpr std::size_t kBytes = bulk_stage_bytes<kKeysInFlight, kStages>();
+      // Once per kernel, before any launch can be captured into a graph: the stages exceed the default
+      // 48 KB, and kBlocksPerSm blocks of them need the largest shared-memory carveout.
+      static const bool configured = [&] {
+        ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+        ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+        return true;
+      }();
+      (void)configured;
+      kernel<<<unsigned(plan.blocks), kDecodeThreads, kBytes, stream>>>(qt, kt, vt, ot, shape.kv_len, plan.split_len,
+                                                                      heads_total(shape) * shape.kv_len, keys_read,
+                                                                      scale_log2, partials, arrivals);
+    };
     auto gridded = [&]<int kKeysInFlight, AttentionFault kFault>() {
       auto kernel = plan.streaming_loads ? split_kv_decode_kernel<T, kKeysInFlight, true, kFault>
                                          : split_kv_decode_kernel<T, kKeysInFlight, false, kFault>;
@@ -416,8 +596,13 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
           qt, kt, vt, ot, shape.kv_len, plan.split_len, keys_read, scale_log2, partials, arrivals);
     };
     auto go = [&]<AttentionFault kFault>() {
-      const int keys = plan.keys_in_flight, blocks = plan.balanced_blocks_per_sm;
-      if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, kFault>();
+      const int keys = plan.keys_in_flight, blocks = plan.balanced_blocks_per_sm, stages = plan.bulk_stages;
+      if (stages > 0) {
+        if (keys == 4 && stages == 4 && blocks == 3) bulk.template operator()<4, 4, 3, kFault>();
+        else if (keys == 2 && stages == 6 && blocks == 4) bulk.template operator()<2, 6, 4, kFault>();
+        else if (keys == 4 && stages == 3 && blocks == 4) bulk.template operator()<4, 3, 4, kFault>();
+        else throw std::invalid_argument("split_kv decode: no kernel for this plan");
+      } else if (blocks == 0 && keys == 4 && !plan.pipelined) gridded.template operator()<4, kFault>();
       else if (blocks == 0 && keys == 8 && !plan.pipelined) gridded.template operator()<8, kFault>();
       else if (keys == 4 && blocks == 8 && !plan.pipelined) balanced.template operator()<4, 8, false, kFault>();
       else if (keys == 8 && blocks == 4 && !plan.pipelined) balanced.template operator()<8, 4, false, kFault>();

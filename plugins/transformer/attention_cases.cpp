@@ -51,7 +51,7 @@ std::string best_split_kv_version(const AttentionShape& shape, int sm_count) {
   if (shape.batch * shape.heads < sm_count) return "v3";
   // v7's run per block: the cache over 4 blocks per SM.
   const std::int64_t balanced_run = shape.batch * shape.heads * shape.kv_len / (std::int64_t(sm_count) * 4);
-  return balanced_run >= kLongestRunForSplits ? "v7" : "v2";
+  return balanced_run >= kLongestRunForSplits ? "v7" : "v9";
 }
 
 namespace {

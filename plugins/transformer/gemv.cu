@@ -2,6 +2,7 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdint>
 #include <stdexcept>
 
 #include "roofbench/cuda_check.hpp"
@@ -87,6 +88,115 @@ __global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const
   }
 }
 
+// ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
+// A block takes kRowsPerBlock consecutive rows (one contiguous piece of W, about 36 KB: 128 blocks, at most
+// one per SM, for GPT-2's two layers); each of its warps takes kRowsPerWarp of them, and its lane 0 asks for
+// them in one bulk copy on the warp's own mbarrier, so the whole of W is requested by 128 x warps
+// instructions at the kernel's start, not by 16-byte loads, and each warp starts adding once its rows land.
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock, int kTokens>
+__global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const uint4* w, const uint4* x,
+                                                                        __nv_bfloat16* y, int out) {
+  constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
+  constexpr int kLaneChunks = kInChunks / 32;  // 16-byte pieces of a row per lane
+  constexpr bool kXInRegisters = kTokens * kLaneChunks <= 12;
+  static_assert(kInChunks % 32 == 0);
+  extern __shared__ __align__(128) uint4 rows[];  // [kRowsPerBlock][kInChunks]
+  __shared__ __align__(8) std::uint64_t landed[kWarpsPerBlock];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first_row = blockIdx.x * kRowsPerBlock + warp * kRowsPerWarp;
+  const int row_count = first_row >= out ? 0 : (out - first_row < kRowsPerWarp ? out - first_row : kRowsPerWarp);
+  uint4* mine = rows + std::size_t(warp) * kRowsPerWarp * kInChunks;
+  if (row_count == 0) return;  // the warp's mbarrier is its own: nothing else waits on it
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned bar = shared_address(&landed[warp]);
+  if (lane == 0) {
+    const unsigned bytes = unsigned(row_count) * kInChunks * 16;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     shared_address(mine)),
+                 "l"(w + std::int64_t(first_row) * kInChunks), "r"(bytes), "r"(bar)
+                 : "memory");
+  }
+  // x while the rows are on their way: into registers when it is small (one token), else into L2 for the
+  // loads in the loop below.
+  uint4 xs[kXInRegisters ? kTokens : 1][kLaneChunks];
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+    for (int c = 0; c < kLaneChunks; ++c) {
+      const uint4* p = x + t * kInChunks + c * 32 + lane;
+      if constexpr (kXInRegisters) xs[t][c] = __ldg(p);
+      else asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+    }
+  __syncwarp();  // the barrier is initialised before any lane waits on it
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], 0;\n"
+        " selp.u32 %0, 1, 0, ready;\n}\n"
+        : "=r"(done)
+        : "r"(bar)
+        : "memory");
+  } while (!done);
+#else
+  __trap();  // cp.async.bulk needs sm_90
+  uint4 xs[kXInRegisters ? kTokens : 1][kLaneChunks] = {};
+#endif
+  for (int r = 0; r < row_count; ++r) {
+    float acc[kTokens] = {};
+#pragma unroll
+    for (int c = 0; c < kLaneChunks; ++c) {
+      float wf[8];
+      unpack8(mine[r * kInChunks + c * 32 + lane], wf);
+#pragma unroll
+      for (int t = 0; t < kTokens; ++t) {
+        float xf[8];
+        if constexpr (kXInRegisters) unpack8(xs[t][c], xf);
+        else unpack8(__ldg(x + t * kInChunks + c * 32 + lane), xf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[t] += wf[i] * xf[i];
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], offset);
+      if (lane == 0) y[std::int64_t(t) * out + first_row + r] = __float2bfloat16_rn(acc[t]);
+    }
+  }
+}
+
+// in = kInChunks x 8; about 36 KB of W per block.
+template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>
+void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
+  constexpr std::size_t kBytes = std::size_t(kRowsPerBlock) * kInChunks * 16;
+  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
+  auto go = [&]<int kTokens>() {
+    auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
+    // Once, before a launch can be captured into a graph: the stage may exceed the default 48 KB.
+    static const bool configured = [&] {
+      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+      return true;
+    }();
+    (void)configured;
+    kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
+  };
+  switch (tokens) {
+    case 1: go.template operator()<1>(); break;
+    case 2: go.template operator()<2>(); break;
+    case 4: go.template operator()<4>(); break;
+    case 8: go.template operator()<8>(); break;
+    default: throw std::invalid_argument("gemv: tokens must be 1, 2, 4 or 8");
+  }
+}
+
 template <int kSegmentsPerRow>
 void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
   constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
@@ -109,15 +219,29 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
   return {};
 }
 
-void gemv_bf16(const void* w, const void* x, void* y, std::int64_t in, std::int64_t out, std::int64_t tokens,
-               cudaStream_t stream) {
+const std::vector<std::string>& gemv_versions() {
+  static const std::vector<std::string> versions = {"v1", "v2"};
+  return versions;
+}
+
+void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
+               std::int64_t tokens, cudaStream_t stream) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);
   const auto* wv = static_cast<const uint4*>(w);
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
-  if (in == 768) launch_for_tokens<1>(wv, xv, yv, int(out), int(tokens), stream);
-  else if (in == 1536) launch_for_tokens<2>(wv, xv, yv, int(out), int(tokens), stream);
-  else launch_for_tokens<4>(wv, xv, yv, int(out), int(tokens), stream);
+  if (version == "v1") {
+    if (in == 768) launch_for_tokens<1>(wv, xv, yv, int(out), int(tokens), stream);
+    else if (in == 1536) launch_for_tokens<2>(wv, xv, yv, int(out), int(tokens), stream);
+    else launch_for_tokens<4>(wv, xv, yv, int(out), int(tokens), stream);
+  } else if (version == "v2") {
+    // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
+    if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);
+    else if (in == 1536) launch_bulk<192, 2, 6>(wv, xv, yv, int(out), int(tokens), stream);
+    else launch_bulk<384, 1, 6>(wv, xv, yv, int(out), int(tokens), stream);
+  } else {
+    throw std::invalid_argument("gemv: no version '" + version + "'");
+  }
   ROOFBENCH_CUDA(cudaGetLastError());
 }
 

@@ -2,7 +2,8 @@
 // whose arithmetic intensity grows with the tokens in flight, from a weight read (decode) to compute-bound
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
-// named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp).
+// named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
+// gemv_v1 and gemv_v2, `gemv` the best, kBestGemvVersion).
 //
 // H200, 2026-12-01 (read roof 4.63 TB/s; cuBLASLt's candidates then chosen by eager timing, not yet by
 // graph groups), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
@@ -12,6 +13,10 @@
 // PyTorch 8.34 and 10.11. The same one-run samples hot (--graph on --runs-per-sample 1) took gemv 4.32 and
 // 4.29 us: a lone replay costs ~2.3 us more than a kernel among hundreds in one graph, more than the whole
 // 2.04 us that 50% of the read roof allows, so one cold kernel cannot reach 50% as --cold times it.
+// A later call (read roof 4.645 TB/s), after --cold in graph mode moved the flush and the events into the
+// graph: hot, gemv_v1 2.04 and 2.10 us, gemv_v2 2.43 and 2.35; cold, gemv_v1 5.98 and 5.86 us (17% of the read
+// roof), gemv_v2 6.40 and 6.18, cuBLASLt 7.01 and 9.25. Even in the graph, events around one kernel keep its
+// launch: an empty kernel between two event nodes right after the flush took 2.59 us there.
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form
@@ -19,6 +24,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "cases.hpp"
@@ -173,11 +179,20 @@ class LtLinear final : public Linear {
 
 class GemvLinear final : public Linear {
  public:
-  GemvLinear(std::int64_t in, std::int64_t out, std::int64_t tokens) : Linear(in, out, tokens) {
+  GemvLinear(std::string version, std::int64_t in, std::int64_t out, std::int64_t tokens)
+      : Linear(in, out, tokens), version_(std::move(version)) {
+    const auto& versions = gemv_versions();
+    if (std::find(versions.begin(), versions.end(), version_) == versions.end())
+      throw Error("transformer: no gemv version '" + version_ + "'");
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
-    facts_.push_back({"kernel", "hand GEMV: a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"});
+    facts_.push_back({"kernel", "gemv_" + version_ + (version_ == "v1"
+                                    ? ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"
+                                    : ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory")});
   }
-  void run(Context& ctx) override { gemv_bf16(w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
+  void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
+
+ private:
+  std::string version_;
 };
 
 }  // namespace
@@ -185,7 +200,8 @@ class GemvLinear final : public Linear {
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
                                   const std::string& impl) {
   if (impl == "cublaslt") return std::make_unique<LtLinear>(in_features, out_features, tokens);
-  if (impl == "gemv") return std::make_unique<GemvLinear>(in_features, out_features, tokens);
+  if (impl == "gemv") return std::make_unique<GemvLinear>(kBestGemvVersion, in_features, out_features, tokens);
+  if (impl.rfind("gemv_", 0) == 0) return std::make_unique<GemvLinear>(impl.substr(5), in_features, out_features, tokens);
   throw Error("transformer: no linear implementation '" + impl + "'");
 }
 
@@ -196,8 +212,10 @@ void add_linear_cases(Plugin& plugin) {
       "GPT-2 small's MLP projections (768x3072 = fc, 3072x768 = proj) in bf16, tokens 1 to 8192: a weight read at "
       "one token, compute-bound in prefill; cuBLASLt (the fastest of its heuristic's candidates, timed in setup) "
       "at every token count, or a hand GEMV at 1 to 8";
+  std::vector<std::string> impls = {"cublaslt", "gemv"};
+  for (const std::string& v : gemv_versions()) impls.push_back("gemv_" + v);
   spec.axes = {Axis::strings("layer", {"768x3072", "3072x768"}), Axis::powers("tokens", 1, 8192),
-               Axis::strings("impl", {"cublaslt", "gemv"})};
+               Axis::strings("impl", impls)};
   spec.device = DeviceNeed::gpu();
   spec.precision = Precision::bf16;
   spec.make = [](const Params& p) {

@@ -180,6 +180,50 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
   d.release(out);
 }
 
+// A cold sample in graph mode times its run from inside the graph (the flush and the events are captured
+// into it, sample_steps.hpp), so the graph's own launch stays out: a compute-only kernel of a few
+// microseconds, which a flushed L2 does not slow, takes what it takes between two event nodes after three
+// neighbours in a bare graph (H200: 4.22 and 4.13 us). Both spans hold the kernel's launch inside the graph.
+TEST_F(GpuHost, ColdGraphSamplesTimeTheRunFromInsideTheGraph) {
+  Device& d = *devices_.front();
+  auto* out = static_cast<float*>(d.allocate(1024 * sizeof(float)));
+  auto stream = static_cast<cudaStream_t>(d.stream());
+  auto launch = [&] {
+    fma_loop_kernel<<<132, 256, 0, stream>>>(out, 400);  // about 4 us between events on an H200
+    ROOFBENCH_CUDA_LAUNCH();
+  };
+  auto cold_graph = make_cuda_timer({&d}, launch, TimingOptions{.cold = true, .graph = true, .hold = true});
+  cudaEvent_t start, stop;
+  ROOFBENCH_CUDA(cudaEventCreate(&start));
+  ROOFBENCH_CUDA(cudaEventCreate(&stop));
+  cudaGraph_t bare_graph;
+  cudaGraphExec_t bare;
+  ROOFBENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < 3; ++i) launch();
+  ROOFBENCH_CUDA(cudaEventRecordWithFlags(start, stream, cudaEventRecordExternal));
+  launch();
+  ROOFBENCH_CUDA(cudaEventRecordWithFlags(stop, stream, cudaEventRecordExternal));
+  ROOFBENCH_CUDA(cudaStreamEndCapture(stream, &bare_graph));
+  ROOFBENCH_CUDA(cudaGraphInstantiate(&bare, bare_graph, 0));
+  std::vector<double> cold, among_neighbours;
+  for (int i = 0; i < 200; ++i) {
+    cold.push_back(cold_graph->time(1).seconds);
+    ROOFBENCH_CUDA(cudaGraphLaunch(bare, stream));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream));
+    float ms = 0;
+    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    among_neighbours.push_back(ms * 1e-3);
+  }
+  std::printf("cold graph sample %.2f us, the kernel among its neighbours in a graph %.2f us\n", 1e6 * median(cold),
+              1e6 * median(among_neighbours));
+  EXPECT_NEAR(median(cold), median(among_neighbours), 0.1 * median(among_neighbours) + 0.5e-6);
+  cudaGraphExecDestroy(bare);
+  cudaGraphDestroy(bare_graph);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  d.release(out);
+}
+
 TEST_F(GpuHost, ClockProbeReadsAPlausibleSmClock) {
   Device& d = *devices_.front();
   auto timer = make_cuda_timer({&d}, [] {}, TimingOptions{});

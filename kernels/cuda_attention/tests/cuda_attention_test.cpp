@@ -113,6 +113,9 @@ TEST(CudaAttention, SplitKvPlanCoversTheCache) {
         EXPECT_LT((plan.blocks - 1) * plan.split_len, total) << version;
         EXPECT_LE(plan.blocks, 132 * plan.balanced_blocks_per_sm) << version;
         EXPECT_GE(plan.split_len, 16 * plan.keys_in_flight) << version;  // at least one step of the block
+        if (plan.bulk_stages > 0) {  // whole stages, so a run's stages start on a stage boundary of the cache
+          EXPECT_EQ(plan.split_len % (16 * plan.keys_in_flight), 0) << version;
+        }
         continue;
       }
       EXPECT_GE(plan.splits * plan.split_len, kv);

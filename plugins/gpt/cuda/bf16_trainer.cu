@@ -52,6 +52,7 @@ class Bf16Trainer final : public Trainer {
     branch16_ = halves(N * C);
     d_logits16_ = halves(N * V);
     d_resid16_ = halves(N * C);
+    d_ln16_ = halves(N * C);
     d_attn_out16_ = halves(N * C);
     d_qkv16_ = halves(N * 3 * C);
     d_gelu16_ = halves(N * H);
@@ -93,11 +94,11 @@ class Bf16Trainer final : public Trainer {
     fused_cross_entropy(losses_, d_logits16_, logits_, targets, N_, V, stream_);
     mean_loss(loss_, loss_history_, kLossHistory, &counters_[0], losses_, N_, stream_);
     // The head: wte's gradient starts here (beta 0); the embedding's backward adds its share last.
-    linear_backward(cublas_, d_ln_, CUDA_R_32F, grad(offsets_.wte), d_logits16_, lnf16_, weight(offsets_.wte), N_, C, V);
+    linear_backward(cublas_, d_ln16_, CUDA_R_16BF, grad(offsets_.wte), d_logits16_, lnf16_, weight(offsets_.wte), N_, C, V);
     // Each LayerNorm's backward also sums its dx, the residual stream's gradient, over the rows: the bias
     // gradient of the projection below (the top block's fc_proj here, attn_proj after LN2, the lower
     // block's fc_proj after LN1), out of the same pass.
-    layernorm_backward(d_resid_, grad(offsets_.lnf_w), grad(offsets_.lnf_b), d_ln_, resid_[cfg_.layers],
+    layernorm_backward(d_resid_, grad(offsets_.lnf_w), grad(offsets_.lnf_b), d_ln16_, resid_[cfg_.layers],
                        lnf_mean_, lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_, d_resid16_,
                        grad(offsets_.layers[cfg_.layers - 1].fc_proj_b));
     for (int l = cfg_.layers - 1; l >= 0; --l) {
@@ -108,9 +109,9 @@ class Bf16Trainer final : public Trainer {
       linear_backward(cublas_, d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu, weight(o.fc_proj_w), N_, H,
                       C);
       gelu_backward_bias_grad(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, N_, H, partials_, stream_);
-      linear_backward(cublas_, d_ln_, CUDA_R_32F, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
+      linear_backward(cublas_, d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
-      layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln_, a.mid, a.ln2_mean, a.ln2_rstd,
+      layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln16_, a.mid, a.ln2_mean, a.ln2_rstd,
                          param(o.ln2_w), N_, C, 1.0f, partials_, stream_, d_resid16_, grad(o.attn_proj_b));
       // The attention half: attn_proj, attention, qkv, LN1.
       linear_backward(cublas_, d_attn_out16_, CUDA_R_16BF, grad(o.attn_proj_w), d_resid16_, a.attn_out,
@@ -118,11 +119,13 @@ class Bf16Trainer final : public Trainer {
       fused_attention_backward(d_qkv16_, delta_, d_attn_out16_, a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape,
                                stream_);
       column_sum(grad(o.qkv_b), d_qkv16_, N_, 3 * C, partials_, stream_);
-      linear_backward(cublas_, d_ln_, CUDA_R_32F, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C, 3 * C);
+      linear_backward(cublas_, d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C, 3 * C);
       // The bf16 copy of the stream's gradient feeds the block below; the embedding's backward reads fp32.
-      layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
+      layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln16_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_, l > 0 ? d_resid16_ : nullptr,
                          l > 0 ? grad(offsets_.layers[l - 1].fc_proj_b) : nullptr);
+      // Block l's gradients are final (its fc_proj_b was written by the LayerNorm backward above it).
+      if (hooks_.block_backward_done) hooks_.block_backward_done(l);
     }
     embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }
@@ -161,8 +164,10 @@ class Bf16Trainer final : public Trainer {
     linear_forward(cublas_, branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-    linear_forward(cublas_, a.fc, CUDA_R_16BF, a.ln2, weight(o.fc_w), N, C, H);
-    bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_);
+    // fc's bias in the GEMM's epilogue (bf16, as autocast's linear adds it), so GELU reads z once.
+    linear_forward_bias(cublas_lt_, lt_workspace(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H,
+                        stream_);
+    gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
   }
 
   // R4: block l's activations again, from its input resid_[l] (kept through the step). Its LN1 runs on its
@@ -184,6 +189,7 @@ class Bf16Trainer final : public Trainer {
   bf16* branch16_ = nullptr;
   bf16* d_logits16_ = nullptr;
   bf16* d_resid16_ = nullptr;  // the bf16 copy of d_resid_ (fp32), refreshed by every LN backward
+  bf16* d_ln16_ = nullptr;     // a LayerNorm's output gradient: a bf16 matmul's dx, read by the LN backward
   bf16* d_attn_out16_ = nullptr;
   bf16* d_qkv16_ = nullptr;
   bf16* d_gelu16_ = nullptr;
@@ -195,11 +201,9 @@ class Bf16Trainer final : public Trainer {
 
 std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
-                                           bool checkpoint) {
+                                           bool checkpoint, StepReplay replay) {
   auto trainer = std::make_unique<Bf16Trainer>(cfg, alloc, stream, corpus, data_seed, checkpoint);
-  trainer->initialize(init_seed);  // the warm-up step inside the capture then runs on sane numbers
-  trainer->capture_step_graph();
-  trainer->initialize(init_seed);  // undo the warm-up step
+  trainer->start(init_seed, replay);
   return trainer;
 }
 

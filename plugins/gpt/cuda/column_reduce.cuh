@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "common.cuh"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 
@@ -14,6 +15,7 @@ inline constexpr int kColumnTileCols = 32;
 inline constexpr int kColumnRowLanes = 8;
 
 inline int column_chunks(int rows) { return static_cast<int>(ceil_div(rows, kColumnChunkRows)); }
+__device__ inline int column_chunks_device(int rows) { return (rows + kColumnChunkRows - 1) / kColumnChunkRows; }
 
 // partials[chunk, col] = sum of term(row, col) over the chunk's rows. term covers `cols` columns.
 template <typename Term>
@@ -34,25 +36,24 @@ __global__ void column_partial_sums_kernel(float* partials, int rows, int cols, 
   }
 }
 
-// The same partial sums, four adjacent columns per thread (16-byte accesses) and kLanes row lanes per
-// block: term(row, col) returns the float4 of columns col .. col+3 (col a multiple of 4; cols must be a
-// multiple of 4). Same chunks and partials layout as above, the same fixed summation order in every run;
-// a term that also writes (a fused elementwise pass whose output is being summed) splits its work into
-// fetch and finish.
-inline constexpr int kColumn4TileCols = 4 * kColumnTileCols;  // 128 columns per block
-template <int kLanes, typename Term4>
+// The same partial sums, kWidth adjacent columns per thread (one 16-byte access: 4 fp32 or 8 bf16) and
+// kLanes row lanes per block: term(row, col) returns the Floats<kWidth> of columns col .. col + kWidth - 1
+// (col a multiple of kWidth; cols must be a multiple of kWidth). Same chunks and partials layout as above,
+// the same fixed summation order in every run; a term that also writes (a fused elementwise pass whose
+// output is being summed) splits its work into fetch and finish.
+template <int kWidth, int kLanes, typename Term>
 __global__ void __launch_bounds__(kColumnTileCols* kLanes)
-    column_partial_sums4_kernel(float* partials, int rows, int cols, Term4 term) {
-  __shared__ float4 lanes[kLanes][kColumnTileCols];
-  const int col = blockIdx.x * kColumn4TileCols + 4 * static_cast<int>(threadIdx.x);
+    column_partial_sums_vec_kernel(float* partials, int rows, int cols, Term term) {
+  __shared__ Floats<kWidth> lanes[kLanes][kColumnTileCols];
+  const int col = blockIdx.x * (kWidth * kColumnTileCols) + kWidth * static_cast<int>(threadIdx.x);
   const int chunk = blockIdx.y;
   const int row_end = min(rows, (chunk + 1) * kColumnChunkRows);
-  float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  const auto add = [&sum](const float4& t) {
-    sum.x += t.x;
-    sum.y += t.y;
-    sum.z += t.z;
-    sum.w += t.w;
+  Floats<kWidth> sum;
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) sum.v[i] = 0.0f;
+  const auto add = [&sum](const Floats<kWidth>& t) {
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) sum.v[i] += t.v[i];
   };
   if (col < cols) {
     int row = chunk * kColumnChunkRows + static_cast<int>(threadIdx.y);
@@ -77,45 +78,39 @@ __global__ void __launch_bounds__(kColumnTileCols* kLanes)
   lanes[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && col < cols) {
-    for (int lane = 1; lane < kLanes; ++lane) {
-      const float4 t = lanes[lane][threadIdx.x];
-      sum.x += t.x;
-      sum.y += t.y;
-      sum.z += t.z;
-      sum.w += t.w;
-    }
+    for (int lane = 1; lane < kLanes; ++lane) add(lanes[lane][threadIdx.x]);
     float* out = partials + static_cast<std::size_t>(chunk) * cols + col;
-    out[0] = sum.x;
-    out[1] = sum.y;
-    out[2] = sum.z;
-    out[3] = sum.w;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) out[i] = sum.v[i];
   }
 }
 
-// Second pass: columns [0, split) go to first[], [split, cols) to second[] (LayerNorm reduces its weight and
-// bias gradients in one sweep). Defined in matmul.cu.
-void column_finish(float* first, float* second, int split, const float* partials, int chunks, int cols,
-                   cudaStream_t stream);
+// Where the second pass puts column c of the sums: part[c / width][c % width] (LayerNorm reduces its weight
+// and bias gradients and its dx's column sums, three vectors of C, in one sweep; one vector: width = cols).
+struct ColumnOutputs {
+  float* part[3];
+  int width;
+};
+// Second pass: the chunks' partials of each column added in a fixed order. Defined in matmul.cu.
+void column_finish(ColumnOutputs outputs, const float* partials, int chunks, int cols, cudaStream_t stream);
 
 template <typename Term>
-void column_sums(float* first, float* second, int split, int rows, int cols, Term term, float* partials,
-                 cudaStream_t stream) {
+void column_sums(ColumnOutputs outputs, int rows, int cols, Term term, float* partials, cudaStream_t stream) {
   const int chunks = column_chunks(rows);
   const dim3 grid(ceil_div(cols, kColumnTileCols), chunks), block(kColumnTileCols, kColumnRowLanes);
   column_partial_sums_kernel<<<grid, block, 0, stream>>>(partials, rows, cols, term);
   ROOFBENCH_CUDA_LAUNCH();
-  column_finish(first, second, split, partials, chunks, cols, stream);
+  column_finish(outputs, partials, chunks, cols, stream);
 }
 
-// column_sums with the four-column kernel; cols must be a multiple of 4 and term's loads 16-byte aligned.
-template <int kLanes, typename Term4>
-void column_sums4(float* first, float* second, int split, int rows, int cols, Term4 term, float* partials,
-                  cudaStream_t stream) {
+// column_sums with the vector kernel; cols must be a multiple of kWidth and term's loads aligned to them.
+template <int kWidth, int kLanes, typename Term>
+void column_sums_vec(ColumnOutputs outputs, int rows, int cols, Term term, float* partials, cudaStream_t stream) {
   const int chunks = column_chunks(rows);
-  const dim3 grid(ceil_div(cols, kColumn4TileCols), chunks), block(kColumnTileCols, kLanes);
-  column_partial_sums4_kernel<kLanes><<<grid, block, 0, stream>>>(partials, rows, cols, term);
+  const dim3 grid(ceil_div(cols, kWidth * kColumnTileCols), chunks), block(kColumnTileCols, kLanes);
+  column_partial_sums_vec_kernel<kWidth, kLanes><<<grid, block, 0, stream>>>(partials, rows, cols, term);
   ROOFBENCH_CUDA_LAUNCH();
-  column_finish(first, second, split, partials, chunks, cols, stream);
+  column_finish(outputs, partials, chunks, cols, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

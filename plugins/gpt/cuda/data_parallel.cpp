@@ -1,4 +1,4 @@
-// R5's engine: k R0 trainers, their comm streams and the bucketed, overlapped gradient all-reduce
+// R5's engine: k trainers of one rung, their comm streams and the bucketed, overlapped gradient all-reduce
 // (data_parallel.hpp says how a step runs and how it runs across nodes).
 #include "data_parallel.hpp"
 
@@ -58,10 +58,13 @@ class EventTimer {
 
 }  // namespace
 
-DataParallelTrainer::DataParallelTrainer(const Config& cfg, std::vector<DataParallelRank> ranks,
+DataParallelTrainer::DataParallelTrainer(const Config& cfg, Rung rung, std::vector<DataParallelRank> ranks,
                                          std::uint64_t data_seed, std::uint64_t init_seed)
     : cfg_(cfg) {
   if (ranks.empty()) throw Error("gpt R5: data parallelism needs at least one rank");
+  // Only these two call the per-block hook the buckets need (trainer.hpp's StepHooks).
+  if (rung != Rung::eager && rung != Rung::bf16)
+    throw Error(std::string("gpt R5: data parallel runs on R0 (eager) or R3 (bf16), not ") + to_string(rung));
   cfg_.validate();
 
   // Buckets follow the flat layout (model.hpp): wte, block 0 ... block L-1, LNf. Each block starts at its
@@ -96,8 +99,8 @@ DataParallelTrainer::DataParallelTrainer(const Config& cfg, std::vector<DataPara
       state.device = rank.device;
       devices.push_back(rank.device);
       ScopedDevice on(rank.device);
-      state.trainer = make_trainer(Rung::eager, cfg_, rank.alloc, rank.stream, rank.corpus,
-                                   rank_data_seed(data_seed, static_cast<int>(r)), init_seed);
+      state.trainer = make_trainer(rung, cfg_, rank.alloc, rank.stream, rank.corpus,
+                                   rank_data_seed(data_seed, static_cast<int>(r)), init_seed, StepReplay::enqueued);
       // Non-blocking: the compute stream may be the legacy default stream, which would otherwise
       // serialise with it and undo the overlap. Highest priority: NCCL's kernels then get SMs as soon as a
       // bucket is ready instead of queueing behind the backward's kernels.
@@ -209,7 +212,7 @@ double DataParallelTrainer::time_single_rank_step(int warmup, int repetitions) {
   if (repetitions < 1) throw Error("gpt R5: time_single_rank_step needs at least one repetition");
   RankState& state = ranks_.front();
   ScopedDevice on(state.device);
-  state.trainer->set_step_hooks({});  // R0 as it is: no events, no all-reduce
+  state.trainer->set_step_hooks({});  // the rung as it is: no events, no all-reduce
   double seconds = 0;
   try {
     for (int i = 0; i < warmup; ++i) state.trainer->train_step();

@@ -1,6 +1,10 @@
-// R5, data parallel: the R0 eager trainer replicated on k GPUs, each rank training on its own fresh
-// batches (weak scaling), gradients averaged across ranks with NCCL in per-block buckets that overlap the
-// backward pass, the way PyTorch's DistributedDataParallel runs (the case study's Rung 5).
+// R5, data parallel: one rung's trainer (R0 eager, or R3's bf16 step) replicated on k GPUs, each rank
+// training on its own fresh batches (weak scaling), gradients averaged across ranks with NCCL in per-block
+// buckets that overlap the backward pass, the way PyTorch's DistributedDataParallel runs (the case study's
+// Rung 5, and its exercise "stack DDP on the full ladder"). The gradient is reduced in fp32 on both rungs:
+// it is the fp32 master gradient AdamW reads (bf16 autocast computes in bf16 but accumulates the parameters'
+// gradients in fp32, and DDP reduces them in the parameters' dtype); reducing in bf16 would halve the bytes
+// and round every rank's contribution to 8 significant bits.
 //
 // One step, per rank r (all ranks alike, on their own GPU):
 //   compute stream (the trainer's): draw batch, forward, backward block L-1 ... block 0, embedding, AdamW
@@ -66,9 +70,10 @@ std::uint64_t rank_data_seed(std::uint64_t base_seed, int rank);
 
 class DataParallelTrainer {
  public:
-  // One R0 trainer per rank, every one initialised from `init_seed` (identical replicas), and the ranks'
+  // One trainer of `rung` (eager or bf16, enqueued step by step so that the buckets can hook into the
+  // backward) per rank, every one initialised from `init_seed` (identical replicas), and the ranks'
   // communicators (make_communicators). Rank r's device memory comes from ranks[r].alloc only.
-  DataParallelTrainer(const Config& cfg, std::vector<DataParallelRank> ranks, std::uint64_t data_seed,
+  DataParallelTrainer(const Config& cfg, Rung rung, std::vector<DataParallelRank> ranks, std::uint64_t data_seed,
                       std::uint64_t init_seed);
   ~DataParallelTrainer();
   DataParallelTrainer(const DataParallelTrainer&) = delete;
@@ -88,7 +93,7 @@ class DataParallelTrainer {
 
   // The cost model's inputs, measured with CUDA events (each leaves the ranks' parameters changed or
   // their gradients garbage: initialize() afterwards). Seconds per call, after `warmup` untimed calls:
-  // one plain R0 step on rank 0 alone, no hooks, no communication;
+  // one plain step of the rung on rank 0 alone, no hooks, no communication;
   double time_single_rank_step(int warmup, int repetitions);
   // one all-reduce of the whole gradient on all ranks together (the slowest rank's time). 0 for one rank,
   // where an in-place all-reduce is no work at all.
@@ -128,7 +133,8 @@ class DataParallelTrainer {
   nccl::Communicators comms_;
 };
 
-// The benchmark case (data_parallel_case.cpp), registered by the plugin where NCCL is available.
-CaseSpec data_parallel_case();
+// The benchmark cases, R5 on R0 and on R3 (data_parallel_case.cpp), registered by the plugin where NCCL is
+// available.
+std::vector<CaseSpec> data_parallel_cases();
 
 }  // namespace roofbench::gpt::cuda

@@ -1,11 +1,13 @@
-// gpt/R5_data_parallel: one data-parallel training step over every GPU the host gives the case (one rank
-// per GPU, --gpus chooses them), built on R0 (data_parallel.hpp: how a step runs, threads, multi-node).
+// gpt/R5_data_parallel and gpt/R5_data_parallel_R3: one data-parallel training step over every GPU the
+// host gives the case (one rank per GPU, --gpus chooses them), built on R0 (eager, TF32, batch 64 a rank)
+// and on the ladder's fast configuration R3 (bf16, batch 512 a rank; data_parallel.hpp: how a step runs,
+// threads, multi-node, why the gradient is reduced in fp32).
 //
 // Predicted before it is measured, with the case study's cost model (Section 13.5):
 //   t_comm  = 2 (k-1)/k x gradient_bytes / busbw        a ring all-reduce of the fp32 gradient
 //   floor   = k B T / (t_compute + t_comm)               no overlap at all
 //   ceiling = k B T / t_compute                          linear weak scaling: communication fully hidden
-// t_compute (one plain R0 step on one GPU) and busbw (all-reduces of the gradient's size on the ranks'
+// t_compute (one plain step of the rung on one GPU) and busbw (all-reduces of the gradient's size on the ranks'
 // communicator) are measured in setup with CUDA events: they are the model's inputs, not the benchmark's
 // measurement, which the host takes as for every case. Where the measured tokens/s lands between floor and
 // ceiling says how much of the all-reduce the bucketed overlap hid.
@@ -34,15 +36,20 @@
 namespace roofbench::gpt::cuda {
 namespace {
 
-constexpr int kRankBatch = 64;        // sequences per rank and step: weak scaling, as the case study's R5
 constexpr int kReplicaSteps = 10;     // steps after which every rank must hold the same parameters
 constexpr int kModelWarmup = 3;       // untimed calls before each of the cost model's measurements
 constexpr int kModelRepetitions = 5;  // timed calls, averaged
 
+// The rung R5 replicates and its batch per rank (weak scaling: every rank runs the one-GPU step).
+struct ReplicatedRung {
+  Rung rung;
+  int rank_batch;
+};
+
 class DataParallelTrainingStep final : public Case {
  public:
-  DataParallelTrainingStep() {
-    cfg_.batch = kRankBatch;
+  explicit DataParallelTrainingStep(ReplicatedRung replicated) : rung_(replicated.rung) {
+    cfg_.batch = replicated.rank_batch;
     cfg_.validate();
   }
 
@@ -64,7 +71,7 @@ class DataParallelTrainingStep final : public Case {
     const std::size_t gate_tokens = static_cast<std::size_t>(kGateSequences) * cfg_.context;
     gate_inputs_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
     gate_targets_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
-    trainer_ = std::make_unique<DataParallelTrainer>(cfg_, std::move(ranks), ctx.seed(), kInitSeed);
+    trainer_ = std::make_unique<DataParallelTrainer>(cfg_, rung_, std::move(ranks), ctx.seed(), kInitSeed);
     predict();
   }
 
@@ -155,7 +162,7 @@ class DataParallelTrainingStep final : public Case {
     trainer_->initialize(kInitSeed);  // the measurements trained rank 0 alone: replicas again
     const ScalingPrediction here = predict_scaling(ranks_, rank_tokens(), t_compute_, t_comm_);
     const ScalingPrediction two_nodes = predict_two_nodes(ranks_, rank_tokens(), t_compute_, gradient_bytes());
-    std::cerr << "R5 k=" << ranks_ << ": t_compute " << format_gate_number(t_compute_ * 1e3) << " ms, t_comm "
+    std::cerr << "R5 on " << to_string(rung_) << " b" << cfg_.batch << " k=" << ranks_ << ": t_compute " << format_gate_number(t_compute_ * 1e3) << " ms, t_comm "
               << format_gate_number(t_comm_ * 1e3) << " ms (busbw " << format_gate_number(busbw_ / 1e9)
               << " GB/s, " << format_gate_number(gradient_bytes() / 1e6) << " MB of gradients), floor "
               << format_gate_number(here.floor_tokens_per_s) << " tokens/s, ceiling "
@@ -188,6 +195,7 @@ class DataParallelTrainingStep final : public Case {
     if (differing_ranks != 0) result.passed_extra = false;
   }
 
+  Rung rung_;
   Config cfg_;
   int ranks_ = 0;
   int buckets_ = 0;
@@ -198,24 +206,42 @@ class DataParallelTrainingStep final : public Case {
   std::unique_ptr<DataParallelTrainer> trainer_;
 };
 
-}  // namespace
-
-CaseSpec data_parallel_case() {
+CaseSpec data_parallel_case(std::string name, std::string description, ReplicatedRung replicated,
+                            Precision precision) {
   CaseSpec spec;
-  spec.name = "R5_data_parallel";
-  spec.description =
-      "data parallel: R0 replicated on every selected GPU (one rank each), batch 64 per rank drawn by each rank "
-      "(weak scaling), gradients averaged with NCCL in per-block buckets on a comm stream that overlaps the "
-      "backward; tokens/s over all ranks, with the cost model's floor and ceiling as counters";
+  spec.name = std::move(name);
+  spec.description = std::move(description);
   spec.device = DeviceNeed::gpus(1);
-  spec.precision = Precision::tf32;
+  spec.precision = precision;
   // Not on the single-GPU waterfall: its bars are k GPUs' tokens/s, compared by the scaling counters
   // (predicted floor, linear ceiling, scaling_efficiency), not by ratio to the rung before.
   spec.ladder = "gpt-data-parallel";
   // run() drives several streams from several host threads and NCCL: not one capturable stream.
   spec.timing.graphable = false;
-  spec.make = [](const Params&) -> std::unique_ptr<Case> { return std::make_unique<DataParallelTrainingStep>(); };
+  // The learning gate trains 300 steps on every rank (at batch 512 a rank: seconds) after the replica check.
+  spec.timeout_s = 240;
+  spec.make = [replicated](const Params&) -> std::unique_ptr<Case> {
+    return std::make_unique<DataParallelTrainingStep>(replicated);
+  };
   return spec;
+}
+
+}  // namespace
+
+std::vector<CaseSpec> data_parallel_cases() {
+  return {
+      data_parallel_case("R5_data_parallel",
+                         "data parallel: R0 replicated on every selected GPU (one rank each), batch 64 per rank "
+                         "drawn by each rank (weak scaling), gradients averaged with NCCL in per-block buckets on "
+                         "a comm stream that overlaps the backward; tokens/s over all ranks, with the cost "
+                         "model's floor and ceiling as counters",
+                         {Rung::eager, 64}, Precision::tf32),
+      data_parallel_case("R5_data_parallel_R3",
+                         "data parallel on the fast configuration: R3 (bf16, batch 512 per rank, the step "
+                         "enqueued rather than replayed as a graph, so the buckets hook into its backward) "
+                         "replicated as R5_data_parallel replicates R0; the fp32 gradient averaged in fp32",
+                         {Rung::bf16, 512}, Precision::bf16),
+  };
 }
 
 }  // namespace roofbench::gpt::cuda

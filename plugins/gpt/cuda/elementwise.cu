@@ -1,7 +1,9 @@
 // One-operation elementwise kernels (the eager path), and the bias + GELU fusion of the fused path.
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "bf16_table.hpp"
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
@@ -58,28 +60,181 @@ __global__ void bias_gelu_forward4_kernel(T* out, T* z, const float* bias, int q
   }
 }
 
-// dz = dout * GELU'(z), written four columns at a time, and returned (fp32, before any rounding) for the
-// bias gradient's column sums.
+// dz = dout * GELU'(z), written kWidth columns at a time (one 16-byte access: 4 fp32 or 8 bf16), and
+// returned (fp32, before any rounding) for the bias gradient's column sums.
 template <typename T>
-struct GeluBackwardTerm4 {
+struct GeluBackwardTerm {
+  static constexpr int kWidth = kPer16Bytes<T>;
   T* dz;
   const T* dout;
   const T* z;
   int cols;
   struct Fetched {
-    float4 g, x;
+    Floats<kWidth> g, x;
   };
   __device__ std::size_t at(int row, int col) const { return static_cast<std::size_t>(row) * cols + col; }
   __device__ Fetched fetch(int row, int col) const {
-    return Fetched{load4(dout + at(row, col)), load4(z + at(row, col))};
+    return Fetched{load_floats<kWidth>(dout + at(row, col)), load_floats<kWidth>(z + at(row, col))};
   }
-  __device__ float4 finish(int row, int col, const Fetched& f) const {
-    const float4 d = make_float4(f.g.x * gelu_derivative(f.x.x), f.g.y * gelu_derivative(f.x.y),
-                                 f.g.z * gelu_derivative(f.x.z), f.g.w * gelu_derivative(f.x.w));
-    store4(dz + at(row, col), d);
+  __device__ Floats<kWidth> finish(int row, int col, const Fetched& f) const {
+    Floats<kWidth> d;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) d.v[i] = f.g.v[i] * gelu_derivative(f.x.v[i]);
+    store_floats(dz + at(row, col), d);
     return d;
   }
 };
+
+// out = GELU(z) on a pre-activation whose bias the fc GEMM's epilogue already added (linear_forward_bias):
+// z read, out written, 16 bytes a vector, two vectors' loads in flight per thread before either store; the
+// tail past the last whole vector by the first threads.
+template <typename T>
+__global__ void gelu_forward_vec_kernel(T* __restrict__ out, const T* __restrict__ z, std::size_t n) {
+  constexpr int kWidth = kPer16Bytes<T>;
+  const std::size_t vectors = n / kWidth, stride = std::size_t{gridDim.x} * blockDim.x;
+  const auto apply = [](Floats<kWidth>& f) {
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) f.v[i] = gelu(f.v[i]);
+  };
+  std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  for (; q + stride < vectors; q += 2 * stride) {
+    Floats<kWidth> a = load_floats<kWidth>(z + kWidth * q), b = load_floats<kWidth>(z + kWidth * (q + stride));
+    apply(a);
+    apply(b);
+    store_floats(out + kWidth * q, a);
+    store_floats(out + kWidth * (q + stride), b);
+  }
+  if (q < vectors) {
+    Floats<kWidth> a = load_floats<kWidth>(z + kWidth * q);
+    apply(a);
+    store_floats(out + kWidth * q, a);
+  }
+  const std::size_t tail = kWidth * vectors + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (tail < n) out[tail] = from_float<T>(gelu(to_float(z[tail])));
+}
+
+template <typename T>
+void launch_gelu_forward_vec(T* out, const T* z, std::size_t n, cudaStream_t stream) {
+  if (!aligned16(out) || !aligned16(z)) throw Error("gpt: the vectorized GELU forward needs 16-byte aligned buffers");
+  gelu_forward_vec_kernel<T><<<elementwise_blocks(n / kPer16Bytes<T> + 1), kElementwiseThreads, 0, stream>>>(out, z, n);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+// ---- bf16 GELU through tables (bf16_table.hpp): R2's pre-activation is bf16, so GELU and GELU' of every
+// covered value are computed once per block into shared memory, the same fp32 arithmetic as in place (the
+// same bits), and each element is a lookup; erff and expf per element made these passes issue-bound
+// (Nsight Compute at b512: 76% of issue slots, 3.2 TB/s) where they only need to move their bytes.
+
+__device__ inline float bf16_table_value(int slot) {
+  return __bfloat162float(__ushort_as_bfloat16(bf16_of_table_slot(slot)));
+}
+
+// Fills table[slot] = f(value of slot) with the block's threads; the caller synchronises.
+template <typename T, typename F>
+__device__ inline void fill_bf16_table(T* table, F f) {
+  for (int slot = static_cast<int>(threadIdx.x + blockDim.x * threadIdx.y); slot < kBf16TableSize;
+       slot += static_cast<int>(blockDim.x * blockDim.y))
+    table[slot] = f(bf16_table_value(slot));
+}
+
+
+// out = GELU(z) in bf16, 8 elements (16 bytes) a vector; the table holds the bf16 bits of every GELU.
+__global__ void __launch_bounds__(kElementwiseThreads)
+    gelu_forward_bf16_table_kernel(bf16* __restrict__ out, const bf16* __restrict__ z, std::size_t n) {
+  __shared__ unsigned short table[kBf16TableSize];
+  fill_bf16_table(table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
+  __syncthreads();
+  const auto apply = [](uint4& raw) {
+    unsigned short* e = reinterpret_cast<unsigned short*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int slot = bf16_table_slot(e[i]);
+      e[i] = slot >= 0 ? table[slot]
+                       : __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(e[i])))));
+    }
+  };
+  const std::size_t vectors = n / 8, stride = std::size_t{gridDim.x} * blockDim.x;
+  const uint4* in = reinterpret_cast<const uint4*>(z);
+  uint4* to = reinterpret_cast<uint4*>(out);
+  std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  for (; q + stride < vectors; q += 2 * stride) {
+    uint4 a = in[q], b = in[q + stride];
+    apply(a);
+    apply(b);
+    to[q] = a;
+    to[q + stride] = b;
+  }
+  if (q < vectors) {
+    uint4 a = in[q];
+    apply(a);
+    to[q] = a;
+  }
+  const std::size_t tail = 8 * vectors + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (tail < n) out[tail] = __float2bfloat16_rn(gelu(__bfloat162float(z[tail])));
+}
+
+// gelu_backward_bias_grad on bf16 with GELU' from the table: column_partial_sums_vec_kernel's chunks,
+// partials and summation order (8 columns a thread, kLanes row lanes, kFetchRows rows' loads ahead), each
+// block taking chunks blockIdx.y, blockIdx.y + gridDim.y, ... so the table is built once for several.
+template <int kLanes>
+__global__ void __launch_bounds__(kColumnTileCols* kLanes)
+    gelu_backward_bias_grad_bf16_table_kernel(float* partials, int rows, int cols, bf16* __restrict__ dz,
+                                              const bf16* __restrict__ dout, const bf16* __restrict__ z) {
+  constexpr int kWidth = 8, kFetchRows = 4;
+  __shared__ float table[kBf16TableSize];
+  __shared__ Floats<kWidth> lanes[kLanes][kColumnTileCols];
+  fill_bf16_table(table, [](float x) { return gelu_derivative(x); });
+  __syncthreads();
+  const int col = blockIdx.x * (kWidth * kColumnTileCols) + kWidth * static_cast<int>(threadIdx.x);
+  const int chunks = column_chunks_device(rows);
+  const auto at = [cols](int row, int c) { return static_cast<std::size_t>(row) * cols + c; };
+  for (int chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
+    Floats<kWidth> sum;
+#pragma unroll
+    for (int i = 0; i < kWidth; ++i) sum.v[i] = 0.0f;
+    const auto finish = [&](int row, const uint4& g_raw, const uint4& z_raw) {
+      const unsigned short* g = reinterpret_cast<const unsigned short*>(&g_raw);
+      const unsigned short* x = reinterpret_cast<const unsigned short*>(&z_raw);
+      Floats<kWidth> d;
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) {
+        const int slot = bf16_table_slot(x[i]);
+        const float derivative =
+            slot >= 0 ? table[slot] : gelu_derivative(__bfloat162float(__ushort_as_bfloat16(x[i])));
+        d.v[i] = __bfloat162float(__ushort_as_bfloat16(g[i])) * derivative;
+        sum.v[i] += d.v[i];
+      }
+      store_floats(dz + at(row, col), d);
+    };
+    if (col < cols) {
+      const int row_end = min(rows, (chunk + 1) * kColumnChunkRows);
+      int row = chunk * kColumnChunkRows + static_cast<int>(threadIdx.y);
+      for (; row + (kFetchRows - 1) * kLanes < row_end; row += kFetchRows * kLanes) {
+        uint4 g[kFetchRows], x[kFetchRows];
+#pragma unroll
+        for (int u = 0; u < kFetchRows; ++u) {
+          g[u] = *reinterpret_cast<const uint4*>(dout + at(row + u * kLanes, col));
+          x[u] = *reinterpret_cast<const uint4*>(z + at(row + u * kLanes, col));
+        }
+#pragma unroll
+        for (int u = 0; u < kFetchRows; ++u) finish(row + u * kLanes, g[u], x[u]);
+      }
+      for (; row < row_end; row += kLanes)
+        finish(row, *reinterpret_cast<const uint4*>(dout + at(row, col)), *reinterpret_cast<const uint4*>(z + at(row, col)));
+    }
+    lanes[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < cols) {
+      for (int lane = 1; lane < kLanes; ++lane)
+#pragma unroll
+        for (int i = 0; i < kWidth; ++i) sum.v[i] += lanes[lane][threadIdx.x].v[i];
+      float* out = partials + static_cast<std::size_t>(chunk) * cols + col;
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) out[i] = sum.v[i];
+    }
+    __syncthreads();  // lanes is reused by the next chunk
+  }
+}
 
 __global__ void cast_to_bf16_kernel(__nv_bfloat16* out, const float* in, std::size_t n) {
   const std::size_t quads = n / 4;
@@ -90,8 +245,6 @@ __global__ void cast_to_bf16_kernel(__nv_bfloat16* out, const float* in, std::si
   const std::size_t tail = 4 * quads + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (tail < n) out[tail] = __float2bfloat16_rn(in[tail]);
 }
-
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
@@ -131,7 +284,8 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
     column_sum(dbias, dz, rows, cols, partials, stream);
     return;
   }
-  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<float>{dz, dout, z, cols}, partials, stream);
+  column_sums_vec<4, 8>(ColumnOutputs{{dbias}, cols}, rows, cols, GeluBackwardTerm<float>{dz, dout, z, cols}, partials,
+                        stream);
 }
 
 void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream) {
@@ -151,10 +305,45 @@ void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols
 }
 
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
-                             float* partials, cudaStream_t stream) {
-  if (cols % 4 != 0 || !aligned4(dz) || !aligned4(dout) || !aligned4(z))
-    throw Error("gpt: gelu_backward_bias_grad on bf16 needs cols % 4 == 0 and 8-byte aligned buffers");
-  column_sums4<8>(dbias, nullptr, cols, rows, cols, GeluBackwardTerm4<bf16>{dz, dout, z, cols}, partials, stream);
+                             float* partials, cudaStream_t stream, Bf16GeluKernels kernels) {
+  if (cols % 8 != 0 || !aligned16(dz) || !aligned16(dout) || !aligned16(z))
+    throw Error("gpt: gelu_backward_bias_grad on bf16 needs cols % 8 == 0 and 16-byte aligned buffers");
+  if (kernels == Bf16GeluKernels::in_place) {
+    column_sums_vec<8, 8>(ColumnOutputs{{dbias}, cols}, rows, cols, GeluBackwardTerm<bf16>{dz, dout, z, cols},
+                          partials, stream);
+    return;
+  }
+  // Up to 64 block rows, each taking every 64th chunk: at b512 (256 chunks, 8 column tiles) 512 blocks of
+  // 4 chunks, about four per SM, the table built once per 1024 rows.
+  constexpr int kLanes = 8, kMaxBlockRows = 64;
+  const int chunks = column_chunks(rows);
+  const dim3 grid(ceil_div(cols, 8 * kColumnTileCols), std::min(chunks, kMaxBlockRows)), block(kColumnTileCols, kLanes);
+  gelu_backward_bias_grad_bf16_table_kernel<kLanes><<<grid, block, 0, stream>>>(partials, rows, cols, dz, dout, z);
+  ROOFBENCH_CUDA_LAUNCH();
+  column_finish(ColumnOutputs{{dbias}, cols}, partials, chunks, cols, stream);
+}
+
+void gelu_forward_vectorized(float* out, const float* z, std::size_t n, cudaStream_t stream) {
+  launch_gelu_forward_vec(out, z, n, stream);
+}
+
+void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream, Bf16GeluKernels kernels) {
+  if (kernels == Bf16GeluKernels::in_place) {
+    launch_gelu_forward_vec(out, z, n, stream);
+    return;
+  }
+  if (!aligned16(out) || !aligned16(z)) throw Error("gpt: the bf16 GELU forward needs 16-byte aligned buffers");
+  // The table is built once per block: as many blocks as the GPU holds at once (one wave), striding over the
+  // data, rather than one block per 2048 elements.
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_forward_bf16_table_kernel,
+                                                               kElementwiseThreads, 0));
+  const unsigned wave = static_cast<unsigned>(std::max(1, sms * per_sm));
+  gelu_forward_bf16_table_kernel<<<std::min(wave, elementwise_blocks(n / 8 + 1)), kElementwiseThreads, 0, stream>>>(
+      out, z, n);
+  ROOFBENCH_CUDA_LAUNCH();
 }
 
 }  // namespace roofbench::gpt::cuda

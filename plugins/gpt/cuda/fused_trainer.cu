@@ -41,8 +41,10 @@ class FusedTrainer final : public Trainer {
       linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
       residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
                                  param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-      linear_forward(cublas_, a.fc, a.ln2, param(o.fc_w), N, C, H);
-      bias_gelu_forward(a.gelu, a.fc, param(o.fc_b), N, H, stream_);
+      // fc's bias in the GEMM's epilogue, so GELU reads z once (elementwise v3).
+      linear_forward_bias(cublas_lt_, lt_workspace(), CUDA_R_32F, a.fc, a.ln2, param(o.fc_w), param(o.fc_b), N, C, H,
+                          stream_);
+      gelu_forward_vectorized(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
       linear_forward(cublas_, branch_, a.gelu, param(o.fc_proj_w), N, H, C);
       // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).
       const bool last = l + 1 == cfg_.layers;
@@ -62,22 +64,25 @@ class FusedTrainer final : public Trainer {
     const AttentionShape shape = attention_shape(cfg_.batch);
     fused_cross_entropy(losses_, d_logits_, logits_, targets, N_, V, stream_);
     mean_loss(loss_, loss_history_, kLossHistory, &counters_[0], losses_, N_, stream_);
-    head_backward();
+    // Each LayerNorm's backward also sums its dx, the residual stream's gradient, over the rows: the bias
+    // gradient of the projection below (the top block's fc_proj here, attn_proj after LN2, the lower
+    // block's fc_proj after LN1), out of the same pass.
+    head_backward(grad(offsets_.layers[cfg_.layers - 1].fc_proj_b));
     for (int l = cfg_.layers - 1; l >= 0; --l) {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
       mlp_backward_to_ln2_fused(l);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly.
       layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln_, a.mid, a.ln2_mean, a.ln2_rstd,
-                         param(o.ln2_w), N_, C, 1.0f, partials_, stream_);
-      column_sum_vec4(grad(o.attn_proj_b), d_resid_, N_, C, partials_, stream_);
+                         param(o.ln2_w), N_, C, 1.0f, partials_, stream_, nullptr, grad(o.attn_proj_b));
       linear_grads(d_attn_out_, grad(o.attn_proj_w), d_resid_, a.attn_out, param(o.attn_proj_w), C, C);
       fused_attention_backward(d_qkv_, delta_, d_attn_out_, a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_,
                                shape, stream_);
       column_sum_vec4(grad(o.qkv_b), d_qkv_, N_, 3 * C, partials_, stream_);
       linear_grads(d_ln_, grad(o.qkv_w), d_qkv_, a.ln1, param(o.qkv_w), C, 3 * C);
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln_, resid_[l], a.ln1_mean, a.ln1_rstd,
-                         param(o.ln1_w), N_, C, 1.0f, partials_, stream_);
+                         param(o.ln1_w), N_, C, 1.0f, partials_, stream_, nullptr,
+                         l > 0 ? grad(offsets_.layers[l - 1].fc_proj_b) : nullptr);
     }
     embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }
@@ -88,13 +93,12 @@ class FusedTrainer final : public Trainer {
   }
 
  private:
-  // Trainer::mlp_backward_to_ln2 with 16-byte column sums and GELU's backward fused with fc's bias gradient
-  // (one pass over d_gelu and fc instead of two over d_fc).
+  // Trainer::mlp_backward_to_ln2 with fc_proj's bias gradient already summed by the LayerNorm backward above
+  // and GELU's backward fused with fc's bias gradient (one pass over d_gelu and fc instead of two over d_fc).
   void mlp_backward_to_ln2_fused(int layer) {
     const LayerOffsets& o = offsets_.layers[layer];
     const LayerActivations& a = layers_[layer];
     const int C = cfg_.channels, H = cfg_.hidden();
-    column_sum_vec4(grad(o.fc_proj_b), d_resid_, N_, C, partials_, stream_);
     linear_grads(d_gelu_, grad(o.fc_proj_w), d_resid_, a.gelu, param(o.fc_proj_w), H, C);
     gelu_backward_bias_grad(d_fc_, grad(o.fc_b), d_gelu_, a.fc, N_, H, partials_, stream_);
     linear_grads(d_ln_, grad(o.fc_w), d_fc_, a.ln2, param(o.fc_w), C, H);
@@ -107,11 +111,10 @@ class FusedTrainer final : public Trainer {
 }  // namespace
 
 std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
-                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed) {
+                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
+                                            StepReplay replay) {
   auto trainer = std::make_unique<FusedTrainer>(cfg, alloc, stream, corpus, data_seed);
-  trainer->initialize(init_seed);  // the warm-up step inside capture() then runs on sane numbers
-  trainer->capture_step_graph();
-  trainer->initialize(init_seed);  // undo the warm-up step
+  trainer->start(init_seed, replay);
   return trainer;
 }
 

@@ -1,11 +1,12 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3 for fp32 and v6 for bf16, elementwise v2, weight gradients v3).
+// run the keepers only (attention v3 for fp32 and v6 for bf16, elementwise v3, weight gradients v3).
 //   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
 //   lab_attention_bf16/version:v3|v4|v5|v6/batch:64|512  the same on bf16 tensors (attention_v3.cu,
 //                                     attention_v4.cu, attention_v5.cu), also at R3's batch
-//   lab_elementwise/version:v1|v2  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
+//   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
+//   lab_elementwise_bf16/version:v1|v2|v3  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -181,45 +182,73 @@ class AttentionLab final : public Case {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// v1: the scalar kernels, three launches (bias + GELU, GELU's backward, the bias gradient's column sum);
-// v2 (R1's): 16-byte accesses, GELU's backward fused with the bias gradient.
+// The MLP's bias + GELU forward, GELU's backward and fc's bias gradient. Elem float (lab_elementwise, R1's
+// tensors):
+//   v1: the scalar kernels, three launches (bias + GELU, GELU's backward, the bias gradient's column sum);
+//   v2: 16-byte accesses, GELU's backward fused with the bias gradient;
+//   v3 (R1's): v2 with the bias moved into the fc GEMM's epilogue (linear_forward_bias, not timed here), so
+//       the forward reads a pre-activation that already holds it and writes only GELU.
+// Elem bf16 (lab_elementwise_bf16, R2's tensors: z, GELU, dout and dz bf16; bias and dbias fp32):
+//   v1: one pass adds the bias into z and applies GELU (z rewritten; R2's until the bias moved into the fc
+//       GEMM's epilogue), GELU's backward with the bias gradient, erff and expf per element;
+//   v2: the bias in the fc GEMM's epilogue, so the forward reads z and writes GELU only;
+//   v3 (R2-R4's): v2 with GELU and GELU' looked up in a per-block table of every bf16 value's (the same bits).
+// A version with the bias in the epilogue moves 5 tensors, not 6, and its forward's reference adds no bias.
+// The reference sees z as stored: the backward reads z after the forward (z + bias, rounded to Elem).
+template <typename Elem>
 class ElementwiseLab final : public Case {
  public:
+  static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
+
   explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
-    if (version_ != 1 && version_ != 2) throw Error("gpt lab_elementwise: versions are v1 and v2");
+    if (version_ < 1 || version_ > 3)
+      throw Error(kBf16 ? "gpt lab_elementwise_bf16: versions are v1, v2 and v3"
+                        : "gpt lab_elementwise: versions are v1, v2 and v3");
   }
 
   void setup(Context& ctx) override {
     const std::size_t n = count(), cols = static_cast<std::size_t>(cfg_.hidden());
-    z_ = alloc_floats(ctx, n, BufferRole::input);
+    z_ = alloc(ctx, n, BufferRole::input);
     bias_ = alloc_floats(ctx, cols, BufferRole::input);
-    dout_ = alloc_floats(ctx, n, BufferRole::input);
-    gelu_ = alloc_floats(ctx, n, BufferRole::output);
-    dz_ = alloc_floats(ctx, n, BufferRole::output);
+    dout_ = alloc(ctx, n, BufferRole::input);
+    gelu_ = alloc(ctx, n, BufferRole::output);
+    dz_ = alloc(ctx, n, BufferRole::output);
     dbias_ = alloc_floats(ctx, cols, BufferRole::output);
     partials_ = alloc_floats(ctx, column_partials_floats(rows(), cfg_.hidden()), BufferRole::scratch);
-    ctx.fill_random(z_, n, ElementType::f32, -4, 4);
+    const ElementType type = kBf16 ? ElementType::bf16 : ElementType::f32;
+    ctx.fill_random(z_, n, type, -4, 4);
     ctx.fill_random(bias_, cols, ElementType::f32, -0.5, 0.5);
-    ctx.fill_random(dout_, n, ElementType::f32);
-    z_before_ = download(ctx, z_, n);  // the gate run adds the bias into z in place
+    ctx.fill_random(dout_, n, type);
+    z_before_ = download_as_float(ctx, z_, n);  // a forward that adds the bias does so into z in place
   }
 
   void run(Context& ctx) override {
     const int R = rows(), H = cfg_.hidden();
-    const bool vectorized = version_ == 2;
-    bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), vectorized);
-    if (vectorized) {
-      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx));
+    if constexpr (kBf16) {
+      const Bf16GeluKernels kernels = version_ == 3 ? Bf16GeluKernels::table : Bf16GeluKernels::in_place;
+      if (version_ == 1)
+        bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx));
+      else
+        gelu_forward(gelu_, z_, count(), stream_of(ctx), kernels);
+      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx), kernels);
     } else {
-      gelu_backward(dz_, dout_, z_, count(), stream_of(ctx));
-      column_sum(dbias_, dz_, R, H, partials_, stream_of(ctx));
+      if (version_ == 3)
+        gelu_forward_vectorized(gelu_, z_, count(), stream_of(ctx));
+      else
+        bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), version_ == 2);
+      if (version_ >= 2) {
+        gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx));
+      } else {
+        gelu_backward(dz_, dout_, z_, count(), stream_of(ctx));
+        column_sum(dbias_, dz_, R, H, partials_, stream_of(ctx));
+      }
     }
   }
 
-  // Minimum traffic: z and the bias read, z and GELU written; dout and z read, dz written.
+  // Minimum traffic: z read, z (unless the GEMM added the bias) and GELU written; dout and z read, dz written.
   Work work() const override {
     Work w;
-    w.bytes = 4.0 * 6 * static_cast<double>(count());
+    w.bytes = static_cast<double>(sizeof(Elem)) * (bias_in_gemm() ? 5 : 6) * static_cast<double>(count());
     w.items = static_cast<double>(count());
     w.item_name = "elements";
     return w;
@@ -228,13 +257,15 @@ class ElementwiseLab final : public Case {
   Check check(Context& ctx) override {
     const std::size_t n = count();
     const int H = cfg_.hidden();
-    const auto ref = reference::bias_gelu_reference(z_before_, download(ctx, bias_, H), download(ctx, dout_, n),
-                                                    rows(), H);
+    const std::vector<float> no_bias(H, 0.0f), bias = bias_in_gemm() ? no_bias : download(ctx, bias_, H);
+    const std::vector<float> dout = download_as_float(ctx, dout_, n), z_after = download_as_float(ctx, z_, n);
+    const auto forward = reference::bias_gelu_reference(z_before_, bias, dout, rows(), H);
+    const auto backward = reference::bias_gelu_reference(z_after, no_bias, dout, rows(), H);
     WorstError errors;
-    errors.add("z + bias", relative_l2_error(download(ctx, z_, n).data(), ref.pre.data(), n));
-    errors.add("GELU", relative_l2_error(download(ctx, gelu_, n).data(), ref.out.data(), n));
-    errors.add("dz", relative_l2_error(download(ctx, dz_, n).data(), ref.dz.data(), n));
-    errors.add("dbias", relative_l2_error(download(ctx, dbias_, H).data(), ref.dbias.data(), H));
+    errors.add("z + bias", relative_l2_error(z_after.data(), forward.pre.data(), n));
+    errors.add("GELU", relative_l2_error(download_as_float(ctx, gelu_, n).data(), forward.out.data(), n));
+    errors.add("dz", relative_l2_error(download_as_float(ctx, dz_, n).data(), backward.dz.data(), n));
+    errors.add("dbias", relative_l2_error(download(ctx, dbias_, H).data(), backward.dbias.data(), H));
     // The timed runs add the bias into z again and again: a zero bias keeps z (and the work) what it was.
     ROOFBENCH_CUDA(cudaMemsetAsync(bias_, 0, static_cast<std::size_t>(H) * sizeof(float), stream_of(ctx)));
     ctx.synchronize();
@@ -242,13 +273,28 @@ class ElementwiseLab final : public Case {
   }
 
  private:
+  bool bias_in_gemm() const { return kBf16 ? version_ >= 2 : version_ == 3; }
+  static Elem* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<Elem*>(ctx.alloc(count * sizeof(Elem), role));
+  }
+  static std::vector<float> download_as_float(Context& ctx, const Elem* device, std::size_t count) {
+    if constexpr (kBf16) {
+      std::vector<std::uint16_t> bits(count);
+      ctx.copy_to_host(bits.data(), device, count * sizeof(std::uint16_t));
+      std::vector<float> host(count);
+      std::transform(bits.begin(), bits.end(), host.begin(), float_from_bf16_bits);
+      return host;
+    } else {
+      return download(ctx, device, count);
+    }
+  }
   int rows() const { return cfg_.batch * cfg_.context; }
   std::size_t count() const { return static_cast<std::size_t>(rows()) * cfg_.hidden(); }
 
   Config cfg_;
   int version_;
-  float *z_ = nullptr, *bias_ = nullptr, *dout_ = nullptr, *gelu_ = nullptr, *dz_ = nullptr, *dbias_ = nullptr,
-        *partials_ = nullptr;
+  Elem *z_ = nullptr, *dout_ = nullptr, *gelu_ = nullptr, *dz_ = nullptr;
+  float *bias_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
   std::vector<float> z_before_;
 };
 
@@ -379,10 +425,16 @@ std::vector<CaseSpec> lab_cases() {
                                    "forward one block per head (R2-R4's)",
                                    {"v3", "v4", "v5", "v6"}, Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
-      lab_case<ElementwiseLab>("lab_elementwise",
+      lab_case<ElementwiseLab<float>>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "
-                               "the training shape; v1 scalar, three launches, v2 16-byte and fused (R1's)",
-                               {"v1", "v2"}, Precision::fp32, 1e-4),
+                               "the training shape; v1 scalar, three launches, v2 16-byte and fused, v3 v2 with "
+                               "the bias in the fc GEMM's epilogue, so GELU's forward only reads z (R1's)",
+                               {"v1", "v2", "v3"}, Precision::fp32, 1e-4),
+      lab_case<ElementwiseLab<bf16>>("lab_elementwise_bf16",
+                                   "kernel lab: lab_elementwise on R2's bf16 tensors; v1 bias added by the GELU "
+                                   "pass, v2 bias in the fc GEMM's epilogue, v3 v2 with GELU and GELU' from a "
+                                   "per-block table of every bf16 value's (R2-R4's)",
+                                   {"v1", "v2", "v3"}, Precision::bf16),
       lab_case<WgradLab>("lab_wgrad",
                          "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",

@@ -140,7 +140,9 @@ void launch_forward(LayerNormRows<Y> rows, float* sum, const float* x, const Bra
 
 // dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w: the LayerNorm backward through its statistics.
 // dx_bf16, when given, receives the same dx rounded to bf16 (the operand of R2's next bf16 matmuls).
-__global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, const float* dy, const float* x,
+// dy fp32, or bf16 (R2 and up: the output of a bf16 matmul, as autocast hands it over), widened on load.
+template <typename DY>
+__global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, const DY* dy, const float* x,
                                              const float* mean, const float* rstd, const float* w, int N, int C,
                                              float beta) {
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
@@ -150,14 +152,14 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
   const float mu = mean[row], rs = rstd[row];
   float sum_g = 0, sum_g_xhat = 0;
   for (int c = lane; c < C; c += 32) {
-    const float g = dy[base + c] * w[c];
+    const float g = to_float(dy[base + c]) * w[c];
     sum_g += g;
     sum_g_xhat += g * (x[base + c] - mu) * rs;
   }
   const float mean_g = warp_sum(sum_g) / C, mean_g_xhat = warp_sum(sum_g_xhat) / C;
   for (int c = lane; c < C; c += 32) {
     const float xhat = (x[base + c] - mu) * rs;
-    const float value = rs * (dy[base + c] * w[c] - mean_g - xhat * mean_g_xhat);
+    const float value = rs * (to_float(dy[base + c]) * w[c] - mean_g - xhat * mean_g_xhat);
     // beta == 0 must not read dx: it may hold anything, NaN included.
     const float total = beta == 0.0f ? value : beta * dx[base + c] + value;
     dx[base + c] = total;
@@ -170,16 +172,16 @@ __global__ void layernorm_backward_dx_kernel(float* dx, __nv_bfloat16* dx_bf16, 
 // of kRowsPerBlock), its warps take every kRowsPerBlock-th row, each lane keeps the running sums of its
 // kPerLane = C / 32 columns lane + 32 i in registers (the row too: every load of a row, dx's included when
 // beta != 0, is issued before the first is used, and dy and x are read once), then the warps' sums are added
-// in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, when dx_sums is
-// given, dx_sums[b, c] = sum of the final dx (the bias gradient of the projection below whose output
-// gradient dx is). A fixed order throughout, so the gradients are the same bits in every run.
+// in warp order: partials[b, c] = sum dy xhat (c < C), partials[b, C + c] = sum dy and, with_dx_sums,
+// partials[b, 2C + c] = sum of the final dx (the bias gradient of the projection below whose output
+// gradient dx is); a chunk's row of partials is 3C wide then, else 2C, so one second pass adds them all. A fixed order throughout, so the gradients are the same bits in every run.
 static_assert(kLayerNormBlockWarps == kRowsPerBlock);
 
 // Two blocks per SM (128 registers a thread): w is read from L1 each row rather than held in registers.
-template <int kPerLane>
+template <int kPerLane, typename DY>
 __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
-    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, float* dx_sums,
-                                    const float* dy, const float* x, const float* mean, const float* rstd,
+    layernorm_backward_fused_kernel(float* dx, __nv_bfloat16* dx_bf16, float* partials, bool with_dx_sums,
+                                    const DY* dy, const float* x, const float* mean, const float* rstd,
                                     const float* __restrict__ w, int N, int chunk_rows, float beta) {
   constexpr int C = 32 * kPerLane;
   __shared__ float warp_sums[kRowsPerBlock][3 * C];
@@ -193,7 +195,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
     float d[kPerLane], xhat[kPerLane], before[kPerLane];
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
-      d[i] = dy[base + 32 * i];
+      d[i] = to_float(dy[base + 32 * i]);
       xhat[i] = x[base + 32 * i];
       before[i] = beta == 0.0f ? 0.0f : dx[base + 32 * i];  // beta == 0 must not read dx: it may hold NaN
     }
@@ -226,41 +228,45 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32, 2)
     warp_sums[warp][2 * C + lane + 32 * i] = sum_dx[i];
   }
   __syncthreads();
-  const int columns = dx_sums ? 3 * C : 2 * C;
+  const int columns = with_dx_sums ? 3 * C : 2 * C;
   for (int col = threadIdx.x; col < columns; col += blockDim.x) {
     float total = 0;
     for (int k = 0; k < kRowsPerBlock; ++k) total += warp_sums[k][col];
-    if (col < 2 * C)
-      partials[static_cast<std::size_t>(blockIdx.x) * 2 * C + col] = total;
-    else
-      dx_sums[static_cast<std::size_t>(blockIdx.x) * C + col - 2 * C] = total;
+    partials[static_cast<std::size_t>(blockIdx.x) * columns + col] = total;
   }
 }
 
+template <typename DY>
 struct FusedBackwardArgs {
   float* dx;
   __nv_bfloat16* dx_bf16;
-  float *partials, *dx_sums;
-  const float *dy, *x, *mean, *rstd, *w;
+  float* partials;
+  bool with_dx_sums;
+  const DY* dy;
+  const float *x, *mean, *rstd, *w;
   int N, chunk_rows, chunks;
   float beta;
 };
 
-template <int kPerLane>
-void launch_fused_backward(const FusedBackwardArgs& a, cudaStream_t stream) {
-  layernorm_backward_fused_kernel<kPerLane><<<a.chunks, kRowsPerBlock * 32, 0, stream>>>(
-      a.dx, a.dx_bf16, a.partials, a.dx_sums, a.dy, a.x, a.mean, a.rstd, a.w, a.N, a.chunk_rows, a.beta);
+template <typename DY, int kPerLane>
+void launch_fused_backward(const FusedBackwardArgs<DY>& a, cudaStream_t stream) {
+  layernorm_backward_fused_kernel<kPerLane, DY><<<a.chunks, kRowsPerBlock * 32, 0, stream>>>(
+      a.dx, a.dx_bf16, a.partials, a.with_dx_sums, a.dy, a.x, a.mean, a.rstd, a.w, a.N, a.chunk_rows, a.beta);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-template <int kPerLane>
+template <typename DY>
 struct FusedBackwardLauncher {
-  static constexpr auto value = &launch_fused_backward<kPerLane>;
+  template <int kPerLane>
+  struct Of {
+    static constexpr auto value = &launch_fused_backward<DY, kPerLane>;
+  };
 };
 
 // Columns [0, C): dy xhat (the weight gradient); [C, 2C): dy (the bias gradient).
+template <typename DY>
 struct LayerNormParamTerm {
-  const float* dy;
+  const DY* dy;
   const float* x;
   const float* mean;
   const float* rstd;
@@ -269,7 +275,8 @@ struct LayerNormParamTerm {
     const bool weight = column < C;
     const int c = weight ? column : column - C;
     const std::size_t at = static_cast<std::size_t>(row) * C + c;
-    return weight ? dy[at] * (x[at] - mean[row]) * rstd[row] : dy[at];
+    const float d = to_float(dy[at]);
+    return weight ? d * (x[at] - mean[row]) * rstd[row] : d;
   }
 };
 
@@ -320,24 +327,39 @@ std::size_t layernorm_partials_floats(int N, int C) {
   return std::max(column_partials_floats(N, 2 * C), layernorm_chunk_partials(N, C));
 }
 
+namespace {
+template <typename DY>
+void launch_layernorm_backward(float* dx, float* dw, float* db, const DY* dy, const float* x, const float* mean,
+                               const float* rstd, const float* w, int N, int C, float beta, float* partials,
+                               cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
+  if (rows_fit_in_registers(C)) {
+    const LayerNormChunks chunks = layernorm_chunks(N);
+    const bool with_dx_sums = dx_column_sum != nullptr;
+    const FusedBackwardArgs<DY> args{dx, dx_bf16, partials, with_dx_sums, dy, x, mean, rstd, w, N, chunks.rows,
+                                     chunks.count, beta};
+    kernel_for_width<FusedBackwardLauncher<DY>::template Of>(C)(args, stream);
+    column_finish(ColumnOutputs{{dw, db, dx_column_sum}, C}, partials, chunks.count, (with_dx_sums ? 3 : 2) * C,
+                  stream);
+    return;
+  }
+  layernorm_backward_dx_kernel<DY><<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd,
+                                                                                     w, N, C, beta);
+  ROOFBENCH_CUDA_LAUNCH();
+  column_sums(ColumnOutputs{{dw, db}, C}, N, 2 * C, LayerNormParamTerm<DY>{dy, x, mean, rstd, C}, partials, stream);
+  if (dx_column_sum) column_sum(dx_column_sum, dx, N, C, partials, stream);
+}
+}  // namespace
+
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
-  if (rows_fit_in_registers(C)) {
-    const LayerNormChunks chunks = layernorm_chunks(N);
-    float* dx_sums = dx_column_sum ? partials + static_cast<std::size_t>(chunks.count) * 2 * C : nullptr;
-    const FusedBackwardArgs args{dx, dx_bf16, partials, dx_sums, dy, x, mean, rstd, w, N, chunks.rows, chunks.count,
-                                 beta};
-    kernel_for_width<FusedBackwardLauncher>(C)(args, stream);
-    column_finish(dw, db, C, partials, chunks.count, 2 * C, stream);
-    if (dx_column_sum) column_finish(dx_column_sum, nullptr, C, dx_sums, chunks.count, C, stream);
-    return;
-  }
-  layernorm_backward_dx_kernel<<<row_blocks(N), kRowsPerBlock * 32, 0, stream>>>(dx, dx_bf16, dy, x, mean, rstd, w,
-                                                                                 N, C, beta);
-  ROOFBENCH_CUDA_LAUNCH();
-  column_sums(dw, db, C, N, 2 * C, LayerNormParamTerm{dy, x, mean, rstd, C}, partials, stream);
-  if (dx_column_sum) column_sum(dx_column_sum, dx, N, C, partials, stream);
+  launch_layernorm_backward(dx, dw, db, dy, x, mean, rstd, w, N, C, beta, partials, stream, dx_bf16, dx_column_sum);
+}
+
+void layernorm_backward(float* dx, float* dw, float* db, const bf16* dy, const float* x, const float* mean,
+                        const float* rstd, const float* w, int N, int C, float beta, float* partials,
+                        cudaStream_t stream, bf16* dx_bf16, float* dx_column_sum) {
+  launch_layernorm_backward(dx, dw, db, dy, x, mean, rstd, w, N, C, beta, partials, stream, dx_bf16, dx_column_sum);
 }
 
 }  // namespace roofbench::gpt::cuda

@@ -10,6 +10,7 @@
 // the fused ones (what a compiler emits). Where both need the same operation they call the same kernel.
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -55,6 +56,18 @@ void linear_forward(cublasHandle_t handle, float* y, const float* x, const float
 // dx[N, in] = dy w (+ beta_dx dx) and dw[out, in] = dy^T x (+ beta_dw dw); dx skipped when null.
 void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
                      int N, int in, int out, float beta_dx = 0, float beta_dw = 0);
+
+// y[N, out] = x[N, in] w[out, in]^T + bias[out] in one cuBLASLt call, the bias added in the GEMM's epilogue
+// (CUBLASLT_EPILOGUE_BIAS) rather than by a pass over y. type: CUDA_R_32F (x, w, y and bias fp32, TF32
+// tensor cores: R1) or CUDA_R_16BF (all four bf16, fp32 accumulation, the bias added in fp32 before y is
+// rounded: what autocast's linear runs). y, x and w 16-byte aligned (throws roofbench::Error otherwise).
+// The workspace is cuBLAS's (the same stream, so never in use by two calls at once).
+struct LtWorkspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+void linear_forward_bias(cublasLtHandle_t lt, LtWorkspace workspace, cudaDataType_t type, void* y, const void* x,
+                         const void* w, const void* bias, int N, int in, int out, cudaStream_t stream);
 
 // How the weight gradient dw = dy^T x is handed to cuBLAS. Its reduction runs over the N positions, the
 // strided dimension of both dy and x: cuBLAS sees both operands MN-major (its column-major "nt"), and on
@@ -132,6 +145,11 @@ std::size_t layernorm_partials_floats(int N, int C);
 void layernorm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* mean,
                         const float* rstd, const float* w, int N, int C, float beta, float* partials,
                         cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
+// The same with dy bf16 (R2 and up: the output of the bf16 matmul below, which autocast hands over in bf16),
+// widened to fp32 on load; everything else as above.
+void layernorm_backward(float* dx, float* dw, float* db, const bf16* dy, const float* x, const float* mean,
+                        const float* rstd, const float* w, int N, int C, float beta, float* partials,
+                        cudaStream_t stream, bf16* dx_bf16 = nullptr, float* dx_column_sum = nullptr);
 
 // ---------------------------------------------------------------------------------------------------
 // elementwise.cu: the eager path's one-operation kernels.
@@ -142,9 +160,13 @@ void add(float* out, const float* a, const float* b, std::size_t n, cudaStream_t
 void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream);
 // dz = dout * GELU'(z)
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
+// out = GELU(z) with 16-byte accesses (z and out 16-byte aligned, else throws): R1's, after the fc GEMM
+// added the bias in its epilogue (linear_forward_bias), so the pass reads z once and writes out only.
+void gelu_forward_vectorized(float* out, const float* z, std::size_t n, cudaStream_t stream);
 // Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
 // accesses when cols % 4 == 0 and out and z are 16-byte aligned (else, or when false, the scalar kernel).
-// R1 runs the vectorized kernels (elementwise v2); the scalar ones (v1) live on in the lab_elementwise
+// R1 ran the vectorized kernels (elementwise v2) until the bias moved into the fc GEMM's epilogue
+// (elementwise v3: linear_forward_bias + gelu_forward_vectorized); v1 and v2 live on in the lab_elementwise
 // benchmark.
 void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
                        bool vectorized = true);
@@ -260,13 +282,21 @@ void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const
 // operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
 void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
                      const bf16* x, const bf16* w, int N, int in, int out, float beta_dw = 0);
-// z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16.
+// z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16 (the
+// lab's; R2 and up add the bias in the fc GEMM's epilogue and run gelu_forward below).
 void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);
-// dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums, one pass; cols % 4 == 0 and 8-byte aligned
-// pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
+// How the bf16 GELU passes get GELU and GELU' of each element: from a per-block table of every bf16 value's
+// (bf16_table.hpp; the keeper, R2-R4's) or by erff and expf per element (in_place, the lab's
+// lab_elementwise_bf16 v2). Both compute the same fp32 values, so the same bits.
+enum class Bf16GeluKernels { table, in_place };
+// out = GELU(z) in bf16, 16-byte accesses (8 elements; z and out 16-byte aligned, else throws).
+void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
+                  Bf16GeluKernels kernels = Bf16GeluKernels::table);
+// dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums, one pass with 16-byte accesses; cols % 8 == 0
+// and 16-byte aligned pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
-                             float* partials, cudaStream_t stream);
-// out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 4 == 0, 8-byte aligned; else throws).
+                             float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
+// out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------

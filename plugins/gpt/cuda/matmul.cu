@@ -5,6 +5,7 @@
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
 #include "roofbench/plugin.hpp"
 #include "storage.cuh"
 
@@ -94,6 +95,48 @@ void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, fl
   gemm(handle, g);
 }
 
+void linear_forward_bias(cublasLtHandle_t lt, LtWorkspace workspace, cudaDataType_t type, void* y, const void* x,
+                         const void* w, const void* bias, int N, int in, int out, cudaStream_t stream) {
+  if (type != CUDA_R_32F && type != CUDA_R_16BF) throw Error("gpt: linear_forward_bias takes fp32 or bf16");
+  // The heuristic sees the bias pointer but not the matrices': it is promised 16-byte aligned ones.
+  for (const void* p : {static_cast<const void*>(y), x, w})
+    if (!aligned16(p)) throw Error("gpt: linear_forward_bias needs 16-byte aligned matrices");
+  // Column-major, as cuBLASLt sees the row-major y[N, out] = x[N, in] w[out, in]^T: y^T[out, N] = w x^T, with
+  // w the column-major [in, out] transposed and x^T the column-major [in, N]; the bias runs along out, the
+  // rows of the column-major result (cuBLASLt's bias vector is one element per row of D).
+  const cublasComputeType_t compute = type == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  case_support::CublasLtMatmulDesc desc;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc.replace(), compute, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  ROOFBENCH_CUBLASLT(
+      cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+  case_support::CublasLtLayout a, b, c;
+  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a.replace(), type, in, out, in));
+  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b.replace(), type, in, N, in));
+  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c.replace(), type, out, N, out));
+  case_support::CublasLtPreference preference;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &workspace.bytes, sizeof workspace.bytes));
+  const std::uint32_t alignment = 16;
+  for (const auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &alignment, sizeof alignment));
+  cublasLtMatmulHeuristicResult_t found{};
+  int count = 0;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt, desc.get(), a.get(), b.get(), c.get(), c.get(), preference.get(),
+                                                    1, &found, &count));
+  if (count < 1 || found.state != CUBLAS_STATUS_SUCCESS)
+    throw Error("gpt: cuBLASLt offers no algorithm for the bias epilogue at this shape");
+  const float one = 1.0f, zero = 0.0f;
+  ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc.get(), &one, w, a.get(), x, b.get(), &zero, y, c.get(), y, c.get(),
+                                    &found.algo, workspace.data, workspace.bytes, stream));
+}
+
 namespace {
 constexpr int kTransposeTile = 32, kTransposeRowsPerPass = 8;
 
@@ -174,24 +217,35 @@ struct ColumnOf {
   __device__ float operator()(int row, int col) const { return x[static_cast<std::size_t>(row) * cols + col]; }
 };
 
-// Four adjacent columns of x (16-byte loads for fp32, 8-byte ones for bf16).
+// kWidth adjacent columns of x in one 16-byte load (4 fp32 or 8 bf16).
 template <typename T>
-struct ColumnsOf4 {
+struct ColumnsOf16Bytes {
+  static constexpr int kWidth = kPer16Bytes<T>;
   const T* x;
   int cols;
-  __device__ float4 operator()(int row, int col) const { return load4(x + static_cast<std::size_t>(row) * cols + col); }
+  __device__ Floats<kWidth> operator()(int row, int col) const {
+    return load_floats<kWidth>(x + static_cast<std::size_t>(row) * cols + col);
+  }
 };
 
-__global__ void column_finish_kernel(float* first, float* second, int split, const float* partials, int chunks,
-                                     int cols) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  if (col >= cols) return;
+// 32 columns per block, kFinishLanes chunk lanes: lane j adds chunks j, j + kFinishLanes, ... in turn, then
+// lane 0 adds the lanes' sums in lane order. A fixed order, so the same bits in every run; a lane per chunk
+// stride keeps every SM's loads in flight where one thread per column walking all chunks waited on each.
+constexpr int kFinishCols = 32, kFinishLanes = 32;
+__global__ void __launch_bounds__(kFinishCols* kFinishLanes)
+    column_finish_kernel(ColumnOutputs outputs, const float* partials, int chunks, int cols) {
+  __shared__ float lanes[kFinishLanes][kFinishCols + 1];
+  const int col = blockIdx.x * kFinishCols + threadIdx.x;
   float sum = 0;
-  for (int chunk = 0; chunk < chunks; ++chunk) sum += partials[static_cast<std::size_t>(chunk) * cols + col];
-  if (col < split)
-    first[col] = sum;
-  else
-    second[col - split] = sum;
+  if (col < cols)
+    for (int chunk = threadIdx.y; chunk < chunks; chunk += kFinishLanes)
+      sum += partials[static_cast<std::size_t>(chunk) * cols + col];
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= cols) return;
+  for (int lane = 1; lane < kFinishLanes; ++lane) sum += lanes[lane][threadIdx.x];
+  const int part = col / outputs.width;
+  outputs.part[part][col - part * outputs.width] = sum;
 }
 
 __global__ void add_bias_kernel(float* y, const float* bias, std::size_t n, int cols) {
@@ -201,9 +255,9 @@ __global__ void add_bias_kernel(float* y, const float* bias, std::size_t n, int 
 }
 }  // namespace
 
-void column_finish(float* first, float* second, int split, const float* partials, int chunks, int cols,
-                   cudaStream_t stream) {
-  column_finish_kernel<<<ceil_div(cols, 256), 256, 0, stream>>>(first, second, split, partials, chunks, cols);
+void column_finish(ColumnOutputs outputs, const float* partials, int chunks, int cols, cudaStream_t stream) {
+  column_finish_kernel<<<ceil_div(cols, kFinishCols), dim3(kFinishCols, kFinishLanes), 0, stream>>>(
+      outputs, partials, chunks, cols);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
@@ -212,20 +266,20 @@ std::size_t column_partials_floats(int rows, int cols) {
 }
 
 void column_sum(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream) {
-  column_sums(out, nullptr, cols, rows, cols, ColumnOf{x, cols}, partials, stream);
+  column_sums(ColumnOutputs{{out}, cols}, rows, cols, ColumnOf{x, cols}, partials, stream);
 }
 
 void column_sum_vec4(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream) {
-  if (cols % 4 != 0 || reinterpret_cast<std::uintptr_t>(x) % 16 != 0) {
+  if (cols % 4 != 0 || !aligned16(x)) {
     column_sum(out, x, rows, cols, partials, stream);
     return;
   }
-  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4<float>{x, cols}, partials, stream);
+  column_sums_vec<4, 16>(ColumnOutputs{{out}, cols}, rows, cols, ColumnsOf16Bytes<float>{x, cols}, partials, stream);
 }
 
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream) {
-  if (cols % 4 != 0 || !aligned4(x)) throw Error("gpt: column_sum of bf16 needs cols % 4 == 0, 8-byte aligned");
-  column_sums4<16>(out, nullptr, cols, rows, cols, ColumnsOf4<bf16>{x, cols}, partials, stream);
+  if (cols % 8 != 0 || !aligned16(x)) throw Error("gpt: column_sum of bf16 needs cols % 8 == 0, 16-byte aligned");
+  column_sums_vec<8, 16>(ColumnOutputs{{out}, cols}, rows, cols, ColumnsOf16Bytes<bf16>{x, cols}, partials, stream);
 }
 
 void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {

@@ -236,7 +236,7 @@ void describe(Plugin& plugin) {
                                 "memory saving and speed-up at that batch are measured, not asserted",
                                 {512}, ""));
 #if defined(ROOFBENCH_GPT_WITH_NCCL)
-  plugin.add(data_parallel_case());
+  for (CaseSpec& data_parallel : data_parallel_cases()) plugin.add(std::move(data_parallel));
 #endif
   for (CaseSpec& lab : lab_cases()) plugin.add(std::move(lab));
 }

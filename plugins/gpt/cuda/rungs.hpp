@@ -10,9 +10,10 @@ namespace roofbench::gpt::cuda {
 std::unique_ptr<Trainer> make_eager_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                             DeviceCorpus corpus, std::uint64_t data_seed);
 std::unique_ptr<Trainer> make_fused_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
-                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed);
+                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
+                                            StepReplay replay);
 std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,
-                                           bool checkpoint);
+                                           bool checkpoint, StepReplay replay);
 
 }  // namespace roofbench::gpt::cuda

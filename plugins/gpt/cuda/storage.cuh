@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace roofbench::gpt::cuda {
 
@@ -41,10 +42,44 @@ __device__ inline void store4(__nv_bfloat16* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = raw;
 }
 
+// kWidth consecutive elements in one 8- or 16-byte access (p aligned to that), widened to fp32 on load and
+// rounded to nearest even on store: the general form of load4/store4 (16 bytes: 4 floats or 8 bf16).
+template <int kWidth>
+struct Floats {
+  float v[kWidth];
+};
+template <typename T>
+inline constexpr int kPer16Bytes = static_cast<int>(16 / sizeof(T));
+template <int kWidth, typename T>
+using VectorAccess = std::conditional_t<kWidth * sizeof(T) == 16, uint4, uint2>;
+
+template <int kWidth, typename T>
+__device__ inline Floats<kWidth> load_floats(const T* p) {
+  static_assert(kWidth * sizeof(T) == 8 || kWidth * sizeof(T) == 16);
+  using Raw = VectorAccess<kWidth, T>;
+  const Raw raw = *reinterpret_cast<const Raw*>(p);
+  const T* element = reinterpret_cast<const T*>(&raw);
+  Floats<kWidth> f;
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) f.v[i] = to_float(element[i]);
+  return f;
+}
+template <int kWidth, typename T>
+__device__ inline void store_floats(T* p, const Floats<kWidth>& f) {
+  static_assert(kWidth * sizeof(T) == 8 || kWidth * sizeof(T) == 16);
+  using Raw = VectorAccess<kWidth, T>;
+  Raw raw;
+  T* element = reinterpret_cast<T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kWidth; ++i) element[i] = from_float<T>(f.v[i]);
+  *reinterpret_cast<Raw*>(p) = raw;
+}
+
 // The alignment load4/store4 need.
 template <typename T>
 inline bool aligned4(const T* p) {
   return reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0;
 }
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 }  // namespace roofbench::gpt::cuda

@@ -86,6 +86,7 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2);
 
   ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
+  ROOFBENCH_CUBLASLT(cublasLtCreate(&cublas_lt_));
   cublas_workspace_ = alloc(kCublasWorkspaceBytes, BufferRole::scratch);
   bind_stream(stream_);
 
@@ -113,7 +114,6 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   logits_ = activation(V);
   losses_ = activation(1);
   d_resid_ = activation(C);
-  d_ln_ = activation(C);
   onehot_ = activation(V);
   const std::size_t widest = std::max({2 * C, 3 * C, H});
   partials_ = alloc_floats(std::max(column_partials_floats(N_, static_cast<int>(widest)),
@@ -138,6 +138,7 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
     layers_.push_back(a);
   }
   lnf_ = activation(C);
+  d_ln_ = activation(C);
   branch_ = activation(C);
   d_logits_ = activation(V);
   d_attn_out_ = activation(C);
@@ -148,8 +149,11 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
 
 Trainer::~Trainer() {
   if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
+  if (cublas_lt_) cublasLtDestroy(cublas_lt_);
   if (cublas_) cublasDestroy(cublas_);
 }
+
+LtWorkspace Trainer::lt_workspace() const { return LtWorkspace{cublas_workspace_, kCublasWorkspaceBytes}; }
 
 // The recording happens on a stream of our own: the caller's may be the legacy default stream, which cannot
 // be captured; the graph is then launched on the caller's stream all the same.
@@ -182,6 +186,13 @@ void Trainer::capture_step_graph() {
   cudaStreamDestroy(capture_stream);
   bind_stream(launch_stream);
   ROOFBENCH_CUDA(status);
+}
+
+void Trainer::start(std::uint64_t init_seed, StepReplay replay) {
+  initialize(init_seed);
+  if (replay == StepReplay::enqueued) return;
+  capture_step_graph();
+  initialize(init_seed);
 }
 
 void Trainer::bind_stream(cudaStream_t stream) {
@@ -244,12 +255,12 @@ void Trainer::logits_forward(int batch) {
   linear_forward(cublas_, logits_, lnf_, param(offsets_.wte), positions(batch), cfg_.channels, cfg_.vocab);
 }
 
-void Trainer::head_backward() {
+void Trainer::head_backward(float* top_bias_grad) {
   const int C = cfg_.channels;
   // wte's gradient starts here (beta 0); the embedding's backward adds its share last.
   linear_backward(cublas_, d_ln_, grad(offsets_.wte), d_logits_, lnf_, param(offsets_.wte), N_, C, cfg_.vocab);
   layernorm_backward(d_resid_, grad(offsets_.lnf_w), grad(offsets_.lnf_b), d_ln_, resid_[cfg_.layers], lnf_mean_,
-                     lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_);
+                     lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_, nullptr, top_bias_grad);
 }
 
 void Trainer::set_wgrad_layout(WgradLayout layout) {
@@ -293,10 +304,11 @@ void Trainer::qkv_backward(int layer) {
 
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
-                                      std::uint64_t init_seed) {
-  if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed);
+                                      std::uint64_t init_seed, StepReplay replay) {
+  if (rung == Rung::fused) return make_fused_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, replay);
   if (rung == Rung::bf16 || rung == Rung::bf16_checkpoint)
-    return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint);
+    return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint,
+                             replay);
   auto trainer = make_eager_trainer(cfg, alloc, stream, corpus, data_seed);
   trainer->initialize(init_seed);
   return trainer;

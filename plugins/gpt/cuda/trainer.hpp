@@ -50,6 +50,11 @@ void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream);
 enum class Rung { eager, fused, bf16, bf16_checkpoint };
 const char* to_string(Rung rung);
 
+// How R1 and up run a step: replayed as the one CUDA graph captured at construction, or enqueued kernel by
+// kernel, which is what a rung built on them needs when it hooks into the backward (R5's all-reduces).
+// R0 is always enqueued.
+enum class StepReplay { graph, enqueued };
+
 // The training text on the device, staged once.
 struct DeviceCorpus {
   const std::uint8_t* tokens = nullptr;
@@ -80,6 +85,9 @@ class Trainer {
   // step into a CUDA graph that train_step() replays from then on (R1 and up). The graph holds buffer
   // addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
   void capture_step_graph();
+  // What R1 and up do once built: initialise from `init_seed` and, for StepReplay::graph, capture the step
+  // (its warm-up step runs on sane numbers) and initialise again to undo that step.
+  void start(std::uint64_t init_seed, StepReplay replay);
 
   // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,
   // logits and every gradient, no update. Token ids in device memory, [batch * T] each.
@@ -99,8 +107,9 @@ class Trainer {
 
   // Where a rung built on this one (R5, data parallel) learns that parts of the flat gradient are final
   // on stream(), so that it can reduce them while the rest of the backward runs. Called on the host while
-  // the step is enqueued, in every backward (train_step and compute_gradients). Only the eager trainer
-  // calls block_backward_done: the fused one captures its step into a graph once and sets no hooks.
+  // the step is enqueued, in every backward (train_step and compute_gradients). The eager and bf16 trainers
+  // call block_backward_done (the fused one does not); a step replayed as a graph calls no hook at all, so a
+  // rung that hooks in builds its trainer with StepReplay::enqueued.
   struct StepHooks {
     // After block `layer`'s backward: its gradients are final, and for the top block LNf's too (the head
     // writes them first). Blocks come top down.
@@ -134,11 +143,15 @@ class Trainer {
   const float* param(std::size_t offset) const { return params_ + offset; }
   float* grad(std::size_t offset) { return grads_ + offset; }
   int positions(int batch) const { return batch * cfg_.context; }
+  // cuBLAS's workspace, lent to the cuBLASLt calls on the same stream.
+  LtWorkspace lt_workspace() const;
   AttentionShape attention_shape(int batch) const;
   // logits = LNf(x) wte^T on the final residual stream, after the LNf forward.
   void logits_forward(int batch);
   // From dlogits to the residual stream's gradient at the top (d_resid_), and wte's output-side gradient.
-  void head_backward();
+  // top_bias_grad, when given, receives the column sums of d_resid_ (the top block's fc_proj bias gradient)
+  // out of LNf's backward pass.
+  void head_backward(float* top_bias_grad = nullptr);
   // Picks how the blocks' weight gradients reach cuBLAS (layers.hpp's WgradLayout; v1 unless a rung calls
   // this, as R1 does) and allocates the scratch the layout needs. Constructor only: it allocates.
   void set_wgrad_layout(WgradLayout layout);
@@ -156,6 +169,7 @@ class Trainer {
   AdamW opt_;
   cudaStream_t stream_;
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublas_lt_ = nullptr;  // the GEMMs with a bias epilogue (linear_forward_bias)
   void* cublas_workspace_ = nullptr;
   DeviceCorpus corpus_;
   std::uint64_t data_seed_;
@@ -198,6 +212,7 @@ class Trainer {
   float* d_qkv_ = nullptr;
   float* d_fc_ = nullptr;
   float* d_gelu_ = nullptr;
+  float* d_ln_ = nullptr;  // gradient of a LayerNorm's output (the bf16 rungs keep theirs in bf16)
   // Every rung:
   std::vector<float*> resid_;  // L + 1 of them
   float* lnf_mean_;
@@ -206,7 +221,6 @@ class Trainer {
   float* losses_;   // [N]
   // Backward scratch, reused by every layer.
   float* d_resid_;  // the residual stream's gradient, carried down through the blocks
-  float* d_ln_;     // gradient of a LayerNorm's output
   float* partials_;
   float* onehot_;
 
@@ -220,6 +234,6 @@ class Trainer {
 // `init_seed`; batches are drawn from `corpus` with `data_seed`.
 std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const DeviceAllocator& alloc,
                                       cudaStream_t stream, DeviceCorpus corpus, std::uint64_t data_seed,
-                                      std::uint64_t init_seed);
+                                      std::uint64_t init_seed, StepReplay replay = StepReplay::graph);
 
 }  // namespace roofbench::gpt::cuda

@@ -142,7 +142,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
-  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv"}));
+  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
 
@@ -152,11 +152,11 @@ TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
   };
   EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
   EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
-  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v2");
+  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v9");
   EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132), "v7");  // 23832 keys per balanced block
-  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v2");        // 5958
+  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v9");        // 5958
   EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132), "v7");  // 11916
-  for (const char* v : {"v2", "v3", "v7"})
+  for (const char* v : {"v3", "v7", "v9"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
   EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
@@ -280,11 +280,12 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (int tokens : {1, 2, 4, 8}) {
-      const GateRun r = gate(make_linear(in, out, tokens, "gemv"), 2);
-      EXPECT_TRUE(passes(r.check, Precision::bf16)) << "gemv " << in << "x" << out << " at " << tokens << ": "
-                                                    << r.check.detail;
-    }
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2"})
+      for (int tokens : {1, 2, 4, 8}) {
+        const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
+        EXPECT_TRUE(passes(r.check, Precision::bf16)) << impl << " " << in << "x" << out << " at " << tokens << ": "
+                                                      << r.check.detail;
+      }
   }
 }
 

@@ -1,6 +1,8 @@
-// R5 data parallel on a tiny config: replicas that stay identical on every visible GPU, and one rank that
-// is R0 exactly (with one rank NCCL launches nothing for an in-place all-reduce and the bucket events only
-// order the streams, so the parameters must match bit for bit, not merely within TF32 noise).
+// R5 data parallel on a tiny config, on both rungs it replicates (R0 eager, R3's bf16 step): replicas that
+// stay identical on every visible GPU, and one rank that is its rung exactly (with one rank NCCL launches
+// nothing for an in-place all-reduce and the bucket events only order the streams, so the parameters must
+// match bit for bit, not merely within TF32 or bf16 noise; for bf16 that also says the enqueued step is the
+// graph-replayed one).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,7 +62,9 @@ bool bit_identical(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
+class GptDataParallel : public ::testing::TestWithParam<Rung> {};
+
+TEST_P(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   int gpus = 0;
   ROOFBENCH_CUDA(cudaGetDeviceCount(&gpus));
@@ -70,7 +74,7 @@ TEST(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
     resources.push_back(std::make_unique<RankResources>(device));
     ranks.push_back(resources.back()->rank());
   }
-  DataParallelTrainer trainer(tiny_config(), ranks, kDataSeed, kInitSeed);
+  DataParallelTrainer trainer(tiny_config(), GetParam(), ranks, kDataSeed, kInitSeed);
   ASSERT_EQ(trainer.ranks(), gpus);
   EXPECT_EQ(trainer.buckets(), tiny_config().layers + 1);
   for (int step = 0; step < kSteps; ++step) trainer.train_step();
@@ -88,30 +92,39 @@ TEST(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
   trainer.destroy();
 }
 
-TEST(GptDataParallel, OneRankIsEagerR0BitForBit) {
+TEST_P(GptDataParallel, OneRankIsItsRungBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  RankResources data_parallel_rank(0), eager_rank(0);
-  DataParallelTrainer data_parallel(tiny_config(), {data_parallel_rank.rank()}, kDataSeed, kInitSeed);
+  RankResources data_parallel_rank(0), plain_rank(0);
+  DataParallelTrainer data_parallel(tiny_config(), GetParam(), {data_parallel_rank.rank()}, kDataSeed, kInitSeed);
   ScopedDevice on(0);
-  auto eager = make_trainer(Rung::eager, tiny_config(), eager_rank.memory.allocator(), eager_rank.stream,
-                            eager_rank.corpus, kDataSeed, kInitSeed);
+  auto plain = make_trainer(GetParam(), tiny_config(), plain_rank.memory.allocator(), plain_rank.stream,
+                            plain_rank.corpus, kDataSeed, kInitSeed);
   for (int step = 0; step < kSteps; ++step) {
     data_parallel.train_step();
-    eager->train_step();
+    plain->train_step();
   }
   data_parallel.synchronize();
-  EXPECT_TRUE(bit_identical(parameters_of(data_parallel.trainer(0), 0), parameters_of(*eager, 0)))
-      << "one data-parallel rank must be R0 on the same batches";
+  EXPECT_TRUE(bit_identical(parameters_of(data_parallel.trainer(0), 0), parameters_of(*plain, 0)))
+      << "one data-parallel rank must be " << to_string(GetParam()) << " on the same batches";
   data_parallel.destroy();
 }
 
-TEST(GptDataParallel, CostModelInputsAreMeasured) {
+TEST_P(GptDataParallel, CostModelInputsAreMeasured) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   RankResources resources(0);
-  DataParallelTrainer trainer(tiny_config(), {resources.rank()}, kDataSeed, kInitSeed);
+  DataParallelTrainer trainer(tiny_config(), GetParam(), {resources.rank()}, kDataSeed, kInitSeed);
   EXPECT_GT(trainer.time_single_rank_step(1, 2), 0.0);
   EXPECT_EQ(trainer.time_gradient_allreduce(1, 2), 0.0);  // one rank: no communication
   trainer.destroy();
+}
+
+INSTANTIATE_TEST_SUITE_P(Rungs, GptDataParallel, ::testing::Values(Rung::eager, Rung::bf16),
+                         [](const ::testing::TestParamInfo<Rung>& info) { return std::string(to_string(info.param)); });
+
+TEST(GptDataParallelRungs, OnlyTheRungsWithBlockHooksAreReplicated) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  RankResources resources(0);
+  EXPECT_THROW(DataParallelTrainer(tiny_config(), Rung::fused, {resources.rank()}, kDataSeed, kInitSeed), Error);
 }
 
 }  // namespace

@@ -556,6 +556,173 @@ TEST(GptLayers, CastToBf16RoundsLikeTheHost) {
   }
 }
 
+namespace {
+std::vector<bf16> to_bf16(const std::vector<float>& x) {
+  std::vector<bf16> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::uint16_t bits = bf16_bits_from_float(x[i]);
+    std::memcpy(static_cast<void*>(&out[i]), &bits, sizeof bits);
+  }
+  return out;
+}
+std::vector<float> from_bf16(const std::vector<bf16>& x) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, &x[i], sizeof bits);
+    out[i] = float_from_bf16_bits(bits);
+  }
+  return out;
+}
+double gelu_double(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_derivative_double(double x) {
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) * 0.39894228040143268;
+}
+}  // namespace
+
+// fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; R2 and up: bf16) against double,
+// on 200 rows (not a multiple of any tile) and then GELU's vectorized forward on its output.
+TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const int N = 200, in = 64, out = 136;
+  auto x = random_floats(N * in, 51), w = random_floats(out * in, 52, -0.2f, 0.2f), bias = random_floats(out, 53);
+  Device dev;
+  cublasLtHandle_t raw = nullptr;
+  ROOFBENCH_CUBLASLT(cublasLtCreate(&raw));
+  const std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, decltype(&cublasLtDestroy)> lt(raw, cublasLtDestroy);
+  const LtWorkspace workspace{dev.alloc<char>(1u << 22), 1u << 22};
+  const std::size_t n = static_cast<std::size_t>(N) * out;
+  for (const bool bf16_operands : {false, true}) {
+    SCOPED_TRACE(bf16_operands ? "bf16" : "fp32");
+    if (bf16_operands)  // the reference sees the operands as the GPU does
+      for (auto* v : {&x, &w, &bias})
+        for (float& e : *v) e = round_to_bf16(e);
+    std::vector<double> y_ref(n), gelu_ref(n);
+    for (int r = 0; r < N; ++r)
+      for (int o = 0; o < out; ++o) {
+        double sum = bias[o];
+        for (int i = 0; i < in; ++i) sum += double{x[r * in + i]} * w[o * in + i];
+        y_ref[r * out + o] = sum;
+        gelu_ref[r * out + o] = gelu_double(sum);
+      }
+    std::vector<float> y, g;
+    if (bf16_operands) {
+      bf16 *d_y = dev.alloc<bf16>(n), *d_g = dev.alloc<bf16>(n);
+      linear_forward_bias(lt.get(), workspace, CUDA_R_16BF, d_y, dev.upload(to_bf16(x)), dev.upload(to_bf16(w)),
+                          dev.upload(to_bf16(bias)), N, in, out, nullptr);
+      gelu_forward(d_g, d_y, n, nullptr);
+      y = from_bf16(Device::download(d_y, n));
+      g = from_bf16(Device::download(d_g, n));
+      // GELU of the stored (rounded) pre-activation, rounded: what the host computes from y but for the rare
+      // value whose fp32 GELU and double GELU round to neighbouring bf16 values (2^-8 apart).
+      std::vector<double> from_stored(n);
+      for (std::size_t i = 0; i < n; ++i) from_stored[i] = round_to_bf16(static_cast<float>(gelu_double(y[i])));
+      EXPECT_LT(rel_l2(g, from_stored), 1e-3);
+    } else {
+      float *d_y = dev.alloc<float>(n), *d_g = dev.alloc<float>(n + 3);
+      ROOFBENCH_CUDA(cudaMemset(d_g, 0xff, (n + 3) * sizeof(float)));
+      linear_forward_bias(lt.get(), workspace, CUDA_R_32F, d_y, dev.upload(x), dev.upload(w), dev.upload(bias), N, in,
+                          out, nullptr);
+      gelu_forward_vectorized(d_g, d_y, n - 3, nullptr);  // a length with a tail past the last whole vector
+      y = Device::download(d_y, n);
+      const auto all = Device::download(d_g, n + 3);
+      g.assign(all.begin(), all.begin() + static_cast<long>(n - 3));
+      for (std::size_t i = n - 3; i < n + 3; ++i) EXPECT_TRUE(std::isnan(all[i])) << "written past the end: " << i;
+      std::vector<double> from_y(n - 3);
+      for (std::size_t i = 0; i + 3 < n; ++i) from_y[i] = gelu_double(y[i]);
+      EXPECT_LT(rel_l2(g, from_y), 1e-6);
+    }
+    EXPECT_LT(rel_l2(y, y_ref), bf16_operands ? 1e-2 : 2e-3);
+  }
+}
+
+// R2's 16-byte GELU backward with fc's bias gradient (8 bf16 columns a thread) and the bf16 column sums,
+// against double on the same bf16 inputs: 300 rows (one partial chunk), 2048 and 136 columns (136: a
+// multiple of 8, not of a block's 256).
+TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  for (const int cols : {2048, 136}) {
+    SCOPED_TRACE(cols);
+    const int rows = 300;
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    auto z = random_floats(n, 61, -4, 4), dout = random_floats(n, 62);
+    for (auto* v : {&z, &dout})
+      for (float& e : *v) e = round_to_bf16(e);
+    std::vector<double> dz_ref(n), dbias_ref(cols, 0), colsum_ref(cols, 0);
+    for (std::size_t i = 0; i < n; ++i) {
+      dz_ref[i] = double{dout[i]} * gelu_derivative_double(z[i]);
+      dbias_ref[i % cols] += dz_ref[i];
+      colsum_ref[i % cols] += dout[i];
+    }
+    Device dev;
+    float* partials = dev.alloc<float>(column_partials_floats(rows, cols));
+    const bf16 *d_z = dev.upload(to_bf16(z)), *d_dout = dev.upload(to_bf16(dout));
+    bf16* d_dz = dev.alloc<bf16>(n);
+    float *d_dbias = dev.alloc<float>(cols), *d_colsum = dev.alloc<float>(cols);
+    gelu_backward_bias_grad(d_dz, d_dbias, d_dout, d_z, rows, cols, partials, nullptr);
+    column_sum(d_colsum, d_dout, rows, cols, partials, nullptr);
+    EXPECT_LT(rel_l2(from_bf16(Device::download(d_dz, n)), dz_ref), 1e-2);
+    EXPECT_LT(rel_l2(Device::download(d_dbias, cols), dbias_ref), 1e-5);
+    EXPECT_LT(rel_l2(Device::download(d_colsum, cols), colsum_ref), 1e-5);
+  }
+}
+
+// The bf16 GELU passes through their tables (bf16_table.hpp, the keeper) give the bits of the in-place
+// kernels: on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
+// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
+// take several chunks each.
+TEST(GptLayers, Bf16GeluTablesMatchInPlaceBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  struct Shape {
+    int rows, cols;
+    bool every_pattern;
+  };
+  for (const Shape shape : {Shape{256, 256, true}, Shape{16684, 136, false}}) {
+    SCOPED_TRACE(shape.rows);
+    const std::size_t n = static_cast<std::size_t>(shape.rows) * shape.cols;
+    std::vector<bf16> z;
+    if (shape.every_pattern) {
+      z.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto bits = static_cast<std::uint16_t>(i);
+        std::memcpy(static_cast<void*>(&z[i]), &bits, sizeof bits);
+      }
+    } else {
+      auto values = random_floats(n, 71, -6, 6);
+      for (std::size_t i = 0; i < n; i += 97) values[i] *= 0x1p-20f;  // some below the table's smallest magnitude
+      z = to_bf16(values);
+    }
+    const auto dout = to_bf16(random_floats(n, 72));
+    Device dev;
+    const bf16 *d_z = dev.upload(z), *d_dout = dev.upload(dout);
+    float* partials = dev.alloc<float>(column_partials_floats(shape.rows, shape.cols));
+    auto bits_of = [n](const bf16* device) {
+      const auto values = Device::download(device, n);
+      std::vector<std::uint16_t> bits(n);
+      std::memcpy(bits.data(), static_cast<const void*>(values.data()), n * sizeof(std::uint16_t));
+      return bits;
+    };
+    std::vector<std::uint16_t> out[2], dz[2];
+    std::vector<float> dbias[2];
+    for (const Bf16GeluKernels kernels : {Bf16GeluKernels::table, Bf16GeluKernels::in_place}) {
+      const int k = kernels == Bf16GeluKernels::table ? 0 : 1;
+      bf16 *d_out = dev.alloc<bf16>(n), *d_dz = dev.alloc<bf16>(n);
+      float* d_dbias = dev.alloc<float>(shape.cols);
+      gelu_forward(d_out, d_z, n, nullptr, kernels);
+      gelu_backward_bias_grad(d_dz, d_dbias, d_dout, d_z, shape.rows, shape.cols, partials, nullptr, kernels);
+      out[k] = bits_of(d_out);
+      dz[k] = bits_of(d_dz);
+      dbias[k] = Device::download(d_dbias, shape.cols);
+    }
+    EXPECT_EQ(out[0], out[1]);
+    EXPECT_EQ(dz[0], dz[1]);
+    for (int c = 0; c < shape.cols; ++c)
+      if (!std::isnan(dbias[1][c])) {
+        EXPECT_EQ(dbias[0][c], dbias[1][c]) << c;
+      }
+  }
+}
+
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const std::size_t n = 1000;

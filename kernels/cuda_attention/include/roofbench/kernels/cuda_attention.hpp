@@ -74,7 +74,9 @@ struct SplitKvPlan {
   int keys_in_flight = 4;    // per group of 8 lanes per step, and
   bool streaming_loads = false;  // loads that skip L1 and prefetch 256 bytes into L2, and
   int balanced_blocks_per_sm = 0;  // the blocks per SM a balanced grid is sized for, and
-  bool pipelined = false;          // the next step's loads issued before this step's arithmetic: the version
+  bool pipelined = false;          // the next step's loads issued before this step's arithmetic, and
+  int bulk_stages = 0;  // > 0: a balanced run's steps staged through that many shared-memory stages by
+                        // cp.async.bulk (sm_90), not loaded into registers: the version
   int splits = 1;            // splits per (batch, head); 0 when balanced
   std::int64_t split_len = 0;  // keys per split (a multiple of the keys a block reads per step), or per run
   std::int64_t blocks = 0;     // thread blocks launched
