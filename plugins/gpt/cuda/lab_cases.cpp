@@ -59,6 +59,20 @@ std::vector<float> download(Context& ctx, const float* device, std::size_t count
   return host;
 }
 
+// A device array of fp32 or bf16 values, widened to float on the host.
+template <typename Elem>
+std::vector<float> download_as_float(Context& ctx, const Elem* device, std::size_t count) {
+  if constexpr (std::is_same_v<Elem, bf16>) {
+    std::vector<std::uint16_t> bits(count);
+    ctx.copy_to_host(bits.data(), device, count * sizeof(std::uint16_t));
+    std::vector<float> host(count);
+    std::transform(bits.begin(), bits.end(), host.begin(), float_from_bf16_bits);
+    return host;
+  } else {
+    return download(ctx, device, count);
+  }
+}
+
 // The largest of several relative errors, with each one named in the detail.
 struct WorstError {
   double worst = 0;
@@ -158,17 +172,6 @@ class AttentionLab final : public Case {
   template <typename T>
   static T* alloc(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<T*>(ctx.alloc(count * sizeof(T), role));
-  }
-  static std::vector<float> download_as_float(Context& ctx, const Elem* device, std::size_t count) {
-    if constexpr (kBf16) {
-      std::vector<std::uint16_t> bits(count);
-      ctx.copy_to_host(bits.data(), device, count * sizeof(std::uint16_t));
-      std::vector<float> host(count);
-      std::transform(bits.begin(), bits.end(), host.begin(), float_from_bf16_bits);
-      return host;
-    } else {
-      return download(ctx, device, count);
-    }
   }
   std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
   std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
@@ -276,17 +279,6 @@ class ElementwiseLab final : public Case {
   bool bias_in_gemm() const { return kBf16 ? version_ >= 2 : version_ == 3; }
   static Elem* alloc(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<Elem*>(ctx.alloc(count * sizeof(Elem), role));
-  }
-  static std::vector<float> download_as_float(Context& ctx, const Elem* device, std::size_t count) {
-    if constexpr (kBf16) {
-      std::vector<std::uint16_t> bits(count);
-      ctx.copy_to_host(bits.data(), device, count * sizeof(std::uint16_t));
-      std::vector<float> host(count);
-      std::transform(bits.begin(), bits.end(), host.begin(), float_from_bf16_bits);
-      return host;
-    } else {
-      return download(ctx, device, count);
-    }
   }
   int rows() const { return cfg_.batch * cfg_.context; }
   std::size_t count() const { return static_cast<std::size_t>(rows()) * cfg_.hidden(); }
