@@ -427,7 +427,8 @@ class CudaTimer final : public Timer {
     static_cast<volatile int*>(release_)[0] = 0;
     static_cast<volatile int*>(release_)[1] = 0;
     marks_[0].written = marks_[1].written = 0;
-    // The hold goes in after the flush and before anything timed (an event, or the graph that records them).
+    // The hold goes in after a flush on the stream and before anything timed (an event, or the graph that
+    // records them; a cold graph holds its own flush, so the hold comes before it there).
     bool held = !options_.hold;
     auto hold_once = [&] {
       if (held) return;
@@ -536,12 +537,13 @@ class CudaTimer final : public Timer {
     if (auto it = graphs_.find(steps); it != graphs_.end()) return it->second;
     const Rank& r = ranks_.front();
     DeviceScope scope(r.device);
-    cudaGraph_t graph;
+    cudaGraph_t graph = nullptr;
     ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
     try {
       for (SampleStep step : steps) enqueue_step(step, true);
     } catch (...) {
-      cudaStreamEndCapture(r.stream, &graph);
+      // End the capture so the stream is usable again, and free what it had recorded so far.
+      if (cudaStreamEndCapture(r.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
       throw;
     }
     ROOFBENCH_CUDA(cudaStreamEndCapture(r.stream, &graph));
