@@ -472,9 +472,11 @@ __global__ __launch_bounds__(kDecodeThreads, kBlocksPerSm) void bulk_split_kv_ke
   }
 }
 
-template <int kKeysInFlight, int kStages>
+// The dynamic shared memory of bulk_split_kv_kernel<T, kKeysInFlight, kStages, ...>: each stage a chunk's K
+// rows, then its V rows, of kHeadDim elements of T (the kernel's kRowBytes).
+template <typename T, int kKeysInFlight, int kStages>
 constexpr std::size_t bulk_stage_bytes() {
-  return std::size_t(kStages) * 2 * keys_per_step(kKeysInFlight) * kHeadDim * 2;
+  return std::size_t(kStages) * 2 * keys_per_step(kKeysInFlight) * kHeadDim * sizeof(T);
 }
 
 std::int64_t heads_total(const AttentionShape& shape) { return shape.batch * shape.heads; }
@@ -574,7 +576,7 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
     };
     auto bulk = [&]<int kKeysInFlight, int kStages, int kBlocksPerSm, AttentionFault kFault>() {
       auto kernel = bulk_split_kv_kernel<T, kKeysInFlight, kStages, kBlocksPerSm, kFault>;
-      constexpr std::size_t kBytes = bulk_stage_bytes<kKeysInFlight, kStages>();
+      constexpr std::size_t kBytes = bulk_stage_bytes<T, kKeysInFlight, kStages>();
       // Once per kernel, before any launch can be captured into a graph: the stages exceed the default
       // 48 KB, and kBlocksPerSm blocks of them need the largest shared-memory carveout.
       static const bool configured = [&] {
