@@ -12,10 +12,12 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 
 #include "attention_common.cuh"
 #include "common.cuh"
 #include "roofbench/mma_sync.cuh"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda::attention::mma {
 
@@ -34,6 +36,13 @@ inline constexpr int kDsStride = kMaxT + 8;
 inline constexpr int kHeadElements = kMaxT * kRowStride;  // one head's rows of q, k, v or dout in shared memory
 static_assert(kRowBlocks == 2 * kWarps, "each warp takes the row blocks w and 7 - w");
 static_assert(kHeadDim % 16 == 0 && kMaxT % kQueryChunk == 0);
+
+// The rows move 16 bytes at a time (cp.async, ldmatrix's rows, the 16-byte loads and stores), so every
+// buffer a version reads or writes that way must be 16-byte aligned; `version` names it in the refusal.
+inline void check_aligned16(const void* p, const char* version, const char* what) {
+  if (!aligned16(p))
+    throw Error(std::string("gpt: attention ") + version + " needs 16-byte aligned buffers (" + what + ")");
+}
 
 // Rows move 16 bytes (8 bf16) at a time; a thread's chunks share one column (kThreads is a multiple of the
 // chunks per row), its rows are kRowsPerPass apart.

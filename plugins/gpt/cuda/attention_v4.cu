@@ -172,12 +172,6 @@ dim3 grid_v4(const AttentionShape& s) {
   return dim3(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
 }
 
-// Rows move 16 bytes at a time.
-void check_aligned_v4(const void* p, const char* what) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
-    throw Error(std::string("gpt: attention v4 needs 16-byte aligned buffers (") + what + ")");
-}
-
 }  // namespace
 
 void configure_v4() {
@@ -190,8 +184,8 @@ void configure_v4() {
 
 void forward_v4(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  check_aligned_v4(out, "out");
-  check_aligned_v4(qkv, "qkv");
+  check_aligned16(out, "v4", "out");
+  check_aligned16(qkv, "v4", "qkv");
   fused_attention_v4_forward_kernel<<<grid_v4(args.s), kThreads, sizeof(ForwardSmemV4), stream>>>(
       out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
@@ -199,10 +193,10 @@ void forward_v4(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void backward_v4(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  check_aligned_v4(dqkv, "dqkv");
-  check_aligned_v4(dout, "dout");
-  check_aligned_v4(out, "out");
-  check_aligned_v4(qkv, "qkv");
+  check_aligned16(dqkv, "v4", "dqkv");
+  check_aligned16(dout, "v4", "dout");
+  check_aligned16(out, "v4", "out");
+  check_aligned16(qkv, "v4", "qkv");
   fused_attention_v4_backward_kernel<<<grid_v4(args.s), kThreads, sizeof(BackwardSmem), stream>>>(
       dqkv, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();

@@ -310,15 +310,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 // Blocks of the persistent forward: as many as fit at once, never more than there are heads.
 int g_forward_grid = 0;
 
-void check_aligned_v5(const void* p, const char* what) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
-    throw Error(std::string("gpt: attention v5 needs 16-byte aligned buffers (") + what + ")");
-}
-
 void check_tables_v5(const float* qkv_bias, const FusedArgs& args) {
-  check_aligned_v5(qkv_bias, "qkv bias");
-  check_aligned_v5(args.rope.cos, "RoPE cos");
-  check_aligned_v5(args.rope.sin, "RoPE sin");
+  check_aligned16(qkv_bias, "v5 and v6", "qkv bias");
+  check_aligned16(args.rope.cos, "v5 and v6", "RoPE cos");
+  check_aligned16(args.rope.sin, "v5 and v6", "RoPE sin");
 }
 
 }  // namespace
@@ -345,8 +340,8 @@ void configure_v5() {
 void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
   if (g_forward_grid == 0) throw Error("gpt: attention v5 runs after fused_attention_configure()");
-  check_aligned_v5(out, "out");
-  check_aligned_v5(qkv, "qkv");
+  check_aligned16(out, "v5 and v6", "out");
+  check_aligned16(qkv, "v5 and v6", "qkv");
   check_tables_v5(qkv_bias, args);
   const int heads = args.s.batch * args.s.heads;
   fused_attention_v5_forward_kernel<<<std::min(heads, g_forward_grid), kThreads, sizeof(ForwardSmemV5), stream>>>(
@@ -356,8 +351,8 @@ void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  check_aligned_v5(out, "out");
-  check_aligned_v5(qkv, "qkv");
+  check_aligned16(out, "v5 and v6", "out");
+  check_aligned16(qkv, "v5 and v6", "qkv");
   check_tables_v5(qkv_bias, args);
   const int heads = args.s.batch * args.s.heads;
   fused_attention_v6_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
@@ -367,10 +362,10 @@ void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  check_aligned_v5(dqkv, "dqkv");
-  check_aligned_v5(dout, "dout");
-  check_aligned_v5(out, "out");
-  check_aligned_v5(qkv, "qkv");
+  check_aligned16(dqkv, "v5 and v6", "dqkv");
+  check_aligned16(dout, "v5 and v6", "dout");
+  check_aligned16(out, "v5 and v6", "out");
+  check_aligned16(qkv, "v5 and v6", "qkv");
   check_tables_v5(qkv_bias, args);
   const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
   fused_attention_v5_backward_kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv,
