@@ -307,8 +307,16 @@ __global__ void __launch_bounds__(kThreads, 2)
       });
 }
 
-// Blocks of the persistent forward: as many as fit at once, never more than there are heads.
+// Blocks of the persistent forward: as many as fit at once, never more than there are heads. Set by
+// configure_v5, after the three kernels' shared-memory limits: nonzero, every v5/v6 kernel can launch.
 int g_forward_grid = 0;
+
+// v5's and v6's kernels all take more than the default 48 KB of dynamic shared memory: launched before
+// configure_v5 they would fail with a bare "invalid argument".
+void require_configured(const char* version) {
+  if (g_forward_grid == 0)
+    throw Error(std::string("gpt: attention ") + version + " runs after fused_attention_configure()");
+}
 
 void check_tables_v5(const float* qkv_bias, const FusedArgs& args) {
   check_aligned16(qkv_bias, "v5 and v6", "qkv bias");
@@ -339,7 +347,7 @@ void configure_v5() {
 
 void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  if (g_forward_grid == 0) throw Error("gpt: attention v5 runs after fused_attention_configure()");
+  require_configured("v5");
   check_aligned16(out, "v5 and v6", "out");
   check_aligned16(qkv, "v5 and v6", "qkv");
   check_tables_v5(qkv_bias, args);
@@ -351,6 +359,7 @@ void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
+  require_configured("v6");
   check_aligned16(out, "v5 and v6", "out");
   check_aligned16(qkv, "v5 and v6", "qkv");
   check_tables_v5(qkv_bias, args);
@@ -362,6 +371,7 @@ void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
+  require_configured("v5 and v6 backward");
   check_aligned16(dqkv, "v5 and v6", "dqkv");
   check_aligned16(dout, "v5 and v6", "dout");
   check_aligned16(out, "v5 and v6", "out");
