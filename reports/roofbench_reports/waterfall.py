@@ -104,12 +104,21 @@ def negative_rungs(rungs):
 
 
 def split_series(benchmarks):
-    """[(source, [Rung, ...]), ...]: roofbench's own first, then each other source, in first-seen order."""
+    """[(source, [Rung, ...]), ...]: roofbench's own first, then each other source, in first-seen order.
+    The first series keeps the results' order (the rungs' declared order); every other series is put in
+    that order too, since its file lists rungs in whatever order its script ran them (a ratio "vs prev" is
+    only meaningful along the ladder). Rungs the first series lacks follow, in their own order."""
     groups = {}
     for benchmark in benchmarks:
         groups.setdefault(source_of(benchmark), []).append(benchmark)
     ordered = sorted(groups, key=lambda source: source != "")
-    return [(source, rungs_of(groups[source])) for source in ordered]
+    series = [(source, rungs_of(groups[source])) for source in ordered]
+    declared = [rung.key for rung in series[0][1]] if series else []
+
+    def position(rung):
+        return declared.index(rung.key) if rung.key in declared else len(declared)
+
+    return series[:1] + [(source, sorted(rungs, key=position)) for source, rungs in series[1:]]
 
 
 def ladder_groups(device_results):

@@ -121,6 +121,14 @@ class WaterfallTest(unittest.TestCase):
         self.assertIn("roofbench and PyTorch", svg)
         self.assertIn("3.67 GiB", svg)
 
+    def test_the_other_series_follows_the_declared_order_whatever_order_it_ran_in(self):
+        torch = load_fixture(TORCH_RUN)
+        torch["benchmarks"].reverse()  # as when the script is given --rungs R4_checkpoint,...,R0_eager
+        groups = waterfall.ladder_groups(device_of(gpt_ladder_run(), torch))
+        series = waterfall.split_series(groups["gpt"])
+        self.assertEqual([rung.key for rung in series[1][1]], ["R0", "R1", "R2", "R3", "R4"])
+        self.assertEqual(waterfall.ratio_labels(series[1][1])[0], ["baseline"])
+
     def test_report_draws_both_ladders(self):
         folder = TemporaryFolder(self.addCleanup)
         ours = folder.write_json("gpt.json", gpt_ladder_run())

@@ -207,15 +207,16 @@ class DataParallelTrainingStep final : public Case {
 };
 
 CaseSpec data_parallel_case(std::string name, std::string description, ReplicatedRung replicated,
-                            Precision precision) {
+                            Precision precision, std::string ladder) {
   CaseSpec spec;
   spec.name = std::move(name);
   spec.description = std::move(description);
   spec.device = DeviceNeed::gpus(1);
   spec.precision = precision;
   // Not on the single-GPU waterfall: its bars are k GPUs' tokens/s, compared by the scaling counters
-  // (predicted floor, linear ceiling, scaling_efficiency), not by ratio to the rung before.
-  spec.ladder = "gpt-data-parallel";
+  // (predicted floor, linear ceiling, scaling_efficiency), not by ratio to the rung before. A ladder per
+  // replicated rung: both are rung R5 by name, so in one ladder their bars would share a slot.
+  spec.ladder = std::move(ladder);
   // run() drives several streams from several host threads and NCCL: not one capturable stream.
   spec.timing.graphable = false;
   // The learning gate trains 300 steps on every rank (at batch 512 a rank: seconds) after the replica check.
@@ -235,12 +236,12 @@ std::vector<CaseSpec> data_parallel_cases() {
                          "drawn by each rank (weak scaling), gradients averaged with NCCL in per-block buckets on "
                          "a comm stream that overlaps the backward; tokens/s over all ranks, with the cost "
                          "model's floor and ceiling as counters",
-                         {Rung::eager, 64}, Precision::tf32),
+                         {Rung::eager, 64}, Precision::tf32, "gpt-data-parallel"),
       data_parallel_case("R5_data_parallel_R3",
                          "data parallel on the fast configuration: R3 (bf16, batch 512 per rank, the step "
                          "enqueued rather than replayed as a graph, so the buckets hook into its backward) "
                          "replicated as R5_data_parallel replicates R0; the fp32 gradient averaged in fp32",
-                         {Rung::bf16, 512}, Precision::bf16),
+                         {Rung::bf16, 512}, Precision::bf16, "gpt-data-parallel-R3"),
   };
 }
 
