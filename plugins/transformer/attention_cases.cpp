@@ -47,11 +47,18 @@ kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, 
                              causal);
 }
 
-std::string best_split_kv_version(const AttentionShape& shape, int sm_count) {
+std::string best_split_kv_version(const AttentionShape& shape, int sm_count, bool bulk_copy) {
   if (shape.batch * shape.heads < sm_count) return "v3";
   // v7's run per block: the cache over 4 blocks per SM.
   const std::int64_t balanced_run = shape.batch * shape.heads * shape.kv_len / (std::int64_t(sm_count) * 4);
-  return balanced_run >= kLongestRunForSplits ? "v7" : "v9";
+  if (balanced_run >= kLongestRunForSplits) return "v7";
+  return bulk_copy ? "v9" : "v2";  // v2 was the middle band's keeper before v9
+}
+
+bool has_bulk_copy(int device_index) {
+  int major = 0;
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
+  return major >= 9;
 }
 
 namespace {
@@ -196,8 +203,12 @@ class SplitKvDecode final : public AttentionCase {
   void prepare(Context& ctx) override {
     int sms = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ctx.device().index));
-    if (version_.empty()) version_ = best_split_kv_version(shape_, sms);
+    const bool bulk_copy = has_bulk_copy(ctx.device().index);
+    if (version_.empty()) version_ = best_split_kv_version(shape_, sms, bulk_copy);
     plan_ = kernels::plan_split_kv(shape_, sms, version_);
+    if (plan_.bulk_stages > 0 && !bulk_copy)
+      throw NotApplicable("transformer: split_kv " + version_ +
+                          " stages the cache through cp.async.bulk, which needs sm_90 or later");
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
     kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
     facts_.push_back({"kernel", "split_kv_" + version_});

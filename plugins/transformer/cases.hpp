@@ -45,7 +45,10 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestGemvVersion = "v1";
 inline constexpr std::int64_t kLongestRunForSplits = 8192;
-std::string best_split_kv_version(const kernels::AttentionShape& shape, int sm_count);
+// bulk_copy: the GPU has cp.async.bulk (sm_90 and later), which v9-v11 stage the cache through.
+std::string best_split_kv_version(const kernels::AttentionShape& shape, int sm_count, bool bulk_copy);
+// Whether CUDA device `device_index` has cp.async.bulk (compute capability 9.0 or later).
+bool has_bulk_copy(int device_index);
 
 void add_attention_cases(Plugin& plugin);
 void add_linear_cases(Plugin& plugin);

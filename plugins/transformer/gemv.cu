@@ -224,6 +224,8 @@ const std::vector<std::string>& gemv_versions() {
   return versions;
 }
 
+bool gemv_needs_bulk_copy(const std::string& version) { return version == "v2"; }
+
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);

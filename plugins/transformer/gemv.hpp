@@ -17,6 +17,8 @@ namespace roofbench::transformer {
 // The empty string when gemv_bf16 takes the shape, else why not (in must be 768, 1536 or 3072, tokens 1, 2, 4 or 8).
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
+// Whether `version` copies through cp.async.bulk, which only sm_90 and later have (elsewhere its kernel traps).
+bool gemv_needs_bulk_copy(const std::string& version);
 // version: one of gemv_versions().
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream);

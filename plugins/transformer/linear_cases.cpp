@@ -192,6 +192,11 @@ class GemvLinear final : public Linear {
   void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
 
  private:
+  void prepare(Context& ctx) override {
+    if (gemv_needs_bulk_copy(version_) && !has_bulk_copy(ctx.device().index))
+      throw NotApplicable("transformer: gemv_" + version_ + " copies through cp.async.bulk, which needs sm_90 or later");
+  }
+
   std::string version_;
 };
 

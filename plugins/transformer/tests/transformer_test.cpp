@@ -150,13 +150,17 @@ TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
   auto shape = [](std::int64_t batch, std::int64_t kv = 1024) {
     return AttentionShape{.batch = batch, .heads = 12, .q_len = 1, .kv_len = kv, .head_dim = 64, .causal = true};
   };
-  EXPECT_EQ(best_split_kv_version(shape(1), 132), "v3");
-  EXPECT_EQ(best_split_kv_version(shape(8), 132), "v3");
-  EXPECT_EQ(best_split_kv_version(shape(64), 132), "v9");
-  EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132), "v7");  // 23832 keys per balanced block
-  EXPECT_EQ(best_split_kv_version(shape(256), 132), "v9");        // 5958
-  EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132), "v7");  // 11916
-  for (const char* v : {"v3", "v7", "v9"})
+  EXPECT_EQ(best_split_kv_version(shape(1), 132, true), "v3");
+  EXPECT_EQ(best_split_kv_version(shape(8), 132, true), "v3");
+  EXPECT_EQ(best_split_kv_version(shape(64), 132, true), "v9");
+  EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132, true), "v7");  // 23832 keys per balanced block
+  EXPECT_EQ(best_split_kv_version(shape(256), 132, true), "v9");        // 5958
+  EXPECT_EQ(best_split_kv_version(shape(128, 4096), 132, true), "v7");  // 11916
+  // Without cp.async.bulk (before sm_90) the middle band falls back to v2, the rest is unchanged.
+  EXPECT_EQ(best_split_kv_version(shape(64), 132, false), "v2");
+  EXPECT_EQ(best_split_kv_version(shape(256, 4096), 132, false), "v7");
+  EXPECT_EQ(best_split_kv_version(shape(1), 132, false), "v3");
+  for (const char* v : {"v2", "v3", "v7", "v9"})
     EXPECT_TRUE(std::count(kernels::split_kv_versions().begin(), kernels::split_kv_versions().end(), v)) << v;
   EXPECT_THROW(make_decode_attention("split_kv_v99", shape(1)), Error);
 }
