@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "reference.hpp"
 #include "roofbench/cuda_check.hpp"
@@ -80,6 +81,18 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   if (corpus_.count <= static_cast<std::size_t>(cfg_.context))
     throw Error("gpt: the corpus holds " + std::to_string(corpus_.count) + " tokens, fewer than one window of " +
                 std::to_string(cfg_.context + 1));
+
+  // A constructor that throws runs no destructor: the handles go back here when an allocation below fails
+  // (the batch sweep runs up to out of memory).
+  try {
+    allocate_buffers(storage);
+  } catch (...) {
+    release_handles();
+    throw;
+  }
+}
+
+void Trainer::allocate_buffers(ActivationStorage storage) {
   const std::size_t P = offsets_.total, N = static_cast<std::size_t>(N_);
   const std::size_t C = static_cast<std::size_t>(cfg_.channels), V = static_cast<std::size_t>(cfg_.vocab);
   const std::size_t H = static_cast<std::size_t>(cfg_.hidden()), T = static_cast<std::size_t>(cfg_.context);
@@ -87,7 +100,7 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
 
   ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
   ROOFBENCH_CUBLASLT(cublasLtCreate(&cublas_lt_));
-  cublas_workspace_ = alloc(kCublasWorkspaceBytes, BufferRole::scratch);
+  cublas_workspace_ = alloc_bytes_(kCublasWorkspaceBytes, BufferRole::scratch);
   bind_stream(stream_);
 
   // Parameters, Adam moments, counters and tables are state the step reads first: inputs. Everything
@@ -96,14 +109,14 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   adam_m_ = alloc_floats(P, BufferRole::input);
   adam_v_ = alloc_floats(P, BufferRole::input);
   grads_ = alloc_floats(P, BufferRole::output);
-  counters_ = static_cast<unsigned long long*>(alloc(2 * sizeof(unsigned long long), BufferRole::input));
+  counters_ = static_cast<unsigned long long*>(alloc_bytes_(2 * sizeof(unsigned long long), BufferRole::input));
   loss_ = alloc_floats(1, BufferRole::output);
   loss_history_ = alloc_floats(kLossHistory, BufferRole::output);
   float* rope_cos = alloc_floats(T * half, BufferRole::input);
   float* rope_sin = alloc_floats(T * half, BufferRole::input);
   rope_ = RopeTable{rope_cos, rope_sin};
-  inputs_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
-  targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
+  inputs_ = static_cast<std::uint8_t*>(alloc_bytes_(N, BufferRole::output));
+  targets_ = static_cast<std::uint8_t*>(alloc_bytes_(N, BufferRole::output));
 
   auto activation = [&](std::size_t width) { return alloc_floats(N * width, BufferRole::output); };
   // What every rung keeps in fp32: the residual stream and its gradient, LayerNorm statistics, the
@@ -149,8 +162,12 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
 
 Trainer::~Trainer() {
   if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
-  if (cublas_lt_) cublasLtDestroy(cublas_lt_);
-  if (cublas_) cublasDestroy(cublas_);
+  release_handles();
+}
+
+void Trainer::release_handles() noexcept {
+  if (cublas_lt_) cublasLtDestroy(std::exchange(cublas_lt_, nullptr));
+  if (cublas_) cublasDestroy(std::exchange(cublas_, nullptr));
 }
 
 LtWorkspace Trainer::lt_workspace() const { return LtWorkspace{cublas_workspace_, kCublasWorkspaceBytes}; }

@@ -137,6 +137,9 @@ class Trainer {
   void enqueue_step();
   // Points every later launch (kernels and cuBLAS) at `stream`.
   void bind_stream(cudaStream_t stream);
+  // The constructor's body after its checks: handles, then every buffer (fp32 activations for ActivationStorage::fp32).
+  void allocate_buffers(ActivationStorage storage);
+  void release_handles() noexcept;
 
   // ---- Shared pieces: the same operation in both rungs runs the same code. ----
   float* alloc_floats(std::size_t count, BufferRole role);
