@@ -445,10 +445,14 @@ def key_names(groups, max_characters):
         yield title + sweep
         yield title + (f" ({g.sweep_axis} x{len(g.points)})" if g.sweep_axis else "")
     every = [list(forms(g)) for g in groups]
+    distinct = len({f[0] for f in every})
     for level in range(4):
-        if all(len(f[level]) <= max_characters for f in every):
-            return [f[level] for f in every]
-    return [truncate_middle(f[-1], max_characters) for f in every]
+        names = [f[level] for f in every]
+        # A shorter form must still tell the groups apart (two plugins may have a case of the same name).
+        if all(len(name) <= max_characters for name in names) and len(set(names)) == distinct:
+            return names
+    return [truncate_middle(f[0 if len({f[-1] for f in every}) < distinct else -1], max_characters)
+            for f in every]
 
 
 def _key_columns(groups):

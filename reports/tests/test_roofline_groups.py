@@ -103,6 +103,16 @@ class RooflineDrawingTest(unittest.TestCase):
         self.assertEqual(short[0], "conv_bf16 (conv2_1x1_64to256, cudnn) (n x2)")  # alike, though it would fit longer
         self.assertTrue(all(len(name) <= 20 and "…" in name for name in key_names(groups, 20)))
 
+    def test_the_key_keeps_the_plugin_where_two_plugins_share_a_case_name(self):
+        entries = [entry("add", {"n": str(n)}, n, 12 * n, 1e-6 * n, plugin=plugin)
+                   for plugin in ("micro", "cpu") for n in (1024, 4096)]
+        groups = group_points(plottable_points(group_by_device([parse_run(document(entries))])[0]))
+        self.assertEqual(key_names(groups, 70), ["micro/add (n sweep, 2)", "cpu/add (n sweep, 2)"])
+        # Where only the short forms would fit, both would read "add (...)": the plugin stays, cut in the middle.
+        names = key_names(groups, 16)
+        self.assertEqual(len(set(names)), 2, names)
+        self.assertTrue(all(len(name) <= 16 for name in names), names)
+
     def test_the_sweep_is_joined_and_its_ridge_crossing_marked(self):
         self.assertEqual(len(of_class(self.root, "sweep")), 1)
         [crossing] = of_class(self.root, "ridge-crossing")
