@@ -30,18 +30,18 @@ static std::string plugin_of_axis_key(const std::string& key) { return key.subst
 
 std::string Suite::combined_filter() const {
   if (filters.empty()) return ".";
-  if (filters.size() == 1) return filters.front();
+  if (filters.size() == 1) return filters.front().first;
   std::string joined;
-  for (const auto& f : filters) joined += (joined.empty() ? "(" : "|(") + f + ")";
+  for (const auto& filter : filters) joined += (joined.empty() ? "(" : "|(") + filter.first + ")";
   return joined;
 }
 
 void Suite::check_filters(const std::vector<BenchmarkSpec>& all) const {
   if (plugins.empty()) return;
-  for (std::size_t i = 0; i < filters.size(); ++i) {
-    const NameFilter filter(filters[i]);
+  for (const auto& [regex, line] : filters) {
+    const NameFilter filter(regex);
     if (std::none_of(all.begin(), all.end(), [&](const BenchmarkSpec& b) { return filter.matches(b.name); }))
-      throw SuiteError(path + ":" + std::to_string(filter_lines[i]) + ": filter '" + filters[i] +
+      throw SuiteError(path + ":" + std::to_string(line) + ": filter '" + regex +
                        "' matches no benchmark of the suite's plugins (on any device)");
   }
 }
@@ -79,8 +79,7 @@ Suite parse_suite(const std::string& path, const std::string& text) {
       } catch (const std::regex_error& e) {
         throw SuiteError(where + "bad filter regex '" + value + "': " + e.what());
       }
-      suite.filters.push_back(value);
-      suite.filter_lines.push_back(line_number);
+      suite.filters.emplace_back(value, line_number);
     } else if (key.rfind("axis ", 0) == 0) {
       const std::string target = trim(key.substr(5));
       const auto slash = target.find('/'), dot = target.rfind('.');

@@ -26,8 +26,7 @@ struct Suite {
   std::string path;
   std::string description;
   std::vector<std::pair<std::string, int>> plugins;  // name, line
-  std::vector<std::string> filters;
-  std::vector<int> filter_lines;  // the line of each filter
+  std::vector<std::pair<std::string, int>> filters;  // regex, line
   AxisOverrides axes;
   std::vector<std::pair<std::string, int>> axis_lines;  // key, line: for error messages
   std::optional<double> max_time;
