@@ -318,7 +318,12 @@ void require_configured(const char* version) {
     throw Error(std::string("gpt: attention ") + version + " runs after fused_attention_configure()");
 }
 
-void check_tables_v5(const float* qkv_bias, const FusedArgs& args) {
+// What every v5/v6 launch needs: the kernels configured, and 16-byte aligned rows of out, qkv and the tables.
+void check_launch(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
+                  const FusedArgs& args) {
+  require_configured(version);
+  check_aligned16(out, "v5 and v6", "out");
+  check_aligned16(qkv, "v5 and v6", "qkv");
   check_aligned16(qkv_bias, "v5 and v6", "qkv bias");
   check_aligned16(args.rope.cos, "v5 and v6", "RoPE cos");
   check_aligned16(args.rope.sin, "v5 and v6", "RoPE sin");
@@ -347,10 +352,7 @@ void configure_v5() {
 
 void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  require_configured("v5");
-  check_aligned16(out, "v5 and v6", "out");
-  check_aligned16(qkv, "v5 and v6", "qkv");
-  check_tables_v5(qkv_bias, args);
+  check_launch("v5", out, qkv, qkv_bias, args);
   const int heads = args.s.batch * args.s.heads;
   fused_attention_v5_forward_kernel<<<std::min(heads, g_forward_grid), kThreads, sizeof(ForwardSmemV5), stream>>>(
       out, lse, qkv, qkv_bias, args);
@@ -359,10 +361,7 @@ void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  require_configured("v6");
-  check_aligned16(out, "v5 and v6", "out");
-  check_aligned16(qkv, "v5 and v6", "qkv");
-  check_tables_v5(qkv_bias, args);
+  check_launch("v6", out, qkv, qkv_bias, args);
   const int heads = args.s.batch * args.s.heads;
   fused_attention_v6_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
                                                                                           args);
@@ -371,12 +370,9 @@ void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 
 void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  require_configured("v5 and v6 backward");
+  check_launch("v5 and v6 backward", out, qkv, qkv_bias, args);
   check_aligned16(dqkv, "v5 and v6", "dqkv");
   check_aligned16(dout, "v5 and v6", "dout");
-  check_aligned16(out, "v5 and v6", "out");
-  check_aligned16(qkv, "v5 and v6", "qkv");
-  check_tables_v5(qkv_bias, args);
   const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
   fused_attention_v5_backward_kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv,
                                                                                         qkv_bias, args);
