@@ -94,6 +94,47 @@ class GpuHost : public ::testing::Test {
   CaseSpec spec_;
 };
 
+// A bare CUDA graph of `untimed` launches, then `timed` launches between two of its own event nodes
+// (external event records), so a replay's span leaves out the host's latency in submitting it. Freed
+// however the test ends.
+class EventFramedGraph {
+ public:
+  template <typename Launch>
+  EventFramedGraph(cudaStream_t stream, Launch&& launch, int untimed, int timed) : stream_(stream) {
+    ROOFBENCH_CUDA(cudaEventCreate(&start_));
+    ROOFBENCH_CUDA(cudaEventCreate(&stop_));
+    ROOFBENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < untimed; ++i) launch();
+    ROOFBENCH_CUDA(cudaEventRecordWithFlags(start_, stream, cudaEventRecordExternal));
+    for (int i = 0; i < timed; ++i) launch();
+    ROOFBENCH_CUDA(cudaEventRecordWithFlags(stop_, stream, cudaEventRecordExternal));
+    ROOFBENCH_CUDA(cudaStreamEndCapture(stream, &graph_));
+    ROOFBENCH_CUDA(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  EventFramedGraph(const EventFramedGraph&) = delete;
+  EventFramedGraph& operator=(const EventFramedGraph&) = delete;
+  ~EventFramedGraph() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  // One replay, synchronised: the seconds between its two event nodes.
+  double replay_seconds() {
+    ROOFBENCH_CUDA(cudaGraphLaunch(exec_, stream_));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+    float ms = 0;
+    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -126,24 +167,7 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
   graph_timer->time(burst);  // instantiates the graph
   // The bare graph records its own events (external event nodes), so the host's latency in submitting
   // the replay stays out of it: from outside, one H200 machine showed 117.6 us per launch instead of 107.7.
-  cudaEvent_t graph_start, graph_stop;
-  ROOFBENCH_CUDA(cudaEventCreate(&graph_start));
-  ROOFBENCH_CUDA(cudaEventCreate(&graph_stop));
-  cudaGraph_t bare_graph;
-  cudaGraphExec_t bare;
-  ROOFBENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  ROOFBENCH_CUDA(cudaEventRecordWithFlags(graph_start, stream, cudaEventRecordExternal));
-  for (int i = 0; i < burst; ++i) launch();
-  ROOFBENCH_CUDA(cudaEventRecordWithFlags(graph_stop, stream, cudaEventRecordExternal));
-  ROOFBENCH_CUDA(cudaStreamEndCapture(stream, &bare_graph));
-  ROOFBENCH_CUDA(cudaGraphInstantiate(&bare, bare_graph, 0));
-  auto bare_replay_seconds = [&] {
-    ROOFBENCH_CUDA(cudaGraphLaunch(bare, stream));
-    ROOFBENCH_CUDA(cudaStreamSynchronize(stream));
-    float ms = 0;
-    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, graph_start, graph_stop));
-    return ms * 1e-3 / burst;
-  };
+  EventFramedGraph bare(stream, launch, 0, burst);
   const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   while (std::chrono::steady_clock::now() < warm_until) {
     for (int i = 0; i < burst; ++i) launch();
@@ -163,7 +187,7 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
     bare_stream.push_back(bare_timing([&] {
       for (int j = 0; j < burst; ++j) launch();
     }));
-    bare_replay.push_back(bare_replay_seconds());
+    bare_replay.push_back(bare.replay_seconds() / burst);
     stream_host.push_back(stream_timer->time(burst).seconds / burst);
     graph_host.push_back(graph_timer->time(burst).seconds / burst);
   }
@@ -171,10 +195,6 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
               1e6 * median(bare_stream), 1e6 * median(stream_host), 1e6 * median(bare_replay), 1e6 * median(graph_host));
   EXPECT_NEAR(median(stream_host), median(bare_stream), 0.03 * median(bare_stream)) << "stream timing";
   EXPECT_NEAR(median(graph_host), median(bare_replay), 0.03 * median(bare_replay)) << "graph timing";
-  cudaGraphExecDestroy(bare);
-  cudaGraphDestroy(bare_graph);
-  cudaEventDestroy(graph_start);
-  cudaEventDestroy(graph_stop);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   d.release(out);
@@ -193,34 +213,15 @@ TEST_F(GpuHost, ColdGraphSamplesTimeTheRunFromInsideTheGraph) {
     ROOFBENCH_CUDA_LAUNCH();
   };
   auto cold_graph = make_cuda_timer({&d}, launch, TimingOptions{.cold = true, .graph = true, .hold = true});
-  cudaEvent_t start, stop;
-  ROOFBENCH_CUDA(cudaEventCreate(&start));
-  ROOFBENCH_CUDA(cudaEventCreate(&stop));
-  cudaGraph_t bare_graph;
-  cudaGraphExec_t bare;
-  ROOFBENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < 3; ++i) launch();
-  ROOFBENCH_CUDA(cudaEventRecordWithFlags(start, stream, cudaEventRecordExternal));
-  launch();
-  ROOFBENCH_CUDA(cudaEventRecordWithFlags(stop, stream, cudaEventRecordExternal));
-  ROOFBENCH_CUDA(cudaStreamEndCapture(stream, &bare_graph));
-  ROOFBENCH_CUDA(cudaGraphInstantiate(&bare, bare_graph, 0));
+  EventFramedGraph bare(stream, launch, 3, 1);
   std::vector<double> cold, among_neighbours;
   for (int i = 0; i < 200; ++i) {
     cold.push_back(cold_graph->time(1).seconds);
-    ROOFBENCH_CUDA(cudaGraphLaunch(bare, stream));
-    ROOFBENCH_CUDA(cudaStreamSynchronize(stream));
-    float ms = 0;
-    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    among_neighbours.push_back(ms * 1e-3);
+    among_neighbours.push_back(bare.replay_seconds());
   }
   std::printf("cold graph sample %.2f us, the kernel among its neighbours in a graph %.2f us\n", 1e6 * median(cold),
               1e6 * median(among_neighbours));
   EXPECT_NEAR(median(cold), median(among_neighbours), 0.1 * median(among_neighbours) + 0.5e-6);
-  cudaGraphExecDestroy(bare);
-  cudaGraphDestroy(bare_graph);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   d.release(out);
 }
 
