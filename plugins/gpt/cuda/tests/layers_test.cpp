@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -614,10 +615,18 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
       y = from_bf16(Device::download(d_y, n));
       g = from_bf16(Device::download(d_g, n));
       // GELU of the stored (rounded) pre-activation, rounded: what the host computes from y but for the rare
-      // value whose fp32 GELU and double GELU round to neighbouring bf16 values (2^-8 apart).
-      std::vector<double> from_stored(n);
-      for (std::size_t i = 0; i < n; ++i) from_stored[i] = round_to_bf16(static_cast<float>(gelu_double(y[i])));
-      EXPECT_LT(rel_l2(g, from_stored), 1e-3);
+      // value whose fp32 GELU and double GELU round to neighbouring bf16 values. So every output is that
+      // value or its bf16 neighbour, and neighbours are rare (925286e counted 1 in 27200): a GELU of another form
+      // (tanh's, some 1e-4 off) would move a few percent of the values to a neighbour.
+      std::size_t neighbours = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float expected = round_to_bf16(static_cast<float>(gelu_double(y[i])));
+        if (g[i] == expected) continue;
+        const int apart = std::abs(int(bf16_bits_from_float(g[i])) - int(bf16_bits_from_float(expected)));
+        ASSERT_EQ(apart, 1) << "element " << i << ": " << g[i] << " against " << expected;
+        ++neighbours;
+      }
+      EXPECT_LE(neighbours, n / 1000) << "bf16 neighbours of the host's GELU";
     } else {
       float *d_y = dev.alloc<float>(n), *d_g = dev.alloc<float>(n + 3);
       ROOFBENCH_CUDA(cudaMemset(d_g, 0xff, (n + 3) * sizeof(float)));
