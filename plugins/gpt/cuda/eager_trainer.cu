@@ -45,17 +45,17 @@ class EagerTrainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
       layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, resid_[l], param(o.ln1_w), param(o.ln1_b), N, C, eps, stream_);
-      linear_forward(cublas_, a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
+      linear_forward(cublas_.get(), a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
       add_bias(a.qkv, param(o.qkv_b), N, 3 * C, stream_);
       attention_forward(l, batch);
-      linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
+      linear_forward(cublas_.get(), branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
       add_bias(branch_, param(o.attn_proj_b), N, C, stream_);
       add(a.mid, resid_[l], branch_, static_cast<std::size_t>(N) * C, stream_);
       layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.mid, param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-      linear_forward(cublas_, a.fc, a.ln2, param(o.fc_w), N, C, H);
+      linear_forward(cublas_.get(), a.fc, a.ln2, param(o.fc_w), N, C, H);
       add_bias(a.fc, param(o.fc_b), N, H, stream_);
       gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
-      linear_forward(cublas_, branch_, a.gelu, param(o.fc_proj_w), N, H, C);
+      linear_forward(cublas_.get(), branch_, a.gelu, param(o.fc_proj_w), N, H, C);
       add_bias(branch_, param(o.fc_proj_b), N, C, stream_);
       add(resid_[l + 1], a.mid, branch_, static_cast<std::size_t>(N) * C, stream_);
     }
@@ -87,7 +87,7 @@ class EagerTrainer final : public Trainer {
       add(d_resid_, d_resid_, d_ln_input_, resid_elements, stream_);
       if (hooks_.block_backward_done) hooks_.block_backward_done(l);
     }
-    embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
+    embedding_backward(cublas_.get(), grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }
 
   // torch.optim.AdamW without foreach: one launch per parameter tensor.
@@ -130,9 +130,9 @@ class EagerTrainer final : public Trainer {
     rows_to_heads(h.v, a.qkv, 3 * C, 2 * C, s, stream_);
     rope_forward(h.q, rope_, s, stream_);
     rope_forward(h.k, rope_, s, stream_);
-    gemm(cublas_, per_head(batch, false, true, T, T, hd, h.q, hd, h.k, hd, scores_, T));  // q k^T
+    gemm(cublas_.get(), per_head(batch, false, true, T, T, hd, h.q, hd, h.k, hd, scores_, T));  // q k^T
     causal_softmax_forward(h.probs, scores_, scale(), s, stream_);
-    gemm(cublas_, per_head(batch, false, false, T, hd, T, h.probs, T, h.v, hd, heads_scratch_, hd));  // p v
+    gemm(cublas_.get(), per_head(batch, false, false, T, hd, T, h.probs, T, h.v, hd, heads_scratch_, hd));  // p v
     heads_to_rows(a.attn_out, C, 0, heads_scratch_, s, stream_);
   }
 
@@ -143,11 +143,11 @@ class EagerTrainer final : public Trainer {
     float* d_out = heads_scratch_;
     float* d_scores = scores_;  // dp, then ds in place
     rows_to_heads(d_out, d_attn_out_, C, 0, s, stream_);
-    gemm(cublas_, per_head(B, false, true, T, T, hd, d_out, hd, h.v, hd, d_scores, T));   // dp = dout v^T
-    gemm(cublas_, per_head(B, true, false, T, hd, T, h.probs, T, d_out, hd, d_v_, hd));   // dv = p^T dout
+    gemm(cublas_.get(), per_head(B, false, true, T, T, hd, d_out, hd, h.v, hd, d_scores, T));   // dp = dout v^T
+    gemm(cublas_.get(), per_head(B, true, false, T, hd, T, h.probs, T, d_out, hd, d_v_, hd));   // dv = p^T dout
     causal_softmax_backward(d_scores, d_scores, h.probs, scale(), s, stream_);
-    gemm(cublas_, per_head(B, false, false, T, hd, T, d_scores, T, h.k, hd, d_q_, hd));   // dq = ds k
-    gemm(cublas_, per_head(B, true, false, T, hd, T, d_scores, T, h.q, hd, d_k_, hd));    // dk = ds^T q
+    gemm(cublas_.get(), per_head(B, false, false, T, hd, T, d_scores, T, h.k, hd, d_q_, hd));   // dq = ds k
+    gemm(cublas_.get(), per_head(B, true, false, T, hd, T, d_scores, T, h.q, hd, d_k_, hd));    // dk = ds^T q
     rope_backward(d_q_, rope_, s, stream_);
     rope_backward(d_k_, rope_, s, stream_);
     heads_to_rows(d_qkv_, 3 * C, 0, d_q_, s, stream_);

@@ -36,16 +36,16 @@ class FusedTrainer final : public Trainer {
     for (int l = 0; l < cfg_.layers; ++l) {
       const LayerOffsets& o = offsets_.layers[l];
       const LayerActivations& a = layers_[l];
-      linear_forward(cublas_, a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
+      linear_forward(cublas_.get(), a.qkv, a.ln1, param(o.qkv_w), N, C, 3 * C);
       fused_attention_forward(a.attn_out, lse_[l], a.qkv, param(o.qkv_b), rope_, shape, stream_);
-      linear_forward(cublas_, branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
+      linear_forward(cublas_.get(), branch_, a.attn_out, param(o.attn_proj_w), N, C, C);
       residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
                                  param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
       // fc's bias in the GEMM's epilogue, so GELU reads z once (elementwise v3).
-      linear_forward_bias(cublas_lt_, lt_workspace(), CUDA_R_32F, a.fc, a.ln2, param(o.fc_w), param(o.fc_b), N, C, H,
+      linear_forward_bias(cublas_lt_.get(), lt_workspace(), CUDA_R_32F, a.fc, a.ln2, param(o.fc_w), param(o.fc_b), N, C, H,
                           stream_);
       gelu_forward_vectorized(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
-      linear_forward(cublas_, branch_, a.gelu, param(o.fc_proj_w), N, H, C);
+      linear_forward(cublas_.get(), branch_, a.gelu, param(o.fc_proj_w), N, H, C);
       // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).
       const bool last = l + 1 == cfg_.layers;
       float* next_ln = last ? lnf_ : layers_[l + 1].ln1;
@@ -84,7 +84,7 @@ class FusedTrainer final : public Trainer {
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_, nullptr,
                          l > 0 ? grad(offsets_.layers[l - 1].fc_proj_b) : nullptr);
     }
-    embedding_backward(cublas_, grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
+    embedding_backward(cublas_.get(), grad(offsets_.wte), d_resid_, inputs, onehot_, N_, C, V, stream_);
   }
 
   // One launch for every parameter: the flat layout makes the multi-tensor optimiser a plain loop.

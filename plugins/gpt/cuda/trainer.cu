@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <utility>
 
 #include "reference.hpp"
 #include "roofbench/cuda_check.hpp"
@@ -81,26 +80,14 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   if (corpus_.count <= static_cast<std::size_t>(cfg_.context))
     throw Error("gpt: the corpus holds " + std::to_string(corpus_.count) + " tokens, fewer than one window of " +
                 std::to_string(cfg_.context + 1));
-
-  // A constructor that throws runs no destructor: the handles go back here when an allocation below fails
-  // (the batch sweep runs up to out of memory).
-  try {
-    allocate_buffers(storage);
-  } catch (...) {
-    release_handles();
-    throw;
-  }
-}
-
-void Trainer::allocate_buffers(ActivationStorage storage) {
   const std::size_t P = offsets_.total, N = static_cast<std::size_t>(N_);
   const std::size_t C = static_cast<std::size_t>(cfg_.channels), V = static_cast<std::size_t>(cfg_.vocab);
   const std::size_t H = static_cast<std::size_t>(cfg_.hidden()), T = static_cast<std::size_t>(cfg_.context);
   const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2);
 
-  ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
-  ROOFBENCH_CUBLASLT(cublasLtCreate(&cublas_lt_));
-  cublas_workspace_ = alloc_bytes_(kCublasWorkspaceBytes, BufferRole::scratch);
+  ROOFBENCH_CUBLAS(cublasCreate(cublas_.replace()));
+  ROOFBENCH_CUBLASLT(cublasLtCreate(cublas_lt_.replace()));
+  cublas_workspace_ = alloc(kCublasWorkspaceBytes, BufferRole::scratch);
   bind_stream(stream_);
 
   // Parameters, Adam moments, counters and tables are state the step reads first: inputs. Everything
@@ -109,14 +96,14 @@ void Trainer::allocate_buffers(ActivationStorage storage) {
   adam_m_ = alloc_floats(P, BufferRole::input);
   adam_v_ = alloc_floats(P, BufferRole::input);
   grads_ = alloc_floats(P, BufferRole::output);
-  counters_ = static_cast<unsigned long long*>(alloc_bytes_(2 * sizeof(unsigned long long), BufferRole::input));
+  counters_ = static_cast<unsigned long long*>(alloc(2 * sizeof(unsigned long long), BufferRole::input));
   loss_ = alloc_floats(1, BufferRole::output);
   loss_history_ = alloc_floats(kLossHistory, BufferRole::output);
   float* rope_cos = alloc_floats(T * half, BufferRole::input);
   float* rope_sin = alloc_floats(T * half, BufferRole::input);
   rope_ = RopeTable{rope_cos, rope_sin};
-  inputs_ = static_cast<std::uint8_t*>(alloc_bytes_(N, BufferRole::output));
-  targets_ = static_cast<std::uint8_t*>(alloc_bytes_(N, BufferRole::output));
+  inputs_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
+  targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
 
   auto activation = [&](std::size_t width) { return alloc_floats(N * width, BufferRole::output); };
   // What every rung keeps in fp32: the residual stream and its gradient, LayerNorm statistics, the
@@ -162,12 +149,6 @@ void Trainer::allocate_buffers(ActivationStorage storage) {
 
 Trainer::~Trainer() {
   if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
-  release_handles();
-}
-
-void Trainer::release_handles() noexcept {
-  if (cublas_lt_) cublasLtDestroy(std::exchange(cublas_lt_, nullptr));
-  if (cublas_) cublasDestroy(std::exchange(cublas_, nullptr));
 }
 
 LtWorkspace Trainer::lt_workspace() const { return LtWorkspace{cublas_workspace_, kCublasWorkspaceBytes}; }
@@ -214,9 +195,9 @@ void Trainer::start(std::uint64_t init_seed, StepReplay replay) {
 
 void Trainer::bind_stream(cudaStream_t stream) {
   stream_ = stream;
-  ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_));
+  ROOFBENCH_CUBLAS(cublasSetStream(cublas_.get(), stream_));
   // cublasSetStream drops a user workspace back to cuBLAS's own pool: hand ours over again every time.
-  ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+  ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_.get(), cublas_workspace_, kCublasWorkspaceBytes));
 }
 
 void Trainer::initialize(std::uint64_t seed) {
@@ -269,13 +250,13 @@ AttentionShape Trainer::attention_shape(int batch) const {
 }
 
 void Trainer::logits_forward(int batch) {
-  linear_forward(cublas_, logits_, lnf_, param(offsets_.wte), positions(batch), cfg_.channels, cfg_.vocab);
+  linear_forward(cublas_.get(), logits_, lnf_, param(offsets_.wte), positions(batch), cfg_.channels, cfg_.vocab);
 }
 
 void Trainer::head_backward(float* top_bias_grad) {
   const int C = cfg_.channels;
   // wte's gradient starts here (beta 0); the embedding's backward adds its share last.
-  linear_backward(cublas_, d_ln_, grad(offsets_.wte), d_logits_, lnf_, param(offsets_.wte), N_, C, cfg_.vocab);
+  linear_backward(cublas_.get(), d_ln_, grad(offsets_.wte), d_logits_, lnf_, param(offsets_.wte), N_, C, cfg_.vocab);
   layernorm_backward(d_resid_, grad(offsets_.lnf_w), grad(offsets_.lnf_b), d_ln_, resid_[cfg_.layers], lnf_mean_,
                      lnf_rstd_, param(offsets_.lnf_w), N_, C, 0.0f, partials_, stream_, nullptr, top_bias_grad);
 }
@@ -291,7 +272,7 @@ void Trainer::set_wgrad_layout(WgradLayout layout) {
 }
 
 void Trainer::linear_grads(float* dx, float* dw, const float* dy, const float* x, const float* w, int in, int out) {
-  linear_backward_kmajor(cublas_, dx, dw, dy, x, w, N_, in, out, wgrad_, wgrad_scratch_);
+  linear_backward_kmajor(cublas_.get(), dx, dw, dy, x, w, N_, in, out, wgrad_, wgrad_scratch_);
 }
 
 void Trainer::mlp_backward_to_ln2(int layer) {

@@ -20,6 +20,7 @@
 
 #include "layers.hpp"
 #include "model.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::gpt::cuda {
@@ -137,9 +138,6 @@ class Trainer {
   void enqueue_step();
   // Points every later launch (kernels and cuBLAS) at `stream`.
   void bind_stream(cudaStream_t stream);
-  // The constructor's body after its checks: handles, then every buffer (fp32 activations for ActivationStorage::fp32).
-  void allocate_buffers(ActivationStorage storage);
-  void release_handles() noexcept;
 
   // ---- Shared pieces: the same operation in both rungs runs the same code. ----
   float* alloc_floats(std::size_t count, BufferRole role);
@@ -171,8 +169,9 @@ class Trainer {
   ParameterOffsets offsets_;
   AdamW opt_;
   cudaStream_t stream_;
-  cublasHandle_t cublas_ = nullptr;
-  cublasLtHandle_t cublas_lt_ = nullptr;  // the GEMMs with a bias epilogue (linear_forward_bias)
+  // Owned, so that a constructor failing half way (the batch sweep runs up to out of memory) gives them back.
+  case_support::CublasHandle cublas_;
+  case_support::CublasLtHandle cublas_lt_;  // the GEMMs with a bias epilogue (linear_forward_bias)
   void* cublas_workspace_ = nullptr;
   DeviceCorpus corpus_;
   std::uint64_t data_seed_;
