@@ -409,6 +409,8 @@ const char* attention_version_name(AttentionVersion version) {
       return "v5 (v4's mma.sync, cp.async rows, persistent forward)";
     case AttentionVersion::v6:
       return "v6 (v5, forward one block per head)";
+    case AttentionVersion::v8:
+      return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)";
   }
   return "unknown";
 }
@@ -417,6 +419,7 @@ void fused_attention_configure() {
   attention::configure_v3();
   attention::configure_v4();
   attention::configure_v5();
+  attention::configure_v8();
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmem)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_backward_dq_kernel,
@@ -446,6 +449,10 @@ void fused_attention_forward(float* out, float* lse, const float* qkv, const flo
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
     return;
   }
+  if (version == AttentionVersion::v8) {
+    attention::forward_v8(out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
   fused_attention_forward_kernel<<<fused_grid(s), kThreads, kForwardSmem, stream>>>(out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
@@ -458,6 +465,10 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
     throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
+    return;
+  }
+  if (version == AttentionVersion::v8) {
+    attention::backward_v8(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
     return;
   }
   fused_attention_backward_dq_kernel<<<fused_grid(s), kThreads, kBackwardDqSmem, stream>>>(

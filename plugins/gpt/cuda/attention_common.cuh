@@ -7,6 +7,9 @@
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
 //   v5, v6 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one block
 //      per head (v6: the keeper of R2 and up).
+//   v8 (attention_v8.cu): fp32 only, v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
+//      registers through a permuted k), 8 warps per block.
+//   (v7 is the lead's bf16 forward, attention_v7.cu.)
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 
@@ -94,5 +97,13 @@ void backward_v5(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bflo
 // v6: v5's forward kernel one block per head (four per SM, no fetching ahead); its backward is v5's.
 void forward_v6(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
                 const FusedArgs& args, cudaStream_t stream);
+
+// v8's launchers (attention_v8.cu), fp32 only: mma.sync m16n8k8 on tf32, one block of eight warps per
+// (sequence, head), the whole backward in one kernel (delta computed there, not written).
+void configure_v8();
+void forward_v8(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream);
+void backward_v8(float* dqkv, const float* dout, const float* out, const float* lse, const float* qkv,
+                 const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -2,7 +2,8 @@
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
 // run the keepers only (attention v3 for fp32 and v6 for bf16, elementwise v3, weight gradients v3).
-//   lab_attention/version:v1|v3       the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu)
+//   lab_attention/version:v1|v3|v8    the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu,
+//                                     attention_v8.cu)
 //   lab_attention_bf16/version:v3|v4|v5|v6/batch:64|512  the same on bf16 tensors (attention_v3.cu,
 //                                     attention_v4.cu, attention_v5.cu), also at R3's batch
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
@@ -90,7 +91,7 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// Elem float: lab_attention (v1, v3; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v6; R2's tensors,
+// Elem float: lab_attention (v1, v3, v8; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v6; R2's tensors,
 // qkv and dout drawn as bf16, the reference fed the same values), each gated at its own precision.
 template <typename Elem>
 class AttentionLab final : public Case {
@@ -103,11 +104,11 @@ class AttentionLab final : public Case {
                                                   AttentionVersion::v6};
     if (kBf16 && version >= 3 && version <= 6)
       version_ = kBf16Versions[version - 3];
-    else if (!kBf16 && (version == 1 || version == 3))
-      version_ = version == 1 ? AttentionVersion::v1 : AttentionVersion::v3;
+    else if (!kBf16 && (version == 1 || version == 3 || version == 8))
+      version_ = version == 1 ? AttentionVersion::v1 : version == 3 ? AttentionVersion::v3 : AttentionVersion::v8;
     else
       throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3, v4, v5 and v6"
-                        : "gpt lab_attention: versions are v1 and v3 (v2 is retired; v4 is bf16 only)");
+                        : "gpt lab_attention: versions are v1, v3 and v8 (v2 is retired; v4 to v6 are bf16 only)");
   }
 
   void setup(Context& ctx) override {
@@ -406,8 +407,9 @@ std::vector<CaseSpec> lab_cases() {
   return {
       lab_case<AttentionLab<float>>("lab_attention",
                                     "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
-                                    "training shape; v1 SIMT fp32, v3 TF32 tensor cores one block per head (R1's)",
-                                    {"v1", "v3"}, Precision::tf32),
+                                    "training shape; v1 SIMT fp32, v3 TF32 WMMA tiles one block per head (R1's), "
+                                    "v8 TF32 mma.sync m16n8k8 with the scores in registers",
+                                    {"v1", "v3", "v8"}, Precision::tf32),
       // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision; batch 512
       // is R3's and R4's shape.
       lab_case<AttentionLab<bf16>>("lab_attention_bf16",

@@ -219,7 +219,9 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // accesses, its forward persistent (the next head's rows in flight while one is computed); v6 (the keeper
 // of R2 and up) is v5 with its forward one block per head (four per SM: other blocks, not a second buffer,
 // overlap a block's loads), faster on the H200. The bf16 functions below run v3, v4, v5 or v6.
-enum class AttentionVersion { v1, v3, v4, v5, v6 };
+// v8 (fp32 only): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in registers through a
+// permuted k, eight warps per block), attention_v8.cu.
+enum class AttentionVersion { v1, v3, v4, v5, v6, v8 };
 // The keepers the trainers run (named in the rungs' facts, so a change of keeper shows in the results).
 inline constexpr AttentionVersion kFp32AttentionKeeper = AttentionVersion::v3;
 inline constexpr AttentionVersion kBf16AttentionKeeper = AttentionVersion::v6;

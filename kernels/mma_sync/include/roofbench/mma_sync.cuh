@@ -1,7 +1,10 @@
-// Warp-level tensor-core primitives for sm_80 and newer (PTX ISA: ldmatrix, mma.m16n8k16, cp.async),
-// shared by the hand-written attention kernels. Fragment layouts, lane = 4 g + t: A (16 x 16, row-major)
-// holds (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..); B (16 x 8) holds (k 2t..2t+1, n g),
-// (k 2t+8.., n g); the accumulator (g, 2t..2t+1), (g+8, 2t..2t+1).
+// Warp-level tensor-core primitives for sm_80 and newer (PTX ISA: ldmatrix, mma.m16n8k16, mma.m16n8k8 on
+// tf32, cp.async), shared by the hand-written attention kernels. Fragment layouts, lane = 4 g + t:
+//   m16n8k16 (bf16, half): A (16 x 16, row-major) holds (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..),
+//     (g+8, 2t+8..); B (16 x 8) holds (k 2t..2t+1, n g), (k 2t+8.., n g);
+//   m16n8k8 (tf32, one element per register): A (16 x 8) holds a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+//     a3 (g+8, t+4); B (8 x 8) holds b0 (k t, n g), b1 (k t+4, n g);
+//   the fp32 accumulator of both: c0, c1 (g, 2t..2t+1), c2, c3 (g+8, 2t..2t+1).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -53,6 +56,24 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
+}
+
+// x rounded to tf32 (nearest, ties away from zero: cvt.rna), as an operand register of mma1688_tf32; the
+// low 13 bits are zero, so the bits also read back as the fp32 value the product sees.
+__device__ __forceinline__ unsigned to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// c += a b for one 16 x 8 x 8 tile on tf32 operands (fp32 bit patterns; the tensor core ignores the low 13
+// bits, so operands not from to_tf32 are truncated), fp32 accumulator. Not volatile: no side effects, so
+// the compiler may schedule it among the loads.
+__device__ __forceinline__ void mma1688_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 }  // namespace roofbench::mma_sync

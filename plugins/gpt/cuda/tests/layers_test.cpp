@@ -117,10 +117,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLayerNorm,
                          });
 
 
-// Both fused attention versions against the double reference, on T not a multiple of the 32-row tile (nor
-// of WMMA's 16-row tile), on the largest T, and on a single position; v3 also against v1. v1 computes in
-// fp32 (1e-5); v3's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs,
-// so it is held to the TF32 tolerance the trainer tests use for logits.
+// The fp32 fused attention versions (v1, v3, v8) against the double reference, on T not a multiple of the
+// 32-row tile (nor of the 16-row tile), on the largest T, and on a single position; v3 and v8 also against
+// v1 and each other. v1 computes in fp32 (1e-5); v3's and v8's products round their inputs to TF32 (10-bit
+// mantissa), like the cuBLAS TF32 GEMMs, so they are held to the TF32 tolerance the trainer tests use for
+// logits.
 constexpr double kFp32Tolerance = 1e-5;
 constexpr double kTf32Tolerance = 5e-3;
 
@@ -173,9 +174,10 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
   const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
   const FusedAttentionRun v1 = run(AttentionVersion::v1);
   const FusedAttentionRun v3 = run(AttentionVersion::v3);
+  const FusedAttentionRun v8 = run(AttentionVersion::v8);
   EXPECT_LT(rel_l2(v1.out, ref.out), kFp32Tolerance);
   EXPECT_LT(rel_l2(v1.dqkv, ref.dqkv), kFp32Tolerance);
-  for (const FusedAttentionRun* tensor_core : {&v3}) {
+  for (const FusedAttentionRun* tensor_core : {&v3, &v8}) {
     EXPECT_LT(rel_l2(tensor_core->out, ref.out), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->dqkv, ref.dqkv), kTf32Tolerance);
     EXPECT_LT(rel_l2(tensor_core->out, v1.out), kTf32Tolerance);
@@ -185,6 +187,17 @@ TEST_P(GptFusedAttention, AllVersionsMatchDoubleAndEachOther) {
     for (float x : tensor_core->out) ASSERT_TRUE(std::isfinite(x));
     for (float x : tensor_core->lse) ASSERT_TRUE(std::isfinite(x));
   }
+  // v8 and v3 round the same operands to TF32 (in other orders of summation): each within the TF32
+  // tolerance of the other; v8's backward has no atomics, so a second run gives the same bits.
+  EXPECT_LT(rel_l2(v8.out, v3.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v8.lse, v3.lse), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v8.dqkv, v3.dqkv), kTf32Tolerance);
+  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v8 out %.2e dqkv %.2e\n", T(), rel_l2(v3.out, ref.out),
+              rel_l2(v3.dqkv, ref.dqkv), rel_l2(v8.out, ref.out), rel_l2(v8.dqkv, ref.dqkv));
+  const FusedAttentionRun again = run(AttentionVersion::v8);
+  EXPECT_EQ(again.out, v8.out);
+  EXPECT_EQ(again.lse, v8.lse);
+  EXPECT_EQ(again.dqkv, v8.dqkv);
 }
 
 // 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
@@ -275,6 +288,7 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   EXPECT_EQ(again.out, keeper.out);
   EXPECT_EQ(again.dqkv, keeper.dqkv);
   EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
+  EXPECT_THROW(run_bf16(AttentionVersion::v8), Error);  // fp32 only
 }
 
 // The worst relative L2 error of any one head's rows (columns h*hd .. h*hd+hd-1 of every part of a row of
