@@ -3,12 +3,13 @@
 //   v1 (attention.cu): SIMT fp32 block matmuls, one block per (sequence, head, 32-row tile): a lab version.
 //   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
-//      products: R1's keeper (fp32 on TF32); its bf16 instantiation is R2's former keeper, kept for the lab.
+//      products: R1's keeper until v8 (fp32 on TF32); its bf16 instantiation is R2's former keeper; both
+//      kept for the lab.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
 //   v5, v6 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one block
 //      per head (v6: the keeper of R2 and up).
 //   v8 (attention_v8.cu): fp32 only, v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
-//      registers through a permuted k), 8 warps per block.
+//      registers through a permuted k), 8 warps per block: R1's keeper.
 //   (v7 is the lead's bf16 forward, attention_v7.cu.)
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once

@@ -22,14 +22,30 @@
 // a 64- or 128-bit load along the rows would need a stride of 8 or 16 mod 32, which the 16-byte pattern
 // forbids. ds^T [key][query] has rows of 132 floats: its A-operand reads (rows 2t, columns g) hit banks
 // 8t + g; its 8-byte writes see two-way conflicts (fewer than the reads).
-//   forward: 8 warps, warp w on query row block w (no balancing: 8 warps hide more than v4's 4 balanced
-//     ones, and a second block runs beside), q, k, v 3 x 34 KB = 102 KB: 2 blocks (16 warps) per SM.
+//   forward: 8 warps, warp w on query row block w (not balanced as v4's 4 warps are: the reasoning, not
+//     measured against a 4-warp build, is that 16 warps per SM hide more latency than 8 balanced ones, and
+//     a second block runs beside), q, k, v 3 x 34 KB = 102 KB: 2 blocks (16 warps) per SM.
 //   backward: 8 warps, warp w on key block w (dv, dk over query chunks of 16 from the diagonal to T,
 //     ds^T into shared memory), a barrier, then on query block w (dq = ds k); q, k, v, dout, ds^T and the
-//     statistics take 203 KB, so one block per SM, and 8 warps rather than 4 (the causal imbalance between
-//     warps costs less than half the warps would). out waits in the ds^T buffer until delta is taken.
+//     statistics take 203 KB, so one block per SM, and 8 warps rather than 4 (reasoned, not measured: warp
+//     0's 8 query chunks bound the block at 8 chunk-times where 4 balanced warps would take 9 each). out
+//     waits in the ds^T buffer until delta is taken.
 //
-// Registers (ptxas, sm_90): see the report of the commit that measured them.
+// Registers (ptxas, sm_90, CUDA 13.0): forward 125 (launch bound 2 blocks of 256 threads: at most 128),
+// backward 196 (one block per SM: 255 allowed), no spills. The forward's third block per SM is refused by
+// shared memory (3 x 102 KB), not by registers.
+//
+// On the H200 (2026-12-01, one call, lab_attention at batch 64 under --profile, us per layer):
+//              forward  backward   run (median)
+//   v3            84.8     218.2        306.9   (backward: dkv 115.8 + dq 102.4)
+//   v8            44.9      96.5        143.3
+// (bf16 v6, an earlier call, on half the bytes: 23.8 + 49.0.) Inside R1 (keeper v8, same call): 294.1 us
+// forward and 601.1 us backward for the 6 layers (v3's took 1.86 ms together in an earlier call); R1
+// 6.096 ms, 1.34 M tokens/s. The same call's GPU tests: v8 against the double reference at rel L2 2.3e-4
+// (out) and 3.0e-4 (dqkv) at T 70, v3's figures to the printed digits (both round the same operands to
+// tf32), and the same bits twice.
+// Not measured: Nsight Compute on v8 (where the 1.4 TB/s of the lab leaves the rest: the backward's
+// one block per SM loads its 160 KB with nothing of its own to overlap).
 #include <cuda_runtime.h>
 
 #include <cstdint>

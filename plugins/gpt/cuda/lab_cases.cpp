@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v3 for fp32 and v6 for bf16, elementwise v3, weight gradients v3).
+// run the keepers only (attention v8 for fp32 and v6 for bf16, elementwise v3, weight gradients v3).
 //   lab_attention/version:v1|v3|v8    the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu,
 //                                     attention_v8.cu)
 //   lab_attention_bf16/version:v3|v4|v5|v6/batch:64|512  the same on bf16 tensors (attention_v3.cu,
@@ -407,8 +407,8 @@ std::vector<CaseSpec> lab_cases() {
   return {
       lab_case<AttentionLab<float>>("lab_attention",
                                     "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
-                                    "training shape; v1 SIMT fp32, v3 TF32 WMMA tiles one block per head (R1's), "
-                                    "v8 TF32 mma.sync m16n8k8 with the scores in registers",
+                                    "training shape; v1 SIMT fp32, v3 TF32 WMMA tiles one block per head, v8 TF32 "
+                                    "mma.sync m16n8k8 with the scores in registers (R1's)",
                                     {"v1", "v3", "v8"}, Precision::tf32),
       // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision; batch 512
       // is R3's and R4's shape.
