@@ -100,38 +100,16 @@ enum class Exponent { natural, log2 };
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
-// The forward of query rows q0 .. q0+15 (block m; its causal keys are 0 .. q0+15, key blocks 0 .. m) from
-// the prepared q, k, v in shared memory ([kMaxT][kRowStride]): s = scale q k^T, p = softmax(s) rounded to
-// bf16, o = p v (rows q0 + lane/4 and q0 + lane/4 + 8 of the accumulator block), lse = max + log(sum) of
-// those two rows. With at most 128 keys a row's softmax is exact in one pass (no online rescaling).
+// The softmax of query rows q0 .. q0+15 (block m) over their scores in registers, n8 tile j holding keys
+// 8j .. 8j+7 in the m16n8 accumulator layout (rows q0 + g and q0 + g + 8, a row's scores spread over the
+// four lanes of a quad), shared by the bf16 versions and v8 (TF32): sc becomes exp(score - max), not yet
+// normalised; inv_sum = 1 / sum (0 for a padding row); lse = max + log(sum) in natural units. Log2: a key
+// block left of the diagonal holds only keys < q0 <= i, so it needs no mask when every row of the block is
+// below T.
 template <Exponent kExp>
-__device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], float (&lse)[2], const bf16* q,
-                                                 const bf16* k, const bf16* v, int m, int T, float scale,
-                                                 int lane) {
+__device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4], float (&inv_sum)[2],
+                                                  float (&lse)[2], int m, int T, float scale, int lane) {
   const int q0 = kRows * m;
-  unsigned qa[kHeadDim / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
-
-  // Scores of the keys 0 .. q0+15, n8 tile j holding keys 8j .. 8j+7.
-  float sc[2 * kRowBlocks][4];
-#pragma unroll
-  for (int j = 0; j < 2 * kRowBlocks; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
-#pragma unroll
-  for (int kb = 0; kb < kRowBlocks; ++kb) {
-    if (kb > m) continue;
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      unsigned b[4];
-      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
-      mma16816<bf16>(sc[2 * kb], qa[kk], b[0], b[1]);
-      mma16816<bf16>(sc[2 * kb + 1], qa[kk], b[2], b[3]);
-    }
-  }
-
-  // Softmax per row (rows q0 + g and q0 + g + 8; a row's scores spread over the four lanes of a quad).
-  // Log2: a key block left of the diagonal holds only keys < q0 <= i, so it needs no mask when every row
-  // of the block is below T.
   const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
   const float score_scale = kExp == Exponent::log2 ? scale * kLog2e : scale;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
@@ -161,7 +139,6 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
       row_sum[e / 2] += sc[j][e];
     }
   }
-  float inv_sum[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
@@ -169,6 +146,39 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
     inv_sum[h] = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
     lse[h] = (kExp == Exponent::log2 ? row_max[h] * kLn2 : row_max[h]) + logf(row_sum[h]);
   }
+}
+
+// The forward of query rows q0 .. q0+15 (block m; its causal keys are 0 .. q0+15, key blocks 0 .. m) from
+// the prepared q, k, v in shared memory ([kMaxT][kRowStride]): s = scale q k^T, p = softmax(s) rounded to
+// bf16, o = p v (rows q0 + lane/4 and q0 + lane/4 + 8 of the accumulator block), lse = max + log(sum) of
+// those two rows. With at most 128 keys a row's softmax is exact in one pass (no online rescaling).
+template <Exponent kExp>
+__device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], float (&lse)[2], const bf16* q,
+                                                 const bf16* k, const bf16* v, int m, int T, float scale,
+                                                 int lane) {
+  const int q0 = kRows * m;
+  unsigned qa[kHeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
+
+  // Scores of the keys 0 .. q0+15, n8 tile j holding keys 8j .. 8j+7.
+  float sc[2 * kRowBlocks][4];
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+#pragma unroll
+  for (int kb = 0; kb < kRowBlocks; ++kb) {
+    if (kb > m) continue;
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      unsigned b[4];
+      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
+      mma16816<bf16>(sc[2 * kb], qa[kk], b[0], b[1]);
+      mma16816<bf16>(sc[2 * kb + 1], qa[kk], b[2], b[3]);
+    }
+  }
+
+  float inv_sum[2];
+  softmax_row_block<kExp>(sc, inv_sum, lse, m, T, scale, lane);
 #pragma unroll
   for (int j = 0; j < 2 * kRowBlocks; ++j)
 #pragma unroll
@@ -198,6 +208,30 @@ struct BackwardSmem {
   bf16 ds_t[kMaxT * kDsStride];  // ds^T [key][query], bf16: the dq product's operand
   float lse[kMaxT], delta[kMaxT];  // lse in log2 units (times log2(e)) for Exponent::log2
 };
+
+// The log2 backward's element-wise step on the n8 tiles of p^T and dp^T = v dout^T (keys key0 + g and + 8,
+// queries qc + 8n + 2t and + 1, the m16n8 accumulator layout), shared by the bf16 versions and v8 (TF32):
+// p^T = exp2(score_scale k q^T - lse) and ds^T = p^T (dp^T - delta) in place, lse (in log2 units) and delta
+// per query; masked: the causal and T masks applied (else every pair is kept).
+template <int kTiles>
+__device__ __forceinline__ void probabilities_and_ds_log2(float (&pt)[kTiles][4], float (&dst)[kTiles][4],
+                                                          const float* lse, const float* delta, int key0, int qc,
+                                                          bool masked, float score_scale, int T, int lane) {
+#pragma unroll
+  for (int n = 0; n < kTiles; ++n) {
+    const int query = qc + 8 * n + 2 * (lane % 4);  // and query + 1: adjacent statistics
+    const float2 lse2 = *reinterpret_cast<const float2*>(lse + query);
+    const float2 delta2 = *reinterpret_cast<const float2*>(delta + query);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
+      const float p =
+          !masked || (key <= q && q < T) ? exp2f(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x)) : 0.0f;
+      pt[n][e] = p;
+      dst[n][e] = p * (dst[n][e] - (e % 2 ? delta2.y : delta2.x));
+    }
+  }
+}
 
 // dv = p^T dout and dk = ds^T q (unscaled) of the key rows key0 .. key0+15 (block kb), over the queries from
 // the key block's chunk of 32 to T: p^T = exp(scale k q^T - lse), ds^T = p^T (v dout^T - delta) rounded to
@@ -250,21 +284,7 @@ __device__ __forceinline__ void key_block_gradients(float (&dv)[kHeadDim / 8][4]
     } else {
       // Every key of the block precedes every query of the chunk, and every query is below T: no mask.
       const bool masked = qc < key0 + kRows || qc + kQueryChunk > T;
-      const float score_scale = scale * kLog2e;
-#pragma unroll
-      for (int n = 0; n < kTiles; ++n) {
-        const int query = qc + 8 * n + 2 * (lane % 4);  // and query + 1: adjacent statistics
-        const float2 lse2 = *reinterpret_cast<const float2*>(sm.lse + query);
-        const float2 delta = *reinterpret_cast<const float2*>(sm.delta + query);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
-          const float p = !masked || (key <= q && q < T) ? exp2f(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x))
-                                                         : 0.0f;
-          pt[n][e] = p;
-          dst[n][e] = p * (dst[n][e] - (e % 2 ? delta.y : delta.x));
-        }
-      }
+      probabilities_and_ds_log2(pt, dst, sm.lse, sm.delta, key0, qc, masked, scale * kLog2e, T, lane);
     }
 #pragma unroll
     for (int ks = 0; ks < kTiles / 2; ++ks) {

@@ -61,7 +61,6 @@ namespace roofbench::gpt::cuda::attention {
 namespace {
 
 using mma::check_aligned16;
-using mma::kLn2;
 using mma::kLog2e;
 using roofbench::mma_sync::cp_async16;
 using roofbench::mma_sync::cp_async_commit;
@@ -79,6 +78,7 @@ inline constexpr int kHeadFloats = kMaxT * kStride;
 inline constexpr int kPairs = kHeadDim / 2;
 inline constexpr int kTiles = kHeadDim / 8;  // n8 tiles of a 64-column output block
 static_assert(kRowBlocks == kWarps && kHeadDim == 64);
+static_assert(kRows == mma::kRows && kRowBlocks == mma::kRowBlocks, "mma::softmax_row_block's row blocks are ours");
 
 // Rows move 16 bytes (4 floats, two RoPE pairs) at a time; a thread's quads share one column, its rows
 // are kRowsPerPass apart, and a row's quads sit in kQuadsPerRow neighbouring lanes.
@@ -236,44 +236,8 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kTiles][4], float (&
     }
   }
 
-  // A key block left of the diagonal holds only keys < q0 <= i: no mask when every row is below T.
-  const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
-  const float score_scale = scale * kLog2e;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int j = 0; j < kKeyTiles; ++j) {
-    if (j / 2 > m) continue;
-    const bool masked = j / 2 == m || q0 + kRows > T;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int i = rows[e / 2], key = 8 * j + 2 * (lane % 4) + e % 2;
-      sc[j][e] = !masked || (key <= i && i < T) ? score_scale * sc[j][e] : -INFINITY;
-      row_max[e / 2] = fmaxf(row_max[e / 2], sc[j][e]);
-    }
-  }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(kFullWarp, row_max[h], 1));
-    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(kFullWarp, row_max[h], 2));
-    if (row_max[h] == -INFINITY) row_max[h] = 0.0f;  // a padding row: every p zero
-  }
-#pragma unroll
-  for (int j = 0; j < kKeyTiles; ++j) {
-    if (j / 2 > m) continue;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      sc[j][e] = exp2f(sc[j][e] - row_max[e / 2]);
-      row_sum[e / 2] += sc[j][e];
-    }
-  }
   float inv_sum[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 2);
-    inv_sum[h] = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
-    lse[h] = row_max[h] * kLn2 + logf(row_sum[h]);
-  }
+  mma::softmax_row_block<mma::Exponent::log2>(sc, inv_sum, lse, m, T, scale, lane);
 
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -357,20 +321,7 @@ __device__ __forceinline__ void key_block_gradients(float (&dv)[kTiles][4], floa
       }
     // Past the diagonal chunk every key precedes every query; below T no query is padding: no mask.
     const bool masked = qc == key0 || qc + kChunk > T;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const int query = qc + 8 * n + 2 * (lane % 4);  // and query + 1: adjacent statistics
-      const float2 lse2 = *reinterpret_cast<const float2*>(sm.lse + query);
-      const float2 delta = *reinterpret_cast<const float2*>(sm.delta + query);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
-        const float p =
-            !masked || (key <= q && q < T) ? exp2f(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x)) : 0.0f;
-        pt[n][e] = p;
-        dst[n][e] = p * (dst[n][e] - (e % 2 ? delta.y : delta.x));
-      }
-    }
+    mma::probabilities_and_ds_log2(pt, dst, sm.lse, sm.delta, key0, qc, masked, score_scale, T, lane);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
       unsigned pa[4], dsa[4];
