@@ -2,7 +2,9 @@
 // fp32 accumulation on q, k, v and dout held in shared memory, one warp per 16-row block, the scores kept in
 // registers (the accumulator of two adjacent n8 tiles is, element for element, the A operand of the next
 // product). The versions differ in how the rows reach shared memory and how blocks are scheduled; the
-// arithmetic below is theirs in common, so they compute the same values.
+// arithmetic below is theirs in common, so they compute the same values. v8 (TF32, attention_v8.cu) has its
+// own products but the same m16n8 accumulator layout, so it shares the element-wise steps on the scores
+// (softmax_row_block, probabilities_and_ds_log2).
 //
 // Fragment layouts: roofbench/mma_sync.cuh. RoPE's pairs are the columns (2i, 2i+1), so an accumulator's
 // two adjacent columns are one pair and the rotation happens in registers.

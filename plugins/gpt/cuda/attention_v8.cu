@@ -4,7 +4,8 @@
 // cp.async and prepared there once (bias added, q and k rotated in fp32, then rounded to tf32 with
 // cvt.rna as the products see them), a warp's 16 query (or key) rows and all their scores in registers,
 // the softmax in log2 units with exp2f and the masks only on the blocks that cross the diagonal or T, lse,
-// delta and ds in fp32, and a backward without atomics (bit-reproducible).
+// delta and ds in fp32, and a backward without atomics (bit-reproducible). Those element-wise steps on the
+// scores are attention_mma.cuh's (softmax_row_block, probabilities_and_ds_log2: the same accumulator layout).
 //
 // The scores stay in registers although m16n8k8's accumulator layout (c0, c1 at row g, columns 2t, 2t+1;
 // c2, c3 at row g+8) is not its tf32 A layout (a0 row g column t; a2 row g column t+4): a product sums
