@@ -254,23 +254,37 @@ __device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8]
           if (!(key <= i && i < T)) s[j][e] = -INFINITY;
         }
     }
-    float base[2];
+    // The running maximum moves only when some row of the warp has grown past it by more than
+    // kRescaleSlack (FlashAttention-4's conditional rescaling): until then p = 2^(s - max) may reach
+    // 2^kRescaleSlack, which fp32 sums and bf16 rounds (relative precision) as well as p <= 1, and the
+    // final 1/sum and lse use whichever maximum was kept, so the result is the same up to rounding. A
+    // row block rescales on its first live tile and then rarely, instead of 32 multiplications a tile.
+    constexpr float kRescaleSlack = 8.0f;
+    float grown[2];
+    bool behind = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float tile_max = fmaxf(fmaxf(s[0][2 * h], s[0][2 * h + 1]), fmaxf(s[1][2 * h], s[1][2 * h + 1]));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullWarp, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullWarp, tile_max, 2));
-      const float grown = fmaxf(row_max[h], score_scale * tile_max);
-      base[h] = grown == -INFINITY ? 0.0f : grown;  // every key so far masked (a padding row): p stays 0
-      const float rescale = fast_exp2(row_max[h] - base[h]);
-      row_max[h] = grown;
-      row_sum[h] *= rescale;
+      grown[h] = fmaxf(row_max[h], score_scale * tile_max);
+      behind = behind || grown[h] > row_max[h] + kRescaleSlack;  // always true on a row's first live tile
+    }
+    if (__any_sync(kFullWarp, behind)) {
 #pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n) {
-        o[n][2 * h] *= rescale;
-        o[n][2 * h + 1] *= rescale;
+      for (int h = 0; h < 2; ++h) {
+        // every key so far masked (a padding row): the maximum stays -inf and every p 0
+        const float rescale = grown[h] == -INFINITY ? 1.0f : fast_exp2(row_max[h] - grown[h]);
+        row_max[h] = grown[h];
+        row_sum[h] *= rescale;
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+          o[n][2 * h] *= rescale;
+          o[n][2 * h + 1] *= rescale;
+        }
       }
     }
+    const float base[2] = {row_max[0] == -INFINITY ? 0.0f : row_max[0], row_max[1] == -INFINITY ? 0.0f : row_max[1]};
 #pragma unroll
     for (int j = 0; j < 2; ++j)
 #pragma unroll
