@@ -409,6 +409,8 @@ const char* attention_version_name(AttentionVersion version) {
       return "v5 (v4's mma.sync, cp.async rows, persistent forward)";
     case AttentionVersion::v6:
       return "v6 (v5, forward one block per head)";
+    case AttentionVersion::v7:
+      return "v7 (v6, forward softmax online, ex2.approx)";
     case AttentionVersion::v8:
       return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)";
   }
@@ -443,7 +445,8 @@ dim3 fused_grid(const AttentionShape& s) {
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6)
+  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
+      version == AttentionVersion::v7)
     throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
@@ -461,7 +464,8 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6)
+  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
+      version == AttentionVersion::v7)
     throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
   if (version == AttentionVersion::v3) {
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
@@ -486,6 +490,8 @@ void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float
     attention::forward_v5(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v6)
     attention::forward_v6(out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v7)
+    attention::forward_v7(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v4)
     attention::forward_v4(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v3)
@@ -498,7 +504,9 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
                               const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v5 || version == AttentionVersion::v6)
+  if (version == AttentionVersion::v7)
+    attention::backward_v7(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v5 || version == AttentionVersion::v6)
     attention::backward_v5(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v4)
     attention::backward_v4(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);

@@ -6,11 +6,10 @@
 //      products: R1's keeper until v8 (fp32 on TF32); its bf16 instantiation is R2's former keeper; both
 //      kept for the lab.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
-//   v5, v6 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one block
-//      per head (v6: the keeper of R2 and up).
+//   v5, v6, v7 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one
+//      block per head, v7's that with the online softmax of attention_mma.cuh (v6: the keeper of R2 and up).
 //   v8 (attention_v8.cu): fp32 only, v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 //      registers through a permuted k), 8 warps per block: R1's keeper.
-//   (v7 is the lead's bf16 forward, attention_v7.cu.)
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
 #pragma once
 
@@ -96,6 +95,12 @@ void forward_v5(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const 
 void backward_v5(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
                  const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 // v6: v5's forward kernel one block per head (four per SM, no fetching ahead); its backward is v5's.
+// v7: v6 with each row block's softmax online (attend_row_block_online), its backward v5's kernel, both
+// with the exponentials as Exponent::log2_approx (ex2.approx).
+void forward_v7(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
+                const FusedArgs& args, cudaStream_t stream);
+void backward_v7(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
+                 const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 void forward_v6(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
                 const FusedArgs& args, cudaStream_t stream);
 

@@ -4,7 +4,7 @@
 // product). The versions differ in how the rows reach shared memory and how blocks are scheduled; the
 // arithmetic below is theirs in common, so they compute the same values. v8 (TF32, attention_v8.cu) has its
 // own products but the same m16n8 accumulator layout, so it shares the element-wise steps on the scores
-// (softmax_row_block, probabilities_and_ds_log2).
+// (softmax_row_block, probabilities_and_ds).
 //
 // Fragment layouts: roofbench/mma_sync.cuh. RoPE's pairs are the columns (2i, 2i+1), so an accumulator's
 // two adjacent columns are one pair and the rotation happens in registers.
@@ -97,10 +97,28 @@ __device__ inline void accumulators_as_a(unsigned (&a)[4], const float (&acc)[kT
 //   natural (v4): expf of the scaled scores, every score masked (causal and T) one by one;
 //   log2 (v5): the scores scaled by scale * log2(e) and exp2f (FlashAttention-2's form, one FFMA and the
 //     SFU's ex2 per element), the mask applied only to the blocks that cross the diagonal or T.
+//   log2_approx (v7): log2 with the SFU's ex2.approx.ftz.f32 in place of exp2f, which wraps the same
+//     instruction in a range test and two multiplications to keep subnormal results (what FlashAttention's
+//     exp2f compiles to under --use_fast_math). A probability below 2^-126 flushes to 0: rounded to bf16 and
+//     summed against others of at least 2^-8 (the row maximum's own p is 1) it would be lost anyway.
 // The log-sum-exp leaves the forward in natural units either way; the log2 backward rescales it on load.
-enum class Exponent { natural, log2 };
+enum class Exponent { natural, log2, log2_approx };
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
+
+__device__ inline float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+template <Exponent kExp>
+__device__ inline float exp2_of(float x) {
+  static_assert(kExp != Exponent::natural);
+  if constexpr (kExp == Exponent::log2_approx)
+    return fast_exp2(x);
+  else
+    return exp2f(x);
+}
 
 // The softmax of query rows q0 .. q0+15 (block m) over their scores in registers, n8 tile j holding keys
 // 8j .. 8j+7 in the m16n8 accumulator layout (rows q0 + g and q0 + g + 8, a row's scores spread over the
@@ -113,7 +131,7 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
                                                   float (&lse)[2], int m, int T, float scale, int lane) {
   const int q0 = kRows * m;
   const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
-  const float score_scale = kExp == Exponent::log2 ? scale * kLog2e : scale;
+  const float score_scale = kExp != Exponent::natural ? scale * kLog2e : scale;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int j = 0; j < 2 * kRowBlocks; ++j) {
@@ -137,7 +155,10 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
     if (j / 2 > m) continue;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      sc[j][e] = kExp == Exponent::log2 ? exp2f(sc[j][e] - row_max[e / 2]) : expf(sc[j][e] - row_max[e / 2]);
+      if constexpr (kExp == Exponent::natural)
+        sc[j][e] = expf(sc[j][e] - row_max[e / 2]);
+      else
+        sc[j][e] = exp2_of<kExp>(sc[j][e] - row_max[e / 2]);
       row_sum[e / 2] += sc[j][e];
     }
   }
@@ -146,7 +167,7 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
     row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
     row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 2);
     inv_sum[h] = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
-    lse[h] = (kExp == Exponent::log2 ? row_max[h] * kLn2 : row_max[h]) + logf(row_sum[h]);
+    lse[h] = (kExp != Exponent::natural ? row_max[h] * kLn2 : row_max[h]) + logf(row_sum[h]);
   }
 }
 
@@ -204,21 +225,125 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
   }
 }
 
+// v7's forward of the same row block: the keys walked 16 at a time with FlashAttention-2's online softmax
+// (a running row maximum, the output and this lane's partial row sum rescaled when it grows, one division
+// at the end) in place of attend_row_block's one pass over every score. Nsight Compute on v6's forward
+// inside the b512 lab (2026-12-01) counted 29 instructions per HMMA and 47% of issue slots busy: the
+// one-pass form keeps 16 score tiles per lane in registers behind a run-time bound (m), so every tile
+// pays a branch, its mask test and two multiplications (scale, 1/sum) whether it holds keys or not. Here
+// a tile is only ever a live one, the scale rides in the exponent's FFMA, the mask is applied to the
+// diagonal tile (or a block crossing T) only and 1/sum to the 16 x 64 output once; exponentials as
+// Exponent::log2_approx. Same lse to fp32 rounding; p is rounded to bf16 before its normalisation
+// (FlashAttention-2's order) instead of after.
+__device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8][4], float (&lse)[2], const bf16* q,
+                                                        const bf16* k, const bf16* v, int m, int T, float scale,
+                                                        int lane) {
+  const int q0 = kRows * m;
+  unsigned qa[kHeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
+  const float score_scale = scale * kLog2e;
+  const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
+  const bool block_crosses_T = q0 + kRows > T;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};  // max in log2 units; sum per lane
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  for (int kb = 0; kb <= m; ++kb) {
+    float s[2][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      unsigned b[4];
+      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
+      mma16816<bf16>(s[0], qa[kk], b[0], b[1]);
+      mma16816<bf16>(s[1], qa[kk], b[2], b[3]);
+    }
+    if (kb == m || block_crosses_T) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = rows[e / 2], key = kRows * kb + 8 * j + 2 * (lane % 4) + e % 2;
+          if (!(key <= i && i < T)) s[j][e] = -INFINITY;
+        }
+    }
+    // The running maximum moves only when some row of the warp has grown past it by more than
+    // kRescaleSlack (FlashAttention-4's conditional rescaling): until then p = 2^(s - max) may reach
+    // 2^kRescaleSlack, which fp32 sums and bf16 rounds (relative precision) as well as p <= 1, and the
+    // final 1/sum and lse use whichever maximum was kept, so the result is the same up to rounding. A
+    // row block rescales on its first live tile and then rarely, instead of 32 multiplications a tile.
+    constexpr float kRescaleSlack = 8.0f;
+    float grown[2];
+    bool behind = false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float tile_max = fmaxf(fmaxf(s[0][2 * h], s[0][2 * h + 1]), fmaxf(s[1][2 * h], s[1][2 * h + 1]));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullWarp, tile_max, 1));
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(kFullWarp, tile_max, 2));
+      grown[h] = fmaxf(row_max[h], score_scale * tile_max);
+      behind = behind || grown[h] > row_max[h] + kRescaleSlack;  // always true on a row's first live tile
+    }
+    if (__any_sync(kFullWarp, behind)) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        // every key so far masked (a padding row): the maximum stays -inf and every p 0
+        const float rescale = grown[h] == -INFINITY ? 1.0f : fast_exp2(row_max[h] - grown[h]);
+        row_max[h] = grown[h];
+        row_sum[h] *= rescale;
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+          o[n][2 * h] *= rescale;
+          o[n][2 * h + 1] *= rescale;
+        }
+      }
+    }
+    const float base[2] = {row_max[0] == -INFINITY ? 0.0f : row_max[0], row_max[1] == -INFINITY ? 0.0f : row_max[1]};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = fast_exp2(fmaf(s[j][e], score_scale, -base[e / 2]));
+        row_sum[e / 2] += s[j][e];
+      }
+    unsigned pa[4];
+    accumulators_as_a(pa, s, 0);
+#pragma unroll
+    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+      unsigned b[4];
+      load_b_rows_k(b, v, kRowStride, 16 * kb, 16 * dn, lane);
+      mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
+      mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 2);
+    const float inv_sum = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      o[n][2 * h] *= inv_sum;
+      o[n][2 * h + 1] *= inv_sum;
+    }
+    lse[h] = (row_max[h] == -INFINITY ? 0.0f : row_max[h]) * kLn2 + logf(row_sum[h]);
+  }
+}
+
 // One head's backward operands in shared memory, prepared as the products see them.
 struct BackwardSmem {
   bf16 q[kHeadElements], k[kHeadElements], v[kHeadElements], dout[kHeadElements];
   bf16 ds_t[kMaxT * kDsStride];  // ds^T [key][query], bf16: the dq product's operand
-  float lse[kMaxT], delta[kMaxT];  // lse in log2 units (times log2(e)) for Exponent::log2
+  float lse[kMaxT], delta[kMaxT];  // lse in log2 units (times log2(e)) for Exponent::log2 and log2_approx
 };
 
-// The log2 backward's element-wise step on the n8 tiles of p^T and dp^T = v dout^T (keys key0 + g and + 8,
-// queries qc + 8n + 2t and + 1, the m16n8 accumulator layout), shared by the bf16 versions and v8 (TF32):
-// p^T = exp2(score_scale k q^T - lse) and ds^T = p^T (dp^T - delta) in place, lse (in log2 units) and delta
-// per query; masked: the causal and T masks applied (else every pair is kept).
-template <int kTiles>
-__device__ __forceinline__ void probabilities_and_ds_log2(float (&pt)[kTiles][4], float (&dst)[kTiles][4],
-                                                          const float* lse, const float* delta, int key0, int qc,
-                                                          bool masked, float score_scale, int T, int lane) {
+// The log2 backward's element-wise step (kExp log2 or log2_approx) on the n8 tiles of p^T and
+// dp^T = v dout^T (keys key0 + g and + 8, queries qc + 8n + 2t and + 1, the m16n8 accumulator layout), shared
+// by the bf16 versions and v8 (TF32): p^T = exp2(score_scale k q^T - lse) and ds^T = p^T (dp^T - delta) in
+// place, lse (in log2 units) and delta per query; masked: the causal and T masks applied (else every pair
+// is kept).
+template <Exponent kExp, int kTiles>
+__device__ __forceinline__ void probabilities_and_ds(float (&pt)[kTiles][4], float (&dst)[kTiles][4],
+                                                     const float* lse, const float* delta, int key0, int qc,
+                                                     bool masked, float score_scale, int T, int lane) {
 #pragma unroll
   for (int n = 0; n < kTiles; ++n) {
     const int query = qc + 8 * n + 2 * (lane % 4);  // and query + 1: adjacent statistics
@@ -227,8 +352,9 @@ __device__ __forceinline__ void probabilities_and_ds_log2(float (&pt)[kTiles][4]
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
-      const float p =
-          !masked || (key <= q && q < T) ? exp2f(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x)) : 0.0f;
+      const float p = !masked || (key <= q && q < T)
+                          ? exp2_of<kExp>(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x))
+                          : 0.0f;
       pt[n][e] = p;
       dst[n][e] = p * (dst[n][e] - (e % 2 ? delta2.y : delta2.x));
     }
@@ -286,7 +412,7 @@ __device__ __forceinline__ void key_block_gradients(float (&dv)[kHeadDim / 8][4]
     } else {
       // Every key of the block precedes every query of the chunk, and every query is below T: no mask.
       const bool masked = qc < key0 + kRows || qc + kQueryChunk > T;
-      probabilities_and_ds_log2(pt, dst, sm.lse, sm.delta, key0, qc, masked, scale * kLog2e, T, lane);
+      probabilities_and_ds<kExp>(pt, dst, sm.lse, sm.delta, key0, qc, masked, scale * kLog2e, T, lane);
     }
 #pragma unroll
     for (int ks = 0; ks < kTiles / 2; ++ks) {

@@ -1,10 +1,11 @@
-// Fused causal attention with RoPE, version 3 (R1's keeper until v8, a lab version since): WMMA tensor-core tiles with one block per
-// (sequence, head), instead of one per (sequence, head, 32-row tile) as the retired v2 had. The block walks
-// its 32-row tiles in turn and keeps what they share in shared memory: the forward and dq load each k and v
-// row once (tile i adds keys 32i .. 32i+31 to those already there) instead of once per query tile; the dk/dv
-// kernel walks its key tiles from the last to the first and so loads each q and dout row once. The next
-// tile's rows are fetched into registers before the current tile's products and written to shared memory
-// (bias and RoPE applied) after them, so the loads overlap the tensor-core work.
+// Fused causal attention with RoPE, version 3 (R1's keeper until v8, a lab version since): WMMA tensor-core
+// tiles with one block per (sequence, head), instead of one per (sequence, head, 32-row tile) as the
+// retired v2 had. The block walks its 32-row tiles in turn and keeps what they share in shared memory: the
+// forward and dq load each k and v row once (tile i adds keys 32i .. 32i+31 to those already there) instead
+// of once per query tile; the dk/dv kernel walks its key tiles from the last to the first and so loads each
+// q and dout row once. The next tile's rows are fetched into registers before the current tile's products
+// and written to shared memory (bias and RoPE applied) after them, so the loads overlap the tensor-core
+// work.
 //
 // One template, two element types (Elem): fp32 (R1: qkv, out, dout and dqkv fp32 in memory, the products
 // on TF32) and bf16 (R2, what autocast's scaled_dot_product_attention runs: those tensors bf16 in memory,

@@ -38,6 +38,19 @@
 // b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there, inside R3: forward 155 us
 // (128 registers, 55 KB, 4 blocks per SM, 51% of cycles with no eligible warp), backward 393 us (195
 // registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no eligible warp).
+//
+//   v7 (the keeper of R2 and up since 2026-12-01): v6's forward kernel with attend_row_block_online (the
+//     softmax walked 16 keys at a time, FlashAttention-2's form) and both kernels on ex2.approx
+//     (Exponent::log2_approx). Nsight Compute had v6's forward at 29 instructions per HMMA (16 score
+//     tiles a lane behind a run-time bound, each paying a branch, a mask test and two multiplications)
+//     and v5's backward's exp2f at a range test and two multiplications per probability. On the H200
+//     (lab_attention_bf16 --profile, us per layer):   b64 forward  backward   b512 forward  backward
+//                                             v6          23.8      48.8          154.7     387.6
+//                                             v7          19.8      47.1          117.0     370.1
+//     Nsight Compute on v7 before its conditional rescale (121.9 us then): forward 3535 instructions a
+//     warp per head (4200 for v6), issue slots 51% busy; backward 5938 (about 6100), still 2 blocks per
+//     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
+//     Registers: forward 128, backward 195.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -196,8 +209,12 @@ __device__ inline void fetch_head_async(bf16 (&buffer)[3][kHeadElements], const 
   for (int part = 0; part < 3; ++part) fetch_rows_async(buffer[part], qkv, at, part);
 }
 
+// How a forward computes a row block: attend_row_block's one pass (v5, v6) or the online softmax (v7).
+enum class RowBlockForm { one_pass, online };
+
 // The forward of one head whose raw q, k, v are in `head` (this thread's cp.async copies complete):
 // prepared in place, then each warp's two row blocks, their output staged in their own q rows.
+template <RowBlockForm kForm = RowBlockForm::one_pass>
 __device__ __forceinline__ void forward_head(bf16 (&head)[3][kHeadElements], const HeadPreparation& prep, bf16* out,
                                              float* lse, const HeadRows& at, const FusedArgs& args) {
   const AttentionShape& s = args.s;
@@ -208,7 +225,10 @@ __device__ __forceinline__ void forward_head(bf16 (&head)[3][kHeadElements], con
     const int m = warp_row_block(warp, pass), q0 = kRows * m;
     if (q0 >= s.T) continue;
     float o[kHeadDim / 8][4], row_lse[2];
-    attend_row_block<Exponent::log2>(o, row_lse, head[0], head[1], head[2], m, s.T, args.scale, lane);
+    if constexpr (kForm == RowBlockForm::online)
+      attend_row_block_online(o, row_lse, head[0], head[1], head[2], m, s.T, args.scale, lane);
+    else
+      attend_row_block<Exponent::log2>(o, row_lse, head[0], head[1], head[2], m, s.T, args.scale, lane);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = q0 + lane / 4 + 8 * h;
@@ -246,10 +266,11 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-// v6: one block per head (grid: every head), one buffer, four blocks per SM, so only other blocks hide a
-// block's loads.
-__global__ void __launch_bounds__(kThreads, 4)
-    fused_attention_v6_forward_kernel(bf16* out, float* lse, const bf16* qkv, const float* bias, FusedArgs args) {
+// v6 and v7: one block per head (grid: every head), one buffer, four blocks per SM, so only other blocks
+// hide a block's loads.
+template <RowBlockForm kForm>
+__device__ __forceinline__ void forward_one_head_per_block(bf16* out, float* lse, const bf16* qkv, const float* bias,
+                                                           const FusedArgs& args) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   ForwardSmemV5& sm = *reinterpret_cast<ForwardSmemV5*>(smem_bytes);
   const HeadRows at = head_rows(static_cast<int>(blockIdx.x), args.s);
@@ -258,12 +279,22 @@ __global__ void __launch_bounds__(kThreads, 4)
   HeadPreparation prep;
   prep.load(bias, args.rope, at);
   cp_async_wait<0>();
-  forward_head(sm.head[0], prep, out, lse, at, args);
+  forward_head<kForm>(sm.head[0], prep, out, lse, at, args);
 }
 
-__global__ void __launch_bounds__(kThreads, 2)
-    fused_attention_v5_backward_kernel(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
-                                       const bf16* qkv, const float* bias, FusedArgs args) {
+__global__ void __launch_bounds__(kThreads, 4)
+    fused_attention_v6_forward_kernel(bf16* out, float* lse, const bf16* qkv, const float* bias, FusedArgs args) {
+  forward_one_head_per_block<RowBlockForm::one_pass>(out, lse, qkv, bias, args);
+}
+
+__global__ void __launch_bounds__(kThreads, 4)
+    fused_attention_v7_forward_kernel(bf16* out, float* lse, const bf16* qkv, const float* bias, FusedArgs args) {
+  forward_one_head_per_block<RowBlockForm::online>(out, lse, qkv, bias, args);
+}
+
+template <Exponent kExp>
+__device__ __forceinline__ void backward_head(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                              const bf16* qkv, const float* bias, const FusedArgs& args) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_bytes);
   static_assert(kHeadElements <= kMaxT * kDsStride, "out's rows wait in the ds^T buffer");
@@ -301,12 +332,25 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
-  backward_row_blocks<Exponent::log2>(
+  backward_row_blocks<kExp>(
       sm, s.T, args.scale,
       [&](const float(&acc)[kHeadDim / 8][4], float scale, bool rotate_back, int row0, int part, bf16* stage) {
         store_head_block_staged(dqkv, stage, acc, scale, rotate_back, args.rope, row0, s.T, lane,
                                 [&](int t) { return at.qkv_at(t, part); });
       });
+}
+
+// v5's and v6's backward (exp2f), and v7's (ex2.approx).
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_v5_backward_kernel(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                       const bf16* qkv, const float* bias, FusedArgs args) {
+  backward_head<Exponent::log2>(dqkv, dout, out, lse, qkv, bias, args);
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_v7_backward_kernel(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                       const bf16* qkv, const float* bias, FusedArgs args) {
+  backward_head<Exponent::log2_approx>(dqkv, dout, out, lse, qkv, bias, args);
 }
 
 // Blocks of the persistent forward: as many as fit at once, never more than there are heads. Set by
@@ -340,7 +384,13 @@ void configure_v5() {
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v6_forward_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kForwardSmemOneHead)));
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v7_forward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kForwardSmemOneHead)));
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v5_backward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(sizeof(BackwardSmem))));
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v7_backward_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(sizeof(BackwardSmem))));
   int device = 0, sms = 0, per_sm = 0;
@@ -370,15 +420,40 @@ void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
   ROOFBENCH_CUDA_LAUNCH();
 }
 
+void forward_v7(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
+                cudaStream_t stream) {
+  check_launch("v7", out, qkv, qkv_bias, args);
+  const int heads = args.s.batch * args.s.heads;
+  fused_attention_v7_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
+                                                                                          args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+namespace {
+using BackwardKernel = void (*)(bf16*, const bf16*, const bf16*, const float*, const bf16*, const float*, FusedArgs);
+
+void launch_backward(BackwardKernel kernel, const char* version, bf16* dqkv, const bf16* dout, const bf16* out,
+                     const float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
+                     cudaStream_t stream) {
+  check_launch(version, out, qkv, qkv_bias, args);
+  check_aligned16(dqkv, version, "dqkv");
+  check_aligned16(dout, version, "dout");
+  const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
+  kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+}  // namespace
+
 void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  check_launch("v5 and v6 backward", out, qkv, qkv_bias, args);
-  check_aligned16(dqkv, "v5 and v6", "dqkv");
-  check_aligned16(dout, "v5 and v6", "dout");
-  const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
-  fused_attention_v5_backward_kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv,
-                                                                                        qkv_bias, args);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_backward(fused_attention_v5_backward_kernel, "v5 and v6 backward", dqkv, dout, out, lse, qkv, qkv_bias, args,
+                  stream);
+}
+
+void backward_v7(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                 const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
+  launch_backward(fused_attention_v7_backward_kernel, "v7 backward", dqkv, dout, out, lse, qkv, qkv_bias, args,
+                  stream);
 }
 
 }  // namespace roofbench::gpt::cuda::attention

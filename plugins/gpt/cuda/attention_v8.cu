@@ -5,7 +5,7 @@
 // cvt.rna as the products see them), a warp's 16 query (or key) rows and all their scores in registers,
 // the softmax in log2 units with exp2f and the masks only on the blocks that cross the diagonal or T, lse,
 // delta and ds in fp32, and a backward without atomics (bit-reproducible). Those element-wise steps on the
-// scores are attention_mma.cuh's (softmax_row_block, probabilities_and_ds_log2: the same accumulator layout).
+// scores are attention_mma.cuh's (softmax_row_block, probabilities_and_ds: the same accumulator layout).
 //
 // The scores stay in registers although m16n8k8's accumulator layout (c0, c1 at row g, columns 2t, 2t+1;
 // c2, c3 at row g+8) is not its tf32 A layout (a0 row g column t; a2 row g column t+4): a product sums
@@ -322,7 +322,8 @@ __device__ __forceinline__ void key_block_gradients(float (&dv)[kTiles][4], floa
       }
     // Past the diagonal chunk every key precedes every query; below T no query is padding: no mask.
     const bool masked = qc == key0 || qc + kChunk > T;
-    mma::probabilities_and_ds_log2(pt, dst, sm.lse, sm.delta, key0, qc, masked, score_scale, T, lane);
+    mma::probabilities_and_ds<mma::Exponent::log2>(pt, dst, sm.lse, sm.delta, key0, qc, masked, score_scale, T,
+                                                   lane);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
       unsigned pa[4], dsa[4];

@@ -268,22 +268,26 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   };
   const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
   const FusedAttentionRun v5 = run_bf16(AttentionVersion::v5), v6 = run_bf16(AttentionVersion::v6);
-  for (const FusedAttentionRun* run : {&v3, &v4, &v5, &v6}) {
+  const FusedAttentionRun v7 = run_bf16(AttentionVersion::v7);
+  for (const FusedAttentionRun* run : {&v3, &v4, &v5, &v6, &v7}) {
     EXPECT_LT(rel_l2(run->out, ref.out), 2e-2);
     EXPECT_LT(rel_l2(run->dqkv, ref.dqkv), 2e-2);
     for (float x : run->lse) ASSERT_TRUE(std::isfinite(x));
   }
-  for (const FusedAttentionRun* run : {&v4, &v5, &v6}) {
+  for (const FusedAttentionRun* run : {&v4, &v5, &v6, &v7}) {
     EXPECT_LT(rel_l2(run->lse, v3.lse), 1e-5);
     EXPECT_LT(rel_l2(run->out, v3.out), 2e-2);
     EXPECT_LT(rel_l2(run->dqkv, v3.dqkv), 2e-2);
   }
-  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e; v5 out %.2e dqkv %.2e\n", T(),
-              rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out), rel_l2(v4.dqkv, ref.dqkv),
-              rel_l2(v5.out, ref.out), rel_l2(v5.dqkv, ref.dqkv));
+  std::printf("T %d: rel L2 vs double: v3 out %.2e dqkv %.2e; v4 out %.2e dqkv %.2e; v5 out %.2e dqkv %.2e; "
+              "v7 out %.2e dqkv %.2e\n",
+              T(), rel_l2(v3.out, ref.out), rel_l2(v3.dqkv, ref.dqkv), rel_l2(v4.out, ref.out),
+              rel_l2(v4.dqkv, ref.dqkv), rel_l2(v5.out, ref.out), rel_l2(v5.dqkv, ref.dqkv), rel_l2(v7.out, ref.out),
+              rel_l2(v7.dqkv, ref.dqkv));
   const FusedAttentionRun again = run_bf16(kBf16AttentionKeeper);
   const FusedAttentionRun& keeper = kBf16AttentionKeeper == AttentionVersion::v5   ? v5
                                     : kBf16AttentionKeeper == AttentionVersion::v6 ? v6
+                                    : kBf16AttentionKeeper == AttentionVersion::v7 ? v7
                                                                                    : v4;
   EXPECT_EQ(again.out, keeper.out);
   EXPECT_EQ(again.dqkv, keeper.dqkv);
@@ -313,11 +317,11 @@ double worst_head_error(const std::vector<float>& got, const std::vector<float>&
 }
 
 // More heads than v5's persistent forward has blocks (it walks several heads per block, fetching the next
-// while computing one), at the model's width: every head of v5 and v6 against v4, and v5 twice for the same
-// bits. 80 sequences x 8 heads = 640 heads, over twice the 2 x 132 blocks of an H200.
+// while computing one), at the model's width: every head of v5, v6 and v7 against v4, and v5 and v7 twice
+// for the same bits. 80 sequences x 8 heads = 640 heads, over twice the 2 x 132 blocks of an H200.
 class GptFusedAttentionManyHeads : public ::testing::TestWithParam<int> {};
 
-TEST_P(GptFusedAttentionManyHeads, V5AndV6MatchV4OnEveryHead) {
+TEST_P(GptFusedAttentionManyHeads, V5V6AndV7MatchV4OnEveryHead) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   constexpr int B = 80, H = 8, hd = 64;
   const int T = GetParam();
@@ -332,18 +336,21 @@ TEST_P(GptFusedAttentionManyHeads, V5AndV6MatchV4OnEveryHead) {
     return run_bf16_attention(version, shape, qkv, bias, dout, cos, sin);
   };
   const FusedAttentionRun v4 = run(AttentionVersion::v4), v5 = run(AttentionVersion::v5);
-  const FusedAttentionRun v6 = run(AttentionVersion::v6);
-  for (const FusedAttentionRun* other : {&v5, &v6}) {
+  const FusedAttentionRun v6 = run(AttentionVersion::v6), v7 = run(AttentionVersion::v7);
+  for (const FusedAttentionRun* other : {&v5, &v6, &v7}) {
     EXPECT_LT(rel_l2(other->lse, v4.lse), 1e-5);
     EXPECT_LT(worst_head_error(other->out, v4.out, B, T, 1, H, hd), 2e-2);
     EXPECT_LT(worst_head_error(other->dqkv, v4.dqkv, B, T, 3, H, hd), 2e-2);
   }
-  std::printf("T %d, %d heads: worst head vs v4: v5 out %.2e dqkv %.2e; v6 out %.2e dqkv %.2e\n", T, B * H,
-              worst_head_error(v5.out, v4.out, B, T, 1, H, hd), worst_head_error(v5.dqkv, v4.dqkv, B, T, 3, H, hd),
-              worst_head_error(v6.out, v4.out, B, T, 1, H, hd), worst_head_error(v6.dqkv, v4.dqkv, B, T, 3, H, hd));
-  const FusedAttentionRun again = run(AttentionVersion::v5);
-  EXPECT_EQ(again.out, v5.out);
-  EXPECT_EQ(again.dqkv, v5.dqkv);
+  for (const auto& [name, run] : {std::pair{"v5", &v5}, std::pair{"v6", &v6}, std::pair{"v7", &v7}})
+    std::printf("T %d, %d heads: worst head vs v4: %s out %.2e dqkv %.2e\n", T, B * H, name,
+                worst_head_error(run->out, v4.out, B, T, 1, H, hd),
+                worst_head_error(run->dqkv, v4.dqkv, B, T, 3, H, hd));
+  for (const auto& [version, first] : {std::pair{AttentionVersion::v5, &v5}, std::pair{AttentionVersion::v7, &v7}}) {
+    const FusedAttentionRun again = run(version);
+    EXPECT_EQ(again.out, first->out);
+    EXPECT_EQ(again.dqkv, first->dqkv);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttentionManyHeads, ::testing::Values(128, 70),
