@@ -26,6 +26,7 @@
 #include "lab_reference.hpp"
 #include "layers.hpp"
 #include "model.hpp"
+#include "roofbench/case_support/cublas_handles.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "trainer.hpp"
 #include "training_gates.hpp"
@@ -317,15 +318,15 @@ class WgradLab final : public Case {
       scratch = std::max(scratch, wgrad_scratch_floats(layout_, rows(), layer.in, layer.out));
     }
     scratch_ = scratch > 0 ? alloc_floats(ctx, scratch, BufferRole::scratch) : nullptr;
-    ROOFBENCH_CUBLAS(cublasCreate(&cublas_));
+    ROOFBENCH_CUBLAS(cublasCreate(cublas_.replace()));
     workspace_ = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
-    ROOFBENCH_CUBLAS(cublasSetStream(cublas_, stream_of(ctx)));
-    ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_, workspace_, kWorkspaceBytes));
+    ROOFBENCH_CUBLAS(cublasSetStream(cublas_.get(), stream_of(ctx)));
+    ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_.get(), workspace_, kWorkspaceBytes));
   }
 
   void run(Context&) override {
     for (const Layer& layer : layers_)
-      linear_backward_kmajor(cublas_, nullptr, layer.dw, layer.dy, layer.x, nullptr, rows(), layer.in, layer.out,
+      linear_backward_kmajor(cublas_.get(), nullptr, layer.dw, layer.dy, layer.x, nullptr, rows(), layer.in, layer.out,
                              layout_, scratch_);
   }
 
@@ -365,10 +366,7 @@ class WgradLab final : public Case {
     return errors.result();
   }
 
-  void teardown(Context&) override {
-    if (cublas_) cublasDestroy(cublas_);
-    cublas_ = nullptr;
-  }
+  void teardown(Context&) override { ROOFBENCH_CUBLAS(cublas_.destroy()); }
 
  private:
   static constexpr std::size_t kSamples = 256;
@@ -383,7 +381,7 @@ class WgradLab final : public Case {
   WgradLayout layout_;
   std::vector<Layer> layers_;
   float* scratch_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  case_support::CublasHandle cublas_;  // a setup that throws half way gives it back through the destructor
   void* workspace_ = nullptr;
 };
 

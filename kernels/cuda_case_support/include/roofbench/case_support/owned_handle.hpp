@@ -26,7 +26,7 @@ class OwnedHandle {
   Handle get() const { return handle_; }
   // For the library's create(&handle) functions.
   Handle* replace() {
-    if (handle_) throw Error("micro: library handle created twice");
+    if (handle_) throw Error("a library handle created twice (replace() on a live handle)");
     return &handle_;
   }
   // Nothing to destroy is success: every CUDA library's success status is the enum's zero
