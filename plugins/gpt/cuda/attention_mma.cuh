@@ -93,6 +93,13 @@ __device__ inline void accumulators_as_a(unsigned (&a)[4], const float (&acc)[kT
   a[3] = pack_bf16(acc[2 * ks + 1][2], acc[2 * ks + 1][3]);
 }
 
+// The A operands of rows r0 .. r0+15 of a [kMaxT][kRowStride] matrix in shared memory, every k-step of the
+// head dimension: a row block's q for its scores.
+__device__ inline void load_row_block_a(unsigned (&a)[kHeadDim / 16][4], const bf16* m, int r0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(a[kk], m, kRowStride, r0, 16 * kk, lane);
+}
+
 // How a version evaluates the softmax's exponentials:
 //   natural (v4): expf of the scaled scores, every score masked (causal and T) one by one;
 //   log2 (v5): the scores scaled by scale * log2(e) and exp2f (FlashAttention-2's form, one FFMA and the
@@ -181,8 +188,7 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
                                                  int lane) {
   const int q0 = kRows * m;
   unsigned qa[kHeadDim / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
+  load_row_block_a(qa, q, q0, lane);
 
   // Scores of the keys 0 .. q0+15, n8 tile j holding keys 8j .. 8j+7.
   float sc[2 * kRowBlocks][4];
@@ -240,8 +246,7 @@ __device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8]
                                                         int lane) {
   const int q0 = kRows * m;
   unsigned qa[kHeadDim / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(qa[kk], q, kRowStride, q0, 16 * kk, lane);
+  load_row_block_a(qa, q, q0, lane);
   const float score_scale = scale * kLog2e;
   const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
   const bool block_crosses_T = q0 + kRows > T;

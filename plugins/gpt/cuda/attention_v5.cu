@@ -411,22 +411,27 @@ void forward_v5(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
   ROOFBENCH_CUDA_LAUNCH();
 }
 
+namespace {
+using ForwardKernel = void (*)(bf16*, float*, const bf16*, const float*, FusedArgs);
+
+// v6's and v7's launch: one block per head.
+void launch_one_head_per_block(ForwardKernel kernel, const char* version, bf16* out, float* lse, const bf16* qkv,
+                               const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
+  check_launch(version, out, qkv, qkv_bias, args);
+  const int heads = args.s.batch * args.s.heads;
+  kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+}  // namespace
+
 void forward_v6(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  check_launch("v6", out, qkv, qkv_bias, args);
-  const int heads = args.s.batch * args.s.heads;
-  fused_attention_v6_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
-                                                                                          args);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_one_head_per_block(fused_attention_v6_forward_kernel, "v6", out, lse, qkv, qkv_bias, args, stream);
 }
 
 void forward_v7(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
-  check_launch("v7", out, qkv, qkv_bias, args);
-  const int heads = args.s.batch * args.s.heads;
-  fused_attention_v7_forward_kernel<<<heads, kThreads, kForwardSmemOneHead, stream>>>(out, lse, qkv, qkv_bias,
-                                                                                          args);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_one_head_per_block(fused_attention_v7_forward_kernel, "v7", out, lse, qkv, qkv_bias, args, stream);
 }
 
 namespace {
