@@ -62,6 +62,12 @@ constexpr int kGroups = kDecodeThreads / kLanesPerKey;
 //   B1 KV1024 (graph, us): v9 6.63, v11 6.49, v10 8.98; v2 5.84, v3 4.66, v7 6.53.
 // Larger stages and fewer blocks per SM did better (v9 against v11 and v10): each stage costs a block-wide
 // barrier and a wait. At B64 KV1024, v9's runs are 2048 keys, two whole (batch, head)s: no combine at all.
+// But they are 384 runs for 396 places (132 SMs x 3), so 12 SMs can hold two runs where the rest hold three.
+// Two versions that spread the same 192 KB per SM over two blocks of 96 KB, nearly two runs on every SM
+// (64-key chunks and 6 stages: 262 runs at B64 KV1024; 128-key chunks and 3 stages: 256 runs), lost to v9
+// and were dropped. H200, 2026-12-01 14:29 UTC, one call, graph mode, us: B64 KV1024 57.18 and 51.66
+// against v9's 50.51 (cuDNN 49.33); B256 KV4096 721.8 and 715.8 against 721.7; B1 KV1024 6.43 and 5.48
+// against 6.50. Every gate passed. The evener spread of bytes was not what held v9 back there.
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;
