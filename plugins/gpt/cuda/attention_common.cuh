@@ -7,7 +7,7 @@
 //      kept for the lab.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
 //   v5, v6, v7 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one
-//      block per head, v7's that with the online softmax of attention_mma.cuh (v6: the keeper of R2 and up).
+//      block per head, v7's that with the online softmax of attention_mma.cuh (v7: the keeper of R2 and up).
 //   v8 (attention_v8.cu): fp32 only, v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 //      registers through a permuted k), 8 warps per block: R1's keeper.
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
@@ -58,6 +58,11 @@ __device__ inline float4 prepare_qkv_quad(float4 x, const float* bias, RopeTable
     x = make_float4(lo.x, lo.y, hi.x, hi.y);
   }
   return x;
+}
+
+// The grid of the versions that run one block per (sequence, head).
+inline dim3 head_grid(const AttentionShape& s) {
+  return dim3(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
 }
 
 struct FusedArgs {

@@ -1,4 +1,4 @@
-// The warp-level pieces of the mma.sync attention versions (v4, v5): bf16 m16n8k16 tensor-core products with
+// The warp-level pieces of the mma.sync attention versions (v4 .. v7): bf16 m16n8k16 tensor-core products with
 // fp32 accumulation on q, k, v and dout held in shared memory, one warp per 16-row block, the scores kept in
 // registers (the accumulator of two adjacent n8 tiles is, element for element, the A operand of the next
 // product). The versions differ in how the rows reach shared memory and how blocks are scheduled; the
@@ -106,12 +106,22 @@ __device__ inline void load_row_block_a(unsigned (&a)[kHeadDim / 16][4], const b
 //     SFU's ex2 per element), the mask applied only to the blocks that cross the diagonal or T.
 //   log2_approx (v7): log2 with the SFU's ex2.approx.ftz.f32 in place of exp2f, which wraps the same
 //     instruction in a range test and two multiplications to keep subnormal results (what FlashAttention's
-//     exp2f compiles to under --use_fast_math). A probability below 2^-126 flushes to 0: rounded to bf16 and
-//     summed against others of at least 2^-8 (the row maximum's own p is 1) it would be lost anyway.
+//     exp2f compiles to under --use_fast_math). A probability below 2^-126 flushes to 0: next to the row
+//     maximum's own p (1 in the backward before the 1/sum, between 1 and 2^8 in v7's forward) it would be
+//     lost anyway, in the bf16 rounding of p and in the fp32 row sum.
 // The log-sum-exp leaves the forward in natural units either way; the log2 backward rescales it on load.
 enum class Exponent { natural, log2, log2_approx };
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
+// v7's online softmax keeps a row's maximum until a tile's scores outgrow it by more than this (log2 units).
+inline constexpr float kRescaleSlack = 8.0f;
+
+// A head's log-sum-exp into shared memory in log2 units (times log2(e): the log2 backwards' form), rows from
+// T on zero; the block's kBlockThreads threads share the rows.
+template <int kBlockThreads>
+__device__ inline void load_lse_log2(float* dst, const float* lse, const HeadRows& at, int heads) {
+  for (int t = threadIdx.x; t < kMaxT; t += kBlockThreads) dst[t] = t < at.T ? kLog2e * lse[at.stats_at(t, heads)] : 0.0f;
+}
 
 __device__ inline float fast_exp2(float x) {
   float y;
@@ -276,7 +286,6 @@ __device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8]
     // 2^kRescaleSlack, which fp32 sums and bf16 rounds (relative precision) as well as p <= 1, and the
     // final 1/sum and lse use whichever maximum was kept, so the result is the same up to rounding. A
     // row block rescales on its first live tile and then rarely, instead of 32 multiplications a tile.
-    constexpr float kRescaleSlack = 8.0f;
     float grown[2];
     bool behind = false;
 #pragma unroll

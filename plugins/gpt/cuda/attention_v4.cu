@@ -168,10 +168,6 @@ __global__ void __launch_bounds__(kThreads)
       });
 }
 
-dim3 grid_v4(const AttentionShape& s) {
-  return dim3(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-}
-
 }  // namespace
 
 void configure_v4() {
@@ -186,7 +182,7 @@ void forward_v4(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
                 cudaStream_t stream) {
   check_aligned16(out, "v4", "out");
   check_aligned16(qkv, "v4", "qkv");
-  fused_attention_v4_forward_kernel<<<grid_v4(args.s), kThreads, sizeof(ForwardSmemV4), stream>>>(
+  fused_attention_v4_forward_kernel<<<head_grid(args.s), kThreads, sizeof(ForwardSmemV4), stream>>>(
       out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
@@ -197,7 +193,7 @@ void backward_v4(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse
   check_aligned16(dout, "v4", "dout");
   check_aligned16(out, "v4", "out");
   check_aligned16(qkv, "v4", "qkv");
-  fused_attention_v4_backward_kernel<<<grid_v4(args.s), kThreads, sizeof(BackwardSmem), stream>>>(
+  fused_attention_v4_backward_kernel<<<head_grid(args.s), kThreads, sizeof(BackwardSmem), stream>>>(
       dqkv, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }

@@ -1,4 +1,4 @@
-// Fused causal attention with RoPE, versions 5 and 6 (bf16): v4's products (attention_mma.cuh: mma.sync
+// Fused causal attention with RoPE, versions 5, 6 and 7 (bf16): v4's products (attention_mma.cuh: mma.sync
 // m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a backward without atomics)
 // with the rows moved differently. Nsight Compute on v4's forward inside R3 (b512, 2026-12-01): 206 us,
 // 1.26 TB/s, 168 registers and 55 KB of shared memory for 3 blocks (12 warps) per SM, issue slots 39% busy
@@ -23,7 +23,7 @@
 //
 // Same values as v4 up to fp32 rounding (exp2f for expf, a few contractions in the preparation); the
 // backward is deterministic (no atomics, a fixed order), so R4's recomputed backward equals R3's bit for
-// bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, backward 194, no spills.
+// bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, backward 195, no spills.
 //
 // On the H200 (2026-12-01, lab_attention_bf16 under --profile, us per layer, forward + backward):
 //              b64 forward  backward   b512 forward  backward
@@ -44,9 +44,10 @@
 //     (Exponent::log2_approx). Nsight Compute had v6's forward at 29 instructions per HMMA (16 score
 //     tiles a lane behind a run-time bound, each paying a branch, a mask test and two multiplications)
 //     and v5's backward's exp2f at a range test and two multiplications per probability. On the H200
-//     (lab_attention_bf16 --profile, us per layer):   b64 forward  backward   b512 forward  backward
-//                                             v6          23.8      48.8          154.7     387.6
-//                                             v7          19.8      47.1          117.0     370.1
+//     (lab_attention_bf16 --profile, us per layer, the session's final call; v6's backward is v5's
+//     kernel):                                         b64 forward  backward   b512 forward  backward
+//                                             v6          23.8      48.6          153.9     390.3
+//                                             v7          19.9      47.0          119.4     370.1
 //     Nsight Compute on v7 before its conditional rescale (121.9 us then): forward 3535 instructions a
 //     warp per head (4200 for v6), issue slots 51% busy; backward 5938 (about 6100), still 2 blocks per
 //     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
@@ -309,8 +310,7 @@ __device__ __forceinline__ void backward_head(bf16* dqkv, const bf16* dout, cons
     fetch_rows_async(sm.dout, dout, at, -1);
     fetch_rows_async(out_rows, out, at, -1);
     cp_async_commit();
-    for (int t = threadIdx.x; t < kMaxT; t += kThreads)
-      sm.lse[t] = t < s.T ? kLog2e * lse[at.stats_at(t, s.heads)] : 0.0f;
+    load_lse_log2<kThreads>(sm.lse, lse, at, s.heads);
     HeadPreparation prep;
     prep.load(bias, args.rope, at);
     cp_async_wait<0>();
@@ -357,22 +357,22 @@ __global__ void __launch_bounds__(kThreads, 2)
 // configure_v5, after the three kernels' shared-memory limits: nonzero, every v5/v6 kernel can launch.
 int g_forward_grid = 0;
 
-// v5's and v6's kernels all take more than the default 48 KB of dynamic shared memory: launched before
+// v5's, v6's and v7's kernels all take more than the default 48 KB of dynamic shared memory: launched before
 // configure_v5 they would fail with a bare "invalid argument".
 void require_configured(const char* version) {
   if (g_forward_grid == 0)
     throw Error(std::string("gpt: attention ") + version + " runs after fused_attention_configure()");
 }
 
-// What every v5/v6 launch needs: the kernels configured, and 16-byte aligned rows of out, qkv and the tables.
+// What every v5/v6/v7 launch needs: the kernels configured, and 16-byte aligned rows of out, qkv and the tables.
 void check_launch(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
                   const FusedArgs& args) {
   require_configured(version);
-  check_aligned16(out, "v5 and v6", "out");
-  check_aligned16(qkv, "v5 and v6", "qkv");
-  check_aligned16(qkv_bias, "v5 and v6", "qkv bias");
-  check_aligned16(args.rope.cos, "v5 and v6", "RoPE cos");
-  check_aligned16(args.rope.sin, "v5 and v6", "RoPE sin");
+  check_aligned16(out, version, "out");
+  check_aligned16(qkv, version, "qkv");
+  check_aligned16(qkv_bias, version, "qkv bias");
+  check_aligned16(args.rope.cos, version, "RoPE cos");
+  check_aligned16(args.rope.sin, version, "RoPE sin");
 }
 
 }  // namespace
@@ -443,8 +443,7 @@ void launch_backward(BackwardKernel kernel, const char* version, bf16* dqkv, con
   check_launch(version, out, qkv, qkv_bias, args);
   check_aligned16(dqkv, version, "dqkv");
   check_aligned16(dout, version, "dout");
-  const dim3 grid(static_cast<unsigned>(args.s.heads), static_cast<unsigned>(args.s.batch));
-  kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
+  kernel<<<head_grid(args.s), kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
 }  // namespace

@@ -375,8 +375,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     fetch_rows_async(sm.dout, dout, at, -1);
     fetch_rows_async(out_rows, out, at, -1);
     cp_async_commit();
-    for (int t = threadIdx.x; t < kMaxT; t += kThreads)
-      sm.lse[t] = t < s.T ? kLog2e * lse[at.stats_at(t, s.heads)] : 0.0f;
+    mma::load_lse_log2<kThreads>(sm.lse, lse, at, s.heads);
     cp_async_wait<0>();
     prepare_rows(sm.q, bias, args.rope, at, 0);
     prepare_rows(sm.k, bias, args.rope, at, 1);
@@ -425,10 +424,6 @@ void check_launch(const float* out, const float* qkv, const float* qkv_bias, con
   check_aligned16(args.rope.sin, "v8", "RoPE sin");
 }
 
-dim3 grid_v8(const AttentionShape& s) {
-  return dim3(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-}
-
 }  // namespace
 
 void configure_v8() {
@@ -443,7 +438,7 @@ void configure_v8() {
 void forward_v8(float* out, float* lse, const float* qkv, const float* qkv_bias, const FusedArgs& args,
                 cudaStream_t stream) {
   check_launch(out, qkv, qkv_bias, args);
-  fused_attention_v8_forward_kernel<<<grid_v8(args.s), kThreads, sizeof(ForwardSmem), stream>>>(out, lse, qkv,
+  fused_attention_v8_forward_kernel<<<head_grid(args.s), kThreads, sizeof(ForwardSmem), stream>>>(out, lse, qkv,
                                                                                                  qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
@@ -453,7 +448,7 @@ void backward_v8(float* dqkv, const float* dout, const float* out, const float* 
   check_launch(out, qkv, qkv_bias, args);
   check_aligned16(dqkv, "v8", "dqkv");
   check_aligned16(dout, "v8", "dout");
-  fused_attention_v8_backward_kernel<<<grid_v8(args.s), kThreads, sizeof(BackwardSmem), stream>>>(
+  fused_attention_v8_backward_kernel<<<head_grid(args.s), kThreads, sizeof(BackwardSmem), stream>>>(
       dqkv, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }

@@ -414,7 +414,7 @@ std::vector<CaseSpec> lab_cases() {
                                    "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
                                    "the training shape; v3 WMMA tiles, v4 mma.sync with the scores in registers, "
                                    "v5 v4's products with cp.async rows and a persistent forward, v6 v5 with its "
-                                   "forward one block per head (R2-R4's), v7 v6 with the forward's softmax online",
+                                   "forward one block per head, v7 v6 with the forward's softmax online (R2-R4's)",
                                    {"v3", "v4", "v5", "v6", "v7"}, Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",

@@ -216,13 +216,13 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
 // v4 (bf16 only): mma.sync m16n8k16 with each warp's scores in registers, one block per (sequence, head),
 // the backward in one kernel; v5 (bf16 only) is v4's arithmetic with the rows moved by cp.async and 16-byte
-// accesses, its forward persistent (the next head's rows in flight while one is computed); v6 (the keeper
-// of R2 and up) is v5 with its forward one block per head (four per SM: other blocks, not a second buffer,
-// overlap a block's loads), faster on the H200; v7 is v6 with the forward's softmax online
+// accesses, its forward persistent (the next head's rows in flight while one is computed); v6 is v5 with
+// its forward one block per head (four per SM: other blocks, not a second buffer, overlap a block's
+// loads), faster on the H200; v7 (the keeper of R2 and up) is v6 with the forward's softmax online
 // (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7.
 // v8 (fp32 only, the keeper R1 runs): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
-// registers through a permuted k, eight warps per block), attention_v8.cu: 143 us against v3's 307 us
-// (forward + backward, lab_attention at batch 64 on the H200, one call).
+// registers through a permuted k, eight warps per block), attention_v8.cu: 146 us against v3's 309 us
+// (forward + backward, lab_attention at batch 64 on the H200, the session's final call).
 enum class AttentionVersion { v1, v3, v4, v5, v6, v7, v8 };
 // The keepers the trainers run (named in the rungs' facts, so a change of keeper shows in the results).
 inline constexpr AttentionVersion kFp32AttentionKeeper = AttentionVersion::v8;
@@ -240,8 +240,8 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               cudaStream_t stream, AttentionVersion version = kFp32AttentionKeeper);
 
 // bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
-// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4 and
-// v5 do not write delta). Versions v3 .. v7 (the keeper: kBf16AttentionKeeper); v1 throws.
+// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4 .. v7
+// do not write delta, nor does v8 on fp32). Versions v3 .. v7 (the keeper: kBf16AttentionKeeper); v1 throws.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream,
                              AttentionVersion version = kBf16AttentionKeeper);

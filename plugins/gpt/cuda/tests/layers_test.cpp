@@ -254,9 +254,9 @@ FusedAttentionRun run_bf16_attention(AttentionVersion version, const AttentionSh
                            to_float(Device::download(d_dqkv, n * 3 * c))};
 }
 
-// The bf16 attention versions (v3, v4, v5 the keeper, v6) on bf16-rounded inputs against the double
+// The bf16 attention versions (v3 .. v7, v7 the keeper) on bf16-rounded inputs against the double
 // reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
-// probabilities rounded to 8 significant bits); v4 .. v6 also against v3, and the keeper twice on the same
+// probabilities rounded to 8 significant bits); v4 .. v7 also against v3, and the keeper twice on the same
 // inputs for the same bits (R4's recomputed backward must equal R3's).
 TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -293,6 +293,77 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   EXPECT_EQ(again.dqkv, keeper.dqkv);
   EXPECT_THROW(run_bf16(AttentionVersion::v1), Error);
   EXPECT_THROW(run_bf16(AttentionVersion::v8), Error);  // fp32 only
+}
+
+// v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
+// outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
+// log2 terms. Here qkv is drawn from [-6, 6], about 36 times their variance, so a row's maximum typically
+// grows past its first 16 keys' by ~14 units; the host counts, from the same prepared q and k, the rows
+// whose maximum grows by more than 8, so the test fails if its inputs stop exercising the branch. The
+// rescale is a forward matter: out against the double reference, out and lse against v6 (one-pass
+// softmax); dqkv against v6 only (with a softmax this peaked, ds = p (dp - delta) cancels, and both
+// versions' bf16 rounding of p and ds moves it alike, so their error against double says little).
+TEST(GptFusedAttentionWideScores, V7RescalesAndMatchesDoubleAndV6) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int B = 4, H = 2, hd = 64, T = 128;
+  constexpr double kBase = 10000;
+  const AttentionShape shape{B, T, H, hd};
+  const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(H) * hd;
+  const std::vector<float> qkv = rounded_to_bf16(random_floats(N * 3 * C, 23, -6.0f, 6.0f));
+  const std::vector<float> dout = rounded_to_bf16(random_floats(N * C, 24));
+  const std::vector<float> bias = random_floats(3 * C, 25, -0.2f, 0.2f);
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, kBase);
+
+  // q and k as the products see them (bias added, pairs rotated), then each row's growth of its maximum
+  // score (log2 units) from its first 16 keys to all its causal keys.
+  const auto prepared = [&](int b, int h, int t, int part) {
+    std::vector<double> x(hd);
+    const std::size_t row = (static_cast<std::size_t>(b) * T + t) * 3 * C + part * C + h * hd;
+    for (int i = 0; i < hd / 2; ++i) {
+      const double x0 = qkv[row + 2 * i] + bias[part * C + h * hd + 2 * i];
+      const double x1 = qkv[row + 2 * i + 1] + bias[part * C + h * hd + 2 * i + 1];
+      const double c = cos[t * hd / 2 + i], s = sin[t * hd / 2 + i];
+      x[2 * i] = x0 * c - x1 * s;
+      x[2 * i + 1] = x0 * s + x1 * c;
+    }
+    return x;
+  };
+  int rows_past_first_tile = 0, rows_rescaled = 0;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 16; i < T; ++i) {
+        const std::vector<double> q = prepared(b, h, i, 0);
+        double first = -INFINITY, all = -INFINITY;
+        for (int j = 0; j <= i; ++j) {
+          const std::vector<double> k = prepared(b, h, j, 1);
+          double dot = 0;
+          for (int d = 0; d < hd; ++d) dot += q[d] * k[d];
+          const double score = dot / std::sqrt(static_cast<double>(hd)) * 1.4426950408889634;
+          all = std::max(all, score);
+          if (j < 16) first = std::max(first, score);
+        }
+        ++rows_past_first_tile;
+        if (all - first > 8.0) ++rows_rescaled;
+      }
+  std::printf("wide scores: %d of %d rows past their first tile outgrow its maximum by more than 2^8\n",
+              rows_rescaled, rows_past_first_tile);
+  ASSERT_GT(rows_rescaled, rows_past_first_tile / 4) << "the inputs no longer exercise v7's rescale";
+
+  const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, kBase);
+  const auto run = [&](AttentionVersion version) {
+    return run_bf16_attention(version, shape, qkv, bias, dout, cos, sin);
+  };
+  const FusedAttentionRun v6 = run(AttentionVersion::v6), v7 = run(AttentionVersion::v7);
+  std::printf("wide scores: rel L2 vs double: v6 out %.2e dqkv %.2e, v7 out %.2e dqkv %.2e; v7 vs v6: lse %.2e "
+              "out %.2e dqkv %.2e\n",
+              rel_l2(v6.out, ref.out), rel_l2(v6.dqkv, ref.dqkv), rel_l2(v7.out, ref.out),
+              rel_l2(v7.dqkv, ref.dqkv), rel_l2(v7.lse, v6.lse), rel_l2(v7.out, v6.out),
+              rel_l2(v7.dqkv, v6.dqkv));
+  EXPECT_LT(rel_l2(v7.out, ref.out), 2e-2);
+  EXPECT_LT(rel_l2(v7.lse, v6.lse), 1e-5);
+  EXPECT_LT(rel_l2(v7.out, v6.out), 2e-2);
+  EXPECT_LT(rel_l2(v7.dqkv, v6.dqkv), 2e-2);
 }
 
 // The worst relative L2 error of any one head's rows (columns h*hd .. h*hd+hd-1 of every part of a row of
