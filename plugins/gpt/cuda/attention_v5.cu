@@ -32,7 +32,7 @@
 //   v6              23.8      49.0          153.7     390.1
 // The persistent forward lost: at two blocks (8 warps) per SM its compute, not its memory, is the limit,
 // and one block per head at four per SM (16 warps) hides more latency than the second buffer saves. So
-// v6 is the keeper. Those backward figures still fetched the rotation's factors in the staged stores
+// v6 became the keeper (until v7, below). Those backward figures still fetched the rotation's factors in the staged stores
 // one pair at a time behind the staging stores (a generic load may alias shared memory); they are now
 // fetched first through the read-only path, which bought nothing measurable: the day's last call had v6 at
 // b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there, inside R3: forward 155 us
