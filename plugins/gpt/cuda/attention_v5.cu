@@ -32,10 +32,10 @@
 //   v6              23.8      49.0          153.7     390.1
 // The persistent forward lost: at two blocks (8 warps) per SM its compute, not its memory, is the limit,
 // and one block per head at four per SM (16 warps) hides more latency than the second buffer saves. So
-// v6 became the keeper (until v7, below). Those backward figures still fetched the rotation's factors in the staged stores
-// one pair at a time behind the staging stores (a generic load may alias shared memory); they are now
-// fetched first through the read-only path, which bought nothing measurable: the day's last call had v6 at
-// b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there, inside R3: forward 155 us
+// v6 became the keeper (until v7, below). Those backward figures still fetched the rotation's factors in
+// the staged stores one pair at a time behind the staging stores (a generic load may alias shared
+// memory); they are now fetched first through the read-only path, which bought nothing measurable: the
+// day's last call had v6 at b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there, inside R3: forward 155 us
 // (128 registers, 55 KB, 4 blocks per SM, 51% of cycles with no eligible warp), backward 393 us (195
 // registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no eligible warp).
 //
