@@ -35,9 +35,10 @@
 // v6 became the keeper (until v7, below). Those backward figures still fetched the rotation's factors in
 // the staged stores one pair at a time behind the staging stores (a generic load may alias shared
 // memory); they are now fetched first through the read-only path, which bought nothing measurable: the
-// day's last call had v6 at b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there, inside R3: forward 155 us
-// (128 registers, 55 KB, 4 blocks per SM, 51% of cycles with no eligible warp), backward 393 us (195
-// registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no eligible warp).
+// day's last call had v6 at b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there,
+// inside R3: forward 155 us (128 registers, 55 KB, 4 blocks per SM, 51% of cycles with no eligible warp),
+// backward 393 us (195 registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no
+// eligible warp).
 //
 //   v7 (the keeper of R2 and up since 2026-12-01): v6's forward kernel with attend_row_block_online (the
 //     softmax walked 16 keys at a time, FlashAttention-2's form) and both kernels on ex2.approx
