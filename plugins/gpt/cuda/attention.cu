@@ -437,6 +437,12 @@ FusedArgs fused_args(const AttentionShape& s, RopeTable table) {
   check_fused_attention_shape(s);
   return FusedArgs{s, 1.0f / sqrtf(static_cast<float>(s.head_dim)), table};
 }
+// The fp32 entry points take v1, v3 and v8; v4 .. v7 exist on bf16 tensors only.
+void refuse_bf16_only(AttentionVersion version) {
+  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
+      version == AttentionVersion::v7)
+    throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
+}
 dim3 fused_grid(const AttentionShape& s) {
   return dim3(ceil_div(s.T, kTile), static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
 }
@@ -445,9 +451,7 @@ dim3 fused_grid(const AttentionShape& s) {
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
-      version == AttentionVersion::v7)
-    throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
+  refuse_bf16_only(version);
   if (version == AttentionVersion::v3) {
     attention::forward_v3(out, lse, qkv, qkv_bias, args, stream);
     return;
@@ -464,9 +468,7 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
                               const float* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream, AttentionVersion version) {
   const FusedArgs args = fused_args(s, table);
-  if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
-      version == AttentionVersion::v7)
-    throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
+  refuse_bf16_only(version);
   if (version == AttentionVersion::v3) {
     attention::backward_v3(dqkv, delta, dout, out, lse, qkv, qkv_bias, args, stream);
     return;

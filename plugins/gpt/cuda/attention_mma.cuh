@@ -45,6 +45,16 @@ inline void check_aligned16(const void* p, const char* version, const char* what
   if (!aligned16(p))
     throw Error(std::string("gpt: attention ") + version + " needs 16-byte aligned buffers (" + what + ")");
 }
+// What a cp.async version's forward and backward both read 16 bytes at a time: out, qkv, qkv's bias and the
+// RoPE tables (v5-v7, v8).
+inline void check_head_operands_aligned(const char* version, const void* out, const void* qkv, const float* qkv_bias,
+                                        RopeTable rope) {
+  check_aligned16(out, version, "out");
+  check_aligned16(qkv, version, "qkv");
+  check_aligned16(qkv_bias, version, "qkv bias");
+  check_aligned16(rope.cos, version, "RoPE cos");
+  check_aligned16(rope.sin, version, "RoPE sin");
+}
 
 // Rows move 16 bytes (8 bf16) at a time; a thread's chunks share one column (kThreads is a multiple of the
 // chunks per row), its rows are kRowsPerPass apart.

@@ -369,11 +369,7 @@ void require_configured(const char* version) {
 void check_launch(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
                   const FusedArgs& args) {
   require_configured(version);
-  check_aligned16(out, version, "out");
-  check_aligned16(qkv, version, "qkv");
-  check_aligned16(qkv_bias, version, "qkv bias");
-  check_aligned16(args.rope.cos, version, "RoPE cos");
-  check_aligned16(args.rope.sin, version, "RoPE sin");
+  check_head_operands_aligned(version, out, qkv, qkv_bias, args.rope);
 }
 
 }  // namespace

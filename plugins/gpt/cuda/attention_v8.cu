@@ -417,11 +417,7 @@ bool g_configured = false;
 // shared memory), and 16-byte aligned rows and tables.
 void check_launch(const float* out, const float* qkv, const float* qkv_bias, const FusedArgs& args) {
   if (!g_configured) throw Error("gpt: attention v8 runs after fused_attention_configure()");
-  check_aligned16(out, "v8", "out");
-  check_aligned16(qkv, "v8", "qkv");
-  check_aligned16(qkv_bias, "v8", "qkv bias");
-  check_aligned16(args.rope.cos, "v8", "RoPE cos");
-  check_aligned16(args.rope.sin, "v8", "RoPE sin");
+  mma::check_head_operands_aligned("v8", out, qkv, qkv_bias, args.rope);
 }
 
 }  // namespace
