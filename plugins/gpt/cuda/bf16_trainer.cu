@@ -49,14 +49,16 @@ class Bf16Trainer final : public Trainer {
       sets_.push_back(a);
     }
     lnf16_ = halves(N * C);
-    branch16_ = halves(N * C);
     d_logits16_ = halves(N * V);
     d_resid16_ = halves(N * C);
-    d_ln16_ = halves(N * C);
-    d_attn_out16_ = halves(N * C);
-    d_qkv16_ = halves(N * 3 * C);
-    d_gelu16_ = halves(N * H);
     d_fc16_ = halves(N * H);
+    // Shared as the base's fp32 scratch is (trainer.cu), by the same order of the step; R4's recompute
+    // writes branch16 ahead of a block's backward, after the block above has read d_ln16 for the last time.
+    d_ln16_ = halves(N * C);
+    d_attn_out16_ = d_ln16_;
+    branch16_ = d_ln16_;
+    d_gelu16_ = halves(N * H);
+    d_qkv16_ = d_gelu16_;
     delta_ = alloc_floats(stats, BufferRole::output);
   }
 

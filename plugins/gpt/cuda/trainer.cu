@@ -138,13 +138,19 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
     layers_.push_back(a);
   }
   lnf_ = activation(C);
-  d_ln_ = activation(C);
-  branch_ = activation(C);
   d_logits_ = activation(V);
-  d_attn_out_ = activation(C);
-  d_qkv_ = activation(3 * C);
   d_fc_ = activation(H);
+  // Scratch whose lives never overlap shares memory, by the order every rung's step keeps (the bf16 rungs'
+  // buffers share the same way). branch (a linear layer's output before its residual add) lives in the
+  // forward. A block's backward: fc_proj's dgrad writes d_gelu, GELU's backward reads it and writes d_fc,
+  // fc's dgrad writes d_ln, LN2's backward reads it, attn_proj's dgrad writes d_attn_out, the attention's
+  // backward reads it and writes d_qkv, qkv's dgrad reads that and writes d_ln, LN1's backward reads it.
+  // So [N, C] holds branch, d_ln and d_attn_out, and [N, 4C] d_gelu and d_qkv ([N, 3C]).
+  d_ln_ = activation(C);
+  d_attn_out_ = d_ln_;
+  branch_ = d_ln_;
   d_gelu_ = activation(H);
+  d_qkv_ = d_gelu_;
 }
 
 Trainer::~Trainer() {
