@@ -1,7 +1,7 @@
 // R2 (bf16), R3 (bf16 at a bigger batch) and R4 (bf16 with activation checkpointing): R1's fused step with
 // bf16 compute as torch.autocast(dtype=torch.bfloat16) applies it.
 //   bf16: every matmul's operands (cuBLAS bf16 tensor cores, fp32 accumulation) and the attention's (the
-//         v3 kernels on bf16 tensor cores); the tensors those read are stored bf16: the LayerNorm outputs,
+//         kernels of layers.hpp's kBf16AttentionKeeper, on bf16 tensor cores); the tensors those read are stored bf16: the LayerNorm outputs,
 //         qkv, the attention output, the MLP's pre-activation and GELU, dlogits and the activations'
 //         gradients that feed a matmul. The weights get a bf16 copy at the start of every step.
 //   fp32: the master weights, their gradients and the Adam moments (AdamW is R1's), the residual stream and
@@ -9,6 +9,12 @@
 //         embedding and its backward (autocast leaves embedding lookups fp32).
 // Checkpointing (R4): activation_plan.hpp's bookkeeping; one activation set, each lower block recomputed
 // from its input before its backward. The whole step is one CUDA graph, as in R1.
+// Tried and dropped (H200, 2026-12-01, one call): the blocks' weight-gradient GEMMs on a second stream,
+// ordered by events, to overlap the memory-bound LayerNorm, GELU and attention backwards. R3 took 21.49 ms
+// against 21.63 on one stream (21.29 with the side handle's SM count target at 108 and graph node
+// priorities, 21.76 with the priorities alone), R4 26.0-26.3 either way: within the noise between calls.
+// These rungs run at the 700 W power limit (690-697 W drawn, 1530-1740 MHz), so work moved beside other
+// work is paid for in clock; only less energy per step makes the step shorter.
 #include <utility>
 #include <vector>
 
