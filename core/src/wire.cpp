@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <concepts>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 namespace roofbench::wire {
 
-// A field added to one of these types must be added to its put/get pair below; the sizes make the
+// A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
 static_assert(sizeof(Result) == 872, "Result changed: encode the new field in wire.cpp, then update this size");
@@ -64,272 +67,175 @@ std::string Reader::str() { return std::string(take(u32())); }
 
 namespace {
 
-template <typename Enum>
-Enum get_enum(Reader& r, Enum last) {
-  const auto v = r.u8();
-  if (v > static_cast<std::uint8_t>(last)) throw WireError("enum value out of range");
-  return static_cast<Enum>(v);
+// Each type's fields are listed once, in fields() below, and that one list serves both directions: Out
+// writes the fields in its order, In reads them back in the same order into a default-made value. So the
+// two ends cannot disagree about a field, and a field added to fields() crosses both ways at once.
+// Scalars: strings, doubles and bools as themselves, integers as i64, enums as one byte (range-checked on
+// the way in against the enum's last value, enum_last); vectors and pairs element by element.
+constexpr DeviceKind enum_last(DeviceKind) { return DeviceKind::cuda; }
+constexpr Precision enum_last(Precision) { return Precision::fp8; }
+constexpr GraphMode enum_last(GraphMode) { return GraphMode::off; }
+constexpr Status enum_last(Status) { return Status::refused; }
+constexpr Bound enum_last(Bound) { return Bound::compute; }
+
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <typename T>
+struct is_pair : std::false_type {};
+template <typename A, typename B>
+struct is_pair<std::pair<A, B>> : std::true_type {};
+
+class Out {
+ public:
+  explicit Out(Writer& w) : w_(w) {}
+  template <typename... T>
+  void operator()(const T&... values) {
+    (one(values), ...);
+  }
+
+ private:
+  template <typename T>
+  void one(const T& v) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      w_.str(v);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      w_.boolean(v);
+    } else if constexpr (std::is_enum_v<T>) {
+      w_.u8(static_cast<std::uint8_t>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      w_.i64(static_cast<std::int64_t>(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      w_.f64(v);
+    } else if constexpr (is_vector<T>::value) {
+      w_.u32(static_cast<std::uint32_t>(v.size()));
+      for (const auto& item : v) one(item);
+    } else if constexpr (is_pair<T>::value) {
+      one(v.first);
+      one(v.second);
+    } else if constexpr (std::is_same_v<T, Params>) {
+      one(v.items());
+    } else {
+      fields(*this, v);
+    }
+  }
+  Writer& w_;
+};
+
+class In {
+ public:
+  explicit In(Reader& r) : r_(r) {}
+  template <typename... T>
+  void operator()(T&... values) {
+    (one(values), ...);
+  }
+
+ private:
+  template <typename T>
+  void one(T& v) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      v = r_.str();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      v = r_.boolean();
+    } else if constexpr (std::is_enum_v<T>) {
+      const auto raw = r_.u8();
+      if (raw > static_cast<std::uint8_t>(enum_last(T{}))) throw WireError("enum value out of range");
+      v = static_cast<T>(raw);
+    } else if constexpr (std::is_integral_v<T>) {
+      v = static_cast<T>(r_.i64());
+    } else if constexpr (std::is_floating_point_v<T>) {
+      v = r_.f64();
+    } else if constexpr (is_vector<T>::value) {
+      v.assign(r_.u32(), {});
+      for (auto& item : v) one(item);
+    } else if constexpr (is_pair<T>::value) {
+      one(v.first);
+      one(v.second);
+    } else if constexpr (std::is_same_v<T, Params>) {
+      std::vector<std::pair<std::string, std::string>> items;
+      one(items);
+      v = Params(std::move(items));
+    } else {
+      fields(*this, v);
+    }
+  }
+  Reader& r_;
+};
+
+// The field lists. X is T for In and const T for Out.
+template <typename X, typename T>
+concept Is = std::same_as<std::remove_const_t<X>, T>;
+
+template <typename Io, Is<Counter> X>
+void fields(Io& io, X& c) {
+  io(c.name, c.value);
 }
-template <typename Enum>
-void put_enum(Writer& w, Enum e) {
-  w.u8(static_cast<std::uint8_t>(e));
+template <typename Io, Is<Fact> X>
+void fields(Io& io, X& f) {
+  io(f.name, f.value);
+}
+template <typename Io, Is<Axis> X>
+void fields(Io& io, X& a) {
+  io(a.name, a.values);
+}
+template <typename Io, Is<CaseSpec> X>
+void fields(Io& io, X& c) {  // everything but make, which stays in the worker
+  io(c.name, c.description, c.axes, c.device.kind, c.device.count, c.device.all_selected_gpus, c.precision,
+     c.tolerance, c.sweep_axis, c.ladder, c.timing.graphable, c.timing.min_samples, c.timeout_s);
+}
+template <typename Io, Is<Plugin> X>
+void fields(Io& io, X& p) {
+  io(p.name, p.description, p.cases);
+}
+template <typename Io, Is<MeasureOptions> X>
+void fields(Io& io, X& o) {
+  io(o.gate, o.cold, o.graph, o.noise_bound, o.min_time, o.max_time, o.warmup_max, o.clock_floor, o.runs_per_sample,
+     o.seed, o.profile_runs);
+}
+template <typename Io, Is<Work> X>
+void fields(Io& io, X& w) {
+  io(w.flops, w.bytes, w.items, w.item_name, w.rates, w.read_dominated);
+}
+template <typename Io, Is<KernelTime> X>
+void fields(Io& io, X& k) {
+  io(k.name, k.seconds_per_run, k.launches_per_run);
+}
+template <typename Io, Is<Result> X>
+void fields(Io& io, X& x) {
+  io(x.name, x.plugin, x.case_name, x.ladder, x.sweep_axis, x.params, x.precision, x.device, x.status, x.message);
+  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance, x.gate_counters);
+  io(x.samples, x.sample_clocks_mhz, x.noise_at_fixed_clock);
+  auto& s = x.stats;
+  io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);
+  io(x.warmup_iterations, x.runs_per_sample, x.graph, x.cold, x.cache_resident, x.throttled_samples,
+     x.samples_with_mean_clock, x.hold_timeouts, x.hold_abandoned, x.quality_reason, x.mean_clock_mhz);
+  auto& p = x.point;
+  io(p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction, p.bound);
+  auto& m = x.memory;
+  io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
+  io(x.rates, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
+  auto& t = x.phases;
+  io(t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total);
 }
 
-void put_counter(Writer& w, const Counter& c) {
-  w.str(c.name);
-  w.f64(c.value);
-}
-Counter get_counter(Reader& r) {
-  Counter c;
-  c.name = r.str();
-  c.value = r.f64();
-  return c;
-}
-void put_fact(Writer& w, const Fact& f) {
-  w.str(f.name);
-  w.str(f.value);
-}
-Fact get_fact(Reader& r) {
-  Fact f;
-  f.name = r.str();
-  f.value = r.str();
-  return f;
-}
-void put_string(Writer& w, const std::string& s) { w.str(s); }
-std::string get_string(Reader& r) { return r.str(); }
-void put_double(Writer& w, double d) { w.f64(d); }
-double get_double(Reader& r) { return r.f64(); }
-
-void put_axis(Writer& w, const Axis& a) {
-  w.str(a.name);
-  w.list(a.values, put_string);
-}
-Axis get_axis(Reader& r) {
-  Axis a;
-  a.name = r.str();
-  a.values = r.list(get_string);
-  return a;
-}
-
-void put_case(Writer& w, const CaseSpec& c) {
-  w.str(c.name);
-  w.str(c.description);
-  w.list(c.axes, put_axis);
-  put_enum(w, c.device.kind);
-  w.i64(c.device.count);
-  w.boolean(c.device.all_selected_gpus);
-  put_enum(w, c.precision);
-  w.f64(c.tolerance);
-  w.str(c.sweep_axis);
-  w.str(c.ladder);
-  w.boolean(c.timing.graphable);
-  w.f64(c.timing.min_samples);
-  w.f64(c.timeout_s);
-}
-CaseSpec get_case(Reader& r) {
-  CaseSpec c;
-  c.name = r.str();
-  c.description = r.str();
-  c.axes = r.list(get_axis);
-  c.device.kind = get_enum(r, DeviceKind::cuda);
-  c.device.count = static_cast<int>(r.i64());
-  c.device.all_selected_gpus = r.boolean();
-  c.precision = get_enum(r, Precision::fp8);
-  c.tolerance = r.f64();
-  c.sweep_axis = r.str();
-  c.ladder = r.str();
-  c.timing.graphable = r.boolean();
-  c.timing.min_samples = r.f64();
-  c.timeout_s = r.f64();
-  return c;
-}
-
-void put_work(Writer& w, const Work& x) {
-  w.f64(x.flops);
-  w.f64(x.bytes);
-  w.f64(x.items);
-  w.str(x.item_name);
-  w.list(x.rates, put_counter);
-  w.boolean(x.read_dominated);
-}
-Work get_work(Reader& r) {
-  Work x;
-  x.flops = r.f64();
-  x.bytes = r.f64();
-  x.items = r.f64();
-  x.item_name = r.str();
-  x.rates = r.list(get_counter);
-  x.read_dominated = r.boolean();
-  return x;
-}
-
-void put_kernel(Writer& w, const KernelTime& k) {
-  w.str(k.name);
-  w.f64(k.seconds_per_run);
-  w.f64(k.launches_per_run);
-}
-KernelTime get_kernel(Reader& r) {
-  KernelTime k;
-  k.name = r.str();
-  k.seconds_per_run = r.f64();
-  k.launches_per_run = r.f64();
-  return k;
+template <typename T>
+T read(Reader& r) {
+  T value{};
+  In{r}(value);
+  return value;
 }
 
 }  // namespace
 
-void put(Writer& w, const Params& p) {
-  w.list(p.items(), [](Writer& w2, const std::pair<std::string, std::string>& item) {
-    w2.str(item.first);
-    w2.str(item.second);
-  });
-}
-Params get_params(Reader& r) {
-  return Params(r.list([](Reader& r2) {
-    std::string k = r2.str();
-    return std::pair<std::string, std::string>(std::move(k), r2.str());
-  }));
-}
-
-void put(Writer& w, const Plugin& p) {
-  w.str(p.name);
-  w.str(p.description);
-  w.list(p.cases, put_case);
-}
-Plugin get_plugin(Reader& r) {
-  Plugin p;
-  p.name = r.str();
-  p.description = r.str();
-  p.cases = r.list(get_case);
-  return p;
-}
-
-void put(Writer& w, const MeasureOptions& o) {
-  w.boolean(o.gate);
-  w.boolean(o.cold);
-  put_enum(w, o.graph);
-  w.f64(o.noise_bound);
-  w.f64(o.min_time);
-  w.f64(o.max_time);
-  w.f64(o.warmup_max);
-  w.f64(o.clock_floor);
-  w.i64(o.runs_per_sample);
-  w.i64(static_cast<std::int64_t>(o.seed));
-  w.i64(o.profile_runs);
-}
-MeasureOptions get_measure_options(Reader& r) {
-  MeasureOptions o;
-  o.gate = r.boolean();
-  o.cold = r.boolean();
-  o.graph = get_enum(r, GraphMode::off);
-  o.noise_bound = r.f64();
-  o.min_time = r.f64();
-  o.max_time = r.f64();
-  o.warmup_max = r.f64();
-  o.clock_floor = r.f64();
-  o.runs_per_sample = static_cast<int>(r.i64());
-  o.seed = static_cast<std::uint64_t>(r.i64());
-  o.profile_runs = static_cast<int>(r.i64());
-  return o;
-}
-
-void put(Writer& w, const Result& x) {
-  w.str(x.name);
-  w.str(x.plugin);
-  w.str(x.case_name);
-  w.str(x.ladder);
-  w.str(x.sweep_axis);
-  put(w, x.params);
-  put_enum(w, x.precision);
-  w.str(x.device);
-  put_enum(w, x.status);
-  w.str(x.message);
-  put_work(w, x.work);
-  w.list(x.case_counters, put_counter);
-  w.list(x.case_facts, put_fact);
-  w.boolean(x.gate_checked);
-  w.f64(x.gate_error);
-  w.f64(x.tolerance);
-  w.list(x.gate_counters, put_counter);
-  w.list(x.samples, put_double);
-  w.list(x.sample_clocks_mhz, put_double);
-  w.f64(x.noise_at_fixed_clock);
-  const SampleSummary& s = x.stats;
-  w.i64(static_cast<std::int64_t>(s.count));
-  for (double v : {s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise}) w.f64(v);
-  w.i64(x.warmup_iterations);
-  w.i64(x.runs_per_sample);
-  w.boolean(x.graph);
-  w.boolean(x.cold);
-  w.boolean(x.cache_resident);
-  w.i64(x.throttled_samples);
-  w.i64(x.samples_with_mean_clock);
-  w.i64(x.hold_timeouts);
-  w.boolean(x.hold_abandoned);
-  w.str(x.quality_reason);
-  w.f64(x.mean_clock_mhz);
-  const RooflinePoint& p = x.point;
-  for (double v : {p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction}) w.f64(v);
-  put_enum(w, p.bound);
-  const MemoryFigures& m = x.memory;
-  for (double v : {m.allocated, m.peak, m.reserved, m.driver_used, m.leaked}) w.f64(v);
-  w.list(x.rates, put_counter);
-  w.list(x.profile.kernels, put_kernel);
-  w.f64(x.profile.kernel_seconds_per_run);
-  w.str(x.profile.error);
-  const PhaseSeconds& t = x.phases;
-  for (double v : {t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total}) w.f64(v);
-}
-
-Result get_result(Reader& r) {
-  Result x;
-  x.name = r.str();
-  x.plugin = r.str();
-  x.case_name = r.str();
-  x.ladder = r.str();
-  x.sweep_axis = r.str();
-  x.params = get_params(r);
-  x.precision = get_enum(r, Precision::fp8);
-  x.device = r.str();
-  x.status = get_enum(r, Status::refused);
-  x.message = r.str();
-  x.work = get_work(r);
-  x.case_counters = r.list(get_counter);
-  x.case_facts = r.list(get_fact);
-  x.gate_checked = r.boolean();
-  x.gate_error = r.f64();
-  x.tolerance = r.f64();
-  x.gate_counters = r.list(get_counter);
-  x.samples = r.list(get_double);
-  x.sample_clocks_mhz = r.list(get_double);
-  x.noise_at_fixed_clock = r.f64();
-  SampleSummary& s = x.stats;
-  s.count = static_cast<std::size_t>(r.i64());
-  for (double* v : {&s.mean, &s.stdev, &s.median, &s.q1, &s.q3, &s.min, &s.max, &s.noise}) *v = r.f64();
-  x.warmup_iterations = static_cast<int>(r.i64());
-  x.runs_per_sample = static_cast<int>(r.i64());
-  x.graph = r.boolean();
-  x.cold = r.boolean();
-  x.cache_resident = r.boolean();
-  x.throttled_samples = static_cast<int>(r.i64());
-  x.samples_with_mean_clock = static_cast<int>(r.i64());
-  x.hold_timeouts = static_cast<int>(r.i64());
-  x.hold_abandoned = r.boolean();
-  x.quality_reason = r.str();
-  x.mean_clock_mhz = r.f64();
-  RooflinePoint& p = x.point;
-  for (double* v : {&p.flops_per_s, &p.bytes_per_s, &p.intensity, &p.attainable, &p.roof_fraction}) *v = r.f64();
-  p.bound = get_enum(r, Bound::compute);
-  MemoryFigures& m = x.memory;
-  for (double* v : {&m.allocated, &m.peak, &m.reserved, &m.driver_used, &m.leaked}) *v = r.f64();
-  x.rates = r.list(get_counter);
-  x.profile.kernels = r.list(get_kernel);
-  x.profile.kernel_seconds_per_run = r.f64();
-  x.profile.error = r.str();
-  PhaseSeconds& t = x.phases;
-  for (double* v : {&t.setup, &t.gate, &t.warmup, &t.sampling, &t.profile, &t.total}) *v = r.f64();
-  return x;
-}
+void put(Writer& w, const Params& p) { Out{w}(p); }
+Params get_params(Reader& r) { return read<Params>(r); }
+void put(Writer& w, const Plugin& p) { Out{w}(p); }
+Plugin get_plugin(Reader& r) { return read<Plugin>(r); }
+void put(Writer& w, const MeasureOptions& o) { Out{w}(o); }
+MeasureOptions get_measure_options(Reader& r) { return read<MeasureOptions>(r); }
+void put(Writer& w, const Result& x) { Out{w}(x); }
+Result get_result(Reader& r) { return read<Result>(r); }
 
 void write_frame(int fd, FrameType type, std::string_view payload) {
   Writer header;
