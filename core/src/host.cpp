@@ -277,7 +277,11 @@ bool Host::initialize_google_benchmark() {
   if (filter != kNotGiven) filter_given_ = filter;
   else if (!from_environment.empty()) filter_given_ = from_environment;
   lists_tests_ = google_benchmark_lists_tests();
-  repetitions_ = std::max(1, google_benchmark_repetitions());
+  // Google Benchmark itself would run nothing at 0 (a run that measured nothing, exiting 0) and throw a bare
+  // std::length_error below it.
+  repetitions_ = google_benchmark_repetitions();
+  if (repetitions_ < 1)
+    throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " + std::to_string(repetitions_));
   table_ = google_benchmark_format() == "console";
   return true;
 }
@@ -329,6 +333,14 @@ int Host::run() {
     suite = find_suite(options_.suite.value_or("smoke"), suite_folders());
     suite->check_plugins(plugin_names);
     if (suite->max_time && !options_.max_time_given) options_.measure.max_time = *suite->max_time;
+  }
+  // Sampling stops at the --max-time whatever --min-time asks for: a larger one would be cut without a word.
+  if (options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {
+    std::ostringstream why;
+    why << "--min-time " << options_.measure.min_time << " is more than the --max-time of " << options_.measure.max_time
+        << (options_.max_time_given ? "" : suite && suite->max_time ? " (the suite's)" : " (the default)")
+        << ", where sampling stops";
+    throw UsageError(why.str());
   }
 
   std::vector<BenchmarkSpec> all;

@@ -24,7 +24,7 @@ on the default device (the first GPU, else the CPU).
   --graph auto|on|off    CUDA-graph timing for graphable cases (auto: runs under 20 us)
   --noise X              stop sampling once stdev/mean < X (default 0.01)
   --max-time S           at most S seconds of sampling per benchmark (default 5)
-  --min-time S           at least S seconds of sampling per benchmark (default 0.05)
+  --min-time S           at least S seconds of sampling per benchmark (default 0.05; at most --max-time)
   --runs-per-sample N    runs in each timed sample (default: enough for 2 ms, 1 ms in a graph); with
                          --graph on, the launches each replayed graph holds
   --profile[=N]          after timing each GPU case, a CUPTI pass over N samples' worth of launches
@@ -141,7 +141,7 @@ Options parse_options(int argc, const char* const* argv) {
       else throw UsageError("--graph must be auto, on or off, got '" + g + "'");
     } else if (flag == "--noise") o.measure.noise_bound = parse_number(flag, take_value());
     else if (flag == "--max-time") o.measure.max_time = parse_number(flag, take_value()), o.max_time_given = true;
-    else if (flag == "--min-time") o.measure.min_time = parse_number(flag, take_value());
+    else if (flag == "--min-time") o.measure.min_time = parse_number(flag, take_value()), o.min_time_given = true;
     else if (flag == "--runs-per-sample") {
       const double n = parse_number(flag, take_value());
       if (n < 1 || n > 100000 || n != static_cast<int>(n))

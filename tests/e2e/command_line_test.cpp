@@ -100,5 +100,19 @@ TEST_F(CommandLine, AnUnknownGoogleBenchmarkFlagExitsTwo) {
   EXPECT_THAT(run.err, HasSubstr("benchmark_no_such_flag")) << run;
 }
 
+TEST_F(CommandLine, AMinTimeAboveTheMaxTimeExitsTwo) {
+  const auto given = roofbench({"--min-time", "5", "--max-time", "1"});
+  EXPECT_EQ(given.exit_code, 2) << given;
+  EXPECT_THAT(given.err, HasSubstr("--min-time 5 is more than the --max-time of 1, where sampling stops")) << given;
+}
+
+TEST_F(CommandLine, RepetitionsBelowOneExitTwo) {
+  for (const char* flag : {"--benchmark_repetitions=0", "--benchmark_repetitions=-3"}) {
+    const auto run = roofbench({flag});
+    EXPECT_EQ(run.exit_code, 2) << run;
+    EXPECT_THAT(run.err, HasSubstr("--benchmark_repetitions needs a whole number of at least 1")) << run;
+  }
+}
+
 }  // namespace
 }  // namespace roofbench::test_support
