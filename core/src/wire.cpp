@@ -147,7 +147,11 @@ class In {
     } else if constexpr (std::is_floating_point_v<T>) {
       v = r_.f64();
     } else if constexpr (is_vector<T>::value) {
-      v.assign(r_.u32(), {});
+      // Every element takes at least a byte: a count beyond what is left is a broken message, refused
+      // before it can ask for gigabytes.
+      const std::uint32_t count = r_.u32();
+      if (count > r_.remaining()) throw WireError("truncated message");
+      v.assign(count, {});
       for (auto& item : v) one(item);
     } else if constexpr (is_pair<T>::value) {
       one(v.first);

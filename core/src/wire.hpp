@@ -56,6 +56,7 @@ class Reader {
     return items;
   }
   bool at_end() const { return pos_ == in_.size(); }
+  std::size_t remaining() const { return in_.size() - pos_; }
 
  private:
   std::string_view take(std::size_t n);

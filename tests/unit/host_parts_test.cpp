@@ -158,6 +158,16 @@ TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
   EXPECT_EQ(o2.profile_runs, 4);
 }
 
+// A list whose count runs past the message (a corrupted frame) is refused as truncated, not allocated.
+TEST(Wire, AListLongerThanItsMessageIsRefused) {
+  wire::Writer w;
+  w.str("p");
+  w.str("d");
+  w.u32(0xfffffff0u);  // cases
+  wire::Reader r(w.bytes());
+  EXPECT_THROW(wire::get_plugin(r), wire::WireError);
+}
+
 TEST(Wire, FramesArriveWholeFromPieces) {
   wire::Writer w;
   w.str("hello");
