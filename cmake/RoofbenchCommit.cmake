@@ -4,8 +4,13 @@
 # ROOFBENCH_COMMIT in the build's environment names the commit instead: for a tree exported without its
 # git metadata (a CI container, a package build), or a copy whose metadata is not the tree's own (a
 # remote machine sent the working tree over an older checkout).
-if(DEFINED ENV{ROOFBENCH_COMMIT})
+# An empty value counts as unset (a CI variable that expanded to nothing); the value becomes a C string, so
+# it must be a commit's spelling.
+if(NOT "$ENV{ROOFBENCH_COMMIT}" STREQUAL "")
   set(commit "$ENV{ROOFBENCH_COMMIT}")
+  if(NOT commit MATCHES "^[A-Za-z0-9._+-]+$")
+    message(FATAL_ERROR "ROOFBENCH_COMMIT='${commit}': a commit is letters, digits and . _ + - only")
+  endif()
 else()
   execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE failed)

@@ -68,7 +68,8 @@ class Host {
   // What Google Benchmark read from its own flags.
   std::optional<std::string> filter_given_;
   bool lists_tests_ = false;
-  int repetitions_ = 1;
+  int repetitions_ = 1;        // at least 1
+  int repetitions_asked_ = 1;  // --benchmark_repetitions as given (refused below 1 when measuring)
   bool table_ = true;  // --benchmark_format=console: roofbench's table replaces Google Benchmark's console
   // Google Benchmark keeps a pointer to argv[0] (the "executable" of its context): these outlive it.
   std::vector<std::string> google_benchmark_args_;
@@ -277,11 +278,8 @@ bool Host::initialize_google_benchmark() {
   if (filter != kNotGiven) filter_given_ = filter;
   else if (!from_environment.empty()) filter_given_ = from_environment;
   lists_tests_ = google_benchmark_lists_tests();
-  // Google Benchmark itself would run nothing at 0 (a run that measured nothing, exiting 0) and throw a bare
-  // std::length_error below it.
-  repetitions_ = google_benchmark_repetitions();
-  if (repetitions_ < 1)
-    throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " + std::to_string(repetitions_));
+  repetitions_asked_ = google_benchmark_repetitions();
+  repetitions_ = std::max(1, repetitions_asked_);
   table_ = google_benchmark_format() == "console";
   return true;
 }
@@ -306,6 +304,11 @@ int Host::run() {
   if (options_.isolation == Isolation::none && options_.timeout_s && *options_.timeout_s > 0)
     std::cerr << "roofbench: --timeout has no effect with --isolation=none (a benchmark cannot be stopped in this process)\n";
   const bool may_measure = !lists_tests_ && !options_.list;
+  // Google Benchmark itself would run nothing at 0 (a run that measured nothing, exiting 0) and throw a bare
+  // std::length_error below it. A listing samples nothing, so it is not refused.
+  if (may_measure && repetitions_asked_ < 1)
+    throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " +
+                     std::to_string(repetitions_asked_));
   if (may_measure && options_.write_results) {
     try {
       check_results_dir_writable(options_.results_dir);
@@ -335,7 +338,7 @@ int Host::run() {
     if (suite->max_time && !options_.max_time_given) options_.measure.max_time = *suite->max_time;
   }
   // Sampling stops at the --max-time whatever --min-time asks for: a larger one would be cut without a word.
-  if (options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {
+  if (may_measure && options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {
     std::ostringstream why;
     why << "--min-time " << options_.measure.min_time << " is more than the --max-time of " << options_.measure.max_time
         << (options_.max_time_given ? "" : suite && suite->max_time ? " (the suite's)" : " (the default)")

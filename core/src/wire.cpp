@@ -148,11 +148,12 @@ class In {
       v = r_.f64();
     } else if constexpr (is_vector<T>::value) {
       // Every element takes at least a byte: a count beyond what is left is a broken message, refused
-      // before it can ask for gigabytes.
+      // before it can ask for memory; the elements are made as they are read, not all up front.
       const std::uint32_t count = r_.u32();
       if (count > r_.remaining()) throw WireError("truncated message");
-      v.assign(count, {});
-      for (auto& item : v) one(item);
+      v.clear();
+      v.reserve(count);
+      for (std::uint32_t i = 0; i < count; ++i) one(v.emplace_back());
     } else if constexpr (is_pair<T>::value) {
       one(v.first);
       one(v.second);

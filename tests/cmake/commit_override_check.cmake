@@ -1,5 +1,7 @@
-# cmake/RoofbenchCommit.cmake takes ROOFBENCH_COMMIT from the environment over git's answer, and writes
-# the header again when the name changes. Run with -DSOURCE_DIR, -DOUT (a scratch file) and -DSCRIPT.
+# cmake/RoofbenchCommit.cmake takes ROOFBENCH_COMMIT from the environment over git's answer and writes the
+# header again when the name changes; an empty value falls back to git (whatever it says here, not "").
+# Run with -DSOURCE_DIR, -DOUT (a scratch file) and -DSCRIPT. (A value that is not a commit's spelling ends
+# the script with an error, which a script cannot catch: tested by the ctest that runs it with one.)
 foreach(name abc123 "def456-dirty")
   set(ENV{ROOFBENCH_COMMIT} "${name}")
   include(${SCRIPT})
@@ -9,3 +11,10 @@ foreach(name abc123 "def456-dirty")
     message(FATAL_ERROR "ROOFBENCH_COMMIT=${name} gave:\n${written}")
   endif()
 endforeach()
+set(ENV{ROOFBENCH_COMMIT} "")
+include(${SCRIPT})
+file(READ ${OUT} written)
+string(FIND "${written}" "def456-dirty" at)
+if(NOT at EQUAL -1)
+  message(FATAL_ERROR "an empty ROOFBENCH_COMMIT kept the last name:\n${written}")
+endif()

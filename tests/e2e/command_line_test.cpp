@@ -114,5 +114,11 @@ TEST_F(CommandLine, RepetitionsBelowOneExitTwo) {
   }
 }
 
+// A listing samples nothing: the sampling flags' checks do not refuse it.
+TEST_F(CommandLine, AListingIsNotRefusedForSamplingFlags) {
+  const auto run = roofbench({"--list", "--min-time", "5", "--max-time", "1", "--benchmark_repetitions=0"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+}
+
 }  // namespace
 }  // namespace roofbench::test_support

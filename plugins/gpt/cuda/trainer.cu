@@ -145,7 +145,8 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   // forward. A block's backward: fc_proj's dgrad writes d_gelu, GELU's backward reads it and writes d_fc,
   // fc's dgrad writes d_ln, LN2's backward reads it, attn_proj's dgrad writes d_attn_out, the attention's
   // backward reads it and writes d_qkv, qkv's dgrad reads that and writes d_ln, LN1's backward reads it.
-  // So [N, C] holds branch, d_ln and d_attn_out, and [N, 4C] d_gelu and d_qkv ([N, 3C]).
+  // So [N, C] holds branch, d_ln and d_attn_out, and [N, 4C] d_gelu and d_qkv ([N, 3C]: the hidden width is
+  // 4C by the model's definition, model.hpp).
   d_ln_ = activation(C);
   d_attn_out_ = d_ln_;
   branch_ = d_ln_;

@@ -208,6 +208,7 @@ class Trainer {
   // fp32 only (ActivationStorage::fp32; null for the bf16 rungs):
   std::vector<LayerActivations> layers_;
   float* lnf_ = nullptr;
+  // branch_ and d_attn_out_ share d_ln_'s memory, d_qkv_ d_gelu_'s: their lives never overlap (trainer.cu).
   float* branch_ = nullptr;  // [N, C] a linear layer's output before its residual add
   float* d_logits_ = nullptr;
   float* d_attn_out_ = nullptr;
