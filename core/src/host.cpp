@@ -68,8 +68,7 @@ class Host {
   // What Google Benchmark read from its own flags.
   std::optional<std::string> filter_given_;
   bool lists_tests_ = false;
-  int repetitions_ = 1;        // at least 1
-  int repetitions_asked_ = 1;  // --benchmark_repetitions as given (refused below 1 when measuring)
+  int repetitions_ = 1;  // --benchmark_repetitions; below 1 refused when measuring, else taken as 1
   bool table_ = true;  // --benchmark_format=console: roofbench's table replaces Google Benchmark's console
   // Google Benchmark keeps a pointer to argv[0] (the "executable" of its context): these outlive it.
   std::vector<std::string> google_benchmark_args_;
@@ -278,8 +277,7 @@ bool Host::initialize_google_benchmark() {
   if (filter != kNotGiven) filter_given_ = filter;
   else if (!from_environment.empty()) filter_given_ = from_environment;
   lists_tests_ = google_benchmark_lists_tests();
-  repetitions_asked_ = google_benchmark_repetitions();
-  repetitions_ = std::max(1, repetitions_asked_);
+  repetitions_ = google_benchmark_repetitions();
   table_ = google_benchmark_format() == "console";
   return true;
 }
@@ -306,9 +304,12 @@ int Host::run() {
   const bool may_measure = !lists_tests_ && !options_.list;
   // Google Benchmark itself would run nothing at 0 (a run that measured nothing, exiting 0) and throw a bare
   // std::length_error below it. A listing samples nothing, so it is not refused.
-  if (may_measure && repetitions_asked_ < 1)
-    throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " +
-                     std::to_string(repetitions_asked_));
+  if (repetitions_ < 1) {
+    if (may_measure)
+      throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " +
+                       std::to_string(repetitions_));
+    repetitions_ = 1;
+  }
   if (may_measure && options_.write_results) {
     try {
       check_results_dir_writable(options_.results_dir);
