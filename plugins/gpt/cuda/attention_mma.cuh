@@ -198,6 +198,31 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
   }
 }
 
+// The two products of a forward row block with key block kb (keys 16 kb .. 16 kb + 15), shared by both forms
+// below: its scores q k^T accumulated into two n8 tiles (keys 16 kb .. +7 and +8 .. +15), and o += p v with
+// p the A operand of that key block's probabilities.
+__device__ __forceinline__ void accumulate_key_block_scores(float (&lo)[4], float (&hi)[4],
+                                                            const unsigned (&qa)[kHeadDim / 16][4], const bf16* k,
+                                                            int kb, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    unsigned b[4];
+    load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
+    mma16816<bf16>(lo, qa[kk], b[0], b[1]);
+    mma16816<bf16>(hi, qa[kk], b[2], b[3]);
+  }
+}
+__device__ __forceinline__ void accumulate_key_block_values(float (&o)[kHeadDim / 8][4], const unsigned (&pa)[4],
+                                                            const bf16* v, int kb, int lane) {
+#pragma unroll
+  for (int dn = 0; dn < kHeadDim / 16; ++dn) {
+    unsigned b[4];
+    load_b_rows_k(b, v, kRowStride, 16 * kb, 16 * dn, lane);
+    mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
+    mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
+  }
+}
+
 // The forward of query rows q0 .. q0+15 (block m; its causal keys are 0 .. q0+15, key blocks 0 .. m) from
 // the prepared q, k, v in shared memory ([kMaxT][kRowStride]): s = scale q k^T, p = softmax(s) rounded to
 // bf16, o = p v (rows q0 + lane/4 and q0 + lane/4 + 8 of the accumulator block), lse = max + log(sum) of
@@ -215,16 +240,8 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
 #pragma unroll
   for (int j = 0; j < 2 * kRowBlocks; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
 #pragma unroll
-  for (int kb = 0; kb < kRowBlocks; ++kb) {
-    if (kb > m) continue;
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      unsigned b[4];
-      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
-      mma16816<bf16>(sc[2 * kb], qa[kk], b[0], b[1]);
-      mma16816<bf16>(sc[2 * kb + 1], qa[kk], b[2], b[3]);
-    }
-  }
+  for (int kb = 0; kb < kRowBlocks; ++kb)
+    if (kb <= m) accumulate_key_block_scores(sc[2 * kb], sc[2 * kb + 1], qa, k, kb, lane);
 
   float inv_sum[2];
   softmax_row_block<kExp>(sc, inv_sum, lse, m, T, scale, lane);
@@ -241,13 +258,7 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
     if (kb > m) continue;
     unsigned pa[4];
     accumulators_as_a(pa, sc, kb);
-#pragma unroll
-    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
-      unsigned b[4];
-      load_b_rows_k(b, v, kRowStride, 16 * kb, 16 * dn, lane);
-      mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
-      mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
-    }
+    accumulate_key_block_values(o, pa, v, kb, lane);
   }
 }
 
@@ -275,13 +286,7 @@ __device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8]
   for (int n = 0; n < kHeadDim / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   for (int kb = 0; kb <= m; ++kb) {
     float s[2][4] = {};
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      unsigned b[4];
-      load_b_rows_n(b, k, kRowStride, 16 * kk, 16 * kb, lane);
-      mma16816<bf16>(s[0], qa[kk], b[0], b[1]);
-      mma16816<bf16>(s[1], qa[kk], b[2], b[3]);
-    }
+    accumulate_key_block_scores(s[0], s[1], qa, k, kb, lane);
     if (kb == m || block_crosses_T) {
 #pragma unroll
       for (int j = 0; j < 2; ++j)
@@ -330,13 +335,7 @@ __device__ __forceinline__ void attend_row_block_online(float (&o)[kHeadDim / 8]
       }
     unsigned pa[4];
     accumulators_as_a(pa, s, 0);
-#pragma unroll
-    for (int dn = 0; dn < kHeadDim / 16; ++dn) {
-      unsigned b[4];
-      load_b_rows_k(b, v, kRowStride, 16 * kb, 16 * dn, lane);
-      mma16816<bf16>(o[2 * dn], pa, b[0], b[1]);
-      mma16816<bf16>(o[2 * dn + 1], pa, b[2], b[3]);
-    }
+    accumulate_key_block_values(o, pa, v, kb, lane);
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {

@@ -53,6 +53,23 @@
 //     warp per head (4200 for v6), issue slots 51% busy; backward 5938 (about 6100), still 2 blocks per
 //     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
 //     Registers: forward 128, backward 195.
+//
+// Tried and dropped (H200, 2026-12-01, two calls, lab_attention_bf16 b512 under --profile, us per layer):
+//   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue,
+//   12% on the one multiplication that first uses the log-sum-exp (load_lse_log2 runs between the rows'
+//   cp.async and the bias and RoPE factors' loads), 30% in the stores (8% on the RoPE factors of the
+//   rotation back, an L1 of 23 KB beside 2 x 110 KB of shared memory hits 37%) and 26% in the products;
+//   DRAM at 1.39 TB/s (29% of peak).
+//     - The factors and the log-sum-exp asked for before the rows, one wait: backward 374-376 against
+//       370 (the wait only moves: the prologue lasts as long as its rows take to arrive); R3 and R4 within
+//       the noise of two A/B pairs.
+//     - Also each block asking L2 (prefetch.L2) for the rows of the head one wave of blocks ahead (2 x 132
+//       blocks backward, 4 x 132 forward), for that block's fetch to hit L2: backward 424, forward 138
+//       against 119. A wave's rows ahead (21 MB backward, 25 MB forward) beside the running wave's rows and
+//       outputs outgrow the 50 MB L2, and the prefetches queue beside the running blocks' own loads.
+//   What the profile leaves: more heads in flight per SM (the backward is held to 2 blocks by both its
+//   110 KB of shared memory and its 195 registers: 3 need <= 75 KB and <= 168) or a block that computes
+//   while its next head's rows arrive, which needs a second 80 KB of rows.
 #include <cuda_bf16.h>
 
 #include <algorithm>

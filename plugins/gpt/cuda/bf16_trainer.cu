@@ -16,6 +16,10 @@
 // priorities, 21.76 with the priorities alone), R4 26.0-26.3 either way: within the noise between calls.
 // These rungs run at the 700 W power limit (690-697 W drawn, 1530-1740 MHz), so work moved beside other
 // work is paid for in clock; only less energy per step makes the step shorter.
+// Also tried and dropped (the same GPU, 2026-12-01, one call, --gate off, branch wip/qkv-bgrad): qkv's
+// bias gradient from the weight-gradient GEMM's cuBLASLt BGRADB epilogue instead of the column-sum pass
+// (0.32 ms of R3's step): R3 19.97 ms against 19.90, R4 24.56 against 24.35. Its GPU test against double
+// and the trainer tests passed; the epilogue's GEMM costs what the pass saved.
 #include <utility>
 #include <vector>
 

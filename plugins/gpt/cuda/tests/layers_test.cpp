@@ -129,6 +129,40 @@ struct FusedAttentionRun {
   std::vector<float> out, lse, dqkv;
 };
 
+// One forward + backward of `version` on Elem (float or bf16) copies of qkv and dout (for bf16 already
+// bf16-exact), outputs poisoned with NaN first so every element must be written.
+template <typename Elem>
+FusedAttentionRun run_fused_attention(AttentionVersion version, const AttentionShape& shape,
+                                      const std::vector<float>& qkv, const std::vector<float>& bias,
+                                      const std::vector<float>& dout, const std::vector<float>& cos,
+                                      const std::vector<float>& sin) {
+  const auto to_elem = [](const std::vector<float>& v) {
+    std::vector<Elem> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<Elem>(v[i]);
+    return out;
+  };
+  const auto to_float = [](const std::vector<Elem>& v) {
+    std::vector<float> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
+    return out;
+  };
+  Device dev;
+  const RopeTable rope{dev.upload(cos), dev.upload(sin)};
+  const std::size_t n = static_cast<std::size_t>(shape.batch) * shape.T, c = shape.channels();
+  const std::size_t stats = static_cast<std::size_t>(shape.batch) * shape.heads * shape.T;
+  Elem *d_qkv = dev.upload(to_elem(qkv)), *d_dout = dev.upload(to_elem(dout));
+  float *d_bias = dev.upload(bias), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
+  Elem *d_out = dev.alloc<Elem>(n * c), *d_dqkv = dev.alloc<Elem>(n * 3 * c);
+  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(Elem)));
+  ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
+  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(Elem)));
+  fused_attention_configure();
+  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
+  return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
+                           to_float(Device::download(d_dqkv, n * 3 * c))};
+}
+
 void rope_table(std::vector<float>& cos, std::vector<float>& sin, int T, int hd, double base);
 
 class GptFusedAttention : public ::testing::TestWithParam<int> {
@@ -148,22 +182,7 @@ class GptFusedAttention : public ::testing::TestWithParam<int> {
   }
 
   FusedAttentionRun run(AttentionVersion version) {
-    Device dev;
-    const RopeTable rope{dev.upload(cos_), dev.upload(sin_)};
-    const AttentionShape shape{B, T(), H, hd};
-    const int n = N(), c = C(), stats = B * H * T();
-    float *d_qkv = dev.upload(qkv_), *d_bias = dev.upload(bias_), *d_dout = dev.upload(dout_);
-    float *d_out = dev.alloc<float>(n * c), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
-    float* d_dqkv = dev.alloc<float>(n * 3 * c);
-    // NaN: every element must be written.
-    ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(float)));
-    ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
-    ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(float)));
-    fused_attention_configure();
-    fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-    fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-    return FusedAttentionRun{Device::download(d_out, n * c), Device::download(d_lse, stats),
-                             Device::download(d_dqkv, n * 3 * c)};
+    return run_fused_attention<float>(version, AttentionShape{B, T(), H, hd}, qkv_, bias_, dout_, cos_, sin_);
   }
 
   std::vector<float> qkv_, bias_, dout_, cos_, sin_;
@@ -221,39 +240,6 @@ std::vector<float> rounded_to_bf16(std::vector<float> v) {
   return v;
 }
 
-// One bf16 forward + backward of `version` on bf16 copies of qkv and dout (already bf16-exact), outputs
-// poisoned with NaN first so every element must be written.
-FusedAttentionRun run_bf16_attention(AttentionVersion version, const AttentionShape& shape,
-                                     const std::vector<float>& qkv, const std::vector<float>& bias,
-                                     const std::vector<float>& dout, const std::vector<float>& cos,
-                                     const std::vector<float>& sin) {
-  auto to_bf16 = [](const std::vector<float>& v) {
-    std::vector<bf16> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __float2bfloat16_rn(v[i]);
-    return out;
-  };
-  auto to_float = [](const std::vector<bf16>& v) {
-    std::vector<float> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = __bfloat162float(v[i]);
-    return out;
-  };
-  Device dev;
-  const RopeTable rope{dev.upload(cos), dev.upload(sin)};
-  const std::size_t n = static_cast<std::size_t>(shape.batch) * shape.T, c = shape.channels();
-  const std::size_t stats = static_cast<std::size_t>(shape.batch) * shape.heads * shape.T;
-  bf16 *d_qkv = dev.upload(to_bf16(qkv)), *d_dout = dev.upload(to_bf16(dout));
-  float *d_bias = dev.upload(bias), *d_lse = dev.alloc<float>(stats), *d_delta = dev.alloc<float>(stats);
-  bf16 *d_out = dev.alloc<bf16>(n * c), *d_dqkv = dev.alloc<bf16>(n * 3 * c);
-  ROOFBENCH_CUDA(cudaMemset(d_out, 0xff, n * c * sizeof(bf16)));
-  ROOFBENCH_CUDA(cudaMemset(d_lse, 0xff, stats * sizeof(float)));
-  ROOFBENCH_CUDA(cudaMemset(d_dqkv, 0xff, n * 3 * c * sizeof(bf16)));
-  fused_attention_configure();
-  fused_attention_forward(d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-  fused_attention_backward(d_dqkv, d_delta, d_dout, d_out, d_lse, d_qkv, d_bias, rope, shape, nullptr, version);
-  return FusedAttentionRun{to_float(Device::download(d_out, n * c)), Device::download(d_lse, stats),
-                           to_float(Device::download(d_dqkv, n * 3 * c))};
-}
-
 // The bf16 attention versions (v3 .. v7, v7 the keeper) on bf16-rounded inputs against the double
 // reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
 // probabilities rounded to 8 significant bits); v4 .. v7 also against v3, and the keeper twice on the same
@@ -264,7 +250,7 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
   const AttentionShape shape{B, T(), H, hd};
   const auto run_bf16 = [&](AttentionVersion version) {
-    return run_bf16_attention(version, shape, qkv, bias_, dout, cos_, sin_);
+    return run_fused_attention<bf16>(version, shape, qkv, bias_, dout, cos_, sin_);
   };
   const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
   const FusedAttentionRun v5 = run_bf16(AttentionVersion::v5), v6 = run_bf16(AttentionVersion::v6);
@@ -352,7 +338,7 @@ TEST(GptFusedAttentionWideScores, V7RescalesAndMatchesDoubleAndV6) {
 
   const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, kBase);
   const auto run = [&](AttentionVersion version) {
-    return run_bf16_attention(version, shape, qkv, bias, dout, cos, sin);
+    return run_fused_attention<bf16>(version, shape, qkv, bias, dout, cos, sin);
   };
   const FusedAttentionRun v6 = run(AttentionVersion::v6), v7 = run(AttentionVersion::v7);
   std::printf("wide scores: rel L2 vs double: v6 out %.2e dqkv %.2e, v7 out %.2e dqkv %.2e; v7 vs v6: lse %.2e "
@@ -404,7 +390,7 @@ TEST_P(GptFusedAttentionManyHeads, V5V6AndV7MatchV4OnEveryHead) {
   std::vector<float> cos, sin;
   rope_table(cos, sin, T, hd, 10000);
   const auto run = [&](AttentionVersion version) {
-    return run_bf16_attention(version, shape, qkv, bias, dout, cos, sin);
+    return run_fused_attention<bf16>(version, shape, qkv, bias, dout, cos, sin);
   };
   const FusedAttentionRun v4 = run(AttentionVersion::v4), v5 = run(AttentionVersion::v5);
   const FusedAttentionRun v6 = run(AttentionVersion::v6), v7 = run(AttentionVersion::v7);
