@@ -18,6 +18,11 @@ Rungs (the seed's, plus PyTorch's strongest configuration found, CUDA-graph repl
   R3_batch_reduce_overhead      the same, reduce-overhead
   R4_checkpoint                 R3 with each block checkpointed     batch 512
   fp32_control                  R1 (fp32) at batch 512, beside the ladder
+With --attention, also the attention alone, forward + backward, per scaled_dot_product_attention backend
+(cuDNN, flash, memory-efficient) at batch 64 and 512, beside roofbench's gpt/lab_attention_bf16 (the
+model's q, k, v views of one [B, T, 3, H, hd] bf16 tensor, causal; entries torch/attention_sdpa_<backend>,
+FLOPs counted as the lab counts them; the lab's kernels also add the bias and rotate q and k, PyTorch's
+RoPE runs outside the attention).
 Discipline: the corpus staged on the GPU and a fresh batch drawn there every step (inside the timed window,
 as roofbench's step draws its own); warm-up in chunks until two chunk times in a row agree within 2%
 (compilation, autotuning, allocator growth and clocks settle); CUDA events around each timed sample; peak
@@ -25,7 +30,7 @@ memory from torch.cuda.max_memory_allocated over the rung's whole life (model, o
 
 Usage (where PyTorch and a GPU are):
   scripts/torch_gpt_ladder.py -o torch-gpt.json [--ceilings-from roofbench-results/latest.json]
-      [--rungs R0_eager,R2_bf16_reduce_overhead] [--deadline-s 200]
+      [--rungs R0_eager,R2_bf16_reduce_overhead] [--deadline-s 200] [--attention]
   roofbench-report roofbench-results/latest.json torch-gpt.json -o report/   # both ladders, one waterfall
 The rungs run in the order given (default: the ladder's); one that would start after the deadline is listed
 as not run. The file is rewritten after every rung, so an interrupted run keeps what it measured.
@@ -50,6 +55,9 @@ VOCAB = 28
 ROPE_BASE = 10000.0
 INIT_STD = 0.02
 CORPUS = "/usr/share/common-licenses"
+
+ATTENTION_BACKENDS = ("cudnn", "flash", "efficient")
+ATTENTION_BATCHES = (64, 512)  # the lab's: R2's and R3's
 
 # name: (compile mode or None for eager, bf16 autocast, batch, checkpoint, on the waterfall's ladder)
 RUNGS = {
@@ -93,6 +101,12 @@ def step_flops(batch):
     return 3 * forward
 
 
+def attention_flops(batch):
+    """gpt/lab_attention_bf16's count: the causal pairs T (T + 1) / 2 per head, 4 hd FLOPs each forward,
+    the backward twice the forward."""
+    return 3 * 4.0 * batch * HEADS * CONTEXT * (CONTEXT + 1) / 2 * (CHANNELS // HEADS)
+
+
 def quantile(values, q):
     ordered = sorted(values)
     position = q * (len(ordered) - 1)
@@ -101,11 +115,12 @@ def quantile(values, q):
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def benchmark_entry(name, precision, batch, samples_s, peak_bytes, reserved_bytes, facts, on_ladder):
-    """One roofbench results entry (reports/FORMAT.md) for a rung: per-step sample times in seconds."""
+def benchmark_entry(name, precision, batch, samples_s, peak_bytes, reserved_bytes, facts, on_ladder, flops=None):
+    """One roofbench results entry (reports/FORMAT.md) for a rung (flops: a training step's, unless given):
+    per-step sample times in seconds."""
     median = statistics.median(samples_s)
     tokens = batch * CONTEXT
-    flops = step_flops(batch)
+    flops = step_flops(batch) if flops is None else flops
     run_name = f"torch/{name}/batch:{batch}"
     return {
         "name": run_name, "run_name": run_name, "run_type": "iteration",
@@ -266,6 +281,41 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
     return entry
 
 
+def run_attention(torch, backend, batch, samples, calls_per_sample=5, warmup_calls=20):
+    """scaled_dot_product_attention's forward + backward on `backend` alone. Four input sets in turn, so
+    that at batch 64 (24 MB of qkv) no call finds its inputs in L2 from the call before."""
+    import torch_timing
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    chosen = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION,
+              "efficient": SDPBackend.EFFICIENT_ATTENTION}[backend]
+    F = torch.nn.functional
+    hd = CHANNELS // HEADS
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    sets = [(torch.randn(batch, CONTEXT, 3, HEADS, hd, device="cuda", dtype=torch.bfloat16, requires_grad=True),
+             torch.randn(batch, HEADS, CONTEXT, hd, device="cuda", dtype=torch.bfloat16)) for _ in range(4)]
+    turn = [0]
+
+    def call():
+        qkv, dout = sets[turn[0] % len(sets)]
+        turn[0] += 1
+        q, k, v = (part.transpose(1, 2) for part in qkv.unbind(2))  # [B, H, T, hd] views, as the model's
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dout)
+        qkv.grad = None
+
+    with sdpa_kernel(chosen):
+        torch_timing.warm_up(call, warmup_calls)
+        per_call = [torch_timing.burst_seconds(call, calls_per_sample) for _ in range(samples)]
+    facts = {"backend": backend, "layout": "q, k, v views of one [B, T, 3, H, hd] tensor", "causal": "yes",
+             "includes": "scaled_dot_product_attention forward + backward (no bias, no RoPE)"}
+    entry = benchmark_entry(f"attention_sdpa_{backend}", "bf16", batch, per_call, torch.cuda.max_memory_allocated(),
+                            torch.cuda.max_memory_reserved(), facts, False, flops=attention_flops(batch))
+    del sets
+    torch.cuda.empty_cache()
+    return entry
+
+
 def device_description(torch):
     props = torch.cuda.get_device_properties(0)
     uuid = str(getattr(props, "uuid", "")).replace("GPU-", "").replace("-", "")
@@ -284,6 +334,8 @@ def main(argv=None):
     parser.add_argument("--steps-per-sample", type=int, default=10)
     parser.add_argument("--warmup-chunk", type=int, default=10)
     parser.add_argument("--max-warmup-s", type=float, default=90)
+    parser.add_argument("--attention", action="store_true", help="also the attention alone per SDPA backend "
+                        "(after the rungs, within the deadline)")
     args = parser.parse_args(argv)
     names = [name for name in args.rungs.split(",") if name]
     unknown = [name for name in names if name not in RUNGS]
@@ -326,6 +378,21 @@ def main(argv=None):
         print(f"{name:28s} {entry['tokens/s'] / 1e6:7.3f}M tokens/s  {entry['peak_mem'] / 2**30:6.2f} GiB  "
               f"noise {entry['noise']:.3f}  ({entry['roofbench']['facts']['warmup_s']} s warm-up)", flush=True)
         write_atomically(args.output, results_document(device, entries, not_run, ceilings, False, extra))
+    for backend in ATTENTION_BACKENDS if args.attention else ():
+        for batch in ATTENTION_BATCHES:
+            case = f"torch/attention_sdpa_{backend}/batch:{batch}"
+            if time.monotonic() - started > args.deadline_s:
+                not_run.append({"case": case, "reason": f"the script's deadline ({args.deadline_s:.0f} s) passed"})
+                continue
+            try:
+                entry = run_attention(torch, backend, batch, args.samples)
+            except RuntimeError as error:  # out of memory, or a backend this build or GPU lacks
+                not_run.append({"case": case, "reason": f"{type(error).__name__}: {str(error)[:200]}"})
+                continue
+            entries.append(entry)
+            print(f"{case:40s} {entry['real_time'] * 1e3:8.1f} us  {entry['tokens/s'] / 1e6:7.1f}M tokens/s  "
+                  f"noise {entry['noise']:.3f}", flush=True)
+            write_atomically(args.output, results_document(device, entries, not_run, ceilings, False, extra))
     write_atomically(args.output, results_document(device, entries, not_run, ceilings, True, extra))
     return 0
 

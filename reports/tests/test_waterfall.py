@@ -72,6 +72,13 @@ class TorchImportTest(unittest.TestCase):
         parsed = results.parse_run(script.results_document(device, [entry], []))
         self.assertEqual(parsed.entries[0]["name"], "torch/R3_batch/batch:512")
         self.assertEqual(bytes([65, 122, 32, 10, 33]).translate(script.token_table()), bytes([0, 25, 26, 26, 27]))
+        # The attention-alone entries count FLOPs as gpt/lab_attention_bf16 does (3 x 4 hd per causal pair).
+        self.assertAlmostEqual(script.attention_flops(512), 3 * 4 * 512 * 8 * (128 * 129 / 2) * 64)
+        attention = script.benchmark_entry("attention_sdpa_cudnn", "bf16", 512, [5e-4, 6e-4, 7e-4], 1, 1, {}, False,
+                                           flops=script.attention_flops(512))
+        self.assertEqual(attention["name"], "torch/attention_sdpa_cudnn/batch:512")
+        self.assertAlmostEqual(attention["FLOP/s"], script.attention_flops(512) / 6e-4)
+        self.assertEqual(attention["roofbench"]["ladder"], "")
 
 
 class WaterfallTest(unittest.TestCase):
