@@ -19,10 +19,10 @@ Rungs (the seed's, plus PyTorch's strongest configuration found, CUDA-graph repl
   R4_checkpoint                 R3 with each block checkpointed     batch 512
   fp32_control                  R1 (fp32) at batch 512, beside the ladder
 With --attention, also the attention alone, forward + backward, per scaled_dot_product_attention backend
-(cuDNN, flash, memory-efficient) at batch 64 and 512, beside roofbench's gpt/lab_attention_bf16 (the
-model's q, k, v views of one [B, T, 3, H, hd] bf16 tensor, causal; entries torch/attention_sdpa_<backend>,
-FLOPs counted as the lab counts them; the lab's kernels also add the bias and rotate q and k, PyTorch's
-RoPE runs outside the attention).
+(cuDNN, flash, memory-efficient) at batch 64 and 512, replayed from a CUDA graph, beside roofbench's
+gpt/lab_attention_bf16: the model's q, k, v views of one [B, T, 3, H, hd] bf16 tensor, causal, entries
+torch/attention_sdpa_<backend>, FLOPs counted as the lab counts them. The lab's kernels also add the bias
+and rotate q and k; PyTorch's RoPE runs outside its attention.
 Discipline: the corpus staged on the GPU and a fresh batch drawn there every step (inside the timed window,
 as roofbench's step draws its own); warm-up in chunks until two chunk times in a row agree within 2%
 (compilation, autotuning, allocator growth and clocks settle); CUDA events around each timed sample; peak
@@ -281,9 +281,11 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
     return entry
 
 
-def run_attention(torch, backend, batch, samples, calls_per_sample=5, warmup_calls=20):
-    """scaled_dot_product_attention's forward + backward on `backend` alone. Four input sets in turn, so
-    that at batch 64 (24 MB of qkv) no call finds its inputs in L2 from the call before."""
+def run_attention(torch, backend, batch, samples, calls_per_graph=8, warmup_replays=10):
+    """scaled_dot_product_attention's forward + backward on `backend` alone, replayed from a CUDA graph of
+    `calls_per_graph` calls (eager, batch 64 measured PyTorch's dispatch: 300 us a call, 20-37% noise), the
+    time per call the replay's over its calls. The calls take four input sets in turn, so that at batch 64
+    (24 MB of qkv) none finds its inputs in L2 from the call before."""
     import torch_timing
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -295,23 +297,31 @@ def run_attention(torch, backend, batch, samples, calls_per_sample=5, warmup_cal
     torch.cuda.reset_peak_memory_stats()
     sets = [(torch.randn(batch, CONTEXT, 3, HEADS, hd, device="cuda", dtype=torch.bfloat16, requires_grad=True),
              torch.randn(batch, HEADS, CONTEXT, hd, device="cuda", dtype=torch.bfloat16)) for _ in range(4)]
-    turn = [0]
 
-    def call():
-        qkv, dout = sets[turn[0] % len(sets)]
-        turn[0] += 1
+    def call(i):
+        qkv, dout = sets[i % len(sets)]
         q, k, v = (part.transpose(1, 2) for part in qkv.unbind(2))  # [B, H, T, hd] views, as the model's
-        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(dout)
-        qkv.grad = None
+        return torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=True), qkv, dout)
 
     with sdpa_kernel(chosen):
-        torch_timing.warm_up(call, warmup_calls)
-        per_call = [torch_timing.burst_seconds(call, calls_per_sample) for _ in range(samples)]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # the warm-up capture needs: workspaces, cuDNN plans
+            for i in range(len(sets)):
+                call(i)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(calls_per_graph):
+                call(i)
+    torch_timing.warm_up(graph.replay, warmup_replays)
+    per_call = [torch_timing.burst_seconds(graph.replay) / calls_per_graph for _ in range(samples)]
     facts = {"backend": backend, "layout": "q, k, v views of one [B, T, 3, H, hd] tensor", "causal": "yes",
+             "timing": f"CUDA graph of {calls_per_graph} calls",
              "includes": "scaled_dot_product_attention forward + backward (no bias, no RoPE)"}
     entry = benchmark_entry(f"attention_sdpa_{backend}", "bf16", batch, per_call, torch.cuda.max_memory_allocated(),
                             torch.cuda.max_memory_reserved(), facts, False, flops=attention_flops(batch))
-    del sets
+    del graph, sets
     torch.cuda.empty_cache()
     return entry
 
