@@ -54,7 +54,7 @@
 //     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
 //     Registers: forward 128, backward 195.
 //
-// Tried and dropped (H200, 2026-12-01, two calls, lab_attention_bf16 b512 under --profile, us per layer):
+// Tried and dropped (H200, 2026-12-01, three calls, lab_attention_bf16 b512 under --profile, us per layer):
 //   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue,
 //   12% on the one multiplication that first uses the log-sum-exp (load_lse_log2 runs between the rows'
 //   cp.async and the bias and RoPE factors' loads), 30% in the stores (8% on the RoPE factors of the
@@ -67,9 +67,16 @@
 //       blocks backward, 4 x 132 forward), for that block's fetch to hit L2: backward 424, forward 138
 //       against 119. A wave's rows ahead (21 MB backward, 25 MB forward) beside the running wave's rows and
 //       outputs outgrow the 50 MB L2, and the prefetches queue beside the running blocks' own loads.
-//   What the profile leaves: more heads in flight per SM (the backward is held to 2 blocks by both its
-//   110 KB of shared memory and its 195 registers: 3 need <= 75 KB and <= 168) or a block that computes
-//   while its next head's rows arrive, which needs a second 80 KB of rows.
+//     - Three blocks (12 warps) per SM: no ds^T buffer (each warp recomputed s = q k^T and dp = dout v^T
+//       for its query blocks, then dq = ds k: two more products per pair of blocks), out read into
+//       registers for delta, the key block's k and v operands read from shared memory at every chunk,
+//       finished blocks stored straight from the accumulators; 73.7 KB of shared memory, 159 registers, no
+//       barrier between the two passes. Its dqkv equalled v7's to the bit, but the backward took 450-453
+//       us against 376-380 (b64: 73.9 against 47.1) and R3 20.58-20.63 ms against 20.27-20.34: the third
+//       block does not buy back the 37% more products (and an L1 of 3 KB beside 3 x 75 KB).
+//   What is left is a different kernel: Hopper's own instructions (wgmma on operands TMA brings into
+//   shared memory, warps specialised into loaders and consumers, FlashAttention-3's form), so that the
+//   rows of the next head arrive while this one computes without a second set of registers.
 #include <cuda_bf16.h>
 
 #include <algorithm>
