@@ -55,11 +55,11 @@
 //     Registers: forward 128, backward 195.
 //
 // Tried and dropped (H200, 2026-12-01, three calls, lab_attention_bf16 b512 under --profile, us per layer):
-//   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue,
-//   12% on the one multiplication that first uses the log-sum-exp (load_lse_log2 runs between the rows'
+//   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue (12%
+//   of all on the one multiplication that first uses the log-sum-exp: load_lse_log2 runs between the rows'
 //   cp.async and the bias and RoPE factors' loads), 30% in the stores (8% on the RoPE factors of the
-//   rotation back, an L1 of 23 KB beside 2 x 110 KB of shared memory hits 37%) and 26% in the products;
-//   DRAM at 1.39 TB/s (29% of peak).
+//   rotation back; a shared-memory carveout of 233.5 KB leaves about 23 KB of L1, which hits 37%) and 26%
+//   in the products; DRAM at 1.39 TB/s (29% of peak).
 //     - The factors and the log-sum-exp asked for before the rows, one wait: backward 374-376 against
 //       370 (the wait only moves: the prologue lasts as long as its rows take to arrive); R3 and R4 within
 //       the noise of two A/B pairs.
@@ -73,10 +73,10 @@
 //       finished blocks stored straight from the accumulators; 73.7 KB of shared memory, 159 registers, no
 //       barrier between the two passes. Its dqkv equalled v7's to the bit, but the backward took 450-453
 //       us against 376-380 (b64: 73.9 against 47.1) and R3 20.58-20.63 ms against 20.27-20.34: the third
-//       block does not buy back the 37% more products (and an L1 of 3 KB beside 3 x 75 KB).
+//       block does not buy back the 37% more products.
 //   What is left is a different kernel: Hopper's own instructions (wgmma on operands TMA brings into
 //   shared memory, warps specialised into loaders and consumers, FlashAttention-3's form), so that the
-//   rows of the next head arrive while this one computes without a second set of registers.
+//   rows of the next head arrive while this one computes, which two resident blocks of 110 KB cannot do.
 #include <cuda_bf16.h>
 
 #include <algorithm>
