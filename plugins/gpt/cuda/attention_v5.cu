@@ -54,7 +54,7 @@
 //     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
 //     Registers: forward 128, backward 195.
 //
-// Tried and dropped (H200, 2026-12-01, three calls, lab_attention_bf16 b512 under --profile, us per layer):
+// Tried and dropped (H200, 2026-12-01, four calls, lab_attention_bf16 b512 under --profile, us per layer):
 //   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue (12%
 //   of all on the one multiplication that first uses the log-sum-exp: load_lse_log2 runs between the rows'
 //   cp.async and the bias and RoPE factors' loads), 30% in the stores (8% on the RoPE factors of the
@@ -74,6 +74,12 @@
 //       barrier between the two passes. Its dqkv equalled v7's to the bit, but the backward took 450-453
 //       us against 376-380 (b64: 73.9 against 47.1) and R3 20.58-20.63 ms against 20.27-20.34: the third
 //       block does not buy back the 37% more products.
+//     - qkv's bias gradient summed in the backward (each staged 16-row block's column sums, shuffled across
+//       the lanes sharing a column, parked in rows the warp no longer reads, added per sequence in a fixed
+//       order into [B, 3C] partials), so that the trainer's pass over the N x 3C gradient (53 us a layer at
+//       R3) reads 3 MB instead: correct (the summed partials equal v7's dqkv column sums to 1.5e-8), but the
+//       backward took 411-413 us against 370-371, and R3 20.10-20.13 ms against 20.06-20.07 (R4 24.65 against
+//       24.45-24.61): the sums cost the latency-bound kernel more than the pass they replace.
 //   What is left is a different kernel: Hopper's own instructions (wgmma on operands TMA brings into
 //   shared memory, warps specialised into loaders and consumers, FlashAttention-3's form), so that the
 //   rows of the next head arrive while this one computes, which two resident blocks of 110 KB cannot do.

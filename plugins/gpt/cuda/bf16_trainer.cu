@@ -19,7 +19,8 @@
 // Also tried and dropped (the same GPU, 2026-12-01, one call, --gate off, branch wip/qkv-bgrad): qkv's
 // bias gradient from the weight-gradient GEMM's cuBLASLt BGRADB epilogue instead of the column-sum pass
 // (0.32 ms of R3's step): R3 19.97 ms against 19.90, R4 24.56 against 24.35. Its GPU test against double
-// and the trainer tests passed; the epilogue's GEMM costs what the pass saved.
+// and the trainer tests passed; the epilogue's GEMM costs what the pass saved. Nor did summing it inside the
+// attention's backward (attention_v5.cu's header: R3 20.10-20.13 ms against 20.06-20.07).
 #include <utility>
 #include <vector>
 
