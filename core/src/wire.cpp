@@ -109,8 +109,7 @@ class Out {
     } else if constexpr (std::is_floating_point_v<T>) {
       w_.f64(v);
     } else if constexpr (is_vector<T>::value) {
-      w_.u32(static_cast<std::uint32_t>(v.size()));
-      for (const auto& item : v) one(item);
+      w_.list(v, [this](Writer&, const auto& item) { one(item); });
     } else if constexpr (is_pair<T>::value) {
       one(v.first);
       one(v.second);
@@ -147,13 +146,11 @@ class In {
     } else if constexpr (std::is_floating_point_v<T>) {
       v = r_.f64();
     } else if constexpr (is_vector<T>::value) {
-      // Every element takes at least a byte: a count beyond what is left is a broken message, refused
-      // before it can ask for memory; the elements are made as they are read, not all up front.
-      const std::uint32_t count = r_.u32();
-      if (count > r_.remaining()) throw WireError("truncated message");
-      v.clear();
-      v.reserve(count);
-      for (std::uint32_t i = 0; i < count; ++i) one(v.emplace_back());
+      v = r_.list([this](Reader&) {
+        typename T::value_type item{};
+        one(item);
+        return item;
+      });
     } else if constexpr (is_pair<T>::value) {
       one(v.first);
       one(v.second);

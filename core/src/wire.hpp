@@ -48,9 +48,12 @@ class Reader {
   double f64();
   bool boolean() { return u8() != 0; }
   std::string str();
+  // Every element takes at least a byte: a count beyond what is left is a broken message, refused before
+  // anything is made; the elements are made as they are read (no reserve a corrupted count could inflate).
   template <typename Get>
   auto list(Get get) {
     const std::uint32_t n = u32();
+    if (n > remaining()) throw WireError("truncated message");
     std::vector<decltype(get(*this))> items;
     for (std::uint32_t i = 0; i < n; ++i) items.push_back(get(*this));
     return items;
