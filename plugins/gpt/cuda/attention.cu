@@ -5,10 +5,12 @@
 // the same pieces backwards. Those matmuls are issued by the trainer; this file holds the kernels between.
 //
 // Fused (what a compiler emits), version 1 (SIMT fp32 matmuls, a kernel-lab version: attention_v3.cu and
-// attention_v8.cu, R1's keeper, hold the tensor-core versions): one block per (sequence, head, tile of 32 rows); q, k and v are loaded once from the raw qkv with the bias and RoPE applied on the way in, the scores live in shared memory,
-// and only the output and one log-sum-exp per row go back to memory. The backward recomputes the
-// probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one per query tile for dq,
-// one per key tile for dk and dv, so that every gradient element has one writer and needs no atomics.
+// attention_v8.cu, R1's keeper, hold the tensor-core versions): one block per (sequence, head, tile of 32
+// rows); q, k and v are loaded once from the raw qkv with the bias and RoPE applied on the way in, the
+// scores live in shared memory, and only the output and one log-sum-exp per row go back to memory. The
+// backward recomputes the probabilities from the log-sum-exp (FlashAttention's trick) in two kernels: one
+// per query tile for dq, one per key tile for dk and dv, so that every gradient element has one writer and
+// needs no atomics.
 #include <string>
 
 #include "attention_common.cuh"

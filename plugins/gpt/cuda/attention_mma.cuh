@@ -130,7 +130,8 @@ inline constexpr float kRescaleSlack = 8.0f;
 // T on zero; the block's kBlockThreads threads share the rows.
 template <int kBlockThreads>
 __device__ inline void load_lse_log2(float* dst, const float* lse, const HeadRows& at, int heads) {
-  for (int t = threadIdx.x; t < kMaxT; t += kBlockThreads) dst[t] = t < at.T ? kLog2e * lse[at.stats_at(t, heads)] : 0.0f;
+  for (int t = threadIdx.x; t < kMaxT; t += kBlockThreads)
+    dst[t] = t < at.T ? kLog2e * lse[at.stats_at(t, heads)] : 0.0f;
 }
 
 __device__ inline float fast_exp2(float x) {

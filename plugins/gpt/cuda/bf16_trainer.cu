@@ -108,7 +108,8 @@ class Bf16Trainer final : public Trainer {
     fused_cross_entropy(losses_, d_logits16_, logits_, targets, N_, V, stream_);
     mean_loss(loss_, loss_history_, kLossHistory, &counters_[0], losses_, N_, stream_);
     // The head: wte's gradient starts here (beta 0); the embedding's backward adds its share last.
-    linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(offsets_.wte), d_logits16_, lnf16_, weight(offsets_.wte), N_, C, V);
+    linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(offsets_.wte), d_logits16_, lnf16_,
+                    weight(offsets_.wte), N_, C, V);
     // Each LayerNorm's backward also sums its dx, the residual stream's gradient, over the rows: the bias
     // gradient of the projection below (the top block's fc_proj here, attn_proj after LN2, the lower
     // block's fc_proj after LN1), out of the same pass.
@@ -120,8 +121,8 @@ class Bf16Trainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const Activations& a = sets_[plan_.set_of(l)];
       // The MLP half: fc_proj, GELU (with fc's bias gradient), fc, LN2.
-      linear_backward(cublas_.get(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu, weight(o.fc_proj_w), N_, H,
-                      C);
+      linear_backward(cublas_.get(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
+                      weight(o.fc_proj_w), N_, H, C);
       gelu_backward_bias_grad(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, N_, H, partials_, stream_);
       linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
@@ -133,7 +134,8 @@ class Bf16Trainer final : public Trainer {
       fused_attention_backward(d_qkv16_, delta_, d_attn_out16_, a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape,
                                stream_);
       column_sum(grad(o.qkv_b), d_qkv16_, N_, 3 * C, partials_, stream_);
-      linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C, 3 * C);
+      linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C,
+                      3 * C);
       // The bf16 copy of the stream's gradient feeds the block below; the embedding's backward reads fp32.
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln16_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_, l > 0 ? d_resid16_ : nullptr,
@@ -179,8 +181,8 @@ class Bf16Trainer final : public Trainer {
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
     // fc's bias in the GEMM's epilogue (bf16, as autocast's linear adds it), so GELU reads z once.
-    linear_forward_bias(cublas_lt_.get(), lt_workspace(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H,
-                        stream_);
+    linear_forward_bias(cublas_lt_.get(), lt_workspace(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N,
+                        C, H, stream_);
     gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
   }
 
