@@ -27,7 +27,8 @@ rotate q and k; PyTorch's RoPE runs outside its attention.
 Discipline: the corpus staged on the GPU and a fresh batch drawn there every step (inside the timed window,
 as roofbench's step draws its own); warm-up in chunks until two chunk times in a row agree within 2%
 (compilation, autotuning, allocator growth and clocks settle); CUDA events around each timed sample; peak
-memory from torch.cuda.max_memory_allocated over the rung's whole life (model, optimiser, warm-up, samples).
+memory from torch.cuda.max_memory_allocated over the rung's whole life (model, optimiser, warm-up, samples);
+the mean SM clock over the timed samples (sm_clock_mhz, from nvidia-smi), as roofbench records its own.
 
 Usage (where PyTorch and a GPU are):
   scripts/torch_gpt_ladder.py -o torch-gpt.json [--ceilings-from roofbench-results/latest.json]
@@ -269,13 +270,16 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
         if settled or time.monotonic() - began > max_warmup_s:
             break
     warmup_s = time.monotonic() - began
-    per_step = [timed(steps_per_sample) for _ in range(samples)]
+    with torch_timing.SmClock(torch.cuda.current_device()) as clock:
+        per_step = [timed(steps_per_sample) for _ in range(samples)]
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.max_memory_reserved()
     facts = {"compile": mode or "eager", "autocast": "bf16" if bf16 else "off (TF32 matmuls)",
              "checkpoint": "per block" if checkpoint else "off", "settled": "yes" if settled else "no",
              "warmup_s": f"{warmup_s:.1f}"}
     entry = benchmark_entry(name, "bf16" if bf16 else "tf32", batch, per_step, peak, reserved, facts, on_ladder)
+    if clock.mean_mhz is not None:
+        entry["sm_clock_mhz"] = clock.mean_mhz
     del model, optimizer, forward
     torch._dynamo.reset()
     torch.cuda.empty_cache()

@@ -5,7 +5,9 @@ each burst's time divided by its calls, and the median over bursts. Each script 
 (warm-up calls, calls per burst, bursts) and, where it needs one, its own warm-up rule.
 
 Import it from a script in this folder (`import torch_timing`); it imports torch."""
+import shutil
 import statistics
+import subprocess
 
 import torch
 
@@ -32,3 +34,32 @@ def median_seconds_per_call(fn, warmup, bursts, calls_per_burst=1):
     """warm_up(fn, warmup), then the median of `bursts` burst_seconds(fn, calls_per_burst)."""
     warm_up(fn, warmup)
     return statistics.median([burst_seconds(fn, calls_per_burst) for _ in range(bursts)])
+
+
+class SmClock:
+    """The GPU's SM clock while a with-block runs: nvidia-smi sampling every 100 ms beside it, `mean_mhz` the
+    mean of its samples afterwards (None where nvidia-smi is missing or printed nothing). roofbench's entries
+    carry the same figure (sm_clock_mhz), and at the power limit the clock moves a step's time as much as its
+    kernels do, so two figures are only compared together with their clocks."""
+
+    def __init__(self, device_index=0):
+        self.device_index = device_index
+        self.mean_mhz = None
+        self._process = None
+
+    def __enter__(self):
+        smi = shutil.which("nvidia-smi")
+        if smi:
+            self._process = subprocess.Popen(
+                [smi, "-i", str(self.device_index), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits",
+                 "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self._process is None:
+            return False
+        self._process.terminate()
+        out, _ = self._process.communicate()
+        samples = [float(line) for line in out.split() if line.replace(".", "", 1).isdigit()]
+        self.mean_mhz = statistics.mean(samples) if samples else None
+        return False

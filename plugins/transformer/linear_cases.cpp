@@ -145,7 +145,8 @@ class LtLinear final : public Linear {
         stream_of(ctx), std::size_t(count), [&](std::size_t c) { matmul(found[c].algo, stream_of(ctx)); }, plan);
     std::vector<std::string> labels;
     for (int c = 0; c < count; ++c)
-      labels.push_back("heuristic candidate " + std::to_string(c + 1) + " (" + describe(found[c].algo) + ")");
+      labels.push_back("heuristic candidate " + std::to_string(c + 1) + " (" +
+                       case_support::describe_lt_algorithm(found[c].algo) + ")");
     const std::size_t best = case_support::fastest(timings, labels);
     algorithm_ = found[best].algo;
     facts_.push_back({"algorithm", labels[best] + " of " + std::to_string(count)});
@@ -158,18 +159,6 @@ class LtLinear final : public Linear {
     ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.handle.get(), lt_.desc.get(), &one, w_, lt_.a.get(), x_, lt_.b.get(), &zero, y_,
                                       lt_.c.get(), y_, lt_.c.get(), &algorithm, workspace_,
                                       case_support::kCublasWorkspaceBytes, stream));
-  }
-
-  static std::string describe(const cublasLtMatmulAlgo_t& algorithm) {
-    std::int32_t id = 0;
-    std::uint32_t tile = 0, stages = 0, split_k = 0;
-    std::size_t written = 0;
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written));
-    ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof split_k, &written));
-    return "algo " + std::to_string(id) + ", tile " + std::to_string(tile) + ", stages " + std::to_string(stages) +
-           ", split-k " + std::to_string(split_k);
   }
 
   case_support::LtMatmul lt_;

@@ -2,9 +2,12 @@
 whose CUDA events read a virtual clock that each timed call advances: no GPU or PyTorch needed.
 Run from this folder: python3 -B -m unittest -v test_torch_timing"""
 import enum
+import os
 import importlib
 import pathlib
 import sys
+import tempfile
+import time
 import types
 import unittest
 
@@ -109,6 +112,38 @@ class TorchTiming(unittest.TestCase):
         self.assertAlmostEqual(median, 4.0e-3)
         self.assertEqual(fn.calls, 8)
         self.assertEqual(self.cuda.log[:3], ["call", "call", "sync"])
+
+
+class SmClockSamples(unittest.TestCase):
+    """SmClock against a stand-in nvidia-smi on PATH that prints three samples (and one blank line)."""
+
+    def setUp(self):
+        self.saved = dict(sys.modules)
+        install_fake_torch()
+        self.timing = load("torch_timing")
+        self.bin = tempfile.TemporaryDirectory()
+        smi = pathlib.Path(self.bin.name) / "nvidia-smi"
+        smi.write_text("#!/bin/sh\nprintf '1500\\n1600\\n\\n1700\\n'\nexec sleep 5\n")
+        smi.chmod(0o755)
+        self.path = os.environ["PATH"]
+
+    def tearDown(self):
+        os.environ["PATH"] = self.path
+        self.bin.cleanup()
+        sys.modules.clear()
+        sys.modules.update(self.saved)
+
+    def test_mean_of_the_samples_printed_during_the_block(self):
+        os.environ["PATH"] = self.bin.name + os.pathsep + self.path
+        with self.timing.SmClock() as clock:
+            time.sleep(0.3)  # the stand-in prints before it sleeps
+        self.assertAlmostEqual(clock.mean_mhz, 1600.0)
+
+    def test_none_without_nvidia_smi(self):
+        os.environ["PATH"] = self.bin.name + "-missing"
+        with self.timing.SmClock() as clock:
+            pass
+        self.assertIsNone(clock.mean_mhz)
 
 
 class ScriptsKeepTheirDiscipline(unittest.TestCase):

@@ -415,6 +415,8 @@ const char* attention_version_name(AttentionVersion version) {
       return "v7 (v6, forward softmax online, ex2.approx)";
     case AttentionVersion::v8:
       return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)";
+    case AttentionVersion::v9:
+      return "v9 (v7, backward persistent, the next head fetched ahead)";
   }
   return "unknown";
 }
@@ -439,10 +441,10 @@ FusedArgs fused_args(const AttentionShape& s, RopeTable table) {
   check_fused_attention_shape(s);
   return FusedArgs{s, 1.0f / sqrtf(static_cast<float>(s.head_dim)), table};
 }
-// The fp32 entry points take v1, v3 and v8; v4 .. v7 exist on bf16 tensors only.
+// The fp32 entry points take v1, v3 and v8; v4 .. v7 and v9 exist on bf16 tensors only.
 void refuse_bf16_only(AttentionVersion version) {
   if (version == AttentionVersion::v4 || version == AttentionVersion::v5 || version == AttentionVersion::v6 ||
-      version == AttentionVersion::v7)
+      version == AttentionVersion::v7 || version == AttentionVersion::v9)
     throw Error(std::string("gpt: attention ") + attention_version_name(version) + " is bf16 only");
 }
 dim3 fused_grid(const AttentionShape& s) {
@@ -494,7 +496,7 @@ void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float
     attention::forward_v5(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v6)
     attention::forward_v6(out, lse, qkv, qkv_bias, args, stream);
-  else if (version == AttentionVersion::v7)
+  else if (version == AttentionVersion::v7 || version == AttentionVersion::v9)
     attention::forward_v7(out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v4)
     attention::forward_v4(out, lse, qkv, qkv_bias, args, stream);
@@ -510,6 +512,8 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
   const FusedArgs args = fused_args(s, table);
   if (version == AttentionVersion::v7)
     attention::backward_v7(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
+  else if (version == AttentionVersion::v9)
+    attention::backward_v9(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v5 || version == AttentionVersion::v6)
     attention::backward_v5(dqkv, dout, out, lse, qkv, qkv_bias, args, stream);
   else if (version == AttentionVersion::v4)

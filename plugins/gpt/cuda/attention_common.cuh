@@ -7,7 +7,9 @@
 //      kept for the lab.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
 //   v5, v6, v7 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one
-//      block per head, v7's that with the online softmax of attention_mma.cuh (v7: the keeper of R2 and up).
+//      block per head, v7's that with the online softmax of attention_mma.cuh.
+//   v9 (attention_v5.cu): v7 with a persistent backward that fetches each block's next head ahead (the keeper
+//      of R2 and up).
 //   v8 (attention_v8.cu): fp32 only, v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 //      registers through a permuted k), 8 warps per block: R1's keeper.
 //   (v2, the same tiles as v3 one block per 32-row tile, is retired: v3 superseded it.)
@@ -108,6 +110,10 @@ void backward_v7(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bflo
                  const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 void forward_v6(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const float* qkv_bias,
                 const FusedArgs& args, cudaStream_t stream);
+// v9: v7's forward; its backward v7's kernel made persistent, each block fetching its next head's rows
+// while it finishes this one.
+void backward_v9(__nv_bfloat16* dqkv, const __nv_bfloat16* dout, const __nv_bfloat16* out, const float* lse,
+                 const __nv_bfloat16* qkv, const float* qkv_bias, const FusedArgs& args, cudaStream_t stream);
 
 // v8's launchers (attention_v8.cu), fp32 only: mma.sync m16n8k8 on tf32, one block of eight warps per
 // (sequence, head), the whole backward in one kernel (delta computed there, not written).

@@ -487,13 +487,13 @@ __device__ __forceinline__ void query_block_dq(float (&dq)[kHeadDim / 8][4], con
   }
 }
 
-// The backward once its prologue has filled sm (q, k, v prepared, dout, lse, delta): each warp's key blocks
-// (dv, dk, and ds^T into shared memory), a barrier, then its query blocks (dq = ds k). store(acc, scale,
-// rotate_back, row0, part, stage) writes a finished 16-row block of part 0, 1, 2 (dq, dk, dv): times scale,
-// rotated back for dq and dk; stage is 16 rows of shared memory it may overwrite (the key block's v rows,
-// which only this warp read, then the query block's q rows, which no product reads after the barrier).
+// The backward once its prologue has filled sm (q, k, v prepared, dout, lse, delta), in two phases split by a
+// barrier. store(acc, scale, rotate_back, row0, part, stage) writes a finished 16-row block of part 0, 1, 2
+// (dq, dk, dv): times scale, rotated back for dq and dk; stage is 16 rows of shared memory it may overwrite.
+// Key phase: each warp's key blocks (dv, dk, and ds^T into shared memory), staged in the key block's v rows,
+// which only this warp read. It reads q, v, dout, lse and delta; nothing after it does.
 template <Exponent kExp, typename Store>
-__device__ __forceinline__ void backward_row_blocks(BackwardSmem& sm, int T, float scale, Store store) {
+__device__ __forceinline__ void backward_key_blocks(BackwardSmem& sm, int T, float scale, Store store) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int pass = 0; pass < 2; ++pass) {
     const int kb = warp_row_block(warp, pass), key0 = kRows * kb;
@@ -505,14 +505,28 @@ __device__ __forceinline__ void backward_row_blocks(BackwardSmem& sm, int T, flo
     store(dv, 1.0f, false, key0, 2, stage);
     store(dk, scale, true, key0, 1, stage);
   }
-  __syncthreads();
+}
+// Query phase, after the barrier: each warp's query blocks (dq = ds k), reading ds^T and k only; block q0's
+// stage is stage_of(q0).
+template <typename Store, typename StageOf>
+__device__ __forceinline__ void backward_query_blocks(const BackwardSmem& sm, int T, float scale, Store store,
+                                                      StageOf stage_of) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int pass = 0; pass < 2; ++pass) {
     const int m = warp_row_block(warp, pass), q0 = kRows * m;
     if (q0 >= T) continue;
     float dq[kHeadDim / 8][4];
     query_block_dq(dq, sm, m, lane);
-    store(dq, scale, true, q0, 0, sm.q + q0 * kRowStride);
+    __syncwarp();
+    store(dq, scale, true, q0, 0, stage_of(q0));
   }
+}
+// Both phases, dq staged in the query block's q rows (no product reads q after the barrier).
+template <Exponent kExp, typename Store>
+__device__ __forceinline__ void backward_row_blocks(BackwardSmem& sm, int T, float scale, Store store) {
+  backward_key_blocks<kExp>(sm, T, scale, store);
+  __syncthreads();
+  backward_query_blocks(sm, T, scale, store, [&](int q0) { return sm.q + q0 * kRowStride; });
 }
 
 // Rows r and r + 8 of a 16 x 64 accumulator block (8 n8 tiles) to memory: times scale, and (q, k) rotated

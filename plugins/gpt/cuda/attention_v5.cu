@@ -40,7 +40,7 @@
 // backward 393 us (195 registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no
 // eligible warp).
 //
-//   v7 (the keeper of R2 and up since 2026-12-01): v6's forward kernel with attend_row_block_online (the
+//   v7 (the keeper of R2 and up from 2026-12-01 until v9): v6's forward kernel with attend_row_block_online (the
 //     softmax walked 16 keys at a time, FlashAttention-2's form) and both kernels on ex2.approx
 //     (Exponent::log2_approx). Nsight Compute had v6's forward at 29 instructions per HMMA (16 score
 //     tiles a lane behind a run-time bound, each paying a branch, a mask test and two multiplications)
@@ -83,6 +83,20 @@
 //   What is left is a different kernel: Hopper's own instructions (wgmma on operands TMA brings into
 //   shared memory, warps specialised into loaders and consumers, FlashAttention-3's form), so that the
 //   rows of the next head arrive while this one computes, which two resident blocks of 110 KB cannot do.
+//
+//   v9 (the keeper of R2 and up since 2026-12-01, session 7): v7's backward made persistent, which does let
+//     part of the next head arrive during this one within the same 110 KB: after the key phase q, v, dout,
+//     lse and delta are dead, so the next head's q, v, dout and lse (by cp.async too) travel during the
+//     query phase, whose dq is staged in the warp's own ds^T columns (DsColumnStage) rather than q's rows;
+//     only k and out (into ds^T) start after it. The arithmetic is v7's in the same order: the GPU tests hold
+//     v9's out and dqkv equal to v7's bit for bit, at 4 heads and at 640 (T 128 and 70). ptxas: 254
+//     registers, no spills, still two blocks per SM. On the H200 (lab_attention_bf16 --profile, us per layer,
+//     two runs each, one call):              b64 forward  backward   b512 forward  backward
+//                                     v7          19.8      46.6          119.4     382.4
+//                                     v9          19.5      44.5          118.7     326.5
+//     R3 and R4 with v9 as the keeper against v7 (--gate off, A/B/A/B in that call): R3 20.34 and 20.62 ms
+//     against 20.64 and 20.60, R4 24.88 and 24.74 against 25.06 and 25.04: at the 700 W limit the
+//     kernel's 0.33 ms a step shows as less.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -177,13 +191,30 @@ struct HeadPreparation {
   }
 };
 
+// Where a warp stages a finished 16 x 64 block: element (r, c) at at(r, c), 16-byte aligned for c a multiple
+// of 8, eight consecutive elements from there contiguous.
+//   RowStage: 16 rows of a [kMaxT][kRowStride] buffer that only this warp still reads;
+//   DsColumnStage (v9): the warp's own 16 query columns of ds^T, which only its dq product read, the block's
+//     four 16-column segments one below the other (row r + 16 (c / 16)), so that a staging store's eight
+//     rows fall on different banks, as RowStage's do.
+struct RowStage {
+  bf16* rows;
+  __device__ bf16* at(int r, int c) const { return rows + r * kRowStride + c; }
+};
+struct DsColumnStage {
+  bf16* columns;  // ds_t + q0
+  __device__ bf16* at(int r, int c) const { return columns + (r + kRows * (c / 16)) * kDsStride + c % 16; }
+};
+__device__ inline RowStage as_stage(bf16* rows) { return RowStage{rows}; }
+__device__ inline DsColumnStage as_stage(DsColumnStage stage) { return stage; }
+
 // A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
-// (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own 16 staging rows (stride
-// kRowStride, free to overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight
-// neighbouring lanes; rows at or past T are not written. The rotation's factors are all fetched (read-only
-// path) before the first staging store, so their round trips overlap instead of queueing behind the stores.
-template <typename Address>
-__device__ void store_head_block_staged(bf16* dst, bf16* stage, const float (&acc)[kHeadDim / 8][4], float scale,
+// (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own stage (free to
+// overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight neighbouring lanes; rows at or
+// past T are not written. The rotation's factors are all fetched (read-only path) before the first staging
+// store, so their round trips overlap instead of queueing behind the stores.
+template <typename Stage, typename Address>
+__device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
                                         bool rotate_back, RopeTable rope, int row0, int T, int lane,
                                         Address address) {
   float cos[2][kHeadDim / 8], sin[2][kHeadDim / 8];
@@ -211,7 +242,7 @@ __device__ void store_head_block_staged(bf16* dst, bf16* stage, const float (&ac
         x0 = g.x;
         x1 = g.y;
       }
-      *reinterpret_cast<unsigned*>(stage + r * kRowStride + c) = pack_bf16(x0, x1);
+      *reinterpret_cast<unsigned*>(stage.at(r, c)) = pack_bf16(x0, x1);
     }
   }
   __syncwarp();
@@ -221,7 +252,7 @@ __device__ void store_head_block_staged(bf16* dst, bf16* stage, const float (&ac
     const int id = lane + 32 * j, r = id / kChunksPerRow, c = kChunk * (id % kChunksPerRow);
     if (row0 + r < T)
       *reinterpret_cast<uint4*>(dst + address(row0 + r) + c) =
-          *reinterpret_cast<const uint4*>(stage + r * kRowStride + c);
+          *reinterpret_cast<const uint4*>(stage.at(r, c));
   }
   __syncwarp();  // the stage may be written again
 }
@@ -268,7 +299,7 @@ __device__ __forceinline__ void forward_head(bf16 (&head)[3][kHeadElements], con
     }
     // Only this warp reads q's rows q0 .. q0+15, and it has them in registers now.
     __syncwarp();
-    store_head_block_staged(out, head[0] + q0 * kRowStride, o, 1.0f, false, args.rope, q0, s.T, lane,
+    store_head_block_staged(out, RowStage{head[0] + q0 * kRowStride}, o, 1.0f, false, args.rope, q0, s.T, lane,
                             [&](int t) { return at.rows_at(t); });
   }
 }
@@ -324,6 +355,26 @@ __global__ void __launch_bounds__(kThreads, 4)
   forward_one_head_per_block<RowBlockForm::online>(out, lse, qkv, bias, args);
 }
 
+// delta = rowsum(dout * out) in fp32, as v4, over this thread's chunks of dout (in shared memory, landed by
+// its own copies) and of out (out_chunk(it), its chunk it); a row's chunks sit in kChunksPerRow
+// neighbouring threads, summed by shuffles.
+template <typename OutChunk>
+__device__ __forceinline__ void store_delta(float* delta, const bf16* dout_rows, OutChunk out_chunk) {
+#pragma unroll
+  for (int it = 0; it < kChunksPerThread; ++it) {
+    const int r = chunk_row(it), c = chunk_column(it);
+    const uint4 a = *reinterpret_cast<const uint4*>(dout_rows + r * kRowStride + c);
+    const uint4 b = out_chunk(it);
+    const bf16* x = reinterpret_cast<const bf16*>(&a);
+    const bf16* y = reinterpret_cast<const bf16*>(&b);
+    float dot = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
+    for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+    if (c == 0) delta[r] = dot;
+  }
+}
+
 template <Exponent kExp>
 __device__ __forceinline__ void backward_head(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
                                               const bf16* qkv, const float* bias, const FusedArgs& args) {
@@ -346,27 +397,16 @@ __device__ __forceinline__ void backward_head(bf16* dqkv, const bf16* dout, cons
     prep.load(bias, args.rope, at);
     cp_async_wait<0>();
     prep.apply(sm.q, sm.k, sm.v, at);
-    // delta = rowsum(dout * out) in fp32, as v4: a row's chunks sit in kChunksPerRow neighbouring threads.
-#pragma unroll
-    for (int it = 0; it < kChunksPerThread; ++it) {
-      const int r = chunk_row(it), c = chunk_column(it);
-      const uint4 a = *reinterpret_cast<const uint4*>(sm.dout + r * kRowStride + c);
-      const uint4 b = *reinterpret_cast<const uint4*>(out_rows + r * kRowStride + c);
-      const bf16* x = reinterpret_cast<const bf16*>(&a);
-      const bf16* y = reinterpret_cast<const bf16*>(&b);
-      float dot = 0.0f;
-#pragma unroll
-      for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
-      for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
-      if (c == 0) sm.delta[r] = dot;
-    }
+    store_delta(sm.delta, sm.dout, [&](int it) {
+      return *reinterpret_cast<const uint4*>(out_rows + chunk_row(it) * kRowStride + chunk_column(it));
+    });
   }
   __syncthreads();
 
   backward_row_blocks<kExp>(
       sm, s.T, args.scale,
       [&](const float(&acc)[kHeadDim / 8][4], float scale, bool rotate_back, int row0, int part, bf16* stage) {
-        store_head_block_staged(dqkv, stage, acc, scale, rotate_back, args.rope, row0, s.T, lane,
+        store_head_block_staged(dqkv, RowStage{stage}, acc, scale, rotate_back, args.rope, row0, s.T, lane,
                                 [&](int t) { return at.qkv_at(t, part); });
       });
 }
@@ -384,9 +424,96 @@ __global__ void __launch_bounds__(kThreads, 2)
   backward_head<Exponent::log2_approx>(dqkv, dout, out, lse, qkv, bias, args);
 }
 
+// v9's backward: v7's kernel made persistent (two blocks per SM walk the heads, sequence-major), each
+// block fetching its next head while it finishes this one. After the key phase, q, v, dout, lse and delta
+// are free: the next head's q, v, dout and lse start by cp.async, and dq is staged in the warp's own ds^T
+// columns instead of q's rows. After the query phase k and ds^T are free too, and the next k and out start
+// (out into ds^T, as v7's): the rows the next head still waits for. (Holding the next out in registers
+// through the query phase instead took ptxas to 255 registers and spills.)
+
+// The head's log-sum-exp, raw, into dst: 16 bytes a thread by cp.async (threads 0 .. kMaxT/4 - 1) where T
+// is a multiple of 4 (the rows then start 16-byte aligned), else loaded; rows from T on zero.
+__device__ inline void fetch_lse_async(float* dst, const float* lse, const HeadRows& at, int heads) {
+  const int t0 = 4 * static_cast<int>(threadIdx.x);
+  if (t0 >= kMaxT) return;
+  if (at.T % 4 == 0 && t0 < at.T) {
+    cp_async16(dst + t0, lse + at.stats_at(t0, heads));
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dst[t0 + e] = t0 + e < at.T ? lse[at.stats_at(t0 + e, heads)] : 0.0f;
+  }
+}
+// After this thread's wait: its own four log-sum-exps of fetch_lse_async into log2 units.
+__device__ inline void scale_lse_log2(float* lse_rows) {
+  const int t0 = 4 * static_cast<int>(threadIdx.x);
+  if (t0 >= kMaxT) return;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) lse_rows[t0 + e] *= kLog2e;
+}
+
+// What the key phase alone reads: q, v, dout and lse, by cp.async (one group).
+__device__ inline void fetch_key_phase_inputs(BackwardSmem& sm, const bf16* qkv, const bf16* dout, const float* lse,
+                                              const HeadRows& at, int heads) {
+  fetch_rows_async(sm.q, qkv, at, 0);
+  fetch_rows_async(sm.v, qkv, at, 2);
+  fetch_rows_async(sm.dout, dout, at, -1);
+  fetch_lse_async(sm.lse, lse, at, heads);
+  cp_async_commit();
+}
+// The rest: k, and out into the ds^T buffer (free until delta is taken), by cp.async (the second group).
+__device__ inline void fetch_k_and_out(BackwardSmem& sm, const bf16* qkv, const bf16* out, const HeadRows& at) {
+  fetch_rows_async(sm.k, qkv, at, 1);
+  fetch_rows_async(sm.ds_t, out, at, -1);
+  cp_async_commit();
+}
+
+__global__ void __launch_bounds__(kThreads, 2)
+    fused_attention_v9_backward_kernel(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse,
+                                       const bf16* qkv, const float* bias, FusedArgs args) {
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_bytes);
+  const AttentionShape& s = args.s;
+  const int heads = s.batch * s.heads, stride = static_cast<int>(gridDim.x);
+  int head = static_cast<int>(blockIdx.x);
+  if (head >= heads) return;
+  const int lane = threadIdx.x % 32;
+  HeadRows at = head_rows(head, s);
+  const auto store = [&](const float(&acc)[kHeadDim / 8][4], float scale, bool rotate_back, int row0, int part,
+                         auto stage) {
+    store_head_block_staged(dqkv, as_stage(stage), acc, scale, rotate_back, args.rope, row0, s.T, lane,
+                            [&](int t) { return at.qkv_at(t, part); });
+  };
+  fetch_key_phase_inputs(sm, qkv, dout, lse, at, s.heads);
+  fetch_k_and_out(sm, qkv, out, at);
+  for (;;) {
+    HeadPreparation prep;
+    prep.load(bias, args.rope, at);
+    cp_async_wait<1>();
+    scale_lse_log2(sm.lse);
+    cp_async_wait<0>();
+    prep.apply(sm.q, sm.k, sm.v, at);
+    store_delta(sm.delta, sm.dout, [&](int it) {
+      return *reinterpret_cast<const uint4*>(sm.ds_t + chunk_row(it) * kRowStride + chunk_column(it));
+    });
+    __syncthreads();
+    backward_key_blocks<Exponent::log2_approx>(sm, s.T, args.scale, store);
+    __syncthreads();  // q, v, dout, lse and delta are free
+    const int next = head + stride;
+    const HeadRows next_at = head_rows(next < heads ? next : head, s);
+    if (next < heads) fetch_key_phase_inputs(sm, qkv, dout, lse, next_at, s.heads);
+    backward_query_blocks(sm, s.T, args.scale, store, [&](int q0) { return DsColumnStage{sm.ds_t + q0}; });
+    if (next >= heads) break;
+    __syncthreads();  // k and ds^T are free
+    fetch_k_and_out(sm, qkv, out, next_at);
+    head = next;
+    at = next_at;
+  }
+}
+
 // Blocks of the persistent forward: as many as fit at once, never more than there are heads. Set by
 // configure_v5, after the three kernels' shared-memory limits: nonzero, every v5/v6 kernel can launch.
 int g_forward_grid = 0;
+int g_backward_v9_grid = 0;  // the persistent backward's blocks, likewise
 
 // v5's, v6's and v7's kernels all take more than the default 48 KB of dynamic shared memory: launched before
 // configure_v5 they would fail with a bare "invalid argument".
@@ -420,12 +547,19 @@ void configure_v5() {
   ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v7_backward_kernel,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(sizeof(BackwardSmem))));
-  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(fused_attention_v9_backward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(sizeof(BackwardSmem))));
+  int device = 0, sms = 0, per_sm = 0, backward_per_sm = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_attention_v5_forward_kernel, kThreads,
                                                                sizeof(ForwardSmemV5)));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&backward_per_sm, fused_attention_v9_backward_kernel,
+                                                               kThreads, sizeof(BackwardSmem)));
   if (per_sm < 1) throw Error("gpt: attention v5's forward does not fit on this GPU's SMs");
+  if (backward_per_sm < 1) throw Error("gpt: attention v9's backward does not fit on this GPU's SMs");
+  g_backward_v9_grid = sms * backward_per_sm;
   g_forward_grid = sms * per_sm;
 }
 
@@ -485,6 +619,18 @@ void backward_v7(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
   launch_backward(fused_attention_v7_backward_kernel, "v7 backward", dqkv, dout, out, lse, qkv, qkv_bias, args,
                   stream);
+}
+
+void backward_v9(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                 const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
+  check_launch("v9 backward", out, qkv, qkv_bias, args);
+  check_aligned16(dqkv, "v9 backward", "dqkv");
+  check_aligned16(dout, "v9 backward", "dout");
+  check_aligned16(lse, "v9 backward", "lse");
+  const int heads = args.s.batch * args.s.heads;
+  fused_attention_v9_backward_kernel<<<std::min(heads, g_backward_v9_grid), kThreads, sizeof(BackwardSmem),
+                                       stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
 }
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -88,7 +88,7 @@ class Bf16Trainer final : public Trainer {
       block_body_forward(l, batch);
       const LayerOffsets& o = offsets_.layers[l];
       const Activations& a = sets_[plan_.set_of(l)];
-      linear_forward(cublas_.get(), branch16_, CUDA_R_16BF, a.gelu, weight(o.fc_proj_w), N, cfg_.hidden(), C);
+      linear_forward(lt_context(), branch16_, CUDA_R_16BF, a.gelu, weight(o.fc_proj_w), N, cfg_.hidden(), C);
       // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).
       const bool last = l + 1 == cfg_.layers;
       Activations* next = last ? nullptr : &sets_[plan_.set_of(l + 1)];
@@ -99,7 +99,7 @@ class Bf16Trainer final : public Trainer {
     }
     // The logits in fp32 (autocast hands the bf16 matmul's output to an fp32 cross-entropy; fp32 straight
     // from the accumulator loses nothing).
-    linear_forward(cublas_.get(), logits_, CUDA_R_32F, lnf16_, weight(offsets_.wte), N, C, cfg_.vocab);
+    linear_forward(lt_context(), logits_, CUDA_R_32F, lnf16_, weight(offsets_.wte), N, C, cfg_.vocab);
   }
 
   void loss_and_backward(const std::uint8_t* inputs, const std::uint8_t* targets) override {
@@ -108,7 +108,7 @@ class Bf16Trainer final : public Trainer {
     fused_cross_entropy(losses_, d_logits16_, logits_, targets, N_, V, stream_);
     mean_loss(loss_, loss_history_, kLossHistory, &counters_[0], losses_, N_, stream_);
     // The head: wte's gradient starts here (beta 0); the embedding's backward adds its share last.
-    linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(offsets_.wte), d_logits16_, lnf16_,
+    linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(offsets_.wte), d_logits16_, lnf16_,
                     weight(offsets_.wte), N_, C, V);
     // Each LayerNorm's backward also sums its dx, the residual stream's gradient, over the rows: the bias
     // gradient of the projection below (the top block's fc_proj here, attn_proj after LN2, the lower
@@ -121,20 +121,20 @@ class Bf16Trainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const Activations& a = sets_[plan_.set_of(l)];
       // The MLP half: fc_proj, GELU (with fc's bias gradient), fc, LN2.
-      linear_backward(cublas_.get(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
+      linear_backward(lt_context(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
                       weight(o.fc_proj_w), N_, H, C);
       gelu_backward_bias_grad(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, N_, H, partials_, stream_);
-      linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
+      linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
       layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln16_, a.mid, a.ln2_mean, a.ln2_rstd,
                          param(o.ln2_w), N_, C, 1.0f, partials_, stream_, d_resid16_, grad(o.attn_proj_b));
       // The attention half: attn_proj, attention, qkv, LN1.
-      linear_backward(cublas_.get(), d_attn_out16_, CUDA_R_16BF, grad(o.attn_proj_w), d_resid16_, a.attn_out,
+      linear_backward(lt_context(), d_attn_out16_, CUDA_R_16BF, grad(o.attn_proj_w), d_resid16_, a.attn_out,
                       weight(o.attn_proj_w), N_, C, C);
       fused_attention_backward(d_qkv16_, delta_, d_attn_out16_, a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape,
                                stream_);
       column_sum(grad(o.qkv_b), d_qkv16_, N_, 3 * C, partials_, stream_);
-      linear_backward(cublas_.get(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C,
+      linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C,
                       3 * C);
       // The bf16 copy of the stream's gradient feeds the block below; the embedding's backward reads fp32.
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln16_, resid_[l], a.ln1_mean, a.ln1_rstd,
@@ -175,14 +175,13 @@ class Bf16Trainer final : public Trainer {
     const float eps = static_cast<float>(cfg_.ln_eps);
     const LayerOffsets& o = offsets_.layers[l];
     Activations& a = sets_[plan_.set_of(l)];
-    linear_forward(cublas_.get(), a.qkv, CUDA_R_16BF, a.ln1, weight(o.qkv_w), N, C, 3 * C);
+    linear_forward(lt_context(), a.qkv, CUDA_R_16BF, a.ln1, weight(o.qkv_w), N, C, 3 * C);
     fused_attention_forward(a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, attention_shape(batch), stream_);
-    linear_forward(cublas_.get(), branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
+    linear_forward(lt_context(), branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
     // fc's bias in the GEMM's epilogue (bf16, as autocast's linear adds it), so GELU reads z once.
-    linear_forward_bias(cublas_lt_.get(), lt_workspace(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N,
-                        C, H, stream_);
+    linear_forward_bias(lt_context(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H);
     gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
   }
 

@@ -42,8 +42,7 @@ class FusedTrainer final : public Trainer {
       residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch_, param(o.attn_proj_b),
                                  param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
       // fc's bias in the GEMM's epilogue, so GELU reads z once (elementwise v3).
-      linear_forward_bias(cublas_lt_.get(), lt_workspace(), CUDA_R_32F, a.fc, a.ln2, param(o.fc_w), param(o.fc_b), N,
-                          C, H, stream_);
+      linear_forward_bias(lt_context(), CUDA_R_32F, a.fc, a.ln2, param(o.fc_w), param(o.fc_b), N, C, H);
       gelu_forward_vectorized(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
       linear_forward(cublas_.get(), branch_, a.gelu, param(o.fc_proj_w), N, H, C);
       // The residual add closing this block fuses with the LayerNorm opening the next (or the final one).

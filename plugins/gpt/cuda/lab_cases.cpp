@@ -1,10 +1,10 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v7 for bf16, elementwise v3, weight gradients v3).
+// run the keepers only (attention v8 for fp32 and v9 for bf16, elementwise v3, weight gradients v3).
 //   lab_attention/version:v1|v3|v8    the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu,
 //                                     attention_v8.cu)
-//   lab_attention_bf16/version:v3|v4|v5|v6|v7/batch:64|512  the same on bf16 tensors (attention_v3.cu,
+//   lab_attention_bf16/version:v3|v4|v5|v6|v7|v9/batch:64|512  the same on bf16 tensors (attention_v3.cu,
 //                                     attention_v4.cu, attention_v5.cu), also at R3's batch
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_elementwise_bf16/version:v1|v2|v3  the same on bf16 tensors (R2-R4's)
@@ -92,7 +92,7 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// Elem float: lab_attention (v1, v3, v8; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v7; R2's tensors,
+// Elem float: lab_attention (v1, v3, v8; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v7, v9; R2's tensors,
 // qkv and dout drawn as bf16, the reference fed the same values), each gated at its own precision.
 template <typename Elem>
 class AttentionLab final : public Case {
@@ -105,10 +105,12 @@ class AttentionLab final : public Case {
                                                   AttentionVersion::v6, AttentionVersion::v7};
     if (kBf16 && version >= 3 && version <= 7)
       version_ = kBf16Versions[version - 3];
+    else if (kBf16 && version == 9)
+      version_ = AttentionVersion::v9;
     else if (!kBf16 && (version == 1 || version == 3 || version == 8))
       version_ = version == 1 ? AttentionVersion::v1 : version == 3 ? AttentionVersion::v3 : AttentionVersion::v8;
     else
-      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3 .. v7"
+      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3 .. v7 and v9"
                         : "gpt lab_attention: versions are v1, v3 and v8 (v2 is retired; v4 to v7 are bf16 only)");
   }
 
@@ -414,8 +416,9 @@ std::vector<CaseSpec> lab_cases() {
                                    "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
                                    "the training shape; v3 WMMA tiles, v4 mma.sync with the scores in registers, "
                                    "v5 v4's products with cp.async rows and a persistent forward, v6 v5 with its "
-                                   "forward one block per head, v7 v6 with the forward's softmax online (R2-R4's)",
-                                   {"v3", "v4", "v5", "v6", "v7"}, Precision::bf16, 0, {64, 512}),
+                                   "forward one block per head, v7 v6 with the forward's softmax online, v9 "
+                                   "v7 with a persistent backward fetching each block's next head ahead (R2-R4's)",
+                                   {"v3", "v4", "v5", "v6", "v7", "v9"}, Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "

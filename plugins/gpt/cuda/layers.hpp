@@ -17,6 +17,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <set>
+#include <string>
 
 #include "layernorm_chunks.hpp"
 #include "model.hpp"
@@ -57,17 +59,34 @@ void linear_forward(cublasHandle_t handle, float* y, const float* x, const float
 void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x, const float* w,
                      int N, int in, int out, float beta_dx = 0, float beta_dw = 0);
 
-// y[N, out] = x[N, in] w[out, in]^T + bias[out] in one cuBLASLt call, the bias added in the GEMM's epilogue
-// (CUBLASLT_EPILOGUE_BIAS) rather than by a pass over y. type: CUDA_R_32F (x, w, y and bias fp32, TF32
-// tensor cores: R1) or CUDA_R_16BF (all four bf16, fp32 accumulation, the bias added in fp32 before y is
-// rounded: what autocast's linear runs). y, x and w 16-byte aligned (throws roofbench::Error otherwise).
-// The workspace is cuBLAS's (the same stream, so never in use by two calls at once).
+// The cuBLASLt matmuls (the bias epilogue below, R2 and up's bf16 linears): the handle, a workspace (cuBLAS's,
+// on the same stream, so never in use by two calls at once) and the stream.
 struct LtWorkspace {
   void* data = nullptr;
   std::size_t bytes = 0;
 };
-void linear_forward_bias(cublasLtHandle_t lt, LtWorkspace workspace, cudaDataType_t type, void* y, const void* x,
-                         const void* w, const void* bias, int N, int in, int out, cudaStream_t stream);
+struct LtContext {
+  cublasLtHandle_t handle = nullptr;
+  LtWorkspace workspace;
+  cudaStream_t stream = nullptr;
+  std::set<std::string>* choices = nullptr;  // when given: each call's algorithm choice, as a line, added
+};
+// Each cuBLASLt matmul's algorithm is chosen by timing, once per process for each shape, type, alignment and
+// epilogue (and device): the first call outside a graph capture times the first kLtCandidates algorithms of
+// cuBLASLt's heuristic on the call's own operands (case_support::time_each: warm-up, then the median of
+// groups of launches) and every later call of that kind runs the fastest, so R3 and R4 run the same
+// algorithms and R4's gradients stay R3's bit for bit. Split-K partial sums are kept in fp32 (for a bf16
+// result no reduction in bf16), as autocast's fp32 accumulation promises. A call that accumulates (beta 1),
+// or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
+// a context collects name each choice, for the results' facts: the choice is made per process and can differ
+// between processes where two candidates time alike.
+inline constexpr int kLtCandidates = 8;
+// y[N, out] = x[N, in] w[out, in]^T + bias[out] in one cuBLASLt call, the bias added in the GEMM's epilogue
+// (CUBLASLT_EPILOGUE_BIAS) rather than by a pass over y. type: CUDA_R_32F (x, w, y and bias fp32, TF32
+// tensor cores: R1) or CUDA_R_16BF (all four bf16, fp32 accumulation, the bias added in fp32 before y is
+// rounded: what autocast's linear runs). y, x and w 16-byte aligned (throws roofbench::Error otherwise).
+void linear_forward_bias(const LtContext& lt, cudaDataType_t type, void* y, const void* x, const void* w,
+                         const void* bias, int N, int in, int out);
 
 // How the weight gradient dw = dy^T x is handed to cuBLAS. Its reduction runs over the N positions, the
 // strided dimension of both dy and x: cuBLAS sees both operands MN-major (its column-major "nt"), and on
@@ -218,15 +237,18 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // the backward in one kernel; v5 (bf16 only) is v4's arithmetic with the rows moved by cp.async and 16-byte
 // accesses, its forward persistent (the next head's rows in flight while one is computed); v6 is v5 with
 // its forward one block per head (four per SM: other blocks, not a second buffer, overlap a block's
-// loads), faster on the H200; v7 (the keeper of R2 and up) is v6 with the forward's softmax online
+// loads), faster on the H200; v7 (R2-R4's keeper until v9) is v6 with the forward's softmax online
 // (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7.
 // v8 (fp32 only, the keeper R1 runs): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 // registers through a permuted k, eight warps per block), attention_v8.cu: 146 us against v3's 309 us
 // (forward + backward, lab_attention at batch 64 on the H200, the session's final call).
-enum class AttentionVersion { v1, v3, v4, v5, v6, v7, v8 };
+// v9 (bf16 only, the keeper of R2 and up): v7's forward, and its backward persistent (two blocks per SM
+// walking the heads), each block fetching its next head's rows while it finishes the current one: the same
+// bits as v7, its backward 326 us against 382 at b512 on the H200 (attention_v5.cu).
+enum class AttentionVersion { v1, v3, v4, v5, v6, v7, v8, v9 };
 // The keepers the trainers run (named in the rungs' facts, so a change of keeper shows in the results).
 inline constexpr AttentionVersion kFp32AttentionKeeper = AttentionVersion::v8;
-inline constexpr AttentionVersion kBf16AttentionKeeper = AttentionVersion::v7;
+inline constexpr AttentionVersion kBf16AttentionKeeper = AttentionVersion::v9;
 const char* attention_version_name(AttentionVersion version);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
@@ -241,7 +263,8 @@ void fused_attention_backward(float* dqkv, float* delta, const float* dout, cons
 
 // bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
 // and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4 .. v7
-// do not write delta, nor does v8 on fp32). Versions v3 .. v7 (the keeper: kBf16AttentionKeeper); v1 throws.
+// and v9 do not write delta, nor does v8 on fp32). Versions v3 .. v7 and v9 (the keeper: kBf16AttentionKeeper);
+// v1 and v8 throw.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream,
                              AttentionVersion version = kBf16AttentionKeeper);
@@ -280,12 +303,12 @@ void mean_loss(float* loss, float* history, int history_size, const unsigned lon
 // out[i] = bf16(in[i]): the per-step bf16 copy of the fp32 master weights.
 void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream);
 // y[N, out] = x w^T with bf16 operands; y bf16 (y_type CUDA_R_16BF) or fp32 (CUDA_R_32F, the logits).
-void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N,
-                    int in, int out);
+void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N, int in,
+                    int out);
 // dx = dy w (bf16 or fp32 per dx_type; skipped when null) and dw = dy^T x (+ beta_dw dw) in fp32, from bf16
 // operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
-void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
-                     const bf16* x, const bf16* w, int N, int in, int out, float beta_dw = 0);
+void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
+                     const bf16* w, int N, int in, int out, float beta_dw = 0);
 // z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16 (the
 // lab's; R2 and up add the bias in the fc GEMM's epilogue and run gelu_forward below).
 void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);

@@ -1,11 +1,19 @@
 // Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), the transpose that gives a weight gradient's GEMM a
 // K-major operand, and the column sums of bias gradients.
+#include <algorithm>
+#include <compare>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
 #include "roofbench/case_support/cublas_handles.hpp"
+#include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/plugin.hpp"
 #include "storage.cuh"
 
@@ -73,68 +81,191 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
   linear_backward_kmajor(handle, dx, dw, dy, x, w, N, in, out, WgradLayout::v1, nullptr, beta_dx, beta_dw);
 }
 
-void linear_forward(cublasHandle_t handle, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N,
-                    int in, int out) {
+namespace {
+// One cuBLASLt matmul as the column-major D[m, n] = op(A) op(B) cuBLAS computes for a RowMajorGemm (operands
+// swapped, each keeping its op: gemm()'s mapping), and what its algorithm choice depends on.
+struct LtProblem {
+  int device = 0;
+  cublasOperation_t op_a = CUBLAS_OP_N, op_b = CUBLAS_OP_N;
+  std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  cudaDataType_t operand_type = CUDA_R_32F, c_type = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  bool bias = false;         // CUBLASLT_EPILOGUE_BIAS, the bias of type c_type along m
+  bool accumulates = false;  // beta != 0: C is read, so the call cannot be timed on its own operands
+  std::uint32_t alignment = 16;  // the largest power of two up to 16 dividing every matrix's address
+  auto operator<=>(const LtProblem&) const = default;
+};
+
+std::uint32_t common_alignment(std::initializer_list<const void*> pointers) {
+  std::uint32_t alignment = 16;
+  for (const void* p : pointers)
+    while (reinterpret_cast<std::uintptr_t>(p) % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+LtProblem lt_problem(const RowMajorGemm& g, const void* bias) {
+  if (g.batch != 1) throw Error("gpt: the cuBLASLt matmul runs unbatched GEMMs only");
+  LtProblem p;
+  ROOFBENCH_CUDA(cudaGetDevice(&p.device));
+  p.op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // A' = g.B
+  p.op_b = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // B' = g.A
+  p.m = g.N, p.n = g.M, p.k = g.K, p.lda = g.ldb, p.ldb = g.lda, p.ldc = g.ldc;
+  p.operand_type = g.input_type, p.c_type = g.c_type;
+  p.compute = g.input_type == CUDA_R_32F && g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  p.bias = bias != nullptr;
+  p.accumulates = g.beta != 0;
+  p.alignment = common_alignment({g.A, g.B, g.C});
+  return p;
+}
+
+struct LtOperation {
+  case_support::CublasLtMatmulDesc desc;
+  case_support::CublasLtLayout a, b, c;
+
+  LtOperation(const LtProblem& p, const void* bias) {
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc.replace(), p.compute, CUDA_R_32F));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &p.op_a, sizeof p.op_a));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &p.op_b, sizeof p.op_b));
+    if (p.bias) {
+      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      ROOFBENCH_CUBLASLT(
+          cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+      ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    const bool a_n = p.op_a == CUBLAS_OP_N, b_n = p.op_b == CUBLAS_OP_N;
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a.replace(), p.operand_type, a_n ? p.m : p.k, a_n ? p.k : p.m, p.lda));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b.replace(), p.operand_type, b_n ? p.k : p.n, b_n ? p.n : p.k, p.ldb));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c.replace(), p.c_type, p.m, p.n, p.ldc));
+  }
+};
+
+// The heuristic's first kLtCandidates algorithms for p that it says will run. Split-K partials are summed in
+// fp32: in the compute type's workspace, or (for an fp32 result) in the output itself; never in a bf16 output.
+// (A plain array: nvcc 13.0 crashes on a std::vector of the heuristic's results under C++20.)
+struct LtCandidates {
+  cublasLtMatmulHeuristicResult_t found[kLtCandidates] = {};
+  std::size_t count = 0;
+};
+LtCandidates lt_candidates(const LtContext& ctx, const LtProblem& p, const LtOperation& op) {
+  case_support::CublasLtPreference preference;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &ctx.workspace.bytes, sizeof ctx.workspace.bytes));
+  for (const auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    ROOFBENCH_CUBLASLT(
+        cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &p.alignment, sizeof p.alignment));
+  const std::uint32_t reductions = p.c_type == CUDA_R_32F ? CUBLASLT_REDUCTION_SCHEME_MASK
+                                                          : CUBLASLT_REDUCTION_SCHEME_NONE |
+                                                                CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                          &reductions, sizeof reductions));
+  LtCandidates all;
+  int count = 0;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.desc.get(), op.a.get(), op.b.get(), op.c.get(),
+                                                    op.c.get(), preference.get(), kLtCandidates, all.found, &count));
+  LtCandidates usable;
+  for (int i = 0; i < count; ++i)
+    if (all.found[i].state == CUBLAS_STATUS_SUCCESS) usable.found[usable.count++] = all.found[i];
+  if (usable.count == 0) throw Error("gpt: cuBLASLt offers no algorithm for a matmul of this shape");
+  return usable;
+}
+
+// The algorithms chosen so far, one per problem, for the process's life, each with the line that says so.
+struct LtChoice {
+  cublasLtMatmulAlgo_t algo;
+  std::string text;
+};
+std::mutex g_lt_choices_mutex;
+std::map<LtProblem, LtChoice> g_lt_choices;
+
+const char* type_name(cudaDataType_t type) { return type == CUDA_R_16BF ? "bf16" : type == CUDA_R_32F ? "fp32" : "?"; }
+
+// "m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 29, stages 35, split-k 1 (timed: candidate 7 of 8)"
+std::string choice_text(const LtProblem& p, const cublasLtMatmulAlgo_t& algo, std::size_t rank, std::size_t count,
+                        const char* how) {
+  return "m " + std::to_string(p.m) + " n " + std::to_string(p.n) + " k " + std::to_string(p.k) + " " +
+         (p.op_a == CUBLAS_OP_T ? "T" : "N") + (p.op_b == CUBLAS_OP_T ? "T" : "N") + " " + type_name(p.operand_type) +
+         "->" + type_name(p.c_type) + (p.bias ? " +bias" : "") + ": " + case_support::describe_lt_algorithm(algo) +
+         " (" + how + ": candidate " + std::to_string(rank + 1) + " of " + std::to_string(count) + ")";
+}
+
+void lt_matmul(const LtContext& ctx, const RowMajorGemm& g, const void* bias = nullptr) {
+  const LtProblem p = lt_problem(g, bias);
+  const LtOperation op(p, bias);
+  const auto launch = [&](const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
+    ROOFBENCH_CUBLASLT(cublasLtMatmul(ctx.handle, op.desc.get(), &g.alpha, g.B, op.a.get(), g.A, op.b.get(), &g.beta,
+                                      g.C, op.c.get(), g.C, op.c.get(), &algo, ctx.workspace.data,
+                                      ctx.workspace.bytes, stream));
+  };
+  const std::lock_guard lock(g_lt_choices_mutex);
+  auto chosen = g_lt_choices.find(p);
+  if (chosen == g_lt_choices.end()) {
+    const LtCandidates candidates = lt_candidates(ctx, p, op);
+    const cublasLtMatmulHeuristicResult_t* found = candidates.found;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    ROOFBENCH_CUDA(cudaStreamIsCapturing(ctx.stream, &capture));
+    std::size_t best = 0;
+    const bool timed = candidates.count > 1 && !p.accumulates && capture == cudaStreamCaptureStatusNone;
+    if (timed) {
+      // On a stream of our own (the caller's may be the legacy default stream, which cannot be captured into
+      // the timing's graphs), once the caller's stream has produced the operands.
+      ROOFBENCH_CUDA(cudaStreamSynchronize(ctx.stream));
+      cudaStream_t timing = nullptr;
+      ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&timing, cudaStreamNonBlocking));
+      std::vector<std::string> labels;
+      for (std::size_t i = 0; i < candidates.count; ++i) labels.push_back(case_support::describe_lt_algorithm(found[i].algo));
+      try {
+        const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
+            timing, candidates.count, [&](std::size_t i) { launch(found[i].algo, timing); }, case_support::TimingPlan{});
+        best = case_support::fastest(timings, labels);
+        ROOFBENCH_CUDA(cudaStreamSynchronize(timing));
+      } catch (...) {
+        cudaStreamDestroy(timing);
+        throw;
+      }
+      ROOFBENCH_CUDA(cudaStreamDestroy(timing));
+    }
+    const char* how = timed ? "timed" : p.accumulates ? "heuristic's first, accumulating" : "heuristic's first";
+    chosen = g_lt_choices.emplace(p, LtChoice{found[best].algo, choice_text(p, found[best].algo, best, candidates.count, how)})
+                 .first;
+  }
+  if (ctx.choices) ctx.choices->insert(chosen->second.text);
+  launch(chosen->second.algo, ctx.stream);
+}
+}  // namespace
+
+void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N, int in,
+                    int out) {
   RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
   g.input_type = CUDA_R_16BF;
   g.c_type = y_type;
-  gemm(handle, g);
+  lt_matmul(lt, g);
 }
 
-void linear_backward(cublasHandle_t handle, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy,
-                     const bf16* x, const bf16* w, int N, int in, int out, float beta_dw) {
+void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
+                     const bf16* w, int N, int in, int out, float beta_dw) {
   if (dx) {
     RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
     g.input_type = CUDA_R_16BF;
     g.c_type = dx_type;
-    gemm(handle, g);
+    lt_matmul(lt, g);
   }
   RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);  // dw fp32
   g.beta = beta_dw;
   g.input_type = CUDA_R_16BF;
-  gemm(handle, g);
+  lt_matmul(lt, g);
 }
 
-void linear_forward_bias(cublasLtHandle_t lt, LtWorkspace workspace, cudaDataType_t type, void* y, const void* x,
-                         const void* w, const void* bias, int N, int in, int out, cudaStream_t stream) {
+void linear_forward_bias(const LtContext& lt, cudaDataType_t type, void* y, const void* x, const void* w,
+                         const void* bias, int N, int in, int out) {
   if (type != CUDA_R_32F && type != CUDA_R_16BF) throw Error("gpt: linear_forward_bias takes fp32 or bf16");
-  // The heuristic sees the bias pointer but not the matrices': it is promised 16-byte aligned ones.
   for (const void* p : {static_cast<const void*>(y), x, w})
     if (!aligned16(p)) throw Error("gpt: linear_forward_bias needs 16-byte aligned matrices");
-  // Column-major, as cuBLASLt sees the row-major y[N, out] = x[N, in] w[out, in]^T: y^T[out, N] = w x^T, with
-  // w the column-major [in, out] transposed and x^T the column-major [in, N]; the bias runs along out, the
-  // rows of the column-major result (cuBLASLt's bias vector is one element per row of D).
-  const cublasComputeType_t compute = type == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  case_support::CublasLtMatmulDesc desc;
-  ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc.replace(), compute, CUDA_R_32F));
-  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  ROOFBENCH_CUBLASLT(
-      cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
-  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
-  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-  ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-  case_support::CublasLtLayout a, b, c;
-  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(a.replace(), type, in, out, in));
-  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(b.replace(), type, in, N, in));
-  ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(c.replace(), type, out, N, out));
-  case_support::CublasLtPreference preference;
-  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceCreate(preference.replace()));
-  ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                          &workspace.bytes, sizeof workspace.bytes));
-  const std::uint32_t alignment = 16;
-  for (const auto attribute : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                               CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), attribute, &alignment, sizeof alignment));
-  cublasLtMatmulHeuristicResult_t found{};
-  int count = 0;
-  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(lt, desc.get(), a.get(), b.get(), c.get(), c.get(), preference.get(),
-                                                    1, &found, &count));
-  if (count < 1 || found.state != CUBLAS_STATUS_SUCCESS)
-    throw Error("gpt: cuBLASLt offers no algorithm for the bias epilogue at this shape");
-  const float one = 1.0f, zero = 0.0f;
-  ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc.get(), &one, w, a.get(), x, b.get(), &zero, y, c.get(), y, c.get(),
-                                    &found.algo, workspace.data, workspace.bytes, stream));
+  // The bias runs along out: the rows m of the column-major result cuBLASLt sees (one element per row of D).
+  RowMajorGemm g = forward_gemm(y, x, w, N, in, out);
+  g.input_type = g.c_type = type;
+  lt_matmul(lt, g, bias);
 }
 
 namespace {

@@ -86,6 +86,15 @@ class GptTrainingStep final : public Case {
   }
 
   std::vector<Fact> facts() const override {
+    std::vector<Fact> out = rung_facts();
+    std::string choices;
+    if (trainer_)
+      for (const std::string& line : trainer_->matmul_choices()) choices += (choices.empty() ? "" : "; ") + line;
+    if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
+    return out;
+  }
+
+  std::vector<Fact> rung_facts() const {
     const std::string fused_attention = std::string("fused, ") + attention_version_name(kFp32AttentionKeeper);
     const std::string bf16_attention = std::string("fused, ") + attention_version_name(kBf16AttentionKeeper);
     switch (rung_) {

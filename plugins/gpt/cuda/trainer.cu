@@ -158,7 +158,9 @@ Trainer::~Trainer() {
   if (graph_) cudaGraphExecDestroy(graph_);  // a destructor must not throw
 }
 
-LtWorkspace Trainer::lt_workspace() const { return LtWorkspace{cublas_workspace_, kCublasWorkspaceBytes}; }
+LtContext Trainer::lt_context() const {
+  return LtContext{cublas_lt_.get(), LtWorkspace{cublas_workspace_, kCublasWorkspaceBytes}, stream_, &lt_choices_};
+}
 
 // The recording happens on a stream of our own: the caller's may be the legacy default stream, which cannot
 // be captured; the graph is then launched on the caller's stream all the same.

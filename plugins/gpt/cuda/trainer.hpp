@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,8 @@ class Trainer {
   // The loss of training step s (counted from 1 since initialize()) is at (s - 1) % kLossHistory.
   const float* loss_history() const { return loss_history_; }
   cudaStream_t stream() const { return stream_; }
+  // The cuBLASLt matmuls' algorithm choices this trainer's steps run (layers.hpp's LtContext), a line each.
+  const std::set<std::string>& matmul_choices() const { return lt_choices_; }
 
   // Where a rung built on this one (R5, data parallel) learns that parts of the flat gradient are final
   // on stream(), so that it can reduce them while the rest of the backward runs. Called on the host while
@@ -145,7 +148,7 @@ class Trainer {
   float* grad(std::size_t offset) { return grads_ + offset; }
   int positions(int batch) const { return batch * cfg_.context; }
   // cuBLAS's workspace, lent to the cuBLASLt calls on the same stream.
-  LtWorkspace lt_workspace() const;
+  LtContext lt_context() const;  // cuBLASLt on stream_ with cuBLAS's workspace
   AttentionShape attention_shape(int batch) const;
   // logits = LNf(x) wte^T on the final residual stream, after the LNf forward.
   void logits_forward(int batch);
@@ -171,7 +174,8 @@ class Trainer {
   cudaStream_t stream_;
   // Owned, so that a constructor failing half way (the batch sweep runs up to out of memory) gives them back.
   case_support::CublasHandle cublas_;
-  case_support::CublasLtHandle cublas_lt_;  // the GEMMs with a bias epilogue (linear_forward_bias)
+  case_support::CublasLtHandle cublas_lt_;  // the cuBLASLt matmuls (the bias epilogue, R2 and up's linears)
+  mutable std::set<std::string> lt_choices_;  // what lt_context()'s calls report
   void* cublas_workspace_ = nullptr;
   DeviceCorpus corpus_;
   std::uint64_t data_seed_;

@@ -240,7 +240,7 @@ std::vector<float> rounded_to_bf16(std::vector<float> v) {
   return v;
 }
 
-// The bf16 attention versions (v3 .. v7, v7 the keeper) on bf16-rounded inputs against the double
+// The bf16 attention versions (v3 .. v7 and v9, v7 the keeper) on bf16-rounded inputs against the double
 // reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
 // probabilities rounded to 8 significant bits); v4 .. v7 also against v3, and the keeper twice on the same
 // inputs for the same bits (R4's recomputed backward must equal R3's).
@@ -254,7 +254,11 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   };
   const FusedAttentionRun v3 = run_bf16(AttentionVersion::v3), v4 = run_bf16(AttentionVersion::v4);
   const FusedAttentionRun v5 = run_bf16(AttentionVersion::v5), v6 = run_bf16(AttentionVersion::v6);
-  const FusedAttentionRun v7 = run_bf16(AttentionVersion::v7);
+  const FusedAttentionRun v7 = run_bf16(AttentionVersion::v7), v9 = run_bf16(AttentionVersion::v9);
+  // v9 is v7's arithmetic in another schedule: the same bits.
+  EXPECT_EQ(v9.out, v7.out);
+  EXPECT_EQ(v9.lse, v7.lse);
+  EXPECT_EQ(v9.dqkv, v7.dqkv);
   for (const FusedAttentionRun* run : {&v3, &v4, &v5, &v6, &v7}) {
     EXPECT_LT(rel_l2(run->out, ref.out), 2e-2);
     EXPECT_LT(rel_l2(run->dqkv, ref.dqkv), 2e-2);
@@ -274,6 +278,7 @@ TEST_P(GptFusedAttention, Bf16VersionsMatchDouble) {
   const FusedAttentionRun& keeper = kBf16AttentionKeeper == AttentionVersion::v5   ? v5
                                     : kBf16AttentionKeeper == AttentionVersion::v6 ? v6
                                     : kBf16AttentionKeeper == AttentionVersion::v7 ? v7
+                                    : kBf16AttentionKeeper == AttentionVersion::v9 ? v9
                                                                                    : v4;
   EXPECT_EQ(again.out, keeper.out);
   EXPECT_EQ(again.dqkv, keeper.dqkv);
@@ -373,12 +378,13 @@ double worst_head_error(const std::vector<float>& got, const std::vector<float>&
   return worst;
 }
 
-// More heads than v5's persistent forward has blocks (it walks several heads per block, fetching the next
-// while computing one), at the model's width: every head of v5, v6 and v7 against v4, and v5 and v7 twice
-// for the same bits. 80 sequences x 8 heads = 640 heads, over twice the 2 x 132 blocks of an H200.
+// More heads than v5's persistent forward and v9's persistent backward have blocks (they walk several heads
+// per block, fetching the next while computing one), at the model's width: every head of v5, v6 and v7
+// against v4, v9 against v7 for the same bits, and v5 and v7 twice for the same bits. 80 sequences x 8 heads
+// = 640 heads, over twice the 2 x 132 blocks of an H200; T 70 takes v9's loaded (not copied) log-sum-exp.
 class GptFusedAttentionManyHeads : public ::testing::TestWithParam<int> {};
 
-TEST_P(GptFusedAttentionManyHeads, V5V6AndV7MatchV4OnEveryHead) {
+TEST_P(GptFusedAttentionManyHeads, V5ToV9MatchV4OnEveryHead) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   constexpr int B = 80, H = 8, hd = 64;
   const int T = GetParam();
@@ -394,6 +400,9 @@ TEST_P(GptFusedAttentionManyHeads, V5V6AndV7MatchV4OnEveryHead) {
   };
   const FusedAttentionRun v4 = run(AttentionVersion::v4), v5 = run(AttentionVersion::v5);
   const FusedAttentionRun v6 = run(AttentionVersion::v6), v7 = run(AttentionVersion::v7);
+  const FusedAttentionRun v9 = run(AttentionVersion::v9);
+  EXPECT_EQ(v9.out, v7.out);
+  EXPECT_EQ(v9.dqkv, v7.dqkv);
   for (const FusedAttentionRun* other : {&v5, &v6, &v7}) {
     EXPECT_LT(rel_l2(other->lse, v4.lse), 1e-5);
     EXPECT_LT(worst_head_error(other->out, v4.out, B, T, 1, H, hd), 2e-2);
@@ -687,8 +696,8 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
     std::vector<float> y, g;
     if (bf16_operands) {
       bf16 *d_y = dev.alloc<bf16>(n), *d_g = dev.alloc<bf16>(n);
-      linear_forward_bias(lt.get(), workspace, CUDA_R_16BF, d_y, dev.upload(to_bf16(x)), dev.upload(to_bf16(w)),
-                          dev.upload(to_bf16(bias)), N, in, out, nullptr);
+      linear_forward_bias(LtContext{lt.get(), workspace, nullptr}, CUDA_R_16BF, d_y, dev.upload(to_bf16(x)),
+                          dev.upload(to_bf16(w)), dev.upload(to_bf16(bias)), N, in, out);
       gelu_forward(d_g, d_y, n, nullptr);
       y = from_bf16(Device::download(d_y, n));
       g = from_bf16(Device::download(d_g, n));
@@ -708,8 +717,8 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
     } else {
       float *d_y = dev.alloc<float>(n), *d_g = dev.alloc<float>(n + 3);
       ROOFBENCH_CUDA(cudaMemset(d_g, 0xff, (n + 3) * sizeof(float)));
-      linear_forward_bias(lt.get(), workspace, CUDA_R_32F, d_y, dev.upload(x), dev.upload(w), dev.upload(bias), N, in,
-                          out, nullptr);
+      linear_forward_bias(LtContext{lt.get(), workspace, nullptr}, CUDA_R_32F, d_y, dev.upload(x), dev.upload(w),
+                          dev.upload(bias), N, in, out);
       gelu_forward_vectorized(d_g, d_y, n - 3, nullptr);  // a length with a tail past the last whole vector
       y = Device::download(d_y, n);
       const auto all = Device::download(d_g, n + 3);

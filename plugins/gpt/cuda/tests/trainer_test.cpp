@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -64,11 +65,18 @@ INSTANTIATE_TEST_SUITE_P(Rungs, GptTrainer,
                          [](const ::testing::TestParamInfo<Rung>& info) { return std::string(to_string(info.param)); });
 
 // R4 recomputes R3's activations with the same kernels on the same values: the same logits and gradients,
-// and the same training, bit for bit up to a library's choice of algorithm.
+// and the same training, bit for bit up to a library's choice of algorithm. The cuBLASLt matmuls' choices
+// are made once per process, so the two run the same ones, and say which.
 TEST(GptTrainers, CheckpointingComputesTheSameGradients) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   TinyModel tiny;
   auto plain = tiny.make(Rung::bf16), checkpointed = tiny.make(Rung::bf16_checkpoint);
+  EXPECT_EQ(checkpointed->matmul_choices(), plain->matmul_choices());
+  ASSERT_FALSE(plain->matmul_choices().empty());
+  for (const std::string& line : plain->matmul_choices()) {
+    std::printf("%s\n", line.c_str());
+    EXPECT_NE(line.find(" of "), std::string::npos) << line;
+  }
   plain->draw_gate_batch(tiny.inputs, tiny.targets, tiny.cfg.batch);
   plain->compute_gradients(tiny.inputs, tiny.targets);
   checkpointed->compute_gradients(tiny.inputs, tiny.targets);

@@ -4,6 +4,9 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include <cstdint>
+#include <string>
+
 #include "roofbench/case_support/owned_handle.hpp"
 #include "roofbench/cuda_check.hpp"
 
@@ -31,5 +34,19 @@ struct LtMatmul {
     ROOFBENCH_CUBLASLT(handle.destroy());
   }
 };
+
+// "algo 66, tile 29, stages 35, split-k 1": what tells one cuBLASLt algorithm from another in a search's
+// labels.
+inline std::string describe_lt_algorithm(const cublasLtMatmulAlgo_t& algorithm) {
+  std::int32_t id = 0;
+  std::uint32_t tile = 0, stages = 0, split_k = 0;
+  std::size_t written = 0;
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written));
+  ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoConfigGetAttribute(&algorithm, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k, sizeof split_k, &written));
+  return "algo " + std::to_string(id) + ", tile " + std::to_string(tile) + ", stages " + std::to_string(stages) +
+         ", split-k " + std::to_string(split_k);
+}
 
 }  // namespace roofbench::case_support
