@@ -1,5 +1,6 @@
-// Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), the transpose that gives a weight gradient's GEMM a
-// K-major operand, and the column sums of bias gradients.
+// Matmuls through cuBLAS on TF32 tensor cores (fp32 storage), R2 and up's bf16 linears and the bias epilogue
+// through cuBLASLt with timed algorithms (layers.hpp's LtContext), the transpose that gives a weight gradient's
+// GEMM a K-major operand, and the column sums of bias gradients.
 #include <algorithm>
 #include <compare>
 #include <cstdint>
