@@ -126,8 +126,21 @@ def _mode_mismatch(base, new):
     base_facts, new_facts = base.facts, new.facts
     for key in sorted(set(base_facts) | set(new_facts)):
         if base_facts.get(key) != new_facts.get(key):
-            reasons.append(f"{key} {base_facts.get(key, '—')} vs {new_facts.get(key, '—')}")
+            reasons.append(_fact_difference(key, base_facts.get(key), new_facts.get(key)))
     return "; ".join(reasons)
+
+
+def _fact_difference(key, base, new):
+    """'key BASE vs NEW'; for a fact that lists parts joined by '; ' on both sides (the gpt plugin's
+    matmul_algorithms, a line per shape), only the parts that differ, so one changed choice among fifteen
+    does not print thirty lines."""
+    base_parts = base.split("; ") if isinstance(base, str) else []
+    new_parts = new.split("; ") if isinstance(new, str) else []
+    if len(base_parts) > 1 and len(new_parts) > 1:
+        only_base = [part for part in base_parts if part not in new_parts]
+        only_new = [part for part in new_parts if part not in base_parts]
+        return f"{key} {' / '.join(only_base) or '—'} vs {' / '.join(only_new) or '—'}"
+    return f"{key} {'—' if base is None else base} vs {'—' if new is None else new}"
 
 
 def _noisy_sides(comparison):

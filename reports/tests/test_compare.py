@@ -199,6 +199,24 @@ class RunProblemsTest(unittest.TestCase):
         self.assertEqual(found["cpu/add/n:65536"], NOT_COMPARABLE)
         self.assertEqual(code, 1)  # the other rows are 3x slower
 
+    def test_a_fact_of_many_parts_shows_only_the_parts_that_differ(self):
+        shapes = [f"m {m} n 65536 k 512 TN bf16->bf16: algo 66, tile 29" for m in (512, 1536, 2048)]
+        changed = shapes[:1] + ["m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 20"] + shapes[2:]
+        for document, parts in ((self.document, shapes), (copy.deepcopy(self.document), changed)):
+            for entry in document["benchmarks"]:
+                if entry["name"].startswith("cpu/matmul_blas/"):
+                    entry["roofbench"]["facts"] = {"matmul_algorithms": "; ".join(parts)}
+            if parts is shapes:
+                base = self.folder.write_json("parts_base.json", document)
+            else:
+                new = self.folder.write_json("parts_new.json", document)
+        _, out, _ = run_compare(base, new)
+        note = rows(out)["cpu/matmul_blas/n:128"][7]
+        self.assertEqual(verdicts(out)["cpu/matmul_blas/n:128"], NOT_COMPARABLE)
+        self.assertIn("matmul_algorithms m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 29 vs "
+                      "m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 20", note)
+        self.assertNotIn("m 512 ", note)
+
     def test_a_noisy_result_is_judged_on_runs_and_noted_never_on_a_single_run(self):
         for entry in self.document["benchmarks"]:
             if entry["name"].startswith("cpu/matmul_naive/"):
