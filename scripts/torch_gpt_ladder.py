@@ -270,7 +270,7 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
         if settled or time.monotonic() - began > max_warmup_s:
             break
     warmup_s = time.monotonic() - began
-    with torch_timing.SmClock(torch.cuda.current_device()) as clock:
+    with torch_timing.SmClock(torch_timing.nvidia_smi_id(torch, torch.cuda.current_device())) as clock:
         per_step = [timed(steps_per_sample) for _ in range(samples)]
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.max_memory_reserved()

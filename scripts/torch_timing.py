@@ -42,8 +42,8 @@ class SmClock:
     carry the same figure (sm_clock_mhz), and at the power limit the clock moves a step's time as much as its
     kernels do, so two figures are only compared together with their clocks."""
 
-    def __init__(self, device_index=0):
-        self.device_index = device_index
+    def __init__(self, device=0):
+        self.device = device  # what nvidia-smi -i takes: NVML's index, or better the GPU's UUID ("GPU-...")
         self.mean_mhz = None
         self._process = None
 
@@ -51,7 +51,7 @@ class SmClock:
         smi = shutil.which("nvidia-smi")
         if smi:
             self._process = subprocess.Popen(
-                [smi, "-i", str(self.device_index), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits",
+                [smi, "-i", str(self.device), "--query-gpu=clocks.sm", "--format=csv,noheader,nounits",
                  "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         return self
 
@@ -63,3 +63,11 @@ class SmClock:
         samples = [float(line) for line in out.split() if line.replace(".", "", 1).isdigit()]
         self.mean_mhz = statistics.mean(samples) if samples else None
         return False
+
+
+def nvidia_smi_id(torch_module, ordinal):
+    """The GPU of CUDA ordinal `ordinal` as nvidia-smi -i names it: its UUID. A CUDA ordinal is not NVML's index
+    (CUDA_VISIBLE_DEVICES renumbers, and CUDA orders fastest first); falls back to the ordinal where the
+    properties carry no UUID."""
+    uuid = getattr(torch_module.cuda.get_device_properties(ordinal), "uuid", None)
+    return f"GPU-{uuid}" if uuid else str(ordinal)

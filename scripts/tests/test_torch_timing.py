@@ -139,6 +139,12 @@ class SmClockSamples(unittest.TestCase):
             time.sleep(0.3)  # the stand-in prints before it sleeps
         self.assertAlmostEqual(clock.mean_mhz, 1600.0)
 
+    def test_the_gpu_is_named_by_its_uuid(self):
+        props = {0: types.SimpleNamespace(uuid="58a7a3f3-0000-1111-2222-333344445555"), 1: types.SimpleNamespace()}
+        fake = types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=props.__getitem__))
+        self.assertEqual(self.timing.nvidia_smi_id(fake, 0), "GPU-58a7a3f3-0000-1111-2222-333344445555")
+        self.assertEqual(self.timing.nvidia_smi_id(fake, 1), "1")  # no UUID: the ordinal
+
     def test_none_without_nvidia_smi(self):
         os.environ["PATH"] = self.bin.name + "-missing"
         with self.timing.SmClock() as clock:

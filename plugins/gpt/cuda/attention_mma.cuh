@@ -489,7 +489,8 @@ __device__ __forceinline__ void query_block_dq(float (&dq)[kHeadDim / 8][4], con
 
 // The backward once its prologue has filled sm (q, k, v prepared, dout, lse, delta), in two phases split by a
 // barrier. store(acc, scale, rotate_back, row0, part, stage) writes a finished 16-row block of part 0, 1, 2
-// (dq, dk, dv): times scale, rotated back for dq and dk; stage is 16 rows of shared memory it may overwrite.
+// (dq, dk, dv): times scale, rotated back for dq and dk; stage is where it may stage the block (16 rows of
+// shared memory, or v9's DsColumnStage).
 // Key phase: each warp's key blocks (dv, dk, and ds^T into shared memory), staged in the key block's v rows,
 // which only this warp read. It reads q, v, dout, lse and delta; nothing after it does.
 template <Exponent kExp, typename Store>

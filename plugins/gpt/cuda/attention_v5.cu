@@ -195,15 +195,19 @@ struct HeadPreparation {
 // of 8, eight consecutive elements from there contiguous.
 //   RowStage: 16 rows of a [kMaxT][kRowStride] buffer that only this warp still reads;
 //   DsColumnStage (v9): the warp's own 16 query columns of ds^T, which only its dq product read, the block's
-//     four 16-column segments one below the other (row r + 16 (c / 16)), so that a staging store's eight
-//     rows fall on different banks, as RowStage's do.
+//     four 16-column segments one below the other in rows 0 .. 63, segment s's row r at 16 s + (r + 2 s) % 16:
+//     a staging store's eight rows, and a 16-byte read-back's four segments, fall on different banks (with
+//     row r + 16 s the read-back's segments were 16 rows, 0 mod 32 banks, apart: 4-way conflicts).
 struct RowStage {
   bf16* rows;
   __device__ bf16* at(int r, int c) const { return rows + r * kRowStride + c; }
 };
 struct DsColumnStage {
   bf16* columns;  // ds_t + q0
-  __device__ bf16* at(int r, int c) const { return columns + (r + kRows * (c / 16)) * kDsStride + c % 16; }
+  __device__ bf16* at(int r, int c) const {
+    const int segment = c / 16;
+    return columns + (kRows * segment + (r + 2 * segment) % kRows) * kDsStride + c % 16;
+  }
 };
 __device__ inline RowStage as_stage(bf16* rows) { return RowStage{rows}; }
 __device__ inline DsColumnStage as_stage(DsColumnStage stage) { return stage; }

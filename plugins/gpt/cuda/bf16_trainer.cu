@@ -1,6 +1,6 @@
 // R2 (bf16), R3 (bf16 at a bigger batch) and R4 (bf16 with activation checkpointing): R1's fused step with
 // bf16 compute as torch.autocast(dtype=torch.bfloat16) applies it.
-//   bf16: every matmul's operands (cuBLAS bf16 tensor cores, fp32 accumulation) and the attention's (the
+//   bf16: every matmul's operands (cuBLASLt bf16 tensor cores, fp32 accumulation, algorithms timed) and the attention's (the
 //         kernels of layers.hpp's kBf16AttentionKeeper, on bf16 tensor cores); the tensors those read are
 //         stored bf16: the LayerNorm outputs, qkv, the attention output, the MLP's pre-activation and GELU,
 //         dlogits and the activations' gradients that feed a matmul. The weights get a bf16 copy at the

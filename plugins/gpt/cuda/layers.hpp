@@ -71,11 +71,11 @@ struct LtContext {
   cudaStream_t stream = nullptr;
   std::set<std::string>* choices = nullptr;  // when given: each call's algorithm choice, as a line, added
 };
-// Each cuBLASLt matmul's algorithm is chosen by timing, once per process for each shape, type, alignment and
-// epilogue (and device): the first call outside a graph capture times the first kLtCandidates algorithms of
-// cuBLASLt's heuristic on the call's own operands (case_support::time_each: warm-up, then the median of
-// groups of launches) and every later call of that kind runs the fastest, so R3 and R4 run the same
-// algorithms and R4's gradients stay R3's bit for bit. Split-K partial sums are kept in fp32 (for a bf16
+// Each cuBLASLt matmul's algorithm is chosen by timing, once per process for each shape, type, alignment,
+// epilogue, workspace size and device: the first call outside a graph capture times up to kLtCandidates
+// algorithms of cuBLASLt's heuristic (its first) on the call's own operands (case_support::time_each:
+// warm-up, then the median of groups of launches) and every later call of that kind runs the fastest, so R3
+// and R4 in one worker process run the same algorithms and R4's gradients stay R3's bit for bit. Split-K partial sums are kept in fp32 (for a bf16
 // result no reduction in bf16), as autocast's fp32 accumulation promises. A call that accumulates (beta 1),
 // or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
 // a context collects name each choice, for the results' facts: the choice is made per process and can differ
@@ -238,7 +238,7 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // accesses, its forward persistent (the next head's rows in flight while one is computed); v6 is v5 with
 // its forward one block per head (four per SM: other blocks, not a second buffer, overlap a block's
 // loads), faster on the H200; v7 (R2-R4's keeper until v9) is v6 with the forward's softmax online
-// (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7.
+// (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7 and v9.
 // v8 (fp32 only, the keeper R1 runs): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 // registers through a permuted k, eight warps per block), attention_v8.cu: 146 us against v3's 309 us
 // (forward + backward, lab_attention at batch 64 on the H200, the session's final call).
@@ -302,7 +302,8 @@ void mean_loss(float* loss, float* history, int history_size, const unsigned lon
 
 // out[i] = bf16(in[i]): the per-step bf16 copy of the fp32 master weights.
 void cast_to_bf16(bf16* out, const float* in, std::size_t n, cudaStream_t stream);
-// y[N, out] = x w^T with bf16 operands; y bf16 (y_type CUDA_R_16BF) or fp32 (CUDA_R_32F, the logits).
+// y[N, out] = x w^T with bf16 operands (cuBLASLt, timed algorithms: LtContext above); y bf16 (y_type
+// CUDA_R_16BF) or fp32 (CUDA_R_32F, the logits).
 void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const bf16* x, const bf16* w, int N, int in,
                     int out);
 // dx = dy w (bf16 or fp32 per dx_type; skipped when null) and dw = dy^T x (+ beta_dw dw) in fp32, from bf16

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -94,6 +95,8 @@ struct LtProblem {
   bool bias = false;         // CUBLASLT_EPILOGUE_BIAS, the bias of type c_type along m
   bool accumulates = false;  // beta != 0: C is read, so the call cannot be timed on its own operands
   std::uint32_t alignment = 16;  // the largest power of two up to 16 dividing every matrix's address
+  std::uint32_t bias_alignment = 16;    // the same of the bias's
+  std::size_t workspace_bytes = 0;      // what the heuristic was told it may use
   auto operator<=>(const LtProblem&) const = default;
 };
 
@@ -104,7 +107,7 @@ std::uint32_t common_alignment(std::initializer_list<const void*> pointers) {
   return alignment;
 }
 
-LtProblem lt_problem(const RowMajorGemm& g, const void* bias) {
+LtProblem lt_problem(const RowMajorGemm& g, const void* bias, std::size_t workspace_bytes) {
   if (g.batch != 1) throw Error("gpt: the cuBLASLt matmul runs unbatched GEMMs only");
   LtProblem p;
   ROOFBENCH_CUDA(cudaGetDevice(&p.device));
@@ -116,6 +119,8 @@ LtProblem lt_problem(const RowMajorGemm& g, const void* bias) {
   p.bias = bias != nullptr;
   p.accumulates = g.beta != 0;
   p.alignment = common_alignment({g.A, g.B, g.C});
+  if (bias) p.bias_alignment = common_alignment({bias});
+  p.workspace_bytes = workspace_bytes;
   return p;
 }
 
@@ -191,48 +196,59 @@ std::string choice_text(const LtProblem& p, const cublasLtMatmulAlgo_t& algo, st
          " (" + how + ": candidate " + std::to_string(rank + 1) + " of " + std::to_string(count) + ")";
 }
 
+// The choice for p: the cached one, or, on first sight, the fastest candidate timed outside the lock (which
+// guards the map only, so that R5's ranks, one thread and device each, never wait on each other's timing or
+// launches); a second thread timing the same problem at once keeps whichever choice landed first.
+LtChoice choose(const LtContext& ctx, const LtProblem& p, const LtOperation& op,
+                const std::function<void(const cublasLtMatmulAlgo_t&, cudaStream_t)>& launch) {
+  {
+    const std::lock_guard lock(g_lt_choices_mutex);
+    const auto known = g_lt_choices.find(p);
+    if (known != g_lt_choices.end()) return known->second;
+  }
+  const LtCandidates candidates = lt_candidates(ctx, p, op);
+  const cublasLtMatmulHeuristicResult_t* found = candidates.found;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ROOFBENCH_CUDA(cudaStreamIsCapturing(ctx.stream, &capture));
+  std::size_t best = 0;
+  const bool timed = candidates.count > 1 && !p.accumulates && capture == cudaStreamCaptureStatusNone;
+  if (timed) {
+    std::vector<std::string> labels;
+    for (std::size_t i = 0; i < candidates.count; ++i)
+      labels.push_back(case_support::describe_lt_algorithm(found[i].algo));
+    // On a stream of our own (the caller's may be the legacy default stream, which cannot be captured into the
+    // timing's graphs), once the caller's stream has produced the operands.
+    ROOFBENCH_CUDA(cudaStreamSynchronize(ctx.stream));
+    cudaStream_t timing = nullptr;
+    ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&timing, cudaStreamNonBlocking));
+    try {
+      const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
+          timing, candidates.count, [&](std::size_t i) { launch(found[i].algo, timing); }, case_support::TimingPlan{});
+      best = case_support::fastest(timings, labels);
+      ROOFBENCH_CUDA(cudaStreamSynchronize(timing));
+    } catch (...) {
+      cudaStreamDestroy(timing);
+      throw;
+    }
+    ROOFBENCH_CUDA(cudaStreamDestroy(timing));
+  }
+  const char* how = timed ? "timed" : p.accumulates ? "heuristic's first, accumulating" : "heuristic's first";
+  const LtChoice made{found[best].algo, choice_text(p, found[best].algo, best, candidates.count, how)};
+  const std::lock_guard lock(g_lt_choices_mutex);
+  return g_lt_choices.emplace(p, made).first->second;
+}
+
 void lt_matmul(const LtContext& ctx, const RowMajorGemm& g, const void* bias = nullptr) {
-  const LtProblem p = lt_problem(g, bias);
+  const LtProblem p = lt_problem(g, bias, ctx.workspace.bytes);
   const LtOperation op(p, bias);
   const auto launch = [&](const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
     ROOFBENCH_CUBLASLT(cublasLtMatmul(ctx.handle, op.desc.get(), &g.alpha, g.B, op.a.get(), g.A, op.b.get(), &g.beta,
                                       g.C, op.c.get(), g.C, op.c.get(), &algo, ctx.workspace.data,
                                       ctx.workspace.bytes, stream));
   };
-  const std::lock_guard lock(g_lt_choices_mutex);
-  auto chosen = g_lt_choices.find(p);
-  if (chosen == g_lt_choices.end()) {
-    const LtCandidates candidates = lt_candidates(ctx, p, op);
-    const cublasLtMatmulHeuristicResult_t* found = candidates.found;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    ROOFBENCH_CUDA(cudaStreamIsCapturing(ctx.stream, &capture));
-    std::size_t best = 0;
-    const bool timed = candidates.count > 1 && !p.accumulates && capture == cudaStreamCaptureStatusNone;
-    if (timed) {
-      // On a stream of our own (the caller's may be the legacy default stream, which cannot be captured into
-      // the timing's graphs), once the caller's stream has produced the operands.
-      ROOFBENCH_CUDA(cudaStreamSynchronize(ctx.stream));
-      cudaStream_t timing = nullptr;
-      ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&timing, cudaStreamNonBlocking));
-      std::vector<std::string> labels;
-      for (std::size_t i = 0; i < candidates.count; ++i) labels.push_back(case_support::describe_lt_algorithm(found[i].algo));
-      try {
-        const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
-            timing, candidates.count, [&](std::size_t i) { launch(found[i].algo, timing); }, case_support::TimingPlan{});
-        best = case_support::fastest(timings, labels);
-        ROOFBENCH_CUDA(cudaStreamSynchronize(timing));
-      } catch (...) {
-        cudaStreamDestroy(timing);
-        throw;
-      }
-      ROOFBENCH_CUDA(cudaStreamDestroy(timing));
-    }
-    const char* how = timed ? "timed" : p.accumulates ? "heuristic's first, accumulating" : "heuristic's first";
-    chosen = g_lt_choices.emplace(p, LtChoice{found[best].algo, choice_text(p, found[best].algo, best, candidates.count, how)})
-                 .first;
-  }
-  if (ctx.choices) ctx.choices->insert(chosen->second.text);
-  launch(chosen->second.algo, ctx.stream);
+  const LtChoice chosen = choose(ctx, p, op, launch);
+  if (ctx.choices) ctx.choices->insert(chosen.text);
+  launch(chosen.algo, ctx.stream);
 }
 }  // namespace
 

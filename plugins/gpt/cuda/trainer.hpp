@@ -106,7 +106,8 @@ class Trainer {
   // The loss of training step s (counted from 1 since initialize()) is at (s - 1) % kLossHistory.
   const float* loss_history() const { return loss_history_; }
   cudaStream_t stream() const { return stream_; }
-  // The cuBLASLt matmuls' algorithm choices this trainer's steps run (layers.hpp's LtContext), a line each.
+  // The cuBLASLt matmuls' algorithm choices this trainer has run (layers.hpp's LtContext), a line each: its
+  // step's, and any other shape it met, such as a gate's forward at another batch.
   const std::set<std::string>& matmul_choices() const { return lt_choices_; }
 
   // Where a rung built on this one (R5, data parallel) learns that parts of the flat gradient are final

@@ -240,7 +240,7 @@ std::vector<float> rounded_to_bf16(std::vector<float> v) {
   return v;
 }
 
-// The bf16 attention versions (v3 .. v7 and v9, v7 the keeper) on bf16-rounded inputs against the double
+// The bf16 attention versions (v3 .. v7 and v9, v9 the keeper) on bf16-rounded inputs against the double
 // reference on the same rounded values: bf16 operands in the products (q, k, v, dout and the
 // probabilities rounded to 8 significant bits); v4 .. v7 also against v3, and the keeper twice on the same
 // inputs for the same bits (R4's recomputed backward must equal R3's).
