@@ -118,16 +118,18 @@ def format_ratio(ratio):
     return f"{text}x {'slower' if ratio > 1 else 'faster'}"
 
 
-def _mode_mismatch(base, new):
-    """Why two results of one name measured different things (timing path, the case's facts), or ''."""
-    reasons = []
+def _mode_mismatch(base, new, ignored_facts=()):
+    """Why two results of one name measured different things (timing path, the case's facts but those
+    ignored), or '', and what the ignored facts that differ say."""
+    reasons, ignored = [], []
     if base.timing and new.timing and base.timing != new.timing:
         reasons.append(f"timing {base.timing} vs {new.timing}")
     base_facts, new_facts = base.facts, new.facts
     for key in sorted(set(base_facts) | set(new_facts)):
         if base_facts.get(key) != new_facts.get(key):
-            reasons.append(_fact_difference(key, base_facts.get(key), new_facts.get(key)))
-    return "; ".join(reasons)
+            difference = _fact_difference(key, base_facts.get(key), new_facts.get(key))
+            (ignored if key in ignored_facts else reasons).append(difference)
+    return "; ".join(reasons), "; ".join(ignored)
 
 
 def _fact_difference(key, base, new):
@@ -165,8 +167,9 @@ def _judge_without_test(comparison, reason):
         comparison.notes.append(reason)
 
 
-def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha):
-    """Comparisons of the benchmarks in both, plus the names only in base (removed) and only in new (added)."""
+def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignored_facts=()):
+    """Comparisons of the benchmarks in both, plus the names only in base (removed) and only in new (added).
+    A fact named in ignored_facts that differs is noted but does not make a row not comparable."""
     comparisons, tested = [], []
     for name, base in base_benchmarks.items():
         new = new_benchmarks.get(name)
@@ -174,7 +177,9 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha):
             continue
         comparison = Comparison(name, SideSummary.of(base), SideSummary.of(new), base.gate, new.gate)
         comparisons.append(comparison)
-        mismatch = _mode_mismatch(base, new)
+        mismatch, ignored = _mode_mismatch(base, new, ignored_facts)
+        if ignored:
+            comparison.notes.append(f"differs, ignored: {ignored}")
         if comparison.base is None or comparison.new is None:
             comparison.verdict = NO_TIMING
         elif mismatch:

@@ -40,6 +40,9 @@ def _parser():
                         help="compare results from different devices (context.roofbench.device.key)")
     parser.add_argument("--allow-mode-mismatch", action="store_true",
                         help="compare runs with different modes (hot/cold, gates on/off)")
+    parser.add_argument("--ignore-fact", dest="ignored_facts", action="append", default=[], metavar="NAME",
+                        help="a case fact (e.g. algorithm, matmul_algorithms) whose difference is noted but "
+                             "does not make a row not comparable (repeatable)")
     return parser
 
 
@@ -85,7 +88,7 @@ def main(argv=None):
         print(f"roofbench-compare: {mode_problem}; pass --allow-mode-mismatch to compare anyway", file=sys.stderr)
         return EXIT_BAD_INPUT
     comparisons, added, removed = compare_benchmarks(base.benchmarks, new.benchmarks, arguments.threshold,
-                                                     arguments.alpha)
+                                                     arguments.alpha, frozenset(arguments.ignored_facts))
     problems = RunProblems(removed=removed,
                            incomplete_new=[run.title for run in new.files if not run.complete],
                            incomplete_base=[run.title for run in base.files if not run.complete],

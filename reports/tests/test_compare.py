@@ -216,6 +216,11 @@ class RunProblemsTest(unittest.TestCase):
         self.assertIn("matmul_algorithms m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 29 vs "
                       "m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 20", note)
         self.assertNotIn("m 512 ", note)
+        # Told to ignore the fact, the row is judged on its timings (the same on both sides), the note kept.
+        code, out, _ = run_compare(base, new, "--ignore-fact", "matmul_algorithms")
+        self.assertEqual(code, 0)
+        self.assertNotEqual(verdicts(out)["cpu/matmul_blas/n:128"], NOT_COMPARABLE)
+        self.assertIn("differs, ignored: matmul_algorithms m 1536", rows(out)["cpu/matmul_blas/n:128"][7])
 
     def test_a_noisy_result_is_judged_on_runs_and_noted_never_on_a_single_run(self):
         for entry in self.document["benchmarks"]:
