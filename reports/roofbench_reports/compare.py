@@ -141,7 +141,8 @@ def _fact_difference(key, base, new):
     if len(base_parts) > 1 and len(new_parts) > 1:
         only_base = [part for part in base_parts if part not in new_parts]
         only_new = [part for part in new_parts if part not in base_parts]
-        return f"{key} {' / '.join(only_base) or '—'} vs {' / '.join(only_new) or '—'}"
+        if only_base or only_new:  # else the same parts in another order: the whole values say it
+            return f"{key} {' / '.join(only_base) or '—'} vs {' / '.join(only_new) or '—'}"
     return f"{key} {'—' if base is None else base} vs {'—' if new is None else new}"
 
 

@@ -602,39 +602,36 @@ void forward_v7(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, c
 namespace {
 using BackwardKernel = void (*)(bf16*, const bf16*, const bf16*, const float*, const bf16*, const float*, FusedArgs);
 
-void launch_backward(BackwardKernel kernel, const char* version, bf16* dqkv, const bf16* dout, const bf16* out,
-                     const float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
+// grid: one block per (sequence, head), head_grid's, or v9's persistent blocks.
+void launch_backward(BackwardKernel kernel, const char* version, dim3 grid, bf16* dqkv, const bf16* dout,
+                     const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias, const FusedArgs& args,
                      cudaStream_t stream) {
   check_launch(version, out, qkv, qkv_bias, args);
   check_aligned16(dqkv, version, "dqkv");
   check_aligned16(dout, version, "dout");
-  kernel<<<head_grid(args.s), kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
+  kernel<<<grid, kThreads, sizeof(BackwardSmem), stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
   ROOFBENCH_CUDA_LAUNCH();
 }
 }  // namespace
 
 void backward_v5(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  launch_backward(fused_attention_v5_backward_kernel, "v5 and v6 backward", dqkv, dout, out, lse, qkv, qkv_bias, args,
-                  stream);
+  launch_backward(fused_attention_v5_backward_kernel, "v5 and v6 backward", head_grid(args.s), dqkv, dout, out, lse,
+                  qkv, qkv_bias, args, stream);
 }
 
 void backward_v7(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  launch_backward(fused_attention_v7_backward_kernel, "v7 backward", dqkv, dout, out, lse, qkv, qkv_bias, args,
-                  stream);
+  launch_backward(fused_attention_v7_backward_kernel, "v7 backward", head_grid(args.s), dqkv, dout, out, lse, qkv,
+                  qkv_bias, args, stream);
 }
 
 void backward_v9(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                  const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  check_launch("v9 backward", out, qkv, qkv_bias, args);
-  check_aligned16(dqkv, "v9 backward", "dqkv");
-  check_aligned16(dout, "v9 backward", "dout");
-  check_aligned16(lse, "v9 backward", "lse");
+  check_aligned16(lse, "v9 backward", "lse");  // fetched 16 bytes at a time (fetch_lse_async)
   const int heads = args.s.batch * args.s.heads;
-  fused_attention_v9_backward_kernel<<<std::min(heads, g_backward_v9_grid), kThreads, sizeof(BackwardSmem),
-                                       stream>>>(dqkv, dout, out, lse, qkv, qkv_bias, args);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_backward(fused_attention_v9_backward_kernel, "v9 backward", dim3(std::min(heads, g_backward_v9_grid)), dqkv,
+                  dout, out, lse, qkv, qkv_bias, args, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::attention

@@ -166,15 +166,15 @@ LtCandidates lt_candidates(const LtContext& ctx, const LtProblem& p, const LtOpe
                                                                 CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
   ROOFBENCH_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                                                           &reductions, sizeof reductions));
-  LtCandidates all;
+  LtCandidates candidates;
   int count = 0;
   ROOFBENCH_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.desc.get(), op.a.get(), op.b.get(), op.c.get(),
-                                                    op.c.get(), preference.get(), kLtCandidates, all.found, &count));
-  LtCandidates usable;
-  for (int i = 0; i < count; ++i)
-    if (all.found[i].state == CUBLAS_STATUS_SUCCESS) usable.found[usable.count++] = all.found[i];
-  if (usable.count == 0) throw Error("gpt: cuBLASLt offers no algorithm for a matmul of this shape");
-  return usable;
+                                                    op.c.get(), preference.get(), kLtCandidates, candidates.found,
+                                                    &count));
+  for (int i = 0; i < count; ++i)  // keep those that will run, in the heuristic's order
+    if (candidates.found[i].state == CUBLAS_STATUS_SUCCESS) candidates.found[candidates.count++] = candidates.found[i];
+  if (candidates.count == 0) throw Error("gpt: cuBLASLt offers no algorithm for a matmul of this shape");
+  return candidates;
 }
 
 // The algorithms chosen so far, one per problem, for the process's life, each with the line that says so.
