@@ -82,6 +82,23 @@ BiasGeluReference bias_gelu_reference(std::span<const float> z, std::span<const 
   return r;
 }
 
+FcGeluReference fc_gelu_reference(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                                  int rows, int in, int out) {
+  const std::size_t n = static_cast<std::size_t>(rows) * out;
+  FcGeluReference r{std::vector<double>(n), std::vector<double>(n)};
+  for (int row = 0; row < rows; ++row)
+    for (int o = 0; o < out; ++o) {
+      double sum = bias[o];
+      const float* xr = &x[static_cast<std::size_t>(row) * in];
+      const float* wo = &w[static_cast<std::size_t>(o) * in];
+      for (int i = 0; i < in; ++i) sum += double{xr[i]} * wo[i];
+      const std::size_t e = static_cast<std::size_t>(row) * out + o;
+      r.z[e] = sum;
+      r.gelu[e] = 0.5 * sum * (1 + std::erf(sum / std::sqrt(2.0)));
+    }
+  return r;
+}
+
 double weight_gradient_entry(std::span<const float> dy, std::span<const float> x, int N, int in, int out, int o,
                              int i) {
   double sum = 0;

@@ -25,6 +25,15 @@ struct BiasGeluReference {
 BiasGeluReference bias_gelu_reference(std::span<const float> z, std::span<const float> bias,
                                       std::span<const float> dout, int rows, int cols);
 
+// The MLP's fc layer with its GELU on some rows of x: z = x w^T + bias and gelu = GELU(z) (exact erf form),
+// x the rows [rows, in] (a sample of a larger batch's, gathered), w [out, in] row-major, bias [out]; z and
+// gelu [rows, out]. GELU is taken of the double z (not of z rounded to a storage type).
+struct FcGeluReference {
+  std::vector<double> z, gelu;
+};
+FcGeluReference fc_gelu_reference(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                                  int rows, int in, int out);
+
 // Entry (o, i) of a weight gradient dw = dy^T x: sum over the N rows of dy[n, o] x[n, i], dy [N, out] and
 // x [N, in] row-major.
 double weight_gradient_entry(std::span<const float> dy, std::span<const float> x, int N, int in, int out, int o,

@@ -9,6 +9,9 @@
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_elementwise_bf16/version:v1|v2|v3  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
+//   lab_fc_gelu_bf16/version:v1|v2|v3/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1 R2-R4's
+//                                     cuBLASLt + GELU pass, v2 and v3 one cuDNN graph (fc_gelu_cudnn.cpp; only
+//                                     where cuDNN is found)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -16,18 +19,23 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "bf16.hpp"
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+#include "fc_gelu_cudnn.hpp"
+#endif
 #include "lab_cases.hpp"
 #include "lab_reference.hpp"
 #include "layers.hpp"
 #include "model.hpp"
 #include "roofbench/case_support/cublas_handles.hpp"
 #include "roofbench/cuda_check.hpp"
+#include "roofbench/plugin.hpp"
 #include "trainer.hpp"
 #include "training_gates.hpp"
 
@@ -387,6 +395,166 @@ class WgradLab final : public Case {
   void* workspace_ = nullptr;
 };
 
+// ---------------------------------------------------------------------------------------------------
+// The MLP's fc layer with its bias and GELU on R2-R4's bf16 tensors: z = x w^T + b and gelu = GELU(z)
+// (exact erf form), both kept (the backward reads both); x [N, C], w [H, C], b [H], z and gelu [N, H], all
+// bf16 (fc_gelu_cudnn.cpp says why this is measured):
+//   v1 (R2-R4's): linear_forward_bias (cuBLASLt, the bias in its epilogue) writes z, then gelu_forward (the
+//       table kernel) reads z and writes gelu;
+//   v2: one cuDNN graph, matmul -> ADD bias -> z -> GELU_FWD(z) -> gelu, z and gelu non-virtual, so GELU runs
+//       in the GEMM's epilogue and z is never read back (FcGeluGraph::chain);
+//   v3: v2 with both outputs fanned out of the fp32 sum (IDENTITY -> z, GELU_FWD(sum) -> gelu), in case an
+//       engine refuses v2's chain (FcGeluGraph::fan_out).
+// v2 and v3 exist only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN); a cuDNN that cannot fuse the graph
+// makes them not applicable with its reason, not a failure.
+class FcGeluLab final : public Case {
+ public:
+  explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+    if (version_ < 1 || version_ > 3) throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2 and v3");
+#else
+    if (version_ != 1) throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 (v2 and v3 need cuDNN)");
+#endif
+  }
+
+  void setup(Context& ctx) override {
+    const std::size_t N = rows(), C = channels(), H = hidden();
+    x_ = alloc(ctx, N * C, BufferRole::input);
+    w_ = alloc(ctx, H * C, BufferRole::input);
+    bias_ = alloc(ctx, H, BufferRole::input);
+    z_ = alloc(ctx, N * H, BufferRole::output);
+    gelu_ = alloc(ctx, N * H, BufferRole::output);
+    // Weights at about the model's scale (|w| < 0.1 over 512 inputs): z spreads over GELU's curved middle
+    // and both tails, not only its linear part.
+    ctx.fill_random(x_, N * C, ElementType::bf16);
+    ctx.fill_random(w_, H * C, ElementType::bf16, -kWeightRange, kWeightRange);
+    ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
+    if (version_ == 1) {
+      ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
+      lt_workspace_ = ctx.alloc(kLtWorkspaceBytes, BufferRole::scratch);
+      // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
+      run(ctx);
+      ctx.synchronize();
+      return;
+    }
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+    cudnn_ = std::make_unique<CudnnFcGelu>(
+        version_ == 2 ? FcGeluGraph::chain : FcGeluGraph::fan_out, FcGeluShape{rows(), cfg_.channels, cfg_.hidden()},
+        stream_of(ctx), x_, w_, bias_, z_, gelu_,
+        [&ctx](std::size_t bytes) { return ctx.alloc(bytes, BufferRole::scratch); });
+    ctx.synchronize();
+#endif
+  }
+
+  void run(Context& ctx) override {
+    if (version_ == 1) {
+      const LtContext lt{lt_.get(), LtWorkspace{lt_workspace_, kLtWorkspaceBytes}, stream_of(ctx), &lt_choices_};
+      linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
+      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
+      return;
+    }
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+    cudnn_->run(stream_of(ctx));
+#endif
+  }
+
+  // The GEMM's 2 N C H; minimum traffic x, w and the bias read, z and gelu written once each (the same for
+  // every version, so their rates compare: v1 moves z once more, its GELU pass reading it back).
+  Work work() const override {
+    const double N = rows(), C = channels(), H = hidden();
+    Work w;
+    w.flops = 2 * N * C * H;
+    w.bytes = static_cast<double>(sizeof(bf16)) * (N * C + H * C + H + 2 * N * H);
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Fact> facts() const override {
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+    if (cudnn_) {
+      const FcGeluGraph graph = version_ == 2 ? FcGeluGraph::chain : FcGeluGraph::fan_out;
+      std::vector<Fact> out = {{"kernel", std::string("cuDNN graph: ") + fc_gelu_graph_name(graph)}};
+      for (const Fact& f : cudnn_->facts()) out.push_back(f);
+      return out;
+    }
+#endif
+    std::vector<Fact> out = {{"kernel", "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"}};
+    std::string choices;
+    for (const std::string& line : lt_choices_) choices += (choices.empty() ? "" : "; ") + line;
+    if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
+    return out;
+  }
+
+  // kGateRows rows spread over the batch (the first and the last among them) against the double reference
+  // from the inputs as stored: z = x w^T + b and GELU of that z; and every element of z and gelu finite
+  // (the host poisoned both, so an element left unwritten is NaN).
+  Check check(Context& ctx) override {
+    const std::size_t N = rows(), C = channels(), H = hidden();
+    const std::size_t sampled = std::min<std::size_t>(kGateRows, N);
+    std::vector<std::size_t> picks(sampled);
+    for (std::size_t k = 0; k < sampled; ++k) picks[k] = sampled > 1 ? k * (N - 1) / (sampled - 1) : 0;
+    std::vector<float> x, z, gelu;
+    for (const std::size_t r : picks) {
+      for (const float v : download_as_float(ctx, x_ + r * C, C)) x.push_back(v);
+      for (const float v : download_as_float(ctx, z_ + r * H, H)) z.push_back(v);
+      for (const float v : download_as_float(ctx, gelu_ + r * H, H)) gelu.push_back(v);
+    }
+    const std::vector<float> w = download_as_float(ctx, w_, H * C), bias = download_as_float(ctx, bias_, H);
+    const auto ref =
+        reference::fc_gelu_reference(x, w, bias, static_cast<int>(sampled), cfg_.channels, cfg_.hidden());
+    const std::size_t not_finite = count_not_finite(ctx, z_, N * H) + count_not_finite(ctx, gelu_, N * H);
+    WorstError errors;
+    errors.add("z (" + std::to_string(sampled) + " rows)", relative_l2_error(z.data(), ref.z.data(), z.size()));
+    errors.add("GELU", relative_l2_error(gelu.data(), ref.gelu.data(), gelu.size()));
+    if (not_finite > 0) errors.add(std::to_string(not_finite) + " of z's and gelu's elements not finite", std::nan(""));
+    return errors.result();
+  }
+
+  void teardown(Context&) override {
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+    if (cudnn_) cudnn_->destroy();
+#endif
+    ROOFBENCH_CUBLASLT(lt_.destroy());
+  }
+
+ private:
+  static constexpr std::size_t kGateRows = 64;
+  static constexpr double kWeightRange = 0.1;
+  static constexpr std::size_t kLtWorkspaceBytes = 32u << 20;  // the trainers' cuBLAS workspace
+  static constexpr std::size_t kScanRows = 4096;
+  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
+  }
+  // bf16 elements of device[0..count) that are Inf or NaN, read back in slices (R3's z is 268 MB).
+  std::size_t count_not_finite(Context& ctx, const bf16* device, std::size_t count) const {
+    const std::size_t slice = kScanRows * hidden();
+    std::vector<std::uint16_t> bits;
+    std::size_t bad = 0;
+    for (std::size_t begin = 0; begin < count; begin += slice) {
+      const std::size_t n = std::min(slice, count - begin);
+      bits.resize(n);
+      ctx.copy_to_host(bits.data(), device + begin, n * sizeof(std::uint16_t));
+      bad += static_cast<std::size_t>(
+          std::count_if(bits.begin(), bits.end(), [](std::uint16_t b) { return (b & 0x7f80u) == 0x7f80u; }));
+    }
+    return bad;
+  }
+  int rows() const { return cfg_.batch * cfg_.context; }
+  std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
+  std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
+
+  Config cfg_;
+  int version_;
+  bf16 *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr, *gelu_ = nullptr;
+  case_support::CublasLtHandle lt_;  // v1; a setup that throws half way gives it back through the destructor
+  void* lt_workspace_ = nullptr;
+  std::set<std::string> lt_choices_;
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+  std::unique_ptr<CudnnFcGelu> cudnn_;  // v2, v3
+#endif
+};
+
 template <typename Lab>
 CaseSpec lab_case(std::string name, std::string description, std::vector<std::string> versions,
                   Precision precision, double tolerance = 0, std::vector<std::int64_t> batches = {64}) {
@@ -400,6 +568,17 @@ CaseSpec lab_case(std::string name, std::string description, std::vector<std::st
   spec.make = [](const Params& params) -> std::unique_ptr<Case> { return std::make_unique<Lab>(params); };
   return spec;
 }
+
+CaseSpec with_timeout(double seconds, CaseSpec spec) {
+  spec.timeout_s = seconds;
+  return spec;
+}
+
+#if defined(ROOFBENCH_GPT_WITH_CUDNN)
+const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v3"};
+#else
+const std::vector<std::string> kFcGeluVersions = {"v1"};  // v2 and v3 are cuDNN graphs
+#endif
 
 }  // namespace
 
@@ -434,6 +613,15 @@ std::vector<CaseSpec> lab_cases() {
                          "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
                          {"v1", "v2", "v3"}, Precision::tf32),
+      // bf16 tensors and outputs, fp32 accumulation: the default bf16 tolerance. Batch 512 is R3's and R4's.
+      // v2's and v3's setup compiles up to 6 cuDNN plans (runtime-fusion engines) before timing them: more
+      // time than the host's default allows for one benchmark may be needed.
+      with_timeout(240, lab_case<FcGeluLab>("lab_fc_gelu_bf16",
+                          "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
+                          "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass "
+                          "(R2-R4's), v2 one cuDNN graph matmul -> bias -> z -> GELU, v3 the same with z and GELU "
+                          "both taken from the fp32 sum (v2 and v3 only where cuDNN is found)",
+                          kFcGeluVersions, Precision::bf16, 0, {64, 512})),
   };
 }
 

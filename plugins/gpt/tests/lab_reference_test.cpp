@@ -43,6 +43,20 @@ TEST(GptLabReference, BiasGeluAndItsGradient) {
   EXPECT_DOUBLE_EQ(r.dbias[1], r.dz[1] + r.dz[3]);
 }
 
+TEST(GptLabReference, FcGelu) {
+  // x [2, 3], w [2, 3] (out 2), bias [2]: z = x w^T + bias, then the erf GELU of the double z.
+  const std::vector<float> x = {1, 2, 3, -1, 0, 0.5f}, w = {0.5f, -1, 0.25f, 1, 1, 1}, bias = {0.25f, -6};
+  const FcGeluReference r = fc_gelu_reference(x, w, bias, 2, 3, 2);
+  auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
+  const double z[4] = {0.5 - 2 + 0.75 + 0.25, 6 - 6.0, -0.5 + 0.125 + 0.25, -0.5 - 6};
+  ASSERT_EQ(r.z.size(), 4u);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_DOUBLE_EQ(r.z[e], z[e]) << e;
+    EXPECT_DOUBLE_EQ(r.gelu[e], gelu(z[e])) << e;
+  }
+  EXPECT_DOUBLE_EQ(r.gelu[1], 0.0);
+}
+
 TEST(GptLabReference, WeightGradientEntry) {
   // dy [3, 2], x [3, 2]: dw(1, 0) = sum_n dy[n, 1] x[n, 0].
   const std::vector<float> dy = {1, 2, 3, 4, 5, 6}, x = {1, -1, 2, -2, 3, -3};
