@@ -230,7 +230,7 @@ def build_model(torch, checkpoint):
     return GPT().cuda()
 
 
-def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_warmup_s):
+def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_warmup_s, trained_steps=0):
     import torch_timing  # beside this script; it imports torch, which the reports' tests of this file lack
 
     mode, bf16, batch, checkpoint, on_ladder = RUNGS[name]
@@ -263,6 +263,8 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
         return torch_timing.burst_seconds(step, steps)
 
     began = time.monotonic()
+    if trained_steps:  # as roofbench's gated rungs are timed after their 300-step learning run
+        timed(trained_steps)
     chunks = []
     while True:
         chunks.append(timed(warmup_chunk))
@@ -276,7 +278,7 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
     reserved = torch.cuda.max_memory_reserved()
     facts = {"compile": mode or "eager", "autocast": "bf16" if bf16 else "off (TF32 matmuls)",
              "checkpoint": "per block" if checkpoint else "off", "settled": "yes" if settled else "no",
-             "warmup_s": f"{warmup_s:.1f}"}
+             "warmup_s": f"{warmup_s:.1f}", "trained_steps_before_timing": str(trained_steps)}
     entry = benchmark_entry(name, "bf16" if bf16 else "tf32", batch, per_step, peak, reserved, facts, on_ladder)
     if clock.mean_mhz is not None:
         entry["sm_clock_mhz"] = clock.mean_mhz
@@ -353,6 +355,9 @@ def main(argv=None):
     parser.add_argument("--steps-per-sample", type=int, default=10)
     parser.add_argument("--warmup-chunk", type=int, default=10)
     parser.add_argument("--max-warmup-s", type=float, default=90)
+    parser.add_argument("--trained-steps", type=int, default=0, help="train this many steps before the warm-up, "
+                        "so that the rungs are timed on trained weights as roofbench's gated rungs are (after "
+                        "their 300-step learning run)")
     parser.add_argument("--attention", action="store_true", help="also the attention alone per SDPA backend "
                         "(after the rungs, within the deadline)")
     args = parser.parse_args(argv)
@@ -388,7 +393,7 @@ def main(argv=None):
             break
         try:
             entry = run_rung(torch, corpus, name, args.warmup_chunk, args.samples, args.steps_per_sample,
-                             args.max_warmup_s)
+                             args.max_warmup_s, args.trained_steps)
         except torch.cuda.OutOfMemoryError as error:
             not_run.append({"case": f"torch/{name}", "reason": f"out of memory: {error}"})
             torch.cuda.empty_cache()
