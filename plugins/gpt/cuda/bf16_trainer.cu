@@ -2,7 +2,8 @@
 // bf16 compute as torch.autocast(dtype=torch.bfloat16) applies it.
 //   bf16: every matmul's operands (cuBLASLt bf16 tensor cores, fp32 accumulation, algorithms timed) and the attention's (the
 //         kernels of layers.hpp's kBf16AttentionKeeper, on bf16 tensor cores); the tensors those read are
-//         stored bf16: the LayerNorm outputs, qkv, the attention output, the MLP's pre-activation and GELU,
+//         stored bf16: the LayerNorm outputs, qkv, the attention output, fc's x w^T (its bias added, in fp32 and
+//         rounded to bf16 as a separate bias add is, by both GELU passes) and GELU,
 //         dlogits and the activations' gradients that feed a matmul. The weights get a bf16 copy at the
 //         start of every step.
 //   fp32: the master weights, their gradients and the Adam moments (AdamW is R1's), the residual stream and
@@ -123,7 +124,7 @@ class Bf16Trainer final : public Trainer {
       // The MLP half: fc_proj, GELU (with fc's bias gradient), fc, LN2.
       linear_backward(lt_context(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
                       weight(o.fc_proj_w), N_, H, C);
-      gelu_backward_bias_grad(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, N_, H, partials_, stream_);
+      gelu_backward_add_bias(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, weight(o.fc_b), N_, H, partials_, stream_);
       linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
       layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln16_, a.mid, a.ln2_mean, a.ln2_rstd,
@@ -163,7 +164,7 @@ class Bf16Trainer final : public Trainer {
     bf16* ln2;
     float* ln2_mean;
     float* ln2_rstd;
-    bf16* fc;    // pre-activation, bias added
+    bf16* fc;    // x w^T, fc's bias not yet added (the pre-activation is bf16(fc + bias))
     bf16* gelu;
   };
 
@@ -180,9 +181,10 @@ class Bf16Trainer final : public Trainer {
     linear_forward(lt_context(), branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-    // fc's bias in the GEMM's epilogue (bf16, as autocast's linear adds it), so GELU reads z once.
-    linear_forward_bias(lt_context(), CUDA_R_16BF, a.fc, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H);
-    gelu_forward(a.gelu, a.fc, static_cast<std::size_t>(N) * H, stream_);
+    // fc's bias (bf16, as autocast casts it) is added by the GELU passes, not in the GEMM's epilogue: cuBLASLt's
+    // BIAS epilogue made this GEMM the slowest of its shape (layers.hpp's gelu_forward_add_bias).
+    linear_forward(lt_context(), a.fc, CUDA_R_16BF, a.ln2, weight(o.fc_w), N, C, H);
+    gelu_forward_add_bias(a.gelu, a.fc, weight(o.fc_b), N, H, stream_);
   }
 
   // R4: block l's activations again, from its input resid_[l] (kept through the step). Its LN1 runs on its

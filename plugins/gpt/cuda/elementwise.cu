@@ -1,6 +1,7 @@
 // One-operation elementwise kernels (the eager path), and the bias + GELU fusion of the fused path.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "bf16_table.hpp"
@@ -138,16 +139,38 @@ __device__ inline void fill_bf16_table(T* table, F f) {
 }
 
 
+// z + bias as a separate bf16 bias add computes it: in fp32, rounded to bf16 (the bits the tables index).
+__device__ inline unsigned short add_bias_bf16(unsigned short z_bits, float bias) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(__bfloat162float(__ushort_as_bfloat16(z_bits)) + bias));
+}
+
+// The widest row whose bias gelu_forward_bf16_table_kernel<true> stages in shared memory (16 KB of fp32).
+constexpr int kMaxGeluBiasCols = 4096;
+
 // out = GELU(z) in bf16, 8 elements (16 bytes) a vector; the table holds the bf16 bits of every GELU.
+// kAddBias: z is the fc GEMM's x w^T without its bias, and GELU takes bf16(z + bias[col]) (cols = 8
+// col_vectors, at most kMaxGeluBiasCols; the bias staged in shared memory once per block).
+template <bool kAddBias>
 __global__ void __launch_bounds__(kElementwiseThreads)
-    gelu_forward_bf16_table_kernel(bf16* __restrict__ out, const bf16* __restrict__ z, std::size_t n) {
+    gelu_forward_bf16_table_kernel(bf16* __restrict__ out, const bf16* __restrict__ z, std::size_t n,
+                                   const bf16* __restrict__ bias, unsigned col_vectors) {
   __shared__ unsigned short table[kBf16TableSize];
+  __shared__ __align__(16) float bias_cols[kAddBias ? kMaxGeluBiasCols : 1];
   fill_bf16_table(table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
+  if constexpr (kAddBias)
+    for (unsigned c = threadIdx.x; c < 8 * col_vectors; c += blockDim.x) bias_cols[c] = __bfloat162float(bias[c]);
   __syncthreads();
-  const auto apply = [](uint4& raw) {
+  const auto apply = [&](uint4& raw, std::size_t vector) {
     unsigned short* e = reinterpret_cast<unsigned short*>(&raw);
+    [[maybe_unused]] float b[8];
+    if constexpr (kAddBias) {
+      const float4* at = reinterpret_cast<const float4*>(bias_cols + 8 * (static_cast<unsigned>(vector) % col_vectors));
+      const float4 lo = at[0], hi = at[1];
+      b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w, b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
+    }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
+      if constexpr (kAddBias) e[i] = add_bias_bf16(e[i], b[i]);
       const int slot = bf16_table_slot(e[i]);
       e[i] = slot >= 0 ? table[slot]
                        : __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(e[i])))));
@@ -159,27 +182,30 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   for (; q + stride < vectors; q += 2 * stride) {
     uint4 a = in[q], b = in[q + stride];
-    apply(a);
-    apply(b);
+    apply(a, q);
+    apply(b, q + stride);
     to[q] = a;
     to[q + stride] = b;
   }
   if (q < vectors) {
     uint4 a = in[q];
-    apply(a);
+    apply(a, q);
     to[q] = a;
   }
+  // No tail with a bias: its rows are whole vectors.
   const std::size_t tail = 8 * vectors + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
-  if (tail < n) out[tail] = __float2bfloat16_rn(gelu(__bfloat162float(z[tail])));
+  if (!kAddBias && tail < n) out[tail] = __float2bfloat16_rn(gelu(__bfloat162float(z[tail])));
 }
 
 // gelu_backward_bias_grad on bf16 with GELU' from the table: column_partial_sums_vec_kernel's chunks,
 // partials and summation order (8 columns a thread, kLanes row lanes, kFetchRows rows' loads ahead), each
 // block taking chunks blockIdx.y, blockIdx.y + gridDim.y, ... so the table is built once for several.
-template <int kLanes>
+// kAddBias: z is x w^T without fc's bias, and GELU' takes bf16(z + bias[col]), as the forward's GELU did.
+template <int kLanes, bool kAddBias>
 __global__ void __launch_bounds__(kColumnTileCols* kLanes)
     gelu_backward_bias_grad_bf16_table_kernel(float* partials, int rows, int cols, bf16* __restrict__ dz,
-                                              const bf16* __restrict__ dout, const bf16* __restrict__ z) {
+                                              const bf16* __restrict__ dout, const bf16* __restrict__ z,
+                                              const bf16* __restrict__ bias) {
   constexpr int kWidth = 8, kFetchRows = 4;
   __shared__ float table[kBf16TableSize];
   __shared__ Floats<kWidth> lanes[kLanes][kColumnTileCols];
@@ -188,6 +214,11 @@ __global__ void __launch_bounds__(kColumnTileCols* kLanes)
   const int col = blockIdx.x * (kWidth * kColumnTileCols) + kWidth * static_cast<int>(threadIdx.x);
   const int chunks = column_chunks_device(rows);
   const auto at = [cols](int row, int c) { return static_cast<std::size_t>(row) * cols + c; };
+  [[maybe_unused]] float column_bias[kWidth] = {};
+  if constexpr (kAddBias)
+    if (col < cols)
+#pragma unroll
+      for (int i = 0; i < kWidth; ++i) column_bias[i] = __bfloat162float(bias[col + i]);
   for (int chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
     Floats<kWidth> sum;
 #pragma unroll
@@ -198,9 +229,10 @@ __global__ void __launch_bounds__(kColumnTileCols* kLanes)
       Floats<kWidth> d;
 #pragma unroll
       for (int i = 0; i < kWidth; ++i) {
-        const int slot = bf16_table_slot(x[i]);
+        const unsigned short pre = kAddBias ? add_bias_bf16(x[i], column_bias[i]) : x[i];
+        const int slot = bf16_table_slot(pre);
         const float derivative =
-            slot >= 0 ? table[slot] : gelu_derivative(__bfloat162float(__ushort_as_bfloat16(x[i])));
+            slot >= 0 ? table[slot] : gelu_derivative(__bfloat162float(__ushort_as_bfloat16(pre)));
         d.v[i] = __bfloat162float(__ushort_as_bfloat16(g[i])) * derivative;
         sum.v[i] += d.v[i];
       }
@@ -304,6 +336,50 @@ void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols
   ROOFBENCH_CUDA_LAUNCH();
 }
 
+namespace {
+
+void launch_gelu_backward_bias_grad_table(bf16* dz, float* dbias, const bf16* dout, const bf16* z, const bf16* bias,
+                                          int rows, int cols, float* partials, cudaStream_t stream) {
+  // Up to 64 block rows, each taking every 64th chunk: at b512 (256 chunks, 8 column tiles) 512 blocks of
+  // 4 chunks, about four per SM, the table built once per 1024 rows.
+  constexpr int kLanes = 8, kMaxBlockRows = 64;
+  const int chunks = column_chunks(rows);
+  const dim3 grid(ceil_div(cols, 8 * kColumnTileCols), std::min(chunks, kMaxBlockRows)), block(kColumnTileCols, kLanes);
+  if (bias)
+    gelu_backward_bias_grad_bf16_table_kernel<kLanes, true>
+        <<<grid, block, 0, stream>>>(partials, rows, cols, dz, dout, z, bias);
+  else
+    gelu_backward_bias_grad_bf16_table_kernel<kLanes, false>
+        <<<grid, block, 0, stream>>>(partials, rows, cols, dz, dout, z, nullptr);
+  ROOFBENCH_CUDA_LAUNCH();
+  column_finish(ColumnOutputs{{dbias}, cols}, partials, chunks, cols, stream);
+}
+
+// The table is built once per block: as many blocks as the GPU holds at once (one wave), striding over the
+// data, rather than one block per 2048 elements.
+template <bool kAddBias>
+void launch_gelu_forward_table(bf16* out, const bf16* z, std::size_t n, const bf16* bias, int cols,
+                               cudaStream_t stream) {
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_forward_bf16_table_kernel<kAddBias>,
+                                                               kElementwiseThreads, 0));
+  const unsigned wave = static_cast<unsigned>(std::max(1, sms * per_sm));
+  gelu_forward_bf16_table_kernel<kAddBias>
+      <<<std::min(wave, elementwise_blocks(n / 8 + 1)), kElementwiseThreads, 0, stream>>>(
+          out, z, n, bias, static_cast<unsigned>(cols / 8));
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void check_gelu_bias_shape(const char* what, const bf16* a, const bf16* b, const bf16* c, int rows, int cols) {
+  if (cols % 8 != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c) ||
+      static_cast<std::size_t>(rows) * cols / 8 >= (std::size_t{1} << 32))
+    throw Error(std::string("gpt: ") + what + " needs cols % 8 == 0, 16-byte aligned tensors and rows * cols < 2^35");
+}
+
+}  // namespace
+
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
                              float* partials, cudaStream_t stream, Bf16GeluKernels kernels) {
   if (cols % 8 != 0 || !aligned16(dz) || !aligned16(dout) || !aligned16(z))
@@ -313,14 +389,19 @@ void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf1
                           partials, stream);
     return;
   }
-  // Up to 64 block rows, each taking every 64th chunk: at b512 (256 chunks, 8 column tiles) 512 blocks of
-  // 4 chunks, about four per SM, the table built once per 1024 rows.
-  constexpr int kLanes = 8, kMaxBlockRows = 64;
-  const int chunks = column_chunks(rows);
-  const dim3 grid(ceil_div(cols, 8 * kColumnTileCols), std::min(chunks, kMaxBlockRows)), block(kColumnTileCols, kLanes);
-  gelu_backward_bias_grad_bf16_table_kernel<kLanes><<<grid, block, 0, stream>>>(partials, rows, cols, dz, dout, z);
-  ROOFBENCH_CUDA_LAUNCH();
-  column_finish(ColumnOutputs{{dbias}, cols}, partials, chunks, cols, stream);
+  launch_gelu_backward_bias_grad_table(dz, dbias, dout, z, nullptr, rows, cols, partials, stream);
+}
+
+void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream) {
+  check_gelu_bias_shape("gelu_forward_add_bias", out, xw, out, rows, cols);
+  if (cols > kMaxGeluBiasCols) throw Error("gpt: gelu_forward_add_bias takes at most 4096 columns");
+  launch_gelu_forward_table<true>(out, xw, static_cast<std::size_t>(rows) * cols, bias, cols, stream);
+}
+
+void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
+                            int cols, float* partials, cudaStream_t stream) {
+  check_gelu_bias_shape("gelu_backward_add_bias", dz, dout, xw, rows, cols);
+  launch_gelu_backward_bias_grad_table(dz, dbias, dout, xw, bias, rows, cols, partials, stream);
 }
 
 void gelu_forward_vectorized(float* out, const float* z, std::size_t n, cudaStream_t stream) {
@@ -333,17 +414,7 @@ void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream, 
     return;
   }
   if (!aligned16(out) || !aligned16(z)) throw Error("gpt: the bf16 GELU forward needs 16-byte aligned buffers");
-  // The table is built once per block: as many blocks as the GPU holds at once (one wave), striding over the
-  // data, rather than one block per 2048 elements.
-  int device = 0, sms = 0, per_sm = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_forward_bf16_table_kernel,
-                                                               kElementwiseThreads, 0));
-  const unsigned wave = static_cast<unsigned>(std::max(1, sms * per_sm));
-  gelu_forward_bf16_table_kernel<<<std::min(wave, elementwise_blocks(n / 8 + 1)), kElementwiseThreads, 0, stream>>>(
-      out, z, n);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch_gelu_forward_table<false>(out, z, n, nullptr, 8, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

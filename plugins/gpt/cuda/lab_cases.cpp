@@ -9,9 +9,10 @@
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_elementwise_bf16/version:v1|v2|v3  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
-//   lab_fc_gelu_bf16/version:v1|v2|v3/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1 R2-R4's
-//                                     cuBLASLt + GELU pass, v2 and v3 one cuDNN graph (fc_gelu_cudnn.cpp; only
-//                                     where cuDNN is found)
+//   lab_fc_gelu_bf16/version:v1|v2|v3|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//                                     cuBLASLt with its bias epilogue + GELU pass, v2 and v3 one cuDNN graph
+//                                     (fc_gelu_cudnn.cpp; only where cuDNN is found), v4 (R2-R4's) the bias
+//                                     moved from the GEMM into the GELU pass
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -207,17 +208,21 @@ class AttentionLab final : public Case {
 //   v1: one pass adds the bias into z and applies GELU (z rewritten; R2's until the bias moved into the fc
 //       GEMM's epilogue), GELU's backward with the bias gradient, erff and expf per element;
 //   v2: the bias in the fc GEMM's epilogue, so the forward reads z and writes GELU only;
-//   v3 (R2-R4's): v2 with GELU and GELU' looked up in a per-block table of every bf16 value's (the same bits).
-// A version with the bias in the epilogue moves 5 tensors, not 6, and its forward's reference adds no bias.
-// The reference sees z as stored: the backward reads z after the forward (z + bias, rounded to Elem).
+//   v3: v2 with GELU and GELU' looked up in a per-block table of every bf16 value's (the same bits);
+//   v4 (R2-R4's): v3's tables with z the fc GEMM's x w^T alone, the bias (bf16, as the trainers hold it) added
+//       by both passes, in fp32 and rounded to bf16, and never stored: the GEMM without cuBLASLt's BIAS
+//       epilogue is the faster (lab_fc_gelu_bf16 v1 against v4).
+// A version with the bias in the epilogue, or in both passes, moves 5 tensors, not 6, and (but v4) its
+// forward's reference adds no bias. The reference sees z as stored: the backward reads z after the forward
+// (z + bias, rounded to Elem), v4's z and its bias.
 template <typename Elem>
 class ElementwiseLab final : public Case {
  public:
   static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
 
   explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
-    if (version_ < 1 || version_ > 3)
-      throw Error(kBf16 ? "gpt lab_elementwise_bf16: versions are v1, v2 and v3"
+    if (version_ < 1 || version_ > (kBf16 ? 4 : 3))
+      throw Error(kBf16 ? "gpt lab_elementwise_bf16: versions are v1, v2, v3 and v4"
                         : "gpt lab_elementwise: versions are v1, v2 and v3");
   }
 
@@ -233,6 +238,10 @@ class ElementwiseLab final : public Case {
     const ElementType type = kBf16 ? ElementType::bf16 : ElementType::f32;
     ctx.fill_random(z_, n, type, -4, 4);
     ctx.fill_random(bias_, cols, ElementType::f32, -0.5, 0.5);
+    if (bias_in_passes()) {
+      bias16_ = static_cast<bf16*>(ctx.alloc(cols * sizeof(bf16), BufferRole::input));
+      ctx.fill_random(bias16_, cols, ElementType::bf16, -0.5, 0.5);
+    }
     ctx.fill_random(dout_, n, type);
     z_before_ = download_as_float(ctx, z_, n);  // a forward that adds the bias does so into z in place
   }
@@ -240,6 +249,11 @@ class ElementwiseLab final : public Case {
   void run(Context& ctx) override {
     const int R = rows(), H = cfg_.hidden();
     if constexpr (kBf16) {
+      if (bias_in_passes()) {
+        gelu_forward_add_bias(gelu_, z_, bias16_, R, H, stream_of(ctx));
+        gelu_backward_add_bias(dz_, dbias_, dout_, z_, bias16_, R, H, partials_, stream_of(ctx));
+        return;
+      }
       const Bf16GeluKernels kernels = version_ == 3 ? Bf16GeluKernels::table : Bf16GeluKernels::in_place;
       if (version_ == 1)
         bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx));
@@ -263,7 +277,7 @@ class ElementwiseLab final : public Case {
   // Minimum traffic: z read, z (unless the GEMM added the bias) and GELU written; dout and z read, dz written.
   Work work() const override {
     Work w;
-    w.bytes = static_cast<double>(sizeof(Elem)) * (bias_in_gemm() ? 5 : 6) * static_cast<double>(count());
+    w.bytes = static_cast<double>(sizeof(Elem)) * (bias_in_gemm() || bias_in_passes() ? 5 : 6) * static_cast<double>(count());
     w.items = static_cast<double>(count());
     w.item_name = "elements";
     return w;
@@ -272,12 +286,18 @@ class ElementwiseLab final : public Case {
   Check check(Context& ctx) override {
     const std::size_t n = count();
     const int H = cfg_.hidden();
-    const std::vector<float> no_bias(H, 0.0f), bias = bias_in_gemm() ? no_bias : download(ctx, bias_, H);
+    const std::vector<float> no_bias(H, 0.0f);
+    const std::vector<float> bias = bias_in_passes() ? download_as_float(ctx, bias16_, H)
+                                    : bias_in_gemm() ? no_bias
+                                                     : download(ctx, bias_, H);
     const std::vector<float> dout = download_as_float(ctx, dout_, n), z_after = download_as_float(ctx, z_, n);
     const auto forward = reference::bias_gelu_reference(z_before_, bias, dout, rows(), H);
-    const auto backward = reference::bias_gelu_reference(z_after, no_bias, dout, rows(), H);
+    const auto backward = reference::bias_gelu_reference(z_after, bias_in_passes() ? bias : no_bias, dout, rows(), H);
     WorstError errors;
-    errors.add("z + bias", relative_l2_error(z_after.data(), forward.pre.data(), n));
+    if (bias_in_passes())
+      errors.add("z (left as it was)", relative_l2_error(z_after.data(), z_before_.data(), n));
+    else
+      errors.add("z + bias", relative_l2_error(z_after.data(), forward.pre.data(), n));
     errors.add("GELU", relative_l2_error(download_as_float(ctx, gelu_, n).data(), forward.out.data(), n));
     errors.add("dz", relative_l2_error(download_as_float(ctx, dz_, n).data(), backward.dz.data(), n));
     errors.add("dbias", relative_l2_error(download(ctx, dbias_, H).data(), backward.dbias.data(), H));
@@ -288,7 +308,8 @@ class ElementwiseLab final : public Case {
   }
 
  private:
-  bool bias_in_gemm() const { return kBf16 ? version_ >= 2 : version_ == 3; }
+  bool bias_in_gemm() const { return kBf16 ? version_ == 2 || version_ == 3 : version_ == 3; }
+  bool bias_in_passes() const { return kBf16 && version_ == 4; }
   static Elem* alloc(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<Elem*>(ctx.alloc(count * sizeof(Elem), role));
   }
@@ -299,6 +320,7 @@ class ElementwiseLab final : public Case {
   int version_;
   Elem *z_ = nullptr, *dout_ = nullptr, *gelu_ = nullptr, *dz_ = nullptr;
   float *bias_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
+  bf16* bias16_ = nullptr;  // v4's
   std::vector<float> z_before_;
 };
 
@@ -399,21 +421,24 @@ class WgradLab final : public Case {
 // The MLP's fc layer with its bias and GELU on R2-R4's bf16 tensors: z = x w^T + b and gelu = GELU(z)
 // (exact erf form), both kept (the backward reads both); x [N, C], w [H, C], b [H], z and gelu [N, H], all
 // bf16 (fc_gelu_cudnn.cpp says why this is measured):
-//   v1 (R2-R4's): linear_forward_bias (cuBLASLt, the bias in its epilogue) writes z, then gelu_forward (the
-//       table kernel) reads z and writes gelu;
+//   v1 (R2-R4's until v4): linear_forward_bias (cuBLASLt, the bias in its epilogue) writes z, then
+//       gelu_forward (the table kernel) reads z and writes gelu;
 //   v2: one cuDNN graph, matmul -> ADD bias -> z -> GELU_FWD(z) -> gelu, z and gelu non-virtual, so GELU runs
 //       in the GEMM's epilogue and z is never read back (FcGeluGraph::chain);
 //   v3: v2 with both outputs fanned out of the fp32 sum (IDENTITY -> z, GELU_FWD(sum) -> gelu), in case an
-//       engine refuses v2's chain (FcGeluGraph::fan_out).
+//       engine refuses v2's chain (FcGeluGraph::fan_out);
+//   v4 (R2-R4's): linear_forward (cuBLASLt, no epilogue) writes x w^T into z, then gelu_forward_add_bias
+//       reads it and writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again).
 // v2 and v3 exist only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN); a cuDNN that cannot fuse the graph
 // makes them not applicable with its reason, not a failure.
 class FcGeluLab final : public Case {
  public:
   explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    if (version_ < 1 || version_ > 3) throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2 and v3");
+    if (version_ < 1 || version_ > 4) throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2, v3 and v4");
 #else
-    if (version_ != 1) throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 (v2 and v3 need cuDNN)");
+    if (version_ != 1 && version_ != 4)
+      throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 and v4 (v2 and v3 need cuDNN)");
 #endif
   }
 
@@ -429,7 +454,7 @@ class FcGeluLab final : public Case {
     ctx.fill_random(x_, N * C, ElementType::bf16);
     ctx.fill_random(w_, H * C, ElementType::bf16, -kWeightRange, kWeightRange);
     ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
-    if (version_ == 1) {
+    if (uses_cublaslt()) {
       ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
       lt_workspace_ = ctx.alloc(kLtWorkspaceBytes, BufferRole::scratch);
       // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
@@ -447,10 +472,15 @@ class FcGeluLab final : public Case {
   }
 
   void run(Context& ctx) override {
-    if (version_ == 1) {
+    if (uses_cublaslt()) {
       const LtContext lt{lt_.get(), LtWorkspace{lt_workspace_, kLtWorkspaceBytes}, stream_of(ctx), &lt_choices_};
-      linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
-      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
+      if (version_ == 1) {
+        linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
+        gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
+      } else {
+        linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
+        gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream_of(ctx));
+      }
       return;
     }
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
@@ -479,7 +509,8 @@ class FcGeluLab final : public Case {
       return out;
     }
 #endif
-    std::vector<Fact> out = {{"kernel", "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"}};
+    std::vector<Fact> out = {{"kernel", version_ == 4 ? "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"
+                                                      : "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"}};
     std::string choices;
     for (const std::string& line : lt_choices_) choices += (choices.empty() ? "" : "; ") + line;
     if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
@@ -501,11 +532,14 @@ class FcGeluLab final : public Case {
       for (const float v : download_as_float(ctx, gelu_ + r * H, H)) gelu.push_back(v);
     }
     const std::vector<float> w = download_as_float(ctx, w_, H * C), bias = download_as_float(ctx, bias_, H);
+    if (version_ == 4)  // z holds x w^T: the pre-activation is bf16(z + bias)
+      for (std::size_t e = 0; e < z.size(); ++e) z[e] = round_to_bf16(z[e] + bias[e % H]);
     const auto ref =
         reference::fc_gelu_reference(x, w, bias, static_cast<int>(sampled), cfg_.channels, cfg_.hidden());
     const std::size_t not_finite = count_not_finite(ctx, z_, N * H) + count_not_finite(ctx, gelu_, N * H);
     WorstError errors;
-    errors.add("z (" + std::to_string(sampled) + " rows)", relative_l2_error(z.data(), ref.z.data(), z.size()));
+    errors.add(std::string(version_ == 4 ? "z + bias (" : "z (") + std::to_string(sampled) + " rows)",
+               relative_l2_error(z.data(), ref.z.data(), z.size()));
     errors.add("GELU", relative_l2_error(gelu.data(), ref.gelu.data(), gelu.size()));
     if (not_finite > 0) errors.add(std::to_string(not_finite) + " of z's and gelu's elements not finite", std::nan(""));
     return errors.result();
@@ -543,11 +577,12 @@ class FcGeluLab final : public Case {
   int rows() const { return cfg_.batch * cfg_.context; }
   std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
   std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
+  bool uses_cublaslt() const { return version_ == 1 || version_ == 4; }
 
   Config cfg_;
   int version_;
   bf16 *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr, *gelu_ = nullptr;
-  case_support::CublasLtHandle lt_;  // v1; a setup that throws half way gives it back through the destructor
+  case_support::CublasLtHandle lt_;  // v1, v4; a setup that throws half way gives it back through the destructor
   void* lt_workspace_ = nullptr;
   std::set<std::string> lt_choices_;
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
@@ -575,9 +610,9 @@ CaseSpec with_timeout(double seconds, CaseSpec spec) {
 }
 
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
-const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v3"};
+const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v3", "v4"};
 #else
-const std::vector<std::string> kFcGeluVersions = {"v1"};  // v2 and v3 are cuDNN graphs
+const std::vector<std::string> kFcGeluVersions = {"v1", "v4"};  // v2 and v3 are cuDNN graphs
 #endif
 
 }  // namespace
@@ -607,8 +642,9 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<ElementwiseLab<bf16>>("lab_elementwise_bf16",
                                    "kernel lab: lab_elementwise on R2's bf16 tensors; v1 bias added by the GELU "
                                    "pass, v2 bias in the fc GEMM's epilogue, v3 v2 with GELU and GELU' from a "
-                                   "per-block table of every bf16 value's (R2-R4's)",
-                                   {"v1", "v2", "v3"}, Precision::bf16),
+                                   "per-block table of every bf16 value's, v4 v3's tables with the bias added by "
+                                   "both passes and not stored (R2-R4's)",
+                                   {"v1", "v2", "v3", "v4"}, Precision::bf16),
       lab_case<WgradLab>("lab_wgrad",
                          "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
@@ -618,9 +654,10 @@ std::vector<CaseSpec> lab_cases() {
       // time than the host's default allows for one benchmark may be needed.
       with_timeout(240, lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
-                          "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass "
-                          "(R2-R4's), v2 one cuDNN graph matmul -> bias -> z -> GELU, v3 the same with z and GELU "
-                          "both taken from the fp32 sum (v2 and v3 only where cuDNN is found)",
+                          "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
+                          "v2 one cuDNN graph matmul -> bias -> z -> GELU, v3 the same with z and GELU both taken "
+                          "from the fp32 sum (v2 and v3 only where cuDNN is found), v4 (R2-R4's) cuBLASLt without "
+                          "the epilogue, the bias added by the GELU pass",
                           kFcGeluVersions, Precision::bf16, 0, {64, 512})),
   };
 }

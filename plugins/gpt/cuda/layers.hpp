@@ -311,10 +311,10 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw = 0);
 // z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16 (the
-// lab's; R2 and up add the bias in the fc GEMM's epilogue and run gelu_forward below).
+// lab's elementwise v1; R2-R4 run gelu_forward_add_bias below).
 void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);
 // How the bf16 GELU passes get GELU and GELU' of each element: from a per-block table of every bf16 value's
-// (bf16_table.hpp; the keeper, R2-R4's) or by erff and expf per element (in_place, the lab's
+// (bf16_table.hpp; the keeper, as R2-R4's gelu_forward_add_bias) or by erff and expf per element (in_place, the lab's
 // lab_elementwise_bf16 v2). Both compute the same fp32 values, so the same bits.
 enum class Bf16GeluKernels { table, in_place };
 // out = GELU(z) in bf16, 16-byte accesses (8 elements; z and out 16-byte aligned, else throws).
@@ -324,6 +324,14 @@ void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
 // and 16-byte aligned pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
                              float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
+// R2-R4's MLP, with fc's bias out of the GEMM (whose cuBLASLt BIAS epilogue cost about 50 us of 250 at R3's
+// shape): xw [rows, cols] is x w^T alone and both passes take the pre-activation z = bf16(xw + bias), the
+// bias added in fp32 and rounded as a separate bf16 bias add would be; z itself is never stored.
+// out = GELU(z) (table kernel; cols % 8 == 0 and at most 4096, out and xw 16-byte aligned, rows * cols < 2^35).
+void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream);
+// dz = dout GELU'(z) and dbias its column sums, as gelu_backward_bias_grad (table kernel) with z as above.
+void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
+                            int cols, float* partials, cudaStream_t stream);
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);
 

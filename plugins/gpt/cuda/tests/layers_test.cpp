@@ -819,6 +819,48 @@ TEST(GptLayers, Bf16GeluTablesMatchInPlaceBitForBit) {
   }
 }
 
+// R2-R4's GELU passes with fc's bias added inside (gelu_forward_add_bias, gelu_backward_add_bias) against
+// the table passes on the pre-activation rounded beforehand, bf16(xw + bias) computed here: the same bits of
+// GELU and dz, the same dbias. The bias sits at an odd element offset, as fc_b does in the trainers' flat
+// bf16 weights.
+TEST(GptLayers, Bf16GeluAddBiasMatchesPreAddedBias) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  for (const auto& [rows, cols] : {std::pair{16684, 136}, std::pair{1100, 2048}}) {
+    SCOPED_TRACE(cols);
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    const auto xw = to_bf16(random_floats(n, 81, -5, 5)), dout = to_bf16(random_floats(n, 82));
+    auto bias_floats = random_floats(static_cast<std::size_t>(cols) + 1, 83, -0.5f, 0.5f);
+    const auto bias = to_bf16(bias_floats);
+    std::vector<float> pre(n);
+    for (std::size_t e = 0; e < n; ++e)
+      pre[e] = round_to_bf16(static_cast<float>(xw[e]) + static_cast<float>(bias[1 + e % cols]));
+    Device dev;
+    const bf16 *d_xw = dev.upload(xw), *d_pre = dev.upload(to_bf16(pre)), *d_dout = dev.upload(dout);
+    const bf16* d_bias = dev.upload(bias) + 1;
+    float* partials = dev.alloc<float>(column_partials_floats(rows, cols));
+    bf16 *out_added = dev.alloc<bf16>(n), *out_pre = dev.alloc<bf16>(n);
+    bf16 *dz_added = dev.alloc<bf16>(n), *dz_pre = dev.alloc<bf16>(n);
+    float *dbias_added = dev.alloc<float>(cols), *dbias_pre = dev.alloc<float>(cols);
+    gelu_forward_add_bias(out_added, d_xw, d_bias, rows, cols, nullptr);
+    gelu_backward_add_bias(dz_added, dbias_added, d_dout, d_xw, d_bias, rows, cols, partials, nullptr);
+    gelu_forward(out_pre, d_pre, n, nullptr);
+    gelu_backward_bias_grad(dz_pre, dbias_pre, d_dout, d_pre, rows, cols, partials, nullptr);
+    auto bits_of = [n](const bf16* device) {
+      const auto values = Device::download(device, n);
+      std::vector<std::uint16_t> bits(n);
+      std::memcpy(bits.data(), static_cast<const void*>(values.data()), n * sizeof(std::uint16_t));
+      return bits;
+    };
+    EXPECT_EQ(bits_of(out_added), bits_of(out_pre));
+    EXPECT_EQ(bits_of(dz_added), bits_of(dz_pre));
+    EXPECT_EQ(Device::download(dbias_added, cols), Device::download(dbias_pre, cols));
+  }
+  Device dev;
+  bf16* wide = dev.alloc<bf16>(8 * 4104);
+  EXPECT_THROW(gelu_forward_add_bias(wide, wide, wide, 8, 4104, nullptr), Error);  // over 4096 columns
+  EXPECT_THROW(gelu_forward_add_bias(wide, wide, wide, 8, 12, nullptr), Error);    // cols % 8 != 0
+}
+
 TEST(GptLayers, AdamWMatchesReference) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const std::size_t n = 1000;
