@@ -1,6 +1,7 @@
 // One-operation elementwise kernels (the eager path), and the bias + GELU fusion of the fused path.
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <string>
 #include <type_traits>
 
@@ -138,39 +139,43 @@ __device__ inline void fill_bf16_table(T* table, F f) {
     table[slot] = f(bf16_table_value(slot));
 }
 
-
-// z + bias as a separate bf16 bias add computes it: in fp32, rounded to bf16 (the bits the tables index).
-__device__ inline unsigned short add_bias_bf16(unsigned short z_bits, float bias) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(__bfloat162float(__ushort_as_bfloat16(z_bits)) + bias));
-}
-
-// The widest row whose bias gelu_forward_bf16_table_kernel<true> stages in shared memory (16 KB of fp32).
-constexpr int kMaxGeluBiasCols = 4096;
+// A 16-byte vector of 8 bf16 values plus its 8 columns' biases, four bf16x2 additions (add.rn.bf16x2: the
+// exact sum rounded to bf16 once, which for two bf16 operands is also what the fp32 sum rounded to bf16 gives,
+// as a separate bias add computes it).
+struct ColumnBias8 {
+  __nv_bfloat162 pairs[4];
+  __device__ static ColumnBias8 load(const bf16* bias) {  // bias[0..8): any 2-byte alignment
+    ColumnBias8 b;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) b.pairs[i] = __halves2bfloat162(bias[2 * i], bias[2 * i + 1]);
+    return b;
+  }
+  __device__ void add_to(uint4& raw) const {
+    __nv_bfloat162* v = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __hadd2(v[i], pairs[i]);
+  }
+};
 
 // out = GELU(z) in bf16, 8 elements (16 bytes) a vector; the table holds the bf16 bits of every GELU.
 // kAddBias: z is the fc GEMM's x w^T without its bias, and GELU takes bf16(z + bias[col]) (cols = 8
-// col_vectors, at most kMaxGeluBiasCols; the bias staged in shared memory once per block).
+// col_vectors); the launch makes the grid's stride a multiple of col_vectors, so that each thread's vectors
+// all fall in the same 8 columns and it loads their biases once.
 template <bool kAddBias>
 __global__ void __launch_bounds__(kElementwiseThreads)
     gelu_forward_bf16_table_kernel(bf16* __restrict__ out, const bf16* __restrict__ z, std::size_t n,
                                    const bf16* __restrict__ bias, unsigned col_vectors) {
   __shared__ unsigned short table[kBf16TableSize];
-  __shared__ __align__(16) float bias_cols[kAddBias ? kMaxGeluBiasCols : 1];
   fill_bf16_table(table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
-  if constexpr (kAddBias)
-    for (unsigned c = threadIdx.x; c < 8 * col_vectors; c += blockDim.x) bias_cols[c] = __bfloat162float(bias[c]);
   __syncthreads();
-  const auto apply = [&](uint4& raw, std::size_t vector) {
+  [[maybe_unused]] ColumnBias8 column_bias;
+  if constexpr (kAddBias)
+    column_bias = ColumnBias8::load(bias + 8 * ((blockIdx.x * blockDim.x + threadIdx.x) % col_vectors));
+  const auto apply = [&](uint4& raw) {
+    if constexpr (kAddBias) column_bias.add_to(raw);
     unsigned short* e = reinterpret_cast<unsigned short*>(&raw);
-    [[maybe_unused]] float b[8];
-    if constexpr (kAddBias) {
-      const float4* at = reinterpret_cast<const float4*>(bias_cols + 8 * (static_cast<unsigned>(vector) % col_vectors));
-      const float4 lo = at[0], hi = at[1];
-      b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w, b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
-    }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      if constexpr (kAddBias) e[i] = add_bias_bf16(e[i], b[i]);
       const int slot = bf16_table_slot(e[i]);
       e[i] = slot >= 0 ? table[slot]
                        : __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(e[i])))));
@@ -182,14 +187,14 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   std::size_t q = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   for (; q + stride < vectors; q += 2 * stride) {
     uint4 a = in[q], b = in[q + stride];
-    apply(a, q);
-    apply(b, q + stride);
+    apply(a);
+    apply(b);
     to[q] = a;
     to[q + stride] = b;
   }
   if (q < vectors) {
     uint4 a = in[q];
-    apply(a, q);
+    apply(a);
     to[q] = a;
   }
   // No tail with a bias: its rows are whole vectors.
@@ -214,25 +219,23 @@ __global__ void __launch_bounds__(kColumnTileCols* kLanes)
   const int col = blockIdx.x * (kWidth * kColumnTileCols) + kWidth * static_cast<int>(threadIdx.x);
   const int chunks = column_chunks_device(rows);
   const auto at = [cols](int row, int c) { return static_cast<std::size_t>(row) * cols + c; };
-  [[maybe_unused]] float column_bias[kWidth] = {};
+  [[maybe_unused]] ColumnBias8 column_bias;
   if constexpr (kAddBias)
-    if (col < cols)
-#pragma unroll
-      for (int i = 0; i < kWidth; ++i) column_bias[i] = __bfloat162float(bias[col + i]);
+    if (col < cols) column_bias = ColumnBias8::load(bias + col);
   for (int chunk = blockIdx.y; chunk < chunks; chunk += gridDim.y) {
     Floats<kWidth> sum;
 #pragma unroll
     for (int i = 0; i < kWidth; ++i) sum.v[i] = 0.0f;
-    const auto finish = [&](int row, const uint4& g_raw, const uint4& z_raw) {
+    const auto finish = [&](int row, const uint4& g_raw, uint4 z_raw) {
+      if constexpr (kAddBias) column_bias.add_to(z_raw);
       const unsigned short* g = reinterpret_cast<const unsigned short*>(&g_raw);
       const unsigned short* x = reinterpret_cast<const unsigned short*>(&z_raw);
       Floats<kWidth> d;
 #pragma unroll
       for (int i = 0; i < kWidth; ++i) {
-        const unsigned short pre = kAddBias ? add_bias_bf16(x[i], column_bias[i]) : x[i];
-        const int slot = bf16_table_slot(pre);
+        const int slot = bf16_table_slot(x[i]);
         const float derivative =
-            slot >= 0 ? table[slot] : gelu_derivative(__bfloat162float(__ushort_as_bfloat16(pre)));
+            slot >= 0 ? table[slot] : gelu_derivative(__bfloat162float(__ushort_as_bfloat16(x[i])));
         d.v[i] = __bfloat162float(__ushort_as_bfloat16(g[i])) * derivative;
         sum.v[i] += d.v[i];
       }
@@ -365,17 +368,20 @@ void launch_gelu_forward_table(bf16* out, const bf16* z, std::size_t n, const bf
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gelu_forward_bf16_table_kernel<kAddBias>,
                                                                kElementwiseThreads, 0));
-  const unsigned wave = static_cast<unsigned>(std::max(1, sms * per_sm));
+  unsigned blocks = std::min(static_cast<unsigned>(std::max(1, sms * per_sm)), elementwise_blocks(n / 8 + 1));
+  const unsigned col_vectors = static_cast<unsigned>(cols / 8);
+  if (kAddBias) {  // the grid's stride in vectors, blocks * kElementwiseThreads, a multiple of col_vectors
+    const unsigned step = col_vectors / std::gcd(col_vectors, static_cast<unsigned>(kElementwiseThreads));
+    blocks = std::max(step, blocks / step * step);
+  }
   gelu_forward_bf16_table_kernel<kAddBias>
-      <<<std::min(wave, elementwise_blocks(n / 8 + 1)), kElementwiseThreads, 0, stream>>>(
-          out, z, n, bias, static_cast<unsigned>(cols / 8));
+      <<<blocks, kElementwiseThreads, 0, stream>>>(out, z, n, bias, col_vectors);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-void check_gelu_bias_shape(const char* what, const bf16* a, const bf16* b, const bf16* c, int rows, int cols) {
-  if (cols % 8 != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c) ||
-      static_cast<std::size_t>(rows) * cols / 8 >= (std::size_t{1} << 32))
-    throw Error(std::string("gpt: ") + what + " needs cols % 8 == 0, 16-byte aligned tensors and rows * cols < 2^35");
+void check_gelu_bias_shape(const char* what, const bf16* a, const bf16* b, const bf16* c, int cols) {
+  if (cols % 8 != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c))
+    throw Error(std::string("gpt: ") + what + " needs cols % 8 == 0 and 16-byte aligned tensors");
 }
 
 }  // namespace
@@ -393,14 +399,13 @@ void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf1
 }
 
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream) {
-  check_gelu_bias_shape("gelu_forward_add_bias", out, xw, out, rows, cols);
-  if (cols > kMaxGeluBiasCols) throw Error("gpt: gelu_forward_add_bias takes at most 4096 columns");
+  check_gelu_bias_shape("gelu_forward_add_bias", out, xw, out, cols);
   launch_gelu_forward_table<true>(out, xw, static_cast<std::size_t>(rows) * cols, bias, cols, stream);
 }
 
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream) {
-  check_gelu_bias_shape("gelu_backward_add_bias", dz, dout, xw, rows, cols);
+  check_gelu_bias_shape("gelu_backward_add_bias", dz, dout, xw, cols);
   launch_gelu_backward_bias_grad_table(dz, dbias, dout, xw, bias, rows, cols, partials, stream);
 }
 

@@ -856,9 +856,8 @@ TEST(GptLayers, Bf16GeluAddBiasMatchesPreAddedBias) {
     EXPECT_EQ(Device::download(dbias_added, cols), Device::download(dbias_pre, cols));
   }
   Device dev;
-  bf16* wide = dev.alloc<bf16>(8 * 4104);
-  EXPECT_THROW(gelu_forward_add_bias(wide, wide, wide, 8, 4104, nullptr), Error);  // over 4096 columns
-  EXPECT_THROW(gelu_forward_add_bias(wide, wide, wide, 8, 12, nullptr), Error);    // cols % 8 != 0
+  bf16* buffer = dev.alloc<bf16>(8 * 16);
+  EXPECT_THROW(gelu_forward_add_bias(buffer, buffer, buffer, 8, 12, nullptr), Error);  // cols % 8 != 0
 }
 
 TEST(GptLayers, AdamWMatchesReference) {
