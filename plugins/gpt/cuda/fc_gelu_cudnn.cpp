@@ -1,4 +1,4 @@
-// An experiment of the kernel lab (lab_fc_gelu_bf16 v2 and v3): the MLP's fc layer, its bias and its exact
+// An experiment of the kernel lab (lab_fc_gelu_bf16 v2): the MLP's fc layer, its bias and its exact
 // (erf) GELU as ONE cuDNN backend-API operation graph, matmul -> ADD bias -> z -> GELU_FWD -> gelu, with both z
 // and gelu non-virtual outputs (the backward reads both: GELU' of z, and gelu as fc_proj's input).
 //
@@ -11,16 +11,18 @@
 // epilogue writes gelu beside z and the pass, with its read of z (1.6 GB a step over six layers) and its
 // launch, is gone: at most about 0.5 ms of R3's step, the backward's GELU untouched.
 //
-// What would make it the keeper: lab_fc_gelu_bf16 v2 (or v3) faster than v1 at batch 512 by more than the
-// noise, i.e. its second output costs the GEMM less than the GELU pass costs on its own, with the gate
-// passing; on the device's cuDNN (9.14) as well as 9.19; GELU of the rounded z as v1 computes it (v2's chain
-// asks for that; the GPU test counts how far its values are from the host's GELU of the stored z), or the
-// difference shown harmless to R3's gates. Then a later session wires it into bf16_trainer.cu's
-// block_body_forward (the trainers are untouched here) and compares R3's step time and energy.
+// What would have made it the keeper: lab_fc_gelu_bf16 v2 faster than R2-R4's pair at batch 512 by more than
+// the noise, with the gate passing. Measured (H200, cuDNN 9.14, 2026-12-01, three calls, --profile, us per
+// layer): batch 512 v1 (bias epilogue + GELU pass) 388-393, v2 495-502, v4 (the bias in the GELU pass, R2-R4's
+// since) 373-382; batch 64 v1 57-58, v2 60, v4 58. cuDNN takes the chain (engine 7, the runtime-fusion
+// matmul) and its GELU is that of the rounded z, as v1's (the GPU test: 3 in 614400 a bf16 step apart, z
+// bit-equal to v1's), but its GEMM is about 100 us slower than cuBLASLt's at this shape, more than the whole
+// GELU pass costs: not the keeper. The trainers never ran it.
 //
 // The backward counterpart, not built here: fc_proj's input-gradient GEMM d_gelu = dy w_proj with a dGELU
 // epilogue reading z (CUDNN_POINTWISE_GELU_BWD: dz = d_gelu GELU'(z)), which would remove the backward's
-// GELU pass as well (it would still need fc's bias gradient, the column sums of dz, from somewhere).
+// GELU pass as well (it would still need fc's bias gradient, the column sums of dz, from somewhere); its
+// GEMM would be cuDNN's too, so it would likely lose the same way.
 //
 // When cuDNN refuses the graph (no engine plan: NotApplicable with the heuristics' counts), run with
 // CUDNN_LOGLEVEL_DBG=3 (and CUDNN_LOGDEST_DBG=stderr) to see which engine refused it and why.
@@ -63,14 +65,7 @@ void finalize(Descriptor& d, const char* what) {
 
 }  // namespace
 
-const char* fc_gelu_graph_name(FcGeluGraph graph) {
-  switch (graph) {
-    case FcGeluGraph::chain: return "matmul -> ADD bias -> z (bf16) -> GELU_FWD(z) -> gelu (bf16)";
-    case FcGeluGraph::fan_out:
-      return "matmul -> ADD bias -> s (fp32, virtual); IDENTITY(s) -> z (bf16); GELU_FWD(s) -> gelu (bf16)";
-  }
-  return "unknown";
-}
+const char* const kFcGeluGraphName = "matmul -> ADD bias -> z (bf16) -> GELU_FWD(z) -> gelu (bf16)";
 
 struct CudnnFcGelu::State {
   // Declared first, destroyed last: the plan and descriptors go before the handle they were made with.
@@ -84,8 +79,8 @@ struct CudnnFcGelu::State {
   Descriptor& make(cudnnBackendDescriptorType_t type) { return graph->make(type); }
 };
 
-CudnnFcGelu::CudnnFcGelu(FcGeluGraph kind, const FcGeluShape& shape, cudaStream_t stream, const bf16* x,
-                         const bf16* w, const bf16* bias, bf16* z, bf16* gelu,
+CudnnFcGelu::CudnnFcGelu(const FcGeluShape& shape, cudaStream_t stream, const bf16* x, const bf16* w,
+                         const bf16* bias, bf16* z, bf16* gelu,
                          const std::function<void*(std::size_t bytes)>& workspace)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
@@ -152,20 +147,13 @@ CudnnFcGelu::CudnnFcGelu(FcGeluGraph kind, const FcGeluShape& shape, cudaStream_
     Descriptor& gelu_t = tensor(kGelu, bf, out_dims, out_strides, false);
     Descriptor& product = virtual_fp32();  // fp32 accumulation, as cuBLASLt's CUBLAS_COMPUTE_32F in v1
     matmul(x_t, w_t, product);
-    if (kind == FcGeluGraph::chain) {
-      pointwise(CUDNN_POINTWISE_ADD, product, &bias_t, z_t, "pointwise ADD -> z");
-      pointwise(CUDNN_POINTWISE_GELU_FWD, z_t, nullptr, gelu_t, "pointwise GELU_FWD(z)");
-    } else {
-      Descriptor& sum = virtual_fp32();
-      pointwise(CUDNN_POINTWISE_ADD, product, &bias_t, sum, "pointwise ADD");
-      pointwise(CUDNN_POINTWISE_IDENTITY, sum, nullptr, z_t, "pointwise IDENTITY -> z");
-      pointwise(CUDNN_POINTWISE_GELU_FWD, sum, nullptr, gelu_t, "pointwise GELU_FWD(sum)");
-    }
+    pointwise(CUDNN_POINTWISE_ADD, product, &bias_t, z_t, "pointwise ADD -> z");
+    pointwise(CUDNN_POINTWISE_GELU_FWD, z_t, nullptr, gelu_t, "pointwise GELU_FWD(z)");
     graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, s.handle.get())
         .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops);
     finalize(graph, "operation graph");
   } catch (const NotApplicable& e) {
-    throw NotApplicable("cuDNN " + version + " refused the fc + bias + GELU graph (" + fc_gelu_graph_name(kind) +
+    throw NotApplicable("cuDNN " + version + " refused the fc + bias + GELU graph (" + kFcGeluGraphName +
                         "): " + e.what() + kLogHint);
   }
 
@@ -186,13 +174,13 @@ CudnnFcGelu::CudnnFcGelu(FcGeluGraph kind, const FcGeluShape& shape, cudaStream_
           if (bytes > 0) s.workspace = workspace(static_cast<std::size_t>(bytes));
           return s.workspace;
         },
-        std::string("the fc + bias + GELU graph (") + fc_gelu_graph_name(kind) + ")");
+        std::string("the fc + bias + GELU graph (") + kFcGeluGraphName + ")");
   } catch (const NotApplicable& e) {
     throw NotApplicable(e.what() + std::string(kLogHint));
   }
   s.pack = cudnn_backend::variant_pack(uids, pointers, s.workspace);
   s.facts = {{"cudnn_version", version},
-             {"cudnn_graph", fc_gelu_graph_name(kind)},
+             {"cudnn_graph", kFcGeluGraphName},
              {"cudnn_engine", choice->chosen.engine.label() + " (heuristics " + choice->chosen.engine.modes + ")"},
              {"engine_search", choice->text},
              {"cudnn_workspace_bytes", std::to_string(choice->chosen.workspace_bytes)}};

@@ -1,5 +1,5 @@
 // The MLP's fc layer with its bias and its GELU as one cuDNN backend-API operation graph (fc_gelu_cudnn.cpp
-// says what is tested and why): the kernel lab's lab_fc_gelu_bf16 v2 and v3, and the GPU test that holds it
+// says what is tested and why): the kernel lab's lab_fc_gelu_bf16 v2, and the GPU test that holds it
 // against the double reference and against v1. Built only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN).
 #pragma once
 
@@ -16,14 +16,10 @@
 
 namespace roofbench::gpt::cuda {
 
-// How the graph reaches its two non-virtual outputs from the fp32 sum s = x w^T + bias:
-//   chain (lab v2): ADD writes z (bf16) itself and GELU_FWD reads z, so the graph asks for GELU of the
-//       rounded z, which is what v1's GELU pass reads;
-//   fan_out (lab v3): ADD writes a virtual fp32 s, an IDENTITY rounds s into z and GELU_FWD reads s: GELU of
-//       the unrounded sum (within a bf16 step or so of v1's, more in the far negative tail, where GELU's
-//       relative slope is steep), a shape some engines may take where they refuse the chain.
-enum class FcGeluGraph { chain, fan_out };
-const char* fc_gelu_graph_name(FcGeluGraph graph);
+// The graph: ADD writes z (bf16) itself and GELU_FWD reads z, so it asks for GELU of the rounded z, which is
+// what v1's GELU pass reads. (Lab v3, retired 2026-12-01, fanned both outputs out of a virtual fp32 sum, in
+// case an engine refused this chain; none did, and it was the slower: 510 us against 498 at batch 512.)
+extern const char* const kFcGeluGraphName;
 
 struct FcGeluShape {
   int N = 0, C = 0, H = 0;  // rows (positions), in (the model's width), out (the MLP's hidden width)
@@ -36,8 +32,8 @@ class CudnnFcGelu {
   // cudnn_backend::fastest_plan time the heuristics' plans on `stream` with these tensors (so z and gelu
   // are written). workspace(bytes) gives device memory for the plans (called at most once). Throws
   // NotApplicable with cuDNN's reason when cuDNN refuses the graph or has no plan for it, Error otherwise.
-  CudnnFcGelu(FcGeluGraph graph, const FcGeluShape& shape, cudaStream_t stream, const bf16* x, const bf16* w,
-              const bf16* bias, bf16* z, bf16* gelu, const std::function<void*(std::size_t bytes)>& workspace);
+  CudnnFcGelu(const FcGeluShape& shape, cudaStream_t stream, const bf16* x, const bf16* w, const bf16* bias, bf16* z,
+              bf16* gelu, const std::function<void*(std::size_t bytes)>& workspace);
   CudnnFcGelu(const CudnnFcGelu&) = delete;
   CudnnFcGelu& operator=(const CudnnFcGelu&) = delete;
   ~CudnnFcGelu();

@@ -7,12 +7,12 @@
 //   lab_attention_bf16/version:v3|v4|v5|v6|v7|v9/batch:64|512  the same on bf16 tensors (attention_v3.cu,
 //                                     attention_v4.cu, attention_v5.cu), also at R3's batch
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
-//   lab_elementwise_bf16/version:v1|v2|v3  the same on bf16 tensors (R2-R4's)
+//   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
-//   lab_fc_gelu_bf16/version:v1|v2|v3|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
-//                                     cuBLASLt with its bias epilogue + GELU pass, v2 and v3 one cuDNN graph
+//   lab_fc_gelu_bf16/version:v1|v2|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//                                     cuBLASLt with its bias epilogue + GELU pass, v2 one cuDNN graph
 //                                     (fc_gelu_cudnn.cpp; only where cuDNN is found), v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass
+//                                     moved from the GEMM into the GELU pass; v3 retired
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -424,21 +424,21 @@ class WgradLab final : public Case {
 //   v1 (R2-R4's until v4): linear_forward_bias (cuBLASLt, the bias in its epilogue) writes z, then
 //       gelu_forward (the table kernel) reads z and writes gelu;
 //   v2: one cuDNN graph, matmul -> ADD bias -> z -> GELU_FWD(z) -> gelu, z and gelu non-virtual, so GELU runs
-//       in the GEMM's epilogue and z is never read back (FcGeluGraph::chain);
-//   v3: v2 with both outputs fanned out of the fp32 sum (IDENTITY -> z, GELU_FWD(sum) -> gelu), in case an
-//       engine refuses v2's chain (FcGeluGraph::fan_out);
+//       in the GEMM's epilogue and z is never read back (about 100 us slower than v1 at batch 512: its GEMM);
+//   v3 (retired; fc_gelu_cudnn.hpp): v2 with both outputs fanned out of an fp32 sum;
 //   v4 (R2-R4's): linear_forward (cuBLASLt, no epilogue) writes x w^T into z, then gelu_forward_add_bias
 //       reads it and writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again).
-// v2 and v3 exist only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN); a cuDNN that cannot fuse the graph
-// makes them not applicable with its reason, not a failure.
+// v2 exists only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN); a cuDNN that cannot fuse the graph makes it
+// not applicable with its reason, not a failure.
 class FcGeluLab final : public Case {
  public:
   explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    if (version_ < 1 || version_ > 4) throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2, v3 and v4");
+    if (version_ != 1 && version_ != 2 && version_ != 4)
+      throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2 and v4 (v3 is retired)");
 #else
     if (version_ != 1 && version_ != 4)
-      throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 and v4 (v2 and v3 need cuDNN)");
+      throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 and v4 (v2 needs cuDNN)");
 #endif
   }
 
@@ -464,7 +464,7 @@ class FcGeluLab final : public Case {
     }
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
     cudnn_ = std::make_unique<CudnnFcGelu>(
-        version_ == 2 ? FcGeluGraph::chain : FcGeluGraph::fan_out, FcGeluShape{rows(), cfg_.channels, cfg_.hidden()},
+        FcGeluShape{rows(), cfg_.channels, cfg_.hidden()},
         stream_of(ctx), x_, w_, bias_, z_, gelu_,
         [&ctx](std::size_t bytes) { return ctx.alloc(bytes, BufferRole::scratch); });
     ctx.synchronize();
@@ -503,8 +503,7 @@ class FcGeluLab final : public Case {
   std::vector<Fact> facts() const override {
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
     if (cudnn_) {
-      const FcGeluGraph graph = version_ == 2 ? FcGeluGraph::chain : FcGeluGraph::fan_out;
-      std::vector<Fact> out = {{"kernel", std::string("cuDNN graph: ") + fc_gelu_graph_name(graph)}};
+      std::vector<Fact> out = {{"kernel", std::string("cuDNN graph: ") + kFcGeluGraphName}};
       for (const Fact& f : cudnn_->facts()) out.push_back(f);
       return out;
     }
@@ -586,7 +585,7 @@ class FcGeluLab final : public Case {
   void* lt_workspace_ = nullptr;
   std::set<std::string> lt_choices_;
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
-  std::unique_ptr<CudnnFcGelu> cudnn_;  // v2, v3
+  std::unique_ptr<CudnnFcGelu> cudnn_;  // v2
 #endif
 };
 
@@ -610,9 +609,9 @@ CaseSpec with_timeout(double seconds, CaseSpec spec) {
 }
 
 #if defined(ROOFBENCH_GPT_WITH_CUDNN)
-const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v3", "v4"};
+const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v4"};
 #else
-const std::vector<std::string> kFcGeluVersions = {"v1", "v4"};  // v2 and v3 are cuDNN graphs
+const std::vector<std::string> kFcGeluVersions = {"v1", "v4"};  // v2 is a cuDNN graph
 #endif
 
 }  // namespace
@@ -650,14 +649,13 @@ std::vector<CaseSpec> lab_cases() {
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
                          {"v1", "v2", "v3"}, Precision::tf32),
       // bf16 tensors and outputs, fp32 accumulation: the default bf16 tolerance. Batch 512 is R3's and R4's.
-      // v2's and v3's setup compiles up to 6 cuDNN plans (runtime-fusion engines) before timing them: more
+      // v2's setup compiles up to 6 cuDNN plans (runtime-fusion engines) before timing them: more
       // time than the host's default allows for one benchmark may be needed.
       with_timeout(240, lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
-                          "v2 one cuDNN graph matmul -> bias -> z -> GELU, v3 the same with z and GELU both taken "
-                          "from the fp32 sum (v2 and v3 only where cuDNN is found), v4 (R2-R4's) cuBLASLt without "
-                          "the epilogue, the bias added by the GELU pass",
+                          "v2 one cuDNN graph matmul -> bias -> z -> GELU (only where cuDNN is found), v4 (R2-R4's) "
+                          "cuBLASLt without the epilogue, the bias added by the GELU pass",
                           kFcGeluVersions, Precision::bf16, 0, {64, 512})),
   };
 }

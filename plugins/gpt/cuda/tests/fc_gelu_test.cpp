@@ -51,21 +51,11 @@ std::vector<float> floats_from(const std::vector<bf16>& x) {
 }
 double gelu_double(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
 
-struct FcGeluPoint {
-  int N;
-  FcGeluGraph graph;
-};
-
-void PrintTo(const FcGeluPoint& p, std::ostream* out) {
-  *out << "N" << p.N << " " << (p.graph == FcGeluGraph::chain ? "chain" : "fan_out");
-}
-
-class GptFcGelu : public ::testing::TestWithParam<FcGeluPoint> {};
+class GptFcGelu : public ::testing::TestWithParam<int> {};
 
 TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const int N = GetParam().N, C = 512, H = 2048;
-  const FcGeluGraph kind = GetParam().graph;
+  const int N = GetParam(), C = 512, H = 2048;
   const std::size_t n = static_cast<std::size_t>(N) * H;
   // The inputs as the GPU holds them (bf16-exact), so the reference sees the same values; the lab's ranges.
   std::vector<float> x = random_floats(static_cast<std::size_t>(N) * C, 61);
@@ -85,10 +75,10 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
   std::unique_ptr<CudnnFcGelu> graph;
   try {
     graph = std::make_unique<CudnnFcGelu>(
-        kind, FcGeluShape{N, C, H}, stream.get(), d_x, d_w, d_bias, z2, g2,
+        FcGeluShape{N, C, H}, stream.get(), d_x, d_w, d_bias, z2, g2,
         [&](std::size_t bytes) { return static_cast<void*>(dev.alloc<char>(bytes)); });
   } catch (const NotApplicable& e) {
-    GTEST_SKIP() << "cuDNN offers no plan for " << fc_gelu_graph_name(kind) << ": " << e.what();
+    GTEST_SKIP() << "cuDNN offers no plan for " << kFcGeluGraphName << ": " << e.what();
   }
   std::string facts;
   for (const Fact& f : graph->facts()) facts += f.name + "=" + f.value + "\n      ";
@@ -123,9 +113,9 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
   EXPECT_LT(rel_l2(g_v2, g_v1), 1e-2);
 
   // How v2's GELU relates to its own z: GELU of the stored (rounded) z, rounded, is what v1 computes, but for
-  // rare neighbours (layers_test counted 1 in 27200). A graph that feeds GELU the fp32 sum instead (v3 asks
-  // for that) moves many values by a step or more, most in the negative tail. Reported, and held loosely:
-  // either reading is a correct GELU of this layer.
+  // rare neighbours (layers_test counted 1 in 27200; cuDNN 9.14 on the H200, 3 in 614400). A kernel that fed
+  // GELU the fp32 sum instead (the retired v3's graph asked for that) moved a quarter of the values by a
+  // step or more. Reported, and held loosely: either reading is a correct GELU of this layer.
   std::size_t same = 0, neighbour = 0, further = 0, z_same = 0;
   std::vector<double> from_own_z(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -144,20 +134,15 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
                               : "differs from GELU of the rounded z (the fp32 sum read, or another erf)",
               z_same);
   RecordProperty("gelu_reads_rounded_z", reads_rounded_z ? "yes" : "no");
-  if (kind == FcGeluGraph::chain && !reads_rounded_z)
+  if (!reads_rounded_z)
     std::printf("    note: the chain graph asked for GELU of the stored z; cuDNN's kernel seems to take the fp32 sum "
                 "or to compute erf otherwise\n");
 
   graph->destroy();
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, GptFcGelu,
-                         ::testing::Values(FcGeluPoint{300, FcGeluGraph::chain}, FcGeluPoint{301, FcGeluGraph::chain},
-                                           FcGeluPoint{301, FcGeluGraph::fan_out}),
-                         [](const ::testing::TestParamInfo<FcGeluPoint>& info) {
-                           return "N" + std::to_string(info.param.N) +
-                                  (info.param.graph == FcGeluGraph::chain ? "_chain" : "_fan_out");
-                         });
+INSTANTIATE_TEST_SUITE_P(Shapes, GptFcGelu, ::testing::Values(300, 301),
+                         [](const ::testing::TestParamInfo<int>& info) { return "N" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda
