@@ -346,16 +346,9 @@ cudnn_backend::EnginePlans Convolution::backend_plans(Pass pass, cudnnHandle_t h
   cudnn_backend::Descriptor* op_graph = nullptr;
   try {
     auto tensor = [&](std::int64_t uid, const Extent4& e, const Strides4& st) -> cudnn_backend::Descriptor& {
-      cudnn_backend::Descriptor& d = graph->make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-      const std::vector<std::int64_t> dims = {e.outer, e.channels, e.rows, e.cols};
-      const std::vector<std::int64_t> strides = {st.outer, st.channel, st.row, st.col};
-      const std::int64_t alignment = 16;
-      d.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, format_.cudnn_type)
-          .set_array(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims)
-          .set_array(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides)
-          .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid)
-          .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, alignment)
-          .finalize("tensor");
+      cudnn_backend::Descriptor& d = graph->make_tensor({uid, format_.cudnn_type, {e.outer, e.channels, e.rows, e.cols},
+                                                         {st.outer, st.channel, st.row, st.col}});
+      d.finalize("tensor");
       return d;
     };
     cudnn_backend::Descriptor& x = tensor(kBackendX, t.input, t.x);

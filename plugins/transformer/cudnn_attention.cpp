@@ -93,15 +93,7 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
 
   auto tensor = [&](std::int64_t uid, cudnnDataType_t data_type, std::vector<std::int64_t> dims,
                     std::vector<std::int64_t> strides, bool is_virtual, bool by_value = false) -> Descriptor& {
-    Descriptor& t = s.make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const std::int64_t alignment = 16;
-    t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, data_type)
-        .set_array(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dims)
-        .set_array(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides)
-        .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, uid)
-        .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, alignment)
-        .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, is_virtual);
-    if (by_value) t.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, true);
+    Descriptor& t = s.graph->make_tensor({uid, data_type, std::move(dims), std::move(strides), is_virtual, by_value});
     t.finalize("tensor");
     return t;
   };

@@ -30,26 +30,11 @@ namespace {
 
 using testing::Device;
 using testing::random_floats;
+using testing::from_bf16;
+using testing::gelu_double;
 using testing::rel_l2;
+using testing::to_bf16;
 
-std::vector<bf16> bf16_from(const std::vector<float>& x) {
-  std::vector<bf16> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::uint16_t bits = bf16_bits_from_float(x[i]);
-    std::memcpy(static_cast<void*>(&out[i]), &bits, sizeof bits);
-  }
-  return out;
-}
-std::vector<float> floats_from(const std::vector<bf16>& x) {
-  std::vector<float> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    std::uint16_t bits;
-    std::memcpy(&bits, &x[i], sizeof bits);
-    out[i] = float_from_bf16_bits(bits);
-  }
-  return out;
-}
-double gelu_double(double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }
 
 class GptFcGelu : public ::testing::TestWithParam<int> {};
 
@@ -69,7 +54,7 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
   ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking));
   const std::unique_ptr<std::remove_pointer_t<cudaStream_t>, decltype(&cudaStreamDestroy)> stream(raw_stream,
                                                                                                   cudaStreamDestroy);
-  const bf16 *d_x = dev.upload(bf16_from(x)), *d_w = dev.upload(bf16_from(w)), *d_bias = dev.upload(bf16_from(bias));
+  const bf16 *d_x = dev.upload(to_bf16(x)), *d_w = dev.upload(to_bf16(w)), *d_bias = dev.upload(to_bf16(bias));
   bf16 *z2 = dev.alloc<bf16>(n), *g2 = dev.alloc<bf16>(n), *z1 = dev.alloc<bf16>(n), *g1 = dev.alloc<bf16>(n);
 
   std::unique_ptr<CudnnFcGelu> graph;
@@ -99,8 +84,8 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
   gelu_forward(g1, z1, n, stream.get());
   ROOFBENCH_CUDA(cudaStreamSynchronize(stream.get()));
 
-  const std::vector<float> z_v2 = floats_from(Device::download(z2, n)), g_v2 = floats_from(Device::download(g2, n));
-  const std::vector<float> z_v1 = floats_from(Device::download(z1, n)), g_v1 = floats_from(Device::download(g1, n));
+  const std::vector<float> z_v2 = from_bf16(Device::download(z2, n)), g_v2 = from_bf16(Device::download(g2, n));
+  const std::vector<float> z_v1 = from_bf16(Device::download(z1, n)), g_v1 = from_bf16(Device::download(g1, n));
   const reference::FcGeluReference ref = reference::fc_gelu_reference(x, w, bias, N, C, H);
 
   // Against double: bf16 outputs round to half a step of 2^-8 (about 1e-3 relative in L2), the GEMM sums in fp32.

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
+#include "bf16.hpp"
 #include "corpus.hpp"
+#include "layers.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "trainer.hpp"
 
@@ -60,6 +63,27 @@ inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo =
   for (auto& x : v) x = dist(rng);
   return v;
 }
+
+// Host vectors to and from the device's bf16 (round to nearest even), bit by bit.
+inline std::vector<bf16> to_bf16(const std::vector<float>& x) {
+  std::vector<bf16> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::uint16_t bits = bf16_bits_from_float(x[i]);
+    std::memcpy(static_cast<void*>(&out[i]), &bits, sizeof bits);
+  }
+  return out;
+}
+inline std::vector<float> from_bf16(const std::vector<bf16>& x) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, &x[i], sizeof bits);
+    out[i] = float_from_bf16_bits(bits);
+  }
+  return out;
+}
+// Exact GELU in double, as model.hpp defines it.
+inline double gelu_double(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 
 template <typename A, typename B>
 double rel_l2(const std::vector<A>& out, const std::vector<B>& ref) {

@@ -27,8 +27,11 @@ namespace {
 using reference::attention_reference;
 using reference::AttentionReference;
 using testing::Device;
+using testing::from_bf16;
+using testing::gelu_double;
 using testing::random_floats;
 using testing::rel_l2;
+using testing::to_bf16;
 
 // (N, C): C = 96 and 512 (the model's) take the fused backward, 512 over many chunks of uneven fill;
 // C = 100 (not a multiple of 32) the separate column-sum pass.
@@ -645,24 +648,6 @@ TEST(GptLayers, CastToBf16RoundsLikeTheHost) {
 }
 
 namespace {
-std::vector<bf16> to_bf16(const std::vector<float>& x) {
-  std::vector<bf16> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::uint16_t bits = bf16_bits_from_float(x[i]);
-    std::memcpy(static_cast<void*>(&out[i]), &bits, sizeof bits);
-  }
-  return out;
-}
-std::vector<float> from_bf16(const std::vector<bf16>& x) {
-  std::vector<float> out(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    std::uint16_t bits;
-    std::memcpy(&bits, &x[i], sizeof bits);
-    out[i] = float_from_bf16_bits(bits);
-  }
-  return out;
-}
-double gelu_double(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
 double gelu_derivative_double(double x) {
   return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) * 0.39894228040143268;
 }

@@ -53,12 +53,37 @@ class Descriptor {
   cudnnBackendDescriptor_t d_ = nullptr;
 };
 
+// What every tensor of these graphs is given: its type, dimensions and strides, unique id, whether it is
+// virtual (an intermediate the graph keeps out of memory) and whether it is a by-value scalar; alignment 16
+// bytes.
+struct TensorAttributes {
+  std::int64_t uid = 0;
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  std::vector<std::int64_t> dims, strides;
+  bool is_virtual = false;
+  bool by_value = false;
+};
+
 // The descriptors one operation graph refers to (tensors, operations, the graph itself), owned together.
 class DescriptorSet {
  public:
   Descriptor& make(cudnnBackendDescriptorType_t type) {
     owned_.push_back(std::make_unique<Descriptor>(type));
     return *owned_.back();
+  }
+  // A tensor descriptor with these attributes, not finalized: each caller finalizes it with its own reading
+  // of a refusal (an error, or a case that does not apply).
+  Descriptor& make_tensor(const TensorAttributes& a) {
+    constexpr std::int64_t kAlignment = 16;
+    Descriptor& t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, a.type)
+        .set_array(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, a.dims)
+        .set_array(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, a.strides)
+        .set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, a.uid)
+        .set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, kAlignment)
+        .set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, a.is_virtual);
+    if (a.by_value) t.set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, true);
+    return t;
   }
 
  private:
