@@ -696,7 +696,7 @@ double gelu_derivative_double(double x) {
 }
 }  // namespace
 
-// fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; R2 and up: bf16) against double,
+// fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; bf16: lab_fc_gelu_bf16 v1) against double,
 // on 200 rows (not a multiple of any tile) and then GELU's vectorized forward on its output.
 TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
