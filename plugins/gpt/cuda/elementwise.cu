@@ -379,9 +379,12 @@ void launch_gelu_forward_table(bf16* out, const bf16* z, std::size_t n, const bf
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-void check_gelu_bias_shape(const char* what, const bf16* a, const bf16* b, const bf16* c, int cols) {
-  if (cols % 8 != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c))
-    throw Error(std::string("gpt: ") + what + " needs cols % 8 == 0 and 16-byte aligned tensors");
+// cols > 0 as well as a multiple of 8: the forward's launch divides by cols / 8 (host and device).
+void check_gelu_bias_shape(const char* what, const bf16* a, const bf16* b, const bf16* c, const bf16* bias, int rows,
+                           int cols) {
+  if (rows < 0 || cols <= 0 || cols % 8 != 0 || !bias || !aligned16(a) || !aligned16(b) || !aligned16(c))
+    throw Error(std::string("gpt: ") + what + " needs rows >= 0, cols > 0 and a multiple of 8, a bias and 16-byte "
+                "aligned tensors");
 }
 
 }  // namespace
@@ -399,13 +402,13 @@ void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf1
 }
 
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream) {
-  check_gelu_bias_shape("gelu_forward_add_bias", out, xw, out, cols);
+  check_gelu_bias_shape("gelu_forward_add_bias", out, xw, out, bias, rows, cols);
   launch_gelu_forward_table<true>(out, xw, static_cast<std::size_t>(rows) * cols, bias, cols, stream);
 }
 
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream) {
-  check_gelu_bias_shape("gelu_backward_add_bias", dz, dout, xw, cols);
+  check_gelu_bias_shape("gelu_backward_add_bias", dz, dout, xw, bias, rows, cols);
   launch_gelu_backward_bias_grad_table(dz, dbias, dout, xw, bias, rows, cols, partials, stream);
 }
 

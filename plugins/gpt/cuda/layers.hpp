@@ -327,7 +327,8 @@ void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf1
 // R2-R4's MLP, with fc's bias out of the GEMM (whose cuBLASLt BIAS epilogue kernel took 225 us inside R3,
 // against 190 without it): xw [rows, cols] is x w^T alone and both passes take the pre-activation z = bf16(xw + bias), the
 // bias added in fp32 and rounded as a separate bf16 bias add would be; z itself is never stored.
-// out = GELU(z) (table kernel; cols % 8 == 0, out and xw 16-byte aligned, else throws).
+// out = GELU(z) (table kernel; cols > 0 and a multiple of 8, rows >= 0, bias not null, out and xw 16-byte
+// aligned, else throws; bias needs only bf16's 2-byte alignment).
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream);
 // dz = dout GELU'(z) and dbias its column sums, as gelu_backward_bias_grad (table kernel) with z as above.
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,

@@ -1,8 +1,8 @@
 // lab_fc_gelu_bf16's cuDNN graph (fc_gelu_cudnn.hpp: fc's GEMM + bias + exact GELU, z and gelu both written)
-// against the double reference and against v1, R2-R4's cuBLASLt GEMM with its bias epilogue followed by the
-// GELU table pass, at the model's widths (C 512, H 2048) on 300 rows and on an odd 301 (no tile divides
-// either). Skipped, with cuDNN's reason, where cuDNN offers no plan for the graph. Built only where cuDNN is
-// found.
+// against the double reference and against v1, cuBLASLt's GEMM with its bias epilogue followed by the GELU
+// table pass (R2-R4's until the bias moved into the GELU passes, lab v4), at the model's widths (C 512,
+// H 2048) on 300 rows and on an odd 301 (no tile divides either). Skipped, with cuDNN's reason, where cuDNN
+// offers no plan for the graph. Built only where cuDNN is found.
 #include <gtest/gtest.h>
 
 #include <cublasLt.h>

@@ -431,6 +431,34 @@ TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_NO_THROW(check_fused_attention_shape(AttentionShape{2, 128, 2, 64}));
 }
 
+// The shapes gelu_forward_add_bias and gelu_backward_add_bias refuse, by their own check before any CUDA
+// call (so no device is needed, and the message tells the check's refusal from a failed launch): cols 0
+// once divided the forward's launch by zero (cols / 8 vectors a row).
+template <typename F>
+void expect_refused_shape(F call) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add_bias needs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GptLayers, Bf16GeluAddBiasRejectsShapes) {
+  alignas(16) static bf16 buffer[64];
+  float* partials = nullptr;
+  float* dbias = nullptr;
+  for (const auto& [rows, cols] : {std::pair{8, 0}, std::pair{8, 12}, std::pair{-1, 8}}) {
+    SCOPED_TRACE(cols);
+    expect_refused_shape([&, rows, cols] { gelu_forward_add_bias(buffer, buffer, buffer, rows, cols, nullptr); });
+    expect_refused_shape(
+        [&, rows, cols] { gelu_backward_add_bias(buffer, dbias, buffer, buffer, buffer, rows, cols, partials, nullptr); });
+  }
+  expect_refused_shape([&] { gelu_forward_add_bias(buffer, buffer, nullptr, 8, 8, nullptr); });
+  expect_refused_shape([&] { gelu_backward_add_bias(buffer, dbias, buffer, buffer, nullptr, 8, 8, partials, nullptr); });
+  expect_refused_shape([&] { gelu_forward_add_bias(buffer + 1, buffer, buffer, 8, 8, nullptr); });  // out misaligned
+}
+
 TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const int N = 50, V = 28;
@@ -653,7 +681,7 @@ double gelu_derivative_double(double x) {
 }
 }  // namespace
 
-// fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; R2 and up: bf16) against double,
+// fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; bf16: lab_fc_gelu_bf16 v1) against double,
 // on 200 rows (not a multiple of any tile) and then GELU's vectorized forward on its output.
 TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
