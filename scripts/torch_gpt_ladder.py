@@ -265,9 +265,9 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
     def timed(steps):
         return torch_timing.burst_seconds(step, steps)
 
-    began = time.monotonic()
     if trained_steps:  # as roofbench's gated rungs are timed after their 300-step learning run
         timed(trained_steps)
+    began = time.monotonic()  # the warm-up's own allowance (--max-warmup-s), after any training
     chunks = []
     while True:
         chunks.append(timed(warmup_chunk))
@@ -364,6 +364,8 @@ def main(argv=None):
     parser.add_argument("--attention", action="store_true", help="also the attention alone per SDPA backend "
                         "(after the rungs, within the deadline)")
     args = parser.parse_args(argv)
+    if args.trained_steps < 0:
+        parser.error("--trained-steps takes a count of steps, 0 or more")
     names = [name for name in args.rungs.split(",") if name]
     unknown = [name for name in names if name not in RUNGS]
     if unknown:
