@@ -31,7 +31,7 @@ memory from torch.cuda.max_memory_allocated over the rung's whole life (model, o
 the mean SM clock over the timed samples (sm_clock_mhz, from nvidia-smi), as roofbench records its own.
 --trained-steps N trains N untimed steps first, as roofbench's gated rungs are timed after their 300-step
 learning run (on the H200, 2026-12-01, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
-without; the warm-up itself already trains 60 steps or more).
+without; the warm-up itself trains at least 30 steps, three chunks of 10).
 
 Usage (where PyTorch and a GPU are):
   scripts/torch_gpt_ladder.py -o torch-gpt.json [--ceilings-from roofbench-results/latest.json]

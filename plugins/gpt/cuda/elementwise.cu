@@ -139,8 +139,8 @@ __device__ inline void fill_bf16_table(T* table, F f) {
     table[slot] = f(bf16_table_value(slot));
 }
 
-// A 16-byte vector of 8 bf16 values plus its 8 columns' biases, four bf16x2 additions (add.rn.bf16x2: the
-// exact sum rounded to bf16 once, which for two bf16 operands is also what the fp32 sum rounded to bf16 gives,
+// A 16-byte vector of 8 bf16 values plus its 8 columns' biases, four bf16x2 additions (add.bf16x2, round to
+// nearest even: the exact sum rounded to bf16 once, which for two bf16 operands is also what the fp32 sum rounded to bf16 gives,
 // as a separate bias add computes it).
 struct ColumnBias8 {
   __nv_bfloat162 pairs[4];

@@ -324,9 +324,10 @@ void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
 // and 16-byte aligned pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
                              float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
-// R2-R4's MLP, with fc's bias out of the GEMM (whose cuBLASLt BIAS epilogue kernel took 225 us inside R3,
-// against 190 without it): xw [rows, cols] is x w^T alone and both passes take the pre-activation z = bf16(xw + bias), the
-// bias added in fp32 and rounded as a separate bf16 bias add would be; z itself is never stored.
+// R2-R4's MLP, with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS epilogue kernel took 219 us
+// against 185 without it, lab_fc_gelu_bf16 v1 and v4 in one call): xw [rows, cols] is x w^T alone and both
+// passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a separate bf16
+// bias add would be; z itself is never stored.
 // out = GELU(z) (table kernel; cols > 0 and a multiple of 8, rows >= 0, bias not null, out and xw 16-byte
 // aligned, else throws; bias needs only bf16's 2-byte alignment).
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream);
