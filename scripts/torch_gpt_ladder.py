@@ -147,6 +147,19 @@ def benchmark_entry(name, precision, batch, samples_s, peak_bytes, reserved_byte
     }
 
 
+def add_energy(entry, energy, spans):
+    """roofbench's --energy figures (energy_per_run in J, power in W, energy_window_s) on a PyTorch entry, from
+    the counter polled beside its samples, or why not (roofbench.energy_note), as roofbench's own entries say it."""
+    import torch_timing
+    figure, why = torch_timing.energy_per_call(energy.steps, spans) if energy.why_not is None else (None, energy.why_not)
+    if figure is None:
+        entry["roofbench"]["energy_note"] = why
+        return
+    entry["energy_per_run"] = figure["joules_per_call"]
+    entry["power"] = figure["watts"]
+    entry["energy_window_s"] = figure["window_s"]
+
+
 def results_document(device, entries, not_run, ceilings=None, complete=True, extra_context=None):
     """A roofbench results file holding PyTorch's figures, marked "source": "pytorch" in its context (and in
     every entry's roofbench block), on the same device key as roofbench's own file of that GPU."""
@@ -275,8 +288,12 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
         if settled or time.monotonic() - began > max_warmup_s:
             break
     warmup_s = time.monotonic() - began
-    with torch_timing.SmClock(torch_timing.nvidia_smi_id(torch, torch.cuda.current_device())) as clock:
-        per_step = [timed(steps_per_sample) for _ in range(samples)]
+    gpu = torch_timing.nvidia_smi_id(torch, torch.cuda.current_device())
+    per_step, spans = [], []
+    with torch_timing.SmClock(gpu) as clock, torch_timing.EnergyCounter(gpu) as energy:
+        for _ in range(samples):
+            per_step.append(timed(steps_per_sample))
+            spans.append((time.monotonic(), per_step[-1] * steps_per_sample, steps_per_sample))
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.max_memory_reserved()
     facts = {"compile": mode or "eager", "autocast": "bf16" if bf16 else "off (TF32 matmuls)",
@@ -285,6 +302,7 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
     entry = benchmark_entry(name, "bf16" if bf16 else "tf32", batch, per_step, peak, reserved, facts, on_ladder)
     if clock.mean_mhz is not None:
         entry["sm_clock_mhz"] = clock.mean_mhz
+    add_energy(entry, energy, spans)
     del model, optimizer, forward
     torch._dynamo.reset()
     torch.cuda.empty_cache()

@@ -5,9 +5,12 @@ each burst's time divided by its calls, and the median over bursts. Each script 
 (warm-up calls, calls per burst, bursts) and, where it needs one, its own warm-up rule.
 
 Import it from a script in this folder (`import torch_timing`); it imports torch."""
+import ctypes
 import shutil
 import statistics
 import subprocess
+import threading
+import time
 
 import torch
 
@@ -63,6 +66,98 @@ class SmClock:
         samples = [float(line) for line in out.split() if line.replace(".", "", 1).isdigit()]
         self.mean_mhz = statistics.mean(samples) if samples else None
         return False
+
+
+# roofbench's --energy (core/src/energy.hpp), the same window over the same kind of counter: the first step
+# used is this far into the samples, and a window shorter, or kept busy for less, gives no figure.
+ENERGY_COUNTER_LAG_S = 0.1
+ENERGY_MIN_WINDOW_S = 0.2
+ENERGY_MIN_BUSY_FRACTION = 0.8
+
+
+class EnergyCounter:
+    """NVML's energy counter of one GPU (nvmlDeviceGetTotalEnergyConsumption: mJ since the driver loaded), polled
+    every 0.5 ms on a thread while a with-block runs, as roofbench's --energy polls it: the H200's counter steps
+    only about every 100 ms, so the moments it steps are what a window can be cut at. Afterwards `steps` holds
+    (time.monotonic(), joules) at each first read of a new value; where NVML or the GPU is not there, `steps` is
+    empty and `why_not` says why. `device` is an NVML UUID ("GPU-...", nvidia_smi_id's form)."""
+
+    def __init__(self, device, library="libnvidia-ml.so.1", period_s=0.0005):
+        self.device = device
+        self.steps = []
+        self.why_not = None
+        self._library, self._period_s = library, period_s
+        self._thread, self._running = None, False
+
+    def _open(self):
+        try:
+            nvml = ctypes.CDLL(self._library)
+        except OSError as e:
+            return None, f"cannot load {self._library} (it comes with the NVIDIA driver): {e}"
+        if nvml.nvmlInit_v2() != 0:
+            return None, "nvmlInit failed"
+        handle = ctypes.c_void_p()
+        if nvml.nvmlDeviceGetHandleByUUID(str(self.device).encode(), ctypes.byref(handle)) != 0:
+            return None, f"NVML has no device {self.device}"
+        millijoules = ctypes.c_ulonglong()
+        if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(millijoules)) != 0:
+            return None, f"NVML's energy counter of {self.device} cannot be read"
+        return (nvml, handle), None
+
+    def _poll(self, nvml, handle):
+        millijoules, previous = ctypes.c_ulonglong(), None
+        while self._running:
+            before = time.monotonic()
+            if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(millijoules)) == 0:
+                if previous is not None and millijoules.value != previous:
+                    self.steps.append((0.5 * (before + time.monotonic()), millijoules.value * 1e-3))
+                previous = millijoules.value
+            time.sleep(self._period_s)
+
+    def __enter__(self):
+        opened, self.why_not = self._open()
+        if opened:
+            self._running = True
+            self._thread = threading.Thread(target=self._poll, args=opened, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._running = False
+        if self._thread:
+            self._thread.join()
+        return False
+
+
+def energy_per_call(steps, spans):
+    """The energy of a window of the samples over the calls inside it, as roofbench's energy_per_run computes it:
+    steps as EnergyCounter gives them, spans (time.monotonic() when a burst's wait returned, its device seconds,
+    its calls). Returns ({joules_per_call, watts, window_s, busy_fraction}, None), or (None, why)."""
+    if not spans:
+        return None, "no samples"
+    began, ended = spans[0][0] - spans[0][1], spans[-1][0]
+    first = next((s for s in steps if s[0] >= began + ENERGY_COUNTER_LAG_S), None)
+    last = next((s for s in reversed(steps) if s[0] <= ended), None)
+    if first is None or last is None or last[0] <= first[0]:
+        return None, f"the energy counter stepped {len(steps)} times in {ended - began:.3f} s of samples: too few for a window"
+    t0, t1 = first[0], last[0]
+    window = t1 - t0
+    if window < ENERGY_MIN_WINDOW_S:
+        return None, f"the energy window ({window:.3f} s) is shorter than {ENERGY_MIN_WINDOW_S} s"
+    calls = busy = 0.0
+    for end, seconds, count in spans:
+        if seconds <= 0 or count <= 0:
+            continue
+        inside = max(0.0, min(end, t1) - max(end - seconds, t0))
+        busy += inside
+        calls += count * inside / seconds
+    joules = last[1] - first[1]
+    if busy / window < ENERGY_MIN_BUSY_FRACTION or calls <= 0:
+        return None, f"the samples kept the device busy for {100 * busy / window:.0f}% of the energy window"
+    if joules <= 0:
+        return None, "the energy counter did not advance over the window"
+    return {"joules_per_call": joules / calls, "watts": joules / window, "window_s": window,
+            "busy_fraction": busy / window}, None
 
 
 def nvidia_smi_id(torch_module, ordinal):

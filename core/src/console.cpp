@@ -116,6 +116,16 @@ std::string format_bytes(double bytes) {
   return printf_string("%.*f %s", std::max(0, decimals_for(s.value, 3)), s.value, units[s.step]);
 }
 
+std::string format_joules(double joules) {
+  if (!std::isfinite(joules)) return "-";
+  static const std::vector<double> steps = {1.0, 1e-3, 1e-6};
+  static const char* units[] = {"J", "mJ", "uJ"};
+  std::size_t step = 0;
+  while (step + 1 < steps.size() && std::fabs(joules) < steps[step]) ++step;
+  const double value = joules / steps[step];
+  return printf_string("%.*f %s", std::max(0, decimals_for(value, 3)), value, units[step]);
+}
+
 std::string format_figure(const Summary& s) {
   const double v = s.value;
   if (!std::isfinite(v)) return "-";
@@ -125,6 +135,7 @@ std::string format_figure(const Summary& s) {
   if (s.unit == "count" || s.integer) return printf_string("%.0f", v);
   if (s.unit == "B") return format_bytes(v);
   if (s.unit == "MHz") return printf_string("%.0f MHz", v);
+  if (s.unit == "J") return format_joules(v);
   if (s.unit.size() >= 2 && s.unit.compare(s.unit.size() - 2, 2, "/s") == 0) return format_rate(v, s.unit);
   return printf_string("%.4g", v) + (s.unit.empty() ? "" : " " + s.unit);
 }
@@ -205,6 +216,8 @@ std::string notes_of(const Result& r) {
   if (r.cache_resident) add("data in cache");
   if (r.memory.leaked > 0) add("leaked " + format_bytes(r.memory.leaked));
   if (r.noisy()) add("NOISY");  // why: in the summary and the results
+  if (std::isfinite(r.energy_per_run_j)) add(format_joules(r.energy_per_run_j) + "/run at " + printf_string("%.0f W", r.mean_power_w));
+  else if (!r.energy_note.empty()) add("no energy: " + shorten(r.energy_note, 60));
   return notes;
 }
 

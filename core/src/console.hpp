@@ -33,6 +33,7 @@ std::string format_seconds(double seconds);
 std::string format_rate(double value, const std::string& unit);
 // Binary prefixes: "768 B", "1.50 MiB".
 std::string format_bytes(double bytes);
+std::string format_joules(double joules);  // "14.8 J", "3.21 mJ", "850 uJ"
 // A figure by its unit ("s", "%", "1" for a ratio, "count", "B", "MHz", "FLOP/B", "<x>/s"): never an SI
 // prefix on a ratio, a percentage or a count.
 std::string format_figure(const Summary& summary);

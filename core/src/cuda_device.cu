@@ -16,6 +16,7 @@
 
 #include "console.hpp"
 #include "device.hpp"
+#include "nvml_energy.hpp"
 #include "roofbench/cuda_check.hpp"
 #include "sample_steps.hpp"
 
@@ -210,6 +211,11 @@ class CudaDevice final : public Device {
     if (!lost_.empty()) throw Error(lost_);
   }
   Ceilings measure_ceilings(std::vector<std::string>& how) override;
+  std::function<std::optional<double>()> energy_counter(std::string& why) override {
+    char pci_bus_id[32] = {};
+    ROOFBENCH_CUDA(cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, info_.index));
+    return nvml_energy_counter(pci_bus_id, why);
+  }
 
  private:
   DeviceInfo info_;

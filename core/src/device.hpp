@@ -50,6 +50,12 @@ class Device {
     return std::nullopt;
   }
   virtual Ceilings measure_ceilings(std::vector<std::string>& how) = 0;
+  // A reader of the device's energy counter (joules since a fixed moment; nullopt on a failed read), for
+  // --energy (energy.hpp); empty, with the reason in `why`, where the device has none.
+  virtual std::function<std::optional<double>()> energy_counter(std::string& why) {
+    why = "the " + std::string(info().kind == DeviceKind::cpu ? "CPU" : "device") + " has no energy counter here";
+    return {};
+  }
 };
 
 struct SampleTime {

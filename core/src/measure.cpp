@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "energy.hpp"
 #include "sample_quality.hpp"
 
 namespace roofbench {
@@ -104,6 +105,42 @@ double target_sample_seconds(DeviceKind kind, bool graph) {
 // rest, at boost clock.
 double min_warmup_seconds(DeviceKind kind) { return kind == DeviceKind::cpu ? 0.05 : 0.25; }
 
+// --energy: each rank's energy counter polled on a thread beside the samples; empty (the reason in
+// r.energy_note) where a rank has none, and then the samples are not lengthened for it either.
+std::vector<std::unique_ptr<EnergyPoller>> start_energy_pollers(Result& r, const std::vector<Device*>& ranks) {
+  std::vector<std::unique_ptr<EnergyPoller>> pollers;
+  for (Device* d : ranks) {
+    std::string why;
+    auto read = d->energy_counter(why);
+    if (!read) {
+      r.energy_note = why;
+      return {};
+    }
+    // Every 0.5 ms: a step's moment is then known to well under 1% of the H200's 100 ms update interval.
+    pollers.push_back(std::make_unique<EnergyPoller>(std::move(read), std::chrono::microseconds(500)));
+  }
+  return pollers;
+}
+
+// Each rank's energy per run over its own window of the samples, summed (as its power is).
+void record_energy(Result& r, std::vector<std::unique_ptr<EnergyPoller>>& pollers, const std::vector<SampleSpan>& spans) {
+  double joules = 0, watts = 0, window = 0;
+  for (auto& poller : pollers) {
+    std::string why;
+    const std::optional<EnergyFigure> figure = energy_per_run(poller->stop(), spans, &why);
+    if (!figure) {
+      r.energy_note = why;
+      return;
+    }
+    joules += figure->joules_per_run;
+    watts += figure->mean_watts;
+    window = std::max(window, figure->window_seconds);
+  }
+  r.energy_per_run_j = joules;
+  r.mean_power_w = watts;
+  r.energy_window_s = window;
+}
+
 void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                const MeasureOptions& o) {
   const DeviceKind kind = ranks.front()->info().kind;
@@ -172,6 +209,11 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
 
   // Samples until the noise is under its bound, or time is up. Throttled samples are dropped at the
   // end (drop_throttled), against the highest clock the samples reached.
+  std::vector<std::unique_ptr<EnergyPoller>> pollers;
+  if (o.energy_seconds > 0) pollers = start_energy_pollers(r, ranks);
+  std::vector<SampleSpan> spans;
+  const double energy_seconds = pollers.empty() ? 0.0 : o.energy_seconds;
+  const double min_time = std::max(o.min_time, energy_seconds), max_time = std::max(o.max_time, energy_seconds);
   const auto start = Clock::now();
   std::vector<double> times, clocks;
   double sum = 0, sum_squares = 0;
@@ -187,11 +229,12 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
       } else {
         r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
       }
-      if (elapsed >= o.max_time && times.size() >= 3) break;
-      if (elapsed >= 4 * o.max_time && times.empty())
+      if (elapsed >= max_time && times.size() >= 3) break;
+      if (elapsed >= 4 * max_time && times.empty())
         throw Error("every sample's stream hold timed out (" + std::to_string(r.hold_timeouts) + " times)");
       continue;
     }
+    if (!pollers.empty()) spans.push_back({steady_seconds(), s.seconds, r.runs_per_sample});
     const double t = s.seconds / r.runs_per_sample;
     times.push_back(t);
     if (s.clock_mhz > 0) clocks.push_back(s.clock_mhz);
@@ -202,14 +245,15 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     const bool enough_samples = times.size() >= min_samples;
     // max_time ends sampling once there are enough samples; a case too slow for even that many in
     // four times max_time stops at three.
-    if (elapsed >= o.max_time && (enough_samples || (elapsed >= 4 * o.max_time && times.size() >= 3))) break;
-    if (enough_samples && elapsed >= o.min_time) {
+    if (elapsed >= max_time && (enough_samples || (elapsed >= 4 * max_time && times.size() >= 3))) break;
+    if (enough_samples && elapsed >= min_time) {
       const double mean = sum / n;
       const double variance = std::max(0.0, (sum_squares - n * mean * mean) / (n - 1));
       if (std::sqrt(variance) / mean <= o.noise_bound) break;
     }
   }
   r.phases.sampling = seconds_since(start);
+  if (!pollers.empty()) record_energy(r, pollers, spans);
   if (!clocks.empty()) r.mean_clock_mhz = std::accumulate(clocks.begin(), clocks.end(), 0.0) / clocks.size();
   ThrottleSplit kept = drop_throttled(times, clocks, o.clock_floor);
   r.throttled_samples = kept.dropped;

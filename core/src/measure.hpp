@@ -30,6 +30,7 @@ struct MeasureOptions {
   int runs_per_sample = 0;     // > 0: this many runs per sample instead of the host's choice
   std::uint64_t seed = 0x5EED;
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
+  double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
 };
 
 // crashed and timed_out are given by the parent when a worker process died in, or ran past the timeout
@@ -105,6 +106,12 @@ struct Result {
   // sample_quality.hpp); empty when they can. A noisy result still passed its gate, but says so everywhere.
   std::string quality_reason;
   double mean_clock_mhz = 0;
+  // --energy (energy.hpp): the devices' energy per run and mean power over a window of the samples (summed
+  // over the ranks), NaN where not measured; energy_note says why not, when it was asked for.
+  double energy_per_run_j = std::numeric_limits<double>::quiet_NaN();
+  double mean_power_w = std::numeric_limits<double>::quiet_NaN();
+  double energy_window_s = 0;
+  std::string energy_note;
   RooflinePoint point;
   MemoryFigures memory;
   std::vector<Counter> rates;  // Work::rates divided by the median time

@@ -30,6 +30,9 @@ on the default device (the first GPU, else the CPU).
   --profile[=N]          after timing each GPU case, a CUPTI pass over N samples' worth of launches
                          (default 3), through the same launch path (a graph stays a graph): time per
                          kernel, torn down before the next case is timed
+  --energy[=S]           sample each benchmark for at least S seconds (default 1) with the device's energy
+                         counter (NVML on a GPU) polled beside: energy_per_run (J) and power (W) over a
+                         window of the samples; at the power limit, energy per run is what sets the time
   --recalibrate          measure the device's ceilings again instead of using the cached ones
   --isolation process|none
                          process (default): plugins load and run in a worker process; a benchmark that
@@ -62,7 +65,9 @@ static double parse_number(const std::string& flag, const std::string& text) {
   }
 }
 
-double default_timeout_seconds(const MeasureOptions& m) { return 60 + 4 * m.max_time + m.warmup_max; }
+double default_timeout_seconds(const MeasureOptions& m) {
+  return 60 + 4 * std::max(m.max_time, m.energy_seconds) + m.warmup_max;
+}
 
 Options parse_options(int argc, const char* const* argv) {
   Options o;
@@ -94,6 +99,11 @@ Options parse_options(int argc, const char* const* argv) {
     else if (flag == "--profile") {
       o.measure.profile_runs = has_inline_value ? static_cast<int>(parse_number(flag, value)) : 3;
       if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+    }
+    else if (flag == "--energy") {
+      o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : 1.0;
+      // The window needs two steps of a counter that steps every 100 ms, a lag's worth after the samples begin.
+      if (o.measure.energy_seconds < 0.5) throw UsageError("--energy needs at least 0.5 s of samples");
     }
     else if (flag == "--cold") no_value(), o.measure.cold = true;
     else if (flag == "--no-results") no_value(), o.write_results = false;

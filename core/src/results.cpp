@@ -190,6 +190,7 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("timing", r.graph ? "graph" : "stream");
     if (r.cache_resident) j.field("cache_resident", true);
     if (r.noisy()) j.field("quality", "noisy").field("quality_reason", r.quality_reason);
+    if (!r.energy_note.empty()) j.field("energy_note", r.energy_note);
     if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
       j.key("profile").begin_object();
       j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);

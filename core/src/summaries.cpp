@@ -17,7 +17,7 @@ const std::set<std::string>& reserved_names() {
       // roofbench's own, in the entry and in its summaries
       "roofbench", "hold_abandoned", "FLOP/s", "B/s", "AI", "roof_pct", "time_median", "time_q1", "time_q3",
       "noise", "samples", "warmup_iters", "runs_per_sample", "sm_clock_mhz", "throttled_samples", "hold_timeouts",
-      "samples_with_mean_clock", "noise_at_fixed_clock", "gate_rel_err", "gate_tolerance", "peak_mem", "leaked_mem"};
+      "samples_with_mean_clock", "noise_at_fixed_clock", "energy_per_run", "power", "energy_window_s", "gate_rel_err", "gate_tolerance", "peak_mem", "leaked_mem"};
   return names;
 }
 
@@ -62,6 +62,12 @@ std::vector<Summary> summaries_of(const Result& r) {
       host("samples_with_mean_clock", r.samples_with_mean_clock, "count", "samples whose clock is the mean over the sample", true);
       if (!std::isnan(r.noise_at_fixed_clock))
         host("noise_at_fixed_clock", r.noise_at_fixed_clock, "1", "relative noise left after fitting time = a + b / clock");
+    }
+    if (std::isfinite(r.energy_per_run_j)) {
+      host("energy_per_run", r.energy_per_run_j, "J",
+           "device energy per run: the energy counter's rise over a window of the samples, over the runs in it");
+      host("power", r.mean_power_w, "W", "mean device power over that window");
+      host("energy_window_s", r.energy_window_s, "s", "the window's length, between two steps of the energy counter");
     }
   }
   if (r.gate_checked) host("gate_rel_err", r.gate_error, "1", "relative L2 error of the gate run against the reference");

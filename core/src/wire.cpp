@@ -13,10 +13,10 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 872, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 928, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(RooflinePoint) == 48, "RooflinePoint changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
-static_assert(sizeof(MeasureOptions) == 72, "MeasureOptions changed: encode it in wire.cpp, then update this size");
+static_assert(sizeof(MeasureOptions) == 80, "MeasureOptions changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(CaseSpec) == 232, "CaseSpec changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(Work) == 88, "Work changed: encode it in wire.cpp, then update this size");
 #endif
@@ -193,7 +193,7 @@ void fields(Io& io, X& p) {
 template <typename Io, Is<MeasureOptions> X>
 void fields(Io& io, X& o) {
   io(o.gate, o.cold, o.graph, o.noise_bound, o.min_time, o.max_time, o.warmup_max, o.clock_floor, o.runs_per_sample,
-     o.seed, o.profile_runs);
+     o.seed, o.profile_runs, o.energy_seconds);
 }
 template <typename Io, Is<Work> X>
 void fields(Io& io, X& w) {
@@ -212,6 +212,7 @@ void fields(Io& io, X& x) {
   io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);
   io(x.warmup_iterations, x.runs_per_sample, x.graph, x.cold, x.cache_resident, x.throttled_samples,
      x.samples_with_mean_clock, x.hold_timeouts, x.hold_abandoned, x.quality_reason, x.mean_clock_mhz);
+  io(x.energy_per_run_j, x.mean_power_w, x.energy_window_s, x.energy_note);
   auto& p = x.point;
   io(p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction, p.bound);
   auto& m = x.memory;

@@ -57,6 +57,15 @@ def _facts_text(benchmark):
     return "; ".join(f"{key}={value}" for key, value in benchmark.facts.items()) or "—"
 
 
+def _energy_text(benchmark):
+    """--energy's figures: energy per run and the mean power it was drawn at (at the power limit the energy,
+    not the kernels alone, sets a run's time)."""
+    joules, watts = benchmark.counter("energy_per_run"), benchmark.counter("power")
+    if joules is None:
+        return "—"
+    return format_si(joules, "J") + (f" at {watts:.0f} W" if watts is not None else "")
+
+
 def _gate_cell(benchmark):
     """A noisy result is not a clean pass: its gate cell says so."""
     gate = gate_text(benchmark)
@@ -119,8 +128,12 @@ def _add_device_section(document, device_results, figures):
         document.add(Heading(3, f"Plugin {plugin}"))
         # Facts (how a point ran, e.g. the algorithm a library chose) get a column where a case has any.
         with_facts = any(b.facts for b in benchmarks)
-        columns = BENCHMARK_COLUMNS + ([Column("facts")] if with_facts else [])
-        table_rows = [benchmark_row(b) + ([_facts_text(b)] if with_facts else []) for b in benchmarks]
+        # Energy (--energy) likewise, where a benchmark of the plugin has the figure.
+        with_energy = any(b.counter("energy_per_run") is not None for b in benchmarks)
+        columns = (BENCHMARK_COLUMNS + ([Column("energy / run", numeric=True)] if with_energy else [])
+                   + ([Column("facts")] if with_facts else []))
+        table_rows = [benchmark_row(b) + ([_energy_text(b)] if with_energy else [])
+                      + ([_facts_text(b)] if with_facts else []) for b in benchmarks]
         document.add(Table(columns, table_rows, tag=plugin))
         for block in scaling_blocks(benchmarks, tag=plugin):
             document.add(block)

@@ -128,6 +128,20 @@ class ReportContentTest(unittest.TestCase):
             encoding="utf-8")
         self.assertIn("partial.json is incomplete", summary)
 
+    def test_energy_gets_a_column_where_a_plugin_has_it(self):
+        folder = TemporaryFolder(self.addCleanup)
+        document = load_fixture(GPU_RUN)
+        for entry in document["benchmarks"]:
+            if entry["name"].startswith("gpt/R1_fused"):
+                entry.update({"energy_per_run": 4.2, "power": 688.4, "energy_window_s": 0.9})
+        summary = (write_report(self, folder.write_json("energy.json", document)) / "summary.md").read_text(
+            encoding="utf-8")
+        gpt = summary[summary.index("### Plugin gpt"):]
+        self.assertIn("| gate | energy / run |", gpt)
+        self.assertRegex(gpt, r"\| R1_fused/batch:64 \|.*\| 4\.2 J at 688 W \|")
+        micro = summary[summary.index("### Plugin micro"):summary.index("### Plugin gpt")]
+        self.assertNotIn("energy / run", micro)
+
     def test_bad_input_exits_2(self):
         folder = TemporaryFolder(self.addCleanup)
         error = io.StringIO()

@@ -114,6 +114,54 @@ class TorchTiming(unittest.TestCase):
         self.assertEqual(self.cuda.log[:3], ["call", "call", "sync"])
 
 
+class EnergyWindow(unittest.TestCase):
+    """energy_per_call against counters made up here, as tests/unit/energy_test.cpp checks roofbench's."""
+
+    def setUp(self):
+        self.saved = dict(sys.modules)
+        install_fake_torch()
+        self.timing = load("torch_timing")
+
+    def tearDown(self):
+        sys.modules.clear()
+        sys.modules.update(self.saved)
+
+    @staticmethod
+    def steps(start, stop, interval, watts_at):
+        """The counter's value at a step every `interval` s: the energy booked up to it (1 ms resolution)."""
+        out, joules, t, next_step = [], 1000.0, start, start + interval
+        while t < stop:
+            joules += watts_at(t) * 1e-3
+            t += 1e-3
+            if t >= next_step:
+                out.append((t, joules))
+                next_step += interval
+        return out
+
+    def test_steady_bursts_give_their_power_times_the_time_of_a_call(self):
+        spans = [(10.0 + 0.05 * (i + 1), 0.05, 10) for i in range(20)]  # 5 ms calls at 700 W: 3.5 J each
+        figure, why = self.timing.energy_per_call(self.steps(9.0, 12.0, 0.1, lambda t: 700 if 10 <= t < 11 else 80), spans)
+        self.assertIsNone(why)
+        self.assertAlmostEqual(figure["joules_per_call"], 3.5, delta=0.02)
+        self.assertAlmostEqual(figure["watts"], 700, delta=2)
+        self.assertGreater(figure["window_s"], 0.75)
+
+    def test_mostly_idle_or_too_short_samples_give_no_figure(self):
+        steps = self.steps(9.0, 12.0, 0.1, lambda t: 700)
+        figure, why = self.timing.energy_per_call(steps, [(10.0 + 0.1 * (i + 1), 0.05, 10) for i in range(10)])
+        self.assertIsNone(figure)
+        self.assertIn("busy", why)
+        figure, why = self.timing.energy_per_call(steps, [(10.0 + 0.05 * (i + 1), 0.05, 10) for i in range(4)])
+        self.assertIsNone(figure)
+        self.assertEqual(self.timing.energy_per_call([], []), (None, "no samples"))
+
+    def test_the_counter_says_why_without_nvml(self):
+        with self.timing.EnergyCounter("GPU-0", library="libroofbench-no-such-nvml.so") as energy:
+            pass
+        self.assertEqual(energy.steps, [])
+        self.assertIn("cannot load libroofbench-no-such-nvml.so", energy.why_not)
+
+
 class SmClockSamples(unittest.TestCase):
     """SmClock against a stand-in nvidia-smi on PATH that prints three samples (and one blank line)."""
 

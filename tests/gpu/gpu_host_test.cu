@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -81,12 +82,13 @@ class GpuHost : public ::testing::Test {
     ceilings_.bandwidth = 4e12;
     ceilings_.flops_of(Precision::fp32) = 60e12;
   }
-  Result measure_case(Flaw flaw, std::size_t n = 1 << 24) {
+  Result measure_case(Flaw flaw, std::size_t n = 1 << 24, double energy_seconds = 0) {
     spec_ = CaseSpec{.name = "scale", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
                      .make = [n, flaw](const Params&) { return std::make_unique<ScaleCase>(n, flaw); }};
     BenchmarkSpec b{"test/scale", "test", &spec_, Params{}};
     MeasureOptions o;
     o.max_time = 0.3;
+    o.energy_seconds = energy_seconds;
     return measure(b, {devices_.front().get()}, ceilings_, o);
   }
   std::vector<std::unique_ptr<Device>> devices_;
@@ -252,6 +254,25 @@ TEST_F(GpuHost, SampleClockIsPlausibleAndUsuallyTheMeanOverTheSample) {
   }
   std::printf("%d of 20 samples had the mean clock over the sample\n", spanning);
   d.release(out);
+}
+
+// --energy on a real GPU: NVML's counter is there (it comes with the driver), sampling lasts the energy
+// seconds, and the figures agree with each other and with what a GPU can draw.
+TEST_F(GpuHost, EnergyPerRunIsPlausibleAndAgreesWithPowerTimesTime) {
+  std::string why;
+  ASSERT_TRUE(devices_.front()->energy_counter(why)) << why;
+  const Result r = measure_case(Flaw::none, std::size_t{1} << 26, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
+  EXPECT_GE(r.phases.sampling, 1.0);
+  EXPECT_GE(r.energy_window_s, 0.5);
+  EXPECT_GT(r.mean_power_w, 50);
+  EXPECT_LT(r.mean_power_w, 1500);
+  // The window's runs kept the device at least 80% busy, so power x time per run comes within 25%.
+  const double power_times_time = r.mean_power_w * r.stats.median;
+  EXPECT_NEAR(r.energy_per_run_j, power_times_time, 0.25 * power_times_time);
+  std::printf("energy per run %.4g J at %.0f W (window %.2f s, median %.4g s)\n", r.energy_per_run_j, r.mean_power_w,
+              r.energy_window_s, r.stats.median);
 }
 
 TEST_F(GpuHost, CorrectKernelPassesItsGate) {

@@ -61,6 +61,10 @@ Result every_field_set() {
   r.profile.error = "e";
   r.phases = {42, 43, 44, 45, 46, 47};
   r.quality_reason = "q";
+  r.energy_per_run_j = 48;
+  r.mean_power_w = 49;
+  r.energy_window_s = 50;
+  r.energy_note = "n";
   return r;
 }
 
@@ -93,6 +97,7 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_TRUE(out.work.read_dominated);
   EXPECT_EQ(out.sweep_axis, "n");
   EXPECT_EQ(out.quality_reason, "q");
+  EXPECT_EQ(out.energy_note, "n");
 }
 
 // The results file leaves a failed result's timing out (no median, roof, clocks, rates): the figures a
@@ -114,6 +119,10 @@ TEST(Wire, APassingResultsTimingCrossesUnchanged) {
   EXPECT_EQ(out.hold_timeouts, in.hold_timeouts);
   EXPECT_EQ(out.samples_with_mean_clock, in.samples_with_mean_clock);
   EXPECT_EQ(out.warmup_iterations, in.warmup_iterations);
+  EXPECT_EQ(out.energy_per_run_j, 48);
+  EXPECT_EQ(out.mean_power_w, 49);
+  EXPECT_EQ(out.energy_window_s, 50);
+  EXPECT_THAT(results_file_entry(in), HasSubstr("\"energy_per_run\": 48"));
   ASSERT_EQ(out.rates.size(), 1u);
   EXPECT_EQ(out.rates[0].value, in.rates[0].value);
 }
@@ -139,6 +148,7 @@ TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
   o.max_time = 0.25;
   o.seed = ~0ull;
   o.profile_runs = 4;
+  o.energy_seconds = 2.5;
   wire::Writer w;
   wire::put(w, p);
   wire::put(w, o);
@@ -156,6 +166,7 @@ TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
   EXPECT_EQ(o2.graph, GraphMode::off);
   EXPECT_EQ(o2.seed, ~0ull);
   EXPECT_EQ(o2.profile_runs, 4);
+  EXPECT_EQ(o2.energy_seconds, 2.5);
 }
 
 // A list whose count runs past the message (a corrupted frame) is refused as truncated, not allocated.
@@ -228,6 +239,23 @@ TEST(Summaries, PluginCountersNeverTakeAHostName) {
   }
   for (const char* n : {"case.samples", "case.noise", "case.noise.2", "loss", "busbw", "tokens/s"})
     EXPECT_TRUE(names.count(n)) << n;
+}
+
+TEST(Summaries, EnergyFiguresOnlyWhereMeasured) {
+  Result r = every_field_set();
+  r.status = Status::ok;
+  auto names = [&] {
+    std::set<std::string> out;
+    for (const auto& s : summaries_of(r)) out.insert(s.name);
+    return out;
+  };
+  EXPECT_TRUE(names().count("energy_per_run"));
+  EXPECT_TRUE(names().count("power"));
+  r.energy_per_run_j = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(names().count("energy_per_run"));
+  EXPECT_FALSE(names().count("power"));
+  r.case_counters = {{"power", 3}};  // a plugin's "power" never takes the host's name
+  EXPECT_TRUE(names().count("case.power"));
 }
 
 TEST(StrictJson, BadBytesBecomeReplacementCharactersAndDuplicateKeysThrow) {

@@ -73,6 +73,19 @@ TEST(Options, GateAndGraph) {
   EXPECT_THAT(usage_error({"--graph", "always"}), HasSubstr("--graph must be auto, on or off"));
 }
 
+TEST(Options, Energy) {
+  EXPECT_EQ(parse({}).measure.energy_seconds, 0);
+  EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
+  EXPECT_EQ(parse({"--energy=2.5"}).measure.energy_seconds, 2.5);
+  EXPECT_THAT(usage_error({"--energy=0.2"}), HasSubstr("at least 0.5 s"));
+  EXPECT_THAT(usage_error({"--energy=lots"}), HasSubstr("--energy needs a non-negative number"));
+  // Sampling lasts at least --energy's seconds, so the default timeout grows with it.
+  MeasureOptions m;
+  const double plain = default_timeout_seconds(m);
+  m.energy_seconds = 3 * m.max_time;
+  EXPECT_GT(default_timeout_seconds(m), plain);
+}
+
 TEST(Options, Times) {
   const Options o = parse({"--max-time", "0.05", "--min-time=0.01", "--noise", "0.1"});
   EXPECT_DOUBLE_EQ(o.measure.max_time, 0.05);

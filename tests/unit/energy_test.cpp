@@ -1,0 +1,136 @@
+// energy.hpp: the window over an energy counter that steps every 100 ms (the H200's NVML counter), and the
+// poller that finds its steps, on made-up counters.
+#include "energy.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+namespace roofbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A counter booking `watts` while `busy(t)`, `idle_watts` otherwise, read at its steps every `interval`
+// from `from` to `to` (the value at a step: the energy up to it).
+std::vector<CounterStep> counter_steps(double from, double to, double interval, double watts, double idle_watts,
+                                       const std::function<bool(double)>& busy) {
+  std::vector<CounterStep> steps;
+  double joules = 1000, t = from;
+  const double dt = 1e-4;
+  double next = from + interval;
+  while (t < to) {
+    joules += (busy(t) ? watts : idle_watts) * dt;
+    t += dt;
+    if (t >= next) {
+      steps.push_back({t, joules});
+      next += interval;
+    }
+  }
+  return steps;
+}
+
+// Samples of `seconds` (device time) and `runs`, from `from` on, `gap` apart.
+std::vector<SampleSpan> back_to_back(double from, int count, double seconds, int runs, double gap) {
+  std::vector<SampleSpan> spans;
+  double t = from;
+  for (int i = 0; i < count; ++i) {
+    t += seconds;
+    spans.push_back({t, seconds, runs});
+    t += gap;
+  }
+  return spans;
+}
+
+TEST(EnergyPerRun, SteadySamplesGiveTheirPowerTimesTheTimeOfARun) {
+  // 20 samples of 50 ms, 10 runs each (5 ms a run) at 700 W: 3.5 J a run.
+  const auto spans = back_to_back(10.0, 20, 0.05, 10, 0.0);
+  const auto steps = counter_steps(9.0, 12.0, 0.1, 700, 80, [](double t) { return t >= 10.0 && t < 11.0; });
+  std::string why;
+  const auto figure = energy_per_run(steps, spans, &why);
+  ASSERT_TRUE(figure) << why;
+  EXPECT_NEAR(figure->joules_per_run, 3.5, 0.01);
+  EXPECT_NEAR(figure->mean_watts, 700, 1);
+  EXPECT_NEAR(figure->busy_fraction, 1.0, 1e-6);
+  // From the first step a lag's worth in (10.1 or just after) to the last before the end (11.0 or just before).
+  EXPECT_GT(figure->window_seconds, 0.75);
+  EXPECT_LT(figure->window_seconds, 0.91);
+}
+
+TEST(EnergyPerRun, ShortGapsBetweenSamplesAreBookedToTheRuns) {
+  // 45 ms of runs then 5 ms idle at 100 W: each run carries its share of the gaps, as the device drew it.
+  const auto spans = back_to_back(10.0, 20, 0.045, 9, 0.005);
+  const auto steps = counter_steps(9.0, 12.0, 0.1, 700, 100, [&](double t) {
+    for (const SampleSpan& s : spans)
+      if (t >= s.end - s.seconds && t < s.end) return true;
+    return false;
+  });
+  std::string why;
+  const auto figure = energy_per_run(steps, spans, &why);
+  ASSERT_TRUE(figure) << why;
+  EXPECT_NEAR(figure->busy_fraction, 0.9, 0.02);
+  // Per 50 ms: 0.045 * 700 + 0.005 * 100 = 32 J over 9 runs.
+  EXPECT_NEAR(figure->joules_per_run, 32.0 / 9, 0.02 * 32.0 / 9);
+}
+
+TEST(EnergyPerRun, MostlyIdleWindowsGiveNoFigure) {
+  const auto spans = back_to_back(10.0, 10, 0.05, 10, 0.05);  // busy half the time
+  const auto steps = counter_steps(9.0, 12.0, 0.1, 700, 80, [](double) { return true; });
+  std::string why;
+  EXPECT_FALSE(energy_per_run(steps, spans, &why));
+  EXPECT_THAT(why, HasSubstr("busy"));
+}
+
+TEST(EnergyPerRun, SamplesTooShortForTheCounterGiveNoFigure) {
+  const auto spans = back_to_back(10.0, 5, 0.05, 10, 0.0);  // 250 ms: one or two steps inside
+  const auto steps = counter_steps(9.0, 12.0, 0.1, 700, 80, [](double) { return true; });
+  std::string why;
+  EXPECT_FALSE(energy_per_run(steps, spans, &why));
+  EXPECT_FALSE(why.empty());
+}
+
+TEST(EnergyPerRun, ACounterThatNeverStepsGivesNoFigure) {
+  std::string why;
+  EXPECT_FALSE(energy_per_run({}, back_to_back(10.0, 20, 0.05, 10, 0.0), &why));
+  EXPECT_THAT(why, HasSubstr("stepped 0 times"));
+  EXPECT_FALSE(energy_per_run({}, {}, &why));
+  EXPECT_EQ(why, "no samples");
+}
+
+TEST(EnergyPerRun, StepsBeforeTheSamplesAreNotUsed) {
+  // Idle at 80 W until 10.0, then 700 W: a window that began before the samples would dilute the power.
+  const auto spans = back_to_back(10.0, 20, 0.05, 10, 0.0);
+  const auto steps = counter_steps(9.0, 11.0, 0.1, 700, 80, [](double t) { return t >= 10.0; });
+  std::string why;
+  const auto figure = energy_per_run(steps, spans, &why);
+  ASSERT_TRUE(figure) << why;
+  EXPECT_NEAR(figure->mean_watts, 700, 1);
+}
+
+TEST(EnergyPoller, KeepsTheFirstReadOfEachNewValueInOrder) {
+  std::atomic<int> reads{0};
+  // Steps every 5 reads; a failed read now and then is skipped.
+  EnergyPoller poller(
+      [&]() -> std::optional<double> {
+        const int n = reads++;
+        if (n % 7 == 3) return std::nullopt;
+        return static_cast<double>(n / 5);
+      },
+      std::chrono::microseconds(50));
+  while (reads < 60) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::vector<CounterStep> steps = poller.stop();
+  const int after = reads;
+  ASSERT_GE(steps.size(), 8u);
+  for (std::size_t i = 1; i < steps.size(); ++i) {
+    EXPECT_GT(steps[i].joules, steps[i - 1].joules);
+    EXPECT_GE(steps[i].t, steps[i - 1].t);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(reads, after) << "stop() ends the polling";
+}
+
+}  // namespace
+}  // namespace roofbench
