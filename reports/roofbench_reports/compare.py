@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .document import BulletList, Column, Details, Document, Heading, Paragraph, Table
 from .stats import holm_adjusted, mean_and_variance, median, student_t_quantile, welch_t_test
-from .units import format_percent, format_time
+from .units import format_percent, format_si, format_time
 
 MIN_RUNS = 3
 OBVIOUS_FACTOR = 2.0
@@ -179,6 +179,10 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         comparison = Comparison(name, SideSummary.of(base), SideSummary.of(new), base.gate, new.gate)
         comparisons.append(comparison)
         mismatch, ignored = _mode_mismatch(base, new, ignored_facts)
+        base_energy, new_energy = base.counter("energy_per_run"), new.counter("energy_per_run")
+        if base_energy and new_energy:  # --energy on both sides: at the power limit, what sets the time
+            comparison.notes.append(f"energy {format_si(base_energy, 'J')} -> {format_si(new_energy, 'J')} per run "
+                                    f"(×{new_energy / base_energy:.2f})")
         if ignored:
             comparison.notes.append(f"differs, ignored: {ignored}")
         if comparison.base is None or comparison.new is None:

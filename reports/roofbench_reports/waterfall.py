@@ -29,8 +29,8 @@ LABEL_FONT_SIZE = 11
 LABEL_LINE = 14
 # Room above the tallest bar for its label lines.
 _HEADROOM = 1.45
-# Room under the axis: the rung's name, its point, and per bar its series and peak memory.
-_FOOT = 92
+# Room under the axis: the rung's name, its point, and per bar its series, peak memory and energy per run.
+_FOOT = 106
 _RUNG_NUMBER = re.compile(r"^(R\d+)(?:_|$)")
 OTHER_SOURCES = {"pytorch": "PyTorch"}
 # A second series' bars: the series' colours, lighter (the same meaning, another framework).
@@ -61,6 +61,11 @@ class Rung:
     def peak_memory(self):
         """Peak device memory in bytes (the host's high-water mark, or the framework's), None if unknown."""
         return self.benchmark.counter("peak_mem")
+
+    @property
+    def energy(self):
+        """Joules per run (--energy; PyTorch's script measures it the same way), None if not measured."""
+        return self.benchmark.counter("energy_per_run")
 
 
 def source_of(benchmark):
@@ -153,6 +158,10 @@ def _memory_text(rung):
     return f"{peak / 2**30:.2f} GiB" if peak else "peak ?"
 
 
+def _energy_text(rung):
+    return format_si(rung.energy, "J") + "/run" if rung.energy else None
+
+
 def waterfall_figure(ladder_name, benchmarks, device_name):
     series = split_series(benchmarks)
     slots = []  # rung keys in declared order: roofbench's first, then any the other series add
@@ -177,7 +186,9 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}" +
                     (f" ({names})" if len(series) > 1 else ""),
                     f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name})")
-    root.add(text(24, 60, "red: a negative rung, slower than its left neighbour; under each bar: its peak memory",
+    with_energy = any(r.energy for r in every)
+    root.add(text(24, 60, "red: a negative rung, slower than its left neighbour; under each bar: its peak memory"
+                  + (" and energy per run (at the power limit, what sets its time)" if with_energy else ""),
                   font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
     ticks = nice_ticks_from_zero(max((r.rate for r in every if r.rate), default=1) * _HEADROOM)
     y_scale = LinearScale(0, ticks[-1], area.bottom, area.top)
@@ -203,14 +214,16 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
                               font_weight="bold"))
                 bars.add(text(centre, area.bottom + 30, truncate(rung.detail, max_chars), text_anchor="middle",
                               fill=palette.MUTED_TEXT))
-            foot = [_memory_text(rung)]
+            foot = [(_memory_text(rung), "memory")]
             if len(series) > 1:
                 other_point = rung.detail and rung.detail != titled[slot]
-                foot.insert(0, series_name(source) + (f" {rung.detail}" if other_point else ""))
-            for line_index, content in enumerate(foot):
+                foot.insert(0, (series_name(source) + (f" {rung.detail}" if other_point else ""), None))
+            if _energy_text(rung):
+                foot.append((_energy_text(rung), "energy"))
+            for line_index, (content, css_class) in enumerate(foot):
                 bars.add(text(bar_centre, area.bottom + 46 + LABEL_LINE * line_index,
                               truncate(content, int(bar_width / 6)), text_anchor="middle",
-                              fill=palette.MUTED_TEXT, class_="memory" if content == foot[-1] else None))
+                              fill=palette.MUTED_TEXT, class_=css_class))
             if not rung.rate:
                 message = "; ".join(rung.benchmark.error_messages) or f"no {counter} counter"
                 note = bars.add(text(bar_centre, area.bottom - 8, "no data", text_anchor="middle",
@@ -222,7 +235,8 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
             bar = bars.add(rect(x, top, bar_width, area.bottom - top,
                                 fill=_bar_colour(negatives[index], index == first_valued), class_="bar", **style))
             memory = f", peak memory {_memory_text(rung)}" if rung.peak_memory else ""
-            bar.add(tooltip(f"{rung.benchmark.name}: {format_si(rung.rate, counter)}{memory}"))
+            energy = f", {_energy_text(rung)}" if rung.energy else ""
+            bar.add(tooltip(f"{rung.benchmark.name}: {format_si(rung.rate, counter)}{memory}{energy}"))
             lines = [format_si(rung.rate)] + labels[index] + (["negative rung"] if negatives[index] else [])
             for line_index, content in enumerate(lines):
                 bars.add(text(bar_centre, top - 6 - LABEL_LINE * (len(lines) - 1 - line_index), content,

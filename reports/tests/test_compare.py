@@ -199,6 +199,18 @@ class RunProblemsTest(unittest.TestCase):
         self.assertEqual(found["cpu/add/n:65536"], NOT_COMPARABLE)
         self.assertEqual(code, 1)  # the other rows are 3x slower
 
+    def test_energy_on_both_sides_is_noted_per_row(self):
+        for entry in self.document["benchmarks"]:
+            entry["energy_per_run"] = 2.0
+        new_document = slowed(self.document, 3.0)
+        for entry in new_document["benchmarks"]:
+            entry["energy_per_run"] = 3.0
+        _, out, _ = run_compare(self.base, self.folder.write_json("energy_base.json", self.document))
+        self.assertNotIn("per run (×", out)  # only one side has it
+        _, out, _ = run_compare(self.folder.write_json("energy_base.json", self.document),
+                                self.folder.write_json("energy_new.json", new_document))
+        self.assertIn("energy 2 J -> 3 J per run (×1.50)", rows(out)["cpu/matmul_blas/n:128"][7])
+
     def test_a_fact_of_many_parts_shows_only_the_parts_that_differ(self):
         shapes = [f"m {m} n 65536 k 512 TN bf16->bf16: algo 66, tile 29" for m in (512, 1536, 2048)]
         changed = shapes[:1] + ["m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 20"] + shapes[2:]

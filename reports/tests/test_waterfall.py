@@ -128,6 +128,25 @@ class WaterfallTest(unittest.TestCase):
         self.assertIn("roofbench and PyTorch", svg)
         self.assertIn("3.67 GiB", svg)
 
+    def test_energy_per_run_goes_under_the_bars_that_have_it(self):
+        mine, torch = gpt_ladder_run(), load_fixture(TORCH_RUN)
+        for entry in mine["benchmarks"]:
+            if entry["name"].startswith("gpt/R3_batch/"):
+                entry["energy_per_run"] = 15.07
+        for entry in torch["benchmarks"]:
+            if "R3_batch" in entry["name"]:
+                entry["energy_per_run"] = 17.88
+        groups = waterfall.ladder_groups(device_of(mine, torch))
+        svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
+        self.assertEqual(svg.count('class="energy"'), 2)
+        self.assertIn(">15.1 J/run<", svg)
+        self.assertIn(">17.9 J/run<", svg)
+        self.assertIn("and energy per run", svg)
+        self.assertEqual(svg.count('class="memory"'), 10)
+        plain = document_text(waterfall.waterfall_figure("gpt", waterfall.ladder_groups(device_of(gpt_ladder_run()))["gpt"],
+                                                         "NVIDIA H200"))
+        self.assertNotIn("energy", plain)
+
     def test_the_other_series_follows_the_declared_order_whatever_order_it_ran_in(self):
         torch = load_fixture(TORCH_RUN)
         torch["benchmarks"].reverse()  # as when the script is given --rungs R4_checkpoint,...,R0_eager
