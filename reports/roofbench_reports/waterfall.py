@@ -187,9 +187,10 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
                     (f" ({names})" if len(series) > 1 else ""),
                     f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name})")
     with_energy = any(r.energy for r in every)
-    root.add(text(24, 60, "red: a negative rung, slower than its left neighbour; under each bar: its peak memory"
-                  + (" and energy per run (at the power limit, what sets its time)" if with_energy else ""),
-                  font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
+    # Within the narrowest figure's width either way.
+    legend = ("red: slower than its left neighbour; under each bar: peak memory and energy per run" if with_energy
+              else "red: a negative rung, slower than its left neighbour; under each bar: its peak memory")
+    root.add(text(24, 60, legend, font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
     ticks = nice_ticks_from_zero(max((r.rate for r in every if r.rate), default=1) * _HEADROOM)
     y_scale = LinearScale(0, ticks[-1], area.bottom, area.top)
     axes.draw_y_ticks(root, area, [(y_scale(v), format_si(v)) for v in ticks])
