@@ -28,7 +28,10 @@ Discipline: the corpus staged on the GPU and a fresh batch drawn there every ste
 as roofbench's step draws its own); warm-up in chunks until two chunk times in a row agree within 2%
 (compilation, autotuning, allocator growth and clocks settle); CUDA events around each timed sample; peak
 memory from torch.cuda.max_memory_allocated over the rung's whole life (model, optimiser, warm-up, samples);
-the mean SM clock over the timed samples (sm_clock_mhz, from nvidia-smi), as roofbench records its own.
+the mean SM clock over the timed samples (sm_clock_mhz, from nvidia-smi), as roofbench records its own;
+energy_per_run and power over a window of the samples, as roofbench's --energy computes them, from NVML's
+counter polled in a child process (torch_timing.EnergyCounter), so that no thread of this one competes for
+the GIL with the launch-bound rungs.
 --trained-steps N trains N untimed steps first, as roofbench's gated rungs are timed after their 300-step
 learning run (on the H200, 2026-12-01, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
 without; the warm-up itself trains at least 30 steps, three chunks of 10).

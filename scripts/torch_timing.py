@@ -5,12 +5,10 @@ each burst's time divided by its calls, and the median over bursts. Each script 
 (warm-up calls, calls per burst, bursts) and, where it needs one, its own warm-up rule.
 
 Import it from a script in this folder (`import torch_timing`); it imports torch."""
-import ctypes
 import shutil
 import statistics
 import subprocess
-import threading
-import time
+import sys
 
 import torch
 
@@ -75,57 +73,68 @@ ENERGY_MIN_WINDOW_S = 0.2
 ENERGY_MIN_BUSY_FRACTION = 0.8
 
 
+# The poller EnergyCounter runs in a process of its own, so that it never takes the GIL from the process
+# it measures (with it in-process, PyTorch's launch-bound b64 rungs measured a third slower than the session
+# before, though they also swing between machines: session 9). Arguments: the library, the
+# GPU's UUID, the period in seconds. Prints "ok" or "error: why", then "t joules" at each new value.
+_ENERGY_POLLER = r"""
+import ctypes, sys, time
+library, device, period = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def fail(why):
+    print("error: " + why, flush=True)
+    sys.exit(0)
+try:
+    nvml = ctypes.CDLL(library)
+except OSError as e:
+    fail(f"cannot load {library} (it comes with the NVIDIA driver): {e}")
+if nvml.nvmlInit_v2() != 0:
+    fail("nvmlInit failed")
+handle, mj = ctypes.c_void_p(), ctypes.c_ulonglong()
+if nvml.nvmlDeviceGetHandleByUUID(device.encode(), ctypes.byref(handle)) != 0:
+    fail(f"NVML has no device {device}")
+if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)) != 0:
+    fail(f"NVML's energy counter of {device} cannot be read")
+print("ok", flush=True)
+previous = mj.value
+while True:
+    before = time.monotonic()
+    if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)) == 0 and mj.value != previous:
+        print(f"{0.5 * (before + time.monotonic())!r} {mj.value * 1e-3!r}", flush=True)
+        previous = mj.value
+    time.sleep(period)
+"""
+
+
 class EnergyCounter:
     """NVML's energy counter of one GPU (nvmlDeviceGetTotalEnergyConsumption: mJ since the driver loaded), polled
-    every 0.5 ms on a thread while a with-block runs, as roofbench's --energy polls it: the H200's counter steps
-    only about every 100 ms, so the moments it steps are what a window can be cut at. Afterwards `steps` holds
-    (time.monotonic(), joules) at each first read of a new value; where NVML or the GPU is not there, `steps` is
-    empty and `why_not` says why. `device` is an NVML UUID ("GPU-...", nvidia_smi_id's form)."""
+    every 0.5 ms while a with-block runs, as roofbench's --energy polls it: the H200's counter steps only about
+    every 100 ms, so the moments it steps are what a window can be cut at. The polling runs in a child process
+    (time.monotonic() is the system's monotonic clock, the same in both). Afterwards `steps` holds
+    (time.monotonic(), joules) at each first read of a new value; where NVML or the GPU is not there, `steps`
+    is empty and `why_not` says why. `device` is an NVML UUID ("GPU-...", nvidia_smi_id's form)."""
 
     def __init__(self, device, library="libnvidia-ml.so.1", period_s=0.0005):
         self.device = device
         self.steps = []
         self.why_not = None
-        self._library, self._period_s = library, period_s
-        self._thread, self._running = None, False
-
-    def _open(self):
-        try:
-            nvml = ctypes.CDLL(self._library)
-        except OSError as e:
-            return None, f"cannot load {self._library} (it comes with the NVIDIA driver): {e}"
-        if nvml.nvmlInit_v2() != 0:
-            return None, "nvmlInit failed"
-        handle = ctypes.c_void_p()
-        if nvml.nvmlDeviceGetHandleByUUID(str(self.device).encode(), ctypes.byref(handle)) != 0:
-            return None, f"NVML has no device {self.device}"
-        millijoules = ctypes.c_ulonglong()
-        if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(millijoules)) != 0:
-            return None, f"NVML's energy counter of {self.device} cannot be read"
-        return (nvml, handle), None
-
-    def _poll(self, nvml, handle):
-        millijoules, previous = ctypes.c_ulonglong(), None
-        while self._running:
-            before = time.monotonic()
-            if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(millijoules)) == 0:
-                if previous is not None and millijoules.value != previous:
-                    self.steps.append((0.5 * (before + time.monotonic()), millijoules.value * 1e-3))
-                previous = millijoules.value
-            time.sleep(self._period_s)
+        self._arguments = [library, str(device), str(period_s)]
+        self._process = None
 
     def __enter__(self):
-        opened, self.why_not = self._open()
-        if opened:
-            self._running = True
-            self._thread = threading.Thread(target=self._poll, args=opened, daemon=True)
-            self._thread.start()
+        self._process = subprocess.Popen([sys.executable, "-c", _ENERGY_POLLER] + self._arguments,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        first = self._process.stdout.readline().strip()  # polling has begun, or it says why not
+        if first != "ok":
+            self.why_not = first.removeprefix("error: ") or "the energy poller ended without a word"
         return self
 
     def __exit__(self, *exc):
-        self._running = False
-        if self._thread:
-            self._thread.join()
+        self._process.terminate()
+        out, _ = self._process.communicate()
+        if self.why_not is None:
+            for line in out.splitlines():
+                t, joules = line.split()
+                self.steps.append((float(t), float(joules)))
         return False
 
 

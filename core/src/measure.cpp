@@ -105,15 +105,23 @@ double target_sample_seconds(DeviceKind kind, bool graph) {
 // rest, at boost clock.
 double min_warmup_seconds(DeviceKind kind) { return kind == DeviceKind::cpu ? 0.05 : 0.25; }
 
-// --energy: each rank's energy counter polled on a thread beside the samples; empty (the reason in
-// r.energy_note) where a rank has none, and then the samples are not lengthened for it either.
-std::vector<std::unique_ptr<EnergyPoller>> start_energy_pollers(Result& r, const std::vector<Device*>& ranks) {
+// --energy: each rank's energy counter polled on a thread, started before the warm-up so that finding
+// the counter (loading NVML, the first time in a process) never leaves the device idle between the
+// warm-up and the samples; empty (the reason in r.energy_note) where a rank has none, and then the samples
+// are not lengthened for it either.
+std::vector<std::unique_ptr<EnergyPoller>> start_energy_pollers(Result& r, const std::vector<Device*>& ranks,
+                                                                const MeasureOptions& o) {
+  if (o.energy_seconds <= 0) return {};
+  if (o.cold) {
+    r.energy_note = "not with --cold: each sample's cache flush would be booked to its run";
+    return {};
+  }
   std::vector<std::unique_ptr<EnergyPoller>> pollers;
-  for (Device* d : ranks) {
+  for (std::size_t rank = 0; rank < ranks.size(); ++rank) {
     std::string why;
-    auto read = d->energy_counter(why);
+    auto read = ranks[rank]->energy_counter(why);
     if (!read) {
-      r.energy_note = why;
+      r.energy_note = (ranks.size() > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) + why;
       return {};
     }
     // Every 0.5 ms: a step's moment is then known to well under 1% of the H200's 100 ms update interval.
@@ -122,23 +130,33 @@ std::vector<std::unique_ptr<EnergyPoller>> start_energy_pollers(Result& r, const
   return pollers;
 }
 
-// Each rank's energy per run over its own window of the samples, summed (as its power is).
-void record_energy(Result& r, std::vector<std::unique_ptr<EnergyPoller>>& pollers, const std::vector<SampleSpan>& spans) {
-  double joules = 0, watts = 0, window = 0;
-  for (auto& poller : pollers) {
+// Each rank's energy per run over its own window of the samples, summed (as its power is). A sample whose
+// stream hold timed out is not among the spans, but its hold's spin and its runs are in the window.
+void record_energy(Result& r, std::vector<std::unique_ptr<EnergyPoller>>& pollers, const std::vector<SampleSpan>& spans,
+                   int hold_timeouts_while_sampling) {
+  std::vector<std::vector<CounterStep>> steps;
+  for (auto& poller : pollers) steps.push_back(poller->stop());  // all stopped before any is judged
+  if (hold_timeouts_while_sampling > 0) {
+    r.energy_note = "a stream hold timed out during the samples: its device time is in the window, not in the runs";
+    return;
+  }
+  double joules = 0, watts = 0, window = 0, busy = 1;
+  for (std::size_t rank = 0; rank < steps.size(); ++rank) {
     std::string why;
-    const std::optional<EnergyFigure> figure = energy_per_run(poller->stop(), spans, &why);
+    const std::optional<EnergyFigure> figure = energy_per_run(steps[rank], spans, &why);
     if (!figure) {
-      r.energy_note = why;
+      r.energy_note = (steps.size() > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) + why;
       return;
     }
     joules += figure->joules_per_run;
     watts += figure->mean_watts;
     window = std::max(window, figure->window_seconds);
+    busy = std::min(busy, figure->busy_fraction);
   }
   r.energy_per_run_j = joules;
   r.mean_power_w = watts;
   r.energy_window_s = window;
+  r.energy_busy_fraction = busy;
 }
 
 void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
@@ -147,6 +165,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   auto run_once = [&] { c.run(ctx); };
   TimingOptions timing{o.cold, false, kind == DeviceKind::cuda};
   auto timer = make_timer(ranks, run_once, timing);
+  std::vector<std::unique_ptr<EnergyPoller>> pollers = start_energy_pollers(r, ranks, o);
   // A hold that times out with a single launch behind it was not released because the host was stuck
   // in that launch: a profiler (Nsight Compute) serialises launches. Time without the hold from then on.
   auto abandon_hold = [&] {
@@ -209,9 +228,8 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
 
   // Samples until the noise is under its bound, or time is up. Throttled samples are dropped at the
   // end (drop_throttled), against the highest clock the samples reached.
-  std::vector<std::unique_ptr<EnergyPoller>> pollers;
-  if (o.energy_seconds > 0) pollers = start_energy_pollers(r, ranks);
   std::vector<SampleSpan> spans;
+  const int hold_timeouts_before_sampling = r.hold_timeouts;
   const double energy_seconds = pollers.empty() ? 0.0 : o.energy_seconds;
   const double min_time = std::max(o.min_time, energy_seconds), max_time = std::max(o.max_time, energy_seconds);
   const auto start = Clock::now();
@@ -253,7 +271,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
     }
   }
   r.phases.sampling = seconds_since(start);
-  if (!pollers.empty()) record_energy(r, pollers, spans);
+  if (!pollers.empty()) record_energy(r, pollers, spans, r.hold_timeouts - hold_timeouts_before_sampling);
   if (!clocks.empty()) r.mean_clock_mhz = std::accumulate(clocks.begin(), clocks.end(), 0.0) / clocks.size();
   ThrottleSplit kept = drop_throttled(times, clocks, o.clock_floor);
   r.throttled_samples = kept.dropped;

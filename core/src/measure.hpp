@@ -110,7 +110,8 @@ struct Result {
   // over the ranks), NaN where not measured; energy_note says why not, when it was asked for.
   double energy_per_run_j = std::numeric_limits<double>::quiet_NaN();
   double mean_power_w = std::numeric_limits<double>::quiet_NaN();
-  double energy_window_s = 0;
+  double energy_window_s = 0;       // the longest of the ranks' windows
+  double energy_busy_fraction = 0;  // the least busy rank's: the samples' device time over its window
   std::string energy_note;
   RooflinePoint point;
   MemoryFigures memory;

@@ -24,6 +24,8 @@ class Nvml {
   }
   NvmlReturn (*handle_by_pci_bus_id)(const char*, NvmlDevice*) = nullptr;   // nvmlDeviceGetHandleByPciBusId_v2
   NvmlReturn (*total_energy)(NvmlDevice, unsigned long long*) = nullptr;  // nvmlDeviceGetTotalEnergyConsumption
+  // nvmlDeviceGetMigMode (current, pending; NVML_DEVICE_MIG_ENABLE = 1); optional: older NVMLs lack it.
+  NvmlReturn (*mig_mode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
 
  private:
   Nvml() {
@@ -43,6 +45,8 @@ class Nvml {
     error_string_ = &library_.get<const char*(NvmlReturn)>("nvmlErrorString");
     handle_by_pci_bus_id = &library_.get<NvmlReturn(const char*, NvmlDevice*)>("nvmlDeviceGetHandleByPciBusId_v2");
     total_energy = &library_.get<NvmlReturn(NvmlDevice, unsigned long long*)>("nvmlDeviceGetTotalEnergyConsumption");
+    if (library_.has("nvmlDeviceGetMigMode"))
+      mig_mode = &library_.get<NvmlReturn(NvmlDevice, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
     if (const NvmlReturn r = library_.get<NvmlReturn()>("nvmlInit_v2")(); r != 0) why_not_ = "nvmlInit: " + error(r);
   }
 
@@ -62,6 +66,12 @@ std::function<std::optional<double>()> nvml_energy_counter(const std::string& pc
   NvmlDevice device = nullptr;
   if (const NvmlReturn r = nvml.handle_by_pci_bus_id(pci_bus_id.c_str(), &device); r != 0) {
     why = "NVML has no device at PCI " + pci_bus_id + ": " + nvml.error(r);
+    return {};
+  }
+  // A MIG slice reports its parent's bus id: the counter would be the whole board's, shared with other slices.
+  unsigned mig = 0, mig_pending = 0;
+  if (nvml.mig_mode && nvml.mig_mode(device, &mig, &mig_pending) == 0 && mig == 1) {
+    why = "MIG is on for the GPU at PCI " + pci_bus_id + ": NVML's energy counter is the whole board's";
     return {};
   }
   unsigned long long millijoules = 0;

@@ -30,9 +30,10 @@ on the default device (the first GPU, else the CPU).
   --profile[=N]          after timing each GPU case, a CUPTI pass over N samples' worth of launches
                          (default 3), through the same launch path (a graph stays a graph): time per
                          kernel, torn down before the next case is timed
-  --energy[=S]           sample each benchmark for at least S seconds (default 1) with the device's energy
-                         counter (NVML on a GPU) polled beside: energy_per_run (J) and power (W) over a
-                         window of the samples; at the power limit, energy per run is what sets the time
+  --energy[=S]           where the device has an energy counter (NVML on a GPU), poll it beside the samples
+                         and sample for at least S seconds (default and least 1): energy_per_run (J) and
+                         power (W) over a window of the samples; at the power limit, energy per run is
+                         what sets the time. Not with --cold
   --recalibrate          measure the device's ceilings again instead of using the cached ones
   --isolation process|none
                          process (default): plugins load and run in a worker process; a benchmark that
@@ -102,8 +103,9 @@ Options parse_options(int argc, const char* const* argv) {
     }
     else if (flag == "--energy") {
       o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : 1.0;
-      // The window needs two steps of a counter that steps every 100 ms, a lag's worth after the samples begin.
-      if (o.measure.energy_seconds < 0.5) throw UsageError("--energy needs at least 0.5 s of samples");
+      // The window starts a lag's worth (0.1 s) into the samples and needs a few steps of a counter that
+      // steps every 100 ms: under a second it would come and go with the steps' jitter.
+      if (o.measure.energy_seconds < 1.0) throw UsageError("--energy needs at least 1 s of samples");
     }
     else if (flag == "--cold") no_value(), o.measure.cold = true;
     else if (flag == "--no-results") no_value(), o.write_results = false;

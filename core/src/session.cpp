@@ -97,8 +97,11 @@ Session::Outcome Session::run(std::size_t index) {
     if (results_) results_->add_not_run({b.name, "sweep ended: " + s.end_reason});
     return out;
   }
-  const double timeout =
-      b.spec->timeout_s > 0 && !settings_.timeout_given ? b.spec->timeout_s : settings_.default_timeout_s;
+  // A case's own timeout allows for its own sampling; --energy may lengthen that (default_timeout_seconds).
+  const MeasureOptions& m = settings_.measure;
+  const double timeout = b.spec->timeout_s > 0 && !settings_.timeout_given
+                             ? b.spec->timeout_s + 4 * std::max(0.0, m.energy_seconds - m.max_time)
+                             : settings_.default_timeout_s;
   Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
   const int repetition = repetition_counter_[b.name]++;
   if (r.status == Status::not_applicable || r.status == Status::refused) {

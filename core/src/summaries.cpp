@@ -17,7 +17,7 @@ const std::set<std::string>& reserved_names() {
       // roofbench's own, in the entry and in its summaries
       "roofbench", "hold_abandoned", "FLOP/s", "B/s", "AI", "roof_pct", "time_median", "time_q1", "time_q3",
       "noise", "samples", "warmup_iters", "runs_per_sample", "sm_clock_mhz", "throttled_samples", "hold_timeouts",
-      "samples_with_mean_clock", "noise_at_fixed_clock", "energy_per_run", "power", "energy_window_s", "gate_rel_err", "gate_tolerance", "peak_mem", "leaked_mem"};
+      "samples_with_mean_clock", "noise_at_fixed_clock", "energy_per_run", "power", "energy_window_s", "energy_busy_fraction", "gate_rel_err", "gate_tolerance", "peak_mem", "leaked_mem"};
   return names;
 }
 
@@ -68,6 +68,8 @@ std::vector<Summary> summaries_of(const Result& r) {
            "device energy per run: the energy counter's rise over a window of the samples, over the runs in it");
       host("power", r.mean_power_w, "W", "mean device power over that window");
       host("energy_window_s", r.energy_window_s, "s", "the window's length, between two steps of the energy counter");
+      host("energy_busy_fraction", r.energy_busy_fraction, "1",
+           "the samples' device time over the window: the rest (between samples) is booked to the runs too");
     }
   }
   if (r.gate_checked) host("gate_rel_err", r.gate_error, "1", "relative L2 error of the gate run against the reference");

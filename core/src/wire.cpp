@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 928, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 936, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(RooflinePoint) == 48, "RooflinePoint changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 80, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -212,7 +212,7 @@ void fields(Io& io, X& x) {
   io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);
   io(x.warmup_iterations, x.runs_per_sample, x.graph, x.cold, x.cache_resident, x.throttled_samples,
      x.samples_with_mean_clock, x.hold_timeouts, x.hold_abandoned, x.quality_reason, x.mean_clock_mhz);
-  io(x.energy_per_run_j, x.mean_power_w, x.energy_window_s, x.energy_note);
+  io(x.energy_per_run_j, x.mean_power_w, x.energy_window_s, x.energy_busy_fraction, x.energy_note);
   auto& p = x.point;
   io(p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction, p.bound);
   auto& m = x.memory;

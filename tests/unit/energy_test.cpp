@@ -9,9 +9,14 @@
 #include <cmath>
 #include <vector>
 
+#include "device.hpp"
+#include "measure.hpp"
+#include "nvml_energy.hpp"
+
 namespace roofbench {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 // A counter booking `watts` while `busy(t)`, `idle_watts` otherwise, read at its steps every `interval`
@@ -108,6 +113,106 @@ TEST(EnergyPerRun, StepsBeforeTheSamplesAreNotUsed) {
   const auto figure = energy_per_run(steps, spans, &why);
   ASSERT_TRUE(figure) << why;
   EXPECT_NEAR(figure->mean_watts, 700, 1);
+}
+
+TEST(EnergyPerRun, TheWindowStartsALagsWorthIntoTheSamples) {
+  // A counter that books energy 50 ms late, stepping at 10.02, 10.12, ...: a window from the first step after
+  // the samples began (10.02) would reach back into the idle time before them; the lag's worth does not.
+  const auto spans = back_to_back(10.0, 20, 0.05, 10, 0.0);
+  const double lag = 0.05;
+  auto booked = counter_steps(9.02 - lag, 12.0 - lag, 0.1, 700, 80, [](double t) { return t >= 10.0 && t < 11.0; });
+  for (CounterStep& step : booked) step.t += lag;  // seen `lag` after the moment it books up to
+  std::string why;
+  const auto figure = energy_per_run(booked, spans, &why);
+  ASSERT_TRUE(figure) << why;
+  EXPECT_NEAR(figure->mean_watts, 700, 2);
+}
+
+// A CPU device with a made-up energy counter: `watts` all the time, stepping every `interval`.
+class MeteredCpu final : public Device {
+ public:
+  MeteredCpu(double watts, double interval) : cpu_(make_cpu_device()), watts_(watts), interval_(interval) {}
+  const DeviceInfo& info() const override { return cpu_->info(); }
+  std::string key() const override { return "metered-cpu"; }
+  void* stream() override { return nullptr; }
+  void* allocate(std::size_t bytes) override { return cpu_->allocate(bytes); }
+  void release(void* data) noexcept override { cpu_->release(data); }
+  void fill_random(void* d, std::size_t n, ElementType t, double lo, double hi, std::uint64_t seed) override {
+    cpu_->fill_random(d, n, t, lo, hi, seed);
+  }
+  void poison(void* data, std::size_t bytes) override { cpu_->poison(data, bytes); }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_device(dst, src, bytes); }
+  void synchronize() override {}
+  double driver_used_bytes() override { return 0; }
+  Ceilings measure_ceilings(std::vector<std::string>&) override { return {}; }
+  std::function<std::optional<double>()> energy_counter(std::string&) override {
+    return [this]() -> std::optional<double> {
+      return watts_ * interval_ * std::floor(steady_seconds() / interval_);
+    };
+  }
+
+ private:
+  std::unique_ptr<Device> cpu_;
+  double watts_, interval_;
+};
+
+// A run that keeps the CPU busy for about a millisecond.
+class SpinCase final : public Case {
+ public:
+  void setup(Context&) override {}
+  void run(Context&) override {
+    const double until = steady_seconds() + 1e-3;
+    while (steady_seconds() < until) {
+    }
+  }
+  Work work() const override { return {.flops = 1}; }
+  Check check(Context&) override { return {.rel_l2_error = 0}; }
+};
+
+Result measure_spin(Device& device, double energy_seconds, bool cold = false) {
+  static CaseSpec spec{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
+  BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
+  MeasureOptions o;
+  o.gate = false;
+  o.max_time = 0.1;
+  o.warmup_max = 0.1;
+  o.energy_seconds = energy_seconds;
+  o.cold = cold;
+  return measure(b, {&device}, Ceilings{}, o);
+}
+
+TEST(EnergyInMeasure, SamplesLastTheEnergySecondsAndGiveTheCountersPower) {
+  MeteredCpu device(250, 0.02);
+  const Result r = measure_spin(device, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
+  EXPECT_GE(r.phases.sampling, 1.0);
+  EXPECT_NEAR(r.mean_power_w, 250, 15);
+  EXPECT_GT(r.energy_busy_fraction, 0.8);
+  EXPECT_NEAR(r.energy_per_run_j, 250 * r.stats.median / r.energy_busy_fraction, 0.1 * 250 * r.stats.median);
+  EXPECT_GT(r.energy_window_s, 0.7);
+}
+
+TEST(EnergyInMeasure, WithoutACounterOrWithColdItSaysWhyAndSamplesAsUsual) {
+  std::unique_ptr<Device> cpu = make_cpu_device();
+  Result r = measure_spin(*cpu, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
+  EXPECT_THAT(r.energy_note, HasSubstr("no energy counter"));
+  EXPECT_LT(r.phases.sampling, 0.9);  // --max-time 0.1 holds: nothing to lengthen the samples for
+  MeteredCpu metered(250, 0.02);
+  r = measure_spin(metered, 1.0, true);
+  EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
+  EXPECT_THAT(r.energy_note, HasSubstr("--cold"));
+}
+
+// Without the driver's library (CI) the load fails; with it (a GPU machine), there is no GPU at that address.
+TEST(NvmlEnergyCounter, NoLibraryOrNoSuchGpuGivesNoCounterAndSaysWhy) {
+  std::string why;
+  EXPECT_FALSE(nvml_energy_counter("0000:FF:1F.7", why));
+  EXPECT_THAT(why, AnyOf(HasSubstr("cannot load libnvidia-ml.so.1"), HasSubstr("NVML has no device at PCI 0000:FF:1F.7"),
+                         HasSubstr("nvmlInit")));
 }
 
 TEST(EnergyPoller, KeepsTheFirstReadOfEachNewValueInOrder) {

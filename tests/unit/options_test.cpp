@@ -77,7 +77,7 @@ TEST(Options, Energy) {
   EXPECT_EQ(parse({}).measure.energy_seconds, 0);
   EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
   EXPECT_EQ(parse({"--energy=2.5"}).measure.energy_seconds, 2.5);
-  EXPECT_THAT(usage_error({"--energy=0.2"}), HasSubstr("at least 0.5 s"));
+  EXPECT_THAT(usage_error({"--energy=0.5"}), HasSubstr("at least 1 s"));
   EXPECT_THAT(usage_error({"--energy=lots"}), HasSubstr("--energy needs a non-negative number"));
   // Sampling lasts at least --energy's seconds, so the default timeout grows with it.
   MeasureOptions m;
