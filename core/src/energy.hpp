@@ -46,6 +46,9 @@ inline constexpr double kEnergyCounterLagSeconds = 0.1;
 // A window shorter than this, or one the samples kept busy for less than this fraction of it, gives no figure.
 inline constexpr double kEnergyMinWindowSeconds = 0.2;
 inline constexpr double kEnergyMinBusyFraction = 0.8;
+// The least --energy (or a suite's energy) asks for: the window starts a lag's worth into the samples and
+// needs a few steps of a counter that steps every 100 ms; under a second it came and went with their jitter.
+inline constexpr double kEnergyLeastSeconds = 1.0;
 
 // The energy of the window over the runs inside it; nullopt, with the reason in *why, where the samples
 // do not cover a window long and busy enough.

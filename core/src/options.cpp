@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "energy.hpp"
+
 namespace roofbench {
 
 std::string usage_text() {
@@ -33,7 +35,7 @@ on the default device (the first GPU, else the CPU).
   --energy[=S]           where the device has an energy counter (NVML on a GPU), poll it beside the samples
                          and sample for at least S seconds (default and least 1): energy_per_run (J) and
                          power (W) over a window of the samples; at the power limit, energy per run is
-                         what sets the time. Not with --cold
+                         what sets the time. Not with --cold. --energy=0: off, whatever the suite says
   --recalibrate          measure the device's ceilings again instead of using the cached ones
   --isolation process|none
                          process (default): plugins load and run in a worker process; a benchmark that
@@ -102,10 +104,10 @@ Options parse_options(int argc, const char* const* argv) {
       if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
     }
     else if (flag == "--energy") {
-      o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : 1.0;
-      // The window starts a lag's worth (0.1 s) into the samples and needs a few steps of a counter that
-      // steps every 100 ms: under a second it would come and go with the steps' jitter.
-      if (o.measure.energy_seconds < 1.0) throw UsageError("--energy needs at least 1 s of samples");
+      o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : kEnergyLeastSeconds;
+      o.energy_given = true;
+      if (o.measure.energy_seconds != 0 && o.measure.energy_seconds < kEnergyLeastSeconds)
+        throw UsageError("--energy needs at least 1 s of samples (0: off)");
     }
     else if (flag == "--cold") no_value(), o.measure.cold = true;
     else if (flag == "--no-results") no_value(), o.write_results = false;

@@ -35,6 +35,7 @@ struct Options {
   bool write_results = true;
   MeasureOptions measure;
   bool max_time_given = false;
+  bool energy_given = false;  // --energy, even =0: the suite's energy key does not apply
   bool min_time_given = false;
   Isolation isolation = Isolation::process;
   std::optional<double> timeout_s;          // --timeout; 0: none

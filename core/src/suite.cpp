@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "energy.hpp"
 #include "selection.hpp"
 
 namespace roofbench {
@@ -89,7 +90,7 @@ Suite parse_suite(const std::string& path, const std::string& text) {
       if (values.empty()) throw SuiteError(where + "axis '" + target + "' has no values");
       suite.axes[target] = std::move(values);
       suite.axis_lines.emplace_back(target, line_number);
-    } else if (key == "max_time") {
+    } else if (key == "max_time" || key == "energy") {
       std::size_t used = 0;
       double seconds = -1;
       try {
@@ -97,10 +98,17 @@ Suite parse_suite(const std::string& path, const std::string& text) {
       } catch (const std::exception&) {
       }
       if (used != value.size() || !(seconds >= 0))
-        throw SuiteError(where + "max_time must be a number of seconds, got '" + value + "'");
-      suite.max_time = seconds;
+        throw SuiteError(where + key + " must be a number of seconds, got '" + value + "'");
+      if (key == "max_time") {
+        suite.max_time = seconds;
+      } else {
+        if (seconds < kEnergyLeastSeconds)
+          throw SuiteError(where + "energy needs at least " + std::to_string(static_cast<int>(kEnergyLeastSeconds)) +
+                           " s of samples, got '" + value + "'");
+        suite.energy_seconds = seconds;
+      }
     } else {
-      throw SuiteError(where + "unknown key '" + key + "' (known: description, plugins, filter, axis, max_time)");
+      throw SuiteError(where + "unknown key '" + key + "' (known: description, plugins, filter, axis, max_time, energy)");
     }
   }
   return suite;

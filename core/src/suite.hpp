@@ -4,6 +4,7 @@
 //   filter      = ^cpu/add/               a regex as --benchmark_filter takes; several lines are ORed
 //   axis cpu/matmul_naive.n = 64, 128     restrict one case's axis ("cpu/*.n" for every case of cpu)
 //   max_time    = 1                       seconds of sampling per benchmark
+//   energy      = 1                       --energy's seconds (at least 1), unless the command line says
 // '#' starts a comment. Any other key, a bad regex or an unknown plugin is an error naming file:line.
 #pragma once
 
@@ -30,6 +31,7 @@ struct Suite {
   AxisOverrides axes;
   std::vector<std::pair<std::string, int>> axis_lines;  // key, line: for error messages
   std::optional<double> max_time;
+  std::optional<double> energy_seconds;
 
   // One regex for --benchmark_filter: the suite's filters ORed ("." when it has none).
   std::string combined_filter() const;

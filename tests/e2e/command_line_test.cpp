@@ -57,6 +57,19 @@ TEST_F(CommandLine, ASuiteFilterMatchingNothingExitsTwoNamingTheLine) {
   EXPECT_THAT(run.err, HasSubstr(suite.string() + ":4: filter '^cpu/add/size:4096/' matches no benchmark")) << run;
 }
 
+// A suite's energy applies unless the command line says otherwise (--energy=0: off). The CPU has no energy
+// counter, so each row says so, and its samples are not lengthened for it.
+TEST_F(CommandLine, ASuitesEnergyAppliesUnlessTheCommandLineTurnsItOff) {
+  const auto suite = scratch_.write("energy.suite", "description = d\nplugins = cpu\nfilter = ^cpu/add/n:16384/\n"
+                                                    "max_time = 0.05\nenergy = 1\n");
+  const auto with = roofbench({"--suite", suite.string(), "--no-results"});
+  EXPECT_EQ(with.exit_code, 0) << with;
+  EXPECT_THAT(with.out, HasSubstr("no energy: the CPU has no energy counter here")) << with;
+  const auto without = roofbench({"--suite", suite.string(), "--no-results", "--energy=0"});
+  EXPECT_EQ(without.exit_code, 0) << without;
+  EXPECT_THAT(without.out, Not(HasSubstr("energy"))) << without;
+}
+
 TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
   const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
   EXPECT_EQ(run.exit_code, 2) << run;

@@ -190,7 +190,8 @@ TEST(EnergyInMeasure, SamplesLastTheEnergySecondsAndGiveTheCountersPower) {
   EXPECT_GE(r.phases.sampling, 1.0);
   EXPECT_NEAR(r.mean_power_w, 250, 15);
   EXPECT_GT(r.energy_busy_fraction, 0.8);
-  EXPECT_NEAR(r.energy_per_run_j, 250 * r.stats.median / r.energy_busy_fraction, 0.1 * 250 * r.stats.median);
+  // The window's runs take the samples' mean time (a loaded CI machine stretches some runs well past the median).
+  EXPECT_NEAR(r.energy_per_run_j, 250 * r.stats.mean / r.energy_busy_fraction, 0.1 * 250 * r.stats.mean);
   EXPECT_GT(r.energy_window_s, 0.7);
 }
 

@@ -78,6 +78,9 @@ TEST(Options, Energy) {
   EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
   EXPECT_EQ(parse({"--energy=2.5"}).measure.energy_seconds, 2.5);
   EXPECT_THAT(usage_error({"--energy=0.5"}), HasSubstr("at least 1 s"));
+  EXPECT_EQ(parse({"--energy=0"}).measure.energy_seconds, 0);  // off, and given: a suite's energy does not apply
+  EXPECT_TRUE(parse({"--energy=0"}).energy_given);
+  EXPECT_FALSE(parse({}).energy_given);
   EXPECT_THAT(usage_error({"--energy=lots"}), HasSubstr("--energy needs a non-negative number"));
   // Sampling lasts at least --energy's seconds, so the default timeout grows with it.
   MeasureOptions m;

@@ -32,6 +32,7 @@ filter = ^micro/copy/
 axis cpu/add.n = 64, 128
 axis cpu/*.threads = 1
 max_time = 0.5
+energy = 2
 )");
   EXPECT_EQ(s.name, "nightly");
   EXPECT_EQ(s.path, "/somewhere/nightly.suite");
@@ -42,6 +43,8 @@ max_time = 0.5
   EXPECT_EQ(s.axis_lines, (std::vector<std::pair<std::string, int>>{{"cpu/add.n", 7}, {"cpu/*.threads", 8}}));
   ASSERT_TRUE(s.max_time.has_value());
   EXPECT_DOUBLE_EQ(*s.max_time, 0.5);
+  ASSERT_TRUE(s.energy_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*s.energy_seconds, 2);
   EXPECT_EQ(s.combined_filter(), "(^cpu/add/)|(^micro/copy/)");
 }
 
@@ -87,6 +90,8 @@ TEST(ParseSuite, ANonNumericMaxTimeNamesFileAndLine) {
   const std::string error = parse_error("max_time = soon\n");
   EXPECT_THAT(error, HasSubstr("/suites/x.suite:1:"));
   EXPECT_THAT(error, HasSubstr("max_time must be a number"));
+  EXPECT_THAT(parse_error("energy = 0.5\n"), HasSubstr("energy needs at least 1 s"));
+  EXPECT_THAT(parse_error("energy = lots\n"), HasSubstr("energy must be a number of seconds"));
 }
 
 // FIXME(core/src/suite.cpp, parse_suite, key "max_time"): std::stod stops at the first character it
