@@ -151,8 +151,9 @@ def benchmark_entry(name, precision, batch, samples_s, peak_bytes, reserved_byte
 
 
 def add_energy(entry, energy, spans):
-    """roofbench's --energy figures (energy_per_run in J, power in W, energy_window_s) on a PyTorch entry, from
-    the counter polled beside its samples, or why not (roofbench.energy_note), as roofbench's own entries say it."""
+    """roofbench's --energy figures (energy_per_run in J, power in W, energy_window_s, energy_busy_fraction) on a
+    PyTorch entry, from the counter polled beside its samples, or why not (roofbench.energy_note), as roofbench's
+    own entries say it."""
     import torch_timing
     figure, why = torch_timing.energy_per_call(energy.steps, spans) if energy.why_not is None else (None, energy.why_not)
     if figure is None:
@@ -161,6 +162,7 @@ def add_energy(entry, energy, spans):
     entry["energy_per_run"] = figure["joules_per_call"]
     entry["power"] = figure["watts"]
     entry["energy_window_s"] = figure["window_s"]
+    entry["energy_busy_fraction"] = figure["busy_fraction"]
 
 
 def results_document(device, entries, not_run, ceilings=None, complete=True, extra_context=None):
@@ -283,20 +285,24 @@ def run_rung(torch, corpus, name, warmup_chunk, samples, steps_per_sample, max_w
 
     if trained_steps:  # as roofbench's gated rungs are timed after their 300-step learning run
         timed(trained_steps)
-    began = time.monotonic()  # the warm-up's own allowance (--max-warmup-s), after any training
-    chunks = []
-    while True:
-        chunks.append(timed(warmup_chunk))
-        settled = len(chunks) >= 3 and all(abs(chunks[-i] - chunks[-i - 1]) <= 0.02 * chunks[-i - 1] for i in (1, 2))
-        if settled or time.monotonic() - began > max_warmup_s:
-            break
-    warmup_s = time.monotonic() - began
     gpu = torch_timing.nvidia_smi_id(torch, torch.cuda.current_device())
     per_step, spans = [], []
-    with torch_timing.SmClock(gpu) as clock, torch_timing.EnergyCounter(gpu) as energy:
-        for _ in range(samples):
-            per_step.append(timed(steps_per_sample))
-            spans.append((time.monotonic(), per_step[-1] * steps_per_sample, steps_per_sample))
+    # The energy poller starts before the warm-up: its start would otherwise leave the GPU idle just before
+    # the samples (its window ignores the counter's steps before them).
+    with torch_timing.EnergyCounter(gpu) as energy:
+        began = time.monotonic()  # the warm-up's own allowance (--max-warmup-s), after any training
+        chunks = []
+        while True:
+            chunks.append(timed(warmup_chunk))
+            settled = len(chunks) >= 3 and all(abs(chunks[-i] - chunks[-i - 1]) <= 0.02 * chunks[-i - 1]
+                                               for i in (1, 2))
+            if settled or time.monotonic() - began > max_warmup_s:
+                break
+        warmup_s = time.monotonic() - began
+        with torch_timing.SmClock(gpu) as clock:
+            for _ in range(samples):
+                per_step.append(timed(steps_per_sample))
+                spans.append((time.monotonic(), per_step[-1] * steps_per_sample, steps_per_sample))
     peak = torch.cuda.max_memory_allocated()
     reserved = torch.cuda.max_memory_reserved()
     facts = {"compile": mode or "eager", "autocast": "bf16" if bf16 else "off (TF32 matmuls)",

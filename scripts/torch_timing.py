@@ -5,10 +5,14 @@ each burst's time divided by its calls, and the median over bursts. Each script 
 (warm-up calls, calls per burst, bursts) and, where it needs one, its own warm-up rule.
 
 Import it from a script in this folder (`import torch_timing`); it imports torch."""
+import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 import torch
 
@@ -75,13 +79,15 @@ ENERGY_MIN_BUSY_FRACTION = 0.8
 
 # The poller EnergyCounter runs in a process of its own, so that it never takes the GIL from the process
 # it measures (with it in-process, PyTorch's launch-bound b64 rungs measured a third slower than the session
-# before, though they also swing between machines: session 9). Arguments: the library, the
-# GPU's UUID, the period in seconds. Prints "ok" or "error: why", then "t joules" at each new value.
+# before, though they also swing between machines: session 9). Arguments: the library, the GPU's UUID, the
+# period in seconds and a file, into which it writes "ok" or "error: why", then "t joules" at each new
+# value (a file, not a pipe: a pipe nobody reads until the end would fill and stop the polling).
 _ENERGY_POLLER = r"""
 import ctypes, sys, time
-library, device, period = sys.argv[1], sys.argv[2], float(sys.argv[3])
+library, device, period, path = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+out = open(path, "w", buffering=1)
 def fail(why):
-    print("error: " + why, flush=True)
+    out.write("error: " + why + "\n")
     sys.exit(0)
 try:
     nvml = ctypes.CDLL(library)
@@ -89,17 +95,20 @@ except OSError as e:
     fail(f"cannot load {library} (it comes with the NVIDIA driver): {e}")
 if nvml.nvmlInit_v2() != 0:
     fail("nvmlInit failed")
-handle, mj = ctypes.c_void_p(), ctypes.c_ulonglong()
+handle, mj, mig, pending = ctypes.c_void_p(), ctypes.c_ulonglong(), ctypes.c_uint(), ctypes.c_uint()
 if nvml.nvmlDeviceGetHandleByUUID(device.encode(), ctypes.byref(handle)) != 0:
     fail(f"NVML has no device {device}")
+get_mig = getattr(nvml, "nvmlDeviceGetMigMode", None)
+if get_mig and get_mig(handle, ctypes.byref(mig), ctypes.byref(pending)) == 0 and mig.value == 1:
+    fail(f"MIG is on for {device}: NVML's energy counter is the whole board's")
 if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)) != 0:
     fail(f"NVML's energy counter of {device} cannot be read")
-print("ok", flush=True)
+out.write("ok\n")
 previous = mj.value
 while True:
     before = time.monotonic()
     if nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)) == 0 and mj.value != previous:
-        print(f"{0.5 * (before + time.monotonic())!r} {mj.value * 1e-3!r}", flush=True)
+        out.write(f"{0.5 * (before + time.monotonic())!r} {mj.value * 1e-3!r}\n")
         previous = mj.value
     time.sleep(period)
 """
@@ -110,8 +119,12 @@ class EnergyCounter:
     every 0.5 ms while a with-block runs, as roofbench's --energy polls it: the H200's counter steps only about
     every 100 ms, so the moments it steps are what a window can be cut at. The polling runs in a child process
     (time.monotonic() is the system's monotonic clock, the same in both). Afterwards `steps` holds
-    (time.monotonic(), joules) at each first read of a new value; where NVML or the GPU is not there, `steps`
-    is empty and `why_not` says why. `device` is an NVML UUID ("GPU-...", nvidia_smi_id's form)."""
+    (time.monotonic(), joules) at each first read of a new value; where NVML or the GPU is not there, or the
+    poller failed, `steps` is empty and `why_not` says why. `device` is an NVML UUID ("GPU-...", nvidia_smi_id's
+    form). Enter it before the warm-up: starting the poller takes a moment the GPU would otherwise idle
+    through just before the samples."""
+
+    START_TIMEOUT_S = 20
 
     def __init__(self, device, library="libnvidia-ml.so.1", period_s=0.0005):
         self.device = device
@@ -119,22 +132,48 @@ class EnergyCounter:
         self.why_not = None
         self._arguments = [library, str(device), str(period_s)]
         self._process = None
+        self._file = None
+
+    def _lines(self):
+        with open(self._file.name) as f:
+            return f.read().splitlines()
 
     def __enter__(self):
-        self._process = subprocess.Popen([sys.executable, "-c", _ENERGY_POLLER] + self._arguments,
-                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        first = self._process.stdout.readline().strip()  # polling has begun, or it says why not
-        if first != "ok":
-            self.why_not = first.removeprefix("error: ") or "the energy poller ended without a word"
+        self._file = tempfile.NamedTemporaryFile(prefix="roofbench-energy-", suffix=".txt", delete=False)
+        self._file.close()
+        self._process = subprocess.Popen([sys.executable, "-c", _ENERGY_POLLER] + self._arguments + [self._file.name],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        began = time.monotonic()
+        while True:  # until polling has begun, or it says why not
+            lines = self._lines()
+            if lines and (lines[0] == "ok" or lines[0].startswith("error: ")):
+                break
+            if self._process.poll() is not None or time.monotonic() - began > self.START_TIMEOUT_S:
+                break
+            time.sleep(0.01)
+        if lines and lines[0] != "ok":
+            self.why_not = lines[0].removeprefix("error: ")
+        elif not lines and self._process.poll() is None:
+            self.why_not = f"the energy poller did not start within {self.START_TIMEOUT_S} s"
+        elif not lines:
+            self.why_not = "the energy poller ended without a word"
         return self
 
     def __exit__(self, *exc):
         self._process.terminate()
-        out, _ = self._process.communicate()
-        if self.why_not is None:
-            for line in out.splitlines():
-                t, joules = line.split()
-                self.steps.append((float(t), float(joules)))
+        _, err = self._process.communicate()
+        lines = self._lines()
+        os.unlink(self._file.name)
+        if self.why_not is not None:
+            return False
+        if self._process.returncode not in (-signal.SIGTERM, 0):
+            last = (err or "").strip().splitlines()[-1:] or ["no message"]
+            self.why_not = f"the energy poller failed (exit {self._process.returncode}): {last[0]}"
+            return False
+        for line in lines[1:]:
+            fields = line.split()
+            if len(fields) == 2:  # a line cut short by the end of the polling is left out
+                self.steps.append((float(fields[0]), float(fields[1])))
         return False
 
 

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -106,8 +107,9 @@ Options parse_options(int argc, const char* const* argv) {
     else if (flag == "--energy") {
       o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : kEnergyLeastSeconds;
       o.energy_given = true;
-      if (o.measure.energy_seconds != 0 && o.measure.energy_seconds < kEnergyLeastSeconds)
-        throw UsageError("--energy needs at least 1 s of samples (0: off)");
+      if (!std::isfinite(o.measure.energy_seconds) ||
+          (o.measure.energy_seconds != 0 && o.measure.energy_seconds < kEnergyLeastSeconds))
+        throw UsageError("--energy needs at least 1 s of samples, and a finite number (0: off)");
     }
     else if (flag == "--cold") no_value(), o.measure.cold = true;
     else if (flag == "--no-results") no_value(), o.write_results = false;

@@ -1,6 +1,7 @@
 #include "suite.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -102,7 +103,7 @@ Suite parse_suite(const std::string& path, const std::string& text) {
       if (key == "max_time") {
         suite.max_time = seconds;
       } else {
-        if (seconds < kEnergyLeastSeconds)
+        if (seconds < kEnergyLeastSeconds || !std::isfinite(seconds))
           throw SuiteError(where + "energy needs at least " + std::to_string(static_cast<int>(kEnergyLeastSeconds)) +
                            " s of samples, got '" + value + "'");
         suite.energy_seconds = seconds;

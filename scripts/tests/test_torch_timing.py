@@ -155,6 +155,38 @@ class EnergyWindow(unittest.TestCase):
         self.assertIsNone(figure)
         self.assertEqual(self.timing.energy_per_call([], []), (None, "no samples"))
 
+    def fake_nvml(self):
+        """The stand-in libnvidia-ml.so.1 CTest builds (tests/support/fake_nvml.cpp): 250 W, a step every 20 ms."""
+        path = os.environ.get("ROOFBENCH_FAKE_NVML")
+        if not path or not os.path.exists(path):
+            self.skipTest("no stand-in NVML (ROOFBENCH_FAKE_NVML; CTest sets it)")
+        return path
+
+    def test_the_child_poller_reads_the_counters_steps(self):
+        with self.timing.EnergyCounter("GPU-fake", library=self.fake_nvml()) as energy:
+            began = time.monotonic()
+            time.sleep(0.6)
+        self.assertIsNone(energy.why_not)
+        self.assertGreaterEqual(len(energy.steps), 20)
+        spans = [(began + 0.05 * (i + 1), 0.05, 10) for i in range(12)]  # 5 ms calls
+        figure, why = self.timing.energy_per_call(energy.steps, spans)
+        self.assertIsNone(why)
+        self.assertAlmostEqual(figure["watts"], 250, delta=15)
+        self.assertAlmostEqual(figure["joules_per_call"], 250 * 0.005, delta=0.1)
+
+    def test_the_child_poller_says_why_for_an_unknown_gpu_or_a_mig_slice(self):
+        with self.timing.EnergyCounter("GPU-other", library=self.fake_nvml()) as energy:
+            pass
+        self.assertEqual(energy.why_not, "NVML has no device GPU-other")
+        os.environ["FAKE_NVML_MIG"] = "1"
+        try:
+            with self.timing.EnergyCounter("GPU-fake", library=self.fake_nvml()) as energy:
+                pass
+        finally:
+            del os.environ["FAKE_NVML_MIG"]
+        self.assertIn("MIG is on", energy.why_not)
+        self.assertEqual(energy.steps, [])
+
     def test_the_counter_says_why_without_nvml(self):
         with self.timing.EnergyCounter("GPU-0", library="libroofbench-no-such-nvml.so") as energy:
             pass

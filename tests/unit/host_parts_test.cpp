@@ -64,6 +64,7 @@ Result every_field_set() {
   r.energy_per_run_j = 48;
   r.mean_power_w = 49;
   r.energy_window_s = 50;
+  r.energy_busy_fraction = 0.51;
   r.energy_note = "n";
   return r;
 }
@@ -122,6 +123,7 @@ TEST(Wire, APassingResultsTimingCrossesUnchanged) {
   EXPECT_EQ(out.energy_per_run_j, 48);
   EXPECT_EQ(out.mean_power_w, 49);
   EXPECT_EQ(out.energy_window_s, 50);
+  EXPECT_EQ(out.energy_busy_fraction, 0.51);
   EXPECT_THAT(results_file_entry(in), HasSubstr("\"energy_per_run\": 48"));
   ASSERT_EQ(out.rates.size(), 1u);
   EXPECT_EQ(out.rates[0].value, in.rates[0].value);

@@ -78,6 +78,7 @@ TEST(Options, Energy) {
   EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
   EXPECT_EQ(parse({"--energy=2.5"}).measure.energy_seconds, 2.5);
   EXPECT_THAT(usage_error({"--energy=0.5"}), HasSubstr("at least 1 s"));
+  EXPECT_THAT(usage_error({"--energy=inf"}), HasSubstr("a finite number"));
   EXPECT_EQ(parse({"--energy=0"}).measure.energy_seconds, 0);  // off, and given: a suite's energy does not apply
   EXPECT_TRUE(parse({"--energy=0"}).energy_given);
   EXPECT_FALSE(parse({}).energy_given);

@@ -91,6 +91,7 @@ TEST(ParseSuite, ANonNumericMaxTimeNamesFileAndLine) {
   EXPECT_THAT(error, HasSubstr("/suites/x.suite:1:"));
   EXPECT_THAT(error, HasSubstr("max_time must be a number"));
   EXPECT_THAT(parse_error("energy = 0.5\n"), HasSubstr("energy needs at least 1 s"));
+  EXPECT_THAT(parse_error("energy = inf\n"), HasSubstr("energy needs at least 1 s"));
   EXPECT_THAT(parse_error("energy = lots\n"), HasSubstr("energy must be a number of seconds"));
 }
 
