@@ -230,8 +230,8 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   // end (drop_throttled), against the highest clock the samples reached.
   std::vector<SampleSpan> spans;
   const int hold_timeouts_before_sampling = r.hold_timeouts;
-  const double energy_seconds = pollers.empty() ? 0.0 : o.energy_seconds;
-  const double min_time = std::max(o.min_time, energy_seconds), max_time = std::max(o.max_time, energy_seconds);
+  const double min_time = pollers.empty() ? o.min_time : std::max(o.min_time, o.energy_seconds);
+  const double max_time = pollers.empty() ? o.max_time : longest_sampling_seconds(o);
   const auto start = Clock::now();
   std::vector<double> times, clocks;
   double sum = 0, sum_squares = 0;

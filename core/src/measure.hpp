@@ -3,6 +3,7 @@
 // Results; nothing here prints.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -32,6 +33,10 @@ struct MeasureOptions {
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
   double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
 };
+
+// The longest a benchmark samples: --max-time, or --energy's seconds where they are more (and the device has
+// a counter); what timeouts must allow for.
+inline double longest_sampling_seconds(const MeasureOptions& m) { return std::max(m.max_time, m.energy_seconds); }
 
 // crashed and timed_out are given by the parent when a worker process died in, or ran past the timeout
 // of, a benchmark (--isolation=process). refused: the plugin has no code for the device's architecture

@@ -70,7 +70,7 @@ static double parse_number(const std::string& flag, const std::string& text) {
 }
 
 double default_timeout_seconds(const MeasureOptions& m) {
-  return 60 + 4 * std::max(m.max_time, m.energy_seconds) + m.warmup_max;
+  return 60 + 4 * longest_sampling_seconds(m) + m.warmup_max;
 }
 
 Options parse_options(int argc, const char* const* argv) {

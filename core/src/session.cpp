@@ -100,7 +100,7 @@ Session::Outcome Session::run(std::size_t index) {
   // A case's own timeout allows for its own sampling; --energy may lengthen that (default_timeout_seconds).
   const MeasureOptions& m = settings_.measure;
   const double timeout = b.spec->timeout_s > 0 && !settings_.timeout_given
-                             ? b.spec->timeout_s + 4 * std::max(0.0, m.energy_seconds - m.max_time)
+                             ? b.spec->timeout_s + 4 * (longest_sampling_seconds(m) - m.max_time)
                              : settings_.default_timeout_s;
   Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
   const int repetition = repetition_counter_[b.name]++;

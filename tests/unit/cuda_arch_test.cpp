@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cpu_backed_device.hpp"
 #include "device.hpp"
 #include "measure.hpp"
 
@@ -51,29 +52,12 @@ TEST(CudaArch, OtherErrorsAndPluginsWithoutAProbeAreLeftToTheHost) {
 
 // measure() asks each rank through the plugin's probe before the case is made: a plugin without code for
 // the device is not applicable there, with the one line, and none of its code runs.
-class FakeA100 final : public Device {
+class FakeA100 final : public CpuBackedDevice {
  public:
-  FakeA100() : cpu_(make_cpu_device()) {}
-  const DeviceInfo& info() const override { return cpu_->info(); }
-  std::string key() const override { return "fake-a100"; }
-  void* stream() override { return nullptr; }
-  void* allocate(std::size_t bytes) override { return cpu_->allocate(bytes); }
-  void release(void* data) noexcept override { cpu_->release(data); }
-  void fill_random(void* d, std::size_t n, ElementType t, double lo, double hi, std::uint64_t seed) override {
-    cpu_->fill_random(d, n, t, lo, hi, seed);
-  }
-  void poison(void* data, std::size_t bytes) override { cpu_->poison(data, bytes); }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }
-  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_device(dst, src, bytes); }
-  void synchronize() override {}
-  double driver_used_bytes() override { return 0; }
-  Ceilings measure_ceilings(std::vector<std::string>&) override { return {}; }
+  FakeA100() : CpuBackedDevice("fake-a100") {}
   std::optional<std::string> architecture_refusal(CudaProbe probe, std::string_view plugin) override {
     return cuda_architecture_refusal(probe, plugin, "cuda:0", "NVIDIA A100-SXM4-80GB", 80);
   }
-
- private:
-  std::unique_ptr<Device> cpu_;
 };
 
 TEST(CudaArch, MeasureRefusesThePluginBeforeMakingTheCase) {

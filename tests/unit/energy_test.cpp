@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu_backed_device.hpp"
 #include "device.hpp"
 #include "measure.hpp"
 #include "nvml_energy.hpp"
@@ -129,23 +130,9 @@ TEST(EnergyPerRun, TheWindowStartsALagsWorthIntoTheSamples) {
 }
 
 // A CPU device with a made-up energy counter: `watts` all the time, stepping every `interval`.
-class MeteredCpu final : public Device {
+class MeteredCpu final : public CpuBackedDevice {
  public:
-  MeteredCpu(double watts, double interval) : cpu_(make_cpu_device()), watts_(watts), interval_(interval) {}
-  const DeviceInfo& info() const override { return cpu_->info(); }
-  std::string key() const override { return "metered-cpu"; }
-  void* stream() override { return nullptr; }
-  void* allocate(std::size_t bytes) override { return cpu_->allocate(bytes); }
-  void release(void* data) noexcept override { cpu_->release(data); }
-  void fill_random(void* d, std::size_t n, ElementType t, double lo, double hi, std::uint64_t seed) override {
-    cpu_->fill_random(d, n, t, lo, hi, seed);
-  }
-  void poison(void* data, std::size_t bytes) override { cpu_->poison(data, bytes); }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }
-  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { cpu_->copy_to_device(dst, src, bytes); }
-  void synchronize() override {}
-  double driver_used_bytes() override { return 0; }
-  Ceilings measure_ceilings(std::vector<std::string>&) override { return {}; }
+  MeteredCpu(double watts, double interval) : CpuBackedDevice("metered-cpu"), watts_(watts), interval_(interval) {}
   std::function<std::optional<double>()> energy_counter(std::string&) override {
     return [this]() -> std::optional<double> {
       return watts_ * interval_ * std::floor(steady_seconds() / interval_);
@@ -153,7 +140,6 @@ class MeteredCpu final : public Device {
   }
 
  private:
-  std::unique_ptr<Device> cpu_;
   double watts_, interval_;
 };
 
