@@ -1,8 +1,14 @@
 // R0, eager: what PyTorch eager runs for this model. One launch per operation: every linear layer is one
-// cuBLASLt call with its bias in the epilogue (PyTorch's addmm, which nn.Linear runs, does that for fp32
-// too: its profile on the H200 lists no separate bias kernel), residual adds and GELU are their own kernels, the heads are
-// split into [B, heads, T, hd] copies, attention materialises its T x T scores between batched cuBLAS
-// matmuls, the loss is log_softmax + nll, and AdamW runs once per parameter tensor.
+// cuBLASLt call with its bias in the epilogue (nn.Linear's addmm does that; PyTorch eager's profile of
+// this step on the H200 has no broadcast bias add among its 575 launches, its 96 broadcast products a step
+// being RoPE's), residual adds and GELU are their own kernels, the heads are split into [B, heads, T, hd]
+// copies, attention materialises its T x T scores between batched cuBLAS matmuls, the loss is
+// log_softmax + nll, and AdamW runs once per parameter tensor.
+// Where it still differs from PyTorch eager (that profile: 10.36 ms of kernels a step against R0's 8.85):
+// PyTorch's scaled_dot_product_attention is one fused kernel each way (the memory-efficient one, 1.21 ms
+// a step) on strided views, where R0's head copies alone take 1.42 ms; its RoPE runs as many small
+// elementwise kernels (those 96 products among them) where R0 runs one per tensor; and its AdamW runs
+// foreach (a few launches over every tensor, 0.53 ms a step) against R0's 75 (0.42 ms).
 #include <cmath>
 #include <utility>
 #include <vector>

@@ -590,6 +590,147 @@ class FcGeluLab final : public Case {
 #endif
 };
 
+// ---------------------------------------------------------------------------------------------------
+// The blocks' GEMMs of R2-R4's step and nothing else: for each of the 6 blocks' four linear layers, the
+// forward y = x w^T, the input gradient dx = dy w and the weight gradient dw = dy^T x (bf16 operands, bf16 y
+// and dx, fp32 dw), through the trainers' own linear_forward and linear_backward (cuBLASLt, algorithms timed
+// once per process). At the power limit a step's time follows its energy (--energy), so this is the part of
+// R3's step no change outside the GEMMs can take away. Left out: the head's three GEMMs (28 columns) and the
+// embedding's one-hot product. Each block has its own inputs, as in the step; the outputs of a layer kind are
+// shared by the blocks (each written once a run either way).
+class StepGemmsLab final : public Case {
+ public:
+  explicit StepGemmsLab(const Params& params) : cfg_(lab_config(params)) {
+    const int C = cfg_.channels, H = cfg_.hidden();
+    kinds_ = {{"qkv", C, 3 * C}, {"attn_proj", C, C}, {"fc", C, H}, {"fc_proj", H, C}};
+  }
+
+  void setup(Context& ctx) override {
+    const std::size_t N = static_cast<std::size_t>(rows());
+    for (Kind& kind : kinds_) {
+      const std::size_t in = static_cast<std::size_t>(kind.in), out = static_cast<std::size_t>(kind.out);
+      for (int l = 0; l < cfg_.layers; ++l) {
+        Inputs inputs{alloc(ctx, N * in, BufferRole::input), alloc(ctx, N * out, BufferRole::input),
+                      alloc(ctx, out * in, BufferRole::input)};
+        // Activations of unit scale, gradients and weights at about the model's (|w| < 0.1).
+        ctx.fill_random(inputs.x, N * in, ElementType::bf16);
+        ctx.fill_random(inputs.dy, N * out, ElementType::bf16, -kSmallRange, kSmallRange);
+        ctx.fill_random(inputs.w, out * in, ElementType::bf16, -kSmallRange, kSmallRange);
+        kind.blocks.push_back(inputs);
+      }
+      kind.y = alloc(ctx, N * out, BufferRole::output);
+      kind.dx = alloc(ctx, N * in, BufferRole::output);
+      kind.dw = alloc_floats(ctx, out * in, BufferRole::output);
+    }
+    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
+    lt_workspace_ = ctx.alloc(kLtWorkspaceBytes, BufferRole::scratch);
+    // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
+    run(ctx);
+    ctx.synchronize();
+  }
+
+  void run(Context& ctx) override {
+    const LtContext lt{lt_.get(), LtWorkspace{lt_workspace_, kLtWorkspaceBytes}, stream_of(ctx), &lt_choices_};
+    for (int l = 0; l < cfg_.layers; ++l)
+      for (const Kind& kind : kinds_) {
+        const Inputs& in = kind.blocks[static_cast<std::size_t>(l)];
+        linear_forward(lt, kind.y, CUDA_R_16BF, in.x, in.w, rows(), kind.in, kind.out);
+        linear_backward(lt, kind.dx, CUDA_R_16BF, kind.dw, in.dy, in.x, in.w, rows(), kind.in, kind.out);
+      }
+  }
+
+  // Three GEMMs of 2 N in out each; minimum traffic: each GEMM's operands read and its result written once.
+  Work work() const override {
+    const double N = rows();
+    Work w;
+    for (const Kind& kind : kinds_) {
+      const double in = kind.in, out = kind.out;
+      w.flops += cfg_.layers * 3 * 2 * N * in * out;
+      // bf16: x, w read and y written; dy, w read and dx written; dy, x read. fp32: dw written.
+      const double halves = (N * in + in * out + N * out) + (N * out + in * out + N * in) + (N * out + N * in);
+      w.bytes += cfg_.layers * (sizeof(bf16) * halves + sizeof(float) * in * out);
+    }
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Fact> facts() const override {
+    std::string choices;
+    for (const std::string& line : lt_choices_) choices += (choices.empty() ? "" : "; ") + line;
+    return {{"gemms", "the 6 blocks' forward, input-gradient and weight-gradient GEMMs (72), bf16 operands"},
+            {"matmul_algorithms", choices}};
+  }
+
+  // The outputs hold the last block's products: kSamples entries of each y, dx and dw, spread over the
+  // matrix, against double sums of the bf16 inputs as stored.
+  Check check(Context& ctx) override {
+    const std::size_t N = static_cast<std::size_t>(rows());
+    WorstError errors;
+    for (const Kind& kind : kinds_) {
+      const std::size_t in = static_cast<std::size_t>(kind.in), out = static_cast<std::size_t>(kind.out);
+      const Inputs& last = kind.blocks.back();
+      const auto x = download_as_float(ctx, last.x, N * in), dy = download_as_float(ctx, last.dy, N * out);
+      const auto w = download_as_float(ctx, last.w, out * in);
+      const auto y = download_as_float(ctx, kind.y, N * out), dx = download_as_float(ctx, kind.dx, N * in);
+      const auto dw = download(ctx, kind.dw, out * in);
+      std::vector<double> got_y, want_y, got_dx, want_dx, got_dw, want_dw;
+      for (std::size_t k = 0; k < kSamples; ++k) {
+        const std::size_t ey = spread(k, N * out), r = ey / out, o = ey % out;
+        double sum = 0;
+        for (std::size_t i = 0; i < in; ++i) sum += static_cast<double>(x[r * in + i]) * w[o * in + i];
+        got_y.push_back(y[ey]), want_y.push_back(sum);
+        const std::size_t ex = spread(k, N * in), rx = ex / in, ix = ex % in;
+        sum = 0;
+        for (std::size_t j = 0; j < out; ++j) sum += static_cast<double>(dy[rx * out + j]) * w[j * in + ix];
+        got_dx.push_back(dx[ex]), want_dx.push_back(sum);
+        const std::size_t ew = spread(k, out * in);
+        got_dw.push_back(dw[ew]);
+        want_dw.push_back(reference::weight_gradient_entry(dy, x, rows(), kind.in, kind.out,
+                                                           static_cast<int>(ew / in), static_cast<int>(ew % in)));
+      }
+      // The host poisoned the outputs: an element left unwritten is not finite.
+      const auto finite = [](const std::vector<float>& v) {
+        return std::all_of(v.begin(), v.end(), [](float e) { return std::isfinite(e); });
+      };
+      if (!finite(y) || !finite(dx) || !finite(dw)) errors.add(kind.name + ": an element not finite", std::nan(""));
+      errors.add(kind.name + " y", relative_l2_error(got_y.data(), want_y.data(), kSamples));
+      errors.add(kind.name + " dx", relative_l2_error(got_dx.data(), want_dx.data(), kSamples));
+      errors.add(kind.name + " dw", relative_l2_error(got_dw.data(), want_dw.data(), kSamples));
+    }
+    return errors.result();
+  }
+
+  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.destroy()); }
+
+ private:
+  static constexpr std::size_t kSamples = 256;
+  static constexpr double kSmallRange = 0.1;
+  static constexpr std::size_t kLtWorkspaceBytes = 32u << 20;  // the trainers' cuBLAS workspace
+  struct Inputs {
+    bf16 *x, *dy, *w;
+  };
+  struct Kind {
+    std::string name;
+    int in, out;
+    std::vector<Inputs> blocks = {};
+    bf16 *y = nullptr, *dx = nullptr;
+    float* dw = nullptr;
+  };
+  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
+  }
+  // Sample k of kSamples, spread over [0, count) (the first and the last entries among them).
+  static std::size_t spread(std::size_t k, std::size_t count) { return k * (count - 1) / (kSamples - 1); }
+  int rows() const { return cfg_.batch * cfg_.context; }
+
+  Config cfg_;
+  std::vector<Kind> kinds_;
+  case_support::CublasLtHandle lt_;  // a setup that throws half way gives it back through the destructor
+  void* lt_workspace_ = nullptr;
+  std::set<std::string> lt_choices_;
+};
+
 template <typename Lab>
 CaseSpec lab_case(std::string name, std::string description, std::vector<std::string> versions,
                   Precision precision, double tolerance = 0, std::vector<std::int64_t> batches = {64}) {
@@ -606,6 +747,21 @@ CaseSpec lab_case(std::string name, std::string description, std::vector<std::st
 
 CaseSpec with_timeout(double seconds, CaseSpec spec) {
   spec.timeout_s = seconds;
+  return spec;
+}
+
+// Not a version lab: the step's GEMMs alone, at R2's batch and R3's.
+CaseSpec step_gemms_case() {
+  CaseSpec spec;
+  spec.name = "lab_step_gemms_bf16";
+  spec.description =
+      "kernel lab: R2-R4's 72 block GEMMs alone (forward, input and weight gradients of qkv, attn_proj, fc and "
+      "fc_proj in each of the 6 blocks, bf16 on cuBLASLt as the trainers run them): with --energy, the share of a "
+      "step's energy that only the GEMMs can change";
+  spec.axes = {Axis::ints("batch", {64, 512})};
+  spec.device = DeviceNeed::gpu();
+  spec.precision = Precision::bf16;
+  spec.make = [](const Params& params) -> std::unique_ptr<Case> { return std::make_unique<StepGemmsLab>(params); };
   return spec;
 }
 
@@ -658,6 +814,7 @@ std::vector<CaseSpec> lab_cases() {
                           "v2 one cuDNN graph matmul -> bias -> z -> GELU (only where cuDNN is found), v4 (R2-R4's) "
                           "cuBLASLt without the epilogue, the bias added by the GELU pass",
                           kFcGeluVersions, Precision::bf16, 0, {64, 512})),
+      step_gemms_case(),
   };
 }
 

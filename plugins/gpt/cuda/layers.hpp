@@ -79,7 +79,10 @@ struct LtContext {
 // result no reduction in bf16), as autocast's fp32 accumulation promises. A call that accumulates (beta 1),
 // or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
 // a context collects name each choice, for the results' facts: the choice is made per process and can differ
-// between processes where two candidates time alike.
+// between processes where two candidates time alike. A burst picks what sustained load at the power limit
+// would: a probe on the H200 (2026-12-01) timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
+// burst after 300 ms idle and 0.9 s back to back at 700 W, and the burst's pick was the sustained one's or
+// within 0.8% of it.
 inline constexpr int kLtCandidates = 8;
 // y[N, out] = x[N, in] w[out, in]^T + bias[out] in one cuBLASLt call, the bias added in the GEMM's epilogue
 // (CUBLASLT_EPILOGUE_BIAS) rather than by a pass over y. type: CUDA_R_32F (x, w, y and bias fp32, TF32
@@ -119,8 +122,6 @@ void column_sum(float* out, const float* x, int rows, int cols, float* partials,
 // The same sum, four columns per thread with 16-byte loads (R1's bias gradients); falls back to column_sum
 // when cols is not a multiple of 4 or x is not 16-byte aligned. Same partials.
 void column_sum_vec4(float* out, const float* x, int rows, int cols, float* partials, cudaStream_t stream);
-// y[r, c] += bias[c] (eager: its own launch).
-void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // encoder.cu: the batch on the device, the embedding and its backward.

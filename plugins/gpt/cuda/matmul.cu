@@ -396,11 +396,6 @@ __global__ void __launch_bounds__(kFinishCols* kFinishLanes)
   outputs.part[part][col - part * outputs.width] = sum;
 }
 
-__global__ void add_bias_kernel(float* y, const float* bias, std::size_t n, int cols) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    y[i] += bias[i % cols];
-}
 }  // namespace
 
 void column_finish(ColumnOutputs outputs, const float* partials, int chunks, int cols, cudaStream_t stream) {
@@ -428,12 +423,6 @@ void column_sum_vec4(float* out, const float* x, int rows, int cols, float* part
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream) {
   if (cols % 8 != 0 || !aligned16(x)) throw Error("gpt: column_sum of bf16 needs cols % 8 == 0, 16-byte aligned");
   column_sums_vec<8, 16>(ColumnOutputs{{out}, cols}, rows, cols, ColumnsOf16Bytes<bf16>{x, cols}, partials, stream);
-}
-
-void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
-  const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  add_bias_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(y, bias, n, cols);
-  ROOFBENCH_CUDA_LAUNCH();
 }
 
 }  // namespace roofbench::gpt::cuda
