@@ -336,8 +336,7 @@ int Host::run() {
   if (options_.suite || (!filter_given_ && !lists_tests_ && !options_.list)) {
     suite = find_suite(options_.suite.value_or("smoke"), suite_folders());
     suite->check_plugins(plugin_names);
-    if (suite->max_time && !options_.max_time_given) options_.measure.max_time = *suite->max_time;
-    if (suite->energy_seconds && !options_.energy_given) options_.measure.energy_seconds = *suite->energy_seconds;
+    apply_suite_sampling(options_, suite->max_time, suite->energy_seconds);
   }
   // Sampling stops at the --max-time whatever --min-time asks for: a larger one would be cut without a word.
   if (may_measure && options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {

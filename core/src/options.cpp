@@ -9,6 +9,11 @@
 
 namespace roofbench {
 
+void apply_suite_sampling(Options& o, std::optional<double> max_time, std::optional<double> energy_seconds) {
+  if (max_time && !o.max_time_given) o.measure.max_time = *max_time;
+  if (energy_seconds && !o.energy_given) o.measure.energy_seconds = *energy_seconds;
+}
+
 std::string usage_text() {
   return R"(usage: roofbench [options] [--benchmark_* flags]
 

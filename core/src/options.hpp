@@ -44,6 +44,8 @@ struct Options {
 };
 
 Options parse_options(int argc, const char* const* argv);
+// A suite's max_time and energy, each where the command line gave none (--energy=0 is given: off).
+void apply_suite_sampling(Options& o, std::optional<double> max_time, std::optional<double> energy_seconds);
 std::string usage_text();
 
 }  // namespace roofbench

@@ -73,6 +73,25 @@ TEST(Options, GateAndGraph) {
   EXPECT_THAT(usage_error({"--graph", "always"}), HasSubstr("--graph must be auto, on or off"));
 }
 
+// A suite's max_time and energy apply where the command line gave none; a flag, even --energy=0, wins.
+TEST(Options, ASuitesSamplingYieldsToTheCommandLine) {
+  const auto with_suite = [](std::initializer_list<const char*> args) {
+    Options o = parse(args);
+    apply_suite_sampling(o, 0.5, 2.0);
+    return o.measure;
+  };
+  EXPECT_EQ(with_suite({}).max_time, 0.5);
+  EXPECT_EQ(with_suite({}).energy_seconds, 2.0);
+  EXPECT_EQ(with_suite({"--max-time", "3"}).max_time, 3.0);
+  EXPECT_EQ(with_suite({"--energy=3"}).energy_seconds, 3.0);
+  EXPECT_EQ(with_suite({"--energy"}).energy_seconds, 1.0);  // plain --energy is 1 s, not the suite's 2
+  EXPECT_EQ(with_suite({"--energy=0"}).energy_seconds, 0.0);
+  Options untouched = parse({});
+  apply_suite_sampling(untouched, std::nullopt, std::nullopt);
+  EXPECT_EQ(untouched.measure.max_time, parse({}).measure.max_time);
+  EXPECT_EQ(untouched.measure.energy_seconds, 0.0);
+}
+
 TEST(Options, Energy) {
   EXPECT_EQ(parse({}).measure.energy_seconds, 0);
   EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
