@@ -13,6 +13,8 @@
 //                                     cuBLASLt with its bias epilogue + GELU pass, v2 one cuDNN graph
 //                                     (fc_gelu_cudnn.cpp; only where cuDNN is found), v4 (R2-R4's) the bias
 //                                     moved from the GEMM into the GELU pass; v3 retired
+//   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
+//                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -591,7 +593,7 @@ class FcGeluLab final : public Case {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// The blocks' GEMMs of R2-R4's step and nothing else: for each of the 6 blocks' four linear layers, the
+// The blocks' GEMMs of R2's and R3's step and nothing else (R4 also runs the recompute's 15): for each of the 6 blocks' four linear layers, the
 // forward y = x w^T, the input gradient dx = dy w and the weight gradient dw = dy^T x (bf16 operands, bf16 y
 // and dx, fp32 dw), through the trainers' own linear_forward and linear_backward (cuBLASLt, algorithms timed
 // once per process). At the power limit a step's time follows its energy (--energy), so this is the part of
@@ -755,9 +757,9 @@ CaseSpec step_gemms_case() {
   CaseSpec spec;
   spec.name = "lab_step_gemms_bf16";
   spec.description =
-      "kernel lab: R2-R4's 72 block GEMMs alone (forward, input and weight gradients of qkv, attn_proj, fc and "
-      "fc_proj in each of the 6 blocks, bf16 on cuBLASLt as the trainers run them): with --energy, the share of a "
-      "step's energy that only the GEMMs can change";
+      "kernel lab: R2's and R3's 72 block GEMMs alone (forward, input and weight gradients of qkv, attn_proj, fc "
+      "and fc_proj in each of the 6 blocks, bf16 on cuBLASLt as the trainers run them): with --energy, the share of "
+      "a step's energy that only the GEMMs can change";
   spec.axes = {Axis::ints("batch", {64, 512})};
   spec.device = DeviceNeed::gpu();
   spec.precision = Precision::bf16;

@@ -197,8 +197,14 @@ void Trainer::capture_step_graph() {
 
 void Trainer::start(std::uint64_t init_seed, StepReplay replay) {
   initialize(init_seed);
-  if (replay == StepReplay::enqueued) return;
-  capture_step_graph();
+  if (replay == StepReplay::graph) {
+    capture_step_graph();
+  } else {
+    // The same first step as the capture's: it loads the kernels and times cuBLASLt's candidates here, since
+    // that timing synchronises and would otherwise land in the host's first timed run (behind its stream hold).
+    enqueue_step();
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  }
   initialize(init_seed);
 }
 
@@ -317,7 +323,7 @@ std::unique_ptr<Trainer> make_trainer(Rung rung, const Config& cfg, const Device
     return make_bf16_trainer(cfg, alloc, stream, corpus, data_seed, init_seed, rung == Rung::bf16_checkpoint,
                              replay);
   auto trainer = make_eager_trainer(cfg, alloc, stream, corpus, data_seed);
-  trainer->initialize(init_seed);
+  trainer->start(init_seed, StepReplay::enqueued);  // R0 always enqueues its step
   return trainer;
 }
 

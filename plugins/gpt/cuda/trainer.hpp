@@ -87,8 +87,9 @@ class Trainer {
   // step into a CUDA graph that train_step() replays from then on (R1 and up). The graph holds buffer
   // addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
   void capture_step_graph();
-  // What R1 and up do once built: initialise from `init_seed` and, for StepReplay::graph, capture the step
-  // (its warm-up step runs on sane numbers) and initialise again to undo that step.
+  // What every rung does once built: initialise from `init_seed`, run one step (for StepReplay::graph, the
+  // capture's warm-up step; it runs on sane numbers, loads the kernels and fixes cuBLASLt's algorithms, so
+  // that neither happens inside a timed run) and initialise again to undo that step.
   void start(std::uint64_t init_seed, StepReplay replay);
 
   // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,
