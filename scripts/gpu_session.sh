@@ -14,6 +14,10 @@
 #   CUDNN_ROOT=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn   build and run conv and transformer
 #                                 against that cuDNN (include/, lib/) instead of the system's (-DROOFBENCH_CUDNN_ROOT)
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
+#   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py in the same call, PyTorch's ladder
+#                                 on this GPU (trained LADDER_TRAINED_STEPS=300 steps first, as roofbench's gated
+#                                 rungs are; LADDER_RUNGS, the strongest first by default; its ceilings from
+#                                 results1.json), then the report over every results file and PyTorch's
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
 #   graph, GRAPH_NODES launches per graph), side by side in session.log
@@ -75,6 +79,21 @@ if [[ " $STEPS " == *" bench "* ]]; then
     python3 scripts/run_phases.py "$OUT/extra/results$i.json" 2>&1 | tee -a "$OUT/session.log"
   done
   python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+fi
+if [[ " $STEPS " == *" ladder "* ]]; then
+  rungs="${LADDER_RUNGS:-R3_batch_reduce_overhead,R4_checkpoint,R3_batch,R1_compile_reduce_overhead,R2_bf16_reduce_overhead,R0_eager,fp32_control,R1_compile,R2_bf16}"
+  ceilings=()
+  [ -f "$OUT/extra/results1.json" ] && ceilings=(--ceilings-from "$OUT/extra/results1.json")
+  log "PyTorch's ladder: $rungs"
+  started=$SECONDS
+  timeout "${LADDER_TIMEOUT:-420}" python3 scripts/torch_gpt_ladder.py "${ceilings[@]}" \
+    --trained-steps "${LADDER_TRAINED_STEPS:-300}" --rungs "$rungs" -o "$OUT/extra/torch_ladder.json" \
+    > "$OUT/extra/torch_ladder.log" 2>&1
+  log "torch_gpt_ladder rc=$? in $((SECONDS - started)) s"
+  grep -E "tokens/s" "$OUT/extra/torch_ladder.log" | tee -a "$OUT/session.log"
+  cp "$OUT/extra/torch_ladder.json" "$OUT/" 2>/dev/null
+  python3 reports/roofbench-report "$OUT"/extra/results*.json "$OUT/extra/torch_ladder.json" -o "$OUT/extra/report" \
+    >> "$OUT/session.log" 2>&1
 fi
 if [[ " $STEPS " == *" fidelity "* ]]; then
   log "fidelity: PyTorch events on the same operations"
