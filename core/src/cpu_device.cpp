@@ -236,4 +236,10 @@ std::unique_ptr<Timer> make_cpu_timer(std::function<void()> run_once, const Timi
   return std::make_unique<CpuTimer>(std::move(run_once), options);
 }
 
+std::unique_ptr<Timer> Device::make_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
+                                          const TimingOptions& options) {
+  if (info().kind == DeviceKind::cpu) return make_cpu_timer(std::move(run_once), options);
+  return make_cuda_timer(ranks, std::move(run_once), options);
+}
+
 }  // namespace roofbench

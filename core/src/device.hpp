@@ -22,6 +22,9 @@ struct OutOfMemory : Error {
   using Error::Error;
 };
 
+class Timer;
+struct TimingOptions;
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -56,6 +59,11 @@ class Device {
     why = "the " + std::string(info().kind == DeviceKind::cpu ? "CPU" : "device") + " has no energy counter here";
     return {};
   }
+  // The Timer for a case's runs on `ranks` (this device first): the CPU's or CUDA's by the device's kind
+  // (measure.cpp). A test device may return its own, to stand in for what the CPU never does (a stream
+  // hold that times out).
+  virtual std::unique_ptr<Timer> make_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
+                                            const TimingOptions& options);
 };
 
 struct SampleTime {

@@ -81,11 +81,6 @@ class HostContext final : public Context {
   double allocated_ = 0, peak_ = 0;
 };
 
-std::unique_ptr<Timer> make_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
-                                  const TimingOptions& t) {
-  if (ranks.front()->info().kind == DeviceKind::cpu) return make_cpu_timer(std::move(run_once), t);
-  return make_cuda_timer(ranks, std::move(run_once), t);
-}
 
 bool looks_like_oom(const std::string& message) {
   return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
@@ -164,13 +159,13 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
   const DeviceKind kind = ranks.front()->info().kind;
   auto run_once = [&] { c.run(ctx); };
   TimingOptions timing{o.cold, false, kind == DeviceKind::cuda};
-  auto timer = make_timer(ranks, run_once, timing);
+  auto timer = ranks.front()->make_timer(ranks, run_once, timing);
   std::vector<std::unique_ptr<EnergyPoller>> pollers = start_energy_pollers(r, ranks, o);
   // A hold that times out with a single launch behind it was not released because the host was stuck
   // in that launch: a profiler (Nsight Compute) serialises launches. Time without the hold from then on.
   auto abandon_hold = [&] {
     timing.hold = false;
-    timer = make_timer(ranks, run_once, timing);
+    timer = ranks.front()->make_timer(ranks, run_once, timing);
     if (timing.graph) timer->time(r.runs_per_sample);  // instantiates the graph outside the samples
     r.hold_abandoned = true;
   };
@@ -222,7 +217,7 @@ void run_timed(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, con
                                                           1, runs_cap);
   if (r.graph) {
     timing.graph = true;
-    timer = make_timer(ranks, run_once, timing);
+    timer = ranks.front()->make_timer(ranks, run_once, timing);
     timer->time(r.runs_per_sample);  // instantiates the graph outside the samples
   }
 

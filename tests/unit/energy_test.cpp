@@ -130,7 +130,7 @@ TEST(EnergyPerRun, TheWindowStartsALagsWorthIntoTheSamples) {
 }
 
 // A CPU device with a made-up energy counter: `watts` all the time, stepping every `interval`.
-class MeteredCpu final : public CpuBackedDevice {
+class MeteredCpu : public CpuBackedDevice {
  public:
   MeteredCpu(double watts, double interval) : CpuBackedDevice("metered-cpu"), watts_(watts), interval_(interval) {}
   std::function<std::optional<double>()> energy_counter(std::string&) override {
@@ -141,6 +141,41 @@ class MeteredCpu final : public CpuBackedDevice {
 
  private:
   double watts_, interval_;
+};
+
+// The CPU's timer, but the first sample to end after `at` (steady seconds) says its stream hold timed out
+// (what a GPU's does when the launch queue fills behind the hold); `fired` is shared by the timers that
+// replace one another (a timeout with one run a sample makes the host build a timer without the hold).
+class OneHoldTimeoutTimer final : public Timer {
+ public:
+  OneHoldTimeoutTimer(std::unique_ptr<Timer> cpu, double at, bool& fired) : cpu_(std::move(cpu)), at_(at), fired_(fired) {}
+  SampleTime time(int runs) override {
+    SampleTime s = cpu_->time(runs);
+    if (!fired_ && steady_seconds() >= at_) fired_ = s.hold_timed_out = true;
+    return s;
+  }
+  void run_untimed(int runs) override { cpu_->run_untimed(runs); }
+
+ private:
+  std::unique_ptr<Timer> cpu_;
+  double at_;
+  bool& fired_;
+};
+
+// A metered CPU whose samples see one stream-hold timeout half a second after its first timer: past the
+// warm-up (at most 0.1 s in measure_spin), inside the second of samples that --energy=1 asks for.
+class MeteredCpuWithAHoldTimeout final : public MeteredCpu {
+ public:
+  MeteredCpuWithAHoldTimeout() : MeteredCpu(250, 0.02) {}
+  std::unique_ptr<Timer> make_timer(const std::vector<Device*>&, std::function<void()> run_once,
+                                    const TimingOptions& options) override {
+    if (at_ == 0) at_ = steady_seconds() + 0.5;
+    return std::make_unique<OneHoldTimeoutTimer>(make_cpu_timer(std::move(run_once), options), at_, fired_);
+  }
+
+ private:
+  double at_ = 0;
+  bool fired_ = false;
 };
 
 // A run that keeps the CPU busy for about a millisecond.
@@ -192,6 +227,17 @@ TEST(EnergyInMeasure, WithoutACounterOrWithColdItSaysWhyAndSamplesAsUsual) {
   r = measure_spin(metered, 1.0, true);
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
   EXPECT_THAT(r.energy_note, HasSubstr("--cold"));
+}
+
+// A sample whose hold timed out is not among the samples, but its runs and the hold's spin are in the
+// window: no figure, and the note says why.
+TEST(EnergyInMeasure, AHoldTimeoutDuringTheSamplesGivesNoFigureAndSaysWhy) {
+  MeteredCpuWithAHoldTimeout device;
+  const Result r = measure_spin(device, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.hold_timeouts, 1);
+  EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
+  EXPECT_THAT(r.energy_note, HasSubstr("a stream hold timed out during the samples"));
 }
 
 // Without the driver's library (CI) the load fails; with it (a GPU machine), there is no GPU at that address.
