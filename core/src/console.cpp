@@ -120,10 +120,8 @@ std::string format_joules(double joules) {
   if (!std::isfinite(joules)) return "-";
   static const std::vector<double> steps = {1.0, 1e-3, 1e-6};
   static const char* units[] = {"J", "mJ", "uJ"};
-  std::size_t step = 0;
-  while (step + 1 < steps.size() && std::fabs(joules) < steps[step]) ++step;
-  const double value = joules / steps[step];
-  return printf_string("%.*f %s", std::max(0, decimals_for(value, 3)), value, units[step]);
+  const Scaled s = scale_down(joules, steps, 3);
+  return printf_string("%.*f %s", std::max(0, decimals_for(s.value, 3)), s.value, units[s.step]);
 }
 
 std::string format_figure(const Summary& s) {

@@ -32,6 +32,14 @@ TEST(ConsoleNumbers, TimesHaveThreeOrFourSignificantDigitsAndAUnitPeopleRead) {
   EXPECT_EQ(format_seconds(std::numeric_limits<double>::quiet_NaN()), "-");
 }
 
+TEST(ConsoleNumbers, EnergyTakesJoulesWithThreeSignificantDigits) {
+  EXPECT_EQ(format_joules(14.47), "14.5 J");
+  EXPECT_EQ(format_joules(3.21e-3), "3.21 mJ");
+  EXPECT_EQ(format_joules(850e-6), "850 uJ");
+  EXPECT_EQ(format_joules(0.99996), "1.00 J") << "rounding up moves to the next unit, never 1000 mJ";
+  EXPECT_EQ(format_joules(std::numeric_limits<double>::quiet_NaN()), "-");
+}
+
 TEST(ConsoleNumbers, RatesTakeSiPrefixes) {
   EXPECT_EQ(format_rate(4.11e12, "B/s"), "4.11 TB/s");
   EXPECT_EQ(format_rate(748e12, "FLOP/s"), "748 TFLOP/s");

@@ -5,16 +5,16 @@
 //         tensors those read are stored bf16: the LayerNorm outputs, qkv, the attention output, fc's x w^T
 //         (its bias added, in fp32 and rounded to bf16 as a separate bias add is, by both GELU passes: so the
 //         pre-activation is rounded twice, where autocast's addmm rounds x w^T + bias once: apart by up to
-//         half a bf16 step of x w^T) and GELU, dlogits and the activations' gradients that feed a matmul. The weights get a bf16 copy at the
-//         start of every step.
+//         half a bf16 step of x w^T) and GELU, dlogits and the activations' gradients that feed a matmul.
+//         The weights get a bf16 copy at the start of every step.
 //   fp32: the master weights, their gradients and the Adam moments (AdamW is R1's), the residual stream and
 //         its gradient, LayerNorm statistics, softmax and its log-sum-exp, the logits and the loss, the
 //         embedding and its backward (autocast leaves embedding lookups fp32).
 // At the limit a step's time is its energy over about 690 W. R3's 72 GEMMs alone, each on the fastest of
 // its 8 candidates in a short burst (as the trainer picks), in one CUDA graph replayed back to back on
-// synthetic operands (a probe, H200, 2026-12-01),
-// took 12.06 ms and 8.39 J a step at 1373 MHz; R3's whole step took 20.8 ms and 14.47 J in that session, so
-// the LayerNorms, GELU, attention, optimizer and the rest cost about 6.1 J of it.
+// synthetic operands (a probe, H200, 2026-12-01), took 12.06 ms and 8.39 J a step at 1373 MHz; R3's whole
+// step took 20.8 ms and 14.47 J in that session, so the LayerNorms, GELU, attention, optimizer and the rest
+// cost about 6.1 J of it (lab_step_gemms_bf16 measures the GEMMs' share with --energy).
 // Checkpointing (R4): activation_plan.hpp's bookkeeping; one activation set, each lower block recomputed
 // from its input before its backward. The whole step is one CUDA graph, as in R1.
 // Tried and dropped (H200, 2026-12-01, one call): the blocks' weight-gradient GEMMs on a second stream,

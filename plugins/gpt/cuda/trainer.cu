@@ -165,8 +165,6 @@ LtContext Trainer::lt_context() const {
 // The recording happens on a stream of our own: the caller's may be the legacy default stream, which cannot
 // be captured; the graph is then launched on the caller's stream all the same.
 void Trainer::capture_step_graph() {
-  enqueue_step();
-  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   const cudaStream_t launch_stream = stream_;
   cudaStream_t capture_stream = nullptr;
   ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking));
@@ -197,14 +195,11 @@ void Trainer::capture_step_graph() {
 
 void Trainer::start(std::uint64_t init_seed, StepReplay replay) {
   initialize(init_seed);
-  if (replay == StepReplay::graph) {
-    capture_step_graph();
-  } else {
-    // The same first step as the capture's: it loads the kernels and times cuBLASLt's candidates here, since
-    // that timing synchronises and would otherwise land in the host's first timed run (behind its stream hold).
-    enqueue_step();
-    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
-  }
+  // One step first: it loads the kernels and times cuBLASLt's candidates here (that timing synchronises,
+  // so it may run neither inside a capture nor in the host's first timed run, behind its stream hold).
+  enqueue_step();
+  ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
+  if (replay == StepReplay::graph) capture_step_graph();
   initialize(init_seed);
 }
 

@@ -83,13 +83,13 @@ class Trainer {
   // forward, backward, AdamW. Replays the step's CUDA graph once capture_step_graph() has recorded it.
   void train_step();
 
-  // Runs one step first so every kernel is loaded and cuBLAS has picked its algorithms, then records the
-  // step into a CUDA graph that train_step() replays from then on (R1 and up). The graph holds buffer
-  // addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
+  // Records the step into a CUDA graph that train_step() replays from then on (R1 and up), after a step
+  // has run (start's), so that every kernel is loaded and cuBLAS has picked its algorithms. The graph holds
+  // buffer addresses, not values: initialize() later needs no re-capture. Synchronous; outside any capture.
   void capture_step_graph();
-  // What every rung does once built: initialise from `init_seed`, run one step (for StepReplay::graph, the
-  // capture's warm-up step; it runs on sane numbers, loads the kernels and fixes cuBLASLt's algorithms, so
-  // that neither happens inside a timed run) and initialise again to undo that step.
+  // What every rung does once built: initialise from `init_seed`, run one step (on sane numbers: it loads
+  // the kernels and fixes cuBLASLt's algorithms, so that neither happens inside a capture or a timed run),
+  // for StepReplay::graph capture the step, and initialise again to undo that step.
   void start(std::uint64_t init_seed, StepReplay replay);
 
   // For gates and tests. Forward and backward on the given batch of cfg.batch sequences: loss,

@@ -776,10 +776,6 @@ TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
   }
 }
 
-// The bf16 GELU passes through their tables (bf16_table.hpp, the keeper) give the bits of the in-place
-// kernels: on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
-// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
-// take several chunks each.
 // The bits of count bf16 values on the device, for comparing two kernels' outputs exactly.
 std::vector<std::uint16_t> bf16_bits(const bf16* device, std::size_t count) {
   const auto values = Device::download(device, count);
@@ -788,6 +784,10 @@ std::vector<std::uint16_t> bf16_bits(const bf16* device, std::size_t count) {
   return bits;
 }
 
+// The bf16 GELU passes through their tables (bf16_table.hpp, the keeper) give the bits of the in-place
+// kernels: on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
+// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
+// take several chunks each.
 TEST(GptLayers, Bf16GeluTablesMatchInPlaceBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   struct Shape {
