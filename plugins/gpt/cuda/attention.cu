@@ -29,36 +29,19 @@ using attention::rotate;
 // ---------------------------------------------------------------------------------------------------
 // Eager kernels
 
-__device__ inline std::size_t heads_index_to_row(std::size_t i, const AttentionShape& s, int ld, int offset) {
-  const std::size_t d = i % s.head_dim, t = (i / s.head_dim) % s.T;
-  const std::size_t h = (i / (static_cast<std::size_t>(s.head_dim) * s.T)) % s.heads;
-  const std::size_t b = i / (static_cast<std::size_t>(s.head_dim) * s.T * s.heads);
-  return (b * s.T + t) * ld + offset + h * s.head_dim + d;
-}
-
-__global__ void rows_to_heads_kernel(float* heads, const float* rows, int ld, int offset, AttentionShape s,
-                                     std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    heads[i] = rows[heads_index_to_row(i, s, ld, offset)];
-}
-
-__global__ void heads_to_rows_kernel(float* rows, int ld, int offset, const float* heads, AttentionShape s,
-                                     std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    rows[heads_index_to_row(i, s, ld, offset)] = heads[i];
-}
-
-__global__ void rope_kernel(float* x, RopeTable rope, AttentionShape s, float direction, std::size_t pairs) {
-  const int half = s.head_dim / 2;
+// Pair p of the rotated channels: pair i of head h of row r, consecutive pairs along a row.
+__global__ void rope_kernel(float* rows, int ld, int channels, RopeTable rope, AttentionShape s, float direction,
+                            std::size_t pairs) {
+  const int half = s.head_dim / 2, pairs_per_row = channels / 2;
   for (std::size_t p = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; p < pairs;
        p += std::size_t{gridDim.x} * blockDim.x) {
-    const std::size_t i = p % half, t = (p / half) % s.T;
+    const std::size_t r = p / pairs_per_row;
+    const int in_row = static_cast<int>(p % pairs_per_row), i = in_row % half;
+    const std::size_t t = r % s.T;
     const float cos = rope.cos[t * half + i], sin = direction * rope.sin[t * half + i];
-    const float2 y = rotate(x[2 * p], x[2 * p + 1], cos, sin);
-    x[2 * p] = y.x;
-    x[2 * p + 1] = y.y;
+    float2* x = reinterpret_cast<float2*>(rows + r * ld + 2 * in_row);  // ld and channels even: 8-byte aligned
+    const float2 v = *x;
+    *x = rotate(v.x, v.y, cos, sin);
   }
 }
 
@@ -344,35 +327,25 @@ __global__ void __launch_bounds__(kThreads)
 // ---------------------------------------------------------------------------------------------------
 // Launchers
 
-void rows_to_heads(float* heads, const float* rows, int ld, int offset, const AttentionShape& s,
-                   cudaStream_t stream) {
-  const std::size_t n = static_cast<std::size_t>(s.batch) * s.heads * s.T * s.head_dim;
-  rows_to_heads_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(heads, rows, ld, offset, s, n);
-  ROOFBENCH_CUDA_LAUNCH();
-}
-
-void heads_to_rows(float* rows, int ld, int offset, const float* heads, const AttentionShape& s,
-                   cudaStream_t stream) {
-  const std::size_t n = static_cast<std::size_t>(s.batch) * s.heads * s.T * s.head_dim;
-  heads_to_rows_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, stream>>>(rows, ld, offset, heads, s, n);
-  ROOFBENCH_CUDA_LAUNCH();
-}
-
 namespace {
-void rope(float* x, RopeTable table, const AttentionShape& s, float direction, cudaStream_t stream) {
-  const std::size_t pairs = static_cast<std::size_t>(s.batch) * s.heads * s.T * (s.head_dim / 2);
-  rope_kernel<<<elementwise_blocks(pairs), kElementwiseThreads, 0, stream>>>(x, table, s, direction, pairs);
+void rope(float* rows, int ld, int channels, RopeTable table, const AttentionShape& s, float direction,
+          cudaStream_t stream) {
+  if (channels % s.head_dim != 0 || channels > ld || ld % 2 != 0)
+    throw Error("gpt: RoPE rotates whole heads within rows of an even stride");
+  const std::size_t pairs = static_cast<std::size_t>(s.batch) * s.T * (channels / 2);
+  rope_kernel<<<elementwise_blocks(pairs), kElementwiseThreads, 0, stream>>>(rows, ld, channels, table, s, direction,
+                                                                             pairs);
   ROOFBENCH_CUDA_LAUNCH();
 }
 std::size_t score_rows(const AttentionShape& s) { return static_cast<std::size_t>(s.batch) * s.heads * s.T; }
 }  // namespace
 
-void rope_forward(float* x, RopeTable table, const AttentionShape& s, cudaStream_t stream) {
-  rope(x, table, s, 1.0f, stream);
+void rope_forward(float* rows, int ld, int channels, RopeTable table, const AttentionShape& s, cudaStream_t stream) {
+  rope(rows, ld, channels, table, s, 1.0f, stream);
 }
 
-void rope_backward(float* dx, RopeTable table, const AttentionShape& s, cudaStream_t stream) {
-  rope(dx, table, s, -1.0f, stream);
+void rope_backward(float* rows, int ld, int channels, RopeTable table, const AttentionShape& s, cudaStream_t stream) {
+  rope(rows, ld, channels, table, s, -1.0f, stream);
 }
 
 void causal_softmax_forward(float* probs, const float* scores, float scale, const AttentionShape& s,

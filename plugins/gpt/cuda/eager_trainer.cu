@@ -1,14 +1,18 @@
 // R0, eager: what PyTorch eager runs for this model. One launch per operation: every linear layer is one
 // cuBLASLt call with its bias in the epilogue (nn.Linear's addmm does that; PyTorch eager's profile of
 // this step on the H200 has no broadcast bias add among its 575 launches, its 96 broadcast products a step
-// being RoPE's), residual adds and GELU are their own kernels, the heads are split into [B, heads, T, hd]
-// copies, attention materialises its T x T scores between batched cuBLAS matmuls, the loss is
-// log_softmax + nll, and AdamW runs once per parameter tensor.
-// Where it still differs from PyTorch eager (that profile: 10.36 ms of kernels a step against R0's 8.85):
-// PyTorch's scaled_dot_product_attention is one fused kernel each way (the memory-efficient one, 1.21 ms
-// a step) on strided views, where R0's head copies alone take 1.42 ms; its RoPE runs as many small
-// elementwise kernels (those 96 products among them) where R0 runs one per tensor; and its AdamW runs
-// foreach (a few launches over every tensor, 0.53 ms a step) against R0's 75 (0.42 ms).
+// being RoPE's), residual adds and GELU are their own kernels, attention materialises its T x T scores
+// between batched cuBLAS matmuls, the loss is log_softmax + nll, and AdamW runs once per parameter tensor.
+// The heads stay where they lie in qkv's rows, as PyTorch's view(B, T, heads, hd).transpose(1, 2) leaves
+// them: the per-head matmuls take one pointer per (sequence, head) (cublasGemmBatchedEx), RoPE rotates q
+// and k in place, and the products write their outputs straight into the rows of attn_out and d_qkv. (R0
+// copied every head into [B, heads, T, hd] and back until 2026-12-02: eight copies a layer, 1.41 ms of its
+// 9.48 ms step on the H200.)
+// Where it still differs from PyTorch eager (that profile: 10.36 ms of kernels a step against R0's 8.85
+// then): PyTorch's scaled_dot_product_attention is one fused kernel each way (the memory-efficient one,
+// 1.21 ms a step) where R0 materialises the scores; its RoPE runs as many small elementwise kernels (those
+// 96 products among them) where R0 runs one a direction for q and k together; and its AdamW runs foreach (a
+// few launches over every tensor, 0.53 ms a step) against R0's 75 (0.42 ms).
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -24,20 +28,26 @@ class EagerTrainer final : public Trainer {
                std::uint64_t data_seed)
       : Trainer(cfg, alloc, stream, corpus, data_seed) {
     const std::size_t N = static_cast<std::size_t>(N_), C = static_cast<std::size_t>(cfg_.channels);
-    const std::size_t scores = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context * cfg_.context;
+    const std::size_t block = static_cast<std::size_t>(cfg_.context) * cfg_.context;
+    const std::size_t scores = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * block;
+    scores_ = alloc_floats(scores, BufferRole::output);
+    const int row_3c = 3 * cfg_.channels, row_c = cfg_.channels;
     for (int l = 0; l < cfg_.layers; ++l) {
+      const LayerActivations& a = layers_[l];
       HeadTensors h{};
-      h.q = alloc_floats(N * C, BufferRole::output);
-      h.k = alloc_floats(N * C, BufferRole::output);
-      h.v = alloc_floats(N * C, BufferRole::output);
       h.probs = alloc_floats(scores, BufferRole::output);
+      h.q = head_pointers(a.qkv, row_3c);
+      h.k = head_pointers(a.qkv + C, row_3c);
+      h.v = head_pointers(a.qkv + 2 * C, row_3c);
+      h.out = head_pointers(a.attn_out, row_c);
+      h.probs_blocks = block_pointers(h.probs, block);
       heads_.push_back(h);
     }
-    scores_ = alloc_floats(scores, BufferRole::output);
-    heads_scratch_ = alloc_floats(N * C, BufferRole::output);
-    d_q_ = alloc_floats(N * C, BufferRole::output);
-    d_k_ = alloc_floats(N * C, BufferRole::output);
-    d_v_ = alloc_floats(N * C, BufferRole::output);
+    scores_blocks_ = block_pointers(scores_, block);
+    d_out_ = head_pointers(d_attn_out_, row_c);
+    d_q_ = head_pointers(d_qkv_, row_3c);
+    d_k_ = head_pointers(d_qkv_ + C, row_3c);
+    d_v_ = head_pointers(d_qkv_ + 2 * C, row_3c);
     d_ln_input_ = alloc_floats(N * C, BufferRole::output);
     logprobs_ = alloc_floats(N * static_cast<std::size_t>(cfg_.vocab), BufferRole::output);
     for (const TensorSlot& slot : layout(cfg_)) slots_.push_back({slot.offset, slot.count});
@@ -102,69 +112,81 @@ class EagerTrainer final : public Trainer {
   }
 
  private:
+  // One device pointer per (sequence, head) of a full batch, sequence-major: what cublasGemmBatchedEx reads.
+  using Pointers = void* const*;
   struct HeadTensors {
-    float* q;      // [B, heads, T, hd], rotated
-    float* k;      // [B, heads, T, hd], rotated
-    float* v;      // [B, heads, T, hd]
-    float* probs;  // [B, heads, T, T]
+    Pointers q, k, v;     // the heads of qkv's rows [N, 3C], q and k rotated in place
+    Pointers out;         // the heads of attn_out [N, C]
+    float* probs;         // [B, heads, T, T]
+    Pointers probs_blocks;
   };
+
+  Pointers upload_pointers(const std::vector<const float*>& host) {
+    const std::size_t bytes = host.size() * sizeof(void*);
+    void* device = alloc_bytes_(bytes, BufferRole::input);
+    ROOFBENCH_CUDA(cudaMemcpyAsync(device, host.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));  // `host` goes out of scope
+    return static_cast<Pointers>(device);
+  }
+  // Head h of sequence b in rows of `ld` floats: row b * T, channel h * hd.
+  Pointers head_pointers(const float* rows, int ld) {
+    std::vector<const float*> host;
+    for (int b = 0; b < cfg_.batch; ++b)
+      for (int h = 0; h < cfg_.heads; ++h)
+        host.push_back(rows + static_cast<std::size_t>(b) * cfg_.context * ld +
+                       static_cast<std::size_t>(h) * cfg_.head_dim());
+    return upload_pointers(host);
+  }
+  // Consecutive [T, T] blocks.
+  Pointers block_pointers(const float* blocks, std::size_t block) {
+    std::vector<const float*> host;
+    for (int i = 0; i < cfg_.batch * cfg_.heads; ++i) host.push_back(blocks + static_cast<std::size_t>(i) * block);
+    return upload_pointers(host);
+  }
 
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim())); }
 
-  // The per-head matmuls of one layer: [T, *] blocks, one per (sequence, head), batched.
-  RowMajorGemm per_head(int batch, bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-                        const float* B, int ldb, float* out, int ldc) const {
+  // One per-head product of a layer: [T, *] blocks, one per (sequence, head), batched over the first
+  // `batch` sequences.
+  void per_head(int batch, bool trans_a, bool trans_b, int M, int N, int K, Pointers A, int lda, Pointers B, int ldb,
+                Pointers out, int ldc) const {
     RowMajorGemm g;
     g.trans_a = trans_a, g.trans_b = trans_b;
     g.M = M, g.N = N, g.K = K;
-    g.A = A, g.lda = lda, g.stride_a = (trans_a ? K : M) * static_cast<long long>(lda);
-    g.B = B, g.ldb = ldb, g.stride_b = (trans_b ? N : K) * static_cast<long long>(ldb);
-    g.C = out, g.ldc = ldc, g.stride_c = static_cast<long long>(M) * ldc;
+    g.lda = lda, g.ldb = ldb, g.ldc = ldc;
     g.batch = batch * cfg_.heads;
-    return g;
+    gemm(cublas_.get(), g, BatchPointers{A, B, out});
   }
 
   void attention_forward(int l, int batch) {
     const AttentionShape s = attention_shape(batch);
     const int T = cfg_.context, hd = cfg_.head_dim(), C = cfg_.channels;
     const HeadTensors& h = heads_[l];
-    const LayerActivations& a = layers_[l];
-    rows_to_heads(h.q, a.qkv, 3 * C, 0, s, stream_);
-    rows_to_heads(h.k, a.qkv, 3 * C, C, s, stream_);
-    rows_to_heads(h.v, a.qkv, 3 * C, 2 * C, s, stream_);
-    rope_forward(h.q, rope_, s, stream_);
-    rope_forward(h.k, rope_, s, stream_);
-    gemm(cublas_.get(), per_head(batch, false, true, T, T, hd, h.q, hd, h.k, hd, scores_, T));  // q k^T
+    rope_forward(layers_[l].qkv, 3 * C, 2 * C, rope_, s, stream_);  // q and k
+    per_head(batch, false, true, T, T, hd, h.q, 3 * C, h.k, 3 * C, scores_blocks_, T);  // q k^T
     causal_softmax_forward(h.probs, scores_, scale(), s, stream_);
-    gemm(cublas_.get(), per_head(batch, false, false, T, hd, T, h.probs, T, h.v, hd, heads_scratch_, hd));  // p v
-    heads_to_rows(a.attn_out, C, 0, heads_scratch_, s, stream_);
+    per_head(batch, false, false, T, hd, T, h.probs_blocks, T, h.v, 3 * C, h.out, C);  // p v
   }
 
   void attention_backward(int l) {
     const AttentionShape s = attention_shape(cfg_.batch);
     const int T = cfg_.context, hd = cfg_.head_dim(), C = cfg_.channels, B = cfg_.batch;
     const HeadTensors& h = heads_[l];
-    float* d_out = heads_scratch_;
     float* d_scores = scores_;  // dp, then ds in place
-    rows_to_heads(d_out, d_attn_out_, C, 0, s, stream_);
-    gemm(cublas_.get(), per_head(B, false, true, T, T, hd, d_out, hd, h.v, hd, d_scores, T));   // dp = dout v^T
-    gemm(cublas_.get(), per_head(B, true, false, T, hd, T, h.probs, T, d_out, hd, d_v_, hd));   // dv = p^T dout
+    const Pointers d_scores_blocks = scores_blocks_;
+    per_head(B, false, true, T, T, hd, d_out_, C, h.v, 3 * C, d_scores_blocks, T);           // dp = dout v^T
+    per_head(B, true, false, T, hd, T, h.probs_blocks, T, d_out_, C, d_v_, 3 * C);          // dv = p^T dout
     causal_softmax_backward(d_scores, d_scores, h.probs, scale(), s, stream_);
-    gemm(cublas_.get(), per_head(B, false, false, T, hd, T, d_scores, T, h.k, hd, d_q_, hd));   // dq = ds k
-    gemm(cublas_.get(), per_head(B, true, false, T, hd, T, d_scores, T, h.q, hd, d_k_, hd));    // dk = ds^T q
-    rope_backward(d_q_, rope_, s, stream_);
-    rope_backward(d_k_, rope_, s, stream_);
-    heads_to_rows(d_qkv_, 3 * C, 0, d_q_, s, stream_);
-    heads_to_rows(d_qkv_, 3 * C, C, d_k_, s, stream_);
-    heads_to_rows(d_qkv_, 3 * C, 2 * C, d_v_, s, stream_);
+    per_head(B, false, false, T, hd, T, d_scores_blocks, T, h.k, 3 * C, d_q_, 3 * C);        // dq = ds k
+    per_head(B, true, false, T, hd, T, d_scores_blocks, T, h.q, 3 * C, d_k_, 3 * C);         // dk = ds^T q
+    rope_backward(d_qkv_, 3 * C, 2 * C, rope_, s, stream_);  // dq and dk
   }
 
   std::vector<HeadTensors> heads_;
   float* scores_;
-  float* heads_scratch_;
-  float* d_q_;
-  float* d_k_;
-  float* d_v_;
+  Pointers scores_blocks_;
+  Pointers d_out_;            // the heads of d_attn_out_ [N, C]
+  Pointers d_q_, d_k_, d_v_;  // the heads of d_qkv_ [N, 3C]
   float* d_ln_input_;  // a LayerNorm's input gradient before the residual add
   float* logprobs_;
   std::vector<std::pair<std::size_t, std::size_t>> slots_;  // (offset, count) of every parameter tensor

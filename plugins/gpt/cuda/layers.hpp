@@ -51,6 +51,15 @@ struct RowMajorGemm {
   cudaDataType_t c_type = CUDA_R_32F;
 };
 void gemm(cublasHandle_t handle, const RowMajorGemm& g);
+// The same GEMM over g.batch operand sets that no single stride reaches (cublasGemmBatchedEx): device arrays
+// of g.batch pointers each, one matrix of A, B and C per entry, at g's row strides (g's batch strides unused).
+// R0 runs its per-head products on the heads where they lie in the [N, 3C] rows, as PyTorch's head views do.
+struct BatchPointers {
+  const void* const* A = nullptr;
+  const void* const* B = nullptr;
+  void* const* C = nullptr;
+};
+void gemm(cublasHandle_t handle, const RowMajorGemm& g, const BatchPointers& batch);
 
 // y[N, out] = x[N, in] w[out, in]^T (+ beta y): a linear layer without its bias.
 void linear_forward(cublasHandle_t handle, float* y, const float* x, const float* w, int N, int in, int out,
@@ -210,16 +219,12 @@ struct AttentionShape {
   ROOFBENCH_GPT_HOST_DEVICE int channels() const { return heads * head_dim; }
 };
 
-// Eager path, the T x T score matrix materialised (what PyTorch eager runs):
-// heads [B, heads, T, hd] <- rows [N, ld] at channel offset (one of q, k, v of qkv, or a [N, C] tensor).
-void rows_to_heads(float* heads, const float* rows, int ld, int offset, const AttentionShape& s,
-                   cudaStream_t stream);
-// rows [N, ld] at channel offset <- heads [B, heads, T, hd]
-void heads_to_rows(float* rows, int ld, int offset, const float* heads, const AttentionShape& s,
-                   cudaStream_t stream);
-// In place on [B, heads, T, hd]: rotate by +angle (forward) or -angle (backward, the transpose).
-void rope_forward(float* x, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
-void rope_backward(float* dx, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+// Eager path, the T x T score matrix materialised (what PyTorch eager runs), on heads where they lie in
+// rows [N, ld] (head h of position t at channels h * hd .. h * hd + hd - 1 of row t):
+// in place, rotate the heads in the first `channels` channels of every row by +angle (forward) or -angle
+// (backward, the transpose); qkv's q and k are its first 2C channels.
+void rope_forward(float* rows, int ld, int channels, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+void rope_backward(float* rows, int ld, int channels, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 // probs = softmax(scale * scores) over keys j <= i per row i of each [T, T] block; zero above the diagonal.
 void causal_softmax_forward(float* probs, const float* scores, float scale, const AttentionShape& s,
                             cudaStream_t stream);

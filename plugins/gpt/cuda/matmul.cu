@@ -23,22 +23,38 @@ namespace roofbench::gpt::cuda {
 
 // cuBLAS is column-major; a row-major matrix is the column-major view of its transpose. So the row-major
 // C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T: swap the operands, keep each one's op.
-void gemm(cublasHandle_t handle, const RowMajorGemm& g) {
-  const cublasOperation_t op_a = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+namespace {
+struct CublasForm {
+  cublasOperation_t op_a, op_b;
+  cublasComputeType_t compute;
+  int lda, ldb, ldc;
+};
+CublasForm cublas_form(const RowMajorGemm& g) {
   // bf16 operands: plain fp32 accumulation (the TF32 fast path is for fp32 operands only).
   const bool fp32_operands = g.input_type == CUDA_R_32F;
-  const cublasComputeType_t compute =
-      fp32_operands && g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const int lda = static_cast<int>(g.lda), ldb = static_cast<int>(g.ldb), ldc = static_cast<int>(g.ldc);
+  return {g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+          fp32_operands && g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, static_cast<int>(g.lda),
+          static_cast<int>(g.ldb), static_cast<int>(g.ldc)};
+}
+}  // namespace
+
+void gemm(cublasHandle_t handle, const RowMajorGemm& g) {
+  const CublasForm f = cublas_form(g);
   if (g.batch == 1) {
-    ROOFBENCH_CUBLAS(cublasGemmEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type, ldb, g.A,
-                                  g.input_type, lda, &g.beta, g.C, g.c_type, ldc, compute, CUBLAS_GEMM_DEFAULT));
+    ROOFBENCH_CUBLAS(cublasGemmEx(handle, f.op_b, f.op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type, f.ldb, g.A,
+                                  g.input_type, f.lda, &g.beta, g.C, g.c_type, f.ldc, f.compute, CUBLAS_GEMM_DEFAULT));
   } else {
-    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, op_b, op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type, ldb,
-                                                g.stride_b, g.A, g.input_type, lda, g.stride_a, &g.beta, g.C,
-                                                g.c_type, ldc, g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
+    ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, f.op_b, f.op_a, g.N, g.M, g.K, &g.alpha, g.B, g.input_type,
+                                                f.ldb, g.stride_b, g.A, g.input_type, f.lda, g.stride_a, &g.beta, g.C,
+                                                g.c_type, f.ldc, g.stride_c, g.batch, f.compute, CUBLAS_GEMM_DEFAULT));
   }
+}
+
+void gemm(cublasHandle_t handle, const RowMajorGemm& g, const BatchPointers& batch) {
+  const CublasForm f = cublas_form(g);
+  ROOFBENCH_CUBLAS(cublasGemmBatchedEx(handle, f.op_b, f.op_a, g.N, g.M, g.K, &g.alpha, batch.B, g.input_type, f.ldb,
+                                       batch.A, g.input_type, f.lda, &g.beta, batch.C, g.c_type, f.ldc, g.batch,
+                                       f.compute, CUBLAS_GEMM_DEFAULT));
 }
 
 namespace {
