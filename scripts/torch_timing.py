@@ -41,6 +41,20 @@ def median_seconds_per_call(fn, warmup, bursts, calls_per_burst=1):
     return statistics.median([burst_seconds(fn, calls_per_burst) for _ in range(bursts)])
 
 
+def host_seconds_per_call(fn, calls=5):
+    """The median over `calls` of the host's seconds to enqueue one call of fn on an idle GPU (synchronised
+    before each, not waited on inside). Beside the call's device time it says who sets a figure: where the
+    host takes as long to enqueue a call as the GPU takes to run it, the host's launch rate does."""
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        began = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - began)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
 class SmClock:
     """The GPU's SM clock while a with-block runs: nvidia-smi sampling every 100 ms beside it, `mean_mhz` the
     mean of its samples afterwards (None where nvidia-smi is missing or printed nothing). roofbench's entries
