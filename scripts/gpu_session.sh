@@ -16,8 +16,9 @@
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
 #   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py in the same call, PyTorch's ladder
 #                                 on this GPU (trained LADDER_TRAINED_STEPS=300 steps first, as roofbench's gated
-#                                 rungs are; LADDER_RUNGS, the strongest first by default; its ceilings from
-#                                 results1.json), then the report over every results file and PyTorch's
+#                                 rungs are; LADDER_RUNGS, the strongest first by default; no rung starts after
+#                                 LADDER_DEADLINE_S=260 s, which with the gpt suite before it fits one 600 s call;
+#                                 its ceilings from results1.json), then the report over every results file and PyTorch's
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
 #   graph, GRAPH_NODES launches per graph), side by side in session.log
@@ -87,7 +88,8 @@ if [[ " $STEPS " == *" ladder "* ]]; then
   log "PyTorch's ladder: $rungs"
   started=$SECONDS
   timeout "${LADDER_TIMEOUT:-420}" python3 scripts/torch_gpt_ladder.py "${ceilings[@]}" \
-    --trained-steps "${LADDER_TRAINED_STEPS:-300}" --rungs "$rungs" -o "$OUT/extra/torch_ladder.json" \
+    --trained-steps "${LADDER_TRAINED_STEPS:-300}" --deadline-s "${LADDER_DEADLINE_S:-260}" --rungs "$rungs" \
+    -o "$OUT/extra/torch_ladder.json" \
     > "$OUT/extra/torch_ladder.log" 2>&1
   log "torch_gpt_ladder rc=$? in $((SECONDS - started)) s"
   grep -E "tokens/s" "$OUT/extra/torch_ladder.log" | tee -a "$OUT/session.log"
