@@ -19,6 +19,7 @@ namespace {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // A counter booking `watts` while `busy(t)`, `idle_watts` otherwise, read at its steps every `interval`
 // from `from` to `to` (the value at a step: the energy up to it).
@@ -191,7 +192,7 @@ class SpinCase final : public Case {
   Check check(Context&) override { return {.rel_l2_error = 0}; }
 };
 
-Result measure_spin(Device& device, double energy_seconds, bool cold = false) {
+Result measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bool cold = false) {
   static CaseSpec spec{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
   BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
   MeasureOptions o;
@@ -200,7 +201,10 @@ Result measure_spin(Device& device, double energy_seconds, bool cold = false) {
   o.warmup_max = 0.1;
   o.energy_seconds = energy_seconds;
   o.cold = cold;
-  return measure(b, {&device}, Ceilings{}, o);
+  return measure(b, ranks, Ceilings{}, o);
+}
+Result measure_spin(Device& device, double energy_seconds, bool cold = false) {
+  return measure_spin(std::vector<Device*>{&device}, energy_seconds, cold);
 }
 
 TEST(EnergyInMeasure, SamplesLastTheEnergySecondsAndGiveTheCountersPower) {
@@ -238,6 +242,27 @@ TEST(EnergyInMeasure, AHoldTimeoutDuringTheSamplesGivesNoFigureAndSaysWhy) {
   EXPECT_EQ(r.hold_timeouts, 1);
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
   EXPECT_THAT(r.energy_note, HasSubstr("a stream hold timed out during the samples"));
+}
+
+// A case on several devices (R5's data parallel): the power of every rank, over its own window, summed.
+TEST(EnergyInMeasure, TheRanksPowersAreSummed) {
+  MeteredCpu first(250, 0.02), second(100, 0.02);
+  const Result r = measure_spin({&first, &second}, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
+  EXPECT_NEAR(r.mean_power_w, 350, 20);
+  EXPECT_NEAR(r.energy_per_run_j, 350 * r.stats.mean / r.energy_busy_fraction, 0.1 * 350 * r.stats.mean);
+}
+
+// One rank without a counter leaves the whole case without a figure, and the note names that rank.
+TEST(EnergyInMeasure, ARankWithoutACounterIsNamed) {
+  MeteredCpu metered(250, 0.02);
+  std::unique_ptr<Device> plain = make_cpu_device();
+  const Result r = measure_spin({&metered, plain.get()}, 1.0);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
+  EXPECT_THAT(r.energy_note, StartsWith("rank 1: "));
+  EXPECT_THAT(r.energy_note, HasSubstr("no energy counter"));
 }
 
 // Without the driver's library (CI) the load fails; with it (a GPU machine), there is no GPU at that address.
