@@ -2,10 +2,12 @@
 labelled with its ratio to its left neighbour (what that one change bought) and to the first rung (what
 the whole stack bought), its peak memory under it, and a rung slower than its neighbour marked as negative.
 
-A ladder can hold two series: roofbench's own rungs and figures from another framework on the same device
-(scripts/torch_gpt_ladder.py writes PyTorch's, marked "source": "pytorch"). Rungs are matched by their
-number (R0_eager and R0_eager, R3_batch and R3_batch): each rung's slot then holds one bar per series, and
-each series' ratios are to its own neighbour and its own first rung."""
+A ladder can hold several series: roofbench's own rungs and figures from another framework on the same
+device (scripts/torch_gpt_ladder.py writes PyTorch's, marked "source": "pytorch"), a framework's other
+configurations each a series of their own where an entry names one ("series": "reduce-overhead", PyTorch's
+strongest, so that the picture shows the figure a ratio is taken against, not only the seed's rung). Rungs
+are matched by their number (R0_eager and R0_eager, R3_batch and R3_batch_reduce_overhead): each rung's slot
+then holds one bar per series, and each series' ratios are to its own neighbour and its own first rung."""
 
 import re
 from dataclasses import dataclass
@@ -33,8 +35,9 @@ _HEADROOM = 1.45
 _FOOT = 106
 _RUNG_NUMBER = re.compile(r"^(R\d+)(?:_|$)")
 OTHER_SOURCES = {"pytorch": "PyTorch"}
-# A second series' bars: the series' colours, lighter (the same meaning, another framework).
-_OTHER_OPACITY = 0.45
+# Another series' bars: the series' colours, lighter (the same meaning, another framework or configuration),
+# each further series lighter still.
+_SERIES_OPACITY = (1.0, 0.45, 0.25)
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,17 @@ def source_of(benchmark):
     return str(benchmark._info("source") or "").lower()
 
 
-def series_name(source):
-    return OTHER_SOURCES.get(source, source) if source else "roofbench"
+def series_of(benchmark):
+    """The series a rung's bar belongs to: its source, and the configuration it names if any
+    ('pytorch/reduce-overhead')."""
+    configuration = str(benchmark._info("series") or "")
+    return source_of(benchmark) + (f"/{configuration}" if configuration else "")
+
+
+def series_name(series):
+    source, _, configuration = series.partition("/")
+    name = OTHER_SOURCES.get(source, source) if source else "roofbench"
+    return f"{name} {configuration}" if configuration else name
 
 
 def rungs_of(benchmarks):
@@ -109,14 +121,15 @@ def negative_rungs(rungs):
 
 
 def split_series(benchmarks):
-    """[(source, [Rung, ...]), ...]: roofbench's own first, then each other source, in first-seen order.
+    """[(series, [Rung, ...]), ...]: roofbench's own first, then each other source's, then the named series
+    (series_of), each group in first-seen order.
     The first series keeps the results' order (the rungs' declared order); every other series is put in
     that order too, since its file lists rungs in whatever order its script ran them (a ratio "vs prev" is
     only meaningful along the ladder). Rungs the first series lacks follow, in their own order."""
     groups = {}
     for benchmark in benchmarks:
-        groups.setdefault(source_of(benchmark), []).append(benchmark)
-    ordered = sorted(groups, key=lambda source: source != "")
+        groups.setdefault(series_of(benchmark), []).append(benchmark)
+    ordered = sorted(groups, key=lambda name: (name != "", "/" in name))  # a framework's named series after its own
     series = [(source, rungs_of(groups[source])) for source in ordered]
     declared = [rung.key for rung in series[0][1]] if series else []
 
@@ -181,7 +194,8 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     root = figure(width, area.bottom + _FOOT)
     root.attributes["class"] = "waterfall"
 
-    names = " and ".join(series_name(source) for source, _ in series)
+    every_name = [series_name(source) for source, _ in series]
+    names = " and ".join([", ".join(every_name[:-1]), every_name[-1]]) if len(series) > 1 else every_name[0]
     first_name = next((r.title for r in series[0][1] if r.rate), "the first rung")
     axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}" +
                     (f" ({names})" if len(series) > 1 else ""),
@@ -232,7 +246,8 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
                 note.add(tooltip(message))
                 continue
             top = y_scale(rung.rate)
-            style = {"fill_opacity": _OTHER_OPACITY} if series_index > 0 else {}
+            opacity = _SERIES_OPACITY[min(series_index, len(_SERIES_OPACITY) - 1)]
+            style = {"fill_opacity": opacity} if series_index > 0 else {}
             bar = bars.add(rect(x, top, bar_width, area.bottom - top,
                                 fill=_bar_colour(negatives[index], index == first_valued), class_="bar", **style))
             memory = f", peak memory {_memory_text(rung)}" if rung.peak_memory else ""

@@ -128,6 +128,27 @@ class WaterfallTest(unittest.TestCase):
         self.assertIn("roofbench and PyTorch", svg)
         self.assertIn("3.67 GiB", svg)
 
+    def test_a_named_series_is_a_third_set_of_bars(self):
+        # What the script writes since 2026-12-02: the reduce-overhead rungs on the ladder, in a series of
+        # their own (the recorded fixture has them off the ladder).
+        torch = load_fixture(TORCH_RUN)
+        for entry in torch["benchmarks"]:
+            if entry["name"].startswith("torch/R") and "_reduce_overhead/" in entry["name"]:
+                entry["roofbench"].update(ladder="gpt", series="reduce-overhead")
+        groups = waterfall.ladder_groups(device_of(gpt_ladder_run(), torch))
+        self.assertEqual(list(groups), ["gpt"])
+        series = waterfall.split_series(groups["gpt"])
+        self.assertEqual([name for name, _ in series], ["", "pytorch", "pytorch/reduce-overhead"])
+        self.assertEqual(waterfall.series_name(series[2][0]), "PyTorch reduce-overhead")
+        reduce_overhead = series[2][1]
+        self.assertEqual([rung.key for rung in reduce_overhead], ["R1", "R2"])  # the fixture has no R3 one
+        self.assertEqual(waterfall.ratio_labels(reduce_overhead)[0], ["baseline"])
+        ro_count = len(reduce_overhead)
+        svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
+        self.assertEqual(svg.count('class="bar"'), 10 + ro_count)
+        self.assertIn("roofbench, PyTorch and PyTorch reduce-overhead", svg)
+        self.assertIn(">PyTorch reduce-overhead<", svg)
+
     def test_energy_per_run_goes_under_the_bars_that_have_it(self):
         mine, torch = gpt_ladder_run(), load_fixture(TORCH_RUN)
         for entry in mine["benchmarks"]:
