@@ -43,8 +43,10 @@ def median_seconds_per_call(fn, warmup, bursts, calls_per_burst=1):
 
 def host_seconds_per_call(fn, calls=5):
     """The median over `calls` of the host's seconds to enqueue one call of fn on an idle GPU (synchronised
-    before each, not waited on inside). Beside the call's device time it says who sets a figure: where the
-    host takes as long to enqueue a call as the GPU takes to run it, the host's launch rate does."""
+    before each, not waited on inside). Only from idle is the host's own cost seen: back to back, a full
+    launch queue makes the host wait for the GPU too. It is an upper bound on the host's cost per call when
+    calls run back to back (caches and allocator cold after the synchronisation), so it says that the host
+    could bound a figure (it is near the call's device time), not that it does."""
     times = []
     for _ in range(calls):
         torch.cuda.synchronize()

@@ -24,7 +24,7 @@ PLOT_HEIGHT = 300
 MIN_SLOT_WIDTH = 120
 MIN_WIDTH = 560
 BAR_FRACTION = 0.6
-# With a second series each slot holds two bars, each as wide as its labels need.
+# With several series each slot holds a bar per series, each as wide as its labels need.
 MIN_SERIES_SLOT_WIDTH = 170
 SERIES_BAR_FRACTION = 0.84
 LABEL_FONT_SIZE = 11
@@ -94,9 +94,11 @@ def rungs_of(benchmarks):
             for benchmark in benchmarks]
 
 
-def ratio_labels(rungs):
-    """Per rung: [] for no value, ['baseline'] for the first valued one, else [vs previous, vs first]."""
-    labels, first, previous = [], None, None
+def ratio_labels(rungs, anchor=None):
+    """Per rung: [] for no value, ['baseline'] for the first valued one, else [vs previous, vs first].
+    anchor: the rate of a rung before these (a named series' source's first rung), which is then both the
+    first rung's previous and every rung's first, and no rung is the baseline."""
+    labels, first, previous = [], anchor, anchor
     for rung in rungs:
         if not rung.rate:
             labels.append([])
@@ -110,14 +112,26 @@ def ratio_labels(rungs):
     return labels
 
 
-def negative_rungs(rungs):
-    """Per rung: True when it is slower than the valued rung to its left (the seed's negative rung)."""
-    flags, previous = [], None
+def negative_rungs(rungs, anchor=None):
+    """Per rung: True when it is slower than the valued rung to its left (the seed's negative rung), the
+    first one's left being `anchor` (ratio_labels')."""
+    flags, previous = [], anchor
     for rung in rungs:
         flags.append(bool(rung.rate and previous and rung.rate < previous))
         if rung.rate:
             previous = rung.rate
     return flags
+
+
+def series_anchor(series, name):
+    """A named series ('pytorch/reduce-overhead') starts part way up its source's ladder (reduce-overhead has
+    no eager rung): its ratios run from its source's first valued rung, the rate returned; None for the
+    others."""
+    source, _, configuration = name.partition("/")
+    if not configuration:
+        return None
+    own = next((rungs for other, rungs in series if other == source), [])
+    return next((rung.rate for rung in own if rung.rate), None)
 
 
 def split_series(benchmarks):
@@ -129,7 +143,7 @@ def split_series(benchmarks):
     groups = {}
     for benchmark in benchmarks:
         groups.setdefault(series_of(benchmark), []).append(benchmark)
-    ordered = sorted(groups, key=lambda name: (name != "", "/" in name))  # a framework's named series after its own
+    ordered = sorted(groups, key=lambda name: (name != "", "/" in name))  # named series after every source
     series = [(source, rungs_of(groups[source])) for source in ordered]
     declared = [rung.key for rung in series[0][1]] if series else []
 
@@ -216,8 +230,9 @@ def waterfall_figure(ladder_name, benchmarks, device_name):
     max_chars = int(slot_width / 6.6)
     titled = {}  # slot -> the point its title names
     for series_index, (source, rungs) in enumerate(series):
-        labels, negatives = ratio_labels(rungs), negative_rungs(rungs)
-        first_valued = next((i for i, r in enumerate(rungs) if r.rate), None)
+        anchor = series_anchor(series, source)
+        labels, negatives = ratio_labels(rungs, anchor), negative_rungs(rungs, anchor)
+        first_valued = None if anchor else next((i for i, r in enumerate(rungs) if r.rate), None)
         for index, rung in enumerate(rungs):
             slot = slots.index(rung.key)
             centre = area.left + slot_width * (slot + 0.5)

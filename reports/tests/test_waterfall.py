@@ -142,12 +142,20 @@ class WaterfallTest(unittest.TestCase):
         self.assertEqual(waterfall.series_name(series[2][0]), "PyTorch reduce-overhead")
         reduce_overhead = series[2][1]
         self.assertEqual([rung.key for rung in reduce_overhead], ["R1", "R2"])  # the fixture has no R3 one
-        self.assertEqual(waterfall.ratio_labels(reduce_overhead)[0], ["baseline"])
+        # It has no eager rung: its ratios run from PyTorch's own R0, and none of its bars is the baseline.
+        anchor = waterfall.series_anchor(series, "pytorch/reduce-overhead")
+        self.assertEqual(anchor, series[1][1][0].rate)
+        r1, r2 = (rung.rate for rung in reduce_overhead)
+        labels = waterfall.ratio_labels(reduce_overhead, anchor)
+        self.assertEqual(labels[0], [f"×{r1 / anchor:.2f} vs prev", f"×{r1 / anchor:.2f} vs first"])
+        self.assertEqual(labels[1], [f"×{r2 / r1:.2f} vs prev", f"×{r2 / anchor:.2f} vs first"])
+        self.assertIsNone(waterfall.series_anchor(series, "pytorch"))
         ro_count = len(reduce_overhead)
         svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
         self.assertEqual(svg.count('class="bar"'), 10 + ro_count)
         self.assertIn("roofbench, PyTorch and PyTorch reduce-overhead", svg)
         self.assertIn(">PyTorch reduce-overhead<", svg)
+        self.assertEqual(svg.count(">baseline<"), 2)  # roofbench's R0 and PyTorch's
 
     def test_energy_per_run_goes_under_the_bars_that_have_it(self):
         mine, torch = gpt_ladder_run(), load_fixture(TORCH_RUN)

@@ -1,8 +1,9 @@
 // Causal self-attention with RoPE, two ways.
 //
-// Eager (what PyTorch eager runs): split the heads into [B, heads, T, hd] tensors, rotate q and k, batched
-// cuBLAS matmuls around a materialised T x T score matrix, a separate scale + mask + softmax kernel, and
-// the same pieces backwards. Those matmuls are issued by the trainer; this file holds the kernels between.
+// Eager (what PyTorch eager runs): rotate q and k in place in qkv's rows, batched cuBLAS matmuls on the
+// heads where they lie in the rows around a materialised T x T score matrix, a separate scale + mask +
+// softmax kernel, and the same pieces backwards. Those matmuls are issued by the trainer; this file holds
+// the kernels between.
 //
 // Fused (what a compiler emits), version 1 (SIMT fp32 matmuls, a kernel-lab version: attention_v3.cu and
 // attention_v8.cu, R1's keeper, hold the tensor-core versions): one block per (sequence, head, tile of 32

@@ -34,7 +34,7 @@ class EagerTrainer final : public Trainer {
     const int row_3c = 3 * cfg_.channels, row_c = cfg_.channels;
     for (int l = 0; l < cfg_.layers; ++l) {
       const LayerActivations& a = layers_[l];
-      HeadTensors h{};
+      LayerHeads h{};
       h.probs = alloc_floats(scores, BufferRole::output);
       h.q = head_pointers(a.qkv, row_3c);
       h.k = head_pointers(a.qkv + C, row_3c);
@@ -114,7 +114,7 @@ class EagerTrainer final : public Trainer {
  private:
   // One device pointer per (sequence, head) of a full batch, sequence-major: what cublasGemmBatchedEx reads.
   using Pointers = void* const*;
-  struct HeadTensors {
+  struct LayerHeads {
     Pointers q, k, v;     // the heads of qkv's rows [N, 3C], q and k rotated in place
     Pointers out;         // the heads of attn_out [N, C]
     float* probs;         // [B, heads, T, T]
@@ -161,7 +161,7 @@ class EagerTrainer final : public Trainer {
   void attention_forward(int l, int batch) {
     const AttentionShape s = attention_shape(batch);
     const int T = cfg_.context, hd = cfg_.head_dim(), C = cfg_.channels;
-    const HeadTensors& h = heads_[l];
+    const LayerHeads& h = heads_[l];
     rope_forward(layers_[l].qkv, 3 * C, 2 * C, rope_, s, stream_);  // q and k
     per_head(batch, false, true, T, T, hd, h.q, 3 * C, h.k, 3 * C, scores_blocks_, T);  // q k^T
     causal_softmax_forward(h.probs, scores_, scale(), s, stream_);
@@ -171,9 +171,9 @@ class EagerTrainer final : public Trainer {
   void attention_backward(int l) {
     const AttentionShape s = attention_shape(cfg_.batch);
     const int T = cfg_.context, hd = cfg_.head_dim(), C = cfg_.channels, B = cfg_.batch;
-    const HeadTensors& h = heads_[l];
+    const LayerHeads& h = heads_[l];
     float* d_scores = scores_;  // dp, then ds in place
-    const Pointers d_scores_blocks = scores_blocks_;
+    const Pointers d_scores_blocks = scores_blocks_;  // the same blocks, by their backward name
     per_head(B, false, true, T, T, hd, d_out_, C, h.v, 3 * C, d_scores_blocks, T);           // dp = dout v^T
     per_head(B, true, false, T, hd, T, h.probs_blocks, T, d_out_, C, d_v_, 3 * C);          // dv = p^T dout
     causal_softmax_backward(d_scores, d_scores, h.probs, scale(), s, stream_);
@@ -182,7 +182,7 @@ class EagerTrainer final : public Trainer {
     rope_backward(d_qkv_, 3 * C, 2 * C, rope_, s, stream_);  // dq and dk
   }
 
-  std::vector<HeadTensors> heads_;
+  std::vector<LayerHeads> heads_;
   float* scores_;
   Pointers scores_blocks_;
   Pointers d_out_;            // the heads of d_attn_out_ [N, C]

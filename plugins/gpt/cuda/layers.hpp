@@ -53,7 +53,8 @@ struct RowMajorGemm {
 void gemm(cublasHandle_t handle, const RowMajorGemm& g);
 // The same GEMM over g.batch operand sets that no single stride reaches (cublasGemmBatchedEx): device arrays
 // of g.batch pointers each, one matrix of A, B and C per entry, at g's row strides (g's batch strides unused).
-// R0 runs its per-head products on the heads where they lie in the [N, 3C] rows, as PyTorch's head views do.
+// R0 runs its per-head products on the heads where they lie in the rows of qkv, attn_out and their
+// gradients, as PyTorch's head views do.
 struct BatchPointers {
   const void* const* A = nullptr;
   const void* const* B = nullptr;

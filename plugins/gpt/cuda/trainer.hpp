@@ -202,7 +202,8 @@ class Trainer {
     float* ln1;  // LN1 output [N, C]
     float* ln1_mean;
     float* ln1_rstd;
-    float* qkv;       // [N, 3C]: eager: bias added; fused: raw (the attention kernels add bias and RoPE)
+    float* qkv;       // [N, 3C]: eager: bias added, q and k rotated in place by its attention; fused: raw
+                      // (the attention kernels add bias and RoPE)
     float* attn_out;  // [N, C]
     float* mid;       // residual stream after the attention half [N, C]
     float* ln2;
