@@ -17,7 +17,8 @@
 #   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py in the same call, PyTorch's ladder
 #                                 on this GPU (trained LADDER_TRAINED_STEPS=300 steps first, as roofbench's gated
 #                                 rungs are; LADDER_RUNGS, the strongest first by default; no rung starts after
-#                                 LADDER_DEADLINE_S=260 s, which with the gpt suite before it fits one 600 s call;
+#                                 LADDER_DEADLINE_S=260 s: the build, the gpt suite and a 200 s ladder took 491 s of a
+#                                 600 s call on the H200 (2026-12-02); about 30 s more should reach the last rung;
 #                                 its ceilings from results1.json), then the report over every results file and PyTorch's
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
@@ -79,7 +80,9 @@ if [[ " $STEPS " == *" bench "* ]]; then
     grep -E "roofbench:|ERROR|FAIL \(|no GPU used:|^summary:|^  (not run|sweep|results):" "$OUT/extra/bench$i.log" | head -30 | tee -a "$OUT/session.log"
     python3 scripts/run_phases.py "$OUT/extra/results$i.json" 2>&1 | tee -a "$OUT/session.log"
   done
-  python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+  # With the ladder, the report waits for PyTorch's file.
+  [[ " $STEPS " == *" ladder "* ]] ||
+    python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
 fi
 if [[ " $STEPS " == *" ladder "* ]]; then
   rungs="${LADDER_RUNGS:-R3_batch_reduce_overhead,R4_checkpoint,R3_batch,R1_compile_reduce_overhead,R2_bf16_reduce_overhead,R0_eager,fp32_control,R1_compile,R2_bf16}"

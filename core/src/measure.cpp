@@ -81,7 +81,6 @@ class HostContext final : public Context {
   double allocated_ = 0, peak_ = 0;
 };
 
-
 bool looks_like_oom(const std::string& message) {
   return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
          message.find("ALLOC_FAILED") != std::string::npos;

@@ -7,7 +7,8 @@ device (scripts/torch_gpt_ladder.py writes PyTorch's, marked "source": "pytorch"
 configurations each a series of their own where an entry names one ("series": "reduce-overhead", PyTorch's
 strongest, so that the picture shows the figure a ratio is taken against, not only the seed's rung). Rungs
 are matched by their number (R0_eager and R0_eager, R3_batch and R3_batch_reduce_overhead): each rung's slot
-then holds one bar per series, and each series' ratios are to its own neighbour and its own first rung."""
+then holds one bar per series, and each series' ratios are to its own neighbour and its own first rung; a
+named series, which starts part way up (no eager rung), takes its source's first rung as both."""
 
 import re
 from dataclasses import dataclass

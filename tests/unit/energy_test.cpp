@@ -245,8 +245,8 @@ TEST(EnergyInMeasure, AHoldTimeoutDuringTheSamplesGivesNoFigureAndSaysWhy) {
 }
 
 // A case on several devices (R5's data parallel): the power of every rank, over its own window, summed. The
-// counters step on different grids (20 and 50 ms), so each rank's window is its own; constant powers keep
-// the sum exact however a loaded machine stretches the runs.
+// counters step on different grids (20 and 50 ms), so the windows differ; constant powers keep the sum
+// exact however a loaded machine stretches the runs.
 TEST(EnergyInMeasure, TheRanksPowersAreSummed) {
   MeteredCpu first(250, 0.02), second(100, 0.05);
   const Result r = measure_spin({&first, &second}, 1.0);
@@ -254,7 +254,7 @@ TEST(EnergyInMeasure, TheRanksPowersAreSummed) {
   ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
   EXPECT_NEAR(r.mean_power_w, 350, 20);
   EXPECT_GT(r.energy_per_run_j, 0);
-  EXPECT_GT(r.energy_window_s, 0.7);  // the longer of the two windows
+  EXPECT_GT(r.energy_window_s, 0.7);
 }
 
 // One rank without a counter leaves the whole case without a figure, and the note names that rank.

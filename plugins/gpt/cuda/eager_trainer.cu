@@ -31,23 +31,26 @@ class EagerTrainer final : public Trainer {
     const std::size_t block = static_cast<std::size_t>(cfg_.context) * cfg_.context;
     const std::size_t scores = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * block;
     scores_ = alloc_floats(scores, BufferRole::output);
-    const int row_3c = 3 * cfg_.channels, row_c = cfg_.channels;
+    // Head h of sequence b: in rows of ld floats at row b * T, channel h * hd; in the scores, block b * heads + h.
+    const std::size_t T = static_cast<std::size_t>(cfg_.context), hd = static_cast<std::size_t>(cfg_.head_dim());
+    const auto in_rows = [&](const float* rows, std::size_t ld) { return head_pointers(rows, T * ld, hd); };
+    const auto in_blocks = [&](const float* blocks) { return head_pointers(blocks, cfg_.heads * block, block); };
     for (int l = 0; l < cfg_.layers; ++l) {
       const LayerActivations& a = layers_[l];
       LayerHeads h{};
       h.probs = alloc_floats(scores, BufferRole::output);
-      h.q = head_pointers(a.qkv, row_3c);
-      h.k = head_pointers(a.qkv + C, row_3c);
-      h.v = head_pointers(a.qkv + 2 * C, row_3c);
-      h.out = head_pointers(a.attn_out, row_c);
-      h.probs_blocks = block_pointers(h.probs, block);
+      h.q = in_rows(a.qkv, 3 * C);
+      h.k = in_rows(a.qkv + C, 3 * C);
+      h.v = in_rows(a.qkv + 2 * C, 3 * C);
+      h.out = in_rows(a.attn_out, C);
+      h.probs_blocks = in_blocks(h.probs);
       heads_.push_back(h);
     }
-    scores_blocks_ = block_pointers(scores_, block);
-    d_out_ = head_pointers(d_attn_out_, row_c);
-    d_q_ = head_pointers(d_qkv_, row_3c);
-    d_k_ = head_pointers(d_qkv_ + C, row_3c);
-    d_v_ = head_pointers(d_qkv_ + 2 * C, row_3c);
+    scores_blocks_ = in_blocks(scores_);
+    d_out_ = in_rows(d_attn_out_, C);
+    d_q_ = in_rows(d_qkv_, 3 * C);
+    d_k_ = in_rows(d_qkv_ + C, 3 * C);
+    d_v_ = in_rows(d_qkv_ + 2 * C, 3 * C);
     d_ln_input_ = alloc_floats(N * C, BufferRole::output);
     logprobs_ = alloc_floats(N * static_cast<std::size_t>(cfg_.vocab), BufferRole::output);
     for (const TensorSlot& slot : layout(cfg_)) slots_.push_back({slot.offset, slot.count});
@@ -121,27 +124,17 @@ class EagerTrainer final : public Trainer {
     Pointers probs_blocks;
   };
 
-  Pointers upload_pointers(const std::vector<const float*>& host) {
+  // base + b * sequence_stride + h * head_stride for every (sequence b, head h), on the device.
+  Pointers head_pointers(const float* base, std::size_t sequence_stride, std::size_t head_stride) {
+    std::vector<const float*> host;
+    for (std::size_t b = 0; b < static_cast<std::size_t>(cfg_.batch); ++b)
+      for (std::size_t h = 0; h < static_cast<std::size_t>(cfg_.heads); ++h)
+        host.push_back(base + b * sequence_stride + h * head_stride);
     const std::size_t bytes = host.size() * sizeof(void*);
     void* device = alloc_bytes_(bytes, BufferRole::input);
     ROOFBENCH_CUDA(cudaMemcpyAsync(device, host.data(), bytes, cudaMemcpyHostToDevice, stream_));
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));  // `host` goes out of scope
     return static_cast<Pointers>(device);
-  }
-  // Head h of sequence b in rows of `ld` floats: row b * T, channel h * hd.
-  Pointers head_pointers(const float* rows, int ld) {
-    std::vector<const float*> host;
-    for (int b = 0; b < cfg_.batch; ++b)
-      for (int h = 0; h < cfg_.heads; ++h)
-        host.push_back(rows + static_cast<std::size_t>(b) * cfg_.context * ld +
-                       static_cast<std::size_t>(h) * cfg_.head_dim());
-    return upload_pointers(host);
-  }
-  // Consecutive [T, T] blocks.
-  Pointers block_pointers(const float* blocks, std::size_t block) {
-    std::vector<const float*> host;
-    for (int i = 0; i < cfg_.batch * cfg_.heads; ++i) host.push_back(blocks + static_cast<std::size_t>(i) * block);
-    return upload_pointers(host);
   }
 
   float scale() const { return 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim())); }

@@ -601,13 +601,14 @@ class FcGeluLab final : public Case {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// The blocks' GEMMs of R2's and R3's step and nothing else (R4 also runs the recompute's 15): for each of the 6 blocks' four linear layers, the
-// forward y = x w^T, the input gradient dx = dy w and the weight gradient dw = dy^T x (bf16 operands, bf16 y
-// and dx, fp32 dw), through the trainers' own linear_forward and linear_backward (cuBLASLt, algorithms timed
-// once per process). At the power limit a step's time follows its energy (--energy), so this is the part of
-// R3's step no change outside the GEMMs can take away. Left out: the head's three GEMMs (28 columns) and the
-// embedding's one-hot product. Each block has its own inputs, as in the step; the outputs of a layer kind are
-// shared by the blocks (each written once a run either way).
+// The blocks' GEMMs of R2's and R3's step and nothing else (R4 also runs the recompute's 15): for each of
+// the 6 blocks' four linear layers, the forward y = x w^T, the input gradient dx = dy w and the weight
+// gradient dw = dy^T x (bf16 operands, bf16 y and dx, fp32 dw), through the trainers' own linear_forward
+// and linear_backward (cuBLASLt, algorithms timed once per process). At the power limit a step's time follows
+// its energy (--energy), so this is the part of R3's step no change outside the GEMMs can take away. Left
+// out: the head's three GEMMs (28 columns) and the embedding's one-hot product. Each block has its own
+// inputs, as in the step; the outputs of a layer kind are shared by the blocks (each written once a run
+// either way).
 class StepGemmsLab final : public Case {
  public:
   explicit StepGemmsLab(const Params& params) : cfg_(lab_config(params)) {
@@ -684,13 +685,11 @@ class StepGemmsLab final : public Case {
       const auto x = download_as_float(ctx, last.x, N * in), dy = download_as_float(ctx, last.dy, N * out);
       const auto w = download_as_float(ctx, last.w, out * in);
       std::vector<std::size_t> at_y, at_dx, at_dw;
+      std::vector<double> want_y, want_dx, want_dw;
       for (std::size_t k = 0; k < kSamples; ++k) {
         at_y.push_back(spread(k, N * out));
         at_dx.push_back(spread(k, N * in));
         at_dw.push_back(spread(k, out * in));
-      }
-      std::vector<double> want_y, want_dx, want_dw;
-      for (std::size_t k = 0; k < kSamples; ++k) {
         const std::size_t r = at_y[k] / out, o = at_y[k] % out;
         double sum = 0;
         for (std::size_t i = 0; i < in; ++i) sum += static_cast<double>(x[r * in + i]) * w[o * in + i];
