@@ -94,6 +94,9 @@ class RunFile:
     gate_mode: str = ""  # on or off
     version: str = ""
     commit: str = ""  # the source commit roofbench was built from, when the host writes it
+    driver: str = ""  # the GPU driver's version, when the file records it
+    source: str = ""  # another framework's figures ("pytorch"), or "" for roofbench's own
+    framework: str = ""  # that framework's version as the file records it, e.g. "PyTorch 2.11, CUDA 13.0"
 
     @property
     def title(self):
@@ -153,7 +156,20 @@ def parse_run(document, path="<results>"):
         gate_mode=str(roofbench.get("gate") or ""),
         version=str(roofbench.get("version") or ""),
         commit=str(roofbench.get("commit") or roofbench.get("git_commit") or ""),
+        driver=str(roofbench.get("driver") or context.get("driver") or ""),
+        source=str(roofbench.get("source") or context.get("source") or ""),
+        framework=_framework_text(context),
     )
+
+
+def _framework_text(context):
+    """The version of the framework that measured a file it marks as another source's (PyTorch's scripts
+    write context.pytorch = {version, cuda})."""
+    pytorch = _object(context.get("pytorch"))
+    if not pytorch:
+        return ""
+    text = f"PyTorch {pytorch.get('version') or '?'}"
+    return text + (f", CUDA {pytorch['cuda']}" if pytorch.get("cuda") else "")
 
 
 def entry_median_seconds(entry):
