@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a roofbench run's time went and how noisy it was, from its results JSON (reports/FORMAT.md):
+"""Where a roofbench run's time went and how noisy it was, from its results JSON (docs/results-format.md):
 the wall time of each phase summed over the run, the slowest benchmarks, the gate outcomes, and every
 benchmark over 100 us whose noise is over 1% beside its noise at a fixed clock."""
 import json

@@ -130,7 +130,7 @@ def quantile(values, q):
 
 def benchmark_entry(name, precision, batch, samples_s, peak_bytes, reserved_bytes, facts, on_ladder, flops=None,
                     series=""):
-    """One roofbench results entry (reports/FORMAT.md) for a rung (flops: a training step's, unless given):
+    """One roofbench results entry (docs/results-format.md) for a rung (flops: a training step's, unless given):
     per-step sample times in seconds; series: the waterfall's series within PyTorch's bars ('' for the
     seed's rungs)."""
     median = statistics.median(samples_s)

@@ -1,5 +1,5 @@
 // The results file: every Result so far plus the run's context, rewritten atomically after each
-// benchmark so that a crash later in the run leaves a valid file (format: reports/FORMAT.md).
+// benchmark so that a crash later in the run leaves a valid file (format: docs/results-format.md).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,5 @@
-"""Reads roofbench results JSON (reports/FORMAT.md) into a small model, merging files and repetitions.
+"""Reads roofbench results JSON (docs/results-format.md) into a small model, merging files and
+repetitions.
 
 Everything that reads results goes through here, so the format's rules (null for non-finite values,
 repetitions as separate entries, Google Benchmark aggregates) are handled in one place.

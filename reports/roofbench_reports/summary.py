@@ -42,7 +42,7 @@ def gate_text(benchmark):
 
 def _noise_text(benchmark):
     """The relative noise; over 1%, with what is left of it at a fixed clock beside it, since on a GPU
-    under its power limit most of such a spread is the clock moving (reports/FORMAT.md)."""
+    under its power limit most of such a spread is the clock moving (docs/results-format.md)."""
     noise = benchmark.counter("noise")
     if noise is None:
         return "—"
