@@ -1,4 +1,4 @@
-// The README's plugin example, built so that it stays true: y = 2x on the CPU.
+// The plugin example of docs/writing-plugins.md, built so that it stays true: y = 2x on the CPU.
 #include <roofbench/plugin.hpp>
 #include <vector>
 

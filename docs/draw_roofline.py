@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""draw_roofline.py [RESULTS.json] [-o PNG]: the README's roofline picture from a roofbench results file
+(default: the example file reports/tests/fixtures/gpu_run.json, written to docs/roofline.png).
+
+One point per benchmark that counts FLOPs (arithmetic intensity against achieved FLOP/s), coloured by
+precision, under the measured roofs of the file's first device: the memory roof up to each precision's
+compute roof. Needs matplotlib (Debian: apt-get install python3-matplotlib)."""
+
+import argparse
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "reports"))
+from roofbench_reports.palette import precision_order  # noqa: E402
+from roofbench_reports.results import ResultsError, group_by_device, load_run_file  # noqa: E402
+
+DEFAULT_RESULTS = ROOT / "reports" / "tests" / "fixtures" / "gpu_run.json"
+DEFAULT_OUTPUT = ROOT / "docs" / "roofline.png"
+TERA = 1e12
+
+
+def plotted_points(device):
+    """(name, precision, AI, FLOP/s) of each benchmark that has both figures."""
+    points = []
+    for benchmark in device.benchmarks.values():
+        intensity, rate = benchmark.counter("AI"), benchmark.counter("FLOP/s")
+        if intensity and rate:
+            points.append((benchmark.short_name, benchmark.precision, intensity, rate))
+    return points
+
+
+def draw(device, output):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    points = plotted_points(device)
+    bandwidth = device.ceilings.bandwidth_Bps
+    precisions = sorted({precision for _, precision, _, _ in points}, key=precision_order)
+    colours = dict(zip(precisions, pyplot.get_cmap("tab10").colors))
+    lowest = min(intensity for _, _, intensity, _ in points) / 4
+    highest = max(intensity for _, _, intensity, _ in points) * 4
+    figure, axes = pyplot.subplots(figsize=(8, 4.5), dpi=120)
+    for precision in precisions:
+        peak = device.ceilings.flops.get(precision)
+        if peak and bandwidth:
+            ridge = peak / bandwidth
+            axes.plot([lowest, ridge, max(highest, ridge * 2)], [lowest * bandwidth / TERA, peak / TERA,
+                      peak / TERA], color=colours[precision], linewidth=1.2, alpha=0.6)
+            axes.annotate(f"{precision} roof", (max(highest, ridge * 2), peak / TERA), ha="right",
+                          va="bottom", fontsize=8, color=colours[precision])
+    for name, precision, intensity, rate in points:
+        axes.scatter(intensity, rate / TERA, color=colours[precision], zorder=3)
+        axes.annotate(name, (intensity, rate / TERA), textcoords="offset points", xytext=(5, -10), fontsize=7)
+    axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)",
+             ylabel="achieved TFLOP/s", title=f"{device.device.name}: measured roofs and benchmarks")
+    axes.grid(True, which="major", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(output, metadata={"Software": None})
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="draw_roofline.py", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("results", nargs="?", default=str(DEFAULT_RESULTS), help="a roofbench results file")
+    parser.add_argument("-o", "--output", default=str(DEFAULT_OUTPUT), help="the PNG to write")
+    arguments = parser.parse_args(argv)
+    try:
+        device = group_by_device([load_run_file(arguments.results)])[0]
+    except ResultsError as error:
+        print(f"draw_roofline.py: {error}", file=sys.stderr)
+        return 2
+    if not plotted_points(device):
+        print(f"draw_roofline.py: {arguments.results}: no benchmark with FLOP/s and AI to plot", file=sys.stderr)
+        return 2
+    try:
+        draw(device, arguments.output)
+    except ImportError:
+        print("draw_roofline.py: needs matplotlib (apt-get install python3-matplotlib)", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"draw_roofline.py: cannot write {arguments.output}: {error.strerror}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
