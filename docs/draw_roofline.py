@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """draw_roofline.py [RESULTS.json] [-o PNG]: the README's roofline picture from a roofbench results file
 (default: the example file reports/tests/fixtures/gpu_run.json, written to docs/roofline.png).
 
 One point per benchmark that counts FLOPs (arithmetic intensity against achieved FLOP/s), coloured by
-precision, under the measured roofs of the file's first device: the memory roof up to each precision's
+precision, under the roofs the file records for its first device: the memory roof up to each precision's
 compute roof. Needs matplotlib (Debian: apt-get install python3-matplotlib)."""
 
 import argparse
@@ -42,19 +42,34 @@ def draw(device, output):
     lowest = min(intensity for _, _, intensity, _ in points) / 4
     highest = max(intensity for _, _, intensity, _ in points) * 4
     figure, axes = pyplot.subplots(figsize=(8, 4.5), dpi=120)
+    roofs = {}  # peak FLOP/s -> the precisions that share it (bf16 and fp16 usually do)
     for precision in precisions:
-        peak = device.ceilings.flops.get(precision)
-        if peak and bandwidth:
-            ridge = peak / bandwidth
-            axes.plot([lowest, ridge, max(highest, ridge * 2)], [lowest * bandwidth / TERA, peak / TERA,
-                      peak / TERA], color=colours[precision], linewidth=1.2, alpha=0.6)
-            axes.annotate(f"{precision} roof", (max(highest, ridge * 2), peak / TERA), ha="right",
-                          va="bottom", fontsize=8, color=colours[precision])
+        if device.ceilings.flops.get(precision):
+            roofs.setdefault(device.ceilings.flops[precision], []).append(precision)
+    right = highest * 2
+    if bandwidth and roofs:
+        top_ridge = max(roofs) / bandwidth
+        axes.plot([lowest, top_ridge], [lowest * bandwidth / TERA, max(roofs) / TERA], color="grey", linewidth=1.2)
+        label_at = lowest * 12  # above the slope, left of the points that sit on it
+        axes.annotate(f"memory roof {bandwidth / TERA:.2f} TB/s", (label_at, label_at * bandwidth / TERA),
+                      rotation=33, fontsize=8, color="grey", xytext=(-4, 4), textcoords="offset points",
+                      ha="right", va="bottom")
+    for peak, sharing in sorted(roofs.items()):
+        ridge = peak / bandwidth if bandwidth else lowest
+        colour = colours[sharing[0]]
+        axes.plot([ridge, right], [peak / TERA, peak / TERA], color=colour, linewidth=1.2, alpha=0.7)
+        axes.annotate(f"{' / '.join(sharing)} roof", (ridge, peak / TERA), xytext=(-4, 3), textcoords="offset points",
+                      ha="right", va="bottom", fontsize=8, color=colour)
+    middle = (lowest * highest) ** 0.5
     for name, precision, intensity, rate in points:
         axes.scatter(intensity, rate / TERA, color=colours[precision], zorder=3)
-        axes.annotate(name, (intensity, rate / TERA), textcoords="offset points", xytext=(5, -10), fontsize=7)
+        left = intensity > middle  # labels face the middle, away from the plot's edges
+        axes.annotate(name, (intensity, rate / TERA), textcoords="offset points", xytext=(-5 if left else 5, -11),
+                      ha="right" if left else "left", fontsize=7)
     axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)",
-             ylabel="achieved TFLOP/s", title=f"{device.device.name}: measured roofs and benchmarks")
+             ylabel="achieved TFLOP/s", title=f"{device.device.name}: roofs and benchmarks of {pathlib.Path(device.files[0].path).name}")
+    if roofs:
+        axes.set_ylim(top=max(roofs) / TERA * 3)  # room for the highest roof's label
     axes.grid(True, which="major", alpha=0.3)
     figure.tight_layout()
     figure.savefig(output, metadata={"Software": None})
