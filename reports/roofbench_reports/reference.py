@@ -1,7 +1,8 @@
 """The reference-results page (docs/reference-results.md) from a set of results files: one table per file,
 headed by its date, commit, device and driver, with each benchmark's time, rate, % of roof and gate.
 Files another framework measured (PyTorch's, "source": "pytorch") follow roofbench's of the same device,
-as the report draws them as series beside roofbench's."""
+and a ladder both measured gets one more table with the series side by side, rungs matched as the report's
+waterfall matches them."""
 
 import argparse
 import os
@@ -9,10 +10,10 @@ import sys
 
 from .document import Column, Document, Heading, Paragraph, Table
 from .markdown import render_markdown
-from .results import DeviceResults, ResultsError, load_run_file
+from .results import DeviceResults, ResultsError, group_by_device, load_run_file
 from .summary import gate_text
 from .units import format_percent, format_si, format_time
-from .waterfall import OTHER_SOURCES
+from .waterfall import OTHER_SOURCES, ladder_groups, series_name, split_series
 
 DEFAULT_INPUT = "results/reference"
 DEFAULT_PAGE = "docs/reference-results.md"
@@ -39,7 +40,7 @@ def results_paths(inputs):
 
 
 def _source_order(run):
-    return (run.device.name, run.device.key, run.source != "", run.date, run.path)
+    return (run.source != "", run.date, run.path)
 
 
 def rate_text(benchmark):
@@ -83,15 +84,58 @@ def run_blocks(run):
     ]
 
 
+def ladder_blocks(device):
+    """Per ladder measured by more than one series on this device (roofbench's rungs and PyTorch's): one table
+    of items/s per rung, a column per series, rungs matched as the report's waterfall matches them, and
+    roofbench's rate over the best other series' at that rung."""
+    blocks = []
+    for title, benchmarks in ladder_groups(device).items():
+        series = split_series(benchmarks)
+        if len(series) < 2 or series[0][0] != "":
+            continue
+        keys = list(dict.fromkeys(rung.key for _, rungs in series for rung in rungs))
+        rates = [_fastest_per_key(rungs) for _, rungs in series]
+        rows = [[key] + [_rung_text(by_key.get(key)) for by_key in rates] + [_ratio_text(key, rates)]
+                for key in keys]
+        columns = ([Column("rung")] + [Column(series_name(name), numeric=True) for name, _ in series]
+                   + [Column("roofbench / best other", numeric=True)])
+        blocks += [Heading(3, f"{device.device.name}: the {title} ladder, every series"), Table(columns, rows)]
+    return blocks
+
+
+def _fastest_per_key(rungs):
+    """{rung key: its fastest rung}: a series without named configurations may hold several rungs of one
+    number (PyTorch's R1_compile and R1_compile_reduce_overhead), and the strongest is the one to beat."""
+    fastest = {}
+    for rung in rungs:
+        if rung.rate and (rung.key not in fastest or rung.rate > fastest[rung.key].rate):
+            fastest[rung.key] = rung
+    return fastest
+
+
+def _rung_text(rung):
+    if rung is None:
+        return "—"
+    where = ", ".join(part for part in (rung.title, rung.detail) if part)
+    return f"{format_si(rung.rate, rung.benchmark.items_counter)} ({where})"
+
+
+def _ratio_text(key, rates):
+    own = rates[0].get(key)
+    others = [by_key[key].rate for by_key in rates[1:] if key in by_key]
+    return f"{own.rate / max(others):.2f}x" if own and others else "—"
+
+
 def reference_document(runs, inputs):
     document = Document("Reference results")
     document.add(Paragraph(f"Generated from the results files under {', '.join(inputs)}; do not edit. "
                            f"Regenerate: {REGENERATE_COMMAND}"))
     if not runs:
         document.add(Paragraph("No results files yet."))
-    for run in sorted(runs, key=_source_order):
-        for block in run_blocks(run):
-            document.add(block)
+    for device in sorted(group_by_device(runs), key=lambda device: (device.device.name, device.device.key)):
+        for run in sorted(device.files, key=_source_order):
+            document.blocks += run_blocks(run)
+        document.blocks += ladder_blocks(device)
     return document
 
 

@@ -36,7 +36,28 @@ class PageTest(unittest.TestCase):
         roofbench = self.page.index("NVIDIA H200: suite gpu-smoke, roofbench")
         pytorch = self.page.index("NVIDIA H200: suite torch_gpt_ladder, PyTorch 2.11, CUDA 13.0")
         self.assertLess(roofbench, pytorch)
-        self.assertNotIn("## NVIDIA H200", self.page[pytorch:])
+        self.assertNotIn("\n## NVIDIA H200", self.page[pytorch:])
+
+    def test_ladder_rungs_side_by_side(self):
+        ladder = self.page[self.page.index("### NVIDIA H200: the gpt ladder, every series"):]
+        self.assertIn("| rung | roofbench | PyTorch | roofbench / best other |", ladder)
+        self.assertIn("| R1 | 382 ktokens/s (R1_fused, batch:64) | 749 ktokens/s (R1_compile, batch:64) | 0.51x |",
+                      ladder)
+        self.assertIn("| R3 | — | 2.26 Mtokens/s (R3_batch, batch:512) | — |", ladder)
+
+    def test_a_named_series_is_a_column_and_the_ratio_is_to_the_fastest_other(self):
+        document = load_fixture(TORCH_LADDER)
+        for entry in document["benchmarks"]:
+            if "reduce_overhead" in entry["name"]:
+                entry["roofbench"].update(ladder="gpt", series="reduce-overhead")
+        (self.folder.path / TORCH_LADDER.name).unlink()
+        self.folder.write_json("torch_named_series.json", document)
+        page = reference.reference_page([str(self.folder.path)])
+        ladder = page[page.index("### NVIDIA H200: the gpt ladder, every series"):]
+        self.assertIn("| rung | roofbench | PyTorch | PyTorch reduce-overhead | roofbench / best other |", ladder)
+        # 382k against reduce-overhead's 967k, the faster of PyTorch's two R1s.
+        self.assertIn("| R1 | 382 ktokens/s (R1_fused, batch:64) | 749 ktokens/s (R1_compile, batch:64) | "
+                      "967 ktokens/s (R1_compile_reduce_overhead, batch:64) | 0.39x |", ladder)
 
     def test_headline_figures(self):
         self.assertIn("| micro/matmul/n:8192/dtype:bf16 | 1.63 ms | 675 TFLOP/s | 90.1 % | pass |", self.page)
