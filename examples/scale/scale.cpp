@@ -1,4 +1,4 @@
-// The plugin example of docs/writing-plugins.md, built so that it stays true: y = 2x on the CPU.
+// examples/scale/scale.cpp: y = 2x on the CPU, the plugin docs/writing-plugins.md walks through.
 #include <roofbench/plugin.hpp>
 #include <vector>
 
