@@ -165,7 +165,7 @@ def main(argv=None):
         page = reference_page(arguments.inputs)
         if arguments.check:
             if _read(arguments.check) != page:
-                print(f"reference_results.py: {arguments.check} differs from what {', '.join(arguments.inputs)} "
+                print(f"reference_results.py: {arguments.check} differs from the page made from {', '.join(arguments.inputs)} "
                       f"give; regenerate: {REGENERATE_COMMAND}", file=sys.stderr)
                 return EXIT_DIFFERS
             return EXIT_OK
