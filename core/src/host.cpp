@@ -421,11 +421,14 @@ int Host::run() {
     for (const auto& line : preamble) std::cerr << "roofbench: " << line << "\n";
   console_ = std::make_unique<Console>(table, table_ ? std::move(preamble) : std::vector<std::string>{}, repetitions_);
   console_->tally().add_cannot_run(session_->selection().not_run);
+  // Nanoseconds for every benchmark: Google Benchmark's compare.py prints times as whole numbers (a 465 ns
+  // time in microseconds shows as "0") and compares only entries of one unit, so a unit chosen per run
+  // would drop a benchmark whose time crossed a unit's boundary between two files.
   for (std::size_t i = 0; i < selected.size(); ++i) {
     benchmark::RegisterBenchmark(selected[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
         ->UseManualTime()
         ->Iterations(1)
-        ->Unit(benchmark::kMicrosecond);
+        ->Unit(benchmark::kNanosecond);
   }
 
   std::unique_ptr<benchmark::BenchmarkReporter> reporter = table_ ? console_->make_reporter(std::cout) : nullptr;

@@ -140,8 +140,9 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("name", r.name).field("run_name", r.name).field("run_type", "iteration");
     j.field("repetitions", repetitions_[i].second).field("repetition_index", repetitions_[i].first);
     j.field("threads", 1).field("iterations", 1);
-    j.field("real_time", failed ? 0.0 : r.stats.median * 1e6).field("cpu_time", failed ? 0.0 : r.stats.median * 1e6);
-    j.field("time_unit", "us");
+    // Nanoseconds, as the --benchmark_out file: compare.py shows whole numbers of the unit.
+    j.field("real_time", failed ? 0.0 : r.stats.median * 1e9).field("cpu_time", failed ? 0.0 : r.stats.median * 1e9);
+    j.field("time_unit", "ns");
     j.field("label", r.label(context_.gate));
     j.field("error_occurred", failed).field("error_message", r.message);
     const std::vector<Summary> summaries = summaries_of(r);
