@@ -383,6 +383,8 @@ int Host::run() {
   context.device_kind = to_string(device->info().kind);
   context.device_index = device->info().index;
   context.device_key = device->key();
+  context.llc_level = device->cache_level();
+  context.llc_bytes = device->cache_bytes();
   context.gate = options_.measure.gate;
   context.cold = options_.measure.cold;
   context.isolation = options_.isolation == Isolation::process ? "process" : "none";
