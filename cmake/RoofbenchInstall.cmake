@@ -5,8 +5,12 @@ include(CMakePackageConfigHelpers)
 set(ROOFBENCH_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/roofbench)
 
 function(roofbench_install_sdk)
+  # file(STRINGS) keeps the line's ';' escaped, so only the number is matched.
   file(STRINGS ${PROJECT_SOURCE_DIR}/core/include/roofbench/plugin.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
-  string(REGEX REPLACE ".*kAbiVersion = ([0-9]+);.*" "\\1" ROOFBENCH_ABI_VERSION "${abi_line}")
+  if(NOT abi_line MATCHES "kAbiVersion = ([0-9]+)")
+    message(FATAL_ERROR "roofbench: no kAbiVersion = N; in core/include/roofbench/plugin.hpp")
+  endif()
+  set(ROOFBENCH_ABI_VERSION ${CMAKE_MATCH_1})
   install(EXPORT roofbenchTargets NAMESPACE roofbench:: DESTINATION ${ROOFBENCH_INSTALL_CMAKE_DIR})
   configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/roofbenchConfig.cmake.in
     ${PROJECT_BINARY_DIR}/sdk/roofbenchConfig.cmake

@@ -45,6 +45,20 @@ function(_roofbench_left_out what why)
   endif()
 endfunction()
 
+# A single-configuration build with no CMAKE_BUILD_TYPE compiles with no -O at all: a plugin measured
+# so runs several times slower than the code it stands for. Such a plugin gets -O2 on its own target,
+# unless CMAKE_CXX_FLAGS already names an optimisation level; any build type the user sets (Debug
+# included) is left as it is.
+function(_roofbench_optimise_by_default target)
+  get_property(multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(multi_config OR CMAKE_BUILD_TYPE OR CMAKE_CXX_FLAGS MATCHES "(^| )-O")
+    return()
+  endif()
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX,CUDA>:-O2>)
+  message(STATUS "roofbench: ${target} built with -O2 (no CMAKE_BUILD_TYPE given; "
+                 "-DCMAKE_BUILD_TYPE=Debug or another type overrides it)")
+endfunction()
+
 function(roofbench_add_plugin NAME)
   cmake_parse_arguments(ARG "CUDA;NO_INSTALL" "" "SOURCES;LIBRARIES" ${ARGN})
   if(ARG_CUDA)
@@ -75,6 +89,7 @@ function(roofbench_add_plugin NAME)
     # The ABI fingerprint's CUDA runtime major, whichever headers the entry point's file includes.
     target_compile_definitions(${target} PRIVATE ROOFBENCH_CUDA_RUNTIME_MAJOR=${CUDAToolkit_VERSION_MAJOR})
   endif()
+  _roofbench_optimise_by_default(${target})
   # An unresolved symbol must fail the link, not the host's load.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
   set_property(GLOBAL APPEND PROPERTY ROOFBENCH_PLUGIN_FILES

@@ -18,7 +18,8 @@ set(inner_build ${WORK_DIR}/roofbench-build)
 set(prefix ${WORK_DIR}/prefix)
 set(example_build ${WORK_DIR}/example-build)
 set(results ${WORK_DIR}/results)
-file(REMOVE_RECURSE ${prefix} ${example_build} ${WORK_DIR}/pkg-config-plugin ${results})
+file(REMOVE_RECURSE ${prefix} ${example_build} ${WORK_DIR}/example-debug-build ${WORK_DIR}/pkg-config-plugin
+     ${results})
 
 function(step what)
   message(STATUS "sdk test: ${what}")
@@ -55,17 +56,63 @@ step("install roofbench" ${CMAKE_COMMAND} --install ${inner_build})
 foreach(installed include/roofbench/plugin.hpp include/roofbench/cuda_check.hpp bin/roofbench
         lib/cmake/roofbench/roofbenchConfig.cmake lib/cmake/roofbench/roofbenchConfigVersion.cmake
         lib/cmake/roofbench/roofbenchTargets.cmake lib/cmake/roofbench/RoofbenchPlugin.cmake
-        lib/pkgconfig/roofbench.pc lib/roofbench/plugins/roofbench-cpu.so)
+        lib/pkgconfig/roofbench.pc lib/roofbench/plugins/roofbench-cpu.so bin/roofbench-report bin/roofbench-compare)
   if(NOT EXISTS ${prefix}/${installed})
     file(GLOB_RECURSE everything RELATIVE ${prefix} ${prefix}/*)
     message(FATAL_ERROR "sdk test: cmake --install did not install ${installed}; it installed:\n${everything}")
   endif()
 endforeach()
 
+# The ABI version in the package config and the .pc file is the number alone.
+file(STRINGS ${SOURCE_DIR}/core/include/roofbench/plugin.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
+string(REGEX REPLACE ".*kAbiVersion = ([0-9]+).*" "\\1" abi_version "${abi_line}")
+file(READ ${prefix}/lib/cmake/roofbench/roofbenchConfig.cmake config_text)
+file(READ ${prefix}/lib/pkgconfig/roofbench.pc pc_text)
+if(NOT config_text MATCHES "set\\(ROOFBENCH_ABI_VERSION ${abi_version}\\)"
+   OR NOT pc_text MATCHES "\nabi_version=${abi_version}\n")
+  message(FATAL_ERROR "sdk test: the installed ABI version is not ${abi_version}:\n${config_text}\n${pc_text}")
+endif()
+
+# expect_optimisation(<build folder> <YES|NO>): whether compile_commands.json compiles scale.cpp with
+# an -O level other than -O0.
+function(expect_optimisation build_dir wanted)
+  file(READ ${build_dir}/compile_commands.json commands)
+  string(JSON count LENGTH "${commands}")
+  math(EXPR last "${count} - 1")
+  set(scale_command "")
+  foreach(index RANGE ${last})
+    string(JSON file GET "${commands}" ${index} file)
+    if(file MATCHES "scale\\.cpp$")
+      string(JSON scale_command GET "${commands}" ${index} command)
+    endif()
+  endforeach()
+  string(REGEX MATCHALL " -O[^ ]*" levels "${scale_command}")
+  list(POP_BACK levels last_level)  # the last -O on the line is the one the compiler uses
+  if(last_level MATCHES "^ -O(1|2|3|s|z|fast|)$")
+    set(optimised YES)
+  else()
+    set(optimised NO)
+  endif()
+  if(NOT optimised STREQUAL wanted)
+    message(FATAL_ERROR "sdk test: ${build_dir}: optimised ${optimised}, expected ${wanted}; "
+                        "scale.cpp is compiled with:\n${scale_command}")
+  endif()
+endfunction()
+
+# Configured as the README says, with no build type: the plugin must still be optimised.
 step("configure examples/scale against the install" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/scale
      -B ${example_build} ${generator_args} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_INSTALL_PREFIX=${prefix}
-     ${launcher_args})
+     -DCMAKE_EXPORT_COMPILE_COMMANDS=ON ${launcher_args})
+if(NOT step_output MATCHES "roofbench: [^ ]+ built with -O2")
+  message(FATAL_ERROR "sdk test: configuring with no build type does not say it builds with -O2:\n${step_output}")
+endif()
+expect_optimisation(${example_build} YES)
 step("build examples/scale" ${CMAKE_COMMAND} --build ${example_build})
+# A build type the user names is theirs: Debug stays unoptimised (and shows the check above can fail).
+step("configure examples/scale as a Debug build" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/scale
+     -B ${WORK_DIR}/example-debug-build ${generator_args} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Debug
+     -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+expect_optimisation(${WORK_DIR}/example-debug-build NO)
 set(built_plugin ${example_build}/lib/roofbench/plugins/roofbench-scale.so)
 if(NOT EXISTS ${built_plugin})
   message(FATAL_ERROR "sdk test: the example did not build ${built_plugin}")

@@ -154,6 +154,52 @@ std::string shorten(const std::string& text, std::size_t width) {
   return line.substr(0, cut) + "...";
 }
 
+namespace {
+
+// Where a word wider than `room` breaks: after its last '/' or ',' that leaves the piece within `room`,
+// else at `room` itself (never inside a UTF-8 character).
+std::size_t break_point(const std::string& word, std::size_t room) {
+  const std::size_t separator = word.find_last_of("/,", room - 1);
+  if (separator != std::string::npos && separator > 0) return separator + 1;
+  std::size_t cut = room;
+  while (cut > 1 && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
+}  // namespace
+
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& first_indent,
+                      const std::string& rest_indent) {
+  std::string out = first_indent;
+  std::size_t line_length = first_indent.size();
+  bool empty_line = true;
+  auto new_line = [&] {
+    out += "\n" + rest_indent;
+    line_length = rest_indent.size();
+    empty_line = true;
+  };
+  // Words keep the spaces between them where they stay on one line (two before a column, say).
+  const char* const blanks = " \t\r\n";
+  for (std::size_t at = 0, start; (start = text.find_first_not_of(blanks, at)) != std::string::npos;) {
+    const std::size_t end = std::min(text.find_first_of(blanks, start), text.size());
+    std::string gap = text.substr(at, start - at), word = text.substr(start, end - start);
+    if (gap.empty() || gap.find_first_not_of(' ') != std::string::npos) gap = " ";
+    at = end;
+    if (!empty_line && line_length + gap.size() + word.size() > width) new_line();
+    while (line_length + word.size() > width && line_length + 1 < width) {  // wider than a whole line
+      const std::size_t cut = break_point(word, width - line_length);
+      out += word.substr(0, cut);
+      word.erase(0, cut);
+      new_line();
+    }
+    if (!empty_line) out += gap, line_length += gap.size();
+    out += word;
+    line_length += word.size();
+    empty_line = false;
+  }
+  return out;
+}
+
 std::string explain_no_gpu(const GpuAbsence& f) {
   if (!f.driver_library_loads) {
     std::string s = "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded";
@@ -190,10 +236,32 @@ std::string debug_library_note() {
 namespace {
 
 constexpr int kTimeWidth = 10, kRateWidth = 20, kRoofWidth = 7, kBoundWidth = 8, kGateWidth = 5, kNoiseWidth = 7;
-// A line is kept to about this many characters; a long name pushes it further.
-constexpr std::size_t kLineWidth = 120;
+// The columns right of the name: "  time rate roof  bound gate noise".
+constexpr std::size_t kFiguresWidth =
+    2 + kTimeWidth + 1 + kRateWidth + 1 + kRoofWidth + 2 + kBoundWidth + 1 + kGateWidth + 1 + kNoiseWidth;
+constexpr std::size_t kNarrowestNameColumn = 9;  // "benchmark"
+// What a row's text after the name column is indented by when it goes on a line of its own.
+const std::string kContinuation = "    ";
 
 std::string name_column(const std::string& name, const TableSettings& t) { return pad(name, t.name_width); }
+
+// A name wider than its column on line(s) of its own, broken after a '/' where it is wider than a line.
+std::string name_lines(const std::string& name) { return wrap_text(name, kConsoleWidth, "", kContinuation); }
+
+// `label` in the name column, then `rest`; a label wider than the column goes on its own line(s) above
+// an empty name column, so that the figures stay under their headings.
+std::string labelled_row(const std::string& label, const std::string& rest, const TableSettings& t) {
+  if (label.size() <= t.name_width) return name_column(label, t) + rest;
+  return name_lines(label) + "\n" + name_column("", t) + rest;
+}
+
+// `row` with "  notes" on its last line where they fit in a line, else wrapped on lines of their own.
+std::string with_notes(std::string row, const std::string& notes) {
+  if (notes.empty()) return row;
+  const std::size_t last_line = row.rfind('\n') == std::string::npos ? 0 : row.rfind('\n') + 1;
+  if (row.size() - last_line + 2 + notes.size() <= kConsoleWidth) return row + "  " + notes;
+  return row + "\n" + wrap_text(notes, kConsoleWidth, kContinuation, kContinuation);
+}
 
 std::string what_happened(const Session::Outcome& out) {
   if (!out.ran) return "not run";
@@ -227,57 +295,60 @@ std::string table_header(const TableSettings& t) {
                                                      kNoiseWidth, "noise");
 }
 
-std::string table_row(const std::string& benchmark, const Session::Outcome& out, const TableSettings& t) {
-  const std::string name = name_column(benchmark, t);
+std::size_t name_column_width(std::size_t longest_name) {
+  return std::clamp(longest_name, kNarrowestNameColumn, kConsoleWidth - kFiguresWidth);
+}
+
+std::string table_row(const std::string& label, const Session::Outcome& out, const TableSettings& t) {
   if (!out.ran || !out.result.passed()) {
     const std::string word = what_happened(out);
     std::string why = out.ran ? out.result.message : out.not_run_reason;
     // The word before the message already says what the message starts with.
     for (const char* said : {"gate failed: ", "crashed: ", "timed out: ", "error: "})
       if (why.starts_with(said)) why.erase(0, std::string(said).size());
-    const std::size_t used = name.size() + 2 + word.size() + 2;
-    const std::string shown = shorten(why, used + 40 > kLineWidth ? 40 : kLineWidth - used);
-    return name + "  " + word + (shown.empty() ? "" : ": " + shown);
+    const std::size_t used = t.name_width + 2 + word.size() + 2;
+    const std::string shown = shorten(why, used + 30 > kConsoleWidth ? 30 : kConsoleWidth - used);
+    return labelled_row(label, "  " + word + (shown.empty() ? "" : ": " + shown), t);
   }
   const Result& r = out.result;
   const std::vector<Summary> summaries = summaries_of(r);
   auto figure = [&](const Summary* s) { return s ? format_figure(*s) : std::string("-"); };
   const Summary* noise = find(summaries, "noise");
-  std::string row = name + printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, figure(find(summaries, "time_median")).c_str(),
-                                         kRateWidth, figure(headline_rate(summaries, r)).c_str(), kRoofWidth,
-                                         figure(find(summaries, "roof_pct")).c_str(), kBoundWidth, to_string(r.point.bound),
-                                         kGateWidth, r.gate_word(t.gate_enabled).c_str(), kNoiseWidth,
-                                         noise ? percent_text(100 * noise->value).c_str() : "-");
-  if (const std::string notes = notes_of(r); !notes.empty()) row += "  " + notes;
-  return row;
+  const std::string figures =
+      printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, figure(find(summaries, "time_median")).c_str(), kRateWidth,
+                    figure(headline_rate(summaries, r)).c_str(), kRoofWidth, figure(find(summaries, "roof_pct")).c_str(),
+                    kBoundWidth, to_string(r.point.bound), kGateWidth, r.gate_word(t.gate_enabled).c_str(), kNoiseWidth,
+                    noise ? percent_text(100 * noise->value).c_str() : "-");
+  return with_notes(labelled_row(label, figures, t), notes_of(r));
 }
 
-std::string repetitions_row(const std::string& benchmark, const std::vector<Result>& passed, int repetitions,
+std::string repetitions_row(const std::string& label, const std::vector<Result>& passed, int repetitions,
                             const TableSettings& t) {
   std::vector<double> medians;
   for (const auto& r : passed) {
     const std::vector<Summary> summaries = summaries_of(r);
     if (const Summary* m = find(summaries, "time_median")) medians.push_back(m->value);
   }
-  const std::string name = name_column(benchmark, t);
-  if (medians.empty()) return name + "  no repetition passed";
+  if (medians.empty()) return labelled_row(label, "  no repetition passed", t);
   const double median = quantile(medians, 0.5);
   const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
-  return name + printf_string("  %*s", kTimeWidth, format_seconds(median).c_str()) + "  median of " +
-         std::to_string(medians.size()) + (static_cast<int>(medians.size()) == repetitions ? "" : " passing of " + std::to_string(repetitions)) +
-         " repetitions, " + format_seconds(*low) + " to " + format_seconds(*high) + " (spread " +
-         percent_text(100 * (*high - *low) / median) + ")";
+  const std::string over = "median of " + std::to_string(medians.size()) +
+                           (static_cast<int>(medians.size()) == repetitions ? "" : " passing of " + std::to_string(repetitions)) +
+                           " repetitions, " + format_seconds(*low) + " to " + format_seconds(*high) + " (spread " +
+                           percent_text(100 * (*high - *low) / median) + ")";
+  return with_notes(labelled_row(label, printf_string("  %*s", kTimeWidth, format_seconds(median).c_str()), t), over);
 }
 
 std::string profile_text(const std::string& name, const Result& r) {
-  if (!r.profile.error.empty()) return "  profile of " + name + ": " + r.profile.error + "\n";
+  if (!r.profile.error.empty()) return wrap_text("profile of " + name + ": " + r.profile.error, kConsoleWidth, "  ", kContinuation) + "\n";
   std::string s = printf_string("  profile: %.1f us of kernels per run (run median %.1f us)\n",
                                 r.profile.kernel_seconds_per_run * 1e6, r.stats.median * 1e6);
   std::size_t shown = 0;
   for (const auto& k : r.profile.kernels) {
     if (++shown > 15) break;
-    s += printf_string("  %6.1f%%  %9.1f us  %6.1f launches  %.150s\n", 100 * k.seconds_per_run / r.profile.kernel_seconds_per_run,
-                       k.seconds_per_run * 1e6, k.launches_per_run, k.name.c_str());
+    const std::string figures = printf_string("  %6.1f%%  %9.1f us  %6.1f launches  ", 100 * k.seconds_per_run / r.profile.kernel_seconds_per_run,
+                                              k.seconds_per_run * 1e6, k.launches_per_run);
+    s += figures + shorten(k.name, kConsoleWidth - figures.size()) + "\n";
   }
   return s;
 }
@@ -332,7 +403,7 @@ std::string closing_summary(const RunTally& t, const SummarySettings& s) {
     out += "  " + std::to_string(t.noisy.size()) + " of the passed " + (t.noisy.size() == 1 ? "is" : "are") +
            " NOISY: their samples do not make one number; compare them only over several runs\n";
     for (std::size_t i = 0; i < std::min(kShown, t.noisy.size()); ++i)
-      out += "    " + t.noisy[i].first + ": " + t.noisy[i].second + "\n";
+      out += wrap_text(t.noisy[i].first + ": " + t.noisy[i].second, kConsoleWidth, "    ", "      ") + "\n";
     if (t.noisy.size() > kShown) out += "    (" + std::to_string(t.noisy.size() - kShown) + " more in the results)\n";
   }
   if (t.ended_sweep_out_of_memory)
@@ -344,10 +415,12 @@ std::string closing_summary(const RunTally& t, const SummarySettings& s) {
     std::string why = reason;
     if (!s.why_no_gpu.empty())
       if (const auto at = why.find(s.why_no_gpu); at != std::string::npos) why.replace(at, s.why_no_gpu.size(), "no GPU (see above)");
-    out += "  not run: " + plural(r.benchmarks, "benchmark", "benchmarks") + " of " +
-           plural(static_cast<int>(r.cases.size()), "case", "cases") + ": " + why + "\n";
+    out += wrap_text("not run: " + plural(r.benchmarks, "benchmark", "benchmarks") + " of " +
+                         plural(static_cast<int>(r.cases.size()), "case", "cases") + ": " + why,
+                     kConsoleWidth, "  ", kContinuation) +
+           "\n";
   }
-  for (const auto& note : t.notes) out += "  " + note + "\n";
+  for (const auto& note : t.notes) out += wrap_text(note, kConsoleWidth, "  ", kContinuation) + "\n";
   if (s.plugins_not_loaded)
     out += "  " + plural(static_cast<int>(s.plugins_not_loaded), "plugin", "plugins") + " not loaded (reasons above)\n";
   if (s.results_lost) {
@@ -408,9 +481,22 @@ std::unique_ptr<benchmark::BenchmarkReporter> Console::make_reporter(std::ostrea
 }
 
 void Console::print_context(std::ostream& out, const std::string& host_line) {
-  for (const auto& line : preamble_) out << line << "\n";
+  for (const auto& line : preamble_) out << wrap_text(line, kConsoleWidth, "", kContinuation) << "\n";
   out << host_line << "\n";
   header_pending_ = true;
+}
+
+std::string Console::row_label(std::ostream& out, const std::string& benchmark, const std::string& suffix) {
+  const std::string label = suffix.empty() ? benchmark : benchmark + " " + suffix;
+  if (label.size() <= table_.name_width) {
+    named_above_.clear();
+    return label;
+  }
+  if (named_above_ != benchmark) {
+    out << name_lines(benchmark) << "\n";
+    named_above_ = benchmark;
+  }
+  return suffix.empty() ? "" : "  " + suffix;
 }
 
 void Console::print_runs_of(std::ostream& out, const std::string& benchmark, bool aggregate) {
@@ -421,19 +507,24 @@ void Console::print_runs_of(std::ostream& out, const std::string& benchmark, boo
   auto& queue = unprinted_[benchmark];
   if (aggregate) {
     queue.clear();  // --benchmark_display_aggregates_only: the repetitions' own lines are not wanted
-    out << repetitions_row(benchmark, passed_by_name_[benchmark], repetitions_, table_) << "\n";
+    const std::string label = row_label(out, benchmark, "median");
+    out << repetitions_row(label, passed_by_name_[benchmark], repetitions_, table_) << "\n";
     return;
   }
+  std::string suffix;
+  if (repetitions_ > 1)
+    suffix = "rep " + std::to_string(++repetitions_printed_[benchmark]) + "/" + std::to_string(repetitions_);
+  const std::string label = row_label(out, benchmark, suffix);
   if (queue.empty()) {
-    out << name_column(benchmark, table_) << "  (no roofbench result)\n";
+    out << name_column(label, table_) << "  (no roofbench result)\n";
     return;
   }
   const Session::Outcome outcome = std::move(queue.front());
   queue.pop_front();
-  out << table_row(benchmark, outcome, table_) << "\n";
+  out << table_row(label, outcome, table_) << "\n";
   const Result& r = outcome.result;
   if (outcome.ran && (!r.profile.kernels.empty() || !r.profile.error.empty())) out << profile_text(benchmark, r);
-  if (!outcome.note.empty()) out << "  " << outcome.note << "\n";
+  if (!outcome.note.empty()) out << wrap_text(outcome.note, kConsoleWidth, "  ", kContinuation) << "\n";
 }
 
 }  // namespace roofbench

@@ -41,6 +41,13 @@ std::string format_figure(const Summary& summary);
 // "..." when longer.
 std::string shorten(const std::string& text, std::size_t width);
 
+// Every line the console prints is kept within this many characters.
+inline constexpr std::size_t kConsoleWidth = 120;
+// `text`'s words in lines of at most `width` characters, the first line starting with `first_indent`,
+// the others with `rest_indent`; a word wider than a line is broken after a '/' or ',' where it has one.
+std::string wrap_text(const std::string& text, std::size_t width, const std::string& first_indent = "",
+                      const std::string& rest_indent = "");
+
 // ---- why no GPU is used ----
 
 // What was found when the CUDA runtime gave no device.
@@ -67,14 +74,18 @@ std::string debug_library_note();
 
 struct TableSettings {
   bool gate_enabled = true;
-  std::size_t name_width = 40;  // the longest benchmark name (capped by the host)
+  std::size_t name_width = 40;  // name_column_width of the longest benchmark name
 };
+// The name column for names up to `longest_name` characters: at most what leaves the figures within
+// kConsoleWidth; a longer name goes on a line of its own above its figures (the results keep it whole).
+std::size_t name_column_width(std::size_t longest_name);
 std::string table_header(const TableSettings& settings);
-// One line (no newline) for one benchmark's outcome: its figures when it passed, else what happened and
-// why, shortened (the results file has the whole message).
-std::string table_row(const std::string& benchmark, const Session::Outcome& outcome, const TableSettings& settings);
+// One benchmark's outcome, labelled `label` (its name, or "rep 2/5" under a name said above): its figures
+// when it passed, else what happened and why, shortened (the results file has the whole message). One
+// line (no newline), more where the label is wider than the name column or the notes do not fit.
+std::string table_row(const std::string& label, const Session::Outcome& outcome, const TableSettings& settings);
 // Over repetitions of one benchmark: the median of their medians and their spread.
-std::string repetitions_row(const std::string& benchmark, const std::vector<Result>& passed, int repetitions,
+std::string repetitions_row(const std::string& label, const std::vector<Result>& passed, int repetitions,
                             const TableSettings& settings);
 // A --profile pass: the kernels that take the time, most first (several lines, each ending in a newline).
 std::string profile_text(const std::string& benchmark, const Result& r);
@@ -145,6 +156,12 @@ class Console {
   RunTally tally_;
   std::map<std::string, std::deque<Session::Outcome>> unprinted_;
   std::map<std::string, std::vector<Result>> passed_by_name_;  // for the repetitions line
+  // Under repetitions, the row's label: "NAME rep i/N" or "NAME median"; where that is wider than the name
+  // column, the name is printed on its own line (once while its rows follow one another) and the label
+  // is "  rep i/N", "  median" or nothing.
+  std::string row_label(std::ostream& out, const std::string& benchmark, const std::string& suffix);
+  std::map<std::string, int> repetitions_printed_;
+  std::string named_above_;  // the benchmark whose name was last printed on a line of its own
 };
 
 }  // namespace roofbench

@@ -1,10 +1,10 @@
 // The host CPU as a device: memory is ordinary aligned memory, time is the steady clock.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <thread>
@@ -42,19 +42,25 @@ double unit_uniform(std::uint64_t seed, std::uint64_t i) {
   return static_cast<double>(mix64(seed ^ mix64(i)) >> 11) * 0x1.0p-53;
 }
 
-// 0 where the C library does not know it.
-long last_level_cache_bytes() {
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? l3 : std::max(0l, sysconf(_SC_LEVEL2_CACHE_SIZE));
+std::string first_line_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Read once: the kernel's topology does not change while roofbench runs.
+const CacheLevel& host_last_level_cache() {
+  static const CacheLevel cache = last_level_cache();
+  return cache;
 }
 
 // Streams through a buffer larger than the last-level cache so the next sample starts cold.
 class CacheFlusher {
  public:
   CacheFlusher() {
-    long llc = last_level_cache_bytes();
-    if (llc <= 0) llc = 64l << 20;
-    buffer_.assign(static_cast<std::size_t>(llc) * 2, 1);
+    const std::uint64_t llc = host_last_level_cache().bytes;
+    buffer_.assign(static_cast<std::size_t>(llc > 0 ? llc : 64ull << 20) * 2, 1);
   }
   void flush() {
     for (std::size_t i = 0; i < buffer_.size(); i += 64) buffer_[i] = static_cast<char>(buffer_[i] + 1);
@@ -64,12 +70,47 @@ class CacheFlusher {
   std::vector<char> buffer_;
 };
 
+}  // namespace
+
+std::uint64_t cache_size_bytes(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long number = 0;
+  try {
+    number = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const std::string suffix = text.substr(used);
+  if (suffix.empty()) return number;
+  if (suffix == "K") return number << 10;
+  if (suffix == "M") return number << 20;
+  if (suffix == "G") return number << 30;
+  return 0;
+}
+
+CacheLevel last_level_cache(const std::string& cache_dir) {
+  CacheLevel last;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(cache_dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    const std::string type = first_line_of(entry.path() / "type");
+    if (type != "Data" && type != "Unified") continue;
+    const int level = std::atoi(first_line_of(entry.path() / "level").c_str());
+    const std::uint64_t bytes = cache_size_bytes(first_line_of(entry.path() / "size"));
+    if (level > last.level && bytes > 0) last = {level, bytes};
+  }
+  return last;
+}
+
+namespace {
+
 class CpuDevice final : public Device {
  public:
   CpuDevice() { info_ = {DeviceKind::cpu, 0, cpu_model_name()}; }
   const DeviceInfo& info() const override { return info_; }
   // A case whose bytes fit here is labelled "data in cache": the memory roof does not bound it.
-  double cache_bytes() const override { return static_cast<double>(last_level_cache_bytes()); }
+  double cache_bytes() const override { return static_cast<double>(host_last_level_cache().bytes); }
+  int cache_level() const override { return host_last_level_cache().level; }
   std::string key() const override {
     return "cpu-" + info_.name + "-" + std::to_string(std::thread::hardware_concurrency()) + "threads";
   }

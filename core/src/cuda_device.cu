@@ -174,6 +174,7 @@ class CudaDevice final : public Device {
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
   double cache_bytes() const override { return l2_bytes_; }
+  int cache_level() const override { return 2; }
   double driver_used_bytes() override {
     ensure_usable();  // the first call of every case: a lost device says so before the driver is asked
     DeviceScope scope(info_.index);

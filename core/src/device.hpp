@@ -25,6 +25,18 @@ struct OutOfMemory : Error {
 class Timer;
 struct TimingOptions;
 
+// A CPU's last-level cache as the kernel's topology gives it (cache_dir: /sys/devices/system/cpu/cpu0/cache,
+// one index*/ folder per cache with level, type and size): the highest level of a data or unified cache,
+// its size in bytes (one instance: the size a core's data can stay in). Level 0, 0 bytes where it cannot
+// be read.
+struct CacheLevel {
+  int level = 0;
+  std::uint64_t bytes = 0;
+};
+CacheLevel last_level_cache(const std::string& cache_dir = "/sys/devices/system/cpu/cpu0/cache");
+// "32768K", "1024K", "36M", "512" as the kernel writes a cache's size; 0 when not one of these.
+std::uint64_t cache_size_bytes(const std::string& text);
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -42,6 +54,8 @@ class Device {
   virtual void synchronize() = 0;
   // The last-level cache a hot run's data can stay in (a GPU's L2); 0 if unknown.
   virtual double cache_bytes() const { return 0; }
+  // That cache's level (2 for a GPU's L2, 3 for most CPUs' L3); 0 if unknown.
+  virtual int cache_level() const { return 0; }
   // Bytes in use on the device as its driver reports them (whole device, all processes); 0 if unknown.
   virtual double driver_used_bytes() = 0;
   // After an error that may have left the device unusable (a sticky CUDA error): reset what can be

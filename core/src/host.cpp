@@ -121,31 +121,36 @@ void Host::print_list(const std::vector<BenchmarkSpec>& all) {
   std::cout << "devices:\n";
   print_device(*cpu_, "cpu");
   for (auto& g : gpus_) print_device(*g, "cuda:" + std::to_string(g->info().index));
-  if (gpus_.empty()) std::cout << "  (no GPU: " << why_no_gpu_ << ")\n";
+  // Every line within kConsoleWidth: longer ones wrap under their own indent.
+  auto print_wrapped = [](const std::string& text, const std::string& indent) {
+    std::cout << wrap_text(text, kConsoleWidth, indent, indent + "    ") << "\n";
+  };
+  if (gpus_.empty()) print_wrapped("(no GPU: " + why_no_gpu_ + ")", "  ");
   std::cout << "plugins:\n";
   for (const auto& p : loaded_.plugins) {
-    std::cout << "  " << p.plugin.name << "  (" << p.path << ")" << (p.plugin.description.empty() ? "" : "\n    " + p.plugin.description) << "\n";
+    print_wrapped(p.plugin.name + "  (" + p.path + ")", "  ");
+    if (!p.plugin.description.empty()) print_wrapped(p.plugin.description, "    ");
     for (const auto& c : p.plugin.cases) {
       std::size_t count = 0;
       for (const auto& b : all) count += b.spec == &c;
-      std::cout << "    " << c.name << "  [" << describe_need(c.device) << ", " << to_string(c.precision) << ", " << count
-                << " benchmarks" << (c.sweep_axis.empty() ? "" : ", sweeps " + c.sweep_axis) << "]";
-      if (!c.description.empty()) std::cout << "  " << c.description;
-      std::cout << "\n";
+      print_wrapped(c.name + "  [" + describe_need(c.device) + ", " + to_string(c.precision) + ", " + std::to_string(count) +
+                        " benchmarks" + (c.sweep_axis.empty() ? "" : ", sweeps " + c.sweep_axis) + "]" +
+                        (c.description.empty() ? "" : "  " + c.description),
+                    "    ");
       for (const auto& a : c.axes) {
-        std::cout << "      " << a.name << ":";
-        for (const auto& v : a.values) std::cout << " " << v;
-        std::cout << "\n";
+        std::string values = a.name + ":";
+        for (const auto& v : a.values) values += " " + v;
+        print_wrapped(values, "      ");
       }
     }
   }
   if (!loaded_.failures.empty()) {
     std::cout << "plugins that failed to load:\n";
-    for (const auto& f : loaded_.failures) std::cout << "  " << f.path << ": " << f.reason << "\n";
+    for (const auto& f : loaded_.failures) print_wrapped(f.path + ": " + f.reason, "  ");
   }
-  std::cout << "suites:";
-  for (const auto& s : list_suites(suite_folders())) std::cout << " " << s;
-  std::cout << "\n";
+  std::string suites = "suites:";
+  for (const auto& s : list_suites(suite_folders())) suites += " " + s;
+  print_wrapped(suites, "");
 }
 
 Device* Host::select_device() {
@@ -294,8 +299,8 @@ void Host::load_plugins_as_chosen(const std::vector<std::string>& folders) {
 }
 
 int Host::run() {
-  if (options_.help) {
-    std::cout << usage_text();
+  if (options_.help || options_.help_markdown) {
+    std::cout << (options_.help_markdown ? usage_markdown() : usage_text());
     return 0;
   }
   if (!initialize_google_benchmark()) return 2;
@@ -378,6 +383,8 @@ int Host::run() {
   context.device_kind = to_string(device->info().kind);
   context.device_index = device->info().index;
   context.device_key = device->key();
+  context.llc_level = device->cache_level();
+  context.llc_bytes = device->cache_bytes();
   context.gate = options_.measure.gate;
   context.cold = options_.measure.cold;
   context.isolation = options_.isolation == Isolation::process ? "process" : "none";
@@ -408,18 +415,22 @@ int Host::run() {
                                        std::move(settings));
 
   const auto& selected = session_->selection().benchmarks;
-  TableSettings table{options_.measure.gate, std::string("benchmark").size()};
-  for (const auto& b : selected) table.name_width = std::max(table.name_width, std::min<std::size_t>(b.name.size(), 60));
+  std::size_t longest_name = 0;
+  for (const auto& b : selected) longest_name = std::max(longest_name, b.name.size());
+  const TableSettings table{options_.measure.gate, name_column_width(longest_name)};
   std::vector<std::string> preamble = console_preamble(*device);
   if (!table_)
     for (const auto& line : preamble) std::cerr << "roofbench: " << line << "\n";
   console_ = std::make_unique<Console>(table, table_ ? std::move(preamble) : std::vector<std::string>{}, repetitions_);
   console_->tally().add_cannot_run(session_->selection().not_run);
+  // Nanoseconds for every benchmark: Google Benchmark's compare.py prints times as whole numbers (a 465 ns
+  // time in microseconds shows as "0") and compares only entries of one unit, so a unit chosen per run
+  // would drop a benchmark whose time crossed a unit's boundary between two files.
   for (std::size_t i = 0; i < selected.size(); ++i) {
     benchmark::RegisterBenchmark(selected[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
         ->UseManualTime()
         ->Iterations(1)
-        ->Unit(benchmark::kMicrosecond);
+        ->Unit(benchmark::kNanosecond);
   }
 
   std::unique_ptr<benchmark::BenchmarkReporter> reporter = table_ ? console_->make_reporter(std::cout) : nullptr;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
+#include "console.hpp"
 #include "energy.hpp"
 
 namespace roofbench {
@@ -14,56 +16,15 @@ void apply_suite_sampling(Options& o, std::optional<double> max_time, std::optio
   if (energy_seconds && !o.energy_given) o.measure.energy_seconds = *energy_seconds;
 }
 
-std::string usage_text() {
-  return R"(usage: roofbench [options] [--benchmark_* flags]
-
-Runs benchmark plugins under Google Benchmark, times them on the device, places every result on the
-device's roofline and gates it against a reference. With no arguments it runs the default suite (smoke)
-on the default device (the first GPU, else the CPU).
-
-  --list                 plugins, cases, axes, suites and devices found; runs nothing
-  --suite NAME|FILE      run a suite (suites/NAME.suite); default: smoke unless --benchmark_filter is given
-  --suite-dir DIR        also look for suites in DIR (repeatable)
-  --device cpu|cuda:N    the device single-device cases run on
-  --gpus all|I,J,...     the GPUs multi-GPU cases use (default: all)
-  --plugin-dir DIR       also load plugins from DIR (repeatable; also ROOFBENCH_PLUGIN_PATH)
-  --gate on|off          correctness gates (default on; off is said in every label)
-  --cold                 flush the caches before every sample (default: hot)
-  --graph auto|on|off    CUDA-graph timing for graphable cases (auto: runs under 20 us)
-  --noise X              stop sampling once stdev/mean < X (default 0.01)
-  --max-time S           at most S seconds of sampling per benchmark (default 5)
-  --min-time S           at least S seconds of sampling per benchmark (default 0.05; at most --max-time)
-  --runs-per-sample N    runs in each timed sample (default: enough for 2 ms, 1 ms in a graph); with
-                         --graph on, the launches each replayed graph holds
-  --profile[=N]          after timing each GPU case, a CUPTI pass over N samples' worth of launches
-                         (default 3), through the same launch path (a graph stays a graph): time per
-                         kernel, torn down before the next case is timed
-  --energy[=S]           where the device has an energy counter (NVML on a GPU), poll it beside the samples
-                         and sample for at least S seconds (default and least 1): energy_per_run (J) and
-                         power (W) over a window of the samples; at the power limit, energy per run is
-                         what sets the time. Not with --cold. --energy=0: off, whatever the suite says
-  --recalibrate          measure the device's ceilings again instead of using the cached ones
-  --isolation process|none
-                         process (default): plugins load and run in a worker process; a benchmark that
-                         crashes or times out is recorded as crashed or timed_out and a fresh worker
-                         goes on with the next. none: everything in this process (no timeouts)
-  --timeout S            seconds one benchmark may take in all, setup to teardown (default: 60 plus
-                         4 x --max-time; a case may declare its own); 0: none. Needs process isolation
-  --results-dir DIR      where the results JSON goes (default ./roofbench-results)
-  --no-results           write no results file
-  --help                 this text
-
-Google Benchmark's flags work as documented: --benchmark_filter, --benchmark_list_tests,
---benchmark_repetitions, --benchmark_out, --benchmark_out_format, ... roofbench decides how many
-samples each benchmark takes (--noise, --min-time, --max-time), so --benchmark_min_time has no effect.
-
-Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed
-or timed out, or the results could not be written (checked before anything is measured); 2 usage
-error (unknown flag or suite, a filter that matches nothing or is too long, a missing plugin folder).
-)";
+double default_timeout_seconds(const MeasureOptions& m) {
+  return 60 + 4 * longest_sampling_seconds(m) + m.warmup_max;
 }
 
-static double parse_number(const std::string& flag, const std::string& text) {
+namespace {
+
+constexpr int kDefaultProfileRuns = 3;
+
+double parse_number(const std::string& flag, const std::string& text) {
   try {
     std::size_t used = 0;
     const double v = std::stod(text, &used);
@@ -74,8 +35,225 @@ static double parse_number(const std::string& flag, const std::string& text) {
   }
 }
 
-double default_timeout_seconds(const MeasureOptions& m) {
-  return 60 + 4 * longest_sampling_seconds(m) + m.warmup_max;
+// "0.01", "5", "0.05": a default as a person writes it.
+std::string number_text(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
+// One function per option: what its value means. `value` is empty for a flag that takes none (or an
+// optional value not given).
+using Value = std::optional<std::string>;
+
+void set_help(Options& o, const std::string&, const Value&) { o.help = true; }
+void set_help_markdown(Options& o, const std::string&, const Value&) { o.help_markdown = true; }
+void set_list(Options& o, const std::string&, const Value&) { o.list = true; }
+void set_recalibrate(Options& o, const std::string&, const Value&) { o.recalibrate = true; }
+void set_cold(Options& o, const std::string&, const Value&) { o.measure.cold = true; }
+void set_no_results(Options& o, const std::string&, const Value&) { o.write_results = false; }
+void set_suite(Options& o, const std::string&, const Value& v) { o.suite = *v; }
+void set_suite_dir(Options& o, const std::string&, const Value& v) { o.suite_dirs.push_back(*v); }
+void set_results_dir(Options& o, const std::string&, const Value& v) { o.results_dir = *v; }
+void set_timeout(Options& o, const std::string& flag, const Value& v) { o.timeout_s = parse_number(flag, *v); }
+void set_noise(Options& o, const std::string& flag, const Value& v) { o.measure.noise_bound = parse_number(flag, *v); }
+
+void set_max_time(Options& o, const std::string& flag, const Value& v) {
+  o.measure.max_time = parse_number(flag, *v);
+  o.max_time_given = true;
+}
+
+void set_min_time(Options& o, const std::string& flag, const Value& v) {
+  o.measure.min_time = parse_number(flag, *v);
+  o.min_time_given = true;
+}
+
+void set_profile(Options& o, const std::string& flag, const Value& v) {
+  o.measure.profile_runs = v ? static_cast<int>(parse_number(flag, *v)) : kDefaultProfileRuns;
+  if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+}
+
+void set_energy(Options& o, const std::string& flag, const Value& v) {
+  o.measure.energy_seconds = v ? parse_number(flag, *v) : kEnergyLeastSeconds;
+  o.energy_given = true;
+  if (!std::isfinite(o.measure.energy_seconds) ||
+      (o.measure.energy_seconds != 0 && o.measure.energy_seconds < kEnergyLeastSeconds))
+    throw UsageError("--energy needs at least 1 s of samples, and a finite number (0: off)");
+}
+
+void set_device(Options& o, const std::string&, const Value& v) {
+  const std::string& d = *v;
+  if (d != "cpu" && !(d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos))
+    throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
+  o.device = d;
+}
+
+void set_gpus(Options& o, const std::string&, const Value& v) {
+  const std::string& g = *v;
+  if (g.empty()) throw UsageError("--gpus needs 'all' or a list like 0,1");
+  if (g == "all") return;
+  std::vector<int> list;
+  std::stringstream in(g);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
+    list.push_back(std::stoi(item));
+  }
+  o.gpus = list;
+}
+
+void set_plugin_dir(Options& o, const std::string&, const Value& v) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(*v, ec)) throw UsageError("--plugin-dir: no such folder '" + *v + "'");
+  o.plugin_dirs.push_back(*v);
+}
+
+void set_isolation(Options& o, const std::string&, const Value& v) {
+  if (*v == "process") o.isolation = Isolation::process;
+  else if (*v == "none") o.isolation = Isolation::none;
+  else throw UsageError("--isolation must be process or none, got '" + *v + "'");
+}
+
+void set_gate(Options& o, const std::string&, const Value& v) {
+  if (*v != "on" && *v != "off") throw UsageError("--gate must be on or off, got '" + *v + "'");
+  o.measure.gate = *v == "on";
+}
+
+void set_graph(Options& o, const std::string&, const Value& v) {
+  if (*v == "auto") o.measure.graph = GraphMode::automatic;
+  else if (*v == "on") o.measure.graph = GraphMode::on;
+  else if (*v == "off") o.measure.graph = GraphMode::off;
+  else throw UsageError("--graph must be auto, on or off, got '" + *v + "'");
+}
+
+void set_runs_per_sample(Options& o, const std::string& flag, const Value& v) {
+  const double n = parse_number(flag, *v);
+  if (n < 1 || n > 100000 || n != static_cast<int>(n))
+    throw UsageError("--runs-per-sample needs a whole number from 1 to 100000");
+  o.measure.runs_per_sample = static_cast<int>(n);
+}
+
+std::vector<OptionSpec> make_option_table() {
+  const Options defaults;
+  const MeasureOptions& m = defaults.measure;
+  using enum Takes;
+  return {
+      {"--list", "", nothing, "", "plugins, cases, axes, suites and devices found; runs nothing", set_list},
+      {"--suite", "NAME|FILE", value, "smoke unless --benchmark_filter is given", "run a suite (suites/NAME.suite)",
+       set_suite},
+      {"--suite-dir", "DIR", value, "", "also look for suites in DIR (repeatable)", set_suite_dir},
+      {"--device", "cpu|cuda:N", value, "the first GPU, else the CPU", "the device single-device cases run on",
+       set_device},
+      {"--gpus", "all|I,J,...", value, "all", "the GPUs multi-GPU cases use", set_gpus},
+      {"--plugin-dir", "DIR", value, "", "also load plugins from DIR (repeatable; also ROOFBENCH_PLUGIN_PATH)",
+       set_plugin_dir},
+      {"--gate", "on|off", value, "on", "correctness gates (off is said in every label)", set_gate},
+      {"--cold", "", nothing, "hot", "flush the caches before every sample", set_cold},
+      {"--graph", "auto|on|off", value, "auto", "CUDA-graph timing for graphable cases (auto: runs under 20 us)",
+       set_graph},
+      {"--noise", "X", value, number_text(m.noise_bound), "stop sampling once stdev/mean < X", set_noise},
+      {"--max-time", "S", value, number_text(m.max_time), "at most S seconds of sampling per benchmark", set_max_time},
+      {"--min-time", "S", value, number_text(m.min_time), "at least S seconds of sampling per benchmark (at most --max-time)",
+       set_min_time},
+      {"--runs-per-sample", "N", value, "enough for 2 ms, 1 ms in a graph",
+       "runs in each timed sample; with --graph on, the launches each replayed graph holds", set_runs_per_sample},
+      {"--profile", "[=N]", optional_inline_value, number_text(kDefaultProfileRuns),
+       "after timing each GPU case, a CUPTI pass over N samples' worth of launches, through the same launch path "
+       "(a graph stays a graph): time per kernel, torn down before the next case is timed",
+       set_profile},
+      {"--energy", "[=S]", optional_inline_value, number_text(kEnergyLeastSeconds) + ", the least",
+       "where the device has an energy counter (NVML on a GPU), poll it beside the samples and sample for at least "
+       "S seconds: energy_per_run (J) and power (W) over a window of the samples; at the power limit, energy per "
+       "run is what sets the time. Not with --cold. --energy=0: off, whatever the suite says",
+       set_energy},
+      {"--recalibrate", "", nothing, "", "measure the device's ceilings again instead of using the cached ones",
+       set_recalibrate},
+      {"--isolation", "process|none", value, "process",
+       "process: plugins load and run in a worker process; a benchmark that crashes or times out is recorded as "
+       "crashed or timed_out and a fresh worker goes on with the next. none: everything in this process (no timeouts)",
+       set_isolation},
+      {"--timeout", "S", value, "60 plus 4 x --max-time",
+       "seconds one benchmark may take in all, setup to teardown (a case may declare its own); 0: none. Needs "
+       "process isolation",
+       set_timeout},
+      {"--results-dir", "DIR", value, defaults.results_dir, "where the results JSON goes", set_results_dir},
+      {"--no-results", "", nothing, "", "write no results file", set_no_results},
+      {"--help", "", nothing, "", "this text (also -h)", set_help},
+      {"--help-markdown", "", nothing, "", "this text as the Markdown of docs/cli.md", set_help_markdown, true},
+  };
+}
+
+const OptionSpec* find_option(const std::string& flag) {
+  const std::string name = flag == "-h" ? "--help" : flag;
+  for (const OptionSpec& spec : option_table())
+    if (spec.flag == name) return &spec;
+  return nullptr;
+}
+
+constexpr const char* kSummary =
+    "Runs benchmark plugins under Google Benchmark, times them on the device, places every result on the "
+    "device's roofline and gates it against a reference. With no arguments it runs the default suite (smoke) "
+    "on the default device (the first GPU, else the CPU).";
+constexpr const char* kGoogleBenchmarkFlags =
+    "Google Benchmark's flags work as documented: --benchmark_filter, --benchmark_list_tests, "
+    "--benchmark_repetitions, --benchmark_out, --benchmark_out_format, ... roofbench decides how many samples "
+    "each benchmark takes (--noise, --min-time, --max-time), so --benchmark_min_time has no effect.";
+constexpr const char* kExitCodes =
+    "Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed or "
+    "timed out, or the results could not be written (checked before anything is measured); 2 usage error "
+    "(unknown flag or suite, a filter that matches nothing or is too long, a missing plugin folder).";
+
+std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
+  return wrap_text(text, width, first, rest) + "\n";
+}
+
+std::string spelled(const OptionSpec& spec) {
+  if (spec.argument.empty()) return std::string(spec.flag);
+  return std::string(spec.flag) + (spec.takes == Takes::optional_inline_value ? "" : " ") + std::string(spec.argument);
+}
+
+std::string help_with_default(const OptionSpec& spec) {
+  return spec.help + (spec.default_text.empty() ? "" : " (default: " + spec.default_text + ")");
+}
+
+// A Markdown table cell: '|' would end it.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = make_option_table();
+  return table;
+}
+
+std::string usage_text() {
+  constexpr std::size_t kWidth = 110, kFlagColumn = 25;
+  std::string out = "usage: roofbench [options] [--benchmark_* flags]\n\n" + wrapped(kSummary, kWidth, "", "") + "\n";
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.hidden) continue;
+    const std::string flag = "  " + spelled(spec);
+    const std::string indent(kFlagColumn, ' ');
+    if (flag.size() + 1 < kFlagColumn) out += wrapped(help_with_default(spec), kWidth, flag + std::string(kFlagColumn - flag.size(), ' '), indent);
+    else out += flag + "\n" + wrapped(help_with_default(spec), kWidth, indent, indent);
+  }
+  return out + "\n" + wrapped(kGoogleBenchmarkFlags, kWidth, "", "") + "\n" + wrapped(kExitCodes, kWidth, "", "");
+}
+
+std::string usage_markdown() {
+  std::string out = "# roofbench command line\n\n<!-- Generated by `roofbench --help-markdown > docs/cli.md` from the "
+                    "options table the parser uses (core/src/options.cpp); a test fails when they differ. -->\n\n";
+  out += "`roofbench [options] [--benchmark_* flags]`\n\n" + std::string(kSummary) + "\n\n";
+  out += "| Option | Default | Meaning |\n|---|---|---|\n";
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.hidden) continue;
+    out += "| `" + cell(spelled(spec)) + "` | " + cell(spec.default_text.empty() ? "" : spec.default_text) + " | " +
+           cell(spec.help) + " |\n";
+  }
+  return out + "\n" + kGoogleBenchmarkFlags + "\n\n" + kExitCodes + "\n";
 }
 
 Options parse_options(int argc, const char* const* argv) {
@@ -83,8 +261,8 @@ Options parse_options(int argc, const char* const* argv) {
   o.benchmark_args.push_back(argc > 0 ? argv[0] : "roofbench");
   std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i], value;
-    bool has_inline_value = false;
+    std::string flag = args[i];
+    Value value;
     if (flag.rfind("--benchmark_", 0) == 0 || flag.rfind("--v=", 0) == 0) {
       o.benchmark_args.push_back(flag);  // Google Benchmark parses its own flags (host.cpp reads them back)
       continue;
@@ -92,84 +270,15 @@ Options parse_options(int argc, const char* const* argv) {
     if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = flag.substr(eq + 1);
       flag = flag.substr(0, eq);
-      has_inline_value = true;
     }
-    auto take_value = [&]() -> std::string {
-      if (has_inline_value) return value;
+    const OptionSpec* spec = find_option(flag);
+    if (!spec) throw UsageError("unknown flag '" + args[i] + "' (see --help)");
+    if (spec->takes == Takes::nothing && value) throw UsageError(flag + " takes no value");
+    if (spec->takes == Takes::value && !value) {
       if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
-      return args[++i];
-    };
-    auto no_value = [&] {
-      if (has_inline_value) throw UsageError(flag + " takes no value");
-    };
-    if (flag == "--help" || flag == "-h") no_value(), o.help = true;
-    else if (flag == "--list") no_value(), o.list = true;
-    else if (flag == "--recalibrate") no_value(), o.recalibrate = true;
-    else if (flag == "--profile") {
-      o.measure.profile_runs = has_inline_value ? static_cast<int>(parse_number(flag, value)) : 3;
-      if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+      value = args[++i];
     }
-    else if (flag == "--energy") {
-      o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : kEnergyLeastSeconds;
-      o.energy_given = true;
-      if (!std::isfinite(o.measure.energy_seconds) ||
-          (o.measure.energy_seconds != 0 && o.measure.energy_seconds < kEnergyLeastSeconds))
-        throw UsageError("--energy needs at least 1 s of samples, and a finite number (0: off)");
-    }
-    else if (flag == "--cold") no_value(), o.measure.cold = true;
-    else if (flag == "--no-results") no_value(), o.write_results = false;
-    else if (flag == "--device") {
-      const std::string d = take_value();
-      if (d != "cpu" && !(d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos))
-        throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
-      o.device = d;
-    } else if (flag == "--gpus") {
-      const std::string g = take_value();
-      if (g.empty()) throw UsageError("--gpus needs 'all' or a list like 0,1");
-      if (g != "all") {
-        std::vector<int> list;
-        std::stringstream in(g);
-        for (std::string item; std::getline(in, item, ',');) {
-          if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-            throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
-          list.push_back(std::stoi(item));
-        }
-        o.gpus = list;
-      }
-    } else if (flag == "--plugin-dir") {
-      const std::string dir = take_value();
-      std::error_code ec;
-      if (!std::filesystem::is_directory(dir, ec)) throw UsageError("--plugin-dir: no such folder '" + dir + "'");
-      o.plugin_dirs.push_back(dir);
-    } else if (flag == "--suite-dir") o.suite_dirs.push_back(take_value());
-    else if (flag == "--suite") o.suite = take_value();
-    else if (flag == "--results-dir") o.results_dir = take_value();
-    else if (flag == "--isolation") {
-      const std::string v = take_value();
-      if (v == "process") o.isolation = Isolation::process;
-      else if (v == "none") o.isolation = Isolation::none;
-      else throw UsageError("--isolation must be process or none, got '" + v + "'");
-    } else if (flag == "--timeout") o.timeout_s = parse_number(flag, take_value());
-    else if (flag == "--gate") {
-      const std::string g = take_value();
-      if (g != "on" && g != "off") throw UsageError("--gate must be on or off, got '" + g + "'");
-      o.measure.gate = g == "on";
-    } else if (flag == "--graph") {
-      const std::string g = take_value();
-      if (g == "auto") o.measure.graph = GraphMode::automatic;
-      else if (g == "on") o.measure.graph = GraphMode::on;
-      else if (g == "off") o.measure.graph = GraphMode::off;
-      else throw UsageError("--graph must be auto, on or off, got '" + g + "'");
-    } else if (flag == "--noise") o.measure.noise_bound = parse_number(flag, take_value());
-    else if (flag == "--max-time") o.measure.max_time = parse_number(flag, take_value()), o.max_time_given = true;
-    else if (flag == "--min-time") o.measure.min_time = parse_number(flag, take_value()), o.min_time_given = true;
-    else if (flag == "--runs-per-sample") {
-      const double n = parse_number(flag, take_value());
-      if (n < 1 || n > 100000 || n != static_cast<int>(n))
-        throw UsageError("--runs-per-sample needs a whole number from 1 to 100000");
-      o.measure.runs_per_sample = static_cast<int>(n);
-    }
-    else throw UsageError("unknown flag '" + args[i] + "' (see --help)");
+    spec->apply(o, flag, value);
   }
   return o;
 }

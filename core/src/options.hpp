@@ -24,6 +24,7 @@ double default_timeout_seconds(const MeasureOptions& m);
 
 struct Options {
   bool help = false;
+  bool help_markdown = false;  // --help-markdown: the text of docs/cli.md
   bool list = false;
   bool recalibrate = false;
   std::optional<std::string> device;        // "cpu", "cuda:N"
@@ -43,9 +44,23 @@ struct Options {
   std::vector<std::string> benchmark_args;  // passed to Google Benchmark, argv[0] first
 };
 
+// One row of the options table: the parser, --help and docs/cli.md (--help-markdown) all read it.
+enum class Takes { nothing, value, optional_inline_value };
+struct OptionSpec {
+  std::string flag;          // "--device"
+  std::string argument;      // what its value looks like ("cpu|cuda:N", "[=N]"); empty when it takes none
+  Takes takes = Takes::nothing;
+  std::string default_text;  // empty where there is none to say
+  std::string help;
+  void (*apply)(Options& options, const std::string& flag, const std::optional<std::string>& value) = nullptr;
+  bool hidden = false;       // not in --help or docs/cli.md
+};
+const std::vector<OptionSpec>& option_table();
+
 Options parse_options(int argc, const char* const* argv);
 // A suite's max_time and energy, each where the command line gave none (--energy=0 is given: off).
 void apply_suite_sampling(Options& o, std::optional<double> max_time, std::optional<double> energy_seconds);
 std::string usage_text();
+std::string usage_markdown();  // docs/cli.md
 
 }  // namespace roofbench

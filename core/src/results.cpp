@@ -96,6 +96,7 @@ std::string ResultsFile::to_json(bool complete) const {
   j.key("device").begin_object();
   j.field("kind", context_.device_kind).field("index", context_.device_index);
   j.field("name", context_.device_name).field("key", context_.device_key);
+  if (context_.llc_level > 0) j.field("llc_level", context_.llc_level).field("llc_bytes", context_.llc_bytes);
   j.end_object();
   j.key("ceilings").begin_object();
   j.key("measured").begin_object();
@@ -140,8 +141,9 @@ std::string ResultsFile::to_json(bool complete) const {
     j.field("name", r.name).field("run_name", r.name).field("run_type", "iteration");
     j.field("repetitions", repetitions_[i].second).field("repetition_index", repetitions_[i].first);
     j.field("threads", 1).field("iterations", 1);
-    j.field("real_time", failed ? 0.0 : r.stats.median * 1e6).field("cpu_time", failed ? 0.0 : r.stats.median * 1e6);
-    j.field("time_unit", "us");
+    // Nanoseconds, as the --benchmark_out file: compare.py shows whole numbers of the unit.
+    j.field("real_time", failed ? 0.0 : r.stats.median * 1e9).field("cpu_time", failed ? 0.0 : r.stats.median * 1e9);
+    j.field("time_unit", "ns");
     j.field("label", r.label(context_.gate));
     j.field("error_occurred", failed).field("error_message", r.message);
     const std::vector<Summary> summaries = summaries_of(r);

@@ -157,7 +157,7 @@ def parse_run(document, path="<results>"):
         gate_mode=str(roofbench.get("gate") or ""),
         version=str(roofbench.get("version") or ""),
         commit=str(roofbench.get("commit") or roofbench.get("git_commit") or ""),
-        driver=str(roofbench.get("driver") or context.get("driver") or ""),
+        driver=str(_object(roofbench.get("device")).get("driver") or context.get("driver") or ""),
         source=str(roofbench.get("source") or context.get("source") or ""),
         framework=_framework_text(context),
     )

@@ -69,7 +69,8 @@ class PageTest(unittest.TestCase):
 
     def test_commit_and_driver_when_recorded(self):
         document = load_fixture(GPU_RUN)
-        document["context"]["roofbench"].update(commit="v0.1-12-gabc1234", driver="580.159.04")
+        document["context"]["roofbench"].update(commit="v0.1-12-gabc1234")
+        document["context"]["roofbench"]["device"]["driver"] = "580.159.04"
         path = self.folder.write_json("recorded.json", document)
         page = reference.reference_page([str(path)])
         self.assertIn("commit v0.1-12-gabc1234", page)

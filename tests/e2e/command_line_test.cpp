@@ -1,9 +1,13 @@
-// The command line of the real roofbench executable: help, and each usage error (exit code 2). None of
-// these runs a benchmark, so none needs the device's ceilings.
+// The command line of the real roofbench executable: help, listings and each usage error (exit code 2).
+// None of these runs a benchmark, so none needs the device's ceilings.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
+
 #include "../support/roofbench_host.hpp"
+#include "console.hpp"
 
 namespace roofbench::test_support {
 namespace {
@@ -131,6 +135,47 @@ TEST_F(CommandLine, RepetitionsBelowOneExitTwo) {
 TEST_F(CommandLine, AListingIsNotRefusedForSamplingFlags) {
   const auto run = roofbench({"--list", "--min-time", "5", "--max-time", "1", "--benchmark_repetitions=0"});
   EXPECT_EQ(run.exit_code, 0) << run;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Every plugin this build has (with CUDA: the GPU plugins too, listed without a GPU) and the test plugins,
+// whose load failures have long reasons.
+TEST_F(CommandLine, TheListingAndTheHelpFitTheConsole) {
+  const auto run = roofbench({"--list", "--plugin-dir", BuildPaths::good_plugins, "--plugin-dir", BuildPaths::mixed_plugins,
+                              "--plugin-dir", BuildPaths::broken_plugins});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const auto help = roofbench({"--help"});
+  for (const auto* text : {&run.out, &help.out})
+    for (const std::string& line : lines_of(*text)) EXPECT_LE(line.size(), kConsoleWidth) << line;
+}
+
+// The names the shipped plugins give on this machine's default device (with a GPU: the GPU suites'), each
+// in a table sized for the longest, with notes: every line fits.
+TEST_F(CommandLine, TheShippedBenchmarksRowsFitTheConsole) {
+  const auto run = roofbench({"--benchmark_list_tests", "--benchmark_filter=."});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  std::vector<std::string> names;
+  for (std::string line : lines_of(run.out))
+    if (const auto suffix = line.find("/iterations:"); suffix != std::string::npos) names.push_back(line.erase(suffix));
+  ASSERT_FALSE(names.empty()) << run;
+  std::size_t longest = 0;
+  for (const auto& name : names) longest = std::max(longest, name.size());
+  const TableSettings table{true, name_column_width(longest)};
+  Session::Outcome outcome;
+  outcome.ran = true;
+  outcome.result.status = Status::ok;
+  outcome.result.stats.median = 465e-9;
+  outcome.result.graph = outcome.result.cache_resident = true;
+  outcome.result.energy_note = "the device's energy counter did not advance over the samples' window";
+  for (const auto& name : names)
+    for (const std::string& line : lines_of(table_row(name, outcome, table)))
+      EXPECT_LE(line.size(), kConsoleWidth) << name << ": " << line;
 }
 
 }  // namespace

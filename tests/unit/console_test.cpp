@@ -347,5 +347,86 @@ TEST(ConsoleReporter, RepetitionsThenOneLineForTheirAggregates) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The longest names the shipped GPU suites give, and one wider than a whole line.
+const std::vector<std::string> kLongNames = {
+    "transformer/attention_prefill_bf16/impl:cudnn/mask:causal/heads:16x128/t:4096",
+    "conv/conv_bf16/layer:conv3_3x3s2_128/pass:fwd/layout:nhwc/impl:cudnn/n:256",
+    "gpt/lab_attention_bf16/version:v9/batch:512",
+    "micro/matmul/n:8192/dtype:bf16",
+    "p/" + std::string(70, 'x') + "/axis:" + std::string(80, 'y') + "/n:1"};
+
+TEST(ConsoleWidth, WrapTextKeepsLinesWithinTheWidthAndBreaksLongWordsAfterASlash) {
+  EXPECT_EQ(wrap_text("one two three", 9), "one two\nthree");
+  EXPECT_EQ(wrap_text("name  [cpu]", 40, "  "), "  name  [cpu]") << "the spaces between words stay";
+  EXPECT_EQ(wrap_text("aaaa/bbbb/cccc", 10, "", "  "), "aaaa/bbbb/\n  cccc");
+  for (const std::string& name : kLongNames)
+    for (const std::string& line : lines_of(wrap_text(name + " and some words after it", 40, "  ", "    ")))
+      EXPECT_LE(line.size(), 40u) << line;
+}
+
+TEST(ConsoleWidth, EveryRowFitsAndTheFiguresStayUnderTheirHeadings) {
+  std::size_t longest = 0;
+  for (const std::string& name : kLongNames) longest = std::max(longest, name.size());
+  const TableSettings table{true, name_column_width(longest)};
+  const std::string header = table_header(table);
+  EXPECT_LE(header.size(), kConsoleWidth);
+  for (const std::string& name : kLongNames) {
+    Result r = passing(name, 465e-9);
+    r.graph = r.cache_resident = true;
+    r.energy_note = "the energy counter of this GPU did not advance during the samples, too short a window";
+    const std::string row = table_row(name, ran(r), table);
+    const std::vector<std::string> lines = lines_of(row);
+    for (const std::string& line : lines) EXPECT_LE(line.size(), kConsoleWidth) << row;
+    EXPECT_THAT(row, HasSubstr(name.substr(0, 40))) << "the name is shown, wrapped rather than cut";
+    const auto figures = std::find_if(lines.begin(), lines.end(),
+                                      [](const std::string& l) { return l.find("465.0 ns") != std::string::npos; });
+    ASSERT_NE(figures, lines.end()) << row;
+    EXPECT_EQ(header.find("time") + 4, figures->find("465.0 ns") + 8) << row;
+    const std::string failure = table_row(name, failed(name, Status::crashed, "crashed: " + std::string(300, 'x')), table);
+    for (const std::string& line : lines_of(failure)) EXPECT_LE(line.size(), kConsoleWidth) << failure;
+  }
+}
+
+TEST(ConsoleWidth, RepetitionRowsAreLabelledUnderALongName) {
+  const std::string name = kLongNames[0];
+  Console console(TableSettings{true, name_column_width(name.size())}, {}, 2);
+  std::ostringstream out;
+  auto reporter = console.make_reporter(out);
+  console.record(name, ran(passing(name, 1e-3)));
+  console.record(name, ran(passing(name, 2e-3)));
+  reporter->ReportRuns({gb_run(name), gb_run(name)});
+  reporter->ReportRuns({gb_run(name, true)});
+  const std::vector<std::string> lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 5u) << out.str();
+  EXPECT_EQ(lines[0], name);
+  EXPECT_THAT(lines[1], AllOf(StartsWith("  rep 1/2 "), HasSubstr("1.000 ms")));
+  EXPECT_THAT(lines[2], AllOf(StartsWith("  rep 2/2 "), HasSubstr("2.000 ms")));
+  EXPECT_THAT(lines[3], AllOf(StartsWith("  median "), HasSubstr("1.500 ms")));
+  EXPECT_THAT(lines[4], HasSubstr("median of 2 repetitions")) << "what does not fit goes on a line of its own";
+  for (const std::string& line : lines) EXPECT_LE(line.size(), kConsoleWidth) << line;
+}
+
+TEST(ConsoleWidth, ShortNamesCarryTheirRepetitionOnTheirOwnRow) {
+  Console console(kTable, {}, 2);
+  std::ostringstream out;
+  auto reporter = console.make_reporter(out);
+  console.record("p/c", ran(passing("p/c", 1e-3)));
+  console.record("p/c", ran(passing("p/c", 2e-3)));
+  reporter->ReportRuns({gb_run("p/c"), gb_run("p/c")});
+  reporter->ReportRuns({gb_run("p/c", true)});
+  const std::vector<std::string> lines = lines_of(out.str());
+  ASSERT_EQ(lines.size(), 3u) << out.str();
+  EXPECT_THAT(lines[0], StartsWith("p/c rep 1/2 "));
+  EXPECT_THAT(lines[1], StartsWith("p/c rep 2/2 "));
+  EXPECT_THAT(lines[2], StartsWith("p/c median "));
+}
+
 }  // namespace
 }  // namespace roofbench

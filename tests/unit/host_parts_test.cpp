@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <unistd.h>
 
 #include "benchmark_set.hpp"
+#include "device.hpp"
 #include "json_writer.hpp"
 #include "options.hpp"
 #include "plugin_loader.hpp"
@@ -436,6 +438,42 @@ TEST_F(SessionTest, LatestIsReplacedWholeNotRewrittenInPlace) {
   for (const auto& entry : fs::directory_iterator(dir))
     EXPECT_EQ(entry.path().extension(), ".json") << "left behind: " << entry.path();
   fs::remove_all(dir);
+}
+
+// A cache folder as the kernel lays it out under /sys/devices/system/cpu/cpu0/cache.
+void write_cache_index(const std::filesystem::path& dir, int index, const std::string& level, const std::string& type,
+                       const std::string& size) {
+  const auto folder = dir / ("index" + std::to_string(index));
+  std::filesystem::create_directories(folder);
+  std::ofstream(folder / "level") << level << "\n";
+  std::ofstream(folder / "type") << type << "\n";
+  std::ofstream(folder / "size") << size << "\n";
+}
+
+TEST(CpuCache, TheLastLevelIsTheHighestDataOrUnifiedCacheTheKernelLists) {
+  const auto dir = std::filesystem::temp_directory_path() / ("roofbench-cache-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  write_cache_index(dir, 0, "1", "Data", "48K");
+  write_cache_index(dir, 1, "1", "Instruction", "32K");
+  write_cache_index(dir, 2, "2", "Unified", "2048K");
+  write_cache_index(dir, 3, "3", "Unified", "32768K");  // lscpu's 32 MiB, where sysconf may say 320 MiB
+  const CacheLevel l3 = last_level_cache(dir.string());
+  EXPECT_EQ(l3.level, 3);
+  EXPECT_EQ(l3.bytes, 32ull << 20);
+  std::filesystem::remove_all(dir / "index3");
+  EXPECT_EQ(last_level_cache(dir.string()).level, 2) << "a CPU whose last level is its L2 says so";
+  write_cache_index(dir, 4, "4", "Instruction", "64M");
+  EXPECT_EQ(last_level_cache(dir.string()).bytes, 2ull << 20) << "an instruction cache holds no data";
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(last_level_cache(dir.string()).level, 0) << "no topology: unknown, not a guess";
+}
+
+TEST(CpuCache, SizesAsTheKernelWritesThem) {
+  EXPECT_EQ(cache_size_bytes("32768K"), 32ull << 20);
+  EXPECT_EQ(cache_size_bytes("36M"), 36ull << 20);
+  EXPECT_EQ(cache_size_bytes("512"), 512u);
+  EXPECT_EQ(cache_size_bytes("12 KB"), 0u);
+  EXPECT_EQ(cache_size_bytes(""), 0u);
 }
 
 }  // namespace

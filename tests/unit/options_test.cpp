@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace roofbench {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Options parse(std::initializer_list<const char*> args) {
   std::vector<const char*> argv{"roofbench"};
@@ -165,6 +167,25 @@ TEST(Options, IsolationAndTimeout) {
   EXPECT_THAT(usage_error({"--timeout=-1"}), HasSubstr("--timeout needs a non-negative number"));
   // The default fits the slowest shipped benchmark (about 15 s with 5 s of sampling) with room to spare.
   EXPECT_GE(default_timeout_seconds(MeasureOptions{}), 60);
+}
+
+TEST(Options, HelpAndTheReferenceShowEveryOptionOfTheParsersTable) {
+  const std::string help = usage_text(), reference = usage_markdown();
+  // The help's words, wrapped or not.
+  std::string words;
+  std::istringstream in(help);
+  for (std::string word; in >> word;) words += " " + word;
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.hidden) continue;
+    EXPECT_THAT(help, HasSubstr("  " + spec.flag)) << spec.flag;
+    EXPECT_THAT(reference, HasSubstr("| `" + spec.flag)) << spec.flag;
+    if (!spec.default_text.empty()) {
+      EXPECT_THAT(words, HasSubstr("(default: " + spec.default_text + ")")) << spec.flag;
+    }
+  }
+  EXPECT_THAT(help, Not(HasSubstr("--help-markdown")));
+  EXPECT_TRUE(parse({"--help-markdown"}).help_markdown);
+  EXPECT_THAT(words, HasSubstr("(default: 0.01)")) << "defaults come from the options' own defaults";
 }
 
 }  // namespace
