@@ -1,9 +1,9 @@
 """Compares two sets of runs benchmark by benchmark, judging on runs, not on samples.
 
-The unit of evidence is one run's median (a --benchmark_repetitions repetition, or a separate results
-file): samples inside one run share that run's placement, clocks and neighbours, so two runs of one
-binary differ by more than their samples' spread suggests, and a test on pooled samples flags one
-binary against itself (one pair in four at p < 0.001, five-percent "regressions"). The rule:
+The unit of evidence is one independent run: one results file, one process, its median the median of its
+repetitions. Samples and repetitions inside one process share its placement, clocks and neighbours, so
+two processes of one binary differ by more than their spread suggests: a test that took one process's
+repetitions as runs called one binary 1.23x faster than itself (p = 0.039). The rule:
 
 - at least MIN_RUNS runs on each side: Welch's t test on the logarithms of the run medians, its
   p-values Holm-adjusted over every benchmark judged (so the chance of any false call in the whole
@@ -201,7 +201,7 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
                                     f"{comparison.new.runs} runs")
         elif min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
             _judge_without_test(comparison, f"{comparison.base.runs} vs {comparison.new.runs} runs; "
-                                            f"{MIN_RUNS}+ each to judge (--benchmark_repetitions)")
+                                            f"{MIN_RUNS}+ each to judge (one results file per run)")
         else:
             if comparison.base.noisy or comparison.new.noisy:
                 comparison.notes.append(f"noisy in {_noisy_sides(comparison)}: judged on its run medians")
@@ -268,6 +268,20 @@ class RunProblems:
         return (bool(self.removed) and not self.allow_removed) or (bool(self.incomplete_new) and not self.allow_incomplete)
 
 
+REGRESSION, NO_REGRESSION, NOTHING_JUDGED = "REGRESSION", "No regression", "CANNOT JUDGE"
+
+
+def comparison_outcome(comparisons, problems):
+    """REGRESSION when anything got slower, newly fails its gate, or the run lost benchmarks; CANNOT JUDGE
+    when no benchmark could be judged either way (a pass on such a comparison would be a pass on nothing);
+    else No regression."""
+    if any(c.regressed for c in comparisons) or problems.failing:
+        return REGRESSION
+    if not any(c.verdict in (SLOWER, FASTER, SAME) for c in comparisons):
+        return NOTHING_JUDGED
+    return NO_REGRESSION
+
+
 COLUMNS = [Column("benchmark"), Column("base", numeric=True), Column("new", numeric=True),
            Column("change", numeric=True), Column("verdict"), Column("p (Holm)", numeric=True),
            Column("gate base->new"), Column("note")]
@@ -288,13 +302,17 @@ def comparison_document(comparisons, added, problems, base_runs, new_runs, thres
     counts = {verdict: sum(c.verdict == verdict for c in comparisons)
               for verdict in (SLOWER, FASTER, SAME, CANNOT_JUDGE, NOT_COMPARABLE, NO_TIMING)}
     gate_regressions = sum(c.gate_regressed for c in comparisons)
-    failing = any(c.regressed for c in comparisons) or problems.failing
+    outcome = comparison_outcome(comparisons, problems)
+    failing = outcome != NO_REGRESSION
     document.add(Paragraph(f"Base: {_runs_text(base_runs)}."))
     document.add(Paragraph(f"New: {_runs_text(new_runs)}."))
-    summary = (f"{'REGRESSION' if failing else 'No regression'}: {counts[SLOWER]} slower, {gate_regressions} "
+    summary = (f"{outcome}: {counts[SLOWER]} slower, {gate_regressions} "
                f"gate regression(s), {counts[FASTER]} faster, {counts[SAME]} unchanged, {counts[CANNOT_JUDGE]} "
                f"cannot judge, {counts[NOT_COMPARABLE]} not comparable; {len(added)} added, "
                f"{len(problems.removed)} removed.")
+    if outcome == NOTHING_JUDGED:
+        summary += (f" No benchmark could be judged: give each side {MIN_RUNS}+ runs, each its own process and "
+                    "results file (--base FILE, --new FILE).")
     document.add(Paragraph(summary, emphasis=failing))
     for title in problems.incomplete_new:
         allowed = " (allowed by --allow-incomplete)" if problems.allow_incomplete else ": this fails the comparison (--allow-incomplete to accept)"
@@ -307,7 +325,8 @@ def comparison_document(comparisons, added, problems, base_runs, new_runs, thres
         document.add(Paragraph(f"{len(problems.removed)} benchmark(s) of the base are missing from the new run{allowed}.",
                                emphasis=not problems.allow_removed))
     document.add(Paragraph(
-        f"Judged on run medians: with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
+        f"Judged on independent runs (one results file each; repetitions inside one file are one run): "
+        f"with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
         f"over the benchmarks, p < {alpha:g} and a change over {threshold * 100:g}%; with fewer, only a change "
         f"beyond {OBVIOUS_FACTOR:g}x counts, and none for a result flagged noisy or unsettled (its fast samples "
         f"over {100 * (1 - UNSETTLED_FAST_EDGE):.0f}% under its median). ± is each side's noise."))
