@@ -22,6 +22,7 @@ class Paragraph:
 class Column:
     title: str
     numeric: bool = False  # right-aligned
+    folded: bool = False  # long cells (a library's choices per shape) fold on the HTML page
 
 
 @dataclass(frozen=True)

@@ -55,13 +55,26 @@ def _plugin_filter(plugins):
 
 
 
-def _table(table):
-    def cell(tag, content, numeric):
-        return f'<{tag} class="numeric">{escape(content)}</{tag}>' if numeric else f"<{tag}>{escape(content)}</{tag}>"
+# A folded cell shows this much of its text until opened.
+FOLDED_PREVIEW_CHARS = 60
 
-    header = "".join(cell("th", column.title, column.numeric) for column in table.columns)
+
+def _folded(content):
+    """A long cell as <details>: its first words as the summary, the whole text, one part a line, inside."""
+    if len(content) <= FOLDED_PREVIEW_CHARS:
+        return escape(content)
+    parts = "<br>".join(escape(part) for part in content.split("; "))
+    return f"<details><summary>{escape(content[:FOLDED_PREVIEW_CHARS])}…</summary>{parts}</details>"
+
+
+def _table(table):
+    def cell(tag, content, column):
+        text = _folded(content) if column.folded and tag == "td" else escape(content)
+        return f'<{tag} class="numeric">{text}</{tag}>' if column.numeric else f"<{tag}>{text}</{tag}>"
+
+    header = "".join(cell("th", column.title, column) for column in table.columns)
     rows = "".join(
-        "<tr>" + "".join(cell("td", value, column.numeric) for value, column in zip(row, table.columns)) + "</tr>"
+        "<tr>" + "".join(cell("td", value, column) for value, column in zip(row, table.columns)) + "</tr>"
         for row in table.rows
     )
     tag = f' data-plugin="{escape(table.tag)}"' if table.tag else ""

@@ -1,5 +1,9 @@
-"""roofbench-report RESULTS.json... -o DIR: summary.md, roofline.svg, waterfall.svg (when a ladder
-exists) and a self-contained index.html."""
+"""roofbench-report RESULTS.json... -o DIR: writes summary.md, roofline.svg, waterfall.svg (when a ladder
+exists) and a self-contained index.html into DIR.
+
+Several files are merged per device. Exit codes: 0 written; 2 bad input (an unreadable file, an entry
+without a name, a time that is missing, zero or negative, an impossible ceiling) or a folder that cannot
+be written, with one line naming the file and the cause."""
 
 import argparse
 import os
@@ -41,7 +45,8 @@ def write_report(paths, output_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="roofbench-report", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="roofbench-report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="+", help="roofbench results JSON files (several: merged per device)")
     parser.add_argument("-o", "--output-dir", required=True, help="folder for the report files")
     arguments = parser.parse_args(argv)

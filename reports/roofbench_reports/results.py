@@ -35,6 +35,15 @@ class Device:
     key: str
     kind: str
     name: str
+    # The cache a hot run's data can stay in, as the results name it (device.last_level_cache: "L3");
+    # else a GPU's is its L2, and a CPU's is called what it is: its last-level cache.
+    cache_level: str = ""
+
+    @property
+    def cache_name(self):
+        if self.cache_level:
+            return self.cache_level
+        return "L2" if self.kind == "cuda" else "last-level cache"
 
 
 @dataclass(frozen=True)
@@ -130,6 +139,8 @@ def parse_run(document, path="<results>"):
     if not isinstance(benchmarks, list):
         raise ResultsError(f"{path}: not a roofbench results file (no benchmarks list)")
     device = _object(roofbench.get("device"))
+    ceilings = Ceilings.from_json(_object(roofbench.get("ceilings")))
+    _check_ceilings(ceilings, path)
     entries = [entry for entry in benchmarks
                if isinstance(entry, dict) and entry.get("run_type") != _AGGREGATE_RUN_TYPE]
     for index, entry in enumerate(entries):
@@ -140,8 +151,9 @@ def parse_run(document, path="<results>"):
             key=str(device.get("key") or "unknown-device"),
             kind=str(device.get("kind") or "?"),
             name=str(device.get("name") or "unknown device"),
+            cache_level=str(device.get("last_level_cache") or ""),
         ),
-        ceilings=Ceilings.from_json(_object(roofbench.get("ceilings"))),
+        ceilings=ceilings,
         suite=str(roofbench.get("suite") or ""),
         date=str(context.get("date") or ""),
         host_name=str(context.get("host_name") or ""),
@@ -154,6 +166,20 @@ def parse_run(document, path="<results>"):
         version=str(roofbench.get("version") or ""),
         commit=str(roofbench.get("commit") or roofbench.get("git_commit") or ""),
     )
+
+
+# A zettaFLOP/s or zettabyte/s: a thousand times any device's; a ceiling beyond it is a corrupt file.
+MAX_PLAUSIBLE_RATE = 1e21
+
+
+def _check_ceilings(ceilings, path):
+    rates = {"bandwidth_Bps": ceilings.bandwidth_Bps, "read_bandwidth_Bps": ceilings.read_bandwidth_Bps,
+             "datasheet bandwidth_Bps": ceilings.datasheet_bandwidth_Bps}
+    rates.update((f"flops.{precision}", value) for precision, value in ceilings.flops.items())
+    rates.update((f"datasheet flops.{precision}", value) for precision, value in ceilings.datasheet_flops.items())
+    for name, value in rates.items():
+        if value is not None and not 0 <= value <= MAX_PLAUSIBLE_RATE:
+            raise ResultsError(f"{path}: ceiling {name} is {value:g}, outside 0 to {MAX_PLAUSIBLE_RATE:g}")
 
 
 def _check_entry(entry, index, path):

@@ -174,10 +174,12 @@ def plottable_points(device_results):
     return points
 
 
-def compute_roofs(ceilings):
-    """One roof per distinct measured ceiling, highest first; equal ceilings merged."""
+def compute_roofs(ceilings, used_precisions=()):
+    """One roof per distinct measured ceiling, highest first; equal ceilings merged. Given the precisions
+    the run's points used, only their roofs: a roof no point can be held against only crowds the plot."""
     roofs = []
-    for precision in sorted(ceilings.flops, key=palette.precision_order):
+    wanted = set(used_precisions) & set(ceilings.flops)
+    for precision in sorted(wanted or ceilings.flops, key=palette.precision_order):
         value = ceilings.flops[precision]
         if value <= 0:
             continue
@@ -503,7 +505,7 @@ def roofline_figure(device_results):
     read_bandwidth = ceilings.read_bandwidth_Bps
     points = plottable_points(device_results)
     groups = group_points(points)
-    roofs = compute_roofs(ceilings)
+    roofs = compute_roofs(ceilings, {point.benchmark.precision for point in points})
     unplotted = len(device_results.benchmarks) - len(points)
     key_top = PLOT.bottom + 72
     key_columns = _key_columns(groups)

@@ -53,9 +53,9 @@ class ReportFilesTest(unittest.TestCase):
     def test_roofline_elements(self):
         root = parse_svg(self.out / "roofline.svg")
         self.assertEqual(len(elements_of_class(root, "polyline", "memory-roof")), 1)
-        # fp64, fp32, tf32, bf16 = fp16 (merged), fp8
-        self.assertEqual(len(elements_of_class(root, "line", "compute-roof")), 5)
-        self.assertEqual(len(elements_of_class(root, "circle", "ridge")), 5)
+        # Only the precisions the points use: fp32, tf32, bf16 = fp16 (merged), fp8; not fp64.
+        self.assertEqual(len(elements_of_class(root, "line", "compute-roof")), 4)
+        self.assertEqual(len(elements_of_class(root, "circle", "ridge")), 4)
         self.assertEqual(len(points(root)), 7)  # 8 cases, copy has no FLOPs
         labels = texts(root)
         self.assertIn("arithmetic intensity (FLOP/byte)", labels)
@@ -64,6 +64,7 @@ class ReportFilesTest(unittest.TestCase):
             self.assertIn(tick, labels)
         self.assertIn("ridge bf16, fp16: 183 FLOP/B", labels)
         self.assertIn("memory 4.1 TB/s", labels)
+        self.assertFalse([label for label in labels if label and "fp64" in label], labels)
         self.assertIn("gpt/R1_fused (batch:64)", labels)  # the key names every case
 
     def test_waterfall_elements(self):
@@ -83,8 +84,9 @@ class ReportFilesTest(unittest.TestCase):
         self.assertIn("| memory bandwidth | 4.1 TB/s | 4.8 TB/s | 85.4 % |", summary)
         self.assertIn("### Plugin micro", summary)
         self.assertIn("### Plugin gpt", summary)
-        self.assertIn("| benchmark | time | noise | FLOP/s | B/s | AI | % of roof | bound | gate |", summary)
-        self.assertRegex(summary, r"\| R0_eager/batch:64 \| \d+ ms \|")
+        self.assertIn("| benchmark | time | rate | noise | FLOP/s | B/s | AI | % of roof | bound | gate |", summary)
+        # The headline rate, as the console shows it.
+        self.assertRegex(summary, r"\| R0_eager/batch:64 \| \d+ ms \| 160 ktokens/s \|")
 
     def test_html_is_self_contained(self):
         page = (self.out / "index.html").read_text(encoding="utf-8")
@@ -142,13 +144,59 @@ class ReportContentTest(unittest.TestCase):
         micro = summary[summary.index("### Plugin micro"):summary.index("### Plugin gpt")]
         self.assertNotIn("energy / run", micro)
 
-    def test_bad_input_exits_2(self):
+    def test_long_facts_fold_on_the_page(self):
         folder = TemporaryFolder(self.addCleanup)
-        error = io.StringIO()
-        with contextlib.redirect_stderr(error):
-            code = report_cli.main([str(folder.path / "missing.json"), "-o", str(folder.path)])
-        self.assertEqual(code, 2)
-        self.assertIn("no such file", error.getvalue())
+        document = load_fixture(GPU_RUN)
+        shapes = "; ".join(f"m {m} n 65536 k 512 TN bf16->bf16: algo 66, tile 29" for m in (512, 1536, 2048))
+        for entry in document["benchmarks"]:
+            if entry["name"].startswith("gpt/R1_fused"):
+                entry["roofbench"]["facts"] = {"matmul_algorithms": shapes}
+        out = write_report(self, folder.write_json("facts.json", document))
+        page = (out / "index.html").read_text(encoding="utf-8")
+        self.assertIn("<td><details><summary>matmul_algorithms=m 512 n 65536", page)
+        self.assertIn("<br>m 1536 n 65536 k 512 TN bf16-&gt;bf16: algo 66, tile 29<br>", page)
+        self.assertIn(shapes, (out / "summary.md").read_text(encoding="utf-8"))  # Markdown keeps it whole
+
+    def test_data_in_cache_names_the_cache_the_device_has(self):
+        folder = TemporaryFolder(self.addCleanup)
+        for fixture, level, expected in ((CPU_RUN, None, "last-level cache"), (CPU_RUN, "L3", "L3"),
+                                         (GPU_RUN, None, "L2")):
+            document = load_fixture(fixture)
+            if level:
+                document["context"]["roofbench"]["device"]["last_level_cache"] = level
+            entry = next(e for e in document["benchmarks"] if not e.get("error_occurred"))
+            entry["roofbench"]["cache_resident"] = True
+            summary = (write_report(self, folder.write_json("cache.json", document)) / "summary.md").read_text(
+                encoding="utf-8")
+            with self.subTest(fixture=fixture.name, level=level):
+                self.assertIn(f"(data in {expected})", summary)
+                self.assertEqual(summary.count("(data in "), 1)
+
+    def test_bad_input_exits_2_with_one_line(self):
+        folder = TemporaryFolder(self.addCleanup)
+        nameless, negative, zero, huge = (load_fixture(GPU_RUN) for _ in range(4))
+        del nameless["benchmarks"][1]["name"]
+        negative["benchmarks"][1]["real_time"] = -1
+        zero["benchmarks"][1].update(real_time=0, time_median=0)
+        huge["context"]["roofbench"]["ceilings"]["measured"]["flops"]["fp32"] = 1e308
+        (folder.path / "empty.json").write_text("", encoding="utf-8")
+        cases = {
+            "missing": (folder.path / "missing.json", "no such file"),
+            "empty": (folder.path / "empty.json", "not JSON"),
+            "nameless": (folder.write_json("nameless.json", nameless), "benchmark entry 1 has no name"),
+            "negative": (folder.write_json("negative.json", negative), "micro/scale/n:268435456: real_time is -1"),
+            "zero": (folder.write_json("zero.json", zero), "micro/scale/n:268435456: real_time is 0"),
+            "huge ceiling": (folder.write_json("huge.json", huge), "ceiling flops.fp32 is 1e+308"),
+        }
+        for label, (path, message) in cases.items():
+            with self.subTest(label):
+                error = io.StringIO()
+                with contextlib.redirect_stderr(error):
+                    code = report_cli.main([str(path), "-o", str(folder.path / "out")])
+                self.assertEqual(code, 2)
+                self.assertIn(message, error.getvalue())
+                self.assertIn(str(path), error.getvalue())
+                self.assertEqual(error.getvalue().count("\n"), 1)
 
 
 if __name__ == "__main__":
