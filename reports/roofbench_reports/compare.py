@@ -12,9 +12,10 @@ repetitions as runs called one binary 1.23x faster than itself (p = 0.039). The 
   it); otherwise "cannot judge".
 - fewer runs: "cannot judge", except a change beyond OBVIOUS_FACTOR (2x), which no run-to-run noise
   seen on any of roofbench's devices explains.
-- a result whose runs were unsettled (fast samples far below the median: contention slowed most of the
-  run, UNSETTLED_FAST_EDGE) is never judged: on a busy machine such medians flip by 2x between identical
-  runs, with tight repetitions inside each.
+- with fewer runs, a result whose runs were unsettled (fast samples far below the median: contention slowed
+  most of the run, UNSETTLED_FAST_EDGE) is not judged even beyond 2x: on a busy machine such medians flip
+  by 2x between identical runs. With 3+ runs a side the spread of the run medians shows that, and the
+  test weighs it.
 - a result the host flagged noisy (roofbench.quality) is judged on its run medians with 3+ runs a side
   and noted; with fewer, it is not judged at all.
 """
@@ -179,6 +180,8 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         comparison = Comparison(name, SideSummary.of(base), SideSummary.of(new), base.gate, new.gate)
         comparisons.append(comparison)
         mismatch, ignored = _mode_mismatch(base, new, ignored_facts)
+        few_runs = comparison.base is not None and comparison.new is not None and min(
+            comparison.base.runs, comparison.new.runs) < MIN_RUNS
         base_energy, new_energy = base.counter("energy_per_run"), new.counter("energy_per_run")
         if base_energy and new_energy:  # --energy on both sides: at the power limit, what sets the time
             comparison.notes.append(f"energy {format_si(base_energy, 'J')} -> {format_si(new_energy, 'J')} per run "
@@ -190,16 +193,16 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         elif mismatch:
             comparison.verdict = NOT_COMPARABLE
             comparison.notes.append(mismatch)
-        elif comparison.base.unsettled or comparison.new.unsettled:
+        elif few_runs and (comparison.base.unsettled or comparison.new.unsettled):
             worst = min(comparison.base.fast_edge, comparison.new.fast_edge)
             comparison.verdict = CANNOT_JUDGE
             comparison.notes.append(f"unsettled: a run's fast samples are {100 * (1 - worst):.0f}% under its median, "
                                     "so its median need not repeat")
-        elif (comparison.base.noisy or comparison.new.noisy) and min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+        elif few_runs and (comparison.base.noisy or comparison.new.noisy):
             comparison.verdict = CANNOT_JUDGE
             comparison.notes.append(f"noisy in {_noisy_sides(comparison)}, {comparison.base.runs} vs "
                                     f"{comparison.new.runs} runs")
-        elif min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+        elif few_runs:
             _judge_without_test(comparison, f"{comparison.base.runs} vs {comparison.new.runs} runs; "
                                             f"{MIN_RUNS}+ each to judge (one results file per run)")
         else:

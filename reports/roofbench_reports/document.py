@@ -39,9 +39,11 @@ class BulletList:
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG drawing; Markdown cannot inline it, so only the HTML page shows it."""
+    """An interactive plot (a Plotly figure spec); Markdown cannot show it, so only the HTML page does, and
+    the static SVG files beside summary.md carry the same figures."""
 
-    svg: object
+    spec: dict
+    plugins: tuple = ()  # the plugins its traces show, for the page's plugin filter
     caption: str = ""
 
 

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 from .document import BulletList, Column, Document, Figure, Heading, Paragraph, Table
 from .palette import precision_order
-from .roofline import roofline_figure
+from .interactive import roofline_spec, waterfall_spec
+from .roofline import point_hover, roofline_of
 from .scaling import scaling_blocks
 from .units import format_number, format_percent, format_si, format_time
-from .waterfall import ladder_groups, waterfall_figure
+from .waterfall import ladder_groups, waterfall_of
 
 BENCHMARK_COLUMNS = [
     Column("benchmark"), Column("time", numeric=True), Column("rate", numeric=True), Column("noise", numeric=True),
@@ -27,9 +28,10 @@ class DeviceFigures:
 
 
 def device_figures(device_results):
+    """The device's roofline and waterfalls as data (roofline.Roofline, waterfall.Waterfall)."""
     return DeviceFigures(
-        roofline=roofline_figure(device_results),
-        waterfalls=[waterfall_figure(name, rungs, device_results.device.name)
+        roofline=roofline_of(device_results),
+        waterfalls=[waterfall_of(name, rungs, device_results.device.name)
                     for name, rungs in ladder_groups(device_results).items()],
     )
 
@@ -128,9 +130,10 @@ def _add_device_section(document, device_results, figures):
     datasheet = device_results.ceilings.datasheet_name
     document.add(Heading(3, "Ceilings" + (f" (datasheet: {datasheet})" if datasheet else "")))
     document.add(ceilings_table(device_results.ceilings))
-    document.add(Figure(figures.roofline))
+    roofline = figures.roofline
+    document.add(Figure(roofline_spec(roofline, point_hover), tuple(sorted({g.plugin for g in roofline.groups}))))
     for waterfall in figures.waterfalls:
-        document.add(Figure(waterfall))
+        document.add(Figure(waterfall_spec(waterfall), tuple(sorted({b.rung.benchmark.plugin for b in waterfall.bars}))))
     for plugin, benchmarks in device_results.plugins().items():
         document.add(Heading(3, f"Plugin {plugin}"))
         # Facts (how a point ran, e.g. the algorithm a library chose) get a column where a case has any.

@@ -1,15 +1,15 @@
 import contextlib
 import io
+import json
 import re
 import unittest
 import xml.etree.ElementTree as ElementTree
 
 from roofbench_reports import report_cli
-from roofbench_reports.svg import SVG_NAMESPACE
 
 from .helpers import CPU_RUN, GPU_RUN, TemporaryFolder, load_fixture
 
-NS = {"svg": SVG_NAMESPACE}
+SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 CPU_TIMED_BENCHMARKS = 11  # 12 in the fixture, one failed its gate and has no counters
 
 
@@ -25,17 +25,27 @@ def parse_svg(path):
     return ElementTree.parse(path).getroot()
 
 
-def elements_of_class(root, tag, css_class):
-    return [e for e in root.iter(f"{{{SVG_NAMESPACE}}}{tag}") if e.get("class") == css_class]
-
-
-def points(root):
-    """Every benchmark's marker, whatever its case's shape."""
-    return [e for e in root.iter() if e.get("class") == "point"]
+def with_id(root, gid):
+    """The elements matplotlib wrote for the artists given this gid."""
+    return [e for e in root.iter() if e.get("id") == gid]
 
 
 def texts(root):
-    return [e.text for e in root.iter(f"{{{SVG_NAMESPACE}}}text")]
+    """Every text of the SVG, a line each."""
+    return [line for e in root.iter(f"{{{SVG_NAMESPACE}}}text") for line in "".join(e.itertext()).splitlines()]
+
+
+def page_specs(out):
+    """The Plotly figure specs index.html draws, in page order."""
+    page = (out / "index.html").read_text(encoding="utf-8")
+    blocks = re.findall(r'<script type="application/json" id="figure-spec-\d+">(.*?)</script>', page, flags=re.S)
+    return [json.loads(block) for block in blocks]
+
+
+def plotted_points(spec):
+    """(trace name, hover text) of every benchmark point in a roofline spec."""
+    return [(trace["name"], hover) for trace in spec["data"] if trace.get("meta") and "sweep crosses" not in trace["name"]
+            for hover in trace["hovertext"]]
 
 
 class ReportFilesTest(unittest.TestCase):
@@ -69,14 +79,15 @@ class ReportFilesTest(unittest.TestCase):
 
     def test_waterfall_elements(self):
         root = parse_svg(self.out / "waterfall.svg")
-        bars = elements_of_class(root, "rect", "bar")
-        self.assertEqual(len(bars), 2)
+        self.assertEqual(len(with_id(root, "bar")), 2)
         labels = texts(root)
         self.assertIn("tokens/s", labels)
         self.assertIn("baseline", labels)
-        ratios = [label for label in labels if label and label.startswith("×")]
+        ratios = [label for label in labels if label.startswith("×")]
         self.assertEqual(len(ratios), 2)
         self.assertEqual(ratios[0], ratios[1].replace("first", "prev"))  # second rung: prev is the first
+        [bars] = page_specs(self.out)[1]["data"]
+        self.assertEqual(bars["text"][0], "160 k<br>baseline")
 
     def test_summary_tables(self):
         summary = (self.out / "summary.md").read_text(encoding="utf-8")
@@ -90,11 +101,10 @@ class ReportFilesTest(unittest.TestCase):
 
     def test_html_is_self_contained(self):
         page = (self.out / "index.html").read_text(encoding="utf-8")
-        self.assertEqual(page.count("<svg"), page.count("</svg>"))
-        self.assertGreaterEqual(page.count("<svg"), 2)
-        self.assertNotRegex(page, r"(src|href)\s*=")
-        self.assertNotIn("<link", page)
-        self.assertEqual(page.count("<script>"), 1)  # the plugin filter, inline
+        self.assertEqual(len(page_specs(self.out)), 2)  # the roofline and the waterfall
+        self.assertNotRegex(page, r"<(script|img|link|iframe)[^>]*\s(src|href)\s*=")
+        self.assertEqual(page.count("<script>"), 2)  # plotly.js and the page's own, both inline
+        self.assertIn("plotly.js v", page)
         self.assertIn("<table>", page)
 
 
@@ -103,8 +113,8 @@ class ReportContentTest(unittest.TestCase):
         out = write_report(self, CPU_RUN)
         self.assertFalse((out / "waterfall.svg").exists())
         self.assertTrue((out / "index.html").exists())
-        root = parse_svg(out / "roofline.svg")
-        self.assertEqual(len(points(root)), CPU_TIMED_BENCHMARKS)
+        self.assertEqual(len(with_id(parse_svg(out / "roofline.svg"), "group")), 6)  # six cases
+        self.assertEqual(len(plotted_points(page_specs(out)[0])), CPU_TIMED_BENCHMARKS)
 
     def test_errors_load_failures_and_not_run_are_listed(self):
         summary = (write_report(self, CPU_RUN) / "summary.md").read_text(encoding="utf-8")
@@ -119,8 +129,9 @@ class ReportContentTest(unittest.TestCase):
         self.assertEqual(len(re.findall(r"^## .* \((cpu|cuda)\)$", summary, flags=re.M)), 2)
         self.assertIn("(median of 2 runs)", summary)
         root = parse_svg(out / "roofline.svg")
-        self.assertEqual(len(root.findall("svg:svg", NS)), 2)
-        self.assertEqual(len(points(root)), CPU_TIMED_BENCHMARKS + 7)
+        self.assertEqual(len(with_id(root, "memory-roof")), 2)  # a panel each
+        self.assertEqual(sum(len(plotted_points(spec)) for spec in page_specs(out) if "Roofline" in
+                             spec["layout"]["title"]["text"]), CPU_TIMED_BENCHMARKS + 7)
 
     def test_incomplete_run_is_flagged(self):
         folder = TemporaryFolder(self.addCleanup)
