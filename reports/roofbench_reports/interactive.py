@@ -3,9 +3,10 @@ in the legend, every point named on hover, zoom and pan. plotly.js itself comes 
 and is written into the page, so the page works offline."""
 
 import json
+import math
 
 from . import palette
-from .units import format_si
+from .units import format_number, format_si
 
 # Plotly's marker symbol for each of roofline.MARKER_SHAPES.
 _SYMBOLS = {"circle": "circle", "square": "square", "triangle": "triangle-up", "diamond": "diamond",
@@ -47,7 +48,7 @@ def _point_traces(model, point_hover):
                  "meta": group.plugin, "hoverinfo": "text",
                  "hovertext": [_html_lines(point_hover(p)) for p in group.points],
                  "line": {"color": group.colour, "width": 1.5},
-                 "marker": {"symbol": _SYMBOLS[group.shape], "color": group.colour, "size": 9,
+                 "marker": {"symbol": _SYMBOLS[group.shape], "color": group.colour, "size": 11,
                             "line": {"color": "white", "width": 1}}}
                 for group in model.groups]
     by_series = {}
@@ -71,17 +72,28 @@ def _crossing_traces(model):
             for plugin, crossings in by_plugin.items()]
 
 
+def _decade_axis(traces, key, formatter):
+    """A log axis' ticks at whole decades, labelled as the tables write numbers (1 T, 10 k)."""
+    values = [v for trace in traces for v in trace[key] if v and v > 0]
+    if not values:
+        return {}
+    low, high = math.floor(math.log10(min(values))), math.ceil(math.log10(max(values)))
+    decades = [10.0**exponent for exponent in range(low, high + 1)]
+    return {"tickvals": decades, "ticktext": [formatter(v) for v in decades]}
+
+
 def roofline_spec(model, point_hover):
+    traces = _roof_traces(model) + _point_traces(model, point_hover) + _crossing_traces(model)
     unplotted = f"; {model.unplotted} without FLOP/s or intensity not plotted" if model.unplotted else ""
     return {
-        "data": _roof_traces(model) + _point_traces(model, point_hover) + _crossing_traces(model),
+        "data": traces,
         "layout": {
             "title": {"text": f"Roofline: {model.device_name} ({len(model.points)} benchmarks{unplotted})", "x": 0.01},
             "font": _FONT, "height": ROOFLINE_HEIGHT, "hovermode": "closest", "plot_bgcolor": "white",
             "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP/byte)"}, "gridcolor": palette.GRID,
-                      "linecolor": palette.AXIS, "mirror": True},
+                      "linecolor": palette.AXIS, "mirror": True, **_decade_axis(traces, "x", format_number)},
             "yaxis": {"type": "log", "title": {"text": "performance (FLOP/s)"}, "gridcolor": palette.GRID,
-                      "exponentformat": "SI", "linecolor": palette.AXIS, "mirror": True},
+                      "linecolor": palette.AXIS, "mirror": True, **_decade_axis(traces, "y", format_si)},
             "legend": {"font": {"size": 11}},
         },
     }

@@ -62,20 +62,31 @@ class ReportFilesTest(unittest.TestCase):
 
     def test_roofline_elements(self):
         root = parse_svg(self.out / "roofline.svg")
-        self.assertEqual(len(elements_of_class(root, "polyline", "memory-roof")), 1)
         # Only the precisions the points use: fp32, tf32, bf16 = fp16 (merged), fp8; not fp64.
-        self.assertEqual(len(elements_of_class(root, "line", "compute-roof")), 4)
-        self.assertEqual(len(elements_of_class(root, "circle", "ridge")), 4)
-        self.assertEqual(len(points(root)), 7)  # 8 cases, copy has no FLOPs
+        self.assertEqual(len(with_id(root, "compute-roof")), 4)
+        self.assertEqual(len(with_id(root, "ridge")), 4)
+        self.assertEqual(len(with_id(root, "memory-roof")), 1)
+        self.assertEqual(len(with_id(root, "group")), 7)  # 8 cases, copy has no FLOPs
         labels = texts(root)
         self.assertIn("arithmetic intensity (FLOP/byte)", labels)
         self.assertIn("performance (FLOP/s)", labels)
         for tick in ("1 T", "1 P", "0.1", "1", "10", "1000"):
             self.assertIn(tick, labels)
-        self.assertIn("ridge bf16, fp16: 183 FLOP/B", labels)
-        self.assertIn("memory 4.1 TB/s", labels)
-        self.assertFalse([label for label in labels if label and "fp64" in label], labels)
-        self.assertIn("gpt/R1_fused (batch:64)", labels)  # the key names every case
+        self.assertIn("bf16, fp16 750 TFLOP/s, ridge 183 FLOP/B", labels)
+        self.assertIn("memory roof 4.1 TB/s", labels)
+        self.assertFalse([label for label in labels if "fp64" in label], labels)
+        self.assertIn("gpt/R1_fused (batch:64)", labels)  # the legend names every case
+
+    def test_the_page_plots_the_same_with_hover(self):
+        roofline = page_specs(self.out)[0]
+        points = plotted_points(roofline)
+        self.assertEqual(len(points), 7)
+        names = [trace["name"] for trace in roofline["data"]]
+        self.assertIn("memory roof 4.1 TB/s", names)
+        self.assertIn("bf16, fp16 750 TFLOP/s, ridge 183 FLOP/B", names)
+        self.assertFalse([name for name in names if "fp64" in name])
+        hover = next(text for name, text in points if name.startswith("gpt/R1_fused"))
+        self.assertTrue(hover.startswith("gpt/R1_fused/batch:64<br>time 172 ms"), hover)
 
     def test_waterfall_elements(self):
         root = parse_svg(self.out / "waterfall.svg")
@@ -113,7 +124,7 @@ class ReportContentTest(unittest.TestCase):
         out = write_report(self, CPU_RUN)
         self.assertFalse((out / "waterfall.svg").exists())
         self.assertTrue((out / "index.html").exists())
-        self.assertEqual(len(with_id(parse_svg(out / "roofline.svg"), "group")), 6)  # six cases
+        self.assertEqual(len(with_id(parse_svg(out / "roofline.svg"), "group")), 10)  # one per case and point
         self.assertEqual(len(plotted_points(page_specs(out)[0])), CPU_TIMED_BENCHMARKS)
 
     def test_errors_load_failures_and_not_run_are_listed(self):
