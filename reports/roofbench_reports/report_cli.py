@@ -23,7 +23,8 @@ def _static_figures():
 
         from . import static_plots
     except ImportError as error:
-        raise ResultsError(f"cannot draw the figures ({error}): apt-get install python3-matplotlib python3-plotly") from None
+        raise ResultsError(f"cannot draw the figures with {sys.executable} ({error}): "
+                           "apt-get install python3-matplotlib python3-plotly") from None
     return static_plots
 
 EXIT_BAD_INPUT = 2
