@@ -29,10 +29,8 @@ def _roof_traces(model):
             traces.append({"type": "scatter", "mode": "lines", "x": [start, end], "y": [start * bandwidth, end * bandwidth],
                            "name": name, "hoverinfo": "name",
                            "line": {"color": palette.MEMORY_ROOF, "width": 2.5, "dash": "dash" if read else "solid"}})
-    right = max([p.intensity for p in model.points] + [r.ridge(model.bandwidth) for r in model.roofs if model.bandwidth]
-                + [1.0]) * 10
     for roof in model.roofs:
-        start = roof.ridge(model.bandwidth) if model.bandwidth else model.memory_roof_start()
+        start, right = model.compute_roof_span(roof)
         traces.append({"type": "scatter", "mode": "lines+markers" if model.bandwidth else "lines",
                        "x": [start, right], "y": [roof.flops_per_s] * 2, "name": model.roof_label(roof),
                        "hoverinfo": "name", "line": {"color": roof.colour, "width": 2},

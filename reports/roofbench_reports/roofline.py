@@ -261,6 +261,13 @@ class Roofline:
             return max(roof.ridge(bandwidth) for roof in self.roofs)
         return max((p.intensity for p in self.points), default=1.0) * 10
 
+    def compute_roof_span(self, roof):
+        """(start, end) intensities of a compute roof: from its ridge to a decade past every point."""
+        start = roof.ridge(self.bandwidth) if self.bandwidth else self.memory_roof_start()
+        end = max([p.intensity for p in self.points] + [r.ridge(self.bandwidth) for r in self.roofs if self.bandwidth]
+                  + [1.0]) * 10
+        return start, end
+
     def memory_roof_start(self):
         ridges = [roof.ridge(self.bandwidth) for roof in self.roofs] if self.bandwidth else []
         return min([p.intensity for p in self.points] + [r / 10 for r in ridges] + [1.0]) / 2

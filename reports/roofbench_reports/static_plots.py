@@ -43,10 +43,8 @@ def _draw_roofs(ax, model):
         handles += ax.plot([start, end], [start * bandwidth, end * bandwidth], color=palette.MEMORY_ROOF,
                            linewidth=2 if read else 2.5, linestyle="--" if read else "-",
                            label=f"{what} {format_si(bandwidth, 'B/s')}", gid="read-memory-roof" if read else "memory-roof")
-    right = max([p.intensity for p in model.points] + [r.ridge(model.bandwidth) for r in model.roofs if model.bandwidth]
-                + [1.0]) * 10
     for roof in model.roofs:
-        start = roof.ridge(model.bandwidth) if model.bandwidth else model.memory_roof_start()
+        start, right = model.compute_roof_span(roof)
         handles += ax.plot([start, right], [roof.flops_per_s] * 2, color=roof.colour, linewidth=2,
                            label=f"{model.roof_label(roof)}", gid="compute-roof")
         if model.bandwidth:
