@@ -18,8 +18,9 @@ import sys
 import tempfile
 
 REPORTS = pathlib.Path(__file__).resolve().parent.parent / "reports"
-HEADLINE = re.compile(r"\*\*(REGRESSION|No regression|CANNOT JUDGE): (\d+) slower, \d+ gate regression\(s\), (\d+) faster, "
-                      r"(\d+) unchanged, (\d+) cannot judge")
+# roofbench-compare's headline (emphasised, **...**, when it fails).
+HEADLINE = re.compile(r"^\**(REGRESSION|No regression|CANNOT JUDGE): (\d+) slower, \d+ gate regression\(s\), "
+                      r"(\d+) faster, (\d+) unchanged, (\d+) cannot judge", re.M)
 
 
 def _parser():

@@ -17,7 +17,7 @@ table {{ border-collapse: collapse; font-size: 13px; margin: 8px 0 16px; }}
 th, td {{ border: 1px solid #d0d0d0; padding: 3px 8px; }}
 th {{ background: #f2f2f2; }}
 tr:nth-child(even) td {{ background: #fafafa; }}
-td.numeric, th.numeric {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.numeric, th.numeric {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 p.warning {{ color: {palette.WATERFALL_LOSS}; font-weight: bold; }}
 figure {{ margin: 12px 0 24px; }}
 figure div.plot {{ width: 100%; border: 1px solid #e0e0e0; }}

@@ -105,7 +105,7 @@ def waterfall_spec(waterfall):
         slots = [waterfall.slots[bar.slot] for bar in bars]
         traces.append({
             "type": "bar", "name": name,
-            "x": [[f"<b>{title}</b><br>{detail}" for title, detail in slots], ["<br>".join(bar.foot) for bar in bars]],
+            "x": [[f"<b>{title}</b><br>{detail}" for title, detail in slots], ["<br>".join(bar.foot_lines) for bar in bars]],
             "y": [bar.rung.rate or 0 for bar in bars],
             "text": ["<br>".join(bar.labels) for bar in bars], "textposition": "outside", "cliponaxis": False,
             "hoverinfo": "text", "hovertext": [bar.hover(waterfall.counter) for bar in bars],
@@ -118,8 +118,8 @@ def waterfall_spec(waterfall):
             "font": _FONT, "height": WATERFALL_HEIGHT, "showlegend": False, "plot_bgcolor": "white",
             "yaxis": {"title": {"text": waterfall.counter}, "range": [0, top * 1.5], "gridcolor": palette.GRID,
                       "exponentformat": "SI"},
-            "xaxis": {"type": "multicategory", "tickfont": {"size": 11}},
-            "margin": {"b": 150, "t": 90},
+            "xaxis": {"type": "multicategory", "tickfont": {"size": 11}, "tickangle": 0},
+            "margin": {"b": 130, "t": 90},
             "bargap": 0.15,
         },
     }

@@ -122,10 +122,6 @@ def _bar_positions(waterfall):
     return [bar.slot * (per_slot + RUNG_GAP) + bar.series_index for bar in waterfall.bars], per_slot
 
 
-def _foot_text(bar):
-    """The lines under a bar, a long series name over two lines so that neighbours do not touch."""
-    return "\n".join(line.replace(" ", "\n", 1) if len(line) > 12 else line for line in bar.foot)
-
 
 def _waterfall_axes(ax, waterfall):
     positions, per_slot = _bar_positions(waterfall)
@@ -136,9 +132,9 @@ def _waterfall_axes(ax, waterfall):
         over = "\n".join(bar.labels)
         ax.annotate(over, (x, height), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
                     fontsize=FONT_SIZE - 1.5, color=palette.WATERFALL_LOSS if bar.negative or not bar.rung.rate else None)
-    ax.set_xticks(positions, [_foot_text(bar) for bar in waterfall.bars], fontsize=FONT_SIZE - 1,
+    ax.set_xticks(positions, ["\n".join(bar.foot_lines) for bar in waterfall.bars], fontsize=FONT_SIZE - 1,
                   color=palette.MUTED_TEXT)
-    foot_lines = max(_foot_text(bar).count("\n") + 1 for bar in waterfall.bars)
+    foot_lines = max(len(bar.foot_lines) for bar in waterfall.bars)
     for slot, (title, detail) in enumerate(waterfall.slots):
         centre = slot * (per_slot + RUNG_GAP) + (per_slot - 1) / 2
         ax.annotate(f"{title}\n{detail}".strip(), (centre, 0), xycoords=("data", "axes fraction"),

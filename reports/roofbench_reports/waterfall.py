@@ -21,6 +21,8 @@ OTHER_SOURCES = {"pytorch": "PyTorch"}
 # Another series' bars: the series' colours, lighter (the same meaning, another framework or configuration),
 # each further series lighter still.
 SERIES_OPACITY = (1.0, 0.45, 0.25)
+# Under a bar, a line longer than this is broken at its first space.
+FOOT_LINE_CHARACTERS = 12
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,14 @@ class Bar:
     @property
     def energy(self):
         return _energy_text(self.rung)
+
+    @property
+    def foot_lines(self):
+        """foot, a long series name over two lines so that the labels of neighbouring bars do not touch."""
+        lines = []
+        for line in self.foot:
+            lines += line.split(" ", 1) if len(line) > FOOT_LINE_CHARACTERS else [line]
+        return lines
 
     def hover(self, counter):
         if not self.rung.rate:

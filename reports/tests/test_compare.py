@@ -1,5 +1,6 @@
 import contextlib
 import copy
+import importlib.util
 import io
 import subprocess
 import sys
@@ -361,6 +362,17 @@ class InputsTest(unittest.TestCase):
         description = completed.stdout.split("positional arguments:")[0]
         self.assertIn("3  cannot judge", description)
         self.assertTrue(description.rstrip().endswith(")"), description)
+
+    def test_the_recipe_check_reads_the_headline(self):
+        spec = importlib.util.spec_from_file_location("compare_recipe_check",
+                                                      REPORTS_DIR.parent / "scripts" / "compare_recipe_check.py")
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+        for base, new in (interleaved(0, 3), interleaved(0, 1)):
+            _, out, _ = compare_sides(base, new)
+            match = script.HEADLINE.search(out)
+            self.assertIsNotNone(match, out)
+            self.assertEqual(sum(map(int, match.groups()[1:])), len(verdicts(out)))
 
     def test_missing_zero_or_negative_times_are_refused(self):
         folder = TemporaryFolder(self.addCleanup)
