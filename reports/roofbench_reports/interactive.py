@@ -82,7 +82,7 @@ def _decade_axis(traces, key, formatter):
 
 def roofline_spec(model, point_hover):
     traces = _roof_traces(model) + _point_traces(model, point_hover) + _crossing_traces(model)
-    unplotted = f"; {model.unplotted} without FLOP/s or intensity not plotted" if model.unplotted else ""
+    unplotted = f"; {model.unplotted} without a plottable FLOP/s or intensity left out" if model.unplotted else ""
     return {
         "data": traces,
         "layout": {

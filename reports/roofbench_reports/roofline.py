@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from . import palette
+from .results import MAX_PLAUSIBLE_RATE
 from .units import format_number, format_percent, format_si, format_time
 
 MARKER_SHAPES = ("circle", "square", "triangle", "diamond", "triangle-down", "pentagon", "star", "hexagon")
@@ -124,13 +125,18 @@ class Roof:
         return self.flops_per_s / bandwidth
 
 
+def _plottable(value):
+    """A FLOP/s or FLOP/byte a log axis can hold: positive, and not beyond any device (a corrupt counter)."""
+    return value is not None and 0 < value <= MAX_PLAUSIBLE_RATE
+
+
 def plottable_points(device_results):
-    """Benchmarks with a positive FLOP/s and AI, numbered from 1 in report order."""
+    """Benchmarks with a plottable FLOP/s and AI, numbered from 1 in report order."""
     candidates = [b for benchmarks in device_results.plugins().values() for b in benchmarks]
     points = []
     for benchmark in candidates:
         intensity, rate = benchmark.counter("AI"), benchmark.counter("FLOP/s")
-        if intensity and rate and intensity > 0 and rate > 0:
+        if _plottable(intensity) and _plottable(rate):
             points.append(Point(len(points) + 1, benchmark, intensity, rate))
     return points
 

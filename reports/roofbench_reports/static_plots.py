@@ -89,7 +89,7 @@ def _roofline_axes(ax, model):
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: format_number(value)))
     _si_axis(ax.yaxis)
     ax.grid(True, which="major", color=palette.GRID, linewidth=0.6)
-    unplotted = f"; {model.unplotted} without FLOP/s or intensity not plotted" if model.unplotted else ""
+    unplotted = f"; {model.unplotted} without a plottable FLOP/s or intensity left out" if model.unplotted else ""
     ax.set_title(f"Roofline: {model.device_name} ({len(model.points)} benchmarks{unplotted})", loc="left",
                  fontsize=FONT_SIZE + 2)
     handles = roof_handles + point_handles

@@ -194,6 +194,15 @@ class ReportContentTest(unittest.TestCase):
                 self.assertIn(f"(data in {expected})", summary)
                 self.assertEqual(summary.count("(data in "), 1)
 
+    def test_a_corrupt_counter_leaves_its_point_out(self):
+        folder = TemporaryFolder(self.addCleanup)
+        document = load_fixture(GPU_RUN)
+        document["benchmarks"][5]["AI"] = 1e308
+        out = write_report(self, folder.write_json("corrupt.json", document))
+        [roofline] = [spec for spec in page_specs(out) if "Roofline" in spec["layout"]["title"]["text"]]
+        self.assertEqual(len(plotted_points(roofline)), 6)
+        self.assertIn("2 without a plottable FLOP/s or intensity left out", roofline["layout"]["title"]["text"])
+
     def test_bad_input_exits_2_with_one_line(self):
         folder = TemporaryFolder(self.addCleanup)
         nameless, negative, zero, huge = (load_fixture(GPU_RUN) for _ in range(4))
