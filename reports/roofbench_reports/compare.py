@@ -1,9 +1,9 @@
 """Compares two sets of runs benchmark by benchmark, judging on runs, not on samples.
 
-The unit of evidence is one run's median (a --benchmark_repetitions repetition, or a separate results
-file): samples inside one run share that run's placement, clocks and neighbours, so two runs of one
-binary differ by more than their samples' spread suggests, and a test on pooled samples flags one
-binary against itself (one pair in four at p < 0.001, five-percent "regressions"). The rule:
+The unit of evidence is one independent run: one results file, one process, its median the median of its
+repetitions. Samples and repetitions inside one process share its placement, clocks and neighbours, so
+two processes of one binary differ by more than their spread suggests: a test that took one process's
+repetitions as runs called one binary 1.23x faster than itself (p = 0.039). The rule:
 
 - at least MIN_RUNS runs on each side: Welch's t test on the logarithms of the run medians, its
   p-values Holm-adjusted over every benchmark judged (so the chance of any false call in the whole
@@ -12,9 +12,10 @@ binary against itself (one pair in four at p < 0.001, five-percent "regressions"
   it); otherwise "cannot judge".
 - fewer runs: "cannot judge", except a change beyond OBVIOUS_FACTOR (2x), which no run-to-run noise
   seen on any of roofbench's devices explains.
-- a result whose runs were unsettled (fast samples far below the median: contention slowed most of the
-  run, UNSETTLED_FAST_EDGE) is never judged: on a busy machine such medians flip by 2x between identical
-  runs, with tight repetitions inside each.
+- with fewer runs, a result whose runs were unsettled (fast samples far below the median: contention slowed
+  most of the run, UNSETTLED_FAST_EDGE) is not judged even beyond 2x: on a busy machine such medians flip
+  by 2x between identical runs. With 3+ runs a side the spread of the run medians shows that, and the
+  test weighs it.
 - a result the host flagged noisy (roofbench.quality) is judged on its run medians with 3+ runs a side
   and noted; with fewer, it is not judged at all.
 """
@@ -179,6 +180,8 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         comparison = Comparison(name, SideSummary.of(base), SideSummary.of(new), base.gate, new.gate)
         comparisons.append(comparison)
         mismatch, ignored = _mode_mismatch(base, new, ignored_facts)
+        few_runs = comparison.base is not None and comparison.new is not None and min(
+            comparison.base.runs, comparison.new.runs) < MIN_RUNS
         base_energy, new_energy = base.counter("energy_per_run"), new.counter("energy_per_run")
         if base_energy and new_energy:  # --energy on both sides: at the power limit, what sets the time
             comparison.notes.append(f"energy {format_si(base_energy, 'J')} -> {format_si(new_energy, 'J')} per run "
@@ -190,18 +193,18 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         elif mismatch:
             comparison.verdict = NOT_COMPARABLE
             comparison.notes.append(mismatch)
-        elif comparison.base.unsettled or comparison.new.unsettled:
+        elif few_runs and (comparison.base.unsettled or comparison.new.unsettled):
             worst = min(comparison.base.fast_edge, comparison.new.fast_edge)
             comparison.verdict = CANNOT_JUDGE
             comparison.notes.append(f"unsettled: a run's fast samples are {100 * (1 - worst):.0f}% under its median, "
                                     "so its median need not repeat")
-        elif (comparison.base.noisy or comparison.new.noisy) and min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+        elif few_runs and (comparison.base.noisy or comparison.new.noisy):
             comparison.verdict = CANNOT_JUDGE
             comparison.notes.append(f"noisy in {_noisy_sides(comparison)}, {comparison.base.runs} vs "
                                     f"{comparison.new.runs} runs")
-        elif min(comparison.base.runs, comparison.new.runs) < MIN_RUNS:
+        elif few_runs:
             _judge_without_test(comparison, f"{comparison.base.runs} vs {comparison.new.runs} runs; "
-                                            f"{MIN_RUNS}+ each to judge (--benchmark_repetitions)")
+                                            f"{MIN_RUNS}+ each to judge (one results file per run)")
         else:
             if comparison.base.noisy or comparison.new.noisy:
                 comparison.notes.append(f"noisy in {_noisy_sides(comparison)}: judged on its run medians")
@@ -268,6 +271,20 @@ class RunProblems:
         return (bool(self.removed) and not self.allow_removed) or (bool(self.incomplete_new) and not self.allow_incomplete)
 
 
+REGRESSION, NO_REGRESSION, NOTHING_JUDGED = "REGRESSION", "No regression", "CANNOT JUDGE"
+
+
+def comparison_outcome(comparisons, problems):
+    """REGRESSION when anything got slower, newly fails its gate, or the run lost benchmarks; CANNOT JUDGE
+    when no benchmark could be judged either way (a pass on such a comparison would be a pass on nothing);
+    else No regression."""
+    if any(c.regressed for c in comparisons) or problems.failing:
+        return REGRESSION
+    if not any(c.verdict in (SLOWER, FASTER, SAME) for c in comparisons):
+        return NOTHING_JUDGED
+    return NO_REGRESSION
+
+
 COLUMNS = [Column("benchmark"), Column("base", numeric=True), Column("new", numeric=True),
            Column("change", numeric=True), Column("verdict"), Column("p (Holm)", numeric=True),
            Column("gate base->new"), Column("note")]
@@ -288,13 +305,17 @@ def comparison_document(comparisons, added, problems, base_runs, new_runs, thres
     counts = {verdict: sum(c.verdict == verdict for c in comparisons)
               for verdict in (SLOWER, FASTER, SAME, CANNOT_JUDGE, NOT_COMPARABLE, NO_TIMING)}
     gate_regressions = sum(c.gate_regressed for c in comparisons)
-    failing = any(c.regressed for c in comparisons) or problems.failing
+    outcome = comparison_outcome(comparisons, problems)
+    failing = outcome != NO_REGRESSION
     document.add(Paragraph(f"Base: {_runs_text(base_runs)}."))
     document.add(Paragraph(f"New: {_runs_text(new_runs)}."))
-    summary = (f"{'REGRESSION' if failing else 'No regression'}: {counts[SLOWER]} slower, {gate_regressions} "
+    summary = (f"{outcome}: {counts[SLOWER]} slower, {gate_regressions} "
                f"gate regression(s), {counts[FASTER]} faster, {counts[SAME]} unchanged, {counts[CANNOT_JUDGE]} "
                f"cannot judge, {counts[NOT_COMPARABLE]} not comparable; {len(added)} added, "
                f"{len(problems.removed)} removed.")
+    if outcome == NOTHING_JUDGED:
+        summary += (f" No benchmark could be judged: give each side {MIN_RUNS}+ runs, each its own process and "
+                    "results file (--base FILE, --new FILE).")
     document.add(Paragraph(summary, emphasis=failing))
     for title in problems.incomplete_new:
         allowed = " (allowed by --allow-incomplete)" if problems.allow_incomplete else ": this fails the comparison (--allow-incomplete to accept)"
@@ -307,7 +328,8 @@ def comparison_document(comparisons, added, problems, base_runs, new_runs, thres
         document.add(Paragraph(f"{len(problems.removed)} benchmark(s) of the base are missing from the new run{allowed}.",
                                emphasis=not problems.allow_removed))
     document.add(Paragraph(
-        f"Judged on run medians: with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
+        f"Judged on independent runs (one results file each; repetitions inside one file are one run): "
+        f"with {MIN_RUNS}+ runs a side, Welch's t test on their logarithms, Holm-adjusted "
         f"over the benchmarks, p < {alpha:g} and a change over {threshold * 100:g}%; with fewer, only a change "
         f"beyond {OBVIOUS_FACTOR:g}x counts, and none for a result flagged noisy or unsettled (its fast samples "
         f"over {100 * (1 - UNSETTLED_FAST_EDGE):.0f}% under its median). ± is each side's noise."))

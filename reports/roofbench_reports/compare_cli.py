@@ -1,16 +1,28 @@
-"""roofbench-compare BASE.json NEW.json: a Markdown comparison for a pull-request comment. Exit 1 when a
-benchmark got slower, a gate that passed now fails, a benchmark of the base is missing from the new
-run or the new run is incomplete (the last two unless allowed); 2 on bad input or runs that measured
-different things (devices, hot/cold, gates on/off)."""
+"""roofbench-compare BASE.json NEW.json [--base FILE]... [--new FILE]...: a Markdown comparison for a
+pull-request comment, judged on independent runs.
+
+Each results file is one run (one process; its repetitions are folded into one median): a benchmark is
+judged only with 3 or more files a side, or on a change beyond 2x. Run base and new as separate processes,
+interleaved, on one machine (docs/compare.md).
+
+Exit codes:
+  0  no regression, and at least one benchmark was judged
+  1  a benchmark got slower, a gate that passed now fails, a benchmark of the base is missing from the
+     new run or the new run is incomplete (the last two unless allowed)
+  2  bad input: an unreadable file, a time that is missing, zero or negative, runs that measured
+     different things (devices, hot/cold, gates on/off), or bad arguments
+  3  cannot judge: no benchmark could be judged either way (too few runs, too noisy)"""
 
 import argparse
 import sys
 
-from .compare import RunProblems, compare_benchmarks, comparison_document
+from .compare import (NO_REGRESSION, NOTHING_JUDGED, REGRESSION, RunProblems, compare_benchmarks,
+                      comparison_document, comparison_outcome)
 from .markdown import render_markdown
 from .results import DeviceResults, ResultsError, load_run_file
 
-EXIT_SAME, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_SAME, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_CANNOT_JUDGE = 0, 1, 2, 3
+_EXIT_CODES = {NO_REGRESSION: EXIT_SAME, REGRESSION: EXIT_REGRESSION, NOTHING_JUDGED: EXIT_CANNOT_JUDGE}
 
 
 def _fraction(text):
@@ -21,13 +33,14 @@ def _fraction(text):
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="roofbench-compare", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="roofbench-compare", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("base", help="results JSON of the baseline (--base adds more runs of it)")
     parser.add_argument("new", help="results JSON to judge against it (--new adds more runs of it)")
     parser.add_argument("--base", dest="more_base", action="append", default=[], metavar="FILE",
-                        help="another run of the baseline (repeatable): runs are pooled with repetitions")
+                        help="another run of the baseline, from its own process (repeatable)")
     parser.add_argument("--new", dest="more_new", action="append", default=[], metavar="FILE",
-                        help="another run of the new side (repeatable)")
+                        help="another run of the new side, from its own process (repeatable)")
     parser.add_argument("--threshold", type=_fraction, default=0.05,
                         help="smallest relative change of the median that counts (default 0.05 = 5%%)")
     parser.add_argument("--alpha", type=_fraction, default=0.05,
@@ -96,5 +109,4 @@ def main(argv=None):
     document = comparison_document(comparisons, added, problems, base.files, new.files, arguments.threshold,
                                    arguments.alpha)
     print(render_markdown(document), end="")
-    failed = any(c.regressed for c in comparisons) or problems.failing
-    return EXIT_REGRESSION if failed else EXIT_SAME
+    return _EXIT_CODES[comparison_outcome(comparisons, problems)]

@@ -22,6 +22,7 @@ class Paragraph:
 class Column:
     title: str
     numeric: bool = False  # right-aligned
+    folded: bool = False  # long cells (a library's choices per shape) fold on the HTML page
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,11 @@ class BulletList:
 
 @dataclass(frozen=True)
 class Figure:
-    """An SVG drawing; Markdown cannot inline it, so only the HTML page shows it."""
+    """An interactive plot (a Plotly figure spec); Markdown cannot show it, so only the HTML page does, and
+    the static SVG files beside summary.md carry the same figures."""
 
-    svg: object
+    spec: dict
+    plugins: tuple = ()  # the plugins its traces show, for the page's plugin filter
     caption: str = ""
 
 

@@ -36,6 +36,15 @@ class Device:
     key: str
     kind: str
     name: str
+    # The cache a hot run's data can stay in, as the results give its level (device.llc_level: 3 is "L3");
+    # else a GPU's is its L2, and a CPU's is called what it is: its last-level cache.
+    cache_level: str = ""
+
+    @property
+    def cache_name(self):
+        if self.cache_level:
+            return self.cache_level
+        return "L2" if self.kind == "cuda" else "last-level cache"
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,10 @@ class Ceilings:
             datasheet_bandwidth_Bps=finite_number(datasheet.get("bandwidth_Bps")),
             datasheet_flops=_finite_values(datasheet.get("flops")),
         )
+
+
+def _cache_name(level):
+    return f"L{level}" if isinstance(level, int) and not isinstance(level, bool) and level > 0 else ""
 
 
 def _object(value):
@@ -134,25 +147,28 @@ def parse_run(document, path="<results>"):
     if not isinstance(benchmarks, list):
         raise ResultsError(f"{path}: not a roofbench results file (no benchmarks list)")
     device = _object(roofbench.get("device"))
+    ceilings = Ceilings.from_json(_object(roofbench.get("ceilings")))
+    _check_ceilings(ceilings, path)
+    entries = [entry for entry in benchmarks
+               if isinstance(entry, dict) and entry.get("run_type") != _AGGREGATE_RUN_TYPE]
+    for index, entry in enumerate(entries):
+        _check_entry(entry, index, path)
     return RunFile(
         path=str(path),
         device=Device(
             key=str(device.get("key") or "unknown-device"),
             kind=str(device.get("kind") or "?"),
             name=str(device.get("name") or "unknown device"),
+            cache_level=_cache_name(device.get("llc_level")),
         ),
-        ceilings=Ceilings.from_json(_object(roofbench.get("ceilings"))),
+        ceilings=ceilings,
         suite=str(roofbench.get("suite") or ""),
         date=str(context.get("date") or ""),
         host_name=str(context.get("host_name") or ""),
         complete=roofbench.get("complete") is True,
         load_failures=[_object(item) for item in _list(roofbench.get("load_failures"))],
         not_run=[_object(item) for item in _list(roofbench.get("not_run"))],
-        entries=[
-            entry
-            for entry in benchmarks
-            if isinstance(entry, dict) and entry.get("run_type") != _AGGREGATE_RUN_TYPE and "name" in entry
-        ],
+        entries=entries,
         mode=str(roofbench.get("mode") or ""),
         gate_mode=str(roofbench.get("gate") or ""),
         version=str(roofbench.get("version") or ""),
@@ -171,6 +187,37 @@ def _framework_text(context):
         return ""
     text = f"PyTorch {pytorch.get('version') or '?'}"
     return text + (f", CUDA {pytorch['cuda']}" if pytorch.get("cuda") else "")
+
+
+# A zettaFLOP/s or zettabyte/s: a thousand times any device's; a ceiling beyond it is a corrupt file.
+MAX_PLAUSIBLE_RATE = 1e21
+
+
+def _check_ceilings(ceilings, path):
+    rates = {"bandwidth_Bps": ceilings.bandwidth_Bps, "read_bandwidth_Bps": ceilings.read_bandwidth_Bps,
+             "datasheet bandwidth_Bps": ceilings.datasheet_bandwidth_Bps}
+    rates.update((f"flops.{precision}", value) for precision, value in ceilings.flops.items())
+    rates.update((f"datasheet flops.{precision}", value) for precision, value in ceilings.datasheet_flops.items())
+    for name, value in rates.items():
+        if value is not None and not 0 <= value <= MAX_PLAUSIBLE_RATE:
+            raise ResultsError(f"{path}: ceiling {name} is {value:g}, outside 0 to {MAX_PLAUSIBLE_RATE:g}")
+
+
+def _check_entry(entry, index, path):
+    """Refuses an entry a report or a comparison would misread: no name, or a run that did not error
+    yet has a missing, zero or negative time (it would read as infinitely fast)."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ResultsError(f"{path}: benchmark entry {index} has no name")
+    if entry.get("error_occurred") is True:
+        return  # Google Benchmark writes zero times for a run that errored before it was timed
+    for key in ("real_time", "time_median"):
+        if key not in entry and key == "time_median":
+            continue
+        value = finite_number(entry.get(key))
+        if value is None or value <= 0:
+            shown = "missing" if entry.get(key) is None else f"{entry.get(key)!r}"
+            raise ResultsError(f"{path}: {name}: {key} is {shown}, not a positive time")
 
 
 def entry_median_seconds(entry):
@@ -210,6 +257,7 @@ class Benchmark:
         self.ranks_label = ranks_label
         self.name = f"{base_name} [{ranks_label}]" if ranks_label else base_name
         self.entries = []
+        self.entry_files = []  # per entry: the index of the results file it came from
 
     def _info(self, key, default=""):
         for entry in self.entries:
@@ -352,8 +400,15 @@ class Benchmark:
         return ratios
 
     def run_medians(self):
-        """Median time of each run (repetition or file) that was timed."""
-        return [seconds for seconds in map(entry_median_seconds, self.entries) if seconds is not None]
+        """Median time of each independent run that was timed: one per results file, the median of its
+        repetitions. Repetitions inside one process share its placement, clocks and neighbours, so they
+        are not independent runs: a change of load between two processes would read as a change of code."""
+        per_file = {}
+        for file_index, entry in zip(self.entry_files, self.entries):
+            seconds = entry_median_seconds(entry)
+            if seconds is not None:
+                per_file.setdefault(file_index, []).append(seconds)
+        return [median(times) for times in per_file.values()]
 
     @property
     def errored(self):
@@ -403,7 +458,9 @@ class DeviceResults:
         self.files.append(run)
         for entry in run.entries:
             benchmark = Benchmark(str(entry.get("run_name") or entry["name"]), ranks_label(entry))
-            self.benchmarks.setdefault(benchmark.name, benchmark).entries.append(entry)
+            merged = self.benchmarks.setdefault(benchmark.name, benchmark)
+            merged.entries.append(entry)
+            merged.entry_files.append(len(self.files) - 1)
 
     @property
     def load_failures(self):

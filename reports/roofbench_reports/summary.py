@@ -6,13 +6,14 @@ from dataclasses import dataclass
 
 from .document import BulletList, Column, Document, Figure, Heading, Paragraph, Table
 from .palette import precision_order
-from .roofline import roofline_figure
+from .interactive import roofline_spec, waterfall_spec
+from .roofline import point_hover, roofline_of
 from .scaling import scaling_blocks
 from .units import format_number, format_percent, format_si, format_time
-from .waterfall import ladder_groups, waterfall_figure
+from .waterfall import ladder_groups, waterfall_of
 
 BENCHMARK_COLUMNS = [
-    Column("benchmark"), Column("time", numeric=True), Column("noise", numeric=True),
+    Column("benchmark"), Column("time", numeric=True), Column("rate", numeric=True), Column("noise", numeric=True),
     Column("FLOP/s", numeric=True), Column("B/s", numeric=True), Column("AI", numeric=True),
     Column("% of roof", numeric=True), Column("bound"), Column("gate"),
 ]
@@ -27,9 +28,10 @@ class DeviceFigures:
 
 
 def device_figures(device_results):
+    """The device's roofline and waterfalls as data (roofline.Roofline, waterfall.Waterfall)."""
     return DeviceFigures(
-        roofline=roofline_figure(device_results),
-        waterfalls=[waterfall_figure(name, rungs, device_results.device.name)
+        roofline=roofline_of(device_results),
+        waterfalls=[waterfall_of(name, rungs, device_results.device.name)
                     for name, rungs in ladder_groups(device_results).items()],
     )
 
@@ -72,15 +74,22 @@ def _gate_cell(benchmark):
     return f"{gate}, noisy" if benchmark.noisy and gate == "pass" else gate
 
 
-def benchmark_row(benchmark):
+def rate_text(benchmark):
+    """The headline rate as the console shows it ('1.2 M tokens/s'), for a case that counts items."""
+    counter = benchmark.items_counter
+    rate = benchmark.counter(counter) if counter else None
+    return format_si(rate, counter) if rate is not None else "—"
+
+
+def benchmark_row(benchmark, cache_name="L2"):
     name = benchmark.short_name
     if benchmark.repetitions > 1:
         name += f" (median of {benchmark.repetitions} runs)"
     return [
-        name, format_time(benchmark.median_seconds), _noise_text(benchmark),
+        name, format_time(benchmark.median_seconds), rate_text(benchmark), _noise_text(benchmark),
         format_si(benchmark.counter("FLOP/s")), format_si(benchmark.counter("B/s")),
         format_number(benchmark.counter("AI")), format_percent(benchmark.counter("roof_pct")),
-        (benchmark.bound or "—") + (" (data in L2)" if benchmark.cache_resident else "")
+        (benchmark.bound or "—") + (f" (data in {cache_name})" if benchmark.cache_resident else "")
         + (" (read roof)" if benchmark.read_dominated else ""), _gate_cell(benchmark),
     ]
 
@@ -121,9 +130,10 @@ def _add_device_section(document, device_results, figures):
     datasheet = device_results.ceilings.datasheet_name
     document.add(Heading(3, "Ceilings" + (f" (datasheet: {datasheet})" if datasheet else "")))
     document.add(ceilings_table(device_results.ceilings))
-    document.add(Figure(figures.roofline))
+    roofline = figures.roofline
+    document.add(Figure(roofline_spec(roofline, point_hover), tuple(sorted({g.plugin for g in roofline.groups}))))
     for waterfall in figures.waterfalls:
-        document.add(Figure(waterfall))
+        document.add(Figure(waterfall_spec(waterfall), tuple(sorted({b.rung.benchmark.plugin for b in waterfall.bars}))))
     for plugin, benchmarks in device_results.plugins().items():
         document.add(Heading(3, f"Plugin {plugin}"))
         # Facts (how a point ran, e.g. the algorithm a library chose) get a column where a case has any.
@@ -131,8 +141,8 @@ def _add_device_section(document, device_results, figures):
         # Energy (--energy) likewise, where a benchmark of the plugin has the figure.
         with_energy = any(b.counter("energy_per_run") is not None for b in benchmarks)
         columns = (BENCHMARK_COLUMNS + ([Column("energy / run", numeric=True)] if with_energy else [])
-                   + ([Column("facts")] if with_facts else []))
-        table_rows = [benchmark_row(b) + ([_energy_text(b)] if with_energy else [])
+                   + ([Column("facts", folded=True)] if with_facts else []))
+        table_rows = [benchmark_row(b, device.cache_name) + ([_energy_text(b)] if with_energy else [])
                       + ([_facts_text(b)] if with_facts else []) for b in benchmarks]
         document.add(Table(columns, table_rows, tag=plugin))
         for block in scaling_blocks(benchmarks, tag=plugin):

@@ -13,32 +13,16 @@ named series, which starts part way up (no eager rung), takes its source's first
 import re
 from dataclasses import dataclass
 
-from . import axes, palette
-from .labels import text_width, truncate
-from .scales import LinearScale, nice_ticks_from_zero
-from .svg import figure, group, rect, text, tooltip
+from . import palette
 from .units import format_si
 
-PLOT_LEFT = 84
-PLOT_TOP = 76
-PLOT_HEIGHT = 300
-MIN_SLOT_WIDTH = 120
-MIN_WIDTH = 560
-BAR_FRACTION = 0.6
-# With several series each slot holds a bar per series, each as wide as its labels need.
-MIN_SERIES_SLOT_WIDTH = 170
-SERIES_BAR_FRACTION = 0.84
-LABEL_FONT_SIZE = 11
-LABEL_LINE = 14
-# Room above the tallest bar for its label lines.
-_HEADROOM = 1.45
-# Room under the axis: the rung's name, its point, and per bar its series, peak memory and energy per run.
-_FOOT = 106
 _RUNG_NUMBER = re.compile(r"^(R\d+)(?:_|$)")
 OTHER_SOURCES = {"pytorch": "PyTorch"}
 # Another series' bars: the series' colours, lighter (the same meaning, another framework or configuration),
 # each further series lighter still.
-_SERIES_OPACITY = (1.0, 0.45, 0.25)
+SERIES_OPACITY = (1.0, 0.45, 0.25)
+# Under a bar, a line longer than this is broken at its first space.
+FOOT_LINE_CHARACTERS = 12
 
 
 @dataclass(frozen=True)
@@ -175,103 +159,113 @@ def ladder_groups(device_results):
     return groups
 
 
-def _bar_colour(negative, baseline):
-    if baseline:
-        return palette.WATERFALL_BASELINE
-    return palette.WATERFALL_LOSS if negative else palette.WATERFALL_GAIN
-
-
 def _memory_text(rung):
     peak = rung.peak_memory
     return f"{peak / 2**30:.2f} GiB" if peak else "peak ?"
 
 
 def _energy_text(rung):
-    return format_si(rung.energy, "J") + "/run" if rung.energy else None
+    return format_si(rung.energy, "J") + "/run" if rung.energy else ""
 
 
-def waterfall_figure(ladder_name, benchmarks, device_name):
-    series = split_series(benchmarks)
-    slots = []  # rung keys in declared order: roofbench's first, then any the other series add
-    for _, rungs in series:
-        for rung in rungs:
-            if rung.key not in slots:
-                slots.append(rung.key)
-    every = [rung for _, rungs in series for rung in rungs]
-    counter = next((b.items_counter for b in benchmarks if b.items_counter), "items/s")
-    longest = max(max(len(r.title), len(r.detail)) for r in every)
-    fraction = BAR_FRACTION if len(series) == 1 else SERIES_BAR_FRACTION
-    minimum_slot = MIN_SLOT_WIDTH if len(series) == 1 else MIN_SERIES_SLOT_WIDTH * len(series)
-    slot_width = max(minimum_slot, text_width("x" * longest, LABEL_FONT_SIZE) + 16)
-    width = max(MIN_WIDTH, PLOT_LEFT + slot_width * len(slots) + 30)
-    area = axes.PlotArea(PLOT_LEFT, PLOT_TOP, width - PLOT_LEFT - 30, PLOT_HEIGHT)
-    slot_width = area.width / len(slots)  # a short ladder spreads over the minimum width
-    root = figure(width, area.bottom + _FOOT)
-    root.attributes["class"] = "waterfall"
+@dataclass(frozen=True)
+class Bar:
+    """One rung of one series, with everything both plots write on it, over it and under it."""
 
-    every_name = [series_name(source) for source, _ in series]
-    names = " and ".join([", ".join(every_name[:-1]), every_name[-1]]) if len(series) > 1 else every_name[0]
-    first_name = next((r.title for r in series[0][1] if r.rate), "the first rung")
-    axes.draw_title(root, 24, 24, f"Ladder {ladder_name}: {counter} on {device_name}" +
-                    (f" ({names})" if len(series) > 1 else ""),
-                    f"cumulative rungs; labels: ratio to the previous rung and to the first ({first_name})")
-    with_energy = any(r.energy for r in every)
-    # Within the narrowest figure's width either way.
-    legend = ("red: slower than its left neighbour; under each bar: peak memory and energy per run" if with_energy
-              else "red: a negative rung, slower than its left neighbour; under each bar: its peak memory")
-    root.add(text(24, 60, legend, font_size=LABEL_FONT_SIZE, fill=palette.MUTED_TEXT))
-    ticks = nice_ticks_from_zero(max((r.rate for r in every if r.rate), default=1) * _HEADROOM)
-    y_scale = LinearScale(0, ticks[-1], area.bottom, area.top)
-    axes.draw_y_ticks(root, area, [(y_scale(v), format_si(v)) for v in ticks])
-    axes.draw_frame(root, area)
-    axes.draw_axis_titles(root, area, "", counter)
+    slot: int
+    series_index: int
+    series: str  # its series' name ("roofbench", "PyTorch reduce-overhead")
+    rung: Rung
+    labels: list  # over the bar: its rate, then its ratios, then "negative rung" when it is one
+    negative: bool
+    baseline: bool
+    foot: list  # under the bar: its series (with several), its point when it differs, peak memory, energy
 
-    bars = root.add(group(class_="bars", font_size=LABEL_FONT_SIZE, fill=palette.TEXT))
-    bar_width = slot_width * fraction / len(series)
-    max_chars = int(slot_width / 6.6)
-    titled = {}  # slot -> the point its title names
+    @property
+    def colour(self):
+        if self.baseline:
+            return palette.WATERFALL_BASELINE
+        return palette.WATERFALL_LOSS if self.negative else palette.WATERFALL_GAIN
+
+    @property
+    def opacity(self):
+        return SERIES_OPACITY[min(self.series_index, len(SERIES_OPACITY) - 1)]
+
+    @property
+    def energy(self):
+        return _energy_text(self.rung)
+
+    @property
+    def foot_lines(self):
+        """foot, a long series name over two lines so that the labels of neighbouring bars do not touch."""
+        lines = []
+        for line in self.foot:
+            lines += line.split(" ", 1) if len(line) > FOOT_LINE_CHARACTERS else [line]
+        return lines
+
+    def hover(self, counter):
+        if not self.rung.rate:
+            return f"{self.rung.benchmark.name}: " + ("; ".join(self.rung.benchmark.error_messages) or f"no {counter}")
+        parts = [f"{self.rung.benchmark.name}: {format_si(self.rung.rate, counter)}"]
+        if self.rung.peak_memory:
+            parts.append(f"peak memory {_memory_text(self.rung)}")
+        if self.energy:
+            parts.append(self.energy)
+        return ", ".join(parts)
+
+
+@dataclass
+class Waterfall:
+    title: str
+    subtitle: str
+    counter: str  # 'tokens/s'
+    slots: list  # [(rung title, its point)] in declared order
+    bars: list
+    series_names: list
+
+    @property
+    def with_energy(self):
+        return any(bar.energy for bar in self.bars)
+
+
+def _bars_of(series, slots):
+    bars, titled = [], {}
     for series_index, (source, rungs) in enumerate(series):
         anchor = series_anchor(series, source)
         labels, negatives = ratio_labels(rungs, anchor), negative_rungs(rungs, anchor)
         first_valued = None if anchor else next((i for i, r in enumerate(rungs) if r.rate), None)
         for index, rung in enumerate(rungs):
             slot = slots.index(rung.key)
-            centre = area.left + slot_width * (slot + 0.5)
-            x = centre - slot_width * fraction / 2 + bar_width * series_index
-            bar_centre = x + bar_width / 2
-            if slot not in titled:  # the slot's name and point, from the first series that has it
-                titled[slot] = rung.detail
-                bars.add(text(centre, area.bottom + 16, truncate(rung.title, max_chars), text_anchor="middle",
-                              font_weight="bold"))
-                bars.add(text(centre, area.bottom + 30, truncate(rung.detail, max_chars), text_anchor="middle",
-                              fill=palette.MUTED_TEXT))
-            foot = [(_memory_text(rung), "memory")]
-            if len(series) > 1:
-                other_point = rung.detail and rung.detail != titled[slot]
-                foot.insert(0, (series_name(source) + (f" {rung.detail}" if other_point else ""), None))
-            if _energy_text(rung):
-                foot.append((_energy_text(rung), "energy"))
-            for line_index, (content, css_class) in enumerate(foot):
-                bars.add(text(bar_centre, area.bottom + 46 + LABEL_LINE * line_index,
-                              truncate(content, int(bar_width / 6)), text_anchor="middle",
-                              fill=palette.MUTED_TEXT, class_=css_class))
-            if not rung.rate:
-                message = "; ".join(rung.benchmark.error_messages) or f"no {counter} counter"
-                note = bars.add(text(bar_centre, area.bottom - 8, "no data", text_anchor="middle",
-                                     fill=palette.WATERFALL_LOSS))
-                note.add(tooltip(message))
-                continue
-            top = y_scale(rung.rate)
-            opacity = _SERIES_OPACITY[min(series_index, len(_SERIES_OPACITY) - 1)]
-            style = {"fill_opacity": opacity} if series_index > 0 else {}
-            bar = bars.add(rect(x, top, bar_width, area.bottom - top,
-                                fill=_bar_colour(negatives[index], index == first_valued), class_="bar", **style))
-            memory = f", peak memory {_memory_text(rung)}" if rung.peak_memory else ""
-            energy = f", {_energy_text(rung)}" if rung.energy else ""
-            bar.add(tooltip(f"{rung.benchmark.name}: {format_si(rung.rate, counter)}{memory}{energy}"))
-            lines = [format_si(rung.rate)] + labels[index] + (["negative rung"] if negatives[index] else [])
-            for line_index, content in enumerate(lines):
-                bars.add(text(bar_centre, top - 6 - LABEL_LINE * (len(lines) - 1 - line_index), content,
-                              text_anchor="middle", font_weight="bold" if line_index == 0 else None,
-                              fill=palette.WATERFALL_LOSS if content == "negative rung" else None))
-    return root
+            titled.setdefault(slot, rung.detail)
+            foot = [series_name(source) if len(series) > 1 else ""]
+            if rung.detail and rung.detail != titled[slot]:
+                foot[0] = f"{foot[0]} {rung.detail}".strip()
+            foot += [_memory_text(rung), _energy_text(rung)]
+            over = ([format_si(rung.rate)] + labels[index] + (["negative rung"] if negatives[index] else [])
+                    if rung.rate else ["no data"])
+            bars.append(Bar(slot, series_index, series_name(source), rung, over, negatives[index],
+                            index == first_valued, [line for line in foot if line]))
+    return bars
+
+
+def waterfall_of(ladder_name, benchmarks, device_name):
+    series = split_series(benchmarks)
+    slots = []  # rung keys in declared order: roofbench's first, then any the other series add
+    for _, rungs in series:
+        for rung in rungs:
+            if rung.key not in slots:
+                slots.append(rung.key)
+    counter = next((b.items_counter for b in benchmarks if b.items_counter), "items/s")
+    names = [series_name(source) for source, _ in series]
+    joined = " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
+    first_name = next((r.title for r in series[0][1] if r.rate), "the first rung")
+    bars = _bars_of(series, slots)
+    slot_titles = [None] * len(slots)
+    for bar in bars:
+        if slot_titles[bar.slot] is None:
+            slot_titles[bar.slot] = (bar.rung.title, bar.rung.detail)
+    return Waterfall(f"Ladder {ladder_name}: {counter} on {device_name}" + (f" ({joined})" if len(names) > 1 else ""),
+                     f"cumulative rungs; over each bar its ratio to the previous rung and to the first ({first_name}); "
+                     "red: slower than its left neighbour; under each bar: peak memory"
+                     + (" and energy per run" if any(bar.energy for bar in bars) else ""),
+                     counter, slot_titles, bars, names)

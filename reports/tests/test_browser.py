@@ -1,4 +1,5 @@
-"""Renders index.html in headless Chromium and checks the screenshot really shows the plots.
+"""Renders index.html in headless Chromium and checks the screenshot really shows the plots: Plotly drew
+them from the page's own plotly.js, with nothing fetched.
 
 Set ROOFBENCH_CHROMIUM to use another browser binary, ROOFBENCH_KEEP_SCREENSHOT to a folder to keep
 the PNG for a human to look at.
@@ -55,6 +56,8 @@ class BrowserRenderingTest(unittest.TestCase):
         if keep:
             pathlib.Path(keep).mkdir(parents=True, exist_ok=True)
             shutil.copy(path, pathlib.Path(keep) / "index.png")
+            (pathlib.Path(keep) / "index-gpt.png").write_bytes(
+                screenshot(report_dir / "index.html", folder.path, "#plugins=gpt").read_bytes())
         cls.image = png.decode(path.read_bytes())
 
     def test_screenshot_has_the_window_size(self):
@@ -74,8 +77,8 @@ class BrowserRenderingTest(unittest.TestCase):
                 self.assertGreater(self.image.count_colour(colour), MIN_PIXELS)
 
     def test_the_plugin_filter_hides_the_other_plugins_points(self):
-        # fp16 and fp8 points are all micro's: filtered to gpt, only their legend swatches (and the fp8
-        # roof) keep those colours.
+        # fp16 and fp8 points are all micro's: filtered to gpt, only the fp8 roof and the greyed legend
+        # entries keep something of those colours.
         for precision in ("fp16", "fp8"):
             with self.subTest(precision):
                 colour = hex_to_rgb(palette.precision_colour(precision))

@@ -6,11 +6,10 @@ import copy
 import importlib.util
 import unittest
 
-from roofbench_reports import results, waterfall
-from roofbench_reports.svg import document_text
+from roofbench_reports import results, static_plots, waterfall
 
 from .helpers import FIXTURES, GPU_RUN, REPORTS_DIR, TemporaryFolder, load_fixture
-from .test_report import elements_of_class, parse_svg, texts, write_report
+from .test_report import page_specs, parse_svg, texts, with_id, write_report
 
 TORCH_RUN = FIXTURES / "torch_gpt_ladder.json"
 SCRIPT = REPORTS_DIR.parent / "scripts" / "torch_gpt_ladder.py"
@@ -32,6 +31,21 @@ def gpt_ladder_run():
         entry["roofbench"].update(case=case, params={"batch": str(batch)}, precision="bf16")
         document["benchmarks"].append(entry)
     return document
+
+
+def drawn(groups):
+    """The gpt ladder's waterfall as data, and every line its static figure writes."""
+    figure = waterfall.waterfall_of("gpt", groups["gpt"], "NVIDIA H200")
+    svg = static_plots.svg_text(static_plots.waterfall_figure([figure]))
+    return figure, svg
+
+
+def feet(figure):
+    return [line for bar in figure.bars for line in bar.foot]
+
+
+def over(figure):
+    return [line for bar in figure.bars for line in bar.labels]
 
 
 def device_of(*documents):
@@ -97,11 +111,13 @@ class WaterfallTest(unittest.TestCase):
         r0 = rungs[0].rate
         self.assertEqual(labels[3], [f"×{3.0e6 / 2.0e6:.2f} vs prev", f"×{3.0e6 / r0:.2f} vs first"])
         self.assertEqual(waterfall.negative_rungs(rungs), [False, False, False, False, True])
-        root = waterfall.waterfall_figure("gpt", waterfall.ladder_groups(device)["gpt"], "NVIDIA H200")
-        svg = document_text(root)
-        self.assertEqual(svg.count('class="bar"'), 5)
-        self.assertEqual(svg.count(">negative rung<"), 1)
+        figure, svg = drawn(waterfall.ladder_groups(device))
+        self.assertEqual(len(figure.bars), 5)
+        self.assertEqual(svg.count('id="bar"'), 5)
+        self.assertEqual(over(figure).count("negative rung"), 1)
+        self.assertEqual(svg.count("negative rung"), 1)
         for gib in ("1.50 GiB", "6.00 GiB", "2.50 GiB"):
+            self.assertIn(gib, feet(figure))
             self.assertIn(gib, svg)
 
     def test_per_point_waterfalls_stay_when_a_rung_has_several_points(self):
@@ -122,11 +138,12 @@ class WaterfallTest(unittest.TestCase):
         self.assertEqual([rung.key for rung in series[1][1]], ["R0", "R1", "R2", "R3", "R4"])
         # PyTorch's R4 (checkpointing) is slower than its R3: negative in its own series too.
         self.assertEqual(waterfall.negative_rungs(series[1][1]), [False, False, False, False, True])
-        svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
-        self.assertEqual(svg.count('class="bar"'), 10)
-        self.assertEqual(svg.count(">negative rung<"), 2)
+        figure, svg = drawn(groups)
+        self.assertEqual(svg.count('id="bar"'), 10)
+        self.assertEqual(over(figure).count("negative rung"), 2)
+        self.assertIn("roofbench and PyTorch", figure.title)
         self.assertIn("roofbench and PyTorch", svg)
-        self.assertIn("3.67 GiB", svg)
+        self.assertIn("3.67 GiB", feet(figure))
 
     def test_a_named_series_is_a_third_set_of_bars(self):
         # What the script writes since 2026-12-02: the reduce-overhead rungs on the ladder, in a series of
@@ -151,11 +168,12 @@ class WaterfallTest(unittest.TestCase):
         self.assertEqual(labels[1], [f"×{r2 / r1:.2f} vs prev", f"×{r2 / anchor:.2f} vs first"])
         self.assertIsNone(waterfall.series_anchor(series, "pytorch"))
         ro_count = len(reduce_overhead)
-        svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
-        self.assertEqual(svg.count('class="bar"'), 10 + ro_count)
-        self.assertIn("roofbench, PyTorch and PyTorch reduce-overhead", svg)
-        self.assertIn(">PyTorch reduce-overhead<", svg)
-        self.assertEqual(svg.count(">baseline<"), 2)  # roofbench's R0 and PyTorch's
+        figure, svg = drawn(groups)
+        self.assertEqual(svg.count('id="bar"'), 10 + ro_count)
+        self.assertIn("roofbench, PyTorch and PyTorch reduce-overhead", figure.title)
+        self.assertEqual(feet(figure).count("PyTorch reduce-overhead"), ro_count)
+        self.assertEqual(over(figure).count("baseline"), 2)  # roofbench's R0 and PyTorch's
+        self.assertEqual(sum(bar.baseline for bar in figure.bars), 2)
 
     def test_energy_per_run_goes_under_the_bars_that_have_it(self):
         mine, torch = gpt_ladder_run(), load_fixture(TORCH_RUN)
@@ -166,15 +184,16 @@ class WaterfallTest(unittest.TestCase):
             if "R3_batch" in entry["name"]:
                 entry["energy_per_run"] = 17.88
         groups = waterfall.ladder_groups(device_of(mine, torch))
-        svg = document_text(waterfall.waterfall_figure("gpt", groups["gpt"], "NVIDIA H200"))
-        self.assertEqual(svg.count('class="energy"'), 2)
-        self.assertIn(">15.1 J/run<", svg)
-        self.assertIn(">17.9 J/run<", svg)
-        self.assertIn("and energy per run", svg)
-        self.assertEqual(svg.count('class="memory"'), 10)
-        plain = document_text(waterfall.waterfall_figure("gpt", waterfall.ladder_groups(device_of(gpt_ladder_run()))["gpt"],
-                                                         "NVIDIA H200"))
-        self.assertNotIn("energy", plain)
+        figure, svg = drawn(groups)
+        self.assertEqual(len([line for line in feet(figure) if line.endswith("J/run")]), 2)
+        self.assertIn("15.1 J/run", feet(figure))
+        self.assertIn("17.9 J/run", feet(figure))
+        self.assertIn("15.1 J/run", svg)
+        self.assertIn("and energy per run", figure.subtitle)
+        self.assertEqual(len([line for line in feet(figure) if line.endswith("GiB")]), 10)
+        plain, plain_svg = drawn(waterfall.ladder_groups(device_of(gpt_ladder_run())))
+        self.assertNotIn("energy", plain.subtitle)
+        self.assertNotIn("J/run", plain_svg)
 
     def test_the_other_series_follows_the_declared_order_whatever_order_it_ran_in(self):
         torch = load_fixture(TORCH_RUN)
@@ -190,10 +209,16 @@ class WaterfallTest(unittest.TestCase):
         torch = folder.write_json("torch.json", load_fixture(TORCH_RUN))
         out = write_report(self, ours, torch)
         root = parse_svg(out / "waterfall.svg")
-        self.assertEqual(len(elements_of_class(root, "rect", "bar")), 10)
+        self.assertEqual(len(with_id(root, "bar")), 10)
         labels = texts(root)
         self.assertIn("baseline", labels)
         self.assertIn("R4_checkpoint", labels)
+        # The page's waterfall: a trace per series, each bar's foot under it and its ratios over it.
+        roofbench, pytorch = page_specs(out)[1]["data"]
+        self.assertEqual((roofbench["name"], pytorch["name"]), ("roofbench", "PyTorch"))
+        self.assertEqual(len(roofbench["y"]) + len(pytorch["y"]), 10)
+        self.assertTrue(roofbench["x"][1][0].startswith("roofbench<br>"))
+        self.assertIn("vs prev", roofbench["text"][1])
 
 
 if __name__ == "__main__":
