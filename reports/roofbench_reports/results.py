@@ -94,6 +94,7 @@ class RunFile:
     gate_mode: str = ""  # on or off
     version: str = ""
     commit: str = ""  # the source commit roofbench was built from, when the host writes it
+    driver: str = ""  # the device driver's version, when the host writes it
 
     @property
     def title(self):
@@ -153,6 +154,7 @@ def parse_run(document, path="<results>"):
         gate_mode=str(roofbench.get("gate") or ""),
         version=str(roofbench.get("version") or ""),
         commit=str(roofbench.get("commit") or roofbench.get("git_commit") or ""),
+        driver=str(device.get("driver") or roofbench.get("driver") or ""),
     )
 
 
