@@ -29,6 +29,13 @@ class UsageError(Exception):
     """Bad input the user can fix; the message is one line."""
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line (the usage itself is in --help)."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see --help)\n")
+
+
 def _fraction(text):
     try:
         value = float(text)
@@ -78,7 +85,7 @@ def _method_options():
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="roofbench-history", description=__doc__.strip().splitlines()[0])
+    parser = _OneLineParser(prog="roofbench-history", description=__doc__.strip().splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     store, method = _store_options(), _method_options()
     add = commands.add_parser("add", parents=[store], help="record results files (a file already recorded is "
