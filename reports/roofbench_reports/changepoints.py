@@ -51,40 +51,45 @@ class ChangePoint:
         return self.after_median / self.before_median - 1
 
 
-def _distances_to_earlier(rows):
-    """For each row and each i, the sum over j < i of |row[i] - row[j]|, in O(n log^2 n) per row rather
-    than the O(n^2) of a distance matrix (divide and conquer): at each level, every value in the right
-    half of a block gets its distances to the block's left half, by binary search in that half's sorted
-    values and their prefix sums; the two sorted halves then merge into the next level's sorted block."""
+def _distance_sums(rows):
+    """(to_earlier, to_later): for each row and each i, the sums over j < i and over j > i of
+    |row[i] - row[j]|, in O(n log n) per row rather than the O(n^2) of a distance matrix.
+
+    A merge sort: at each level, the sorted left and right halves of every block merge (a stable sort of
+    two sorted runs); as they do, each value of the right half meets, in the running count and sum of
+    the left half's values below it, all it needs for its distances to the left half."""
     count, n = rows.shape
     size = 1 << max(1, (n - 1).bit_length())
     # Padding goes after the last value, so it is never earlier than a real one.
-    padded = numpy.zeros((count, size))
-    padded[:, :n] = rows
-    result = numpy.zeros((count, size))
-    sorted_runs = padded.copy()  # sorted runs of length `half`
+    values = numpy.zeros((count, size))
+    values[:, :n] = rows
+    positions = numpy.tile(numpy.arange(size), (count, 1))
+    row_of = numpy.arange(count)[:, None]
+    to_earlier = numpy.zeros((count, size))
     half = 1
     while half < size:
-        blocks = size // (2 * half)
-        left_sorted = sorted_runs.reshape(count * blocks, 2, half)[:, 0, :]
-        right = padded.reshape(count * blocks, 2, half)[:, 1, :]
-        result.reshape(count * blocks, 2, half)[:, 1, :] += _distances_to_sets(right, left_sorted)
-        sorted_runs = numpy.sort(sorted_runs.reshape(count * blocks, 2 * half), axis=1, kind="stable")
+        blocks = values.reshape(-1, 2 * half)
+        order = numpy.argsort(blocks, axis=1, kind="stable")
+        merged = numpy.take_along_axis(blocks, order, axis=1)
+        from_left = order < half  # ties put the left value first: its distance is 0 either way
+        below = numpy.cumsum(from_left, axis=1)
+        below_sum = numpy.cumsum(numpy.where(from_left, merged, 0.0), axis=1)
+        distances = merged * below - below_sum + (below_sum[:, -1:] - below_sum) - merged * (half - below)
+        values = merged.reshape(count, size)
+        positions = numpy.take_along_axis(positions.reshape(-1, 2 * half), order, axis=1).reshape(count, size)
+        to_earlier[row_of, positions] += numpy.where(from_left, 0.0, distances).reshape(count, size)
         half *= 2
-    return result[:, :n]
-
-
-def _distances_to_sets(points, sorted_sets):
-    """For each row, each point's sum of distances to every value of that row of sorted_sets."""
-    count, size = sorted_sets.shape
-    prefix = numpy.concatenate((numpy.zeros((count, 1)), numpy.cumsum(sorted_sets, axis=1)), axis=1)
-    # One binary search over all rows at once: shifting row r by r * span keeps the rows apart.
-    span = float(max(sorted_sets.max(), points.max()) - min(sorted_sets.min(), points.min())) + 1.0
-    shifts = numpy.arange(count)[:, None] * span
-    below = (numpy.searchsorted((sorted_sets + shifts).ravel(), (points + shifts).ravel()).reshape(points.shape)
-             - numpy.arange(count)[:, None] * size)
-    below_sum = numpy.take_along_axis(prefix, below, axis=1)
-    return points * below - below_sum + (prefix[:, -1:] - below_sum) - points * (size - below)
+    # values is now each row sorted (padding included); drop the padding for the sums to all values.
+    real = positions < n
+    ordered = values[real].reshape(count, n)
+    ordered_positions = positions[real].reshape(count, n)
+    rank = numpy.arange(n)
+    prefix = numpy.cumsum(ordered, axis=1)
+    to_all = ordered * rank - (prefix - ordered) + (prefix[:, -1:] - prefix) - ordered * (n - 1 - rank)
+    result_all = numpy.empty((count, n))
+    result_all[row_of, ordered_positions] = to_all
+    earlier = to_earlier[:, :n]
+    return earlier, result_all - earlier
 
 
 def energy_split_statistics(rows):
@@ -100,8 +105,7 @@ def energy_split_statistics(rows):
     count, n = rows.shape
     statistics = numpy.zeros((count, n + 1))
     if n >= 4:
-        to_earlier = _distances_to_earlier(rows)
-        to_later = _distances_to_sets(rows, numpy.sort(rows, axis=1)) - to_earlier
+        to_earlier, to_later = _distance_sums(rows)
         zeros = numpy.zeros((count, 1))
         within_left = numpy.concatenate((zeros, numpy.cumsum(to_earlier, axis=1)), axis=1)  # pairs in [0, t)
         within_right = numpy.concatenate((numpy.cumsum(to_later[:, ::-1], axis=1)[:, ::-1], zeros), axis=1)

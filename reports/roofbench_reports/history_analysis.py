@@ -18,7 +18,7 @@ class Series:
     device_name: str
     mode: str
     points: list = field(default_factory=list)  # (RunRecord, ResultRecord), oldest first
-    change_points: list = field(default_factory=list)  # ChangePoints, indices into timed()
+    change_points: list = field(default_factory=list)  # ChangePoints, indices into timed
 
     @property
     def key(self):
@@ -29,12 +29,11 @@ class Series:
         mode = f", {self.mode}" if self.mode else ""
         return f"{self.benchmark} ({self.device_name}{mode})"
 
-    def timed(self):
-        """The points with a median time: what change points are judged on."""
-        return [(run, result) for run, result in self.points if result.median_s is not None]
-
-    def medians(self):
-        return [result.median_s for _, result in self.timed()]
+    def finish(self):
+        """Called once every point is in: sets timed (the points with a median time, what change points
+        are judged on) and medians (theirs)."""
+        self.timed = [(run, result) for run, result in self.points if result.median_s is not None]
+        self.medians = [result.median_s for _, result in self.timed]
 
 
 @dataclass(frozen=True)
@@ -46,11 +45,11 @@ class Change:
 
     @property
     def run_before(self):
-        return self.series.timed()[self.point.index - 1][0]
+        return self.series.timed[self.point.index - 1][0]
 
     @property
     def run_after(self):
-        return self.series.timed()[self.point.index][0]
+        return self.series.timed[self.point.index][0]
 
     @property
     def commit_range(self):
@@ -58,7 +57,7 @@ class Change:
 
     @property
     def runs_since(self):
-        return len(self.series.timed()) - self.point.index
+        return len(self.series.timed) - self.point.index
 
     @property
     def slower(self):
@@ -66,12 +65,12 @@ class Change:
 
 
 def series_of(runs, results, name_filter=None):
-    """Series per (benchmark, device, mode), in the order benchmarks first appear; runs oldest first.
-    name_filter: a compiled regular expression searched in the benchmark name, or None for all."""
+    """Series per (benchmark, device, mode), in the order benchmarks first appear. runs: oldest first;
+    results: in the same order (as the store gives them). name_filter: a compiled regular expression
+    searched in the benchmark name, or None for all."""
     runs_by_id = {run.id: run for run in runs}
-    order = {run.id: position for position, run in enumerate(runs)}
     series = {}
-    for result in sorted(results, key=lambda r: (order[r.run_id], r.benchmark)):
+    for result in results:
         if name_filter is not None and not name_filter.search(result.benchmark):
             continue
         run = runs_by_id[result.run_id]
@@ -79,6 +78,8 @@ def series_of(runs, results, name_filter=None):
         if key not in series:
             series[key] = Series(result.benchmark, run.device_key, run.device_name, run.mode)
         series[key].points.append((run, result))
+    for each in series.values():
+        each.finish()
     return list(series.values())
 
 
@@ -96,7 +97,7 @@ def detect(series_list, settings=ChangePointSettings()):
     """Fills each series' change points; returns every Change, oldest series order first."""
     changes = []
     for series in series_list:
-        series.change_points = find_change_points(series.medians(), settings)
+        series.change_points = find_change_points(series.medians, settings)
         changes += [Change(series, point) for point in series.change_points]
     return changes
 

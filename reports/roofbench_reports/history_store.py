@@ -51,6 +51,7 @@ _POSTGRESQL_ID = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
 
 # The counters kept per benchmark besides its times: the rates and figures a dashboard plots.
 HEADLINE_COUNTERS = ("FLOP/s", "B/s", "AI", "roof_pct", "energy_per_run", "power", "sm_clock_mhz")
+_SUMMARY_FIELDS = ("time_q1", "time_q3", "noise")
 
 
 class StoreError(Exception):
@@ -119,12 +120,14 @@ def run_row(run, fingerprint, added_at):
             _ceilings_json(run.ceilings), added_at)
 
 
-def _headline_counters(benchmark):
-    names = HEADLINE_COUNTERS + ((benchmark.items_counter,) if benchmark.items_counter else ())
-    keys = benchmark.entries[0].keys() if len(benchmark.entries) == 1 else set().union(*benchmark.entries)
-    present = [name for name in names if name in keys]
-    values = {name: benchmark.counter(name) for name in present}
-    return {name: value for name, value in values.items() if value is not None}
+def _counter_medians(benchmark, names):
+    """Benchmark.counter of each name present in its runs: the median over the runs. A single run's median
+    is its own value, read directly: a large history adds 200,000 of them."""
+    entries = benchmark.entries
+    if len(entries) == 1:
+        return {name: finite_number(entries[0][name]) for name in names if name in entries[0]}
+    present = set().union(*entries)
+    return {name: benchmark.counter(name) for name in names if name in present}
 
 
 def result_rows(benchmarks):
@@ -132,11 +135,13 @@ def result_rows(benchmarks):
     rows = []
     for benchmark in benchmarks:
         median = benchmark.median_seconds
-        rows.append((benchmark.name, median,
-                     benchmark.counter("time_q1") if median is not None else None,
-                     benchmark.counter("time_q3") if median is not None else None,
-                     benchmark.counter("noise"), benchmark.repetitions, benchmark.gate or "",
-                     json.dumps(_headline_counters(benchmark), sort_keys=True)))
+        items = (benchmark.items_counter,) if benchmark.items_counter else ()
+        values = _counter_medians(benchmark, _SUMMARY_FIELDS + HEADLINE_COUNTERS + items)
+        timed = median is not None
+        counters = {name: values[name] for name in HEADLINE_COUNTERS + items if values.get(name) is not None}
+        rows.append((benchmark.name, median, values.get("time_q1") if timed else None,
+                     values.get("time_q3") if timed else None, values.get("noise"), benchmark.repetitions,
+                     benchmark.gate or "", json.dumps(counters, sort_keys=True)))
     return rows
 
 
@@ -310,16 +315,17 @@ class Store:
         return [RunRecord(*row[:13], complete=bool(row[13]), ceilings=json.loads(row[14])) for row in rows]
 
     def results(self, run_ids=None):
-        """ResultRecords of the given runs (all runs when None)."""
-        query = ("SELECT run_id, benchmark, median_s, q1_s, q3_s, noise, run_count, gate, counters "
-                 "FROM roofbench_results")
+        """ResultRecords of the given runs (all runs when None), in the order of runs(), then by name."""
+        query = ("SELECT r.run_id, r.benchmark, r.median_s, r.q1_s, r.q3_s, r.noise, r.run_count, r.gate, "
+                 "r.counters FROM roofbench_results r JOIN roofbench_runs u ON u.id = r.run_id")
         parameters = ()
         if run_ids is not None:
             run_ids = list(run_ids)
             if not run_ids:
                 return []
-            query += f" WHERE run_id IN ({', '.join('?' * len(run_ids))})"
+            query += f" WHERE r.run_id IN ({', '.join('?' * len(run_ids))})"
             parameters = tuple(run_ids)
+        query += " ORDER BY u.date, u.id, r.benchmark"
         return [ResultRecord(*row) for row in self._read(query, parameters)]
 
     def run_count(self):

@@ -45,8 +45,8 @@ def change_row(change):
 
 
 def _series_row(series):
-    timed = series.timed()
-    noise = series_noise(series.medians(), series.change_points)
+    timed = series.timed
+    noise = series_noise(series.medians, series.change_points)
     latest = timed[-1][1].median_s if timed else None
     return [series.benchmark, series.device_name, str(len(series.points)), format_time(latest),
             format_percent(100 * noise) if noise is not None else "—", str(len(series.change_points)),
@@ -68,7 +68,7 @@ def trend_document(runs, series_list, changes, settings, where):
 
 
 def _axis_unit(series):
-    medians = series.medians()
+    medians = series.medians
     typical = sorted(medians)[len(medians) // 2]
     return next(((scale, name) for scale, name in _AXIS_UNITS if typical >= scale), _AXIS_UNITS[-1])
 
@@ -76,15 +76,17 @@ def _axis_unit(series):
 def _scaled(values, scale):
     """Values in the axis unit, rounded to 4 decimals (5 significant digits or more: the unit keeps them
     at 1 or above); None stays None."""
-    array = numpy.array([math.nan if value is None else value for value in values]) / scale
-    return [None if math.isnan(value) else value for value in numpy.round(array, 4).tolist()]
+    array = numpy.round(numpy.array(values, dtype=float) / scale, 4)  # None becomes NaN
+    if not numpy.isnan(array).any():
+        return array.tolist()
+    return [None if math.isnan(value) else value for value in array.tolist()]
 
 
 def chart_spec(series, run_numbers):
     """Plotly's data and layout for one series, as plain JSON-ready dicts; "runs" holds each point's
     position in the page's run list (run_numbers: {run id: position}), whose labels the page fills in."""
     scale, unit = _axis_unit(series)
-    timed = series.timed()
+    timed = series.timed
     x = list(range(1, len(timed) + 1))
     results = [result for _, result in timed]
     data = [
@@ -93,7 +95,7 @@ def chart_spec(series, run_numbers):
         {"x": x, "y": _scaled([result.q1_s for result in results], scale), "mode": "lines", "line": {"width": 0},
          "fill": "tonexty", "fillcolor": "rgba(31,119,180,0.18)", "name": "quartiles of each run",
          "hoverinfo": "skip"},
-        {"x": x, "y": _scaled(series.medians(), scale), "mode": "lines+markers", "name": "run median",
+        {"x": x, "y": _scaled(series.medians, scale), "mode": "lines+markers", "name": "run median",
          "marker": {"size": 4}, "line": {"width": 1, "color": "#1f77b4"},
          "hovertemplate": f"%{{text}}<br>median %{{y}} {unit}<extra></extra>"},
     ]
@@ -115,7 +117,7 @@ def chart_spec(series, run_numbers):
 
 def _segment_traces(series, scale):
     """The median of each stretch between change points, as a flat line over its runs."""
-    values = series.medians()
+    values = series.medians
     edges = [0] + [point.index for point in series.change_points] + [len(values)]
     return [{"x": [start + 0.5, end + 0.5], "y": _scaled([median(values[start:end])] * 2, scale),
              "mode": "lines", "line": {"color": "#d62728", "width": 2}, "hoverinfo": "skip",
@@ -162,7 +164,7 @@ def _html_table(columns, rows):
 def trend_page(title, method, runs, changes, series_list, plotly_js):
     """The HTML page: the change points, then one chart per benchmark, changed ones first."""
     ordered = sorted(series_list, key=lambda series: not series.change_points)
-    charted = [series for series in ordered if series.timed()]
+    charted = [series for series in ordered if series.timed]
     run_numbers = {run.id: position for position, run in enumerate(runs)}
     page_data = {"runs": [f"{run.label} on {run.host} ({run.date})" for run in runs],
                  "charts": [chart_spec(series, run_numbers) for series in charted]}
