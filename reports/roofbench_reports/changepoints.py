@@ -9,9 +9,11 @@ shape of the noise, which for benchmark times is skewed and often bimodal.
 
 A permutation test only says that the two parts differ, and the runs of a benchmark are not exchangeable
 in practice: the load on a machine comes and goes in spells, so a few slow runs in a row are common
-without any change of code. A split therefore also has to move the median by more than the noise of the
-runs around it (noise_multiple times a robust spread of the runs about their part's median) and by at
-least min_effect. The series is analysed in log space, so a step is a ratio and the spread is relative.
+without any change of code. A change point the test finds is therefore kept only where it moves the
+median by more than the noise of the runs between its neighbours (noise_multiple times a robust spread
+of the runs about their part's median) and by at least min_effect; the weakest that does not is dropped
+first and the rest judged again. The series is analysed in log space, so a step is a ratio and the
+spread is relative.
 """
 
 import math
@@ -20,8 +22,8 @@ from dataclasses import dataclass
 import numpy
 
 # The 10th-90th percentile range of a normal distribution, in standard deviations. The spread is read
-# from that range because it sees a second cluster of runs holding a tenth of them or more (the
-# interquartile range or the MAD would call a series that is 30% slow runs quiet) yet ignores a lone outlier.
+# from that range because it sees a second cluster holding a tenth of the runs or more (the MAD misses one
+# under half of them, the interquartile range one under a quarter) yet ignores a lone outlier.
 _NORMAL_10_90_WIDTH = 2.5631
 # Shuffles evaluated together in one numpy pass: a quiet series is usually settled within the first batch.
 _PERMUTATION_BATCH = 10
@@ -142,10 +144,9 @@ def _best_statistics(rows, min_segment):
     return energy_split_statistics(rows)[:, low:high + 1].max(axis=1)
 
 
-def relative_spread(log_values, log_center):
-    """The run-to-run noise of runs about a center, as a relative standard deviation read from the
-    10th-90th percentile range of their log distances to it."""
-    residuals = numpy.asarray(log_values) - log_center
+def relative_spread(residuals):
+    """The run-to-run noise of runs, from their log distances to their segment's median: a relative
+    standard deviation read from the 10th-90th percentile range."""
     low, high = numpy.percentile(residuals, [10, 90])
     return float(high - low) / _NORMAL_10_90_WIDTH
 
@@ -154,7 +155,7 @@ def _split_effect(left, right):
     """(log shift of the median, pooled log spread) of two adjacent parts."""
     left_center, right_center = float(numpy.median(left)), float(numpy.median(right))
     residuals = numpy.concatenate((left - left_center, right - right_center))
-    return right_center - left_center, relative_spread(residuals, 0.0)
+    return right_center - left_center, relative_spread(residuals)
 
 
 class _Search:
@@ -272,4 +273,4 @@ def series_noise(values, change_points):
     logs = numpy.log(numpy.asarray(values, dtype=float))
     edges = [0] + [point.index for point in change_points] + [len(values)]
     residuals = numpy.concatenate([logs[a:b] - numpy.median(logs[a:b]) for a, b in zip(edges, edges[1:])])
-    return math.expm1(relative_spread(residuals, 0.0))
+    return math.expm1(relative_spread(residuals))
