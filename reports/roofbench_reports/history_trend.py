@@ -12,6 +12,7 @@ import numpy
 
 from .changepoints import series_noise
 from .document import Column, Document, Heading, Paragraph, Table
+from .history_analysis import Change
 from .stats import median
 from .units import format_percent, format_time
 
@@ -100,20 +101,27 @@ def chart_spec(series, run_numbers):
          "hovertemplate": f"%{{text}}<br>median %{{y}} {unit}<extra></extra>"},
     ]
     data += _segment_traces(series, scale)
-    shapes, annotations = [], []
-    for point in series.change_points:
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": point.index + 0.5,
-                       "x1": point.index + 0.5, "y0": 0, "y1": 1, "line": {"dash": "dash", "color": "#d62728"}})
-        annotations.append({"x": point.index + 0.5, "y": 1, "yref": "paper", "showarrow": False,
-                            "xanchor": "left", "yanchor": "top", "font": {"color": "#d62728", "size": 11},
-                            "text": html.escape(f"{signed_percent(point.relative_change)} "
-                                                f"({timed[point.index - 1][0].label} .. {timed[point.index][0].label})")})
+    shapes, annotations = _change_marks(series)
     # The y axis fits the data rather than starting at zero: a 3% step must be visible; its labels say where.
     layout = {"title": {"text": html.escape(series.title), "font": {"size": 14}}, "height": 340,
               "margin": {"l": 60, "r": 20, "t": 40, "b": 80}, "xaxis": {"title": {"text": "run (oldest first)"}},
               "yaxis": {"title": {"text": f"median time ({unit})"}},
               "shapes": shapes, "annotations": annotations, "legend": {"orientation": "h", "y": -0.35}}
     return {"data": data, "layout": layout, "runs": [run_numbers[run.id] for run, _ in timed]}
+
+
+def _change_marks(series):
+    """(shapes, annotations): a dashed line between the runs either side of each change point, labelled
+    with its size and commit range."""
+    shapes, annotations = [], []
+    for point in series.change_points:
+        x = point.index + 0.5
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                       "line": {"dash": "dash", "color": "#d62728"}})
+        label = f"{signed_percent(point.relative_change)} ({Change(series, point).commit_range})"
+        annotations.append({"x": x, "y": 1, "yref": "paper", "showarrow": False, "xanchor": "left",
+                            "yanchor": "top", "font": {"color": "#d62728", "size": 11}, "text": html.escape(label)})
+    return shapes, annotations
 
 
 def _segment_traces(series, scale):

@@ -35,7 +35,7 @@ class PostgreSQLServer:
 
     def skip_reason(self):
         try:
-            import psycopg2  # noqa: F401
+            import psycopg2  # noqa: F401  (only whether it is there)
         except ImportError:
             return "python3-psycopg2 is not installed"
         self.binaries = _server_binaries()
