@@ -67,11 +67,31 @@ static double parse_number(const std::string& flag, const std::string& text) {
   try {
     std::size_t used = 0;
     const double v = std::stod(text, &used);
-    if (used != text.size() || !(v >= 0)) throw std::invalid_argument(text);
+    if (used != text.size() || !(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
-    throw UsageError(flag + " needs a non-negative number, got '" + text + "'");
+    throw UsageError(flag + " needs a finite non-negative number, got '" + text + "'");
   }
+}
+
+// A GPU index as --device and --gpus take it: digits, few enough to be an int.
+static bool is_gpu_index(const std::string& text) {
+  return !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+static void check_device(const std::string& d) {
+  if (d == "cpu" || (d.starts_with("cuda:") && is_gpu_index(d.substr(5)))) return;
+  if (d.starts_with("cuda:") && d.find_first_not_of("0123456789", 5) == std::string::npos && d.size() > 5)
+    throw UsageError("--device " + d + ": no GPU has an index that large");
+  throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
+}
+
+// --profile=N: a whole number of samples' worth of launches, checked before it becomes an int.
+static int profile_runs(const std::string& text) {
+  const double n = parse_number("--profile", text);
+  if (n < 1 || n > 1000 || n != std::floor(n))
+    throw UsageError("--profile needs a whole number of runs from 1 to 1000, got '" + text + "'");
+  return static_cast<int>(n);
 }
 
 double default_timeout_seconds(const MeasureOptions& m) {
@@ -106,8 +126,7 @@ Options parse_options(int argc, const char* const* argv) {
     else if (flag == "--list") no_value(), o.list = true;
     else if (flag == "--recalibrate") no_value(), o.recalibrate = true;
     else if (flag == "--profile") {
-      o.measure.profile_runs = has_inline_value ? static_cast<int>(parse_number(flag, value)) : 3;
-      if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+      o.measure.profile_runs = has_inline_value ? profile_runs(value) : 3;
     }
     else if (flag == "--energy") {
       o.measure.energy_seconds = has_inline_value ? parse_number(flag, value) : kEnergyLeastSeconds;
@@ -120,8 +139,7 @@ Options parse_options(int argc, const char* const* argv) {
     else if (flag == "--no-results") no_value(), o.write_results = false;
     else if (flag == "--device") {
       const std::string d = take_value();
-      if (d != "cpu" && !(d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos))
-        throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
+      check_device(d);
       o.device = d;
     } else if (flag == "--gpus") {
       const std::string g = take_value();
@@ -130,7 +148,7 @@ Options parse_options(int argc, const char* const* argv) {
         std::vector<int> list;
         std::stringstream in(g);
         for (std::string item; std::getline(in, item, ',');) {
-          if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+          if (!is_gpu_index(item))
             throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
           list.push_back(std::stoi(item));
         }
