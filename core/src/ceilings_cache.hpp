@@ -44,7 +44,7 @@ std::optional<CachedCeilings> parse_ceilings(const std::string& text, DeviceKind
 // on the machine only slows a round, so the best round is the device if another comes near it; 25%: on a
 // 2-core machine shared with five compilers, memory bandwidth rounds varied 1.7x.
 inline constexpr double kCeilingsSettle = 0.25;
-inline constexpr int kCeilingsMaxRounds = 4;
+inline constexpr int kCeilingsMaxRounds = 6;
 std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, std::string* unsettled = nullptr);
 
 }  // namespace roofbench

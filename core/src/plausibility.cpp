@@ -36,7 +36,7 @@ std::string over_text(const char* what, double achieved, double roof, const char
 double rank_count(const Result& r) { return 1.0 + static_cast<double>(std::count(r.device.begin(), r.device.end(), ',')); }
 
 double plausible_factor(const Result& r) {
-  const double noise = std::isfinite(r.stats.noise) ? std::max(r.stats.noise, 0.0) : 0.0;
+  const double noise = std::isfinite(r.stats.noise) ? std::clamp(r.stats.noise, 0.0, kNoiseCounted) : kNoiseCounted;
   return 1 + kCeilingHeadroom + kNoiseWidth * noise;
 }
 

@@ -19,9 +19,13 @@ namespace roofbench {
 // vectorised add streamed 4.36 TB/s against a 4.24 TB/s cudaMemcpy, 103%): 1.25 x 1.1 = 1.375, so 40%.
 inline constexpr double kCeilingHeadroom = 0.40;
 // A result's own noise widens its limit: its median stands within about 3 stdev of the samples' mean.
+// Noise over 100% counts as 100%: a run that does nothing is all timer jitter (300% measured), which must
+// not buy it a limit of 10x.
 inline constexpr double kNoiseWidth = 3.0;
+inline constexpr double kNoiseCounted = 1.0;
 
-// The factor a result may stand above a ceiling: 1 + kCeilingHeadroom + kNoiseWidth x its relative noise.
+// The factor a result may stand above a ceiling: 1 + kCeilingHeadroom + kNoiseWidth x its relative noise
+// (at most kNoiseCounted), at most 4.4.
 double plausible_factor(const Result& r);
 
 // For a result that ran and passed: one line saying which rate exceeds which ceiling by how much, and
