@@ -161,7 +161,7 @@ void mark_ceilings_stale(const std::string& path, const std::string& reason) {
   if (!out) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
-std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, std::string* unsettled) {
+std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, double tolerance, std::string* unsettled) {
   if (rounds.size() < 2) {
     if (unsettled) *unsettled = "one round measured";
     return std::nullopt;
@@ -173,7 +173,7 @@ std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, st
     std::sort(values.begin(), values.end(), std::greater<>());
     figure(best) = values[0];
     // Load on the machine only slows a round: the best is the device, if another round comes close to it.
-    if (values[0] > 0 && values[1] < values[0] * (1 - kCeilingsSettle)) {
+    if (values[0] > 0 && values[1] < values[0] * (1 - tolerance)) {
       if (unsettled && unsettled->empty())
         *unsettled = name + ": " + rate_text(values.back(), unit) + " to " + rate_text(values[0], unit);
       return false;

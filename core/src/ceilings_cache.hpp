@@ -39,12 +39,17 @@ std::string serialize_ceilings(const CachedCeilings& c);
 std::optional<CachedCeilings> parse_ceilings(const std::string& text, DeviceKind kind, std::string* why_not = nullptr);
 
 // Ceilings measured in rounds until they settle: `rounds` so far, the settled ceilings (each figure the
-// best round's) once every figure's best round is matched within kCeilingsSettle by another round,
-// else nullopt with the figure that has not settled in `unsettled` ("fp32: 57.5 G to 201 GFLOP/s"). Load
-// on the machine only slows a round, so the best round is the device if another comes near it; 25%: on a
-// 2-core machine shared with five compilers, memory bandwidth rounds varied 1.7x.
+// best round's) once every figure's best round is matched within `tolerance` by another round, else
+// nullopt with the figure that has not settled in `unsettled` ("fp32: 57.5 G to 201 GFLOP/s"). Load on
+// the machine only slows a round, so the best round is the device if another comes near it. Within
+// kCeilingsSettle (25%) they are trusted; after kCeilingsMaxRounds, within kCeilingsUsable (50%) they
+// are kept with a note (a result that beats them marks them stale); beyond that the machine is too busy
+// to measure.
+// On a 2-core machine shared with five compilers, memory bandwidth rounds varied 1.7x.
 inline constexpr double kCeilingsSettle = 0.25;
+inline constexpr double kCeilingsUsable = 0.50;
 inline constexpr int kCeilingsMaxRounds = 6;
-std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, std::string* unsettled = nullptr);
+std::optional<Ceilings> settled_ceilings(const std::vector<Ceilings>& rounds, double tolerance = kCeilingsSettle,
+                                         std::string* unsettled = nullptr);
 
 }  // namespace roofbench

@@ -142,8 +142,11 @@ TEST(SettledCeilings, TheBestRoundMatchedByAnotherSettlesAtTheBest) {
 TEST(SettledCeilings, ABestRoundNoOtherComesNearDoesNotSettleAndSaysWhich) {
   // fp32 at 57.5 and 201 GFLOP/s-like spread, the rest steady: as on a machine busy for one round.
   std::string why;
-  EXPECT_FALSE(settled_ceilings({round_of(1, 0.286), round_of(1, 1.0)}, &why).has_value());
+  EXPECT_FALSE(settled_ceilings({round_of(1, 0.286), round_of(1, 1.0)}, kCeilingsSettle, &why).has_value());
   EXPECT_THAT(why, HasSubstr("fp32:"));
+  EXPECT_FALSE(settled_ceilings({round_of(1, 0.286), round_of(1, 1.0)}, kCeilingsUsable).has_value());
+  EXPECT_TRUE(settled_ceilings({round_of(1, 0.6), round_of(1, 1.0)}, kCeilingsUsable).has_value())
+      << "within 50%: usable for one run";
 }
 
 TEST(CeilingsCache, PathIsInTheCacheFolderWithASafeFileName) {
