@@ -56,7 +56,7 @@ static bool all_whole_numbers(const std::vector<std::string>& values) {
 
 void Suite::check_axes(const std::vector<BenchmarkSpec>& all) const {
   for (const auto& [key, line] : axis_lines) {
-    const std::string where = path + ":" + std::to_string(line) + ": axis " + key + ": ";
+    const std::string where = path + ":" + std::to_string(line) + ": axis " + excerpt(key) + ": ";
     const AxisKey target(key);
     bool case_found = false, axis_found = false;
     for (const auto& b : all) {
