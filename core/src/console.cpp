@@ -269,6 +269,7 @@ std::string what_happened(const Session::Outcome& out) {
     case Status::gate_failed: return "FAIL (gate)";
     case Status::crashed: return "FAIL (crashed)";
     case Status::timed_out: return "FAIL (timed out)";
+    case Status::implausible: return "FAIL (implausible)";
     case Status::out_of_memory: return out.counts_as_failure ? "FAIL (out of memory)" : "out of memory, ends its sweep";
     default: return "FAIL (error)";
   }

@@ -23,6 +23,7 @@
 #include "session.hpp"
 #include "suite.hpp"
 #include "summaries.hpp"
+#include "text.hpp"
 #include "worker.hpp"
 
 namespace roofbench {
@@ -52,6 +53,7 @@ class Host {
   Device* select_device();
   std::vector<Device*> select_gpus(std::string& why_not);
   CachedCeilings ceilings_for(Device& d);
+  void mark_ceilings_stale(Device& d, const std::string& reason);
   void run_one(benchmark::State& state, std::size_t index);
   void report_counters(benchmark::State& state, const Result& r);
   bool initialize_google_benchmark();
@@ -99,6 +101,7 @@ static std::string describe_need(const DeviceNeed& need) {
 
 static std::string format_ceilings(const Ceilings& c) {
   std::string s = "bandwidth " + format_rate(c.bandwidth, "B/s");
+  if (c.cache_bandwidth > 0) s += ", cache " + format_rate(c.cache_bandwidth, "B/s");
   for (Precision p : kAllPrecisions)
     if (c.flops_of(p) > 0) s += std::string(", ") + to_string(p) + " " + format_rate(c.flops_of(p), "FLOP/s");
   return s;
@@ -108,10 +111,13 @@ static std::string format_ceilings(const Ceilings& c) {
 // the datasheet's beside them.
 void Host::print_device(Device& d, const std::string& id) {
   std::cout << "  " << id << ": " << d.info().name << "\n";
+  std::string why_not;
   std::optional<CachedCeilings> c = options_.recalibrate ? std::optional(ceilings_for(d))
-                                                         : read_ceilings(ceilings_cache_path(d.key()));
+                                                         : read_ceilings(ceilings_cache_path(d.key()), d.info().kind, &why_not);
   if (c)
     std::cout << "    measured " << c->measured_at << ": " << format_ceilings(c->ceilings) << "\n";
+  else if (!why_not.empty())
+    std::cout << "    cached ceilings not used (" << why_not << "): the next run measures them\n";
   else
     std::cout << "    ceilings not measured yet: the first run measures them (or --list --recalibrate)\n";
   if (auto sheet = datasheet_for(d.info().name)) std::cout << "    " << sheet->name << ": " << format_ceilings(sheet->ceilings) << "\n";
@@ -129,13 +135,13 @@ void Host::print_list(const std::vector<BenchmarkSpec>& all) {
   std::cout << "plugins:\n";
   for (const auto& p : loaded_.plugins) {
     print_wrapped(p.plugin.name + "  (" + p.path + ")", "  ");
-    if (!p.plugin.description.empty()) print_wrapped(p.plugin.description, "    ");
+    if (!p.plugin.description.empty()) print_wrapped(printable(p.plugin.description), "    ");
     for (const auto& c : p.plugin.cases) {
       std::size_t count = 0;
       for (const auto& b : all) count += b.spec == &c;
       print_wrapped(c.name + "  [" + describe_need(c.device) + ", " + to_string(c.precision) + ", " + std::to_string(count) +
                         " benchmarks" + (c.sweep_axis.empty() ? "" : ", sweeps " + c.sweep_axis) + "]" +
-                        (c.description.empty() ? "" : "  " + c.description),
+                        (c.description.empty() ? "" : "  " + printable(c.description)),
                     "    ");
       for (const auto& a : c.axes) {
         std::string values = a.name + ":";
@@ -146,7 +152,7 @@ void Host::print_list(const std::vector<BenchmarkSpec>& all) {
   }
   if (!loaded_.failures.empty()) {
     std::cout << "plugins that failed to load:\n";
-    for (const auto& f : loaded_.failures) print_wrapped(f.path + ": " + f.reason, "  ");
+    for (const auto& f : loaded_.failures) print_wrapped(f.path + ": " + printable(f.reason), "  ");
   }
   std::string suites = "suites:";
   for (const auto& s : list_suites(suite_folders())) suites += " " + s;
@@ -177,24 +183,69 @@ std::vector<Device*> Host::select_gpus(std::string& why_not) {
   return chosen;
 }
 
+// The device's ceilings in rounds until they settle (ceilings_cache.hpp). Ceilings that settle only
+// loosely are kept with a note (a result that beats them marks them stale); a machine too busy even for
+// that is refused, since every roof and every plausibility check would rest on figures it cannot repeat.
+static CachedCeilings measure_settled_ceilings(Device& d) {
+  std::vector<Ceilings> rounds;
+  CachedCeilings c;
+  std::string unsettled;
+  std::optional<Ceilings> settled;
+  while (!settled && static_cast<int>(rounds.size()) < kCeilingsMaxRounds) {
+    c.how.clear();
+    rounds.push_back(d.measure_ceilings(c.how));
+    if (const std::string problem = ceilings_problem(rounds.back(), d.info().kind); !problem.empty())
+      throw std::runtime_error("the measured ceilings of " + d.info().name + " cannot be right: " + problem);
+    settled = settled_ceilings(rounds, kCeilingsSettle, &unsettled);
+  }
+  const std::string rounds_text = std::to_string(rounds.size()) + " rounds";
+  if (settled) {
+    c.ceilings = *settled;
+  } else {
+    const auto loose = settled_ceilings(rounds, kCeilingsUsable);
+    if (!loose)
+      throw std::runtime_error("the ceilings of " + d.info().name + " did not settle in " + rounds_text + " (" + unsettled +
+                               "): the machine is too busy to measure; run again when it is idle");
+    c.ceilings = *loose;
+    std::cerr << "roofbench: the ceilings of " << d.info().name << " settled only within 50% in " << rounds_text << " ("
+              << unsettled << "): the machine is busy; a result that beats them marks them stale\n";
+  }
+  c.how.push_back("settled: each figure the best of " + rounds_text + ", matched within " + (settled ? "25%" : "50%") +
+                  " by another");
+  c.measured_at = utc_timestamp();
+  return c;
+}
+
 CachedCeilings Host::ceilings_for(Device& d) {
   const std::string path = ceilings_cache_path(d.key());
-  if (!options_.recalibrate)
-    if (auto cached = read_ceilings(path)) {
+  std::string why_not;
+  if (!options_.recalibrate) {
+    if (auto cached = read_ceilings(path, d.info().kind, &why_not)) {
       std::cerr << "roofbench: ceilings of " << d.info().name << " from " << path << " (measured " << cached->measured_at
                 << "; --recalibrate to measure again)\n";
       return *cached;
     }
+  }
+  if (!why_not.empty()) std::cerr << "roofbench: the cached ceilings in " << path << " are not used: " << why_not << "\n";
   std::cerr << "roofbench: measuring the ceilings of " << d.info().name << " ...\n";
-  CachedCeilings c;
-  c.ceilings = d.measure_ceilings(c.how);
-  c.measured_at = utc_timestamp();
+  CachedCeilings c = measure_settled_ceilings(d);
   try {
     write_ceilings(path, c);
   } catch (const std::exception& e) {
-    std::cerr << "roofbench: could not cache the ceilings in " << path << ": " << e.what() << "\n";
+    std::cerr << "roofbench: could not cache the ceilings (every run will measure them again): " << e.what() << "\n";
   }
   return c;
+}
+
+// A result beat the ceilings by more than its noise allows: the next run measures them again.
+void Host::mark_ceilings_stale(Device& d, const std::string& reason) {
+  const std::string path = ceilings_cache_path(d.key());
+  try {
+    roofbench::mark_ceilings_stale(path, reason);
+    std::cerr << "roofbench: the ceilings in " << path << " are marked stale (a result beat them); the next run measures them again\n";
+  } catch (const std::exception& e) {
+    std::cerr << "roofbench: could not mark the cached ceilings stale: " << e.what() << "\n";
+  }
 }
 
 // Google Benchmark's counters are the Result's summaries, under the same names as in the results file.
@@ -325,9 +376,13 @@ int Host::run() {
   }
   discover_devices();
   std::vector<std::string> folders = default_plugin_folders(executable_);
+  for (const auto& entry : unusable_plugin_path_entries())
+    std::cerr << "roofbench: ROOFBENCH_PLUGIN_PATH entry " << entry << "; skipped\n";
   folders.insert(folders.end(), options_.plugin_dirs.begin(), options_.plugin_dirs.end());
   load_plugins_as_chosen(folders);
-  for (const auto& f : loaded_.failures) std::cerr << "roofbench: plugin " << f.path << " not loaded: " << f.reason << "\n";
+  for (const auto& f : loaded_.failures)
+    std::cerr << "roofbench: plugin " << f.path << " not loaded: " << printable(f.reason)
+              << (is_stray_library(f) ? " (a warning: it is not a plugin)" : "") << "\n";
   if (loaded_.plugins.empty())
     std::cerr << "roofbench: no plugins found (searched:" << [&] {
       std::string s;
@@ -341,6 +396,8 @@ int Host::run() {
   if (options_.suite || (!filter_given_ && !lists_tests_ && !options_.list)) {
     suite = find_suite(options_.suite.value_or("smoke"), suite_folders());
     suite->check_plugins(plugin_names);
+    if (suite->selects_everything())
+      std::cerr << "roofbench: suite " << suite->path << " has no filter line: it selects every benchmark of every plugin\n";
     apply_suite_sampling(options_, suite->max_time, suite->energy_seconds);
   }
   // Sampling stops at the --max-time whatever --min-time asks for: a larger one would be cut without a word.
@@ -360,7 +417,7 @@ int Host::run() {
   }
   if (const std::string dup = first_duplicate_name(all); !dup.empty())
     throw SuiteError("two benchmarks are named '" + dup + "' (the suite's axis values make them collide)");
-  if (suite) suite->check_filters(all);
+  if (suite) suite->check_filters(all), suite->check_axes(all);
   if (options_.list) {
     print_list(all);
     return 0;
@@ -411,6 +468,7 @@ int Host::run() {
   settings.run_name = suite ? suite->name : "run";
   settings.repetitions = repetitions_;
   settings.context = std::move(context);
+  settings.ceilings_beaten = [this, device](const std::string& reason) { mark_ceilings_stale(*device, reason); };
   session_ = std::make_unique<Session>(std::move(selection), *runner_, [this, device] { return ceilings_for(*device); },
                                        std::move(settings));
 
@@ -440,15 +498,20 @@ int Host::run() {
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
 
+  // A plugin that did not load may hold benchmarks the selection asked for: the run cannot claim it ran them.
+  const std::size_t plugins_failed = failures_of_the_run(loaded_.failures);
+  const std::string plugins_failed_text = plugins_failed == 0 ? "" : std::to_string(plugins_failed) +
+      (plugins_failed == 1 ? " plugin" : " plugins") + " could not be loaded (see above)";
   if (ran == 0 && !lists_tests_) {
-    std::cerr << "roofbench: the filter '" << filter_text << "' matches no benchmark that can run here"
+    std::cerr << "roofbench: the filter '" << excerpt(filter_text) << "' matches no benchmark that can run here"
               << (cannot_run_here == 0 ? "" : " (" + std::to_string(cannot_run_here) + " matching benchmarks need another device)")
-              << "\n";
-    return 2;
+              << (plugins_failed == 0 ? "" : "; " + plugins_failed_text + ", which may hold them") << "\n";
+    return plugins_failed > 0 ? 1 : 2;
   }
   if (lists_tests_) return 0;
   print_summary();
-  return session_->results_lost() || session_->failures() > 0 ? 1 : 0;
+  if (plugins_failed > 0) std::cerr << "roofbench: the run fails: " << plugins_failed_text << "\n";
+  return session_->results_lost() || session_->failures() > 0 || plugins_failed > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ inline double longest_sampling_seconds(const MeasureOptions& m) { return std::ma
 // of, a benchmark (--isolation=process). refused: the plugin has no code for the device's architecture
 // (a build for other GPUs): not run, like not_applicable, but a failure of the run, since the case does
 // apply to this device.
-enum class Status { ok, gate_failed, error, out_of_memory, not_applicable, crashed, timed_out, refused };
+// implausible: timed, but faster than the device can go (plausibility.hpp): a failure, not a measurement.
+enum class Status { ok, gate_failed, error, out_of_memory, not_applicable, crashed, timed_out, refused, implausible };
 constexpr const char* to_string(Status s) {
   switch (s) {
     case Status::ok: return "ok";
@@ -53,6 +54,7 @@ constexpr const char* to_string(Status s) {
     case Status::crashed: return "crashed";
     case Status::timed_out: return "timed_out";
     case Status::refused: return "refused";
+    case Status::implausible: return "implausible";
   }
   return "?";
 }

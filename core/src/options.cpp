@@ -28,10 +28,10 @@ double parse_number(const std::string& flag, const std::string& text) {
   try {
     std::size_t used = 0;
     const double v = std::stod(text, &used);
-    if (used != text.size() || !(v >= 0)) throw std::invalid_argument(text);
+    if (used != text.size() || !(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
-    throw UsageError(flag + " needs a non-negative number, got '" + text + "'");
+    throw UsageError(flag + " needs a finite non-negative number, got '" + text + "'");
   }
 }
 
@@ -68,9 +68,16 @@ void set_min_time(Options& o, const std::string& flag, const Value& v) {
   o.min_time_given = true;
 }
 
+// --profile=N: a whole number of samples' worth of launches, checked before it becomes an int.
 void set_profile(Options& o, const std::string& flag, const Value& v) {
-  o.measure.profile_runs = v ? static_cast<int>(parse_number(flag, *v)) : kDefaultProfileRuns;
-  if (o.measure.profile_runs < 1) throw UsageError("--profile needs at least one run");
+  if (!v) {
+    o.measure.profile_runs = kDefaultProfileRuns;
+    return;
+  }
+  const double n = parse_number(flag, *v);
+  if (n < 1 || n > 1000 || n != std::floor(n))
+    throw UsageError("--profile needs a whole number of runs from 1 to 1000, got '" + *v + "'");
+  o.measure.profile_runs = static_cast<int>(n);
 }
 
 void set_energy(Options& o, const std::string& flag, const Value& v) {
@@ -81,10 +88,16 @@ void set_energy(Options& o, const std::string& flag, const Value& v) {
     throw UsageError("--energy needs at least 1 s of samples, and a finite number (0: off)");
 }
 
+// A GPU index as --device and --gpus take it: digits, few enough to be an int.
+bool is_gpu_index(const std::string& text) {
+  return !text.empty() && text.size() <= 6 && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
 void set_device(Options& o, const std::string&, const Value& v) {
   const std::string& d = *v;
-  if (d != "cpu" && !(d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos))
-    throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
+  const bool cuda_digits = d.starts_with("cuda:") && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (cuda_digits && !is_gpu_index(d.substr(5))) throw UsageError("--device " + d + ": no GPU has an index that large");
+  if (d != "cpu" && !cuda_digits) throw UsageError("--device must be cpu or cuda:N, got '" + d + "'");
   o.device = d;
 }
 
@@ -95,8 +108,7 @@ void set_gpus(Options& o, const std::string&, const Value& v) {
   std::vector<int> list;
   std::stringstream in(g);
   for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
+    if (!is_gpu_index(item)) throw UsageError("--gpus must be 'all' or a list like 0,1, got '" + g + "'");
     list.push_back(std::stoi(item));
   }
   o.gpus = list;
@@ -199,9 +211,10 @@ constexpr const char* kGoogleBenchmarkFlags =
     "--benchmark_repetitions, --benchmark_out, --benchmark_out_format, ... roofbench decides how many samples "
     "each benchmark takes (--noise, --min-time, --max-time), so --benchmark_min_time has no effect.";
 constexpr const char* kExitCodes =
-    "Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed or "
-    "timed out, or the results could not be written (checked before anything is measured); 2 usage error "
-    "(unknown flag or suite, a filter that matches nothing or is too long, a missing plugin folder).";
+    "Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed, timed "
+    "out or reported a figure beyond the device's ceilings, a plugin failed to load, or the results could not be "
+    "written (checked before anything is measured); 2 usage error (unknown or bad flag, unknown or bad suite, a "
+    "filter that matches nothing or is too long, a missing plugin folder). See docs/errors.md.";
 
 std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
   return wrap_text(text, width, first, rest) + "\n";

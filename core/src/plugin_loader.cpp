@@ -4,6 +4,7 @@
 
 #include "benchmark_set.hpp"
 #include "device.hpp"
+#include "text.hpp"
 
 #include <dlfcn.h>
 
@@ -99,7 +100,7 @@ LoadedPlugin load_plugin(const std::string& path) {
     const char* detail = ::dlerror();
     throw std::runtime_error("cannot load: " + (detail ? std::string(detail) : ec.message()));
   }
-  if (!library->has("roofbench_plugin")) throw std::runtime_error("no entry point 'roofbench_plugin' (not a roofbench plugin?)");
+  if (!library->has("roofbench_plugin")) throw std::runtime_error(kNoEntryPointReason);
   const auto entry_fn = library->get<const roofbench_plugin_entry*()>("roofbench_plugin");
   const roofbench_plugin_entry* entry = entry_fn();
   if (!entry) throw std::runtime_error("entry point returned nothing");
@@ -149,23 +150,48 @@ LoadResult load_plugins(const std::vector<std::string>& files) {
   return result;
 }
 
+bool is_stray_library(const LoadFailure& failure) { return failure.reason == kNoEntryPointReason; }
+
+std::size_t failures_of_the_run(const std::vector<LoadFailure>& failures) {
+  return std::count_if(failures.begin(), failures.end(), [](const LoadFailure& f) { return !is_stray_library(f); });
+}
+
+// The non-empty entries of ROOFBENCH_PLUGIN_PATH (colon-separated), in order.
+static std::vector<std::string> plugin_path_entries() {
+  std::vector<std::string> entries;
+  const char* env = std::getenv("ROOFBENCH_PLUGIN_PATH");
+  if (!env) return entries;
+  std::string paths = env;
+  std::size_t start = 0;
+  while (start <= paths.size()) {
+    const auto end = paths.find(':', start);
+    const auto item = paths.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!item.empty()) entries.push_back(item);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return entries;
+}
+
 std::vector<std::string> default_plugin_folders(const std::string& executable_path) {
   std::vector<std::string> folders;
   std::error_code ec;
   const fs::path exe_dir = fs::weakly_canonical(executable_path, ec).parent_path();
   folders.push_back((exe_dir.parent_path() / "lib" / "roofbench" / "plugins").string());
-  if (const char* env = std::getenv("ROOFBENCH_PLUGIN_PATH")) {
-    std::string paths = env;
-    std::size_t start = 0;
-    while (start <= paths.size()) {
-      const auto end = paths.find(':', start);
-      const auto item = paths.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      if (!item.empty()) folders.push_back(item);
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-  }
+  for (auto& entry : plugin_path_entries()) folders.push_back(std::move(entry));
   return folders;
+}
+
+std::vector<std::string> unusable_plugin_path_entries() {
+  std::vector<std::string> unusable;
+  for (const auto& entry : plugin_path_entries()) {
+    std::error_code ec;
+    const auto status = fs::status(entry, ec);
+    if (!fs::exists(status)) unusable.push_back("'" + excerpt(entry) + "': no such folder");
+    else if (!fs::is_directory(status)) unusable.push_back("'" + excerpt(entry) + "': not a folder");
+    else if (fs::directory_iterator(entry, ec); ec) unusable.push_back("'" + excerpt(entry) + "': " + ec.message());
+  }
+  return unusable;
 }
 
 }  // namespace roofbench

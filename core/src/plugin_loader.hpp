@@ -26,6 +26,14 @@ struct LoadFailure {
   std::string reason;
 };
 
+// A shared library without roofbench's entry point (a library a plugin links, left beside it) is not a
+// plugin at all: a warning. Any other load failure of a file named *.so in a plugin folder fails the run,
+// since a plugin whose name is not known could hold any benchmark of the selection.
+inline constexpr const char* kNoEntryPointReason = "no entry point 'roofbench_plugin' (not a roofbench plugin?)";
+bool is_stray_library(const LoadFailure& failure);
+// The load failures that fail the run (every one but a stray library's).
+std::size_t failures_of_the_run(const std::vector<LoadFailure>& failures);
+
 struct LoadResult {
   std::vector<LoadedPlugin> plugins;
   std::vector<LoadFailure> failures;
@@ -54,5 +62,8 @@ LoadResult load_plugins(const std::vector<std::string>& files);
 // The folders searched by default: the plugin folder beside the executable (build and install
 // layouts), then each entry of ROOFBENCH_PLUGIN_PATH (colon-separated).
 std::vector<std::string> default_plugin_folders(const std::string& executable_path);
+// Each entry of ROOFBENCH_PLUGIN_PATH that is not a readable folder, with why ("'x': no such folder"),
+// for a warning that names it; empty entries (a stray ':') are skipped as PATH skips them.
+std::vector<std::string> unusable_plugin_path_entries();
 
 }  // namespace roofbench

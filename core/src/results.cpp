@@ -65,6 +65,7 @@ constexpr std::size_t kSamplesKept = 2000;
 static void write_ceilings(JsonWriter& j, const Ceilings& c) {
   j.field("bandwidth_Bps", c.bandwidth);
   if (c.read_bandwidth > 0) j.field("read_bandwidth_Bps", c.read_bandwidth);
+  if (c.cache_bandwidth > 0) j.field("cache_bandwidth_Bps", c.cache_bandwidth);
   j.key("flops").begin_object();
   for (Precision p : kAllPrecisions)
     if (c.flops_of(p) > 0) j.field(to_string(p), c.flops_of(p));

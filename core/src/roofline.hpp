@@ -15,9 +15,12 @@ inline constexpr std::array<Precision, 6> kAllPrecisions = {Precision::fp64, Pre
 // Peak rates of one device: bytes/s of main memory (read + write counted) and FLOP/s per precision
 // (0 where the device has no such arithmetic or it was not measured). read_bandwidth is a read-only
 // stream's bytes/s, the roof of read-dominated work (higher than a copy's on an H200); 0: not measured.
+// cache_bandwidth is bytes/s of data held in cache (a CPU's per-core caches, a GPU's L2): no hot run's
+// bytes move faster, whatever fits where; the plausibility check's roof for memory traffic.
 struct Ceilings {
   double bandwidth = 0;
   double read_bandwidth = 0;
+  double cache_bandwidth = 0;
   std::array<double, kAllPrecisions.size()> flops{};
   double& flops_of(Precision p) { return flops[static_cast<std::size_t>(p)]; }
   double flops_of(Precision p) const { return flops[static_cast<std::size_t>(p)]; }

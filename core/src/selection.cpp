@@ -3,20 +3,25 @@
 #include <map>
 
 #include "options.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 
-NameFilter::NameFilter(std::string filter) : text_(std::move(filter)) {
-  if (text_.size() > kMaxFilterLength)
-    throw UsageError("--benchmark_filter is " + std::to_string(text_.size()) + " characters long; at most " +
+void check_filter_length(const std::string& filter, const std::string& source) {
+  if (filter.size() > kMaxFilterLength)
+    throw UsageError(source + " is " + std::to_string(filter.size()) + " characters long; at most " +
                      std::to_string(kMaxFilterLength) + " are accepted");
+}
+
+NameFilter::NameFilter(std::string filter, const std::string& source) : text_(std::move(filter)) {
+  check_filter_length(text_, source);
   std::string pattern = text_;
   if (!pattern.empty() && pattern[0] == '-') negate_ = true, pattern.erase(0, 1);
   if (pattern.empty() || pattern == "all") pattern = ".";
   if (const int error = ::regcomp(&regex_, pattern.c_str(), REG_EXTENDED | REG_NOSUB); error != 0) {
     char message[256];
     ::regerror(error, &regex_, message, sizeof message);
-    throw UsageError("bad --benchmark_filter '" + text_ + "': " + message);
+    throw UsageError("bad " + source + " '" + excerpt(text_) + "': " + message);
   }
 }
 

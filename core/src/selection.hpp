@@ -20,12 +20,15 @@ inline constexpr const char* kGoogleBenchmarkSuffix = "/iterations:1/manual_time
 // Filters longer than this are refused: regex engines recurse on long patterns (a 20,000-character
 // alternation overflowed std::regex's stack).
 inline constexpr std::size_t kMaxFilterLength = 4096;
+// Throws UsageError when `filter` is longer than kMaxFilterLength, naming it as `source`.
+void check_filter_length(const std::string& filter, const std::string& source);
 
 // --benchmark_filter as Google Benchmark reads it: a POSIX extended regex searched in the name (with
 // kGoogleBenchmarkSuffix); a leading '-' negates it; empty or "all" matches everything.
 class NameFilter {
  public:
-  explicit NameFilter(std::string filter);  // throws UsageError for a bad or too long filter
+  // Throws UsageError for a bad or too long filter; `source` names it in the message (a suite's file:line).
+  explicit NameFilter(std::string filter, const std::string& source = "--benchmark_filter");
   ~NameFilter();
   NameFilter(const NameFilter&) = delete;
   NameFilter& operator=(const NameFilter&) = delete;

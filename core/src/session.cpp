@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "plausibility.hpp"
 #include "summaries.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 
@@ -86,6 +88,27 @@ void Session::finish() {
   if (results_) save(true);
 }
 
+// What a plugin said, made safe for a terminal and the report before either sees it.
+static void make_printable(Result& r) {
+  r.message = printable(r.message, true);
+  r.work.item_name = printable(r.work.item_name);
+  for (auto& fact : r.case_facts) fact.name = printable(fact.name), fact.value = printable(fact.value);
+  for (auto* counters : {&r.case_counters, &r.gate_counters, &r.work.rates, &r.rates})
+    for (auto& counter : *counters) counter.name = printable(counter.name);
+}
+
+// A result faster than the device can go fails (its samples stay in the results file) and may mean the
+// ceilings were measured low: the first such result marks them stale.
+void Session::judge_plausibility(Result& r) {
+  const auto why = implausibility(r, ceilings_->ceilings, settings_.context.datasheet);
+  if (!why) return;
+  r.status = Status::implausible;
+  r.message = *why + (r.message.empty() ? "" : "; " + r.message);
+  if (ceilings_marked_stale_ || !settings_.ceilings_beaten) return;
+  ceilings_marked_stale_ = true;
+  settings_.ceilings_beaten(r.name + ": " + *why);
+}
+
 Session::Outcome Session::run(std::size_t index) {
   const BenchmarkSpec& b = selection_.benchmarks[index];
   const std::string group = sweep_group(b);
@@ -103,6 +126,8 @@ Session::Outcome Session::run(std::size_t index) {
                              ? b.spec->timeout_s + 4 * (longest_sampling_seconds(m) - m.max_time)
                              : settings_.default_timeout_s;
   Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
+  make_printable(r);
+  judge_plausibility(r);
   const int repetition = repetition_counter_[b.name]++;
   if (r.status == Status::not_applicable || r.status == Status::refused) {
     out.not_run_reason = r.message;

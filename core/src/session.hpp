@@ -43,6 +43,9 @@ struct SessionSettings {
   std::string run_name = "run";            // the results file is <date>-<run_name>.json
   int repetitions = 1;                     // of each benchmark (--benchmark_repetitions)
   RunContext context;                      // its ceilings are filled in when measured
+  // Called once, with the reason, when a result beats the ceilings by more than its plausible factor:
+  // the ceilings may be stale (measured while the machine was busy), so the next run measures again.
+  std::function<void(const std::string&)> ceilings_beaten;
 };
 
 class Session {
@@ -79,7 +82,10 @@ class Session {
   std::unique_ptr<ResultsFile> results_;
   std::map<std::string, int> repetition_counter_;
   std::map<std::string, Sweep> sweeps_;
+  void judge_plausibility(Result& r);
+
   int failures_ = 0, measured_ = 0;
+  bool ceilings_marked_stale_ = false;
   bool results_lost_ = false;
 };
 

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "energy.hpp"
+#include "options.hpp"
 #include "selection.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 
@@ -29,6 +30,56 @@ static std::vector<std::string> split_list(const std::string& value) {
 }
 
 static std::string plugin_of_axis_key(const std::string& key) { return key.substr(0, key.find('/')); }
+
+// The parts of an axis key "<plugin>/<case>.<axis>" (each of plugin and case may be "*").
+struct AxisKey {
+  std::string plugin, case_name, axis;
+  explicit AxisKey(const std::string& key)
+      : plugin(key.substr(0, key.find('/'))),
+        case_name(key.substr(key.find('/') + 1, key.rfind('.') - key.find('/') - 1)),
+        axis(key.substr(key.rfind('.') + 1)) {}
+  bool covers(const BenchmarkSpec& b) const {
+    return (plugin == "*" || plugin == b.plugin) && (case_name == "*" || case_name == b.spec->name);
+  }
+};
+
+// An optional sign and 1 to 18 digits: what Params::integer reads without overflow.
+static bool is_whole_number(const std::string& value) {
+  const std::size_t digits = value.starts_with('-') || value.starts_with('+') ? 1 : 0;
+  return value.size() > digits && value.size() - digits <= 18 &&
+         value.find_first_not_of("0123456789", digits) == std::string::npos;
+}
+
+static bool all_whole_numbers(const std::vector<std::string>& values) {
+  return !values.empty() && std::all_of(values.begin(), values.end(), is_whole_number);
+}
+
+void Suite::check_axes(const std::vector<BenchmarkSpec>& all) const {
+  for (const auto& [key, line] : axis_lines) {
+    const std::string where = path + ":" + std::to_string(line) + ": axis " + excerpt(key) + ": ";
+    const AxisKey target(key);
+    bool case_found = false, axis_found = false;
+    for (const auto& b : all) {
+      if (!target.covers(b)) continue;
+      case_found = true;
+      for (const Axis& axis : b.spec->axes) {
+        if (axis.name != target.axis) continue;
+        axis_found = true;
+        if (!all_whole_numbers(axis.values)) continue;
+        for (const auto& value : axes.at(key))
+          if (!is_whole_number(value))
+            throw SuiteError(where + "'" + excerpt(value) + "' is not a whole number, which " + b.plugin + "/" +
+                             b.spec->name + "." + axis.name + " takes");
+      }
+    }
+    if (!case_found && target.plugin != "*" && target.case_name != "*")
+      throw SuiteError(where + "plugin " + target.plugin + " has no case '" + excerpt(target.case_name) + "'");
+    if (!axis_found)
+      throw SuiteError(where + "no axis '" + excerpt(target.axis) + "' in " +
+                       (target.case_name == "*" ? "any case of " + (target.plugin == "*" ? std::string("any plugin") : target.plugin)
+                                                : target.plugin + "/" + target.case_name));
+  }
+}
 
 std::string Suite::combined_filter() const {
   if (filters.empty()) return ".";
@@ -57,6 +108,23 @@ void Suite::check_plugins(const std::set<std::string>& loaded) const {
   for (const auto& [key, line] : axis_lines) require(plugin_of_axis_key(key), line);
 }
 
+// The filter just added, compiled as --benchmark_filter is (same length limit, same engine). Several
+// filters are ORed into one regex, where a leading '-' would be a literal: only a lone filter may negate.
+static void check_filter_line(const Suite& suite, const std::string& where) {
+  const std::string& filter = suite.filters.back().first;
+  try {
+    NameFilter compiled(filter, "filter regex");
+    check_filter_length(suite.combined_filter(), "the union of the suite's filters");
+  } catch (const UsageError& e) {
+    throw SuiteError(where + e.what());
+  }
+  const auto negated = std::find_if(suite.filters.begin(), suite.filters.end(),
+                                    [](const auto& f) { return f.first.starts_with('-'); });
+  if (suite.filters.size() > 1 && negated != suite.filters.end())
+    throw SuiteError(suite.path + ":" + std::to_string(negated->second) +
+                     ": a filter starting with '-' (negated) must be the suite's only filter line; several are ORed");
+}
+
 Suite parse_suite(const std::string& path, const std::string& text) {
   Suite suite;
   suite.path = path;
@@ -69,26 +137,22 @@ Suite parse_suite(const std::string& path, const std::string& text) {
     const std::string line = trim(raw.substr(0, raw.find('#')));
     if (line.empty()) continue;
     const auto eq = line.find('=');
-    if (eq == std::string::npos) throw SuiteError(where + "expected 'key = value', got '" + line + "'");
+    if (eq == std::string::npos) throw SuiteError(where + "expected 'key = value', got '" + excerpt(line) + "'");
     const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
     if (key == "description") {
       suite.description = value;
     } else if (key == "plugins") {
       for (auto& p : split_list(value)) suite.plugins.emplace_back(p, line_number);
     } else if (key == "filter") {
-      try {
-        std::regex check(value, std::regex::extended);
-      } catch (const std::regex_error& e) {
-        throw SuiteError(where + "bad filter regex '" + value + "': " + e.what());
-      }
       suite.filters.emplace_back(value, line_number);
+      check_filter_line(suite, where);
     } else if (key.rfind("axis ", 0) == 0) {
       const std::string target = trim(key.substr(5));
       const auto slash = target.find('/'), dot = target.rfind('.');
       if (slash == std::string::npos || dot == std::string::npos || dot < slash)
-        throw SuiteError(where + "axis key must be 'axis <plugin>/<case>.<axis>', got '" + key + "'");
+        throw SuiteError(where + "axis key must be 'axis <plugin>/<case>.<axis>', got '" + excerpt(key) + "'");
       auto values = split_list(value);
-      if (values.empty()) throw SuiteError(where + "axis '" + target + "' has no values");
+      if (values.empty()) throw SuiteError(where + "axis '" + excerpt(target) + "' has no values");
       suite.axes[target] = std::move(values);
       suite.axis_lines.emplace_back(target, line_number);
     } else if (key == "max_time" || key == "energy") {
@@ -98,18 +162,18 @@ Suite parse_suite(const std::string& path, const std::string& text) {
         seconds = std::stod(value, &used);
       } catch (const std::exception&) {
       }
-      if (used != value.size() || !(seconds >= 0))
-        throw SuiteError(where + key + " must be a number of seconds, got '" + value + "'");
+      if (used != value.size() || !(seconds >= 0) || !std::isfinite(seconds))
+        throw SuiteError(where + key + " must be a finite number of seconds, got '" + excerpt(value) + "'");
       if (key == "max_time") {
         suite.max_time = seconds;
       } else {
         if (seconds < kEnergyLeastSeconds || !std::isfinite(seconds))
           throw SuiteError(where + "energy needs at least " + std::to_string(static_cast<int>(kEnergyLeastSeconds)) +
-                           " s of samples, got '" + value + "'");
+                           " s of samples, got '" + excerpt(value) + "'");
         suite.energy_seconds = seconds;
       }
     } else {
-      throw SuiteError(where + "unknown key '" + key + "' (known: description, plugins, filter, axis, max_time, energy)");
+      throw SuiteError(where + "unknown key '" + excerpt(key) + "' (known: description, plugins, filter, axis, max_time, energy)");
     }
   }
   return suite;

@@ -5,7 +5,9 @@
 //   axis cpu/matmul_naive.n = 64, 128     restrict one case's axis ("cpu/*.n" for every case of cpu)
 //   max_time    = 1                       seconds of sampling per benchmark
 //   energy      = 1                       --energy's seconds (at least 1), unless the command line says
-// '#' starts a comment. Any other key, a bad regex or an unknown plugin is an error naming file:line.
+// '#' starts a comment. Any other key, a bad regex or an unknown plugin is an error naming file:line. A
+// filter is compiled as --benchmark_filter is (4096 characters at most); a leading '-' negates it only
+// when it is the suite's one filter line. max_time and energy are finite.
 #pragma once
 
 #include <optional>
@@ -42,6 +44,12 @@ struct Suite {
   // otherwise drop in silence (a renamed axis, a typo). A suite without a plugins line may name plugins
   // this build lacks, so its filters are not checked.
   void check_filters(const std::vector<BenchmarkSpec>& all) const;
+  // Throws SuiteError naming file:line for an axis line that names a case or an axis none of `all` has,
+  // or a value that is not a whole number for an axis whose own values all are (it would fail only
+  // when run).
+  void check_axes(const std::vector<BenchmarkSpec>& all) const;
+  // No filter line: the suite selects every benchmark of every loaded plugin (the host warns).
+  bool selects_everything() const { return filters.empty(); }
 };
 
 Suite parse_suite(const std::string& path, const std::string& text);

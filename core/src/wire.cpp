@@ -75,7 +75,7 @@ namespace {
 constexpr DeviceKind enum_last(DeviceKind) { return DeviceKind::cuda; }
 constexpr Precision enum_last(Precision) { return Precision::fp8; }
 constexpr GraphMode enum_last(GraphMode) { return GraphMode::off; }
-constexpr Status enum_last(Status) { return Status::refused; }
+constexpr Status enum_last(Status) { return Status::implausible; }
 constexpr Bound enum_last(Bound) { return Bound::compute; }
 
 template <typename T>

@@ -83,7 +83,8 @@ int run_benchmarks(const std::vector<std::string>& files) {
     const bool on_cpu = in.u8() == 0;
     const auto indices = in.list([](wire::Reader& r) { return r.i64(); });
     const MeasureOptions options = wire::get_measure_options(in);
-    const auto ceilings = parse_ceilings(in.str());
+    std::string ceilings_problem;
+    const auto ceilings = parse_ceilings(in.str(), on_cpu ? DeviceKind::cpu : DeviceKind::cuda, &ceilings_problem);
 
     for (const auto& p : plugins)
       if (p.plugin.name == b.plugin)
@@ -103,7 +104,7 @@ int run_benchmarks(const std::vector<std::string>& files) {
     if (!b.spec) problem = "the worker has no case " + b.plugin + "/" + case_name;
     if (ranks.empty()) problem = "the worker was given no device";
     // Empty ceilings would put every result at 0% of roof without a word.
-    if (!ceilings) problem = "the worker could not read the ceilings it was sent";
+    if (!ceilings) problem = "the worker could not read the ceilings it was sent (" + ceilings_problem + ")";
     Result r;
     if (problem.empty()) {
       r = measure(b, ranks, ceilings->ceilings, options);

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "../support/roofbench_host.hpp"
 #include "console.hpp"
@@ -176,6 +179,57 @@ TEST_F(CommandLine, TheShippedBenchmarksRowsFitTheConsole) {
   for (const auto& name : names)
     for (const std::string& line : lines_of(table_row(name, outcome, table)))
       EXPECT_LE(line.size(), kConsoleWidth) << name << ": " << line;
+}
+
+// Suite files a hostile user writes: each refused before anything runs, naming file:line (exit 2).
+TEST_F(CommandLine, ADeeplyNestedSuiteFilterIsRefusedNotACrash) {
+  const auto suite = scratch_.write("nested.suite", "description = d\nfilter = " + std::string(100000, '(') + "a" +
+                                                        std::string(100000, ')') + "\n");
+  const auto run = roofbench({"--suite", suite.string()});
+  EXPECT_EQ(run.exit_code, 2) << run.command << " " << run.exit_code;
+  EXPECT_THAT(run.err, HasSubstr(suite.string() + ":2: filter regex is 200001 characters long; at most 4096"));
+  EXPECT_LT(run.err.size(), 1000u) << "the long line is not echoed whole";
+}
+
+TEST_F(CommandLine, ASuiteAxisForAnUnknownCaseOrAxisOrABadValueExitsTwoNamingTheLine) {
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"axis good/nosuch.n = 1024", "plugin good has no case 'nosuch'"},
+      {"axis good/scale.size = 1024", "no axis 'size' in good/scale"},
+      {"axis good/*.n = banana", "'banana' is not a whole number"},
+  };
+  for (const auto& [line, reason] : bad) {
+    const auto suite = scratch_.write("axis.suite", "description = d\nplugins = good\nfilter = ^good/\n" + line + "\n");
+    const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--suite", suite.string()});
+    EXPECT_EQ(run.exit_code, 2) << run;
+    EXPECT_THAT(run.err, HasSubstr(suite.string() + ":4: ")) << run;
+    EXPECT_THAT(run.err, HasSubstr(reason)) << run;
+  }
+}
+
+TEST_F(CommandLine, AnInfiniteMaxTimeIsRefusedInASuiteAndOnTheCommandLine) {
+  const auto suite = scratch_.write("forever.suite", "description = d\nfilter = ^good/\nmax_time = inf\n");
+  const auto in_suite = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--suite", suite.string()});
+  EXPECT_EQ(in_suite.exit_code, 2) << in_suite;
+  EXPECT_THAT(in_suite.err, HasSubstr(suite.string() + ":3: max_time must be a finite number of seconds, got 'inf'"));
+  const auto flag = roofbench({"--max-time", "inf", "--noise", "0"});
+  EXPECT_EQ(flag.exit_code, 2) << flag;
+  EXPECT_THAT(flag.err, HasSubstr("--max-time needs a finite non-negative number, got 'inf'"));
+}
+
+TEST_F(CommandLine, AnEmptySuiteWarnsThatItSelectsEverything) {
+  const auto suite = scratch_.write("empty.suite", "# nothing\n");
+  const auto run = roofbench({"--plugin-dir", BuildPaths::good_plugins, "--suite", suite.string(), "--list"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.err, HasSubstr("suite " + suite.string() + " has no filter line: it selects every benchmark")) << run;
+}
+
+TEST_F(CommandLine, AGpuIndexOrProfileCountOutOfRangeExitsTwoWithTheReason) {
+  const auto device = roofbench({"--device=cuda:99999999999"});
+  EXPECT_EQ(device.exit_code, 2) << device;
+  EXPECT_THAT(device.err, HasSubstr("--device cuda:99999999999: no GPU has an index that large")) << device;
+  const auto profile = roofbench({"--profile=1e20"});
+  EXPECT_EQ(profile.exit_code, 2) << profile;
+  EXPECT_THAT(profile.err, HasSubstr("--profile needs a whole number of runs from 1 to 1000, got '1e20'")) << profile;
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // cudaDeviceReset() in run(), a cudaDeviceSynchronize() inside a graph-captured run, a kernel that never
 // ends and a case leaking 10 GiB per benchmark each cost only their own benchmark; the one after each
 // passes its gate. A CUDA plugin built for another GPU generation is refused in one line. Run alone:
-// ctest -L gpu -R GpuIsolation --output-on-failure (or the binary).
+// ctest -L gpu -R GpuIsolation --output-on-failure (or the binary). A case whose kernel runs on a stream
+// of its own, which the host never times, fails as implausible, in a graph and without.
 #include <cuda_runtime.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -78,6 +79,25 @@ TEST_F(GpuIsolation, PluginBuiltForAnotherArchitectureIsRefusedInOneLine) {
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_THAT(text, HasSubstr("\"case\": \"scale_cuda/scale/n:1024\"")) << text;
   EXPECT_THAT(text, HasSubstr(expected)) << text;
+}
+
+// The kernel on the case's own stream is timed at next to nothing: a failure naming the likely cause,
+// never a result at millions of percent of the roof; the same kernel on the given stream passes.
+TEST_F(GpuIsolation, WorkOffTheGivenStreamIsImplausibleWithAndWithoutGraphs) {
+  for (const char* graph : {"on", "off"}) {
+    const auto run = roofbench({"--device", "cuda:0", "--plugin-dir", ROOFBENCH_TEST_OFF_STREAM_PLUGINS, "--graph", graph,
+                                "--benchmark_filter=^off_stream/"});
+    EXPECT_EQ(run.exit_code, 1) << run;
+    const auto results = read_results(latest_results());
+    ASSERT_TRUE(results);
+    const BenchmarkEntry* own = results->find("off_stream/on_own_stream");
+    ASSERT_TRUE(own) << run;
+    EXPECT_EQ(own->status, "implausible") << "--graph " << graph << ": " << own->error_message;
+    EXPECT_THAT(own->error_message, HasSubstr("work not on the stream the host gives")) << "--graph " << graph;
+    const BenchmarkEntry* given = results->find("off_stream/on_given_stream");
+    ASSERT_TRUE(given) << run;
+    EXPECT_EQ(given->status, "ok") << "--graph " << graph << ": " << given->error_message;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ const std::string BuildPaths::wrong_plugins = ROOFBENCH_TEST_WRONG_PLUGINS;
 const std::string BuildPaths::crash_plugins = ROOFBENCH_TEST_CRASH_PLUGINS;
 const std::string BuildPaths::mixed_plugins = ROOFBENCH_TEST_MIXED_PLUGINS;
 const std::string BuildPaths::killer_plugins = ROOFBENCH_TEST_KILLER_PLUGINS;
+const std::string BuildPaths::hostile_plugins = ROOFBENCH_TEST_HOSTILE_PLUGINS;
 const std::string BuildPaths::broken_plugins = ROOFBENCH_TEST_BROKEN_PLUGINS;
 const std::string BuildPaths::ceilings_cache = ROOFBENCH_TEST_CEILINGS_CACHE;
 const std::string BuildPaths::reports = ROOFBENCH_TEST_REPORTS_DIR;

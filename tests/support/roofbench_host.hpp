@@ -25,6 +25,7 @@ struct BuildPaths {
   static const std::string crash_plugins;
   static const std::string mixed_plugins;   // one case per kind of console line
   static const std::string killer_plugins;  // plugins that kill the process loading them
+  static const std::string hostile_plugins;  // cases that lie about their work or send escape sequences
   static const std::string ceilings_cache;   // ROOFBENCH_CACHE_DIR of every run
   static const std::string reports;          // reports/ of the source tree
   static const std::string python;

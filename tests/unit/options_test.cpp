@@ -99,11 +99,11 @@ TEST(Options, Energy) {
   EXPECT_EQ(parse({"--energy"}).measure.energy_seconds, 1.0);
   EXPECT_EQ(parse({"--energy=2.5"}).measure.energy_seconds, 2.5);
   EXPECT_THAT(usage_error({"--energy=0.5"}), HasSubstr("at least 1 s"));
-  EXPECT_THAT(usage_error({"--energy=inf"}), HasSubstr("a finite number"));
+  EXPECT_THAT(usage_error({"--energy=inf"}), HasSubstr("a finite non-negative number"));
   EXPECT_EQ(parse({"--energy=0"}).measure.energy_seconds, 0);  // off, and given: a suite's energy does not apply
   EXPECT_TRUE(parse({"--energy=0"}).energy_given);
   EXPECT_FALSE(parse({}).energy_given);
-  EXPECT_THAT(usage_error({"--energy=lots"}), HasSubstr("--energy needs a non-negative number"));
+  EXPECT_THAT(usage_error({"--energy=lots"}), HasSubstr("--energy needs a finite non-negative number"));
   // Sampling lasts at least --energy's seconds, so the default timeout grows with it.
   MeasureOptions m;
   const double plain = default_timeout_seconds(m);
@@ -118,7 +118,7 @@ TEST(Options, Times) {
   EXPECT_DOUBLE_EQ(o.measure.min_time, 0.01);
   EXPECT_DOUBLE_EQ(o.measure.noise_bound, 0.1);
   for (const char* bad : {"-1", "abc", "5s", ""})
-    EXPECT_THAT(usage_error({"--max-time", bad}), HasSubstr("--max-time needs a non-negative number")) << bad;
+    EXPECT_THAT(usage_error({"--max-time", bad}), HasSubstr("--max-time needs a finite non-negative number")) << bad;
 }
 
 TEST(Options, RunsPerSample) {
@@ -164,7 +164,7 @@ TEST(Options, IsolationAndTimeout) {
   EXPECT_EQ(o.isolation, Isolation::none);
   EXPECT_EQ(o.timeout_s, 2.5);
   EXPECT_THAT(usage_error({"--isolation=thread"}), HasSubstr("--isolation must be process or none"));
-  EXPECT_THAT(usage_error({"--timeout=-1"}), HasSubstr("--timeout needs a non-negative number"));
+  EXPECT_THAT(usage_error({"--timeout=-1"}), HasSubstr("--timeout needs a finite non-negative number"));
   // The default fits the slowest shipped benchmark (about 15 s with 5 s of sampling) with room to spare.
   EXPECT_GE(default_timeout_seconds(MeasureOptions{}), 60);
 }
@@ -186,6 +186,31 @@ TEST(Options, HelpAndTheReferenceShowEveryOptionOfTheParsersTable) {
   EXPECT_THAT(help, Not(HasSubstr("--help-markdown")));
   EXPECT_TRUE(parse({"--help-markdown"}).help_markdown);
   EXPECT_THAT(words, HasSubstr("(default: 0.01)")) << "defaults come from the options' own defaults";
+}
+
+}  // namespace
+}  // namespace roofbench
+
+namespace roofbench {
+namespace {
+
+TEST(OptionsRefused, InfiniteTimesSoNoTimeoutIsEverInfinite) {
+  for (const char* flag : {"--max-time", "--min-time", "--noise", "--timeout"})
+    for (const char* value : {"inf", "infinity", "1e400", "nan"})
+      EXPECT_THAT(usage_error({flag, value}), HasSubstr(std::string(flag) + " needs a finite non-negative number"))
+          << flag << " " << value;
+}
+
+TEST(OptionsRefused, AGpuIndexTooLargeForAnIntSaysSo) {
+  EXPECT_THAT(usage_error({"--device=cuda:99999999999"}), HasSubstr("--device cuda:99999999999: no GPU has an index that large"));
+  EXPECT_THAT(usage_error({"--gpus=0,99999999999"}), HasSubstr("--gpus must be 'all' or a list like 0,1"));
+}
+
+TEST(OptionsRefused, AProfileCountOutOfRangeSaysTheRange) {
+  for (const char* value : {"1e20", "0", "2.5", "1001"})
+    EXPECT_THAT(usage_error({(std::string("--profile=") + value).c_str()}), HasSubstr("--profile needs a whole number of runs from 1 to 1000"))
+        << value;
+  EXPECT_EQ(parse({"--profile=1000"}).measure.profile_runs, 1000);
 }
 
 }  // namespace
