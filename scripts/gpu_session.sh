@@ -14,7 +14,7 @@
 #   CUDNN_ROOT=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn   build and run conv and transformer
 #                                 against that cuDNN (include/, lib/) instead of the system's (-DROOFBENCH_CUDNN_ROOT)
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
-#   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py in the same call, PyTorch's ladder
+#   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py on the same machine, PyTorch's ladder
 #                                 on this GPU (trained LADDER_TRAINED_STEPS=300 steps first, as roofbench's gated
 #                                 rungs are; LADDER_RUNGS, the strongest first by default; no rung starts after
 #                                 LADDER_DEADLINE_S=260 s: the build, the gpt suite and a 200 s ladder took 491 s of a

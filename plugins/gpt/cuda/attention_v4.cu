@@ -1,4 +1,4 @@
-// Fused causal attention with RoPE, version 4 (R2-R4's bf16 keeper until v5, a lab version since): the
+// Fused causal attention with RoPE, version 4 (a lab version; v5-v9 build on its products): the
 // flash-attention-2 layout on bf16 tensor cores through mma.sync m16n8k16 (fp32 accumulation) and
 // ldmatrix, for the training shape (T <= 128, head dim 64). One block of four warps owns a whole (sequence,
 // head): its q, k, v (bias added, q and k rotated, rounded to bf16 as v3 does) and, in the backward, dout
