@@ -36,7 +36,7 @@ the GIL with the launch-bound rungs. After the samples, the host's time to enque
 comes near the step's device time the host's launch rate may be what the figure measures, as eager's is
 (R0_eager on the H200 machines: 392k to 731k tokens/s from one machine to another, 575 launches a step).
 --trained-steps N trains N untimed steps first, as roofbench's gated rungs are timed after their 300-step
-learning run (on the H200, 2026-12-01, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
+learning run (on the H200, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
 without; the warm-up itself trains at least 30 steps, three chunks of 10).
 
 Usage (where PyTorch and a GPU are):

@@ -19,7 +19,7 @@ DEVICE = {"kind": "cuda", "index": 0, "name": "NVIDIA H200", "key": "cuda-NVIDIA
 
 def r5_run(ranks, step_seconds, counters, gate="pass"):
     """A results file as the host writes one for gpt/R5_data_parallel on `ranks` GPUs. Test fixture built
-    from figures measured on an H200 (k = 2 on 2026-11-29; k = 1 is R0's 10.43 ms step), not a measurement."""
+    from figures measured on an H200 (k = 2 on two GPUs; k = 1 is R0's 10.43 ms step), not a measurement."""
     tokens = ranks * TOKENS_PER_RANK
     entry = {
         "name": "gpt/R5_data_parallel", "run_name": "gpt/R5_data_parallel", "run_type": "iteration",

@@ -129,7 +129,7 @@ class WaterfallTest(unittest.TestCase):
         self.assertIn("3.67 GiB", svg)
 
     def test_a_named_series_is_a_third_set_of_bars(self):
-        # What the script writes since 2026-12-02: the reduce-overhead rungs on the ladder, in a series of
+        # What the script writes now: the reduce-overhead rungs on the ladder, in a series of
         # their own (the recorded fixture has them off the ladder).
         torch = load_fixture(TORCH_RUN)
         for entry in torch["benchmarks"]:

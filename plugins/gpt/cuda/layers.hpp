@@ -90,7 +90,7 @@ struct LtContext {
 // or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
 // a context collects name each choice, for the results' facts: the choice is made per process and can differ
 // between processes where two candidates time alike. A burst picks what sustained load at the power limit
-// would: a probe on the H200 (2026-12-01) timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
+// would: a probe on the H200 timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
 // burst after 300 ms idle and 0.9 s back to back at 700 W, and the burst's pick was the sustained one's or
 // within 0.8% of it.
 inline constexpr int kLtCandidates = 8;
