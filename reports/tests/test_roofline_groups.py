@@ -158,7 +158,7 @@ class ScaleTest(unittest.TestCase):
         start = time.perf_counter()
         report_cli.write_report([str(path)], str(folder.path / "out"))
         elapsed = time.perf_counter() - start
-        self.assertLess(elapsed, 10.0, f"{elapsed:.1f} s")  # the bound; about 1.5 s on an idle core
+        self.assertLess(elapsed, 10.0, f"{elapsed:.1f} s")  # the bound asked of the report; about 1.5 s on an idle core
         root = svg_of(folder.path / "out")
         self.assertEqual(len(of_class(root, "point")), 10000)
         self.assertEqual(len(of_class(root, "sweep")), 1000)

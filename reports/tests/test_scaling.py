@@ -59,7 +59,7 @@ def two_nodes(ranks_per_node, t_compute):
 
 
 K1_STEP = 10.43e-3
-K2_T_COMPUTE = 2 * TOKENS_PER_RANK / 1.586e6  # the ceiling
+K2_T_COMPUTE = 2 * TOKENS_PER_RANK / 1.586e6  # the measured k=2 ceiling
 K1 = r5_run(1, K1_STEP, {"predicted_floor_tokens_per_s": TOKENS_PER_RANK / K1_STEP,
                          "linear_ceiling_tokens_per_s": TOKENS_PER_RANK / K1_STEP, "scaling_efficiency": 1.0,
                          **two_nodes(1, K1_STEP)})
