@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
+# One run on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
 # results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
 #   STEPS="build test bench"      what to do (default all three)
 #   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME);
@@ -14,11 +14,11 @@
 #   CUDNN_ROOT=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn   build and run conv and transformer
 #                                 against that cuDNN (include/, lib/) instead of the system's (-DROOFBENCH_CUDNN_ROOT)
 #   CTEST_ARGS="-L gpu"           which tests (default: the gpu label); CTEST_TIMEOUT=600 seconds per test
-#   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py in the same call, PyTorch's ladder
+#   STEPS may also hold "ladder": after the benches, scripts/torch_gpt_ladder.py on the same machine, PyTorch's ladder
 #                                 on this GPU (trained LADDER_TRAINED_STEPS=300 steps first, as roofbench's gated
 #                                 rungs are; LADDER_RUNGS, the strongest first by default; no rung starts after
 #                                 LADDER_DEADLINE_S=260 s: the build, the gpt suite and a 200 s ladder took 491 s of a
-#                                 600 s call on the H200 (2026-12-02); about 30 s more should reach the last rung;
+#                                 600 s run on the H200; about 30 s more should reach the last rung;
 #                                 its ceilings from results1.json), then the report over every results file and PyTorch's
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling

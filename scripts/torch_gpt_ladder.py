@@ -8,7 +8,7 @@ GELU MLP, LayerNorms with biases, the embedding tied to the output head, AdamW (
 on every parameter), context 128, the 28-token character vocabulary, trained on the texts under
 /usr/share/common-licenses (sorted, concatenated; symbolic links skipped), as roofbench trains it.
 
-Rungs (the seed's, plus PyTorch's strongest configuration found, CUDA-graph replay):
+Rungs (the case study's, plus PyTorch's strongest configuration found, CUDA-graph replay):
   R0_eager                      eager, TF32 matmuls                 batch 64
   R1_compile                    torch.compile (default)             batch 64
   R1_compile_reduce_overhead    torch.compile(mode="reduce-overhead")
@@ -34,9 +34,9 @@ counter polled in a child process (torch_timing.EnergyCounter), so that no threa
 the GIL with the launch-bound rungs. After the samples, the host's time to enqueue one step on an idle GPU
 (fact host_ms_per_step_from_idle; torch_timing.host_seconds_per_call says why it is an upper bound): where it
 comes near the step's device time the host's launch rate may be what the figure measures, as eager's is
-(R0_eager on the H200 machines: 392k to 731k tokens/s from one call to another, 575 launches a step).
+(R0_eager on the H200 machines: 392k to 731k tokens/s from one machine to another, 575 launches a step).
 --trained-steps N trains N untimed steps first, as roofbench's gated rungs are timed after their 300-step
-learning run (on the H200, 2026-12-01, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
+learning run (on the H200, R3 with reduce-overhead: 2.579M tokens/s after 300 against 2.575M
 without; the warm-up itself trains at least 30 steps, three chunks of 10).
 
 Usage (where PyTorch and a GPU are):
@@ -411,7 +411,7 @@ def main(argv=None):
 
     import torch  # noqa: E402 (only where the script runs for real)
 
-    torch.backends.cuda.matmul.allow_tf32 = True  # the seed's set_float32_matmul_precision('high')
+    torch.backends.cuda.matmul.allow_tf32 = True  # the case study's set_float32_matmul_precision('high')
     torch.backends.cudnn.allow_tf32 = True
     torch.set_float32_matmul_precision("high")
     ceilings = {}

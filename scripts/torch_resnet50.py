@@ -6,7 +6,7 @@ autocast, channels_last): inference at N=1/32/256 and a training step (SGD) at N
 
   torch_resnet50.py [--json OUT.json] [--roofbench RESULTS.json]
 
-Writes the figures as JSON (--json) and, given roofbench's results file of the same call, prints a
+Writes the figures as JSON (--json) and, given roofbench's results file from the same GPU, prints a
 Markdown table of both side by side (roofbench's cuDNN and hand-written kernel, PyTorch, ratios)."""
 import argparse
 import json

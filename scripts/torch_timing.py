@@ -94,8 +94,8 @@ ENERGY_MIN_BUSY_FRACTION = 0.8
 
 
 # The poller EnergyCounter runs in a process of its own, so that it never takes the GIL from the process
-# it measures, whose launch-bound b64 rungs a thread would slow. (Session 9 suspected the in-process poller of
-# their low figures; session 10 measured them as low with this child process, so the machines' hosts, not
+# it measures, whose launch-bound b64 rungs a thread would slow. (An in-process poller was suspected of
+# their low figures; they measure as low with this child process, so the machines' hosts, not
 # the poller, set those.) Arguments: the library, the GPU's UUID, the
 # period in seconds and a file, into which it writes "ok" or "error: why", then "t joules" at each new
 # value (a file, not a pipe: a pipe nobody reads until the end would fill and stop the polling).

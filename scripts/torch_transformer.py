@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of the transformer plugin's targets, timed on the same GPU in the same call as roofbench:
+"""PyTorch's side of the transformer plugin's targets, timed on the same GPU in the same run as roofbench:
 scaled_dot_product_attention per backend (cuDNN, flash, memory-efficient, math) at the prefill shapes,
 decode attention eager and replayed in a CUDA graph, and GPT-2 small's two linear layers at several token
 counts (hot), and at one token cold (L2 flushed before each timed call, as roofbench's --cold does).
@@ -7,7 +7,7 @@ CUDA events after a warm-up; each figure is the median over samples of `runs` ba
 by `runs`; heavy calls are also timed "sustained", after 0.3 s of calls (the clock under the power limit,
 as roofbench's warm-up leaves it). FLOPs are counted as roofbench counts them (causal: the unmasked pairs only). Records the CUDA
 kernels PyTorch launches for the linear layers at 1 and 8192 tokens, and the cuDNN it is built with.
-Prints one JSON object; --quick times fewer shapes, --targets exactly the shapes issue 12's targets name."""
+Prints one JSON object; --quick times fewer shapes, --targets exactly the shapes of the plugin's targets."""
 import argparse
 import json
 import statistics

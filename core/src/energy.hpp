@@ -2,7 +2,7 @@
 //
 // At the power limit a GPU's clock is whatever keeps it under the limit, so a run's time follows its energy:
 // two implementations compare by joules per run as much as by seconds. The counter cannot be read like an
-// event: the H200's steps only about every 100 ms (session 8's probe: median 100.2 ms between steps over
+// event: the H200's steps only about every 100 ms (a probe's median: 100.2 ms between steps over
 // 0.5 s at idle), so a read is as old as the last step. The host therefore polls the counter on a thread
 // beside the samples and keeps the moments it stepped (EnergyPoller). The window runs from a step well after
 // the samples began to the last step before they ended, and its energy is shared among the runs whose device

@@ -9,11 +9,10 @@
 // Shared tiles are row-major with each row's 16-byte chunks XOR-swizzled by (row % 8), so the eight rows
 // one ldmatrix reads land in different banks.
 //
-// On an H200 (2026-12-01, bf16, causal; TFLOP/s over the unmasked pairs; PyTorch 2.11's flash backend in the
-// same call): B8 H12 T1024 d64: v1 172, v2 164, v3 178 (flash 165); B2 T4096 d64: v1 203, v2 202, v3 220
-// (flash 219); B4 H16 T4096 d128: v1 259, v2 272, v3 276 (flash 304). Nsight Compute on v3 at T1024: 228
-// registers, 2 blocks (8 warps) per SM, 12% occupancy, 2.9 waves; the MUFU exp2 of the softmax costs about
-// what the MMAs of a d64 tile do, and mma.sync cannot overlap them the way Hopper's wgmma does (FA3).
+// v3 is the fastest at every prefill shape (B2 T4096 d64: 220 TFLOP/s against v2's 202 on an H200; the
+// table is in plugins/transformer/README.md). Nsight Compute on v3 at T1024: 228 registers, 2 blocks (8
+// warps) per SM; the MUFU exp2 of the softmax costs about what the MMAs of a d64 tile do, and mma.sync
+// cannot overlap them the way Hopper's wgmma does (FA3).
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>

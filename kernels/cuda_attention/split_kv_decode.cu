@@ -22,52 +22,29 @@ constexpr int kDecodeThreads = 128;
 constexpr int kLanesPerKey = 8;  // 8 lanes x 8 elements = head_dim 64
 constexpr int kHeadDim = 64;
 constexpr int kGroups = kDecodeThreads / kLanesPerKey;
-// The lab. v1: 4 keys per group per step (8 outstanding 16-byte loads per lane), splits of up to 2048
-// keys. v2: splits of up to 256 keys, so that the blocks left running at the end (a partial last wave of
-// 512 KB blocks in v1) are short; a split's partial is 264 bytes against its 64 KB read. v3: v2 with 8 keys
-// per group per step (16 loads per lane, fewer blocks per SM for the registers they take). v4: v2 with
-// each load asking L2 to fetch the whole 256-byte block around it and not to keep the line in L1 (the cache
-// is read once), since Nsight Compute found v2 waiting on its loads (scoreboard stalls, 68% of the cycles).
-// On an H200 (2026-12-01, TB/s of KV cache read; the read roof measured 4.53): B64 KV1024 v1 3.53, v2 3.70,
-// v3 3.54, v4 3.67; B256 KV4096 v1 4.25, v2 4.32, v3 4.24, v4 4.02; B1 KV1024 (graph) v1 5.72 us, v2 5.82,
-// v3 4.93, v4 5.65. v2 is 56 registers, 9 blocks per SM (56% occupancy), latency-bound on its loads.
-// v5: the cache cut into equal runs of keys over all (batch, head)s together, as many runs as the GPU
-// holds blocks at once (8 per SM, 4 keys in flight), so one wave reads it all with no tail and no block
-// shorter than a step; v6: v5 with 8 keys in flight and 4 blocks per SM (the same bytes in flight from half
-// the warps). v7: v5 pipelined (the next step's loads issued before this step's arithmetic, so a warp's
-// loads do not go out in bursts), 4 blocks per SM for the registers; v8: the same with 2 keys per step and
-// 8 blocks per SM. H200, 2026-12-01, two machines (read roof 4.53 and 4.63 TB/s), TB/s of KV cache read:
-//   B64 KV1024 (stream timing): v2 3.79 / 3.83, v3 3.66 / 3.69, v5 3.60 / 3.65, v6 3.65 / 3.70, v7 - / 3.77,
-//     v8 - / 3.73; cuDNN 9.14 3.95 / 4.00. In a CUDA graph (second machine): v2 3.95, v7 3.87, cuDNN 4.15.
-//   B256 KV4096: v2 4.36 / 4.43, v3 4.30 / 4.36, v5 4.47 / 4.56, v6 4.48 / 4.57, v7 - / 4.60, v8 - / 4.57;
-//     cuDNN 4.54 / 4.63.
-//   B1 KV1024 (graph, us): v2 5.70 / 5.78, v3 5.05 / 5.00, v5 6.50 / 6.50, v6 5.53 / 5.55, v7 - / 6.43,
-//     v8 - / 8.68; cuDNN 5.24 / 5.25.
-// (v2 and v3 in those two runs were built with int key indices, v3 then 80 registers; they are built with
-// 64-bit indices again, as in the first figures above (v3 103 registers), and were not re-run so.)
-// The balanced grid wins when each block's run is long (B256 KV4096: 23832 keys per block in v7) and loses
-// at B64 KV1024 (1490 keys, 23 steps), where v2's 3072 short blocks in 2.6 waves still do better. A v9 (v2's
-// grid, pipelined, 2 keys per step) read 3.76 TB/s at B64 KV1024, 4.40 at B256 KV4096 and took 7.86 us at
-// B1 KV1024 (second machine); never the fastest, it was dropped.
-// v9-v11: v5's balanced runs, read by the bulk-copy engine (TMA's 1-D cp.async.bulk) into a ring of
-// shared-memory stages, one thread issuing a stage's K and V rows (2 x chunk x 128 bytes) and an mbarrier
-// saying when they have landed: the bytes in flight per SM are stages x chunk x 256 x blocks per SM whatever
-// the warps are doing, with no load instruction per 16 bytes and no register held for them. Stages never
-// cross a (batch, head). v9: chunks of 64 keys, 4 stages, 3 blocks per SM (up to 192 KB in flight per SM);
-// v10: 32-key chunks, 6 stages, 4 blocks per SM (the same bytes over more, shorter steps); v11: 64-key
-// chunks, 3 stages, 4 blocks per SM. H200, 2026-12-01 12:30 UTC, one call (read roof 4.645 TB/s; stream
-// timing at B64 and B256, graph at B1), TB/s of KV cache read:
-//   B64 KV1024: v9 3.96, v11 3.76, v10 3.37; in the same call v2 3.75, v3 3.59, v7 3.77.
-//   B256 KV4096: v9 4.56, v11 4.57, v10 4.41; v2 4.39, v3 4.28, v7 4.59.
-//   B1 KV1024 (graph, us): v9 6.63, v11 6.49, v10 8.98; v2 5.84, v3 4.66, v7 6.53.
-// Larger stages and fewer blocks per SM did better (v9 against v11 and v10): each stage costs a block-wide
-// barrier and a wait. At B64 KV1024, v9's runs are 2048 keys, two whole (batch, head)s: no combine at all.
-// But they are 384 runs for 396 places (132 SMs x 3), so 12 SMs can hold two runs where the rest hold three.
-// Two versions that spread the same 192 KB per SM over two blocks of 96 KB, nearly two runs on every SM
-// (64-key chunks and 6 stages: 262 runs at B64 KV1024; 128-key chunks and 3 stages: 256 runs), lost to v9
-// and were dropped. H200, 2026-12-01 14:29 UTC, one call, graph mode, us: B64 KV1024 57.18 and 51.66
-// against v9's 50.51 (cuDNN 49.33); B256 KV4096 721.8 and 715.8 against 721.7; B1 KV1024 6.43 and 5.48
-// against 6.50. Every gate passed. The evener spread of bytes was not what held v9 back there.
+// The lab's versions (their figures on an H200 are in plugins/transformer/README.md):
+//   v1: 4 keys per group per step (8 outstanding 16-byte loads per lane), splits of up to 2048 keys.
+//   v2: splits of up to 256 keys, so that the blocks left running at the end (a partial last wave of 512 KB
+//     blocks in v1) are short; a split's partial is 264 bytes against its 64 KB read.
+//   v3: v2 with 8 keys per group per step (16 loads per lane, fewer blocks per SM for the registers).
+//   v4: v2 with each load asking L2 for the whole 256-byte block around it and not keeping the line in L1
+//     (the cache is read once), since v2 waits on its loads (scoreboard stalls, 68% of the cycles).
+//   v5: the cache cut into equal runs of keys over all (batch, head)s together, as many runs as the GPU
+//     holds blocks at once (8 per SM, 4 keys in flight), so one wave reads it all with no tail.
+//   v6: v5 with 8 keys in flight and 4 blocks per SM (the same bytes in flight from half the warps).
+//   v7: v5 pipelined (the next step's loads issued before this step's arithmetic, so a warp's loads do not
+//     go out in bursts), 4 blocks per SM for the registers; v8: the same with 2 keys per step, 8 per SM.
+//   v9-v11: v5's balanced runs read by the bulk-copy engine (TMA's 1-D cp.async.bulk) into a ring of
+//     shared-memory stages, one thread issuing a stage's K and V rows (2 x chunk x 128 bytes) and an
+//     mbarrier saying when they have landed: the bytes in flight per SM are stages x chunk x 256 x blocks
+//     per SM whatever the warps are doing, with no load instruction per 16 bytes and no register held for
+//     them. Stages never cross a (batch, head). v9: chunks of 64 keys, 4 stages, 3 blocks per SM (up to
+//     192 KB in flight per SM); v10: 32-key chunks, 6 stages, 4 blocks per SM; v11: 64-key chunks, 3
+//     stages, 4 blocks per SM. Larger stages and fewer blocks do better, as each stage costs a block-wide
+//     barrier and a wait.
+// The balanced grid wins when each block's run is long and loses when it is short, where v2's many short
+// blocks still do better (B64 KV1024, 1490 keys a run: v5 3.65 TB/s against v2's 3.83) unless the bulk
+// copies keep the bytes in flight; the transformer plugin picks a version per shape (best_split_kv_version).
 struct DecodeVersion {
   const char* name;
   int keys_in_flight;

@@ -52,7 +52,7 @@ std::string best_split_kv_version(const AttentionShape& shape, int sm_count, boo
   // v7's run per block: the cache over 4 blocks per SM.
   const std::int64_t balanced_run = shape.batch * shape.heads * shape.kv_len / (std::int64_t(sm_count) * 4);
   if (balanced_run >= kLongestRunForSplits) return "v7";
-  return bulk_copy ? "v9" : "v2";  // v2 was the middle band's keeper before v9
+  return bulk_copy ? "v9" : "v2";  // v2: the middle band's fastest without bulk copies
 }
 
 bool has_bulk_copy(int device_index) {

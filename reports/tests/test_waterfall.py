@@ -68,7 +68,7 @@ class TorchImportTest(unittest.TestCase):
         self.assertEqual(waterfall.source_of(r2), "pytorch")
         self.assertAlmostEqual(r2.counter("tokens/s"), 1.699e6, delta=1e3)
         self.assertAlmostEqual(r2.counter("peak_mem") / 2**30, 2.14, places=2)
-        # The seed's rungs are on the ladder; reduce-overhead and the fp32 control sit beside it.
+        # The case study's rungs are on the ladder; reduce-overhead and the fp32 control sit beside it.
         ladder = [b.case for b in device.benchmarks.values() if b.ladder == "gpt"]
         self.assertEqual(ladder, ["R0_eager", "R1_compile", "R2_bf16", "R3_batch", "R4_checkpoint"])
 
@@ -146,7 +146,7 @@ class WaterfallTest(unittest.TestCase):
         self.assertIn("3.67 GiB", feet(figure))
 
     def test_a_named_series_is_a_third_set_of_bars(self):
-        # What the script writes since 2026-12-02: the reduce-overhead rungs on the ladder, in a series of
+        # What the script writes now: the reduce-overhead rungs on the ladder, in a series of
         # their own (the recorded fixture has them off the ladder).
         torch = load_fixture(TORCH_RUN)
         for entry in torch["benchmarks"]:

@@ -305,7 +305,7 @@ TEST(BenchmarkNames, AmbiguousValuesAreRefused) {
   EXPECT_EQ(first_duplicate_name(specs), "p/c/n:1");
 }
 
-// A runner that hands out prepared results, so the session's bookkeeping is seen alone.
+// A runner that hands out prepared results, so the Session's bookkeeping is seen alone.
 class ScriptedRunner final : public BenchmarkRunner {
  public:
   std::vector<Result> script;

@@ -3,8 +3,7 @@
 //   v1 (attention.cu): SIMT fp32 block matmuls, one block per (sequence, head, 32-row tile): a lab version.
 //   v3 (attention_v3.cu): WMMA tensor-core tiles (TF32, or bf16 for R2) walked in turn by one block per
 //      (sequence, head), each row loaded once, the next tile's loads overlapping the current tile's
-//      products: R1's keeper until v8 (fp32 on TF32); its bf16 instantiation is R2's former keeper; both
-//      kept for the lab.
+//      products: a lab version, fp32 (on TF32) and bf16.
 //   v4 (attention_v4.cu): bf16 only, mma.sync with the scores in registers (attention_mma.cuh).
 //   v5, v6, v7 (attention_v5.cu): v4's arithmetic, rows moved by cp.async; v5's forward persistent, v6's one
 //      block per head, v7's that with the online softmax of attention_mma.cuh.

@@ -266,7 +266,7 @@ __device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], fl
 // v7's forward of the same row block: the keys walked 16 at a time with FlashAttention-2's online softmax
 // (a running row maximum, the output and this lane's partial row sum rescaled when it grows, one division
 // at the end) in place of attend_row_block's one pass over every score. Nsight Compute on v6's forward
-// inside the b512 lab (2026-12-01) counted 29 instructions per HMMA and 47% of issue slots busy: the
+// inside the b512 lab counted 29 instructions per HMMA and 47% of issue slots busy: the
 // one-pass form keeps 16 score tiles per lane in registers behind a run-time bound (m), so every tile
 // pays a branch, its mask test and two multiplications (scale, 1/sum) whether it holds keys or not. Here
 // a tile is only ever a live one, the scale rides in the exponent's FFMA, the mask is applied to the

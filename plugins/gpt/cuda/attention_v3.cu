@@ -1,4 +1,4 @@
-// Fused causal attention with RoPE, version 3 (R1's keeper until v8, a lab version since): WMMA tensor-core
+// Fused causal attention with RoPE, version 3 (a lab version; v8 is faster on fp32): WMMA tensor-core
 // tiles with one block per (sequence, head), instead of one per (sequence, head, 32-row tile) as the
 // retired v2 had. The block walks its 32-row tiles in turn and keeps what they share in shared memory: the
 // forward and dq load each k and v row once (tile i adds keys 32i .. 32i+31 to those already there) instead

@@ -1,4 +1,4 @@
-// Fused causal attention with RoPE, version 4 (R2-R4's bf16 keeper until v5, a lab version since): the
+// Fused causal attention with RoPE, version 4 (a lab version; v5-v9 build on its products): the
 // flash-attention-2 layout on bf16 tensor cores through mma.sync m16n8k16 (fp32 accumulation) and
 // ldmatrix, for the training shape (T <= 128, head dim 64). One block of four warps owns a whole (sequence,
 // head): its q, k, v (bias added, q and k rotated, rounded to bf16 as v3 does) and, in the backward, dout
@@ -18,15 +18,13 @@
 //   dq and dk are scaled and rotated back on the way out. No atomics: the results are bit-reproducible
 //   (R4's recomputed backward must equal R3's bit for bit).
 //
-// On the H200 (2026-12-01, R3_batch b512 under --profile, 6 layers a step): forward 1322 us, backward (one
-// kernel) 3262 us, against v3's 3735 us forward and 3789 + 4004 us backward; at b64 (R2) 219 + 425 us. That
-// is still only ~1.2 TB/s in the forward and a small fraction of mma.sync's peak in the backward; what
-// Nsight Compute found in the forward, and what v5 changed for it, is in attention_v5.cu.
+// Inside R3 on the H200 (6 layers a step) the backward, one kernel, takes 3262 us against v3's two kernels'
+// 7793; the forward still moves only ~1.2 TB/s, and what v5 changed for it is in attention_v5.cu.
 //
 // The products live in attention_mma.cuh, shared with v5, which keeps v4's arithmetic and moves the rows
 // differently. Moving them there (the same code in __forceinline__ functions) lowered ptxas's register
 // count from 168 to 128 in the forward (3 -> 4 blocks per SM by registers) and from 238 to 175 in the
-// backward; the figures above are from before.
+// backward.
 #include <cuda_bf16.h>
 
 #include <cstdint>

@@ -1,10 +1,8 @@
-// Fused causal attention with RoPE, versions 5, 6 and 7 (bf16): v4's products (attention_mma.cuh: mma.sync
-// m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a backward without atomics)
-// with the rows moved differently. Nsight Compute on v4's forward inside R3 (b512, 2026-12-01): 206 us,
-// 1.26 TB/s, 168 registers and 55 KB of shared memory for 3 blocks (12 warps) per SM, issue slots 39% busy
-// with 0.63 eligible warps per scheduler, L1 hit rate 87% and 8.8 of 32 bytes used per loaded sector: the
-// scalar bias and RoPE loads of its preparation (eight per pair), and 16 of 32 per stored sector. A
-// block's life was waiting on memory with little to overlap it.
+// Fused causal attention with RoPE, versions 5, 6, 7 and 9 (bf16): v4's products (attention_mma.cuh: mma.sync
+// m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a backward without atomics) with
+// the rows moved differently. v4's blocks spent their lives waiting on memory: scalar bias and RoPE loads
+// (8.8 of 32 bytes used per loaded sector) with little to overlap them. The lab's figures per version are
+// in plugins/gpt/README.md.
 //
 //   forward (v5): persistent, two blocks of four warps per SM, each walking the heads (sequence-major, so
 //     neighbouring blocks share qkv rows) with two shared-memory buffers: while it computes head i, the
@@ -13,90 +11,32 @@
 //     formulas), its bias and RoPE factors fetched 16 bytes at a time before the wait. Each warp's output
 //     block is staged in its own (already consumed) q rows and leaves as whole 128-byte rows.
 //   forward (v6): the same kernel body one block per head, one buffer, four blocks (16 warps) per SM: the
-//     other blocks, not a second buffer, hide a block's loads.
-//   softmax (both, and the backward): scores in log2 units and exp2f (FlashAttention-2's form), the causal
-//     and T masks only on the blocks that cross the diagonal or T; v4 keeps expf and masks every score.
-//   backward (both): one block per (sequence, head) as v4 (its 110 KB of shared memory leave no room for a
-//     second buffer at two blocks per SM), but q, k, v, dout and out arrive by cp.async straight into
+//     other blocks, not a second buffer, hide a block's loads, which at two blocks per SM v5 cannot
+//     (v5's forward is compute-limited there).
+//   forward (v7, v9): v6's with attend_row_block_online (the softmax walked 16 keys at a time,
+//     FlashAttention-2's form) on ex2.approx (Exponent::log2_approx): v6 paid a branch, a mask test and two
+//     multiplications on each of 16 score tiles behind a run-time bound, 29 instructions per HMMA.
+//   softmax (all, and the backward): scores in log2 units and exp2f, the causal and T masks only on the
+//     blocks that cross the diagonal or T; v4 keeps expf and masks every score.
+//   backward (v5, v6, v7): one block per (sequence, head) as v4 (its 110 KB of shared memory leave no room
+//     for a second buffer at two blocks per SM), but q, k, v, dout and out arrive by cp.async straight into
 //     shared memory (out into the ds^T buffer, free until delta is taken), prepared as the forward's, lse
-//     and delta read in pairs, and dv, dk, dq staged through shared memory into 128-byte row stores.
+//     and delta read in pairs, and dv, dk, dq staged through shared memory into 128-byte row stores. The
+//     rotation's factors for the staged stores are fetched first through the read-only path, since a
+//     generic load may alias shared memory.
+//   backward (v9): v7's made persistent, so part of the next head arrives during this one within the same
+//     110 KB: after the key phase q, v, dout, lse and delta are dead, so the next head's q, v, dout and lse
+//     (by cp.async too) travel during the query phase, whose dq is staged in the warp's own ds^T columns
+//     (DsColumnStage) rather than q's rows; only k and out (into ds^T) start after it. The arithmetic is
+//     v7's in the same order, so v9's out and dqkv equal v7's bit for bit (the GPU tests hold them so);
+//     at batch 512 on the H200 the backward takes 326 us against v7's 382.
 //
 // Same values as v4 up to fp32 rounding (exp2f for expf, a few contractions in the preparation); the
 // backward is deterministic (no atomics, a fixed order), so R4's recomputed backward equals R3's bit for
-// bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, backward 195, no spills.
-//
-// On the H200 (2026-12-01, lab_attention_bf16 under --profile, us per layer, forward + backward):
-//              b64 forward  backward   b512 forward  backward
-//   v4              28.4      66.5          200.6     525.7
-//   v5              33.4      49.1          230.0     392.0
-//   v6              23.8      49.0          153.7     390.1
-// The persistent forward lost: at two blocks (8 warps) per SM its compute, not its memory, is the limit,
-// and one block per head at four per SM (16 warps) hides more latency than the second buffer saves. So
-// v6 became the keeper (until v7, below). Those backward figures still fetched the rotation's factors in
-// the staged stores one pair at a time behind the staging stores (a generic load may alias shared
-// memory); they are now fetched first through the read-only path, which bought nothing measurable: the
-// day's last call had v6 at b512 at 543.3 us forward + backward (544.6 before). Nsight Compute there,
-// inside R3: forward 155 us (128 registers, 55 KB, 4 blocks per SM, 51% of cycles with no eligible warp),
-// backward 393 us (195 registers, 110 KB, 2 blocks per SM: 12.5% occupancy, 73% of cycles with no
-// eligible warp).
-//
-//   v7 (the keeper of R2 and up from 2026-12-01 until v9): v6's forward kernel with attend_row_block_online (the
-//     softmax walked 16 keys at a time, FlashAttention-2's form) and both kernels on ex2.approx
-//     (Exponent::log2_approx). Nsight Compute had v6's forward at 29 instructions per HMMA (16 score
-//     tiles a lane behind a run-time bound, each paying a branch, a mask test and two multiplications)
-//     and v5's backward's exp2f at a range test and two multiplications per probability. On the H200
-//     (lab_attention_bf16 --profile, us per layer, the session's final call; v6's backward is v5's
-//     kernel):                                         b64 forward  backward   b512 forward  backward
-//                                             v6          23.8      48.6          153.9     390.3
-//                                             v7          19.9      47.0          119.4     370.1
-//     Nsight Compute on v7 before its conditional rescale (121.9 us then): forward 3535 instructions a
-//     warp per head (4200 for v6), issue slots 51% busy; backward 5938 (about 6100), still 2 blocks per
-//     SM and 72% of cycles with no eligible warp, so its loads, not its arithmetic, are what remains.
-//     Registers: forward 128, backward 195.
-//
-// Tried and dropped (H200, 2026-12-01, four calls, lab_attention_bf16 b512 under --profile, us per layer):
-//   Nsight Compute's source view of v7's backward put 44% of the warps' stall samples in its prologue (12%
-//   of all on the one multiplication that first uses the log-sum-exp: load_lse_log2 runs between the rows'
-//   cp.async and the bias and RoPE factors' loads), 30% in the stores (8% on the RoPE factors of the
-//   rotation back; a shared-memory carveout of 233.5 KB leaves about 23 KB of L1, which hits 37%) and 26%
-//   in the products; DRAM at 1.39 TB/s (29% of peak).
-//     - The factors and the log-sum-exp asked for before the rows, one wait: backward 374-376 against
-//       370 (the wait only moves: the prologue lasts as long as its rows take to arrive); R3 and R4 within
-//       the noise of two A/B pairs.
-//     - Also each block asking L2 (prefetch.L2) for the rows of the head one wave of blocks ahead (2 x 132
-//       blocks backward, 4 x 132 forward), for that block's fetch to hit L2: backward 424, forward 138
-//       against 119. A wave's rows ahead (21 MB backward, 25 MB forward) beside the running wave's rows and
-//       outputs outgrow the 50 MB L2, and the prefetches queue beside the running blocks' own loads.
-//     - Three blocks (12 warps) per SM: no ds^T buffer (each warp recomputed s = q k^T and dp = dout v^T
-//       for its query blocks, then dq = ds k: two more products per pair of blocks), out read into
-//       registers for delta, the key block's k and v operands read from shared memory at every chunk,
-//       finished blocks stored straight from the accumulators; 73.7 KB of shared memory, 159 registers, no
-//       barrier between the two passes. Its dqkv equalled v7's to the bit, but the backward took 450-453
-//       us against 376-380 (b64: 73.9 against 47.1) and R3 20.58-20.63 ms against 20.27-20.34: the third
-//       block does not buy back the 37% more products.
-//     - qkv's bias gradient summed in the backward (each staged 16-row block's column sums, shuffled across
-//       the lanes sharing a column, parked in rows the warp no longer reads, added per sequence in a fixed
-//       order into [B, 3C] partials), so that the trainer's pass over the N x 3C gradient (53 us a layer at
-//       R3) reads 3 MB instead: correct (the summed partials equal v7's dqkv column sums to 1.5e-8), but the
-//       backward took 411-413 us against 370-371, and R3 20.10-20.13 ms against 20.06-20.07 (R4 24.65 against
-//       24.45-24.61): the sums cost the latency-bound kernel more than the pass they replace.
-//   What is left is a different kernel: Hopper's own instructions (wgmma on operands TMA brings into
-//   shared memory, warps specialised into loaders and consumers, FlashAttention-3's form), so that the
-//   rows of the next head arrive while this one computes, which two resident blocks of 110 KB cannot do.
-//
-//   v9 (the keeper of R2 and up since 2026-12-01, session 7): v7's backward made persistent, which does let
-//     part of the next head arrive during this one within the same 110 KB: after the key phase q, v, dout,
-//     lse and delta are dead, so the next head's q, v, dout and lse (by cp.async too) travel during the
-//     query phase, whose dq is staged in the warp's own ds^T columns (DsColumnStage) rather than q's rows;
-//     only k and out (into ds^T) start after it. The arithmetic is v7's in the same order: the GPU tests hold
-//     v9's out and dqkv equal to v7's bit for bit, at 4 heads and at 640 (T 128 and 70). ptxas: 254
-//     registers, no spills, still two blocks per SM. On the H200 (lab_attention_bf16 --profile, us per layer,
-//     two runs each, one call):              b64 forward  backward   b512 forward  backward
-//                                     v7          19.8      46.6          119.4     382.4
-//                                     v9          19.5      44.5          118.7     326.5
-//     R3 and R4 with v9 as the keeper against v7 (--gate off, A/B/A/B in that call): R3 20.34 and 20.62 ms
-//     against 20.64 and 20.60, R4 24.88 and 24.74 against 25.06 and 25.04: at the 700 W limit the
-//     kernel's 0.33 ms a step shows as less.
+// bit. Registers (ptxas, sm_90): v5 forward 199, v6 forward 128, v7 forward 128, backward 195 (v9's 254),
+// no spills, two backward blocks per SM. What is left for the backward is a different kernel: Hopper's
+// wgmma on operands TMA brings into shared memory, warps specialised into loaders and consumers
+// (FlashAttention-3's form), so the next head's rows arrive while this one computes.
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -10,24 +10,16 @@
 //   fp32: the master weights, their gradients and the Adam moments (AdamW is R1's), the residual stream and
 //         its gradient, LayerNorm statistics, softmax and its log-sum-exp, the logits and the loss, the
 //         embedding and its backward (autocast leaves embedding lookups fp32).
-// At the limit a step's time is its energy over about 690 W. R3's 72 GEMMs alone, each on the fastest of
-// its 8 candidates in a short burst (as the trainer picks), in one CUDA graph replayed back to back on
-// synthetic operands (a probe, H200, 2026-12-01), took 12.06 ms and 8.39 J a step at 1373 MHz; R3's whole
-// step took 20.8 ms and 14.47 J in that session, so the LayerNorms, GELU, attention, optimizer and the rest
-// cost about 6.1 J of it (lab_step_gemms_bf16 measures the GEMMs' share with --energy).
+// At the limit a step's time is its energy over about 690 W: R3's 72 block GEMMs alone take about 8.4 J of
+// its 14.5 J a step (lab_step_gemms_bf16 measures that share with --energy), so the LayerNorms, GELU,
+// attention, optimizer and the rest cost about 6 J.
 // Checkpointing (R4): activation_plan.hpp's bookkeeping; one activation set, each lower block recomputed
 // from its input before its backward. The whole step is one CUDA graph, as in R1.
-// Tried and dropped (H200, 2026-12-01, one call): the blocks' weight-gradient GEMMs on a second stream,
-// ordered by events, to overlap the memory-bound LayerNorm, GELU and attention backwards. R3 took 21.49 ms
-// against 21.63 on one stream (21.29 with the side handle's SM count target at 108 and graph node
-// priorities, 21.76 with the priorities alone), R4 26.0-26.3 either way: within the noise between calls.
-// These rungs run at the 700 W power limit (690-697 W drawn, 1530-1740 MHz), so work moved beside other
-// work is paid for in clock; only less energy per step makes the step shorter.
-// Also tried and dropped (the same GPU, 2026-12-01, one call, --gate off, branch wip/qkv-bgrad): qkv's
-// bias gradient from the weight-gradient GEMM's cuBLASLt BGRADB epilogue instead of the column-sum pass
-// (0.32 ms of R3's step): R3 19.97 ms against 19.90, R4 24.56 against 24.35. Its GPU test against double
-// and the trainer tests passed; the epilogue's GEMM costs what the pass saved. Nor did summing it inside the
-// attention's backward (attention_v5.cu's header: R3 20.10-20.13 ms against 20.06-20.07).
+// The weight-gradient GEMMs stay on the one stream: these rungs run at the 700 W power limit, so work moved
+// beside other work is paid for in clock (on a second stream R3 took 21.49 ms against 21.63, within the
+// noise); only less energy per step makes the step shorter. For the same reason qkv's bias gradient is a
+// column-sum pass and not a cuBLASLt BGRADB epilogue, whose GEMM costs what the pass saves
+// (plugins/gpt/README.md lists these measurements).
 #include <utility>
 #include <vector>
 

@@ -5,11 +5,9 @@
 // between batched cuBLAS matmuls, the loss is log_softmax + nll, and AdamW runs once per parameter tensor.
 // The heads stay where they lie in qkv's rows, as PyTorch's view(B, T, heads, hd).transpose(1, 2) leaves
 // them: the per-head matmuls take one pointer per (sequence, head) (cublasGemmBatchedEx), RoPE rotates q
-// and k in place, and the products write their outputs straight into the rows of attn_out and d_qkv. (R0
-// copied every head into [B, heads, T, hd] and back until 2026-12-02: eight copies a layer, 1.41 ms of its
-// 9.48 ms step on the H200.)
-// Where it still differs from PyTorch eager (that profile: 10.36 ms of kernels a step against R0's 8.85
-// then): PyTorch's scaled_dot_product_attention is one fused kernel each way (the memory-efficient one,
+// and k in place, and the products write their outputs straight into the rows of attn_out and d_qkv, with
+// no copy of the heads into [B, heads, T, hd] and back (eight copies a layer, 1.41 ms of a 9.48 ms step).
+// Where it still differs from PyTorch eager (that profile: 10.36 ms of kernels a step): PyTorch's scaled_dot_product_attention is one fused kernel each way (the memory-efficient one,
 // 1.21 ms a step) where R0 materialises the scores; its RoPE runs as many small elementwise kernels (those
 // 96 products among them) where R0 runs one a direction for q and k together; and its AdamW runs foreach (a
 // few launches over every tensor, 0.53 ms a step) against R0's 75 (0.42 ms).

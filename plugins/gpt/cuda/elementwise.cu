@@ -208,10 +208,8 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 // kAddBias: z is x w^T without fc's bias, and GELU' takes bf16(z + bias[col]), as the forward's GELU did.
 // At least four blocks per SM (64 registers a thread at 8 lanes, 24 bytes spilled with the bias): R3's grid,
 // 8 column tiles x 64 block rows, then fits in one wave of 132 SMs; the bias's registers had taken the kernel
-// to 76 and three blocks per SM, two waves. On the H200 (2026-12-01, session 9, one call), inside gated R3:
-// 227 us a launch against 289; R3 --gate off, A/B/A/B, 20.02 and 20.04 ms against 20.45 and 20.27, R4 24.32
-// and 24.36 against 24.44 and 24.52; gated R3 21.47 ms (at a mean 1406 MHz) against 21.52 (1433 MHz): at
-// the 700 W limit the faster pass mostly buys a lower clock.
+// to 76 and three blocks per SM, two waves. On the H200, inside R3: 227 us a launch against 289; at the
+// 700 W limit the faster pass mostly buys a lower clock rather than a shorter step.
 template <int kLanes, bool kAddBias>
 __global__ void __launch_bounds__(kColumnTileCols* kLanes, 4)
     gelu_backward_bias_grad_bf16_table_kernel(float* partials, int rows, int cols, bf16* __restrict__ dz,

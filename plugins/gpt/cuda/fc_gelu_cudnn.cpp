@@ -11,13 +11,11 @@
 // epilogue writes gelu beside z and the pass, with its read of z (1.6 GB a step over six layers) and its
 // launch, is gone: at most about 0.5 ms of R3's step, the backward's GELU untouched.
 //
-// What would have made it the keeper: lab_fc_gelu_bf16 v2 faster than R2-R4's pair at batch 512 by more than
-// the noise, with the gate passing. Measured (H200, cuDNN 9.14, 2026-12-01, three calls, --profile, us per
-// layer): batch 512 v1 (bias epilogue + GELU pass) 388-393, v2 495-502, v4 (the bias in the GELU pass, R2-R4's
-// since) 373-382; batch 64 v1 57-58, v2 60, v4 58. cuDNN takes the chain (engine 7, the runtime-fusion
-// matmul) and its GELU is that of the rounded z, as v1's (the GPU test: 3 in 614400 a bf16 step apart, z
-// bit-equal to v1's), but its GEMM is about 100 us slower than cuBLASLt's at this shape, more than the whole
-// GELU pass costs: not the keeper. The trainers never ran it.
+// The trainers would run it if lab_fc_gelu_bf16 v2 beat R2-R4's pair (v4) at batch 512 by more than the
+// noise with the gate passing. cuDNN takes the chain (engine 7, the runtime-fusion matmul) and its GELU is
+// that of the rounded z, as v1's (the GPU test: 3 in 614400 a bf16 step apart, z bit-equal to v1's), but
+// its GEMM is about 100 us slower than cuBLASLt's at this shape, more than the whole GELU pass costs (on an
+// H200 at batch 512, 495-502 us against v4's 373-382; plugins/gpt/README.md has the lab's table).
 //
 // The backward counterpart, not built here: fc_proj's input-gradient GEMM d_gelu = dy w_proj with a dGELU
 // epilogue reading z (CUDNN_POINTWISE_GELU_BWD: dz = d_gelu GELU'(z)), which would remove the backward's

@@ -17,8 +17,8 @@
 namespace roofbench::gpt::cuda {
 
 // The graph: ADD writes z (bf16) itself and GELU_FWD reads z, so it asks for GELU of the rounded z, which is
-// what v1's GELU pass reads. (Lab v3, retired 2026-12-01, fanned both outputs out of a virtual fp32 sum, in
-// case an engine refused this chain; none did, and it was the slower: 510 us against 498 at batch 512.)
+// what v1's GELU pass reads (fanning both outputs out of a virtual fp32 sum instead is the slower: 510 us
+// against 498 at batch 512 on an H200).
 extern const char* const kFcGeluGraphName;
 
 struct FcGeluShape {

@@ -90,7 +90,7 @@ struct LtContext {
 // or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
 // a context collects name each choice, for the results' facts: the choice is made per process and can differ
 // between processes where two candidates time alike. A burst picks what sustained load at the power limit
-// would: a probe on the H200 (2026-12-01) timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
+// would: a probe on the H200 timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
 // burst after 300 ms idle and 0.9 s back to back at 700 W, and the burst's pick was the sustained one's or
 // within 0.8% of it.
 inline constexpr int kLtCandidates = 8;
@@ -238,17 +238,17 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 // Two numbered versions of the same kernels (kernel-lab style): v1 does its block matmuls in fp32 on the
 // SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
-// accumulation) walked by one block per (sequence, head) so each row is loaded once (R1's keeper until v8).
+// accumulation) walked by one block per (sequence, head) so each row is loaded once.
 // Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
 // v4 (bf16 only): mma.sync m16n8k16 with each warp's scores in registers, one block per (sequence, head),
 // the backward in one kernel; v5 (bf16 only) is v4's arithmetic with the rows moved by cp.async and 16-byte
 // accesses, its forward persistent (the next head's rows in flight while one is computed); v6 is v5 with
 // its forward one block per head (four per SM: other blocks, not a second buffer, overlap a block's
-// loads), faster on the H200; v7 (R2-R4's keeper until v9) is v6 with the forward's softmax online
+// loads), faster on the H200; v7 is v6 with the forward's softmax online
 // (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7 and v9.
 // v8 (fp32 only, the keeper R1 runs): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
 // registers through a permuted k, eight warps per block), attention_v8.cu: 146 us against v3's 309 us
-// (forward + backward, lab_attention at batch 64 on the H200, the session's final call).
+// (forward + backward, lab_attention at batch 64 on the H200).
 // v9 (bf16 only, the keeper of R2 and up): v7's forward, and its backward persistent (two blocks per SM
 // walking the heads), each block fetching its next head's rows while it finishes the current one: the same
 // bits as v7, its backward 326 us against 382 at b512 on the H200 (attention_v5.cu).
@@ -332,7 +332,7 @@ void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
 void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
                              float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
 // R2-R4's MLP, with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS epilogue kernel took 219 us
-// against 185 without it, lab_fc_gelu_bf16 v1 and v4 in one call): xw [rows, cols] is x w^T alone and both
+// against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T alone and both
 // passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a separate bf16
 // bias add would be; z itself is never stored.
 // out = GELU(z) (table kernel; cols > 0 and a multiple of 8, rows >= 0, bias not null, out and xw 16-byte

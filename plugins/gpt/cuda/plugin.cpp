@@ -228,7 +228,7 @@ void describe(Plugin& plugin) {
                                 "R2 at batch 512: compared with R1 and trained 300 steps from a fresh start (the "
                                 "loss-falls gate on the fast configuration)",
                                 {512}));
-  // The seed's "sweep the batch size", beside the ladder (the waterfall's R3 is the batch-512 point above):
+  // The case study's "sweep the batch size", beside the ladder (the waterfall's R3 is the batch-512 point above):
   // upward until the throughput knee or out of memory, peak memory at every point.
   CaseSpec sweep = training_step_case({Rung::bf16, {}, 0}, "R3_batch_sweep",
                                       "R2's batch swept upward to the throughput knee or out of memory, each point "

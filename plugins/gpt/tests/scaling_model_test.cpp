@@ -7,7 +7,7 @@
 namespace roofbench::gpt {
 namespace {
 
-// The single-node figures (two H200s, 2026-11-29): t_compute from the k=2 ceiling of 1.586M
+// Single-node figures measured on two H200s: t_compute from the k=2 ceiling of 1.586M
 // tokens/s, the fp32 gradient of the default model, 8192 tokens per rank and step.
 constexpr double kTokensPerRank = 64.0 * 128;
 constexpr double kTCompute = 2 * kTokensPerRank / 1.586e6;

@@ -118,7 +118,7 @@ TEST(TransformerPlugin, PrefillShapesFromHeadsAndT) {
   EXPECT_EQ(gpt2.kv_len, 1024);
   EXPECT_EQ(gpt2.head_dim, 64);
   EXPECT_TRUE(gpt2.causal);
-  const AttentionShape wide = prefill_shape("16x128", 4096, false);  // the B4 H16 T4096 d128
+  const AttentionShape wide = prefill_shape("16x128", 4096, false);  // the FlashAttention papers' B4 H16 T4096 d128
   EXPECT_EQ(wide.batch, 4);
   EXPECT_EQ(wide.heads, 16);
   EXPECT_EQ(wide.head_dim, 128);

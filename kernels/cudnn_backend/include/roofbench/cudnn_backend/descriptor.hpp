@@ -39,7 +39,7 @@ class Descriptor {
   Descriptor& set_array(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const std::vector<T>& values) {
     return set_array(name, type, std::span<const T>(values));
   }
-  // `what` names the descriptor in the message: every finalize is the same call. A NOT_SUPPORTED status
+  // `what` names the descriptor in the message: every finalize goes through here. A NOT_SUPPORTED status
   // is an Error here; callers that treat a refusal as NotApplicable catch it or call try_finalize.
   void finalize(const char* what) {
     const cudnnStatus_t status = try_finalize();
