@@ -18,6 +18,7 @@
 #include "options.hpp"
 #include "plugin_loader.hpp"
 #include "google_benchmark_flags.hpp"
+#include "nvml_energy.hpp"
 #include "results.hpp"
 #include "selection.hpp"
 #include "session.hpp"
@@ -442,6 +443,7 @@ int Host::run() {
   context.device_key = device->key();
   context.llc_level = device->cache_level();
   context.llc_bytes = device->cache_bytes();
+  if (device->info().kind == DeviceKind::cuda) context.driver = nvml_driver_version();
   context.gate = options_.measure.gate;
   context.cold = options_.measure.cold;
   context.isolation = options_.isolation == Isolation::process ? "process" : "none";

@@ -26,6 +26,7 @@ class Nvml {
   NvmlReturn (*total_energy)(NvmlDevice, unsigned long long*) = nullptr;  // nvmlDeviceGetTotalEnergyConsumption
   // nvmlDeviceGetMigMode (current, pending; NVML_DEVICE_MIG_ENABLE = 1); optional: older NVMLs lack it.
   NvmlReturn (*mig_mode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
+  NvmlReturn (*driver_version)(char*, unsigned) = nullptr;  // nvmlSystemGetDriverVersion; optional
 
  private:
   Nvml() {
@@ -47,6 +48,8 @@ class Nvml {
     total_energy = &library_.get<NvmlReturn(NvmlDevice, unsigned long long*)>("nvmlDeviceGetTotalEnergyConsumption");
     if (library_.has("nvmlDeviceGetMigMode"))
       mig_mode = &library_.get<NvmlReturn(NvmlDevice, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
+    if (library_.has("nvmlSystemGetDriverVersion"))
+      driver_version = &library_.get<NvmlReturn(char*, unsigned)>("nvmlSystemGetDriverVersion");
     if (const NvmlReturn r = library_.get<NvmlReturn()>("nvmlInit_v2")(); r != 0) why_not_ = "nvmlInit: " + error(r);
   }
 
@@ -84,6 +87,13 @@ std::function<std::optional<double>()> nvml_energy_counter(const std::string& pc
     if (nvml.total_energy(device, &mj) != 0) return std::nullopt;
     return static_cast<double>(mj) * 1e-3;
   };
+}
+
+std::string nvml_driver_version() {
+  const Nvml& nvml = Nvml::get();
+  char text[96] = {};  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
+  if (!nvml.why_not().empty() || !nvml.driver_version || nvml.driver_version(text, sizeof text) != 0) return "";
+  return text;
 }
 
 }  // namespace roofbench

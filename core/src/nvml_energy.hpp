@@ -14,4 +14,7 @@ namespace roofbench {
 // or its counter is not available.
 std::function<std::optional<double>()> nvml_energy_counter(const std::string& pci_bus_id, std::string& why);
 
+// The NVIDIA driver's version as NVML gives it ("580.159.04"); empty where NVML is not available.
+std::string nvml_driver_version();
+
 }  // namespace roofbench

@@ -98,6 +98,7 @@ std::string ResultsFile::to_json(bool complete) const {
   j.field("kind", context_.device_kind).field("index", context_.device_index);
   j.field("name", context_.device_name).field("key", context_.device_key);
   if (context_.llc_level > 0) j.field("llc_level", context_.llc_level).field("llc_bytes", context_.llc_bytes);
+  if (!context_.driver.empty()) j.field("driver", context_.driver);
   j.end_object();
   j.key("ceilings").begin_object();
   j.key("measured").begin_object();

@@ -19,6 +19,7 @@ struct NotRun {
 
 struct RunContext {
   std::string executable, suite, device_name, device_kind, device_key;
+  std::string driver;      // the GPU driver's version (NVML); empty on the CPU or without NVML
   int device_index = 0;
   int llc_level = 0;       // the device's last-level cache, "data in cache" is judged against: 2 (L2), 3 (L3)
   double llc_bytes = 0;

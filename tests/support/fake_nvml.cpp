@@ -1,6 +1,6 @@
 // A stand-in libnvidia-ml.so.1 for the tests of the energy counter's loading (core/src/nvml_energy.cpp) and of
 // scripts/torch_timing.py's poller, on machines without a GPU: one GPU, at PCI 0000:00:00.0 and UUID GPU-fake,
-// drawing 250 W, its counter stepping every 20 ms; FAKE_NVML_MIG=1 puts it in MIG mode.
+// drawing 250 W, its counter stepping every 20 ms, driver 580.159.04; FAKE_NVML_MIG=1 puts it in MIG mode.
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +34,11 @@ int nvmlDeviceGetMigMode(void* device, unsigned* current, unsigned* pending) {
   if (device != kDevice) return 2;
   const char* mig = std::getenv("FAKE_NVML_MIG");
   *current = *pending = mig && std::strcmp(mig, "1") == 0 ? 1u : 0u;
+  return 0;
+}
+int nvmlSystemGetDriverVersion(char* text, unsigned length) {
+  if (length < 10) return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+  std::strcpy(text, "580.159.04");
   return 0;
 }
 int nvmlDeviceGetTotalEnergyConsumption(void* device, unsigned long long* millijoules) {

@@ -25,6 +25,8 @@ TEST(NvmlEnergyCounter, ReadsTheCounterOfTheGpuAtItsBusIdInJoules) {
   EXPECT_NEAR(*second - *first, 250 * 0.2, 250 * 0.05);  // 50 J over 0.2 s, to a step or two of 5 J
 }
 
+TEST(NvmlDriverVersion, IsWhatNvmlSays) { EXPECT_EQ(nvml_driver_version(), "580.159.04"); }
+
 TEST(NvmlEnergyCounter, AGpuNvmlDoesNotKnowSaysWhy) {
   std::string why;
   EXPECT_FALSE(nvml_energy_counter("0000:FF:1F.7", why));
