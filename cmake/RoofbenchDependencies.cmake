@@ -130,3 +130,24 @@ target_compile_options(roofbench_warnings INTERFACE
   # GCC 12 reports -Wrestrict false positives inside std::string's operator+ (GCC bug 105329).
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>,$<VERSION_LESS:$<CXX_COMPILER_VERSION>,13>>:-Wno-restrict>
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-missing-field-initializers --expt-relaxed-constexpr $<$<BOOL:${ROOFBENCH_WERROR}>:-Werror=all-warnings>>)
+
+# ROOFBENCH_PYTHON: the interpreter the report tools and every Python test run under. The tools draw with
+# Debian's python3-matplotlib and python3-plotly and find change points with python3-numpy, which apt puts
+# under /usr/bin/python3; another python3 first on PATH (a pyenv shim, a virtual environment) may lack them.
+find_package(Python3 COMPONENTS Interpreter)
+set(ROOFBENCH_PYTHON "")
+if(Python3_Interpreter_FOUND)
+  foreach(candidate IN ITEMS ${Python3_EXECUTABLE} /usr/bin/python3)
+    execute_process(COMMAND ${candidate} -c "import matplotlib, plotly, numpy" RESULT_VARIABLE missing_libraries
+                    OUTPUT_QUIET ERROR_QUIET)
+    if(missing_libraries EQUAL 0)
+      set(ROOFBENCH_PYTHON ${candidate})
+      break()
+    endif()
+  endforeach()
+  if(NOT ROOFBENCH_PYTHON)
+    message(WARNING "roofbench: no python3 with matplotlib, plotly and numpy: the report tools and their tests "
+                    "will fail (apt-get install python3-matplotlib python3-plotly python3-numpy)")
+    set(ROOFBENCH_PYTHON ${Python3_EXECUTABLE})
+  endif()
+endif()

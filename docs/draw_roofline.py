@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """draw_roofline.py [RESULTS.json] [-o PNG]: the README's roofline picture from a roofbench results file
-(default: the example file reports/tests/fixtures/gpu_run.json, written to docs/roofline.png).
+(default: the H200 micro suite's reference run, written to docs/roofline.png).
 
 One point per benchmark that counts FLOPs (arithmetic intensity against achieved FLOP/s), coloured by
-precision, under the roofs the file records for its first device: the memory roof up to each precision's
-compute roof. Needs matplotlib (Debian: apt-get install python3-matplotlib)."""
+precision (named when there are a dozen or fewer), under the roofs the file records for its first device:
+the memory roof up to each precision's compute roof. Needs matplotlib (Debian: apt-get install python3-matplotlib)."""
 
 import argparse
 import pathlib
@@ -15,9 +15,10 @@ sys.path.insert(0, str(ROOT / "reports"))
 from roofbench_reports.palette import precision_order  # noqa: E402
 from roofbench_reports.results import ResultsError, group_by_device, load_run_file  # noqa: E402
 
-DEFAULT_RESULTS = ROOT / "reports" / "tests" / "fixtures" / "gpu_run.json"
+DEFAULT_RESULTS = ROOT / "results" / "reference" / "h200" / "2026-12-04-micro.json"
 DEFAULT_OUTPUT = ROOT / "docs" / "roofline.png"
 TERA = 1e12
+MOST_NAMED_POINTS = 12
 
 
 def plotted_points(device):
@@ -61,11 +62,17 @@ def draw(device, output):
         axes.annotate(f"{' / '.join(sharing)} roof", (ridge, peak / TERA), xytext=(-4, 3), textcoords="offset points",
                       ha="right", va="bottom", fontsize=8, color=colour)
     middle = (lowest * highest) ** 0.5
+    named = len(points) <= MOST_NAMED_POINTS  # beyond that, names overprint: a legend of precisions instead
     for name, precision, intensity, rate in points:
-        axes.scatter(intensity, rate / TERA, color=colours[precision], zorder=3)
-        left = intensity > middle  # labels face the middle, away from the plot's edges
-        axes.annotate(name, (intensity, rate / TERA), textcoords="offset points", xytext=(-5 if left else 5, -11),
-                      ha="right" if left else "left", fontsize=7)
+        axes.scatter(intensity, rate / TERA, color=colours[precision], zorder=3, s=18 if named else 12)
+        if named:
+            left = intensity > middle  # labels face the middle, away from the plot's edges
+            axes.annotate(name, (intensity, rate / TERA), textcoords="offset points", xytext=(-5 if left else 5, -11),
+                          ha="right" if left else "left", fontsize=7)
+    if not named:
+        for precision in precisions:
+            axes.scatter([], [], color=colours[precision], label=f"{precision} benchmarks")
+        axes.legend(loc="lower right", fontsize=8)
     axes.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP per byte)",
              ylabel="achieved TFLOP/s", title=f"{device.device.name}: roofs and benchmarks of {pathlib.Path(device.files[0].path).name}")
     if roofs:

@@ -222,12 +222,17 @@ CachedCeilings Host::ceilings_for(Device& d) {
   std::string why_not;
   if (!options_.recalibrate) {
     if (auto cached = read_ceilings(path, d.info().kind, &why_not)) {
-      std::cerr << "roofbench: ceilings of " << d.info().name << " from " << path << " (measured " << cached->measured_at
-                << "; --recalibrate to measure again)\n";
+      std::cerr << wrap_text("roofbench: ceilings of " + d.info().name + " from " + path + " (measured " +
+                                 cached->measured_at + "; --recalibrate to measure again)",
+                             kConsoleWidth, "", "    ")
+                << "\n";
       return *cached;
     }
   }
-  if (!why_not.empty()) std::cerr << "roofbench: the cached ceilings in " << path << " are not used: " << why_not << "\n";
+  if (!why_not.empty())
+    std::cerr << wrap_text("roofbench: the cached ceilings in " + path + " are not used: " + why_not, kConsoleWidth, "",
+                           "    ")
+              << "\n";
   std::cerr << "roofbench: measuring the ceilings of " << d.info().name << " ...\n";
   CachedCeilings c = measure_settled_ceilings(d);
   try {

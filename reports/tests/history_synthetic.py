@@ -33,8 +33,8 @@ def run_document(number, entries, device="NVIDIA H200", host="runner-1"):
             "host_name": host, "executable": "roofbench",
             "roofbench": {
                 "version": "0.1.0", "suite": "synthetic", "complete": True, "gate": "on", "mode": "hot",
-                "commit": f"c{number:04d}{'0' * 35}", "driver": "580.65",
-                "device": {"kind": "cuda", "index": 0, "name": device, "key": f"cuda-{device}-0"},
+                "commit": f"c{number:04d}{'0' * 35}",
+                "device": {"kind": "cuda", "index": 0, "name": device, "key": f"cuda-{device}-0", "driver": "580.65"},
                 "ceilings": {"measured": {"bandwidth_Bps": 4.1e12, "flops": {"bf16": 7.5e14}}},
             },
         },

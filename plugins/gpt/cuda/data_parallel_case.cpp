@@ -164,9 +164,9 @@ class DataParallelTrainingStep final : public Case {
     const ScalingPrediction two_nodes = predict_two_nodes(ranks_, rank_tokens(), t_compute_, gradient_bytes());
     std::cerr << "R5 on " << to_string(rung_) << " b" << cfg_.batch << " k=" << ranks_ << ": t_compute " << format_gate_number(t_compute_ * 1e3) << " ms, t_comm "
               << format_gate_number(t_comm_ * 1e3) << " ms (busbw " << format_gate_number(busbw_ / 1e9)
-              << " GB/s, " << format_gate_number(gradient_bytes() / 1e6) << " MB of gradients), floor "
+              << " GB/s, " << format_gate_number(gradient_bytes() / 1e6) << " MB of gradients)\n  floor "
               << format_gate_number(here.floor_tokens_per_s) << " tokens/s, ceiling "
-              << format_gate_number(here.ceiling_tokens_per_s) << " tokens/s; on paper, two such nodes over "
+              << format_gate_number(here.ceiling_tokens_per_s) << " tokens/s\n  on paper, two such nodes over "
               << format_gate_number(kTwoNodeFabricBytesPerSecond * 8 / 1e9) << " Gb/s: t_comm "
               << format_gate_number(two_nodes.t_comm * 1e3) << " ms, floor "
               << format_gate_number(two_nodes.floor_tokens_per_s) << " tokens/s, ceiling "
