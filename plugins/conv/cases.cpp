@@ -102,7 +102,7 @@ void LayerCase::run(Context& ctx) {
 
 Work LayerCase::work() const {
   return {.flops = conv_.shape().flops(),
-          .bytes = conv_.pass_bytes(),
+          .bytes = conv_.pass_bytes(pass_),
           .items = double(conv_.shape().n),
           .item_name = "images"};
 }
@@ -203,7 +203,7 @@ Work NetworkCase::work() const {
     for (const Pass pass : kPasses)
       if (conv->has(pass)) {
         work.flops += conv->shape().flops();
-        work.bytes += conv->pass_bytes();
+        work.bytes += conv->pass_bytes(pass);
       }
   return work;
 }

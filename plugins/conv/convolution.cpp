@@ -115,9 +115,10 @@ Convolution::Convolution(const Layer& layer, std::int64_t batch, const DataForma
 
 bool Convolution::has(Pass pass) const { return std::find(passes_.begin(), passes_.end(), pass) != passes_.end(); }
 
-double Convolution::pass_bytes() const {
+double Convolution::pass_bytes(Pass pass) const {
+  const std::int64_t input = pass == Pass::bwd_data ? shape_.input_elements() : shape_.input_elements_read();
   return double(case_support::element_bytes(format_.element)) *
-         double(shape_.input_elements() + shape_.filter_elements() + shape_.output_elements());
+         double(input + shape_.filter_elements() + shape_.output_elements());
 }
 
 std::size_t Convolution::workspace_bytes() const {

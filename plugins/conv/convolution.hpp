@@ -84,8 +84,9 @@ class Convolution {
   PassCheck check(Context& ctx, Pass pass, std::size_t samples, std::uint64_t seed,
                   const case_support::NonfiniteScan& scan) const;
 
-  // The pass's minimum traffic: its two operands read once and its result written once.
-  double pass_bytes() const;
+  // The pass's minimum traffic: its two operands read once and its result written once. The forward and
+  // the filter gradient read only the input a window covers; the data gradient writes all of dx.
+  double pass_bytes(Pass pass) const;
   const kernels::ConvShape& shape() const { return shape_; }
   const Layer& layer() const { return layer_; }
   const std::optional<AlgorithmChoice>& choice(Pass pass) const { return choices_[std::size_t(pass)]; }

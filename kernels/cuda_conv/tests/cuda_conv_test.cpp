@@ -44,6 +44,34 @@ void for_each_index(Extent4 e, F f) {
 
 // ---- the reference (CPU) ----
 
+// The input elements some window covers, counted position by position.
+std::int64_t covered_input_elements(const ConvShape& g) {
+  std::set<std::pair<std::int64_t, std::int64_t>> covered;
+  for (std::int64_t p = 0; p < g.out_h(); ++p)
+    for (std::int64_t q = 0; q < g.out_w(); ++q)
+      for (std::int64_t r = 0; r < g.r; ++r)
+        for (std::int64_t s = 0; s < g.s; ++s) {
+          const std::int64_t y = p * g.stride - g.pad + r, x = q * g.stride - g.pad + s;
+          if (y >= 0 && y < g.h && x >= 0 && x < g.w) covered.emplace(y, x);
+        }
+  return g.n * g.c * std::int64_t(covered.size());
+}
+
+TEST(ConvShape, InputElementsReadAreTheOnesAWindowCovers) {
+  const ConvShape unpadded[] = {
+      {.n = 2, .c = 3, .h = 56, .w = 56, .k = 4, .r = 1, .s = 1, .stride = 2, .pad = 0},  // a quarter
+      {.n = 1, .c = 2, .h = 57, .w = 55, .k = 4, .r = 1, .s = 1, .stride = 2, .pad = 0},  // odd sizes
+      {.n = 1, .c = 1, .h = 9, .w = 9, .k = 1, .r = 1, .s = 1, .stride = 3, .pad = 0},
+      {.n = 1, .c = 1, .h = 14, .w = 14, .k = 1, .r = 1, .s = 1, .stride = 1, .pad = 0},  // all of it
+      {.n = 1, .c = 1, .h = 14, .w = 14, .k = 1, .r = 3, .s = 3, .stride = 2, .pad = 0}};
+  for (const ConvShape& g : unpadded)
+    EXPECT_EQ(g.input_elements_read(), covered_input_elements(g)) << g.h << "x" << g.w << " stride " << g.stride;
+  // With padding some windows hang over the edge: the count stays an upper bound of what is read.
+  const ConvShape padded{.n = 1, .c = 1, .h = 56, .w = 56, .k = 1, .r = 3, .s = 3, .stride = 2, .pad = 1};
+  EXPECT_GE(padded.input_elements_read(), covered_input_elements(padded));
+  EXPECT_LE(padded.input_elements_read(), padded.input_elements());
+}
+
 TEST(ConvReference, ForwardMatchesAHandComputedExample) {
   // x = 1..9 in a 3x3 image, w = the 2x2 identity; with padding 1 and stride 2 the window of output
   // (p, q) starts at (2p - 1, 2q - 1).

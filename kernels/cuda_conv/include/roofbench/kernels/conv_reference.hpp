@@ -11,6 +11,7 @@
 // stored (bf16 or fp16 rounded) in whatever layout they live.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,16 @@ struct ConvShape {
   std::int64_t out_h() const { return (h + 2 * pad - r) / stride + 1; }
   std::int64_t out_w() const { return (w + 2 * pad - s) / stride + 1; }
   std::int64_t input_elements() const { return n * c * h * w; }
+  // The input elements some window reads (an upper bound where padding shifts the windows): the rows and
+  // columns the windows span, less those a stride wider than the window steps over (a 1x1 filter at
+  // stride 2 reads a quarter of its input).
+  std::int64_t input_elements_read() const {
+    return n * c * covered(h, out_h(), r) * covered(w, out_w(), s);
+  }
+  std::int64_t covered(std::int64_t size, std::int64_t windows, std::int64_t window) const {
+    const std::int64_t spanned = stride > window ? windows * window : (windows - 1) * stride + window;
+    return std::min(size, spanned);
+  }
   std::int64_t filter_elements() const { return k * c * r * s; }
   std::int64_t output_elements() const { return n * k * out_h() * out_w(); }
   // 2 N Ho Wo K C R S: the same count for each of the three passes.
