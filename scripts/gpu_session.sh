@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One run on a GPU machine: configure, build, run the GPU tests and the benchmarks, and leave logs and
-# results JSON under $OUT (at most 8 files come back from the device tool, so extras go in one tarball).
+# results JSON under $OUT (a remote runner may return only a few files, so extras go in one tarball, extra.tgz).
 #   STEPS="build test bench"      what to do (default all three)
+#   ROOFBENCH_COMMIT=<commit>     the commit the results name, where the machine's copy of the tree has git
+#                                 metadata that is not the tree's own (cmake/RoofbenchCommit.cmake)
 #   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME);
 #                                 words before the filter are environment settings for that run, or, when
 #                                 they start with --, roofbench flags: "ROOFBENCH_GPT_WGRAD=v1 --profile gpt/R1_fused/"
