@@ -55,12 +55,15 @@ def draw(device, output):
         axes.annotate(f"memory roof {bandwidth / TERA:.2f} TB/s", (label_at, label_at * bandwidth / TERA),
                       rotation=33, fontsize=8, color="grey", xytext=(-4, 4), textcoords="offset points",
                       ha="right", va="bottom")
+    below = None  # the roof just under this one: within 10% of it, this one's label goes below its line
     for peak, sharing in sorted(roofs.items()):
         ridge = peak / bandwidth if bandwidth else lowest
         colour = colours[sharing[0]]
         axes.plot([ridge, right], [peak / TERA, peak / TERA], color=colour, linewidth=1.2, alpha=0.7)
-        axes.annotate(f"{' / '.join(sharing)} roof", (ridge, peak / TERA), xytext=(-4, 3), textcoords="offset points",
-                      ha="right", va="bottom", fontsize=8, color=colour)
+        crowded = below is not None and peak < below * 1.1
+        axes.annotate(f"{' / '.join(sharing)} roof", (ridge, peak / TERA), xytext=(-4, 3 if not crowded else 12),
+                      textcoords="offset points", ha="right", va="bottom", fontsize=8, color=colour)
+        below = peak
     middle = (lowest * highest) ** 0.5
     named = len(points) <= MOST_NAMED_POINTS  # beyond that, names overprint: a legend of precisions instead
     for name, precision, intensity, rate in points:
