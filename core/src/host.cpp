@@ -187,6 +187,9 @@ std::vector<Device*> Host::select_gpus(std::string& why_not) {
 // The device's ceilings in rounds until they settle (ceilings_cache.hpp). Ceilings that settle only
 // loosely are kept with a note (a result that beats them marks them stale); a machine too busy even for
 // that is refused, since every roof and every plausibility check would rest on figures it cannot repeat.
+// 0.25 -> "25%".
+static std::string percent_text(double fraction) { return std::to_string(std::lround(fraction * 100)) + "%"; }
+
 static CachedCeilings measure_settled_ceilings(Device& d) {
   std::vector<Ceilings> rounds;
   CachedCeilings c;
@@ -208,11 +211,14 @@ static CachedCeilings measure_settled_ceilings(Device& d) {
       throw std::runtime_error("the ceilings of " + d.info().name + " did not settle in " + rounds_text + " (" + unsettled +
                                "): the machine is too busy to measure; run again when it is idle");
     c.ceilings = *loose;
-    std::cerr << "roofbench: the ceilings of " << d.info().name << " settled only within 50% in " << rounds_text << " ("
-              << unsettled << "): the machine is busy; a result that beats them marks them stale\n";
+    std::cerr << wrap_text("roofbench: the ceilings of " + d.info().name + " settled only within " +
+                               percent_text(kCeilingsUsable) + " in " + rounds_text + " (" + unsettled +
+                               "): the machine is busy; a result that beats them marks them stale",
+                           kConsoleWidth, "", "    ")
+              << "\n";
   }
-  c.how.push_back("settled: each figure the best of " + rounds_text + ", matched within " + (settled ? "25%" : "50%") +
-                  " by another");
+  c.how.push_back("settled: each figure the best of " + rounds_text + ", matched within " +
+                  percent_text(settled ? kCeilingsSettle : kCeilingsUsable) + " by another");
   c.measured_at = utc_timestamp();
   return c;
 }
