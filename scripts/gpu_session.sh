@@ -22,6 +22,10 @@
 #                                 LADDER_DEADLINE_S=260 s: the build, the gpt suite and a 200 s ladder took 491 s of a
 #                                 600 s run on the H200; about 30 s more should reach the last rung;
 #                                 its ceilings from results1.json), then the report over every results file and PyTorch's
+#   STEPS may also hold "ab": BASE_TREE (the base commit's sources; BASE_COMMIT names it) is built beside this
+#                                 tree with the same settings, and scripts/ab_runs.sh runs both on AB_SELECT
+#                                 (';'-separated, AB_ROUNDS=3 rounds, BENCH_ARGS, AB_COMPARE_ARGS) and judges them;
+#                                 the compare-*.md files come back
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
 #   graph, GRAPH_NODES launches per graph), side by side in session.log
@@ -118,6 +122,18 @@ if [[ " $STEPS " == *" profile "* ]]; then
       > "$OUT/extra/ncu$j.txt" 2>&1
     log "ncu rc=$?"
   done
+fi
+if [[ " $STEPS " == *" ab "* ]]; then
+  log "configure + build the base, $BASE_TREE"
+  { ROOFBENCH_COMMIT="${BASE_COMMIT:-}" cmake -S "$BASE_TREE" -B "$build-base" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DROOFBENCH_WERROR=ON "${cudnn_option[@]}" &&
+    ROOFBENCH_COMMIT="${BASE_COMMIT:-}" cmake --build "$build-base" -j "$(nproc)" -- -k 0; } > "$OUT/extra/build-base.log" 2>&1
+  log "base build rc=$?"
+  log "interleaved base and new runs: ${AB_SELECT:-}"
+  OUT="$OUT/extra/ab" SELECT="${AB_SELECT:-suite:micro}" ROUNDS="${AB_ROUNDS:-3}" RUN_ARGS="$BENCH_ARGS" \
+    RUN_TIMEOUT="${BENCH_TIMEOUT:-240}" COMPARE_ARGS="${AB_COMPARE_ARGS:-}" \
+    scripts/ab_runs.sh "$build-base/bin/roofbench" "$build/bin/roofbench" 2>&1 | tee -a "$OUT/session.log"
+  cp "$OUT"/extra/ab/compare-*.md "$OUT/" 2>/dev/null
 fi
 if [[ " $STEPS " == *" graphncu "* ]]; then
   nodes="${GRAPH_NODES:-100}"
