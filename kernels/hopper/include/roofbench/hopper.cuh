@@ -1,0 +1,243 @@
+// Hopper device primitives (PTX ISA 8.0+, sm_90a): TMA tile loads (cp.async.bulk.tensor) completing on
+// mbarriers, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 with fp32
+// accumulators, and warp-group register reallocation (setmaxnreg). kernels/hopper/README.md describes the
+// layouts; in short:
+//   - A shared-memory operand tile is K-major: each row (an M row of A, an N row of B) holds consecutive
+//     K elements. With Swizzle::bytes128 a row is 64 bf16 (128 bytes), 8 rows form a 1024-byte atom, and
+//     the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row: the layout a TMA load with
+//     CU_TENSOR_MAP_SWIZZLE_128B and 128-byte box rows writes. Tiles must start 1024-byte aligned.
+//   - The m64nN accumulator, float d[N / 2] per thread: warp w of the warp group, lane 4 g + t, holds
+//     d[4 j + 0..1] at (row 16 w + g, cols 8 j + 2 t + 0..1) and d[4 j + 2..3] at (row 16 w + g + 8,
+//     same cols), j = 0 .. N / 8 - 1 (mma.sync's m16n8 C layout, once per 8 columns).
+//   - A from registers (the _rs form), per k16 step: the mma.sync m16n8k16 A fragment of rows 16 w ..
+//     16 w + 15, a[0] (g, 2t..2t+1), a[1] (g+8, 2t..), a[2] (g, 2t+8..), a[3] (g+8, 2t+8..), two bf16
+//     each, the lower column in the low half.
+// wgmma and setmaxnreg exist only in the sm_90a target: a file including this header is compiled for
+// sm_90a alone (CMake: roofbench_hopper_sm90a), and the host picks that path with
+// roofbench::hopper::hopper_path_available (roofbench/hopper_host.hpp).
+#pragma once
+#include <cuda.h>  // CUtensorMap
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "roofbench/hopper.cuh needs the sm_90a target alone: -gencode=arch=compute_90a,code=sm_90a (roofbench_hopper_sm90a)"
+#endif
+
+namespace roofbench::hopper {
+
+__device__ __forceinline__ std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier: a 64-bit shared-memory barrier with an arrival count and a transaction (byte) count.
+// A phase completes when the expected arrivals have arrived and the expected bytes have landed; the
+// barrier then re-arms for the next phase, whose parity is the other one. Phase 0 is the first.
+
+// `arrivals` arrivals complete each phase. One thread calls it; then mbarrier_init_fence and a
+// __syncthreads before anyone else (or the copy engine) uses the barrier.
+__device__ __forceinline__ void mbarrier_init(std::uint64_t* bar, std::uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (TMA) as well as to the other threads.
+__device__ __forceinline__ void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival (release semantics: this thread's earlier writes are visible to whoever waits).
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(shared_address(bar))
+               : "memory");
+}
+// One arrival that also makes the current phase wait for `bytes` more bytes of asynchronous copies.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::"r"(
+                   shared_address(bar)),
+               "r"(bytes)
+               : "memory");
+}
+// Whether the phase of parity `parity` has completed, i.e. the barrier's current phase has the other
+// parity. On a fresh barrier parity 1 reads as completed (the phase "before" phase 0), parity 0 not.
+// test_wait returns at once; try_wait may suspend the thread a while (time set by the hardware) first.
+__device__ __forceinline__ bool mbarrier_test_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+// Blocks until the phase of parity `parity` has completed (acquire: the writes it covers are visible).
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+  while (!mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+// ---- Copies through the copy engine (TMA), completing on an mbarrier as transaction bytes.
+
+// Loads the tensor map's box whose first element is (row, col) into shared memory at `dst` (128-byte
+// aligned; 1024 for the 128-byte swizzle). Elements past the matrix's edge (rows, cols, also negative
+// coordinates) arrive as zeros, and the whole box counts towards the barrier's bytes. `map` is the address
+// of a `const __grid_constant__ CUtensorMap` kernel parameter (or of one in global or constant memory).
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, std::int32_t row,
+                                            std::int32_t col) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          shared_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(shared_address(bar))
+      : "memory");
+}
+// Fetches the tensor map into the cache ahead of its first use (optional).
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+// A plain bulk copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) global -> shared.
+__device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, std::uint32_t bytes,
+                                                    std::uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   shared_address(dst)),
+               "l"(src), "r"(bytes), "r"(shared_address(bar))
+               : "memory");
+}
+
+// Orders this thread's ordinary shared-memory writes (st.shared, stmatrix) before later reads by the async
+// proxy (wgmma operands, TMA stores). Each writing thread calls it, then a barrier, then the async use.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- wgmma shared-memory matrix descriptors (64 bits): start address, leading- and stride-dimension
+// byte offsets (all >> 4, 14 bits each, at bits 0, 16 and 32), base offset 0 (bits 49-51: the tile is
+// aligned to its swizzle's repeat) and the swizzle mode (bits 62-63).
+enum class Swizzle : std::uint64_t { none = 0, bytes128 = 1, bytes64 = 2, bytes32 = 3 };
+
+__device__ __forceinline__ std::uint64_t matrix_descriptor(const void* tile, std::uint32_t leading_bytes,
+                                                           std::uint32_t stride_bytes, Swizzle swizzle) {
+  const auto field = [](std::uint32_t bytes) { return std::uint64_t((bytes & 0x3FFFF) >> 4); };
+  return field(shared_address(tile)) | field(leading_bytes) << 16 | field(stride_bytes) << 32 |
+         std::uint64_t(swizzle) << 62;
+}
+// K-major bf16 tile in the 128-byte swizzle (rows of 64 elements, 1024-byte atoms of 8 rows, atoms
+// consecutive), for the k16 step starting at column 16 k (k = 0..3): the step moves the start 32 bytes
+// into the atom, and the hardware applies the swizzle to the resulting addresses. The leading offset is
+// unused by this layout; the stride offset is the 1024 bytes from one 8-row atom to the next.
+__device__ __forceinline__ std::uint64_t descriptor_k_major_sw128(const void* tile, int k) {
+  return matrix_descriptor(static_cast<const char*>(tile) + 32 * k, 16, 1024, Swizzle::bytes128);
+}
+// K-major bf16 tile with no swizzle, for the k16 step starting at column 16 k: the tile is made of 8 x 8
+// core matrices (8 rows of 16 contiguous bytes, 128 bytes each); `k_core_bytes` apart along K (the leading
+// offset) and `row_core_bytes` apart from one 8-row group to the next (the stride offset).
+__device__ __forceinline__ std::uint64_t descriptor_k_major_plain(const void* tile, int k, std::uint32_t k_core_bytes,
+                                                                  std::uint32_t row_core_bytes) {
+  return matrix_descriptor(static_cast<const char*>(tile) + 2 * k * k_core_bytes, k_core_bytes, row_core_bytes,
+                           Swizzle::none);
+}
+
+// ---- wgmma: issued by all 128 threads of a warp group (4 consecutive warps, the first a multiple of 4).
+// wgmma_fence before the first wgmma and whenever the accumulators or A registers were touched by other
+// instructions; commit_group closes the wgmmas issued since the last commit into one group;
+// wait_group<n> blocks until at most n groups are still running, after which their accumulators may be
+// read. fence_accumulators keeps the compiler from moving accumulator accesses across these points.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit_group() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait_group() {
+  static_assert(kPending >= 0 && kPending <= 7);
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+template <int kCount>
+__device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d (+)= A B for a 64 x N x 16 step, bf16 inputs, fp32 accumulators, N = 2 x the accumulator count (64 or
+// 128). A (64 x 16) and B (N x 16, i.e. B transposed, K-major) come as descriptors (_ss), or A as the
+// register fragment described at the top (_rs). accumulate == 0 overwrites d instead of adding.
+#define RB_WGMMA_D8(d, i)                                                                                    \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define RB_WGMMA_D32_AT(d, i) RB_WGMMA_D8(d, i), RB_WGMMA_D8(d, i + 8), RB_WGMMA_D8(d, i + 16), RB_WGMMA_D8(d, i + 24)
+#define RB_WGMMA_D32(d) RB_WGMMA_D32_AT(d, 0)
+#define RB_WGMMA_D64(d) RB_WGMMA_D32_AT(d, 0), RB_WGMMA_D32_AT(d, 32)
+
+__device__ __forceinline__ void wgmma_bf16_ss(float (&d)[32], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : RB_WGMMA_D32(d)
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t b, std::uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : RB_WGMMA_D32(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+__device__ __forceinline__ void wgmma_bf16_ss(float (&d)[64], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55,"
+      "%56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : RB_WGMMA_D64(d)
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t b, std::uint32_t accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55,"
+      "%56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : RB_WGMMA_D64(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+}
+
+#undef RB_WGMMA_D64
+#undef RB_WGMMA_D32
+#undef RB_WGMMA_D32_AT
+#undef RB_WGMMA_D8
+
+// ---- Register reallocation between warp groups. A kernel with a register cap at entry
+// (__launch_bounds__(threads, 1)) may move registers from producer warp groups (dec) to consumer warp
+// groups (inc); every thread of the warp group executes it, each role one branch of a single if/else.
+// kRegs: 24 to 256, a multiple of 8. inc blocks until enough registers have been released.
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(kRegs >= 24 && kRegs <= 256 && kRegs % 8 == 0);
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(kRegs >= 24 && kRegs <= 256 && kRegs % 8 == 0);
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+}  // namespace roofbench::hopper

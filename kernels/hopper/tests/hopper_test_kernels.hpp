@@ -1,0 +1,42 @@
+// Launchers of the kernels that exercise roofbench/hopper.cuh (hopper_test_kernels.cu, built for sm_90a).
+// Each runs one block on the current device, waits for it, and throws roofbench::Error on a CUDA error;
+// a kernel whose mbarrier wait times out prints which wait and traps.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace roofbench::hopper::test {
+
+// One TMA load of `map`'s box at (row, col) into shared memory, copied byte for byte to `out` (device
+// memory of `box_bytes`): the shared-memory image of the box, swizzled or not as the map says.
+void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes, void* out);
+
+// An mbarrier driven through kMbarrierSteps states; out (device) receives, per step, test_wait of parity 0
+// and of parity 1 (1 = that phase reads as completed), then the 16 bytes the bulk copy of step 5 brought
+// (from `src`, device memory of 16 bytes), as 4 ints.
+inline constexpr int kMbarrierSteps = 6;
+void mbarrier_phases(const void* src, int* out);
+
+// How the 64 x K A operand of gemm_warpgroup reaches the tensor cores.
+enum class ASource {
+  tma_swizzled,  // TMA load with the 128-byte swizzle, descriptor_k_major_sw128
+  registers,     // fragments loaded from global memory into registers, wgmma_bf16_rs
+  plain_stores,  // ordinary shared-memory stores in the no-swizzle layout, fence_proxy_async_shared,
+                 // descriptor_k_major_plain
+};
+
+// C (64 x n, fp32, row-major, device) = A (64 x k) B^T (B: n x k), bf16 row-major operands, by one warp
+// group: TMA (128-byte swizzle, boxes of 64 rows x 64 columns for A and n x 64 for B) and wgmma m64nNk16.
+// a_rows is A in device memory (read directly by registers and plain_stores). n is 64 or 128; k a multiple
+// of 16.
+void gemm_warpgroup(int n, ASource source, const CUtensorMap& a_map, const CUtensorMap& b_map,
+                    const std::uint16_t* a_rows, int k, float* c);
+
+// C (128 x 128) = A (128 x k) B^T (B: 128 x k) by a producer warp group (one thread issuing TMA loads
+// into a 2-stage ring, setmaxnreg.dec to 40) and two consumer warp groups (64 rows each, wgmma,
+// setmaxnreg.inc to 232), with full and empty mbarriers per stage. Maps: boxes of 128 rows x 64 columns.
+void gemm_producer_consumer(const CUtensorMap& a_map, const CUtensorMap& b_map, int k, float* c);
+
+}  // namespace roofbench::hopper::test
