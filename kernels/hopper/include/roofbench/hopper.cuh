@@ -58,24 +58,19 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, st
 // Whether the phase of parity `parity` has completed, i.e. the barrier's current phase has the other
 // parity. On a fresh barrier parity 1 reads as completed (the phase "before" phase 0), parity 0 not.
 // test_wait returns at once; try_wait may suspend the thread a while (time set by the hardware) first.
+#define RB_MBARRIER_POLL(op) \
+  "{\n.reg .pred p;\nmbarrier." op ".parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
 __device__ __forceinline__ bool mbarrier_test_wait(std::uint64_t* bar, std::uint32_t parity) {
   std::uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(shared_address(bar)), "r"(parity)
-      : "memory");
+  asm volatile(RB_MBARRIER_POLL("test_wait") : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
   return done != 0;
 }
 __device__ __forceinline__ bool mbarrier_try_wait(std::uint64_t* bar, std::uint32_t parity) {
   std::uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(shared_address(bar)), "r"(parity)
-      : "memory");
+  asm volatile(RB_MBARRIER_POLL("try_wait") : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
   return done != 0;
 }
+#undef RB_MBARRIER_POLL
 // Blocks until the phase of parity `parity` has completed (acquire: the writes it covers are visible).
 __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
   while (!mbarrier_try_wait(bar, parity)) {
@@ -169,57 +164,36 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
 #define RB_WGMMA_D32_AT(d, i) RB_WGMMA_D8(d, i), RB_WGMMA_D8(d, i + 8), RB_WGMMA_D8(d, i + 16), RB_WGMMA_D8(d, i + 24)
 #define RB_WGMMA_D32(d) RB_WGMMA_D32_AT(d, 0)
 #define RB_WGMMA_D64(d) RB_WGMMA_D32_AT(d, 0), RB_WGMMA_D32_AT(d, 32)
+#define RB_WGMMA_LIST32 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19," \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define RB_WGMMA_LIST64 RB_WGMMA_LIST32 ", "\
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
+  "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+// Both forms for N = 2 COUNT: the accumulators are operands %0 .. %COUNT-1 (listed by D_LIST, bound by
+// D_OPERANDS); I0 .. I5 are the numbers, as strings, of the operands after them.
+#define RB_WGMMA_BF16(N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5)                                    \
+  __device__ __forceinline__ void wgmma_bf16_ss(float(&d)[COUNT], std::uint64_t a, std::uint64_t b,            \
+                                                std::uint32_t accumulate) {                                    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
+                 "k16.f32.bf16.bf16 {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"                           \
+                 : D_OPERANDS(d)                                                                              \
+                 : "l"(a), "l"(b), "r"(accumulate));                                                          \
+  }                                                                                                            \
+  __device__ __forceinline__ void wgmma_bf16_rs(float(&d)[COUNT], const std::uint32_t(&a)[4], std::uint64_t b, \
+                                                std::uint32_t accumulate) {                                    \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
+                 "k16.f32.bf16.bf16 {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 ", p, 1, 1, 0;\n}\n"  \
+                 : D_OPERANDS(d)                                                                              \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                      \
+  }
 
-__device__ __forceinline__ void wgmma_bf16_ss(float (&d)[32], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : RB_WGMMA_D32(d)
-      : "l"(a), "l"(b), "r"(accumulate));
-}
-__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t b, std::uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-      : RB_WGMMA_D32(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
-}
+RB_WGMMA_BF16(64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37")
+RB_WGMMA_BF16(128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69")
 
-__device__ __forceinline__ void wgmma_bf16_ss(float (&d)[64], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55,"
-      "%56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : RB_WGMMA_D64(d)
-      : "l"(a), "l"(b), "r"(accumulate));
-}
-__device__ __forceinline__ void wgmma_bf16_rs(float (&d)[64], const std::uint32_t (&a)[4], std::uint64_t b, std::uint32_t accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19,"
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37,"
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55,"
-      "%56, %57, %58, %59, %60, %61, %62, %63"
-      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-      : RB_WGMMA_D64(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
-}
-
+#undef RB_WGMMA_BF16
+#undef RB_WGMMA_LIST64
+#undef RB_WGMMA_LIST32
 #undef RB_WGMMA_D64
 #undef RB_WGMMA_D32
 #undef RB_WGMMA_D32_AT
