@@ -57,6 +57,11 @@ __global__ void tma_tile_kernel(const __grid_constant__ CUtensorMap map, int row
   extern __shared__ unsigned char raw[];
   __shared__ std::uint64_t bar;
   unsigned char* tile = aligned_shared(raw);
+  // Poison the landing area, so that a box the copy engine left unwritten cannot pass for zeros. The
+  // ordinary stores precede the async proxy's writes: fence, then barrier (inside init_barriers).
+  for (std::uint32_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(tile)[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+  fence_proxy_async_shared();
   const std::uint32_t one = 1;
   init_barriers(&bar, &one, 1);
   if (threadIdx.x == 0) {
