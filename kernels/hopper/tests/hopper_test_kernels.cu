@@ -106,6 +106,13 @@ __global__ void mbarrier_phases_kernel(const uint4* src, int* out) {
   if (t == 0) *reinterpret_cast<uint4*>(out + 2 * kMbarrierSteps) = landing;
 }
 
+// NaN in every accumulator: the first wgmma (accumulate = 0) must overwrite them, not add to them.
+template <int kCount>
+__device__ void poison(float (&d)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) d[i] = __int_as_float(-1);
+}
+
 // Stores one warp group's m64nN accumulators into rows row0.. of the row-major C (ldc columns), in the
 // fragment layout hopper.cuh describes.
 template <int kN>
@@ -152,7 +159,8 @@ __device__ void store_a_plain(unsigned char* tile, const std::uint16_t* a, int k
   fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
 }
 
-// The four k16 steps of one 64-column block, A from `a_tile` (shared) or from registers.
+// The four k16 steps of one 64-column block, A from `a_tile` (shared) or from registers. The first step
+// of the product (k0 == 0) overwrites d (accumulate = 0), the others add to it.
 template <int kN, ASource kSource>
 __device__ void wgmma_block(float (&d)[kN / 2], const unsigned char* a_tile,
                             const unsigned char* b_tile, const std::uint16_t* a, int k, int k0) {
@@ -166,11 +174,11 @@ __device__ void wgmma_block(float (&d)[kN / 2], const unsigned char* a_tile,
   for (int s = 0; s < 4; ++s) {
     const std::uint64_t b_desc = descriptor_k_major_sw128(b_tile, s);
     if constexpr (kSource == ASource::registers)
-      wgmma_bf16_rs(d, frag[s], b_desc, 1);
+      wgmma_bf16_rs(d, frag[s], b_desc, k0 + s > 0);
     else if constexpr (kSource == ASource::tma_swizzled)
-      wgmma_bf16_ss(d, descriptor_k_major_sw128(a_tile, s), b_desc, 1);
+      wgmma_bf16_ss(d, descriptor_k_major_sw128(a_tile, s), b_desc, k0 + s > 0);
     else
-      wgmma_bf16_ss(d, descriptor_k_major_plain(a_tile, s, 128, 1024), b_desc, 1);
+      wgmma_bf16_ss(d, descriptor_k_major_plain(a_tile, s, 128, 1024), b_desc, k0 + s > 0);
   }
   wgmma_commit_group();
   wgmma_wait_group<0>();
@@ -187,7 +195,8 @@ __global__ void __launch_bounds__(128) gemm_warpgroup_kernel(const __grid_consta
   unsigned char* b_tile = a_tile + kRowsTileBytes;
   const std::uint32_t one = 1, b_bytes = kN * kBlockK * 2;
   init_barriers(&bar, &one, 1);
-  float d[kN / 2] = {};
+  float d[kN / 2];
+  poison(d);
   for (int block = 0; block * kBlockK < k; ++block) {
     const int k0 = block * kBlockK;
     if constexpr (kSource == ASource::plain_stores) store_a_plain(a_tile, a, k, k0);
@@ -225,13 +234,14 @@ __device__ void produce(const CUtensorMap* a_map, const CUtensorMap* b_map, unsi
 // A consumer warp group: its 64 rows of C from each stage, the stage released after its wgmmas finish.
 __device__ void consume(int consumer, unsigned char* stages, std::uint64_t* full, std::uint64_t* empty, int k,
                         float* c) {
-  float d[64] = {};
+  float d[64];
+  poison(d);
   for (int block = 0; block * kBlockK < k; ++block) {
     const int s = block % kPcStages;
     wait_or_trap(&full[s], (block / kPcStages) & 1, Wait::stage_filled);
     const unsigned char* a_tile = stages + s * kPcStageBytes + consumer * kRowsTileBytes;
     wgmma_block<128, ASource::tma_swizzled>(d, a_tile, stages + s * kPcStageBytes + kPcStageBytes / 2, nullptr,
-                     k, 0);
+                                            k, block * kBlockK);
     mbarrier_arrive(&empty[s]);
   }
   store_accumulators<128>(d, c, 128, 64 * consumer);
@@ -284,22 +294,6 @@ void finish(const char* kernel) {
   ::roofbench::detail::throw_call_error("CUDA", status, cudaGetErrorString(status), what.c_str(), __FILE__, __LINE__);
 }
 
-}  // namespace
-
-void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes, void* out) {
-  const std::uint32_t shared = box_bytes + kAtomBytes;
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(tma_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  arm_timeout_report();
-  tma_tile_kernel<<<1, 128, shared>>>(map, row, col, box_bytes, static_cast<uint4*>(out));
-  finish("tma_tile_kernel");
-}
-
-void mbarrier_phases(const void* src, int* out) {
-  arm_timeout_report();
-  mbarrier_phases_kernel<<<1, 64>>>(static_cast<const uint4*>(src), out);
-  finish("mbarrier_phases_kernel");
-}
-
 template <int kN, ASource kSource>
 void launch_gemm_warpgroup(const CUtensorMap& a_map, const CUtensorMap& b_map, const std::uint16_t* a, int k,
                            float* c) {
@@ -317,6 +311,22 @@ void launch_gemm_warpgroup(ASource source, const CUtensorMap& a_map, const CUten
   if (source == ASource::tma_swizzled) launch_gemm_warpgroup<kN, ASource::tma_swizzled>(a_map, b_map, a, k, c);
   if (source == ASource::registers) launch_gemm_warpgroup<kN, ASource::registers>(a_map, b_map, a, k, c);
   if (source == ASource::plain_stores) launch_gemm_warpgroup<kN, ASource::plain_stores>(a_map, b_map, a, k, c);
+}
+
+}  // namespace
+
+void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes, void* out) {
+  const std::uint32_t shared = box_bytes + kAtomBytes;
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(tma_tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  arm_timeout_report();
+  tma_tile_kernel<<<1, 128, shared>>>(map, row, col, box_bytes, static_cast<uint4*>(out));
+  finish("tma_tile_kernel");
+}
+
+void mbarrier_phases(const void* src, int* out) {
+  arm_timeout_report();
+  mbarrier_phases_kernel<<<1, 64>>>(static_cast<const uint4*>(src), out);
+  finish("mbarrier_phases_kernel");
 }
 
 void gemm_warpgroup(int n, ASource source, const CUtensorMap& a_map, const CUtensorMap& b_map,
