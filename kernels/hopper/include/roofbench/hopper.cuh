@@ -26,6 +26,7 @@
 
 namespace roofbench::hopper {
 
+// The 32-bit shared-window address of a generic pointer into shared memory, as the PTX below takes it.
 __device__ __forceinline__ std::uint32_t shared_address(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
