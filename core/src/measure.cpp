@@ -113,6 +113,49 @@ double driver_used_total(const std::vector<Device*>& ranks) {
   return used;
 }
 
+}  // namespace
+
+std::string device_label(const std::vector<Device*>& ranks) {
+  if (ranks.front()->info().kind == DeviceKind::cpu) return "cpu";
+  std::string s = "cuda:";
+  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]->info().index);
+  return s;
+}
+
+Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ranks) {
+  Result r;
+  r.name = b.name;
+  r.plugin = b.plugin;
+  r.case_name = b.spec->name;
+  r.ladder = b.spec->ladder;
+  r.sweep_axis = b.spec->sweep_axis;
+  r.params = b.params;
+  r.precision = b.spec->precision;
+  r.device = device_label(ranks);
+  r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
+  return r;
+}
+
+std::string Result::gate_word(bool gate_enabled) const {
+  if (!gate_enabled) return "off";
+  if (status == Status::gate_failed) return "fail";
+  return gate_checked ? "pass" : "none";
+}
+
+std::string Result::label(bool gate_enabled) const {
+  // A result that was not timed has no place on the roofline, so no bound.
+  std::string s = passed() ? std::string("bound=") + to_string(point.bound) + " " : std::string();
+  s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
+       " mode=" + (cold ? "cold" : "hot");
+  if (graph) s += " timing=graph";
+  if (cache_resident) s += " data=cache";
+  if (!ladder.empty()) s += " ladder=" + ladder;
+  if (noisy()) s += " noisy";
+  return s;
+}
+
+namespace {
+
 // Whether the case may run on its devices at all: a plugin built for other GPUs would fail in its first
 // kernel, so it is refused once, by architecture, instead; a device that failed before this case touched
 // it (on an H200 after an in-process reset following a sticky error, cudaSetDevice answered "busy or
@@ -256,45 +299,6 @@ void report_leak(Result& r, const std::vector<Device*>& ranks, double used_befor
 }
 
 }  // namespace
-
-std::string device_label(const std::vector<Device*>& ranks) {
-  if (ranks.front()->info().kind == DeviceKind::cpu) return "cpu";
-  std::string s = "cuda:";
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]->info().index);
-  return s;
-}
-
-Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ranks) {
-  Result r;
-  r.name = b.name;
-  r.plugin = b.plugin;
-  r.case_name = b.spec->name;
-  r.ladder = b.spec->ladder;
-  r.sweep_axis = b.spec->sweep_axis;
-  r.params = b.params;
-  r.precision = b.spec->precision;
-  r.device = device_label(ranks);
-  r.tolerance = b.spec->tolerance > 0 ? b.spec->tolerance : default_tolerance(b.spec->precision);
-  return r;
-}
-
-std::string Result::gate_word(bool gate_enabled) const {
-  if (!gate_enabled) return "off";
-  if (status == Status::gate_failed) return "fail";
-  return gate_checked ? "pass" : "none";
-}
-
-std::string Result::label(bool gate_enabled) const {
-  // A result that was not timed has no place on the roofline, so no bound.
-  std::string s = passed() ? std::string("bound=") + to_string(point.bound) + " " : std::string();
-  s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
-       " mode=" + (cold ? "cold" : "hot");
-  if (graph) s += " timing=graph";
-  if (cache_resident) s += " data=cache";
-  if (!ladder.empty()) s += " ladder=" + ladder;
-  if (noisy()) s += " noisy";
-  return s;
-}
 
 Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& o) {
