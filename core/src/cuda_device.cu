@@ -212,6 +212,9 @@ class CudaDevice final : public Device {
     if (!lost_.empty()) throw Error(lost_);
   }
   Ceilings measure_ceilings(std::vector<std::string>& how) override;
+  void measure_bandwidths(Ceilings& c, std::vector<std::string>& how);
+  void measure_gemm_flops(Ceilings& c, std::vector<std::string>& how);
+  void measure_fp8_flops(Ceilings& c, std::vector<std::string>& how);
   std::function<std::optional<double>()> energy_counter(std::string& why) override {
     char pci_bus_id[32] = {};
     ROOFBENCH_CUDA(cudaDeviceGetPCIBusId(pci_bus_id, sizeof pci_bus_id, info_.index));
@@ -283,6 +286,10 @@ __global__ void read_stream_kernel(const uint4* data, std::size_t count, int pas
   if (folded == 0x9e3779b9u) *never_written = folded;
 }
 
+// The side of the GEMMs that measure the compute roofs.
+constexpr int kCeilingGemmN = 8192;
+constexpr double kCeilingGemmFlops = 2.0 * kCeilingGemmN * double(kCeilingGemmN) * kCeilingGemmN;
+
 struct GemmFormat {
   Precision precision;
   cudaDataType_t input, output;
@@ -291,44 +298,45 @@ struct GemmFormat {
   std::size_t input_bytes, output_bytes;
 };
 
-Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
-  DeviceScope scope(info_.index);
-  Ceilings c;
-  {
-    const std::size_t bytes = std::size_t{2} << 30;
-    DeviceBuffer from(*this, bytes), to(*this, bytes);
-    fill_random(from.data, bytes / 4, ElementType::f32, -1, 1, 7);
-    const double s = best_event_seconds(stream_, 3, 10, [&] {
-      ROOFBENCH_CUDA(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, stream_));
-    });
-    c.bandwidth = 2.0 * static_cast<double>(bytes) / s;
-    how.push_back("bandwidth: cudaMemcpyAsync 2 GiB device to device, best of 10 (read + write counted)");
-    int sms = 0;
-    ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, info_.index));
-    const int threads = 512, blocks = 4 * sms;
-    const double read_s = best_event_seconds(stream_, 3, 10, [&] {
-      read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data), bytes / sizeof(uint4), 1,
-                                                          static_cast<unsigned int*>(to.data));
-      ROOFBENCH_CUDA(cudaGetLastError());
-    });
-    c.read_bandwidth = static_cast<double>(bytes) / read_s;
-    how.push_back("read_bandwidth: a kernel reading 2 GiB in 16-byte loads (4 x SMs blocks of 512), best of 10 "
-                  "(bytes read)");
-    // Half the L2, read 64 times in one kernel: the data stays in L2 after the first pass.
-    const std::size_t cached_bytes = std::max<std::size_t>(static_cast<std::size_t>(l2_bytes_ / 2), 1 << 20) & ~std::size_t{15};
-    const int passes = 64;
-    const double cache_s = best_event_seconds(stream_, 3, 10, [&] {
-      read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data),
-                                                          cached_bytes / sizeof(uint4), passes,
-                                                          static_cast<unsigned int*>(to.data));
-      ROOFBENCH_CUDA(cudaGetLastError());
-    });
-    c.cache_bandwidth = static_cast<double>(cached_bytes) * passes / cache_s;
-    how.push_back("cache_bandwidth: the same kernel reading half the L2 (" + std::to_string(cached_bytes >> 20) +
-                  " MiB) 64 times, best of 10 (bytes read)");
-  }
-  const int n = 8192;
-  const double flops = 2.0 * n * double(n) * n;
+// The memory roofs: a device-to-device copy, a kernel that only reads, and the same kernel over data that
+// stays in L2.
+void CudaDevice::measure_bandwidths(Ceilings& c, std::vector<std::string>& how) {
+  const std::size_t bytes = std::size_t{2} << 30;
+  DeviceBuffer from(*this, bytes), to(*this, bytes);
+  fill_random(from.data, bytes / 4, ElementType::f32, -1, 1, 7);
+  const double s = best_event_seconds(stream_, 3, 10, [&] {
+    ROOFBENCH_CUDA(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, stream_));
+  });
+  c.bandwidth = 2.0 * static_cast<double>(bytes) / s;
+  how.push_back("bandwidth: cudaMemcpyAsync 2 GiB device to device, best of 10 (read + write counted)");
+  int sms = 0;
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, info_.index));
+  const int threads = 512, blocks = 4 * sms;
+  const double read_s = best_event_seconds(stream_, 3, 10, [&] {
+    read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data), bytes / sizeof(uint4), 1,
+                                                        static_cast<unsigned int*>(to.data));
+    ROOFBENCH_CUDA(cudaGetLastError());
+  });
+  c.read_bandwidth = static_cast<double>(bytes) / read_s;
+  how.push_back("read_bandwidth: a kernel reading 2 GiB in 16-byte loads (4 x SMs blocks of 512), best of 10 "
+                "(bytes read)");
+  // Half the L2, read 64 times in one kernel: the data stays in L2 after the first pass.
+  const std::size_t cached_bytes = std::max<std::size_t>(static_cast<std::size_t>(l2_bytes_ / 2), 1 << 20) & ~std::size_t{15};
+  const int passes = 64;
+  const double cache_s = best_event_seconds(stream_, 3, 10, [&] {
+    read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data),
+                                                        cached_bytes / sizeof(uint4), passes,
+                                                        static_cast<unsigned int*>(to.data));
+    ROOFBENCH_CUDA(cudaGetLastError());
+  });
+  c.cache_bandwidth = static_cast<double>(cached_bytes) * passes / cache_s;
+  how.push_back("cache_bandwidth: the same kernel reading half the L2 (" + std::to_string(cached_bytes >> 20) +
+                " MiB) 64 times, best of 10 (bytes read)");
+}
+
+// The compute roofs of every precision cublasGemmEx has, each an 8192^3 GEMM on random inputs.
+void CudaDevice::measure_gemm_flops(Ceilings& c, std::vector<std::string>& how) {
+  const int n = kCeilingGemmN;
   cublasHandle_t handle;
   ROOFBENCH_CUBLAS(cublasCreate(&handle));
   ROOFBENCH_CUBLAS(cublasSetStream(handle, stream_));
@@ -353,7 +361,7 @@ Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
                                       b.data, f.input, n, double_scale ? static_cast<const void*>(&zero) : &zero_f,
                                       d.data, f.output, n, f.compute, CUBLAS_GEMM_DEFAULT));
       });
-      c.flops_of(f.precision) = flops / s;
+      c.flops_of(f.precision) = kCeilingGemmFlops / s;
       how.push_back(std::string(to_string(f.precision)) + ": cublasGemmEx 8192^3 on random inputs, best of 10");
     }
   } catch (...) {
@@ -361,44 +369,54 @@ Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
     throw;
   }
   ROOFBENCH_CUBLAS(cublasDestroy(handle));
+}
 
+// The fp8 roof (sm_89 and later), through cuBLASLt.
+void CudaDevice::measure_fp8_flops(Ceilings& c, std::vector<std::string>& how) {
+  const int n = kCeilingGemmN;
+  // fp8 (e4m3) needs cuBLASLt and the "TN" layout: A transposed, both column-major.
+  cublasLtHandle_t lt;
+  ROOFBENCH_CUBLASLT(cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, d_layout = nullptr;
+  try {
+    DeviceBuffer a(*this, std::size_t(n) * n), b(*this, std::size_t(n) * n), d(*this, 2 * std::size_t(n) * n);
+    const std::size_t workspace_bytes = 64u << 20;
+    DeviceBuffer workspace(*this, workspace_bytes);
+    fill_random(a.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 13);
+    fill_random(b.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 14);
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+    ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&a_layout, CUDA_R_8F_E4M3, n, n, n));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&b_layout, CUDA_R_8F_E4M3, n, n, n));
+    ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&d_layout, CUDA_R_16BF, n, n, n));
+    const float one = 1.0f, zero = 0.0f;
+    const double s = best_event_seconds(stream_, 3, 10, [&] {
+      ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc, &one, a.data, a_layout, b.data, b_layout, &zero, d.data, d_layout,
+                                        d.data, d_layout, nullptr, workspace.data, workspace_bytes, stream_));
+    });
+    c.flops_of(Precision::fp8) = kCeilingGemmFlops / s;
+    how.push_back("fp8: cublasLtMatmul e4m3 x e4m3 -> bf16, 8192^3 on random inputs, best of 10");
+  } catch (const Error& e) {
+    how.push_back(std::string("fp8: not measured: ") + e.what());
+  }
+  if (desc) cublasLtMatmulDescDestroy(desc);
+  for (auto layout : {a_layout, b_layout, d_layout})
+    if (layout) cublasLtMatrixLayoutDestroy(layout);
+  cublasLtDestroy(lt);
+}
+
+Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
+  DeviceScope scope(info_.index);
+  Ceilings c;
+  measure_bandwidths(c, how);
+  measure_gemm_flops(c, how);
   int major = 0, minor = 0;
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, info_.index));
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, info_.index));
-  if (major * 10 + minor >= 89) {
-    // fp8 (e4m3) needs cuBLASLt and the "TN" layout: A transposed, both column-major.
-    cublasLtHandle_t lt;
-    ROOFBENCH_CUBLASLT(cublasLtCreate(&lt));
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, d_layout = nullptr;
-    try {
-      DeviceBuffer a(*this, std::size_t(n) * n), b(*this, std::size_t(n) * n), d(*this, 2 * std::size_t(n) * n);
-      const std::size_t workspace_bytes = 64u << 20;
-      DeviceBuffer workspace(*this, workspace_bytes);
-      fill_random(a.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 13);
-      fill_random(b.data, std::size_t(n) * n, ElementType::fp8_e4m3, -1, 1, 14);
-      ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-      ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
-      ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
-      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&a_layout, CUDA_R_8F_E4M3, n, n, n));
-      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&b_layout, CUDA_R_8F_E4M3, n, n, n));
-      ROOFBENCH_CUBLASLT(cublasLtMatrixLayoutCreate(&d_layout, CUDA_R_16BF, n, n, n));
-      const float one = 1.0f, zero = 0.0f;
-      const double s = best_event_seconds(stream_, 3, 10, [&] {
-        ROOFBENCH_CUBLASLT(cublasLtMatmul(lt, desc, &one, a.data, a_layout, b.data, b_layout, &zero, d.data, d_layout,
-                                          d.data, d_layout, nullptr, workspace.data, workspace_bytes, stream_));
-      });
-      c.flops_of(Precision::fp8) = flops / s;
-      how.push_back("fp8: cublasLtMatmul e4m3 x e4m3 -> bf16, 8192^3 on random inputs, best of 10");
-    } catch (const Error& e) {
-      how.push_back(std::string("fp8: not measured: ") + e.what());
-    }
-    if (desc) cublasLtMatmulDescDestroy(desc);
-    for (auto layout : {a_layout, b_layout, d_layout})
-      if (layout) cublasLtMatrixLayoutDestroy(layout);
-    cublasLtDestroy(lt);
-  }
+  if (major * 10 + minor >= 89) measure_fp8_flops(c, how);
   ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   return c;
 }

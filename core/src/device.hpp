@@ -74,7 +74,7 @@ class Device {
     return {};
   }
   // The Timer for a case's runs on `ranks` (this device first): the CPU's or CUDA's by the device's kind
-  // (measure.cpp). A test device may return its own, to stand in for what the CPU never does (a stream
+  // (the sample loop's Launcher asks: sample_loop.hpp). A test device may return its own, to stand in for what the CPU never does (a stream
   // hold that times out).
   virtual std::unique_ptr<Timer> make_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
                                             const TimingOptions& options);

@@ -61,6 +61,17 @@ class Host {
   void load_plugins_as_chosen(const std::vector<std::string>& folders);
   std::vector<std::string> console_preamble(const Device& device) const;
   void print_summary() const;
+  // The steps of run(), in order.
+  bool may_measure() const { return !lists_tests_ && !options_.list; }
+  std::optional<int> refuse_early();
+  void load_all_plugins();
+  std::optional<Suite> choose_suite();
+  std::vector<BenchmarkSpec> expand_benchmarks(const std::optional<Suite>& suite) const;
+  RunContext run_context(const Device& device, const std::optional<Suite>& suite, const Selection& selection) const;
+  void start_session(Device* device, const std::optional<Suite>& suite, Selection selection);
+  void register_benchmarks(const Device& device);
+  std::size_t run_benchmarks();
+  int conclude(std::size_t ran, const std::string& filter_text, std::size_t cannot_run_here);
 
   Options options_;
   std::string executable_;
@@ -361,24 +372,20 @@ void Host::load_plugins_as_chosen(const std::vector<std::string>& folders) {
   loaded_ = describe_plugins_in_workers(files, executable_, options_.timeout_s.value_or(default_timeout_seconds(options_.measure)));
 }
 
-int Host::run() {
-  if (options_.help || options_.help_markdown) {
-    std::cout << (options_.help_markdown ? usage_markdown() : usage_text());
-    return 0;
-  }
-  if (!initialize_google_benchmark()) return 2;
+// What is refused before anything loads: a --timeout without isolation (said, not refused), repetitions
+// under one, a results folder that cannot be written. The exit code when refused.
+std::optional<int> Host::refuse_early() {
   if (options_.isolation == Isolation::none && options_.timeout_s && *options_.timeout_s > 0)
     std::cerr << "roofbench: --timeout has no effect with --isolation=none (a benchmark cannot be stopped in this process)\n";
-  const bool may_measure = !lists_tests_ && !options_.list;
   // Google Benchmark itself would run nothing at 0 (a run that measured nothing, exiting 0) and throw a bare
   // std::length_error below it. A listing samples nothing, so it is not refused.
   if (repetitions_ < 1) {
-    if (may_measure)
+    if (may_measure())
       throw UsageError("--benchmark_repetitions needs a whole number of at least 1, got " +
                        std::to_string(repetitions_));
     repetitions_ = 1;
   }
-  if (may_measure && options_.write_results) {
+  if (may_measure() && options_.write_results) {
     try {
       check_results_dir_writable(options_.results_dir);
     } catch (const std::exception& e) {
@@ -386,7 +393,11 @@ int Host::run() {
       return 1;
     }
   }
-  discover_devices();
+  return std::nullopt;
+}
+
+// The plugins from the default folders, ROOFBENCH_PLUGIN_PATH and --plugin-dir; what did not load is said.
+void Host::load_all_plugins() {
   std::vector<std::string> folders = default_plugin_folders(executable_);
   for (const auto& entry : unusable_plugin_path_entries())
     std::cerr << "roofbench: ROOFBENCH_PLUGIN_PATH entry " << entry << "; skipped\n";
@@ -401,7 +412,10 @@ int Host::run() {
       for (auto& f : folders) s += " " + f;
       return s;
     }() << ")\n";
+}
 
+// --suite, or the smoke suite when nothing else says what to run; its sampling applied to the options.
+std::optional<Suite> Host::choose_suite() {
   std::optional<Suite> suite;
   std::set<std::string> plugin_names;
   for (const auto& p : loaded_.plugins) plugin_names.insert(p.plugin.name);
@@ -413,14 +427,18 @@ int Host::run() {
     apply_suite_sampling(options_, suite->max_time, suite->energy_seconds);
   }
   // Sampling stops at the --max-time whatever --min-time asks for: a larger one would be cut without a word.
-  if (may_measure && options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {
+  if (may_measure() && options_.min_time_given && options_.measure.min_time > options_.measure.max_time) {
     std::ostringstream why;
     why << "--min-time " << options_.measure.min_time << " is more than the --max-time of " << options_.measure.max_time
         << (options_.max_time_given ? "" : suite && suite->max_time ? " (the suite's)" : " (the default)")
         << ", where sampling stops";
     throw UsageError(why.str());
   }
+  return suite;
+}
 
+// Every benchmark of every plugin, the suite's axis values applied; names must not collide.
+std::vector<BenchmarkSpec> Host::expand_benchmarks(const std::optional<Suite>& suite) const {
   std::vector<BenchmarkSpec> all;
   for (const auto& p : loaded_.plugins) {
     auto expanded = expand_plugin(p.plugin, suite ? suite->axes : AxisOverrides{});
@@ -430,42 +448,37 @@ int Host::run() {
   if (const std::string dup = first_duplicate_name(all); !dup.empty())
     throw SuiteError("two benchmarks are named '" + dup + "' (the suite's axis values make them collide)");
   if (suite) suite->check_filters(all), suite->check_axes(all);
-  if (options_.list) {
-    print_list(all);
-    return 0;
-  }
+  return all;
+}
 
-  Device* device = select_device();
-  std::string why_no_gpus;
-  DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_};
-  const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
-  const NameFilter filter(filter_text);
-  if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
-  // What cannot run here is said in the summary, one line per reason.
-  Selection selection = select_benchmarks(all, choice, filter);
-  const std::size_t cannot_run_here = selection.not_run.size();
-
+// What the results file says about the run beside its results.
+RunContext Host::run_context(const Device& device, const std::optional<Suite>& suite, const Selection& selection) const {
   RunContext context;
   context.executable = executable_;
   context.suite = suite ? suite->name : "";
-  context.device_name = device->info().name;
-  context.device_kind = to_string(device->info().kind);
-  context.device_index = device->info().index;
-  context.device_key = device->key();
-  context.llc_level = device->cache_level();
-  context.llc_bytes = device->cache_bytes();
-  if (device->info().kind == DeviceKind::cuda) context.driver = nvml_driver_version();
+  context.device_name = device.info().name;
+  context.device_kind = to_string(device.info().kind);
+  context.device_index = device.info().index;
+  context.device_key = device.key();
+  context.llc_level = device.cache_level();
+  context.llc_bytes = device.cache_bytes();
+  if (device.info().kind == DeviceKind::cuda) context.driver = nvml_driver_version();
   context.gate = options_.measure.gate;
   context.cold = options_.measure.cold;
   context.isolation = options_.isolation == Isolation::process ? "process" : "none";
-  context.datasheet = datasheet_for(device->info().name);
+  context.datasheet = datasheet_for(device.info().name);
   for (const auto& p : loaded_.plugins) {
     context.plugins.emplace_back(p.plugin.name, p.path);
     context.plugin_case_counts.push_back(p.plugin.cases.size());
   }
   context.load_failures = loaded_.failures;
   for (const auto& [n, count] : selection.not_run_by_case) context.not_run.push_back(n);
+  return context;
+}
 
+// The runner (in this process, or in workers) and the session that runs the selection on it.
+void Host::start_session(Device* device, const std::optional<Suite>& suite, Selection selection) {
+  RunContext context = run_context(*device, suite, selection);
   if (options_.isolation == Isolation::none) {
     runner_ = std::make_unique<InProcessRunner>();
   } else {
@@ -484,12 +497,15 @@ int Host::run() {
   settings.ceilings_beaten = [this, device](const std::string& reason) { mark_ceilings_stale(*device, reason); };
   session_ = std::make_unique<Session>(std::move(selection), *runner_, [this, device] { return ceilings_for(*device); },
                                        std::move(settings));
+}
 
+// The console (its preamble, the benchmarks that cannot run here) and one Google Benchmark per selected one.
+void Host::register_benchmarks(const Device& device) {
   const auto& selected = session_->selection().benchmarks;
   std::size_t longest_name = 0;
   for (const auto& b : selected) longest_name = std::max(longest_name, b.name.size());
   const TableSettings table{options_.measure.gate, name_column_width(longest_name)};
-  std::vector<std::string> preamble = console_preamble(*device);
+  std::vector<std::string> preamble = console_preamble(device);
   if (!table_)
     for (const auto& line : preamble) std::cerr << "roofbench: " << line << "\n";
   console_ = std::make_unique<Console>(table, table_ ? std::move(preamble) : std::vector<std::string>{}, repetitions_);
@@ -503,14 +519,21 @@ int Host::run() {
         ->Iterations(1)
         ->Unit(benchmark::kNanosecond);
   }
+}
 
+// Google Benchmark runs what was registered; the session writes its results. How many ran.
+std::size_t Host::run_benchmarks() {
   std::unique_ptr<benchmark::BenchmarkReporter> reporter = table_ ? console_->make_reporter(std::cout) : nullptr;
   // No reporter: Google Benchmark's own for --benchmark_format=json|csv (and --benchmark_out's, always).
   const std::size_t ran = benchmark::RunSpecifiedBenchmarks(reporter.get());
   session_->finish();
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
+  return ran;
+}
 
+// The summary and the exit code: 2 when the filter matched nothing that could run, 1 on any failure.
+int Host::conclude(std::size_t ran, const std::string& filter_text, std::size_t cannot_run_here) {
   // A plugin that did not load may hold benchmarks the selection asked for: the run cannot claim it ran them.
   const std::size_t plugins_failed = failures_of_the_run(loaded_.failures);
   const std::string plugins_failed_text = plugins_failed == 0 ? "" : std::to_string(plugins_failed) +
@@ -525,6 +548,35 @@ int Host::run() {
   print_summary();
   if (plugins_failed > 0) std::cerr << "roofbench: the run fails: " << plugins_failed_text << "\n";
   return session_->results_lost() || session_->failures() > 0 || plugins_failed > 0 ? 1 : 0;
+}
+
+int Host::run() {
+  if (options_.help || options_.help_markdown) {
+    std::cout << (options_.help_markdown ? usage_markdown() : usage_text());
+    return 0;
+  }
+  if (!initialize_google_benchmark()) return 2;
+  if (const std::optional<int> refused = refuse_early()) return *refused;
+  discover_devices();
+  load_all_plugins();
+  const std::optional<Suite> suite = choose_suite();
+  const std::vector<BenchmarkSpec> all = expand_benchmarks(suite);
+  if (options_.list) {
+    print_list(all);
+    return 0;
+  }
+  Device* device = select_device();
+  std::string why_no_gpus;
+  const DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_};
+  const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
+  const NameFilter filter(filter_text);
+  if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
+  // What cannot run here is said in the summary, one line per reason.
+  Selection selection = select_benchmarks(all, choice, filter);
+  const std::size_t cannot_run_here = selection.not_run.size();
+  start_session(device, suite, std::move(selection));
+  register_benchmarks(*device);
+  return conclude(run_benchmarks(), filter_text, cannot_run_here);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ enum class Isolation { process, none };
 
 // Seconds one benchmark may take in all (setup, gate, warm-up, samples, profile) unless --timeout or its
 // case says otherwise: the slowest shipped benchmarks (gpt's and micro's largest GEMMs) take about 15 s
-// with the default 5 s of sampling, and sampling may last 4 x --max-time for a slow case (measure.cpp).
+// with the default 5 s of sampling, and sampling may last 4 x --max-time for a slow case (the stopping rule,
+// sampling.hpp).
 double default_timeout_seconds(const MeasureOptions& m);
 
 struct Options {

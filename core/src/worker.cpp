@@ -57,6 +57,57 @@ int describe_plugins(const std::vector<std::string>& files) {
   return 0;
 }
 
+// What a worker was asked to run (the parent's ProcessRunner::run writes it).
+struct WorkerRequest {
+  BenchmarkSpec benchmark;
+  std::string case_name;
+  bool on_cpu = true;
+  std::vector<std::int64_t> gpu_indices;
+  MeasureOptions options;
+  std::optional<CachedCeilings> ceilings;
+  std::string ceilings_problem;  // why there are none
+};
+
+WorkerRequest read_request(const std::string& payload) {
+  wire::Reader in(payload);
+  WorkerRequest q;
+  q.benchmark.name = in.str();
+  q.benchmark.plugin = in.str();
+  q.case_name = in.str();
+  q.benchmark.params = wire::get_params(in);
+  q.on_cpu = in.u8() == 0;
+  q.gpu_indices = in.list([](wire::Reader& r) { return r.i64(); });
+  q.options = wire::get_measure_options(in);
+  q.ceilings = parse_ceilings(in.str(), q.on_cpu ? DeviceKind::cpu : DeviceKind::cuda, &q.ceilings_problem);
+  return q;
+}
+
+// The devices and the case a request names, as this worker has them: empty when they can be used, else why not.
+std::string resolve_request(WorkerRequest& q, const std::vector<LoadedPlugin>& plugins, Device& cpu,
+                            const std::vector<std::unique_ptr<Device>>& gpus, const std::string& why_no_gpu,
+                            std::vector<Device*>& ranks) {
+  BenchmarkSpec& b = q.benchmark;
+  for (const auto& p : plugins)
+    if (p.plugin.name == b.plugin)
+      for (const auto& c : p.plugin.cases)
+        if (c.name == q.case_name) {
+          b.spec = &c;
+          b.cuda_probe = p.cuda_probe;
+        }
+  std::string problem;
+  if (q.on_cpu) ranks.push_back(&cpu);
+  for (auto index : q.gpu_indices) {
+    auto it = std::find_if(gpus.begin(), gpus.end(), [&](auto& g) { return g->info().index == index; });
+    if (it == gpus.end()) problem = "the worker has no GPU " + std::to_string(index) + " (" + why_no_gpu + ")";
+    else ranks.push_back(it->get());
+  }
+  if (!b.spec) problem = "the worker has no case " + b.plugin + "/" + q.case_name;
+  if (ranks.empty()) problem = "the worker was given no device";
+  // Empty ceilings would put every result at 0% of roof without a word.
+  if (!q.ceilings) problem = "the worker could not read the ceilings it was sent (" + q.ceilings_problem + ")";
+  return problem;
+}
+
 int run_benchmarks(const std::vector<std::string>& files) {
   std::vector<LoadedPlugin> plugins;
   std::vector<std::pair<std::string, std::string>> not_loaded;  // path, reason
@@ -74,45 +125,17 @@ int run_benchmarks(const std::vector<std::string>& files) {
 
   while (auto frame = wire::read_frame(0)) {
     if (frame->type != FrameType::run) continue;
-    wire::Reader in(frame->payload);
-    BenchmarkSpec b;
-    b.name = in.str();
-    b.plugin = in.str();
-    const std::string case_name = in.str();
-    b.params = wire::get_params(in);
-    const bool on_cpu = in.u8() == 0;
-    const auto indices = in.list([](wire::Reader& r) { return r.i64(); });
-    const MeasureOptions options = wire::get_measure_options(in);
-    std::string ceilings_problem;
-    const auto ceilings = parse_ceilings(in.str(), on_cpu ? DeviceKind::cpu : DeviceKind::cuda, &ceilings_problem);
-
-    for (const auto& p : plugins)
-      if (p.plugin.name == b.plugin)
-        for (const auto& c : p.plugin.cases)
-          if (c.name == case_name) {
-            b.spec = &c;
-            b.cuda_probe = p.cuda_probe;
-          }
+    WorkerRequest q = read_request(frame->payload);
     std::vector<Device*> ranks;
-    std::string problem;
-    if (on_cpu) ranks.push_back(cpu.get());
-    for (auto index : indices) {
-      auto it = std::find_if(gpus.begin(), gpus.end(), [&](auto& g) { return g->info().index == index; });
-      if (it == gpus.end()) problem = "the worker has no GPU " + std::to_string(index) + " (" + why_no_gpu + ")";
-      else ranks.push_back(it->get());
-    }
-    if (!b.spec) problem = "the worker has no case " + b.plugin + "/" + case_name;
-    if (ranks.empty()) problem = "the worker was given no device";
-    // Empty ceilings would put every result at 0% of roof without a word.
-    if (!ceilings) problem = "the worker could not read the ceilings it was sent (" + ceilings_problem + ")";
+    const std::string problem = resolve_request(q, plugins, *cpu, gpus, why_no_gpu, ranks);
     Result r;
     if (problem.empty()) {
-      r = measure(b, ranks, ceilings->ceilings, options);
+      r = measure(q.benchmark, ranks, q.ceilings->ceilings, q.options);
     } else {
-      r.name = b.name;
-      r.plugin = b.plugin;
-      r.case_name = case_name;
-      r.params = b.params;
+      r.name = q.benchmark.name;
+      r.plugin = q.benchmark.plugin;
+      r.case_name = q.case_name;
+      r.params = q.benchmark.params;
       r.status = Status::error;
       r.message = problem;
       for (const auto& [path, reason] : not_loaded) r.message += "; " + path + " did not load in the worker: " + reason;

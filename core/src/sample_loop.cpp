@@ -1,0 +1,154 @@
+#include "sample_loop.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "clock_observers.hpp"
+#include "energy_observer.hpp"
+#include "profile_observer.hpp"
+#include "sample_quality.hpp"
+#include "statistics.hpp"
+
+namespace roofbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void abandon_hold(Launcher& launch, Result& r) {
+  launch.abandon_hold(r.runs_per_sample);
+  r.hold_abandoned = true;
+}
+
+// After the warm-up, once for the benchmark: graph or stream, and the runs per sample.
+void choose_launch(Launcher& launch, Result& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks,
+                   const MeasureOptions& o, const WarmupOutcome& warm) {
+  const DeviceKind kind = ranks.front()->info().kind;
+  const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
+  r.graph = use_graph_timing(o.graph, graph_allowed, warm.per_run);
+  r.cold = o.cold;
+  r.runs_per_sample = runs_per_sample(o.runs_per_sample, o.cold, target_sample_seconds(kind, r.graph), warm.per_run,
+                                      r.graph ? kGraphRunsCap : warm.cap);
+  if (r.graph) launch.use_graph(r.runs_per_sample);
+}
+
+// The kept samples' summary, their noise at a fixed clock, and whether they can be trusted as one number.
+// A clock moving under the power limit is the device's behaviour: where it is known, the noise held
+// against the bound is what is left at a fixed clock.
+void judge_samples(Result& r, double noise_bound) {
+  r.stats = summarize(r.samples);
+  if (r.sample_clocks_mhz.size() == r.samples.size())
+    r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);
+  const SampleQuality quality =
+      assess_samples(r.samples, noise_bound, std::isnan(r.noise_at_fixed_clock) ? -1.0 : r.noise_at_fixed_clock);
+  if (quality.noisy) r.quality_reason = quality.reason;
+}
+
+}  // namespace
+
+Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options)
+    : ranks_(ranks), run_once_(std::move(run_once)), options_(options) {
+  remake();
+}
+
+void Launcher::remake() { timer_ = ranks_.front()->make_timer(ranks_, run_once_, options_); }
+
+void Launcher::use_graph(int runs) {
+  options_.graph = true;
+  remake();
+  timer_->time(runs);
+}
+
+void Launcher::abandon_hold(int runs) {
+  options_.hold = false;
+  remake();
+  if (options_.graph) timer_->time(runs);
+}
+
+std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o) {
+  std::vector<std::unique_ptr<SampleObserver>> observers;
+  if (energy) observers.push_back(std::move(energy));
+  observers.push_back(std::make_unique<ClockProbeObserver>());
+  observers.push_back(std::make_unique<ClockFloorObserver>(o.clock_floor));
+  if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
+    observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+  return observers;
+}
+
+WarmupOutcome warm_up(Launcher& launch, Result& r, DeviceKind kind, const MeasureOptions& o) {
+  WarmupBatching batching(target_sample_seconds(kind, false), launch_queue_cap(kind), !o.cold);
+  std::vector<double> warm;  // times per run of batches of the current size
+  const auto start = Clock::now();
+  while (true) {
+    const int batch = batching.batch();
+    const SampleTime sample = launch.timer().time(batch);
+    r.warmup_iterations += batch;
+    const double elapsed = seconds_since(start);
+    if (sample.hold_timed_out) {
+      ++r.hold_timeouts;
+      if (batch == 1) abandon_hold(launch, r);
+      batching.halve();
+      warm.clear();
+      if (elapsed >= o.warmup_max) break;
+      continue;
+    }
+    warm.push_back(sample.seconds / batch);
+    if (elapsed >= o.warmup_max) break;
+    if (batching.grow_after(sample.seconds)) {
+      warm.clear();
+      continue;
+    }
+    if (warmup_settled(warm) && elapsed >= min_warmup_seconds(kind)) break;
+  }
+  r.phases.warmup = seconds_since(start);
+  return {settled_time_per_run(warm), batching.cap()};
+}
+
+void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop,
+                          const std::vector<std::unique_ptr<SampleObserver>>& observers, bool runs_given) {
+  std::vector<double> times;
+  const auto start = Clock::now();
+  while (true) {
+    const SampleTime s = launch.timer().time(r.runs_per_sample);
+    const double elapsed = seconds_since(start);
+    if (s.hold_timed_out) {
+      ++r.hold_timeouts;
+      for (const auto& observer : observers) observer->dropped(s);
+      if (answer_hold_timeout(r.graph, r.runs_per_sample, runs_given) == HoldTimeoutAnswer::abandon_hold)
+        abandon_hold(launch, r);
+      else
+        r.runs_per_sample = std::max(1, r.runs_per_sample / 2);
+      if (stop.done_after_dropped(elapsed)) break;
+      if (stop.hopeless(elapsed))
+        throw Error("every sample's stream hold timed out (" + std::to_string(r.hold_timeouts) + " times)");
+      continue;
+    }
+    for (const auto& observer : observers) observer->sample(s, r.runs_per_sample);
+    const double t = s.seconds / r.runs_per_sample;
+    times.push_back(t);
+    stop.add(t);
+    if (stop.done(elapsed)) break;
+  }
+  r.phases.sampling = seconds_since(start);
+  r.samples = std::move(times);
+}
+
+void time_case(Result& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
+               const MeasureOptions& o) {
+  const DeviceKind kind = ranks.front()->info().kind;
+  Launcher launch(ranks, std::move(run_once), TimingOptions{o.cold, false, kind == DeviceKind::cuda});
+  std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
+  const bool energy_measured = energy != nullptr;
+  const auto observers = make_observers(std::move(energy), ranks, o);
+  for (const auto& observer : observers) observer->begin();
+  const WarmupOutcome warm = warm_up(launch, r, kind, o);
+  choose_launch(launch, r, b, ranks, o, warm);
+  StoppingRule stop(stopping_settings(o, b.spec->timing.min_samples, energy_measured));
+  sample_until_stopped(launch, r, stop, observers, o.runs_per_sample > 0);
+  for (const auto& observer : observers) observer->end(r, launch.timer());
+  judge_samples(r, o.noise_bound);
+}
+
+}  // namespace roofbench

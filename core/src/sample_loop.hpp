@@ -1,0 +1,64 @@
+// Timing one case that passed its gate, as steps: the warm-up (sampling.hpp's batching), the launch chosen
+// for the samples (hot or cold, on the stream or as a graph: the Timer the device makes for them), the
+// sample loop until the stopping rule ends it, the observers' figures (sample_observer.hpp), and the judging
+// of the kept samples. Fills the Result's timing fields; prints nothing.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "device.hpp"
+#include "measure.hpp"
+#include "sample_observer.hpp"
+#include "sampling.hpp"
+
+namespace roofbench {
+
+// The Timer of one benchmark, made by its first rank's device for the launch the options name (hot or cold,
+// held or not, on the stream or as a graph); remade when that changes: into a graph once, after the
+// warm-up, and without the stream hold when a hold times out with one launch behind it.
+class Launcher {
+ public:
+  Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options);
+  Timer& timer() { return *timer_; }
+  const TimingOptions& options() const { return options_; }
+  // Each sample one graph replay of `runs` runs from now on; the graph is instantiated here, outside the samples.
+  void use_graph(int runs);
+  // No stream hold from now on (HoldTimeoutAnswer::abandon_hold); a graph is instantiated again for `runs`.
+  void abandon_hold(int runs);
+
+ private:
+  void remake();
+  std::vector<Device*> ranks_;
+  std::function<void()> run_once_;
+  TimingOptions options_;
+  std::unique_ptr<Timer> timer_;
+};
+
+// The observers of a benchmark's samples, in the order they end: `energy` first where there is one (its
+// pollers stop with the samples: make_energy_observer), the clock's mean over every sample before the clock
+// floor drops any, the profiled pass (GPU cases, --profile) last.
+std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o);
+
+// What the warm-up ends on: the time per run it settled to, and the most runs a sample may queue.
+struct WarmupOutcome {
+  double per_run = 0;
+  int cap = 1;
+};
+// Runs until the time per run has settled (clocks up, caches and libraries warm) or o.warmup_max is spent;
+// counts r.warmup_iterations and the stream holds that timed out, and sets r.phases.warmup.
+WarmupOutcome warm_up(Launcher& launch, Result& r, DeviceKind kind, const MeasureOptions& o);
+
+// Samples of r.runs_per_sample runs until `stop` ends them, each kept one shown to the observers; a sample
+// whose hold timed out is dropped, and the hold goes or the runs per sample halve. r.samples: every kept
+// sample's time per run; r.phases.sampling: the loop's seconds.
+void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop, const std::vector<std::unique_ptr<SampleObserver>>& observers,
+                          bool runs_given);
+
+// All the steps for one case: `run_once` is one run of it.
+void time_case(Result& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
+               const MeasureOptions& o);
+
+}  // namespace roofbench
