@@ -113,6 +113,7 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
       dscores, dprobs, probs, scale, s.T, rows);
   ROOFBENCH_CUDA_LAUNCH();
 }
+
 void check_fused_attention_shape(const AttentionShape& s) {
   if (s.head_dim != kHeadDim || s.T < 1 || s.T > kMaxT || s.batch < 1 || s.heads < 1 || s.batch > 65535 ||
       s.heads > 65535)
@@ -121,8 +122,9 @@ void check_fused_attention_shape(const AttentionShape& s) {
                 std::to_string(s.T) + ")");
 }
 
-
-const char* fp32_attention_keeper_name() { return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)"; }
+const char* fp32_attention_keeper_name() {
+  return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)";
+}
 
 const char* bf16_attention_keeper_name() { return "v9 (v7, backward persistent, the next head fetched ahead)"; }
 
