@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "communicators.hpp"
 #include "roofbench/cuda_check.hpp"
+#include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::nccl {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "allreduce.hpp"
-#include "communicators.hpp"
 #include "roofbench/cuda_check.hpp"
+#include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::nccl {

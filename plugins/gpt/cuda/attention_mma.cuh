@@ -1,7 +1,7 @@
-// The warp-level pieces of the mma.sync attention versions (v4 .. v7): bf16 m16n8k16 tensor-core products with
-// fp32 accumulation on q, k, v and dout held in shared memory, one warp per 16-row block, the scores kept in
-// registers (the accumulator of two adjacent n8 tiles is, element for element, the A operand of the next
-// product). The versions differ in how the rows reach shared memory and how blocks are scheduled; the
+// The warp-level pieces of the bf16 mma.sync attention versions (v7 in the lab, v9 the keeper): bf16
+// m16n8k16 tensor-core products with fp32 accumulation on q, k, v and dout held in shared memory, one warp
+// per 16-row block, the scores kept in registers (the accumulator of two adjacent n8 tiles is, element for
+// element, the A operand of the next product). The versions differ in how blocks are scheduled; the
 // arithmetic below is theirs in common, so they compute the same values. v8 (TF32, attention_v8.cu) has its
 // own products but the same m16n8 accumulator layout, so it shares the element-wise steps on the scores
 // (softmax_row_block, probabilities_and_ds).
@@ -46,7 +46,7 @@ inline void check_aligned16(const void* p, const char* version, const char* what
     throw Error(std::string("gpt: attention ") + version + " needs 16-byte aligned buffers (" + what + ")");
 }
 // What a cp.async version's forward and backward both read 16 bytes at a time: out, qkv, qkv's bias and the
-// RoPE tables (v5-v7, v8).
+// RoPE tables (v7, v8, v9).
 inline void check_head_operands_aligned(const char* version, const void* out, const void* qkv, const float* qkv_bias,
                                         RopeTable rope) {
   check_aligned16(out, version, "out");
@@ -110,9 +110,9 @@ __device__ inline void load_row_block_a(unsigned (&a)[kHeadDim / 16][4], const b
   for (int kk = 0; kk < kHeadDim / 16; ++kk) load_a(a[kk], m, kRowStride, r0, 16 * kk, lane);
 }
 
-// How a version evaluates the softmax's exponentials:
-//   natural (v4): expf of the scaled scores, every score masked (causal and T) one by one;
-//   log2 (v5): the scores scaled by scale * log2(e) and exp2f (FlashAttention-2's form, one FFMA and the
+// How a version evaluates the softmax's exponentials (the retired v4 took expf of the scaled scores and
+// masked every score):
+//   log2 (v8): the scores scaled by scale * log2(e) and exp2f (FlashAttention-2's form, one FFMA and the
 //     SFU's ex2 per element), the mask applied only to the blocks that cross the diagonal or T.
 //   log2_approx (v7): log2 with the SFU's ex2.approx.ftz.f32 in place of exp2f, which wraps the same
 //     instruction in a range test and two multiplications to keep subnormal results (what FlashAttention's
@@ -120,7 +120,7 @@ __device__ inline void load_row_block_a(unsigned (&a)[kHeadDim / 16][4], const b
 //     maximum's own p (1 in the backward before the 1/sum, between 1 and 2^8 in v7's forward) it would be
 //     lost anyway, in the bf16 rounding of p and in the fp32 row sum.
 // The log-sum-exp leaves the forward in natural units either way; the log2 backward rescales it on load.
-enum class Exponent { natural, log2, log2_approx };
+enum class Exponent { log2, log2_approx };
 inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 // v7's online softmax keeps a row's maximum until a tile's scores outgrow it by more than this (log2 units).
@@ -141,7 +141,6 @@ __device__ inline float fast_exp2(float x) {
 }
 template <Exponent kExp>
 __device__ inline float exp2_of(float x) {
-  static_assert(kExp != Exponent::natural);
   if constexpr (kExp == Exponent::log2_approx)
     return fast_exp2(x);
   else
@@ -159,12 +158,12 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
                                                   float (&lse)[2], int m, int T, float scale, int lane) {
   const int q0 = kRows * m;
   const int rows[2] = {q0 + lane / 4, q0 + lane / 4 + 8};
-  const float score_scale = kExp != Exponent::natural ? scale * kLog2e : scale;
+  const float score_scale = scale * kLog2e;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int j = 0; j < 2 * kRowBlocks; ++j) {
     if (j / 2 > m) continue;
-    const bool masked = kExp == Exponent::natural || j / 2 == m || q0 + kRows > T;
+    const bool masked = j / 2 == m || q0 + kRows > T;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = rows[e / 2], key = 8 * j + 2 * (lane % 4) + e % 2;
@@ -183,10 +182,7 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
     if (j / 2 > m) continue;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if constexpr (kExp == Exponent::natural)
-        sc[j][e] = expf(sc[j][e] - row_max[e / 2]);
-      else
-        sc[j][e] = exp2_of<kExp>(sc[j][e] - row_max[e / 2]);
+      sc[j][e] = exp2_of<kExp>(sc[j][e] - row_max[e / 2]);
       row_sum[e / 2] += sc[j][e];
     }
   }
@@ -195,7 +191,7 @@ __device__ __forceinline__ void softmax_row_block(float (&sc)[2 * kRowBlocks][4]
     row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 1);
     row_sum[h] += __shfl_xor_sync(kFullWarp, row_sum[h], 2);
     inv_sum[h] = row_sum[h] > 0.0f ? 1.0f / row_sum[h] : 0.0f;
-    lse[h] = (kExp != Exponent::natural ? row_max[h] * kLn2 : row_max[h]) + logf(row_sum[h]);
+    lse[h] = row_max[h] * kLn2 + logf(row_sum[h]);
   }
 }
 
@@ -224,48 +220,9 @@ __device__ __forceinline__ void accumulate_key_block_values(float (&o)[kHeadDim 
   }
 }
 
-// The forward of query rows q0 .. q0+15 (block m; its causal keys are 0 .. q0+15, key blocks 0 .. m) from
-// the prepared q, k, v in shared memory ([kMaxT][kRowStride]): s = scale q k^T, p = softmax(s) rounded to
-// bf16, o = p v (rows q0 + lane/4 and q0 + lane/4 + 8 of the accumulator block), lse = max + log(sum) of
-// those two rows. With at most 128 keys a row's softmax is exact in one pass (no online rescaling).
-template <Exponent kExp>
-__device__ __forceinline__ void attend_row_block(float (&o)[kHeadDim / 8][4], float (&lse)[2], const bf16* q,
-                                                 const bf16* k, const bf16* v, int m, int T, float scale,
-                                                 int lane) {
-  const int q0 = kRows * m;
-  unsigned qa[kHeadDim / 16][4];
-  load_row_block_a(qa, q, q0, lane);
-
-  // Scores of the keys 0 .. q0+15, n8 tile j holding keys 8j .. 8j+7.
-  float sc[2 * kRowBlocks][4];
-#pragma unroll
-  for (int j = 0; j < 2 * kRowBlocks; ++j) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
-#pragma unroll
-  for (int kb = 0; kb < kRowBlocks; ++kb)
-    if (kb <= m) accumulate_key_block_scores(sc[2 * kb], sc[2 * kb + 1], qa, k, kb, lane);
-
-  float inv_sum[2];
-  softmax_row_block<kExp>(sc, inv_sum, lse, m, T, scale, lane);
-#pragma unroll
-  for (int j = 0; j < 2 * kRowBlocks; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sc[j][e] *= inv_sum[e / 2];
-
-  // o = p v, p straight from the score accumulators.
-#pragma unroll
-  for (int n = 0; n < kHeadDim / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-#pragma unroll
-  for (int kb = 0; kb < kRowBlocks; ++kb) {
-    if (kb > m) continue;
-    unsigned pa[4];
-    accumulators_as_a(pa, sc, kb);
-    accumulate_key_block_values(o, pa, v, kb, lane);
-  }
-}
-
 // v7's forward of the same row block: the keys walked 16 at a time with FlashAttention-2's online softmax
 // (a running row maximum, the output and this lane's partial row sum rescaled when it grows, one division
-// at the end) in place of attend_row_block's one pass over every score. Nsight Compute on v6's forward
+// at the end) in place of the retired v4 .. v6's one pass over every score. Nsight Compute on v6's forward
 // inside the b512 lab counted 29 instructions per HMMA and 47% of issue slots busy: the
 // one-pass form keeps 16 score tiles per lane in registers behind a run-time bound (m), so every tile
 // pays a branch, its mask test and two multiplications (scale, 1/sum) whether it holds keys or not. Here
@@ -423,21 +380,9 @@ __device__ __forceinline__ void key_block_gradients(float (&dv)[kHeadDim / 8][4]
         mma16816<bf16>(dst[2 * np], va[kk], b[0], b[1]);
         mma16816<bf16>(dst[2 * np + 1], va[kk], b[2], b[3]);
       }
-    if constexpr (kExp == Exponent::natural) {
-#pragma unroll
-      for (int n = 0; n < kTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = key0 + lane / 4 + 8 * (e / 2), query = qc + 8 * n + 2 * (lane % 4) + e % 2;
-          const float p = key <= query && query < T ? expf(scale * pt[n][e] - sm.lse[query]) : 0.0f;
-          pt[n][e] = p;
-          dst[n][e] = p * (dst[n][e] - sm.delta[query]);
-        }
-    } else {
-      // Every key of the block precedes every query of the chunk, and every query is below T: no mask.
-      const bool masked = qc < key0 + kRows || qc + kQueryChunk > T;
-      probabilities_and_ds<kExp>(pt, dst, sm.lse, sm.delta, key0, qc, masked, scale * kLog2e, T, lane);
-    }
+    // Every key of the block precedes every query of the chunk, and every query is below T: no mask.
+    const bool masked = qc < key0 + kRows || qc + kQueryChunk > T;
+    probabilities_and_ds<kExp>(pt, dst, sm.lse, sm.delta, key0, qc, masked, scale * kLog2e, T, lane);
 #pragma unroll
     for (int ks = 0; ks < kTiles / 2; ++ks) {
       unsigned pa[4], dsa[4];
@@ -528,30 +473,6 @@ __device__ __forceinline__ void backward_row_blocks(BackwardSmem& sm, int T, flo
   backward_key_blocks<kExp>(sm, T, scale, store);
   __syncthreads();
   backward_query_blocks(sm, T, scale, store, [&](int q0) { return sm.q + q0 * kRowStride; });
-}
-
-// Rows r and r + 8 of a 16 x 64 accumulator block (8 n8 tiles) to memory: times scale, and (q, k) rotated
-// back to the raw qkv's frame; rows at or past T are skipped.
-template <typename Address>
-__device__ void store_head_block(bf16* dst, const float (&acc)[kHeadDim / 8][4], float scale, bool rotate_back,
-                                 RopeTable rope, int row0, int T, int lane, Address address) {
-  constexpr int kPairs = kHeadDim / 2;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int t = row0 + lane / 4 + 8 * half;
-    if (t >= T) continue;
-#pragma unroll
-    for (int n = 0; n < kHeadDim / 8; ++n) {
-      const int c = 8 * n + 2 * (lane % 4);
-      float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
-      if (rotate_back) {
-        const float2 g = rotate(x0, x1, rope.cos[t * kPairs + c / 2], -rope.sin[t * kPairs + c / 2]);
-        x0 = g.x;
-        x1 = g.y;
-      }
-      *reinterpret_cast<unsigned*>(dst + address(t) + c) = pack_bf16(x0, x1);
-    }
-  }
 }
 
 }  // namespace roofbench::gpt::cuda::attention::mma

@@ -1,7 +1,7 @@
 // Fused causal attention with RoPE, version 8: R1's fp32 tensors (qkv, out, dout, dqkv fp32 in memory) on
-// TF32 tensor cores through mma.sync m16n8k8 (tf32 operands, fp32 accumulation), with v4-v6's structure
-// (attention_mma.cuh, attention_v5.cu): one block per (sequence, head), rows moved into shared memory by
-// cp.async and prepared there once (bias added, q and k rotated in fp32, then rounded to tf32 with
+// TF32 tensor cores through mma.sync m16n8k8 (tf32 operands, fp32 accumulation), with the bf16 versions'
+// structure (attention_mma.cuh, attention_v9.cu): one block per (sequence, head), rows moved into shared
+// memory by cp.async and prepared there once (bias added, q and k rotated in fp32, then rounded to tf32 with
 // cvt.rna as the products see them), a warp's 16 query (or key) rows and all their scores in registers,
 // the softmax in log2 units with exp2f and the masks only on the blocks that cross the diagonal or T, lse,
 // delta and ds in fp32, and a backward without atomics (bit-reproducible). Those element-wise steps on the

@@ -24,7 +24,7 @@
 // builds a DataParallelTrainer over its one GPU, with its communicator from ncclCommInitRank (rank 0 calls
 // ncclGetUniqueId, the launcher's MPI_Bcast hands the id to every process, each calls ncclCommInitRank with
 // the world size and its global rank: the one function to replace is make_communicators, see
-// plugins/nccl/communicators.hpp). The buckets, the comm stream and the overlap stay as they are; only the
+// kernels/nccl_communicators). The buckets, the comm stream and the overlap stay as they are; only the
 // all-reduces cross the network instead of NVLink.
 #pragma once
 
@@ -35,8 +35,8 @@
 #include <memory>
 #include <vector>
 
-#include "communicators.hpp"
 #include "model.hpp"
+#include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
 #include "trainer.hpp"
 

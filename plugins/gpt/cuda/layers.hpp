@@ -233,51 +233,36 @@ void causal_softmax_forward(float* probs, const float* scores, float scale, cons
 void causal_softmax_backward(float* dscores, const float* dprobs, const float* probs, float scale,
                              const AttentionShape& s, cudaStream_t stream);
 
-// Fused path: one kernel per (sequence, head, query tile), scores never leave shared memory. Reads the raw
-// qkv (before bias) and applies the bias and RoPE on load; writes out [N, C] and the per-row
-// log-sum-exp [B, heads, T] the backward recomputes the probabilities from. Requires T <= 128, hd == 64.
-// Two numbered versions of the same kernels (kernel-lab style): v1 does its block matmuls in fp32 on the
-// SIMT cores (timed by the lab_attention benchmark only), v3 on TF32 tensor cores (WMMA, fp32
-// accumulation) walked by one block per (sequence, head) so each row is loaded once.
-// Both produce the same outputs to TF32 precision. (v2, v3's tiles one block per 32-row tile, is retired.)
-// v4 (bf16 only): mma.sync m16n8k16 with each warp's scores in registers, one block per (sequence, head),
-// the backward in one kernel; v5 (bf16 only) is v4's arithmetic with the rows moved by cp.async and 16-byte
-// accesses, its forward persistent (the next head's rows in flight while one is computed); v6 is v5 with
-// its forward one block per head (four per SM: other blocks, not a second buffer, overlap a block's
-// loads), faster on the H200; v7 is v6 with the forward's softmax online
-// (FlashAttention-2's form, fewer instructions per product). The bf16 functions below run v3 .. v7 and v9.
-// v8 (fp32 only, the keeper R1 runs): v5's structure on TF32 tensor cores (mma.sync m16n8k8, the scores in
-// registers through a permuted k, eight warps per block), attention_v8.cu: 146 us against v3's 309 us
-// (forward + backward, lab_attention at batch 64 on the H200).
-// v9 (bf16 only, the keeper of R2 and up): v7's forward, and its backward persistent (two blocks per SM
-// walking the heads), each block fetching its next head's rows while it finishes the current one: the same
-// bits as v7, its backward 326 us against 382 at b512 on the H200 (attention_v5.cu).
-enum class AttentionVersion { v1, v3, v4, v5, v6, v7, v8, v9 };
-// The keepers the trainers run (named in the rungs' facts, so a change of keeper shows in the results).
-inline constexpr AttentionVersion kFp32AttentionKeeper = AttentionVersion::v8;
-inline constexpr AttentionVersion kBf16AttentionKeeper = AttentionVersion::v9;
-const char* attention_version_name(AttentionVersion version);
+// Fused path, the keepers the trainers run: the scores never leave the chip. Reads the raw qkv (before bias)
+// and applies the bias and RoPE on load; writes out [N, C] and the per-row log-sum-exp [B, heads, T] the
+// backward recomputes the probabilities from. Requires T <= 128, hd == 64.
+//   fp32 tensors (R1): v8, mma.sync m16n8k8 on TF32 tensor cores (fp32 accumulation), the scores in
+//     registers through a permuted k, eight warps per block, the backward one kernel (attention_v8.cu);
+//   bf16 tensors (R2 and up): v9, mma.sync m16n8k16 with each warp's scores in registers and the rows moved
+//     by cp.async, the forward one block per head with its softmax online, the backward persistent (two
+//     blocks per SM walking the heads), each block fetching its next head's rows while it finishes the
+//     current one (attention_v9.cu).
+// The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
+// The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results).
+const char* fp32_attention_keeper_name();
+const char* bf16_attention_keeper_name();
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory (all versions)
+void fused_attention_configure();  // once, outside any graph capture: opts in to the shared memory
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream,
-                             AttentionVersion version = kFp32AttentionKeeper);
+                             const AttentionShape& s, cudaStream_t stream);
 // dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
-// is scratch (rowsum of dout * out).
+// is scratch the keepers do not write (they compute the row sums of dout * out where they need them).
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream, AttentionVersion version = kFp32AttentionKeeper);
+                              cudaStream_t stream);
 
 // bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
-// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above (v4 .. v7
-// and v9 do not write delta, nor does v8 on fp32). Versions v3 .. v7 and v9 (the keeper: kBf16AttentionKeeper);
-// v1 and v8 throw.
+// and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above.
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream,
-                             AttentionVersion version = kBf16AttentionKeeper);
+                             const AttentionShape& s, cudaStream_t stream);
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream, AttentionVersion version = kBf16AttentionKeeper);
+                              cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

@@ -95,8 +95,8 @@ class GptTrainingStep final : public Case {
   }
 
   std::vector<Fact> rung_facts() const {
-    const std::string fused_attention = std::string("fused, ") + attention_version_name(kFp32AttentionKeeper);
-    const std::string bf16_attention = std::string("fused, ") + attention_version_name(kBf16AttentionKeeper);
+    const std::string fused_attention = std::string("fused, ") + fp32_attention_keeper_name();
+    const std::string bf16_attention = std::string("fused, ") + bf16_attention_keeper_name();
     switch (rung_) {
       case Rung::eager:
         return {{"compute", "fp32 storage, TF32 matmuls"}, {"attention", "T x T scores in memory (eager)"}};

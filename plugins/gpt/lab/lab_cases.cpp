@@ -1,18 +1,17 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v9 for bf16, elementwise v3, weight gradients v3).
-//   lab_attention/version:v1|v3|v8    the fused attention's forward + backward, fp32 (attention.cu, attention_v3.cu,
-//                                     attention_v8.cu)
-//   lab_attention_bf16/version:v3|v4|v5|v6|v7|v9/batch:64|512  the same on bf16 tensors (attention_v3.cu,
-//                                     attention_v4.cu, attention_v5.cu), also at R3's batch
+// run the keepers only (attention v8 for fp32 and v9 for bf16, elementwise v3, weight gradients v3); the
+// lab's own versions are rows of its tables. Retired versions leave the tables; plugins/gpt/README.md keeps
+// their figures.
+//   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
+//   lab_attention_bf16/version:v7|v9/batch:64|512  the same on bf16 tensors, also at R3's batch
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
-//   lab_fc_gelu_bf16/version:v1|v2|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
-//                                     cuBLASLt with its bias epilogue + GELU pass, v2 one cuDNN graph
-//                                     (fc_gelu_cudnn.cpp; only where cuDNN is found), v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass; v3 retired
+//   lab_fc_gelu_bf16/version:v1|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
+//                                     moved from the GEMM into the GELU pass (kFcGeluVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -23,15 +22,14 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "attention_versions.hpp"
 #include "bf16.hpp"
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-#include "fc_gelu_cudnn.hpp"
-#endif
 #include "lab_cases.hpp"
 #include "lab_reference.hpp"
 #include "layers.hpp"
@@ -109,6 +107,29 @@ std::size_t count_not_finite(Context& ctx, const Elem* device, std::size_t count
   return bad;
 }
 
+// A lab case's cuBLASLt: the handle, a workspace the size of the trainers' cuBLAS workspace, and the
+// algorithm choices its calls report (layers.hpp's LtContext).
+struct LabLt {
+  static constexpr std::size_t kWorkspaceBytes = 32u << 20;
+  case_support::CublasLtHandle handle;  // a setup that throws half way gives it back through the destructor
+  void* workspace = nullptr;
+  std::set<std::string> choices;
+
+  void create(Context& ctx) {
+    ROOFBENCH_CUBLASLT(cublasLtCreate(handle.replace()));
+    workspace = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
+  }
+  LtContext context(Context& ctx) {
+    return LtContext{handle.get(), LtWorkspace{workspace, kWorkspaceBytes}, stream_of(ctx), &choices};
+  }
+  // The choices as one fact's value, "; " between them.
+  std::string choices_line() const {
+    std::string line;
+    for (const std::string& choice : choices) line += (line.empty() ? "" : "; ") + choice;
+    return line;
+  }
+};
+
 // The largest of several relative errors, with each one named in the detail.
 struct WorstError {
   double worst = 0;
@@ -126,27 +147,15 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// Elem float: lab_attention (v1, v3, v8; R1's tensors); Elem bf16: lab_attention_bf16 (v3 .. v7, v9; R2's tensors,
-// qkv and dout drawn as bf16, the reference fed the same values), each gated at its own precision.
+// Elem float: lab_attention (R1's tensors); Elem bf16: lab_attention_bf16 (R2's tensors, qkv and dout drawn as
+// bf16, the reference fed the same values), each gated at its own precision. The version is a row of
+// attention_versions.hpp's tables.
 template <typename Elem>
 class AttentionLab final : public Case {
  public:
   static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
 
-  explicit AttentionLab(const Params& params) : cfg_(lab_config(params)) {
-    const int version = version_number(params);
-    constexpr AttentionVersion kBf16Versions[] = {AttentionVersion::v3, AttentionVersion::v4, AttentionVersion::v5,
-                                                  AttentionVersion::v6, AttentionVersion::v7};
-    if (kBf16 && version >= 3 && version <= 7)
-      version_ = kBf16Versions[version - 3];
-    else if (kBf16 && version == 9)
-      version_ = AttentionVersion::v9;
-    else if (!kBf16 && (version == 1 || version == 3 || version == 8))
-      version_ = version == 1 ? AttentionVersion::v1 : version == 3 ? AttentionVersion::v3 : AttentionVersion::v8;
-    else
-      throw Error(kBf16 ? "gpt lab_attention_bf16: versions are v3 .. v7 and v9"
-                        : "gpt lab_attention: versions are v1, v3 and v8 (v2 is retired; v4 to v7 are bf16 only)");
-  }
+  explicit AttentionLab(const Params& params) : cfg_(lab_config(params)), version_(version_row(params)) {}
 
   void setup(Context& ctx) override {
     const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
@@ -164,13 +173,13 @@ class AttentionLab final : public Case {
     ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
     ctx.fill_random(dout_, N * C, type);
     upload_rope_table(cfg_, rope_, stream_of(ctx));
-    fused_attention_configure();
+    version_.configure();
   }
 
   void run(Context& ctx) override {
     const AttentionShape s = shape();
-    fused_attention_forward(out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx), version_);
-    fused_attention_backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx), version_);
+    version_.forward(out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx));
+    version_.backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx));
   }
 
   // A kernel's count, as the transformer plugin's: only the query-key pairs the causal kernel computes,
@@ -188,7 +197,7 @@ class AttentionLab final : public Case {
     return w;
   }
 
-  std::vector<Fact> facts() const override { return {{"kernel", attention_version_name(version_)}}; }
+  std::vector<Fact> facts() const override { return {{"kernel", version_.kernel}}; }
 
   // The first kGateSequences sequences of the batch against the double reference (their outputs and
   // gradients depend on themselves only), fed the inputs as stored.
@@ -214,9 +223,15 @@ class AttentionLab final : public Case {
   std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
   std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
   AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
+  static const lab::AttentionVersion<Elem>& version_row(const Params& params) {
+    if constexpr (kBf16)
+      return lab::bf16_attention_version(params.str("version"));
+    else
+      return lab::fp32_attention_version(params.str("version"));
+  }
 
   Config cfg_;
-  AttentionVersion version_ = AttentionVersion::v3;
+  const lab::AttentionVersion<Elem>& version_;
   Elem *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
   float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr;
   RopeTable rope_;
@@ -446,27 +461,32 @@ class WgradLab final : public Case {
 // ---------------------------------------------------------------------------------------------------
 // The MLP's fc layer with its bias and GELU on R2-R4's bf16 tensors: z = x w^T + b and gelu = GELU(z)
 // (exact erf form), both kept (the backward reads both); x [N, C], w [H, C], b [H], z and gelu [N, H], all
-// bf16 (fc_gelu_cudnn.cpp says why this is measured):
-//   v1 (R2-R4's until v4): linear_forward_bias (cuBLASLt, the bias in its epilogue) writes z, then
+// bf16. Both versions run the GEMM on cuBLASLt and the GELU table pass (plugins/gpt/README.md keeps the
+// retired cuDNN graphs, v2 and v3, which fused GELU into the GEMM and lost on the GEMM):
+//   v1 (R2-R4's until v4): linear_forward_bias (the bias in cuBLASLt's epilogue) writes z, then
 //       gelu_forward (the table kernel) reads z and writes gelu;
-//   v2: one cuDNN graph, matmul -> ADD bias -> z -> GELU_FWD(z) -> gelu, z and gelu non-virtual, so GELU runs
-//       in the GEMM's epilogue and z is never read back (about 100 us slower than v1 at batch 512: its GEMM);
-//   v3 (retired; fc_gelu_cudnn.hpp): v2 with both outputs fanned out of an fp32 sum;
-//   v4 (R2-R4's): linear_forward (cuBLASLt, no epilogue) writes x w^T into z, then gelu_forward_add_bias
-//       reads it and writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again).
-// v2 exists only where cuDNN is found (ROOFBENCH_GPT_WITH_CUDNN); a cuDNN that cannot fuse the graph makes it
-// not applicable with its reason, not a failure.
+//   v4 (R2-R4's): linear_forward (no epilogue) writes x w^T into z, then gelu_forward_add_bias reads it and
+//       writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again).
+struct FcGeluVersion {
+  const char* name;
+  bool bias_in_epilogue;  // v1: cuBLASLt adds the bias; else the GELU pass does
+  const char* kernel;     // the "kernel" fact
+};
+constexpr FcGeluVersion kFcGeluVersions[] = {
+    {"v1", true, "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"},
+    {"v4", false, "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"},
+};
+
+const FcGeluVersion& fc_gelu_version(const Params& params) {
+  const std::string name = params.str("version");
+  for (const FcGeluVersion& version : kFcGeluVersions)
+    if (name == version.name) return version;
+  throw Error("gpt lab_fc_gelu_bf16: versions are v1 and v4 (v2 and v3 are retired), not '" + name + "'");
+}
+
 class FcGeluLab final : public Case {
  public:
-  explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    if (version_ != 1 && version_ != 2 && version_ != 4)
-      throw Error("gpt lab_fc_gelu_bf16: versions are v1, v2 and v4 (v3 is retired)");
-#else
-    if (version_ != 1 && version_ != 4)
-      throw Error("gpt lab_fc_gelu_bf16: built without cuDNN, only v1 and v4 (v2 needs cuDNN)");
-#endif
-  }
+  explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(fc_gelu_version(params)) {}
 
   void setup(Context& ctx) override {
     const std::size_t N = rows(), C = channels(), H = hidden();
@@ -480,38 +500,21 @@ class FcGeluLab final : public Case {
     ctx.fill_random(x_, N * C, ElementType::bf16);
     ctx.fill_random(w_, H * C, ElementType::bf16, -kWeightRange, kWeightRange);
     ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
-    if (uses_cublaslt()) {
-      ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
-      lt_workspace_ = ctx.alloc(kLtWorkspaceBytes, BufferRole::scratch);
-      // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
-      run(ctx);
-      ctx.synchronize();
-      return;
-    }
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    cudnn_ = std::make_unique<CudnnFcGelu>(
-        FcGeluShape{rows(), cfg_.channels, cfg_.hidden()},
-        stream_of(ctx), x_, w_, bias_, z_, gelu_,
-        [&ctx](std::size_t bytes) { return ctx.alloc(bytes, BufferRole::scratch); });
+    lt_.create(ctx);
+    // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
+    run(ctx);
     ctx.synchronize();
-#endif
   }
 
   void run(Context& ctx) override {
-    if (uses_cublaslt()) {
-      const LtContext lt{lt_.get(), LtWorkspace{lt_workspace_, kLtWorkspaceBytes}, stream_of(ctx), &lt_choices_};
-      if (version_ == 1) {
-        linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
-        gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
-      } else {
-        linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
-        gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream_of(ctx));
-      }
-      return;
+    const LtContext lt = lt_.context(ctx);
+    if (version_.bias_in_epilogue) {
+      linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
+      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
+    } else {
+      linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
+      gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream_of(ctx));
     }
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    cudnn_->run(stream_of(ctx));
-#endif
   }
 
   // The GEMM's 2 N C H; minimum traffic x, w and the bias read, z and gelu written once each (the same for
@@ -527,17 +530,8 @@ class FcGeluLab final : public Case {
   }
 
   std::vector<Fact> facts() const override {
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    if (cudnn_) {
-      std::vector<Fact> out = {{"kernel", std::string("cuDNN graph: ") + kFcGeluGraphName}};
-      for (const Fact& f : cudnn_->facts()) out.push_back(f);
-      return out;
-    }
-#endif
-    std::vector<Fact> out = {{"kernel", version_ == 4 ? "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"
-                                                      : "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"}};
-    std::string choices;
-    for (const std::string& line : lt_choices_) choices += (choices.empty() ? "" : "; ") + line;
+    std::vector<Fact> out = {{"kernel", version_.kernel}};
+    const std::string choices = lt_.choices_line();
     if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
     return out;
   }
@@ -557,13 +551,13 @@ class FcGeluLab final : public Case {
       for (const float v : download_as_float(ctx, gelu_ + r * H, H)) gelu.push_back(v);
     }
     const std::vector<float> w = download_as_float(ctx, w_, H * C), bias = download_as_float(ctx, bias_, H);
-    if (version_ == 4)  // z holds x w^T: the pre-activation is bf16(z + bias)
+    if (!version_.bias_in_epilogue)  // z holds x w^T: the pre-activation is bf16(z + bias)
       for (std::size_t e = 0; e < z.size(); ++e) z[e] = round_to_bf16(z[e] + bias[e % H]);
     const auto ref =
         reference::fc_gelu_reference(x, w, bias, static_cast<int>(sampled), cfg_.channels, cfg_.hidden());
     const std::size_t not_finite = count_not_finite(ctx, z_, N * H) + count_not_finite(ctx, gelu_, N * H);
     WorstError errors;
-    errors.add(std::string(version_ == 4 ? "z + bias (" : "z (") + std::to_string(sampled) + " rows)",
+    errors.add(std::string(version_.bias_in_epilogue ? "z (" : "z + bias (") + std::to_string(sampled) + " rows)",
                relative_l2_error(z.data(), ref.z.data(), z.size()));
     errors.add("GELU", relative_l2_error(gelu.data(), ref.gelu.data(), gelu.size()));
     if (not_finite > 0) errors.add(std::to_string(not_finite) + " of z's and gelu's elements not finite", std::nan(""));
@@ -571,33 +565,23 @@ class FcGeluLab final : public Case {
   }
 
   void teardown(Context&) override {
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-    if (cudnn_) cudnn_->destroy();
-#endif
-    ROOFBENCH_CUBLASLT(lt_.destroy());
+    ROOFBENCH_CUBLASLT(lt_.handle.destroy());
   }
 
  private:
   static constexpr std::size_t kGateRows = 64;
   static constexpr double kWeightRange = 0.1;
-  static constexpr std::size_t kLtWorkspaceBytes = 32u << 20;  // the trainers' cuBLAS workspace
   static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
   }
   int rows() const { return cfg_.batch * cfg_.context; }
   std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
   std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
-  bool uses_cublaslt() const { return version_ == 1 || version_ == 4; }
 
   Config cfg_;
-  int version_;
+  const FcGeluVersion& version_;
   bf16 *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr, *gelu_ = nullptr;
-  case_support::CublasLtHandle lt_;  // v1, v4; a setup that throws half way gives it back through the destructor
-  void* lt_workspace_ = nullptr;
-  std::set<std::string> lt_choices_;
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-  std::unique_ptr<CudnnFcGelu> cudnn_;  // v2
-#endif
+  LabLt lt_;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -633,15 +617,14 @@ class StepGemmsLab final : public Case {
       kind.dx = alloc(ctx, N * in, BufferRole::output);
       kind.dw = alloc_floats(ctx, out * in, BufferRole::output);
     }
-    ROOFBENCH_CUBLASLT(cublasLtCreate(lt_.replace()));
-    lt_workspace_ = ctx.alloc(kLtWorkspaceBytes, BufferRole::scratch);
+    lt_.create(ctx);
     // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
     run(ctx);
     ctx.synchronize();
   }
 
   void run(Context& ctx) override {
-    const LtContext lt{lt_.get(), LtWorkspace{lt_workspace_, kLtWorkspaceBytes}, stream_of(ctx), &lt_choices_};
+    const LtContext lt = lt_.context(ctx);
     for (int l = 0; l < cfg_.layers; ++l)
       for (const Kind& kind : kinds_) {
         const Inputs& in = kind.blocks[static_cast<std::size_t>(l)];
@@ -667,8 +650,7 @@ class StepGemmsLab final : public Case {
   }
 
   std::vector<Fact> facts() const override {
-    std::string choices;
-    for (const std::string& line : lt_choices_) choices += (choices.empty() ? "" : "; ") + line;
+    const std::string choices = lt_.choices_line();
     return {{"gemms", "the 6 blocks' forward, input-gradient and weight-gradient GEMMs (72), bf16 operands"},
             {"matmul_algorithms", choices}};
   }
@@ -717,12 +699,11 @@ class StepGemmsLab final : public Case {
     return errors.result();
   }
 
-  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.destroy()); }
+  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.handle.destroy()); }
 
  private:
   static constexpr std::size_t kSamples = 256;
   static constexpr double kSmallRange = 0.1;
-  static constexpr std::size_t kLtWorkspaceBytes = 32u << 20;  // the trainers' cuBLAS workspace
   struct Inputs {
     bf16 *x, *dy, *w;
   };
@@ -742,9 +723,7 @@ class StepGemmsLab final : public Case {
 
   Config cfg_;
   std::vector<Kind> kinds_;
-  case_support::CublasLtHandle lt_;  // a setup that throws half way gives it back through the destructor
-  void* lt_workspace_ = nullptr;
-  std::set<std::string> lt_choices_;
+  LabLt lt_;
 };
 
 template <typename Lab>
@@ -758,11 +737,6 @@ CaseSpec lab_case(std::string name, std::string description, std::vector<std::st
   spec.precision = precision;
   spec.tolerance = tolerance;
   spec.make = [](const Params& params) -> std::unique_ptr<Case> { return std::make_unique<Lab>(params); };
-  return spec;
-}
-
-CaseSpec with_timeout(double seconds, CaseSpec spec) {
-  spec.timeout_s = seconds;
   return spec;
 }
 
@@ -781,11 +755,13 @@ CaseSpec step_gemms_case() {
   return spec;
 }
 
-#if defined(ROOFBENCH_GPT_WITH_CUDNN)
-const std::vector<std::string> kFcGeluVersions = {"v1", "v2", "v4"};
-#else
-const std::vector<std::string> kFcGeluVersions = {"v1", "v4"};  // v2 is a cuDNN graph
-#endif
+// A lab's version axis: its table's names, in the table's order.
+template <typename Row>
+std::vector<std::string> version_names(std::span<const Row> table) {
+  std::vector<std::string> names;
+  for (const Row& row : table) names.push_back(row.name);
+  return names;
+}
 
 }  // namespace
 
@@ -793,18 +769,17 @@ std::vector<CaseSpec> lab_cases() {
   return {
       lab_case<AttentionLab<float>>("lab_attention",
                                     "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
-                                    "training shape; v1 SIMT fp32, v3 TF32 WMMA tiles one block per head, v8 TF32 "
-                                    "mma.sync m16n8k8 with the scores in registers (R1's)",
-                                    {"v1", "v3", "v8"}, Precision::tf32),
+                                    "training shape; v1 SIMT fp32, v8 TF32 mma.sync m16n8k8 with the scores in "
+                                    "registers (R1's)",
+                                    version_names(lab::fp32_attention_versions()), Precision::tf32),
       // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision; batch 512
       // is R3's and R4's shape.
       lab_case<AttentionLab<bf16>>("lab_attention_bf16",
                                    "kernel lab: the bf16 fused attention (R2's tensors), forward + backward, at "
-                                   "the training shape; v3 WMMA tiles, v4 mma.sync with the scores in registers, "
-                                   "v5 v4's products with cp.async rows and a persistent forward, v6 v5 with its "
-                                   "forward one block per head, v7 v6 with the forward's softmax online, v9 "
-                                   "v7 with a persistent backward fetching each block's next head ahead (R2-R4's)",
-                                   {"v3", "v4", "v5", "v6", "v7", "v9"}, Precision::bf16, 0, {64, 512}),
+                                   "the training shape; v7 mma.sync with the scores in registers, cp.async rows, "
+                                   "the forward one block per head with its softmax online, v9 v7 with a persistent "
+                                   "backward fetching each block's next head ahead (R2-R4's)",
+                                   version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "
@@ -822,14 +797,12 @@ std::vector<CaseSpec> lab_cases() {
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
                          {"v1", "v2", "v3"}, Precision::tf32),
       // bf16 tensors and outputs, fp32 accumulation: the default bf16 tolerance. Batch 512 is R3's and R4's.
-      // v2's setup compiles up to 6 cuDNN plans (runtime-fusion engines) before timing them: more
-      // time than the host's default allows for one benchmark may be needed.
-      with_timeout(240, lab_case<FcGeluLab>("lab_fc_gelu_bf16",
+      lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
-                          "v2 one cuDNN graph matmul -> bias -> z -> GELU (only where cuDNN is found), v4 (R2-R4's) "
-                          "cuBLASLt without the epilogue, the bias added by the GELU pass",
-                          kFcGeluVersions, Precision::bf16, 0, {64, 512})),
+                          "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass",
+                          version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
+                          {64, 512}),
       step_gemms_case(),
   };
 }

@@ -1,0 +1,177 @@
+// The row movement of the bf16 mma.sync attention kernels that fetch rows by cp.async (v9, the keeper of R2
+// and up, attention_v9.cu; the lab's v7 backward, plugins/gpt/lab/attention_v7.cu): rows into shared memory,
+// the bias and RoPE applied in place, a warp's finished 16 x 64 block staged and stored as 128-byte rows,
+// and delta. Device code only, in an unnamed namespace as each kernel file's own helpers are.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "attention_common.cuh"
+#include "attention_mma.cuh"
+#include "common.cuh"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace mma;
+
+inline constexpr int kPairs = kHeadDim / 2;
+
+// Rows 0 .. kMaxT-1 of one head's part of qkv (0, 1, 2 = q, k, v) or of an [N, C] tensor (part < 0) into
+// shared memory [kMaxT][kRowStride], raw, by cp.async (complete at the thread's next cp_async_wait; each
+// thread copies the chunks it prepares later); rows from T on are zeroed, so padding adds nothing.
+__device__ void fetch_rows_async(bf16* dst, const bf16* src, const HeadRows& at, int part) {
+#pragma unroll
+  for (int it = 0; it < kChunksPerThread; ++it) {
+    const int r = chunk_row(it), c = chunk_column(it);
+    bf16* to = dst + r * kRowStride + c;
+    if (r < at.T)
+      cp_async16(to, src + (part < 0 ? at.rows_at(r) : at.qkv_at(r, part)) + c);
+    else
+      *reinterpret_cast<uint4*>(to) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// x + bias, (x0, x1) rotated by (cos, sin) when given, rounded to bf16, on the eight elements of one 16-byte
+// chunk (four RoPE pairs).
+__device__ inline uint4 prepare_chunk(uint4 raw, const float (&bias)[kChunk], const float* cos, const float* sin) {
+  unsigned w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    float x0 = x.x + bias[2 * i], x1 = x.y + bias[2 * i + 1];
+    if (cos != nullptr) {
+      const float2 g = rotate(x0, x1, cos[i], sin[i]);
+      x0 = g.x;
+      x1 = g.y;
+    }
+    w[i] = pack_bf16(x0, x1);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The bias and RoPE factors of this thread's chunks (one column, kChunksPerThread rows), fetched 16 bytes
+// at a time while the rows are still in flight; apply() prepares the landed rows in place.
+struct HeadPreparation {
+  float bias[3][kChunk];
+  float cos[kChunksPerThread][4], sin[kChunksPerThread][4];
+
+  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
+    const int c = chunk_column(0);
+#pragma unroll
+    for (int part = 0; part < 3; ++part) {
+      const float* b = qkv_bias + part * at.C + at.h * kHeadDim + c;
+      const float4 lo = __ldg(reinterpret_cast<const float4*>(b)), hi = __ldg(reinterpret_cast<const float4*>(b + 4));
+      bias[part][0] = lo.x, bias[part][1] = lo.y, bias[part][2] = lo.z, bias[part][3] = lo.w;
+      bias[part][4] = hi.x, bias[part][5] = hi.y, bias[part][6] = hi.z, bias[part][7] = hi.w;
+    }
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = chunk_row(it) < at.T ? chunk_row(it) : 0;  // a padding row is not prepared
+      const float4 cs = __ldg(reinterpret_cast<const float4*>(rope.cos + r * kPairs + c / 2));
+      const float4 sn = __ldg(reinterpret_cast<const float4*>(rope.sin + r * kPairs + c / 2));
+      cos[it][0] = cs.x, cos[it][1] = cs.y, cos[it][2] = cs.z, cos[it][3] = cs.w;
+      sin[it][0] = sn.x, sin[it][1] = sn.y, sin[it][2] = sn.z, sin[it][3] = sn.w;
+    }
+  }
+
+  // After this thread's cp_async_wait: its own chunks of q, k, v, bias added and q, k rotated.
+  __device__ void apply(bf16* q, bf16* k, bf16* v, const HeadRows& at) const {
+    const int c = chunk_column(0);
+#pragma unroll
+    for (int it = 0; it < kChunksPerThread; ++it) {
+      const int r = chunk_row(it);
+      if (r >= at.T) continue;
+      uint4* pq = reinterpret_cast<uint4*>(q + r * kRowStride + c);
+      uint4* pk = reinterpret_cast<uint4*>(k + r * kRowStride + c);
+      uint4* pv = reinterpret_cast<uint4*>(v + r * kRowStride + c);
+      *pq = prepare_chunk(*pq, bias[0], cos[it], sin[it]);
+      *pk = prepare_chunk(*pk, bias[1], cos[it], sin[it]);
+      *pv = prepare_chunk(*pv, bias[2], nullptr, nullptr);
+    }
+  }
+};
+
+// Where a warp stages a finished 16 x 64 block: element (r, c) at at(r, c), 16-byte aligned for c a multiple
+// of 8, eight consecutive elements from there contiguous.
+//   RowStage: 16 rows of a [kMaxT][kRowStride] buffer that only this warp still reads (attention_v9.cu has
+//     the other, DsColumnStage).
+struct RowStage {
+  bf16* rows;
+  __device__ bf16* at(int r, int c) const { return rows + r * kRowStride + c; }
+};
+
+// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
+// (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own stage (free to
+// overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight neighbouring lanes; rows at or
+// past T are not written. The rotation's factors are all fetched (read-only path) before the first staging
+// store, so their round trips overlap instead of queueing behind the stores.
+template <typename Stage, typename Address>
+__device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
+                                        bool rotate_back, RopeTable rope, int row0, int T, int lane,
+                                        Address address) {
+  float cos[2][kHeadDim / 8], sin[2][kHeadDim / 8];
+  if (rotate_back) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = row0 + lane / 4 + 8 * half, row = t < T ? t : 0;  // a padding row is not stored
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        const int pair = (8 * n + 2 * (lane % 4)) / 2;
+        cos[half][n] = __ldg(rope.cos + row * kPairs + pair);
+        sin[half][n] = __ldg(rope.sin + row * kPairs + pair);
+      }
+    }
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = lane / 4 + 8 * half;
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      const int c = 8 * n + 2 * (lane % 4);
+      float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
+      if (rotate_back) {
+        const float2 g = rotate(x0, x1, cos[half][n], -sin[half][n]);
+        x0 = g.x;
+        x1 = g.y;
+      }
+      *reinterpret_cast<unsigned*>(stage.at(r, c)) = pack_bf16(x0, x1);
+    }
+  }
+  __syncwarp();
+  constexpr int kChunksPerLane = kRows * kChunksPerRow / 32;
+#pragma unroll
+  for (int j = 0; j < kChunksPerLane; ++j) {
+    const int id = lane + 32 * j, r = id / kChunksPerRow, c = kChunk * (id % kChunksPerRow);
+    if (row0 + r < T)
+      *reinterpret_cast<uint4*>(dst + address(row0 + r) + c) =
+          *reinterpret_cast<const uint4*>(stage.at(r, c));
+  }
+  __syncwarp();  // the stage may be written again
+}
+
+// delta = rowsum(dout * out) in fp32 over this thread's chunks of dout (in shared memory, landed by
+// its own copies) and of out (out_chunk(it), its chunk it); a row's chunks sit in kChunksPerRow
+// neighbouring threads, summed by shuffles.
+template <typename OutChunk>
+__device__ __forceinline__ void store_delta(float* delta, const bf16* dout_rows, OutChunk out_chunk) {
+#pragma unroll
+  for (int it = 0; it < kChunksPerThread; ++it) {
+    const int r = chunk_row(it), c = chunk_column(it);
+    const uint4 a = *reinterpret_cast<const uint4*>(dout_rows + r * kRowStride + c);
+    const uint4 b = out_chunk(it);
+    const bf16* x = reinterpret_cast<const bf16*>(&a);
+    const bf16* y = reinterpret_cast<const bf16*>(&b);
+    float dot = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
+    for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+    if (c == 0) delta[r] = dot;
+  }
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention

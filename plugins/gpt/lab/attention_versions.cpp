@@ -1,0 +1,61 @@
+// The lab's attention tables (attention_versions.hpp). The "kernel" facts are the names the lab has always
+// given these versions, so results of one version compare across runs.
+#include "attention_versions.hpp"
+
+#include <string>
+
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::lab {
+namespace {
+
+template <typename Elem>
+void keeper_forward(Elem* out, float* lse, const Elem* qkv, const float* qkv_bias, RopeTable rope,
+                    const AttentionShape& s, cudaStream_t stream) {
+  fused_attention_forward(out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+template <typename Elem>
+void keeper_backward(Elem* dqkv, float* delta, const Elem* dout, const Elem* out, const float* lse, const Elem* qkv,
+                     const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+const AttentionVersion<float> kFp32Versions[] = {
+    {"v1", "v1 (SIMT fp32)", false, attention_v1_configure, attention_v1_forward, attention_v1_backward},
+    {"v8", fp32_attention_keeper_name(), true, fused_attention_configure, keeper_forward<float>,
+     keeper_backward<float>},
+};
+
+const AttentionVersion<bf16> kBf16Versions[] = {
+    {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
+     attention_v7_backward},
+    {"v9", bf16_attention_keeper_name(), true, fused_attention_configure, keeper_forward<bf16>,
+     keeper_backward<bf16>},
+};
+
+template <typename Elem>
+const AttentionVersion<Elem>& find(std::span<const AttentionVersion<Elem>> table, const std::string& name,
+                                   const char* lab) {
+  std::string names;
+  for (const AttentionVersion<Elem>& version : table) {
+    if (name == version.name) return version;
+    names += (names.empty() ? "" : ", ") + std::string(version.name);
+  }
+  throw Error(std::string("gpt ") + lab + ": no version '" + name + "' (versions: " + names +
+              "; plugins/gpt/README.md lists the retired ones)");
+}
+
+}  // namespace
+
+std::span<const AttentionVersion<float>> fp32_attention_versions() { return kFp32Versions; }
+std::span<const AttentionVersion<bf16>> bf16_attention_versions() { return kBf16Versions; }
+
+const AttentionVersion<float>& fp32_attention_version(const std::string& name) {
+  return find(fp32_attention_versions(), name, "lab_attention");
+}
+const AttentionVersion<bf16>& bf16_attention_version(const std::string& name) {
+  return find(bf16_attention_versions(), name, "lab_attention_bf16");
+}
+
+}  // namespace roofbench::gpt::cuda::lab

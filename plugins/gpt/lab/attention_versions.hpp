@@ -1,0 +1,50 @@
+// The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own
+// (v1 on fp32 tensors, attention_v1.cu; v7 on bf16 ones, attention_v7.cu) and the keepers the trainers run
+// (v8 and v9, layers.hpp's fused_attention_forward and _backward). Every row has the keepers' contract
+// (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
+// plugins/gpt/README.md keeps the retired versions' figures.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <string>
+
+#include "layers.hpp"
+
+namespace roofbench::gpt::cuda::lab {
+
+template <typename Elem>
+struct AttentionVersion {
+  const char* name;    // the lab's axis value, "v1"
+  const char* kernel;  // the benchmark's "kernel" fact
+  bool keeper;         // run by a rung
+  void (*configure)();
+  void (*forward)(Elem* out, float* lse, const Elem* qkv, const float* qkv_bias, RopeTable rope,
+                  const AttentionShape& s, cudaStream_t stream);
+  void (*backward)(Elem* dqkv, float* delta, const Elem* dout, const Elem* out, const float* lse, const Elem* qkv,
+                   const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+};
+
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9), in the axis's order.
+std::span<const AttentionVersion<float>> fp32_attention_versions();
+std::span<const AttentionVersion<bf16>> bf16_attention_versions();
+// The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
+const AttentionVersion<float>& fp32_attention_version(const std::string& name);
+const AttentionVersion<bf16>& bf16_attention_version(const std::string& name);
+
+// The lab's own versions' launchers.
+void attention_v1_configure();
+void attention_v1_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
+                          const AttentionShape& s, cudaStream_t stream);
+void attention_v1_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
+                           const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                           cudaStream_t stream);
+void attention_v7_configure();
+void attention_v7_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                          const AttentionShape& s, cudaStream_t stream);
+void attention_v7_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                           const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                           cudaStream_t stream);
+
+}  // namespace roofbench::gpt::cuda::lab

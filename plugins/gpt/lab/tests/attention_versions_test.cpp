@@ -1,0 +1,280 @@
+// The kernel lab's attention versions (attention_versions.hpp), every row of both tables, against the
+// double-precision reference on small inputs, and the lab's versions against the keepers beside them:
+// v9 is v7's arithmetic in another schedule, so the same bits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attention_versions.hpp"
+#include "bf16.hpp"
+#include "attention_test_util.hpp"
+#include "gpu_test_util.hpp"
+#include "lab_reference.hpp"
+#include "layers.hpp"
+
+namespace roofbench::gpt::cuda::lab {
+namespace {
+
+using reference::attention_reference;
+using reference::AttentionReference;
+using testing::FusedAttentionRun;
+using testing::random_floats;
+using testing::rel_l2;
+using testing::rope_table;
+using testing::rounded_to_bf16;
+using testing::run_fused_attention;
+
+// v1 computes in fp32 (1e-5); v8's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS
+// TF32 GEMMs, so it is held to the TF32 tolerance the trainer tests use for logits. Every bf16 version: 2e-2.
+constexpr double kFp32Tolerance = 1e-5;
+constexpr double kTf32Tolerance = 5e-3;
+constexpr double kBf16Tolerance = 2e-2;
+
+// One forward + backward of `version`'s row on Elem tensors.
+template <typename Elem>
+FusedAttentionRun run_version(const AttentionVersion<Elem>& version, const AttentionShape& shape,
+                              const std::vector<float>& qkv, const std::vector<float>& bias,
+                              const std::vector<float>& dout, const std::vector<float>& cos,
+                              const std::vector<float>& sin) {
+  return run_fused_attention<Elem>(version.configure, version.forward, version.backward, shape, qkv, bias, dout, cos,
+                                   sin);
+}
+
+void expect_finite(const FusedAttentionRun& run, const std::string& name) {
+  for (const std::vector<float>* tensor : {&run.out, &run.lse, &run.dqkv})
+    EXPECT_TRUE(std::all_of(tensor->begin(), tensor->end(), [](float x) { return std::isfinite(x); })) << name;
+}
+
+const AttentionVersion<bf16>& bf16_version(const char* name) { return bf16_attention_version(name); }
+
+// The shapes: T not a multiple of the 32-row tile (nor of the 16-row tile), the largest T, a single position.
+class GptLabAttention : public ::testing::TestWithParam<int> {
+ protected:
+  static constexpr int B = 2, H = 2, hd = 64;
+  static constexpr double base = 10000;
+  int T() const { return GetParam(); }
+  AttentionShape shape() const { return AttentionShape{B, T(), H, hd}; }
+
+  void SetUp() override {
+    const int N = B * T(), C = H * hd;
+    qkv_ = random_floats(static_cast<std::size_t>(N) * 3 * C, 7);
+    bias_ = random_floats(3 * C, 8, -0.2f, 0.2f);
+    dout_ = random_floats(static_cast<std::size_t>(N) * C, 9);
+    rope_table(cos_, sin_, T(), hd, base);
+  }
+
+  std::vector<float> qkv_, bias_, dout_, cos_, sin_;
+};
+
+// Every fp32 row against the double reference; v8 also against v1 (TF32 against fp32), and twice for the
+// same bits (its backward has no atomics).
+TEST_P(GptLabAttention, Fp32VersionsMatchDoubleAndEachOther) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionReference ref = attention_reference(qkv_, bias_, dout_, B, H, T(), hd, base);
+  std::vector<FusedAttentionRun> runs;
+  for (const AttentionVersion<float>& version : fp32_attention_versions()) {
+    runs.push_back(run_version(version, shape(), qkv_, bias_, dout_, cos_, sin_));
+    const double tolerance = version.keeper ? kTf32Tolerance : kFp32Tolerance;
+    EXPECT_LT(rel_l2(runs.back().out, ref.out), tolerance) << version.name;
+    EXPECT_LT(rel_l2(runs.back().dqkv, ref.dqkv), tolerance) << version.name;
+    expect_finite(runs.back(), version.name);
+    std::printf("T %d: %s rel L2 vs double: out %.2e dqkv %.2e\n", T(), version.name,
+                rel_l2(runs.back().out, ref.out), rel_l2(runs.back().dqkv, ref.dqkv));
+  }
+  const FusedAttentionRun& v1 = runs.front();
+  const FusedAttentionRun v8 = run_version(fp32_attention_version("v8"), shape(), qkv_, bias_, dout_, cos_, sin_);
+  EXPECT_LT(rel_l2(v8.out, v1.out), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v8.lse, v1.lse), kTf32Tolerance);
+  EXPECT_LT(rel_l2(v8.dqkv, v1.dqkv), kTf32Tolerance);
+  const FusedAttentionRun again = run_version(fp32_attention_version("v8"), shape(), qkv_, bias_, dout_, cos_, sin_);
+  EXPECT_EQ(again.out, v8.out);
+  EXPECT_EQ(again.lse, v8.lse);
+  EXPECT_EQ(again.dqkv, v8.dqkv);
+}
+
+// Every bf16 row on bf16-rounded inputs against the double reference on the same rounded values (bf16
+// operands in the products: q, k, v, dout and the probabilities rounded to 8 significant bits); v9 equals
+// v7 bit for bit, and the keeper twice on the same inputs gives the same bits (R4's recomputed backward
+// must equal R3's).
+TEST_P(GptLabAttention, Bf16VersionsMatchDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const std::vector<float> qkv = rounded_to_bf16(qkv_), dout = rounded_to_bf16(dout_);
+  const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
+  for (const AttentionVersion<bf16>& version : bf16_attention_versions()) {
+    const FusedAttentionRun run = run_version(version, shape(), qkv, bias_, dout, cos_, sin_);
+    EXPECT_LT(rel_l2(run.out, ref.out), kBf16Tolerance) << version.name;
+    EXPECT_LT(rel_l2(run.dqkv, ref.dqkv), kBf16Tolerance) << version.name;
+    expect_finite(run, version.name);
+    std::printf("T %d: %s rel L2 vs double: out %.2e dqkv %.2e\n", T(), version.name, rel_l2(run.out, ref.out),
+                rel_l2(run.dqkv, ref.dqkv));
+  }
+  const FusedAttentionRun v7 = run_version(bf16_version("v7"), shape(), qkv, bias_, dout, cos_, sin_);
+  const FusedAttentionRun v9 = run_version(bf16_version("v9"), shape(), qkv, bias_, dout, cos_, sin_);
+  EXPECT_EQ(v9.out, v7.out);
+  EXPECT_EQ(v9.lse, v7.lse);
+  EXPECT_EQ(v9.dqkv, v7.dqkv);
+  const FusedAttentionRun again = run_version(bf16_version("v9"), shape(), qkv, bias_, dout, cos_, sin_);
+  EXPECT_EQ(again.out, v9.out);
+  EXPECT_EQ(again.dqkv, v9.dqkv);
+}
+
+// 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
+INSTANTIATE_TEST_SUITE_P(T, GptLabAttention, ::testing::Values(70, 128, 1),
+                         [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
+
+// A name outside the tables is refused, naming the versions there are.
+TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
+  EXPECT_THROW(fp32_attention_version("v3"), Error);
+  EXPECT_THROW(bf16_attention_version("v5"), Error);
+  EXPECT_THROW(bf16_attention_version("v8"), Error);  // fp32 only
+  EXPECT_NO_THROW(bf16_attention_version("v7"));
+  std::size_t keepers = 0;
+  for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
+  for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
+  EXPECT_EQ(keepers, 2u);  // v8 and v9
+}
+// v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
+// outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
+// log2 terms. Here qkv is drawn from [-6, 6], about 36 times their variance, so a row's maximum typically
+// grows past its first 16 keys' by ~14 units; the host counts, from the same prepared q and k, the rows
+// whose maximum grows by more than 8, so the test fails if its inputs stop exercising the branch. The
+// rescale is a forward matter: out and lse against the double reference (lse from the host's own scores);
+// dqkv of v9 equal to v7's (with a softmax this peaked, ds = p (dp - delta) cancels, and the bf16 rounding
+// of p and ds moves it, so its error against double says little). The forward is v9's too.
+TEST(GptLabAttentionWideScores, V7RescalesAndMatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int B = 4, H = 2, hd = 64, T = 128;
+  constexpr double kBase = 10000;
+  const AttentionShape shape{B, T, H, hd};
+  const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(H) * hd;
+  const std::vector<float> qkv = rounded_to_bf16(random_floats(N * 3 * C, 23, -6.0f, 6.0f));
+  const std::vector<float> dout = rounded_to_bf16(random_floats(N * C, 24));
+  const std::vector<float> bias = random_floats(3 * C, 25, -0.2f, 0.2f);
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, kBase);
+
+  // q and k as the products see them (bias added, pairs rotated), then each row's growth of its maximum
+  // score (log2 units) from its first 16 keys to all its causal keys.
+  const auto prepared = [&](int b, int h, int t, int part) {
+    std::vector<double> x(hd);
+    const std::size_t row = (static_cast<std::size_t>(b) * T + t) * 3 * C + part * C + h * hd;
+    for (int i = 0; i < hd / 2; ++i) {
+      const double x0 = qkv[row + 2 * i] + bias[part * C + h * hd + 2 * i];
+      const double x1 = qkv[row + 2 * i + 1] + bias[part * C + h * hd + 2 * i + 1];
+      const double c = cos[t * hd / 2 + i], s = sin[t * hd / 2 + i];
+      x[2 * i] = x0 * c - x1 * s;
+      x[2 * i + 1] = x0 * s + x1 * c;
+    }
+    return x;
+  };
+  int rows_past_first_tile = 0, rows_rescaled = 0;
+  std::vector<float> lse_ref(static_cast<std::size_t>(B) * H * T);  // natural units, [B, heads, T]
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < T; ++i) {
+        const std::vector<double> q = prepared(b, h, i, 0);
+        double first = -INFINITY, all = -INFINITY;
+        std::vector<double> scores;
+        for (int j = 0; j <= i; ++j) {
+          const std::vector<double> k = prepared(b, h, j, 1);
+          double dot = 0;
+          for (int d = 0; d < hd; ++d) dot += q[d] * k[d];
+          scores.push_back(dot / std::sqrt(static_cast<double>(hd)));
+          const double score = scores.back() * 1.4426950408889634;
+          all = std::max(all, score);
+          if (j < 16) first = std::max(first, score);
+        }
+        const double max = *std::max_element(scores.begin(), scores.end());
+        double sum = 0;
+        for (const double s : scores) sum += std::exp(s - max);
+        lse_ref[(static_cast<std::size_t>(b) * H + h) * T + i] = static_cast<float>(max + std::log(sum));
+        if (i < 16) continue;
+        ++rows_past_first_tile;
+        if (all - first > 8.0) ++rows_rescaled;
+      }
+  std::printf("wide scores: %d of %d rows past their first tile outgrow its maximum by more than 2^8\n",
+              rows_rescaled, rows_past_first_tile);
+  ASSERT_GT(rows_rescaled, rows_past_first_tile / 4) << "the inputs no longer exercise v7's rescale";
+
+  const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, kBase);
+  const auto run = [&](const char* version) {
+    return run_version(bf16_version(version), shape, qkv, bias, dout, cos, sin);
+  };
+  const FusedAttentionRun v7 = run("v7"), v9 = run("v9");
+  std::printf("wide scores: v7 rel L2 vs double: out %.2e lse %.2e dqkv %.2e\n", rel_l2(v7.out, ref.out),
+              rel_l2(v7.lse, lse_ref), rel_l2(v7.dqkv, ref.dqkv));
+  EXPECT_LT(rel_l2(v7.out, ref.out), kBf16Tolerance);
+  EXPECT_LT(rel_l2(v7.lse, lse_ref), kBf16Tolerance);
+  EXPECT_EQ(v9.out, v7.out);
+  EXPECT_EQ(v9.lse, v7.lse);
+  EXPECT_EQ(v9.dqkv, v7.dqkv);
+}
+
+// The worst relative L2 error of any one head's rows (columns h*hd .. h*hd+hd-1 of every part of a row of
+// `width` = parts * heads * hd), so one wrong head among hundreds cannot hide in the whole tensor's error.
+template <typename Want>
+double worst_head_error(const std::vector<float>& got, const std::vector<Want>& want, int sequences, int T,
+                        int parts, int heads, int hd) {
+  double worst = 0;
+  const std::size_t width = static_cast<std::size_t>(parts) * heads * hd;
+  for (int b = 0; b < sequences; ++b)
+    for (int h = 0; h < heads; ++h) {
+      double err = 0, norm = 0;
+      for (int t = 0; t < T; ++t)
+        for (int p = 0; p < parts; ++p)
+          for (int d = 0; d < hd; ++d) {
+            const std::size_t i = (static_cast<std::size_t>(b) * T + t) * width + (p * heads + h) * hd + d;
+            err += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+            norm += static_cast<double>(want[i]) * want[i];
+          }
+      worst = std::max(worst, norm > 0 ? std::sqrt(err / norm) : std::sqrt(err));
+    }
+  return worst;
+}
+
+// More heads than v9's persistent backward has blocks (it walks several heads per block, fetching the next
+// while computing one), at the model's width: every head of v7 against the double reference, v9 against v7
+// for the same bits, and both twice for the same bits. 80 sequences x 8 heads = 640 heads, over twice the
+// 2 x 132 blocks of an H200; T 70 takes v9's loaded (not copied) log-sum-exp.
+class GptLabAttentionManyHeads : public ::testing::TestWithParam<int> {};
+
+TEST_P(GptLabAttentionManyHeads, V7MatchesDoubleAndV9OnEveryHead) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int B = 80, H = 8, hd = 64;
+  const int T = GetParam();
+  const AttentionShape shape{B, T, H, hd};
+  const std::size_t N = static_cast<std::size_t>(B) * T, C = static_cast<std::size_t>(H) * hd;
+  const std::vector<float> qkv = rounded_to_bf16(random_floats(N * 3 * C, 17));
+  const std::vector<float> dout = rounded_to_bf16(random_floats(N * C, 19));
+  const std::vector<float> bias = random_floats(3 * C, 18, -0.2f, 0.2f);
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, 10000);
+  const AttentionReference ref = attention_reference(qkv, bias, dout, B, H, T, hd, 10000);
+  const auto run = [&](const char* version) {
+    return run_version(bf16_version(version), shape, qkv, bias, dout, cos, sin);
+  };
+  const FusedAttentionRun v7 = run("v7"), v9 = run("v9");
+  EXPECT_EQ(v9.out, v7.out);
+  EXPECT_EQ(v9.dqkv, v7.dqkv);
+  const double out_error = worst_head_error(v7.out, ref.out, B, T, 1, H, hd);
+  const double dqkv_error = worst_head_error(v7.dqkv, ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: worst head vs double: v7 out %.2e dqkv %.2e\n", T, B * H, out_error, dqkv_error);
+  EXPECT_LT(out_error, kBf16Tolerance);
+  EXPECT_LT(dqkv_error, kBf16Tolerance);
+  for (const auto& [version, first] : {std::pair{"v7", &v7}, std::pair{"v9", &v9}}) {
+    const FusedAttentionRun again = run(version);
+    EXPECT_EQ(again.out, first->out);
+    EXPECT_EQ(again.dqkv, first->dqkv);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(T, GptLabAttentionManyHeads, ::testing::Values(128, 70),
+                         [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::lab
