@@ -345,9 +345,9 @@ Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ran
 }
 
 std::string Result::gate_word(bool gate_enabled, GateView view) const {
-  if (status == Status::gate_failed) return "fail";
-  if (view == GateView::entry && status != Status::ok) return "error";
+  if (view == GateView::entry && status != Status::ok) return status == Status::gate_failed ? "fail" : "error";
   if (!gate_enabled) return "off";
+  if (status == Status::gate_failed) return "fail";
   return gate_checked ? "pass" : "none";
 }
 

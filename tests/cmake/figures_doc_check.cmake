@@ -1,4 +1,4 @@
-# cmake -DTOOL=<roofbench_figures> -DDOCS=<doc;doc> [-DWRITE=ON] -P figures_doc_check.cmake
+# cmake -DTOOL=<roofbench_figures> -DDOCS=<doc,doc> [-DWRITE=ON] -P figures_doc_check.cmake
 # Each doc's figure table, between the two marker lines below, is what `roofbench_figures markdown` prints
 # from the host's figure table (core/src/summaries.cpp). -DWRITE=ON rewrites the tables in place.
 set(begin_marker "<!-- figures: generated from core/src/summaries.cpp (tests/cmake/figures_doc_check.cmake) -->\n")
@@ -7,7 +7,8 @@ execute_process(COMMAND ${TOOL} markdown RESULT_VARIABLE status OUTPUT_VARIABLE 
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "${TOOL} markdown failed (${status})")
 endif()
-foreach(doc IN LISTS DOCS)
+string(REPLACE "," ";" docs "${DOCS}")
+foreach(doc IN LISTS docs)
   file(READ ${doc} text)
   string(FIND "${text}" "${begin_marker}" begin)
   string(FIND "${text}" "${end_marker}" end)
