@@ -263,8 +263,10 @@ void Host::mark_ceilings_stale(Device& d, const std::string& reason) {
 // Google Benchmark's counters are the Result's summaries, under the same names as in the results file.
 void Host::report_counters(benchmark::State& state, const Result& r) {
   for (const auto& s : summaries_of(r))
-    state.counters[s.name] = s.hint == Hint::bytes ? benchmark::Counter(s.value, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024)
-                                           : benchmark::Counter(s.value);
+    if (s.written & written::counters)
+      state.counters[s.name] = s.hint == Hint::bytes
+                                   ? benchmark::Counter(s.value, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024)
+                                   : benchmark::Counter(s.value);
 }
 
 // With the table, an outcome is printed by the console when Google Benchmark reports it; with json or

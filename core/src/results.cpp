@@ -153,6 +153,7 @@ void write_context(JsonWriter& j, const RunContext& c, bool complete) {
 // roofbench.summaries: both from the one list, summaries_of.
 void write_figures(JsonWriter& j, const std::vector<Summary>& summaries) {
   for (const auto& s : summaries) {
+    if (!(s.written & written::results_file)) continue;
     if (s.integer()) j.field(s.name, static_cast<std::int64_t>(s.value));
     else j.field(s.name, s.value);
   }
@@ -161,6 +162,7 @@ void write_figures(JsonWriter& j, const std::vector<Summary>& summaries) {
 void write_summaries(JsonWriter& j, const std::vector<Summary>& summaries) {
   j.key("summaries").begin_object();
   for (const auto& s : summaries) {
+    if (!(s.written & written::results_file)) continue;
     j.key(s.name).begin_object().field("unit", s.unit).field("description", s.description);
     if (s.from_plugin) j.field("from_plugin", true);
     j.end_object();

@@ -8,55 +8,57 @@ namespace roofbench {
 namespace {
 
 using R = const Result&;
+constexpr unsigned kShown = written::everywhere_but_ctest;
+constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 
 // The host's figures, in the order they are written. Declaring a figure is one line here: every printer
 // (results file, Google Benchmark's counters, console, wire, docs) reads this table.
 const std::vector<Figure> kFigures = {
-    {"FLOP/s", "FLOP/s", Hint::rate, When::passed, true, "floating-point operations per second (counted FLOPs / median time)",
+    {"FLOP/s", "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
      [](R r) { return r.point.flops_per_s; }},
-    {"B/s", "B/s", Hint::rate, When::passed, true, "minimum bytes moved per second (counted bytes / median time)",
+    {"B/s", "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
      [](R r) { return r.point.bytes_per_s; }},
-    {"AI", "FLOP/B", Hint::intensity, When::passed, false, "arithmetic intensity: counted FLOPs / minimum bytes",
+    {"AI", "FLOP/B", Hint::intensity, When::passed, kShown, "arithmetic intensity: counted FLOPs / minimum bytes",
      [](R r) { return r.point.intensity; }},
-    {"roof_pct", "%", Hint::percentage, When::passed, true, "achieved / attainable under the measured roofline",
+    {"roof_pct", "%", Hint::percentage, When::passed, kHeadline, "achieved / attainable under the measured roofline",
      [](R r) { return 100.0 * r.point.roof_fraction; }},
-    {"time_median", "s", Hint::duration, When::passed, true, "median time of one run over the kept samples",
+    {"time_median", "s", Hint::duration, When::passed, kHeadline, "median time of one run over the kept samples",
      [](R r) { return r.stats.median; }},
-    {"time_q1", "s", Hint::duration, When::passed, false, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
-    {"time_q3", "s", Hint::duration, When::passed, false, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
-    {"noise", "1", Hint::ratio, When::passed, false, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
-    {"samples", "count", Hint::count, When::passed, false, "timed samples kept",
+    {"time_q1", "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
+    {"time_q3", "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
+    {"noise", "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
+    {"samples", "count", Hint::count, When::passed, kShown, "timed samples kept",
      [](R r) { return static_cast<double>(r.stats.count); }},
-    {"warmup_iters", "count", Hint::count, When::passed, false, "runs of the warm-up",
+    {"warmup_iters", "count", Hint::count, When::passed, kShown, "runs of the warm-up",
      [](R r) { return static_cast<double>(r.warmup_iterations); }},
-    {"runs_per_sample", "count", Hint::count, When::passed, false, "runs timed together in one sample",
+    {"runs_per_sample", "count", Hint::count, When::passed, kShown, "runs timed together in one sample",
      [](R r) { return static_cast<double>(r.runs_per_sample); }},
-    {"sm_clock_mhz", "MHz", Hint::frequency, When::clocked, false, "mean SM clock over the samples",
+    {"sm_clock_mhz", "MHz", Hint::frequency, When::clocked, kShown, "mean SM clock over the samples",
      [](R r) { return r.mean_clock_mhz; }},
-    {"throttled_samples", "count", Hint::count, When::clocked, false, "samples dropped for a throttled clock",
+    {"throttled_samples", "count", Hint::count, When::clocked, kShown, "samples dropped for a throttled clock",
      [](R r) { return static_cast<double>(r.throttled_samples); }},
-    {"hold_timeouts", "count", Hint::count, When::clocked, false, "samples dropped because the stream hold timed out",
+    {"hold_timeouts", "count", Hint::count, When::clocked, kShown, "samples dropped because the stream hold timed out",
      [](R r) { return static_cast<double>(r.hold_timeouts); }},
-    {"samples_with_mean_clock", "count", Hint::count, When::clocked, false, "samples whose clock is the mean over the sample",
+    {"samples_with_mean_clock", "count", Hint::count, When::clocked, kShown, "samples whose clock is the mean over the sample",
      [](R r) { return static_cast<double>(r.samples_with_mean_clock); }},
-    {"noise_at_fixed_clock", "1", Hint::ratio, When::clock_fitted, false,
+    {"noise_at_fixed_clock", "1", Hint::ratio, When::clock_fitted, kShown,
      "relative noise left after fitting time = a + b / clock", [](R r) { return r.noise_at_fixed_clock; }},
-    {"energy_per_run", "J", Hint::energy, When::energy, false,
+    {"energy_per_run", "J", Hint::energy, When::energy, kShown,
      "device energy per run: the energy counter's rise over a window of the samples, over the runs in it",
      [](R r) { return r.energy_per_run_j; }},
-    {"power", "W", Hint::power, When::energy, false, "mean device power over that window", [](R r) { return r.mean_power_w; }},
-    {"energy_window_s", "s", Hint::duration, When::energy, false, "the window's length, between two steps of the energy counter",
+    {"power", "W", Hint::power, When::energy, kShown, "mean device power over that window", [](R r) { return r.mean_power_w; }},
+    {"energy_window_s", "s", Hint::duration, When::energy, kShown, "the window's length, between two steps of the energy counter",
      [](R r) { return r.energy_window_s; }},
-    {"energy_busy_fraction", "1", Hint::ratio, When::energy, false,
+    {"energy_busy_fraction", "1", Hint::ratio, When::energy, kShown,
      "the samples' device time over the window: the rest (between samples) is booked to the runs too",
      [](R r) { return r.energy_busy_fraction; }},
-    {"gate_rel_err", "1", Hint::ratio, When::gate_checked, false, "relative L2 error of the gate run against the reference",
+    {"gate_rel_err", "1", Hint::ratio, When::gate_checked, kShown, "relative L2 error of the gate run against the reference",
      [](R r) { return r.gate_error; }},
-    {"gate_tolerance", "1", Hint::ratio, When::always, false, "the largest relative L2 error the gate accepts",
+    {"gate_tolerance", "1", Hint::ratio, When::always, kShown, "the largest relative L2 error the gate accepts",
      [](R r) { return r.tolerance; }},
-    {"peak_mem", "B", Hint::bytes, When::always, false, "high-water mark of the case's allocations through the host",
+    {"peak_mem", "B", Hint::bytes, When::always, kShown, "high-water mark of the case's allocations through the host",
      [](R r) { return r.memory.peak; }},
-    {"leaked_mem", "B", Hint::bytes, When::leaked, false, "device memory used after teardown and not before setup",
+    {"leaked_mem", "B", Hint::bytes, When::leaked, kShown, "device memory used after teardown and not before setup",
      [](R r) { return r.memory.leaked; }},
 };
 
@@ -132,7 +134,7 @@ std::vector<Summary> summaries_of(const Result& r) {
   for (const Figure& f : kFigures) {
     if (!applies(f.when, r)) continue;
     used.insert(f.name);
-    s.push_back({f.name, f.value(r), f.unit, f.description, f.hint, false});
+    s.push_back({f.name, f.value(r), f.unit, f.description, f.hint, false, f.written});
   }
   // Plugin figures after the host's, renamed when their name is taken.
   for (auto& p : plugin_figures(r)) {
@@ -157,12 +159,25 @@ const Summary* headline_rate(const std::vector<Summary>& summaries, const Result
   return nullptr;
 }
 
+static std::string where_text(unsigned where) {
+  std::string text;
+  auto add = [&](unsigned bit, const char* name) {
+    if (where & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+  };
+  add(written::results_file, "results");
+  add(written::counters, "counters");
+  add(written::ctest, "CTest");
+  return text;
+}
+
 std::string figures_markdown() {
-  std::string md = "| figure | unit | written when | meaning |\n|---|---|---|---|\n";
+  std::string md = "| figure | unit | written when | written to | meaning |\n|---|---|---|---|---|\n";
   for (const Figure& f : kFigures)
-    md += std::string("| `") + f.name + "` | " + f.unit + " | " + when_text(f.when) + " | " + f.description + " |\n";
-  md += "| `<items>/s`, the case's rates and counters | | the case reports them | the plugin's own figures, "
-        "`from_plugin: true` under `roofbench.summaries`, renamed `case.<name>` when a name above is taken |\n";
+    md += std::string("| `") + f.name + "` | " + f.unit + " | " + when_text(f.when) + " | " + where_text(f.written) + " | " +
+          f.description + " |\n";
+  md += "| `<items>/s`, the case's rates and counters | | the case reports them | " + where_text(kShown) +
+        (" (the items/s also CTest) | the plugin's own figures, `from_plugin: true` under `roofbench.summaries`, "
+         "renamed `case.<name>` when a name above is taken |\n");
   return md;
 }
 

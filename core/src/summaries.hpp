@@ -15,6 +15,14 @@ namespace roofbench {
 // How a figure is shown (the console's format; every printer reads the same word).
 enum class Hint { plain, duration, rate, intensity, percentage, ratio, count, bytes, frequency, energy, power };
 
+// Where a figure is written, a set of these bits: the results entry (a key of its own, described under
+// roofbench.summaries), Google Benchmark's counters, the CTest measurements
+// (reports/roofbench_reports/ctest_measurements.py lists them; tests/cmake/headline_check.cmake holds it so).
+namespace written {
+inline constexpr unsigned results_file = 1, counters = 2, ctest = 4;
+inline constexpr unsigned everywhere_but_ctest = results_file | counters;
+}  // namespace written
+
 struct Summary {
   std::string name;
   double value = 0;
@@ -22,6 +30,7 @@ struct Summary {
   std::string description;  // one line
   Hint hint = Hint::plain;
   bool from_plugin = false;  // a case's counter or rate (namespaced when its name is taken)
+  unsigned written = written::everywhere_but_ctest;
   bool integer() const { return hint == Hint::count; }  // written without a fraction
 };
 
@@ -42,7 +51,7 @@ struct Figure {
   const char* unit;
   Hint hint;
   When when;
-  bool headline;  // a CTest measurement (reports/roofbench_reports/ctest_measurements.py, checked by a test)
+  unsigned written;  // the written:: bits
   const char* description;
   double (*value)(const Result&);
 };
@@ -62,7 +71,7 @@ std::vector<Summary> summaries_of(const Result& r);
 // (its summaries have no timed figures).
 const Summary* headline_rate(const std::vector<Summary>& summaries, const Result& r);
 
-// The host's figures as a Markdown table (name, unit, when, meaning): the docs' figure tables.
+// The host's figures as a Markdown table (name, unit, when, where, meaning): the docs' figure tables.
 std::string figures_markdown();
 
 }  // namespace roofbench

@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && std::strcmp(argv[1], "headline") == 0) {
     for (const auto& f : roofbench::host_figures())
-      if (f.headline) std::cout << f.name << "\n";
+      if (f.written & roofbench::written::ctest) std::cout << f.name << "\n";
     return 0;
   }
   std::cerr << "usage: roofbench_figures markdown|headline\n";

@@ -267,10 +267,11 @@ TEST(Summaries, TheHostsFiguresAreItsTable) {
     EXPECT_EQ(host[i].name, f.name);
     EXPECT_EQ(host[i].unit, f.unit);
     EXPECT_EQ(host[i].hint, f.hint) << f.name;
+    EXPECT_EQ(host[i].written, f.written) << f.name;
     EXPECT_EQ(host[i].value, f.value(r)) << f.name;
     EXPECT_TRUE(is_reserved_entry_name(f.name)) << f.name;
   }
-  EXPECT_THAT(figures_markdown(), HasSubstr("| `time_median` | s | timed | median time of one run over the kept samples |"));
+  EXPECT_THAT(figures_markdown(), HasSubstr("| `time_median` | s | timed | results, counters, CTest | median time of one run over the kept samples |"));
 }
 
 TEST(Summaries, PluginCountersNeverTakeAHostName) {
