@@ -127,14 +127,19 @@ std::string format_joules(double joules) {
 std::string format_figure(const Summary& s) {
   const double v = s.value;
   if (!std::isfinite(v)) return "-";
-  if (s.unit == "s") return format_seconds(v);
-  if (s.unit == "%") return percent_text(v);
-  if (s.unit == "1") return printf_string("%.3g", v);
-  if (s.unit == "count" || s.integer) return printf_string("%.0f", v);
-  if (s.unit == "B") return format_bytes(v);
-  if (s.unit == "MHz") return printf_string("%.0f MHz", v);
-  if (s.unit == "J") return format_joules(v);
-  if (s.unit.size() >= 2 && s.unit.compare(s.unit.size() - 2, 2, "/s") == 0) return format_rate(v, s.unit);
+  switch (s.hint) {
+    case Hint::duration: return format_seconds(v);
+    case Hint::percentage: return percent_text(v);
+    case Hint::ratio: return printf_string("%.3g", v);
+    case Hint::count: return printf_string("%.0f", v);
+    case Hint::bytes: return format_bytes(v);
+    case Hint::frequency: return printf_string("%.0f MHz", v);
+    case Hint::energy: return format_joules(v);
+    case Hint::rate: return format_rate(v, s.unit);
+    case Hint::intensity:
+    case Hint::power:
+    case Hint::plain: break;
+  }
   return printf_string("%.4g", v) + (s.unit.empty() ? "" : " " + s.unit);
 }
 
@@ -303,10 +308,8 @@ std::size_t name_column_width(std::size_t longest_name) {
 std::string table_row(const std::string& label, const Session::Outcome& out, const TableSettings& t) {
   if (!out.ran || !out.result.passed()) {
     const std::string word = what_happened(out);
-    std::string why = out.ran ? out.result.message : out.not_run_reason;
-    // The word before the message already says what the message starts with.
-    for (const char* said : {"gate failed: ", "crashed: ", "timed out: ", "error: "})
-      if (why.starts_with(said)) why.erase(0, std::string(said).size());
+    // The word says the status; the message is what follows its words (message_prefix).
+    const std::string& why = out.ran ? out.result.message : out.not_run_reason;
     const std::size_t used = t.name_width + 2 + word.size() + 2;
     const std::string shown = shorten(why, used + 30 > kConsoleWidth ? 30 : kConsoleWidth - used);
     return labelled_row(label, "  " + word + (shown.empty() ? "" : ": " + shown), t);

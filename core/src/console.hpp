@@ -34,8 +34,8 @@ std::string format_rate(double value, const std::string& unit);
 // Binary prefixes: "768 B", "1.50 MiB".
 std::string format_bytes(double bytes);
 std::string format_joules(double joules);  // "14.8 J", "3.21 mJ", "850 uJ"
-// A figure by its unit ("s", "%", "1" for a ratio, "count", "B", "MHz", "FLOP/B", "<x>/s"): never an SI
-// prefix on a ratio, a percentage or a count.
+// A figure by its hint (a duration, a rate with its unit, a ratio, a percentage, a count, bytes, ...): never
+// an SI prefix on a ratio, a percentage or a count.
 std::string format_figure(const Summary& summary);
 // The first line of `text`, its runs of white space made one space, cut to `width` characters with
 // "..." when longer.
@@ -92,8 +92,8 @@ std::string profile_text(const std::string& benchmark, const Result& r);
 
 // ---- the closing summary ----
 
-// What the run did, counted as outcomes arrive (the same decisions as the exit code: a benchmark counts
-// as failed exactly when the session counts it so).
+// What the run did, counted as outcomes arrive: each outcome that counts as a failure lands in exactly one
+// of gate_failed, errors, crashed, timed_out or refused, so failures() is the run's failure count.
 class RunTally {
  public:
   void add(const std::string& benchmark, const Session::Outcome& outcome);
@@ -106,6 +106,9 @@ class RunTally {
   int ended_sweep_out_of_memory = 0;  // out of memory in a sweep: ends the sweep, not a failure
   int refused = 0;  // not run, the plugin built for other GPUs: listed with the not run, and a failure
   int failed() const { return gate_failed + errors + crashed + timed_out; }
+  // The run's one count of failures (the exit code reads it): the outcomes that count as a failure
+  // (counts_as_failure, session.hpp), run or refused.
+  int failures() const { return failed() + refused; }
   struct Reason {
     int benchmarks = 0;
     std::set<std::string> cases;

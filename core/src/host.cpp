@@ -274,8 +274,10 @@ void Host::mark_ceilings_stale(Device& d, const std::string& reason) {
 // Google Benchmark's counters are the Result's summaries, under the same names as in the results file.
 void Host::report_counters(benchmark::State& state, const Result& r) {
   for (const auto& s : summaries_of(r))
-    state.counters[s.name] = s.unit == "B" ? benchmark::Counter(s.value, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024)
-                                           : benchmark::Counter(s.value);
+    if (s.written & written::counters)
+      state.counters[s.name] = s.hint == Hint::bytes
+                                   ? benchmark::Counter(s.value, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024)
+                                   : benchmark::Counter(s.value);
 }
 
 // With the table, an outcome is printed by the console when Google Benchmark reports it; with json or
@@ -292,12 +294,12 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
   if (!table_ && !out.note.empty()) std::cerr << "roofbench: " << out.note << "\n";
   for (auto _ : state) state.SetIterationTime(r.passed() ? r.stats.median : 1e-9);
   if (!table_ && (!r.profile.kernels.empty() || !r.profile.error.empty())) std::cerr << profile_text(name, r);
-  if (!table_ && !r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.message << "\n";
+  if (!table_ && !r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.error_message() << "\n";
   if (r.passed()) {
     report_counters(state, r);
     state.SetLabel(r.label(options_.measure.gate));
   } else {
-    state.SkipWithError(r.message.c_str());
+    state.SkipWithError(r.error_message().c_str());
   }
 }
 
@@ -547,7 +549,7 @@ int Host::conclude(std::size_t ran, const std::string& filter_text, std::size_t 
   if (lists_tests_) return 0;
   print_summary();
   if (plugins_failed > 0) std::cerr << "roofbench: the run fails: " << plugins_failed_text << "\n";
-  return session_->results_lost() || session_->failures() > 0 || plugins_failed > 0 ? 1 : 0;
+  return session_->results_lost() || console_->tally().failures() > 0 || plugins_failed > 0 ? 1 : 0;
 }
 
 int Host::run() {

@@ -136,7 +136,8 @@ Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ran
   return r;
 }
 
-std::string Result::gate_word(bool gate_enabled) const {
+std::string Result::gate_word(bool gate_enabled, GateView view) const {
+  if (view == GateView::entry && status != Status::ok) return status == Status::gate_failed ? "fail" : "error";
   if (!gate_enabled) return "off";
   if (status == Status::gate_failed) return "fail";
   return gate_checked ? "pass" : "none";
@@ -196,7 +197,7 @@ void run_gate(Result& r, Case& c, HostContext& ctx) {
   if (!within || !check.passed_extra) {
     r.status = Status::gate_failed;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "gate failed: relative L2 error %.3g, tolerance %.3g (%s)", check.rel_l2_error,
+    std::snprintf(buf, sizeof buf, "relative L2 error %.3g, tolerance %.3g (%s)", check.rel_l2_error,
                   r.tolerance, to_string(r.precision));
     r.message = buf;
     if (!check.detail.empty()) r.message += ": " + check.detail;

@@ -58,6 +58,22 @@ constexpr const char* to_string(Status s) {
   }
   return "?";
 }
+// The words a status's message opens with where the results file and Google Benchmark show it ("gate
+// failed: relative L2 error ..."): Result::message keeps only what follows, so the console, which says
+// the status in a word of its own, never strips English back off.
+constexpr const char* message_prefix(Status s) {
+  switch (s) {
+    case Status::gate_failed: return "gate failed: ";
+    case Status::crashed: return "crashed: ";
+    case Status::timed_out: return "timed out: ";
+    case Status::implausible: return "implausible: ";
+    default: return "";
+  }
+}
+
+// Whose word a gate word is: the gate's own (the label, the console: off, fail, pass, none), or the
+// results entry's `gate`, where a result that failed for another reason says "error".
+enum class GateView { gate, entry };
 
 struct MemoryFigures {
   double allocated = 0;     // what the case holds through ctx.alloc at the end of the run
@@ -84,7 +100,7 @@ struct Result {
   Precision precision = Precision::fp32;
   std::string device;  // "cpu", "cuda:0", "cuda:0,1"
   Status status = Status::ok;
-  std::string message;  // why it failed; notes otherwise
+  std::string message;  // why it failed (after message_prefix(status)); notes otherwise
 
   Work work;
   std::vector<Counter> case_counters;
@@ -128,7 +144,9 @@ struct Result {
 
   bool passed() const { return status == Status::ok; }
   bool noisy() const { return !quality_reason.empty(); }
-  std::string gate_word(bool gate_enabled) const;
+  // The message as the results file, Google Benchmark and stderr give it: the status's words, then why.
+  std::string error_message() const { return message_prefix(status) + message; }
+  std::string gate_word(bool gate_enabled, GateView view = GateView::gate) const;
   std::string label(bool gate_enabled) const;
 };
 

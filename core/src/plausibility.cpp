@@ -43,17 +43,16 @@ double plausible_factor(const Result& r) {
 std::optional<std::string> implausibility(const Result& r, const Ceilings& measured, const std::optional<Datasheet>& sheet) {
   if (!r.passed() || !(r.stats.median > 0)) return std::nullopt;
   const double factor = plausible_factor(r) * rank_count(r);
-  const std::string where = "implausible: ";
   const double flops_per_s = r.work.flops / r.stats.median;
   const double compute_roof = std::max(own_compute_roof(measured, r.precision),
                                        sheet ? own_compute_roof(sheet->ceilings, r.precision) : 0.0);
   if (compute_roof > 0 && flops_per_s > compute_roof * factor)
-    return where + over_text("FLOP/s", flops_per_s, compute_roof, (std::string(to_string(r.precision)) + " roof").c_str(), factor) +
+    return over_text("FLOP/s", flops_per_s, compute_roof, (std::string(to_string(r.precision)) + " roof").c_str(), factor) +
            "; " + likely_cause(r);
   const double bytes_per_s = r.work.bytes / r.stats.median;
   const double memory_roof_now = r.cold ? memory_roof(measured, r.work) : measured.cache_bandwidth;
   if (memory_roof_now > 0 && bytes_per_s > memory_roof_now * factor)
-    return where + over_text("B/s", bytes_per_s, memory_roof_now, r.cold ? "main-memory roof" : "cache bandwidth", factor) +
+    return over_text("B/s", bytes_per_s, memory_roof_now, r.cold ? "main-memory roof" : "cache bandwidth", factor) +
            "; " + likely_cause(r);
   return std::nullopt;
 }

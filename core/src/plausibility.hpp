@@ -28,7 +28,7 @@ inline constexpr double kNoiseCounted = 1.0;
 // (at most kNoiseCounted), at most 4.4.
 double plausible_factor(const Result& r);
 
-// For a result that ran and passed: one line saying which rate exceeds which ceiling by how much, and
+// For a result that ran and passed: the detail of Status::implausible, one line saying which rate exceeds which ceiling by how much, and
 // the likely cause; nullopt when every rate is within reach. Compute is judged against the measured roof
 // of the case's own precision (bf16 and fp16 share one) or the datasheet's, whichever is higher; a
 // precision without either is not judged. Memory traffic (the case's minimum bytes) is judged against

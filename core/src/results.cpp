@@ -72,15 +72,63 @@ static void write_ceilings(JsonWriter& j, const Ceilings& c) {
   j.end_object();
 }
 
-std::string ResultsFile::to_json(bool complete) const {
-  JsonWriter j;
-  j.begin_object();
+namespace {
+
+void write_device(JsonWriter& j, const RunContext& c) {
+  j.key("device").begin_object();
+  j.field("kind", c.device_kind).field("index", c.device_index);
+  j.field("name", c.device_name).field("key", c.device_key);
+  if (c.llc_level > 0) j.field("llc_level", c.llc_level).field("llc_bytes", c.llc_bytes);
+  if (!c.driver.empty()) j.field("driver", c.driver);
+  j.end_object();
+}
+
+void write_run_ceilings(JsonWriter& j, const RunContext& c) {
+  j.key("ceilings").begin_object();
+  j.key("measured").begin_object();
+  write_ceilings(j, c.measured);
+  j.field("measured_at", c.measured_at);
+  j.key("how").begin_array();
+  for (const auto& h : c.ceilings_how) j.value(h);
+  j.end_array();
+  j.end_object();
+  if (c.datasheet) {
+    j.key("datasheet").begin_object();
+    j.field("name", c.datasheet->name);
+    write_ceilings(j, c.datasheet->ceilings);
+    j.end_object();
+  } else {
+    j.key("datasheet").null();
+  }
+  j.end_object();
+}
+
+// The run's lists: plugins, load failures, what was not run, notes.
+void write_run_lists(JsonWriter& j, const RunContext& c) {
+  j.key("plugins").begin_array();
+  for (std::size_t i = 0; i < c.plugins.size(); ++i) {
+    j.begin_object().field("name", c.plugins[i].first).field("path", c.plugins[i].second);
+    j.field("cases", static_cast<std::int64_t>(c.plugin_case_counts[i])).end_object();
+  }
+  j.end_array();
+  j.key("load_failures").begin_array();
+  for (const auto& f : c.load_failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
+  j.end_array();
+  j.key("not_run").begin_array();
+  for (const auto& n : c.not_run) j.begin_object().field("case", n.benchmark).field("reason", n.reason).end_object();
+  j.end_array();
+  j.key("notes").begin_array();
+  for (const auto& n : c.notes) j.value(n);
+  j.end_array();
+}
+
+void write_context(JsonWriter& j, const RunContext& c, bool complete) {
   j.key("context").begin_object();
   j.field("date", utc_timestamp());
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   j.field("host_name", std::string(host));
-  j.field("executable", context_.executable);
+  j.field("executable", c.executable);
   static const GoogleBenchmarkContext library = google_benchmark_context();
   j.field("num_cpus", library.num_cpus);
   j.field("mhz_per_cpu", library.mhz_per_cpu);
@@ -89,137 +137,137 @@ std::string ResultsFile::to_json(bool complete) const {
   j.field("version", ROOFBENCH_VERSION);
   if (*ROOFBENCH_COMMIT) j.field("commit", ROOFBENCH_COMMIT);
   j.field("abi_version", static_cast<std::int64_t>(kAbiVersion));
-  j.field("suite", context_.suite);
+  j.field("suite", c.suite);
   j.field("complete", complete);
-  j.field("gate", context_.gate ? "on" : "off");
-  j.field("mode", context_.cold ? "cold" : "hot");
-  j.field("isolation", context_.isolation);
-  j.key("device").begin_object();
-  j.field("kind", context_.device_kind).field("index", context_.device_index);
-  j.field("name", context_.device_name).field("key", context_.device_key);
-  if (context_.llc_level > 0) j.field("llc_level", context_.llc_level).field("llc_bytes", context_.llc_bytes);
-  if (!context_.driver.empty()) j.field("driver", context_.driver);
-  j.end_object();
-  j.key("ceilings").begin_object();
-  j.key("measured").begin_object();
-  write_ceilings(j, context_.measured);
-  j.field("measured_at", context_.measured_at);
-  j.key("how").begin_array();
-  for (const auto& h : context_.ceilings_how) j.value(h);
-  j.end_array();
-  j.end_object();
-  if (context_.datasheet) {
-    j.key("datasheet").begin_object();
-    j.field("name", context_.datasheet->name);
-    write_ceilings(j, context_.datasheet->ceilings);
-    j.end_object();
-  } else {
-    j.key("datasheet").null();
-  }
-  j.end_object();
-  j.key("plugins").begin_array();
-  for (std::size_t i = 0; i < context_.plugins.size(); ++i) {
-    j.begin_object().field("name", context_.plugins[i].first).field("path", context_.plugins[i].second);
-    j.field("cases", static_cast<std::int64_t>(context_.plugin_case_counts[i])).end_object();
-  }
-  j.end_array();
-  j.key("load_failures").begin_array();
-  for (const auto& f : context_.load_failures) j.begin_object().field("path", f.path).field("reason", f.reason).end_object();
-  j.end_array();
-  j.key("not_run").begin_array();
-  for (const auto& n : context_.not_run) j.begin_object().field("case", n.benchmark).field("reason", n.reason).end_object();
-  j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : context_.notes) j.value(n);
-  j.end_array();
+  j.field("gate", c.gate ? "on" : "off");
+  j.field("mode", c.cold ? "cold" : "hot");
+  j.field("isolation", c.isolation);
+  write_device(j, c);
+  write_run_ceilings(j, c);
+  write_run_lists(j, c);
   j.end_object();  // roofbench
   j.end_object();  // context
+}
 
-  j.key("benchmarks").begin_array();
-  for (std::size_t i = 0; i < results_.size(); ++i) {
-    const Result& r = results_[i];
-    const bool failed = r.status != Status::ok;
-    j.begin_object();
-    j.field("name", r.name).field("run_name", r.name).field("run_type", "iteration");
-    j.field("repetitions", repetitions_[i].second).field("repetition_index", repetitions_[i].first);
-    j.field("threads", 1).field("iterations", 1);
-    // Nanoseconds, as the --benchmark_out file: compare.py shows whole numbers of the unit.
-    j.field("real_time", failed ? 0.0 : r.stats.median * 1e9).field("cpu_time", failed ? 0.0 : r.stats.median * 1e9);
-    j.field("time_unit", "ns");
-    j.field("label", r.label(context_.gate));
-    j.field("error_occurred", failed).field("error_message", r.message);
-    const std::vector<Summary> summaries = summaries_of(r);
-    for (const auto& s : summaries) {
-      if (s.integer) j.field(s.name, static_cast<std::int64_t>(s.value));
-      else j.field(s.name, s.value);
-    }
-    if (r.hold_abandoned) j.field("hold_abandoned", true);
-    j.key("roofbench").begin_object();
-    j.key("summaries").begin_object();  // what each figure above is
-    for (const auto& s : summaries) {
-      j.key(s.name).begin_object().field("unit", s.unit).field("description", s.description);
-      if (s.from_plugin) j.field("from_plugin", true);
-      j.end_object();
-    }
-    j.end_object();
-    j.field("plugin", r.plugin).field("case", r.case_name);
-    j.key("params").begin_object();
-    for (const auto& [k, v] : r.params.items()) j.field(k, v);
-    j.end_object();
-    j.field("precision", to_string(r.precision));
-    j.field("bound", failed ? "" : to_string(r.point.bound));
-    j.field("gate", r.status == Status::gate_failed ? "fail" : failed ? "error" : r.gate_word(context_.gate));
-    j.field("status", to_string(r.status));
-    j.field("ladder", r.ladder).field("device", r.device);
-    if (!r.sweep_axis.empty()) j.field("sweep_axis", r.sweep_axis);
-    j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
-    j.field("item_name", r.work.item_name);
-    if (r.work.read_dominated) j.field("read_dominated", true);
-    if (!r.case_facts.empty()) {
-      j.key("facts").begin_object();
-      std::set<std::string> fact_names;  // a fact named twice keeps both, the second renamed
-      for (const auto& f : r.case_facts) {
-        std::string name = f.name;
-        for (int n = 2; !fact_names.insert(name).second; ++n) name = f.name + "." + std::to_string(n);
-        j.field(name, f.value);
-      }
-      j.end_object();
-    }
-    j.field("attainable_flops", r.point.attainable);
-    j.key("memory").begin_object();
-    j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
-    j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
-    if (r.memory.leaked > 0) j.field("leaked", r.memory.leaked);
-    j.end_object();
-    j.field("timing", r.graph ? "graph" : "stream");
-    if (r.cache_resident) j.field("cache_resident", true);
-    if (r.noisy()) j.field("quality", "noisy").field("quality_reason", r.quality_reason);
-    if (!r.energy_note.empty()) j.field("energy_note", r.energy_note);
-    if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
-      j.key("profile").begin_object();
-      j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);
-      if (!r.profile.error.empty()) j.field("error", r.profile.error);
-      j.key("kernels").begin_array();
-      for (const auto& k : r.profile.kernels)
-        j.begin_object().field("name", k.name).field("seconds_per_run", k.seconds_per_run).field("launches_per_run", k.launches_per_run).end_object();
-      j.end_array();
-      j.end_object();
-    }
-    j.key("phases_s").begin_object();
-    j.field("setup", r.phases.setup).field("gate", r.phases.gate).field("warmup", r.phases.warmup);
-    j.field("sampling", r.phases.sampling).field("profile", r.phases.profile).field("total", r.phases.total);
-    j.end_object();
-    j.key("samples_s").begin_array();
-    for (double s : thin(r.samples, kSamplesKept)) j.value(s);
-    j.end_array();
-    if (!r.sample_clocks_mhz.empty()) {
-      j.key("sample_clocks_mhz").begin_array();  // thinned at the same indices as samples_s
-      for (double c : thin(r.sample_clocks_mhz, kSamplesKept)) j.value(c);
-      j.end_array();
-    }
-    j.end_object();
+// The entry's figures, each a key of its own (Google Benchmark's counters), and what each is under
+// roofbench.summaries: both from the one list, summaries_of.
+void write_figures(JsonWriter& j, const std::vector<Summary>& summaries) {
+  for (const auto& s : summaries) {
+    if (!(s.written & written::results_file)) continue;
+    if (s.integer()) j.field(s.name, static_cast<std::int64_t>(s.value));
+    else j.field(s.name, s.value);
+  }
+}
+
+void write_summaries(JsonWriter& j, const std::vector<Summary>& summaries) {
+  j.key("summaries").begin_object();
+  for (const auto& s : summaries) {
+    if (!(s.written & written::results_file)) continue;
+    j.key(s.name).begin_object().field("unit", s.unit).field("description", s.description);
+    if (s.from_plugin) j.field("from_plugin", true);
     j.end_object();
   }
+  j.end_object();
+}
+
+void write_facts(JsonWriter& j, const std::vector<Fact>& facts) {
+  if (facts.empty()) return;
+  j.key("facts").begin_object();
+  std::set<std::string> fact_names;  // a fact named twice keeps both, the second renamed
+  for (const auto& f : facts) {
+    std::string name = f.name;
+    for (int n = 2; !fact_names.insert(name).second; ++n) name = f.name + "." + std::to_string(n);
+    j.field(name, f.value);
+  }
+  j.end_object();
+}
+
+// What the case is and how it ran: identity, work, facts, memory, timing mode, quality.
+void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
+  const bool failed = r.status != Status::ok;
+  j.field("plugin", r.plugin).field("case", r.case_name);
+  j.key("params").begin_object();
+  for (const auto& [k, v] : r.params.items()) j.field(k, v);
+  j.end_object();
+  j.field("precision", to_string(r.precision));
+  j.field("bound", failed ? "" : to_string(r.point.bound));
+  j.field("gate", r.gate_word(gate_enabled, GateView::entry));
+  j.field("status", to_string(r.status));
+  j.field("ladder", r.ladder).field("device", r.device);
+  if (!r.sweep_axis.empty()) j.field("sweep_axis", r.sweep_axis);
+  j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
+  j.field("item_name", r.work.item_name);
+  if (r.work.read_dominated) j.field("read_dominated", true);
+  write_facts(j, r.case_facts);
+  j.field("attainable_flops", r.point.attainable);
+  j.key("memory").begin_object();
+  j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
+  j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
+  if (r.memory.leaked > 0) j.field("leaked", r.memory.leaked);
+  j.end_object();
+  j.field("timing", r.graph ? "graph" : "stream");
+  if (r.cache_resident) j.field("cache_resident", true);
+  if (r.noisy()) j.field("quality", "noisy").field("quality_reason", r.quality_reason);
+  if (!r.energy_note.empty()) j.field("energy_note", r.energy_note);
+}
+
+// The structured parts that are not figures: the kernel profile, the phases, the samples.
+void write_details(JsonWriter& j, const Result& r) {
+  if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
+    j.key("profile").begin_object();
+    j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);
+    if (!r.profile.error.empty()) j.field("error", r.profile.error);
+    j.key("kernels").begin_array();
+    for (const auto& k : r.profile.kernels)
+      j.begin_object().field("name", k.name).field("seconds_per_run", k.seconds_per_run).field("launches_per_run", k.launches_per_run).end_object();
+    j.end_array();
+    j.end_object();
+  }
+  j.key("phases_s").begin_object();
+  j.field("setup", r.phases.setup).field("gate", r.phases.gate).field("warmup", r.phases.warmup);
+  j.field("sampling", r.phases.sampling).field("profile", r.phases.profile).field("total", r.phases.total);
+  j.end_object();
+  j.key("samples_s").begin_array();
+  for (double s : thin(r.samples, kSamplesKept)) j.value(s);
+  j.end_array();
+  if (!r.sample_clocks_mhz.empty()) {
+    j.key("sample_clocks_mhz").begin_array();  // thinned at the same indices as samples_s
+    for (double c : thin(r.sample_clocks_mhz, kSamplesKept)) j.value(c);
+    j.end_array();
+  }
+}
+
+}  // namespace
+
+void write_entry(JsonWriter& j, const Result& r, int repetition_index, int repetitions, bool gate_enabled) {
+  const bool failed = r.status != Status::ok;
+  j.begin_object();
+  j.field("name", r.name).field("run_name", r.name).field("run_type", "iteration");
+  j.field("repetitions", repetitions).field("repetition_index", repetition_index);
+  j.field("threads", 1).field("iterations", 1);
+  // Nanoseconds, as the --benchmark_out file: compare.py shows whole numbers of the unit.
+  j.field("real_time", failed ? 0.0 : r.stats.median * 1e9).field("cpu_time", failed ? 0.0 : r.stats.median * 1e9);
+  j.field("time_unit", "ns");
+  j.field("label", r.label(gate_enabled));
+  j.field("error_occurred", failed).field("error_message", r.error_message());
+  const std::vector<Summary> summaries = summaries_of(r);
+  write_figures(j, summaries);
+  if (r.hold_abandoned) j.field("hold_abandoned", true);
+  j.key("roofbench").begin_object();
+  write_summaries(j, summaries);
+  write_case(j, r, gate_enabled);
+  write_details(j, r);
+  j.end_object();
+  j.end_object();
+}
+
+std::string ResultsFile::to_json(bool complete) const {
+  JsonWriter j;
+  j.begin_object();
+  write_context(j, context_, complete);
+  j.key("benchmarks").begin_array();
+  for (std::size_t i = 0; i < results_.size(); ++i)
+    write_entry(j, results_[i], repetitions_[i].first, repetitions_[i].second, context_.gate);
   j.end_array();
   j.end_object();
   return j.str() + "\n";

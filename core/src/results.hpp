@@ -36,6 +36,11 @@ struct RunContext {
   std::vector<std::string> notes;  // e.g. sweep knees
 };
 
+class JsonWriter;
+// One benchmark's entry of the results file: Google Benchmark's fields, the Result's figures (summaries_of)
+// under their names, and roofbench's object (what each figure is, the case, the profile, the samples).
+void write_entry(JsonWriter& j, const Result& r, int repetition_index, int repetitions, bool gate_enabled);
+
 class ResultsFile {
  public:
   ResultsFile(std::string path, RunContext context) : path_(std::move(path)), context_(std::move(context)) {}

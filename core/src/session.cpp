@@ -88,6 +88,15 @@ void Session::finish() {
   if (results_) save(true);
 }
 
+bool counts_as_failure(const Result& r, bool in_a_sweep) {
+  switch (r.status) {
+    case Status::ok:
+    case Status::not_applicable: return false;
+    case Status::out_of_memory: return !in_a_sweep;  // ends the sweep, not the run
+    default: return true;  // refused included: not run, but this build cannot measure this GPU
+  }
+}
+
 // What a plugin said, made safe for a terminal and the report before either sees it.
 static void make_printable(Result& r) {
   r.message = printable(r.message, true);
@@ -106,7 +115,7 @@ void Session::judge_plausibility(Result& r) {
   r.message = *why + (r.message.empty() ? "" : "; " + r.message);
   if (ceilings_marked_stale_ || !settings_.ceilings_beaten) return;
   ceilings_marked_stale_ = true;
-  settings_.ceilings_beaten(r.name + ": " + *why);
+  settings_.ceilings_beaten(r.name + ": " + message_prefix(Status::implausible) + *why);
 }
 
 Session::Outcome Session::run(std::size_t index) {
@@ -131,10 +140,7 @@ Session::Outcome Session::run(std::size_t index) {
   const int repetition = repetition_counter_[b.name]++;
   if (r.status == Status::not_applicable || r.status == Status::refused) {
     out.not_run_reason = r.message;
-    if (r.status == Status::refused) {  // not run, but the run failed: this build cannot measure this GPU
-      out.counts_as_failure = true;
-      ++failures_;
-    }
+    out.counts_as_failure = counts_as_failure(r, !group.empty());
     if (results_) {
       results_->add_not_run({b.name, r.message});
       save(false);
@@ -151,9 +157,7 @@ Session::Outcome Session::run(std::size_t index) {
       if (results_) results_->add_note(out.note);
     }
   }
-  // An out-of-memory point of a sweep ends the sweep, not the run.
-  out.counts_as_failure = !r.passed() && !(r.status == Status::out_of_memory && !group.empty());
-  if (out.counts_as_failure) ++failures_;
+  out.counts_as_failure = counts_as_failure(r, !group.empty());
   out.ran = true;
   if (results_) {
     results_->add(r, repetition, settings_.repetitions);

@@ -1,6 +1,6 @@
 // One run of the selected benchmarks, whatever front end drives it: owns the device's ceilings (measured
 // or read from the cache at the first benchmark that needs them), the results file, the sweeps and the
-// failure count. Measuring is the runner's job (in this process or in a worker process).
+// outcomes' failure flags. Measuring is the runner's job (in this process or in a worker process).
 #pragma once
 
 #include <functional>
@@ -48,6 +48,10 @@ struct SessionSettings {
   std::function<void(const std::string&)> ceilings_beaten;
 };
 
+// Whether `r` fails the run (the exit code; the console's tally counts exactly these): every status but
+// ok and not_applicable, except running out of memory in a sweep, which ends the sweep.
+bool counts_as_failure(const Result& r, bool in_a_sweep);
+
 class Session {
  public:
   Session(Selection selection, BenchmarkRunner& runner, std::function<CachedCeilings()> ceilings, SessionSettings settings);
@@ -64,7 +68,6 @@ class Session {
   void finish();
 
   const Selection& selection() const { return selection_; }
-  int failures() const { return failures_; }
   int measured() const { return measured_; }
   // The results file could not be written at some point: the run cannot claim what it measured.
   bool results_lost() const { return results_lost_; }
@@ -84,7 +87,7 @@ class Session {
   std::map<std::string, Sweep> sweeps_;
   void judge_plausibility(Result& r);
 
-  int failures_ = 0, measured_ = 0;
+  int measured_ = 0;
   bool ceilings_marked_stale_ = false;
   bool results_lost_ = false;
 };

@@ -7,79 +7,137 @@ namespace roofbench {
 
 namespace {
 
+using R = const Result&;
+constexpr unsigned kShown = written::everywhere_but_ctest;
+constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
+
+// The host's figures, in the order they are written. Declaring a figure is one line here: every printer
+// (results file, Google Benchmark's counters, console, wire, docs) reads this table.
+const std::vector<Figure> kFigures = {
+    {"FLOP/s", "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
+     [](R r) { return r.point.flops_per_s; }},
+    {"B/s", "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
+     [](R r) { return r.point.bytes_per_s; }},
+    {"AI", "FLOP/B", Hint::intensity, When::passed, kShown, "arithmetic intensity: counted FLOPs / minimum bytes",
+     [](R r) { return r.point.intensity; }},
+    {"roof_pct", "%", Hint::percentage, When::passed, kHeadline, "achieved / attainable under the measured roofline",
+     [](R r) { return 100.0 * r.point.roof_fraction; }},
+    {"time_median", "s", Hint::duration, When::passed, kHeadline, "median time of one run over the kept samples",
+     [](R r) { return r.stats.median; }},
+    {"time_q1", "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
+    {"time_q3", "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
+    {"noise", "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
+    {"samples", "count", Hint::count, When::passed, kShown, "timed samples kept",
+     [](R r) { return static_cast<double>(r.stats.count); }},
+    {"warmup_iters", "count", Hint::count, When::passed, kShown, "runs of the warm-up",
+     [](R r) { return static_cast<double>(r.warmup_iterations); }},
+    {"runs_per_sample", "count", Hint::count, When::passed, kShown, "runs timed together in one sample",
+     [](R r) { return static_cast<double>(r.runs_per_sample); }},
+    {"sm_clock_mhz", "MHz", Hint::frequency, When::clocked, kShown, "mean SM clock over the samples",
+     [](R r) { return r.mean_clock_mhz; }},
+    {"throttled_samples", "count", Hint::count, When::clocked, kShown, "samples dropped for a throttled clock",
+     [](R r) { return static_cast<double>(r.throttled_samples); }},
+    {"hold_timeouts", "count", Hint::count, When::clocked, kShown, "samples dropped because the stream hold timed out",
+     [](R r) { return static_cast<double>(r.hold_timeouts); }},
+    {"samples_with_mean_clock", "count", Hint::count, When::clocked, kShown, "samples whose clock is the mean over the sample",
+     [](R r) { return static_cast<double>(r.samples_with_mean_clock); }},
+    {"noise_at_fixed_clock", "1", Hint::ratio, When::clock_fitted, kShown,
+     "relative noise left after fitting time = a + b / clock", [](R r) { return r.noise_at_fixed_clock; }},
+    {"energy_per_run", "J", Hint::energy, When::energy, kShown,
+     "device energy per run: the energy counter's rise over a window of the samples, over the runs in it",
+     [](R r) { return r.energy_per_run_j; }},
+    {"power", "W", Hint::power, When::energy, kShown, "mean device power over that window", [](R r) { return r.mean_power_w; }},
+    {"energy_window_s", "s", Hint::duration, When::energy, kShown, "the window's length, between two steps of the energy counter",
+     [](R r) { return r.energy_window_s; }},
+    {"energy_busy_fraction", "1", Hint::ratio, When::energy, kShown,
+     "the samples' device time over the window: the rest (between samples) is booked to the runs too",
+     [](R r) { return r.energy_busy_fraction; }},
+    {"gate_rel_err", "1", Hint::ratio, When::gate_checked, kShown, "relative L2 error of the gate run against the reference",
+     [](R r) { return r.gate_error; }},
+    {"gate_tolerance", "1", Hint::ratio, When::always, kShown, "the largest relative L2 error the gate accepts",
+     [](R r) { return r.tolerance; }},
+    {"peak_mem", "B", Hint::bytes, When::always, kShown, "high-water mark of the case's allocations through the host",
+     [](R r) { return r.memory.peak; }},
+    {"leaked_mem", "B", Hint::bytes, When::leaked, kShown, "device memory used after teardown and not before setup",
+     [](R r) { return r.memory.leaked; }},
+};
+
+bool applies(When when, const Result& r) {
+  const bool clocked = r.passed() && r.mean_clock_mhz > 0;
+  switch (when) {
+    case When::always: return true;
+    case When::passed: return r.passed();
+    case When::clocked: return clocked;
+    case When::clock_fitted: return clocked && !std::isnan(r.noise_at_fixed_clock);
+    case When::energy: return r.passed() && std::isfinite(r.energy_per_run_j);
+    case When::gate_checked: return r.gate_checked;
+    case When::leaked: return r.memory.leaked > 0;
+  }
+  return false;
+}
+
+const char* when_text(When when) {
+  switch (when) {
+    case When::always: return "always";
+    case When::passed: return "timed";
+    case When::clocked: return "timed, GPU (its clock is read)";
+    case When::clock_fitted: return "timed, GPU, clock fit made";
+    case When::energy: return "timed, `--energy`, a device with an energy counter";
+    case When::gate_checked: return "gate ran";
+    case When::leaked: return "over 256 MiB left after teardown";
+  }
+  return "?";
+}
+
 const std::set<std::string>& reserved_names() {
-  static const std::set<std::string> names = {
-      // Google Benchmark's entry fields (1.7 and 1.8)
-      "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
-      "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit", "label",
-      "error_occurred", "error_message", "skipped", "skip_message", "aggregate_name", "aggregate_unit",
-      "bytes_per_second", "items_per_second", "big_o", "rms", "complexity", "memory",
-      // roofbench's own, in the entry and in its summaries
-      "roofbench", "hold_abandoned", "FLOP/s", "B/s", "AI", "roof_pct", "time_median", "time_q1", "time_q3",
-      "noise", "samples", "warmup_iters", "runs_per_sample", "sm_clock_mhz", "throttled_samples", "hold_timeouts",
-      "samples_with_mean_clock", "noise_at_fixed_clock", "energy_per_run", "power", "energy_window_s", "energy_busy_fraction", "gate_rel_err", "gate_tolerance", "peak_mem", "leaked_mem"};
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n = {
+        // Google Benchmark's entry fields (1.7 and 1.8)
+        "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+        "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit", "label",
+        "error_occurred", "error_message", "skipped", "skip_message", "aggregate_name", "aggregate_unit",
+        "bytes_per_second", "items_per_second", "big_o", "rms", "complexity", "memory",
+        // roofbench's own entry fields beside its figures
+        "roofbench", "hold_abandoned"};
+    for (const Figure& f : kFigures) n.insert(f.name);
+    return n;
+  }();
   return names;
 }
 
+// The case's own figures (items per second, rates, counters, gate counters), before renaming.
+std::vector<Summary> plugin_figures(const Result& r) {
+  std::vector<Summary> plugin;
+  auto add = [&](const std::string& name, double value, std::string unit, std::string description, Hint hint) {
+    plugin.push_back({name, value, std::move(unit), std::move(description), hint, true});
+  };
+  if (r.passed()) {
+    if (!r.work.item_name.empty())
+      add(r.work.item_name + "/s", r.work.items / r.stats.median, r.work.item_name + "/s",
+          r.work.item_name + " per second (counted per run / median time)", Hint::rate);
+    for (const auto& rate : r.rates) add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate);
+  }
+  for (const auto& c : r.case_counters) add(c.name, c.value, "", "the case's counter", Hint::plain);
+  for (const auto& c : r.gate_counters) add(c.name, c.value, "", "a figure the case's gate computed", Hint::plain);
+  return plugin;
+}
+
 }  // namespace
+
+const std::vector<Figure>& host_figures() { return kFigures; }
 
 bool is_reserved_entry_name(const std::string& name) { return reserved_names().count(name) > 0; }
 
 std::vector<Summary> summaries_of(const Result& r) {
   std::vector<Summary> s;
   std::set<std::string> used;
-  auto host = [&](std::string name, double value, std::string unit, std::string description, bool integer = false) {
-    used.insert(name);
-    s.push_back({std::move(name), value, std::move(unit), std::move(description), integer, false});
-  };
-  if (r.passed()) {
-    host("FLOP/s", r.point.flops_per_s, "FLOP/s", "floating-point operations per second (counted FLOPs / median time)");
-    host("B/s", r.point.bytes_per_s, "B/s", "minimum bytes moved per second (counted bytes / median time)");
-    host("AI", r.point.intensity, "FLOP/B", "arithmetic intensity: counted FLOPs / minimum bytes");
-    host("roof_pct", 100.0 * r.point.roof_fraction, "%", "achieved / attainable under the measured roofline");
+  for (const Figure& f : kFigures) {
+    if (!applies(f.when, r)) continue;
+    used.insert(f.name);
+    s.push_back({f.name, f.value(r), f.unit, f.description, f.hint, false, f.written});
   }
   // Plugin figures after the host's, renamed when their name is taken.
-  std::vector<Summary> plugin;
-  auto from_plugin = [&](const std::string& name, double value, std::string unit, std::string description) {
-    plugin.push_back({name, value, std::move(unit), std::move(description), false, true});
-  };
-  if (r.passed()) {
-    if (!r.work.item_name.empty())
-      from_plugin(r.work.item_name + "/s", r.work.items / r.stats.median, r.work.item_name + "/s",
-                  r.work.item_name + " per second (counted per run / median time)");
-    for (const auto& rate : r.rates) from_plugin(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)");
-    host("time_median", r.stats.median, "s", "median time of one run over the kept samples");
-    host("time_q1", r.stats.q1, "s", "first quartile of the time of one run");
-    host("time_q3", r.stats.q3, "s", "third quartile of the time of one run");
-    host("noise", r.stats.noise, "1", "relative noise: stdev / mean of the samples");
-    host("samples", static_cast<double>(r.stats.count), "count", "timed samples kept", true);
-    host("warmup_iters", r.warmup_iterations, "count", "runs of the warm-up", true);
-    host("runs_per_sample", r.runs_per_sample, "count", "runs timed together in one sample", true);
-    if (r.mean_clock_mhz > 0) {
-      host("sm_clock_mhz", r.mean_clock_mhz, "MHz", "mean SM clock over the samples");
-      host("throttled_samples", r.throttled_samples, "count", "samples dropped for a throttled clock", true);
-      host("hold_timeouts", r.hold_timeouts, "count", "samples dropped because the stream hold timed out", true);
-      host("samples_with_mean_clock", r.samples_with_mean_clock, "count", "samples whose clock is the mean over the sample", true);
-      if (!std::isnan(r.noise_at_fixed_clock))
-        host("noise_at_fixed_clock", r.noise_at_fixed_clock, "1", "relative noise left after fitting time = a + b / clock");
-    }
-    if (std::isfinite(r.energy_per_run_j)) {
-      host("energy_per_run", r.energy_per_run_j, "J",
-           "device energy per run: the energy counter's rise over a window of the samples, over the runs in it");
-      host("power", r.mean_power_w, "W", "mean device power over that window");
-      host("energy_window_s", r.energy_window_s, "s", "the window's length, between two steps of the energy counter");
-      host("energy_busy_fraction", r.energy_busy_fraction, "1",
-           "the samples' device time over the window: the rest (between samples) is booked to the runs too");
-    }
-  }
-  if (r.gate_checked) host("gate_rel_err", r.gate_error, "1", "relative L2 error of the gate run against the reference");
-  host("gate_tolerance", r.tolerance, "1", "the largest relative L2 error the gate accepts");
-  host("peak_mem", r.memory.peak, "B", "high-water mark of the case's allocations through the host");
-  if (r.memory.leaked > 0) host("leaked_mem", r.memory.leaked, "B", "device memory used after teardown and not before setup");
-  for (const auto& c : r.case_counters) from_plugin(c.name, c.value, "", "the case's counter");
-  for (const auto& c : r.gate_counters) from_plugin(c.name, c.value, "", "a figure the case's gate computed");
-
-  for (auto& p : plugin) {
+  for (auto& p : plugin_figures(r)) {
     if (is_reserved_entry_name(p.name) || used.count(p.name)) {
       std::string renamed = "case." + p.name;
       for (int n = 2; used.count(renamed) || is_reserved_entry_name(renamed); ++n) renamed = "case." + p.name + "." + std::to_string(n);
@@ -99,6 +157,28 @@ const Summary* headline_rate(const std::vector<Summary>& summaries, const Result
     if (counts_items ? s.from_plugin && s.unit == item_unit : s.name == (r.work.flops > 0 ? "FLOP/s" : "B/s")) return &s;
   }
   return nullptr;
+}
+
+static std::string where_text(unsigned where) {
+  std::string text;
+  auto add = [&](unsigned bit, const char* name) {
+    if (where & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+  };
+  add(written::results_file, "results");
+  add(written::counters, "counters");
+  add(written::ctest, "CTest");
+  return text;
+}
+
+std::string figures_markdown() {
+  std::string md = "| figure | unit | written when | written to | meaning |\n|---|---|---|---|---|\n";
+  for (const Figure& f : kFigures)
+    md += std::string("| `") + f.name + "` | " + f.unit + " | " + when_text(f.when) + " | " + where_text(f.written) + " | " +
+          f.description + " |\n";
+  md += "| `<items>/s`, the case's rates and counters | | the case reports them | " + where_text(kShown) +
+        (" (the items/s also CTest) | the plugin's own figures, `from_plugin: true` under `roofbench.summaries`, "
+         "renamed `case.<name>` when a name above is taken |\n");
+  return md;
 }
 
 }  // namespace roofbench

@@ -1,6 +1,8 @@
 // The one list of figures a Result reports (nvbench's model: each a named, self-describing summary with
-// its unit and meaning). Google Benchmark's counters, the results file and the console all read it, so a
-// figure has one name everywhere.
+// its unit, meaning and a hint saying how to show it). Google Benchmark's counters, the results file, the
+// console and the CTest measurements all read it, so a figure has one name everywhere. The host's figures
+// are declared in one table (kFigures in summaries.cpp): one line each, and docs/results-format.md's and
+// docs/user-guide.md's figure tables are generated from it (figures_markdown, checked by docs.* tests).
 #pragma once
 
 #include <string>
@@ -10,14 +12,50 @@
 
 namespace roofbench {
 
+// How a figure is shown (the console's format; every printer reads the same word).
+enum class Hint { plain, duration, rate, intensity, percentage, ratio, count, bytes, frequency, energy, power };
+
+// Where a figure is written, a set of these bits: the results entry (a key of its own, described under
+// roofbench.summaries), Google Benchmark's counters, the CTest measurements
+// (reports/roofbench_reports/ctest_measurements.py lists them; tests/cmake/headline_check.cmake holds it so).
+namespace written {
+inline constexpr unsigned results_file = 1, counters = 2, ctest = 4;
+inline constexpr unsigned everywhere_but_ctest = results_file | counters;
+}  // namespace written
+
 struct Summary {
   std::string name;
   double value = 0;
   std::string unit;         // "s", "FLOP/s", "B/s", "B", "%", "1" (a ratio), "count", "MHz", ...
   std::string description;  // one line
-  bool integer = false;     // a count: written without a fraction
+  Hint hint = Hint::plain;
   bool from_plugin = false;  // a case's counter or rate (namespaced when its name is taken)
+  unsigned written = written::everywhere_but_ctest;
+  bool integer() const { return hint == Hint::count; }  // written without a fraction
 };
+
+// When the host reports a figure of its table.
+enum class When {
+  always,
+  passed,        // the result was timed (status ok)
+  clocked,       // passed, on a device whose clock is read (GPU)
+  clock_fitted,  // clocked, and the time-against-clock fit was made
+  energy,        // passed, with an energy figure (--energy, a device with a counter)
+  gate_checked,  // the gate ran
+  leaked,        // memory was left behind
+};
+
+// One figure the host reports: its declaration is this one line.
+struct Figure {
+  const char* name;
+  const char* unit;
+  Hint hint;
+  When when;
+  unsigned written;  // the written:: bits
+  const char* description;
+  double (*value)(const Result&);
+};
+const std::vector<Figure>& host_figures();
 
 // Names the host writes into a benchmark's entry itself (Google Benchmark's fields and roofbench's):
 // a plugin's counter may not take one.
@@ -32,5 +70,8 @@ std::vector<Summary> summaries_of(const Result& r);
 // per second when it counts items, else FLOP/s when it has FLOPs, else B/s. Null when `r` did not pass
 // (its summaries have no timed figures).
 const Summary* headline_rate(const std::vector<Summary>& summaries, const Result& r);
+
+// The host's figures as a Markdown table (name, unit, when, where, meaning): the docs' figure tables.
+std::string figures_markdown();
 
 }  // namespace roofbench

@@ -421,7 +421,7 @@ Result ProcessRunner::run(const RunRequest& q) {
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(q.timeout_s));
   auto timeout_text = [&] {
     char buf[120];
-    std::snprintf(buf, sizeof buf, "timed out: ran past its %g s timeout (--timeout, or the case's timeout_s); the worker was killed",
+    std::snprintf(buf, sizeof buf, "ran past its %g s timeout (--timeout, or the case's timeout_s); the worker was killed",
                   q.timeout_s);
     return std::string(buf);
   };
@@ -435,7 +435,7 @@ Result ProcessRunner::run(const RunRequest& q) {
     const Event e = worker_->next(deadline);
     if (e.kind == Event::timed_out) return lost(q, Status::timed_out, timeout_text() + " (while starting)");
     if (e.kind == Event::died || e.message.type != FrameType::ready)
-      return lost(q, Status::crashed, "crashed: a fresh worker process " + e.death + " while loading the plugins");
+      return lost(q, Status::crashed, "a fresh worker process " + e.death + " while loading the plugins");
   }
   worker_->clear_log_tail();
   wire::Writer w;
@@ -455,8 +455,8 @@ Result ProcessRunner::run(const RunRequest& q) {
   worker_->send(FrameType::run, w.bytes());  // a dead worker shows in next()
   const Event e = worker_->next(deadline);
   if (e.kind == Event::timed_out) return lost(q, Status::timed_out, timeout_text());
-  if (e.kind == Event::died) return lost(q, Status::crashed, "crashed: the worker process " + e.death + " during this benchmark");
-  if (e.message.type != FrameType::result) return lost(q, Status::crashed, "crashed: the worker sent no result");
+  if (e.kind == Event::died) return lost(q, Status::crashed, "the worker process " + e.death + " during this benchmark");
+  if (e.message.type != FrameType::result) return lost(q, Status::crashed, "the worker sent no result");
   wire::Reader in(e.message.payload);
   Result r = wire::get_result(in);
   // A worker whose case failed may hold a broken device or leaked memory (a wrong kernel that failed its

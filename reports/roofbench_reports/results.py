@@ -331,9 +331,31 @@ class Benchmark:
         return str(self._info("item_name"))
 
     @property
+    def summaries(self):
+        """What each figure of the entries is, as the host describes it (roofbench.summaries): name ->
+        {unit, description, from_plugin when the case reported it}; the first entry's description wins."""
+        described = {}
+        for entry in self.entries:
+            for name, summary in _object(_object(entry.get("roofbench")).get("summaries")).items():
+                if isinstance(summary, dict):
+                    described.setdefault(str(name), summary)
+        return described
+
+    def figure_names(self, unit=None, from_plugin=None):
+        """The names of the figures the host describes, in its order, those of one unit and/or source only."""
+        return [name for name, summary in self.summaries.items()
+                if (unit is None or summary.get("unit") == unit)
+                and (from_plugin is None or (summary.get("from_plugin") is True) == from_plugin)]
+
+    @property
     def items_counter(self):
-        """Name of the items/s counter ('tokens/s'), or '' when the case reports no items."""
-        return f"{self.item_name}/s" if self.item_name else ""
+        """Name of the items/s counter ('tokens/s'), or '' when the case reports no items: the case's figure
+        in items per second as the summaries describe it (renamed 'case.tokens/s' where the host's name
+        was taken), else '<item_name>/s' for files without summaries."""
+        if not self.item_name:
+            return ""
+        described = self.figure_names(unit=f"{self.item_name}/s", from_plugin=True)
+        return described[0] if described else f"{self.item_name}/s"
 
     @property
     def gate(self):

@@ -32,6 +32,22 @@ class LoadTest(unittest.TestCase):
             self.assertIn(expected, str(raised.exception))
             self.assertNotIn("\n", str(raised.exception))
 
+    def test_items_counter_is_read_from_the_summaries(self):
+        document = load_fixture(CPU_RUN)
+        entry = next(e for e in document["benchmarks"] if e["roofbench"].get("item_name"))
+        item_rate = entry["roofbench"]["item_name"] + "/s"
+        # The case's items per second under a renamed name (a host figure had its name): found by its unit.
+        entry["case." + item_rate] = entry.pop(item_rate, 1.0)
+        entry["roofbench"]["summaries"] = {
+            "time_median": {"unit": "s", "description": "median"},
+            "case." + item_rate: {"unit": item_rate, "description": "items", "from_plugin": True}}
+        benchmark = group_by_device([parse_run(document)])[0].benchmarks[entry["name"]]
+        self.assertEqual(benchmark.items_counter, "case." + item_rate)
+        self.assertEqual(benchmark.figure_names(from_plugin=False), ["time_median"])
+        del entry["roofbench"]["summaries"]
+        benchmark = group_by_device([parse_run(document)])[0].benchmarks[entry["name"]]
+        self.assertEqual(benchmark.items_counter, item_rate, "a file without summaries: the name the host gives")
+
     def test_finite_number(self):
         self.assertEqual(finite_number(3), 3.0)
         for not_a_number in (None, "3", True, float("nan"), float("inf")):

@@ -3,15 +3,12 @@
 Infinity, valid UTF-8, no key twice in one object) and prints what the end-to-end tests look at, one tab-separated record per line:
   context <key> <value>          suite, complete, gate, commit (when known)
   load_failure <path> <reason>
-  benchmark <name> <status> <gate> <label> <headline counters present, comma-separated> <error message>
+  benchmark <name> <status> <gate> <label> <the host's figures present, comma-separated> <error message>
   keys <name> <every key of the benchmark's entry, comma-separated>
 Exit 1 with the reason on stderr when the file cannot be read."""
 import json
 import math
 import sys
-
-HEADLINE_COUNTERS = ("FLOP/s", "B/s", "AI", "roof_pct", "gate_rel_err")
-
 
 def reject_constant(name):
     raise ValueError(f"{name} is not JSON")
@@ -41,7 +38,9 @@ def main(path):
     for failure in run["load_failures"]:
         print(f"load_failure\t{failure['path']}\t{flat(failure['reason'])}")
     for b in results["benchmarks"]:
-        present = [c for c in HEADLINE_COUNTERS if isinstance(b.get(c), (int, float)) and math.isfinite(b[c])]
+        # The host's own figures (roofbench.summaries describes each; the plugin's say from_plugin) with a value.
+        host_figures = [name for name, s in b["roofbench"]["summaries"].items() if not s.get("from_plugin")]
+        present = [c for c in host_figures if isinstance(b.get(c), (int, float)) and math.isfinite(b[c])]
         print("\t".join(["benchmark", b["name"], b["roofbench"]["status"], b["roofbench"]["gate"], flat(b["label"]),
                          ",".join(present), flat(b["error_message"])]))
         print("\t".join(["keys", b["name"], ",".join(b.keys())]))

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include <unistd.h>
@@ -86,6 +87,34 @@ std::string results_file_entry(const Result& r) {
   file.add(r, 0, 1);
   const std::string json = file.to_json(true);
   return json.substr(json.find("\"benchmarks\""));
+}
+
+// The results entry's layout (names, nesting, order, values) for fixed Results: a passing one with every
+// figure, a failed gate and a crash with the gate off. results_entry_layout.txt is what the format
+// (docs/results-format.md) holds the host to: the report, compare and the history read it.
+TEST(ResultsFile, AnEntrysLayoutIsPinned) {
+  auto pinned = [](Status status) {
+    Result r = every_field_set();
+    r.status = status;
+    r.message = "why";
+    r.case_counters = {{"loss", 5}, {"noise", 5.5}};
+    r.case_facts = {{"algorithm", "x"}, {"algorithm", "y"}};
+    return r;
+  };
+  RunContext gate_on, gate_off;
+  gate_off.gate = false;
+  std::string entries;
+  for (const auto& [status, context] : {std::pair{Status::ok, gate_on}, std::pair{Status::gate_failed, gate_on},
+                                        std::pair{Status::crashed, gate_off}}) {
+    ResultsFile file("f", context);
+    file.add(pinned(status), 1, 2);
+    const std::string json = file.to_json(true);
+    entries += json.substr(json.find("\"benchmarks\""));
+  }
+  std::ifstream in(std::string(ROOFBENCH_TEST_UNIT_DIR) + "/results_entry_layout.txt");
+  const std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(entries, expected);
 }
 
 TEST(Wire, AResultCrossesUnchanged) {
@@ -223,6 +252,26 @@ TEST(Fingerprint, OtherStringAbiIsRefusedWithOneLine) {
   if (host.cuda_runtime_major != 0) {
     EXPECT_THAT(fingerprint_mismatch(other, host), HasSubstr("CUDA runtime 11"));
   }
+}
+
+// A result with every figure reports each host figure of the table, in its order, as the table declares it.
+TEST(Summaries, TheHostsFiguresAreItsTable) {
+  Result r = every_field_set();
+  r.status = Status::ok;
+  std::vector<Summary> host;
+  for (const auto& s : summaries_of(r))
+    if (!s.from_plugin) host.push_back(s);
+  ASSERT_EQ(host.size(), host_figures().size());
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const Figure& f = host_figures()[i];
+    EXPECT_EQ(host[i].name, f.name);
+    EXPECT_EQ(host[i].unit, f.unit);
+    EXPECT_EQ(host[i].hint, f.hint) << f.name;
+    EXPECT_EQ(host[i].written, f.written) << f.name;
+    EXPECT_EQ(host[i].value, f.value(r)) << f.name;
+    EXPECT_TRUE(is_reserved_entry_name(f.name)) << f.name;
+  }
+  EXPECT_THAT(figures_markdown(), HasSubstr("| `time_median` | s | timed | results, counters, CTest | median time of one run over the kept samples |"));
 }
 
 TEST(Summaries, PluginCountersNeverTakeAHostName) {
@@ -365,7 +414,6 @@ TEST_F(SessionTest, SweepsEndFailuresCountAndCeilingsAreMeasuredOnce) {
   const auto plain = session.run(4);
   EXPECT_TRUE(plain.ran);
   EXPECT_TRUE(plain.counts_as_failure);
-  EXPECT_EQ(session.failures(), 1);
   EXPECT_EQ(ceilings_measured_, 1);
   EXPECT_EQ(runner_.timeouts, (std::vector<double>{3, 3, 3, 7})) << "a case's timeout_s wins over the default";
   EXPECT_FALSE(session.results_path());
@@ -403,7 +451,6 @@ TEST_F(SessionTest, ARefusedBuildIsNotRunButFailsTheRun) {
   EXPECT_FALSE(second.ran);
   EXPECT_TRUE(second.counts_as_failure);
   EXPECT_EQ(second.not_run_reason, refused.message);
-  EXPECT_EQ(session.failures(), 1);
 }
 
 TEST_F(SessionTest, ResultsThatCannotBeWrittenMakeTheRunLoseThem) {
