@@ -305,6 +305,14 @@ void check_work(const Work& w) {
 }
 
 // After a failed case: each device clears its error or resets, and the result says what happened.
+// A case's figures: numbers become the result's counters, texts its facts.
+void keep_figures(Result& r, const std::vector<Figure>& figures) {
+  for (const Figure& f : figures) {
+    if (f.is_text) r.case_facts.push_back({f.name, f.text});
+    else r.case_counters.push_back({f.name, f.number});
+  }
+}
+
 void recover_devices(Result& r, const std::vector<Device*>& ranks) {
   for (auto* d : ranks) {
     try {
@@ -403,8 +411,6 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     // After setup: a case may only know its work once it knows its ranks.
     r.work = c->work();
     check_work(r.work);
-    r.case_counters = c->counters();
-    r.case_facts = c->facts();
     ctx.synchronize_all();
     end_phase(r.phases.setup);
     if (o.gate) {
@@ -414,7 +420,6 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
       const Check check = c->check(ctx);
       r.gate_checked = true;
       r.gate_error = check.rel_l2_error;
-      r.gate_counters = check.counters;
       // NaN (an output not finite) and infinity (a zero reference) fail the gate below; a negative
       // error is no distance at all: the check is broken.
       if (check.rel_l2_error < 0)
@@ -429,6 +434,7 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
         if (!check.detail.empty()) r.message += ": " + check.detail;
       }
     }
+    keep_figures(r, c->figures());
     end_phase(r.phases.gate);
     if (r.status == Status::ok) {
       run_timed(r, b, *c, ctx, ranks, o);

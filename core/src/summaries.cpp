@@ -77,7 +77,6 @@ std::vector<Summary> summaries_of(const Result& r) {
   host("peak_mem", r.memory.peak, "B", "high-water mark of the case's allocations through the host");
   if (r.memory.leaked > 0) host("leaked_mem", r.memory.leaked, "B", "device memory used after teardown and not before setup");
   for (const auto& c : r.case_counters) from_plugin(c.name, c.value, "", "the case's counter");
-  for (const auto& c : r.gate_counters) from_plugin(c.name, c.value, "", "a figure the case's gate computed");
 
   for (auto& p : plugin) {
     if (is_reserved_entry_name(p.name) || used.count(p.name)) {

@@ -169,7 +169,7 @@ class In {
 template <typename X, typename T>
 concept Is = std::same_as<std::remove_const_t<X>, T>;
 
-template <typename Io, Is<Counter> X>
+template <typename Io, Is<Amount> X>
 void fields(Io& io, X& c) {
   io(c.name, c.value);
 }
@@ -206,7 +206,7 @@ void fields(Io& io, X& k) {
 template <typename Io, Is<Result> X>
 void fields(Io& io, X& x) {
   io(x.name, x.plugin, x.case_name, x.ladder, x.sweep_axis, x.params, x.precision, x.device, x.status, x.message);
-  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance, x.gate_counters);
+  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance);
   io(x.samples, x.sample_clocks_mhz, x.noise_at_fixed_clock);
   auto& s = x.stats;
   io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);

@@ -27,7 +27,7 @@
 #include "attention_common.cuh"
 #include "attention_tensor_core.cuh"
 #include "common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "storage.cuh"
 
 namespace roofbench::gpt::cuda::attention {

@@ -46,7 +46,7 @@
 #include "attention_common.cuh"
 #include "attention_mma.cuh"
 #include "common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {

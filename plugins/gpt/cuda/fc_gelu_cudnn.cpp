@@ -72,7 +72,7 @@ struct CudnnFcGelu::State {
   std::optional<cudnn_backend::EnginePlan> plan;  // keeps the graph's descriptors alive too
   std::unique_ptr<Descriptor> pack;               // the construction's pointers: built once
   void* workspace = nullptr;
-  std::vector<Fact> facts;
+  std::vector<Figure> facts;
 
   Descriptor& make(cudnnBackendDescriptorType_t type) { return graph->make(type); }
 };
@@ -195,6 +195,6 @@ void CudnnFcGelu::destroy() {
   ROOFBENCH_CUDNN(s.handle.destroy());
 }
 
-const std::vector<Fact>& CudnnFcGelu::facts() const { return state_->facts; }
+const std::vector<Figure>& CudnnFcGelu::facts() const { return state_->facts; }
 
 }  // namespace roofbench::gpt::cuda

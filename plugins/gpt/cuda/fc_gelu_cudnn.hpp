@@ -46,7 +46,7 @@ class CudnnFcGelu {
   void destroy();
   // cudnn_version, cudnn_graph, cudnn_engine, engine_search (fastest_plan's text: what was timed and chosen,
   // the heuristics' counts), cudnn_workspace_bytes.
-  const std::vector<Fact>& facts() const;
+  const std::vector<Figure>& facts() const;
 
  private:
   struct State;

@@ -66,7 +66,7 @@ TEST_P(GptFcGelu, CudnnGraphMatchesDoubleAndV1) {
     GTEST_SKIP() << "cuDNN offers no plan for " << kFcGeluGraphName << ": " << e.what();
   }
   std::string facts;
-  for (const Fact& f : graph->facts()) facts += f.name + "=" + f.value + "\n      ";
+  for (const Figure& f : graph->facts()) facts += f.name + "=" + f.text + "\n      ";
   std::printf("    %s\n", facts.c_str());
   RecordProperty("facts", facts);
 
