@@ -57,12 +57,15 @@ endfunction()
 # so runs several times slower than the code it stands for. Such a plugin gets -O2 on its own target,
 # unless CMAKE_CXX_FLAGS already names an optimisation level; any build type the user sets (Debug
 # included) is left as it is.
+# The message names the first target; the others (a plugin's cases) are its parts.
 function(_roofbench_optimise_by_default target)
   get_property(multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
   if(multi_config OR CMAKE_BUILD_TYPE OR CMAKE_CXX_FLAGS MATCHES "(^| )-O")
     return()
   endif()
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX,CUDA>:-O2>)
+  foreach(each IN ITEMS ${target} ${ARGN})
+    target_compile_options(${each} PRIVATE $<$<COMPILE_LANGUAGE:CXX,CUDA>:-O2>)
+  endforeach()
   message(STATUS "roofbench: ${target} built with -O2 (no CMAKE_BUILD_TYPE given; "
                  "-DCMAKE_BUILD_TYPE=Debug or another type overrides it)")
 endfunction()
@@ -137,7 +140,6 @@ function(_roofbench_plugin_cases NAME cuda)
     # The ABI fingerprint's CUDA runtime major, whichever headers the entry point's file includes.
     target_compile_definitions(${cases} PRIVATE ROOFBENCH_CUDA_RUNTIME_MAJOR=${CUDAToolkit_VERSION_MAJOR})
   endif()
-  _roofbench_optimise_by_default(${cases})
 endfunction()
 
 function(roofbench_add_plugin NAME)
@@ -170,7 +172,7 @@ function(roofbench_add_plugin NAME)
     # One CUDA runtime in the process: the host's and the plugin's streams must mean the same thing.
     set_target_properties(${target} PROPERTIES CUDA_RUNTIME_LIBRARY Shared)
   endif()
-  _roofbench_optimise_by_default(${target})
+  _roofbench_optimise_by_default(${target} ${cases})
   # An unresolved symbol must fail the link, not the host's load.
   target_link_options(${target} PRIVATE -Wl,--no-undefined)
   set_property(GLOBAL APPEND PROPERTY ROOFBENCH_PLUGIN_FILES
