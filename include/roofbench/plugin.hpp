@@ -1,8 +1,9 @@
-// roofbench plugin API: the one header a plugin author needs.
+// roofbench plugin API: the header every plugin includes (a CUDA plugin adds roofbench/cuda.hpp).
 //
-// A plugin is a shared library that exports one entry point (ROOFBENCH_PLUGIN below). It describes
-// benchmark cases; the host owns everything else: timing, warm-up, repetition, counters, the roofline
-// and the correctness gate. A case never times itself.
+// A plugin is a shared library that exports one entry point: ROOFBENCH_PLUGIN("name", describe), from
+// roofbench/detail/abi.hpp, which this header includes at its end. It describes benchmark cases; the
+// host owns everything else: timing, warm-up, repetition, counters, the roofline and the correctness
+// gate. A case never times itself.
 //
 // Life of one benchmark (one case at one point of its axes' cartesian product):
 //   make(params) -> setup(ctx)          allocate through ctx.alloc(), fill inputs with ctx.fill_random()
