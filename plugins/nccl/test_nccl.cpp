@@ -201,7 +201,7 @@ class MultiGpuContext final : public Context {
     ROOFBENCH_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
   }
   void synchronize(int rank) override {
-    ROOFBENCH_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(rank))));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(cuda::stream(*this, rank)));
   }
   std::uint64_t seed() const override { return seed_; }
 
