@@ -6,9 +6,9 @@ set(ROOFBENCH_INSTALL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/roofbench)
 
 function(roofbench_install_sdk)
   # file(STRINGS) keeps the line's ';' escaped, so only the number is matched.
-  file(STRINGS ${PROJECT_SOURCE_DIR}/core/include/roofbench/plugin.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
+  file(STRINGS ${PROJECT_SOURCE_DIR}/include/roofbench/detail/abi.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
   if(NOT abi_line MATCHES "kAbiVersion = ([0-9]+)")
-    message(FATAL_ERROR "roofbench: no kAbiVersion = N; in core/include/roofbench/plugin.hpp")
+    message(FATAL_ERROR "roofbench: no kAbiVersion = N; in include/roofbench/detail/abi.hpp")
   endif()
   set(ROOFBENCH_ABI_VERSION ${CMAKE_MATCH_1})
   install(EXPORT roofbenchTargets NAMESPACE roofbench:: DESTINATION ${ROOFBENCH_INSTALL_CMAKE_DIR})
@@ -23,6 +23,9 @@ function(roofbench_install_sdk)
   install(FILES ${PROJECT_BINARY_DIR}/sdk/roofbenchConfig.cmake ${PROJECT_BINARY_DIR}/sdk/roofbenchConfigVersion.cmake
                 ${PROJECT_SOURCE_DIR}/cmake/RoofbenchPlugin.cmake ${PROJECT_SOURCE_DIR}/cmake/RoofbenchCudaProbe.cu
           DESTINATION ${ROOFBENCH_INSTALL_CMAKE_DIR})
+  # The CUDA SDK's sources: roofbench_add_plugin builds roofbench::cuda_case_support from them.
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/case_support/ DESTINATION ${ROOFBENCH_INSTALL_CMAKE_DIR}/case_support
+          FILES_MATCHING PATTERN "*.cpp" PATTERN "*.cu" PATTERN "*.hpp" PATTERN "tests" EXCLUDE)
 
   # pkg-config: relative to the .pc file, so the installed tree can be moved.
   set(pc_dir ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -42,7 +42,7 @@ cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
 
 # Only what the source distribution holds: build folders inside the checkout stay out.
 file(REMOVE_RECURSE ${source_copy}/plugins/scale)
-foreach(entry CMakeLists.txt CTestConfig.cmake README.md cmake core kernels plugins examples reports suites tests)
+foreach(entry CMakeLists.txt CTestConfig.cmake README.md cmake core include sdk kernels plugins examples reports suites tests)
   file(COPY ${SOURCE_DIR}/${entry} DESTINATION ${source_copy} PATTERN __pycache__ EXCLUDE)
 endforeach()
 file(REMOVE_RECURSE ${source_copy}/plugins/scale)  # one the user made in their checkout
@@ -53,9 +53,11 @@ step("configure roofbench (CPU parts)" ${CMAKE_COMMAND} -S ${source_copy} -B ${i
 step("build roofbench" ${CMAKE_COMMAND} --build ${inner_build} -j ${cores})
 step("install roofbench" ${CMAKE_COMMAND} --install ${inner_build})
 
-foreach(installed include/roofbench/plugin.hpp include/roofbench/cuda_check.hpp bin/roofbench
+foreach(installed include/roofbench/plugin.hpp include/roofbench/detail/abi.hpp include/roofbench/cuda.hpp bin/roofbench
         lib/cmake/roofbench/roofbenchConfig.cmake lib/cmake/roofbench/roofbenchConfigVersion.cmake
         lib/cmake/roofbench/roofbenchTargets.cmake lib/cmake/roofbench/RoofbenchPlugin.cmake
+        include/roofbench/case_support/gate.hpp lib/cmake/roofbench/case_support/gate.cpp
+        lib/cmake/roofbench/case_support/nonfinite.cu
         lib/pkgconfig/roofbench.pc lib/roofbench/plugins/roofbench-cpu.so bin/roofbench-report bin/roofbench-compare)
   if(NOT EXISTS ${prefix}/${installed})
     file(GLOB_RECURSE everything RELATIVE ${prefix} ${prefix}/*)
@@ -64,7 +66,7 @@ foreach(installed include/roofbench/plugin.hpp include/roofbench/cuda_check.hpp 
 endforeach()
 
 # The ABI version in the package config and the .pc file is the number alone.
-file(STRINGS ${SOURCE_DIR}/core/include/roofbench/plugin.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
+file(STRINGS ${SOURCE_DIR}/include/roofbench/detail/abi.hpp abi_line REGEX "kAbiVersion = [0-9]+;")
 string(REGEX REPLACE ".*kAbiVersion = ([0-9]+).*" "\\1" abi_version "${abi_line}")
 file(READ ${prefix}/lib/cmake/roofbench/roofbenchConfig.cmake config_text)
 file(READ ${prefix}/lib/pkgconfig/roofbench.pc pc_text)

@@ -17,7 +17,7 @@
 #include "console.hpp"
 #include "device.hpp"
 #include "nvml_energy.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "sample_steps.hpp"
 
 namespace roofbench {
@@ -87,18 +87,6 @@ __global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns, vola
   *mhz = double(c1 - c0) / double(t1 - t0) * 1e3;
 }
 
-class DeviceScope {  // every call on a device is made with it current
- public:
-  explicit DeviceScope(int index) {
-    ROOFBENCH_CUDA(cudaGetDevice(&previous_));
-    ROOFBENCH_CUDA(cudaSetDevice(index));
-  }
-  ~DeviceScope() { cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
-
 std::string uuid_text(const cudaUUID_t& uuid) {
   std::string out;
   char buf[3];
@@ -118,7 +106,7 @@ class CudaDevice final : public Device {
     uuid_ = uuid_text(prop.uuid);
     l2_bytes_ = static_cast<double>(prop.l2CacheSize);
     compute_capability_ = prop.major * 10 + prop.minor;
-    DeviceScope scope(index);
+    cuda::DeviceGuard scope(index);
     ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~CudaDevice() override {
@@ -127,14 +115,14 @@ class CudaDevice final : public Device {
   const DeviceInfo& info() const override { return info_; }
   std::string key() const override { return "cuda-" + info_.name + "-" + uuid_; }
   std::optional<std::string> architecture_refusal(CudaProbe probe, std::string_view plugin_name) override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     return cuda_architecture_refusal(probe, plugin_name, "cuda:" + std::to_string(info_.index), info_.name,
                                      compute_capability_);
   }
   void* stream() override { return stream_; }
   void* allocate(std::size_t bytes) override {
     ensure_usable();
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     void* p = nullptr;
     const cudaError_t status = cudaMalloc(&p, std::max<std::size_t>(bytes, 1));
     if (status == cudaErrorMemoryAllocation) {
@@ -150,34 +138,34 @@ class CudaDevice final : public Device {
   }
   void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi,
                    std::uint64_t seed) override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((count + 255) / 256, 65535));
     fill_uniform_kernel<<<std::max(blocks, 1u), 256, 0, stream_>>>(data, count, type, lo, hi - lo, seed);
     ROOFBENCH_CUDA_LAUNCH();
   }
   void poison(void* data, std::size_t bytes) override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     ROOFBENCH_CUDA(cudaMemsetAsync(data, 0xFF, bytes, stream_));
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     ROOFBENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     ROOFBENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
   void synchronize() override {
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
   double cache_bytes() const override { return l2_bytes_; }
   int cache_level() const override { return 2; }
   double driver_used_bytes() override {
     ensure_usable();  // the first call of every case: a lost device says so before the driver is asked
-    DeviceScope scope(info_.index);
+    cuda::DeviceGuard scope(info_.index);
     std::size_t free_bytes = 0, total = 0;
     ROOFBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
     return static_cast<double>(total - free_bytes);
@@ -409,7 +397,7 @@ void CudaDevice::measure_fp8_flops(Ceilings& c, std::vector<std::string>& how) {
 }
 
 Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
-  DeviceScope scope(info_.index);
+  cuda::DeviceGuard scope(info_.index);
   Ceilings c;
   measure_bandwidths(c, how);
   measure_gemm_flops(c, how);
@@ -427,7 +415,7 @@ class CudaTimer final : public Timer {
       : run_once_(std::move(run_once)), options_(options) {
     for (Device* d : ranks) {
       Rank r{d->info().index, static_cast<cudaStream_t>(d->stream())};
-      DeviceScope scope(r.device);
+      cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaEventCreate(&r.start));
       ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
       if (options_.cold) {
@@ -438,7 +426,7 @@ class CudaTimer final : public Timer {
       }
       ranks_.push_back(r);
     }
-    DeviceScope scope(ranks_.front().device);
+    cuda::DeviceGuard scope(ranks_.front().device);
     ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&release_), 2 * sizeof(int), cudaHostAllocMapped));
     ROOFBENCH_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_on_device_), release_, 0));
     ROOFBENCH_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&clock_mhz_), sizeof(double), cudaHostAllocMapped));
@@ -476,7 +464,7 @@ class CudaTimer final : public Timer {
       if (held) return;
       held = true;
       for (auto& r : ranks_) {
-        DeviceScope scope(r.device);
+        cuda::DeviceGuard scope(r.device);
         const bool first = &r == &ranks_.front();
         hold_stream_kernel<<<1, 1, 0, r.stream>>>(release_on_device_, kHoldTimeoutNs, first ? marks_on_device_ : nullptr);
         ROOFBENCH_CUDA_LAUNCH();
@@ -488,19 +476,19 @@ class CudaTimer final : public Timer {
     }
     if (graph) {
       hold_once();
-      DeviceScope scope(ranks_.front().device);
+      cuda::DeviceGuard scope(ranks_.front().device);
       ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
     }
     for (SampleStep step : plan.after_graph) enqueue_step(step, false);
     __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
     {
-      DeviceScope scope(ranks_.front().device);
+      cuda::DeviceGuard scope(ranks_.front().device);
       clock_probe_kernel<<<1, 1, 0, ranks_.front().stream>>>(clock_mhz_on_device_, kClockProbeNs, marks_on_device_ + 1);
       ROOFBENCH_CUDA_LAUNCH();
     }
     double slowest = 0;
     for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
+      cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
       float ms = 0;
       ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
@@ -527,11 +515,11 @@ class CudaTimer final : public Timer {
     const SamplePlan plan = plan_sample(options_, runs, false);
     for (SampleStep step : plan.before_graph) enqueue_step(step, false);
     if (!plan.in_graph.empty()) {
-      DeviceScope scope(ranks_.front().device);
+      cuda::DeviceGuard scope(ranks_.front().device);
       ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan.in_graph), ranks_.front().stream));
     }
     for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
+      cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
     }
   }
@@ -557,7 +545,7 @@ class CudaTimer final : public Timer {
       return;
     }
     for (auto& r : ranks_) {
-      DeviceScope scope(r.device);
+      cuda::DeviceGuard scope(r.device);
       switch (step) {
         case SampleStep::flush:
           if (r.flush) ROOFBENCH_CUDA(cudaMemsetAsync(r.flush, 1, r.flush_bytes, r.stream));
@@ -578,7 +566,7 @@ class CudaTimer final : public Timer {
   cudaGraphExec_t graph_for(const std::vector<SampleStep>& steps) {
     if (auto it = graphs_.find(steps); it != graphs_.end()) return it->second;
     const Rank& r = ranks_.front();
-    DeviceScope scope(r.device);
+    cuda::DeviceGuard scope(r.device);
     cudaGraph_t graph = nullptr;
     ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
     try {

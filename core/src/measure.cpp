@@ -96,6 +96,14 @@ void check_work(const Work& w) {
   for (const auto& rate : w.rates) check(("rate '" + rate.name + "'").c_str(), rate.value);
 }
 
+// A case's figures: numbers become the result's counters, texts its facts.
+void keep_figures(Result& r, const std::vector<Figure>& figures) {
+  for (const Figure& f : figures) {
+    if (f.is_text) r.case_facts.push_back({f.name, f.text});
+    else r.case_counters.push_back({f.name, f.number});
+  }
+}
+
 // After a failed case: each device clears its error or resets, and the result says what happened.
 void recover_devices(Result& r, const std::vector<Device*>& ranks) {
   for (auto* d : ranks) {
@@ -188,7 +196,6 @@ void run_gate(Result& r, Case& c, HostContext& ctx) {
   const Check check = c.check(ctx);
   r.gate_checked = true;
   r.gate_error = check.rel_l2_error;
-  r.gate_counters = check.counters;
   // NaN (an output not finite) and infinity (a zero reference) fail the gate below; a negative
   // error is no distance at all: the check is broken.
   if (check.rel_l2_error < 0)
@@ -251,11 +258,10 @@ void run_case(Result& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool*
     // After setup: a case may only know its work once it knows its ranks.
     r.work = c->work();
     check_work(r.work);
-    r.case_counters = c->counters();
-    r.case_facts = c->facts();
     ctx.synchronize_all();
     end_phase(r.phases.setup);
     if (o.gate) run_gate(r, *c, ctx);
+    keep_figures(r, c->figures());
     end_phase(r.phases.gate);
     if (r.status == Status::ok) time_and_place(r, b, *c, ctx, ranks, ceilings, o);
     r.memory.allocated = ctx.allocated();

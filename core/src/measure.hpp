@@ -93,6 +93,12 @@ struct PhaseSeconds {
   double setup = 0, gate = 0, warmup = 0, sampling = 0, profile = 0, total = 0;
 };
 
+// A text a case reported (a Figure that is_text): written under the result's "facts".
+struct Fact {
+  std::string name;
+  std::string value;
+};
+
 struct Result {
   std::string name, plugin, case_name, ladder;
   std::string sweep_axis;  // the case's (CaseSpec::sweep_axis); the roofline joins the points along it
@@ -103,12 +109,11 @@ struct Result {
   std::string message;  // why it failed (after message_prefix(status)); notes otherwise
 
   Work work;
-  std::vector<Counter> case_counters;
-  std::vector<Fact> case_facts;
+  std::vector<Amount> case_counters;  // the case's figures that are numbers
+  std::vector<Fact> case_facts;       // and those that are texts
   bool gate_checked = false;
   double gate_error = std::numeric_limits<double>::quiet_NaN();
   double tolerance = 0;
-  std::vector<Counter> gate_counters;
 
   std::vector<double> samples;  // seconds per run, one per kept sample
   std::vector<double> sample_clocks_mhz;  // each kept sample's SM clock (GPU; SampleTime::clock_mhz), same order
@@ -138,7 +143,7 @@ struct Result {
   std::string energy_note;
   RooflinePoint point;
   MemoryFigures memory;
-  std::vector<Counter> rates;  // Work::rates divided by the median time
+  std::vector<Amount> rates;  // Work::rates divided by the median time
   KernelProfile profile;       // filled when a profiled pass was asked for
   PhaseSeconds phases;
 

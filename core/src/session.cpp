@@ -102,7 +102,7 @@ static void make_printable(Result& r) {
   r.message = printable(r.message, true);
   r.work.item_name = printable(r.work.item_name);
   for (auto& fact : r.case_facts) fact.name = printable(fact.name), fact.value = printable(fact.value);
-  for (auto* counters : {&r.case_counters, &r.gate_counters, &r.work.rates, &r.rates})
+  for (auto* counters : {&r.case_counters, &r.work.rates, &r.rates})
     for (auto& counter : *counters) counter.name = printable(counter.name);
 }
 

@@ -13,7 +13,7 @@ constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 
 // The host's figures, in the order they are written. Declaring a figure is one line here: every printer
 // (results file, Google Benchmark's counters, console, wire, docs) reads this table.
-const std::vector<Figure> kFigures = {
+const std::vector<HostFigure> kFigures = {
     {"FLOP/s", "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
      [](R r) { return r.point.flops_per_s; }},
     {"B/s", "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
@@ -99,7 +99,7 @@ const std::set<std::string>& reserved_names() {
         "bytes_per_second", "items_per_second", "big_o", "rms", "complexity", "memory",
         // roofbench's own entry fields beside its figures
         "roofbench", "hold_abandoned"};
-    for (const Figure& f : kFigures) n.insert(f.name);
+    for (const HostFigure& f : kFigures) n.insert(f.name);
     return n;
   }();
   return names;
@@ -118,20 +118,19 @@ std::vector<Summary> plugin_figures(const Result& r) {
     for (const auto& rate : r.rates) add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate);
   }
   for (const auto& c : r.case_counters) add(c.name, c.value, "", "the case's counter", Hint::plain);
-  for (const auto& c : r.gate_counters) add(c.name, c.value, "", "a figure the case's gate computed", Hint::plain);
   return plugin;
 }
 
 }  // namespace
 
-const std::vector<Figure>& host_figures() { return kFigures; }
+const std::vector<HostFigure>& host_figures() { return kFigures; }
 
 bool is_reserved_entry_name(const std::string& name) { return reserved_names().count(name) > 0; }
 
 std::vector<Summary> summaries_of(const Result& r) {
   std::vector<Summary> s;
   std::set<std::string> used;
-  for (const Figure& f : kFigures) {
+  for (const HostFigure& f : kFigures) {
     if (!applies(f.when, r)) continue;
     used.insert(f.name);
     s.push_back({f.name, f.value(r), f.unit, f.description, f.hint, false, f.written});
@@ -172,7 +171,7 @@ static std::string where_text(unsigned where) {
 
 std::string figures_markdown() {
   std::string md = "| figure | unit | written when | written to | meaning |\n|---|---|---|---|---|\n";
-  for (const Figure& f : kFigures)
+  for (const HostFigure& f : kFigures)
     md += std::string("| `") + f.name + "` | " + f.unit + " | " + when_text(f.when) + " | " + where_text(f.written) + " | " +
           f.description + " |\n";
   md += "| `<items>/s`, the case's rates and counters | | the case reports them | " + where_text(kShown) +

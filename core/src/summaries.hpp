@@ -46,7 +46,7 @@ enum class When {
 };
 
 // One figure the host reports: its declaration is this one line.
-struct Figure {
+struct HostFigure {
   const char* name;
   const char* unit;
   Hint hint;
@@ -55,7 +55,7 @@ struct Figure {
   const char* description;
   double (*value)(const Result&);
 };
-const std::vector<Figure>& host_figures();
+const std::vector<HostFigure>& host_figures();
 
 // Names the host writes into a benchmark's entry itself (Google Benchmark's fields and roofbench's):
 // a plugin's counter may not take one.

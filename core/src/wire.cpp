@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 936, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 912, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(RooflinePoint) == 48, "RooflinePoint changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 80, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -169,7 +169,7 @@ class In {
 template <typename X, typename T>
 concept Is = std::same_as<std::remove_const_t<X>, T>;
 
-template <typename Io, Is<Counter> X>
+template <typename Io, Is<Amount> X>
 void fields(Io& io, X& c) {
   io(c.name, c.value);
 }
@@ -206,7 +206,7 @@ void fields(Io& io, X& k) {
 template <typename Io, Is<Result> X>
 void fields(Io& io, X& x) {
   io(x.name, x.plugin, x.case_name, x.ladder, x.sweep_axis, x.params, x.precision, x.device, x.status, x.message);
-  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance, x.gate_counters);
+  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance);
   io(x.samples, x.sample_clocks_mhz, x.noise_at_fixed_clock);
   auto& s = x.stats;
   io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);

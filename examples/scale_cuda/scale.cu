@@ -1,6 +1,6 @@
 // examples/scale on a GPU: the smallest out-of-tree CUDA plugin (y = 2x), built by the sdk test.
 #include <cuda_runtime.h>
-#include <roofbench/cuda_check.hpp>
+#include <roofbench/cuda.hpp>
 #include <roofbench/plugin.hpp>
 
 #include <vector>
@@ -19,7 +19,7 @@ class Scale final : public Case {
     ctx.fill_random(x_, n_, ElementType::f32);
   }
   void run(Context& ctx) override {
-    twice<<<(n_ + 255) / 256, 256, 0, static_cast<cudaStream_t>(ctx.stream())>>>(x_, y_, n_);
+    twice<<<(n_ + 255) / 256, 256, 0, roofbench::cuda::stream(ctx)>>>(x_, y_, n_);
     ROOFBENCH_CUDA_LAUNCH();
   }
   Work work() const override { return {.flops = double(n_), .bytes = 8.0 * n_, .items = double(n_), .item_name = "elements"}; }

@@ -19,7 +19,7 @@
 
 #include "attention_common.cuh"
 #include "roofbench/mma_sync.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::kernels {
 namespace {

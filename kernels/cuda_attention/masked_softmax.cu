@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "attention_common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::kernels {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "attention_common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::kernels {
 namespace {

@@ -6,7 +6,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::kernels {

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench::kernels {
@@ -76,22 +76,6 @@ __global__ void add_vec16_kernel(const T* __restrict__ a, const T* __restrict__ 
   }
 }
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-
-template <typename T>
-__global__ void count_nonfinite_kernel(const T* __restrict__ data, std::size_t n,
-                                       unsigned long long* __restrict__ count) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  unsigned local = 0;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    local += isfinite(to_float(data[i])) ? 0u : 1u;
-  // One atomic per warp rather than per thread; every lane reaches this point (no early return).
-  local = __reduce_add_sync(0xffffffffu, local);
-  if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(count, static_cast<unsigned long long>(local));
-}
-
 unsigned blocks_for(std::size_t work_items, std::size_t items_per_block) {
   const std::size_t blocks = (work_items + items_per_block - 1) / items_per_block;
   return static_cast<unsigned>(std::clamp<std::size_t>(blocks, 1, kMaxBlocks));
@@ -124,26 +108,11 @@ void launch_add_vec16(const T* a, const T* b, T* c, std::size_t n, cudaStream_t 
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-template <typename T>
-void launch_count_nonfinite(const T* data, std::size_t n, unsigned long long* device_count, cudaStream_t stream) {
-  ROOFBENCH_CUDA(cudaMemsetAsync(device_count, 0, sizeof(*device_count), stream));
-  if (n == 0) return;
-  // A few waves of blocks is enough for a scan; fewer blocks mean fewer atomics.
-  constexpr std::size_t kScanBlocks = 4096;
-  const unsigned blocks = std::min<unsigned>(blocks_for(n, kThreads), kScanBlocks);
-  count_nonfinite_kernel<T><<<blocks, kThreads, 0, stream>>>(data, n, device_count);
-  ROOFBENCH_CUDA_LAUNCH();
-}
-
 template void launch_add_scalar<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
 template void launch_add_scalar<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, std::size_t,
                                                cudaStream_t);
 template void launch_add_vec16<float>(const float*, const float*, float*, std::size_t, cudaStream_t);
 template void launch_add_vec16<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, std::size_t,
                                               cudaStream_t);
-template void launch_count_nonfinite<float>(const float*, std::size_t, unsigned long long*, cudaStream_t);
-template void launch_count_nonfinite<__nv_bfloat16>(const __nv_bfloat16*, std::size_t, unsigned long long*,
-                                                    cudaStream_t);
-template void launch_count_nonfinite<__half>(const __half*, std::size_t, unsigned long long*, cudaStream_t);
 
 }  // namespace roofbench::kernels

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace roofbench::kernels {

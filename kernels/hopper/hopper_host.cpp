@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::hopper {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "roofbench/kernels/cuda_conv.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::conv {
 namespace {
@@ -40,14 +41,12 @@ std::string backend_plans_fact() {
   return "on: precompiled engines for bf16 and fp16";
 }
 
-std::vector<Fact> cudnn_facts() {
+std::vector<Figure> cudnn_facts() {
   return {{"implementation", "cuDNN " + cudnn_version()},
           {"cudnn_headers", cudnn_header_version()},
           {"cudnn_libraries", cudnn_loaded_from()},
           {"cudnn_backend_plans", backend_plans_fact()}};
 }
-
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 // The worst of several passes' checks, as one Check: a single bad convolution must not hide in an L2
 // norm pooled with 52 good ones.
@@ -65,11 +64,11 @@ struct WorstCheck {
       detail = c.detail;
     }
   }
-  Check result(const std::string& prefix) const {
+  Check result(const std::string& prefix, std::vector<Figure>& figures) const {
     Check check;
     check.rel_l2_error = error;
     check.detail = prefix + detail;
-    check.counters = {{"nonfinite_outputs", double(nonfinite)}, {"passes_checked", double(checked)}};
+    figures = {{"nonfinite_outputs", double(nonfinite)}, {"passes_checked", double(checked)}};
     return check;
   }
 };
@@ -97,7 +96,7 @@ void LayerCase::setup(Context& ctx) {
 
 void LayerCase::run(Context& ctx) {
   const cudnnHandle_t handle = implementation_ == Implementation::cudnn ? cudnn_handle(ctx) : nullptr;
-  conv_.enqueue(pass_, handle, workspace_, workspace_bytes_, stream_of(ctx));
+  conv_.enqueue(pass_, handle, workspace_, workspace_bytes_, cuda::stream(ctx));
 }
 
 Work LayerCase::work() const {
@@ -111,25 +110,28 @@ Check LayerCase::check(Context& ctx) {
   const PassCheck c = conv_.check(ctx, pass_, kLayerSamples.of(pass_), ctx.seed(), scan_);
   WorstCheck worst;
   worst.add(c);
-  return worst.result("");
+  return worst.result("", gate_figures_);
 }
 
-std::vector<Counter> LayerCase::counters() const {
-  std::vector<Counter> counters;
+// The algorithm's figures, the gate's, then the texts that say how the point ran.
+std::vector<Figure> LayerCase::figures() const {
+  std::vector<Figure> figures;
   if (const auto& choice = conv_.choice(pass_)) {
-    counters.push_back({"workspace_bytes", double(choice->chosen.workspace_bytes)});
-    counters.push_back({"search_workspace_bytes", double(workspace_bytes_)});
-    if (!choice->chosen.plan) counters.push_back({"cudnn_search_ms", double(choice->chosen.search_ms)});  // Find's time
-    if (choice->timed_ms > 0) counters.push_back({"algorithm_timed_ms", choice->timed_ms});
+    figures.push_back({"workspace_bytes", double(choice->chosen.workspace_bytes)});
+    figures.push_back({"search_workspace_bytes", double(workspace_bytes_)});
+    if (!choice->chosen.plan) figures.push_back({"cudnn_search_ms", double(choice->chosen.search_ms)});  // Find's time
+    if (choice->timed_ms > 0) figures.push_back({"algorithm_timed_ms", choice->timed_ms});
   }
-  return counters;
+  figures.insert(figures.end(), gate_figures_.begin(), gate_figures_.end());
+  for (Figure& text : texts()) figures.push_back(std::move(text));
+  return figures;
 }
 
-std::vector<Fact> LayerCase::facts() const {
+std::vector<Figure> LayerCase::texts() const {
   if (implementation_ == Implementation::implicit_gemm)
     return {{"implementation", "hand-written implicit GEMM (kernels/cuda_conv)"},
             {"algorithm", kernels::conv2d_implicit_gemm_bf16_variant(conv_.shape())}};
-  std::vector<Fact> facts = cudnn_facts();
+  std::vector<Figure> facts = cudnn_facts();
   if (const auto& choice = conv_.choice(pass_)) {
     facts.push_back({"cudnn_api", choice->chosen.plan ? "backend (cudnnBackendExecute of an engine plan)"
                                                       : "legacy (cudnnConvolution* with an algorithm enum)"});
@@ -189,7 +191,7 @@ void NetworkCase::setup(Context& ctx) {
 
 void NetworkCase::run(Context& ctx) {
   const cudnnHandle_t handle = implementation_ == Implementation::cudnn ? cudnn_handle(ctx) : nullptr;
-  const cudaStream_t stream = stream_of(ctx);
+  const cudaStream_t stream = cuda::stream(ctx);
   for (const auto& conv : convs_) conv->enqueue(Pass::fwd, handle, workspace_, workspace_bytes_, stream);
   if (!training_) return;
   for (auto it = convs_.rbegin(); it != convs_.rend(); ++it)
@@ -215,18 +217,25 @@ Check NetworkCase::check(Context& ctx) {
       if (convs_[i]->has(pass))
         worst.add(convs_[i]->check(ctx, pass, kNetworkSamples.of(pass), ctx.seed() + i, scan_));
   return worst.result("worst of " + std::to_string(worst.checked) + " checked passes of the " +
-                      std::to_string(convs_.size()) + " convolutions: ");
+                          std::to_string(convs_.size()) + " convolutions: ",
+                      gate_figures_);
 }
 
-std::vector<Counter> NetworkCase::counters() const {
-  std::size_t chosen = 0;
-  for (const auto& conv : convs_) chosen = std::max(chosen, conv->workspace_bytes());
-  if (implementation_ != Implementation::cudnn) return {};
-  return {{"workspace_bytes", double(chosen)}, {"search_workspace_bytes", double(workspace_bytes_)},
-          {"convolutions", double(convs_.size())}};
+// The workspace figures (cuDNN only), the gate's, then the texts that say how the network ran.
+std::vector<Figure> NetworkCase::figures() const {
+  std::vector<Figure> figures;
+  if (implementation_ == Implementation::cudnn) {
+    std::size_t chosen = 0;
+    for (const auto& conv : convs_) chosen = std::max(chosen, conv->workspace_bytes());
+    figures = {{"workspace_bytes", double(chosen)}, {"search_workspace_bytes", double(workspace_bytes_)},
+               {"convolutions", double(convs_.size())}};
+  }
+  figures.insert(figures.end(), gate_figures_.begin(), gate_figures_.end());
+  for (Figure& text : texts()) figures.push_back(std::move(text));
+  return figures;
 }
 
-std::vector<Fact> NetworkCase::facts() const {
+std::vector<Figure> NetworkCase::texts() const {
   if (implementation_ == Implementation::implicit_gemm)
     return {{"implementation", "hand-written implicit GEMM (kernels/cuda_conv)"}};
   // layer pass: algorithm/math, once per distinct layer, in network order.
@@ -240,7 +249,7 @@ std::vector<Fact> NetworkCase::facts() const {
         algorithms << (algorithms.tellp() > 0 ? "; " : "") << conv->layer().name << " " << to_string(pass) << ": "
                    << choice->chosen.label();
   }
-  std::vector<Fact> facts = cudnn_facts();
+  std::vector<Figure> facts = cudnn_facts();
   facts.push_back({"algorithm_search", std::string(search_ == AlgorithmSearch::find ? "cudnnFind*AlgorithmEx"
                                                                                     : "cudnnGetConvolution*Algorithm_v7") +
                                            " once per distinct layer" +

@@ -29,11 +29,12 @@ class LayerCase final : public Case {
   void run(Context& ctx) override;
   Work work() const override;
   Check check(Context& ctx) override;
-  std::vector<Counter> counters() const override;
-  std::vector<Fact> facts() const override;
+  std::vector<Figure> figures() const override;
   const Convolution& convolution() const { return conv_; }
 
  private:
+  std::vector<Figure> texts() const;
+  std::vector<Figure> gate_figures_;  // check()'s counts, returned by figures()
   Pass pass_;
   Implementation implementation_;
   Convolution conv_;
@@ -50,10 +51,11 @@ class NetworkCase final : public Case {
   void run(Context& ctx) override;
   Work work() const override;
   Check check(Context& ctx) override;
-  std::vector<Counter> counters() const override;
-  std::vector<Fact> facts() const override;
+  std::vector<Figure> figures() const override;
 
  private:
+  std::vector<Figure> texts() const;
+  std::vector<Figure> gate_figures_;  // check()'s counts, returned by figures()
   bool training_;
   Implementation implementation_;
   std::int64_t batch_;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "roofbench/case_support/launch_timing.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::conv {
 
@@ -26,7 +27,7 @@ cudnnHandle_t cudnn_handle(Context& ctx) {
       throw_cudnn_error(status, "cudnnCreate", __FILE__, __LINE__, CudnnUnsupported::is_error);
     }
   }
-  ROOFBENCH_CUDNN(cudnnSetStream(it->second, static_cast<cudaStream_t>(ctx.stream())));
+  ROOFBENCH_CUDNN(cudnnSetStream(it->second, cuda::stream(ctx)));
   return it->second;
 }
 

@@ -11,7 +11,7 @@
 #include "cases.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench::micro {
@@ -21,7 +21,6 @@ using case_support::NonfiniteScan;
 using case_support::check_elementwise;
 using case_support::unit_roundoff;
 
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 template <typename T>
 constexpr ElementType element_type_of();
@@ -56,9 +55,9 @@ class AddCase final : public Case {
 
   void run(Context& ctx) override {
     if (variant_ == AddVariant::scalar)
-      kernels::launch_add_scalar(a_, b_, c_, n_, stream_of(ctx));
+      kernels::launch_add_scalar(a_, b_, c_, n_, cuda::stream(ctx));
     else
-      kernels::launch_add_vec16(a_, b_, c_, n_, stream_of(ctx));
+      kernels::launch_add_vec16(a_, b_, c_, n_, cuda::stream(ctx));
   }
 
   Work work() const override {
@@ -77,8 +76,9 @@ class AddCase final : public Case {
                               .inputs = {{a_, kType}, {b_, kType}},
                               .reference = [](std::span<const double> x) { return x[0] + x[1]; },
                               .max_relative_error_per_element = kAddRoundings * unit_roundoff(kType)},
-                             scan_);
+                             scan_, gate_figures_);
   }
+  std::vector<Figure> figures() const override { return gate_figures_; }
 
  private:
   static constexpr ElementType kType = element_type_of<T>();
@@ -86,6 +86,7 @@ class AddCase final : public Case {
   std::size_t n_;
   T *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
   NonfiniteScan scan_;
+  std::vector<Figure> gate_figures_;
 };
 
 class CopyCase final : public Case {
@@ -102,7 +103,7 @@ class CopyCase final : public Case {
   }
 
   void run(Context& ctx) override {
-    ROOFBENCH_CUDA(cudaMemcpyAsync(destination_, source_, bytes_, cudaMemcpyDeviceToDevice, stream_of(ctx)));
+    ROOFBENCH_CUDA(cudaMemcpyAsync(destination_, source_, bytes_, cudaMemcpyDeviceToDevice, cuda::stream(ctx)));
   }
 
   Work work() const override {
@@ -119,14 +120,16 @@ class CopyCase final : public Case {
                               .inputs = {{source_, ElementType::f32}},
                               .reference = [](std::span<const double> x) { return x[0]; },
                               .max_relative_error_per_element = 0},
-                             scan_);
+                             scan_, gate_figures_);
   }
+  std::vector<Figure> figures() const override { return gate_figures_; }
 
  private:
   std::size_t floats() const { return bytes_ / sizeof(float); }
   std::size_t bytes_;
   void *source_ = nullptr, *destination_ = nullptr;
   NonfiniteScan scan_;
+  std::vector<Figure> gate_figures_;
 };
 
 std::size_t positive_size(const Params& params, const std::string& axis) {

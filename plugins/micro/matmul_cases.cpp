@@ -18,7 +18,7 @@
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_matmul.hpp"
 
 namespace roofbench::micro {
@@ -56,7 +56,6 @@ enum class Layout {
   cublas_tn,  // A row-major, B and C column-major (see the top of this file)
 };
 
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 // A batch of C = A B with inputs of one format: owns the buffers, counts the work and runs the sampled
 // gate; subclasses add the library state (prepare) and the launch (run).
@@ -114,8 +113,9 @@ class MatmulCase : public Case {
       operands.b_strides = MatrixStrides::column_major(k, n);
       operands.c_strides = MatrixStrides::column_major(m, n);
     }
-    return check_matmul_sampled(ctx, operands, scan_);
+    return check_matmul_sampled(ctx, operands, scan_, gate_figures_);
   }
+  std::vector<Figure> figures() const override { return gate_figures_; }
 
  protected:
   virtual void prepare(Context&) {}
@@ -128,6 +128,7 @@ class MatmulCase : public Case {
   bool count_matrices_;
   void *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
   NonfiniteScan scan_;
+  std::vector<Figure> gate_figures_;
 };
 
 // ---- hand-written fp32 kernels ----
@@ -142,7 +143,7 @@ class HandwrittenMatmul final : public MatmulCase {
 
   void run(Context& ctx) override {
     launch_(static_cast<const float*>(a_), static_cast<const float*>(b_), static_cast<float*>(c_), shape_.m, shape_.n,
-            shape_.k, stream_of(ctx));
+            shape_.k, cuda::stream(ctx));
   }
 
  private:
@@ -231,7 +232,7 @@ class CublasLtFp8Matmul final : public MatmulCase {
     // C is passed as both C and D: beta is 0, and the same layout is required for in-place use anyway.
     ROOFBENCH_CUBLASLT(cublasLtMatmul(lt_.handle.get(), lt_.desc.get(), &alpha, a_, lt_.a.get(), b_, lt_.b.get(), &beta,
                                       c_, lt_.c.get(), c_, lt_.c.get(), &algorithm_, workspace_,
-                                      kCublasWorkspaceBytes, stream_of(ctx)));
+                                      kCublasWorkspaceBytes, cuda::stream(ctx)));
   }
 
   void teardown(Context&) override {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -84,23 +84,6 @@ std::vector<double> gather_sample(Context& ctx, const void* device_buffer, const
   return values;
 }
 
-// Makes a device current for the scope: the runtime's copies act on the current device's context.
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) {
-    ROOFBENCH_CUDA(cudaGetDevice(&previous_));
-    ROOFBENCH_CUDA(cudaSetDevice(device));
-  }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-  ~CurrentDevice() { (void)cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
-
-cudaStream_t stream_of(const Context& ctx, int rank) { return static_cast<cudaStream_t>(ctx.stream(rank)); }
-
 // NaN (a poisoned or broken output) is worse than any number.
 bool worse(double error, double than) { return (std::isnan(error) && !std::isnan(than)) || error > than; }
 
@@ -171,11 +154,11 @@ class AllReduceCase final : public Case {
         buffers.send = buffers.recv = ctx.alloc(bytes, BufferRole::input, rank);
         buffers.pristine = pristine;
         {
-          CurrentDevice on(devices[static_cast<std::size_t>(rank)]);
+          cuda::DeviceGuard on(devices[static_cast<std::size_t>(rank)]);
           // The fill may have been queued on any stream of the device; the copy must see it finished.
           ROOFBENCH_CUDA(cudaDeviceSynchronize());
           ROOFBENCH_CUDA(cudaMemcpyAsync(buffers.send, pristine, bytes, cudaMemcpyDeviceToDevice,
-                                         stream_of(ctx, rank)));
+                                         cuda::stream(ctx, rank)));
         }
         ctx.synchronize(rank);
       } else {
@@ -196,7 +179,7 @@ class AllReduceCase final : public Case {
     for (int rank = 0; rank < ranks_; ++rank) {
       const RankBuffers& buffers = buffers_[static_cast<std::size_t>(rank)];
       ROOFBENCH_NCCL(ncclAllReduce(buffers.send, buffers.recv, elements_, format_.nccl_type, ncclSum,
-                                   comms_[rank], stream_of(ctx, rank)));
+                                   comms_[rank], cuda::stream(ctx, rank)));
     }
     group.end();
   }
@@ -263,15 +246,18 @@ class AllReduceCase final : public Case {
       result.passed_extra = false;
       result.detail += "; with one rank the result must equal the input exactly";
     }
-    result.counters = {{"gate_elements", static_cast<double>(sample.size())}};
+    gate_elements_ = sample.size();
     return result;
   }
 
   void teardown(Context&) override { comms_.destroy(); }
 
-  std::vector<Counter> counters() const override {
-    if (ranks_ < 1) return {};
-    return {{"ranks", static_cast<double>(ranks_)}};
+  // The ranks once set up, then how many elements the gate compared once it ran.
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> figures;
+    if (ranks_ >= 1) figures.push_back({"ranks", static_cast<double>(ranks_)});
+    if (gate_elements_ > 0) figures.push_back({"gate_elements", static_cast<double>(gate_elements_)});
+    return figures;
   }
 
  private:
@@ -290,6 +276,7 @@ class AllReduceCase final : public Case {
   std::size_t elements_;
   bool in_place_;
   int ranks_ = 0;
+  std::size_t gate_elements_ = 0;  // check()'s sample size
   Communicators comms_;
   std::vector<RankBuffers> buffers_;
 };

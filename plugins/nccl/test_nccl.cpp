@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "allreduce.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -201,7 +201,7 @@ class MultiGpuContext final : public Context {
     ROOFBENCH_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
   }
   void synchronize(int rank) override {
-    ROOFBENCH_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream(rank))));
+    ROOFBENCH_CUDA(cudaStreamSynchronize(cuda::stream(*this, rank)));
   }
   std::uint64_t seed() const override { return seed_; }
 
@@ -241,7 +241,7 @@ const CaseSpec& find_case(const Plugin& plugin, std::string_view name) {
 struct GateOutcome {
   Check check;
   Work work;
-  std::vector<Counter> counters;
+  std::vector<Figure> figures;
   double tolerance = 0;
 };
 
@@ -263,7 +263,7 @@ GateOutcome run_gate(const std::string& case_name, std::int64_t bytes, bool in_p
   GateOutcome outcome;
   outcome.check = benchmark->check(ctx);
   outcome.work = benchmark->work();
-  outcome.counters = benchmark->counters();
+  outcome.figures = benchmark->figures();
   outcome.tolerance = spec.tolerance > 0 ? spec.tolerance : default_tolerance(spec.precision);
   // A few more runs, as the timed loop would do, must not fail either.
   if (run_before_check) {
@@ -275,8 +275,8 @@ GateOutcome run_gate(const std::string& case_name, std::int64_t bytes, bool in_p
 }
 
 double rate(const Work& work, const std::string& name) {
-  for (const Counter& counter : work.rates)
-    if (counter.name == name) return counter.value;
+  for (const Amount& amount : work.rates)
+    if (amount.name == name) return amount.value;
   ADD_FAILURE() << "no rate " << name;
   return 0;
 }
@@ -317,9 +317,10 @@ TEST_P(AllReduceGate, PassesOnOneRankAndOnAllGpus) {
     EXPECT_EQ(outcome.work.flops, (k - 1) * static_cast<double>(param.bytes) / element_size);
     EXPECT_EQ(rate(outcome.work, "algbw"), static_cast<double>(param.bytes));
     EXPECT_DOUBLE_EQ(rate(outcome.work, "busbw"), param.bytes * 2 * (k - 1) / k);
-    ASSERT_EQ(outcome.counters.size(), 1u);
-    EXPECT_EQ(outcome.counters[0].name, "ranks");
-    EXPECT_EQ(outcome.counters[0].value, k);
+    ASSERT_EQ(outcome.figures.size(), 2u);
+    EXPECT_EQ(outcome.figures[0].name, "ranks");
+    EXPECT_EQ(outcome.figures[0].number, k);
+    EXPECT_EQ(outcome.figures[1].name, "gate_elements");
   }
 }
 
@@ -380,7 +381,7 @@ TEST(AllReduceDescribe, WorkBeforeSetupLeavesOutWhatNeedsTheRankCount) {
   ASSERT_EQ(work.rates.size(), 1u);
   EXPECT_EQ(work.rates[0].name, "algbw");
   EXPECT_EQ(work.rates[0].value, 64.0);
-  EXPECT_TRUE(benchmark->counters().empty());
+  EXPECT_TRUE(benchmark->figures().empty());
 }
 
 TEST(GateSample, EveryElementUpTo64MiB) {

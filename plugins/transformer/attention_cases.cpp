@@ -14,6 +14,7 @@
 #include "cudnn_attention.hpp"
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::transformer {
 
@@ -64,7 +65,6 @@ bool has_bulk_copy(int device_index) {
 namespace {
 
 ElementType element_of(AttentionType type) { return type == AttentionType::bf16 ? ElementType::bf16 : ElementType::f16; }
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 // Owns Q, K, V and O, counts the work and runs the gate; subclasses launch.
 class AttentionCase : public Case {
@@ -105,10 +105,16 @@ class AttentionCase : public Case {
 
   Check check(Context& ctx) override {
     return check_attention(
-        ctx, {.shape = shape_, .type = element_, .q = q_, .k = k_, .v = v_, .o = o_, .must_check = gate_pairs()}, scan_);
+        ctx, {.shape = shape_, .type = element_, .q = q_, .k = k_, .v = v_, .o = o_, .must_check = gate_pairs()}, scan_,
+        gate_figures_);
   }
 
-  std::vector<Fact> facts() const override { return facts_; }
+  // The gate's counts, then how the point ran.
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> figures = gate_figures_;
+    figures.insert(figures.end(), facts_.begin(), facts_.end());
+    return figures;
+  }
 
  protected:
   virtual void prepare(Context&) {}
@@ -121,7 +127,8 @@ class AttentionCase : public Case {
   AttentionFault fault_;
   void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
   case_support::NonfiniteScan scan_;
-  std::vector<Fact> facts_;
+  std::vector<Figure> gate_figures_;
+  std::vector<Figure> facts_;  // texts
 };
 
 // What a framework without a fused kernel runs: S = Q K^T (fp32) through cuBLAS, a masked softmax
@@ -143,7 +150,7 @@ class NaiveAttention final : public AttentionCase {
                                                 CUDA_R_32F, int(tk), tq * tk, batch, CUBLAS_COMPUTE_32F,
                                                 CUBLAS_GEMM_DEFAULT));
     kernels::launch_masked_softmax(type_, shape_, scores_, probabilities_, float(1.0 / std::sqrt(double(d))),
-                                   stream_of(ctx), fault_);
+                                   cuda::stream(ctx), fault_);
     // Row-major O [tq, d] is column-major O^T = V^T P^T.
     ROOFBENCH_CUBLAS(cublasGemmStridedBatchedEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, int(d), int(tq), int(tk), &one, v_,
                                                 type, int(d), tk * d, probabilities_, type, int(tk), tq * tk, &zero, o_,
@@ -179,7 +186,7 @@ class FusedAttention final : public AttentionCase {
     facts_.push_back({"kernel", "fused_" + version_});
   }
   void run(Context& ctx) override {
-    kernels::launch_fused_attention(version_, type_, shape_, q_, k_, v_, o_, stream_of(ctx), fault_);
+    kernels::launch_fused_attention(version_, type_, shape_, q_, k_, v_, o_, cuda::stream(ctx), fault_);
   }
 
  private:
@@ -196,7 +203,7 @@ class SplitKvDecode final : public AttentionCase {
       throw Error("transformer: no split_kv version '" + version_ + "'");
   }
   void run(Context& ctx) override {
-    kernels::launch_split_kv_decode(type_, shape_, plan_, q_, k_, v_, o_, workspace_, stream_of(ctx), fault_);
+    kernels::launch_split_kv_decode(type_, shape_, plan_, q_, k_, v_, o_, workspace_, cuda::stream(ctx), fault_);
   }
 
  private:
@@ -210,7 +217,7 @@ class SplitKvDecode final : public AttentionCase {
       throw NotApplicable("transformer: split_kv " + version_ +
                           " stages the cache through cp.async.bulk, which needs sm_90 or later");
     workspace_ = ctx.alloc(plan_.workspace_bytes, BufferRole::scratch);
-    kernels::zero_split_kv_workspace(plan_, shape_, workspace_, stream_of(ctx));
+    kernels::zero_split_kv_workspace(plan_, shape_, workspace_, cuda::stream(ctx));
     facts_.push_back({"kernel", "split_kv_" + version_});
     if (plan_.balanced_blocks_per_sm > 0)
       facts_.push_back({"runs", std::to_string(plan_.blocks) + " blocks of " + std::to_string(plan_.split_len) +
@@ -232,13 +239,13 @@ class SplitKvDecode final : public AttentionCase {
 class CudnnAttentionCase final : public AttentionCase {
  public:
   using AttentionCase::AttentionCase;
-  void run(Context& ctx) override { graph_.run(stream_of(ctx), q_, k_, v_, o_); }
+  void run(Context& ctx) override { graph_.run(cuda::stream(ctx), q_, k_, v_, o_); }
   void teardown(Context&) override { graph_.destroy(); }
 
  private:
   void prepare(Context& ctx) override {
     graph_.build(type_, shape_, ctx, q_, k_, v_, o_);  // throws NotApplicable with cuDNN's reason when refused
-    for (Fact& fact : graph_.facts()) facts_.push_back(std::move(fact));
+    for (Figure& fact : graph_.facts()) facts_.push_back(std::move(fact));
   }
   CudnnAttention graph_;
 };

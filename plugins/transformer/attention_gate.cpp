@@ -43,7 +43,8 @@ std::vector<std::int64_t> sampled_rows(std::int64_t q_len, std::size_t random_ro
   return {chosen.begin(), chosen.end()};
 }
 
-Check check_attention(Context& ctx, const AttentionOperands& op, const case_support::NonfiniteScan& scan) {
+Check check_attention(Context& ctx, const AttentionOperands& op, const case_support::NonfiniteScan& scan,
+                      std::vector<Figure>& figures) {
   const kernels::AttentionShape& shape = op.shape;
   const std::int64_t d = shape.head_dim;
   const bool decode = shape.q_len == 1;
@@ -91,7 +92,7 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const case_supp
   const std::uint64_t nonfinite = scan.count(ctx, {op.o, op.type}, total);
   Check check;
   check.rel_l2_error = worst_pair_error;
-  check.counters.push_back({"nonfinite_outputs", double(nonfinite)});
+  figures = {{"nonfinite_outputs", double(nonfinite)}};
   std::ostringstream detail;
   detail << "compared " << rows.size() << " query rows of " << pairs.size() << " (batch, head) pairs (" << compared
          << " of " << total << " outputs";

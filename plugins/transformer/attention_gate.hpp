@@ -31,6 +31,8 @@ std::vector<std::int64_t> run_boundary_pairs(std::int64_t blocks, std::int64_t r
 std::vector<std::int64_t> sampled_pairs(std::int64_t pairs, std::size_t count, std::uint64_t seed);
 std::vector<std::int64_t> sampled_rows(std::int64_t q_len, std::size_t random_rows, std::uint64_t seed);
 
-Check check_attention(Context& ctx, const AttentionOperands& operands, const case_support::NonfiniteScan& scan);
+// Sets `figures` to the gate's count of non-finite outputs.
+Check check_attention(Context& ctx, const AttentionOperands& operands, const case_support::NonfiniteScan& scan,
+                      std::vector<Figure>& figures);
 
 }  // namespace roofbench::transformer

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "roofbench/cudnn_backend/engine_plans.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/cudnn_check.hpp"
 
 namespace roofbench::transformer {
@@ -198,7 +199,7 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
   // uniform softmax at low power), with the stats and scalars the runs use.
   s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
   const auto [uids, pointers] = s.variant(q_data, k_data, v_data, o_data);
-  ROOFBENCH_CUDNN(cudnnSetStream(s.handle, static_cast<cudaStream_t>(ctx.stream())));
+  ROOFBENCH_CUDNN(cudnnSetStream(s.handle, cuda::stream(ctx)));
   cudnn_backend::PlanSearchOptions options;
   options.max_plans = kMaxTimedPlans;
   cudnn_backend::PlanChoice choice = cudnn_backend::fastest_plan(

@@ -28,12 +28,12 @@ class CudnnAttention {
              const void* k, const void* v, void* o);
   void run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o);
   void destroy();
-  std::vector<Fact> facts() const { return facts_; }
+  std::vector<Figure> facts() const { return facts_; }
 
  private:
   struct State;
   State* state_ = nullptr;
-  std::vector<Fact> facts_;
+  std::vector<Figure> facts_;
 };
 
 }  // namespace roofbench::transformer

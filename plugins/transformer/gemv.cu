@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::transformer {
 namespace {

@@ -26,11 +26,11 @@
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
 #include "roofbench/case_support/launch_timing.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::transformer {
 namespace {
 
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 // Owns W, x and y, counts the work and runs the gate; subclasses compute y.
 class Linear : public Case {
@@ -72,11 +72,16 @@ class Linear : public Case {
                                           .n = tokens_,
                                           .k = in_,
                                           .batch = 1};
-    return case_support::check_matmul_sampled(ctx, operands, scan_);
+    return case_support::check_matmul_sampled(ctx, operands, scan_, gate_figures_);
   }
 
-  std::vector<Counter> counters() const override { return {{"weight_bytes", 2.0 * double(in_ * out_)}}; }
-  std::vector<Fact> facts() const override { return facts_; }
+  // The weights' size, the gate's counts, then how the point ran.
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> figures{{"weight_bytes", 2.0 * double(in_ * out_)}};
+    figures.insert(figures.end(), gate_figures_.begin(), gate_figures_.end());
+    figures.insert(figures.end(), facts_.begin(), facts_.end());
+    return figures;
+  }
 
  protected:
   virtual void prepare(Context&) {}
@@ -84,7 +89,8 @@ class Linear : public Case {
   std::int64_t in_, out_, tokens_;
   void *w_ = nullptr, *x_ = nullptr, *y_ = nullptr;
   case_support::NonfiniteScan scan_;
-  std::vector<Fact> facts_;
+  std::vector<Figure> gate_figures_;
+  std::vector<Figure> facts_;  // texts
 };
 
 // The candidates cuBLASLt's heuristic offers, timed here; more rarely changes the winner.
@@ -94,7 +100,7 @@ class LtLinear final : public Linear {
  public:
   using Linear::Linear;
 
-  void run(Context& ctx) override { matmul(algorithm_, stream_of(ctx)); }
+  void run(Context& ctx) override { matmul(algorithm_, cuda::stream(ctx)); }
 
   void teardown(Context&) override {
     lt_.destroy();
@@ -134,7 +140,7 @@ class LtLinear final : public Linear {
     case_support::TimingPlan plan;
     plan.require_graph = true;
     const std::vector<case_support::CandidateTiming> timings = case_support::time_each(
-        stream_of(ctx), std::size_t(count), [&](std::size_t c) { matmul(found[c].algo, stream_of(ctx)); }, plan);
+        cuda::stream(ctx), std::size_t(count), [&](std::size_t c) { matmul(found[c].algo, cuda::stream(ctx)); }, plan);
     std::vector<std::string> labels;
     for (int c = 0; c < count; ++c)
       labels.push_back("heuristic candidate " + std::to_string(c + 1) + " (" +
@@ -170,7 +176,7 @@ class GemvLinear final : public Linear {
                                     ? ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"
                                     : ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory")});
   }
-  void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, stream_of(ctx)); }
+  void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
 
  private:
   void prepare(Context& ctx) override {

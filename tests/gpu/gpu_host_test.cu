@@ -11,7 +11,7 @@
 
 #include "device.hpp"
 #include "measure.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench {
 namespace {
@@ -49,7 +49,7 @@ class ScaleCase final : public Case {
     ctx.fill_random(x_, n_, ElementType::f32);
   }
   void run(Context& ctx) override {
-    auto stream = static_cast<cudaStream_t>(ctx.stream());
+    auto stream = roofbench::cuda::stream(ctx);
     if (flaw_ == Flaw::illegal_address) {
       illegal_address_kernel<<<1, 32, 0, stream>>>(y_);
       ROOFBENCH_CUDA_LAUNCH();

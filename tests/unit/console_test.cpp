@@ -51,7 +51,7 @@ TEST(ConsoleNumbers, RatesTakeSiPrefixes) {
 
 // A host figure with `value`, its unit and hint from the host's one table (summaries.cpp).
 Summary host_figure(const std::string& name, double value) {
-  for (const Figure& f : host_figures())
+  for (const HostFigure& f : host_figures())
     if (name == f.name) return {f.name, value, f.unit, f.description, f.hint};
   ADD_FAILURE() << name << " is no host figure";
   return {};

@@ -44,7 +44,6 @@ Result every_field_set() {
   r.gate_checked = true;
   r.gate_error = 6;
   r.tolerance = 7;
-  r.gate_counters = {{"g", 8}};
   r.samples = {9, 10};
   r.sample_clocks_mhz = {11, 12};
   r.noise_at_fixed_clock = 13;
@@ -263,7 +262,7 @@ TEST(Summaries, TheHostsFiguresAreItsTable) {
     if (!s.from_plugin) host.push_back(s);
   ASSERT_EQ(host.size(), host_figures().size());
   for (std::size_t i = 0; i < host.size(); ++i) {
-    const Figure& f = host_figures()[i];
+    const HostFigure& f = host_figures()[i];
     EXPECT_EQ(host[i].name, f.name);
     EXPECT_EQ(host[i].unit, f.unit);
     EXPECT_EQ(host[i].hint, f.hint) << f.name;
@@ -277,8 +276,7 @@ TEST(Summaries, TheHostsFiguresAreItsTable) {
 TEST(Summaries, PluginCountersNeverTakeAHostName) {
   Result r = every_field_set();
   r.status = Status::ok;
-  r.case_counters = {{"samples", 1}, {"noise", 2}, {"loss", 3}};
-  r.gate_counters = {{"noise", 4}};
+  r.case_counters = {{"samples", 1}, {"noise", 2}, {"loss", 3}, {"noise", 4}};
   std::set<std::string> names;
   for (const auto& s : summaries_of(r)) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;

@@ -1,5 +1,5 @@
-// The parts of the plugin API that are code rather than declarations: the gate's default tolerances
-// and the error measure every gate uses.
+// The parts of the plugin API that are code rather than declarations: the gate's default tolerances,
+// the error measure every gate uses, and what a Figure is made from.
 #include <gtest/gtest.h>
 #include <roofbench/plugin.hpp>
 
@@ -66,6 +66,33 @@ TEST(RelativeL2Error, AZeroReference) {
   const std::vector<double> zeros(3, 0.0), ones(3, 1.0);
   EXPECT_EQ(relative_l2_error(zeros.data(), zeros.data(), 3), 0.0);
   EXPECT_TRUE(std::isinf(relative_l2_error(ones.data(), zeros.data(), 3)));
+}
+
+// A number (whatever its arithmetic type) stays a number, and a string literal or std::string a text:
+// numbers become result fields and texts facts, so the wrong kind would move a value in the results.
+TEST(Figure, NumbersAndTextsKeepTheirKind) {
+  const std::vector<Figure> figures{{"parameters", 124e6}, {"ranks", 8}, {"zero", 0}, {"algorithm", "GEMM"},
+                                    {"math", std::string("TENSOR_OP")}, {"empty", ""}};
+  ASSERT_EQ(figures.size(), 6u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(figures[i].is_text) << figures[i].name;
+  EXPECT_EQ(figures[0].number, 124e6);
+  EXPECT_EQ(figures[1].number, 8);
+  EXPECT_EQ(figures[2].number, 0);
+  for (std::size_t i = 3; i < 6; ++i) EXPECT_TRUE(figures[i].is_text) << figures[i].name;
+  EXPECT_EQ(figures[3].text, "GEMM");
+  EXPECT_EQ(figures[4].text, "TENSOR_OP");
+  EXPECT_EQ(figures[5].text, "");
+}
+
+// A case that reports nothing reports no figures.
+TEST(Figure, ACaseReportsNoneByDefault) {
+  struct Quiet final : Case {
+    void setup(Context&) override {}
+    void run(Context&) override {}
+    Work work() const override { return {}; }
+    Check check(Context&) override { return {}; }
+  };
+  EXPECT_TRUE(Quiet().figures().empty());
 }
 
 }  // namespace

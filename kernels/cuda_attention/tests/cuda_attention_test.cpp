@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_attention.hpp"
 
 namespace roofbench::kernels {

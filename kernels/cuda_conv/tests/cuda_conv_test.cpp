@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/kernels/conv_reference.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 

@@ -1,5 +1,5 @@
 // The add kernels against a CPU reference on sizes and pointer offsets that exercise the vector body,
-// the scalar head (misaligned start) and the scalar tail; and the non-finite counter.
+// the scalar head (misaligned start) and the scalar tail.
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 #include <cuda_bf16.h>
@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace {
 
@@ -130,31 +130,6 @@ TYPED_TEST(CudaAddTest, DifferentOffsetsFallBackToScalar) {
 TYPED_TEST(CudaAddTest, ZeroElementsLaunchNothing) {
   EXPECT_NO_THROW(k::launch_add_scalar<TypeParam>(nullptr, nullptr, nullptr, 0, nullptr));
   EXPECT_NO_THROW(k::launch_add_vec16<TypeParam>(nullptr, nullptr, nullptr, 0, nullptr));
-}
-
-template <typename T>
-unsigned long long count_nonfinite_with(std::size_t n, const std::vector<std::size_t>& nan_at,
-                                        const std::vector<std::size_t>& inf_at) {
-  std::vector<T> host(n, T(0.5f));
-  for (const auto i : nan_at) host[i] = T(std::nanf(""));
-  for (const auto i : inf_at) host[i] = T(INFINITY);
-  DeviceArray<T> data(n);
-  DeviceArray<unsigned long long> count(1);
-  ROOFBENCH_CUDA(cudaMemcpy(data.data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  k::launch_count_nonfinite(data.data, n, count.data, nullptr);
-  unsigned long long found = 0;
-  ROOFBENCH_CUDA(cudaMemcpy(&found, count.data, sizeof(found), cudaMemcpyDeviceToHost));
-  return found;
-}
-
-TEST(CudaCountNonfinite, CountsNanAndInfinityInEveryFormat) {
-  if (!gpu_present()) GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or found none)";
-  const std::size_t n = 3000017;
-  const std::vector<std::size_t> nans{0, 12345, n - 1}, infs{777, 2000000};
-  EXPECT_EQ(count_nonfinite_with<float>(n, nans, infs), 5u);
-  EXPECT_EQ(count_nonfinite_with<__nv_bfloat16>(n, nans, infs), 5u);
-  EXPECT_EQ(count_nonfinite_with<__half>(n, nans, infs), 5u);
-  EXPECT_EQ(count_nonfinite_with<float>(n, {}, {}), 0u);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "hopper_test_kernels.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/hopper_host.hpp"
 
 namespace roofbench::hopper {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/hopper.cuh"
 
 namespace roofbench::hopper::test {

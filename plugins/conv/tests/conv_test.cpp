@@ -301,7 +301,7 @@ TEST(ConvSearch, StatusErrorsNameTheCall) {
 struct Gated {
   double error = 0, tolerance = 0;
   std::string detail;
-  std::vector<Fact> facts;
+  std::vector<Figure> figures;
 };
 
 // setup, poison every output, run once, check: what the host does before timing. `between` runs after
@@ -311,8 +311,8 @@ Gated run_gate(const std::string& case_name, const Params& p,
   const CaseSpec& s = spec(case_name);
   CudaTestContext ctx(p);
   auto c = s.make(p);
-  const auto [check, facts] = run_gate_sequence(*c, ctx, {.before_check = between});
-  return {check.rel_l2_error, s.tolerance > 0 ? s.tolerance : default_tolerance(s.precision), check.detail, facts};
+  const auto [check, figures] = run_gate_sequence(*c, ctx, {.before_check = between});
+  return {check.rel_l2_error, s.tolerance > 0 ? s.tolerance : default_tolerance(s.precision), check.detail, figures};
 }
 
 struct GatePoint {
@@ -332,7 +332,8 @@ TEST_P(ConvGate, Passes) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   const Gated g = run_gate(GetParam().case_name, params(GetParam().params));
   std::string facts;
-  for (const Fact& f : g.facts) facts += f.name + "=" + f.value + " ";
+  for (const Figure& f : g.figures)
+    if (f.is_text) facts += f.name + "=" + f.text + " ";
   EXPECT_LE(g.error, g.tolerance) << g.detail << " [" << facts << "]";
   RecordProperty("facts", facts);
   std::printf("    error %.3g (tolerance %.3g); %s\n", g.error, g.tolerance, facts.c_str());

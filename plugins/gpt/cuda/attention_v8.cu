@@ -49,7 +49,7 @@
 #include "attention_common.cuh"
 #include "attention_mma.cuh"
 #include "common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/mma_sync.cuh"
 
 namespace roofbench::gpt::cuda::attention {

@@ -39,7 +39,7 @@
 #include "attention_mma.cuh"
 #include "attention_rows.cuh"
 #include "common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "activation_plan.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "rungs.hpp"
 
 namespace roofbench::gpt::cuda {

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda {
 

@@ -10,16 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda {
-
-ScopedDevice::ScopedDevice(int device) {
-  ROOFBENCH_CUDA(cudaGetDevice(&previous_));
-  ROOFBENCH_CUDA(cudaSetDevice(device));
-}
-
-ScopedDevice::~ScopedDevice() { (void)cudaSetDevice(previous_); }  // a destructor must not throw
 
 std::uint64_t rank_data_seed(std::uint64_t base_seed, int rank) {
   return base_seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(rank);
@@ -98,7 +91,7 @@ DataParallelTrainer::DataParallelTrainer(const Config& cfg, Rung rung, std::vect
       RankState& state = ranks_[r];
       state.device = rank.device;
       devices.push_back(rank.device);
-      ScopedDevice on(rank.device);
+      roofbench::cuda::DeviceGuard on(rank.device);
       state.trainer = make_trainer(rung, cfg_, rank.alloc, rank.stream, rank.corpus,
                                    rank_data_seed(data_seed, static_cast<int>(r)), init_seed, StepReplay::enqueued);
       // Non-blocking: the compute stream may be the legacy default stream, which would otherwise
@@ -171,7 +164,7 @@ void DataParallelTrainer::join_reductions(int rank) {
 template <typename PerRank>
 void DataParallelTrainer::for_each_rank(PerRank&& work) {
   auto on_rank = [this, &work](int rank) {
-    ScopedDevice on(ranks_.at(static_cast<std::size_t>(rank)).device);
+    roofbench::cuda::DeviceGuard on(ranks_.at(static_cast<std::size_t>(rank)).device);
     work(rank);
   };
   std::vector<std::future<void>> others;
@@ -202,7 +195,7 @@ void DataParallelTrainer::train_step() {
 
 void DataParallelTrainer::synchronize() {
   for (const RankState& state : ranks_) {
-    ScopedDevice on(state.device);
+    roofbench::cuda::DeviceGuard on(state.device);
     ROOFBENCH_CUDA(cudaStreamSynchronize(state.comm_stream));
     ROOFBENCH_CUDA(cudaStreamSynchronize(state.trainer->stream()));
   }
@@ -211,7 +204,7 @@ void DataParallelTrainer::synchronize() {
 double DataParallelTrainer::time_single_rank_step(int warmup, int repetitions) {
   if (repetitions < 1) throw Error("gpt R5: time_single_rank_step needs at least one repetition");
   RankState& state = ranks_.front();
-  ScopedDevice on(state.device);
+  roofbench::cuda::DeviceGuard on(state.device);
   state.trainer->set_step_hooks({});  // the rung as it is: no events, no all-reduce
   double seconds = 0;
   try {
@@ -247,18 +240,18 @@ double DataParallelTrainer::time_gradient_allreduce(int warmup, int repetitions)
   for (int i = 0; i < warmup; ++i) all_reduce_everywhere();
   std::vector<std::unique_ptr<EventTimer>> timers;
   for (const RankState& state : ranks_) {
-    ScopedDevice on(state.device);
+    roofbench::cuda::DeviceGuard on(state.device);
     timers.push_back(std::make_unique<EventTimer>());
     timers.back()->start(state.comm_stream);
   }
   for (int i = 0; i < repetitions; ++i) all_reduce_everywhere();
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    ScopedDevice on(ranks_[r].device);
+    roofbench::cuda::DeviceGuard on(ranks_[r].device);
     timers[r]->stop(ranks_[r].comm_stream);
   }
   double slowest = 0;  // every stop recorded before waiting on any, so none is stamped late
   for (std::size_t r = 0; r < ranks_.size(); ++r) {
-    ScopedDevice on(ranks_[r].device);
+    roofbench::cuda::DeviceGuard on(ranks_[r].device);
     slowest = std::max(slowest, timers[r]->seconds());
   }
   return slowest / repetitions;

@@ -42,19 +42,6 @@
 
 namespace roofbench::gpt::cuda {
 
-// Makes a device current for the scope (the runtime's calls and kernel launches act on the current one) and
-// gives the previous one back.
-class ScopedDevice {
- public:
-  explicit ScopedDevice(int device);
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-  ~ScopedDevice();
-
- private:
-  int previous_ = 0;
-};
-
 // What one rank runs on: its GPU, the stream its steps go to, where its memory comes from and its copy of
 // the corpus on that GPU.
 struct DataParallelRank {

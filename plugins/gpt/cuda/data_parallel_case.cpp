@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "data_parallel.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "scaling_model.hpp"
 #include "training_gates.hpp"
 
@@ -65,7 +65,7 @@ class DataParallelTrainingStep final : public Case {
       // ctx.alloc, so the host's high-water mark covers every rank's step; used only while the trainers
       // are built, one rank after the other on this thread.
       DeviceAllocator alloc = [&ctx, rank](std::size_t bytes, BufferRole role) { return ctx.alloc(bytes, role, rank); };
-      ranks.push_back({device.index, static_cast<cudaStream_t>(ctx.stream(rank)), std::move(alloc),
+      ranks.push_back({device.index, roofbench::cuda::stream(ctx, rank), std::move(alloc),
                        DeviceCorpus{corpus, tokens.size()}});
     }
     const std::size_t gate_tokens = static_cast<std::size_t>(kGateSequences) * cfg_.context;
@@ -90,9 +90,15 @@ class DataParallelTrainingStep final : public Case {
     return w;
   }
 
-  // The cost model's inputs and prediction (seconds, bytes, bytes/s, tokens/s).
-  std::vector<Counter> counters() const override {
-    std::vector<Counter> figures{{"parameters", static_cast<double>(parameter_count(cfg_))}};
+  // The cost model's inputs and prediction (seconds, bytes, bytes/s, tokens/s), then the gate's figures.
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> figures = cost_model_figures();
+    figures.insert(figures.end(), gate_figures_.begin(), gate_figures_.end());
+    return figures;
+  }
+
+  std::vector<Figure> cost_model_figures() const {
+    std::vector<Figure> figures{{"parameters", static_cast<double>(parameter_count(cfg_))}};
     if (ranks_ < 1) return figures;
     figures.push_back({"ranks", static_cast<double>(ranks_)});
     figures.push_back({"buckets", static_cast<double>(buckets_)});
@@ -115,9 +121,10 @@ class DataParallelTrainingStep final : public Case {
   // (the ranks' mean loss per step, judged as every rung's).
   Check check(Context& ctx) override {
     Check result;
+    gate_figures_.clear();
     std::ostringstream detail;
     {
-      ScopedDevice on(trainer_->device(0));
+      roofbench::cuda::DeviceGuard on(trainer_->device(0));
       result.rel_l2_error = logits_vs_reference(ctx, trainer_->trainer(0), gate_inputs_, gate_targets_, detail);
     }
     trainer_->initialize(kInitSeed);
@@ -131,7 +138,7 @@ class DataParallelTrainingStep final : public Case {
       ctx.copy_to_host(history.data(), trainer_->trainer(rank).loss_history(), history.size() * sizeof(float), rank);
       for (std::size_t s = 0; s < history.size(); ++s) mean_history[s] += history[s] / static_cast<float>(ranks_);
     }
-    judge_learning(mean_history, unigram_entropy_, result, detail);
+    judge_learning(mean_history, unigram_entropy_, result, gate_figures_, detail);
     result.detail = detail.str();
     return result;
   }
@@ -186,7 +193,7 @@ class DataParallelTrainingStep final : public Case {
       for (std::size_t i = 0; i < P; ++i)
         largest_difference = std::max(largest_difference, std::fabs(static_cast<double>(replica[i]) - reference[i]));
     }
-    result.counters.push_back({"replica_max_abs_difference", largest_difference});
+    gate_figures_.push_back({"replica_max_abs_difference", largest_difference});
     detail << ranks_ << " rank(s) after " << kReplicaSteps << " steps: "
            << (differing_ranks == 0 ? "parameters identical bit for bit"
                                     : std::to_string(differing_ranks) + " rank(s) differ from rank 0 (FAILED), by up to " +
@@ -198,6 +205,7 @@ class DataParallelTrainingStep final : public Case {
   Rung rung_;
   Config cfg_;
   int ranks_ = 0;
+  std::vector<Figure> gate_figures_;  // check()'s, returned by figures()
   int buckets_ = 0;
   double unigram_entropy_ = 0;
   double t_compute_ = 0, busbw_ = 0, t_comm_ = 0;

@@ -4,7 +4,7 @@
 // AdamW one launch over the flat parameters, and the whole step, batch draw included, is one CUDA graph
 // replayed by train_step(): no per-kernel launch cost on the host. The blocks' weight-gradient GEMMs get a
 // K-major operand, transposed into scratch first, so that cuBLAS can run Hopper kernels (WgradLayout).
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "rungs.hpp"
 
 namespace roofbench::gpt::cuda {

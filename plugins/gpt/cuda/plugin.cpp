@@ -13,7 +13,7 @@
 #include "corpus.hpp"
 #include "lab_cases.hpp"
 #include "model.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 #include "trainer.hpp"
 #include "training_gates.hpp"
@@ -67,7 +67,7 @@ class GptTrainingStep final : public Case {
     // ctx.alloc, so the host's high-water mark covers everything a step touches. The allocator is used
     // only while the trainer is built.
     const DeviceAllocator alloc = [&ctx](std::size_t bytes, BufferRole role) { return ctx.alloc(bytes, role); };
-    trainer_ = make_trainer(rung_, cfg_, alloc, stream(ctx), DeviceCorpus{corpus, tokens.size()}, ctx.seed(),
+    trainer_ = make_trainer(rung_, cfg_, alloc, roofbench::cuda::stream(ctx), DeviceCorpus{corpus, tokens.size()}, ctx.seed(),
                             kInitSeed);
     corpus_ = DeviceCorpus{corpus, tokens.size()};
   }
@@ -76,8 +76,16 @@ class GptTrainingStep final : public Case {
 
   Work work() const override { return training_step_work(cfg_); }  // training_gates.hpp counts it
 
-  std::vector<Counter> counters() const override {
-    std::vector<Counter> out{{"parameters", static_cast<double>(parameter_count(cfg_))}};
+  // The model's sizes, the gate's figures, then how the rung runs.
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> out = numbers();
+    out.insert(out.end(), gate_figures_.begin(), gate_figures_.end());
+    for (Figure& text : texts()) out.push_back(std::move(text));
+    return out;
+  }
+
+  std::vector<Figure> numbers() const {
+    std::vector<Figure> out{{"parameters", static_cast<double>(parameter_count(cfg_))}};
     if (rung_ == Rung::bf16 || rung_ == Rung::bf16_checkpoint) {
       const ActivationPlan plan{cfg_.layers, rung_ == Rung::bf16_checkpoint};
       out.push_back({"kept_activation_bytes", static_cast<double>(kept_activation_bytes(cfg_, plan))});
@@ -85,8 +93,8 @@ class GptTrainingStep final : public Case {
     return out;
   }
 
-  std::vector<Fact> facts() const override {
-    std::vector<Fact> out = rung_facts();
+  std::vector<Figure> texts() const {
+    std::vector<Figure> out = rung_facts();
     std::string choices;
     if (trainer_)
       for (const std::string& line : trainer_->matmul_choices()) choices += (choices.empty() ? "" : "; ") + line;
@@ -94,7 +102,7 @@ class GptTrainingStep final : public Case {
     return out;
   }
 
-  std::vector<Fact> rung_facts() const {
+  std::vector<Figure> rung_facts() const {
     const std::string fused_attention = std::string("fused, ") + fp32_attention_keeper_name();
     const std::string bf16_attention = std::string("fused, ") + bf16_attention_keeper_name();
     switch (rung_) {
@@ -115,6 +123,7 @@ class GptTrainingStep final : public Case {
 
   Check check(Context& ctx) override {
     Check result;
+    gate_figures_.clear();
     std::ostringstream detail;
     result.rel_l2_error = logits_vs_reference(ctx, *trainer_, gate_inputs_, gate_targets_, detail);
     if (cfg_.batch == spec_.gate_batch) {
@@ -130,8 +139,6 @@ class GptTrainingStep final : public Case {
   void teardown(Context&) override { trainer_.reset(); }
 
  private:
-  static cudaStream_t stream(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
-
   template <typename T>
   std::vector<T> to_host(Context& ctx, const T* device, std::size_t count) {
     std::vector<T> host(count);
@@ -142,10 +149,10 @@ class GptTrainingStep final : public Case {
   // (b) This rung against another on the same parameters and batch: logits and every gradient.
   void compare_with(Context& ctx, const Comparison& other, Check& result, std::ostringstream& detail) {
     DeviceArena arena;  // outside ctx.alloc: the gate's second model is not part of this rung's step
-    auto baseline = make_trainer(other.rung, cfg_, arena.allocator(), stream(ctx), corpus_, ctx.seed(), kInitSeed);
+    auto baseline = make_trainer(other.rung, cfg_, arena.allocator(), roofbench::cuda::stream(ctx), corpus_, ctx.seed(), kInitSeed);
     const std::size_t P = trainer_->parameter_count();
     ROOFBENCH_CUDA(cudaMemcpyAsync(baseline->params(), trainer_->params(), P * sizeof(float),
-                                   cudaMemcpyDeviceToDevice, stream(ctx)));
+                                   cudaMemcpyDeviceToDevice, roofbench::cuda::stream(ctx)));
     trainer_->draw_gate_batch(gate_inputs_, gate_targets_, cfg_.batch);
     trainer_->compute_gradients(gate_inputs_, gate_targets_);
     baseline->compute_gradients(gate_inputs_, gate_targets_);
@@ -157,8 +164,8 @@ class GptTrainingStep final : public Case {
     const auto baseline_grads = to_host(ctx, baseline->grads(), P);
     const double logits_error = relative_l2_error(logits.data(), baseline_logits.data(), logit_count);
     const double grads_error = relative_l2_error(grads.data(), baseline_grads.data(), P);
-    result.counters.push_back({std::string("logits_rel_err_vs_") + other.name, logits_error});
-    result.counters.push_back({std::string("grads_rel_err_vs_") + other.name, grads_error});
+    gate_figures_.push_back({std::string("logits_rel_err_vs_") + other.name, logits_error});
+    gate_figures_.push_back({std::string("grads_rel_err_vs_") + other.name, grads_error});
     const bool logits_agree = logits_error <= other.logits_bound, grads_agree = grads_error <= other.grads_bound;
     detail << "vs " << other.name << " on the same parameters and batch: logits rel L2 "
            << format_gate_number(logits_error) << (logits_agree ? "" : " (FAILED)") << " (bound "
@@ -172,7 +179,7 @@ class GptTrainingStep final : public Case {
     trainer_->initialize(kInitSeed);
     for (int step = 0; step < kLearningSteps; ++step) trainer_->train_step();  // no host read in the loop
     ctx.synchronize();
-    judge_learning(to_host(ctx, trainer_->loss_history(), kLossHistory), unigram_entropy_, result, detail);
+    judge_learning(to_host(ctx, trainer_->loss_history(), kLossHistory), unigram_entropy_, result, gate_figures_, detail);
   }
 
   Rung rung_;
@@ -183,6 +190,7 @@ class GptTrainingStep final : public Case {
   std::uint8_t* gate_inputs_ = nullptr;
   std::uint8_t* gate_targets_ = nullptr;
   std::unique_ptr<Trainer> trainer_;
+  std::vector<Figure> gate_figures_;  // check()'s, returned by figures()
 };
 
 // ladder: "gpt" for the waterfall's rungs, empty for the fp32 control (beside the ladder, not on it).

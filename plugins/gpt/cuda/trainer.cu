@@ -5,7 +5,7 @@
 #include <string>
 
 #include "reference.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "rungs.hpp"
 #include "trainer.hpp"
 

@@ -100,14 +100,14 @@ inline double logits_vs_reference(Context& ctx, Trainer& trainer, std::uint8_t* 
 // Gate (c), the verdict: speed that breaks the model is not speed. `loss_history` holds the losses of
 // kLearningSteps steps from a fresh start (step s at s - 1); the mean of the last kLossWindow must lie
 // below the mean of the first kLossWindow and below the unigram entropy (what a model blind to context
-// reaches at best). Adds the counters and the detail; a failure clears passed_extra.
+// reaches at best). Adds the figures and the detail; a failure clears passed_extra.
 inline void judge_learning(const std::vector<float>& loss_history, double unigram_entropy, Check& result,
-                           std::ostringstream& detail) {
+                           std::vector<Figure>& figures, std::ostringstream& detail) {
   const double first = mean_of(loss_history, 0, kLossWindow);
   const double last = mean_of(loss_history, kLearningSteps - kLossWindow, kLossWindow);
-  result.counters.push_back({"loss_first20", first});
-  result.counters.push_back({"loss_last20", last});
-  result.counters.push_back({"unigram_entropy", unigram_entropy});
+  figures.push_back({"loss_first20", first});
+  figures.push_back({"loss_last20", last});
+  figures.push_back({"unigram_entropy", unigram_entropy});
   const bool learned = std::isfinite(last) && last < first && last < unigram_entropy;
   detail << "learning: mean loss of the first " << kLossWindow << " steps " << format_gate_number(first)
          << ", of the last " << format_gate_number(last) << " (unigram entropy " << format_gate_number(unigram_entropy)

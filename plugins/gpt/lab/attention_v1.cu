@@ -10,7 +10,7 @@
 #include "attention_versions.hpp"
 #include "common.cuh"
 #include "layers.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {

@@ -15,7 +15,7 @@
 #include "attention_rows.cuh"
 #include "attention_versions.hpp"
 #include "common.cuh"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {

@@ -35,7 +35,7 @@
 #include "layers.hpp"
 #include "model.hpp"
 #include "roofbench/case_support/cublas_handles.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 #include "trainer.hpp"
 #include "training_gates.hpp"
@@ -58,7 +58,6 @@ Config lab_config(const Params& params) {
   return cfg;
 }
 
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 
 float* alloc_floats(Context& ctx, std::size_t count, BufferRole role) {
   return static_cast<float*>(ctx.alloc(count * sizeof(float), role));
@@ -120,7 +119,7 @@ struct LabLt {
     workspace = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
   }
   LtContext context(Context& ctx) {
-    return LtContext{handle.get(), LtWorkspace{workspace, kWorkspaceBytes}, stream_of(ctx), &choices};
+    return LtContext{handle.get(), LtWorkspace{workspace, kWorkspaceBytes}, roofbench::cuda::stream(ctx), &choices};
   }
   // The choices as one fact's value, "; " between them.
   std::string choices_line() const {
@@ -172,14 +171,14 @@ class AttentionLab final : public Case {
     ctx.fill_random(qkv_, N * 3 * C, type);
     ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
     ctx.fill_random(dout_, N * C, type);
-    upload_rope_table(cfg_, rope_, stream_of(ctx));
+    upload_rope_table(cfg_, rope_, roofbench::cuda::stream(ctx));
     version_.configure();
   }
 
   void run(Context& ctx) override {
     const AttentionShape s = shape();
-    version_.forward(out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx));
-    version_.backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, stream_of(ctx));
+    version_.forward(out_, lse_, qkv_, bias_, rope_, s, roofbench::cuda::stream(ctx));
+    version_.backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, roofbench::cuda::stream(ctx));
   }
 
   // A kernel's count, as the transformer plugin's: only the query-key pairs the causal kernel computes,
@@ -197,7 +196,7 @@ class AttentionLab final : public Case {
     return w;
   }
 
-  std::vector<Fact> facts() const override { return {{"kernel", version_.kernel}}; }
+  std::vector<Figure> figures() const override { return {{"kernel", version_.kernel}}; }
 
   // The first kGateSequences sequences of the batch against the double reference (their outputs and
   // gradients depend on themselves only), fed the inputs as stored.
@@ -291,26 +290,26 @@ class ElementwiseLab final : public Case {
     const int R = rows(), H = cfg_.hidden();
     if constexpr (kBf16) {
       if (bias_in_passes()) {
-        gelu_forward_add_bias(gelu_, z_, bias16_, R, H, stream_of(ctx));
-        gelu_backward_add_bias(dz_, dbias_, dout_, z_, bias16_, R, H, partials_, stream_of(ctx));
+        gelu_forward_add_bias(gelu_, z_, bias16_, R, H, roofbench::cuda::stream(ctx));
+        gelu_backward_add_bias(dz_, dbias_, dout_, z_, bias16_, R, H, partials_, roofbench::cuda::stream(ctx));
         return;
       }
       const Bf16GeluKernels kernels = version_ == 3 ? Bf16GeluKernels::table : Bf16GeluKernels::in_place;
       if (version_ == 1)
-        bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx));
+        bias_gelu_forward(gelu_, z_, bias_, R, H, roofbench::cuda::stream(ctx));
       else
-        gelu_forward(gelu_, z_, count(), stream_of(ctx), kernels);
-      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx), kernels);
+        gelu_forward(gelu_, z_, count(), roofbench::cuda::stream(ctx), kernels);
+      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, roofbench::cuda::stream(ctx), kernels);
     } else {
       if (version_ == 3)
-        gelu_forward_vectorized(gelu_, z_, count(), stream_of(ctx));
+        gelu_forward_vectorized(gelu_, z_, count(), roofbench::cuda::stream(ctx));
       else
-        bias_gelu_forward(gelu_, z_, bias_, R, H, stream_of(ctx), version_ == 2);
+        bias_gelu_forward(gelu_, z_, bias_, R, H, roofbench::cuda::stream(ctx), version_ == 2);
       if (version_ >= 2) {
-        gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, stream_of(ctx));
+        gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, roofbench::cuda::stream(ctx));
       } else {
-        gelu_backward(dz_, dout_, z_, count(), stream_of(ctx));
-        column_sum(dbias_, dz_, R, H, partials_, stream_of(ctx));
+        gelu_backward(dz_, dout_, z_, count(), roofbench::cuda::stream(ctx));
+        column_sum(dbias_, dz_, R, H, partials_, roofbench::cuda::stream(ctx));
       }
     }
   }
@@ -343,7 +342,7 @@ class ElementwiseLab final : public Case {
     errors.add("dz", relative_l2_error(download_as_float(ctx, dz_, n).data(), backward.dz.data(), n));
     errors.add("dbias", relative_l2_error(download(ctx, dbias_, H).data(), backward.dbias.data(), H));
     // The timed runs add the bias into z again and again: a zero bias keeps z (and the work) what it was.
-    if (bias_) ROOFBENCH_CUDA(cudaMemsetAsync(bias_, 0, static_cast<std::size_t>(H) * sizeof(float), stream_of(ctx)));
+    if (bias_) ROOFBENCH_CUDA(cudaMemsetAsync(bias_, 0, static_cast<std::size_t>(H) * sizeof(float), roofbench::cuda::stream(ctx)));
     ctx.synchronize();
     return errors.result();
   }
@@ -393,7 +392,7 @@ class WgradLab final : public Case {
     scratch_ = scratch > 0 ? alloc_floats(ctx, scratch, BufferRole::scratch) : nullptr;
     ROOFBENCH_CUBLAS(cublasCreate(cublas_.replace()));
     workspace_ = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);
-    ROOFBENCH_CUBLAS(cublasSetStream(cublas_.get(), stream_of(ctx)));
+    ROOFBENCH_CUBLAS(cublasSetStream(cublas_.get(), roofbench::cuda::stream(ctx)));
     ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_.get(), workspace_, kWorkspaceBytes));
   }
 
@@ -413,7 +412,7 @@ class WgradLab final : public Case {
     return w;
   }
 
-  std::vector<Fact> facts() const override { return {{"layout", wgrad_layout_name(layout_)}}; }
+  std::vector<Figure> figures() const override { return {{"layout", wgrad_layout_name(layout_)}}; }
 
   // kSamples entries of each dw, spread over the matrix, against their double sums.
   Check check(Context& ctx) override {
@@ -510,10 +509,10 @@ class FcGeluLab final : public Case {
     const LtContext lt = lt_.context(ctx);
     if (version_.bias_in_epilogue) {
       linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
-      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream_of(ctx));
+      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), roofbench::cuda::stream(ctx));
     } else {
       linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
-      gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream_of(ctx));
+      gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), roofbench::cuda::stream(ctx));
     }
   }
 
@@ -529,8 +528,8 @@ class FcGeluLab final : public Case {
     return w;
   }
 
-  std::vector<Fact> facts() const override {
-    std::vector<Fact> out = {{"kernel", version_.kernel}};
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> out = {{"kernel", version_.kernel}};
     const std::string choices = lt_.choices_line();
     if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
     return out;
@@ -649,7 +648,7 @@ class StepGemmsLab final : public Case {
     return w;
   }
 
-  std::vector<Fact> facts() const override {
+  std::vector<Figure> figures() const override {
     const std::string choices = lt_.choices_line();
     return {{"gemms", "the 6 blocks' forward, input-gradient and weight-gradient GEMMs (72), bf16 operands"},
             {"matmul_algorithms", choices}};

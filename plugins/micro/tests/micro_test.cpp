@@ -1,7 +1,7 @@
 // Tests of the micro plugin. The first group needs no GPU (the case list and its work counts); the second
 // drives every case through setup, poisoned outputs, run and check on a CUDA device, and shows that
-// broken kernels fail the same gates the plugin uses. Decoding of stored formats is tested with
-// kernels/cuda_case_support.
+// broken kernels fail the same gates the plugin uses. Decoding of stored formats is tested with the SDK
+// (sdk/case_support).
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // Test plugin `hostile_gpu`: GPU cases that wreck their process or device, each followed by a case that
 // must still pass its gate (with process isolation, in a fresh worker and CUDA context).
 #include <cuda_runtime.h>
-#include <roofbench/cuda_check.hpp>
+#include <roofbench/cuda.hpp>
 #include <roofbench/plugin.hpp>
 
 #include <memory>
@@ -38,7 +38,7 @@ class GpuCase final : public Case {
     }
   }
   void run(Context& ctx) override {
-    auto stream = static_cast<cudaStream_t>(ctx.stream());
+    auto stream = roofbench::cuda::stream(ctx);
     switch (flaw_) {
       case Flaw::illegal_access: illegal_address_kernel<<<1, 32, 0, stream>>>(y_); break;
       case Flaw::device_reset: ROOFBENCH_CUDA(cudaDeviceReset()); break;

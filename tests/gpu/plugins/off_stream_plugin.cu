@@ -2,7 +2,7 @@
 // once on a stream of the case's own, which the host's timing never sees: timed at next to nothing, that
 // one must fail as implausible, with graphs and without.
 #include <cuda_runtime.h>
-#include <roofbench/cuda_check.hpp>
+#include <roofbench/cuda.hpp>
 #include <roofbench/plugin.hpp>
 
 #include <memory>
@@ -27,7 +27,7 @@ class ScaleCase final : public Case {
     if (own_stream_) ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   void run(Context& ctx) override {
-    scale_kernel<<<264, 512, 0, own_stream_ ? stream_ : static_cast<cudaStream_t>(ctx.stream())>>>(x_, y_, kN);
+    scale_kernel<<<264, 512, 0, own_stream_ ? stream_ : roofbench::cuda::stream(ctx)>>>(x_, y_, kN);
     ROOFBENCH_CUDA_LAUNCH();
   }
   Work work() const override { return {.flops = double(kN), .bytes = 8.0 * kN}; }

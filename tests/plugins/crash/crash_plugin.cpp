@@ -16,8 +16,8 @@ enum class Flaw {
   exits_zero,          // exit(0) in run()
   teardown_throws_int, // teardown() throws something that is not a std::exception
   never_ends,          // run() loops forever (the case's timeout_s ends it)
-  host_field_counters, // counters named like the host's fields
-  not_utf8,            // an error message, a fact and a counter name with bytes that are not UTF-8
+  host_field_counters, // figures named like the host's fields
+  not_utf8,            // an error message, a text figure and a number's name with bytes that are not UTF-8
   negative_error,      // check() returns a negative error
   nan_flops,           // work() gives NaN FLOPs
 };
@@ -45,16 +45,13 @@ class FlawedCase final : public ScaleCase {
   Check check(Context& ctx) override {
     Check c = ScaleCase::check(ctx);
     if (flaw_ == Flaw::negative_error) c.rel_l2_error = -0.5;
-    if (flaw_ == Flaw::host_field_counters) c.counters = {{"noise", 7}, {"real_time", 8}};
     return c;
   }
-  std::vector<Counter> counters() const override {
-    if (flaw_ == Flaw::host_field_counters) return {{"samples", 1}, {"name", 2}, {"noise", 3}, {"FLOP/s", 4}};
-    if (flaw_ == Flaw::not_utf8) return {{"bad\xff" "counter", 1}};
-    return {};
-  }
-  std::vector<Fact> facts() const override {
-    if (flaw_ == Flaw::not_utf8) return {{"algorithm", "caf\xc3" "\x28"}, {"algorithm", "twice"}};
+  std::vector<Figure> figures() const override {
+    if (flaw_ == Flaw::host_field_counters)
+      return {{"samples", 1}, {"name", 2}, {"noise", 3}, {"FLOP/s", 4}, {"noise", 7}, {"real_time", 8}};
+    if (flaw_ == Flaw::not_utf8)
+      return {{"bad\xff" "counter", 1}, {"algorithm", "caf\xc3" "\x28"}, {"algorithm", "twice"}};
     return {};
   }
 

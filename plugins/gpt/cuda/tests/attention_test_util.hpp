@@ -9,7 +9,7 @@
 #include "bf16.hpp"
 #include "gpu_test_util.hpp"
 #include "layers.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::gpt::cuda::testing {
 

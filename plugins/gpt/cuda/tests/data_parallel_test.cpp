@@ -14,7 +14,7 @@
 #include "corpus.hpp"
 #include "data_parallel.hpp"
 #include "gpu_test_util.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "trainer.hpp"
 
 namespace roofbench::gpt::cuda {
@@ -29,13 +29,13 @@ constexpr std::uint64_t kDataSeed = 42, kInitSeed = 7;
 // One rank's memory, stream and corpus on its GPU, freed when the test ends.
 struct RankResources {
   explicit RankResources(int device_index) : device(device_index) {
-    ScopedDevice on(device);
+    roofbench::cuda::DeviceGuard on(device);
     ROOFBENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     const auto tokens = tiny_corpus();
     corpus = DeviceCorpus{memory.upload(tokens), tokens.size()};
   }
   ~RankResources() {
-    ScopedDevice on(device);
+    roofbench::cuda::DeviceGuard on(device);
     (void)cudaStreamSynchronize(stream);
     (void)cudaStreamDestroy(stream);
   }
@@ -51,7 +51,7 @@ struct RankResources {
 };
 
 std::vector<float> parameters_of(const Trainer& trainer, int device) {
-  ScopedDevice on(device);
+  roofbench::cuda::DeviceGuard on(device);
   ROOFBENCH_CUDA(cudaDeviceSynchronize());
   std::vector<float> host(trainer.parameter_count());
   ROOFBENCH_CUDA(cudaMemcpy(host.data(), trainer.params(), host.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -85,7 +85,7 @@ TEST_P(GptDataParallel, ReplicasStayIdenticalOnEveryVisibleGpu) {
     EXPECT_TRUE(bit_identical(parameters_of(trainer.trainer(rank), trainer.device(rank)), rank0))
         << "rank " << rank << " holds different parameters from rank 0 after " << kSteps << " steps";
   {
-    ScopedDevice on(trainer.device(0));
+    roofbench::cuda::DeviceGuard on(trainer.device(0));
     const auto losses = testing::Device::download(trainer.trainer(0).loss_history(), kSteps);
     for (float loss : losses) EXPECT_TRUE(std::isfinite(loss));
   }
@@ -96,7 +96,7 @@ TEST_P(GptDataParallel, OneRankIsItsRungBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   RankResources data_parallel_rank(0), plain_rank(0);
   DataParallelTrainer data_parallel(tiny_config(), GetParam(), {data_parallel_rank.rank()}, kDataSeed, kInitSeed);
-  ScopedDevice on(0);
+  roofbench::cuda::DeviceGuard on(0);
   auto plain = make_trainer(GetParam(), tiny_config(), plain_rank.memory.allocator(), plain_rank.stream,
                             plain_rank.corpus, kDataSeed, kInitSeed);
   for (int step = 0; step < kSteps; ++step) {

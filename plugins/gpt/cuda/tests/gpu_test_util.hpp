@@ -16,7 +16,7 @@
 #include "bf16.hpp"
 #include "corpus.hpp"
 #include "layers.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "trainer.hpp"
 
 namespace roofbench::gpt::cuda::testing {

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -21,10 +20,5 @@ void launch_add_scalar(const T* a, const T* b, T* c, std::size_t n, cudaStream_t
 
 template <typename T>
 void launch_add_vec16(const T* a, const T* b, T* c, std::size_t n, cudaStream_t stream);
-
-// Counts the NaN and infinite values among data[0, n) into *device_count (zeroed first; device memory).
-// Instantiated for float, __nv_bfloat16 and __half.
-template <typename T>
-void launch_count_nonfinite(const T* data, std::size_t n, unsigned long long* device_count, cudaStream_t stream);
 
 }  // namespace roofbench::kernels

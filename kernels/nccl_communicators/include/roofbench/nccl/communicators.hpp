@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::nccl {

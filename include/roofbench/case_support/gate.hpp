@@ -1,7 +1,9 @@
 // Correctness gates for CUDA cases: the host poisons outputs with NaN, runs the case once on fresh inputs,
 // then check() compares the output with an fp64 reference computed on the host from the inputs as
 // stored. Outputs too big to compare whole are compared on a sample, and scanned whole on the device for
-// non-finite values, so a region the kernel never wrote still fails the gate.
+// non-finite values, so a region the kernel never wrote still fails the gate. Each gate also sets
+// `figures` to what it counted (nonfinite_outputs, ...): the case keeps them and returns them from
+// Case::figures().
 #pragma once
 
 #include <cstddef>
@@ -55,7 +57,8 @@ struct MatmulOperands {
 // is scanned for non-finite values.
 inline constexpr std::size_t kMatmulRandomSamples = 512;
 inline constexpr std::size_t kMatmulEdgeSamples = 256;
-Check check_matmul_sampled(Context& ctx, const MatmulOperands& operands, const NonfiniteScan& scan);
+Check check_matmul_sampled(Context& ctx, const MatmulOperands& operands, const NonfiniteScan& scan,
+                           std::vector<Figure>& figures);
 
 // out[i] = reference(inputs[0][i], inputs[1][i], ...) for i in [0, n).
 struct ElementwiseOperands {
@@ -75,6 +78,7 @@ struct ElementwiseOperands {
 inline constexpr std::size_t kElementwiseFullCheck = std::size_t{1} << 26;
 inline constexpr std::size_t kElementwiseSampleBlocks = 256;
 inline constexpr std::size_t kElementwiseBlock = 4096;
-Check check_elementwise(Context& ctx, const ElementwiseOperands& operands, const NonfiniteScan& scan);
+Check check_elementwise(Context& ctx, const ElementwiseOperands& operands, const NonfiniteScan& scan,
+                        std::vector<Figure>& figures);
 
 }  // namespace roofbench::case_support

@@ -1,5 +1,5 @@
 // Error checks for plugins that call cuDNN (it includes cudnn.h, so only they include it). As in
-// cuda_check.hpp, a failing call throws roofbench::Error naming the call, the file and line, and cuDNN's
+// cuda.hpp, a failing call throws roofbench::Error naming the call, the file and line, and cuDNN's
 // own message: its status string and, when it keeps one, its last error message on this thread.
 //
 // Two meanings of a CUDNN_STATUS_NOT_SUPPORTED status, chosen at the call:
@@ -52,6 +52,6 @@ inline std::string cudnn_status_message(cudnnStatus_t status) {
                                      ::roofbench::CudnnUnsupported::unsupported);                       \
   } while (0)
 
-// The call's text is taken before its macros expand, as cuda_check.hpp's messages show it.
+// The call's text is taken before its macros expand, as cuda.hpp's messages show it.
 #define ROOFBENCH_CUDNN(call) ROOFBENCH_CUDNN_CHECK_(call, #call, is_error)
 #define ROOFBENCH_CUDNN_OR_NOT_APPLICABLE(call) ROOFBENCH_CUDNN_CHECK_(call, #call, is_not_applicable)

@@ -1,6 +1,8 @@
-// Error checks for plugins and kernels that call CUDA and its libraries. Every failing call throws
-// roofbench::Error naming the call, the file and line, and the library's own message; the host reports
-// it against the benchmark that threw and carries on with the next one.
+// What a CUDA plugin needs beside plugin.hpp: the case's stream as a cudaStream_t, a guard that makes a
+// device current for a scope, and error checks for CUDA, cuBLAS and cuBLASLt calls. Every failing call
+// throws roofbench::Error naming the call, the file and line, and the library's own message; the host
+// reports it against the benchmark that threw and carries on with the next one. cuDNN's checks are in
+// cudnn_check.hpp (it includes cudnn.h, so only its users include it).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -53,3 +55,26 @@ namespace roofbench::detail {
                                             __FILE__, __LINE__);                                                \
   } while (0)
 #endif
+
+namespace roofbench::cuda {
+
+// The stream a case enqueues its work on, for the given rank (Context::stream(), typed).
+inline cudaStream_t stream(const Context& ctx, int rank = 0) { return static_cast<cudaStream_t>(ctx.stream(rank)); }
+
+// Makes `device` the current CUDA device for the scope and restores the one current before, so that calls
+// without a device argument (copies, allocations, library handles) act on a rank's GPU.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    ROOFBENCH_CUDA(cudaGetDevice(&previous_));
+    ROOFBENCH_CUDA(cudaSetDevice(device));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard() { (void)cudaSetDevice(previous_); }  // a destructor must not throw
+
+ private:
+  int previous_ = 0;
+};
+
+}  // namespace roofbench::cuda

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "roofbench/case_support/owned_handle.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::case_support {

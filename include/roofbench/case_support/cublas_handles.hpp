@@ -1,4 +1,4 @@
-// Owned cuBLAS / cuBLASLt handles and descriptors (the error checks are in roofbench/cuda_check.hpp).
+// Owned cuBLAS / cuBLASLt handles and descriptors (the error checks are in roofbench/cuda.hpp).
 #pragma once
 
 #include <cublasLt.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "roofbench/case_support/owned_handle.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 
 namespace roofbench::case_support {
 

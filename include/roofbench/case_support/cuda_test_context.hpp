@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::case_support::testing {
@@ -135,7 +135,7 @@ struct GateSteps {
 
 struct GateOutcome {
   Check check;
-  std::vector<Fact> facts;  // read after the check, before teardown
+  std::vector<Figure> figures;  // read after the check, before teardown, as the host does
 };
 
 // The host's gate sequence after a successful setup: outputs poisoned, the runs, synchronise, check,
@@ -148,7 +148,7 @@ inline GateOutcome gate_after_setup(Case& c, CudaTestContext& ctx, const GateSte
     for (int r = 0; r < steps.runs; ++r) c.run(ctx);
   ctx.synchronize(0);
   if (steps.before_check) steps.before_check(c, ctx);
-  GateOutcome outcome{c.check(ctx), c.facts()};
+  GateOutcome outcome{c.check(ctx), c.figures()};  // a braced list runs them in order
   c.teardown(ctx);
   return outcome;
 }

@@ -10,13 +10,12 @@
 #include <utility>
 
 #include "roofbench/case_support/formats.hpp"
-#include "roofbench/cuda_check.hpp"
-#include "roofbench/kernels/cuda_elementwise.hpp"
+#include "roofbench/cuda.hpp"
+#include "nonfinite.hpp"
 
 namespace roofbench::case_support {
 
 namespace {
-cudaStream_t stream_of(Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
 const unsigned char* byte_address(DeviceArray array, std::size_t element) {
   return static_cast<const unsigned char*>(array.data) + element * element_bytes(array.type);
 }
@@ -33,7 +32,7 @@ std::vector<double> fetch(Context& ctx, DeviceArray array, std::size_t first, st
   } else {
     // One strided copy (a matrix column of row-major storage) instead of `count` tiny ones.
     ROOFBENCH_CUDA(cudaMemcpy2DAsync(raw.data(), bytes, byte_address(array, first), stride * bytes, bytes, count,
-                                     cudaMemcpyDeviceToHost, stream_of(ctx)));
+                                     cudaMemcpyDeviceToHost, cuda::stream(ctx)));
     ctx.synchronize();
   }
   decode(array.type, raw.data(), count, values.data());
@@ -46,16 +45,16 @@ void NonfiniteScan::setup(Context& ctx) {
 
 std::uint64_t NonfiniteScan::count(Context& ctx, DeviceArray array, std::size_t n) const {
   if (!device_count_) throw Error("micro: NonfiniteScan::count before setup");
-  const cudaStream_t stream = stream_of(ctx);
+  const cudaStream_t stream = cuda::stream(ctx);
   switch (array.type) {
     case ElementType::f32:
-      kernels::launch_count_nonfinite(static_cast<const float*>(array.data), n, device_count_, stream);
+      detail::launch_count_nonfinite(static_cast<const float*>(array.data), n, device_count_, stream);
       break;
     case ElementType::bf16:
-      kernels::launch_count_nonfinite(static_cast<const __nv_bfloat16*>(array.data), n, device_count_, stream);
+      detail::launch_count_nonfinite(static_cast<const __nv_bfloat16*>(array.data), n, device_count_, stream);
       break;
     case ElementType::f16:
-      kernels::launch_count_nonfinite(static_cast<const __half*>(array.data), n, device_count_, stream);
+      detail::launch_count_nonfinite(static_cast<const __half*>(array.data), n, device_count_, stream);
       break;
     default:
       throw Error("micro: no non-finite scan for this element type");
@@ -100,8 +99,10 @@ std::string nan_detail(std::uint64_t nonfinite, std::size_t total) {
 
 }  // namespace
 
-Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const NonfiniteScan& scan) {
-  if (op.m <= 0 || op.n <= 0 || op.batch <= 0) return {0.0, "empty output", {}, true};
+Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const NonfiniteScan& scan,
+                           std::vector<Figure>& figures) {
+  figures.clear();
+  if (op.m <= 0 || op.n <= 0 || op.batch <= 0) return {0.0, "empty output", true};
   const std::vector<Sample> samples = matmul_samples(op, ctx.seed());
   std::vector<double> out, ref;
   out.reserve(samples.size());
@@ -137,7 +138,7 @@ Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const Nonfini
   const std::uint64_t nonfinite = scan.count(ctx, op.c, total);
   Check check;
   check.rel_l2_error = relative_l2_error(out.data(), ref.data(), out.size());
-  check.counters.push_back({"nonfinite_outputs", static_cast<double>(nonfinite)});
+  figures.push_back({"nonfinite_outputs", static_cast<double>(nonfinite)});
   std::ostringstream detail;
   detail << "compared " << samples.size() << " of " << total << " outputs (" << kMatmulRandomSamples
          << " random, then the last row and column) with fp64 dot products of the stored inputs; worst at (matrix "
@@ -151,8 +152,10 @@ Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const Nonfini
   return check;
 }
 
-Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const NonfiniteScan& scan) {
-  if (op.n == 0) return {0.0, "empty output", {}, true};
+Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const NonfiniteScan& scan,
+                        std::vector<Figure>& figures) {
+  figures.clear();
+  if (op.n == 0) return {0.0, "empty output", true};
   std::vector<std::pair<std::size_t, std::size_t>> ranges;  // (first, count)
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   if (op.n <= kElementwiseFullCheck) {
@@ -194,8 +197,8 @@ Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const Nonfi
   const std::uint64_t nonfinite = scan.count(ctx, op.out, op.n);
   Check check;
   check.rel_l2_error = relative_l2_error(out.data(), ref.data(), out.size());
-  check.counters.push_back({"nonfinite_outputs", static_cast<double>(nonfinite)});
-  check.counters.push_back({"mismatched_elements", static_cast<double>(mismatches)});
+  figures.push_back({"nonfinite_outputs", static_cast<double>(nonfinite)});
+  figures.push_back({"mismatched_elements", static_cast<double>(mismatches)});
   std::ostringstream detail;
   detail << "compared " << out.size() << " of " << op.n << " outputs"
          << (op.n > kElementwiseFullCheck ? " (evenly spaced blocks and the last block)" : "")

@@ -1,5 +1,5 @@
 // Ownership of a CUDA library's opaque handle or descriptor (cuBLAS, cuBLASLt, cuDNN) with its destroy
-// function; the error checks are in roofbench/cuda_check.hpp and roofbench/cudnn_check.hpp.
+// function; the error checks are in roofbench/cuda.hpp and roofbench/cudnn_check.hpp.
 #pragma once
 
 #include <utility>

@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "roofbench/case_support/cublas_handles.hpp"
-#include "roofbench/cuda_check.hpp"
+#include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::case_support {
@@ -24,7 +24,7 @@ class CublasOnStream {
   // workspace is set again after it. Checked on every call in case the host hands out another stream,
   // e.g. one it captures on; both calls are host-side only.
   cublasHandle_t on(Context& ctx) {
-    const auto stream = static_cast<cudaStream_t>(ctx.stream());
+    const auto stream = cuda::stream(ctx);
     if (!bound_ || stream != stream_) {
       ROOFBENCH_CUBLAS(cublasSetStream(handle_.get(), stream));
       ROOFBENCH_CUBLAS(cublasSetWorkspace(handle_.get(), workspace_, kCublasWorkspaceBytes));

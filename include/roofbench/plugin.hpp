@@ -1,14 +1,16 @@
-// roofbench plugin API: the one header a plugin author needs.
+// roofbench plugin API: the header every plugin includes (a CUDA plugin adds roofbench/cuda.hpp).
 //
-// A plugin is a shared library that exports one entry point (ROOFBENCH_PLUGIN below). It describes
-// benchmark cases; the host owns everything else: timing, warm-up, repetition, counters, the roofline
-// and the correctness gate. A case never times itself.
+// A plugin is a shared library that exports one entry point: ROOFBENCH_PLUGIN("name", describe), from
+// roofbench/detail/abi.hpp, which this header includes at its end. It describes benchmark cases; the
+// host owns everything else: timing, warm-up, repetition, counters, the roofline and the correctness
+// gate. A case never times itself.
 //
 // Life of one benchmark (one case at one point of its axes' cartesian product):
 //   make(params) -> setup(ctx)          allocate through ctx.alloc(), fill inputs with ctx.fill_random()
 //   host poisons every output buffer (all bytes 0xFF: NaN in fp64/fp32/bf16/fp16/fp8)
 //   run(ctx); host synchronises;        the gate run, on fresh inputs
 //   check(ctx) -> Check                 relative L2 error against the case's own reference
+//   figures() -> named values           numbers and texts reported as they are (model size, algorithm)
 //   run(ctx) many times                 warm-up, then timed samples (the host decides how many)
 //   teardown(ctx)                       the host frees what ctx.alloc() gave
 //
@@ -28,10 +30,6 @@
 #include <vector>
 
 namespace roofbench {
-
-// Bumped whenever any type in this header changes layout or meaning; the host refuses other versions.
-// 3: the entry point carries an AbiFingerprint (compiler, standard library, struct sizes).
-inline constexpr std::uint32_t kAbiVersion = 3;
 
 enum class DeviceKind { cpu, cuda };
 
@@ -126,17 +124,24 @@ class Params {
   std::vector<std::pair<std::string, std::string>> items_;
 };
 
-// A named number a case adds to its result (loss after training, parameters, ...).
-struct Counter {
+// A named amount of one run that the host reports as a rate (amount / median time): Work::rates.
+struct Amount {
   std::string name;
   double value = 0;
 };
 
-// A named string that says how a point runs (the algorithm a library chose, its math type): written into
-// the result and shown by the report beside the numbers.
-struct Fact {
+// A named value a case reports as it is, not divided by the time: a number (parameters of a model, loss
+// after training, elements a gate compared) or a text (the algorithm a library chose, its math type).
+// Numbers become fields of the benchmark's result, texts its "facts"; the report shows both.
+//   {"parameters", 124e6}   {"algorithm", "IMPLICIT_PRECOMP_GEMM"}
+struct Figure {
   std::string name;
-  std::string value;
+  double number = 0;
+  std::string text;
+  bool is_text = false;
+
+  Figure(std::string name, double number) : name(std::move(name)), number(number) {}
+  Figure(std::string name, std::string text) : name(std::move(name)), text(std::move(text)), is_text(true) {}
 };
 
 // The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
@@ -150,19 +155,19 @@ struct Work {
   std::string item_name;  // e.g. "tokens"; empty: items are not reported
   // Further amounts per run that the host reports as rates (amount / median time) under their own
   // name, e.g. {"busbw", bytes * 2(k-1)/k} for an all-reduce.
-  std::vector<Counter> rates;
+  std::vector<Amount> rates;
   // The minimum bytes are (nearly) all reads, as in attention decode reading a KV cache: the memory roof
   // is then the device's read-streaming ceiling, which is higher than its copy ceiling.
   bool read_dominated = false;
 };
 
-// What check() found. rel_l2_error = ||out - ref||_2 / ||ref||_2 (NaN if any output is not finite,
+// What check() found; figures the gate computed (elements compared, losses) the case keeps and returns
+// from figures(). rel_l2_error = ||out - ref||_2 / ||ref||_2 (NaN if any output is not finite,
 // which is what an output left poisoned gives). The host compares it with the case's tolerance.
 struct Check {
   double rel_l2_error = 0;
-  std::string detail;            // shown with a failed gate: where it went wrong, what was compared
-  std::vector<Counter> counters;  // extra figures the gate computed
-  bool passed_extra = true;      // false fails the gate whatever the error (e.g. "loss did not fall")
+  std::string detail;        // shown with a failed gate: where it went wrong, what was compared
+  bool passed_extra = true;  // false fails the gate whatever the error (e.g. "loss did not fall")
 };
 
 // Relative L2 error of `out` against `ref`: the measure every gate uses. Any non-finite output gives NaN.
@@ -226,10 +231,9 @@ class Case {
   virtual Work work() const = 0;
   virtual Check check(Context& ctx) = 0;
   virtual void teardown(Context&) {}
-  // Counters that do not need the gate (e.g. model size); reported on every result.
-  virtual std::vector<Counter> counters() const { return {}; }
-  // Facts known after setup (e.g. {"algorithm", "IMPLICIT_PRECOMP_GEMM"}); reported on every result.
-  virtual std::vector<Fact> facts() const { return {}; }
+  // Values reported as they are on every result (model size, the gate's figures, the algorithm a
+  // library chose): called once after the gate (after setup when the gate is off), before teardown.
+  virtual std::vector<Figure> figures() const { return {}; }
 };
 
 // How the host may time a case. graphable: run() can be captured into a CUDA graph (true for pure
@@ -273,102 +277,6 @@ struct NotApplicable : Error {
   using Error::Error;
 };
 
-
-// What must match between a plugin and the host beyond kAbiVersion, filled in by ROOFBENCH_PLUGIN in the
-// plugin's own translation unit: the standard library and its dual-ABI setting (a std::string of the
-// other ABI crashes whoever reads it), the CUDA runtime's major version (roofbench_add_plugin's CUDA
-// keyword defines it, and so do roofbench/cuda_check.hpp and cuda_runtime_api.h; 0: not known), and the size
-// of every type the two sides exchange. The host compares it before calling describe().
-struct AbiFingerprint {
-  std::uint32_t size_of_fingerprint;
-  std::uint32_t standard_library;  // 1 libstdc++, 2 libc++, 0 another
-  std::int32_t cxx11_abi;          // _GLIBCXX_USE_CXX11_ABI, -1 when not libstdc++
-  std::uint32_t cuda_runtime_major;
-  std::uint32_t compiler_major;    // informational: compilers of one standard library interoperate
-  std::uint32_t sizes[16];
-};
-
-namespace detail {
-
-constexpr std::uint32_t standard_library_id() {
-#if defined(_LIBCPP_VERSION)
-  return 2;
-#elif defined(__GLIBCXX__)
-  return 1;
-#else
-  return 0;
-#endif
-}
-
-constexpr std::int32_t cxx11_abi() {
-#if defined(__GLIBCXX__) && defined(_GLIBCXX_USE_CXX11_ABI)
-  return _GLIBCXX_USE_CXX11_ABI;
-#else
-  return -1;
-#endif
-}
-
-constexpr std::uint32_t compiler_major() {
-#if defined(__clang__)
-  return 1000 + __clang_major__;
-#elif defined(__GNUC__)
-  return __GNUC__;
-#else
-  return 0;
-#endif
-}
-
-// The names of AbiFingerprint::sizes, in order (for the host's one-line refusal).
-inline constexpr const char* kFingerprintSizeNames[16] = {
-    "std::string", "std::vector", "std::function", "std::unique_ptr", "Plugin", "CaseSpec", "Axis", "Params",
-    "DeviceNeed", "Timing", "Work", "Check", "Counter", "Fact", "DeviceInfo", "Context"};
-
-constexpr AbiFingerprint fingerprint(std::uint32_t cuda_runtime_major) {
-  return {sizeof(AbiFingerprint),
-          standard_library_id(),
-          cxx11_abi(),
-          cuda_runtime_major,
-          compiler_major(),
-          {sizeof(std::string), sizeof(std::vector<int>), sizeof(std::function<void()>), sizeof(std::unique_ptr<Case>),
-           sizeof(Plugin), sizeof(CaseSpec), sizeof(Axis), sizeof(Params), sizeof(DeviceNeed), sizeof(Timing),
-           sizeof(Work), sizeof(Check), sizeof(Counter), sizeof(Fact), sizeof(DeviceInfo), sizeof(Context)}};
-}
-
-}  // namespace detail
-
-// The layout this kAbiVersion stands for, where it is known (x86-64, libstdc++'s C++11 ABI): a change
-// of any of these types fails here until kAbiVersion is bumped and the sizes are updated together.
-#if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(kAbiVersion == 3, "update the layout assertions below together with kAbiVersion");
-static_assert(sizeof(Plugin) == 88 && sizeof(CaseSpec) == 232 && sizeof(Axis) == 56 && sizeof(Params) == 24 &&
-                  sizeof(DeviceNeed) == 12 && sizeof(Timing) == 16 && sizeof(Work) == 88 && sizeof(Check) == 72 &&
-                  sizeof(Counter) == 40 && sizeof(Fact) == 64 && sizeof(DeviceInfo) == 40 && sizeof(Context) == 8,
-              "a plugin API type changed layout: bump kAbiVersion and update these sizes");
-#endif
-
 }  // namespace roofbench
 
-#ifndef ROOFBENCH_CUDA_RUNTIME_MAJOR
-#if defined(CUDART_VERSION)
-#define ROOFBENCH_CUDA_RUNTIME_MAJOR (CUDART_VERSION / 1000)
-#else
-#define ROOFBENCH_CUDA_RUNTIME_MAJOR 0
-#endif
-#endif
-
-// The C-layout entry point. The host reads abi_version before touching anything else.
-extern "C" struct roofbench_plugin_entry {
-  std::uint32_t abi_version;
-  const char* name;
-  void (*describe)(roofbench::Plugin& plugin);
-  const roofbench::AbiFingerprint* fingerprint;
-};
-
-// Use once per plugin: ROOFBENCH_PLUGIN("cpu", describe) with void describe(roofbench::Plugin&).
-#define ROOFBENCH_PLUGIN(NAME, DESCRIBE)                                                                   \
-  extern "C" __attribute__((visibility("default"))) const roofbench_plugin_entry* roofbench_plugin() {     \
-    static constexpr ::roofbench::AbiFingerprint fingerprint =                                             \
-        ::roofbench::detail::fingerprint(ROOFBENCH_CUDA_RUNTIME_MAJOR);                                    \
-    static const roofbench_plugin_entry entry{::roofbench::kAbiVersion, NAME, &(DESCRIBE), &fingerprint}; \
-    return &entry;                                                                                         \
-  }
+#include "roofbench/detail/abi.hpp"  // kAbiVersion, the fingerprint and ROOFBENCH_PLUGIN
