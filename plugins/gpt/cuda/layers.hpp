@@ -301,10 +301,10 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw = 0);
 // R2-R4's MLP (lab_elementwise_bf16 v4; the lab keeps the versions before it,
-// plugins/gpt/lab/elementwise_versions.hpp), with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS epilogue kernel took 219 us
-// against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T alone and both
-// passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a separate bf16
-// bias add would be; z itself is never stored.
+// plugins/gpt/lab/elementwise_versions.hpp), with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS
+// epilogue kernel took 219 us against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T
+// alone and both passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a
+// separate bf16 bias add would be; z itself is never stored.
 // GELU and GELU' of each element come from a per-block table of every bf16 value's (bf16_table.hpp): the
 // same fp32 arithmetic as erff and expf per element, so the same bits.
 // out = GELU(z) (table kernel; cols > 0 and a multiple of 8, rows >= 0, bias not null, out and xw 16-byte

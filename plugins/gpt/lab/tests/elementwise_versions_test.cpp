@@ -136,9 +136,9 @@ std::vector<std::uint16_t> bf16_bits(const bf16* device, std::size_t count) {
 }
 
 // The bf16 GELU passes through their tables (bf16_table.hpp; v3, the keeper's kernels without the bias) give
-// the bits of the in-place kernels (v2): on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
-// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
-// take several chunks each.
+// the bits of the in-place kernels (v2): on every bf16 bit pattern (256 x 256, NaN and infinities included,
+// which the tables leave to the in-place arithmetic), and on 16684 rows, more chunks than the table kernel
+// has block rows, so its blocks take several chunks each.
 TEST(GptLab, Bf16GeluTablesMatchInPlaceBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   struct Shape {
