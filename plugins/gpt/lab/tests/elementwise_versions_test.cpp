@@ -121,6 +121,24 @@ void check_every_row(std::span<const ElementwiseVersion<Elem>> table, double tol
   }
 }
 
+// The tables' axes and keepers as lab_cases.cpp's descriptions and the rungs have them: R1's v3, R2-R4's v4.
+TEST(GptLab, ElementwiseTablesNameTheirKeepers) {
+  const auto keepers = [](auto table) {
+    std::vector<std::string> names;
+    for (const auto& row : table)
+      if (row.keeper) names.push_back(row.name);
+    return names;
+  };
+  EXPECT_EQ(fp32_elementwise_versions().size(), 3u);
+  EXPECT_EQ(bf16_elementwise_versions().size(), 4u);
+  EXPECT_EQ(keepers(fp32_elementwise_versions()), std::vector<std::string>{"v3"});
+  EXPECT_EQ(keepers(bf16_elementwise_versions()), std::vector<std::string>{"v4"});
+  EXPECT_EQ(fp32_elementwise_version("v3").bias, BiasAdded::gemm_epilogue);
+  EXPECT_EQ(bf16_elementwise_version("v1").bias, BiasAdded::forward_pass);
+  EXPECT_THROW(fp32_elementwise_version("v4"), Error);
+  EXPECT_THROW(bf16_elementwise_version("v5"), Error);
+}
+
 TEST(GptLab, EveryElementwiseVersionMatchesDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   check_every_row(fp32_elementwise_versions(), 1e-5);
