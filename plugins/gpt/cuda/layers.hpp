@@ -104,15 +104,14 @@ void linear_forward_bias(const LtContext& lt, cudaDataType_t type, void* y, cons
 // How the weight gradient dw = dy^T x is handed to cuBLAS. Its reduction runs over the N positions, the
 // strided dimension of both dy and x: cuBLAS sees both operands MN-major (its column-major "nt"), and on
 // Hopper it has only sm80-era TF32 kernels for that, since the TF32 wgmma of sm90 wants K-major operands.
-// Transposing one operand into scratch first makes it K-major (its N contiguous):
+// Transposing one operand into scratch first makes it K-major (its N contiguous). The rungs' layouts:
 //   v1: no transpose, linear_backward's GEMM (R0 and R5 always run it);
-//   v2: dy -> dyt [out, N], dw = dyt x: cuBLAS "nn", the layout of the dx GEMMs (sm90 kernels);
-//   v3: the narrower operand: x -> xt [in, N] when in < out, dw = dy^T xt^T (cuBLAS "tt"), else dy as v2.
-// All three compute the same dw to TF32 precision. R1 runs the keeper, kFusedWgradLayout; the lab_wgrad
-// benchmark times all three.
-enum class WgradLayout { v1, v2, v3 };
+//   v3: the narrower operand: x -> xt [in, N] when in < out, dw = dy^T xt^T (cuBLAS "tt"), else dy ->
+//       dyt [out, N], dw = dyt x (cuBLAS "nn", the layout of the dx GEMMs: weight_gradient_dy_transposed).
+// Both compute the same dw to TF32 precision. R1 runs the keeper, kFusedWgradLayout; the lab_wgrad benchmark
+// times both and the lab's v2 (dy always transposed, plugins/gpt/lab/wgrad_versions.hpp).
+enum class WgradLayout { v1, v3 };
 inline constexpr WgradLayout kFusedWgradLayout = WgradLayout::v3;
-const char* wgrad_layout_name(WgradLayout layout);
 // Floats of scratch linear_backward_kmajor needs for these sizes in `layout` (0 for v1).
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out);
 // linear_backward with dw computed in `layout`; scratch holds wgrad_scratch_floats(layout, N, in, out)
@@ -120,6 +119,10 @@ std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out);
 void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const float* dy, const float* x,
                             const float* w, int N, int in, int out, WgradLayout layout, float* scratch,
                             float beta_dx = 0, float beta_dw = 0);
+// dw = dy^T x (+ beta_dw dw) with dy transposed into scratch first (N * out floats, not null): dyt [out, N],
+// dw = dyt x, cuBLAS "nn". v3's form where in >= out.
+void weight_gradient_dy_transposed(cublasHandle_t handle, float* dw, const float* dy, const float* x, int N, int in,
+                                   int out, float* scratch, float beta_dw = 0);
 // out[cols, rows] = in[rows, cols]^T, row-major both (32 x 32 shared-memory tiles, coalesced both ways):
 // the K-major copy of a weight gradient's operand.
 void transpose(float* out, const float* in, int rows, int cols, cudaStream_t stream);
@@ -190,16 +193,11 @@ void add(float* out, const float* a, const float* b, std::size_t n, cudaStream_t
 void gelu_forward(float* out, const float* z, std::size_t n, cudaStream_t stream);
 // dz = dout * GELU'(z)
 void gelu_backward(float* dz, const float* dout, const float* z, std::size_t n, cudaStream_t stream);
-// out = GELU(z) with 16-byte accesses (z and out 16-byte aligned, else throws): R1's, after the fc GEMM
-// added the bias in its epilogue (linear_forward_bias), so the pass reads z once and writes out only.
+// out = GELU(z) with 16-byte accesses (z and out 16-byte aligned, else throws): R1's (elementwise v3), after
+// the fc GEMM added the bias in its epilogue (linear_forward_bias), so the pass reads z once and writes out
+// only. The versions it replaced, which added the bias themselves, are the kernel lab's
+// (plugins/gpt/lab/elementwise_versions.hpp).
 void gelu_forward_vectorized(float* out, const float* z, std::size_t n, cudaStream_t stream);
-// Fused: z += bias (kept: the backward reads the pre-activation), out = GELU(z). vectorized: 16-byte
-// accesses when cols % 4 == 0 and out and z are 16-byte aligned (else, or when false, the scalar kernel).
-// R1 ran the vectorized kernels (elementwise v2) until the bias moved into the fc GEMM's epilogue
-// (elementwise v3: linear_forward_bias + gelu_forward_vectorized); v1 and v2 live on in the lab_elementwise
-// benchmark.
-void bias_gelu_forward(float* out, float* z, const float* bias, int rows, int cols, cudaStream_t stream,
-                       bool vectorized = true);
 // Fused (R1): dz = dout * GELU'(z) and dbias = sum over rows of dz, in one pass over dout and z (16-byte
 // accesses; falls back to gelu_backward + column_sum when cols % 4 != 0 or a pointer is not 16-byte
 // aligned). partials: column_partials_floats(rows, cols).
@@ -302,28 +300,18 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
 // operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw = 0);
-// z += bias, rounded to bf16 (the pre-activation the backward reads), then out = GELU(z) in bf16 (the
-// lab's elementwise v1; R2-R4 run gelu_forward_add_bias below).
-void bias_gelu_forward(bf16* out, bf16* z, const float* bias, int rows, int cols, cudaStream_t stream);
-// How the bf16 GELU passes get GELU and GELU' of each element: from a per-block table of every bf16 value's
-// (bf16_table.hpp; the keeper, as R2-R4's gelu_forward_add_bias) or by erff and expf per element (in_place, the lab's
-// lab_elementwise_bf16 v2). Both compute the same fp32 values, so the same bits.
-enum class Bf16GeluKernels { table, in_place };
-// out = GELU(z) in bf16, 16-byte accesses (8 elements; z and out 16-byte aligned, else throws).
-void gelu_forward(bf16* out, const bf16* z, std::size_t n, cudaStream_t stream,
-                  Bf16GeluKernels kernels = Bf16GeluKernels::table);
-// dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums, one pass with 16-byte accesses; cols % 8 == 0
-// and 16-byte aligned pointers (throws roofbench::Error otherwise). partials: column_partials_floats(rows, cols).
-void gelu_backward_bias_grad(bf16* dz, float* dbias, const bf16* dout, const bf16* z, int rows, int cols,
-                             float* partials, cudaStream_t stream, Bf16GeluKernels kernels = Bf16GeluKernels::table);
-// R2-R4's MLP, with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS epilogue kernel took 219 us
-// against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T alone and both
-// passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a separate bf16
-// bias add would be; z itself is never stored.
+// R2-R4's MLP (lab_elementwise_bf16 v4; the lab keeps the versions before it,
+// plugins/gpt/lab/elementwise_versions.hpp), with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS
+// epilogue kernel took 219 us against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T
+// alone and both passes take the pre-activation z = bf16(xw + bias), the bias added in fp32 and rounded as a
+// separate bf16 bias add would be; z itself is never stored.
+// GELU and GELU' of each element come from a per-block table of every bf16 value's (bf16_table.hpp): the
+// same fp32 arithmetic as erff and expf per element, so the same bits.
 // out = GELU(z) (table kernel; cols > 0 and a multiple of 8, rows >= 0, bias not null, out and xw 16-byte
 // aligned, else throws; bias needs only bf16's 2-byte alignment).
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream);
-// dz = dout GELU'(z) and dbias its column sums, as gelu_backward_bias_grad (table kernel) with z as above.
+// dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums in one pass, z as above; the same shape
+// requirements. partials: column_partials_floats(rows, cols).
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream);
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).

@@ -320,7 +320,14 @@ __global__ void transpose_kernel(float* __restrict__ out, const float* __restric
       out[static_cast<std::size_t>(col0 + i) * rows + row0 + tx] = tile[tx][i];
 }
 
-// v3 transposes x only where it is the narrower operand; on a tie dy, which gives v2's known layout.
+// The handle's stream: a transpose enqueued there lands before the GEMM that reads it.
+cudaStream_t gemm_stream(cublasHandle_t handle) {
+  cudaStream_t stream = nullptr;
+  ROOFBENCH_CUBLAS(cublasGetStream(handle, &stream));
+  return stream;
+}
+
+// v3 transposes x only where it is the narrower operand; on a tie dy, the dx GEMMs' known layout.
 bool transposes_x(WgradLayout layout, int in, int out) { return layout == WgradLayout::v3 && in < out; }
 }  // namespace
 
@@ -330,18 +337,6 @@ void transpose(float* out, const float* in, int rows, int cols, cudaStream_t str
   const dim3 grid(ceil_div(rows, kTransposeTile), ceil_div(cols, kTransposeTile));
   transpose_kernel<<<grid, dim3(kTransposeTile, kTransposeRowsPerPass), 0, stream>>>(out, in, rows, cols);
   ROOFBENCH_CUDA_LAUNCH();
-}
-
-const char* wgrad_layout_name(WgradLayout layout) {
-  switch (layout) {
-    case WgradLayout::v1:
-      return "v1 (MN-major operands, cuBLAS nt)";
-    case WgradLayout::v2:
-      return "v2 (dy transposed, cuBLAS nn)";
-    case WgradLayout::v3:
-      return "v3 (the narrower operand transposed)";
-  }
-  return "unknown";
 }
 
 std::size_t wgrad_scratch_floats(WgradLayout layout, int N, int in, int out) {
@@ -357,20 +352,28 @@ void linear_backward_kmajor(cublasHandle_t handle, float* dx, float* dw, const f
     g.beta = beta_dx;
     gemm(handle, g);
   }
+  if (layout != WgradLayout::v1 && scratch == nullptr)
+    throw Error("gpt: linear_backward_kmajor: the v3 layout needs scratch");
+  if (layout != WgradLayout::v1 && !transposes_x(layout, in, out)) {
+    weight_gradient_dy_transposed(handle, dw, dy, x, N, in, out, scratch, beta_dw);
+    return;
+  }
   RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);
   g.beta = beta_dw;
   if (layout != WgradLayout::v1) {
-    if (scratch == nullptr) throw Error("gpt: linear_backward_kmajor: the v2 and v3 layouts need scratch");
-    cudaStream_t stream = nullptr;
-    ROOFBENCH_CUBLAS(cublasGetStream(handle, &stream));  // the GEMM's stream: the transpose lands before it
-    if (transposes_x(layout, in, out)) {
-      transpose(scratch, x, N, in, stream);  // xt [in, N]: dw = dy^T xt^T
-      g.B = scratch, g.ldb = N, g.trans_b = true;
-    } else {
-      transpose(scratch, dy, N, out, stream);  // dyt [out, N]: dw = dyt x
-      g.A = scratch, g.lda = N, g.trans_a = false;
-    }
+    transpose(scratch, x, N, in, gemm_stream(handle));  // xt [in, N]: dw = dy^T xt^T
+    g.B = scratch, g.ldb = N, g.trans_b = true;
   }
+  gemm(handle, g);
+}
+
+void weight_gradient_dy_transposed(cublasHandle_t handle, float* dw, const float* dy, const float* x, int N, int in,
+                                   int out, float* scratch, float beta_dw) {
+  if (scratch == nullptr) throw Error("gpt: weight_gradient_dy_transposed needs scratch");
+  RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);
+  g.beta = beta_dw;
+  transpose(scratch, dy, N, out, gemm_stream(handle));  // dyt [out, N]: dw = dyt x
+  g.A = scratch, g.lda = N, g.trans_a = false;
   gemm(handle, g);
 }
 

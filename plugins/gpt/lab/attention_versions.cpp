@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "roofbench/plugin.hpp"
+#include "version_table.hpp"
 
 namespace roofbench::gpt::cuda::lab {
 namespace {
@@ -34,28 +34,16 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      keeper_backward<bf16>},
 };
 
-template <typename Elem>
-const AttentionVersion<Elem>& find(std::span<const AttentionVersion<Elem>> table, const std::string& name,
-                                   const char* lab) {
-  std::string names;
-  for (const AttentionVersion<Elem>& version : table) {
-    if (name == version.name) return version;
-    names += (names.empty() ? "" : ", ") + std::string(version.name);
-  }
-  throw Error(std::string("gpt ") + lab + ": no version '" + name + "' (versions: " + names +
-              "; plugins/gpt/README.md lists the retired ones)");
-}
-
 }  // namespace
 
 std::span<const AttentionVersion<float>> fp32_attention_versions() { return kFp32Versions; }
 std::span<const AttentionVersion<bf16>> bf16_attention_versions() { return kBf16Versions; }
 
 const AttentionVersion<float>& fp32_attention_version(const std::string& name) {
-  return find(fp32_attention_versions(), name, "lab_attention");
+  return find_version(fp32_attention_versions(), name, "lab_attention");
 }
 const AttentionVersion<bf16>& bf16_attention_version(const std::string& name) {
-  return find(bf16_attention_versions(), name, "lab_attention_bf16");
+  return find_version(bf16_attention_versions(), name, "lab_attention_bf16");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

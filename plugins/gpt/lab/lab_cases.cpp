@@ -7,8 +7,9 @@
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
 //   lab_attention_bf16/version:v7|v9/batch:64|512  the same on bf16 tensors, also at R3's batch
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
+//                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
-//   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (WgradLayout)
+//   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
 //   lab_fc_gelu_bf16/version:v1|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
 //                                     moved from the GEMM into the GELU pass (kFcGeluVersions)
@@ -30,6 +31,7 @@
 
 #include "attention_versions.hpp"
 #include "bf16.hpp"
+#include "elementwise_versions.hpp"
 #include "lab_cases.hpp"
 #include "lab_reference.hpp"
 #include "layers.hpp"
@@ -39,16 +41,11 @@
 #include "roofbench/plugin.hpp"
 #include "trainer.hpp"
 #include "training_gates.hpp"
+#include "version_table.hpp"
+#include "wgrad_versions.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
-
-// The version a lab point names ("v3") as its number.
-int version_number(const Params& params) {
-  const std::string name = params.str("version");  // a copy: str() returns into params
-  if (name.size() < 2 || name[0] != 'v') throw Error("gpt lab: version '" + name + "' is not v<number>");
-  return std::stoi(name.substr(1));
-}
 
 // The training shape: model.hpp's defaults, the batch from the axis.
 Config lab_config(const Params& params) {
@@ -237,20 +234,8 @@ class AttentionLab final : public Case {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// The MLP's bias + GELU forward, GELU's backward and fc's bias gradient. Elem float (lab_elementwise, R1's
-// tensors):
-//   v1: the scalar kernels, three launches (bias + GELU, GELU's backward, the bias gradient's column sum);
-//   v2: 16-byte accesses, GELU's backward fused with the bias gradient;
-//   v3 (R1's): v2 with the bias moved into the fc GEMM's epilogue (linear_forward_bias, not timed here), so
-//       the forward reads a pre-activation that already holds it and writes only GELU.
-// Elem bf16 (lab_elementwise_bf16, R2's tensors: z, GELU, dout and dz bf16; bias and dbias fp32):
-//   v1: one pass adds the bias into z and applies GELU (z rewritten; R2's until the bias moved into the fc
-//       GEMM's epilogue), GELU's backward with the bias gradient, erff and expf per element;
-//   v2: the bias in the fc GEMM's epilogue, so the forward reads z and writes GELU only;
-//   v3: v2 with GELU and GELU' looked up in a per-block table of every bf16 value's (the same bits);
-//   v4 (R2-R4's): v3's tables with z the fc GEMM's x w^T alone, the bias (bf16, as the trainers hold it) added
-//       by both passes, in fp32 and rounded to bf16, and never stored: the GEMM without cuBLASLt's BIAS
-//       epilogue is the faster (lab_fc_gelu_bf16 v1 against v4).
+// The MLP's bias + GELU forward, GELU's backward and fc's bias gradient: Elem float (lab_elementwise, R1's
+// tensors) or bf16 (lab_elementwise_bf16, R2's), the version a row of elementwise_versions.hpp's tables.
 // A version with the bias in the epilogue, or in both passes, moves 5 tensors, not 6, and (but v4) its
 // forward's reference adds no bias. The reference sees z as stored: the backward reads z after the forward
 // (z + bias, rounded to Elem), v4's z and its bias.
@@ -259,11 +244,7 @@ class ElementwiseLab final : public Case {
  public:
   static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
 
-  explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_number(params)) {
-    if (version_ < 1 || version_ > (kBf16 ? 4 : 3))
-      throw Error(kBf16 ? "gpt lab_elementwise_bf16: versions are v1, v2, v3 and v4"
-                        : "gpt lab_elementwise: versions are v1, v2 and v3");
-  }
+  explicit ElementwiseLab(const Params& params) : cfg_(lab_config(params)), version_(version_row(params)) {}
 
   void setup(Context& ctx) override {
     const std::size_t n = count(), cols = static_cast<std::size_t>(cfg_.hidden());
@@ -287,31 +268,11 @@ class ElementwiseLab final : public Case {
   }
 
   void run(Context& ctx) override {
-    const int R = rows(), H = cfg_.hidden();
-    if constexpr (kBf16) {
-      if (bias_in_passes()) {
-        gelu_forward_add_bias(gelu_, z_, bias16_, R, H, roofbench::cuda::stream(ctx));
-        gelu_backward_add_bias(dz_, dbias_, dout_, z_, bias16_, R, H, partials_, roofbench::cuda::stream(ctx));
-        return;
-      }
-      const Bf16GeluKernels kernels = version_ == 3 ? Bf16GeluKernels::table : Bf16GeluKernels::in_place;
-      if (version_ == 1)
-        bias_gelu_forward(gelu_, z_, bias_, R, H, roofbench::cuda::stream(ctx));
-      else
-        gelu_forward(gelu_, z_, count(), roofbench::cuda::stream(ctx), kernels);
-      gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, roofbench::cuda::stream(ctx), kernels);
-    } else {
-      if (version_ == 3)
-        gelu_forward_vectorized(gelu_, z_, count(), roofbench::cuda::stream(ctx));
-      else
-        bias_gelu_forward(gelu_, z_, bias_, R, H, roofbench::cuda::stream(ctx), version_ == 2);
-      if (version_ >= 2) {
-        gelu_backward_bias_grad(dz_, dbias_, dout_, z_, R, H, partials_, roofbench::cuda::stream(ctx));
-      } else {
-        gelu_backward(dz_, dout_, z_, count(), roofbench::cuda::stream(ctx));
-        column_sum(dbias_, dz_, R, H, partials_, roofbench::cuda::stream(ctx));
-      }
-    }
+    lab::GeluTensors<Elem> t;
+    t.z = z_, t.out = gelu_, t.dout = dout_, t.dz = dz_, t.dbias = dbias_, t.partials = partials_;
+    t.bias = bias_, t.bias16 = bias16_, t.rows = rows(), t.cols = cfg_.hidden();
+    version_.forward(t, roofbench::cuda::stream(ctx));
+    version_.backward(t, roofbench::cuda::stream(ctx));
   }
 
   // Minimum traffic: z read, z (unless the GEMM added the bias) and GELU written; dout and z read, dz written.
@@ -348,8 +309,14 @@ class ElementwiseLab final : public Case {
   }
 
  private:
-  bool bias_in_gemm() const { return kBf16 ? version_ == 2 || version_ == 3 : version_ == 3; }
-  bool bias_in_passes() const { return kBf16 && version_ == 4; }
+  bool bias_in_gemm() const { return version_.bias == lab::BiasAdded::gemm_epilogue; }
+  bool bias_in_passes() const { return version_.bias == lab::BiasAdded::both_passes; }
+  static const lab::ElementwiseVersion<Elem>& version_row(const Params& params) {
+    if constexpr (kBf16)
+      return lab::bf16_elementwise_version(params.str("version"));
+    else
+      return lab::fp32_elementwise_version(params.str("version"));
+  }
   static Elem* alloc(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<Elem*>(ctx.alloc(count * sizeof(Elem), role));
   }
@@ -357,7 +324,7 @@ class ElementwiseLab final : public Case {
   std::size_t count() const { return static_cast<std::size_t>(rows()) * cfg_.hidden(); }
 
   Config cfg_;
-  int version_;
+  const lab::ElementwiseVersion<Elem>& version_;
   Elem *z_ = nullptr, *dout_ = nullptr, *gelu_ = nullptr, *dz_ = nullptr;
   float *bias_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;  // bias_: every version's but v4's
   bf16* bias16_ = nullptr;  // v4's
@@ -366,13 +333,11 @@ class ElementwiseLab final : public Case {
 
 // ---------------------------------------------------------------------------------------------------
 // The weight gradients dw = dy^T x of a block's four linear layers (qkv, attn_proj, fc, fc_proj) over the
-// full batch, in one WgradLayout.
+// full batch, the version a row of wgrad_versions.hpp's table.
 class WgradLab final : public Case {
  public:
-  explicit WgradLab(const Params& params) : cfg_(lab_config(params)) {
-    const int version = version_number(params);
-    if (version < 1 || version > 3) throw Error("gpt lab_wgrad: versions are v1, v2 and v3");
-    layout_ = static_cast<WgradLayout>(version - 1);
+  explicit WgradLab(const Params& params)
+      : cfg_(lab_config(params)), version_(lab::wgrad_version(params.str("version"))) {
     const int C = cfg_.channels, H = cfg_.hidden();
     layers_ = {{C, 3 * C}, {C, C}, {C, H}, {H, C}};
   }
@@ -387,7 +352,7 @@ class WgradLab final : public Case {
       layer.dw = alloc_floats(ctx, out * in, BufferRole::output);
       ctx.fill_random(layer.dy, N * out, ElementType::f32);
       ctx.fill_random(layer.x, N * in, ElementType::f32);
-      scratch = std::max(scratch, wgrad_scratch_floats(layout_, rows(), layer.in, layer.out));
+      scratch = std::max(scratch, version_.scratch_floats(rows(), layer.in, layer.out));
     }
     scratch_ = scratch > 0 ? alloc_floats(ctx, scratch, BufferRole::scratch) : nullptr;
     ROOFBENCH_CUBLAS(cublasCreate(cublas_.replace()));
@@ -398,8 +363,7 @@ class WgradLab final : public Case {
 
   void run(Context&) override {
     for (const Layer& layer : layers_)
-      linear_backward_kmajor(cublas_.get(), nullptr, layer.dw, layer.dy, layer.x, nullptr, rows(), layer.in, layer.out,
-                             layout_, scratch_);
+      version_.weight_gradient(cublas_.get(), layer.dw, layer.dy, layer.x, rows(), layer.in, layer.out, scratch_, 0);
   }
 
   Work work() const override {
@@ -412,7 +376,7 @@ class WgradLab final : public Case {
     return w;
   }
 
-  std::vector<Figure> figures() const override { return {{"layout", wgrad_layout_name(layout_)}}; }
+  std::vector<Figure> figures() const override { return {{"layout", version_.layout}}; }
 
   // kSamples entries of each dw, spread over the matrix, against their double sums.
   Check check(Context& ctx) override {
@@ -450,7 +414,7 @@ class WgradLab final : public Case {
   int rows() const { return cfg_.batch * cfg_.context; }
 
   Config cfg_;
-  WgradLayout layout_;
+  const lab::WgradVersion& version_;
   std::vector<Layer> layers_;
   float* scratch_ = nullptr;
   case_support::CublasHandle cublas_;  // a setup that throws half way gives it back through the destructor
@@ -477,10 +441,7 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
-  const std::string name = params.str("version");
-  for (const FcGeluVersion& version : kFcGeluVersions)
-    if (name == version.name) return version;
-  throw Error("gpt lab_fc_gelu_bf16: versions are v1 and v4 (v2 and v3 are retired), not '" + name + "'");
+  return lab::find_version(std::span<const FcGeluVersion>(kFcGeluVersions), params.str("version"), "lab_fc_gelu_bf16");
 }
 
 class FcGeluLab final : public Case {
@@ -509,7 +470,7 @@ class FcGeluLab final : public Case {
     const LtContext lt = lt_.context(ctx);
     if (version_.bias_in_epilogue) {
       linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
-      gelu_forward(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), roofbench::cuda::stream(ctx));
+      lab::gelu_forward_table(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), roofbench::cuda::stream(ctx));
     } else {
       linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
       gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), roofbench::cuda::stream(ctx));
@@ -754,14 +715,6 @@ CaseSpec step_gemms_case() {
   return spec;
 }
 
-// A lab's version axis: its table's names, in the table's order.
-template <typename Row>
-std::vector<std::string> version_names(std::span<const Row> table) {
-  std::vector<std::string> names;
-  for (const Row& row : table) names.push_back(row.name);
-  return names;
-}
-
 }  // namespace
 
 std::vector<CaseSpec> lab_cases() {
@@ -770,7 +723,7 @@ std::vector<CaseSpec> lab_cases() {
                                     "kernel lab: the fused causal attention with RoPE, forward + backward, at the "
                                     "training shape; v1 SIMT fp32, v8 TF32 mma.sync m16n8k8 with the scores in "
                                     "registers (R1's)",
-                                    version_names(lab::fp32_attention_versions()), Precision::tf32),
+                                    lab::version_names(lab::fp32_attention_versions()), Precision::tf32),
       // bf16 tensors: a case of its own, since the gate's tolerance follows the case's precision; batch 512
       // is R3's and R4's shape.
       lab_case<AttentionLab<bf16>>("lab_attention_bf16",
@@ -778,29 +731,29 @@ std::vector<CaseSpec> lab_cases() {
                                    "the training shape; v7 mma.sync with the scores in registers, cp.async rows, "
                                    "the forward one block per head with its softmax online, v9 v7 with a persistent "
                                    "backward fetching each block's next head ahead (R2-R4's)",
-                                   version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
+                                   lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",
                                "kernel lab: the MLP's bias + GELU forward, GELU backward and fc bias gradient at "
                                "the training shape; v1 scalar, three launches, v2 16-byte and fused, v3 v2 with "
                                "the bias in the fc GEMM's epilogue, so GELU's forward only reads z (R1's)",
-                               {"v1", "v2", "v3"}, Precision::fp32, 1e-4),
+                               lab::version_names(lab::fp32_elementwise_versions()), Precision::fp32, 1e-4),
       lab_case<ElementwiseLab<bf16>>("lab_elementwise_bf16",
                                    "kernel lab: lab_elementwise on R2's bf16 tensors; v1 bias added by the GELU "
                                    "pass, v2 bias in the fc GEMM's epilogue, v3 v2 with GELU and GELU' from a "
                                    "per-block table of every bf16 value's, v4 v3's tables with the bias added by "
                                    "both passes and not stored (R2-R4's)",
-                                   {"v1", "v2", "v3", "v4"}, Precision::bf16),
+                                   lab::version_names(lab::bf16_elementwise_versions()), Precision::bf16),
       lab_case<WgradLab>("lab_wgrad",
                          "kernel lab: a block's four weight-gradient GEMMs dw = dy^T x at the training shape; v1 "
                          "MN-major operands, v2 dy transposed, v3 the narrower operand transposed (R1's)",
-                         {"v1", "v2", "v3"}, Precision::tf32),
+                         lab::version_names(lab::wgrad_versions()), Precision::tf32),
       // bf16 tensors and outputs, fp32 accumulation: the default bf16 tolerance. Batch 512 is R3's and R4's.
       lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
                           "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass",
-                          version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
+                          lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       step_gemms_case(),
   };

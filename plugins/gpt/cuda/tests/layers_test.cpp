@@ -276,8 +276,8 @@ TEST(GptLayers, FusedCrossEntropyMatchesEagerAndDouble) {
   EXPECT_NEAR(Device::download(history, 8)[2], mean, 1e-5 * mean);
 }
 
-// R1's 16-byte elementwise kernels against the scalar ones and double: bias + GELU forward, GELU's backward
-// fused with its bias gradient, and the four-column bias-gradient sums. 300 rows: more than one 256-row
+// R1's 16-byte elementwise kernels against the scalar ones and double: GELU's backward fused with its bias
+// gradient, and the four-column bias-gradient sums (the lab's bias + GELU forwards: elementwise_versions_test). 300 rows: more than one 256-row
 // chunk, the last one partial; 136 columns: a multiple of 4, not of the 128 columns of a block; 30 columns:
 // not a multiple of 4, the scalar fallback.
 class GptVectorizedElementwise : public ::testing::TestWithParam<int> {};
@@ -285,17 +285,14 @@ class GptVectorizedElementwise : public ::testing::TestWithParam<int> {};
 TEST_P(GptVectorizedElementwise, MatchScalarAndDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const int rows = 300, cols = GetParam(), n = rows * cols;
-  const auto z = random_floats(n, 21, -4, 4), dout = random_floats(n, 22), bias = random_floats(cols, 23);
-  auto gelu = [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); };
+  const auto z = random_floats(n, 21, -4, 4), dout = random_floats(n, 22);
   auto gelu_derivative = [](double x) {
     return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) * 0.39894228040143268;  // x pdf(x)
   };
-  std::vector<double> pre_ref(n), out_ref(n), dz_ref(n), dbias_ref(cols, 0), colsum_ref(cols, 0);
+  std::vector<double> dz_ref(n), dbias_ref(cols, 0), colsum_ref(cols, 0);
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       const int i = r * cols + c;
-      pre_ref[i] = double{z[i]} + bias[c];
-      out_ref[i] = gelu(double{z[i]} + bias[c]);
       dz_ref[i] = double{dout[i]} * gelu_derivative(z[i]);
       dbias_ref[c] += dz_ref[i];
       colsum_ref[c] += dout[i];
@@ -303,21 +300,7 @@ TEST_P(GptVectorizedElementwise, MatchScalarAndDouble) {
 
   Device dev;
   float* partials = dev.alloc<float>(column_partials_floats(rows, cols));
-  float *d_bias = dev.upload(bias), *d_dout = dev.upload(dout);
-  // Forward, both kernels: z is updated in place, so each gets its own copy.
-  float *z_vec = dev.upload(z), *z_scalar = dev.upload(z), *out_vec = dev.alloc<float>(n),
-        *out_scalar = dev.alloc<float>(n);
-  // The vectorized kernel reads the bias a float at a time: give it one 4 bytes past a 16-byte boundary (a
-  // bias's place in the flat parameters need not be aligned).
-  std::vector<float> shifted(1, 0.0f);
-  shifted.insert(shifted.end(), bias.begin(), bias.end());
-  bias_gelu_forward(out_vec, z_vec, dev.upload(shifted) + 1, rows, cols, nullptr, true);
-  bias_gelu_forward(out_scalar, z_scalar, d_bias, rows, cols, nullptr, false);
-  const auto pre_vec = Device::download(z_vec, n), o_vec = Device::download(out_vec, n);
-  EXPECT_EQ(pre_vec, Device::download(z_scalar, n));  // the same fp32 additions
-  EXPECT_LT(rel_l2(o_vec, Device::download(out_scalar, n)), 1e-6);
-  EXPECT_LT(rel_l2(pre_vec, pre_ref), 1e-6);
-  EXPECT_LT(rel_l2(o_vec, out_ref), 1e-5);
+  float* d_dout = dev.upload(dout);
 
   // Backward: the fused GELU backward + bias gradient against gelu_backward + column_sum.
   float *d_z = dev.upload(z), *dz_fused = dev.alloc<float>(n), *dz_plain = dev.alloc<float>(n);
@@ -348,9 +331,8 @@ INSTANTIATE_TEST_SUITE_P(Cols, GptVectorizedElementwise, ::testing::Values(136, 
                          });
 
 TEST(GptLayers, WgradScratch) {
-  // v1 transposes nothing, v2 always dy [N, out], v3 the narrower of x [N, in] and dy (dy on a tie).
+  // v1 transposes nothing, v3 the narrower of x [N, in] and dy [N, out] (dy on a tie).
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v1, 256, 64, 96), 0u);
-  EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v2, 256, 64, 96), 256u * 96);
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 64, 96), 256u * 64);
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 96, 64), 256u * 64);
   EXPECT_EQ(wgrad_scratch_floats(WgradLayout::v3, 256, 64, 64), 256u * 64);
@@ -373,9 +355,9 @@ TEST(GptLayers, TransposeIsExact) {
   for (int i = rows * cols; i < rows * cols + 32; ++i) EXPECT_TRUE(std::isnan(got[i])) << "written past the end: " << i;
 }
 
-// A linear layer's backward in every weight-gradient layout against double: dw = dy^T x, dx = dy w. in < out
-// (v3 transposes x: cuBLAS "tt"), in > out (v3 transposes dy, as v2: "nn"), and in == out (v3 takes dy) on
-// 200 rows, not a multiple of the transpose's 32-row tile.
+// A linear layer's backward in the rungs' weight-gradient layouts against double: dw = dy^T x, dx = dy w.
+// in < out (v3 transposes x: cuBLAS "tt"), in > out (v3 transposes dy: "nn"), and in == out (v3 takes dy)
+// on 200 rows, not a multiple of the transpose's 32-row tile. The lab's v2: wgrad_versions_test.
 struct LinearShape {
   int N, in, out;
 };
@@ -399,8 +381,8 @@ TEST_P(GptWeightGradient, EveryLayoutMatchesDouble) {
   const std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, decltype(&cublasDestroy)> handle(raw, cublasDestroy);
   const float *d_dy = dev.upload(dy), *d_x = dev.upload(x), *d_w = dev.upload(w);
   std::vector<float> v1_dw;
-  for (WgradLayout layout : {WgradLayout::v1, WgradLayout::v2, WgradLayout::v3}) {
-    const std::string name = "v" + std::to_string(static_cast<int>(layout) + 1);
+  for (WgradLayout layout : {WgradLayout::v1, WgradLayout::v3}) {
+    const std::string name = layout == WgradLayout::v1 ? "v1" : "v3";
     const std::size_t scratch_floats = wgrad_scratch_floats(layout, N, in, out);
     float* scratch = scratch_floats > 0 ? dev.alloc<float>(scratch_floats) : nullptr;
     float *dw = dev.alloc<float>(out * in), *dx = dev.alloc<float>(N * in);
@@ -422,7 +404,7 @@ TEST_P(GptWeightGradient, EveryLayoutMatchesDouble) {
   float* dw = dev.alloc<float>(out * in);
   linear_backward(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out);
   EXPECT_EQ(Device::download(dw, out * in), v1_dw);
-  EXPECT_THROW(linear_backward_kmajor(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out, WgradLayout::v2, nullptr),
+  EXPECT_THROW(linear_backward_kmajor(handle.get(), nullptr, dw, d_dy, d_x, d_w, N, in, out, WgradLayout::v3, nullptr),
                Error);
 }
 
@@ -460,7 +442,8 @@ double gelu_derivative_double(double x) {
 }  // namespace
 
 // fc with its bias in cuBLASLt's epilogue (R1: fp32 on TF32 tensor cores; bf16: lab_fc_gelu_bf16 v1) against double,
-// on 200 rows (not a multiple of any tile) and then GELU's vectorized forward on its output.
+// on 200 rows (not a multiple of any tile) and then GELU's vectorized forward on its output (bf16: R2-R4's table
+// pass with a zero bias, which leaves the bf16 pre-activation as it is).
 TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const int N = 200, in = 64, out = 136;
@@ -489,7 +472,7 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
       bf16 *d_y = dev.alloc<bf16>(n), *d_g = dev.alloc<bf16>(n);
       linear_forward_bias(LtContext{lt.get(), workspace, nullptr}, CUDA_R_16BF, d_y, dev.upload(to_bf16(x)),
                           dev.upload(to_bf16(w)), dev.upload(to_bf16(bias)), N, in, out);
-      gelu_forward(d_g, d_y, n, nullptr);
+      gelu_forward_add_bias(d_g, d_y, dev.upload(to_bf16(std::vector<float>(out, 0.0f))), N, out, nullptr);
       y = from_bf16(Device::download(d_y, n));
       g = from_bf16(Device::download(d_g, n));
       // GELU of the stored (rounded) pre-activation, rounded: what the host computes from y but for the rare
@@ -523,8 +506,8 @@ TEST(GptLayers, LinearForwardBiasAndGeluMatchDouble) {
   }
 }
 
-// R2's 16-byte GELU backward with fc's bias gradient (8 bf16 columns a thread) and the bf16 column sums,
-// against double on the same bf16 inputs: 300 rows (one partial chunk), 2048 and 136 columns (136: a
+// R2-R4's 16-byte GELU backward with fc's bias gradient (8 bf16 columns a thread; a zero bias, so GELU' of z
+// as stored) and the bf16 column sums, against double on the same bf16 inputs: 300 rows (one partial chunk), 2048 and 136 columns (136: a
 // multiple of 8, not of a block's 256).
 TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -546,100 +529,12 @@ TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
     const bf16 *d_z = dev.upload(to_bf16(z)), *d_dout = dev.upload(to_bf16(dout));
     bf16* d_dz = dev.alloc<bf16>(n);
     float *d_dbias = dev.alloc<float>(cols), *d_colsum = dev.alloc<float>(cols);
-    gelu_backward_bias_grad(d_dz, d_dbias, d_dout, d_z, rows, cols, partials, nullptr);
+    const bf16* zero_bias = dev.upload(to_bf16(std::vector<float>(cols, 0.0f)));
+    gelu_backward_add_bias(d_dz, d_dbias, d_dout, d_z, zero_bias, rows, cols, partials, nullptr);
     column_sum(d_colsum, d_dout, rows, cols, partials, nullptr);
     EXPECT_LT(rel_l2(from_bf16(Device::download(d_dz, n)), dz_ref), 1e-2);
     EXPECT_LT(rel_l2(Device::download(d_dbias, cols), dbias_ref), 1e-5);
     EXPECT_LT(rel_l2(Device::download(d_colsum, cols), colsum_ref), 1e-5);
-  }
-}
-
-// The bits of count bf16 values on the device, for comparing two kernels' outputs exactly.
-std::vector<std::uint16_t> bf16_bits(const bf16* device, std::size_t count) {
-  const auto values = Device::download(device, count);
-  std::vector<std::uint16_t> bits(count);
-  std::memcpy(bits.data(), static_cast<const void*>(values.data()), count * sizeof(std::uint16_t));
-  return bits;
-}
-
-// The bf16 GELU passes through their tables (bf16_table.hpp, the keeper) give the bits of the in-place
-// kernels: on every bf16 bit pattern (256 x 256, NaN and infinities included, which the tables leave to the
-// in-place arithmetic), and on 16684 rows, more chunks than the table kernel has block rows, so its blocks
-// take several chunks each.
-TEST(GptLayers, Bf16GeluTablesMatchInPlaceBitForBit) {
-  ROOFBENCH_GPT_REQUIRE_GPU();
-  struct Shape {
-    int rows, cols;
-    bool every_pattern;
-  };
-  for (const Shape shape : {Shape{256, 256, true}, Shape{16684, 136, false}}) {
-    SCOPED_TRACE(shape.rows);
-    const std::size_t n = static_cast<std::size_t>(shape.rows) * shape.cols;
-    std::vector<bf16> z;
-    if (shape.every_pattern) {
-      z.resize(n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto bits = static_cast<std::uint16_t>(i);
-        std::memcpy(static_cast<void*>(&z[i]), &bits, sizeof bits);
-      }
-    } else {
-      auto values = random_floats(n, 71, -6, 6);
-      for (std::size_t i = 0; i < n; i += 97) values[i] *= 0x1p-20f;  // some below the table's smallest magnitude
-      z = to_bf16(values);
-    }
-    const auto dout = to_bf16(random_floats(n, 72));
-    Device dev;
-    const bf16 *d_z = dev.upload(z), *d_dout = dev.upload(dout);
-    float* partials = dev.alloc<float>(column_partials_floats(shape.rows, shape.cols));
-    std::vector<std::uint16_t> out[2], dz[2];
-    std::vector<float> dbias[2];
-    for (const Bf16GeluKernels kernels : {Bf16GeluKernels::table, Bf16GeluKernels::in_place}) {
-      const int k = kernels == Bf16GeluKernels::table ? 0 : 1;
-      bf16 *d_out = dev.alloc<bf16>(n), *d_dz = dev.alloc<bf16>(n);
-      float* d_dbias = dev.alloc<float>(shape.cols);
-      gelu_forward(d_out, d_z, n, nullptr, kernels);
-      gelu_backward_bias_grad(d_dz, d_dbias, d_dout, d_z, shape.rows, shape.cols, partials, nullptr, kernels);
-      out[k] = bf16_bits(d_out, n);
-      dz[k] = bf16_bits(d_dz, n);
-      dbias[k] = Device::download(d_dbias, shape.cols);
-    }
-    EXPECT_EQ(out[0], out[1]);
-    EXPECT_EQ(dz[0], dz[1]);
-    for (int c = 0; c < shape.cols; ++c)
-      if (!std::isnan(dbias[1][c])) {
-        EXPECT_EQ(dbias[0][c], dbias[1][c]) << c;
-      }
-  }
-}
-
-// R2-R4's GELU passes with fc's bias added inside (gelu_forward_add_bias, gelu_backward_add_bias) against
-// the table passes on the pre-activation rounded beforehand, bf16(xw + bias) computed here: the same bits of
-// GELU and dz, the same dbias. The bias sits at an odd element offset, as fc_b does in the trainers' flat
-// bf16 weights.
-TEST(GptLayers, Bf16GeluAddBiasMatchesPreAddedBias) {
-  ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const auto& [rows, cols] : {std::pair{16684, 136}, std::pair{1100, 2048}}) {
-    SCOPED_TRACE(cols);
-    const std::size_t n = static_cast<std::size_t>(rows) * cols;
-    const auto xw = to_bf16(random_floats(n, 81, -5, 5)), dout = to_bf16(random_floats(n, 82));
-    const auto bias = to_bf16(random_floats(static_cast<std::size_t>(cols) + 1, 83, -0.5f, 0.5f));
-    std::vector<float> pre(n);
-    for (std::size_t e = 0; e < n; ++e)
-      pre[e] = round_to_bf16(static_cast<float>(xw[e]) + static_cast<float>(bias[1 + e % cols]));
-    Device dev;
-    const bf16 *d_xw = dev.upload(xw), *d_pre = dev.upload(to_bf16(pre)), *d_dout = dev.upload(dout);
-    const bf16* d_bias = dev.upload(bias) + 1;
-    float* partials = dev.alloc<float>(column_partials_floats(rows, cols));
-    bf16 *out_added = dev.alloc<bf16>(n), *out_pre = dev.alloc<bf16>(n);
-    bf16 *dz_added = dev.alloc<bf16>(n), *dz_pre = dev.alloc<bf16>(n);
-    float *dbias_added = dev.alloc<float>(cols), *dbias_pre = dev.alloc<float>(cols);
-    gelu_forward_add_bias(out_added, d_xw, d_bias, rows, cols, nullptr);
-    gelu_backward_add_bias(dz_added, dbias_added, d_dout, d_xw, d_bias, rows, cols, partials, nullptr);
-    gelu_forward(out_pre, d_pre, n, nullptr);
-    gelu_backward_bias_grad(dz_pre, dbias_pre, d_dout, d_pre, rows, cols, partials, nullptr);
-    EXPECT_EQ(bf16_bits(out_added, n), bf16_bits(out_pre, n));
-    EXPECT_EQ(bf16_bits(dz_added, n), bf16_bits(dz_pre, n));
-    EXPECT_EQ(Device::download(dbias_added, cols), Device::download(dbias_pre, cols));
   }
 }
 
