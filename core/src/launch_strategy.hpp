@@ -44,8 +44,8 @@ class LaunchStrategy {
 std::unique_ptr<LaunchStrategy> make_launch_strategy(const TimingOptions& options);
 
 // A timed plan carried out on the host, the CPU device's samples (cpu_device.cpp): `flush` for each flush
-// step, `run` for each of its runs, in order; the seconds from the start step to the stop step by the steady clock.
-// The host has no graphs: a plan with graph steps is refused (Error).
+// step, `run` for each of its runs, in order; the seconds from the start step to the stop step by the
+// steady clock. The host has no graphs: a plan with graph steps is refused (Error).
 double time_on_host(const SamplePlan& plan, const std::function<void()>& run, const std::function<void()>& flush);
 
 // The launch of a benchmark's warm-up: on the stream (hot, or cold under --cold), with the stream hold
