@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "device.hpp"
+#include "launch_strategy.hpp"
 #include "statistics.hpp"
 
 #ifdef ROOFBENCH_HAVE_CBLAS
@@ -275,29 +276,48 @@ Ceilings CpuDevice::measure_ceilings(std::vector<std::string>& how) {
   return c;
 }
 
+// Carries out its launch strategy's plans on the host: hot, or cold with its own cache flush.
 class CpuTimer final : public Timer {
  public:
   CpuTimer(std::function<void()> run_once, const TimingOptions& options)
-      : run_once_(std::move(run_once)), cold_(options.cold) {
-    if (cold_) flusher_ = std::make_unique<CacheFlusher>();
+      : run_once_(std::move(run_once)), strategy_(make_launch_strategy(options)) {
+    if (strategy_->graph()) throw Error("the CPU device has no graph launch: its samples run on the host");
+    if (strategy_->cold()) flusher_ = std::make_unique<CacheFlusher>();
   }
   SampleTime time(int runs) override {
-    if (flusher_) flusher_->flush();
-    const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < runs; ++r) run_once_();
-    return {std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0};
+    return {time_on_host(strategy_->plan(runs, true), run_once_, [this] { flusher_->flush(); }), 0};
   }
   void run_untimed(int runs) override {
-    for (int r = 0; r < runs; ++r) run_once_();
+    const SamplePlan plan = strategy_->plan(runs, false);
+    for (SampleStep step : plan.before_graph)
+      if (step == SampleStep::runs)
+        for (int r = 0; r < plan.runs; ++r) run_once_();
   }
 
  private:
   std::function<void()> run_once_;
-  bool cold_;
+  std::unique_ptr<LaunchStrategy> strategy_;
   std::unique_ptr<CacheFlusher> flusher_;
 };
 
 }  // namespace
+
+double time_on_host(const SamplePlan& plan, const std::function<void()>& run, const std::function<void()>& flush) {
+  if (!plan.in_graph.empty() || !plan.after_graph.empty()) throw Error("the host has no graphs to launch");
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start, stop;
+  for (SampleStep step : plan.before_graph) {
+    switch (step) {
+      case SampleStep::flush: flush(); break;
+      case SampleStep::start: start = Clock::now(); break;
+      case SampleStep::runs:
+        for (int r = 0; r < plan.runs; ++r) run();
+        break;
+      case SampleStep::stop: stop = Clock::now(); break;
+    }
+  }
+  return std::chrono::duration<double>(stop - start).count();
+}
 
 std::unique_ptr<Device> make_cpu_device() { return std::make_unique<CpuDevice>(); }
 

@@ -18,7 +18,7 @@
 #include "device.hpp"
 #include "nvml_energy.hpp"
 #include "roofbench/cuda.hpp"
-#include "sample_steps.hpp"
+#include "launch_strategy.hpp"
 
 namespace roofbench {
 namespace {
@@ -409,16 +409,18 @@ Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
   return c;
 }
 
+// Carries out its launch strategy's plans (launch_strategy.hpp) on the ranks' streams and in graphs, with
+// the stream hold and the clock probe around every timed sample.
 class CudaTimer final : public Timer {
  public:
   CudaTimer(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options)
-      : run_once_(std::move(run_once)), options_(options) {
+      : run_once_(std::move(run_once)), hold_(options.hold), strategy_(make_launch_strategy(options)) {
     for (Device* d : ranks) {
       Rank r{d->info().index, static_cast<cudaStream_t>(d->stream())};
       cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaEventCreate(&r.start));
       ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
-      if (options_.cold) {
+      if (strategy_->cold()) {
         int l2 = 0;
         ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
         r.flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
@@ -444,7 +446,7 @@ class CudaTimer final : public Timer {
       cudaEventDestroy(r.stop);
       if (r.flush) cudaFree(r.flush);
     }
-    for (auto& [steps, exec] : graphs_) cudaGraphExecDestroy(exec);
+    for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
     cudaFreeHost(release_);
     cudaFreeHost(clock_mhz_);
     cudaFreeHost(marks_);
@@ -452,14 +454,14 @@ class CudaTimer final : public Timer {
   double max_clock_mhz() const override { return max_clock_mhz_; }
 
   SampleTime time(int runs) override {
-    const SamplePlan plan = plan_sample(options_, runs, true);
-    cudaGraphExec_t graph = plan.in_graph.empty() ? nullptr : graph_for(plan.in_graph);
+    const SamplePlan plan = strategy_->plan(runs, true);
+    cudaGraphExec_t graph = plan.in_graph.empty() ? nullptr : graph_for(plan.in_graph, runs);
     static_cast<volatile int*>(release_)[0] = 0;
     static_cast<volatile int*>(release_)[1] = 0;
     marks_[0].written = marks_[1].written = 0;
     // The hold goes in after a flush on the stream and before anything timed (an event, or the graph that
     // records them; a cold graph holds its own flush, so the hold comes before it there).
-    bool held = !options_.hold;
+    bool held = !hold_;
     auto hold_once = [&] {
       if (held) return;
       held = true;
@@ -472,14 +474,14 @@ class CudaTimer final : public Timer {
     };
     for (SampleStep step : plan.before_graph) {
       if (step != SampleStep::flush) hold_once();
-      enqueue_step(step, false);
+      enqueue_step(step, runs, false);
     }
     if (graph) {
       hold_once();
       cuda::DeviceGuard scope(ranks_.front().device);
       ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
     }
-    for (SampleStep step : plan.after_graph) enqueue_step(step, false);
+    for (SampleStep step : plan.after_graph) enqueue_step(step, runs, false);
     __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
     {
       cuda::DeviceGuard scope(ranks_.front().device);
@@ -512,11 +514,11 @@ class CudaTimer final : public Timer {
   }
 
   void run_untimed(int runs) override {
-    const SamplePlan plan = plan_sample(options_, runs, false);
-    for (SampleStep step : plan.before_graph) enqueue_step(step, false);
+    const SamplePlan plan = strategy_->plan(runs, false);
+    for (SampleStep step : plan.before_graph) enqueue_step(step, runs, false);
     if (!plan.in_graph.empty()) {
       cuda::DeviceGuard scope(ranks_.front().device);
-      ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan.in_graph), ranks_.front().stream));
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan.in_graph, runs), ranks_.front().stream));
     }
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
@@ -536,12 +538,12 @@ class CudaTimer final : public Timer {
     std::size_t flush_bytes = 0;
   };
 
-  // One step of a sample (sample_steps.hpp) on every rank's stream, or, while a graph is captured
-  // (`in_graph`, one rank), as a node of it: the events then as external event nodes, so they are recorded
-  // when the graph reaches them.
-  void enqueue_step(SampleStep step, bool in_graph) {
-    if (step == SampleStep::run) {
-      run_once_();
+  // One step of a sample of `runs` runs (launch_strategy.hpp) on every rank's stream, or, while a graph is
+  // captured (`in_graph`, one rank), as a node of it: the events then as external event nodes, so they are
+  // recorded when the graph reaches them.
+  void enqueue_step(SampleStep step, int runs, bool in_graph) {
+    if (step == SampleStep::runs) {
+      for (int i = 0; i < runs; ++i) run_once_();
       return;
     }
     for (auto& r : ranks_) {
@@ -557,20 +559,21 @@ class CudaTimer final : public Timer {
           else ROOFBENCH_CUDA(cudaEventRecord(event, r.stream));
           break;
         }
-        case SampleStep::run: break;
+        case SampleStep::runs: break;
       }
     }
   }
 
-  // The steps captured once into one graph (rank 0's stream); replaying it leaves out the per-launch CPU cost.
-  cudaGraphExec_t graph_for(const std::vector<SampleStep>& steps) {
-    if (auto it = graphs_.find(steps); it != graphs_.end()) return it->second;
+  // The steps of a sample of `runs` runs captured once into one graph (rank 0's stream); replaying it leaves
+  // out the per-launch CPU cost.
+  cudaGraphExec_t graph_for(const std::vector<SampleStep>& steps, int runs) {
+    if (auto it = graphs_.find({steps, runs}); it != graphs_.end()) return it->second;
     const Rank& r = ranks_.front();
     cuda::DeviceGuard scope(r.device);
     cudaGraph_t graph = nullptr;
     ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
     try {
-      for (SampleStep step : steps) enqueue_step(step, true);
+      for (SampleStep step : steps) enqueue_step(step, runs, true);
     } catch (...) {
       // End the capture so the stream is usable again, and free what it had recorded so far.
       if (cudaStreamEndCapture(r.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
@@ -581,14 +584,15 @@ class CudaTimer final : public Timer {
     const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
     ROOFBENCH_CUDA(status);
-    graphs_[steps] = exec;
+    graphs_[{steps, runs}] = exec;
     return exec;
   }
 
   std::function<void()> run_once_;
-  TimingOptions options_;
+  bool hold_;  // hold the stream while a sample's launches are queued
+  std::unique_ptr<LaunchStrategy> strategy_;
   std::vector<Rank> ranks_;
-  std::map<std::vector<SampleStep>, cudaGraphExec_t> graphs_;
+  std::map<std::pair<std::vector<SampleStep>, int>, cudaGraphExec_t> graphs_;  // by steps and runs
   int* release_ = nullptr;  // [0] release, [1] the hold timed out
   int* release_on_device_ = nullptr;
   double* clock_mhz_ = nullptr;

@@ -87,6 +87,8 @@ struct SampleTime {
   bool hold_timed_out = false;  // the stream hold ended by timeout: the launches were not all queued
 };
 
+// The launch a Timer is made for: its launch strategy (make_launch_strategy, launch_strategy.hpp) and,
+// on a GPU, the stream hold.
 struct TimingOptions {
   bool cold = false;   // flush the caches before each sample
   bool graph = false;  // capture the runs into a CUDA graph and time its replay

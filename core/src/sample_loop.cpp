@@ -6,6 +6,7 @@
 
 #include "clock_observers.hpp"
 #include "energy_observer.hpp"
+#include "launch_strategy.hpp"
 #include "profile_observer.hpp"
 #include "sample_quality.hpp"
 #include "statistics.hpp"
@@ -21,16 +22,17 @@ void abandon_hold(Launcher& launch, Result& r) {
   r.hold_abandoned = true;
 }
 
-// After the warm-up, once for the benchmark: graph or stream, and the runs per sample.
+// After the warm-up, once for the benchmark: the launch of its samples (launch_strategy.hpp), and the runs
+// per sample.
 void choose_launch(Launcher& launch, Result& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks,
                    const MeasureOptions& o, const WarmupOutcome& warm) {
   const DeviceKind kind = ranks.front()->info().kind;
-  const bool graph_allowed = kind == DeviceKind::cuda && ranks.size() == 1 && b.spec->timing.graphable;
-  r.graph = use_graph_timing(o.graph, graph_allowed, warm.per_run);
-  r.cold = o.cold;
-  r.runs_per_sample = runs_per_sample(o.runs_per_sample, o.cold, target_sample_seconds(kind, r.graph), warm.per_run,
+  const TimingOptions chosen = choose_timing(o, b.spec->timing, kind, ranks.size(), warm.per_run);
+  r.graph = chosen.graph;
+  r.cold = chosen.cold;
+  r.runs_per_sample = runs_per_sample(o.runs_per_sample, chosen.cold, target_sample_seconds(kind, r.graph), warm.per_run,
                                       r.graph ? kGraphRunsCap : warm.cap);
-  if (r.graph) launch.use_graph(r.runs_per_sample);
+  launch.use(chosen, r.runs_per_sample);
 }
 
 // The kept samples' summary, their noise at a fixed clock, and whether they can be trusted as one number.
@@ -54,10 +56,12 @@ Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_
 
 void Launcher::remake() { timer_ = ranks_.front()->make_timer(ranks_, run_once_, options_); }
 
-void Launcher::use_graph(int runs) {
-  options_.graph = true;
+void Launcher::use(const TimingOptions& chosen, int runs) {
+  if (chosen.cold == options_.cold && chosen.graph == options_.graph) return;
+  options_.cold = chosen.cold;
+  options_.graph = chosen.graph;
   remake();
-  timer_->time(runs);
+  if (options_.graph) timer_->time(runs);
 }
 
 void Launcher::abandon_hold(int runs) {
@@ -138,7 +142,7 @@ void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop,
 void time_case(Result& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
                const MeasureOptions& o) {
   const DeviceKind kind = ranks.front()->info().kind;
-  Launcher launch(ranks, std::move(run_once), TimingOptions{o.cold, false, kind == DeviceKind::cuda});
+  Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind));
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
   const bool energy_measured = energy != nullptr;
   const auto observers = make_observers(std::move(energy), ranks, o);

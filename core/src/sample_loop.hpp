@@ -23,8 +23,9 @@ class Launcher {
   Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options);
   Timer& timer() { return *timer_; }
   const TimingOptions& options() const { return options_; }
-  // Each sample one graph replay of `runs` runs from now on; the graph is instantiated here, outside the samples.
-  void use_graph(int runs);
+  // The samples' launch (choose_timing) from now on, the hold kept as it is; a graph is instantiated here for
+  // `runs`, outside the samples. Nothing is remade where the launch stays the same.
+  void use(const TimingOptions& chosen, int runs);
   // No stream hold from now on (HoldTimeoutAnswer::abandon_hold); a graph is instantiated again for `runs`.
   void abandon_hold(int runs);
 

@@ -203,7 +203,7 @@ TEST_F(GpuHost, TimerAgreesWithIndependentEventTiming) {
 }
 
 // A cold sample in graph mode times its run from inside the graph (the flush and the events are captured
-// into it, sample_steps.hpp), so the graph's own launch stays out: a compute-only kernel of a few
+// into it, launch_strategy.hpp), so the graph's own launch stays out: a compute-only kernel of a few
 // microseconds, which a flushed L2 does not slow, takes what it takes between two event nodes after three
 // neighbours in a bare graph (H200: 4.22 and 4.13 us). Both spans hold the kernel's launch inside the graph.
 TEST_F(GpuHost, ColdGraphSamplesTimeTheRunFromInsideTheGraph) {
