@@ -54,8 +54,8 @@ WarmupOutcome warm_up(Launcher& launch, Measurement& r, DeviceKind kind, const M
 // Samples of r.runs_per_sample runs until `stop` ends them, each kept one shown to the observers; a sample
 // whose hold timed out is dropped, and the hold goes or the runs per sample halve. r.samples: every kept
 // sample's time per run; r.phases.sampling: the loop's seconds.
-void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop, const std::vector<std::unique_ptr<SampleObserver>>& observers,
-                          bool runs_given);
+void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
+                          const std::vector<std::unique_ptr<SampleObserver>>& observers, bool runs_given);
 
 // All the steps for one case: `run_once` is one run of it.
 void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,

@@ -17,7 +17,8 @@ constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 // of the Result, which crosses the wire as a list and which every printer (results file, Google
 // Benchmark's counters, console) reads; the docs' tables come from this table.
 const std::vector<HostFigure> kFigures = {
-    {fig::flops_per_s.data(), "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
+    {fig::flops_per_s.data(), "FLOP/s", Hint::rate, When::passed, kHeadline,
+     "floating-point operations per second (counted FLOPs / median time)",
      [](R r) { return r.point.flops_per_s; }},
     {fig::bytes_per_s.data(), "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
      [](R r) { return r.point.bytes_per_s; }},
@@ -27,9 +28,12 @@ const std::vector<HostFigure> kFigures = {
      [](R r) { return 100.0 * r.point.roof_fraction; }},
     {fig::time_median.data(), "s", Hint::duration, When::passed, kHeadline, "median time of one run over the kept samples",
      [](R r) { return r.stats.median; }},
-    {fig::time_q1.data(), "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
-    {fig::time_q3.data(), "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
-    {fig::noise.data(), "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
+    {fig::time_q1.data(), "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run",
+     [](R r) { return r.stats.q1; }},
+    {fig::time_q3.data(), "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run",
+     [](R r) { return r.stats.q3; }},
+    {fig::noise.data(), "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples",
+     [](R r) { return r.stats.noise; }},
     {fig::samples.data(), "count", Hint::count, When::passed, kShown, "timed samples kept",
      [](R r) { return static_cast<double>(r.stats.count); }},
     {fig::warmup_iters.data(), "count", Hint::count, When::passed, kShown, "runs of the warm-up",
@@ -49,7 +53,8 @@ const std::vector<HostFigure> kFigures = {
     {fig::energy_per_run.data(), "J", Hint::energy, When::energy, kShown,
      "device energy per run: the energy counter's rise over a window of the samples, over the runs in it",
      [](R r) { return r.energy_per_run_j; }},
-    {fig::power.data(), "W", Hint::power, When::energy, kShown, "mean device power over that window", [](R r) { return r.mean_power_w; }},
+    {fig::power.data(), "W", Hint::power, When::energy, kShown, "mean device power over that window",
+     [](R r) { return r.mean_power_w; }},
     {fig::energy_window_s.data(), "s", Hint::duration, When::energy, kShown, "the window's length, between two steps of the energy counter",
      [](R r) { return r.energy_window_s; }},
     {fig::energy_busy_fraction.data(), "1", Hint::ratio, When::energy, kShown,
@@ -122,7 +127,8 @@ void add_plugin_figures(std::vector<Summary>& s, const Measurement& m) {
   if (!m.work.item_name.empty())
     add(m.work.item_name + "/s", m.work.items / m.stats.median, m.work.item_name + "/s",
         m.work.item_name + " per second (counted per run / median time)", Hint::rate, true);
-  for (const auto& rate : m.rates) add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate, true);
+  for (const auto& rate : m.rates)
+    add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate, true);
   for (const auto& c : m.case_counters) add(c.name, c.value, "", "the case's counter", Hint::plain, false);
 }
 

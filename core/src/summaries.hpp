@@ -1,8 +1,9 @@
 // The one list of figures a Result reports (nvbench's model: each a named, self-describing summary with
-// its unit, meaning and a hint saying how to show it: summary.hpp). Google Benchmark's counters, the results file, the
-// console and the CTest measurements all read it, so a figure has one name everywhere. The host's figures
-// are declared in one table (kFigures in summaries.cpp): one line each, and docs/results-format.md's and
-// docs/user-guide.md's figure tables are generated from it (figures_markdown, checked by docs.* tests).
+// its unit, meaning and a hint saying how to show it: summary.hpp). Google Benchmark's counters, the
+// results file, the console and the CTest measurements all read it, so a figure has one name everywhere.
+// The host's figures are declared in one table (kFigures in summaries.cpp): one line each, and
+// docs/results-format.md's and docs/user-guide.md's figure tables are generated from it (figures_markdown,
+// checked by docs.* tests).
 #pragma once
 
 #include <string>
