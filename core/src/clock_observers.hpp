@@ -14,7 +14,7 @@ namespace roofbench {
 class ClockProbeObserver final : public SampleObserver {
  public:
   void sample(const SampleTime& time, int runs) override;
-  void end(Result& r, Timer&) override;
+  void end(Measurement& r, Timer&) override;
 
  private:
   double sum_mhz_ = 0;
@@ -28,7 +28,7 @@ class ClockFloorObserver final : public SampleObserver {
  public:
   explicit ClockFloorObserver(double floor_fraction) : floor_(floor_fraction) {}
   void sample(const SampleTime& time, int runs) override;
-  void end(Result& r, Timer&) override;
+  void end(Measurement& r, Timer&) override;
 
  private:
   double floor_;

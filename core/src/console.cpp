@@ -58,7 +58,7 @@ std::string percent_text(double pct) {
   return printf_string(a >= 100 ? "%.0f%%" : a >= 1 || a == 0 ? "%.1f%%" : "%.2f%%", pct);
 }
 
-const Summary* find(const std::vector<Summary>& summaries, const std::string& name) {
+const Summary* find(const std::vector<Summary>& summaries, std::string_view name) {
   for (const auto& s : summaries)
     if (s.name == name) return &s;
   return nullptr;
@@ -288,7 +288,8 @@ std::string notes_of(const Result& r) {
   if (r.cache_resident) add("data in cache");
   if (r.memory.leaked > 0) add("leaked " + format_bytes(r.memory.leaked));
   if (r.noisy()) add("NOISY");  // why: in the summary and the results
-  if (std::isfinite(r.energy_per_run_j)) add(format_joules(r.energy_per_run_j) + "/run at " + printf_string("%.0f W", r.mean_power_w));
+  if (const double joules = r.figure(fig::energy_per_run); std::isfinite(joules))
+    add(format_joules(joules) + "/run at " + printf_string("%.0f W", r.figure(fig::power)));
   else if (!r.energy_note.empty()) add("no energy: " + shorten(r.energy_note, 60));
   return notes;
 }
@@ -317,11 +318,11 @@ std::string table_row(const std::string& label, const Session::Outcome& out, con
   const Result& r = out.result;
   const std::vector<Summary> summaries = summaries_of(r);
   auto figure = [&](const Summary* s) { return s ? format_figure(*s) : std::string("-"); };
-  const Summary* noise = find(summaries, "noise");
+  const Summary* noise = find(summaries, fig::noise);
   const std::string figures =
-      printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, figure(find(summaries, "time_median")).c_str(), kRateWidth,
-                    figure(headline_rate(summaries, r)).c_str(), kRoofWidth, figure(find(summaries, "roof_pct")).c_str(),
-                    kBoundWidth, to_string(r.point.bound), kGateWidth, r.gate_word(t.gate_enabled).c_str(), kNoiseWidth,
+      printf_string("  %*s %*s %*s  %-*s %-*s %*s", kTimeWidth, figure(find(summaries, fig::time_median)).c_str(), kRateWidth,
+                    figure(headline_rate(summaries, r)).c_str(), kRoofWidth, figure(find(summaries, fig::roof_pct)).c_str(),
+                    kBoundWidth, to_string(r.bound), kGateWidth, r.gate_word(t.gate_enabled).c_str(), kNoiseWidth,
                     noise ? percent_text(100 * noise->value).c_str() : "-");
   return with_notes(labelled_row(label, figures, t), notes_of(r));
 }
@@ -331,7 +332,7 @@ std::string repetitions_row(const std::string& label, const std::vector<Result>&
   std::vector<double> medians;
   for (const auto& r : passed) {
     const std::vector<Summary> summaries = summaries_of(r);
-    if (const Summary* m = find(summaries, "time_median")) medians.push_back(m->value);
+    if (const Summary* m = find(summaries, fig::time_median)) medians.push_back(m->value);
   }
   if (medians.empty()) return labelled_row(label, "  no repetition passed", t);
   const double median = quantile(medians, 0.5);
@@ -346,7 +347,7 @@ std::string repetitions_row(const std::string& label, const std::vector<Result>&
 std::string profile_text(const std::string& name, const Result& r) {
   if (!r.profile.error.empty()) return wrap_text("profile of " + name + ": " + r.profile.error, kConsoleWidth, "  ", kContinuation) + "\n";
   std::string s = printf_string("  profile: %.1f us of kernels per run (run median %.1f us)\n",
-                                r.profile.kernel_seconds_per_run * 1e6, r.stats.median * 1e6);
+                                r.profile.kernel_seconds_per_run * 1e6, r.figure(fig::time_median) * 1e6);
   std::size_t shown = 0;
   for (const auto& k : r.profile.kernels) {
     if (++shown > 15) break;

@@ -22,7 +22,7 @@ void EnergyObserver::sample(const SampleTime& time, int runs) { spans_.push_back
 
 // Each rank's energy per run over its own window of the samples, summed (as its power is). A sample whose
 // stream hold timed out is not among the spans, but its hold's spin and its runs are in the window.
-void EnergyObserver::end(Result& r, Timer&) {
+void EnergyObserver::end(Measurement& r, Timer&) {
   std::vector<std::vector<CounterStep>> steps;
   for (auto& poller : pollers_) steps.push_back(poller->stop());  // all stopped before any is judged
   if (dropped_ > 0) {
@@ -48,7 +48,7 @@ void EnergyObserver::end(Result& r, Timer&) {
   r.energy_busy_fraction = busy;
 }
 
-std::unique_ptr<EnergyObserver> make_energy_observer(Result& r, const std::vector<Device*>& ranks,
+std::unique_ptr<EnergyObserver> make_energy_observer(Measurement& r, const std::vector<Device*>& ranks,
                                                      const MeasureOptions& o) {
   if (o.energy_seconds <= 0) return nullptr;
   if (o.cold) {

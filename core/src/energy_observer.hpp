@@ -24,7 +24,7 @@ class EnergyObserver final : public SampleObserver {
   void sample(const SampleTime& time, int runs) override;
   void dropped(const SampleTime&) override { ++dropped_; }
   // Stops every poller before any is judged; the figures, or r.energy_note saying why there are none.
-  void end(Result& r, Timer&) override;
+  void end(Measurement& r, Timer&) override;
   const std::vector<SampleSpan>& spans() const { return spans_; }
 
  private:
@@ -38,7 +38,7 @@ class EnergyObserver final : public SampleObserver {
 // The observer where --energy asks for one (o.energy_seconds > 0) and every rank has a counter; nullptr
 // otherwise, with the reason in r.energy_note when it was asked for (never with --cold, whose flush would
 // be booked to the runs). Without it the samples are not lengthened for energy either.
-std::unique_ptr<EnergyObserver> make_energy_observer(Result& r, const std::vector<Device*>& ranks,
+std::unique_ptr<EnergyObserver> make_energy_observer(Measurement& r, const std::vector<Device*>& ranks,
                                                      const MeasureOptions& o);
 
 }  // namespace roofbench

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "sample_loop.hpp"
+#include "summaries.hpp"
 
 namespace roofbench {
 namespace {
@@ -97,7 +98,7 @@ void check_work(const Work& w) {
 }
 
 // A case's figures: numbers become the result's counters, texts its facts.
-void keep_figures(Result& r, const std::vector<Figure>& figures) {
+void keep_figures(Measurement& r, const std::vector<Figure>& figures) {
   for (const Figure& f : figures) {
     if (f.is_text) r.case_facts.push_back({f.name, f.text});
     else r.case_counters.push_back({f.name, f.number});
@@ -105,7 +106,7 @@ void keep_figures(Result& r, const std::vector<Figure>& figures) {
 }
 
 // After a failed case: each device clears its error or resets, and the result says what happened.
-void recover_devices(Result& r, const std::vector<Device*>& ranks) {
+void recover_devices(Measurement& r, const std::vector<Device*>& ranks) {
   for (auto* d : ranks) {
     try {
       if (auto note = d->recover(); !note.empty()) r.message += " [" + note + "]";
@@ -130,8 +131,8 @@ std::string device_label(const std::vector<Device*>& ranks) {
   return s;
 }
 
-Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ranks) {
-  Result r;
+Measurement unmeasured(const BenchmarkSpec& b, const std::vector<Device*>& ranks) {
+  Measurement r;
   r.name = b.name;
   r.plugin = b.plugin;
   r.case_name = b.spec->name;
@@ -144,6 +145,8 @@ Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ran
   return r;
 }
 
+Result unmeasured_result(const BenchmarkSpec& b, const std::vector<Device*>& ranks) { return result_of(unmeasured(b, ranks)); }
+
 std::string Result::gate_word(bool gate_enabled, GateView view) const {
   if (view == GateView::entry && status != Status::ok) return status == Status::gate_failed ? "fail" : "error";
   if (!gate_enabled) return "off";
@@ -153,7 +156,7 @@ std::string Result::gate_word(bool gate_enabled, GateView view) const {
 
 std::string Result::label(bool gate_enabled) const {
   // A result that was not timed has no place on the roofline, so no bound.
-  std::string s = passed() ? std::string("bound=") + to_string(point.bound) + " " : std::string();
+  std::string s = passed() ? std::string("bound=") + to_string(bound) + " " : std::string();
   s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
        " mode=" + (cold ? "cold" : "hot");
   if (graph) s += " timing=graph";
@@ -169,7 +172,7 @@ namespace {
 // kernel, so it is refused once, by architecture, instead; a device that failed before this case touched
 // it (on an H200 after an in-process reset following a sticky error, cudaSetDevice answered "busy or
 // unavailable") fails the case, and says so. *used_before: the devices' used memory, for the leak check.
-bool ready_to_measure(Result& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks, double* used_before) {
+bool ready_to_measure(Measurement& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks, double* used_before) {
   try {
     if (b.cuda_probe)
       for (Device* rank : ranks)
@@ -189,7 +192,7 @@ bool ready_to_measure(Result& r, const BenchmarkSpec& b, const std::vector<Devic
 }
 
 // The correctness gate: one run on outputs poisoned with NaN, held against the case's reference.
-void run_gate(Result& r, Case& c, HostContext& ctx) {
+void run_gate(Measurement& r, Case& c, HostContext& ctx) {
   ctx.poison_outputs();
   c.run(ctx);
   ctx.synchronize_all();
@@ -212,7 +215,7 @@ void run_gate(Result& r, Case& c, HostContext& ctx) {
 }
 
 // The timed runs of a case that passed its gate, and what its median time gives: the roofline point and rates.
-void time_and_place(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
+void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                     const Ceilings& ceilings, const MeasureOptions& o) {
   time_case(r, b, [&] { c.run(ctx); }, ranks, o);
   const double cache = ranks.front()->cache_bytes();
@@ -222,7 +225,7 @@ void time_and_place(Result& r, const BenchmarkSpec& b, Case& c, HostContext& ctx
 }
 
 // The status and message of a case that threw (called in a catch block: rethrows to tell what it was).
-void record_failure(Result& r) {
+void record_failure(Measurement& r) {
   try {
     throw;
   } catch (const NotApplicable& e) {
@@ -242,7 +245,7 @@ void record_failure(Result& r) {
 
 // Made, set up, gated and timed, each phase's seconds in r.phases; *set_up once teardown is owed. What
 // throws ends the case with the status it calls for (record_failure).
-void run_case(Result& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool* set_up, HostContext& ctx,
+void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool* set_up, HostContext& ctx,
               const std::vector<Device*>& ranks, const Ceilings& ceilings, const MeasureOptions& o) {
   auto phase_start = Clock::now();
   auto end_phase = [&](double& phase) {
@@ -274,7 +277,7 @@ void run_case(Result& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool*
 }
 
 // The case's teardown, after its devices are idle; a failure there fails a case that had passed.
-void tear_down(Result& r, Case& c, HostContext& ctx, const std::vector<Device*>& ranks) {
+void tear_down(Measurement& r, Case& c, HostContext& ctx, const std::vector<Device*>& ranks) {
   try {
     for (auto* d : ranks) d->synchronize();
     c.teardown(ctx);
@@ -288,7 +291,7 @@ void tear_down(Result& r, Case& c, HostContext& ctx, const std::vector<Device*>&
 }
 
 // Device memory the case did not give back (used after teardown and the host's frees, against before setup).
-void report_leak(Result& r, const std::vector<Device*>& ranks, double used_before) {
+void report_leak(Measurement& r, const std::vector<Device*>& ranks, double used_before) {
   if (used_before <= 0) return;
   try {
     for (auto* d : ranks) d->synchronize();
@@ -307,9 +310,9 @@ void report_leak(Result& r, const std::vector<Device*>& ranks, double used_befor
 
 }  // namespace
 
-Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
-               const MeasureOptions& o) {
-  Result r = unmeasured_result(b, ranks);
+Measurement take_measurement(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
+                             const MeasureOptions& o) {
+  Measurement r = unmeasured(b, ranks);
   double used_before = 0;
   if (!ready_to_measure(r, b, ranks, &used_before)) return r;
   const auto begin = Clock::now();
@@ -325,6 +328,11 @@ Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const 
     recover_devices(r, ranks);
   r.phases.total = seconds_since(begin);
   return r;
+}
+
+Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
+               const MeasureOptions& options) {
+  return result_of(take_measurement(b, ranks, ceilings, options));
 }
 
 }  // namespace roofbench

@@ -1,6 +1,6 @@
-// The measurement engine: runs one benchmark from setup to teardown (gate, warm-up, samples) and
-// returns a self-describing Result. Printers (Google Benchmark's console, the results JSON) only read
-// Results; nothing here prints.
+// The measurement engine: runs one benchmark from setup to teardown (gate, warm-up, samples) into a typed
+// Measurement of its own, and returns a self-describing Result: identity, status, figures (Summary) and
+// samples. Printers (Google Benchmark's console, the results JSON) only read Results; nothing here prints.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "kernel_profile.hpp"
 #include "roofline.hpp"
 #include "statistics.hpp"
+#include "summary.hpp"
 
 namespace roofbench {
 
@@ -59,7 +60,7 @@ constexpr const char* to_string(Status s) {
   return "?";
 }
 // The words a status's message opens with where the results file and Google Benchmark show it ("gate
-// failed: relative L2 error ..."): Result::message keeps only what follows, so the console, which says
+// failed: relative L2 error ..."): a result's message keeps only what follows, so the console, which says
 // the status in a word of its own, never strips English back off.
 constexpr const char* message_prefix(Status s) {
   switch (s) {
@@ -99,7 +100,9 @@ struct Fact {
   std::string value;
 };
 
-struct Result {
+// What a Measurement and its Result share: which benchmark in what setting, how it ended, its samples and
+// the parts that are not scalar figures (work, facts, memory, the kernel profile, phases, how it ran).
+struct ResultParts {
   std::string name, plugin, case_name, ladder;
   std::string sweep_axis;  // the case's (CaseSpec::sweep_axis); the roofline joins the points along it
   Params params;
@@ -108,47 +111,66 @@ struct Result {
   Status status = Status::ok;
   std::string message;  // why it failed (after message_prefix(status)); notes otherwise
 
-  Work work;
-  std::vector<Amount> case_counters;  // the case's figures that are numbers
-  std::vector<Fact> case_facts;       // and those that are texts
-  bool gate_checked = false;
-  double gate_error = std::numeric_limits<double>::quiet_NaN();
-  double tolerance = 0;
-
   std::vector<double> samples;  // seconds per run, one per kept sample
   std::vector<double> sample_clocks_mhz;  // each kept sample's SM clock (GPU; SampleTime::clock_mhz), same order
-  double noise_at_fixed_clock = std::numeric_limits<double>::quiet_NaN();  // see statistics.hpp
-  SampleSummary stats;
-  int warmup_iterations = 0;
-  int runs_per_sample = 1;
+
+  Work work;
+  std::vector<Fact> case_facts;  // the case's figures that are texts
+  MemoryFigures memory;
+  KernelProfile profile;  // filled when a profiled pass was asked for
+  PhaseSeconds phases;
+  bool gate_checked = false;
   bool graph = false;
   bool cold = false;
   // Hot, and the case's minimum bytes fit in the device's last-level cache: runs read it there, so the
   // DRAM roof understates what they can reach (roof_pct can pass 100%).
   bool cache_resident = false;
-  int throttled_samples = 0;
-  int samples_with_mean_clock = 0;  // samples whose clock is the mean over the sample (else read after it)
-  int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
   // Why the samples cannot be trusted as one number (two clusters, noise far above --noise, unsettled:
   // sample_quality.hpp); empty when they can. A noisy result still passed its gate, but says so everywhere.
   std::string quality_reason;
+  std::string energy_note;  // why --energy has no figure, when it was asked for (energy.hpp)
+
+  bool passed() const { return status == Status::ok; }
+  bool noisy() const { return !quality_reason.empty(); }
+};
+
+// What the engine fills while it measures (the sample loop, its observers, the gate): a typed field per
+// figure. It never leaves measure(): result_of (summaries.hpp) turns it into the Result that does.
+struct Measurement : ResultParts {
+  std::vector<Amount> case_counters;  // the case's figures that are numbers
+  double gate_error = std::numeric_limits<double>::quiet_NaN();
+  double tolerance = 0;
+
+  double noise_at_fixed_clock = std::numeric_limits<double>::quiet_NaN();  // see statistics.hpp
+  SampleSummary stats;
+  int warmup_iterations = 0;
+  int runs_per_sample = 1;
+  int throttled_samples = 0;
+  int samples_with_mean_clock = 0;  // samples whose clock is the mean over the sample (else read after it)
+  int hold_timeouts = 0;  // samples dropped because the stream hold timed out (see cuda_device.cu)
   double mean_clock_mhz = 0;
   // --energy (energy.hpp): the devices' energy per run and mean power over a window of the samples (summed
-  // over the ranks), NaN where not measured; energy_note says why not, when it was asked for.
+  // over the ranks), NaN where not measured.
   double energy_per_run_j = std::numeric_limits<double>::quiet_NaN();
   double mean_power_w = std::numeric_limits<double>::quiet_NaN();
   double energy_window_s = 0;       // the longest of the ranks' windows
   double energy_busy_fraction = 0;  // the least busy rank's: the samples' device time over its window
-  std::string energy_note;
   RooflinePoint point;
-  MemoryFigures memory;
   std::vector<Amount> rates;  // Work::rates divided by the median time
-  KernelProfile profile;       // filled when a profiled pass was asked for
-  PhaseSeconds phases;
+};
 
-  bool passed() const { return status == Status::ok; }
-  bool noisy() const { return !quality_reason.empty(); }
+// One benchmark's outcome, as it crosses from the worker to the parent and every printer reads it: the
+// shared parts, and its figures (the host's table and the case's own) as a list of Summary.
+struct Result : ResultParts {
+  // Every figure the measurement made, timed ones included whatever the status (Summary::timed);
+  // summaries_of gives those a reader shows. The case's figures keep their own names here.
+  std::vector<Summary> summaries;
+  Bound bound = Bound::memory;  // where the result sits on the roofline
+  double attainable_flops = 0;  // the roofline's height there
+
+  // The value of one of the host's figures (fig::), NaN where the measurement did not make it.
+  double figure(std::string_view name) const;
   // The message as the results file, Google Benchmark and stderr give it: the status's words, then why.
   std::string error_message() const { return message_prefix(status) + message; }
   std::string gate_word(bool gate_enabled, GateView view = GateView::gate) const;
@@ -158,10 +180,14 @@ struct Result {
 // "cpu", "cuda:0", "cuda:0,1"
 std::string device_label(const std::vector<Device*>& ranks);
 
-// A Result naming the benchmark and its setting, with nothing measured: what measure() starts from and
-// what the parent fills in for a benchmark whose worker died.
+// A Measurement naming the benchmark and its setting, with nothing measured: what measure() starts from.
+Measurement unmeasured(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks);
+// Its Result: what the parent fills in for a benchmark whose worker died.
 Result unmeasured_result(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks);
 
+// The engine's own outcome, typed (what its tests look into), and the Result that leaves it.
+Measurement take_measurement(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
+                             const MeasureOptions& options);
 Result measure(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
                const MeasureOptions& options);
 

@@ -36,20 +36,22 @@ std::string over_text(const char* what, double achieved, double roof, const char
 double rank_count(const Result& r) { return 1.0 + static_cast<double>(std::count(r.device.begin(), r.device.end(), ',')); }
 
 double plausible_factor(const Result& r) {
-  const double noise = std::isfinite(r.stats.noise) ? std::clamp(r.stats.noise, 0.0, kNoiseCounted) : kNoiseCounted;
+  const double measured_noise = r.figure(fig::noise);
+  const double noise = std::isfinite(measured_noise) ? std::clamp(measured_noise, 0.0, kNoiseCounted) : kNoiseCounted;
   return 1 + kCeilingHeadroom + kNoiseWidth * noise;
 }
 
 std::optional<std::string> implausibility(const Result& r, const Ceilings& measured, const std::optional<Datasheet>& sheet) {
-  if (!r.passed() || !(r.stats.median > 0)) return std::nullopt;
+  const double median = r.figure(fig::time_median);
+  if (!r.passed() || !(median > 0)) return std::nullopt;
   const double factor = plausible_factor(r) * rank_count(r);
-  const double flops_per_s = r.work.flops / r.stats.median;
+  const double flops_per_s = r.work.flops / median;
   const double compute_roof = std::max(own_compute_roof(measured, r.precision),
                                        sheet ? own_compute_roof(sheet->ceilings, r.precision) : 0.0);
   if (compute_roof > 0 && flops_per_s > compute_roof * factor)
     return over_text("FLOP/s", flops_per_s, compute_roof, (std::string(to_string(r.precision)) + " roof").c_str(), factor) +
            "; " + likely_cause(r);
-  const double bytes_per_s = r.work.bytes / r.stats.median;
+  const double bytes_per_s = r.work.bytes / median;
   const double memory_roof_now = r.cold ? memory_roof(measured, r.work) : measured.cache_bandwidth;
   if (memory_roof_now > 0 && bytes_per_s > memory_roof_now * factor)
     return over_text("B/s", bytes_per_s, memory_roof_now, r.cold ? "main-memory roof" : "cache bandwidth", factor) +

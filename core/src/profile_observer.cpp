@@ -7,7 +7,7 @@
 
 namespace roofbench {
 
-void KernelProfileObserver::end(Result& r, Timer& timer) {
+void KernelProfileObserver::end(Measurement& r, Timer& timer) {
   const auto start = std::chrono::steady_clock::now();
   const int launches = std::max(r.runs_per_sample, 1);
   r.profile = profile_kernels([&] { timer.run_untimed(launches); }, passes_);

@@ -12,7 +12,7 @@ class KernelProfileObserver final : public SampleObserver {
   // `passes`: how many samples' worth of launches the profiled pass observes.
   explicit KernelProfileObserver(int passes) : passes_(passes) {}
   // r.profile per run, and r.phases.profile: the pass's seconds.
-  void end(Result& r, Timer& timer) override;
+  void end(Measurement& r, Timer& timer) override;
 
  private:
   int passes_;

@@ -190,7 +190,7 @@ void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
   for (const auto& [k, v] : r.params.items()) j.field(k, v);
   j.end_object();
   j.field("precision", to_string(r.precision));
-  j.field("bound", failed ? "" : to_string(r.point.bound));
+  j.field("bound", failed ? "" : to_string(r.bound));
   j.field("gate", r.gate_word(gate_enabled, GateView::entry));
   j.field("status", to_string(r.status));
   j.field("ladder", r.ladder).field("device", r.device);
@@ -199,7 +199,7 @@ void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
   j.field("item_name", r.work.item_name);
   if (r.work.read_dominated) j.field("read_dominated", true);
   write_facts(j, r.case_facts);
-  j.field("attainable_flops", r.point.attainable);
+  j.field("attainable_flops", r.attainable_flops);
   j.key("memory").begin_object();
   j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
   j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);
@@ -246,7 +246,7 @@ void write_entry(JsonWriter& j, const Result& r, int repetition_index, int repet
   j.field("repetitions", repetitions).field("repetition_index", repetition_index);
   j.field("threads", 1).field("iterations", 1);
   // Nanoseconds, as the --benchmark_out file: compare.py shows whole numbers of the unit.
-  j.field("real_time", failed ? 0.0 : r.stats.median * 1e9).field("cpu_time", failed ? 0.0 : r.stats.median * 1e9);
+  j.field("real_time", failed ? 0.0 : r.figure(fig::time_median) * 1e9).field("cpu_time", failed ? 0.0 : r.figure(fig::time_median) * 1e9);
   j.field("time_unit", "ns");
   j.field("label", r.label(gate_enabled));
   j.field("error_occurred", failed).field("error_message", r.error_message());

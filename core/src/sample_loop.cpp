@@ -17,14 +17,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-void abandon_hold(Launcher& launch, Result& r) {
+void abandon_hold(Launcher& launch, Measurement& r) {
   launch.abandon_hold(r.runs_per_sample);
   r.hold_abandoned = true;
 }
 
 // After the warm-up, once for the benchmark: the launch of its samples (launch_strategy.hpp), and the runs
 // per sample.
-void choose_launch(Launcher& launch, Result& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks,
+void choose_launch(Launcher& launch, Measurement& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks,
                    const MeasureOptions& o, const WarmupOutcome& warm) {
   const DeviceKind kind = ranks.front()->info().kind;
   const TimingOptions chosen = choose_timing(o, b.spec->timing, kind, ranks.size(), warm.per_run);
@@ -38,7 +38,7 @@ void choose_launch(Launcher& launch, Result& r, const BenchmarkSpec& b, const st
 // The kept samples' summary, their noise at a fixed clock, and whether they can be trusted as one number.
 // A clock moving under the power limit is the device's behaviour: where it is known, the noise held
 // against the bound is what is left at a fixed clock.
-void judge_samples(Result& r, double noise_bound) {
+void judge_samples(Measurement& r, double noise_bound) {
   r.stats = summarize(r.samples);
   if (r.sample_clocks_mhz.size() == r.samples.size())
     r.noise_at_fixed_clock = noise_at_fixed_clock(r.samples, r.sample_clocks_mhz);
@@ -81,7 +81,7 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   return observers;
 }
 
-WarmupOutcome warm_up(Launcher& launch, Result& r, DeviceKind kind, const MeasureOptions& o) {
+WarmupOutcome warm_up(Launcher& launch, Measurement& r, DeviceKind kind, const MeasureOptions& o) {
   WarmupBatching batching(target_sample_seconds(kind, false), launch_queue_cap(kind), !o.cold);
   std::vector<double> warm;  // times per run of batches of the current size
   const auto start = Clock::now();
@@ -110,7 +110,7 @@ WarmupOutcome warm_up(Launcher& launch, Result& r, DeviceKind kind, const Measur
   return {settled_time_per_run(warm), batching.cap()};
 }
 
-void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop,
+void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
                           const std::vector<std::unique_ptr<SampleObserver>>& observers, bool runs_given) {
   std::vector<double> times;
   const auto start = Clock::now();
@@ -139,7 +139,7 @@ void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop,
   r.samples = std::move(times);
 }
 
-void time_case(Result& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
+void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
                const MeasureOptions& o) {
   const DeviceKind kind = ranks.front()->info().kind;
   Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind));

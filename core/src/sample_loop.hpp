@@ -1,7 +1,7 @@
 // Timing one case that passed its gate, as steps: the warm-up (sampling.hpp's batching), the launch chosen
 // for the samples (hot or cold, on the stream or as a graph: the Timer the device makes for them), the
 // sample loop until the stopping rule ends it, the observers' figures (sample_observer.hpp), and the judging
-// of the kept samples. Fills the Result's timing fields; prints nothing.
+// of the kept samples. Fills the Measurement's timing fields; prints nothing.
 #pragma once
 
 #include <functional>
@@ -50,16 +50,16 @@ struct WarmupOutcome {
 };
 // Runs until the time per run has settled (clocks up, caches and libraries warm) or o.warmup_max is spent;
 // counts r.warmup_iterations and the stream holds that timed out, and sets r.phases.warmup.
-WarmupOutcome warm_up(Launcher& launch, Result& r, DeviceKind kind, const MeasureOptions& o);
+WarmupOutcome warm_up(Launcher& launch, Measurement& r, DeviceKind kind, const MeasureOptions& o);
 
 // Samples of r.runs_per_sample runs until `stop` ends them, each kept one shown to the observers; a sample
 // whose hold timed out is dropped, and the hold goes or the runs per sample halve. r.samples: every kept
 // sample's time per run; r.phases.sampling: the loop's seconds.
-void sample_until_stopped(Launcher& launch, Result& r, StoppingRule& stop, const std::vector<std::unique_ptr<SampleObserver>>& observers,
-                          bool runs_given);
+void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
+                          const std::vector<std::unique_ptr<SampleObserver>>& observers, bool runs_given);
 
 // All the steps for one case: `run_once` is one run of it.
-void time_case(Result& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
+void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
                const MeasureOptions& o);
 
 }  // namespace roofbench

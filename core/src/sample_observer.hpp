@@ -19,7 +19,7 @@ class SampleObserver {
   virtual void dropped(const SampleTime& /*time*/) {}
   // After the last sample, in the order the observers were given: r.samples holds every kept sample's time
   // per run and r.runs_per_sample the final count. `timer` launches the runs as the samples did.
-  virtual void end(Result& /*r*/, Timer& /*timer*/) {}
+  virtual void end(Measurement& /*r*/, Timer& /*timer*/) {}
 };
 
 }  // namespace roofbench

@@ -102,8 +102,9 @@ static void make_printable(Result& r) {
   r.message = printable(r.message, true);
   r.work.item_name = printable(r.work.item_name);
   for (auto& fact : r.case_facts) fact.name = printable(fact.name), fact.value = printable(fact.value);
-  for (auto* counters : {&r.case_counters, &r.work.rates, &r.rates})
-    for (auto& counter : *counters) counter.name = printable(counter.name);
+  for (auto& rate : r.work.rates) rate.name = printable(rate.name);
+  for (auto& s : r.summaries)
+    if (s.from_plugin) s.name = printable(s.name), s.unit = printable(s.unit), s.description = printable(s.description);
 }
 
 // A result faster than the device can go fails (its samples stay in the results file) and may mean the

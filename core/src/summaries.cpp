@@ -1,79 +1,88 @@
 #include "summaries.hpp"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace roofbench {
 
 namespace {
 
-using R = const Result&;
+using R = const Measurement&;
 constexpr unsigned kShown = written::everywhere_but_ctest;
 constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 
-// The host's figures, in the order they are written. Declaring a figure is one line here: every printer
-// (results file, Google Benchmark's counters, console, wire, docs) reads this table.
+// The host's figures, in the order they are written. Declaring a figure is one line here (its name a fig::
+// constant, summary.hpp) plus the Measurement field its value is read from: result_of makes each a Summary
+// of the Result, which crosses the wire as a list and which every printer (results file, Google
+// Benchmark's counters, console) reads; the docs' tables come from this table.
 const std::vector<HostFigure> kFigures = {
-    {"FLOP/s", "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
+    {fig::flops_per_s.data(), "FLOP/s", Hint::rate, When::passed, kHeadline, "floating-point operations per second (counted FLOPs / median time)",
      [](R r) { return r.point.flops_per_s; }},
-    {"B/s", "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
+    {fig::bytes_per_s.data(), "B/s", Hint::rate, When::passed, kHeadline, "minimum bytes moved per second (counted bytes / median time)",
      [](R r) { return r.point.bytes_per_s; }},
-    {"AI", "FLOP/B", Hint::intensity, When::passed, kShown, "arithmetic intensity: counted FLOPs / minimum bytes",
+    {fig::intensity.data(), "FLOP/B", Hint::intensity, When::passed, kShown, "arithmetic intensity: counted FLOPs / minimum bytes",
      [](R r) { return r.point.intensity; }},
-    {"roof_pct", "%", Hint::percentage, When::passed, kHeadline, "achieved / attainable under the measured roofline",
+    {fig::roof_pct.data(), "%", Hint::percentage, When::passed, kHeadline, "achieved / attainable under the measured roofline",
      [](R r) { return 100.0 * r.point.roof_fraction; }},
-    {"time_median", "s", Hint::duration, When::passed, kHeadline, "median time of one run over the kept samples",
+    {fig::time_median.data(), "s", Hint::duration, When::passed, kHeadline, "median time of one run over the kept samples",
      [](R r) { return r.stats.median; }},
-    {"time_q1", "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
-    {"time_q3", "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
-    {"noise", "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
-    {"samples", "count", Hint::count, When::passed, kShown, "timed samples kept",
+    {fig::time_q1.data(), "s", Hint::duration, When::passed, kShown, "first quartile of the time of one run", [](R r) { return r.stats.q1; }},
+    {fig::time_q3.data(), "s", Hint::duration, When::passed, kShown, "third quartile of the time of one run", [](R r) { return r.stats.q3; }},
+    {fig::noise.data(), "1", Hint::ratio, When::passed, kShown, "relative noise: stdev / mean of the samples", [](R r) { return r.stats.noise; }},
+    {fig::samples.data(), "count", Hint::count, When::passed, kShown, "timed samples kept",
      [](R r) { return static_cast<double>(r.stats.count); }},
-    {"warmup_iters", "count", Hint::count, When::passed, kShown, "runs of the warm-up",
+    {fig::warmup_iters.data(), "count", Hint::count, When::passed, kShown, "runs of the warm-up",
      [](R r) { return static_cast<double>(r.warmup_iterations); }},
-    {"runs_per_sample", "count", Hint::count, When::passed, kShown, "runs timed together in one sample",
+    {fig::runs_per_sample.data(), "count", Hint::count, When::passed, kShown, "runs timed together in one sample",
      [](R r) { return static_cast<double>(r.runs_per_sample); }},
-    {"sm_clock_mhz", "MHz", Hint::frequency, When::clocked, kShown, "mean SM clock over the samples",
+    {fig::sm_clock_mhz.data(), "MHz", Hint::frequency, When::clocked, kShown, "mean SM clock over the samples",
      [](R r) { return r.mean_clock_mhz; }},
-    {"throttled_samples", "count", Hint::count, When::clocked, kShown, "samples dropped for a throttled clock",
+    {fig::throttled_samples.data(), "count", Hint::count, When::clocked, kShown, "samples dropped for a throttled clock",
      [](R r) { return static_cast<double>(r.throttled_samples); }},
-    {"hold_timeouts", "count", Hint::count, When::clocked, kShown, "samples dropped because the stream hold timed out",
+    {fig::hold_timeouts.data(), "count", Hint::count, When::clocked, kShown, "samples dropped because the stream hold timed out",
      [](R r) { return static_cast<double>(r.hold_timeouts); }},
-    {"samples_with_mean_clock", "count", Hint::count, When::clocked, kShown, "samples whose clock is the mean over the sample",
+    {fig::samples_with_mean_clock.data(), "count", Hint::count, When::clocked, kShown, "samples whose clock is the mean over the sample",
      [](R r) { return static_cast<double>(r.samples_with_mean_clock); }},
-    {"noise_at_fixed_clock", "1", Hint::ratio, When::clock_fitted, kShown,
+    {fig::noise_at_fixed_clock.data(), "1", Hint::ratio, When::clock_fitted, kShown,
      "relative noise left after fitting time = a + b / clock", [](R r) { return r.noise_at_fixed_clock; }},
-    {"energy_per_run", "J", Hint::energy, When::energy, kShown,
+    {fig::energy_per_run.data(), "J", Hint::energy, When::energy, kShown,
      "device energy per run: the energy counter's rise over a window of the samples, over the runs in it",
      [](R r) { return r.energy_per_run_j; }},
-    {"power", "W", Hint::power, When::energy, kShown, "mean device power over that window", [](R r) { return r.mean_power_w; }},
-    {"energy_window_s", "s", Hint::duration, When::energy, kShown, "the window's length, between two steps of the energy counter",
+    {fig::power.data(), "W", Hint::power, When::energy, kShown, "mean device power over that window", [](R r) { return r.mean_power_w; }},
+    {fig::energy_window_s.data(), "s", Hint::duration, When::energy, kShown, "the window's length, between two steps of the energy counter",
      [](R r) { return r.energy_window_s; }},
-    {"energy_busy_fraction", "1", Hint::ratio, When::energy, kShown,
+    {fig::energy_busy_fraction.data(), "1", Hint::ratio, When::energy, kShown,
      "the samples' device time over the window: the rest (between samples) is booked to the runs too",
      [](R r) { return r.energy_busy_fraction; }},
-    {"gate_rel_err", "1", Hint::ratio, When::gate_checked, kShown, "relative L2 error of the gate run against the reference",
+    {fig::gate_rel_err.data(), "1", Hint::ratio, When::gate_checked, kShown, "relative L2 error of the gate run against the reference",
      [](R r) { return r.gate_error; }},
-    {"gate_tolerance", "1", Hint::ratio, When::always, kShown, "the largest relative L2 error the gate accepts",
+    {fig::gate_tolerance.data(), "1", Hint::ratio, When::always, kShown, "the largest relative L2 error the gate accepts",
      [](R r) { return r.tolerance; }},
-    {"peak_mem", "B", Hint::bytes, When::always, kShown, "high-water mark of the case's allocations through the host",
+    {fig::peak_mem.data(), "B", Hint::bytes, When::always, kShown, "high-water mark of the case's allocations through the host",
      [](R r) { return r.memory.peak; }},
-    {"leaked_mem", "B", Hint::bytes, When::leaked, kShown, "device memory used after teardown and not before setup",
+    {fig::leaked_mem.data(), "B", Hint::bytes, When::leaked, kShown, "device memory used after teardown and not before setup",
      [](R r) { return r.memory.leaked; }},
 };
 
-bool applies(When when, const Result& r) {
-  const bool clocked = r.passed() && r.mean_clock_mhz > 0;
+// Whether the measurement made the figure. Whether the result passed is asked where a figure is shown
+// (timed(), Summary::timed): the parent may fail a timed result (implausible) after it crossed.
+bool made(When when, const Measurement& m) {
+  const bool clocked = m.mean_clock_mhz > 0;
   switch (when) {
-    case When::always: return true;
-    case When::passed: return r.passed();
+    case When::always:
+    case When::passed: return true;
     case When::clocked: return clocked;
-    case When::clock_fitted: return clocked && !std::isnan(r.noise_at_fixed_clock);
-    case When::energy: return r.passed() && std::isfinite(r.energy_per_run_j);
-    case When::gate_checked: return r.gate_checked;
-    case When::leaked: return r.memory.leaked > 0;
+    case When::clock_fitted: return clocked && !std::isnan(m.noise_at_fixed_clock);
+    case When::energy: return std::isfinite(m.energy_per_run_j);
+    case When::gate_checked: return m.gate_checked;
+    case When::leaked: return m.memory.leaked > 0;
   }
   return false;
+}
+
+bool timed(When when) {
+  return when == When::passed || when == When::clocked || when == When::clock_fitted || when == When::energy;
 }
 
 const char* when_text(When when) {
@@ -105,20 +114,17 @@ const std::set<std::string>& reserved_names() {
   return names;
 }
 
-// The case's own figures (items per second, rates, counters, gate counters), before renaming.
-std::vector<Summary> plugin_figures(const Result& r) {
-  std::vector<Summary> plugin;
-  auto add = [&](const std::string& name, double value, std::string unit, std::string description, Hint hint) {
-    plugin.push_back({name, value, std::move(unit), std::move(description), hint, true});
+// The case's own figures (items per second, rates, counters, gate counters), under their own names.
+void add_plugin_figures(std::vector<Summary>& s, const Measurement& m) {
+  auto add = [&](const std::string& name, double value, std::string unit, std::string description, Hint hint, bool is_timed) {
+    s.push_back({name, value, std::move(unit), std::move(description), hint, true, written::everywhere_but_ctest, is_timed});
   };
-  if (r.passed()) {
-    if (!r.work.item_name.empty())
-      add(r.work.item_name + "/s", r.work.items / r.stats.median, r.work.item_name + "/s",
-          r.work.item_name + " per second (counted per run / median time)", Hint::rate);
-    for (const auto& rate : r.rates) add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate);
-  }
-  for (const auto& c : r.case_counters) add(c.name, c.value, "", "the case's counter", Hint::plain);
-  return plugin;
+  if (!m.work.item_name.empty())
+    add(m.work.item_name + "/s", m.work.items / m.stats.median, m.work.item_name + "/s",
+        m.work.item_name + " per second (counted per run / median time)", Hint::rate, true);
+  for (const auto& rate : m.rates)
+    add(rate.name, rate.value, "1/s", "the case's own rate (amount per run / median time)", Hint::rate, true);
+  for (const auto& c : m.case_counters) add(c.name, c.value, "", "the case's counter", Hint::plain, false);
 }
 
 }  // namespace
@@ -127,16 +133,34 @@ const std::vector<HostFigure>& host_figures() { return kFigures; }
 
 bool is_reserved_entry_name(const std::string& name) { return reserved_names().count(name) > 0; }
 
+Result result_of(const Measurement& m) {
+  Result r;
+  static_cast<ResultParts&>(r) = m;
+  for (const HostFigure& f : kFigures)
+    if (made(f.when, m)) r.summaries.push_back({f.name, f.value(m), f.unit, f.description, f.hint, false, f.written, timed(f.when)});
+  add_plugin_figures(r.summaries, m);
+  r.bound = m.point.bound;
+  r.attainable_flops = m.point.attainable;
+  return r;
+}
+
+double Result::figure(std::string_view name) const {
+  for (const Summary& s : summaries)
+    if (!s.from_plugin && s.name == name) return s.value;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::vector<Summary> summaries_of(const Result& r) {
   std::vector<Summary> s;
   std::set<std::string> used;
-  for (const HostFigure& f : kFigures) {
-    if (!applies(f.when, r)) continue;
+  for (const Summary& f : r.summaries) {
+    if (f.from_plugin || (f.timed && !r.passed())) continue;
     used.insert(f.name);
-    s.push_back({f.name, f.value(r), f.unit, f.description, f.hint, false, f.written});
+    s.push_back(f);
   }
   // Plugin figures after the host's, renamed when their name is taken.
-  for (auto& p : plugin_figures(r)) {
+  for (Summary p : r.summaries) {
+    if (!p.from_plugin || (p.timed && !r.passed())) continue;
     if (is_reserved_entry_name(p.name) || used.count(p.name)) {
       std::string renamed = "case." + p.name;
       for (int n = 2; used.count(renamed) || is_reserved_entry_name(renamed); ++n) renamed = "case." + p.name + "." + std::to_string(n);

@@ -1,8 +1,9 @@
 // The one list of figures a Result reports (nvbench's model: each a named, self-describing summary with
-// its unit, meaning and a hint saying how to show it). Google Benchmark's counters, the results file, the
-// console and the CTest measurements all read it, so a figure has one name everywhere. The host's figures
-// are declared in one table (kFigures in summaries.cpp): one line each, and docs/results-format.md's and
-// docs/user-guide.md's figure tables are generated from it (figures_markdown, checked by docs.* tests).
+// its unit, meaning and a hint saying how to show it: summary.hpp). Google Benchmark's counters, the
+// results file, the console and the CTest measurements all read it, so a figure has one name everywhere.
+// The host's figures are declared in one table (kFigures in summaries.cpp): one line each, and
+// docs/results-format.md's and docs/user-guide.md's figure tables are generated from it (figures_markdown,
+// checked by docs.* tests).
 #pragma once
 
 #include <string>
@@ -11,28 +12,6 @@
 #include "measure.hpp"
 
 namespace roofbench {
-
-// How a figure is shown (the console's format; every printer reads the same word).
-enum class Hint { plain, duration, rate, intensity, percentage, ratio, count, bytes, frequency, energy, power };
-
-// Where a figure is written, a set of these bits: the results entry (a key of its own, described under
-// roofbench.summaries), Google Benchmark's counters, the CTest measurements
-// (reports/roofbench_reports/ctest_measurements.py lists them; tests/cmake/headline_check.cmake holds it so).
-namespace written {
-inline constexpr unsigned results_file = 1, counters = 2, ctest = 4;
-inline constexpr unsigned everywhere_but_ctest = results_file | counters;
-}  // namespace written
-
-struct Summary {
-  std::string name;
-  double value = 0;
-  std::string unit;         // "s", "FLOP/s", "B/s", "B", "%", "1" (a ratio), "count", "MHz", ...
-  std::string description;  // one line
-  Hint hint = Hint::plain;
-  bool from_plugin = false;  // a case's counter or rate (namespaced when its name is taken)
-  unsigned written = written::everywhere_but_ctest;
-  bool integer() const { return hint == Hint::count; }  // written without a fraction
-};
 
 // When the host reports a figure of its table.
 enum class When {
@@ -53,7 +32,7 @@ struct HostFigure {
   When when;
   unsigned written;  // the written:: bits
   const char* description;
-  double (*value)(const Result&);
+  double (*value)(const Measurement&);
 };
 const std::vector<HostFigure>& host_figures();
 
@@ -61,9 +40,13 @@ const std::vector<HostFigure>& host_figures();
 // a plugin's counter may not take one.
 bool is_reserved_entry_name(const std::string& name);
 
-// Every figure of `r`, the host's first, then the plugin's (case counters, gate counters, rates): a
-// plugin figure whose name is reserved or already used is renamed "case.<name>" (then "case.<name>.2",
-// ...), so no reader ever takes a plugin's value for the host's. Timed figures only when r passed.
+// The Result of a Measurement: its parts, and every figure it made as a Summary, the host's first (the
+// table's order), then the case's (items per second, rates, counters). The one place figures are made.
+Result result_of(const Measurement& m);
+
+// The figures of `r` a reader shows: the timed ones only when r passed; a plugin figure whose name is
+// reserved or already used is renamed "case.<name>" (then "case.<name>.2", ...), so no reader ever takes
+// a plugin's value for the host's.
 std::vector<Summary> summaries_of(const Result& r);
 
 // The rate a result is compared by (the console's rate column, a sweep's throughput): the case's items

@@ -13,8 +13,8 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 912, "Result changed: encode the new field in wire.cpp, then update this size");
-static_assert(sizeof(RooflinePoint) == 48, "RooflinePoint changed: encode it in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 688, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 80, "MeasureOptions changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(CaseSpec) == 232, "CaseSpec changed: encode it in wire.cpp, then update this size");
@@ -77,6 +77,7 @@ constexpr Precision enum_last(Precision) { return Precision::fp8; }
 constexpr GraphMode enum_last(GraphMode) { return GraphMode::off; }
 constexpr Status enum_last(Status) { return Status::implausible; }
 constexpr Bound enum_last(Bound) { return Bound::compute; }
+constexpr Hint enum_last(Hint) { return Hint::power; }
 
 template <typename T>
 struct is_vector : std::false_type {};
@@ -203,23 +204,22 @@ template <typename Io, Is<KernelTime> X>
 void fields(Io& io, X& k) {
   io(k.name, k.seconds_per_run, k.launches_per_run);
 }
+template <typename Io, Is<Summary> X>
+void fields(Io& io, X& s) {
+  io(s.name, s.value, s.unit, s.description, s.hint, s.from_plugin, s.written, s.timed);
+}
+// A Result's figures cross as its list of Summary: a figure added to the host's table needs nothing here.
 template <typename Io, Is<Result> X>
 void fields(Io& io, X& x) {
   io(x.name, x.plugin, x.case_name, x.ladder, x.sweep_axis, x.params, x.precision, x.device, x.status, x.message);
-  io(x.work, x.case_counters, x.case_facts, x.gate_checked, x.gate_error, x.tolerance);
-  io(x.samples, x.sample_clocks_mhz, x.noise_at_fixed_clock);
-  auto& s = x.stats;
-  io(s.count, s.mean, s.stdev, s.median, s.q1, s.q3, s.min, s.max, s.noise);
-  io(x.warmup_iterations, x.runs_per_sample, x.graph, x.cold, x.cache_resident, x.throttled_samples,
-     x.samples_with_mean_clock, x.hold_timeouts, x.hold_abandoned, x.quality_reason, x.mean_clock_mhz);
-  io(x.energy_per_run_j, x.mean_power_w, x.energy_window_s, x.energy_busy_fraction, x.energy_note);
-  auto& p = x.point;
-  io(p.flops_per_s, p.bytes_per_s, p.intensity, p.attainable, p.roof_fraction, p.bound);
+  io(x.summaries, x.samples, x.sample_clocks_mhz);
+  io(x.work, x.case_facts, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
   auto& m = x.memory;
   io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
-  io(x.rates, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
   auto& t = x.phases;
   io(t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total);
+  io(x.gate_checked, x.graph, x.cold, x.cache_resident, x.hold_abandoned, x.quality_reason, x.energy_note);
+  io(x.bound, x.attainable_flops);
 }
 
 template <typename T>

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "device.hpp"
+#include "summaries.hpp"
 
 extern char** environ;
 
@@ -132,13 +133,15 @@ int run_benchmarks(const std::vector<std::string>& files) {
     if (problem.empty()) {
       r = measure(q.benchmark, ranks, q.ceilings->ceilings, q.options);
     } else {
-      r.name = q.benchmark.name;
-      r.plugin = q.benchmark.plugin;
-      r.case_name = q.case_name;
-      r.params = q.benchmark.params;
-      r.status = Status::error;
-      r.message = problem;
-      for (const auto& [path, reason] : not_loaded) r.message += "; " + path + " did not load in the worker: " + reason;
+      Measurement m;
+      m.name = q.benchmark.name;
+      m.plugin = q.benchmark.plugin;
+      m.case_name = q.case_name;
+      m.params = q.benchmark.params;
+      m.status = Status::error;
+      m.message = problem;
+      for (const auto& [path, reason] : not_loaded) m.message += "; " + path + " did not load in the worker: " + reason;
+      r = result_of(m);
     }
     wire::Writer w;
     wire::put(w, r);

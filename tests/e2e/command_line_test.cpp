@@ -172,10 +172,11 @@ TEST_F(CommandLine, TheShippedBenchmarksRowsFitTheConsole) {
   const TableSettings table{true, name_column_width(longest)};
   Session::Outcome outcome;
   outcome.ran = true;
-  outcome.result.status = Status::ok;
-  outcome.result.stats.median = 465e-9;
-  outcome.result.graph = outcome.result.cache_resident = true;
-  outcome.result.energy_note = "the device's energy counter did not advance over the samples' window";
+  Measurement m;
+  m.stats.median = 465e-9;
+  m.graph = m.cache_resident = true;
+  m.energy_note = "the device's energy counter did not advance over the samples' window";
+  outcome.result = result_of(m);
   for (const auto& name : names)
     for (const std::string& line : lines_of(table_row(name, outcome, table)))
       EXPECT_LE(line.size(), kConsoleWidth) << name << ": " << line;

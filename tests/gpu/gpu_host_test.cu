@@ -82,14 +82,14 @@ class GpuHost : public ::testing::Test {
     ceilings_.bandwidth = 4e12;
     ceilings_.flops_of(Precision::fp32) = 60e12;
   }
-  Result measure_case(Flaw flaw, std::size_t n = 1 << 24, double energy_seconds = 0) {
+  Measurement measure_case(Flaw flaw, std::size_t n = 1 << 24, double energy_seconds = 0) {
     spec_ = CaseSpec{.name = "scale", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
                      .make = [n, flaw](const Params&) { return std::make_unique<ScaleCase>(n, flaw); }};
     BenchmarkSpec b{"test/scale", "test", &spec_, Params{}};
     MeasureOptions o;
     o.max_time = 0.3;
     o.energy_seconds = energy_seconds;
-    return measure(b, {devices_.front().get()}, ceilings_, o);
+    return take_measurement(b, {devices_.front().get()}, ceilings_, o);
   }
   std::vector<std::unique_ptr<Device>> devices_;
   Ceilings ceilings_;
@@ -261,7 +261,7 @@ TEST_F(GpuHost, SampleClockIsPlausibleAndUsuallyTheMeanOverTheSample) {
 TEST_F(GpuHost, EnergyPerRunIsPlausibleAndAgreesWithPowerTimesTime) {
   std::string why;
   ASSERT_TRUE(devices_.front()->energy_counter(why)) << why;
-  const Result r = measure_case(Flaw::none, std::size_t{1} << 26, 1.0);
+  const Measurement r = measure_case(Flaw::none, std::size_t{1} << 26, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
   EXPECT_GE(r.phases.sampling, 1.0);
@@ -276,7 +276,7 @@ TEST_F(GpuHost, EnergyPerRunIsPlausibleAndAgreesWithPowerTimesTime) {
 }
 
 TEST_F(GpuHost, CorrectKernelPassesItsGate) {
-  const Result r = measure_case(Flaw::none);
+  const Measurement r = measure_case(Flaw::none);
   EXPECT_EQ(r.status, Status::ok) << r.message;
   EXPECT_EQ(r.gate_error, 0);
   EXPECT_GT(r.stats.count, 0u);
@@ -284,13 +284,13 @@ TEST_F(GpuHost, CorrectKernelPassesItsGate) {
 }
 
 TEST_F(GpuHost, KernelThatSkipsTheTailFailsItsGate) {
-  const Result r = measure_case(Flaw::skips_tail);
+  const Measurement r = measure_case(Flaw::skips_tail);
   EXPECT_EQ(r.status, Status::gate_failed);
   EXPECT_NE(r.message.find("tolerance"), std::string::npos) << r.message;
 }
 
 TEST_F(GpuHost, KernelOffByOnePercentFailsItsGate) {
-  const Result r = measure_case(Flaw::wrong_factor);
+  const Measurement r = measure_case(Flaw::wrong_factor);
   EXPECT_EQ(r.status, Status::gate_failed) << r.message;
   EXPECT_NEAR(r.gate_error, 0.01, 1e-4);
 }
@@ -303,7 +303,7 @@ TEST_F(GpuHost, OutOfMemoryCostsOneCase) {
 // A kernel that faults leaves a sticky error: that case is reported, and the device is either reset or
 // marked lost, so the next case either runs or fails at once saying why; nothing crashes.
 TEST_F(GpuHost, StickyErrorCostsItsCaseAndLaterCasesSayWhy) {
-  const Result broken = measure_case(Flaw::illegal_address);
+  const Measurement broken = measure_case(Flaw::illegal_address);
   EXPECT_EQ(broken.status, Status::error);
   EXPECT_NE(broken.message.find("illegal memory access"), std::string::npos) << broken.message;
   const bool reset = broken.message.find("reset after") != std::string::npos;
@@ -311,7 +311,7 @@ TEST_F(GpuHost, StickyErrorCostsItsCaseAndLaterCasesSayWhy) {
   // The next case either runs (the reset gave the device back) or fails at once saying why: the device
   // was marked lost, or (seen on an H200, driver 580: the reset succeeded, then cudaSetDevice answered
   // "busy or unavailable") it could not be used.
-  const Result after = measure_case(Flaw::none);
+  const Measurement after = measure_case(Flaw::none);
   if (!reset) {  // marked lost: the next case is not even tried
     EXPECT_EQ(after.status, Status::error);
     EXPECT_NE(after.message.find("was lost"), std::string::npos) << after.message;

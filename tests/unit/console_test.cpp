@@ -120,7 +120,7 @@ TEST(NoGpuReason, TheDebugNoteSaysTimingsAreNotAffected) {
 }
 
 Result passing(const std::string& name, double median) {
-  Result r;
+  Measurement r;
   r.name = name;
   r.status = Status::ok;
   r.work.flops = 1e6;
@@ -133,7 +133,7 @@ Result passing(const std::string& name, double median) {
   r.gate_checked = true;
   r.gate_error = 1e-8;
   r.point = {1e6 / median, 8e6 / median, 0.125, 0, 0.412, Bound::memory};
-  return r;
+  return result_of(r);
 }
 
 Session::Outcome ran(Result r, bool failure = false) {

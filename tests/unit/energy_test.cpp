@@ -192,7 +192,7 @@ class SpinCase final : public Case {
   Check check(Context&) override { return {.rel_l2_error = 0}; }
 };
 
-Result measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bool cold = false) {
+Measurement measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bool cold = false) {
   static CaseSpec spec{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
   BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
   MeasureOptions o;
@@ -201,15 +201,15 @@ Result measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bo
   o.warmup_max = 0.1;
   o.energy_seconds = energy_seconds;
   o.cold = cold;
-  return measure(b, ranks, Ceilings{}, o);
+  return take_measurement(b, ranks, Ceilings{}, o);
 }
-Result measure_spin(Device& device, double energy_seconds, bool cold = false) {
+Measurement measure_spin(Device& device, double energy_seconds, bool cold = false) {
   return measure_spin(std::vector<Device*>{&device}, energy_seconds, cold);
 }
 
 TEST(EnergyInMeasure, SamplesLastTheEnergySecondsAndGiveTheCountersPower) {
   MeteredCpu device(250, 0.02);
-  const Result r = measure_spin(device, 1.0);
+  const Measurement r = measure_spin(device, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
   EXPECT_GE(r.phases.sampling, 1.0);
@@ -222,7 +222,7 @@ TEST(EnergyInMeasure, SamplesLastTheEnergySecondsAndGiveTheCountersPower) {
 
 TEST(EnergyInMeasure, WithoutACounterOrWithColdItSaysWhyAndSamplesAsUsual) {
   std::unique_ptr<Device> cpu = make_cpu_device();
-  Result r = measure_spin(*cpu, 1.0);
+  Measurement r = measure_spin(*cpu, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
   EXPECT_THAT(r.energy_note, HasSubstr("no energy counter"));
@@ -237,7 +237,7 @@ TEST(EnergyInMeasure, WithoutACounterOrWithColdItSaysWhyAndSamplesAsUsual) {
 // window: no figure, and the note says why.
 TEST(EnergyInMeasure, AHoldTimeoutDuringTheSamplesGivesNoFigureAndSaysWhy) {
   MeteredCpuWithAHoldTimeout device;
-  const Result r = measure_spin(device, 1.0);
+  const Measurement r = measure_spin(device, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   EXPECT_EQ(r.hold_timeouts, 1);
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
@@ -249,7 +249,7 @@ TEST(EnergyInMeasure, AHoldTimeoutDuringTheSamplesGivesNoFigureAndSaysWhy) {
 // exact however a loaded machine stretches the runs.
 TEST(EnergyInMeasure, TheRanksPowersAreSummed) {
   MeteredCpu first(250, 0.02), second(100, 0.05);
-  const Result r = measure_spin({&first, &second}, 1.0);
+  const Measurement r = measure_spin({&first, &second}, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   ASSERT_TRUE(std::isfinite(r.energy_per_run_j)) << r.energy_note;
   EXPECT_NEAR(r.mean_power_w, 350, 20);
@@ -261,7 +261,7 @@ TEST(EnergyInMeasure, TheRanksPowersAreSummed) {
 TEST(EnergyInMeasure, ARankWithoutACounterIsNamed) {
   MeteredCpu metered(250, 0.02);
   std::unique_ptr<Device> plain = make_cpu_device();
-  const Result r = measure_spin({&metered, plain.get()}, 1.0);
+  const Measurement r = measure_spin({&metered, plain.get()}, 1.0);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
   EXPECT_THAT(r.energy_note, StartsWith("rank 1: "));

@@ -26,8 +26,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Result every_field_set() {
-  Result r;
+Measurement every_field_set() {
+  Measurement r;
   r.name = "p/c/n:1";
   r.plugin = "p";
   r.case_name = "c";
@@ -93,12 +93,12 @@ std::string results_file_entry(const Result& r) {
 // (docs/results-format.md) holds the host to: the report, compare and the history read it.
 TEST(ResultsFile, AnEntrysLayoutIsPinned) {
   auto pinned = [](Status status) {
-    Result r = every_field_set();
+    Measurement r = every_field_set();
     r.status = status;
     r.message = "why";
     r.case_counters = {{"loss", 5}, {"noise", 5.5}};
     r.case_facts = {{"algorithm", "x"}, {"algorithm", "y"}};
-    return r;
+    return result_of(r);
   };
   RunContext gate_on, gate_off;
   gate_off.gate = false;
@@ -117,7 +117,7 @@ TEST(ResultsFile, AnEntrysLayoutIsPinned) {
 }
 
 TEST(Wire, AResultCrossesUnchanged) {
-  const Result in = every_field_set();
+  const Result in = result_of(every_field_set());
   const Result out = across_the_wire(in);
   EXPECT_EQ(results_file_entry(in), results_file_entry(out));
   EXPECT_EQ(out.status, Status::timed_out);
@@ -134,29 +134,61 @@ TEST(Wire, AResultCrossesUnchanged) {
 // The results file leaves a failed result's timing out (no median, roof, clocks, rates): the figures a
 // passing result crosses with are compared on a passing one, which is what a clean run sends.
 TEST(Wire, APassingResultsTimingCrossesUnchanged) {
-  Result in = every_field_set();
-  in.status = Status::ok;
-  in.message.clear();
+  Measurement m = every_field_set();
+  m.status = Status::ok;
+  m.message.clear();
+  const Result in = result_of(m);
   const Result out = across_the_wire(in);
   EXPECT_THAT(results_file_entry(in), HasSubstr("\"time_median\""));
   EXPECT_EQ(results_file_entry(in), results_file_entry(out));
-  EXPECT_EQ(out.stats.median, in.stats.median);
-  EXPECT_EQ(out.stats.noise, in.stats.noise);
-  EXPECT_EQ(out.point.flops_per_s, in.point.flops_per_s);
-  EXPECT_EQ(out.point.roof_fraction, in.point.roof_fraction);
-  EXPECT_EQ(out.noise_at_fixed_clock, in.noise_at_fixed_clock);
-  EXPECT_EQ(out.mean_clock_mhz, in.mean_clock_mhz);
-  EXPECT_EQ(out.throttled_samples, in.throttled_samples);
-  EXPECT_EQ(out.hold_timeouts, in.hold_timeouts);
-  EXPECT_EQ(out.samples_with_mean_clock, in.samples_with_mean_clock);
-  EXPECT_EQ(out.warmup_iterations, in.warmup_iterations);
-  EXPECT_EQ(out.energy_per_run_j, 48);
-  EXPECT_EQ(out.mean_power_w, 49);
-  EXPECT_EQ(out.energy_window_s, 50);
-  EXPECT_EQ(out.energy_busy_fraction, 0.51);
+  ASSERT_EQ(out.summaries.size(), in.summaries.size());
+  for (std::size_t i = 0; i < in.summaries.size(); ++i) {
+    const Summary &a = in.summaries[i], &b = out.summaries[i];
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.value, a.value) << a.name;
+    EXPECT_EQ(b.unit, a.unit) << a.name;
+    EXPECT_EQ(b.description, a.description) << a.name;
+    EXPECT_EQ(b.hint, a.hint) << a.name;
+    EXPECT_EQ(b.from_plugin, a.from_plugin) << a.name;
+    EXPECT_EQ(b.written, a.written) << a.name;
+    EXPECT_EQ(b.timed, a.timed) << a.name;
+  }
+  EXPECT_EQ(out.figure(fig::time_median), m.stats.median);
+  EXPECT_EQ(out.figure(fig::noise), m.stats.noise);
+  EXPECT_EQ(out.figure(fig::flops_per_s), m.point.flops_per_s);
+  EXPECT_EQ(out.figure(fig::roof_pct), 100 * m.point.roof_fraction);
+  EXPECT_EQ(out.figure(fig::noise_at_fixed_clock), m.noise_at_fixed_clock);
+  EXPECT_EQ(out.figure(fig::sm_clock_mhz), m.mean_clock_mhz);
+  EXPECT_EQ(out.figure(fig::throttled_samples), m.throttled_samples);
+  EXPECT_EQ(out.figure(fig::hold_timeouts), m.hold_timeouts);
+  EXPECT_EQ(out.figure(fig::samples_with_mean_clock), m.samples_with_mean_clock);
+  EXPECT_EQ(out.figure(fig::warmup_iters), m.warmup_iterations);
+  EXPECT_EQ(out.figure(fig::energy_per_run), 48);
+  EXPECT_EQ(out.figure(fig::power), 49);
+  EXPECT_EQ(out.figure(fig::energy_window_s), 50);
+  EXPECT_EQ(out.figure(fig::energy_busy_fraction), 0.51);
+  EXPECT_EQ(out.bound, Bound::compute);
+  EXPECT_EQ(out.attainable_flops, 31);
   EXPECT_THAT(results_file_entry(in), HasSubstr("\"energy_per_run\": 48"));
-  ASSERT_EQ(out.rates.size(), 1u);
-  EXPECT_EQ(out.rates[0].value, in.rates[0].value);
+  EXPECT_THAT(results_file_entry(out), HasSubstr("\"busbw\": 38"));
+}
+
+// A Result's figures cross as a list: one the host's table does not declare crosses like the others, so
+// a figure added to the table needs no change to the wire.
+TEST(Wire, AnyFigureCrossesWithoutAWireChange) {
+  Result in = result_of(every_field_set());
+  in.summaries.push_back({"new_figure", 1.5, "J", "a figure the wire has no field for", Hint::energy, false,
+                          written::results_file, true});
+  const Result out = across_the_wire(in);
+  ASSERT_EQ(out.summaries.size(), in.summaries.size());
+  const Summary& s = out.summaries.back();
+  EXPECT_EQ(s.name, "new_figure");
+  EXPECT_EQ(s.value, 1.5);
+  EXPECT_EQ(s.unit, "J");
+  EXPECT_EQ(s.hint, Hint::energy);
+  EXPECT_EQ(s.written, written::results_file);
+  EXPECT_TRUE(s.timed);
+  EXPECT_EQ(out.figure("new_figure"), 1.5);
 }
 
 TEST(Wire, APluginDescriptionAndOptionsCrossUnchanged) {
@@ -255,8 +287,9 @@ TEST(Fingerprint, OtherStringAbiIsRefusedWithOneLine) {
 
 // A result with every figure reports each host figure of the table, in its order, as the table declares it.
 TEST(Summaries, TheHostsFiguresAreItsTable) {
-  Result r = every_field_set();
-  r.status = Status::ok;
+  Measurement m = every_field_set();
+  m.status = Status::ok;
+  const Result r = result_of(m);
   std::vector<Summary> host;
   for (const auto& s : summaries_of(r))
     if (!s.from_plugin) host.push_back(s);
@@ -267,18 +300,18 @@ TEST(Summaries, TheHostsFiguresAreItsTable) {
     EXPECT_EQ(host[i].unit, f.unit);
     EXPECT_EQ(host[i].hint, f.hint) << f.name;
     EXPECT_EQ(host[i].written, f.written) << f.name;
-    EXPECT_EQ(host[i].value, f.value(r)) << f.name;
+    EXPECT_EQ(host[i].value, f.value(m)) << f.name;
     EXPECT_TRUE(is_reserved_entry_name(f.name)) << f.name;
   }
   EXPECT_THAT(figures_markdown(), HasSubstr("| `time_median` | s | timed | results, counters, CTest | median time of one run over the kept samples |"));
 }
 
 TEST(Summaries, PluginCountersNeverTakeAHostName) {
-  Result r = every_field_set();
-  r.status = Status::ok;
-  r.case_counters = {{"samples", 1}, {"noise", 2}, {"loss", 3}, {"noise", 4}};
+  Measurement m = every_field_set();
+  m.status = Status::ok;
+  m.case_counters = {{"samples", 1}, {"noise", 2}, {"loss", 3}, {"noise", 4}};
   std::set<std::string> names;
-  for (const auto& s : summaries_of(r)) {
+  for (const auto& s : summaries_of(result_of(m))) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
     EXPECT_FALSE(s.unit.empty() && !s.from_plugin) << s.name;
     if (s.name == "samples") {
@@ -293,11 +326,11 @@ TEST(Summaries, PluginCountersNeverTakeAHostName) {
 }
 
 TEST(Summaries, EnergyFiguresOnlyWhereMeasured) {
-  Result r = every_field_set();
+  Measurement r = every_field_set();
   r.status = Status::ok;
   auto names = [&] {
     std::set<std::string> out;
-    for (const auto& s : summaries_of(r)) out.insert(s.name);
+    for (const auto& s : summaries_of(result_of(r))) out.insert(s.name);
     return out;
   };
   EXPECT_TRUE(names().count("energy_per_run"));
@@ -307,6 +340,43 @@ TEST(Summaries, EnergyFiguresOnlyWhereMeasured) {
   EXPECT_FALSE(names().count("power"));
   r.case_counters = {{"power", 3}};  // a plugin's "power" never takes the host's name
   EXPECT_TRUE(names().count("case.power"));
+}
+
+// Code reads a host figure by its fig:: constant: each constant names a line of the table, and each line
+// is named by a constant, so a misspelt name cannot compile and a figure cannot go unnamed.
+TEST(Summaries, EveryFigureNameIsALineOfTheTable) {
+  std::set<std::string> table;
+  for (const HostFigure& f : host_figures()) table.insert(f.name);
+  std::set<std::string> constants;
+  for (std::string_view name : fig::all) {
+    EXPECT_TRUE(table.count(std::string(name))) << name;
+    constants.insert(std::string(name));
+  }
+  EXPECT_EQ(constants, table);
+}
+
+// The parent may fail a result after it was timed (implausible): its list keeps the timed figures, and
+// what is shown is what a result that failed in the worker shows.
+TEST(Summaries, AResultFailedAfterItsTimingShowsWhatAFailedOneShows) {
+  Measurement m = every_field_set();
+  m.status = Status::ok;
+  m.case_counters = {{"busbw", 1}, {"loss", 2}};  // "busbw" is also a rate: renamed only while the rate shows
+  Result failed_later = result_of(m);
+  failed_later.status = Status::implausible;
+  m.status = Status::implausible;
+  const std::vector<Summary> a = summaries_of(failed_later), b = summaries_of(result_of(m));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].name, b[i].name);
+    EXPECT_EQ(a[i].value, b[i].value) << a[i].name;
+    EXPECT_EQ(a[i].description, b[i].description) << a[i].name;
+  }
+  EXPECT_EQ(results_file_entry(failed_later), results_file_entry(result_of(m)));
+  std::set<std::string> names;
+  for (const auto& s : a) names.insert(s.name);
+  EXPECT_FALSE(names.count("time_median"));
+  EXPECT_TRUE(names.count("busbw")) << "the counter keeps its name once the rate is not shown";
+  EXPECT_EQ(failed_later.figure(fig::time_median), 16) << "the list keeps it";
 }
 
 TEST(StrictJson, BadBytesBecomeReplacementCharactersAndDuplicateKeysThrow) {
@@ -381,11 +451,11 @@ class SessionTest : public ::testing::Test {
     selection_.ranks.push_back({nullptr});
   }
   Result passing(double items_per_s) {
-    Result r;
+    Measurement r;
     r.work.items = items_per_s;
     r.work.item_name = "items";
     r.stats.median = 1;
-    return r;
+    return result_of(r);
   }
   CaseSpec sweep_, plain_;
   Selection selection_;

@@ -154,7 +154,7 @@ TEST(ClockObservers, TheMeanClockIsOverEverySampleWithOneAndTheFloorDropsTheSlow
                                         {.seconds = 2, .clock_mhz = 500},
                                         {.seconds = 1, .clock_mhz = 900, .clock_spans_sample = true}};
   for (const SampleTime& s : samples) probe.sample(s, 1), floor.sample(s, 1);
-  Result r;
+  Measurement r;
   r.samples = {1, 2, 1};
   NoTimer timer;
   probe.end(r, timer);
@@ -170,7 +170,7 @@ TEST(ClockObservers, WithoutAClockNothingIsDroppedOrAveraged) {
   ClockProbeObserver probe;
   ClockFloorObserver floor(0.75);
   for (double t : {1.0, 5.0}) probe.sample({.seconds = t}, 1), floor.sample({.seconds = t}, 1);
-  Result r;
+  Measurement r;
   r.samples = {1, 5};
   NoTimer timer;
   probe.end(r, timer);
@@ -189,7 +189,7 @@ TEST(EnergyObserver, KeepsASpanPerSampleAndADroppedSampleLeavesANoteInsteadOfAFi
   EXPECT_EQ(energy.spans()[1].seconds, 0.003);
   EXPECT_EQ(energy.spans()[1].runs, 4);
   energy.dropped({});
-  Result r;
+  Measurement r;
   NoTimer timer;
   energy.end(r, timer);
   EXPECT_THAT(r.energy_note, HasSubstr("stream hold timed out"));
@@ -199,7 +199,7 @@ TEST(EnergyObserver, KeepsASpanPerSampleAndADroppedSampleLeavesANoteInsteadOfAFi
 TEST(EnergyObserver, NoneWithColdOrWithoutACounter) {
   std::unique_ptr<Device> cpu = make_cpu_device();
   MeasureOptions o;
-  Result r;
+  Measurement r;
   EXPECT_EQ(make_energy_observer(r, {cpu.get()}, o), nullptr);  // not asked for
   EXPECT_TRUE(r.energy_note.empty());
   o.energy_seconds = 1;
@@ -251,7 +251,7 @@ TEST(SampleLoop, AHoldTimeoutHalvesTheRunsAndTheDroppedSampleIsNotKept) {
   script.samples = {{1e-4, false}, {1e-4, true}, {1e-4, false}, {1e-4, false}};
   ScriptedDevice device(script);
   Launcher launch({&device}, [] {}, TimingOptions{});
-  Result r;
+  Measurement r;
   r.runs_per_sample = 8;
   StoppingRule stop(settings(3, 0, 10, 1));
   sample_until_stopped(launch, r, stop, {}, false);
@@ -267,7 +267,7 @@ TEST(SampleLoop, AHoldTimeoutWithOneRunASampleTimesWithoutTheHoldFromThenOn) {
   script.samples = {{1e-4, true}};
   ScriptedDevice device(script);
   Launcher launch({&device}, [] {}, TimingOptions{.hold = true});
-  Result r;
+  Measurement r;
   r.runs_per_sample = 1;
   StoppingRule stop(settings(2, 0, 10, 1));
   sample_until_stopped(launch, r, stop, {}, false);
@@ -282,7 +282,7 @@ TEST(SampleLoop, TheWarmupGrowsItsBatchThenSettles) {
   script.per_run_after = 1e-4;  // 16 runs fill the CPU's 1 ms target
   ScriptedDevice device(script);
   Launcher launch({&device}, [] {}, TimingOptions{});
-  Result r;
+  Measurement r;
   const WarmupOutcome warm = warm_up(launch, r, DeviceKind::cpu, MeasureOptions{});
   ASSERT_GE(script.runs_asked.size(), 15u);  // two windows of five batches of 16 to settle
   EXPECT_THAT(std::vector<int>(script.runs_asked.begin(), script.runs_asked.begin() + 6), ElementsAre(1, 2, 4, 8, 16, 16));
@@ -300,7 +300,7 @@ TEST(SampleLoop, AWarmupHoldTimeoutHalvesTheBatchAndCapsTheSamplesThere) {
   script.per_run_after = 1e-5;
   ScriptedDevice device(script);
   Launcher launch({&device}, [] {}, TimingOptions{});
-  Result r;
+  Measurement r;
   const WarmupOutcome warm = warm_up(launch, r, DeviceKind::cuda, MeasureOptions{});
   EXPECT_THAT(std::vector<int>(script.runs_asked.begin(), script.runs_asked.begin() + 6), ElementsAre(1, 2, 4, 8, 16, 8));
   EXPECT_EQ(warm.cap, 8);
