@@ -67,9 +67,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLabWeightGradient,
 
 // v2 transposes dy whatever the shape; v1 needs no scratch; v3 the narrower operand (dy on a tie).
 TEST(GptLab, WgradScratch) {
-  const auto& v1 = wgrad_version("v1");
-  const auto& v2 = wgrad_version("v2");
-  const auto& v3 = wgrad_version("v3");
+  const auto v1 = wgrad_version("v1");
+  const auto v2 = wgrad_version("v2");
+  const auto v3 = wgrad_version("v3");
   EXPECT_EQ(v1.scratch_floats(256, 64, 96), 0u);
   EXPECT_EQ(v2.scratch_floats(256, 64, 96), 256u * 96);
   EXPECT_EQ(v2.scratch_floats(256, 96, 64), 256u * 64);
