@@ -41,7 +41,7 @@ class ColdFlushLaunch final : public LaunchStrategy {
 // the graph, so launching the graph is spent on the flush, outside it. What no event pair can leave out is
 // the run's own launch after the start event: on an H200 an empty kernel between two event nodes right after
 // the flush took 2.59 us, and the 1-token GEMV (768x3072) took 5.98 us cold timed inside the graph against
-// 6.18 with the events around it (two H200 machines, not one call).
+// 6.18 with the events around it (measured on two different H200 machines).
 class GraphLaunch final : public LaunchStrategy {
  public:
   explicit GraphLaunch(bool cold) : cold_(cold) {}
