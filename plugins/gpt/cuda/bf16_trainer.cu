@@ -14,12 +14,15 @@
 // its 14.5 J a step (lab_step_gemms_bf16 measures that share with --energy), so the LayerNorms, GELU,
 // attention, optimizer and the rest cost about 6 J.
 // Checkpointing (R4): activation_plan.hpp's bookkeeping; one activation set, each lower block recomputed
-// from its input before its backward. The whole step is one CUDA graph, as in R1.
+// from its input before its backward, and the backward's gradient scratch placed in that set's buffers once
+// read for the last time (home_of; plugins/gpt/README.md counts the bytes). The whole step is one CUDA
+// graph, as in R1.
 // The weight-gradient GEMMs stay on the one stream: these rungs run at the 700 W power limit, so work moved
 // beside other work is paid for in clock (on a second stream R3 took 21.49 ms against 21.63, within the
 // noise); only less energy per step makes the step shorter. For the same reason qkv's bias gradient is a
 // column-sum pass and not a cuBLASLt BGRADB epilogue, whose GEMM costs what the pass saves
 // (plugins/gpt/README.md lists these measurements).
+#include <array>
 #include <utility>
 #include <vector>
 
@@ -39,7 +42,7 @@ class Bf16Trainer final : public Trainer {
     check_fused_attention_shape(attention_shape(cfg_.batch));
     fused_attention_configure();
     const std::size_t N = static_cast<std::size_t>(N_), C = static_cast<std::size_t>(cfg_.channels);
-    const std::size_t H = static_cast<std::size_t>(cfg_.hidden()), V = static_cast<std::size_t>(cfg_.vocab);
+    const std::size_t H = static_cast<std::size_t>(cfg_.hidden());
     const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
     auto halves = [&](std::size_t count) { return static_cast<bf16*>(alloc_bytes_(count * 2, BufferRole::output)); };
     weights_ = static_cast<bf16*>(alloc_bytes_(offsets_.total * 2, BufferRole::output));
@@ -59,17 +62,7 @@ class Bf16Trainer final : public Trainer {
       a.gelu = halves(N * H);
       sets_.push_back(a);
     }
-    lnf16_ = halves(N * C);
-    d_logits16_ = halves(N * V);
-    d_resid16_ = halves(N * C);
-    d_fc16_ = halves(N * H);
-    // Shared as the base's fp32 scratch is (trainer.cu), by the same order of the step; R4's recompute
-    // writes branch16 ahead of a block's backward, after the block above has read d_ln16 for the last time.
-    d_ln16_ = halves(N * C);
-    d_attn_out16_ = d_ln16_;
-    branch16_ = d_ln16_;
-    d_gelu16_ = halves(N * H);
-    d_qkv16_ = d_gelu16_;
+    place_scratch(halves);
     delta_ = alloc_floats(stats, BufferRole::output);
   }
 
@@ -121,7 +114,7 @@ class Bf16Trainer final : public Trainer {
       const Activations& a = sets_[plan_.set_of(l)];
       // The MLP half: fc_proj, GELU (with fc's bias gradient), fc, LN2.
       linear_backward(lt_context(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
-                      weight(o.fc_proj_w), N_, H, C);
+                      weight(o.fc_proj_w), N_, H, C, 0.0f, fc_proj_order_);
       gelu_backward_add_bias(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, weight(o.fc_b), N_, H, partials_, stream_);
       linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
@@ -168,6 +161,31 @@ class Bf16Trainer final : public Trainer {
 
   const bf16* weight(std::size_t offset) const { return weights_ + offset; }
 
+  // The bf16 buffers outside the activation sets where activation_plan.hpp's home_of puts them: memory of
+  // their own (from `halves`, in Bf16Buffer's order) or their home's; R4's homes in its one set (fc, gelu).
+  template <typename Halves>
+  void place_scratch(const Halves& halves) {
+    const std::size_t N = static_cast<std::size_t>(N_);
+    std::array<bf16*, kBf16Buffers> at{};
+    at[static_cast<int>(Bf16Buffer::fc)] = sets_.front().fc;
+    at[static_cast<int>(Bf16Buffer::gelu)] = sets_.front().gelu;
+    for (int i = 0; i < kBf16Buffers; ++i) {
+      const auto b = static_cast<Bf16Buffer>(i);
+      if (home_of(b, plan_) == b && !at[i]) at[i] = halves(N * bf16_buffer_width(b, cfg_));
+    }
+    const auto place = [&](Bf16Buffer b) { return at[static_cast<int>(home_of(b, plan_))]; };
+    lnf16_ = place(Bf16Buffer::lnf16);
+    d_logits16_ = place(Bf16Buffer::d_logits16);
+    d_resid16_ = place(Bf16Buffer::d_resid16);
+    d_fc16_ = place(Bf16Buffer::d_fc16);
+    branch16_ = place(Bf16Buffer::branch16);
+    d_ln16_ = place(Bf16Buffer::d_ln16);
+    d_attn_out16_ = place(Bf16Buffer::d_attn_out16);
+    d_gelu16_ = place(Bf16Buffer::d_gelu16);
+    d_qkv16_ = place(Bf16Buffer::d_qkv16);
+    fc_proj_order_ = fc_proj_weight_gradient_first(plan_) ? GradientOrder::weight_first : GradientOrder::input_first;
+  }
+
   // Block l's forward from its LN1 output (already in its set) through GELU: everything its backward reads.
   void block_body_forward(int l, int batch) {
     const int N = positions(batch), C = cfg_.channels, H = cfg_.hidden();
@@ -210,6 +228,7 @@ class Bf16Trainer final : public Trainer {
   bf16* d_gelu16_ = nullptr;
   bf16* d_fc16_ = nullptr;
   float* delta_ = nullptr;
+  GradientOrder fc_proj_order_ = GradientOrder::input_first;
 };
 
 }  // namespace

@@ -177,6 +177,9 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 // 8 column tiles x 64 block rows, then fits in one wave of 132 SMs; the bias's registers had taken the kernel
 // to 76 and three blocks per SM, two waves. On the H200, inside R3: 227 us a launch against 289; at the
 // 700 W limit the faster pass mostly buys a lower clock rather than a shorter step.
+// dz may be dout (R4 runs it in place): each element is loaded once, by the thread whose store of that element
+// depends on the load, and no thread loads what another stores, so no reordering the restrict qualifiers
+// allow can read a stored value.
 template <int kLanes, bool kAddBias>
 __global__ void __launch_bounds__(kColumnTileCols* kLanes, 4)
     gelu_backward_bias_grad_bf16_table_kernel(float* partials, int rows, int cols, bf16* __restrict__ dz,

@@ -298,8 +298,12 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
                     int out);
 // dx = dy w (bf16 or fp32 per dx_type; skipped when null) and dw = dy^T x (+ beta_dw dw) in fp32, from bf16
 // operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
+// weight_first runs dw's GEMM before dx's, so that dx may overwrite x (R4 writes fc_proj's dx over the GELU
+// output it reads, activation_plan.hpp); the same two GEMMs, the same bits.
+enum class GradientOrder { input_first, weight_first };
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
-                     const bf16* w, int N, int in, int out, float beta_dw = 0);
+                     const bf16* w, int N, int in, int out, float beta_dw = 0,
+                     GradientOrder order = GradientOrder::input_first);
 // R2-R4's MLP (lab_elementwise_bf16 v4; the lab keeps the versions before it,
 // plugins/gpt/lab/elementwise_versions.hpp), with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS
 // epilogue kernel took 219 us against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T
@@ -311,7 +315,8 @@ void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, floa
 // aligned, else throws; bias needs only bf16's 2-byte alignment).
 void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows, int cols, cudaStream_t stream);
 // dz = dout GELU'(z) in bf16 and dbias (fp32) its column sums in one pass, z as above; the same shape
-// requirements. partials: column_partials_floats(rows, cols).
+// requirements. partials: column_partials_floats(rows, cols). dz may be dout (R4 runs it in place): every
+// element of dout is read once, by the thread that then writes that element of dz, and never read again.
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream);
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).

@@ -535,6 +535,18 @@ TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
     EXPECT_LT(rel_l2(from_bf16(Device::download(d_dz, n)), dz_ref), 1e-2);
     EXPECT_LT(rel_l2(Device::download(d_dbias, cols), dbias_ref), 1e-5);
     EXPECT_LT(rel_l2(Device::download(d_colsum, cols), colsum_ref), 1e-5);
+    // In place over dout, as R4 runs it: the same bits and the same bias gradient.
+    bf16* d_inplace = dev.upload(to_bf16(dout));
+    float* d_inplace_dbias = dev.alloc<float>(cols);
+    gelu_backward_add_bias(d_inplace, d_inplace_dbias, d_inplace, d_z, zero_bias, rows, cols, partials, nullptr);
+    const auto bits = [n](const bf16* p) {
+      std::vector<unsigned short> out(n);
+      const std::vector<bf16> values = Device::download(p, n);
+      std::memcpy(out.data(), values.data(), n * sizeof(unsigned short));
+      return out;
+    };
+    EXPECT_EQ(bits(d_inplace), bits(d_dz));
+    EXPECT_EQ(Device::download(d_inplace_dbias, cols), Device::download(d_dbias, cols));
   }
 }
 

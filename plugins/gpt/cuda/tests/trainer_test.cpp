@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_plan.hpp"
 #include "corpus.hpp"
 #include "gpu_test_util.hpp"
 #include "reference.hpp"
@@ -90,6 +91,27 @@ TEST(GptTrainers, CheckpointingComputesTheSameGradients) {
   const auto plain_losses = Device::download(plain->loss_history(), 5);
   const auto checkpointed_losses = Device::download(checkpointed->loss_history(), 5);
   for (int s = 0; s < 5; ++s) EXPECT_NEAR(checkpointed_losses[s], plain_losses[s], 1e-6 * plain_losses[s]) << s;
+}
+
+// R4 places its gradient scratch in its activation set's dead buffers (activation_plan.hpp): it allocates
+// what R3 does less five activation sets and the scratch the plan leaves out, byte for byte.
+TEST(GptTrainers, CheckpointingAllocatesWhatThePlanCounts) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  TinyModel tiny;
+  const auto allocated = [&](Rung rung) {
+    std::size_t bytes = 0;
+    const DeviceAllocator& inner = tiny.dev.allocator();
+    const DeviceAllocator counting = [&](std::size_t n, BufferRole role) {
+      bytes += n;
+      return inner(n, role);
+    };
+    make_trainer(rung, tiny.cfg, counting, nullptr, tiny.corpus, 42, 7);
+    return bytes;
+  };
+  const ActivationPlan r3{tiny.cfg.layers, false}, r4{tiny.cfg.layers, true};
+  const std::size_t saved = kept_activation_bytes(tiny.cfg, r3) - kept_activation_bytes(tiny.cfg, r4) +
+                            bf16_scratch_bytes(tiny.cfg, r3) - bf16_scratch_bytes(tiny.cfg, r4);
+  EXPECT_EQ(allocated(Rung::bf16) - allocated(Rung::bf16_checkpoint), saved);
 }
 
 // R2 trains like R1: losses within bf16's precision over a few steps.
