@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "cuda_elementwise.hpp"
+#include "roofbench/kernels/cuda_elementwise.hpp"
 #include "roofbench/cuda.hpp"
 
 namespace {

@@ -243,7 +243,7 @@ class SpinCase final : public Case {
     spin_kernel<<<1, 32, 0, roofbench::cuda::stream(ctx)>>>(ns_);
     ROOFBENCH_CUDA_LAUNCH();
   }
-  Work work() const override { return {.flops = 1, .bytes = 0}; }
+  Work work() const override { return {.flops = 32, .bytes = 4}; }
   Check check(Context&) override { return {.rel_l2_error = 0}; }
 
  private:
