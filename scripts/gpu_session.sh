@@ -26,9 +26,10 @@
 #                                 tree with the same settings, and scripts/ab_runs.sh runs both on AB_SELECT
 #                                 (';'-separated, AB_ROUNDS=3 rounds, BENCH_ARGS, AB_COMPARE_ARGS) and judges them;
 #                                 the compare-*.md files come back
-#   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
-#   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
-#   graph, GRAPH_NODES launches per graph), side by side in session.log
+#   STEPS may also hold "timing": scripts/like_for_like.py, the micro add kernels (vec16, scalar; 1M, 4M, 16M) and
+#   copy 16M timed by roofbench's graph mode (events and --kernel-time), its cold graph mode, triton's do_bench and
+#   do_bench_cudagraph and torch.profiler's CUPTI records (TORCH_PYTHON=/opt/torch/.venv/bin/python); the table
+#   comes back as like_for_like.md
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -135,22 +136,13 @@ if [[ " $STEPS " == *" ab "* ]]; then
     scripts/ab_runs.sh "$build-base/bin/roofbench" "$build/bin/roofbench" 2>&1 | tee -a "$OUT/session.log"
   cp "$OUT"/extra/ab/compare-*.md "$OUT/" 2>/dev/null
 fi
-if [[ " $STEPS " == *" graphncu "* ]]; then
-  nodes="${GRAPH_NODES:-100}"
-  for n in ${GRAPH_SIZES:-1048576 4194304}; do
-    f="micro/add_fp32_vec16/n:$n/"
-    log "graph mode vs Nsight Compute: $f"
-    timeout 60 "$build/bin/roofbench" --benchmark_filter="$f" --graph on --results-dir "$OUT/extra/graph$n" \
-      > "$OUT/extra/graph$n.log" 2>&1
-    for mode in node graph; do
-      timeout 150 ncu --clock-control none --graph-profiling "$mode" --metrics gpu__time_duration.sum --csv \
-        "$build/bin/roofbench" --benchmark_filter="$f" --graph on --runs-per-sample "$nodes" --gate off \
-        --max-time 0.3 --no-results > "$OUT/extra/ncu_${mode}_$n.csv" 2> "$OUT/extra/ncu_${mode}_$n.err"
-      log "ncu --graph-profiling $mode rc=$?"
-    done
-    python3 scripts/graph_vs_ncu.py "$OUT/extra/graph$n/latest.json" "$OUT/extra/ncu_node_$n.csv" \
-      "$OUT/extra/ncu_graph_$n.csv" "$nodes" 2>&1 | tee -a "$OUT/session.log"
-  done
+if [[ " $STEPS " == *" timing "* ]]; then
+  log "like for like: the same kernels under every timer"
+  [ -f "$build/lib/libroofbench_add_shim.so" ] || cmake --build "$build" --target roofbench_add_shim >> "$OUT/build.log" 2>&1
+  timeout 150 "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" scripts/like_for_like.py --roofbench "$build/bin/roofbench" \
+    --shim "$build/lib/libroofbench_add_shim.so" --out "$OUT" > "$OUT/extra/like_for_like.log" 2>&1
+  log "like_for_like rc=$?"
+  cat "$OUT/like_for_like.md" 2>/dev/null | tee -a "$OUT/session.log" || tail -20 "$OUT/extra/like_for_like.log"
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra${EXTRA_SUFFIX:-}.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"  # EXTRA_SUFFIX: one tarball per invocation

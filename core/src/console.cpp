@@ -358,6 +358,26 @@ std::string profile_text(const std::string& name, const Result& r) {
   return s;
 }
 
+std::string kernel_time_text(const std::string& name, const Result& r) {
+  if (!r.passed()) return "";
+  const KernelTimeFigures& k = r.kernel_time;
+  const double event = r.figure(fig::time_median);
+  if (!k.error.empty()) return wrap_text("no kernel_time for " + name + ": " + k.error, kConsoleWidth, "  ", kContinuation) + "\n";
+  std::string s;
+  if (k.measured()) {
+    const double gap = event_minus_kernel(event, k);
+    s = "kernel_time " + format_seconds(k.seconds) + " (CUPTI, " + std::to_string(k.samples) + " samples); events " +
+        format_seconds(event) + ", " + format_seconds(std::fabs(gap)) + " (" +
+        percent_text(100 * std::fabs(event_minus_kernel_fraction(event, k))) + (gap < 0 ? ") less" : ") more");
+  }
+  const bool gpu = r.device.rfind("cuda", 0) == 0;
+  if (gpu && launch_cost_noted(event, k))
+    s += k.measured() ? ": launch cost included (over " + percent_text(100 * kLaunchCostNoteFraction) + ")"
+                      : "note: at " + format_seconds(event) + " a run the event time includes launch cost (under " +
+                            format_seconds(kLaunchCostNoteSeconds) + "): --kernel-time times the kernels";
+  return s.empty() ? s : wrap_text(s, kConsoleWidth, "  ", kContinuation) + "\n";
+}
+
 // ---- the summary ----
 
 void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
@@ -529,6 +549,7 @@ void Console::print_runs_of(std::ostream& out, const std::string& benchmark, boo
   out << table_row(label, outcome, table_) << "\n";
   const Result& r = outcome.result;
   if (outcome.ran && (!r.profile.kernels.empty() || !r.profile.error.empty())) out << profile_text(benchmark, r);
+  if (outcome.ran) out << kernel_time_text(benchmark, r);
   if (!outcome.note.empty()) out << wrap_text(outcome.note, kConsoleWidth, "  ", kContinuation) << "\n";
 }
 

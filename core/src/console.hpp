@@ -89,6 +89,11 @@ std::string repetitions_row(const std::string& label, const std::vector<Result>&
                             const TableSettings& settings);
 // A --profile pass: the kernels that take the time, most first (several lines, each ending in a newline).
 std::string profile_text(const std::string& benchmark, const Result& r);
+// --kernel-time's line: kernel_time beside the event time, or why there is none; and, where the event time
+// exceeds kernel_time by over kLaunchCostNoteFraction or (without kernel_time) a GPU run is under
+// kLaunchCostNoteSeconds, that the event time includes launch cost (kernel_time.hpp). Empty (no line) when
+// there is nothing to say; else ends in a newline.
+std::string kernel_time_text(const std::string& benchmark, const Result& r);
 
 // ---- the closing summary ----
 

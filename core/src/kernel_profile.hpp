@@ -1,13 +1,36 @@
-// A profiled pass: where one run of a case spends its GPU time, kernel by kernel (CUPTI's activity
-// records). It runs after the case's timing and is torn down completely (flush, disable, finalize)
-// before the next case is timed, because CUPTI's instrumentation otherwise keeps taxing every launch.
+// CUPTI's kernel activity records over passes of a case's launches: where one run spends its GPU time,
+// kernel by kernel (--profile), and the kernels' own time per run (--kernel-time, kernel_time.hpp). A
+// traced pass runs after the case's timing and is torn down completely (flush, disable, finalize) before
+// the next case is timed, because CUPTI's instrumentation otherwise keeps taxing every launch.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace roofbench {
+
+// One kernel's execution as CUPTI recorded it, or a memcpy's or memset's (a copy case's GPU work is a
+// cudaMemcpyAsync, which CUPTI does not record as a kernel): nanoseconds on CUPTI's clock.
+struct KernelRecord {
+  int name = 0;  // index into KernelTrace::names
+  int pass = 0;  // which call of run_and_wait launched it
+  std::uint64_t start = 0, end = 0;
+  bool kernel = true;  // false: a memcpy or memset
+};
+
+struct KernelTrace {
+  std::vector<std::string> names;  // as CUPTI gives them (mangled)
+  std::vector<KernelRecord> records;
+  int passes = 0;
+  std::string error;  // why there are no records (no CUPTI, a driver that refuses, the runs failed)
+};
+
+// Runs `run_and_wait` (which must synchronise) `passes` times under CUPTI's concurrent-kernel, memcpy and
+// memset activity (kernels replayed from a graph are recorded too), each pass's records flushed before the
+// next starts so every record knows its pass.
+KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes);
 
 struct KernelTime {
   std::string name;
@@ -21,7 +44,11 @@ struct KernelProfile {
   std::string error;  // why there is no profile (no CUPTI, not a GPU case, ...)
 };
 
-// Runs `run_and_wait` (which must synchronise) `runs` times under CUPTI and returns the breakdown.
+// The trace's kernels (not its memcpys and memsets) by name (demangled), each one's time and launches per
+// call of run_and_wait.
+KernelProfile profile_of(const KernelTrace& trace);
+
+// Runs `run_and_wait` `runs` times under CUPTI and returns the breakdown per call.
 KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs);
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).

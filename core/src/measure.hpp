@@ -12,6 +12,7 @@
 #include "benchmark_set.hpp"
 #include "device.hpp"
 #include "kernel_profile.hpp"
+#include "kernel_time.hpp"
 #include "roofline.hpp"
 #include "statistics.hpp"
 #include "summary.hpp"
@@ -32,6 +33,7 @@ struct MeasureOptions {
   int runs_per_sample = 0;     // > 0: this many runs per sample instead of the host's choice
   std::uint64_t seed = 0x5EED;
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
+  int kernel_time_samples = 0; // > 0: after timing, kernel_time from a CUPTI trace of this many samples
   double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
 };
 
@@ -118,6 +120,7 @@ struct ResultParts {
   std::vector<Fact> case_facts;  // the case's figures that are texts
   MemoryFigures memory;
   KernelProfile profile;  // filled when a profiled pass was asked for
+  KernelTimeFigures kernel_time;  // filled when --kernel-time asked for it (kernel_time.hpp)
   PhaseSeconds phases;
   bool gate_checked = false;
   bool graph = false;

@@ -2,8 +2,10 @@
 
 namespace roofbench {
 
-KernelProfile profile_kernels(const std::function<void()>&, int) {
-  return {{}, 0, "this roofbench was built without CUPTI"};
+KernelTrace trace_kernels(const std::function<void()>&, int) {
+  KernelTrace trace;
+  trace.error = "this roofbench was built without CUPTI";
+  return trace;
 }
 
 }  // namespace roofbench

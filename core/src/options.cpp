@@ -68,16 +68,22 @@ void set_min_time(Options& o, const std::string& flag, const Value& v) {
   o.min_time_given = true;
 }
 
-// --profile=N: a whole number of samples' worth of launches, checked before it becomes an int.
-void set_profile(Options& o, const std::string& flag, const Value& v) {
-  if (!v) {
-    o.measure.profile_runs = kDefaultProfileRuns;
-    return;
-  }
+// --profile=N and --kernel-time=N: a whole number of samples from 1 to 1000, checked before it becomes an
+// int; `fallback` when the flag has no value.
+int sample_count(const std::string& flag, const Value& v, int fallback, const char* counted) {
+  if (!v) return fallback;
   const double n = parse_number(flag, *v);
   if (n < 1 || n > 1000 || n != std::floor(n))
-    throw UsageError("--profile needs a whole number of runs from 1 to 1000, got '" + *v + "'");
-  o.measure.profile_runs = static_cast<int>(n);
+    throw UsageError(flag + " needs a whole number of " + counted + " from 1 to 1000, got '" + *v + "'");
+  return static_cast<int>(n);
+}
+
+void set_profile(Options& o, const std::string& flag, const Value& v) {
+  o.measure.profile_runs = sample_count(flag, v, kDefaultProfileRuns, "runs");
+}
+
+void set_kernel_time(Options& o, const std::string& flag, const Value& v) {
+  o.measure.kernel_time_samples = sample_count(flag, v, kDefaultKernelTimeSamples, "samples");
 }
 
 void set_energy(Options& o, const std::string& flag, const Value& v) {
@@ -173,6 +179,11 @@ std::vector<OptionSpec> make_option_table() {
        "after timing each GPU case, a CUPTI pass over N samples' worth of launches, through the same launch path "
        "(a graph stays a graph): time per kernel, torn down before the next case is timed",
        set_profile},
+      {"--kernel-time", "[=N]", optional_inline_value, number_text(kDefaultKernelTimeSamples),
+       "after timing each GPU case, a CUPTI trace of N samples like the timed ones, through the same launch path: "
+       "kernel_time (the union of the kernels' own intervals per run, median over the samples) beside the event "
+       "time, and event_minus_kernel. Where CUPTI cannot trace, the case keeps its timing and says why",
+       set_kernel_time},
       {"--energy", "[=S]", optional_inline_value, number_text(kEnergyLeastSeconds) + ", the least",
        "where the device has an energy counter (NVML on a GPU), poll it beside the samples and sample for at least "
        "S seconds: energy_per_run (J) and power (W) over a window of the samples; at the power limit, energy per "

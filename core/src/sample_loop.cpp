@@ -7,6 +7,7 @@
 #include "clock_observers.hpp"
 #include "energy_observer.hpp"
 #include "launch_strategy.hpp"
+#include "kernel_time_observer.hpp"
 #include "profile_observer.hpp"
 #include "sample_quality.hpp"
 #include "statistics.hpp"
@@ -76,6 +77,8 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   if (energy) observers.push_back(std::move(energy));
   observers.push_back(std::make_unique<ClockProbeObserver>());
   observers.push_back(std::make_unique<ClockFloorObserver>(o.clock_floor));
+  if (o.kernel_time_samples > 0)
+    observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
   return observers;

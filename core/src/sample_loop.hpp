@@ -39,7 +39,7 @@ class Launcher {
 
 // The observers of a benchmark's samples, in the order they end: `energy` first where there is one (its
 // pollers stop with the samples: make_energy_observer), the clock's mean over every sample before the clock
-// floor drops any, the profiled pass (GPU cases, --profile) last.
+// floor drops any, the kernel-time trace (--kernel-time), the profiled pass (GPU cases, --profile) last.
 std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
                                                             const std::vector<Device*>& ranks, const MeasureOptions& o);
 

@@ -55,6 +55,14 @@ const std::vector<HostFigure> kFigures = {
     {fig::energy_busy_fraction.data(), "1", Hint::ratio, When::energy, kShown,
      "the samples' device time over the window: the rest (between samples) is booked to the runs too",
      [](R r) { return r.energy_busy_fraction; }},
+    {fig::kernel_time.data(), "s", Hint::duration, When::kernel_timed, kShown,
+     "the kernels' own GPU time of one run (CUPTI; the union of their intervals), median over the traced samples",
+     [](R r) { return r.kernel_time.seconds; }},
+    {fig::event_minus_kernel.data(), "s", Hint::duration, When::kernel_timed, kShown,
+     "time_median minus kernel_time: what the events hold besides the kernels (launches, gaps between them)",
+     [](R r) { return event_minus_kernel(r.stats.median, r.kernel_time); }},
+    {fig::event_minus_kernel_pct.data(), "%", Hint::percentage, When::kernel_timed, kShown, "event_minus_kernel over kernel_time",
+     [](R r) { return 100.0 * event_minus_kernel_fraction(r.stats.median, r.kernel_time); }},
     {fig::gate_rel_err.data(), "1", Hint::ratio, When::gate_checked, kShown, "relative L2 error of the gate run against the reference",
      [](R r) { return r.gate_error; }},
     {fig::gate_tolerance.data(), "1", Hint::ratio, When::always, kShown, "the largest relative L2 error the gate accepts",
@@ -75,6 +83,7 @@ bool made(When when, const Measurement& m) {
     case When::clocked: return clocked;
     case When::clock_fitted: return clocked && !std::isnan(m.noise_at_fixed_clock);
     case When::energy: return std::isfinite(m.energy_per_run_j);
+    case When::kernel_timed: return m.kernel_time.measured();
     case When::gate_checked: return m.gate_checked;
     case When::leaked: return m.memory.leaked > 0;
   }
@@ -82,7 +91,8 @@ bool made(When when, const Measurement& m) {
 }
 
 bool timed(When when) {
-  return when == When::passed || when == When::clocked || when == When::clock_fitted || when == When::energy;
+  return when == When::passed || when == When::clocked || when == When::clock_fitted || when == When::energy ||
+         when == When::kernel_timed;
 }
 
 const char* when_text(When when) {
@@ -92,6 +102,7 @@ const char* when_text(When when) {
     case When::clocked: return "timed, GPU (its clock is read)";
     case When::clock_fitted: return "timed, GPU, clock fit made";
     case When::energy: return "timed, `--energy`, a device with an energy counter";
+    case When::kernel_timed: return "timed, `--kernel-time`, CUPTI traced the kernels";
     case When::gate_checked: return "gate ran";
     case When::leaked: return "over 256 MiB left after teardown";
   }

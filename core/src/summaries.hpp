@@ -20,6 +20,7 @@ enum class When {
   clocked,       // passed, on a device whose clock is read (GPU)
   clock_fitted,  // clocked, and the time-against-clock fit was made
   energy,        // passed, with an energy figure (--energy, a device with a counter)
+  kernel_timed,  // passed, with a kernel_time (--kernel-time, CUPTI traced the kernels)
   gate_checked,  // the gate ran
   leaked,        // memory was left behind
 };

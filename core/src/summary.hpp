@@ -45,13 +45,16 @@ inline constexpr std::string_view hold_timeouts = "hold_timeouts", samples_with_
 inline constexpr std::string_view noise_at_fixed_clock = "noise_at_fixed_clock";
 inline constexpr std::string_view energy_per_run = "energy_per_run", power = "power", energy_window_s = "energy_window_s";
 inline constexpr std::string_view energy_busy_fraction = "energy_busy_fraction";
+inline constexpr std::string_view kernel_time = "kernel_time", event_minus_kernel = "event_minus_kernel";
+inline constexpr std::string_view event_minus_kernel_pct = "event_minus_kernel_pct";
 inline constexpr std::string_view gate_rel_err = "gate_rel_err", gate_tolerance = "gate_tolerance";
 inline constexpr std::string_view peak_mem = "peak_mem", leaked_mem = "leaked_mem";
 // Every constant above, for the test that holds them to the table.
 inline constexpr std::string_view all[] = {
     flops_per_s, bytes_per_s, intensity, roof_pct, time_median, time_q1, time_q3, noise, samples, warmup_iters,
     runs_per_sample, sm_clock_mhz, throttled_samples, hold_timeouts, samples_with_mean_clock, noise_at_fixed_clock,
-    energy_per_run, power, energy_window_s, energy_busy_fraction, gate_rel_err, gate_tolerance, peak_mem, leaked_mem};
+    energy_per_run, power, energy_window_s, energy_busy_fraction, kernel_time, event_minus_kernel,
+    event_minus_kernel_pct, gate_rel_err, gate_tolerance, peak_mem, leaked_mem};
 }  // namespace fig
 
 }  // namespace roofbench

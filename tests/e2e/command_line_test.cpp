@@ -77,6 +77,17 @@ TEST_F(CommandLine, ASuitesEnergyAppliesUnlessTheCommandLineTurnsItOff) {
   EXPECT_THAT(without.out, Not(HasSubstr("energy"))) << without;
 }
 
+// --kernel-time where CUPTI cannot trace (a CPU case): the case keeps its timing and says why in one line.
+TEST_F(CommandLine, KernelTimeOnTheCpuKeepsTheTimingAndSaysWhyThereIsNone) {
+  const auto run = roofbench({"--benchmark_filter=^cpu/add/n:16384/", "--max-time=0.05", "--no-results", "--kernel-time=2"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("no kernel_time for cpu/add/n:16384")) << run;
+  EXPECT_THAT(run.out, HasSubstr("CUPTI records GPU kernels only")) << run;
+  const auto bad = roofbench({"--kernel-time=0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad;
+  EXPECT_THAT(bad.err, HasSubstr("--kernel-time needs a whole number of samples from 1 to 1000, got '0'")) << bad;
+}
+
 TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
   const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
   EXPECT_EQ(run.exit_code, 2) << run;

@@ -227,6 +227,54 @@ TEST_F(GpuHost, ColdGraphSamplesTimeTheRunFromInsideTheGraph) {
   d.release(out);
 }
 
+// Spins one warp for `ns` nanoseconds of the GPU's global timer: a kernel of known duration.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while (now - start < ns);
+}
+
+class SpinCase final : public Case {
+ public:
+  explicit SpinCase(unsigned long long ns) : ns_(ns) {}
+  void setup(Context&) override {}
+  void run(Context& ctx) override {
+    spin_kernel<<<1, 32, 0, roofbench::cuda::stream(ctx)>>>(ns_);
+    ROOFBENCH_CUDA_LAUNCH();
+  }
+  Work work() const override { return {.flops = 32, .bytes = 4}; }
+  Check check(Context&) override { return {.rel_l2_error = 0}; }
+
+ private:
+  unsigned long long ns_;
+};
+
+// --kernel-time on a kernel of known duration (50 us by the global timer, whose steps are at most 1 us), on
+// the stream and replayed from a graph: kernel_time is the spin, and the event time, with one launch gap in
+// 50 us, is within 5% of it.
+TEST_F(GpuHost, KernelTimeIsTheKernelsOwnDurationOnTheStreamAndInAGraph) {
+  constexpr double spin = 50e-6;
+  CaseSpec spec{.name = "spin", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
+                .make = [](const Params&) { return std::make_unique<SpinCase>(50'000); }};
+  BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
+  for (GraphMode graph : {GraphMode::off, GraphMode::on}) {
+    MeasureOptions o;
+    o.max_time = 0.3;
+    o.graph = graph;
+    o.kernel_time_samples = 5;
+    const Measurement r = take_measurement(b, {devices_.front().get()}, ceilings_, o);
+    ASSERT_EQ(r.status, Status::ok) << r.message;
+    ASSERT_TRUE(r.kernel_time.measured()) << r.kernel_time.error;
+    std::printf("%s: kernel_time %.3f us, event time %.3f us, %d runs a sample\n", r.graph ? "graph" : "stream",
+                1e6 * r.kernel_time.seconds, 1e6 * r.stats.median, r.runs_per_sample);
+    EXPECT_EQ(r.graph, graph == GraphMode::on);
+    EXPECT_EQ(r.kernel_time.samples, 5);
+    EXPECT_NEAR(r.kernel_time.seconds, spin, 0.03 * spin + 1e-6);
+    EXPECT_NEAR(r.stats.median, r.kernel_time.seconds, 0.05 * r.kernel_time.seconds);
+  }
+}
+
 TEST_F(GpuHost, ClockProbeReadsAPlausibleSmClock) {
   Device& d = *devices_.front();
   auto timer = make_cuda_timer({&d}, [] {}, TimingOptions{});

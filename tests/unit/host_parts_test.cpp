@@ -68,6 +68,7 @@ Measurement every_field_set() {
   r.energy_window_s = 50;
   r.energy_busy_fraction = 0.51;
   r.energy_note = "n";
+  r.kernel_time = {.seconds = 0.52, .samples = 53, .error = "k"};
   return r;
 }
 
@@ -129,6 +130,9 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_EQ(out.sweep_axis, "n");
   EXPECT_EQ(out.quality_reason, "q");
   EXPECT_EQ(out.energy_note, "n");
+  EXPECT_EQ(out.kernel_time.seconds, 0.52);
+  EXPECT_EQ(out.kernel_time.samples, 53);
+  EXPECT_EQ(out.kernel_time.error, "k");
 }
 
 // The results file leaves a failed result's timing out (no median, roof, clocks, rates): the figures a

@@ -1,0 +1,46 @@
+#include "kernel_profile.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace roofbench {
+namespace {
+
+std::string readable_name(const std::string& mangled) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  return name;
+}
+
+}  // namespace
+
+KernelProfile profile_of(const KernelTrace& trace) {
+  KernelProfile profile;
+  profile.error = trace.error;
+  if (!trace.error.empty() || trace.passes < 1) return profile;
+  std::vector<std::pair<double, long>> by_name(trace.names.size());  // (ns, launches)
+  for (const KernelRecord& k : trace.records) {
+    if (!k.kernel) continue;
+    by_name[k.name].first += static_cast<double>(k.end - k.start);
+    by_name[k.name].second += 1;
+  }
+  for (std::size_t i = 0; i < by_name.size(); ++i) {
+    const auto [ns, launches] = by_name[i];
+    if (launches == 0) continue;
+    profile.kernels.push_back({readable_name(trace.names[i]), ns * 1e-9 / trace.passes, static_cast<double>(launches) / trace.passes});
+    profile.kernel_seconds_per_run += ns * 1e-9 / trace.passes;
+  }
+  std::sort(profile.kernels.begin(), profile.kernels.end(),
+            [](const KernelTime& a, const KernelTime& b) { return a.seconds_per_run > b.seconds_per_run; });
+  return profile;
+}
+
+KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs) {
+  return profile_of(trace_kernels(run_and_wait, runs));
+}
+
+}  // namespace roofbench
