@@ -29,6 +29,9 @@
 #   STEPS may also hold "graphncu": micro/add_fp32_vec16 at GRAPH_SIZES elements, timed by roofbench in graph
 #   mode, by Nsight Compute per kernel (isolated launches) and by Nsight Compute per graph (--graph-profiling
 #   graph, GRAPH_NODES launches per graph), side by side in session.log
+#   STEPS may also hold "countersncu": roofbench --counters against Nsight Compute (ncu --clock-control none) on
+#   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
+#   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200)
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -151,6 +154,11 @@ if [[ " $STEPS " == *" graphncu "* ]]; then
     python3 scripts/graph_vs_ncu.py "$OUT/extra/graph$n/latest.json" "$OUT/extra/ncu_node_$n.csv" \
       "$OUT/extra/ncu_graph_$n.csv" "$nodes" 2>&1 | tee -a "$OUT/session.log"
   done
+fi
+if [[ " $STEPS " == *" countersncu "* ]]; then
+  log "roofbench --counters against Nsight Compute"
+  timeout "${COUNTERS_NCU_TIMEOUT:-400}" python3 scripts/counters_vs_ncu.py "$build/bin/roofbench" "$OUT/extra/countersncu" \
+    ${COUNTERS_NCU_ONLY:-} 2>&1 | tee -a "$OUT/session.log"
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra${EXTRA_SUFFIX:-}.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"  # EXTRA_SUFFIX: one tarball per invocation

@@ -89,6 +89,9 @@ std::string repetitions_row(const std::string& label, const std::vector<Result>&
                             const TableSettings& settings);
 // A --profile pass: the kernels that take the time, most first (several lines, each ending in a newline).
 std::string profile_text(const std::string& benchmark, const Result& r);
+// A --counters pass: the counted totals against the model, the verdict where the ratio says something
+// ("moves 2.3x its minimum bytes"), the kernels where there are several; or why there are no counters.
+std::string counters_text(const std::string& benchmark, const Result& r);
 
 // ---- the closing summary ----
 

@@ -11,6 +11,7 @@
 
 #include "benchmark_set.hpp"
 #include "device.hpp"
+#include "kernel_counters.hpp"
 #include "kernel_profile.hpp"
 #include "roofline.hpp"
 #include "statistics.hpp"
@@ -33,6 +34,7 @@ struct MeasureOptions {
   std::uint64_t seed = 0x5EED;
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
   double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
+  bool counters = false;       // --counters: after timing, a pass that reads the hardware's counters (GPU cases)
 };
 
 // The longest a benchmark samples: --max-time, or --energy's seconds where they are more (and the device has
@@ -118,6 +120,7 @@ struct ResultParts {
   std::vector<Fact> case_facts;  // the case's figures that are texts
   MemoryFigures memory;
   KernelProfile profile;  // filled when a profiled pass was asked for
+  CounterProfile counters;  // filled when --counters asked for the counters (or why there are none)
   PhaseSeconds phases;
   bool gate_checked = false;
   bool graph = false;

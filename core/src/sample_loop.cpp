@@ -7,6 +7,7 @@
 #include "clock_observers.hpp"
 #include "energy_observer.hpp"
 #include "launch_strategy.hpp"
+#include "counter_observer.hpp"
 #include "profile_observer.hpp"
 #include "sample_quality.hpp"
 #include "statistics.hpp"
@@ -78,6 +79,7 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   observers.push_back(std::make_unique<ClockFloorObserver>(o.clock_floor));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+  if (o.counters && ranks.front()->info().kind == DeviceKind::cuda) observers.push_back(std::make_unique<CounterObserver>(ranks.size()));
   return observers;
 }
 

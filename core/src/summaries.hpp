@@ -22,6 +22,10 @@ enum class When {
   energy,        // passed, with an energy figure (--energy, a device with a counter)
   gate_checked,  // the gate ran
   leaked,        // memory was left behind
+  counted,         // --counters read the case's counters
+  counted_bytes,   // counted, and the case models bytes
+  counted_flops,   // counted, and the case models FLOPs
+  counters_asked,  // --counters' pass ran (it may have found no counters)
 };
 
 // One figure the host reports: its declaration is this one line.
