@@ -9,12 +9,13 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
-#include <cxxabi.h>
 
-#include <cstdlib>
+#include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 #include "kernel_counters.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 namespace {
@@ -45,14 +46,6 @@ P params(std::size_t size) {
 }
 #define ROOFBENCH_PARAMS(type) params<type>(type##_STRUCT_SIZE)
 
-std::string readable_name(const char* mangled) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : mangled;
-  std::free(demangled);
-  return name;
-}
-
 bool is_launch(CUpti_CallbackId id) {
   return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
@@ -72,17 +65,18 @@ class LaunchNames {
  public:
   LaunchNames() {
     if (cuptiSubscribe(&subscriber_, on_launch, &names_) != CUPTI_SUCCESS) subscriber_ = nullptr;
-    else if (cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) stop();
+    else if (cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
   }
-  ~LaunchNames() { stop(); }
+  ~LaunchNames() {
+    if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
+  }
   // The name of range `i` of `ranges`, when the launches seen match the ranges one for one.
   std::string name(std::size_t i, std::size_t ranges) const {
-    if (names_.size() == ranges && !names_[i].empty()) return readable_name(names_[i].c_str());
+    if (names_.size() == ranges && !names_[i].empty()) return demangled(names_[i].c_str());
     return "kernel " + std::to_string(i + 1);
   }
   void stop() {
-    if (subscriber_) cuptiUnsubscribe(subscriber_);
-    subscriber_ = nullptr;
+    if (subscriber_) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
   }
 
  private:
@@ -123,7 +117,8 @@ class HostSide {
   ~HostSide() {
     auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_Deinitialize_Params);
     p.pHostObject = host_;
-    cuptiProfilerHostDeinitialize(&p);
+    if (const CUptiResult status = cuptiProfilerHostDeinitialize(&p); status != CUPTI_SUCCESS)
+      std::fprintf(stderr, "roofbench: cuptiProfilerHostDeinitialize: CUPTI error %d\n", static_cast<int>(status));
   }
   HostSide(const HostSide&) = delete;
   HostSide& operator=(const HostSide&) = delete;
@@ -178,28 +173,39 @@ std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
 // The Range Profiler on one context, enabled for the pass and disabled (with the profiler itself) after.
 class RangeProfiler {
  public:
-  explicit RangeProfiler(CUcontext ctx) {
+  RangeProfiler() {
     auto init = ROOFBENCH_PARAMS(CUpti_Profiler_Initialize_Params);
     ROOFBENCH_CUPTI(cuptiProfilerInitialize(&init));
-    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Enable_Params);
-    p.ctx = ctx;
-    if (const CUptiResult status = cuptiRangeProfilerEnable(&p); status != CUPTI_SUCCESS) {
-      deinitialize();
-      check(status, "cuptiRangeProfilerEnable");
-    }
-    object_ = p.pRangeProfilerObject;
+    initialized_ = true;
   }
+  // Where the pass failed: torn down all the same, its statuses left out (the failure is its answer).
   ~RangeProfiler() {
     auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Disable_Params);
     p.pRangeProfilerObject = object_;
-    cuptiRangeProfilerDisable(&p);
-    deinitialize();
+    if (object_) cuptiRangeProfilerDisable(&p);
+    if (initialized_) deinitialize();
   }
   RangeProfiler(const RangeProfiler&) = delete;
   RangeProfiler& operator=(const RangeProfiler&) = delete;
 
+  // After the counter availability is read (which an enabled profiler would refuse).
+  void enable(CUcontext ctx) {
+    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Enable_Params);
+    p.ctx = ctx;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerEnable(&p));
+    object_ = p.pRangeProfilerObject;
+  }
+  // Disabled and the profiler deinitialised, checked: nothing of the pass is left when the next case is timed.
+  void close() {
+    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Disable_Params);
+    p.pRangeProfilerObject = std::exchange(object_, nullptr);
+    ROOFBENCH_CUPTI(cuptiRangeProfilerDisable(&p));
+    initialized_ = false;
+    ROOFBENCH_CUPTI(deinitialize());
+  }
+
   // A counter data image for up to kMaxRanges ranges of `names`, set up with `config`.
-  std::vector<std::uint8_t> configure(std::vector<const char*>& names, const std::vector<std::uint8_t>& config) {
+  void configure(std::vector<const char*>& names, const std::vector<std::uint8_t>& config) {
     auto size = ROOFBENCH_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
     size.pRangeProfilerObject = object_, size.pMetricNames = names.data(), size.numMetrics = names.size();
     size.maxNumOfRanges = kMaxRanges, size.maxNumRangeTreeNodes = kMaxRanges;
@@ -214,7 +220,6 @@ class RangeProfiler {
     set.range = CUPTI_AutoRange, set.replayMode = CUPTI_KernelReplay, set.maxRangesPerPass = kMaxRanges;
     set.numNestingLevels = 1, set.minNestingLevel = 1, set.passIndex = 0, set.targetNestingLevel = 1;
     ROOFBENCH_CUPTI(cuptiRangeProfilerSetConfig(&set));
-    return data_;
   }
 
   // Runs `work` between start and stop; returns the decoded counter data and how many ranges it dropped.
@@ -233,11 +238,12 @@ class RangeProfiler {
   }
 
  private:
-  static void deinitialize() {
+  static CUptiResult deinitialize() {
     auto p = ROOFBENCH_PARAMS(CUpti_Profiler_DeInitialize_Params);
-    cuptiProfilerDeInitialize(&p);
+    return cuptiProfilerDeInitialize(&p);
   }
   CUpti_RangeProfiler_Object* object_ = nullptr;
+  bool initialized_ = false;
   std::vector<std::uint8_t> data_;
 };
 
@@ -251,12 +257,14 @@ std::size_t range_count(const std::vector<std::uint8_t>& data) {
 CounterProfile collect_or_throw(const std::function<void()>& run_and_wait) {
   const CUcontext ctx = current_context();
   std::vector<const char*> names = metric_names();
-  RangeProfiler profiler(ctx);
+  RangeProfiler profiler;
   const HostSide host(chip_name(), counter_availability(ctx));
+  profiler.enable(ctx);
   profiler.configure(names, host.config(names));
   LaunchNames launches;
   const auto [data, dropped] = profiler.collect(run_and_wait);
   launches.stop();
+  profiler.close();
   if (dropped > 0)
     throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
   const std::size_t ranges = range_count(data);

@@ -1,5 +1,4 @@
 #include <cupti.h>
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,6 +6,7 @@
 #include <mutex>
 
 #include "kernel_profile.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 namespace {
@@ -36,14 +36,6 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     entry.second += 1;
   }
   std::free(buffer);
-}
-
-std::string readable_name(const char* mangled) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : mangled;
-  std::free(demangled);
-  return name;
 }
 
 std::string cupti_error(CUptiResult status, const char* call) {
@@ -84,7 +76,7 @@ KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int run
     return profile;
   }
   for (const auto& [name, entry] : data.by_name) {
-    profile.kernels.push_back({readable_name(name.c_str()), entry.first * 1e-9 / runs, static_cast<double>(entry.second) / runs});
+    profile.kernels.push_back({demangled(name.c_str()), entry.first * 1e-9 / runs, static_cast<double>(entry.second) / runs});
     profile.kernel_seconds_per_run += entry.first * 1e-9 / runs;
   }
   std::sort(profile.kernels.begin(), profile.kernels.end(),

@@ -11,6 +11,7 @@
 
 #include "console.hpp"
 #include "summaries.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 namespace {
@@ -73,6 +74,11 @@ TEST(CounterProfiles, SumKernelsByNamePerRunMostBytesFirst) {
   scale_per_run(p, 0.5);
   EXPECT_EQ(p.total.dram_read, 155);
   EXPECT_EQ(p.kernels[1].dram_read, 5);
+}
+
+TEST(CounterProfiles, KernelNamesReadAsCpp) {
+  EXPECT_EQ(demangled("_Z11copy_kernelPKfPfm"), "copy_kernel(float const*, float*, unsigned long)");
+  EXPECT_EQ(demangled("add_vec16"), "add_vec16");  // a C name stays as it is
 }
 
 TEST(CounterProfiles, RatioIsZeroWithoutAModelOrACount) {
