@@ -60,14 +60,10 @@ def figures(values, fields):
     return {"dram": dram, "flops": flops}
 
 
-def roofbench_side(roofbench, bench, outdir):
-    """{base name: (per-launch {dram, flops}, launches per run)} from a --counters run, or an error text."""
-    results = os.path.join(outdir, "results")
-    subprocess.run([roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--counters", "--graph", "off", "--gate", "off",
-                    "--max-time", "0.3",
-                    "--results-dir", results], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300, check=False)
+def roofbench_kernels(latest_json):
+    """{base name: (per-launch {dram, flops}, launches per run)} from a --counters results file, or why not."""
     try:
-        with open(os.path.join(results, "latest.json")) as f:
+        with open(latest_json) as f:
             entry = [b for b in json.load(f)["benchmarks"] if b.get("run_type") != "aggregate"][0]
     except (OSError, IndexError, KeyError, ValueError) as e:
         return f"no results ({e})"
@@ -81,17 +77,10 @@ def roofbench_side(roofbench, bench, outdir):
     return {b: ({"dram": d / n, "flops": f / n}, n) for b, (d, f, n) in by_base.items() if n > 0}
 
 
-def ncu_side(roofbench, bench, names, count, fields, outdir):
-    """{base name: per-launch {dram, flops}} over ncu's profiled launches of those kernels."""
-    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "none"),
-               "--metrics", ",".join(m for m, _, _ in fields), "--csv", "--print-units", "base",
-               "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
-               roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
-               "--no-results"]
-    with open(os.path.join(outdir, "ncu.csv"), "w") as out:
-        subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, timeout=300, check=False)
+def ncu_kernels(csv_path, fields):
+    """{base name: per-launch {dram, flops}} averaged over the launches of an `ncu --csv --print-units base` file."""
     launches = {}
-    with open(os.path.join(outdir, "ncu.csv")) as f:
+    with open(csv_path) as f:
         for row in csv.DictReader(line for line in f if line.startswith('"')):
             try:
                 value = float(row["Metric Value"].replace(",", ""))
@@ -102,6 +91,34 @@ def ncu_side(roofbench, bench, names, count, fields, outdir):
     for (_, base), values in launches.items():
         per_base.setdefault(base, []).append(figures(values, fields))
     return {b: {k: statistics.mean(x[k] for x in xs) for k in ("dram", "flops")} for b, xs in per_base.items()}
+
+
+def per_run(ours, theirs):
+    """Both sides' {dram, flops} per run over the kernels both saw, weighted by roofbench's launches per run."""
+    shared = [b for b in ours if b in theirs]
+    rb = {k: sum(ours[b][0][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+    nc = {k: sum(theirs[b][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+    return rb, nc, len(shared)
+
+
+def run_roofbench(roofbench, bench, outdir):
+    results = os.path.join(outdir, "results")
+    subprocess.run([roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--counters", "--graph", "off", "--gate", "off",
+                    "--max-time", "0.3", "--results-dir", results], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=300, check=False)
+    return roofbench_kernels(os.path.join(results, "latest.json"))
+
+
+def run_ncu(roofbench, bench, names, count, fields, outdir):
+    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "none"),
+               "--metrics", ",".join(m for m, _, _ in fields), "--csv", "--print-units", "base",
+               "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
+               roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
+               "--no-results"]
+    path = os.path.join(outdir, "ncu.csv")
+    with open(path, "w") as out:
+        subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    return ncu_kernels(path, fields)
 
 
 def percent(ours, theirs):
@@ -116,17 +133,14 @@ def main(roofbench, outdir, only=None):
             continue
         where = os.path.join(outdir, f"counters{i}")
         os.makedirs(where, exist_ok=True)
-        ours = roofbench_side(roofbench, bench, where)
+        ours = run_roofbench(roofbench, bench, where)
         if isinstance(ours, str):
             print(f"{bench:<72} no counters: {ours}")
             continue
-        theirs = ncu_side(roofbench, bench, sorted(ours), count, fields, where)
-        shared = [b for b in ours if b in theirs]
-        rb = {k: sum(ours[b][0][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
-        nc = {k: sum(theirs[b][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+        rb, nc, shared = per_run(ours, run_ncu(roofbench, bench, sorted(ours), count, fields, where))
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
-              f"  ({len(shared)} of {len(ours)} kernels matched)")
+              f"  ({shared} of {len(ours)} kernels matched)")
 
 
 if __name__ == "__main__":
