@@ -65,7 +65,7 @@ class LaunchNames {
  public:
   LaunchNames() {
     if (cuptiSubscribe(&subscriber_, on_launch, &names_) != CUPTI_SUCCESS) subscriber_ = nullptr;
-    else if (cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
+    if (subscriber_ && cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) stop();
   }
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
