@@ -30,6 +30,9 @@
 #   copy 16M timed by roofbench's graph mode (events and --kernel-time), its cold graph mode, triton's do_bench and
 #   do_bench_cudagraph and torch.profiler's CUPTI records (TORCH_PYTHON=/opt/torch/.venv/bin/python); the table
 #   comes back as like_for_like.md
+#   STEPS may also hold "countersncu": roofbench --counters against Nsight Compute (ncu --clock-control none) on
+#   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
+#   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200)
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -143,6 +146,11 @@ if [[ " $STEPS " == *" timing "* ]]; then
     --shim "$build/lib/libroofbench_add_shim.so" --out "$OUT" > "$OUT/extra/like_for_like.log" 2>&1
   log "like_for_like rc=$?"
   cat "$OUT/like_for_like.md" 2>/dev/null | tee -a "$OUT/session.log" || tail -20 "$OUT/extra/like_for_like.log"
+fi
+if [[ " $STEPS " == *" countersncu "* ]]; then
+  log "roofbench --counters against Nsight Compute"
+  timeout "${COUNTERS_NCU_TIMEOUT:-400}" python3 scripts/counters_vs_ncu.py "$build/bin/roofbench" "$OUT/extra/countersncu" \
+    ${COUNTERS_NCU_ONLY:-} 2>&1 | tee -a "$OUT/session.log"
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra${EXTRA_SUFFIX:-}.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"  # EXTRA_SUFFIX: one tarball per invocation

@@ -378,6 +378,34 @@ std::string kernel_time_text(const std::string& name, const Result& r) {
   return s.empty() ? s : wrap_text(s, kConsoleWidth, "  ", kContinuation) + "\n";
 }
 
+// The run's counted totals against the model, as one line.
+static std::string counter_totals(const Result& r) {
+  const KernelCounters& t = r.counters.total;
+  std::string s = "  counters: DRAM " + format_bytes(t.dram_bytes()) + " per run (read " + format_bytes(t.dram_read) +
+                  ", written " + format_bytes(t.dram_write) + ")";
+  if (r.work.bytes > 0) s += printf_string(", %.2fx the model", t.dram_bytes() / r.work.bytes);
+  s += ", L2 " + format_bytes(t.l2_bytes) + ", " + format_rate(t.flops(), "FLOP");
+  if (r.work.flops > 0) s += printf_string(" (%.2fx the model)", counter_ratio(t.flops(), r.work.flops));
+  return wrap_text(s, kConsoleWidth, "", kContinuation) + "\n";
+}
+
+std::string counters_text(const std::string& name, const Result& r) {
+  if (!r.counters.error.empty())
+    return wrap_text("no counters for " + name + ": " + r.counters.error, kConsoleWidth, "  ", kContinuation) + "\n";
+  std::string s = counter_totals(r);
+  if (const std::string verdict = counters_verdict(r.counters.total, r.work.bytes, r.work.flops); !verdict.empty())
+    s += wrap_text(name + " " + verdict, kConsoleWidth, "  ", kContinuation) + "\n";
+  if (r.counters.kernels.size() < 2) return s;
+  std::size_t shown = 0;
+  for (const auto& k : r.counters.kernels) {
+    if (++shown > 15) break;
+    const std::string figures = printf_string("  %10s DRAM %10s L2 %12s  %5.1f launches  ", format_bytes(k.dram_bytes()).c_str(),
+                                              format_bytes(k.l2_bytes).c_str(), format_rate(k.flops(), "FLOP").c_str(), k.launches_per_run);
+    s += figures + shorten(k.name, kConsoleWidth - std::min(figures.size(), kConsoleWidth - 10)) + "\n";
+  }
+  return s;
+}
+
 // ---- the summary ----
 
 void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
@@ -550,6 +578,7 @@ void Console::print_runs_of(std::ostream& out, const std::string& benchmark, boo
   const Result& r = outcome.result;
   if (outcome.ran && (!r.profile.kernels.empty() || !r.profile.error.empty())) out << profile_text(benchmark, r);
   if (outcome.ran) out << kernel_time_text(benchmark, r);
+  if (outcome.ran && (r.counters.collected() || !r.counters.error.empty())) out << counters_text(benchmark, r);
   if (!outcome.note.empty()) out << wrap_text(outcome.note, kConsoleWidth, "  ", kContinuation) << "\n";
 }
 

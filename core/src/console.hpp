@@ -94,6 +94,9 @@ std::string profile_text(const std::string& benchmark, const Result& r);
 // kLaunchCostNoteSeconds, that the event time includes launch cost (kernel_time.hpp). Empty (no line) when
 // there is nothing to say; else ends in a newline.
 std::string kernel_time_text(const std::string& benchmark, const Result& r);
+// A --counters pass: the counted totals against the model, the verdict where the ratio says something
+// ("moves 2.3x its minimum bytes"), the kernels where there are several; or why there are no counters.
+std::string counters_text(const std::string& benchmark, const Result& r);
 
 // ---- the closing summary ----
 

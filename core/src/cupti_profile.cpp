@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kernel_profile.hpp"
+#include "text.hpp"
 
 namespace roofbench {
 namespace {

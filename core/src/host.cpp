@@ -295,6 +295,7 @@ void Host::run_one(benchmark::State& state, std::size_t index) {
   for (auto _ : state) state.SetIterationTime(r.passed() ? r.figure(fig::time_median) : 1e-9);
   if (!table_ && (!r.profile.kernels.empty() || !r.profile.error.empty())) std::cerr << profile_text(name, r);
   if (!table_) std::cerr << kernel_time_text(name, r);
+  if (!table_ && (r.counters.collected() || !r.counters.error.empty())) std::cerr << counters_text(name, r);
   if (!table_ && !r.message.empty()) std::cerr << "roofbench: " << name << ": " << r.error_message() << "\n";
   if (r.passed()) {
     report_counters(state, r);

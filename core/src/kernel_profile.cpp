@@ -1,22 +1,11 @@
 #include "kernel_profile.hpp"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdlib>
 
+#include "text.hpp"
+
 namespace roofbench {
-namespace {
-
-std::string readable_name(const std::string& mangled) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : mangled;
-  std::free(demangled);
-  return name;
-}
-
-}  // namespace
 
 KernelProfile profile_of(const KernelTrace& trace) {
   KernelProfile profile;
@@ -31,7 +20,7 @@ KernelProfile profile_of(const KernelTrace& trace) {
   for (std::size_t i = 0; i < by_name.size(); ++i) {
     const auto [ns, launches] = by_name[i];
     if (launches == 0) continue;
-    profile.kernels.push_back({readable_name(trace.names[i]), ns * 1e-9 / trace.passes, static_cast<double>(launches) / trace.passes});
+    profile.kernels.push_back({demangled(trace.names[i].c_str()), ns * 1e-9 / trace.passes, static_cast<double>(launches) / trace.passes});
     profile.kernel_seconds_per_run += ns * 1e-9 / trace.passes;
   }
   std::sort(profile.kernels.begin(), profile.kernels.end(),

@@ -11,6 +11,7 @@
 
 #include "benchmark_set.hpp"
 #include "device.hpp"
+#include "kernel_counters.hpp"
 #include "kernel_profile.hpp"
 #include "kernel_time.hpp"
 #include "roofline.hpp"
@@ -35,6 +36,7 @@ struct MeasureOptions {
   int profile_runs = 0;        // > 0: after timing, a CUPTI pass over this many runs (GPU cases)
   int kernel_time_samples = 0; // > 0: after timing, kernel_time from a CUPTI trace of this many samples
   double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
+  bool counters = false;       // --counters: after timing, a pass that reads the hardware's counters (GPU cases)
 };
 
 // The longest a benchmark samples: --max-time, or --energy's seconds where they are more (and the device has
@@ -121,6 +123,7 @@ struct ResultParts {
   MemoryFigures memory;
   KernelProfile profile;  // filled when a profiled pass was asked for
   KernelTimeFigures kernel_time;  // filled when --kernel-time asked for it (kernel_time.hpp)
+  CounterProfile counters;  // filled when --counters asked for the counters (or why there are none)
   PhaseSeconds phases;
   bool gate_checked = false;
   bool graph = false;

@@ -51,6 +51,7 @@ void set_help_markdown(Options& o, const std::string&, const Value&) { o.help_ma
 void set_list(Options& o, const std::string&, const Value&) { o.list = true; }
 void set_recalibrate(Options& o, const std::string&, const Value&) { o.recalibrate = true; }
 void set_cold(Options& o, const std::string&, const Value&) { o.measure.cold = true; }
+void set_counters(Options& o, const std::string&, const Value&) { o.measure.counters = true; }
 void set_no_results(Options& o, const std::string&, const Value&) { o.write_results = false; }
 void set_suite(Options& o, const std::string&, const Value& v) { o.suite = *v; }
 void set_suite_dir(Options& o, const std::string&, const Value& v) { o.suite_dirs.push_back(*v); }
@@ -184,6 +185,11 @@ std::vector<OptionSpec> make_option_table() {
        "kernel_time (the union of the kernels' own intervals per run, median over the samples) beside the event "
        "time, and event_minus_kernel. Where CUPTI cannot trace, the case keeps its timing and says why",
        set_kernel_time},
+      {"--counters", "", nothing, "off",
+       "after timing each single-GPU case, a pass that reads the hardware's counters (CUPTI's Range Profiler, each "
+       "kernel replayed): DRAM and L2 bytes and the FLOPs executed per run, beside the modelled ones "
+       "(measured_bytes, measured_flops, measured_ai and their ratios), torn down before the next case is timed",
+       set_counters},
       {"--energy", "[=S]", optional_inline_value, number_text(kEnergyLeastSeconds) + ", the least",
        "where the device has an energy counter (NVML on a GPU), poll it beside the samples and sample for at least "
        "S seconds: energy_per_run (J) and power (W) over a window of the samples; at the power limit, energy per "

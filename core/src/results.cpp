@@ -211,7 +211,22 @@ void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
   if (!r.energy_note.empty()) j.field("energy_note", r.energy_note);
 }
 
-// The structured parts that are not figures: the kernel profile, the phases, the samples.
+// --counters: why there are none, or the per-kernel table (the totals are figures).
+void write_counters(JsonWriter& j, const CounterProfile& c) {
+  if (c.error.empty() && c.kernels.empty()) return;
+  j.key("counters").begin_object();
+  if (!c.error.empty()) j.field("error", c.error);
+  j.key("kernels").begin_array();
+  for (const auto& k : c.kernels) {
+    j.begin_object().field("name", k.name).field("launches_per_run", k.launches_per_run);
+    j.field("dram_read", k.dram_read).field("dram_write", k.dram_write).field("l2_bytes", k.l2_bytes);
+    j.field("flops", k.flops()).field("flops_tensor", k.flops_tensor).end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
+// The structured parts that are not figures: the kernel profile, the counters, the phases, the samples.
 void write_details(JsonWriter& j, const Result& r) {
   if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
     j.key("profile").begin_object();
@@ -223,6 +238,7 @@ void write_details(JsonWriter& j, const Result& r) {
     j.end_array();
     j.end_object();
   }
+  write_counters(j, r.counters);
   j.key("phases_s").begin_object();
   j.field("setup", r.phases.setup).field("gate", r.phases.gate).field("warmup", r.phases.warmup);
   j.field("sampling", r.phases.sampling).field("profile", r.phases.profile).field("total", r.phases.total);

@@ -8,6 +8,7 @@
 #include "energy_observer.hpp"
 #include "launch_strategy.hpp"
 #include "kernel_time_observer.hpp"
+#include "counter_observer.hpp"
 #include "profile_observer.hpp"
 #include "sample_quality.hpp"
 #include "statistics.hpp"
@@ -81,6 +82,7 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
     observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+  if (o.counters && ranks.front()->info().kind == DeviceKind::cuda) observers.push_back(std::make_unique<CounterObserver>(ranks.size()));
   return observers;
 }
 

@@ -71,6 +71,26 @@ const std::vector<HostFigure> kFigures = {
      [](R r) { return r.memory.peak; }},
     {fig::leaked_mem.data(), "B", Hint::bytes, When::leaked, kShown, "device memory used after teardown and not before setup",
      [](R r) { return r.memory.leaked; }},
+    {fig::measured_bytes.data(), "B", Hint::bytes, When::counted, kShown, "DRAM bytes read and written per run, counted by the hardware",
+     [](R r) { return r.counters.total.dram_bytes(); }},
+    {fig::measured_dram_read.data(), "B", Hint::bytes, When::counted, kShown, "DRAM bytes read per run, counted",
+     [](R r) { return r.counters.total.dram_read; }},
+    {fig::measured_dram_write.data(), "B", Hint::bytes, When::counted, kShown,
+     "DRAM bytes written per run, counted (as lines leave L2: what is still there when the run ends is not)",
+     [](R r) { return r.counters.total.dram_write; }},
+    {fig::measured_l2_bytes.data(), "B", Hint::bytes, When::counted, kShown, "bytes the L2 served per run, counted",
+     [](R r) { return r.counters.total.l2_bytes; }},
+    {fig::measured_flops.data(), "FLOP", Hint::plain, When::counted, kShown,
+     "floating-point operations executed per run, counted (an FMA as 2, tensor-core work included)",
+     [](R r) { return r.counters.total.flops(); }},
+    {fig::measured_ai.data(), "FLOP/B", Hint::intensity, When::counted, kShown, "measured_flops / measured_bytes",
+     [](R r) { return counter_ratio(r.counters.total.flops(), r.counters.total.dram_bytes()); }},
+    {fig::measured_bytes_ratio.data(), "1", Hint::ratio, When::counted_bytes, kShown, "measured_bytes / the modelled minimum bytes",
+     [](R r) { return counter_ratio(r.counters.total.dram_bytes(), r.work.bytes); }},
+    {fig::measured_flops_ratio.data(), "1", Hint::ratio, When::counted_flops, kShown, "measured_flops / the counted (modelled) FLOPs",
+     [](R r) { return counter_ratio(r.counters.total.flops(), r.work.flops); }},
+    {fig::counters_s.data(), "s", Hint::duration, When::counters_asked, kShown, "seconds the counters' pass took (its kernel replays)",
+     [](R r) { return r.counters.seconds; }},
 };
 
 // Whether the measurement made the figure. Whether the result passed is asked where a figure is shown
@@ -86,6 +106,10 @@ bool made(When when, const Measurement& m) {
     case When::kernel_timed: return m.kernel_time.measured();
     case When::gate_checked: return m.gate_checked;
     case When::leaked: return m.memory.leaked > 0;
+    case When::counted: return m.counters.collected();
+    case When::counted_bytes: return m.counters.collected() && m.work.bytes > 0;
+    case When::counted_flops: return m.counters.collected() && m.work.flops > 0;
+    case When::counters_asked: return m.counters.seconds > 0;
   }
   return false;
 }
@@ -105,6 +129,10 @@ const char* when_text(When when) {
     case When::kernel_timed: return "timed, `--kernel-time`, CUPTI traced the kernels";
     case When::gate_checked: return "gate ran";
     case When::leaked: return "over 256 MiB left after teardown";
+    case When::counted: return "`--counters`, a GPU case whose counters were read";
+    case When::counted_bytes: return "counted, the case models bytes";
+    case When::counted_flops: return "counted, the case models FLOPs";
+    case When::counters_asked: return "`--counters`, the pass ran";
   }
   return "?";
 }

@@ -23,6 +23,10 @@ enum class When {
   kernel_timed,  // passed, with a kernel_time (--kernel-time, CUPTI traced the kernels)
   gate_checked,  // the gate ran
   leaked,        // memory was left behind
+  counted,         // --counters read the case's counters
+  counted_bytes,   // counted, and the case models bytes
+  counted_flops,   // counted, and the case models FLOPs
+  counters_asked,  // --counters' pass ran (it may have found no counters)
 };
 
 // One figure the host reports: its declaration is this one line.

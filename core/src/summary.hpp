@@ -49,12 +49,19 @@ inline constexpr std::string_view kernel_time = "kernel_time", event_minus_kerne
 inline constexpr std::string_view event_minus_kernel_pct = "event_minus_kernel_pct";
 inline constexpr std::string_view gate_rel_err = "gate_rel_err", gate_tolerance = "gate_tolerance";
 inline constexpr std::string_view peak_mem = "peak_mem", leaked_mem = "leaked_mem";
+inline constexpr std::string_view measured_bytes = "measured_bytes", measured_dram_read = "measured_dram_read";
+inline constexpr std::string_view measured_dram_write = "measured_dram_write", measured_l2_bytes = "measured_l2_bytes";
+inline constexpr std::string_view measured_flops = "measured_flops", measured_ai = "measured_ai";
+inline constexpr std::string_view measured_bytes_ratio = "measured_bytes_ratio", measured_flops_ratio = "measured_flops_ratio";
+inline constexpr std::string_view counters_s = "counters_s";
 // Every constant above, for the test that holds them to the table.
 inline constexpr std::string_view all[] = {
     flops_per_s, bytes_per_s, intensity, roof_pct, time_median, time_q1, time_q3, noise, samples, warmup_iters,
     runs_per_sample, sm_clock_mhz, throttled_samples, hold_timeouts, samples_with_mean_clock, noise_at_fixed_clock,
     energy_per_run, power, energy_window_s, energy_busy_fraction, kernel_time, event_minus_kernel,
-    event_minus_kernel_pct, gate_rel_err, gate_tolerance, peak_mem, leaked_mem};
+    event_minus_kernel_pct, gate_rel_err, gate_tolerance, peak_mem, leaked_mem,
+    measured_bytes, measured_dram_read, measured_dram_write, measured_l2_bytes, measured_flops, measured_ai,
+    measured_bytes_ratio, measured_flops_ratio, counters_s};
 }  // namespace fig
 
 }  // namespace roofbench

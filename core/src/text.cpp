@@ -1,6 +1,9 @@
 #include "text.hpp"
 
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 namespace roofbench {
 
@@ -23,6 +26,14 @@ std::string printable(const std::string& text, bool keep_line_breaks) {
 std::string excerpt(const std::string& text, std::size_t width) {
   if (text.size() <= width) return printable(text);
   return printable(text.substr(0, width)) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+std::string demangled(const char* mangled) {
+  int status = 0;
+  char* readable = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && readable ? readable : mangled;
+  std::free(readable);
+  return name;
 }
 
 }  // namespace roofbench

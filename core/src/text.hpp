@@ -15,4 +15,8 @@ std::string printable(const std::string& text, bool keep_line_breaks = false);
 // input is echoed in a one-line error.
 std::string excerpt(const std::string& text, std::size_t width = 80);
 
+// A kernel's mangled name as C++ reads it ("void copy<float>(float const*, ...)"); the name itself where it
+// does not demangle (a C kernel, a driver-made name).
+std::string demangled(const char* mangled);
+
 }  // namespace roofbench

@@ -13,12 +13,13 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 736, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 896, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
-static_assert(sizeof(MeasureOptions) == 80, "MeasureOptions changed: encode it in wire.cpp, then update this size");
+static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(CaseSpec) == 232, "CaseSpec changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(Work) == 88, "Work changed: encode it in wire.cpp, then update this size");
+static_assert(sizeof(KernelCounters) == 96, "KernelCounters changed: encode it in wire.cpp, then update this size");
 #endif
 
 void Writer::u32(std::uint32_t v) {
@@ -194,7 +195,7 @@ void fields(Io& io, X& p) {
 template <typename Io, Is<MeasureOptions> X>
 void fields(Io& io, X& o) {
   io(o.gate, o.cold, o.graph, o.noise_bound, o.min_time, o.max_time, o.warmup_max, o.clock_floor, o.runs_per_sample,
-     o.seed, o.profile_runs, o.kernel_time_samples, o.energy_seconds);
+     o.seed, o.profile_runs, o.kernel_time_samples, o.energy_seconds, o.counters);
 }
 template <typename Io, Is<Work> X>
 void fields(Io& io, X& w) {
@@ -203,6 +204,10 @@ void fields(Io& io, X& w) {
 template <typename Io, Is<KernelTime> X>
 void fields(Io& io, X& k) {
   io(k.name, k.seconds_per_run, k.launches_per_run);
+}
+template <typename Io, Is<KernelCounters> X>
+void fields(Io& io, X& k) {
+  io(k.name, k.launches_per_run, k.dram_read, k.dram_write, k.l2_bytes, k.flops_fp64, k.flops_fp32, k.flops_fp16, k.flops_tensor);
 }
 template <typename Io, Is<Summary> X>
 void fields(Io& io, X& s) {
@@ -215,6 +220,7 @@ void fields(Io& io, X& x) {
   io(x.summaries, x.samples, x.sample_clocks_mhz);
   io(x.work, x.case_facts, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
   io(x.kernel_time.seconds, x.kernel_time.samples, x.kernel_time.error);
+  io(x.counters.kernels, x.counters.total, x.counters.seconds, x.counters.error);
   auto& m = x.memory;
   io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
   auto& t = x.phases;

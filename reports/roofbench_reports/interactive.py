@@ -6,6 +6,7 @@ import json
 import math
 
 from . import palette
+from .roofline import measured_hover
 from .units import format_number, format_si
 
 # Plotly's marker symbol for each of roofline.MARKER_SHAPES.
@@ -70,6 +71,26 @@ def _crossing_traces(model):
             for plugin, crossings in by_plugin.items()]
 
 
+def _measured_traces(model, measured_hover):
+    """Per plugin, the points by the hardware's counters (hollow) and a dotted line from each modelled point."""
+    by_plugin = {}
+    for m in model.measured:
+        by_plugin.setdefault(m.point.benchmark.plugin, []).append(m)
+    traces = []
+    for plugin, measured in by_plugin.items():
+        links_x = [x for m in measured for x in (m.point.intensity, m.intensity, None)]
+        links_y = [y for m in measured for y in (m.point.flops_per_s, m.flops_per_s, None)]
+        traces.append({"type": "scatter", "mode": "lines", "x": links_x, "y": links_y, "meta": plugin, "hoverinfo": "skip",
+                       "name": f"{plugin}: modelled to measured", "showlegend": False,
+                       "line": {"color": palette.TEXT, "width": 1, "dash": "dot"}})
+        traces.append({"type": "scatter", "mode": "markers", "x": [m.intensity for m in measured],
+                       "y": [m.flops_per_s for m in measured], "name": f"{plugin}: measured (hardware counters)",
+                       "meta": plugin, "hoverinfo": "text", "hovertext": [_html_lines(measured_hover(m)) for m in measured],
+                       "marker": {"symbol": "circle-open", "size": 10, "color": [m.point.colour for m in measured],
+                                  "line": {"width": 2}}})
+    return traces
+
+
 def _decade_axis(traces, key, formatter):
     """A log axis' ticks at whole decades, labelled as the tables write numbers (1 T, 10 k)."""
     values = [v for trace in traces for v in trace[key] if v and v > 0]
@@ -81,7 +102,8 @@ def _decade_axis(traces, key, formatter):
 
 
 def roofline_spec(model, point_hover):
-    traces = _roof_traces(model) + _point_traces(model, point_hover) + _crossing_traces(model)
+    traces = (_roof_traces(model) + _point_traces(model, point_hover) + _crossing_traces(model)
+              + _measured_traces(model, measured_hover))
     unplotted = f"; {model.unplotted} without a plottable FLOP/s or intensity left out" if model.unplotted else ""
     return {
         "data": traces,

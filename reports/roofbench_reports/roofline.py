@@ -11,7 +11,7 @@ values).
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import palette
 from .results import MAX_PLAUSIBLE_RATE
@@ -35,6 +35,27 @@ class Point:
     @property
     def colour(self):
         return palette.precision_colour(self.benchmark.precision)
+
+
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """Where a benchmark sits by the hardware's counters (roofbench --counters): the FLOPs it executed over the
+    DRAM bytes it moved, at the executed FLOPs per second of its median time. Drawn beside its modelled point."""
+
+    point: Point
+    intensity: float
+    flops_per_s: float
+
+
+def measured_points(points):
+    """The measured point of each point whose benchmark has counters."""
+    measured = []
+    for point in points:
+        intensity, flops = point.benchmark.counter("measured_ai"), point.benchmark.counter("measured_flops")
+        median = point.benchmark.counter("time_median")
+        if _plottable(intensity) and flops and median and _plottable(flops / median):
+            measured.append(MeasuredPoint(point, intensity, flops / median))
+    return measured
 
 
 @dataclass
@@ -158,6 +179,17 @@ def compute_roofs(ceilings, used_precisions=()):
     return sorted(roofs, key=lambda roof: -roof.flops_per_s)
 
 
+def measured_hover(measured):
+    """What hovering a measured point shows: the counted figures and how far they are from the model."""
+    benchmark = measured.point.benchmark
+    lines = [benchmark.name + ", by the hardware's counters",
+             f"{format_si(measured.flops_per_s, 'FLOP/s')} executed, AI {format_number(measured.intensity)} FLOP/B"]
+    ratios = [f"{what} {format_number(value)}x the model" for what, value in
+              (("DRAM bytes", benchmark.counter("measured_bytes_ratio")), ("FLOPs", benchmark.counter("measured_flops_ratio")))
+              if value]
+    return "\n".join(lines + ([", ".join(ratios)] if ratios else []))
+
+
 def point_hover(point):
     """What hovering a point shows: its benchmark, time, noise, share of its roof, and its facts."""
     benchmark = point.benchmark
@@ -251,6 +283,7 @@ class Roofline:
     read_bandwidth: float  # None, or the same as bandwidth: no second memory roof
     crossings: list
     unplotted: int  # benchmarks without a positive FLOP/s and AI
+    measured: list = field(default_factory=list)  # MeasuredPoint: the points by the hardware's counters
 
     @property
     def points(self):
@@ -265,18 +298,22 @@ class Roofline:
         """The intensity where a memory roof stops: the highest ridge, or past the points without roofs."""
         if self.roofs:
             return max(roof.ridge(bandwidth) for roof in self.roofs)
-        return max((p.intensity for p in self.points), default=1.0) * 10
+        return max(self.intensities(), default=1.0) * 10
 
     def compute_roof_span(self, roof):
         """(start, end) intensities of a compute roof: from its ridge to a decade past every point."""
         start = roof.ridge(self.bandwidth) if self.bandwidth else self.memory_roof_start()
-        end = max([p.intensity for p in self.points] + [r.ridge(self.bandwidth) for r in self.roofs if self.bandwidth]
+        end = max(self.intensities() + [r.ridge(self.bandwidth) for r in self.roofs if self.bandwidth]
                   + [1.0]) * 10
         return start, end
 
     def memory_roof_start(self):
         ridges = [roof.ridge(self.bandwidth) for roof in self.roofs] if self.bandwidth else []
-        return min([p.intensity for p in self.points] + [r / 10 for r in ridges] + [1.0]) / 2
+        return min(self.intensities() + [r / 10 for r in ridges] + [1.0]) / 2
+
+    def intensities(self):
+        """Every plotted intensity, modelled and measured: the axes hold them all."""
+        return [p.intensity for p in self.points] + [m.intensity for m in self.measured]
 
     def roof_label(self, roof):
         ridge = f", ridge {format_number(roof.ridge(self.bandwidth))} FLOP/B" if self.bandwidth else ""
@@ -291,4 +328,4 @@ def roofline_of(device_results):
     read = ceilings.read_bandwidth_Bps if ceilings.read_bandwidth_Bps != ceilings.bandwidth_Bps else None
     return Roofline(device_results.device.name, groups, roofs, ceilings.bandwidth_Bps, read,
                     ridge_crossings(groups, roofs, ceilings.bandwidth_Bps, ceilings.read_bandwidth_Bps),
-                    len(device_results.benchmarks) - len(points))
+                    len(device_results.benchmarks) - len(points), measured_points(points))

@@ -70,6 +70,7 @@ def _draw_points(ax, model):
             handles.append(ax.scatter([p.intensity for p in points], [p.flops_per_s for p in points], s=10,
                                       color=palette.precision_colour(precision), label=f"{precision or '?'} points",
                                       gid="precision-points"))
+    handles += _draw_measured(ax, model)
     for crossing in model.crossings:
         ax.plot([crossing.intensity], [crossing.flops_per_s], marker="|", markersize=12, color=palette.TEXT,
                 gid="ridge-crossing")
@@ -77,6 +78,19 @@ def _draw_points(ax, model):
         handles.append(Line2D([], [], marker="|", markersize=10, linewidth=0, color=palette.TEXT,
                               label="| a sweep crosses its ridge"))
     return handles
+
+
+def _draw_measured(ax, model):
+    """Each point by the hardware's counters, hollow, joined to its modelled point by a dotted line."""
+    for m in model.measured:
+        ax.plot([m.point.intensity, m.intensity], [m.point.flops_per_s, m.flops_per_s], linestyle=":", linewidth=0.8,
+                color=palette.TEXT, gid="measured-link")
+        ax.plot([m.intensity], [m.flops_per_s], marker="o", markersize=7, markerfacecolor="none",
+                markeredgecolor=m.point.colour, markeredgewidth=1.5, linewidth=0, gid="measured-point")
+    if not model.measured:
+        return []
+    return [Line2D([], [], marker="o", markersize=7, markerfacecolor="none", markeredgecolor=palette.TEXT, linewidth=0,
+                   label="○ measured (hardware counters)")]
 
 
 def _roofline_axes(ax, model):

@@ -149,6 +149,27 @@ class RooflineDrawingTest(unittest.TestCase):
         self.assertEqual({trace.get("meta") for trace in plotted}, {"lab"})
 
 
+class MeasuredPointTest(unittest.TestCase):
+    """roofbench --counters: each benchmark's point by the hardware's counters beside its modelled one."""
+
+    def test_the_counted_point_is_drawn_beside_the_modelled_one(self):
+        folder = TemporaryFolder(self.addCleanup)
+        gemv = entry("gemv", {"n": "4096"}, 2 * 4096**2, 2 * 4096**2, 1e-4)  # modelled AI 1; its weights read from L2
+        gemv.update({"measured_ai": 10.0, "measured_flops": 2 * 4096**2, "measured_bytes_ratio": 0.1,
+                     "measured_flops_ratio": 1.0})
+        path = folder.write_json("run.json", document([gemv, entry("add", {"n": "1024"}, 1024, 12288, 1e-6)]))
+        out = folder.path / "out"
+        report_cli.write_report([str(path)], str(out))
+        root = parse_svg(out / "roofline.svg")
+        self.assertEqual(len(with_id(root, "measured-point")), 1)  # the add has no counters: no measured point
+        self.assertEqual(len(with_id(root, "measured-link")), 1)
+        self.assertIn("○ measured (hardware counters)", texts(root))
+        [measured] = traces(page_specs(out)[0], "measured (hardware counters)")
+        self.assertEqual(measured["x"], [10.0])
+        self.assertAlmostEqual(measured["y"][0], 2 * 4096**2 / 1e-4)
+        self.assertIn("DRAM bytes 0.1x the model, FLOPs 1x the model", measured["hovertext"][0])
+
+
 def suite_of(cases, sizes):
     """cases x sizes benchmarks over nine plugins and four precisions."""
     precisions = ("fp32", "bf16", "fp16", "fp8")

@@ -135,6 +135,21 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_EQ(out.kernel_time.error, "k");
 }
 
+TEST(Wire, TheCountersCrossUnchanged) {
+  Measurement m = every_field_set();
+  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 2.0)}}, 1);
+  m.counters.seconds = 54;
+  const Result out = across_the_wire(result_of(m));
+  ASSERT_EQ(out.counters.kernels.size(), 1u);
+  EXPECT_EQ(out.counters.kernels[0].name, "k");
+  EXPECT_EQ(out.counters.total.dram_read, 2);
+  EXPECT_EQ(out.counters.total.flops_fp32, 8);  // add, multiply, and the FMA counted twice
+  EXPECT_EQ(out.counters.seconds, 54);
+  EXPECT_EQ(out.figure(fig::measured_bytes), 4);
+  m.counters = {{}, {}, 0, "no permission"};
+  EXPECT_EQ(across_the_wire(result_of(m)).counters.error, "no permission");
+}
+
 // The results file leaves a failed result's timing out (no median, roof, clocks, rates): the figures a
 // passing result crosses with are compared on a passing one, which is what a clean run sends.
 TEST(Wire, APassingResultsTimingCrossesUnchanged) {
@@ -293,6 +308,8 @@ TEST(Fingerprint, OtherStringAbiIsRefusedWithOneLine) {
 TEST(Summaries, TheHostsFiguresAreItsTable) {
   Measurement m = every_field_set();
   m.status = Status::ok;
+  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 52.0)}}, 1);
+  m.counters.seconds = 53;
   const Result r = result_of(m);
   std::vector<Summary> host;
   for (const auto& s : summaries_of(r))

@@ -1,0 +1,20 @@
+#include "counter_observer.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace roofbench {
+
+void CounterObserver::end(Measurement& r, Timer& timer) {
+  if (ranks_ > 1) {
+    r.counters.error = "counters are read on single-GPU cases only (kernel replay would replay one rank's collective alone)";
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const int launches = std::max(r.runs_per_sample, 1);
+  r.counters = collect_counters([&] { timer.run_untimed(launches); });
+  scale_per_run(r.counters, 1.0 / launches);
+  r.counters.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace roofbench

@@ -1,0 +1,21 @@
+// --counters as an observer of the samples: after the last one (and after --profile's pass), the hardware
+// counters of a sample's worth of launches, made through the same timer as the samples (kernel_counters.hpp).
+#pragma once
+
+#include "sample_observer.hpp"
+
+namespace roofbench {
+
+class CounterObserver final : public SampleObserver {
+ public:
+  // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's
+  // collective alone, and it would wait for the others forever).
+  explicit CounterObserver(std::size_t ranks) : ranks_(ranks) {}
+  // r.counters per run, with the pass's seconds.
+  void end(Measurement& r, Timer& timer) override;
+
+ private:
+  std::size_t ranks_;
+};
+
+}  // namespace roofbench

@@ -1,0 +1,308 @@
+// --counters through CUPTI's Range Profiler: auto ranges (one per kernel launch), kernel replay (each
+// kernel replayed until every metric is counted, its memory restored between replays). Kernel names come
+// from CUPTI's launch callbacks, in launch order; launches the callbacks do not see (kernels inside a CUDA
+// graph) are named by their order.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+#include "kernel_counters.hpp"
+#include "text.hpp"
+
+namespace roofbench {
+namespace {
+
+// Ranges one pass holds: a run of more kernel launches than this loses the rest (said in the error).
+constexpr std::size_t kMaxRanges = 4096;
+
+struct CuptiError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(CUptiResult status, const char* call) {
+  if (status == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(status, &text);
+  std::string why = std::string(call) + ": " + (text ? text : "CUPTI error " + std::to_string(status));
+  if (status == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+    why += " (GPU performance counters are for administrators only on this machine: NVreg_RestrictProfilingToAdminUsers)";
+  throw CuptiError(why);
+}
+#define ROOFBENCH_CUPTI(call) check((call), #call)
+
+template <typename P>
+P params(std::size_t size) {
+  P p{};
+  p.structSize = size;
+  return p;
+}
+#define ROOFBENCH_PARAMS(type) params<type>(type##_STRUCT_SIZE)
+
+bool is_launch(CUpti_CallbackId id) {
+  return id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
+         id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
+}
+
+void CUPTIAPI on_launch(void* names, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if (!is_launch(id) || info->callbackSite != CUPTI_API_ENTER) return;
+  static_cast<std::vector<std::string>*>(names)->push_back(info->symbolName ? info->symbolName : "");
+}
+
+// The launch callbacks, subscribed for the pass: kernel names in launch order. Best effort: when another
+// tool holds CUPTI's one subscriber, the ranges are named by their order.
+class LaunchNames {
+ public:
+  LaunchNames() {
+    if (cuptiSubscribe(&subscriber_, on_launch, &names_) != CUPTI_SUCCESS) subscriber_ = nullptr;
+    if (subscriber_ && cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) stop();
+  }
+  ~LaunchNames() {
+    if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
+  }
+  // The name of range `i` of `ranges`, when the launches seen match the ranges one for one.
+  std::string name(std::size_t i, std::size_t ranges) const {
+    if (names_.size() == ranges && !names_[i].empty()) return demangled(names_[i].c_str());
+    return "kernel " + std::to_string(i + 1);
+  }
+  void stop() {
+    if (subscriber_) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
+  }
+
+ private:
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<std::string> names_;
+};
+
+CUcontext current_context() {
+  using GetCurrent = CUresult (*)(CUcontext*);
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaFree(nullptr) != cudaSuccess ||
+      cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 12000, cudaEnableDefault, &found) != cudaSuccess || !entry)
+    throw CuptiError("no CUDA context to profile");
+  CUcontext ctx = nullptr;
+  if (reinterpret_cast<GetCurrent>(entry)(&ctx) != CUDA_SUCCESS || !ctx) throw CuptiError("no CUDA context to profile");
+  return ctx;
+}
+
+std::vector<const char*> metric_names() {
+  std::vector<const char*> names;
+  for (const CounterMetric& m : counter_metrics()) names.push_back(m.name);
+  return names;
+}
+
+// The host side: the chip's metric definitions, the configuration image the device is programmed from,
+// and the evaluation of counter data into metric values.
+class HostSide {
+ public:
+  HostSide(const std::string& chip, const std::vector<std::uint8_t>& availability) {
+    auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_Initialize_Params);
+    p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    p.pChipName = chip.c_str();
+    p.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
+    ROOFBENCH_CUPTI(cuptiProfilerHostInitialize(&p));
+    host_ = p.pHostObject;
+  }
+  ~HostSide() {
+    auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_Deinitialize_Params);
+    p.pHostObject = host_;
+    if (const CUptiResult status = cuptiProfilerHostDeinitialize(&p); status != CUPTI_SUCCESS)
+      std::fprintf(stderr, "roofbench: cuptiProfilerHostDeinitialize: CUPTI error %d\n", static_cast<int>(status));
+  }
+  HostSide(const HostSide&) = delete;
+  HostSide& operator=(const HostSide&) = delete;
+  CUpti_Profiler_Host_Object* get() const { return host_; }
+
+  std::vector<std::uint8_t> config(std::vector<const char*>& names) const {
+    auto add = ROOFBENCH_PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params);
+    add.pHostObject = host_, add.ppMetricNames = names.data(), add.numMetrics = names.size();
+    ROOFBENCH_CUPTI(cuptiProfilerHostConfigAddMetrics(&add));
+    auto size = ROOFBENCH_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params);
+    size.pHostObject = host_;
+    ROOFBENCH_CUPTI(cuptiProfilerHostGetConfigImageSize(&size));
+    std::vector<std::uint8_t> image(size.configImageSize);
+    auto get = ROOFBENCH_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params);
+    get.pHostObject = host_, get.configImageSize = image.size(), get.pConfigImage = image.data();
+    ROOFBENCH_CUPTI(cuptiProfilerHostGetConfigImage(&get));
+    return image;
+  }
+
+  std::vector<double> evaluate(const std::vector<std::uint8_t>& data, std::size_t range, std::vector<const char*>& names) const {
+    std::vector<double> values(names.size());
+    auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params);
+    p.pHostObject = host_, p.pCounterDataImage = data.data(), p.counterDataImageSize = data.size();
+    p.rangeIndex = range, p.ppMetricNames = names.data(), p.numMetrics = names.size(), p.pMetricValues = values.data();
+    ROOFBENCH_CUPTI(cuptiProfilerHostEvaluateToGpuValues(&p));
+    return values;
+  }
+
+ private:
+  CUpti_Profiler_Host_Object* host_ = nullptr;
+};
+
+std::string chip_name() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) throw CuptiError("no CUDA device");
+  auto p = ROOFBENCH_PARAMS(CUpti_Device_GetChipName_Params);
+  p.deviceIndex = static_cast<std::size_t>(device);
+  ROOFBENCH_CUPTI(cuptiDeviceGetChipName(&p));
+  return p.pChipName;
+}
+
+std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
+  auto p = ROOFBENCH_PARAMS(CUpti_Profiler_GetCounterAvailability_Params);
+  p.ctx = ctx;
+  ROOFBENCH_CUPTI(cuptiProfilerGetCounterAvailability(&p));
+  std::vector<std::uint8_t> image(p.counterAvailabilityImageSize);
+  p.pCounterAvailabilityImage = image.data();
+  ROOFBENCH_CUPTI(cuptiProfilerGetCounterAvailability(&p));
+  return image;
+}
+
+// The Range Profiler on one context, enabled for the pass and disabled (with the profiler itself) after.
+class RangeProfiler {
+ public:
+  RangeProfiler() {
+    auto init = ROOFBENCH_PARAMS(CUpti_Profiler_Initialize_Params);
+    ROOFBENCH_CUPTI(cuptiProfilerInitialize(&init));
+    initialized_ = true;
+  }
+  // Where the pass failed: torn down all the same, its statuses left out (the failure is its answer).
+  ~RangeProfiler() {
+    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Disable_Params);
+    p.pRangeProfilerObject = object_;
+    if (object_) cuptiRangeProfilerDisable(&p);
+    if (initialized_) deinitialize();
+  }
+  RangeProfiler(const RangeProfiler&) = delete;
+  RangeProfiler& operator=(const RangeProfiler&) = delete;
+
+  // After the counter availability is read (which an enabled profiler would refuse).
+  void enable(CUcontext ctx) {
+    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Enable_Params);
+    p.ctx = ctx;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerEnable(&p));
+    object_ = p.pRangeProfilerObject;
+  }
+  // Disabled and the profiler deinitialised, checked: nothing of the pass is left when the next case is timed.
+  void close() {
+    auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Disable_Params);
+    p.pRangeProfilerObject = std::exchange(object_, nullptr);
+    ROOFBENCH_CUPTI(cuptiRangeProfilerDisable(&p));
+    initialized_ = false;
+    ROOFBENCH_CUPTI(deinitialize());
+  }
+
+  // A counter data image for up to kMaxRanges ranges of `names`, set up with `config`.
+  void configure(std::vector<const char*>& names, const std::vector<std::uint8_t>& config) {
+    auto size = ROOFBENCH_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
+    size.pRangeProfilerObject = object_, size.pMetricNames = names.data(), size.numMetrics = names.size();
+    size.maxNumOfRanges = kMaxRanges, size.maxNumRangeTreeNodes = kMaxRanges;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerGetCounterDataSize(&size));
+    data_.assign(size.counterDataSize, 0);
+    auto init = ROOFBENCH_PARAMS(CUpti_RangeProfiler_CounterDataImage_Initialize_Params);
+    init.pRangeProfilerObject = object_, init.counterDataSize = data_.size(), init.pCounterData = data_.data();
+    ROOFBENCH_CUPTI(cuptiRangeProfilerCounterDataImageInitialize(&init));
+    auto set = ROOFBENCH_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
+    set.pRangeProfilerObject = object_, set.configSize = config.size(), set.pConfig = config.data();
+    set.counterDataImageSize = data_.size(), set.pCounterDataImage = data_.data();
+    set.range = CUPTI_AutoRange, set.replayMode = CUPTI_KernelReplay, set.maxRangesPerPass = kMaxRanges;
+    set.numNestingLevels = 1, set.minNestingLevel = 1, set.passIndex = 0, set.targetNestingLevel = 1;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerSetConfig(&set));
+  }
+
+  // Runs `work` between start and stop; returns the decoded counter data and how many ranges it dropped.
+  std::pair<std::vector<std::uint8_t>, std::size_t> collect(const std::function<void()>& work) {
+    auto start = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Start_Params);
+    start.pRangeProfilerObject = object_;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerStart(&start));
+    work();
+    auto stop = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Stop_Params);
+    stop.pRangeProfilerObject = object_;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerStop(&stop));
+    auto decode = ROOFBENCH_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
+    decode.pRangeProfilerObject = object_;
+    ROOFBENCH_CUPTI(cuptiRangeProfilerDecodeData(&decode));
+    return {data_, decode.numOfRangeDropped};
+  }
+
+ private:
+  static CUptiResult deinitialize() {
+    auto p = ROOFBENCH_PARAMS(CUpti_Profiler_DeInitialize_Params);
+    return cuptiProfilerDeInitialize(&p);
+  }
+  CUpti_RangeProfiler_Object* object_ = nullptr;
+  bool initialized_ = false;
+  std::vector<std::uint8_t> data_;
+};
+
+std::size_t range_count(const std::vector<std::uint8_t>& data) {
+  auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params);
+  p.pCounterDataImage = data.data(), p.counterDataImageSize = data.size();
+  ROOFBENCH_CUPTI(cuptiRangeProfilerGetCounterDataInfo(&p));
+  return p.numTotalRanges;
+}
+
+CounterProfile collect_or_throw(const std::function<void()>& run_and_wait) {
+  const CUcontext ctx = current_context();
+  std::vector<const char*> names = metric_names();
+  RangeProfiler profiler;
+  const HostSide host(chip_name(), counter_availability(ctx));
+  profiler.enable(ctx);
+  profiler.configure(names, host.config(names));
+  LaunchNames launches;
+  const auto [data, dropped] = profiler.collect(run_and_wait);
+  launches.stop();
+  profiler.close();
+  if (dropped > 0)
+    throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
+  const std::size_t ranges = range_count(data);
+  if (ranges == 0) throw CuptiError("no kernel ran in the counted run (copies by the copy engines, cudaMemcpy, are not counted)");
+  std::vector<CounterRange> counted;
+  for (std::size_t i = 0; i < ranges; ++i) counted.push_back({launches.name(i, ranges), host.evaluate(data, i, names)});
+  return sum_ranges(counted, 1.0);
+}
+
+}  // namespace
+
+CounterProfile collect_counters(const std::function<void()>& run_and_wait) {
+  try {
+    return collect_or_throw(run_and_wait);
+  } catch (const CuptiError& e) {
+    return {{}, {}, 0, e.what()};
+  } catch (const std::exception& e) {
+    return {{}, {}, 0, std::string("the counted run failed: ") + e.what()};
+  }
+}
+
+std::vector<std::string> unknown_counter_metrics(const std::string& chip) {
+  std::vector<std::string> unknown;
+  try {
+    const HostSide host(chip, {});
+    for (const CounterMetric& m : counter_metrics()) {
+      auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_GetMetricProperties_Params);
+      p.pHostObject = host.get(), p.pMetricName = m.name;
+      if (const CUptiResult status = cuptiProfilerHostGetMetricProperties(&p); status != CUPTI_SUCCESS) {
+        const char* text = nullptr;
+        cuptiGetResultString(status, &text);
+        unknown.push_back(std::string(m.name) + ": " + (text ? text : "unknown"));
+      }
+    }
+  } catch (const CuptiError& e) {
+    unknown.push_back(e.what());
+  }
+  return unknown;
+}
+
+}  // namespace roofbench

@@ -1,0 +1,74 @@
+// --counters: a pass after a GPU case's timing that reads the hardware's counters per kernel (CUPTI's
+// Range Profiler, kernel replay): DRAM bytes read and written, L2 bytes and the floating-point work
+// executed, summed per run. Set beside the plugin's modelled bytes and FLOPs they say why a case is as fast
+// as it is: whether it moves the minimum bytes or a multiple of them. The pass is torn down before the next
+// case is timed. Here: what is counted and the bookkeeping (pure C++); the CUPTI part is cupti_counters.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace roofbench {
+
+// One kernel's counters per run (or a whole run's, summed over its kernels).
+struct KernelCounters {
+  std::string name;
+  double launches_per_run = 0;
+  double dram_read = 0, dram_write = 0;  // bytes
+  double l2_bytes = 0;                   // bytes the L2 served (lts__t_bytes)
+  double flops_fp64 = 0, flops_fp32 = 0, flops_fp16 = 0;  // the SMs' FP pipes, an FMA counted as 2
+  double flops_tensor = 0;                                // the tensor pipe, every precision
+  double dram_bytes() const { return dram_read + dram_write; }
+  double flops() const { return flops_fp64 + flops_fp32 + flops_fp16 + flops_tensor; }
+};
+
+struct CounterProfile {
+  std::vector<KernelCounters> kernels;  // most DRAM bytes first
+  KernelCounters total;                 // the sum of the kernels, per run
+  double seconds = 0;                   // what the pass cost (its replays included)
+  std::string error;                    // why there are no counters (no CUPTI, no permission, MIG, ...)
+  bool collected() const { return error.empty() && !kernels.empty(); }
+};
+
+// What a counter adds to: one field of KernelCounters, times a weight (2 for an FMA instruction).
+enum class CounterField { dram_read, dram_write, l2_bytes, flops_fp64, flops_fp32, flops_fp16, flops_tensor };
+struct CounterMetric {
+  const char* name;  // the metric, as CUPTI and Nsight Compute (ncu --metrics) name it
+  CounterField field;
+  double weight;
+};
+// Every metric the pass collects, in the order values are handed to add_range.
+const std::vector<CounterMetric>& counter_metrics();
+
+// Adds one range's metric values (one per counter_metrics(), same order) to `k`.
+void add_range(KernelCounters& k, const std::vector<double>& values);
+
+// One profiled range: a kernel launch, its name and its metric values.
+struct CounterRange {
+  std::string name;
+  std::vector<double> values;
+};
+// The profile of `ranges` collected over `runs` runs: a row per kernel name (launches summed), most DRAM
+// bytes first, each figure per run, and their total.
+CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs);
+
+// measured / modelled; 0 when either is missing (nothing modelled, nothing counted).
+double counter_ratio(double measured, double modelled);
+
+// The console's one line on what the counters say against the model (modelled bytes and FLOPs per run);
+// empty where they agree (within 20%) or there is nothing to compare.
+std::string counters_verdict(const KernelCounters& measured, double modelled_bytes, double modelled_flops);
+
+// Runs `run_and_wait` (which must synchronise) once under the Range Profiler, every kernel a range replayed
+// until all metrics are counted, and returns the counters of that call (not yet per run: see scale).
+CounterProfile collect_counters(const std::function<void()>& run_and_wait);
+
+// Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
+void scale_per_run(CounterProfile& profile, double factor);
+
+// The metrics of counter_metrics() that the profiler's host side does not know for `chip` (e.g. "GH100"),
+// each with the reason; empty when all are known. Needs no GPU.
+std::vector<std::string> unknown_counter_metrics(const std::string& chip);
+
+}  // namespace roofbench

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""roofbench --counters against Nsight Compute on the same kernels: for each benchmark below, roofbench's
+per-kernel DRAM bytes and FLOPs (CUPTI's Range Profiler, in process) beside ncu's for launches of the same
+kernels (ncu --clock-control none: the GPU's clocks are never locked or changed), with the % difference.
+Both sides count the same metrics with the same weights: the list is read from core/src/kernel_counters.cpp.
+Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
+per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
+Both run with --graph off: the kernels of a CUDA graph reach the pass without their names.
+Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]   (environment: NCU=ncu, NCU_CACHE=none|all)
+Roughly 10-20 s a benchmark on an H200."""
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# (benchmark, ncu launches to profile): micro add and GEMMs, transformer decode/prefill/GEMV/GEMM, a conv, a GPT rung.
+BENCHMARKS = [
+    ("micro/add_fp32_vec16/n:268435456", 3),
+    ("micro/matmul_cublas_fp32/mnk:4096x4096x4096", 3),
+    ("micro/matmul_cublas_bf16/mnk:4096x4096x4096", 3),
+    ("micro/matmul_tiled_fp32/mnk:2048x2048x2048", 3),
+    ("transformer/attention_decode_bf16/impl:split_kv/batch:64/kv:4096", 6),
+    ("transformer/attention_prefill_bf16/impl:fused/mask:causal/heads:12x64/t:1024", 3),
+    ("transformer/linear_bf16/layer:3072x768/tokens:1/impl:gemv", 3),
+    ("transformer/linear_bf16/layer:3072x768/tokens:1024/impl:cublaslt", 3),
+    ("conv/conv_bf16/layer:conv3_1x1_256to128/pass:fwd/layout:nhwc/impl:cudnn/n:32", 6),
+    ("gpt/R3_batch_sweep/batch:64", 80),
+]
+
+
+def metrics():
+    """[(metric, field, weight)] as the pass collects them."""
+    with open(os.path.join(HERE, "..", "core", "src", "kernel_counters.cpp")) as f:
+        text = f.read()
+    return [(m, fld, float(w)) for m, fld, w in re.findall(r'\{"([a-z0-9_.]+)", F::(\w+), (\d+)\}', text)]
+
+
+def base_name(name):
+    """The kernel's identifier alone: no return type, namespace, template arguments or parameters."""
+    name = name.replace("(anonymous namespace)", "anonymous")
+    depth, cut = 0, len(name)
+    for i, c in enumerate(name):
+        depth += c == "<"
+        depth -= c == ">"
+        if c == "(" and depth == 0:
+            cut = i
+            break
+    words = re.sub(r"<.*>", "", name[:cut]).split("::")[-1].split()
+    return words[-1] if words else name
+
+
+def figures(values, fields):
+    """{dram, flops} from {metric: value}."""
+    dram = sum(values.get(m, 0) for m, f, _ in fields if f in ("dram_read", "dram_write"))
+    flops = sum(w * values.get(m, 0) for m, f, w in fields if f.startswith("flops"))
+    return {"dram": dram, "flops": flops}
+
+
+def roofbench_kernels(latest_json):
+    """{base name: (per-launch {dram, flops}, launches per run)} from a --counters results file, or why not."""
+    try:
+        with open(latest_json) as f:
+            entry = [b for b in json.load(f)["benchmarks"] if b.get("run_type") != "aggregate"][0]
+    except (OSError, IndexError, KeyError, ValueError) as e:
+        return f"no results ({e})"
+    counters = entry.get("roofbench", {}).get("counters", {})
+    if counters.get("error") or not counters.get("kernels"):
+        return counters.get("error", "no counters")
+    by_base = {}
+    for k in counters["kernels"]:
+        d, f, n = by_base.get(base_name(k["name"]), (0.0, 0.0, 0.0))
+        by_base[base_name(k["name"])] = (d + k["dram_read"] + k["dram_write"], f + k["flops"], n + k["launches_per_run"])
+    return {b: ({"dram": d / n, "flops": f / n}, n) for b, (d, f, n) in by_base.items() if n > 0}
+
+
+def ncu_kernels(csv_path, fields):
+    """{base name: per-launch {dram, flops}} averaged over the launches of an `ncu --csv --print-units base` file."""
+    launches = {}
+    with open(csv_path) as f:
+        for row in csv.DictReader(line for line in f if line.startswith('"')):
+            try:
+                value = float(row["Metric Value"].replace(",", ""))
+            except (KeyError, ValueError):
+                continue
+            launches.setdefault((row.get("ID"), base_name(row.get("Kernel Name", "?"))), {})[row["Metric Name"]] = value
+    per_base = {}
+    for (_, base), values in launches.items():
+        per_base.setdefault(base, []).append(figures(values, fields))
+    return {b: {k: statistics.mean(x[k] for x in xs) for k in ("dram", "flops")} for b, xs in per_base.items()}
+
+
+def per_run(ours, theirs):
+    """Both sides' {dram, flops} per run over the kernels both saw, weighted by roofbench's launches per run."""
+    shared = [b for b in ours if b in theirs]
+    rb = {k: sum(ours[b][0][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+    nc = {k: sum(theirs[b][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+    return rb, nc, len(shared)
+
+
+def run_roofbench(roofbench, bench, outdir):
+    results = os.path.join(outdir, "results")
+    subprocess.run([roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--counters", "--graph", "off", "--gate", "off",
+                    "--max-time", "0.3", "--results-dir", results], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=300, check=False)
+    return roofbench_kernels(os.path.join(results, "latest.json"))
+
+
+def run_ncu(roofbench, bench, names, count, fields, outdir):
+    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "none"),
+               "--metrics", ",".join(m for m, _, _ in fields), "--csv", "--print-units", "base",
+               "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
+               roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
+               "--no-results"]
+    path = os.path.join(outdir, "ncu.csv")
+    with open(path, "w") as out:
+        subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, timeout=300, check=False)
+    return ncu_kernels(path, fields)
+
+
+def percent(ours, theirs):
+    return f"{100 * (ours - theirs) / theirs:+.2f}%" if theirs else ("0" if not ours else "n/a")
+
+
+def main(roofbench, outdir, only=None):
+    fields = metrics()
+    print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
+    for i, (bench, count) in enumerate(BENCHMARKS):
+        if only and not re.search(only, bench):
+            continue
+        where = os.path.join(outdir, f"counters{i}")
+        os.makedirs(where, exist_ok=True)
+        ours = run_roofbench(roofbench, bench, where)
+        if isinstance(ours, str):
+            print(f"{bench:<72} no counters: {ours}")
+            continue
+        rb, nc, shared = per_run(ours, run_ncu(roofbench, bench, sorted(ours), count, fields, where))
+        print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
+              f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
+              f"  ({shared} of {len(ours)} kernels matched)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

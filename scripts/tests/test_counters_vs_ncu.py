@@ -1,0 +1,69 @@
+"""scripts/counters_vs_ncu.py's bookkeeping, on made-up files: the metric list read from the host's source,
+kernel names matched across the demangler's and ncu's spellings, ncu's CSV averaged per launch, and both
+sides weighted per run. No GPU or Nsight Compute needed.
+Run from this folder: python3 -B -m unittest -v test_counters_vs_ncu"""
+import json
+import pathlib
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import counters_vs_ncu as cv  # noqa: E402
+
+
+class CountersVsNcuTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        self.addCleanup(self.folder.cleanup)
+        self.path = pathlib.Path(self.folder.name)
+
+    def test_the_metrics_are_the_hosts_with_fma_counted_twice(self):
+        fields = cv.metrics()
+        names = [m for m, _, _ in fields]
+        self.assertIn("dram__bytes_read.sum", names)
+        self.assertIn("sm__ops_path_tensor_src_bf16_dst_fp32.sum", names)
+        self.assertEqual(len(names), len(set(names)))
+        self.assertEqual({w for m, _, w in fields if "fma_pred_on" in m}, {2.0})
+        self.assertEqual({w for m, _, w in fields if "fma_pred_on" not in m}, {1.0})
+
+    def test_base_names_match_across_spellings(self):
+        self.assertEqual(cv.base_name("void copy_kernel<float>(float const*, float*, unsigned long)"), "copy_kernel")
+        self.assertEqual(cv.base_name("void copy_kernel<float>(const float *, float *, unsigned long)"), "copy_kernel")
+        self.assertEqual(cv.base_name("void (anonymous namespace)::gemv<128>(const bf16 *)"), "gemv")
+        self.assertEqual(cv.base_name("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kernel"), "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_kernel")
+
+    def test_both_sides_per_run_over_the_kernels_both_saw(self):
+        results = self.path / "latest.json"
+        results.write_text(json.dumps({"benchmarks": [{"name": "lab/step", "run_type": "iteration", "roofbench": {"counters": {
+            "kernels": [{"name": "void gemm<1>(float*)", "launches_per_run": 2, "dram_read": 150, "dram_write": 50, "flops": 1000},
+                        {"name": "void gemm<2>(float*)", "launches_per_run": 2, "dram_read": 200, "dram_write": 0, "flops": 1000},
+                        {"name": "norm(float*)", "launches_per_run": 1, "dram_read": 10, "dram_write": 10, "flops": 0}]}}}]}))
+        ours = cv.roofbench_kernels(str(results))
+        self.assertEqual(ours["gemm"], ({"dram": 100, "flops": 500}, 4))  # per launch over both templates
+        ncu = self.path / "ncu.csv"
+        rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+        for launch, dram in ((0, 90), (1, 110)):
+            rows += [f'"{launch}","gemm<1>","dram__bytes_read.sum","byte","{dram}"',
+                     f'"{launch}","gemm<1>","sm__sass_thread_inst_executed_op_ffma_pred_on.sum","inst","250"']
+        rows.append('"2","other","dram__bytes_read.sum","byte","1,000"')
+        ncu.write_text("==PROF== Connected to process\n" + "\n".join(rows) + "\n")
+        theirs = cv.ncu_kernels(str(ncu), cv.metrics())
+        self.assertEqual(theirs["gemm"], {"dram": 100, "flops": 500})
+        self.assertEqual(theirs["other"]["dram"], 1000)
+        rb, nc, shared = cv.per_run(ours, theirs)
+        self.assertEqual(shared, 1)  # norm was not profiled by ncu: left out of both sides
+        self.assertEqual(rb, {"dram": 400, "flops": 2000})
+        self.assertEqual(nc, {"dram": 400, "flops": 2000})
+        self.assertEqual(cv.percent(101, 100), "+1.00%")
+
+    def test_a_benchmark_without_counters_says_why(self):
+        results = self.path / "latest.json"
+        results.write_text(json.dumps({"benchmarks": [{"name": "lab/x", "roofbench": {"counters": {
+            "error": "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES", "kernels": []}}}]}))
+        self.assertEqual(cv.roofbench_kernels(str(results)), "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")
+        self.assertIn("no results", cv.roofbench_kernels(str(self.path / "missing.json")))
+
+
+if __name__ == "__main__":
+    unittest.main()

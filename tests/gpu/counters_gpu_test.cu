@@ -1,0 +1,154 @@
+// --counters on a real GPU: a copy's DRAM bytes against its exact traffic, a cuBLAS GEMM's FLOPs against
+// 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a measurement. Skips without a GPU.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "device.hpp"
+#include "kernel_counters.hpp"
+#include "measure.hpp"
+#include "roofbench/cuda.hpp"
+
+namespace roofbench {
+namespace {
+
+__global__ void copy_kernel(const float* x, float* y, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) y[i] = x[i];
+}
+
+#define EXPECT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+#define EXPECT_CUBLAS(call) ASSERT_EQ((call), CUBLAS_STATUS_SUCCESS) << #call
+
+bool have_gpu(std::string& why) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  why = status != cudaSuccess ? cudaGetErrorString(status) : "no device";
+  return status == cudaSuccess && count > 0;
+}
+
+class GpuCounters : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!have_gpu(why)) GTEST_SKIP() << "no CUDA GPU: " << why;
+  }
+  // Skips where the profiler cannot run here (MIG, no permission): the reason is the pass's own.
+  void require(const CounterProfile& p) {
+    if (!p.error.empty()) GTEST_SKIP() << "no counters on this machine: " << p.error;
+  }
+};
+
+// 1 GiB each way, many times the L2 (50-60 MB on H100/H200): the reads are all DRAM's, exactly; the writes
+// reach DRAM as lines leave L2, so the ones still in L2 when the kernel ends are not counted: they may read
+// low by at most the L2's size, never high.
+TEST_F(GpuCounters, CopyMovesItsExactBytes) {
+  const std::size_t n = std::size_t{1} << 28, bytes = n * sizeof(float);
+  float *x = nullptr, *y = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, bytes));
+  EXPECT_CUDA(cudaMalloc(&y, bytes));
+  EXPECT_CUDA(cudaMemset(x, 1, bytes));
+  const CounterProfile p = collect_counters([&] {
+    copy_kernel<<<1056, 512>>>(x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+  });
+  cudaFree(x);
+  cudaFree(y);
+  require(p);
+  int l2 = 0;
+  EXPECT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  std::printf("copy of %zu B: DRAM read %.0f, written %.0f, L2 %.0f (L2 size %d)\n", bytes, p.total.dram_read,
+              p.total.dram_write, p.total.l2_bytes, l2);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.total.launches_per_run, 1);
+  EXPECT_NEAR(p.total.dram_read, bytes, 0.01 * bytes);
+  EXPECT_LE(p.total.dram_write, 1.01 * bytes);
+  EXPECT_GE(p.total.dram_write, bytes - 1.05 * l2);
+  EXPECT_GE(p.total.l2_bytes, 1.9 * bytes);  // every byte read and written passes the L2
+}
+
+void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::size_t element, bool tensor) {
+  const int n = 4096;
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  EXPECT_CUDA(cudaMalloc(&a, element * n * n));
+  EXPECT_CUDA(cudaMalloc(&b, element * n * n));
+  EXPECT_CUDA(cudaMalloc(&c, sizeof(float) * n * n));
+  EXPECT_CUDA(cudaMemset(a, 0, element * n * n));
+  EXPECT_CUDA(cudaMemset(b, 0, element * n * n));
+  cublasHandle_t handle = nullptr;
+  EXPECT_CUBLAS(cublasCreate(&handle));
+  const float one = 1, zero = 0;
+  auto gemm = [&] {
+    return cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, type, n, b, type, n, &zero, c, CUDA_R_32F, n,
+                        compute, CUBLAS_GEMM_DEFAULT);
+  };
+  EXPECT_CUBLAS(gemm());  // loads the kernel before the pass
+  EXPECT_CUDA(cudaDeviceSynchronize());
+  const CounterProfile p = collect_counters([&] {
+    if (gemm() != CUBLAS_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("GEMM failed");
+  });
+  cublasDestroy(handle);
+  cudaFree(a), cudaFree(b), cudaFree(c);
+  if (!p.error.empty()) GTEST_SKIP() << "no counters on this machine: " << p.error;
+  const double model = 2.0 * n * n * n;
+  std::printf("GEMM %d^3: %.4g FLOPs counted (%.4f x 2MNK), tensor %.4g, fp32 pipe %.4g, in %zu kernels\n", n, p.total.flops(),
+              p.total.flops() / model, p.total.flops_tensor, p.total.flops_fp32, p.kernels.size());
+  EXPECT_NEAR(p.total.flops(), model, 0.01 * model);
+  EXPECT_NEAR(tensor ? p.total.flops_tensor : p.total.flops_fp32, model, 0.01 * model);
+}
+
+TEST_F(GpuCounters, Fp32GemmExecutes2MNK) { expect_gemm_flops(CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F, sizeof(float), false); }
+
+TEST_F(GpuCounters, Bf16TensorGemmExecutes2MNK) { expect_gemm_flops(CUBLAS_COMPUTE_32F, CUDA_R_16BF, 2, true); }
+
+class CopyCase final : public Case {
+ public:
+  explicit CopyCase(std::size_t n) : n_(n) {}
+  void setup(Context& ctx) override {
+    x_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::input));
+    y_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::output));
+    ctx.fill_random(x_, n_, ElementType::f32);
+  }
+  void run(Context& ctx) override {
+    copy_kernel<<<1056, 512, 0, roofbench::cuda::stream(ctx)>>>(x_, y_, n_);
+    ROOFBENCH_CUDA_LAUNCH();
+  }
+  Work work() const override { return {.bytes = 8.0 * n_}; }
+  Check check(Context&) override { return {.rel_l2_error = 0}; }
+
+ private:
+  std::size_t n_;
+  float *x_ = nullptr, *y_ = nullptr;
+};
+
+// The pass in a measurement: after the samples, through the same timer, per run; the timing is kept.
+TEST_F(GpuCounters, MeasurementReportsMeasuredBytesBesideTheModel) {
+  std::string why;
+  auto devices = make_cuda_devices(why);
+  ASSERT_FALSE(devices.empty()) << why;
+  const std::size_t n = std::size_t{1} << 27;  // 512 MiB each way
+  CaseSpec spec{.name = "copy", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
+                .make = [n](const Params&) { return std::make_unique<CopyCase>(n); }};
+  BenchmarkSpec b{"test/copy", "test", &spec, Params{}};
+  Ceilings ceilings;
+  ceilings.bandwidth = 4e12;
+  MeasureOptions o;
+  o.max_time = 0.3;
+  o.gate = false;
+  o.counters = true;
+  const Measurement r = take_measurement(b, {devices.front().get()}, ceilings, o);
+  ASSERT_TRUE(r.passed()) << r.message;
+  if (!r.counters.error.empty()) GTEST_SKIP() << "no counters on this machine: " << r.counters.error;
+  std::printf("copy of 2 x %zu B: %.0f B per run counted in %.2f s (%g runs a sample)\n", n * 4, r.counters.total.dram_bytes(),
+              r.counters.seconds, double(r.runs_per_sample));
+  EXPECT_NEAR(r.counters.total.dram_read, 4.0 * n, 0.02 * 4 * n);
+  EXPECT_NEAR(r.counters.total.dram_bytes(), 8.0 * n, 0.1 * 8 * n);
+  EXPECT_NEAR(r.counters.total.launches_per_run, 1, 1e-9);
+  EXPECT_GT(r.counters.seconds, 0);
+  EXPECT_FALSE(r.samples.empty());
+}
+
+}  // namespace
+}  // namespace roofbench
