@@ -18,6 +18,7 @@
 #include "device.hpp"
 #include "nvml_energy.hpp"
 #include "roofbench/cuda.hpp"
+#include "cuda_event_timing.hpp"
 #include "launch_strategy.hpp"
 #include "memory_roofs.hpp"
 
@@ -226,27 +227,6 @@ struct DeviceBuffer {
   DeviceBuffer(Device& d, std::size_t bytes) : device(d), data(d.allocate(bytes)) {}
   ~DeviceBuffer() { device.release(data); }
 };
-
-template <typename Launch>
-double best_event_seconds(cudaStream_t stream, int warmups, int repetitions, Launch&& launch) {
-  cudaEvent_t start, stop;
-  ROOFBENCH_CUDA(cudaEventCreate(&start));
-  ROOFBENCH_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < warmups; ++i) launch();
-  float best_ms = 1e30f;
-  for (int i = 0; i < repetitions; ++i) {
-    ROOFBENCH_CUDA(cudaEventRecord(start, stream));
-    launch();
-    ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
-    ROOFBENCH_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    best_ms = std::min(best_ms, ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best_ms * 1e-3;
-}
 
 // One 16-byte load; a streaming one is not allocated in L1 and prefetches the enclosing 256 bytes into L2
 // (the split-KV decode's read-once loads).

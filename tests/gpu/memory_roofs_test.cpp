@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda_devices_test.hpp"
+#include "cuda_event_timing.hpp"
 #include "device.hpp"
 #include "memory_roofs.hpp"
 #include "roofbench/cuda.hpp"
@@ -32,12 +34,11 @@ struct Buffer {
   ~Buffer() { device.release(data); }
 };
 
-class MemoryRoofs : public ::testing::Test {
+class MemoryRoofs : public CudaDevicesTest {
  protected:
   void SetUp() override {
-    std::string why;
-    devices_ = make_cuda_devices(why);
-    if (devices_.empty()) GTEST_SKIP() << "no CUDA GPU: " << why;
+    CudaDevicesTest::SetUp();
+    if (IsSkipped()) return;
     ROOFBENCH_CUDA(cudaSetDevice(device().info().index));
   }
   Device& device() { return *devices_.front(); }
@@ -47,7 +48,6 @@ class MemoryRoofs : public ::testing::Test {
     device().fill_random(from.data, kRoofBytes / 4, ElementType::f32, -1, 1, 7);
     return measure_memory_variants(table, copy, device().stream(), from.data, to.data, kRoofBytes, 10);
   }
-  std::vector<std::unique_ptr<Device>> devices_;
 };
 
 TEST_F(MemoryRoofs, EachRoofIsAtLeastEveryVariantItIsTheBestOf) {
@@ -65,27 +65,6 @@ TEST_F(MemoryRoofs, EachRoofIsAtLeastEveryVariantItIsTheBestOf) {
   EXPECT_NE(line("read_bandwidth: the best of " + std::to_string(read_variants().size()) + " kernels"), "");
   EXPECT_NE(line("bandwidth: the best of " + std::to_string(copy_variants().size()) + " ways"), "");
   for (const std::string& h : how) std::printf("how: %s\n", h.c_str());
-}
-
-// The seconds of the best of 10 launches (after 2).
-template <typename Launch>
-double best_seconds(cudaStream_t stream, Launch&& launch) {
-  cudaEvent_t start, stop;
-  ROOFBENCH_CUDA(cudaEventCreate(&start));
-  ROOFBENCH_CUDA(cudaEventCreate(&stop));
-  float best_ms = 1e30f;
-  for (int i = 0; i < 12; ++i) {
-    ROOFBENCH_CUDA(cudaEventRecord(start, stream));
-    launch();
-    ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
-    ROOFBENCH_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    if (i >= 2) best_ms = std::min(best_ms, ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best_ms * 1e-3;
 }
 
 // attention_decode_bf16 at batch 256, kv 16384 (12 heads of 64): 12.9 GB of K and V read once.
@@ -108,7 +87,7 @@ TEST_F(MemoryRoofs, EverySplitKvDecodeReadsBelowTheReadRoof) {
     if (plan.bulk_stages > 0 && major < 9) continue;  // cp.async.bulk is sm_90's
     Buffer workspace(device(), plan.workspace_bytes);
     zero_split_kv_workspace(plan, shape, workspace.data, stream);
-    const double s = best_seconds(stream, [&] {
+    const double s = best_event_seconds(stream, 2, 10, [&] {
       launch_split_kv_decode(AttentionType::bf16, shape, plan, q.data, k.data, v.data, o.data, workspace.data, stream);
     });
     const double rate = shape.min_bytes(2) / s;
