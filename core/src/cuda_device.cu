@@ -301,28 +301,25 @@ struct MemoryLaunch {
   std::size_t chunk = 0;    // words per block; 0 for the grid-stride loop
 };
 
-// A one-wave chunked grid is cut for the blocks that fit on an SM at once (else a second wave would run
-// alone at the end); a grid-stride grid is launched as asked (the cache roof's kernel always was).
-MemoryLaunch plan_memory_launch(const MemoryVariant& v, bool copy, std::size_t count, int sms) {
+// Blocks per SM are lowered to what fits on an SM at once, so that the blocks asked for all stream together
+// (a grid-stride block or a one-wave chunk left for a second wave would run alone at the end), unless
+// `as_asked` (the cache roof's kernel: 4 x SMs blocks of 512, however many fit at once).
+MemoryLaunch plan_memory_launch(const MemoryVariant& v, bool copy, std::size_t count, int sms, bool as_asked = false) {
   MemoryLaunch l{{v, 0}};
   if (v.layout == MemoryLayout::memcpy) return l;
   l.kernel = copy ? memory_kernel<true>(v.loads_in_flight, v.streaming) : memory_kernel<false>(v.loads_in_flight, v.streaming);
   int fits = 0;
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, l.kernel, v.threads, 0));
   if (fits <= 0) return l;  // no block fits on an SM: no launch (blocks 0)
-  const std::size_t step = std::size_t(v.threads) * v.loads_in_flight;
+  const bool fixed_chunks = v.layout == MemoryLayout::chunks && v.chunk_bytes != 0;
+  l.run.variant.blocks_per_sm = fixed_chunks ? fits : as_asked ? v.blocks_per_sm : std::min(v.blocks_per_sm, fits);
+  const std::size_t wave = std::size_t(l.run.variant.blocks_per_sm) * sms;
   if (v.layout == MemoryLayout::grid_stride) {
-    l.blocks = static_cast<unsigned int>(v.blocks_per_sm) * sms;
+    l.blocks = static_cast<unsigned int>(wave);
     return l;
   }
-  if (v.chunk_bytes == 0) {
-    l.run.variant.blocks_per_sm = std::min(v.blocks_per_sm, fits);
-    const std::size_t wave = std::size_t(l.run.variant.blocks_per_sm) * sms;
-    l.chunk = ((count + wave - 1) / wave + step - 1) / step * step;
-  } else {
-    l.run.variant.blocks_per_sm = fits;
-    l.chunk = v.chunk_bytes / sizeof(uint4);
-  }
+  const std::size_t step = std::size_t(v.threads) * v.loads_in_flight;
+  l.chunk = fixed_chunks ? v.chunk_bytes / sizeof(uint4) : ((count + wave - 1) / wave + step - 1) / step * step;
   l.blocks = static_cast<unsigned int>((count + l.chunk - 1) / l.chunk);
   return l;
 }
@@ -373,7 +370,7 @@ void CudaDevice::measure_bandwidths(Ceilings& c, std::vector<std::string>& how) 
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, info_.index));
   const std::size_t cached_bytes = std::max<std::size_t>(static_cast<std::size_t>(l2_bytes_ / 2), 1 << 20) & ~std::size_t{15};
   const int passes = 64;
-  const MemoryLaunch cache_read = plan_memory_launch(read_variants().front(), false, cached_bytes / sizeof(uint4), sms);
+  const MemoryLaunch cache_read = plan_memory_launch(read_variants().front(), false, cached_bytes / sizeof(uint4), sms, true);
   const double cache_s =
       best_memory_seconds(cache_read, stream_, from.data, to.data, cached_bytes, passes, kMemoryRepetitions);
   c.cache_bandwidth = static_cast<double>(cached_bytes) * passes / cache_s;

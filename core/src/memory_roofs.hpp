@@ -22,8 +22,8 @@ enum class MemoryLayout {
 struct MemoryVariant {
   MemoryLayout layout = MemoryLayout::grid_stride;
   int threads = 512;      // per block
-  int blocks_per_sm = 4;  // blocks launched per SM (grid_stride, and chunks cut one per block); at most
-                          // what fits on an SM at once, so all of them stream together
+  int blocks_per_sm = 4;  // blocks launched per SM (grid_stride, and chunks cut one per block), lowered
+                          // to what fits on an SM at once so that all of them stream together
   int loads_in_flight = 4;  // 16-byte loads each thread issues before it uses any: 4, 8 or 16
   bool streaming = false;   // read-once loads (L1::no_allocate, L2::256B prefetch); stores evict-first
   std::size_t chunk_bytes = 0;  // chunks: 0 cuts the buffer into one chunk per block launched (one wave);
@@ -34,7 +34,7 @@ struct MemoryVariant {
 inline constexpr int kLoadsInFlight[] = {4, 8, 16};
 
 // The read-streaming variants, the first of them the cache roof's kernel too (grid-stride, 4 blocks of
-// 512 per SM, 4 loads in flight: the kernel every read roof was measured with alone before the table).
+// 512 per SM, 4 loads in flight).
 const std::vector<MemoryVariant>& read_variants();
 // The copy variants: cudaMemcpyAsync first, then copy kernels.
 const std::vector<MemoryVariant>& copy_variants();
