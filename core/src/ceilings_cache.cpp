@@ -28,12 +28,12 @@ std::string ceilings_cache_path(const std::string& device_key) {
 }
 
 // One "name value" pair per line; "how" lines keep their text; a "stale" line (appended) says why the
-// next run measures again. Format 3 added cache_bandwidth: an older file is measured again rather than
-// read as a device without a cache roof.
+// next run measures again. The format's number (kCeilingsFormat) changes with what is written or how it is
+// measured, and a file of another number is measured again.
 std::string serialize_ceilings(const CachedCeilings& c) {
   std::ostringstream out;
   out.precision(17);
-  out << "format 3\n";
+  out << "format " << kCeilingsFormat << "\n";
   out << "measured_at " << c.measured_at << "\n";
   out << "bandwidth " << c.ceilings.bandwidth << "\n";
   out << "read_bandwidth " << c.ceilings.read_bandwidth << "\n";
@@ -129,7 +129,9 @@ std::optional<CachedCeilings> parse_ceilings(const std::string& text, DeviceKind
       return refuse(key + " '" + excerpt(value, 40) + "' is not a number");
     }
   }
-  if (format != "3") return refuse(format.empty() ? "no format line" : "format " + excerpt(format, 20) + ", this host writes 3");
+  const std::string current = std::to_string(kCeilingsFormat);
+  if (format != current)
+    return refuse(format.empty() ? "no format line" : "format " + excerpt(format, 20) + ", this host writes " + current);
   if (const std::string problem = ceilings_problem(c.ceilings, kind); !problem.empty()) return refuse(problem);
   if (!c.stale.empty()) return refuse("marked stale: " + c.stale);
   return c;

@@ -21,6 +21,11 @@ struct CachedCeilings {
 
 std::string ceilings_cache_path(const std::string& device_key);
 
+// The cache file's format. 3 added cache_bandwidth; 4 measures a GPU's bandwidth and read_bandwidth as the
+// best of several kernels (memory_roofs.hpp), which beat the single kernel of 3: a file of 3 holds lower
+// roofs that shipped cases exceed, so it is measured again, not read.
+inline constexpr int kCeilingsFormat = 4;
+
 // Why `c` cannot be a device of `kind`'s ceilings, on one line; empty when it can. Every figure must be
 // finite; bandwidth, read_bandwidth, cache_bandwidth and fp32 present; each figure present within the
 // physical bounds of the kind (a CPU: 100 MB/s to 3 TB/s of memory bandwidth, 10 MFLOP/s to 100 TFLOP/s;

@@ -18,7 +18,9 @@
 #include "device.hpp"
 #include "nvml_energy.hpp"
 #include "roofbench/cuda.hpp"
+#include "cuda_event_timing.hpp"
 #include "launch_strategy.hpp"
+#include "memory_roofs.hpp"
 
 namespace roofbench {
 namespace {
@@ -226,52 +228,100 @@ struct DeviceBuffer {
   ~DeviceBuffer() { device.release(data); }
 };
 
-template <typename Launch>
-double best_event_seconds(cudaStream_t stream, int warmups, int repetitions, Launch&& launch) {
-  cudaEvent_t start, stop;
-  ROOFBENCH_CUDA(cudaEventCreate(&start));
-  ROOFBENCH_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < warmups; ++i) launch();
-  float best_ms = 1e30f;
-  for (int i = 0; i < repetitions; ++i) {
-    ROOFBENCH_CUDA(cudaEventRecord(start, stream));
-    launch();
-    ROOFBENCH_CUDA(cudaEventRecord(stop, stream));
-    ROOFBENCH_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    ROOFBENCH_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    best_ms = std::min(best_ms, ms);
+// One 16-byte load; a streaming one is not allocated in L1 and prefetches the enclosing 256 bytes into L2
+// (the split-KV decode's read-once loads).
+template <bool kStreaming>
+__device__ __forceinline__ uint4 load_16(const uint4* p) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (kStreaming) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best_ms * 1e-3;
+#endif
+  return kStreaming ? __ldg(p) : *p;
 }
 
-// Reads `count` 16-byte words `passes` times and writes only when their XOR hits one value (a 4-byte
-// write, if ever), so the loads cannot be dropped: the roof of read-dominated work (attention decode
-// reading its KV cache) with one pass over a buffer far larger than L2, the L2's own bandwidth with many
-// passes over a buffer that stays in it. Four independent loads per thread per step keep enough bytes in
-// flight to saturate HBM.
-__global__ void read_stream_kernel(const uint4* data, std::size_t count, int passes, unsigned int* never_written) {
-  constexpr int kUnroll = 4;
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+// A loaded word copied to `to` (a streaming store: evict first) or folded into `folded`.
+template <bool kStreaming, bool kCopy>
+__device__ __forceinline__ void use_16(const uint4& v, uint4* to, unsigned int& folded) {
+  if constexpr (!kCopy) folded ^= v.x ^ v.y ^ v.z ^ v.w;
+  else if constexpr (kStreaming) __stcs(to, v);
+  else *to = v;
+}
+
+// Streams `count` 16-byte words of `src` `passes` times (memory_roofs.hpp): copies them to `dst` (kCopy),
+// or folds them by XOR and writes only when the fold hits one value (a 4-byte write, if ever), so the loads
+// cannot be dropped. chunk == 0: a grid-stride loop over all of `src`; else block b takes words
+// [b x chunk, (b + 1) x chunk), its threads side by side. Each thread issues kLoads independent loads
+// before it uses any, so that enough bytes are in flight to saturate the memory.
+template <int kLoads, bool kStreaming, bool kCopy>
+__global__ void memory_stream_kernel(const uint4* src, uint4* dst, std::size_t count, std::size_t chunk, int passes,
+                                     unsigned int* never_written) {
+  const bool strided = chunk == 0;
+  const std::size_t begin = strided ? 0 : blockIdx.x * chunk;
+  const std::size_t end = strided ? count : min(count, begin + chunk);
+  const std::size_t stride = strided ? std::size_t(gridDim.x) * blockDim.x : blockDim.x;
+  const std::size_t first = begin + (strided ? blockIdx.x * std::size_t(blockDim.x) : 0) + threadIdx.x;
   unsigned int folded = 0;
   for (int pass = 0; pass < passes; ++pass) {
-    std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-    for (; i + (kUnroll - 1) * stride < count; i += kUnroll * stride) {
-      uint4 v[kUnroll];
+    std::size_t i = first;
+    for (; i + (kLoads - 1) * stride < end; i += kLoads * stride) {
+      uint4 v[kLoads];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) v[u] = data[i + u * stride];
+      for (int u = 0; u < kLoads; ++u) v[u] = load_16<kStreaming>(src + i + u * stride);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) folded ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+      for (int u = 0; u < kLoads; ++u) use_16<kStreaming, kCopy>(v[u], dst + i + u * stride, folded);
     }
-    for (; i < count; i += stride) {
-      const uint4 v = data[i];
-      folded ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
+    for (; i < end; i += stride) use_16<kStreaming, kCopy>(load_16<kStreaming>(src + i), dst + i, folded);
     folded = folded * 3 + pass;
   }
-  if (folded == 0x9e3779b9u) *never_written = folded;
+  if (!kCopy && folded == 0x9e3779b9u) *never_written = folded;
+}
+
+using MemoryKernel = void (*)(const uint4*, uint4*, std::size_t, std::size_t, int, unsigned int*);
+
+template <bool kCopy>
+MemoryKernel memory_kernel(int loads, bool streaming) {
+  switch (loads) {
+    case 4: return streaming ? &memory_stream_kernel<4, true, kCopy> : &memory_stream_kernel<4, false, kCopy>;
+    case 8: return streaming ? &memory_stream_kernel<8, true, kCopy> : &memory_stream_kernel<8, false, kCopy>;
+    case 16: return streaming ? &memory_stream_kernel<16, true, kCopy> : &memory_stream_kernel<16, false, kCopy>;
+    default: throw Error("memory roofs: no kernel with " + std::to_string(loads) + " loads in flight");
+  }
+}
+
+// A variant (memory_roofs.hpp) made a launch over `count` words on a device of `sms` SMs.
+struct MemoryLaunch {
+  MemoryRun run;            // the variant as it runs (blocks per SM: what fits), its rate still 0
+  MemoryKernel kernel = nullptr;  // null for memcpy
+  unsigned int blocks = 0;
+  std::size_t chunk = 0;    // words per block; 0 for the grid-stride loop
+};
+
+// Blocks per SM are lowered to what fits on an SM at once, so that the blocks asked for all stream together
+// (a grid-stride block or a one-wave chunk left for a second wave would run alone at the end), unless
+// `as_asked` (the cache roof's kernel: 4 x SMs blocks of 512, however many fit at once).
+MemoryLaunch plan_memory_launch(const MemoryVariant& v, bool copy, std::size_t count, int sms, bool as_asked = false) {
+  MemoryLaunch l{{v, 0}};
+  if (v.layout == MemoryLayout::memcpy) return l;
+  l.kernel = copy ? memory_kernel<true>(v.loads_in_flight, v.streaming) : memory_kernel<false>(v.loads_in_flight, v.streaming);
+  int fits = 0;
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, l.kernel, v.threads, 0));
+  if (fits <= 0) return l;  // no block fits on an SM: no launch (blocks 0)
+  const bool fixed_chunks = v.layout == MemoryLayout::chunks && v.chunk_bytes != 0;
+  l.run.variant.blocks_per_sm = fixed_chunks ? fits : as_asked ? v.blocks_per_sm : std::min(v.blocks_per_sm, fits);
+  const std::size_t wave = std::size_t(l.run.variant.blocks_per_sm) * sms;
+  if (v.layout == MemoryLayout::grid_stride) {
+    l.blocks = static_cast<unsigned int>(wave);
+    return l;
+  }
+  const std::size_t step = std::size_t(v.threads) * v.loads_in_flight;
+  l.chunk = fixed_chunks ? v.chunk_bytes / sizeof(uint4) : ((count + wave - 1) / wave + step - 1) / step * step;
+  l.blocks = static_cast<unsigned int>((count + l.chunk - 1) / l.chunk);
+  return l;
 }
 
 // The side of the GEMMs that measure the compute roofs.
@@ -286,40 +336,46 @@ struct GemmFormat {
   std::size_t input_bytes, output_bytes;
 };
 
-// The memory roofs: a device-to-device copy, a kernel that only reads, and the same kernel over data that
-// stays in L2.
+// The best of `repetitions` runs of `l` over `bytes` of `from` (into `to` for a copy), `passes` times.
+double best_memory_seconds(const MemoryLaunch& l, cudaStream_t stream, const void* from, void* to, std::size_t bytes,
+                           int passes, int repetitions) {
+  return best_event_seconds(stream, 3, repetitions, [&] {
+    if (!l.kernel) {
+      ROOFBENCH_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    l.kernel<<<l.blocks, l.run.variant.threads, 0, stream>>>(static_cast<const uint4*>(from), static_cast<uint4*>(to),
+                                                             bytes / sizeof(uint4), l.chunk, passes,
+                                                             static_cast<unsigned int*>(to));
+    ROOFBENCH_CUDA(cudaGetLastError());
+  });
+}
+
+constexpr int kMemoryRepetitions = 10;
+
+// The memory roofs: the best of the copy variants, the best of the read variants (memory_roofs.hpp), and the
+// first read variant over data that stays in L2.
 void CudaDevice::measure_bandwidths(Ceilings& c, std::vector<std::string>& how) {
   const std::size_t bytes = std::size_t{2} << 30;
   DeviceBuffer from(*this, bytes), to(*this, bytes);
   fill_random(from.data, bytes / 4, ElementType::f32, -1, 1, 7);
-  const double s = best_event_seconds(stream_, 3, 10, [&] {
-    ROOFBENCH_CUDA(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, stream_));
-  });
-  c.bandwidth = 2.0 * static_cast<double>(bytes) / s;
-  how.push_back("bandwidth: cudaMemcpyAsync 2 GiB device to device, best of 10 (read + write counted)");
+  const auto copies = measure_memory_variants(copy_variants(), true, stream_, from.data, to.data, bytes, kMemoryRepetitions);
+  c.bandwidth = copies[best_run(copies)].rate;
+  how.push_back(roof_how("bandwidth", copies, "ways of copying", bytes, kMemoryRepetitions, "read + written counted"));
+  const auto reads = measure_memory_variants(read_variants(), false, stream_, from.data, to.data, bytes, kMemoryRepetitions);
+  c.read_bandwidth = reads[best_run(reads)].rate;
+  how.push_back(roof_how("read_bandwidth", reads, "kernels reading", bytes, kMemoryRepetitions, "bytes read"));
+  // Half the L2, read 64 times in one kernel: the data stays in L2 after the first pass.
   int sms = 0;
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, info_.index));
-  const int threads = 512, blocks = 4 * sms;
-  const double read_s = best_event_seconds(stream_, 3, 10, [&] {
-    read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data), bytes / sizeof(uint4), 1,
-                                                        static_cast<unsigned int*>(to.data));
-    ROOFBENCH_CUDA(cudaGetLastError());
-  });
-  c.read_bandwidth = static_cast<double>(bytes) / read_s;
-  how.push_back("read_bandwidth: a kernel reading 2 GiB in 16-byte loads (4 x SMs blocks of 512), best of 10 "
-                "(bytes read)");
-  // Half the L2, read 64 times in one kernel: the data stays in L2 after the first pass.
   const std::size_t cached_bytes = std::max<std::size_t>(static_cast<std::size_t>(l2_bytes_ / 2), 1 << 20) & ~std::size_t{15};
   const int passes = 64;
-  const double cache_s = best_event_seconds(stream_, 3, 10, [&] {
-    read_stream_kernel<<<blocks, threads, 0, stream_>>>(static_cast<const uint4*>(from.data),
-                                                        cached_bytes / sizeof(uint4), passes,
-                                                        static_cast<unsigned int*>(to.data));
-    ROOFBENCH_CUDA(cudaGetLastError());
-  });
+  const MemoryLaunch cache_read = plan_memory_launch(read_variants().front(), false, cached_bytes / sizeof(uint4), sms, true);
+  const double cache_s =
+      best_memory_seconds(cache_read, stream_, from.data, to.data, cached_bytes, passes, kMemoryRepetitions);
   c.cache_bandwidth = static_cast<double>(cached_bytes) * passes / cache_s;
-  how.push_back("cache_bandwidth: the same kernel reading half the L2 (" + std::to_string(cached_bytes >> 20) +
-                " MiB) 64 times, best of 10 (bytes read)");
+  how.push_back("cache_bandwidth: a kernel reading half the L2 (" + std::to_string(cached_bytes >> 20) + " MiB) 64 times (" +
+                describe(cache_read.run.variant) + "), best of 10 (bytes read)");
 }
 
 // The compute roofs of every precision cublasGemmEx has, each an 8192^3 GEMM on random inputs.
@@ -603,6 +659,25 @@ class CudaTimer final : public Timer {
 };
 
 }  // namespace
+
+std::vector<MemoryRun> measure_memory_variants(const std::vector<MemoryVariant>& table, bool copy, void* stream,
+                                              const void* from, void* to, std::size_t bytes, int repetitions) {
+  int device = 0, sms = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  std::vector<MemoryRun> runs;
+  for (const MemoryVariant& v : table) {
+    if (const std::string problem = variant_problem(v); !problem.empty()) throw Error("memory roofs: " + problem);
+    const MemoryLaunch l = plan_memory_launch(v, copy, bytes / sizeof(uint4), sms);
+    if (l.kernel && l.blocks == 0) {
+      runs.push_back({v, 0});
+      continue;
+    }
+    const double s = best_memory_seconds(l, static_cast<cudaStream_t>(stream), from, to, bytes, 1, repetitions);
+    runs.push_back({l.run.variant, (copy ? 2.0 : 1.0) * static_cast<double>(bytes) / s});
+  }
+  return runs;
+}
 
 int cuda_runtime_major_built() { return CUDART_VERSION / 1000; }
 

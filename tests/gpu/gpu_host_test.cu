@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "cuda_devices_test.hpp"
 #include "device.hpp"
 #include "measure.hpp"
 #include "roofbench/cuda.hpp"
@@ -73,12 +74,11 @@ class ScaleCase final : public Case {
   float *x_ = nullptr, *y_ = nullptr;
 };
 
-class GpuHost : public ::testing::Test {
+class GpuHost : public CudaDevicesTest {
  protected:
   void SetUp() override {
-    std::string why;
-    devices_ = make_cuda_devices(why);
-    if (devices_.empty()) GTEST_SKIP() << "no CUDA GPU: " << why;
+    CudaDevicesTest::SetUp();
+    if (IsSkipped()) return;
     ceilings_.bandwidth = 4e12;
     ceilings_.flops_of(Precision::fp32) = 60e12;
   }
@@ -91,7 +91,6 @@ class GpuHost : public ::testing::Test {
     o.energy_seconds = energy_seconds;
     return take_measurement(b, {devices_.front().get()}, ceilings_, o);
   }
-  std::vector<std::unique_ptr<Device>> devices_;
   Ceilings ceilings_;
   CaseSpec spec_;
 };

@@ -76,7 +76,7 @@ TEST(CeilingsCache, GarbageIsRejected) {
   for (const std::string& text : {
            std::string(""),
            std::string("hello world\n"),
-           with_line("format", "format 4"),                     // a format this host does not know
+           with_line("format", "format 5"),                     // a format this host does not know
            with_line("format", ""),                             // no format line
            with_line("bandwidth", ""),                          // no bandwidth
            with_line("bandwidth", "bandwidth 0"),               // a bandwidth that cannot be right
@@ -101,6 +101,20 @@ TEST(CeilingsCache, AbsurdFiguresAreRefusedWithTheFigureNamed) {
   // A GPU's figures are out of a CPU's bounds: a cache of one kind is not read as the other's.
   EXPECT_THAT(refusal(serialize_ceilings(sample_ceilings()), DeviceKind::cpu), HasSubstr("for a CPU"));
   EXPECT_EQ(refusal(serialize_ceilings(sample_ceilings()), DeviceKind::cuda), "");
+}
+
+// A file of format 3 holds a GPU's memory roofs from one kernel each, lower than the best of the variants
+// that format 4 measures (cases read above them): it is measured again, and says why.
+TEST(CeilingsCache, AFileOfTheSingleKernelRoofsIsMeasuredAgain) {
+  EXPECT_EQ(kCeilingsFormat, 4);
+  EXPECT_THAT(serialize_ceilings(sample_ceilings()), ::testing::StartsWith("format 4\n"));
+  EXPECT_EQ(refusal(with_line("format", "format 3")), "format 3, this host writes 4");
+  test_support::ScratchDir dir;
+  const std::string path = (dir / "gpu.ceilings").string();
+  dir.write("gpu.ceilings", with_line("format", "format 3"));
+  std::string why;
+  EXPECT_FALSE(read_ceilings(path, DeviceKind::cuda, &why).has_value());
+  EXPECT_EQ(why, "format 3, this host writes 4");
 }
 
 TEST(CeilingsCache, AStaleCacheIsMeasuredAgain) {
