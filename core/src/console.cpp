@@ -284,7 +284,7 @@ std::string notes_of(const Result& r) {
   std::string notes;
   auto add = [&](const std::string& n) { notes += (notes.empty() ? "" : ", ") + n; };
   if (r.graph) add("graph");
-  if (r.cold) add("cold");
+  if (r.cold) add(r.cold_copies > 0 ? "cold over " + std::to_string(r.cold_copies) + " copies" : "cold");
   if (r.cache_resident) add("data in cache");
   if (r.memory.leaked > 0) add("leaked " + format_bytes(r.memory.leaked));
   if (r.noisy()) add("NOISY");  // why: in the summary and the results

@@ -282,7 +282,7 @@ class CpuTimer final : public Timer {
   CpuTimer(std::function<void()> run_once, const TimingOptions& options)
       : run_once_(std::move(run_once)), strategy_(make_launch_strategy(options)) {
     if (strategy_->graph()) throw Error("the CPU device has no graph launch: its samples run on the host");
-    if (strategy_->cold()) flusher_ = std::make_unique<CacheFlusher>();
+    if (strategy_->flushes()) flusher_ = std::make_unique<CacheFlusher>();
   }
   SampleTime time(int runs) override {
     return {time_on_host(strategy_->plan(runs, true), run_once_, [this] { flusher_->flush(); }), 0};

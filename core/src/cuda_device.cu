@@ -172,6 +172,12 @@ class CudaDevice final : public Device {
     ROOFBENCH_CUDA(cudaMemGetInfo(&free_bytes, &total));
     return static_cast<double>(total - free_bytes);
   }
+  double free_bytes() override {
+    cuda::DeviceGuard scope(info_.index);
+    std::size_t free = 0, total = 0;
+    ROOFBENCH_CUDA(cudaMemGetInfo(&free, &total));
+    return static_cast<double>(free);
+  }
   std::string recover() override {
     if (!lost_.empty()) return {};
     cudaSetDevice(info_.index);
@@ -470,13 +476,14 @@ Ceilings CudaDevice::measure_ceilings(std::vector<std::string>& how) {
 class CudaTimer final : public Timer {
  public:
   CudaTimer(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options)
-      : run_once_(std::move(run_once)), hold_(options.hold), strategy_(make_launch_strategy(options)) {
+      : run_once_(std::move(run_once)), use_copy_(options.use_copy), hold_(options.hold),
+        strategy_(make_launch_strategy(options)) {
     for (Device* d : ranks) {
       Rank r{d->info().index, static_cast<cudaStream_t>(d->stream())};
       cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaEventCreate(&r.start));
       ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
-      if (strategy_->cold()) {
+      if (strategy_->flushes()) {
         int l2 = 0;
         ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
         r.flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
@@ -511,7 +518,7 @@ class CudaTimer final : public Timer {
 
   SampleTime time(int runs) override {
     const SamplePlan plan = strategy_->plan(runs, true);
-    cudaGraphExec_t graph = plan.in_graph.empty() ? nullptr : graph_for(plan.in_graph, runs);
+    cudaGraphExec_t graph = plan.in_graph.empty() ? nullptr : graph_for(plan);
     static_cast<volatile int*>(release_)[0] = 0;
     static_cast<volatile int*>(release_)[1] = 0;
     marks_[0].written = marks_[1].written = 0;
@@ -530,14 +537,14 @@ class CudaTimer final : public Timer {
     };
     for (SampleStep step : plan.before_graph) {
       if (step != SampleStep::flush) hold_once();
-      enqueue_step(step, runs, false);
+      enqueue_step(step, plan, false);
     }
     if (graph) {
       hold_once();
       cuda::DeviceGuard scope(ranks_.front().device);
       ROOFBENCH_CUDA(cudaGraphLaunch(graph, ranks_.front().stream));
     }
-    for (SampleStep step : plan.after_graph) enqueue_step(step, runs, false);
+    for (SampleStep step : plan.after_graph) enqueue_step(step, plan, false);
     __atomic_store_n(release_, 1, __ATOMIC_SEQ_CST);
     {
       cuda::DeviceGuard scope(ranks_.front().device);
@@ -571,10 +578,10 @@ class CudaTimer final : public Timer {
 
   void run_untimed(int runs) override {
     const SamplePlan plan = strategy_->plan(runs, false);
-    for (SampleStep step : plan.before_graph) enqueue_step(step, runs, false);
+    for (SampleStep step : plan.before_graph) enqueue_step(step, plan, false);
     if (!plan.in_graph.empty()) {
       cuda::DeviceGuard scope(ranks_.front().device);
-      ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan.in_graph, runs), ranks_.front().stream));
+      ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan), ranks_.front().stream));
     }
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
@@ -594,12 +601,15 @@ class CudaTimer final : public Timer {
     std::size_t flush_bytes = 0;
   };
 
-  // One step of a sample of `runs` runs (launch_strategy.hpp) on every rank's stream, or, while a graph is
-  // captured (`in_graph`, one rank), as a node of it: the events then as external event nodes, so they are
-  // recorded when the graph reaches them.
-  void enqueue_step(SampleStep step, int runs, bool in_graph) {
+  // One step of a sample's plan (launch_strategy.hpp) on every rank's stream, or, while a graph is captured
+  // (`in_graph`, one rank), as a node of it: the events then as external event nodes, so they are recorded
+  // when the graph reaches them. Under rotation each run is pointed at its copy before it is enqueued.
+  void enqueue_step(SampleStep step, const SamplePlan& plan, bool in_graph) {
     if (step == SampleStep::runs) {
-      for (int i = 0; i < runs; ++i) run_once_();
+      for (int i = 0; i < plan.runs; ++i) {
+        if (plan.copies > 0) use_copy_(copy_for_run(plan, i));
+        run_once_();
+      }
       return;
     }
     for (auto& r : ranks_) {
@@ -620,16 +630,18 @@ class CudaTimer final : public Timer {
     }
   }
 
-  // The steps of a sample of `runs` runs captured once into one graph (rank 0's stream); replaying it leaves
+  // The graph steps of a sample's plan captured once into one graph (rank 0's stream); replaying it leaves
   // out the per-launch CPU cost.
-  cudaGraphExec_t graph_for(const std::vector<SampleStep>& steps, int runs) {
+  cudaGraphExec_t graph_for(const SamplePlan& plan) {
+    const std::vector<SampleStep>& steps = plan.in_graph;
+    const int runs = plan.runs;
     if (auto it = graphs_.find({steps, runs}); it != graphs_.end()) return it->second;
     const Rank& r = ranks_.front();
     cuda::DeviceGuard scope(r.device);
     cudaGraph_t graph = nullptr;
     ROOFBENCH_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
     try {
-      for (SampleStep step : steps) enqueue_step(step, runs, true);
+      for (SampleStep step : steps) enqueue_step(step, plan, true);
     } catch (...) {
       // End the capture so the stream is usable again, and free what it had recorded so far.
       if (cudaStreamEndCapture(r.stream, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
@@ -645,6 +657,7 @@ class CudaTimer final : public Timer {
   }
 
   std::function<void()> run_once_;
+  std::function<void(int)> use_copy_;  // under rotation (TimingOptions::copies)
   bool hold_;  // hold the stream while a sample's launches are queued
   std::unique_ptr<LaunchStrategy> strategy_;
   std::vector<Rank> ranks_;

@@ -58,6 +58,8 @@ class Device {
   virtual int cache_level() const { return 0; }
   // Bytes in use on the device as its driver reports them (whole device, all processes); 0 if unknown.
   virtual double driver_used_bytes() = 0;
+  // Bytes still free on the device as its driver reports them; 0 if unknown.
+  virtual double free_bytes() { return 0; }
   // After an error that may have left the device unusable (a sticky CUDA error): reset what can be
   // reset so the next case starts clean. Returns a note on what was done, empty if nothing.
   virtual std::string recover() { return {}; }
@@ -90,9 +92,11 @@ struct SampleTime {
 // The launch a Timer is made for: its launch strategy (make_launch_strategy, launch_strategy.hpp) and,
 // on a GPU, the stream hold.
 struct TimingOptions {
-  bool cold = false;   // flush the caches before each sample
+  bool cold = false;   // flush the caches before each sample (or rotate: copies)
   bool graph = false;  // capture the runs into a CUDA graph and time its replay
   bool hold = true;    // CUDA: hold the stream with a spin kernel while the runs are queued
+  int copies = 0;      // cold by rotation over this many copies of the case's inputs (a graph); 0: not
+  std::function<void(int)> use_copy;  // under rotation: makes the next run read that copy (Rotation::use)
 };
 
 // Times back-to-back runs of one case on its devices (all ranks; the slowest rank's time counts).

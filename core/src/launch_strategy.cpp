@@ -1,5 +1,10 @@
 #include "launch_strategy.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+
 #include "sampling.hpp"
 
 namespace roofbench {
@@ -57,9 +62,41 @@ class GraphLaunch final : public LaunchStrategy {
   bool cold_;
 };
 
+// --- cold by rotation: the hot graph's plan over runs that read the case's copies in turn, so each run finds
+// what it reads in main memory: the copies together are over twice the cache, and between two reads of one
+// copy every other copy went through it. No flush and no event sits between the runs, and the sample's time
+// is divided by its runs, so a kernel of a few microseconds is timed without the floor of an event pair
+// inside the graph (2.59 us on an H200, above).
+class ColdRotateLaunch final : public LaunchStrategy {
+ public:
+  explicit ColdRotateLaunch(int copies) : copies_(copies) {}
+  bool graph() const override { return true; }
+  bool cold() const override { return true; }
+  bool flushes() const override { return false; }
+  SamplePlan plan(int count, bool timed) const override {
+    SamplePlan p = GraphLaunch(false).plan(count, timed);
+    p.copies = copies_;
+    return p;
+  }
+
+ private:
+  int copies_;
+};
+
+// "4.72 MB", "8.59 GB": three digits, in decimal units.
+std::string megabytes(double bytes) {
+  char text[32];
+  if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.3g GB", bytes / 1e9);
+  else std::snprintf(text, sizeof text, "%.3g MB", bytes / 1e6);
+  return text;
+}
+
 }  // namespace
 
+int copy_for_run(const SamplePlan& plan, int run) { return plan.copies > 0 ? run % plan.copies : -1; }
+
 std::unique_ptr<LaunchStrategy> make_launch_strategy(const TimingOptions& options) {
+  if (options.cold && options.copies > 0) return std::make_unique<ColdRotateLaunch>(options.copies);
   if (options.graph) return std::make_unique<GraphLaunch>(options.cold);
   if (options.cold) return std::make_unique<ColdFlushLaunch>();
   return std::make_unique<HotLaunch>();
@@ -69,12 +106,46 @@ TimingOptions warmup_timing(const MeasureOptions& o, DeviceKind kind) {
   return {.cold = o.cold, .graph = false, .hold = kind == DeviceKind::cuda};
 }
 
+bool graph_allowed(const MeasureOptions& o, const Timing& timing, DeviceKind kind, std::size_t ranks) {
+  return kind == DeviceKind::cuda && ranks == 1 && timing.graphable && o.graph != GraphMode::off;
+}
+
 TimingOptions choose_timing(const MeasureOptions& o, const Timing& timing, DeviceKind kind, std::size_t ranks,
-                            double per_run) {
-  const bool graph_allowed = kind == DeviceKind::cuda && ranks == 1 && timing.graphable;
+                            double per_run, int copies) {
   TimingOptions chosen = warmup_timing(o, kind);
-  chosen.graph = use_graph_timing(o.graph, graph_allowed, per_run);
+  chosen.copies = o.cold ? copies : 0;
+  chosen.graph = chosen.copies > 0 || use_graph_timing(o.graph, graph_allowed(o, timing, kind, ranks), per_run);
   return chosen;
+}
+
+ColdRotation choose_rotation(double copy_bytes, double cache_bytes, double free_bytes, bool graph_allowed) {
+  ColdRotation c{.copy_bytes = copy_bytes};
+  if (copy_bytes <= 0) c.flush_reason = "the case has no copies of its inputs to rotate";
+  else if (!graph_allowed) c.flush_reason = "its runs cannot be one graph (several ranks, not graphable, or --graph=off)";
+  else if (cache_bytes <= 0) c.flush_reason = "the device's cache size is not known";
+  if (!c.flush_reason.empty()) return c;
+  const double needed = std::max(2.0, std::ceil(2 * cache_bytes / copy_bytes));
+  if (needed > kMaxRotationCopies) {
+    c.flush_reason = "its inputs (" + megabytes(copy_bytes) + ") would need " + std::to_string(int64_t(needed)) +
+                     " copies to exceed twice the cache, over " + std::to_string(kMaxRotationCopies);
+  } else if ((needed - 1) * copy_bytes > kRotationMemoryShare * free_bytes) {
+    c.flush_reason = std::to_string(int(needed) - 1) + " more copies of " + megabytes(copy_bytes) +
+                     " would take over half the device's free memory (" + megabytes(free_bytes) + ")";
+  } else {
+    c.copies = static_cast<int>(needed);
+  }
+  return c;
+}
+
+int rotation_runs_per_sample(int copies, int wanted) {
+  const int rounds = std::max(1, (std::max(wanted, 1) + copies - 1) / copies);
+  return rounds * copies;
+}
+
+std::string ColdRotation::fact(double cache_bytes) const {
+  if (copies == 0) return "flush: " + flush_reason;
+  return "rotate: " + std::to_string(copies) + " copies of " + megabytes(copy_bytes) + " (2 x cache = " +
+         megabytes(2 * cache_bytes) + ")";
 }
 
 }  // namespace roofbench

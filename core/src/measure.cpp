@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "launch_strategy.hpp"
 #include "sample_loop.hpp"
 #include "summaries.hpp"
 
@@ -159,6 +160,7 @@ std::string Result::label(bool gate_enabled) const {
   std::string s = passed() ? std::string("bound=") + to_string(bound) + " " : std::string();
   s += std::string("precision=") + to_string(precision) + " gate=" + gate_word(gate_enabled) +
        " mode=" + (cold ? "cold" : "hot");
+  if (cold_copies > 0) s += " cold=rotate";
   if (graph) s += " timing=graph";
   if (cache_resident) s += " data=cache";
   if (!ladder.empty()) s += " ladder=" + ladder;
@@ -214,10 +216,34 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
   }
 }
 
+// Under --cold: the copies of its inputs a rotating case is timed over, made here after its gate, or why it is
+// flushed instead (choose_rotation); the result's fact cold_mode says which.
+CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx,
+                              const std::vector<Device*>& ranks, const MeasureOptions& o) {
+  Rotation* rotation = c.rotation();
+  Device& device = *ranks.front();
+  const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
+  ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
+                                      device.free_bytes(), graph);
+  if (cold.copies > 0) {
+    try {
+      rotation->make_copies(ctx, cold.copies);
+    } catch (const OutOfMemory& e) {
+      cold.copies = 0;
+      cold.flush_reason = std::string("its copies did not fit: ") + e.what();
+    }
+  }
+  r.cold_copies = cold.copies;
+  r.case_facts.push_back({"cold_mode", cold.fact(device.cache_bytes())});
+  if (cold.copies == 0) return {};
+  return {cold.copies, [rotation](int copy) { rotation->use(copy); }};
+}
+
 // The timed runs of a case that passed its gate, and what its median time gives: the roofline point and rates.
 void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                     const Ceilings& ceilings, const MeasureOptions& o) {
-  time_case(r, b, [&] { c.run(ctx); }, ranks, o);
+  const CopyRotation rotation = o.cold ? prepare_rotation(r, b, c, ctx, ranks, o) : CopyRotation{};
+  time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
   r.point = place(r.work, r.stats.median, r.precision, ceilings);

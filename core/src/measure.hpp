@@ -128,6 +128,7 @@ struct ResultParts {
   bool gate_checked = false;
   bool graph = false;
   bool cold = false;
+  int cold_copies = 0;  // cold by rotation over this many copies of the case's inputs; 0: by flush, or hot
   // Hot, and the case's minimum bytes fit in the device's last-level cache: runs read it there, so the
   // DRAM roof understates what they can reach (roof_pct can pass 100%).
   bool cache_resident = false;

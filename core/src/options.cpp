@@ -167,7 +167,10 @@ std::vector<OptionSpec> make_option_table() {
       {"--plugin-dir", "DIR", value, "", "also load plugins from DIR (repeatable; also ROOFBENCH_PLUGIN_PATH)",
        set_plugin_dir},
       {"--gate", "on|off", value, "on", "correctness gates (off is said in every label)", set_gate},
-      {"--cold", "", nothing, "hot", "flush the caches before every sample", set_cold},
+      {"--cold", "", nothing, "hot",
+       "time every run with its data in main memory: over copies of the inputs that together exceed twice the "
+       "L2, for cases that offer them, else by a cache flush before every sample (fact cold_mode)",
+       set_cold},
       {"--graph", "auto|on|off", value, "auto", "CUDA-graph timing for graphable cases (auto: runs under 20 us)",
        set_graph},
       {"--noise", "X", value, number_text(m.noise_bound), "stop sampling once stdev/mean < X", set_noise},

@@ -25,15 +25,18 @@ void abandon_hold(Launcher& launch, Measurement& r) {
 }
 
 // After the warm-up, once for the benchmark: the launch of its samples (launch_strategy.hpp), and the runs
-// per sample.
+// per sample: under rotation whole rounds over the copies, as many as fill a graph's sample.
 void choose_launch(Launcher& launch, Measurement& r, const BenchmarkSpec& b, const std::vector<Device*>& ranks,
-                   const MeasureOptions& o, const WarmupOutcome& warm) {
+                   const MeasureOptions& o, const WarmupOutcome& warm, const CopyRotation& rotation) {
   const DeviceKind kind = ranks.front()->info().kind;
-  const TimingOptions chosen = choose_timing(o, b.spec->timing, kind, ranks.size(), warm.per_run);
+  TimingOptions chosen = choose_timing(o, b.spec->timing, kind, ranks.size(), warm.per_run, rotation.copies);
+  chosen.use_copy = rotation.use_copy;
   r.graph = chosen.graph;
   r.cold = chosen.cold;
-  r.runs_per_sample = runs_per_sample(o.runs_per_sample, chosen.cold, target_sample_seconds(kind, r.graph), warm.per_run,
-                                      r.graph ? kGraphRunsCap : warm.cap);
+  const bool rotating = chosen.copies > 0;
+  r.runs_per_sample = runs_per_sample(o.runs_per_sample, chosen.cold && !rotating, target_sample_seconds(kind, r.graph),
+                                      warm.per_run, r.graph ? kGraphRunsCap : warm.cap);
+  if (rotating) r.runs_per_sample = rotation_runs_per_sample(chosen.copies, r.runs_per_sample);
   launch.use(chosen, r.runs_per_sample);
 }
 
@@ -59,9 +62,11 @@ Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_
 void Launcher::remake() { timer_ = ranks_.front()->make_timer(ranks_, run_once_, options_); }
 
 void Launcher::use(const TimingOptions& chosen, int runs) {
-  if (chosen.cold == options_.cold && chosen.graph == options_.graph) return;
+  if (chosen.cold == options_.cold && chosen.graph == options_.graph && chosen.copies == options_.copies) return;
   options_.cold = chosen.cold;
   options_.graph = chosen.graph;
+  options_.copies = chosen.copies;
+  options_.use_copy = chosen.use_copy;
   remake();
   if (options_.graph) timer_->time(runs);
 }
@@ -145,7 +150,7 @@ void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
 }
 
 void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
-               const MeasureOptions& o) {
+               const MeasureOptions& o, const CopyRotation& rotation) {
   const DeviceKind kind = ranks.front()->info().kind;
   Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind));
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
@@ -153,7 +158,7 @@ void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run
   const auto observers = make_observers(std::move(energy), ranks, o);
   for (const auto& observer : observers) observer->begin();
   const WarmupOutcome warm = warm_up(launch, r, kind, o);
-  choose_launch(launch, r, b, ranks, o, warm);
+  choose_launch(launch, r, b, ranks, o, warm, rotation);
   StoppingRule stop(stopping_settings(o, b.spec->timing.min_samples, energy_measured));
   sample_until_stopped(launch, r, stop, observers, o.runs_per_sample > 0);
   for (const auto& observer : observers) observer->end(r, launch.timer());

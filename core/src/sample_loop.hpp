@@ -1,5 +1,5 @@
 // Timing one case that passed its gate, as steps: the warm-up (sampling.hpp's batching), the launch chosen
-// for the samples (hot or cold, on the stream or as a graph: the Timer the device makes for them), the
+// for the samples (hot, cold by flush or by rotation, on the stream or as a graph: the Timer the device makes for them), the
 // sample loop until the stopping rule ends it, the observers' figures (sample_observer.hpp), and the judging
 // of the kept samples. Fills the Measurement's timing fields; prints nothing.
 #pragma once
@@ -58,8 +58,15 @@ WarmupOutcome warm_up(Launcher& launch, Measurement& r, DeviceKind kind, const M
 void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
                           const std::vector<std::unique_ptr<SampleObserver>>& observers, bool runs_given);
 
+// Under --cold, the copies of its inputs a case's samples rotate over (choose_rotation, made by the case
+// after its gate) and how a run is pointed at one; copies 0: cold by flush, or hot.
+struct CopyRotation {
+  int copies = 0;
+  std::function<void(int)> use_copy;
+};
+
 // All the steps for one case: `run_once` is one run of it.
 void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
-               const MeasureOptions& o);
+               const MeasureOptions& o, const CopyRotation& rotation = {});
 
 }  // namespace roofbench

@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 896, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 904, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -225,7 +225,7 @@ void fields(Io& io, X& x) {
   io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
   auto& t = x.phases;
   io(t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total);
-  io(x.gate_checked, x.graph, x.cold, x.cache_resident, x.hold_abandoned, x.quality_reason, x.energy_note);
+  io(x.gate_checked, x.graph, x.cold, x.cold_copies, x.cache_resident, x.hold_abandoned, x.quality_reason, x.energy_note);
   io(x.bound, x.attainable_flops);
 }
 

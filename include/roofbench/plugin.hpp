@@ -223,6 +223,24 @@ class Context {
   virtual std::uint64_t seed() const = 0;
 };
 
+// Copies of a case's inputs, for timing it cold without flushing the cache (optional: Case::rotation()).
+// Under --cold the host asks for `copies` sets in all, so many that together they exceed twice the
+// cache, and times a graph of runs that read them in turn: each run finds its data in main memory, with
+// no flush and no event inside its span (docs/method.md). The SDK's InputCopies
+// (roofbench/case_support/input_copies.hpp) is one for buffers made by ctx.alloc().
+class Rotation {
+ public:
+  virtual ~Rotation() = default;
+  // The bytes of one set: what a run reads (and, where its outputs rotate too, writes).
+  virtual std::size_t bytes() const = 0;
+  // Called once after the gate: makes sets 1..copies-1 beside set 0 (the buffers of setup()), through
+  // ctx.alloc(), each input with the same contents, so that the gate holds on every set.
+  virtual void make_copies(Context& ctx, int copies) = 0;
+  // The set the next run() reads, 0..copies-1. A run's pointers are taken when it is enqueued, so a
+  // graph captured run by run after use(0), use(1), ... keeps reading the sets in that order.
+  virtual void use(int copy) = 0;
+};
+
 class Case {
  public:
   virtual ~Case() = default;
@@ -234,6 +252,9 @@ class Case {
   // Values reported as they are on every result (model size, the gate's figures, the algorithm a
   // library chose): called once after the gate (after setup when the gate is off), before teardown.
   virtual std::vector<Figure> figures() const { return {}; }
+  // The copies of its inputs a case can rotate over under --cold; nullptr (the default): the host
+  // flushes the cache before each cold sample instead.
+  virtual Rotation* rotation() { return nullptr; }
 };
 
 // How the host may time a case. graphable: run() can be captured into a CUDA graph (true for pure

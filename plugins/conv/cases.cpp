@@ -85,6 +85,7 @@ LayerCase::LayerCase(const Params& p, const DataFormat& format)
 
 void LayerCase::setup(Context& ctx) {
   conv_.allocate(ctx);
+  conv_.add_tensors_to(copies_);
   scan_.setup(ctx);
   if (implementation_ != Implementation::cudnn) return;
   const cudnnHandle_t handle = cudnn_handle(ctx);

@@ -30,6 +30,8 @@ class LayerCase final : public Case {
   Work work() const override;
   Check check(Context& ctx) override;
   std::vector<Figure> figures() const override;
+  // Cold, runs read the tensors' copies in turn (input_copies.hpp).
+  Rotation* rotation() override { return &copies_; }
   const Convolution& convolution() const { return conv_; }
 
  private:
@@ -38,6 +40,7 @@ class LayerCase final : public Case {
   Pass pass_;
   Implementation implementation_;
   Convolution conv_;
+  case_support::InputCopies copies_;
   case_support::NonfiniteScan scan_;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = 0;

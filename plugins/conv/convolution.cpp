@@ -172,6 +172,19 @@ void Convolution::allocate(Context& ctx) {
     throw Error("conv: cuDNN's output size for " + layer_.name + " differs from the reference's");
 }
 
+void Convolution::add_tensors_to(case_support::InputCopies& copies) {
+  const std::size_t element = case_support::element_bytes(format_.element);
+  const std::size_t input = std::size_t(shape_.input_elements()) * element;
+  const std::size_t filter = std::size_t(shape_.filter_elements()) * element;
+  const std::size_t output = std::size_t(shape_.output_elements()) * element;
+  if (x_) copies.add(x_, input, BufferRole::input);
+  if (w_) copies.add(w_, filter, BufferRole::input);
+  if (dy_) copies.add(dy_, output, BufferRole::input);
+  if (y_) copies.add(y_, output, BufferRole::output);
+  if (dx_) copies.add(dx_, input, BufferRole::output);
+  if (dw_) copies.add(dw_, filter, BufferRole::output);
+}
+
 std::size_t Convolution::search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const {
   std::size_t most = 0;
   auto consider = [&](cudnnStatus_t status, std::size_t bytes) {
@@ -315,17 +328,18 @@ void Convolution::enqueue_candidate(Pass pass, const Candidate& candidate, cudnn
   }
   if (std::size_t(candidate.plan->workspace_bytes) > workspace_bytes)
     throw Error("conv: " + layer_.name + " " + to_string(pass) + "'s backend plan needs more workspace than it was given");
+  void* x = x_;
+  void* w = w_;
+  void* y = y_;
+  if (pass == Pass::bwd_data) x = dx_, y = dy_;
+  if (pass == Pass::bwd_filter) w = dw_, y = dy_;
   auto& pack = packs_[std::size_t(pass)];
-  if (!pack || pack_workspaces_[std::size_t(pass)] != workspace) {
-    void* x = x_;
-    void* w = w_;
-    void* y = y_;
-    if (pass == Pass::bwd_data) x = dx_, y = dy_;
-    if (pass == Pass::bwd_filter) w = dw_, y = dy_;
+  const std::array<void*, 4> built_for = {x, w, y, workspace};
+  if (!pack || pack_pointers_[std::size_t(pass)] != built_for) {
     const std::array<std::int64_t, 3> uids = {kBackendX, kBackendW, kBackendY};
     const std::array<void*, 3> pointers = {x, w, y};
     pack = cudnn_backend::variant_pack(uids, pointers, workspace);
-    pack_workspaces_[std::size_t(pass)] = workspace;
+    pack_pointers_[std::size_t(pass)] = built_for;
   }
   cudnn_backend::execute(handle, *candidate.plan->plan, *pack);
 }

@@ -15,6 +15,7 @@
 #include "cudnn_support.hpp"
 #include "layers.hpp"
 #include "roofbench/case_support/gate.hpp"
+#include "roofbench/case_support/input_copies.hpp"
 #include "roofbench/kernels/conv_reference.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -65,6 +66,8 @@ class Convolution {
   // Allocates every tensor the passes use (x, w and dy are inputs; y, dx and dw outputs) and fills the
   // inputs with random values; with cuDNN, also describes them.
   void allocate(Context& ctx);
+  // Names every tensor allocate() made to `copies`, so that cold runs can read copies of them in turn.
+  void add_tensors_to(case_support::InputCopies& copies);
   // The largest workspace any algorithm of any pass asks for, at most `cap`: what the search is given.
   std::size_t search_workspace_bytes(cudnnHandle_t handle, std::size_t cap) const;
   // For every pass: cudnnFind*AlgorithmEx on this convolution's own tensors with `workspace`, and for
@@ -115,10 +118,11 @@ class Convolution {
   FilterDescriptor w_desc_;
   std::array<ConvolutionDescriptor, 3> conv_desc_;  // per pass: each carries its chosen math type
   std::array<std::optional<AlgorithmChoice>, 3> choices_;
-  // Per pass, the variant pack of this convolution's tensors and the workspace it was built for (built on
-  // the first backend execution, again when the workspace moves).
+  // Per pass, the variant pack of this convolution's tensors and the pointers it was built for: x, w, y
+  // and the workspace (built on the first backend execution, again when any of them moves: a workspace
+  // given anew, tensors rotated through their copies).
   mutable std::array<std::unique_ptr<cudnn_backend::Descriptor>, 3> packs_;
-  mutable std::array<void*, 3> pack_workspaces_{};
+  mutable std::array<std::array<void*, 4>, 3> pack_pointers_{};
 };
 
 // Which backend plans join the search, from ROOFBENCH_CONV_BACKEND: on (the default; engines whose

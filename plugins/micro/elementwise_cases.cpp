@@ -11,12 +11,14 @@
 #include "cases.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
+#include "roofbench/case_support/input_copies.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench::micro {
 namespace {
 
+using case_support::InputCopies;
 using case_support::NonfiniteScan;
 using case_support::check_elementwise;
 using case_support::unit_roundoff;
@@ -50,8 +52,13 @@ class AddCase final : public Case {
     c_ = static_cast<T*>(ctx.alloc(n_ * sizeof(T), BufferRole::output));
     ctx.fill_random(a_, n_, kType);
     ctx.fill_random(b_, n_, kType);
+    for (T** buffer : {&a_, &b_}) copies_.add(*buffer, n_ * sizeof(T), BufferRole::input);
+    copies_.add(c_, n_ * sizeof(T), BufferRole::output);
     scan_.setup(ctx);
   }
+
+  // Cold, runs read a and b and write c in copies taken in turn (input_copies.hpp).
+  Rotation* rotation() override { return &copies_; }
 
   void run(Context& ctx) override {
     if (variant_ == AddVariant::scalar)
@@ -85,6 +92,7 @@ class AddCase final : public Case {
   AddVariant variant_;
   std::size_t n_;
   T *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
+  InputCopies copies_;
   NonfiniteScan scan_;
   std::vector<Figure> gate_figures_;
 };
@@ -99,8 +107,12 @@ class CopyCase final : public Case {
     source_ = ctx.alloc(bytes_, BufferRole::input);
     destination_ = ctx.alloc(bytes_, BufferRole::output);
     ctx.fill_random(source_, floats(), ElementType::f32);
+    copies_.add(source_, bytes_, BufferRole::input);
+    copies_.add(destination_, bytes_, BufferRole::output);
     scan_.setup(ctx);
   }
+
+  Rotation* rotation() override { return &copies_; }
 
   void run(Context& ctx) override {
     ROOFBENCH_CUDA(cudaMemcpyAsync(destination_, source_, bytes_, cudaMemcpyDeviceToDevice, cuda::stream(ctx)));
@@ -128,6 +140,7 @@ class CopyCase final : public Case {
   std::size_t floats() const { return bytes_ / sizeof(float); }
   std::size_t bytes_;
   void *source_ = nullptr, *destination_ = nullptr;
+  InputCopies copies_;
   NonfiniteScan scan_;
   std::vector<Figure> gate_figures_;
 };

@@ -14,6 +14,7 @@
 #include "cudnn_attention.hpp"
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
+#include "roofbench/case_support/input_copies.hpp"
 #include "roofbench/cuda.hpp"
 
 namespace roofbench::transformer {
@@ -88,6 +89,10 @@ class AttentionCase : public Case {
     ctx.fill_random(q_, std::size_t(shape_.q_elements()), element_, -2, 2);
     ctx.fill_random(k_, std::size_t(shape_.kv_elements()), element_, -2, 2);
     ctx.fill_random(v_, std::size_t(shape_.kv_elements()), element_);
+    copies_.add(q_, std::size_t(shape_.q_elements()) * bytes, BufferRole::input);
+    copies_.add(k_, std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
+    copies_.add(v_, std::size_t(shape_.kv_elements()) * bytes, BufferRole::input);
+    copies_.add(o_, std::size_t(shape_.q_elements()) * bytes, BufferRole::output);
     scan_.setup(ctx);
     prepare(ctx);
   }
@@ -109,6 +114,10 @@ class AttentionCase : public Case {
         gate_figures_);
   }
 
+  // Decode, cold: runs read Q, K and V and write O in copies taken in turn (input_copies.hpp). Prefill,
+  // bound by its FLOPs, keeps the flush.
+  Rotation* rotation() override { return shape_.q_len == 1 ? &copies_ : nullptr; }
+
   // The gate's counts, then how the point ran.
   std::vector<Figure> figures() const override {
     std::vector<Figure> figures = gate_figures_;
@@ -126,6 +135,7 @@ class AttentionCase : public Case {
   AttentionShape shape_;
   AttentionFault fault_;
   void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
+  case_support::InputCopies copies_;
   case_support::NonfiniteScan scan_;
   std::vector<Figure> gate_figures_;
   std::vector<Figure> facts_;  // texts

@@ -25,6 +25,7 @@
 #include "roofbench/case_support/cublas_on_stream.hpp"
 #include "roofbench/case_support/formats.hpp"
 #include "roofbench/case_support/gate.hpp"
+#include "roofbench/case_support/input_copies.hpp"
 #include "roofbench/case_support/launch_timing.hpp"
 #include "roofbench/cuda.hpp"
 
@@ -45,6 +46,9 @@ class Linear : public Case {
     y_ = ctx.alloc(std::size_t(out_ * tokens_) * 2, BufferRole::output);
     ctx.fill_random(w_, std::size_t(in_ * out_), ElementType::bf16);
     ctx.fill_random(x_, std::size_t(in_ * tokens_), ElementType::bf16);
+    copies_.add(w_, std::size_t(in_ * out_) * 2, BufferRole::input);
+    copies_.add(x_, std::size_t(in_ * tokens_) * 2, BufferRole::input);
+    copies_.add(y_, std::size_t(out_ * tokens_) * 2, BufferRole::output);
     scan_.setup(ctx);
     prepare(ctx);
   }
@@ -75,6 +79,9 @@ class Linear : public Case {
     return case_support::check_matmul_sampled(ctx, operands, scan_, gate_figures_);
   }
 
+  // Cold, runs read W and x from copies in turn and write y to copies of it (input_copies.hpp).
+  Rotation* rotation() override { return &copies_; }
+
   // The weights' size, the gate's counts, then how the point ran.
   std::vector<Figure> figures() const override {
     std::vector<Figure> figures{{"weight_bytes", 2.0 * double(in_ * out_)}};
@@ -88,6 +95,7 @@ class Linear : public Case {
 
   std::int64_t in_, out_, tokens_;
   void *w_ = nullptr, *x_ = nullptr, *y_ = nullptr;
+  case_support::InputCopies copies_;
   case_support::NonfiniteScan scan_;
   std::vector<Figure> gate_figures_;
   std::vector<Figure> facts_;  // texts

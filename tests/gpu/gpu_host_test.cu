@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cuda_devices_test.hpp"
 #include "device.hpp"
 #include "measure.hpp"
+#include "roofbench/case_support/input_copies.hpp"
 #include "roofbench/cuda.hpp"
 
 namespace roofbench {
@@ -40,15 +42,19 @@ void launch_scale(const float* x, float* y, std::size_t n, float factor, std::si
 // y = factor * x; `broken` variants leave the tail unwritten, scale wrongly, or fault.
 enum class Flaw { none, skips_tail, wrong_factor, illegal_address, huge_allocation };
 
+// `rotates`: offers copies of x and y for cold runs (Case::rotation()).
 class ScaleCase final : public Case {
  public:
-  ScaleCase(std::size_t n, Flaw flaw) : n_(n), flaw_(flaw) {}
+  ScaleCase(std::size_t n, Flaw flaw, bool rotates = false) : n_(n), flaw_(flaw), rotates_(rotates) {}
   void setup(Context& ctx) override {
     const std::size_t bytes = flaw_ == Flaw::huge_allocation ? (std::size_t{1} << 50) : n_ * sizeof(float);
     x_ = static_cast<float*>(ctx.alloc(bytes, BufferRole::input));
     y_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::output));
     ctx.fill_random(x_, n_, ElementType::f32);
+    copies_.add(x_, n_ * sizeof(float), BufferRole::input);
+    copies_.add(y_, n_ * sizeof(float), BufferRole::output);
   }
+  Rotation* rotation() override { return rotates_ ? &copies_ : nullptr; }
   void run(Context& ctx) override {
     auto stream = roofbench::cuda::stream(ctx);
     if (flaw_ == Flaw::illegal_address) {
@@ -71,7 +77,9 @@ class ScaleCase final : public Case {
  private:
   std::size_t n_;
   Flaw flaw_;
+  bool rotates_;
   float *x_ = nullptr, *y_ = nullptr;
+  case_support::InputCopies copies_;
 };
 
 class GpuHost : public CudaDevicesTest {
@@ -91,9 +99,25 @@ class GpuHost : public CudaDevicesTest {
     o.energy_seconds = energy_seconds;
     return take_measurement(b, {devices_.front().get()}, ceilings_, o);
   }
+  // The scale case over n elements, hot or cold, with or without copies to rotate over.
+  Measurement measure_scale(std::size_t n, bool rotates, bool cold) {
+    spec_ = CaseSpec{.name = "scale", .device = DeviceNeed::gpu(), .precision = Precision::fp32,
+                     .make = [n, rotates](const Params&) { return std::make_unique<ScaleCase>(n, Flaw::none, rotates); }};
+    BenchmarkSpec b{"test/scale", "test", &spec_, Params{}};
+    MeasureOptions o;
+    o.max_time = 0.5;
+    o.cold = cold;
+    return take_measurement(b, {devices_.front().get()}, ceilings_, o);
+  }
   Ceilings ceilings_;
   CaseSpec spec_;
 };
+
+std::string fact_of(const Measurement& m, const std::string& name) {
+  for (const Fact& f : m.case_facts)
+    if (f.name == name) return f.value;
+  return "";
+}
 
 // A bare CUDA graph of `untimed` launches, then `timed` launches between two of its own event nodes
 // (external event records), so a replay's span leaves out the host's latency in submitting it. Freed
@@ -272,6 +296,29 @@ TEST_F(GpuHost, KernelTimeIsTheKernelsOwnDurationOnTheStreamAndInAGraph) {
     EXPECT_NEAR(r.kernel_time.seconds, spin, 0.03 * spin + 1e-6);
     EXPECT_NEAR(r.stats.median, r.kernel_time.seconds, 0.05 * r.kernel_time.seconds);
   }
+}
+
+// Cold by rotation reads from DRAM: x and y of a quarter of the L2 together, timed hot, stay in the L2; rotated over
+// copies that exceed twice the L2 each run reads them from DRAM, so its time is well above the hot one. It is
+// below the flushed time by at most the launch a flushed sample holds between its events (2.59 us for an
+// empty kernel on an H200, docs/method.md) and the noise.
+TEST_F(GpuHost, ColdByRotationReadsFromMainMemory) {
+  const std::size_t n = static_cast<std::size_t>(devices_.front()->cache_bytes() / 4 / (2 * sizeof(float)));
+  const Measurement hot = measure_scale(n, true, false);
+  const Measurement flushed = measure_scale(n, false, true);
+  const Measurement rotated = measure_scale(n, true, true);
+  for (const Measurement* m : {&hot, &flushed, &rotated}) ASSERT_EQ(m->status, Status::ok) << m->message;
+  EXPECT_EQ(hot.cold_copies, 0);
+  EXPECT_EQ(flushed.cold_copies, 0);
+  EXPECT_EQ(fact_of(flushed, "cold_mode"), "flush: the case has no copies of its inputs to rotate");
+  EXPECT_GE(rotated.cold_copies, 8);  // 8 x (a quarter of the L2) = twice the L2
+  EXPECT_EQ(fact_of(rotated, "cold_mode").rfind("rotate: ", 0), 0u) << fact_of(rotated, "cold_mode");
+  EXPECT_EQ(rotated.runs_per_sample % rotated.cold_copies, 0);
+  const double t_hot = hot.stats.median, t_flushed = flushed.stats.median, t_rotated = rotated.stats.median;
+  std::printf("scale over %.1f MB: hot %.2f us, cold by flush %.2f us, cold by rotation over %d copies %.2f us\n",
+              8e-6 * double(n), 1e6 * t_hot, 1e6 * t_flushed, rotated.cold_copies, 1e6 * t_rotated);
+  EXPECT_GT(t_rotated, 1.2 * t_hot);
+  EXPECT_GE(t_rotated, t_flushed - 3e-6 - 0.1 * t_flushed);
 }
 
 TEST_F(GpuHost, ClockProbeReadsAPlausibleSmClock) {

@@ -189,6 +189,15 @@ TEST(ConsoleTable, NotesSayGraphCacheColdAndLeaks) {
   EXPECT_THAT(table_row("p/c", ran(r), kTable), EndsWith("graph, data in cache, leaked 10.0 GiB"));
 }
 
+TEST(ConsoleTable, NotesSayWhichWayARunWasCold) {
+  Result r = passing("p/c", 1e-6);
+  r.cold = true;
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), EndsWith(" cold"));
+  r.graph = true;
+  r.cold_copies = 23;
+  EXPECT_THAT(table_row("p/c", ran(r), kTable), EndsWith("graph, cold over 23 copies"));
+}
+
 TEST(ConsoleTable, AFailureIsOneShortLineSayingWhatAndWhy) {
   const std::string gate = table_row("wrong/off/n:4096", failed("wrong/off/n:4096", Status::gate_failed,
                                                                 "relative L2 error 0.01, tolerance 1e-05 (fp32)"),

@@ -113,6 +113,87 @@ TEST(LaunchChoice, ColdWhereAskedForOnTheStreamOrInAGraph) {
   EXPECT_FALSE(choose_timing(options(GraphMode::off), graphable(true), DeviceKind::cpu, 1, 1e-3).cold);
 }
 
+// --- cold by rotation: the copies, the plan over them, and the fallback to a flush
+
+constexpr double kL2 = 50.0 * 1024 * 1024;  // an H200's L2
+constexpr double kFree = 100e9;
+
+TEST(ColdRotation, TheFewestCopiesThatTogetherExceedTwiceTheCacheAndAtLeastTwo) {
+  const double gemv = 768.0 * 3072 * 2;  // the 1-token linear layer's bf16 weight: 4.72 MB
+  const ColdRotation c = choose_rotation(gemv, kL2, kFree, true);
+  EXPECT_EQ(c.copies, 23);  // 22 x 4.72 MB = 103.8 MB < 104.9 MB = 2 x L2 <= 23 x 4.72 MB
+  EXPECT_GE(c.copies * gemv, 2 * kL2);
+  EXPECT_LT((c.copies - 1) * gemv, 2 * kL2);
+  EXPECT_EQ(choose_rotation(2 * kL2, kL2, kFree, true).copies, 2);   // exactly twice the cache in one
+  EXPECT_EQ(choose_rotation(8 * kL2, kL2, kFree, true).copies, 2);   // larger than the cache: still two
+  EXPECT_EQ(choose_rotation(kL2 / 4, kL2, kFree, true).copies, 8);
+  EXPECT_EQ(choose_rotation(kL2 / 4 + 1, kL2, kFree, true).copies, 8);
+  EXPECT_TRUE(choose_rotation(gemv, kL2, kFree, true).flush_reason.empty());
+}
+
+TEST(ColdRotation, FlushesWithTheReasonWhereItCannotRotate) {
+  auto flushed = [](const ColdRotation& c, const std::string& words) {
+    EXPECT_EQ(c.copies, 0);
+    EXPECT_NE(c.flush_reason.find(words), std::string::npos) << c.flush_reason;
+    EXPECT_EQ(c.fact(kL2), "flush: " + c.flush_reason);
+  };
+  flushed(choose_rotation(0, kL2, kFree, true), "no copies");
+  flushed(choose_rotation(1e6, kL2, kFree, false), "cannot be one graph");
+  flushed(choose_rotation(1e6, 0, kFree, true), "cache size is not known");
+  flushed(choose_rotation(1e3, kL2, kFree, true), "over 4096");                 // 104858 copies of 1 kB
+  flushed(choose_rotation(8 * kL2, kL2, 2 * kL2, true), "half the device's free memory");
+  EXPECT_EQ(choose_rotation(8 * kL2, kL2, 16 * kL2, true).copies, 2);            // one more copy fits in half
+}
+
+TEST(ColdRotation, TheFactNamesTheCopiesAndTheirBytes) {
+  EXPECT_EQ(choose_rotation(768.0 * 3072 * 2, kL2, kFree, true).fact(kL2),
+            "rotate: 23 copies of 4.72 MB (2 x cache = 105 MB)");
+}
+
+TEST(ColdRotation, ASampleIsWholeRoundsOverTheCopies) {
+  EXPECT_EQ(rotation_runs_per_sample(23, 1), 23);
+  EXPECT_EQ(rotation_runs_per_sample(23, 23), 23);
+  EXPECT_EQ(rotation_runs_per_sample(23, 24), 46);
+  EXPECT_EQ(rotation_runs_per_sample(2, 401), 402);
+  EXPECT_EQ(rotation_runs_per_sample(9, 0), 9);
+}
+
+// The captured runs read copies 0..N-1 in order and wrap: between two reads of one copy every other copy
+// went through the cache. The events stay outside the graph, and nothing flushes.
+TEST(ColdRotation, TheGraphsRunsReadTheCopiesInTurnBetweenEventsOnTheStream) {
+  const TimingOptions rotate{.cold = true, .graph = true, .copies = 3};
+  const auto strategy = make_launch_strategy(rotate);
+  EXPECT_TRUE(strategy->cold());
+  EXPECT_TRUE(strategy->graph());
+  EXPECT_FALSE(strategy->flushes());
+  for (const bool timed : {true, false}) {
+    const SamplePlan p = strategy->plan(6, timed);
+    EXPECT_EQ(p.copies, 3);
+    EXPECT_EQ(p.in_graph, (Steps{runs}));
+    EXPECT_EQ(p.before_graph, timed ? Steps{start} : Steps{});
+    EXPECT_EQ(p.after_graph, timed ? Steps{stop} : Steps{});
+    std::vector<int> order;
+    for (int i = 0; i < p.runs; ++i) order.push_back(copy_for_run(p, i));
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  }
+  EXPECT_EQ(copy_for_run(plan({.cold = true, .graph = true}, 2, true), 1), -1);  // flushed: no copies
+  EXPECT_TRUE(make_launch_strategy({.cold = true, .graph = true})->flushes());
+  EXPECT_FALSE(make_launch_strategy({.cold = false, .graph = true, .copies = 3})->cold());  // hot: no rotation
+}
+
+TEST(ColdRotation, TheChoiceIsAGraphOverTheCopiesOnlyWhenCold) {
+  const TimingOptions cold = choose_timing(options(GraphMode::automatic, true), graphable(true), DeviceKind::cuda, 1,
+                                           1e-3, 23);
+  EXPECT_TRUE(cold.cold);
+  EXPECT_TRUE(cold.graph);  // a graph whatever the runs' length
+  EXPECT_EQ(cold.copies, 23);
+  EXPECT_EQ(choose_timing(options(GraphMode::automatic), graphable(true), DeviceKind::cuda, 1, 1e-3, 23).copies, 0);
+  EXPECT_FALSE(graph_allowed(options(GraphMode::off, true), graphable(true), DeviceKind::cuda, 1));
+  EXPECT_FALSE(graph_allowed(options(GraphMode::on, true), graphable(false), DeviceKind::cuda, 1));
+  EXPECT_FALSE(graph_allowed(options(GraphMode::on, true), graphable(true), DeviceKind::cuda, 2));
+  EXPECT_TRUE(graph_allowed(options(GraphMode::automatic, true), graphable(true), DeviceKind::cuda, 1));
+}
+
 // --- the CPU's strategies: the plans carried out on the host
 
 TEST(CpuLaunch, TheHostFlushesBeforeTheStartAndTimesOnlyTheRuns) {

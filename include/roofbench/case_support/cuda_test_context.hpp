@@ -160,4 +160,24 @@ inline GateOutcome run_gate_sequence(Case& c, CudaTestContext& ctx, const GateSt
   return gate_after_setup(c, ctx, steps);
 }
 
+// A rotating case (Case::rotation()) after setup, given `copies` sets as the host makes them under --cold:
+// the gate on each set in turn (its outputs poisoned, one run reading it, the check), then teardown. One
+// Check per set, in order; a case without copies fails the test's expectation of `copies` of them.
+inline std::vector<Check> gate_on_every_copy(Case& c, CudaTestContext& ctx, int copies) {
+  c.setup(ctx);
+  std::vector<Check> checks;
+  if (Rotation* rotation = c.rotation()) {
+    rotation->make_copies(ctx, copies);
+    for (int copy = 0; copy < copies; ++copy) {
+      rotation->use(copy);
+      ctx.fill_outputs(0xFF);
+      c.run(ctx);
+      ctx.synchronize(0);
+      checks.push_back(c.check(ctx));
+    }
+  }
+  c.teardown(ctx);
+  return checks;
+}
+
 }  // namespace roofbench::case_support::testing

@@ -386,6 +386,30 @@ TEST(ConvGateFailures, AnOutputLeftPoisonedFailsTheGate) {
   EXPECT_TRUE(std::isnan(g.error)) << g.detail;
 }
 
+// Cold by rotation: each pass reads its inputs and writes its output in the copy selected, and every copy
+// passes the gate, through cuDNN's legacy algorithms, its backend plans (whose variant packs follow the
+// pointers) and the hand-written kernel.
+TEST(ConvRotation, EveryCopyPassesTheGate) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  const std::pair<const char*, Params> points[] = {
+      {"conv_bf16", layer_point("conv3_3x3s2_128", "fwd", "nhwc", "cudnn", 4)},
+      {"conv_bf16", layer_point("conv3_3x3s2_128", "bwd_data", "nhwc", "cudnn", 4)},
+      {"conv_bf16", layer_point("conv3_3x3s2_128", "bwd_filter", "nhwc", "cudnn", 4)},
+      {"conv_fp32", layer_point("conv2_3x3_64", "fwd", "nchw", "cudnn", 4)},
+      {"conv_bf16", layer_point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm", 4)}};
+  for (const auto& [name, point] : points) {
+    const CaseSpec& of = spec(name);
+    CudaTestContext ctx(point);
+    const auto made = of.make(point);
+    const std::vector<Check> checks = case_support::testing::gate_on_every_copy(*made, ctx, 3);
+    ASSERT_EQ(checks.size(), 3u) << name;
+    const double tolerance = of.tolerance > 0 ? of.tolerance : default_tolerance(of.precision);
+    for (std::size_t copy = 0; copy < checks.size(); ++copy)
+      EXPECT_LE(checks[copy].rel_l2_error, tolerance) << name << " " << point.str("pass") << " copy " << copy << ": "
+                                                      << checks[copy].detail;
+  }
+}
+
 TEST(ConvNotApplicable, ImpossiblePointsSaySo) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   // The hand-written kernel has no backward pass: refused before anything is allocated.

@@ -163,6 +163,22 @@ Check gate(const CaseSpec& spec, const Params& params, const RunInstead& run_ins
   return run_gate_sequence(*made, ctx, {.output_fill = output_fill, .run_instead = run_instead}).check;
 }
 
+// Cold by rotation: the add and copy cases pass their gate on every copy the host makes of their buffers.
+TEST_F(MicroGpu, RotatingCasesPassTheirGateOnEveryCopy) {
+  for (const CaseSpec& spec : described().cases) {
+    if (spec.name.rfind("add_", 0) != 0 && spec.name != "copy") continue;
+    for (const char* value : {"4100", "1000004"}) {
+      const Params params = one_param(spec.axes[0].name, value);
+      CudaTestContext ctx(params);
+      const auto made = spec.make(params);
+      const std::vector<Check> checks = case_support::testing::gate_on_every_copy(*made, ctx, 3);
+      ASSERT_EQ(checks.size(), 3u) << spec.name << ": no copies to rotate";
+      for (std::size_t copy = 0; copy < checks.size(); ++copy)
+        EXPECT_LE(checks[copy].rel_l2_error, tolerance_of(spec)) << spec.name << " " << value << " copy " << copy;
+    }
+  }
+}
+
 TEST_F(MicroGpu, EveryCasePassesItsGateAtSmallAndOddSizes) {
   // Per case, the axis values to try: the first real one, plus odd ones that leave partial tiles and
   // vector tails (fp8 needs multiples of 16).

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -291,6 +293,30 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
                                                       << r.check.detail;
       }
   }
+}
+
+// Cold by rotation: every copy the host makes passes the gate (the run reads and writes the copy selected).
+void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what) {
+  CudaTestContext ctx(Params{});
+  std::vector<Check> checks;
+  try {
+    checks = case_support::testing::gate_on_every_copy(*c, ctx, 3);
+  } catch (const NotApplicable& e) {
+    std::printf("[ not applicable ] %s: %s\n", what.c_str(), e.what());
+    return;
+  }
+  ASSERT_EQ(checks.size(), 3u) << what << ": no copies to rotate";
+  for (std::size_t copy = 0; copy < checks.size(); ++copy)
+    EXPECT_TRUE(passes(checks[copy], Precision::bf16)) << what << " copy " << copy << ": rel err "
+                                                       << checks[copy].rel_l2_error << "; " << checks[copy].detail;
+}
+
+TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
+  for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
+    for (const char* impl : {"cublaslt", "gemv"})
+      expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
+  for (const std::string& impl : decode_impls_to_gate())
+    expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
 }
 
 }  // namespace

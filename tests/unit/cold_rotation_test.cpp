@@ -1,0 +1,170 @@
+// Cold by rotation through the host's measurement path, on the CPU: a device that says it is a GPU with a
+// 1 MB cache and carries its plans out on the host as a CUDA timer does (graphs run in place), and cases that
+// record which copy each run read. Checks what the host does with a case's copies: how many it asks for,
+// that the timed runs read them in turn from 0 and wrap, the fallback to a flush and its reason, and the
+// fact and label that name the cold mode.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu_backed_device.hpp"
+#include "launch_strategy.hpp"
+#include "measure.hpp"
+#include "summaries.hpp"
+
+namespace roofbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kCache = 1e6;
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A plan's steps on the host: the runs step as CudaTimer does it (each run pointed at its copy first).
+class PlanOnHostTimer final : public Timer {
+ public:
+  PlanOnHostTimer(std::function<void()> run_once, const TimingOptions& options)
+      : run_once_(std::move(run_once)), options_(options), strategy_(make_launch_strategy(options)) {}
+  SampleTime time(int runs) override { return {carry_out(strategy_->plan(runs, true)), 0}; }
+  void run_untimed(int runs) override { carry_out(strategy_->plan(runs, false)); }
+
+ private:
+  double carry_out(const SamplePlan& plan) {
+    double start = 0, stop = 0;
+    for (const auto* steps : {&plan.before_graph, &plan.in_graph, &plan.after_graph})
+      for (SampleStep step : *steps) {
+        if (step == SampleStep::start) start = steady_seconds();
+        if (step == SampleStep::stop) stop = steady_seconds();
+        if (step != SampleStep::runs) continue;
+        for (int i = 0; i < plan.runs; ++i) {
+          if (plan.copies > 0) options_.use_copy(copy_for_run(plan, i));
+          run_once_();
+        }
+      }
+    return stop - start;
+  }
+  std::function<void()> run_once_;
+  TimingOptions options_;
+  std::unique_ptr<LaunchStrategy> strategy_;
+};
+
+class FakeGpu final : public CpuBackedDevice {
+ public:
+  FakeGpu() : CpuBackedDevice("fake-gpu") { info_.kind = DeviceKind::cuda; }
+  const DeviceInfo& info() const override { return info_; }
+  double cache_bytes() const override { return kCache; }
+  double free_bytes() override { return 1e9; }
+  std::unique_ptr<Timer> make_timer(const std::vector<Device*>&, std::function<void()> run_once,
+                                    const TimingOptions& options) override {
+    return std::make_unique<PlanOnHostTimer>(std::move(run_once), options);
+  }
+
+ private:
+  DeviceInfo info_;
+};
+
+// Copies of `bytes` each, which only count; every run records the copy it read (-1: before any was chosen).
+class RecordingRotation final : public Rotation {
+ public:
+  explicit RecordingRotation(std::size_t bytes) : bytes_(bytes) {}
+  std::size_t bytes() const override { return bytes_; }
+  void make_copies(Context&, int copies) override { made = copies; }
+  void use(int copy) override { current = copy; }
+  int made = 0, current = -1;
+
+ private:
+  std::size_t bytes_;
+};
+
+class RotatingCase final : public Case {
+ public:
+  RotatingCase(std::size_t bytes, std::vector<int>& read) : rotation_(bytes), read_(read) {}
+  void setup(Context&) override {}
+  void run(Context&) override { read_.push_back(rotation_.current); }
+  Work work() const override { return {.bytes = 1}; }
+  Check check(Context&) override { return {}; }
+  Rotation* rotation() override { return rotation_.bytes() > 0 ? &rotation_ : nullptr; }
+
+ private:
+  RecordingRotation rotation_;
+  std::vector<int>& read_;
+};
+
+struct Timed {
+  Measurement m;
+  std::vector<int> read;  // the copy every run read, in order
+};
+
+Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, bool cold = true) {
+  Timed t;
+  CaseSpec spec{.name = "rotating", .device = DeviceNeed::gpu(),
+                .make = [&](const Params&) { return std::make_unique<RotatingCase>(copy_bytes, t.read); }};
+  BenchmarkSpec b{"test/rotating", "test", &spec, Params{}};
+  MeasureOptions o;
+  o.cold = cold;
+  o.graph = graph;
+  o.max_time = 0.05;
+  o.warmup_max = 0.05;
+  FakeGpu gpu;
+  t.m = take_measurement(b, {&gpu}, Ceilings{}, o);
+  return t;
+}
+
+std::string fact(const Measurement& m, const std::string& name) {
+  for (const Fact& f : m.case_facts)
+    if (f.name == name) return f.value;
+  return "(none)";
+}
+
+TEST(ColdRotationInMeasure, TheTimedRunsReadTheCopiesInTurnFromZero) {
+  const Timed t = time_cold(300'000);  // 7 x 300 kB = 2.1 MB >= 2 x 1 MB
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 7);
+  EXPECT_TRUE(t.m.cold);
+  EXPECT_TRUE(t.m.graph);
+  EXPECT_EQ(fact(t.m, "cold_mode"), "rotate: 7 copies of 0.3 MB (2 x cache = 2 MB)");
+  EXPECT_EQ(t.m.runs_per_sample % 7, 0) << t.m.runs_per_sample;
+  // The last sample: whole rounds over the copies, in order.
+  ASSERT_GE(t.read.size(), std::size_t(t.m.runs_per_sample));
+  for (int i = 0; i < t.m.runs_per_sample; ++i)
+    EXPECT_EQ(t.read[t.read.size() - t.m.runs_per_sample + i], i % 7) << "run " << i;
+  EXPECT_THAT(result_of(t.m).label(true), HasSubstr("mode=cold cold=rotate"));
+}
+
+TEST(ColdRotationInMeasure, ACaseWithoutCopiesIsFlushedAndSaysWhy) {
+  const Timed t = time_cold(0);
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_TRUE(t.m.cold);
+  EXPECT_EQ(t.m.runs_per_sample, 1);
+  EXPECT_EQ(fact(t.m, "cold_mode"), "flush: the case has no copies of its inputs to rotate");
+  const std::string label = result_of(t.m).label(true);
+  EXPECT_THAT(label, HasSubstr("mode=cold"));
+  EXPECT_THAT(label, ::testing::Not(HasSubstr("rotate")));
+}
+
+TEST(ColdRotationInMeasure, WithoutGraphsARotatingCaseIsFlushedAndSaysWhy) {
+  const Timed t = time_cold(300'000, GraphMode::off);
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("flush: its runs cannot be one graph"));
+  for (int copy : t.read) EXPECT_EQ(copy, -1);  // no copy was ever chosen
+}
+
+TEST(ColdRotationInMeasure, HotRunsNeitherRotateNorSayAColdMode) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, false);
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_FALSE(t.m.cold);
+  EXPECT_EQ(fact(t.m, "cold_mode"), "(none)");
+}
+
+}  // namespace
+}  // namespace roofbench
