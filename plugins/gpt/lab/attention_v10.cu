@@ -1,0 +1,247 @@
+// Fused causal attention with RoPE, version 10 (bf16, the kernel lab's lab_attention_bf16): the forward on
+// Hopper's own instructions (sm_90a: TMA tile loads completing on an mbarrier, wgmma reading its operands
+// from shared memory through matrix descriptors); the backward is v9's. Compiled for sm_90a alone
+// (roofbench_hopper_sm90a, kernels/hopper/README.md); attention_v10_absent.cpp stands in for it in a build
+// without sm_90a code, and configure refuses (NotApplicable) on any device hopper_path_available rejects.
+//
+// At T <= 128 and head dim 64 a head's q, k and v are 16 KB each: the whole head fits one block's shared
+// memory, so there is no loop over key tiles and no online softmax. One block of two warp groups per head:
+//   - thread 0 loads q, k and v as three 128 x 64 boxes of the raw qkv (one 2-D tensor map over [N, 3C]),
+//     in the 128-byte swizzle the wgmma descriptors read, all three completing on one mbarrier; meanwhile
+//     every thread fetches its bias and RoPE factors;
+//   - every thread prepares its chunks in place (bias added, q and k rotated, rounded to bf16: v9's
+//     prepare_chunk, so the products see v9's operands), rows from T on zeroed; v is written transposed
+//     (head dims as rows, keys along them) into a buffer of its own, since wgmma's B operand must be
+//     K-major and the keys are P V's K; the ordinary stores are fenced for the async proxy;
+//   - warp group g takes query rows 64 g .. 64 g + 63 and, causal, only the keys 0 .. 64 g + 63: the scores
+//     S = q k^T as one m64nNk16 wgmma chain (N = 64 or 128 keys), the exact softmax of every row in
+//     registers (v9's softmax_row_block: ex2.approx, log2 units, its masks; a warp's 16 rows of the m64nN
+//     accumulator are mma.sync's m16n8 tiles), then O = P V with P from registers (the _rs form: the
+//     accumulator of S is, element for element, P's A fragment) and v^T from shared memory.
+// Out is written from the accumulators as bf16 pairs, lse in natural units for the rows below T.
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "attention_common.cuh"
+#include "attention_rows.cuh"
+#include "attention_versions.hpp"
+#include "roofbench/cuda.hpp"
+#include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+namespace hw = roofbench::hopper;
+
+constexpr int kV10Threads = 256;  // two consumer warp groups
+constexpr int kV10Chunks = kMaxT * kChunksPerRow / kV10Threads;  // 16-byte chunks per thread and part
+constexpr int kV10RowsPerPass = kV10Threads / kChunksPerRow;
+constexpr std::uint32_t kSwizzleRow = 128;  // bytes per row of a 128-byte swizzled tile (64 bf16)
+constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: tiles start 1024-byte aligned
+constexpr std::uint32_t kHeadTileBytes = kMaxT * kSwizzleRow;  // q, k or v of one head: 16 KB
+constexpr std::uint32_t kKeyTileBytes = kHeadDim * kSwizzleRow;  // v^T for 64 keys: 64 dims x 64 keys
+static_assert(kHeadDim * 2 == kSwizzleRow, "a head row is one swizzled row");
+static_assert(kMaxT * kChunksPerRow % kV10Threads == 0);
+
+// The block's shared memory, from the first 1024-byte aligned address of the dynamic allocation.
+struct V10Smem {
+  unsigned char q[kHeadTileBytes], k[kHeadTileBytes], v[kHeadTileBytes];  // as TMA wrote them; q, k prepared
+  unsigned char vt[kMaxT / 64][kKeyTileBytes];  // v^T, keys 64 kt .. 64 kt + 63 in tile kt
+  std::uint64_t loaded;                          // the three boxes' bytes
+};
+constexpr std::size_t kV10SmemBytes = sizeof(V10Smem) + kAtomBytes;  // room to align the start
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte swizzled tile (kernels/hopper/README.md).
+__device__ inline std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>(row) * kSwizzleRow + static_cast<std::uint32_t>((chunk ^ (row % 8)) * 16);
+}
+
+__device__ inline int v10_chunk_row(int it) {
+  return static_cast<int>(threadIdx.x) / kChunksPerRow + it * kV10RowsPerPass;
+}
+__device__ inline int v10_chunk_column() { return static_cast<int>(threadIdx.x) % kChunksPerRow; }
+
+// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows), read while the
+// boxes are in flight.
+struct V10Preparation {
+  float bias[3][kChunk];
+  float cos[kV10Chunks][4], sin[kV10Chunks][4];
+
+  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
+    const int c = kChunk * v10_chunk_column();
+#pragma unroll
+    for (int part = 0; part < 3; ++part)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(qkv_bias + part * at.C + at.h * kHeadDim + c + e);
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it) < at.T ? v10_chunk_row(it) : 0;  // a padding row is not prepared
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
+        sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
+      }
+    }
+  }
+
+  // q and k prepared in place, v prepared into v^T; rows from T on zero. Fenced for the async proxy.
+  __device__ void apply(V10Smem& sm, int T) const {
+    const int c = v10_chunk_column();
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it);
+      const std::uint32_t at = swizzled(r, c);
+      uint4* q = reinterpret_cast<uint4*>(sm.q + at);
+      uint4* k = reinterpret_cast<uint4*>(sm.k + at);
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      const bool live = r < T;
+      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : zero;
+      *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : zero;
+      const uint4 raw_v = *reinterpret_cast<const uint4*>(sm.v + at);
+      const uint4 v = live ? prepare_chunk(raw_v, bias[2], nullptr, nullptr) : zero;
+      // Element e of the chunk is v[r][8 c + e]: row 8 c + e of v^T, key column r % 64 of tile r / 64.
+      const bf16* x = reinterpret_cast<const bf16*>(&v);
+      unsigned char* tile = sm.vt[r / 64];
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e)
+        *reinterpret_cast<bf16*>(tile + swizzled(kChunk * c + e, (r % 64) / 8) + 2 * (r % 8)) = x[e];
+    }
+    hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
+  }
+};
+
+// Warp group g's 64 query rows (64 g ..) against keys 0 .. kKeys - 1 (kKeys = 64 (g + 1), causal): scores,
+// softmax, P V, then out and lse to global memory.
+template <int kKeys>
+__device__ __forceinline__ void attend_rows(const V10Smem& sm, bf16* out, float* lse, const HeadRows& at,
+                                            const FusedArgs& args, int group) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * group;
+  // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
+  // m64nN accumulator's d[4 j ..] in this warp's 16 rows. A group with 64 keys leaves tiles 8 .. 15 zero.
+  float s[2 * kRowBlocks][4];
+  float(&d)[kMaxT / 2] = reinterpret_cast<float(&)[kMaxT / 2]>(s);
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+    const std::uint64_t a = hw::descriptor_k_major_sw128(sm.q + q0 * kSwizzleRow, ks);
+    const std::uint64_t b = hw::descriptor_k_major_sw128(sm.k, ks);
+    if constexpr (kKeys == kMaxT)
+      hw::wgmma_bf16_ss(d, a, b, ks > 0 ? 1u : 0u);
+    else
+      hw::wgmma_bf16_ss(reinterpret_cast<float(&)[kKeys / 2]>(d), a, b, ks > 0 ? 1u : 0u);
+  }
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(d);
+#pragma unroll
+  for (int i = kKeys / 2; i < kMaxT / 2; ++i) d[i] = 0.0f;
+
+  // The exact softmax of this warp's row block m (rows 16 m ..): every key is in registers. It leaves the
+  // tiles right of the diagonal block as they were; their probabilities are zero.
+  const int m = q0 / kRows + warp;
+  float inv_sum[2], row_lse[2];
+  softmax_row_block<Exponent::log2_approx>(s, inv_sum, row_lse, m, args.s.T, args.scale, lane);
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (j / 2 > m) s[j][e] = 0.0f;
+  const int rows[2] = {q0 + 16 * warp + lane / 4, q0 + 16 * warp + lane / 4 + 8};
+
+  unsigned p[kKeys / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) {
+    accumulators_as_a(p[ks], s, ks);  // P's A fragment: tiles 2 ks and 2 ks + 1
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
+  }
+  float o[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks)
+    hw::wgmma_bf16_rs(o, p[ks], hw::descriptor_k_major_sw128(sm.vt[ks / 4], ks % 4), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(o);
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (rows[h] >= args.s.T) continue;
+    if (lane % 4 == 0) lse[at.stats_at(rows[h], args.s.heads)] = row_lse[h];
+    bf16* row = out + at.rows_at(rows[h]) + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+      *reinterpret_cast<unsigned*>(row + 8 * j) =
+          pack_bf16(o[4 * j + 2 * h] * inv_sum[h], o[4 * j + 2 * h + 1] * inv_sum[h]);
+  }
+}
+
+__global__ void __launch_bounds__(kV10Threads, 2)
+    fused_attention_v10_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                       const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  const std::uint32_t base = hw::shared_address(raw);
+  V10Smem& sm = *reinterpret_cast<V10Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
+  const AttentionShape& s = args.s;
+  const HeadRows at{static_cast<int>(blockIdx.x) / s.heads, static_cast<int>(blockIdx.x) % s.heads, s.T,
+                    s.channels()};
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.loaded, 1);
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int row = at.b * s.T, col = at.h * kHeadDim;
+    hw::mbarrier_arrive_expect_tx(&sm.loaded, 3 * kHeadTileBytes);
+    hw::tma_load_2d(sm.q, &qkv_map, &sm.loaded, row, col);
+    hw::tma_load_2d(sm.k, &qkv_map, &sm.loaded, row, at.C + col);
+    hw::tma_load_2d(sm.v, &qkv_map, &sm.loaded, row, 2 * at.C + col);
+  }
+  V10Preparation prep;
+  prep.load(bias, args.rope, at);
+  hw::mbarrier_wait(&sm.loaded, 0);
+  prep.apply(sm, s.T);
+  __syncthreads();
+  const int group = static_cast<int>(threadIdx.x) / 128;
+  if (64 * group >= s.T) return;  // T <= 64: the second group's rows are all padding
+  if (group == 0)
+    attend_rows<64>(sm, out, lse, at, args, 0);
+  else
+    attend_rows<kMaxT>(sm, out, lse, at, args, 1);
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::lab {
+
+void attention_v10_configure() {
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  if (!hopper::hopper_path_available(device))
+    throw NotApplicable("gpt attention v10 needs sm_90a (wgmma): a compute capability 9.0 GPU");
+  fused_attention_configure();  // the backward, v9's
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(attention::fused_attention_v10_forward_kernel,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(attention::kV10SmemBytes)));
+}
+
+void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  const attention::FusedArgs args = attention::fused_args(s, rope);
+  attention::check_head_operands_aligned("v10", out, qkv, qkv_bias, rope);
+  const std::uint64_t C = static_cast<std::uint64_t>(s.channels());
+  const hopper::Matrix2d rows{qkv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(s.batch) * s.T,
+                              3 * C, 3 * C * sizeof(bf16)};
+  const CUtensorMap map = hopper::make_tensor_map_2d(rows, attention::kMaxT, attention::kHeadDim,
+                                                     hopper::TileSwizzle::bytes128);
+  attention::fused_attention_v10_forward_kernel<<<s.batch * s.heads, attention::kV10Threads,
+                                                  attention::kV10SmemBytes, stream>>>(map, out, lse, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace roofbench::gpt::cuda::lab
