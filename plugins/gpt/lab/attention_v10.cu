@@ -72,6 +72,14 @@ __device__ inline Smem& aligned_smem(unsigned char* raw) {
   return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
 }
 
+// mbarrier_wait with a time limit of about a second (2^31 cycles; a real wait takes microseconds): a phase
+// that never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ inline void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) __trap();
+}
+
 // The three boxes of the head `at` (rows b T .., columns of q, k and v) into `tiles`, completing on `bar`.
 // One thread issues them.
 __device__ inline void load_head(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
@@ -236,7 +244,7 @@ __global__ void __launch_bounds__(kV10Threads, 2)
   if (threadIdx.x == 0) load_head(sm.head, &qkv_map, &sm.loaded, at);
   V10Preparation prep;
   prep.load(bias, args.rope, at);
-  hw::mbarrier_wait(&sm.loaded, 0);
+  wait_or_trap(&sm.loaded, 0);
   prep.apply(sm.head, sm.vt, args.s.T);
   __syncthreads();
   attend_head(sm.head, sm.vt, out, lse, at, args, static_cast<int>(threadIdx.x) / 128);
@@ -263,18 +271,18 @@ constexpr std::size_t kV11SmemBytes = sizeof(V11Smem) + kAtomBytes;
 __device__ inline void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kV10Threads) : "memory"); }
 
 // The producer's one thread: stage n % 2 gets the block's n-th head once both consumer groups released it.
-__device__ void produce_heads(V11Smem& sm, const CUtensorMap* map, const AttentionShape& s) {
+__device__ __forceinline__ void produce_heads(V11Smem& sm, const CUtensorMap* map, const AttentionShape& s) {
   if (threadIdx.x != 0) return;
   int n = 0;
   for (int head = static_cast<int>(blockIdx.x); head < s.batch * s.heads; head += static_cast<int>(gridDim.x), ++n) {
     const int stage = n % kV11Stages;
-    hw::mbarrier_wait(&sm.empty[stage], ((n / kV11Stages) & 1) ^ 1);  // a fresh barrier passes parity 1
+    wait_or_trap(&sm.empty[stage], ((n / kV11Stages) & 1) ^ 1);  // a fresh barrier passes parity 1
     load_head(sm.stage[stage], map, &sm.full[stage], v10_head_rows(head, s));
   }
 }
 
 // A consumer thread (warp group 1 or 2 of the block): each of the block's heads as v10 computes one.
-__device__ void consume_heads(V11Smem& sm, bf16* out, float* lse, const float* bias, const FusedArgs& args) {
+__device__ __forceinline__ void consume_heads(V11Smem& sm, bf16* out, float* lse, const float* bias, const FusedArgs& args) {
   const int group = static_cast<int>(threadIdx.x) / 128 - 1;
   int n = 0;
   for (int head = static_cast<int>(blockIdx.x); head < args.s.batch * args.s.heads;
@@ -283,7 +291,7 @@ __device__ void consume_heads(V11Smem& sm, bf16* out, float* lse, const float* b
     const HeadRows at = v10_head_rows(head, args.s);
     V10Preparation prep;
     prep.load(bias, args.rope, at);
-    hw::mbarrier_wait(&sm.full[stage], (n / kV11Stages) & 1);
+    wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
     consumers_sync();  // both groups' P V of the previous head have finished reading v^T
     prep.apply(sm.stage[stage], sm.vt, args.s.T);
     consumers_sync();  // every chunk prepared (and fenced) before any wgmma reads it
