@@ -289,9 +289,11 @@ __device__ __forceinline__ void consume_heads(V11Smem& sm, bf16* out, float* lse
        head += static_cast<int>(gridDim.x), ++n) {
     const int stage = n % kV11Stages;
     const HeadRows at = v10_head_rows(head, args.s);
+    wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
+    // The bias and RoPE factors after the wait: fetched before it, they stay live across the loop, and
+    // ptxas (C7511) then serializes the wgmmas for want of registers.
     V10Preparation prep;
     prep.load(bias, args.rope, at);
-    wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
     consumers_sync();  // both groups' P V of the previous head have finished reading v^T
     prep.apply(sm.stage[stage], sm.vt, args.s.T);
     consumers_sync();  // every chunk prepared (and fenced) before any wgmma reads it
