@@ -101,8 +101,8 @@ __device__ inline int preparing_thread() { return static_cast<int>(threadIdx.x) 
 __device__ inline int v10_chunk_row(int it) { return preparing_thread() / kChunksPerRow + it * kV10RowsPerPass; }
 __device__ inline int v10_chunk_column() { return preparing_thread() % kChunksPerRow; }
 
-// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows), read while the
-// boxes are in flight.
+// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows): v10 reads them
+// while the boxes are in flight, v11 once its stage has landed.
 struct V10Preparation {
   float bias[3][kChunk];
   float cos[kV10Chunks][4], sin[kV10Chunks][4];
