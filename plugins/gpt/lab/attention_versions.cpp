@@ -32,6 +32,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v7_backward},
     {"v9", bf16_attention_keeper_name(), true, fused_attention_configure, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v10", "v10 (TMA + wgmma forward, sm_90a; v9's backward)", false, attention_v10_configure,
+     attention_v10_forward, keeper_backward<bf16>},
+    {"v11", "v11 (v10 persistent: producer warp group, two TMA head stages; v9's backward)", false,
+     attention_v11_configure, attention_v11_forward, keeper_backward<bf16>},
 };
 
 }  // namespace

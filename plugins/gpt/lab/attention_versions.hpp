@@ -1,5 +1,6 @@
 // The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own
-// (v1 on fp32 tensors, attention_v1.cu; v7 on bf16 ones, attention_v7.cu) and the keepers the trainers run
+// (v1 on fp32 tensors, attention_v1.cu; v7, v10 and v11 on bf16 ones, attention_v7.cu and attention_v10.cu,
+// the latter sm_90a code that runs on compute capability 9.0 alone) and the keepers the trainers run
 // (v8 and v9, layers.hpp's fused_attention_forward and _backward). Every row has the keepers' contract
 // (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
@@ -26,7 +27,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9, v10, v11), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -46,5 +47,16 @@ void attention_v7_forward(bf16* out, float* lse, const bf16* qkv, const float* q
 void attention_v7_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                            cudaStream_t stream);
+
+// v10 (attention_v10.cu, sm_90a): the forward on TMA and wgmma, the backward v9's. configure throws
+// NotApplicable unless the device runs this build's sm_90a code (hopper_path_available).
+void attention_v10_configure();
+void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+// v11 (attention_v10.cu too): v10's forward persistent, a producer warp group's TMA loads filling a ring of two
+// head stages while two consumer warp groups compute; the backward v9's. configure as v10's.
+void attention_v11_configure();
+void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -1,0 +1,401 @@
+// Fused causal attention with RoPE, versions 10 and 11 (bf16, the kernel lab's lab_attention_bf16): the
+// forward on Hopper's own instructions (sm_90a: TMA tile loads completing on an mbarrier, wgmma reading its
+// operands from shared memory through matrix descriptors); the backward is v9's. Compiled for sm_90a alone
+// (roofbench_hopper_sm90a, kernels/hopper/README.md); attention_v10_absent.cpp stands in for it in a build
+// without sm_90a code, and configure refuses (NotApplicable) on any device hopper_path_available rejects.
+//
+// At T <= 128 and head dim 64 a head's q, k and v are 16 KB each: the whole head fits one block's shared
+// memory, so there is no loop over key tiles and no online softmax. One block of two warp groups per head:
+//   - thread 0 loads q, k and v as three 128 x 64 boxes of the raw qkv (one 2-D tensor map over [N, 3C]),
+//     in the 128-byte swizzle the wgmma descriptors read, all three completing on one mbarrier; meanwhile
+//     every thread fetches its bias and RoPE factors;
+//   - every thread prepares its chunks in place (bias added, q and k rotated, rounded to bf16: v9's
+//     prepare_chunk, so the products see v9's operands), rows from T on zeroed; v is written transposed
+//     (head dims as rows, keys along them) into a buffer of its own, since wgmma's B operand must be
+//     K-major and the keys are P V's K; the ordinary stores are fenced for the async proxy;
+//   - warp group g takes query rows 64 g .. 64 g + 63 and, causal, only the keys 0 .. 64 g + 63: the scores
+//     S = q k^T as one m64nNk16 wgmma chain (N = 64 or 128 keys), the exact softmax of every row in
+//     registers (v9's softmax_row_block: ex2.approx, log2 units, its masks; a warp's 16 rows of the m64nN
+//     accumulator are mma.sync's m16n8 tiles), then O = P V with P from registers (the _rs form: the
+//     accumulator of S is, element for element, P's A fragment) and v^T from shared memory.
+// Out is written from the accumulators as bf16 pairs, lse in natural units for the rows below T.
+// v11, below, computes each head as v10 does within a persistent, warp-specialised block.
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "attention_common.cuh"
+#include "attention_rows.cuh"
+#include "attention_versions.hpp"
+#include "roofbench/cuda.hpp"
+#include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+namespace hw = roofbench::hopper;
+
+constexpr int kV10Threads = 256;  // two consumer warp groups
+constexpr int kV10Chunks = kMaxT * kChunksPerRow / kV10Threads;  // 16-byte chunks per thread and part
+constexpr int kV10RowsPerPass = kV10Threads / kChunksPerRow;
+constexpr std::uint32_t kSwizzleRow = 128;  // bytes per row of a 128-byte swizzled tile (64 bf16)
+constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: tiles start 1024-byte aligned
+constexpr std::uint32_t kHeadTileBytes = kMaxT * kSwizzleRow;  // q, k or v of one head: 16 KB
+constexpr std::uint32_t kKeyTileBytes = kHeadDim * kSwizzleRow;  // v^T for 64 keys: 64 dims x 64 keys
+static_assert(kHeadDim * 2 == kSwizzleRow, "a head row is one swizzled row");
+static_assert(kMaxT * kChunksPerRow % kV10Threads == 0);
+
+// One head's q, k and v as TMA writes them (q and k then prepared in place), and v^T: keys 64 kt .. 64 kt + 63
+// in tile kt.
+struct HeadTiles {
+  unsigned char q[kHeadTileBytes], k[kHeadTileBytes], v[kHeadTileBytes];
+};
+using TransposedV = unsigned char[kMaxT / 64][kKeyTileBytes];
+
+// v10's shared memory, from the first 1024-byte aligned address of the dynamic allocation.
+struct V10Smem {
+  HeadTiles head;
+  TransposedV vt;
+  std::uint64_t loaded;  // the three boxes' bytes
+};
+constexpr std::size_t kV10SmemBytes = sizeof(V10Smem) + kAtomBytes;  // room to align the start
+
+// The first 1024-byte aligned address of the dynamic shared memory (launched with kAtomBytes to spare).
+template <typename Smem>
+__device__ inline Smem& aligned_smem(unsigned char* raw) {
+  const std::uint32_t base = hw::shared_address(raw);
+  return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
+}
+
+// mbarrier_wait with a time limit of about a second (2^31 cycles; a real wait takes microseconds): a phase
+// that never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ inline void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) __trap();
+}
+
+// The three boxes of the head `at` (rows b T .., columns of q, k and v) into `tiles`, completing on `bar`.
+// One thread issues them.
+__device__ inline void load_head(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(bar, 3 * kHeadTileBytes);
+  hw::tma_load_2d(tiles.q, map, bar, row, col);
+  hw::tma_load_2d(tiles.k, map, bar, row, at.C + col);
+  hw::tma_load_2d(tiles.v, map, bar, row, 2 * at.C + col);
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte swizzled tile (kernels/hopper/README.md).
+__device__ inline std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>(row) * kSwizzleRow + static_cast<std::uint32_t>((chunk ^ (row % 8)) * 16);
+}
+
+// The chunks the preparation gives each of the kV10Threads threads that prepare a head (v10: all of them; v11:
+// its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % kV10Threads is as good a number).
+__device__ inline int preparing_thread() { return static_cast<int>(threadIdx.x) % kV10Threads; }
+__device__ inline int v10_chunk_row(int it) { return preparing_thread() / kChunksPerRow + it * kV10RowsPerPass; }
+__device__ inline int v10_chunk_column() { return preparing_thread() % kChunksPerRow; }
+
+// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows): v10 reads them
+// while the boxes are in flight, v11 once its stage has landed.
+struct V10Preparation {
+  float bias[3][kChunk];
+  float cos[kV10Chunks][4], sin[kV10Chunks][4];
+
+  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
+    const int c = kChunk * v10_chunk_column();
+#pragma unroll
+    for (int part = 0; part < 3; ++part)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(qkv_bias + part * at.C + at.h * kHeadDim + c + e);
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it) < at.T ? v10_chunk_row(it) : 0;  // a padding row is not prepared
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
+        sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
+      }
+    }
+  }
+
+  // q and k prepared in place, v prepared into v^T; rows from T on zero. Fenced for the async proxy.
+  __device__ void apply(HeadTiles& tiles, TransposedV& vt, int T) const {
+    const int c = v10_chunk_column();
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it);
+      const std::uint32_t at = swizzled(r, c);
+      uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
+      uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      const bool live = r < T;
+      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : zero;
+      *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : zero;
+      const uint4 raw_v = *reinterpret_cast<const uint4*>(tiles.v + at);
+      const uint4 v = live ? prepare_chunk(raw_v, bias[2], nullptr, nullptr) : zero;
+      // Element e of the chunk is v[r][8 c + e]: row 8 c + e of v^T, key column r % 64 of tile r / 64.
+      const bf16* x = reinterpret_cast<const bf16*>(&v);
+      unsigned char* tile = vt[r / 64];
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e)
+        *reinterpret_cast<bf16*>(tile + swizzled(kChunk * c + e, (r % 64) / 8) + 2 * (r % 8)) = x[e];
+    }
+    hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
+  }
+};
+
+// Warp group g's 64 query rows (64 g ..) against keys 0 .. kKeys - 1 (kKeys = 64 (g + 1), causal): scores,
+// softmax, P V, then out and lse to global memory.
+template <int kKeys>
+__device__ __forceinline__ void attend_rows(const HeadTiles& tiles, const TransposedV& vt, bf16* out, float* lse,
+                                            const HeadRows& at, const FusedArgs& args, int group) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * group;
+  // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
+  // m64nN accumulator's d[4 j ..] in this warp's 16 rows. A group with 64 keys leaves tiles 8 .. 15 zero.
+  float s[2 * kRowBlocks][4];
+  float(&d)[kMaxT / 2] = reinterpret_cast<float(&)[kMaxT / 2]>(s);
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+    const std::uint64_t a = hw::descriptor_k_major_sw128(tiles.q + q0 * kSwizzleRow, ks);
+    const std::uint64_t b = hw::descriptor_k_major_sw128(tiles.k, ks);
+    if constexpr (kKeys == kMaxT)
+      hw::wgmma_bf16_ss(d, a, b, ks > 0 ? 1u : 0u);
+    else
+      hw::wgmma_bf16_ss(reinterpret_cast<float(&)[kKeys / 2]>(d), a, b, ks > 0 ? 1u : 0u);
+  }
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(d);
+#pragma unroll
+  for (int i = kKeys / 2; i < kMaxT / 2; ++i) d[i] = 0.0f;
+
+  // The exact softmax of this warp's row block m (rows 16 m ..): every key is in registers. It leaves the
+  // tiles right of the diagonal block as they were; their probabilities are zero.
+  const int m = q0 / kRows + warp;
+  float inv_sum[2], row_lse[2];
+  softmax_row_block<Exponent::log2_approx>(s, inv_sum, row_lse, m, args.s.T, args.scale, lane);
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (j / 2 > m) s[j][e] = 0.0f;
+  const int rows[2] = {q0 + 16 * warp + lane / 4, q0 + 16 * warp + lane / 4 + 8};
+
+  unsigned p[kKeys / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) {
+    accumulators_as_a(p[ks], s, ks);  // P's A fragment: tiles 2 ks and 2 ks + 1
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
+  }
+  float o[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks)
+    hw::wgmma_bf16_rs(o, p[ks], hw::descriptor_k_major_sw128(vt[ks / 4], ks % 4), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(o);
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (rows[h] >= args.s.T) continue;
+    if (lane % 4 == 0) lse[at.stats_at(rows[h], args.s.heads)] = row_lse[h];
+    bf16* row = out + at.rows_at(rows[h]) + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j)
+      *reinterpret_cast<unsigned*>(row + 8 * j) =
+          pack_bf16(o[4 * j + 2 * h] * inv_sum[h], o[4 * j + 2 * h + 1] * inv_sum[h]);
+  }
+}
+
+// Warp group `group` (0 or 1) of the two that compute a prepared head: its 64 query rows, if any are below T.
+__device__ __forceinline__ void attend_head(const HeadTiles& tiles, const TransposedV& vt, bf16* out, float* lse,
+                                            const HeadRows& at, const FusedArgs& args, int group) {
+  if (64 * group >= args.s.T) return;  // T <= 64: the second group's rows are all padding
+  if (group == 0)
+    attend_rows<64>(tiles, vt, out, lse, at, args, 0);
+  else
+    attend_rows<kMaxT>(tiles, vt, out, lse, at, args, 1);
+}
+
+__device__ inline HeadRows v10_head_rows(int head, const AttentionShape& s) {
+  return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};
+}
+
+__global__ void __launch_bounds__(kV10Threads, 2)
+    fused_attention_v10_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                       const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  V10Smem& sm = aligned_smem<V10Smem>(raw);
+  const HeadRows at = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.loaded, 1);
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) load_head(sm.head, &qkv_map, &sm.loaded, at);
+  V10Preparation prep;
+  prep.load(bias, args.rope, at);
+  wait_or_trap(&sm.loaded, 0);
+  prep.apply(sm.head, sm.vt, args.s.T);
+  __syncthreads();
+  attend_head(sm.head, sm.vt, out, lse, at, args, static_cast<int>(threadIdx.x) / 128);
+}
+
+// ---- v11: v10's head made persistent and warp specialised (FlashAttention-3's form). One block per SM of
+// three warp groups walks the heads (head blockIdx.x, then + gridDim.x, ...): the producer group, its
+// registers given up (setmaxnreg_dec), has one thread keep a ring of two head stages filled by TMA, each
+// stage's full barrier completing on its bytes and its empty barrier on the 256 consumer threads' arrivals;
+// the two consumer groups (setmaxnreg_inc) prepare and compute each head as v10 does, so the next head's
+// boxes land while this one computes. v^T is one buffer: a consumer barrier (named barrier 1, the 256
+// consumer threads) before each preparation waits until both groups' P V of the previous head are done.
+constexpr int kV11Stages = 2;
+constexpr int kV11Threads = 128 + kV10Threads;  // the producer warp group, then the consumers
+
+struct V11Smem {
+  HeadTiles stage[kV11Stages];
+  TransposedV vt;
+  std::uint64_t full[kV11Stages], empty[kV11Stages];
+};
+constexpr std::size_t kV11SmemBytes = sizeof(V11Smem) + kAtomBytes;
+
+// The 256 consumer threads meet (named barrier 1; __syncthreads is barrier 0).
+__device__ inline void consumers_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(kV10Threads) : "memory"); }
+
+// The producer's one thread: stage n % 2 gets the block's n-th head once both consumer groups released it.
+__device__ __forceinline__ void produce_heads(V11Smem& sm, const CUtensorMap* map, const AttentionShape& s) {
+  if (threadIdx.x != 0) return;
+  int n = 0;
+  for (int head = static_cast<int>(blockIdx.x); head < s.batch * s.heads; head += static_cast<int>(gridDim.x), ++n) {
+    const int stage = n % kV11Stages;
+    wait_or_trap(&sm.empty[stage], ((n / kV11Stages) & 1) ^ 1);  // a fresh barrier passes parity 1
+    load_head(sm.stage[stage], map, &sm.full[stage], v10_head_rows(head, s));
+  }
+}
+
+// A consumer thread (warp group 1 or 2 of the block): each of the block's heads as v10 computes one.
+__device__ __forceinline__ void consume_heads(V11Smem& sm, bf16* out, float* lse, const float* bias, const FusedArgs& args) {
+  const int group = static_cast<int>(threadIdx.x) / 128 - 1;
+  int n = 0;
+  for (int head = static_cast<int>(blockIdx.x); head < args.s.batch * args.s.heads;
+       head += static_cast<int>(gridDim.x), ++n) {
+    const int stage = n % kV11Stages;
+    const HeadRows at = v10_head_rows(head, args.s);
+    wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
+    // The bias and RoPE factors after the wait: fetched before it, they stay live across the loop, and
+    // ptxas (C7511) then serializes the wgmmas for want of registers.
+    V10Preparation prep;
+    prep.load(bias, args.rope, at);
+    consumers_sync();  // both groups' P V of the previous head have finished reading v^T
+    prep.apply(sm.stage[stage], sm.vt, args.s.T);
+    consumers_sync();  // every chunk prepared (and fenced) before any wgmma reads it
+    attend_head(sm.stage[stage], sm.vt, out, lse, at, args, group);
+    hw::mbarrier_arrive(&sm.empty[stage]);  // its wgmmas have completed: the stage may be refilled
+  }
+}
+
+__global__ void __launch_bounds__(kV11Threads, 1)
+    fused_attention_v11_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                       const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  V11Smem& sm = aligned_smem<V11Smem>(raw);
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kV11Stages; ++stage) {
+      hw::mbarrier_init(&sm.full[stage], 1);
+      hw::mbarrier_init(&sm.empty[stage], kV10Threads);
+    }
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    hw::setmaxnreg_dec<40>();
+    produce_heads(sm, &qkv_map, args.s);
+  } else {
+    hw::setmaxnreg_inc<232>();
+    consume_heads(sm, out, lse, bias, args);
+  }
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+// v10's and v11's common host steps: the device checked (NotApplicable off sm_90a), v9's backward and the
+// kernel's shared memory configured.
+template <typename Kernel>
+void configure_sm90a(const char* version, Kernel kernel, std::size_t smem_bytes) {
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  if (!hopper::hopper_path_available(device))
+    throw NotApplicable(std::string("gpt attention ") + version +
+                        " needs sm_90a (wgmma): a compute capability 9.0 GPU");
+  fused_attention_configure();  // the backward, v9's
+  ROOFBENCH_CUDA(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+}
+
+// The raw qkv [N, 3C] as TMA reads it: boxes of one head's 128 rows x 64 columns, 128-byte swizzle.
+CUtensorMap qkv_tensor_map(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
+                           RopeTable rope, const AttentionShape& s) {
+  check_head_operands_aligned(version, out, qkv, qkv_bias, rope);
+  const std::uint64_t C = static_cast<std::uint64_t>(s.channels());
+  const hopper::Matrix2d rows{qkv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(s.batch) * s.T,
+                              3 * C, 3 * C * sizeof(bf16)};
+  return hopper::make_tensor_map_2d(rows, kMaxT, kHeadDim, hopper::TileSwizzle::bytes128);
+}
+
+// v11's persistent grid: one block per SM (its registers allow no more). Set by attention_v11_configure.
+int g_v11_grid = 0;
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::lab {
+
+void attention_v10_configure() {
+  attention::configure_sm90a("v10", attention::fused_attention_v10_forward_kernel, attention::kV10SmemBytes);
+}
+
+void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  const attention::FusedArgs args = attention::fused_args(s, rope);
+  const CUtensorMap map = attention::qkv_tensor_map("v10", out, qkv, qkv_bias, rope, s);
+  attention::fused_attention_v10_forward_kernel<<<s.batch * s.heads, attention::kV10Threads,
+                                                  attention::kV10SmemBytes, stream>>>(map, out, lse, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+void attention_v11_configure() {
+  const auto kernel = attention::fused_attention_v11_forward_kernel;
+  attention::configure_sm90a("v11", kernel, attention::kV11SmemBytes);
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attention::kV11Threads,
+                                                               attention::kV11SmemBytes));
+  if (per_sm < 1) throw Error("gpt: attention v11's forward does not fit on this GPU's SMs");
+  attention::g_v11_grid = sms * per_sm;
+}
+
+void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  if (attention::g_v11_grid == 0) throw Error("gpt: attention v11 runs after attention_v11_configure()");
+  const attention::FusedArgs args = attention::fused_args(s, rope);
+  const CUtensorMap map = attention::qkv_tensor_map("v11", out, qkv, qkv_bias, rope, s);
+  const int blocks = std::min(s.batch * s.heads, attention::g_v11_grid);
+  attention::fused_attention_v11_forward_kernel<<<blocks, attention::kV11Threads, attention::kV11SmemBytes,
+                                                  stream>>>(map, out, lse, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace roofbench::gpt::cuda::lab

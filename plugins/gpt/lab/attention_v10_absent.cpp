@@ -1,0 +1,29 @@
+// Versions 10's and 11's launchers in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
+// attention_v10.cu is not compiled, so the versions are not applicable on any device and their benchmarks
+// are listed as not run.
+#include <string>
+
+#include "attention_versions.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::lab {
+
+namespace {
+
+[[noreturn]] void refuse(const char* version) {
+  throw NotApplicable(std::string("gpt attention ") + version +
+                      " needs sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
+}
+
+}  // namespace
+
+void attention_v10_configure() { refuse("v10"); }
+void attention_v10_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v10");
+}
+void attention_v11_configure() { refuse("v11"); }
+void attention_v11_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v11");
+}
+
+}  // namespace roofbench::gpt::cuda::lab
