@@ -152,9 +152,8 @@ void set_runs_per_sample(Options& o, const std::string& flag, const Value& v) {
   o.measure.runs_per_sample = static_cast<int>(n);
 }
 
-std::vector<OptionSpec> make_option_table() {
-  const Options defaults;
-  const MeasureOptions& m = defaults.measure;
+// What runs, and where.
+std::vector<OptionSpec> selection_options() {
   using enum Takes;
   return {
       {"--list", "", nothing, "", "plugins, cases, axes, suites and devices found; runs nothing", set_list},
@@ -167,6 +166,13 @@ std::vector<OptionSpec> make_option_table() {
       {"--plugin-dir", "DIR", value, "", "also load plugins from DIR (repeatable; also ROOFBENCH_PLUGIN_PATH)",
        set_plugin_dir},
       {"--gate", "on|off", value, "on", "correctness gates (off is said in every label)", set_gate},
+  };
+}
+
+// How each benchmark is timed.
+std::vector<OptionSpec> measurement_options(const MeasureOptions& m) {
+  using enum Takes;
+  return {
       {"--cold", "", nothing, "hot",
        "time every run with its data in main memory: over copies of the inputs that together exceed twice the "
        "L2, for cases that offer them, else by a cache flush before every sample (fact cold_mode)",
@@ -179,6 +185,13 @@ std::vector<OptionSpec> make_option_table() {
        set_min_time},
       {"--runs-per-sample", "N", value, "enough for 2 ms, 1 ms in a graph",
        "runs in each timed sample; with --graph on, the launches each replayed graph holds", set_runs_per_sample},
+  };
+}
+
+// Passes and observers beside the timed samples.
+std::vector<OptionSpec> pass_options() {
+  using enum Takes;
+  return {
       {"--profile", "[=N]", optional_inline_value, number_text(kDefaultProfileRuns),
        "after timing each GPU case, a CUPTI pass over N samples' worth of launches, through the same launch path "
        "(a graph stays a graph): time per kernel, torn down before the next case is timed",
@@ -198,6 +211,13 @@ std::vector<OptionSpec> make_option_table() {
        "S seconds: energy_per_run (J) and power (W) over a window of the samples; at the power limit, energy per "
        "run is what sets the time. Not with --cold. --energy=0: off, whatever the suite says",
        set_energy},
+  };
+}
+
+// The run itself: ceilings, isolation, results, help.
+std::vector<OptionSpec> run_options(const Options& defaults) {
+  using enum Takes;
+  return {
       {"--recalibrate", "", nothing, "", "measure the device's ceilings again instead of using the cached ones",
        set_recalibrate},
       {"--isolation", "process|none", value, "process",
@@ -213,6 +233,14 @@ std::vector<OptionSpec> make_option_table() {
       {"--help", "", nothing, "", "this text (also -h)", set_help},
       {"--help-markdown", "", nothing, "", "this text as the Markdown of docs/cli.md", set_help_markdown, true},
   };
+}
+
+std::vector<OptionSpec> make_option_table() {
+  const Options defaults;
+  std::vector<OptionSpec> table = selection_options();
+  for (auto part : {measurement_options(defaults.measure), pass_options(), run_options(defaults)})
+    table.insert(table.end(), part.begin(), part.end());
+  return table;
 }
 
 const OptionSpec* find_option(const std::string& flag) {
