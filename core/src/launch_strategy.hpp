@@ -58,7 +58,7 @@ struct ColdRotation {
   int copies = 0;           // 0: cold by flush
   double copy_bytes = 0;    // the bytes of one set
   std::string flush_reason;  // why not by rotation, when copies == 0
-  // The results' fact: "rotate: 23 copies of 4.72 MB (2 x L2 = 105 MB)" or "flush: <reason>".
+  // The results' fact: "rotate: 23 copies of 4.72 MB (2 x cache = 105 MB)" or "flush: <reason>".
   std::string fact(double cache_bytes) const;
 };
 
