@@ -124,7 +124,7 @@ ColdRotation choose_rotation(double copy_bytes, double cache_bytes, double free_
   else if (!graph_allowed) c.flush_reason = "its runs cannot be one graph (several ranks, not graphable, or --graph=off)";
   else if (cache_bytes <= 0) c.flush_reason = "the device's cache size is not known";
   if (!c.flush_reason.empty()) return c;
-  const double needed = std::max(2.0, std::ceil(2 * cache_bytes / copy_bytes));
+  const double needed = std::max(1.0, std::ceil(2 * cache_bytes / copy_bytes));
   if (needed > kMaxRotationCopies) {
     c.flush_reason = "its inputs (" + megabytes(copy_bytes) + ") would need " + std::to_string(int64_t(needed)) +
                      " copies to exceed twice the cache, over " + std::to_string(kMaxRotationCopies);
@@ -144,7 +144,7 @@ int rotation_runs_per_sample(int copies, int wanted) {
 
 std::string ColdRotation::fact(double cache_bytes) const {
   if (copies == 0) return "flush: " + flush_reason;
-  return "rotate: " + std::to_string(copies) + " copies of " + megabytes(copy_bytes) + " (2 x cache = " +
+  return "rotate: " + std::to_string(copies) + (copies == 1 ? " copy of " : " copies of ") + megabytes(copy_bytes) + " (2 x cache = " +
          megabytes(2 * cache_bytes) + ")";
 }
 

@@ -67,7 +67,8 @@ inline constexpr double kRotationMemoryShare = 0.5;
 // Nor more copies than this in one graph (a case of a few kilobytes flushes instead).
 inline constexpr int kMaxRotationCopies = 4096;
 
-// The copies a rotating case gets: the fewest N >= 2 with N x copy_bytes >= 2 x cache_bytes. Flush instead
+// The copies a rotating case gets: the fewest N with N x copy_bytes >= 2 x cache_bytes (one where a single
+// set already is: no run can find the last run's data in the cache, and no memory is spent on copies). Flush instead
 // where the case has no copies (copy_bytes 0), cannot be a graph (`graph_allowed`: one CUDA rank, a
 // graphable case, not --graph=off), where the cache is unknown, or the copies would be too many or too big
 // for free_bytes.

@@ -118,14 +118,16 @@ TEST(LaunchChoice, ColdWhereAskedForOnTheStreamOrInAGraph) {
 constexpr double kL2 = 50.0 * 1024 * 1024;  // an H200's L2
 constexpr double kFree = 100e9;
 
-TEST(ColdRotation, TheFewestCopiesThatTogetherExceedTwiceTheCacheAndAtLeastTwo) {
+TEST(ColdRotation, TheFewestCopiesThatTogetherExceedTwiceTheCache) {
   const double gemv = 768.0 * 3072 * 2;  // the 1-token linear layer's bf16 weight: 4.72 MB
   const ColdRotation c = choose_rotation(gemv, kL2, kFree, true);
   EXPECT_EQ(c.copies, 23);  // 22 x 4.72 MB = 103.8 MB < 104.9 MB = 2 x L2 <= 23 x 4.72 MB
   EXPECT_GE(c.copies * gemv, 2 * kL2);
   EXPECT_LT((c.copies - 1) * gemv, 2 * kL2);
-  EXPECT_EQ(choose_rotation(2 * kL2, kL2, kFree, true).copies, 2);   // exactly twice the cache in one
-  EXPECT_EQ(choose_rotation(8 * kL2, kL2, kFree, true).copies, 2);   // larger than the cache: still two
+  EXPECT_EQ(choose_rotation(2 * kL2, kL2, kFree, true).copies, 1);   // exactly twice the cache in one
+  EXPECT_EQ(choose_rotation(8 * kL2, kL2, kFree, true).copies, 1);   // larger: no copy is needed
+  EXPECT_EQ(choose_rotation(8 * kL2, kL2, kFree, true).fact(kL2).rfind("rotate: 1 copy of ", 0), 0u);
+  EXPECT_EQ(choose_rotation(2 * kL2 - 1, kL2, kFree, true).copies, 2);
   EXPECT_EQ(choose_rotation(kL2 / 4, kL2, kFree, true).copies, 8);
   EXPECT_EQ(choose_rotation(kL2 / 4 + 1, kL2, kFree, true).copies, 8);
   EXPECT_TRUE(choose_rotation(gemv, kL2, kFree, true).flush_reason.empty());
@@ -141,8 +143,8 @@ TEST(ColdRotation, FlushesWithTheReasonWhereItCannotRotate) {
   flushed(choose_rotation(1e6, kL2, kFree, false), "cannot be one graph");
   flushed(choose_rotation(1e6, 0, kFree, true), "cache size is not known");
   flushed(choose_rotation(1e3, kL2, kFree, true), "over 4096");                 // 104858 copies of 1 kB
-  flushed(choose_rotation(8 * kL2, kL2, 2 * kL2, true), "half the device's free memory");
-  EXPECT_EQ(choose_rotation(8 * kL2, kL2, 16 * kL2, true).copies, 2);            // one more copy fits in half
+  flushed(choose_rotation(kL2, kL2, 1.5 * kL2, true), "half the device's free memory");
+  EXPECT_EQ(choose_rotation(kL2, kL2, 2 * kL2, true).copies, 2);                  // one more copy fits in half
 }
 
 TEST(ColdRotation, TheFactNamesTheCopiesAndTheirBytes) {
