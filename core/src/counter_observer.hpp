@@ -10,12 +10,14 @@ class CounterObserver final : public SampleObserver {
  public:
   // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's
   // collective alone, and it would wait for the others forever).
-  explicit CounterObserver(std::size_t ranks) : ranks_(ranks) {}
+  // `device`: the GPU a single-GPU case runs on (cuda:N), whose context the profiler is enabled on.
+  CounterObserver(std::size_t ranks, int device) : ranks_(ranks), device_(device) {}
   // r.counters per run, with the pass's seconds.
   void end(Measurement& r, Timer& timer) override;
 
  private:
   std::size_t ranks_;
+  int device_;
 };
 
 }  // namespace roofbench

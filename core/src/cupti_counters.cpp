@@ -254,7 +254,27 @@ std::size_t range_count(const std::vector<std::uint8_t>& data) {
   return p.numTotalRanges;
 }
 
-CounterProfile collect_or_throw(const std::function<void()>& run_and_wait) {
+// `device` current for the pass (the profiler and the chip are the current context's), the previous one
+// current again after it.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    if (device < 0) return;
+    if (cudaGetDevice(&previous_) != cudaSuccess || cudaSetDevice(device) != cudaSuccess)
+      throw CuptiError("cannot make cuda:" + std::to_string(device) + " current");
+  }
+  ~CurrentDevice() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);  // a destructor must not throw
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+CounterProfile collect_or_throw(const std::function<void()>& run_and_wait, int device) {
+  const CurrentDevice current(device);
   const CUcontext ctx = current_context();
   std::vector<const char*> names = metric_names();
   RangeProfiler profiler;
@@ -276,9 +296,9 @@ CounterProfile collect_or_throw(const std::function<void()>& run_and_wait) {
 
 }  // namespace
 
-CounterProfile collect_counters(const std::function<void()>& run_and_wait) {
+CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device) {
   try {
-    return collect_or_throw(run_and_wait);
+    return collect_or_throw(run_and_wait, device);
   } catch (const CuptiError& e) {
     return {{}, {}, 0, e.what()};
   } catch (const std::exception& e) {

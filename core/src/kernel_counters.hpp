@@ -62,7 +62,9 @@ std::string counters_verdict(const KernelCounters& measured, double modelled_byt
 
 // Runs `run_and_wait` (which must synchronise) once under the Range Profiler, every kernel a range replayed
 // until all metrics are counted, and returns the counters of that call (not yet per run: see scale).
-CounterProfile collect_counters(const std::function<void()>& run_and_wait);
+// `device`: the GPU whose context is profiled (the one the kernels run on), current for the pass and
+// restored after; -1: the calling thread's current device.
+CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1);
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 void scale_per_run(CounterProfile& profile, double factor);

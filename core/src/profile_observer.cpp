@@ -12,7 +12,7 @@ void KernelProfileObserver::end(Measurement& r, Timer& timer) {
   const int launches = std::max(r.runs_per_sample, 1);
   r.profile = profile_kernels([&] { timer.run_untimed(launches); }, passes_);
   scale_per_run(r.profile, 1.0 / launches);
-  r.phases.profile = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.phases.profile += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace roofbench

@@ -11,7 +11,8 @@ class KernelProfileObserver final : public SampleObserver {
  public:
   // `passes`: how many samples' worth of launches the profiled pass observes.
   explicit KernelProfileObserver(int passes) : passes_(passes) {}
-  // r.profile per run, and r.phases.profile: the pass's seconds.
+  // r.profile per run, and the pass's seconds added to r.phases.profile (--kernel-time's trace, which
+  // runs first, adds its own there).
   void end(Measurement& r, Timer& timer) override;
 
  private:

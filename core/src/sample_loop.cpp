@@ -87,7 +87,8 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
     observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
-  if (o.counters && ranks.front()->info().kind == DeviceKind::cuda) observers.push_back(std::make_unique<CounterObserver>(ranks.size()));
+  if (o.counters && ranks.front()->info().kind == DeviceKind::cuda)
+    observers.push_back(std::make_unique<CounterObserver>(ranks.size(), ranks.front()->info().index));
   return observers;
 }
 
