@@ -1,0 +1,65 @@
+// A small TCP store that lines up the processes of one run: rank 0 listens on the rendezvous host and port,
+// every other rank connects to it (retrying until the timeout) and keeps one connection. Over these it
+// broadcasts a blob from rank 0 (NCCL's unique id travels this way), gathers a blob from every rank at rank 0,
+// and holds barriers. It is the basis of runs with one process per GPU; the host does not use it yet.
+//
+// Every operation has a timeout. When a rank does not arrive in time or its connection closes (it ended or
+// crashed), rank 0 throws RendezvousError naming that rank and passes the same message to the others, which
+// throw it too; a rank that loses rank 0 names rank 0. Nobody waits past its timeout (the ranks other than 0
+// wait one grace second longer, so that rank 0's verdict reaches them). IPv4, POSIX sockets.
+// After a RendezvousError the object is spent: destroy it (its sockets close) and end the run.
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace roofbench {
+
+struct RendezvousError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RendezvousConfig {
+  int rank = 0;
+  int world_size = 1;
+  std::string host = "127.0.0.1";  // rank 0's host: a name or an IPv4 address
+  int port = 0;
+  std::chrono::milliseconds timeout{60000};  // for the meeting and for each operation
+};
+
+class Rendezvous {
+ public:
+  // Meets every rank: returns once all world_size ranks are connected. Throws RendezvousError otherwise.
+  explicit Rendezvous(RendezvousConfig config);
+  ~Rendezvous();
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+
+  int rank() const { return config_.rank; }
+  int world_size() const { return config_.world_size; }
+
+  // Rank 0's `blob` on every rank (the others' argument is ignored).
+  std::string broadcast(const std::string& blob);
+  // At rank 0, every rank's blob in rank order; at the other ranks, nothing.
+  std::vector<std::string> gather(const std::string& blob);
+  // Returns once every rank has reached it.
+  void barrier();
+
+ private:
+  void send_frame(int peer, char op, const std::string& payload);
+  std::string receive_from_root(char op);
+  std::vector<std::string> receive_from_all(char op);
+  void accept_ranks();
+  void connect_to_root();
+  [[noreturn]] void abort_all(const std::string& message);
+  std::chrono::steady_clock::time_point deadline() const;
+  std::string seconds() const;
+
+  RendezvousConfig config_;
+  int listener_ = -1;
+  std::vector<int> peers_;  // at rank 0: the socket of each rank (index = rank, 0 unused); elsewhere: [rank 0's]
+};
+
+}  // namespace roofbench
