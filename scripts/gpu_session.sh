@@ -26,10 +26,10 @@
 #                                 tree with the same settings, and scripts/ab_runs.sh runs both on AB_SELECT
 #                                 (';'-separated, AB_ROUNDS=3 rounds, BENCH_ARGS, AB_COMPARE_ARGS) and judges them;
 #                                 the compare-*.md files come back
-#   STEPS may also hold "timing": scripts/like_for_like.py, the micro add kernels (vec16, scalar; 1M, 4M, 16M) and
-#   copy 16M timed by roofbench's graph mode (events and --kernel-time), its cold graph mode, triton's do_bench and
-#   do_bench_cudagraph and torch.profiler's CUPTI records (TORCH_PYTHON=/opt/torch/.venv/bin/python); the table
-#   comes back as like_for_like.md
+#   STEPS may also hold "timing": scripts/like_for_like.py, the micro add kernels (vec16, scalar; 1M, 4M, 16M), copy
+#   16M, the GEMV at one token, a split-KV decode and a cuDNN convolution timed by roofbench's graph mode hot and cold
+#   (events and --kernel-time), triton's do_bench and do_bench_cudagraph and torch.profiler's CUPTI records
+#   (TORCH_PYTHON=/opt/torch/.venv/bin/python); the table comes back as like_for_like.md
 #   STEPS may also hold "countersncu": roofbench --counters against Nsight Compute (ncu --clock-control none) on
 #   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
 #   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200)
@@ -141,9 +141,10 @@ if [[ " $STEPS " == *" ab "* ]]; then
 fi
 if [[ " $STEPS " == *" timing "* ]]; then
   log "like for like: the same kernels under every timer"
-  [ -f "$build/lib/libroofbench_add_shim.so" ] || cmake --build "$build" --target roofbench_add_shim >> "$OUT/build.log" 2>&1
-  timeout 150 "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" scripts/like_for_like.py --roofbench "$build/bin/roofbench" \
-    --shim "$build/lib/libroofbench_add_shim.so" --out "$OUT" > "$OUT/extra/like_for_like.log" 2>&1
+  cmake --build "$build" --target roofbench_add_shim roofbench_transformer_shim >> "$OUT/build.log" 2>&1
+  timeout 400 "${TORCH_PYTHON:-/opt/torch/.venv/bin/python}" scripts/like_for_like.py --roofbench "$build/bin/roofbench" \
+    --shim "$build/lib/libroofbench_add_shim.so" --transformer-shim "$build/lib/libroofbench_transformer_shim.so" \
+    --out "$OUT" > "$OUT/extra/like_for_like.log" 2>&1
   log "like_for_like rc=$?"
   cat "$OUT/like_for_like.md" 2>/dev/null | tee -a "$OUT/session.log" || tail -20 "$OUT/extra/like_for_like.log"
 fi
