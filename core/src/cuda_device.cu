@@ -163,6 +163,7 @@ class CudaDevice final : public Device {
     cuda::DeviceGuard scope(info_.index);
     ROOFBENCH_CUDA(cudaStreamSynchronize(stream_));
   }
+  void make_current() override { ROOFBENCH_CUDA(cudaSetDevice(info_.index)); }
   double cache_bytes() const override { return l2_bytes_; }
   int cache_level() const override { return 2; }
   double driver_used_bytes() override {

@@ -52,6 +52,9 @@ class Device {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // Makes this device the calling thread's current one (a GPU's cudaSetDevice), so that a single-device case's
+  // own CUDA calls (handles, kernel launches on its stream) go to the device its stream belongs to.
+  virtual void make_current() {}
   // The last-level cache a hot run's data can stay in (a GPU's L2); 0 if unknown.
   virtual double cache_bytes() const { return 0; }
   // That cache's level (2 for a GPU's L2, 3 for most CPUs' L3); 0 if unknown.

@@ -280,6 +280,7 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     phase_start = now;
   };
   try {
+    if (ranks.size() == 1) ranks.front()->make_current();
     c = b.spec->make(r.params);
     if (!c) throw Error("make() returned no case");
     c->setup(ctx);

@@ -27,6 +27,23 @@ class GpuIsolation : public RoofbenchTest {
   }
 };
 
+// The case's own launches go to the device it was given, not to cuda:0, the thread's default.
+TEST_F(GpuIsolation, ASingleGpuCaseRunsOnTheDeviceItWasGiven) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) GTEST_SKIP() << "one GPU: the test needs a device other than cuda:0";
+  const std::string device = "cuda:" + std::to_string(count - 1);
+  const auto run = roofbench({"--device", device, "--plugin-dir", ROOFBENCH_TEST_GPU_PLUGINS,
+                              "--benchmark_filter=^hostile_gpu/a_passes"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  const auto results = read_results(latest_results());
+  ASSERT_TRUE(results);
+  const BenchmarkEntry* b = results->find("hostile_gpu/a_passes");
+  ASSERT_TRUE(b) << run;
+  EXPECT_EQ(b->status, "ok") << b->error_message;
+  EXPECT_EQ(b->gate, "pass");
+}
+
 TEST_F(GpuIsolation, EachWreckCostsOnlyItsBenchmark) {
   const auto run = roofbench({"--device", "cuda:0", "--plugin-dir", ROOFBENCH_TEST_GPU_PLUGINS, "--graph", "auto",
                               "--benchmark_filter=^hostile_gpu/"});
