@@ -22,6 +22,8 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -401,9 +403,16 @@ std::string fused_v4_unavailable(int device) {
 
 void launch_fused_v4(AttentionType type, const AttentionShape& shape, const void* q, const void* k, const void* v,
                      void* o, cudaStream_t stream, AttentionFault fault) {
+  // Whether each device runs v4, asked once per device: the question costs more than a small launch.
+  static std::mutex guard;
+  static std::map<int, std::string> unavailable;
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
-  if (const std::string why = fused_v4_unavailable(device); !why.empty()) throw Error(why);
+  {
+    const std::lock_guard<std::mutex> lock(guard);
+    if (!unavailable.contains(device)) unavailable[device] = fused_v4_unavailable(device);
+    if (!unavailable[device].empty()) throw Error(unavailable[device]);
+  }
   attention_detail::dispatch_type(type, [&]<typename T>() {
     if (shape.head_dim == 64)
       launch<T, 64>(shape, q, k, v, o, stream, fault);
