@@ -11,6 +11,7 @@
 //
 //   v4  FlashAttention-3's form on Hopper's own instructions (TMA, wgmma, warp specialisation, setmaxnreg):
 //       sm_90a code, in fused_attention_sm90a.cu, run on compute capability 9.0 alone.
+//   v5  v4 with deeper K/V rings, and head dim 128 on 64-key tiles so that its softmax overlaps P V too.
 // v3 is the fastest mma.sync version at every prefill shape (B2 T4096 d64: 220 TFLOP/s against v2's 202 on an H200; the
 // table is in plugins/transformer/README.md). Nsight Compute on v3 at T1024: 228 registers, 2 blocks (8
 // warps) per SM; the MUFU exp2 of the softmax costs about what the MMAs of a d64 tile do, and mma.sync
@@ -258,7 +259,8 @@ struct FusedVersion {
 constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
                                       {"v2", V2::kBlockM, V2::kBlockN},
                                       {"v3", V3d64::kBlockM, V3d64::kBlockN},
-                                      {"v4", 128, 128}};  // fused_attention_sm90a.cu
+                                      {"v4", 128, 128},   // fused_attention_sm90a.cu
+                                      {"v5", 128, 128}};
 static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {
@@ -320,9 +322,11 @@ void check_fused_supports(const AttentionShape& shape, const std::string& versio
     throw std::invalid_argument("fused attention: head_dim must be 64 or 128");
 }
 
+bool fused_version_needs_sm90a(const std::string& version) { return sm90a::is_sm90a_version(version); }
+
 std::string fused_unavailable_reason(const std::string& version, int device) {
   find_version(version);
-  return version == "v4" ? sm90a::fused_v4_unavailable(device) : "";
+  return sm90a::is_sm90a_version(version) ? sm90a::fused_sm90a_unavailable(version, device) : "";
 }
 
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
@@ -330,8 +334,8 @@ void launch_fused_attention(const std::string& version, AttentionType type, cons
                             AttentionFault fault) {
   check_fused_supports(shape, version);
   const FusedVersion& chosen = find_version(version);
-  if (version == "v4") {
-    sm90a::launch_fused_v4(type, shape, q, k, v, o, stream, fault);
+  if (sm90a::is_sm90a_version(version)) {
+    sm90a::launch_fused_sm90a(version, type, shape, q, k, v, o, stream, fault);
     return;
   }
   dispatch_type(type, [&]<typename T>() {

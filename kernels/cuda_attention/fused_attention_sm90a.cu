@@ -1,22 +1,19 @@
-// Fused prefill attention v4 in FlashAttention-3's form, on Hopper's own instructions (sm_90a; compiled for
-// that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three warp groups:
+// Fused prefill attention v4 and v5 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
+// warp groups:
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
-//     K and V tiles of 128 keys by TMA into a ring of kStages shared-memory stages, each tile completing on
-//     its stage's full barrier (transaction bytes) and released by its empty barrier (the 256 consumer
+//     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
+//     on its stage's full barrier (transaction bytes) and released by its empty barrier (the 256 consumer
 //     threads' arrivals); K and V have barriers of their own, so S can start before V has landed;
 //   - two consumer warp groups (setmaxnreg_inc) of 64 query rows each: S = Q K^T by wgmma with both operands
 //     in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in registers (log2
 //     units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is, element for
 //     element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed copy).
-// At d 64 each consumer overlaps the tensor cores with its softmax: tile i's S is issued, then tile i - 1's
-// P V, and the softmax of tile i runs while P V is in flight (FA3's intra-warpgroup overlap); at d 128 the
-// registers do not allow it (consume says why) and each tile's steps run in turn. Causal blocks walk their
-// tiles from the diagonal down, so only the first tile is masked, and the heaviest blocks are issued first.
-//
-// Shared memory: Q 128 x d, and per stage K and V 128 x d, 16-bit. d 64: 16 KB + 2 stages x 32 KB = 80 KB.
-// d 128: 32 KB + 2 x 64 KB = 160 KB (a third stage, 224 KB + the alignment slack, would leave nothing of the
-// 227 KB an H200 block may have); each tile is d / 64 boxes of 128 rows x 64 columns (16 KB, 1024-aligned).
-// Registers (consumer): O d / 2 + S 64 + P 32 floats or words.
+// Where the registers allow it (Config::kOverlap) each consumer overlaps the tensor cores with its softmax:
+// tile i's S is issued, then tile i - 1's P V, and the softmax of tile i runs while P V is in flight (FA3's
+// intra-warpgroup overlap); elsewhere each tile's steps run in turn. Causal blocks walk their tiles from the
+// diagonal down, so only the first tiles are masked, and the heaviest blocks are issued first. The
+// versions' tiles, stages and shared memory are listed above launch_version.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,25 +38,34 @@ namespace hw = roofbench::hopper;
 using attention_detail::pack2;
 
 constexpr int kBlockM = 128;  // queries per block: two consumer warp groups of 64 rows
-constexpr int kBlockN = 128;  // keys per K or V tile
-constexpr int kStages = 2;
 constexpr int kThreads = 384;           // the producer warp group, then the two consumers
 constexpr int kConsumerThreads = 256;   // the empty barriers' arrivals
 constexpr int kBoxCols = 64;            // 16-bit elements in a 128-byte swizzled row
-constexpr std::uint32_t kBoxBytes = 128 * 128;  // a box of 128 rows x 64 elements
-constexpr std::uint32_t kAtomBytes = 1024;      // the swizzle's repeat: boxes start 1024-byte aligned
-static_assert(kBlockM == 128 && kBlockN == 128, "one box height serves Q, K and V");
+constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start 1024-byte aligned
 
-template <int kD>
-struct Smem {
-  static constexpr int kBoxes = kD / kBoxCols;  // boxes per tile, kBoxBytes apart: columns 64 b ..
-  unsigned char q[kBoxes][kBoxBytes];
-  unsigned char k[kStages][kBoxes][kBoxBytes];
-  unsigned char v[kStages][kBoxes][kBoxBytes];
-  std::uint64_t q_full, k_full[kStages], k_empty[kStages], v_full[kStages], v_empty[kStages];
+// A version's shape at one head dim: kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
+// kD / 64 boxes of its rows x 64 columns (128-byte rows), a box apart.
+template <int kD_, int kBlockN_, int kStages_>
+struct Config {
+  static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
+  static constexpr std::uint32_t kQBoxBytes = kBlockM * 128, kKvBoxBytes = kBlockN * 128;
+  // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
+  // 2 + kBlockN / 4 registers, must leave room within the 168 that 384 threads leave each (ptxas allocates
+  // the consumers within that entry cap whatever setmaxnreg gives them at run time): 154 registers in all
+  // at d 64 with 128 keys, 194 (and spills) at d 128 with 128 keys, which therefore runs the serial form.
+  static constexpr bool kOverlap = kD / 2 + kBlockN * 3 / 4 <= 128;
+  static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
 };
-template <int kD>
-constexpr std::size_t kSmemBytes = sizeof(Smem<kD>) + kAtomBytes;  // room to align the start
+
+template <typename Cfg>
+struct Smem {
+  unsigned char q[Cfg::kBoxes][Cfg::kQBoxBytes];
+  unsigned char k[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
+  unsigned char v[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
+  std::uint64_t q_full, k_full[Cfg::kStages], k_empty[Cfg::kStages], v_full[Cfg::kStages], v_empty[Cfg::kStages];
+};
+template <typename Cfg>
+constexpr std::size_t kSmemBytes = sizeof(Smem<Cfg>) + kAtomBytes;  // room to align the start
 
 // What every thread knows of the launch; the fault flags make the gate's deliberately broken kernels.
 struct Args {
@@ -72,14 +78,16 @@ struct Args {
   int skip_tiles;   // fault: tiles left out at the end of each block's walk (1) or none (0)
 };
 
-// The block's query block (heaviest first under the causal mask), its first tile and how many it walks:
-// tiles first, first - 1, ..., first - count + 1.
+// The block's query block (heaviest first under the causal mask), its first tile of kBlockN keys and how
+// many it walks: tiles first, first - 1, ..., first - count + 1. Under the causal mask the first kBlockM /
+// kBlockN tiles are the diagonal ones, masked.
+template <int kBlockN>
 struct Walk {
   int m_block, first, count;
   __device__ explicit Walk(const Args& a) {
     const int blocks = static_cast<int>(gridDim.x), x = static_cast<int>(blockIdx.x);
     m_block = a.causal ? blocks - 1 - x : x;
-    first = a.causal ? m_block : a.seq_len / kBlockN - 1;
+    first = a.causal ? (m_block + 1) * (kBlockM / kBlockN) - 1 : a.seq_len / kBlockN - 1;
     count = max(first + 1 - a.skip_tiles, 1);
   }
 };
@@ -99,29 +107,29 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
     if (clock64() - start > (1ll << 31)) __trap();
 }
 
-// One tile (its d / 64 boxes) of the map's rows from `row` into `boxes`, completing on `bar`.
-template <int kD>
-__device__ __forceinline__ void load_tile(unsigned char (&boxes)[Smem<kD>::kBoxes][kBoxBytes], const CUtensorMap* map,
+// One tile (its kBoxes boxes of kBytes) of the map's rows from `row` into `boxes`, completing on `bar`.
+template <int kBoxes, std::uint32_t kBytes>
+__device__ __forceinline__ void load_tile(unsigned char (&boxes)[kBoxes][kBytes], const CUtensorMap* map,
                                           std::uint64_t* bar, int row) {
-  hw::mbarrier_arrive_expect_tx(bar, Smem<kD>::kBoxes * kBoxBytes);
+  hw::mbarrier_arrive_expect_tx(bar, kBoxes * kBytes);
 #pragma unroll
-  for (int b = 0; b < Smem<kD>::kBoxes; ++b) hw::tma_load_2d(boxes[b], map, bar, row, b * kBoxCols);
+  for (int b = 0; b < kBoxes; ++b) hw::tma_load_2d(boxes[b], map, bar, row, b * kBoxCols);
 }
 
 // The producer's one thread: Q, then K and V of each tile of the walk once their stage is free.
-template <int kD>
-__device__ __forceinline__ void produce(Smem<kD>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
+template <typename Cfg>
+__device__ __forceinline__ void produce(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
                                         const CUtensorMap* v_map, const Args& a) {
-  const Walk walk(a);
+  const Walk<Cfg::kBlockN> walk(a);
   const int head_row = static_cast<int>(blockIdx.y) * a.seq_len;
-  load_tile<kD>(sm.q, q_map, &sm.q_full, head_row + walk.m_block * kBlockM);
+  load_tile(sm.q, q_map, &sm.q_full, head_row + walk.m_block * kBlockM);
   for (int i = 0; i < walk.count; ++i) {
-    const int stage = i % kStages, row = head_row + (walk.first - i) * kBlockN;
-    const std::uint32_t free_parity = ((i / kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
+    const int stage = i % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
+    const std::uint32_t free_parity = ((i / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
     wait_or_trap(&sm.k_empty[stage], free_parity);
-    load_tile<kD>(sm.k[stage], k_map, &sm.k_full[stage], row);
+    load_tile(sm.k[stage], k_map, &sm.k_full[stage], row);
     wait_or_trap(&sm.v_empty[stage], free_parity);
-    load_tile<kD>(sm.v[stage], v_map, &sm.v_full[stage], row);
+    load_tile(sm.v[stage], v_map, &sm.v_full[stage], row);
   }
 }
 
@@ -135,8 +143,10 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // (m64n128) and their probabilities as the A fragments of P V's eight k16 steps. Thread (warp w, lane 4 g +
 // t) holds rows 16 w + g (h = 0) and 16 w + g + 8 (h = 1); row_max in log2 units, row_sum this thread's
 // part of the row's sum (its columns; the quad's four parts are added at the end).
-template <typename T, int kD>
+template <typename T, typename Cfg>
 struct Consumer {
+  static constexpr int kD = Cfg::kD, kBlockN = Cfg::kBlockN;
+  using Tile = unsigned char[Cfg::kBoxes][Cfg::kKvBoxBytes];
   float o[kD / 2];
   float s[kBlockN / 2];
   std::uint32_t p[kBlockN / 16][4];
@@ -144,7 +154,7 @@ struct Consumer {
   int group;  // 0 or 1: rows 64 group .. of the block
 
   // S = Q K^T for the K tile in `k` (issued and committed, not waited for).
-  __device__ __forceinline__ void issue_scores(const Smem<kD>& sm, const unsigned char (&k)[Smem<kD>::kBoxes][kBoxBytes]) {
+  __device__ __forceinline__ void issue_scores(const Smem<Cfg>& sm, const Tile& k) {
 #pragma unroll
     for (int ks = 0; ks < kD / 16; ++ks) {
       const std::uint64_t qa = hw::descriptor_k_major_sw128(sm.q[ks / 4] + group * 64 * 128, ks % 4);
@@ -154,21 +164,22 @@ struct Consumer {
   }
 
   // O (+)= P V for the V tile in `v`: the first tile's product overwrites O.
-  __device__ __forceinline__ void issue_pv(const unsigned char (&v)[Smem<kD>::kBoxes][kBoxBytes], bool accumulate) {
+  __device__ __forceinline__ void issue_pv(const Tile& v, bool accumulate) {
 #pragma unroll
     for (int ks = 0; ks < kBlockN / 16; ++ks)
-      hw::wgmma_rs<T, 1>(o, p[ks], hw::descriptor_mn_major_sw128(v[0], ks, kBoxBytes), accumulate || ks > 0 ? 1u : 0u);
+      hw::wgmma_rs<T, 1>(o, p[ks], hw::descriptor_mn_major_sw128(v[0], ks, Cfg::kKvBoxBytes), accumulate || ks > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
   }
 
-  // The diagonal tile: key (column) c is masked for the row r of the block when c > r.
-  __device__ __forceinline__ void mask_diagonal() {
+  // A diagonal tile whose first key is key0 keys after the block's first query: key key0 + c (column c)
+  // is masked for the row r of the block when key0 + c > r.
+  __device__ __forceinline__ void mask_diagonal(int key0) {
     const int lane = threadIdx.x % 32, row0 = 64 * group + 16 * ((threadIdx.x / 32) % 4) + lane / 4;
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        if (8 * j + 2 * (lane % 4) + (e & 1) > row0 + 8 * (e >> 1)) s[4 * j + e] = -INFINITY;
+        if (key0 + 8 * j + 2 * (lane % 4) + (e & 1) > row0 + 8 * (e >> 1)) s[4 * j + e] = -INFINITY;
   }
 
   // The online softmax of the scores in s: exponentials in place, row_max and row_sum updated; returns in
@@ -240,49 +251,50 @@ struct Consumer {
 };
 
 // Tile i's S = Q K^T issued once its K tile has landed.
-template <typename T, int kD>
-__device__ __forceinline__ void start_scores(Consumer<T, kD>& c, Smem<kD>& sm, int i) {
-  wait_or_trap(&sm.k_full[i % kStages], (i / kStages) & 1);
+template <typename T, typename Cfg>
+__device__ __forceinline__ void start_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+  wait_or_trap(&sm.k_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
   hw::wgmma_fence();
-  c.issue_scores(sm, sm.k[i % kStages]);
+  c.issue_scores(sm, sm.k[i % Cfg::kStages]);
 }
 
 // After the wait for tile i's scores: they are read from here on, and its K stage is free.
-template <typename T, int kD>
-__device__ __forceinline__ void scores_landed(Consumer<T, kD>& c, Smem<kD>& sm, int i) {
+template <typename T, typename Cfg>
+__device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
   hw::fence_accumulators(c.s);
-  hw::mbarrier_arrive(&sm.k_empty[i % kStages]);
+  hw::mbarrier_arrive(&sm.k_empty[i % Cfg::kStages]);
 }
 
-// Tile i's scores in c.s, waited for, its K stage released; masked when it is the diagonal tile (i == 0).
-template <typename T, int kD>
-__device__ __forceinline__ void scores(Consumer<T, kD>& c, Smem<kD>& sm, const Args& a, int i) {
+// Tile i's scores in c.s, waited for, its K stage released; masked when it is a diagonal tile.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   start_scores(c, sm, i);
   hw::wgmma_wait_group<0>();
   scores_landed(c, sm, i);
-  if (i == 0 && a.mask) c.mask_diagonal();
+  constexpr int kDiagonalTiles = kBlockM / Cfg::kBlockN;
+  if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
 }
 
 // Waits for the P V in flight (the last wgmma group), then releases tile i's V stage.
-template <typename T, int kD>
-__device__ __forceinline__ void finish_pv(Consumer<T, kD>& c, Smem<kD>& sm, int i) {
+template <typename T, typename Cfg>
+__device__ __forceinline__ void finish_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(c.o);
   c.hold_probabilities();
-  hw::mbarrier_arrive(&sm.v_empty[i % kStages]);
+  hw::mbarrier_arrive(&sm.v_empty[i % Cfg::kStages]);
 }
 
 // Tile i's P V issued (its V waited for): the first tile's overwrites O.
-template <typename T, int kD>
-__device__ __forceinline__ void start_pv(Consumer<T, kD>& c, Smem<kD>& sm, int i) {
-  wait_or_trap(&sm.v_full[i % kStages], (i / kStages) & 1);
-  c.issue_pv(sm.v[i % kStages], i > 0);
+template <typename T, typename Cfg>
+__device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+  wait_or_trap(&sm.v_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  c.issue_pv(sm.v[i % Cfg::kStages], i > 0);
 }
 
 // Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
 // softmax of tile i while P V runs; O rescaled once P V has finished, then tile i's probabilities packed.
-template <typename T, int kD>
-__device__ __forceinline__ void overlapped_tile(Consumer<T, kD>& c, Smem<kD>& sm, const Args& a, int i) {
+template <typename T, typename Cfg>
+__device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   start_scores(c, sm, i);
   start_pv(c, sm, i - 1);
   hw::wgmma_wait_group<1>();  // the scores are in
@@ -295,8 +307,8 @@ __device__ __forceinline__ void overlapped_tile(Consumer<T, kD>& c, Smem<kD>& sm
 }
 
 // Tile i, one step after the other: scores, softmax, O rescaled, P V.
-template <typename T, int kD>
-__device__ __forceinline__ void serial_tile(Consumer<T, kD>& c, Smem<kD>& sm, const Args& a, int i) {
+template <typename T, typename Cfg>
+__device__ __forceinline__ void serial_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   scores(c, sm, a, i);
   float rescale[2];
   c.softmax(a.scale_log2, a.no_rescale, rescale);
@@ -307,21 +319,20 @@ __device__ __forceinline__ void serial_tile(Consumer<T, kD>& c, Smem<kD>& sm, co
   finish_pv(c, sm, i);
 }
 
-// A consumer warp group: the walk's tiles, then O to global memory. The overlapped form holds the next
-// scores beside P and O: 154 registers at d 64, but 194 at d 128, over the 168 that 384 threads leave each
-// (ptxas allocates the consumers within that cap whatever setmaxnreg gives them at run time), so d 128 runs
-// the serial form, whose overlap is the other warp group's.
-template <typename T, int kD>
-__device__ __forceinline__ void consume(Smem<kD>& sm, const Args& a) {
-  const Walk walk(a);
-  Consumer<T, kD> c;
+// A consumer warp group: the walk's tiles, then O to global memory. Overlapped (Cfg::kOverlap): the first
+// tile's scores and softmax, every later tile overlapped with its predecessor's P V, the last P V; else each
+// tile in turn, the tensor cores then overlapping one warp group's softmax with the other's products only.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
+  const Walk<Cfg::kBlockN> walk(a);
+  Consumer<T, Cfg> c;
   c.group = static_cast<int>(threadIdx.x) / 128 - 1;
 #pragma unroll
-  for (int i = 0; i < kD / 2; ++i) c.o[i] = 0.0f;
+  for (int i = 0; i < Cfg::kD / 2; ++i) c.o[i] = 0.0f;
   c.row_max[0] = c.row_max[1] = -INFINITY;
   c.row_sum[0] = c.row_sum[1] = 0.0f;
   wait_or_trap(&sm.q_full, 0);
-  if constexpr (kD == 64) {
+  if constexpr (Cfg::kOverlap) {
     scores(c, sm, a, 0);
     float unused[2];
     c.softmax(a.scale_log2, false, unused);
@@ -336,15 +347,15 @@ __device__ __forceinline__ void consume(Smem<kD>& sm, const Args& a) {
   c.store(a, walk.m_block);
 }
 
-template <typename T, int kD>
+template <typename T, typename Cfg>
 __global__ void __launch_bounds__(kThreads, 1)
-    fused_v4_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
-                    const __grid_constant__ CUtensorMap v_map, Args args) {
+    fused_sm90a_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                       const __grid_constant__ CUtensorMap v_map, Args args) {
   extern __shared__ unsigned char raw[];
-  Smem<kD>& sm = aligned_smem<Smem<kD>>(raw);
+  Smem<Cfg>& sm = aligned_smem<Smem<Cfg>>(raw);
   if (threadIdx.x == 0) {
     hw::mbarrier_init(&sm.q_full, 1);
-    for (int stage = 0; stage < kStages; ++stage) {
+    for (int stage = 0; stage < Cfg::kStages; ++stage) {
       hw::mbarrier_init(&sm.k_full[stage], 1);
       hw::mbarrier_init(&sm.v_full[stage], 1);
       hw::mbarrier_init(&sm.k_empty[stage], kConsumerThreads);
@@ -355,70 +366,85 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (threadIdx.x < 128) {
     hw::setmaxnreg_dec<40>();
-    if (threadIdx.x == 0) produce<kD>(sm, &q_map, &k_map, &v_map, args);
+    if (threadIdx.x == 0) produce<Cfg>(sm, &q_map, &k_map, &v_map, args);
   } else {
     hw::setmaxnreg_inc<232>();
-    consume<T, kD>(sm, args);
+    consume<T, Cfg>(sm, args);
   }
 }
 
-// Q, K or V ([batch x heads x t, d], row-major) as TMA reads it: boxes of 128 rows x 64 columns, 128-byte swizzle.
-CUtensorMap tile_map(const void* data, AttentionType type, const AttentionShape& s) {
+// Q, K or V ([batch x heads x t, d], row-major) as TMA reads it: boxes of box_rows rows x 64 columns,
+// 128-byte swizzle.
+CUtensorMap tile_map(const void* data, AttentionType type, const AttentionShape& s, std::uint32_t box_rows) {
   const hopper::Matrix2d rows{data,
                               type == AttentionType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                               static_cast<std::uint64_t>(s.batch * s.heads * s.q_len),
                               static_cast<std::uint64_t>(s.head_dim), static_cast<std::uint64_t>(s.head_dim) * 2};
-  return hopper::make_tensor_map_2d(rows, kBlockM, kBoxCols, hopper::TileSwizzle::bytes128);
+  return hopper::make_tensor_map_2d(rows, box_rows, kBoxCols, hopper::TileSwizzle::bytes128);
 }
 
-template <typename T, int kD>
+template <typename T, typename Cfg>
 void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
             AttentionFault fault) {
-  const auto kernel = fused_v4_kernel<T, kD>;
+  const auto kernel = fused_sm90a_kernel<T, Cfg>;
   static const bool configured = [&] {
-    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<kD>)));
+    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<Cfg>)));
     return true;
   }();
   (void)configured;
   const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
   Args args{o,
             static_cast<int>(shape.q_len),
-            attention_detail::kLog2e / std::sqrt(float(kD)),
+            attention_detail::kLog2e / std::sqrt(float(Cfg::kD)),
             shape.causal || fault == AttentionFault::drop_causal_mask,  // the causal walk, without its mask
             shape.causal && fault != AttentionFault::drop_causal_mask,
             fault == AttentionFault::no_rescale,
             fault == AttentionFault::skip_last_kv_block ? 1 : 0};
   const dim3 grid(unsigned(shape.q_len / kBlockM), unsigned(shape.batch * shape.heads));
-  kernel<<<grid, kThreads, kSmemBytes<kD>, stream>>>(tile_map(q, type, shape), tile_map(k, type, shape),
-                                                     tile_map(v, type, shape), args);
+  kernel<<<grid, kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, kBlockM),
+                                                      tile_map(k, type, shape, Cfg::kBlockN),
+                                                      tile_map(v, type, shape, Cfg::kBlockN), args);
   ROOFBENCH_CUDA_LAUNCH();
+}
+
+// The versions' shapes. Shared memory (16-bit elements): Q 128 x d, and per stage K and V kBlockN x d.
+//   v4 d 64: 16 KB + 2 x 32 KB = 80 KB; d 128: 32 KB + 2 x 64 KB = 160 KB (a third stage, 224 KB and the
+//      alignment slack, would fill the 227 KB a block may have); d 128 runs serially (Config::kOverlap).
+//   v5 d 64: 16 KB + 3 x 32 KB = 112 KB; d 128 on 64-key tiles, so that it overlaps: 32 KB + 4 x 32 KB = 160 KB.
+template <typename T>
+void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
+                    const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+  const bool d64 = shape.head_dim == 64;
+  if (version == "v4")
+    d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)
+        : launch<T, Config<128, 128, 2>>(shape, q, k, v, o, stream, fault);
+  else
+    d64 ? launch<T, Config<64, 128, 3>>(shape, q, k, v, o, stream, fault)
+        : launch<T, Config<128, 64, 4>>(shape, q, k, v, o, stream, fault);
 }
 
 }  // namespace
 
-std::string fused_v4_unavailable(int device) {
+std::string fused_sm90a_unavailable(const std::string& version, int device) {
   if (hopper::hopper_path_available(device)) return "";
-  return "fused attention v4 needs sm_90a (wgmma, TMA): a compute capability 9.0 GPU (H100, H200)";
+  return "fused attention " + version + " needs sm_90a (wgmma, TMA): a compute capability 9.0 GPU (H100, H200)";
 }
 
-void launch_fused_v4(AttentionType type, const AttentionShape& shape, const void* q, const void* k, const void* v,
-                     void* o, cudaStream_t stream, AttentionFault fault) {
-  // Whether each device runs v4, asked once per device: the question costs more than a small launch.
+void launch_fused_sm90a(const std::string& version, AttentionType type, const AttentionShape& shape, const void* q,
+                        const void* k, const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+  // Whether each device runs sm_90a code, asked once per device: the question costs more than a small launch.
   static std::mutex guard;
   static std::map<int, std::string> unavailable;
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   {
     const std::lock_guard<std::mutex> lock(guard);
-    if (!unavailable.contains(device)) unavailable[device] = fused_v4_unavailable(device);
+    if (!unavailable.contains(device)) unavailable[device] = fused_sm90a_unavailable(version, device);
     if (!unavailable[device].empty()) throw Error(unavailable[device]);
   }
-  attention_detail::dispatch_type(type, [&]<typename T>() {
-    if (shape.head_dim == 64)
-      launch<T, 64>(shape, q, k, v, o, stream, fault);
-    else
-      launch<T, 128>(shape, q, k, v, o, stream, fault);
-  });
+  if (!is_sm90a_version(version)) throw Error("fused attention: '" + version + "' is not an sm_90a version");
+  attention_detail::dispatch_type(
+      type, [&]<typename T>() { launch_version<T>(version, shape, q, k, v, o, stream, fault); });
 }
 
 }  // namespace roofbench::kernels::sm90a

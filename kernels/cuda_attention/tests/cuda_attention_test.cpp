@@ -114,11 +114,16 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, v4 (sm_90a) not on a device that does not exist,
-// and an unknown version is refused.
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4, v5) not on a device that does
+// not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
-  for (const char* version : {"v1", "v2", "v3"}) EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
-  EXPECT_NE(fused_unavailable_reason("v4", -1).find("sm_90a"), std::string::npos);
+  for (const std::string& version : fused_versions()) {
+    if (fused_version_needs_sm90a(version))
+      EXPECT_NE(fused_unavailable_reason(version, -1).find("sm_90a"), std::string::npos) << version;
+    else
+      EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
+  }
+  for (const char* version : {"v4", "v5"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
   EXPECT_THROW(fused_unavailable_reason("v9", 0), std::invalid_argument);
 }
 
@@ -140,10 +145,10 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// v4 (sm_90a: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and several query blocks,
-// both masks, both head dims and both types, against fp64 and against the mma.sync version v3 on the same
-// inputs (T 640: five query blocks, so the two-stage K/V ring goes round more than once).
-TEST(CudaAttention, FusedV4MatchesTheReferenceAndV3) {
+// The sm_90a versions (v4, v5: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
+// version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once).
+TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   if (const std::string why = unavailable("v4"); !why.empty()) GTEST_SKIP() << why;
   for (const AttentionType type : {AttentionType::bf16, AttentionType::fp16})
@@ -152,17 +157,21 @@ TEST(CudaAttention, FusedV4MatchesTheReferenceAndV3) {
         for (const bool causal : {true, false}) {
           const AttentionShape shape{.batch = batch, .heads = heads, .q_len = t, .kv_len = t, .head_dim = d, .causal = causal};
           AttentionInputs in(shape, type);
-          const auto run = [&](const char* version) {
+          const auto run = [&](const std::string& version) {
             launch_fused_attention(version, type, shape, in.q.device, in.k.device, in.v.device, in.o.device, nullptr);
             ROOFBENCH_CUDA(cudaDeviceSynchronize());
             return in.o.read();
           };
-          const std::vector<double> v4 = run("v4"), v3 = run("v3");
+          const std::vector<double> v3 = run("v3"), reference = reference_output(shape, in.q, in.k, in.v);
           const std::string what = std::string(type == AttentionType::bf16 ? "bf16" : "fp16") + " B" +
                                    std::to_string(batch) + " H" + std::to_string(heads) + " T" + std::to_string(t) +
                                    " d" + std::to_string(d) + (causal ? " causal" : " full");
-          EXPECT_LT(relative_l2(v4, reference_output(shape, in.q, in.k, in.v)), 1e-2) << "v4 against fp64, " << what;
-          EXPECT_LT(relative_l2(v4, v3), 1e-2) << "v4 against v3, " << what;
+          for (const std::string& version : fused_versions()) {
+            if (!fused_version_needs_sm90a(version)) continue;
+            const std::vector<double> got = run(version);
+            EXPECT_LT(relative_l2(got, reference), 1e-2) << version << " against fp64, " << what;
+            EXPECT_LT(relative_l2(got, v3), 1e-2) << version << " against v3, " << what;
+          }
         }
 }
 

@@ -138,7 +138,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
                                           "linear_bf16"}));
   const CaseSpec& prefill = p.cases.front();
   const auto& impls = prefill.axes.front().values;
-  for (const char* impl : {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "cudnn"})
+  for (const char* impl : {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
@@ -208,12 +208,16 @@ class TransformerGpu : public ::testing::Test {
   }
 };
 
-const std::vector<std::string> kPrefillImpls = {"naive", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused", "cudnn"};
+const std::vector<std::string> kPrefillImpls = {"naive", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5",
+                                                "fused", "cudnn"};
 
-// Whether `impl` may be not applicable on this device: cuDNN's refusals, and v4 (sm_90a) off compute
+// Whether `impl` may be not applicable on this device: cuDNN's refusals, and the sm_90a versions off compute
 // capability 9.0 or in a build without sm_90a code.
 bool may_be_refused(const std::string& impl) {
-  return impl == "cudnn" || (impl == "fused_v4" && !kernels::fused_unavailable_reason("v4", 0).empty());
+  if (impl == "cudnn") return true;
+  if (impl.rfind("fused_", 0) != 0) return false;
+  const std::string version = impl.substr(6);
+  return kernels::fused_version_needs_sm90a(version) && !kernels::fused_unavailable_reason(version, 0).empty();
 }
 
 TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
@@ -223,7 +227,7 @@ TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
         for (const std::string& impl : kPrefillImpls) {
           const std::string what = impl + " " + shape + (causal ? " causal " : " full ") + to_string(precision);
           if (impl.rfind("fused", 0) == 0 && std::string(shape) == "1x2x320x128" && impl != "fused_v1") {
-            // 320 is not a multiple of the 128-query blocks of v2, v3 and v4: refused at make().
+            // 320 is not a multiple of the 128-query blocks of v2 to v5: refused at make().
             EXPECT_THROW(make_prefill_attention(impl, type, parse_prefill_shape(shape, causal)), NotApplicable) << what;
             continue;
           }
@@ -238,7 +242,9 @@ TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
 }
 
 TEST_F(TransformerGpu, GateCatchesBrokenPrefillKernels) {
-  for (const std::string& impl : {std::string("fused_v1"), std::string("fused_v2"), std::string("fused_v3"), std::string("fused_v4")})
+  for (const std::string& impl :
+       {std::string("fused_v1"), std::string("fused_v2"), std::string("fused_v3"), std::string("fused_v4"),
+        std::string("fused_v5")})
     for (const char* shape : {"2x3x512x64", "2x3x512x128"})
       for (AttentionFault fault :
            {AttentionFault::drop_causal_mask, AttentionFault::skip_last_kv_block, AttentionFault::no_rescale}) {
