@@ -258,21 +258,22 @@ __device__ __forceinline__ void start_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm,
   c.issue_scores(sm, sm.k[i % Cfg::kStages]);
 }
 
-// After the wait for tile i's scores: they are read from here on, and its K stage is free.
+// After the wait for tile i's scores: they are read from here on, its K stage is free, and a diagonal tile
+// (the walk's first kBlockM / kBlockN under the causal mask) is masked.
 template <typename T, typename Cfg>
-__device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+__device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   hw::fence_accumulators(c.s);
   hw::mbarrier_arrive(&sm.k_empty[i % Cfg::kStages]);
+  constexpr int kDiagonalTiles = kBlockM / Cfg::kBlockN;
+  if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
 }
 
-// Tile i's scores in c.s, waited for, its K stage released; masked when it is a diagonal tile.
+// Tile i's scores in c.s, waited for, its K stage released, masked if diagonal.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   start_scores(c, sm, i);
   hw::wgmma_wait_group<0>();
-  scores_landed(c, sm, i);
-  constexpr int kDiagonalTiles = kBlockM / Cfg::kBlockN;
-  if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
+  scores_landed(c, sm, a, i);
 }
 
 // Waits for the P V in flight (the last wgmma group), then releases tile i's V stage.
@@ -298,7 +299,7 @@ __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& 
   start_scores(c, sm, i);
   start_pv(c, sm, i - 1);
   hw::wgmma_wait_group<1>();  // the scores are in
-  scores_landed(c, sm, i);
+  scores_landed(c, sm, a, i);
   float rescale[2];
   c.softmax(a.scale_log2, a.no_rescale, rescale);
   finish_pv(c, sm, i - 1);
