@@ -9,7 +9,10 @@
 // Shared tiles are row-major with each row's 16-byte chunks XOR-swizzled by (row % 8), so the eight rows
 // one ldmatrix reads land in different banks.
 //
-// v3 is the fastest at every prefill shape (B2 T4096 d64: 220 TFLOP/s against v2's 202 on an H200; the
+//   v4  FlashAttention-3's form on Hopper's own instructions (TMA, wgmma, warp specialisation, setmaxnreg):
+//       sm_90a code, in fused_attention_sm90a.cu, run on compute capability 9.0 alone.
+//   v5  v4 with deeper K/V rings, and head dim 128 on 64-key tiles so that its softmax overlaps P V too.
+// v3 is the fastest mma.sync version at every prefill shape (B2 T4096 d64: 220 TFLOP/s against v2's 202 on an H200; the
 // table is in plugins/transformer/README.md). Nsight Compute on v3 at T1024: 228 registers, 2 blocks (8
 // warps) per SM; the MUFU exp2 of the softmax costs about what the MMAs of a d64 tile do, and mma.sync
 // cannot overlap them the way Hopper's wgmma does (FA3).
@@ -18,6 +21,7 @@
 #include <type_traits>
 
 #include "attention_common.cuh"
+#include "fused_attention_sm90a.hpp"
 #include "roofbench/mma_sync.cuh"
 #include "roofbench/cuda.hpp"
 
@@ -252,8 +256,11 @@ struct FusedVersion {
   const char* name;
   int block_m, block_n;  // queries and keys per tile, which the sequence length must be a multiple of
 };
-constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN}, {"v2", V2::kBlockM, V2::kBlockN},
-                                      {"v3", V3d64::kBlockM, V3d64::kBlockN}};
+constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
+                                      {"v2", V2::kBlockM, V2::kBlockN},
+                                      {"v3", V3d64::kBlockM, V3d64::kBlockN},
+                                      {"v4", 128, 128},   // fused_attention_sm90a.cu
+                                      {"v5", 128, 128}};
 static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {
@@ -315,11 +322,22 @@ void check_fused_supports(const AttentionShape& shape, const std::string& versio
     throw std::invalid_argument("fused attention: head_dim must be 64 or 128");
 }
 
+bool fused_version_needs_sm90a(const std::string& version) { return sm90a::is_sm90a_version(version); }
+
+std::string fused_unavailable_reason(const std::string& version, int device) {
+  find_version(version);
+  return sm90a::is_sm90a_version(version) ? sm90a::fused_sm90a_unavailable(version, device) : "";
+}
+
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
                             const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
                             AttentionFault fault) {
   check_fused_supports(shape, version);
   const FusedVersion& chosen = find_version(version);
+  if (sm90a::is_sm90a_version(version)) {
+    sm90a::launch_fused_sm90a(version, type, shape, q, k, v, o, stream, fault);
+    return;
+  }
   dispatch_type(type, [&]<typename T>() {
     const auto* qt = static_cast<const T*>(q);
     const auto* kt = static_cast<const T*>(k);

@@ -83,7 +83,8 @@ CUtensorMap make_tensor_map_2d(const Matrix2d& m, std::uint32_t box_rows, std::u
   const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t step[2] = {1, 1};
   CUtensorMap map{};
-  const CUresult status = encode_tiled()(
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();  // looked up once a process
+  const CUresult status = encode(
       &map, m.type, 2, const_cast<void*>(m.data), extent, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
       swizzle == TileSwizzle::bytes128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -193,13 +193,20 @@ class FusedAttention final : public AttentionCase {
     } catch (const std::invalid_argument& e) {
       throw NotApplicable(e.what());
     }
-    facts_.push_back({"kernel", "fused_" + version_});
+    const bool sm90a = kernels::fused_version_needs_sm90a(version_);
+    facts_.push_back({"kernel", "fused_" + version_ + (sm90a ? " (sm_90a: TMA + wgmma, warp specialised)" : "")});
   }
   void run(Context& ctx) override {
     kernels::launch_fused_attention(version_, type_, shape_, q_, k_, v_, o_, cuda::stream(ctx), fault_);
   }
 
  private:
+  // A version of Hopper's own instructions (sm_90a) is not applicable on other devices, with the reason.
+  void prepare(Context& ctx) override {
+    const std::string why = kernels::fused_unavailable_reason(version_, ctx.device().index);
+    if (!why.empty()) throw NotApplicable("transformer: " + why);
+  }
+
   std::string version_;
 };
 

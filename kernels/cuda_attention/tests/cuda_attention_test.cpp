@@ -1,12 +1,17 @@
 // The attention kernels against the fp64 reference, whole outputs of small shapes (the plugin's tests
 // drive the same kernels through the sampled gate). Skips without a GPU.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "roofbench/cuda.hpp"
@@ -22,55 +27,113 @@ bool gpu_present() {
 
 struct DeviceTensor {
   std::vector<double> host;  // the stored values, decoded
+  AttentionType type;
   void* device = nullptr;
-  DeviceTensor(std::size_t n, std::mt19937& rng, double range) : host(n) {
-    std::vector<__nv_bfloat16> stored(n);
+  DeviceTensor(std::size_t n, std::mt19937& rng, double range, AttentionType t = AttentionType::bf16)
+      : host(n), type(t) {
+    std::vector<std::uint16_t> stored(n);
     std::uniform_real_distribution<float> uniform(float(-range), float(range));
     for (std::size_t i = 0; i < n; ++i) {
-      stored[i] = __float2bfloat16(uniform(rng));
-      host[i] = __bfloat162float(stored[i]);
+      const float x = uniform(rng);
+      if (type == AttentionType::bf16) {
+        const __nv_bfloat16 b = __float2bfloat16(x);
+        stored[i] = __nv_bfloat16_raw(b).x;
+        host[i] = __bfloat162float(b);
+      } else {
+        const __half h = __float2half(x);
+        stored[i] = __half_raw(h).x;
+        host[i] = __half2float(h);
+      }
     }
     ROOFBENCH_CUDA(cudaMalloc(&device, n * 2));
     ROOFBENCH_CUDA(cudaMemcpy(device, stored.data(), n * 2, cudaMemcpyHostToDevice));
   }
   ~DeviceTensor() { (void)cudaFree(device); }
   std::vector<double> read() const {
-    std::vector<__nv_bfloat16> stored(host.size());
+    std::vector<std::uint16_t> stored(host.size());
     ROOFBENCH_CUDA(cudaMemcpy(stored.data(), device, stored.size() * 2, cudaMemcpyDeviceToHost));
     std::vector<double> out(stored.size());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = __bfloat162float(stored[i]);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (type == AttentionType::bf16) {
+        __nv_bfloat16_raw raw;
+        raw.x = stored[i];
+        out[i] = __bfloat162float(__nv_bfloat16(raw));
+      } else {
+        __half_raw raw;
+        raw.x = stored[i];
+        out[i] = __half2float(__half(raw));
+      }
+    }
     return out;
   }
+};
+
+// The fp64 attention of every (batch, head) pair and row, laid out as O.
+std::vector<double> reference_output(const AttentionShape& shape, const DeviceTensor& q, const DeviceTensor& k,
+                                     const DeviceTensor& v) {
+  std::vector<std::int64_t> rows(shape.q_len);
+  for (std::int64_t r = 0; r < shape.q_len; ++r) rows[r] = r;
+  std::vector<double> out;
+  const std::int64_t d = shape.head_dim;
+  for (std::int64_t pair = 0; pair < shape.batch * shape.heads; ++pair) {
+    const auto ref = attention_reference(shape, q.host.data() + pair * shape.q_len * d,
+                                         k.host.data() + pair * shape.kv_len * d, v.host.data() + pair * shape.kv_len * d, rows);
+    out.insert(out.end(), ref.begin(), ref.end());
+  }
+  return out;
+}
+
+double relative_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double e = std::isfinite(got[i]) ? got[i] - want[i] : INFINITY;
+    num += e * e;
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// Q, K and V of random values (scores spread well beyond a uniform softmax), and an output to write.
+struct AttentionInputs {
+  std::mt19937 rng{42};
+  DeviceTensor q, k, v, o;
+  AttentionInputs(const AttentionShape& shape, AttentionType type)
+      : q(shape.q_elements(), rng, 2, type), k(shape.kv_elements(), rng, 2, type), v(shape.kv_elements(), rng, 1, type),
+        o(shape.q_elements(), rng, 1, type) {}
 };
 
 // Relative L2 error of the whole output against the reference, every (batch, head) pair and row.
 template <typename Launch>
 double whole_output_error(const AttentionShape& shape, Launch&& launch) {
-  std::mt19937 rng(42);
-  DeviceTensor q(shape.q_elements(), rng, 2), k(shape.kv_elements(), rng, 2), v(shape.kv_elements(), rng, 1),
-      o(shape.q_elements(), rng, 1);
-  launch(q.device, k.device, v.device, o.device);
+  AttentionInputs in(shape, AttentionType::bf16);
+  launch(in.q.device, in.k.device, in.v.device, in.o.device);
   ROOFBENCH_CUDA(cudaDeviceSynchronize());
-  const std::vector<double> got = o.read();
-  std::vector<std::int64_t> rows(shape.q_len);
-  for (std::int64_t r = 0; r < shape.q_len; ++r) rows[r] = r;
-  double num = 0, den = 0;
-  const std::int64_t d = shape.head_dim;
-  for (std::int64_t pair = 0; pair < shape.batch * shape.heads; ++pair) {
-    const auto ref = attention_reference(shape, q.host.data() + pair * shape.q_len * d,
-                                         k.host.data() + pair * shape.kv_len * d, v.host.data() + pair * shape.kv_len * d, rows);
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double e = got[pair * shape.q_len * d + i] - ref[i];
-      num += e * e;
-      den += ref[i] * ref[i];
-    }
+  return relative_l2(in.o.read(), reference_output(shape, in.q, in.k, in.v));
+}
+
+// Why `version` cannot run on device 0 (empty when it can).
+std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
+
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4, v5) not on a device that does
+// not exist, and an unknown version is refused.
+TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
+  for (const std::string& version : fused_versions()) {
+    if (fused_version_needs_sm90a(version))
+      EXPECT_NE(fused_unavailable_reason(version, -1).find("sm_90a"), std::string::npos) << version;
+    else
+      EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  return std::sqrt(num / den);
+  for (const char* version : {"v4", "v5"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
+  EXPECT_THROW(fused_unavailable_reason("v9", 0), std::invalid_argument);
 }
 
 TEST(CudaAttention, FusedVersionsMatchTheReference) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  for (const std::string& version : fused_versions())
+  for (const std::string& version : fused_versions()) {
+    if (const std::string why = unavailable(version); !why.empty()) {
+      std::printf("[ not applicable ] fused %s: %s\n", version.c_str(), why.c_str());
+      continue;
+    }
     for (std::int64_t d : {64, 128})
       for (bool causal : {true, false}) {
         const AttentionShape shape{.batch = 2, .heads = 2, .q_len = 256, .kv_len = 256, .head_dim = d, .causal = causal};
@@ -79,6 +142,37 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
         });
         EXPECT_LT(error, 1e-2) << version << " d" << d << (causal ? " causal" : " full");
       }
+  }
+}
+
+// The sm_90a versions (v4, v5: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
+// version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once).
+TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  if (const std::string why = unavailable("v4"); !why.empty()) GTEST_SKIP() << why;
+  for (const AttentionType type : {AttentionType::bf16, AttentionType::fp16})
+    for (const auto& [batch, heads, t] : {std::tuple{1, 3, 128}, std::tuple{2, 5, 256}, std::tuple{1, 1, 640}})
+      for (const std::int64_t d : {64, 128})
+        for (const bool causal : {true, false}) {
+          const AttentionShape shape{.batch = batch, .heads = heads, .q_len = t, .kv_len = t, .head_dim = d, .causal = causal};
+          AttentionInputs in(shape, type);
+          const auto run = [&](const std::string& version) {
+            launch_fused_attention(version, type, shape, in.q.device, in.k.device, in.v.device, in.o.device, nullptr);
+            ROOFBENCH_CUDA(cudaDeviceSynchronize());
+            return in.o.read();
+          };
+          const std::vector<double> v3 = run("v3"), reference = reference_output(shape, in.q, in.k, in.v);
+          const std::string what = std::string(type == AttentionType::bf16 ? "bf16" : "fp16") + " B" +
+                                   std::to_string(batch) + " H" + std::to_string(heads) + " T" + std::to_string(t) +
+                                   " d" + std::to_string(d) + (causal ? " causal" : " full");
+          for (const std::string& version : fused_versions()) {
+            if (!fused_version_needs_sm90a(version)) continue;
+            const std::vector<double> got = run(version);
+            EXPECT_LT(relative_l2(got, reference), 1e-2) << version << " against fp64, " << what;
+            EXPECT_LT(relative_l2(got, v3), 1e-2) << version << " against v3, " << what;
+          }
+        }
 }
 
 TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {

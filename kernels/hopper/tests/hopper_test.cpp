@@ -1,8 +1,9 @@
 // Each primitive of roofbench/hopper.cuh against a reference: TMA tiles byte for byte (edges zero-filled,
 // the 128-byte swizzle as documented), mbarrier phase parities, 64 x N x K bf16 wgmma GEMMs (A through
-// TMA, registers, or plain stores) and a setmaxnreg producer/consumer GEMM against fp64. Outputs are
+// TMA, registers, or plain stores), bf16 and fp16 GEMMs with B MN-major (the transpose bit) and a setmaxnreg producer/consumer GEMM against fp64. Outputs are
 // poisoned (0xFF bytes) first and inputs are fresh random numbers each run. Needs a compute capability 9.0
 // GPU; elsewhere the GPU tests skip and only the host-side checks run.
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -172,12 +173,19 @@ TEST_F(HopperTest, MbarrierPhasesFlipAsExpected) {
       << "bulk_copy_to_shared did not bring the 16 source bytes";
 }
 
-// Random bf16 words (values in [-1, 1), exactly representable) and the same values as doubles.
-struct Bf16Matrix {
-  Bf16Matrix(int r, int c) : rows(r), cols(c), words(std::size_t(r) * c), values(words.size()) {
+// Random 16-bit words, bf16 or fp16 (values in [-1, 1), exactly representable), and the same values as
+// doubles.
+struct Matrix16 {
+  Matrix16(int r, int c, bool fp16 = false) : rows(r), cols(c), words(std::size_t(r) * c), values(words.size()) {
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     for (std::size_t i = 0; i < words.size(); ++i) {
       const float x = uniform(rng());
+      if (fp16) {
+        const __half h = __float2half_rn(x);
+        words[i] = __half_raw(h).x;
+        values[i] = __half2float(h);
+        continue;
+      }
       std::uint32_t bits;
       std::memcpy(&bits, &x, 4);
       words[i] = static_cast<std::uint16_t>(bits >> 16);  // truncation: any bf16 will do
@@ -187,13 +195,24 @@ struct Bf16Matrix {
       values[i] = rounded;
     }
   }
+  // The same values transposed (cols x rows).
+  Matrix16 transposed() const {
+    Matrix16 t(*this);
+    t.rows = cols, t.cols = rows;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        t.words[std::size_t(j) * rows + i] = words[std::size_t(i) * cols + j];
+        t.values[std::size_t(j) * rows + i] = values[std::size_t(i) * cols + j];
+      }
+    return t;
+  }
   int rows, cols;
   std::vector<std::uint16_t> words;
   std::vector<double> values;
 };
 
 // Relative L2 error of c (m x n) against A B^T in fp64, and the worst element, for the failure message.
-std::string gemm_mismatch(const Bf16Matrix& a, const Bf16Matrix& b, const std::vector<float>& c, double bound) {
+std::string gemm_mismatch(const Matrix16& a, const Matrix16& b, const std::vector<float>& c, double bound) {
   double num = 0, den = 0, worst = -1;
   std::ostringstream where;
   for (int i = 0; i < a.rows; ++i)
@@ -220,18 +239,19 @@ std::string gemm_mismatch(const Bf16Matrix& a, const Bf16Matrix& b, const std::v
 // layout, descriptor or fragment gives errors of order 1.
 constexpr double kGemmBound = 1e-3;
 
-CUtensorMap bf16_map(const DeviceBuffer<std::uint16_t>& data, const Bf16Matrix& m, int box_rows) {
-  const Matrix2d matrix{data.data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(m.rows), std::uint64_t(m.cols),
+CUtensorMap tile_map(const DeviceBuffer<std::uint16_t>& data, const Matrix16& m, int box_rows,
+                     CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) {
+  const Matrix2d matrix{data.data, type, std::uint64_t(m.rows), std::uint64_t(m.cols),
                         std::uint64_t(m.cols) * 2};
   return make_tensor_map_2d(matrix, box_rows, 64, TileSwizzle::bytes128);
 }
 
 void check_gemm_warpgroup(int n, test::ASource source, const char* source_name) {
   for (const int k : {16, 112, 256}) {
-    const Bf16Matrix a(64, k), b(n, k);
+    const Matrix16 a(64, k), b(n, k);
     DeviceBuffer<std::uint16_t> da(a.words), db(b.words);
     DeviceBuffer<float> dc(std::size_t(64) * n);
-    test::gemm_warpgroup(n, source, bf16_map(da, a, 64), bf16_map(db, b, n), da.data, k, dc.data);
+    test::gemm_warpgroup(n, source, tile_map(da, a, 64), tile_map(db, b, n), da.data, k, dc.data);
     EXPECT_EQ(gemm_mismatch(a, b, dc.read(), kGemmBound), "")
         << "wgmma m64n" << n << "k16 bf16, A " << source_name << ", B by TMA (128-byte swizzle), K = " << k;
   }
@@ -252,12 +272,31 @@ TEST_F(HopperTest, WgmmaGemmWithUnswizzledAFromPlainStoresMatchesFp64) {
   check_gemm_warpgroup(128, test::ASource::plain_stores, "by plain stores (no swizzle, fence.proxy.async)");
 }
 
+// A B with B stored K x N (MN-major, the transpose bit), as attention's P V reads V: bf16 and fp16, A from
+// shared memory and from registers, N = 64 (one 64-column box) and 128 (two, the leading offset apart).
+TEST_F(HopperTest, WgmmaGemmWithMnMajorBMatchesFp64) {
+  for (const bool fp16 : {false, true})
+    for (const bool registers : {false, true})
+      for (const int n : {64, 128})
+        for (const int k : {16, 112, 256}) {
+          const Matrix16 a(64, k, fp16), b_rows(k, n, fp16);  // b_rows: B as stored, K rows of N elements
+          const CUtensorMapDataType type = fp16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+          DeviceBuffer<std::uint16_t> da(a.words), db(b_rows.words);
+          DeviceBuffer<float> dc(std::size_t(64) * n);
+          test::gemm_mn_major_b(n, fp16, registers, tile_map(da, a, 64, type), tile_map(db, b_rows, 64, type), da.data,
+                                k, dc.data);
+          EXPECT_EQ(gemm_mismatch(a, b_rows.transposed(), dc.read(), kGemmBound), "")
+              << "wgmma m64n" << n << "k16 " << (fp16 ? "f16" : "bf16") << ", A "
+              << (registers ? "from registers" : "by TMA") << ", B MN-major by TMA (transpose bit), K = " << k;
+        }
+}
+
 TEST_F(HopperTest, SetmaxnregProducerConsumerGemmMatchesFp64) {
   for (const int k : {64, 80, 512}) {  // one stage, a partial block, four rounds through both stages
-    const Bf16Matrix a(128, k), b(128, k);
+    const Matrix16 a(128, k), b(128, k);
     DeviceBuffer<std::uint16_t> da(a.words), db(b.words);
     DeviceBuffer<float> dc(std::size_t(128) * 128);
-    test::gemm_producer_consumer(bf16_map(da, a, 128), bf16_map(db, b, 128), k, dc.data);
+    test::gemm_producer_consumer(tile_map(da, a, 128), tile_map(db, b, 128), k, dc.data);
     EXPECT_EQ(gemm_mismatch(a, b, dc.read(), kGemmBound), "")
         << "producer/consumer (setmaxnreg 40 / 232, 2-stage TMA ring, wgmma m64n128k16), K = " << k;
   }

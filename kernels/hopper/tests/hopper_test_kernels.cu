@@ -159,9 +159,10 @@ __device__ void store_a_plain(unsigned char* tile, const std::uint16_t* a, int k
   fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
 }
 
-// The four k16 steps of one 64-column block, A from `a_tile` (shared) or from registers. The first step
-// of the product (k0 == 0) overwrites d (accumulate = 0), the others add to it.
-template <int kN, ASource kSource>
+// The four k16 steps of one 64-column block, A from `a_tile` (shared) or from registers; B K-major, or
+// MN-major (kTransposeB: kN / 64 boxes of 64 K rows, kRowsTileBytes apart). The first step of the product
+// (k0 == 0) overwrites d (accumulate = 0), the others add to it.
+template <int kN, ASource kSource, typename Elem, int kTransposeB>
 __device__ void wgmma_block(float (&d)[kN / 2], const unsigned char* a_tile,
                             const unsigned char* b_tile, const std::uint16_t* a, int k, int k0) {
   std::uint32_t frag[4][4];
@@ -172,20 +173,31 @@ __device__ void wgmma_block(float (&d)[kN / 2], const unsigned char* a_tile,
   wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s) {
-    const std::uint64_t b_desc = descriptor_k_major_sw128(b_tile, s);
+    const std::uint64_t b_desc = kTransposeB ? descriptor_mn_major_sw128(b_tile, s, kRowsTileBytes)
+                                             : descriptor_k_major_sw128(b_tile, s);
     if constexpr (kSource == ASource::registers)
-      wgmma_bf16_rs(d, frag[s], b_desc, k0 + s > 0);
+      wgmma_rs<Elem, kTransposeB>(d, frag[s], b_desc, k0 + s > 0);
     else if constexpr (kSource == ASource::tma_swizzled)
-      wgmma_bf16_ss(d, descriptor_k_major_sw128(a_tile, s), b_desc, k0 + s > 0);
+      wgmma_ss<Elem, kTransposeB>(d, descriptor_k_major_sw128(a_tile, s), b_desc, k0 + s > 0);
     else
-      wgmma_bf16_ss(d, descriptor_k_major_plain(a_tile, s, 128, 1024), b_desc, k0 + s > 0);
+      wgmma_ss<Elem, kTransposeB>(d, descriptor_k_major_plain(a_tile, s, 128, 1024), b_desc, k0 + s > 0);
   }
   wgmma_commit_group();
   wgmma_wait_group<0>();
   fence_accumulators(d);
 }
 
-template <int kN, ASource kSource>
+// B's block at column k0: one box of kN rows x 64 K columns (K-major), or kN / 64 boxes of 64 K rows x 64
+// N columns (MN-major), kRowsTileBytes apart.
+template <int kN, int kTransposeB>
+__device__ void load_b_block(unsigned char* b_tile, const CUtensorMap* b_map, std::uint64_t* bar, int k0) {
+  if constexpr (kTransposeB)
+    for (int nb = 0; nb < kN / 64; ++nb) tma_load_2d(b_tile + nb * kRowsTileBytes, b_map, bar, k0, 64 * nb);
+  else
+    tma_load_2d(b_tile, b_map, bar, 0, k0);
+}
+
+template <int kN, ASource kSource, typename Elem, int kTransposeB>
 __global__ void __launch_bounds__(128) gemm_warpgroup_kernel(const __grid_constant__ CUtensorMap a_map,
                                                              const __grid_constant__ CUtensorMap b_map,
                                                              const std::uint16_t* a, int k, float* c) {
@@ -203,11 +215,11 @@ __global__ void __launch_bounds__(128) gemm_warpgroup_kernel(const __grid_consta
     if (threadIdx.x == 0) {
       mbarrier_arrive_expect_tx(&bar, b_bytes + (kSource == ASource::tma_swizzled ? kRowsTileBytes : 0));
       if (kSource == ASource::tma_swizzled) tma_load_2d(a_tile, &a_map, &bar, 0, k0);
-      tma_load_2d(b_tile, &b_map, &bar, 0, k0);
+      load_b_block<kN, kTransposeB>(b_tile, &b_map, &bar, k0);
     }
     wait_or_trap(&bar, block & 1, Wait::gemm_tiles);
     __syncthreads();  // every thread's plain stores (fenced) are in before anyone's wgmma reads them
-    wgmma_block<kN, kSource>(d, a_tile, b_tile, a, k, k0);
+    wgmma_block<kN, kSource, Elem, kTransposeB>(d, a_tile, b_tile, a, k, k0);
     __syncthreads();  // all wgmmas of this block are done before the next block's loads overwrite it
   }
   store_accumulators<kN>(d, c, kN, 0);
@@ -240,7 +252,7 @@ __device__ void consume(int consumer, unsigned char* stages, std::uint64_t* full
     const int s = block % kPcStages;
     wait_or_trap(&full[s], (block / kPcStages) & 1, Wait::stage_filled);
     const unsigned char* a_tile = stages + s * kPcStageBytes + consumer * kRowsTileBytes;
-    wgmma_block<128, ASource::tma_swizzled>(d, a_tile, stages + s * kPcStageBytes + kPcStageBytes / 2, nullptr,
+    wgmma_block<128, ASource::tma_swizzled, __nv_bfloat16, 0>(d, a_tile, stages + s * kPcStageBytes + kPcStageBytes / 2, nullptr,
                                             k, block * kBlockK);
     mbarrier_arrive(&empty[s]);
   }
@@ -294,10 +306,10 @@ void finish(const char* kernel) {
   ::roofbench::detail::throw_call_error("CUDA", status, cudaGetErrorString(status), what.c_str(), __FILE__, __LINE__);
 }
 
-template <int kN, ASource kSource>
+template <int kN, ASource kSource, typename Elem = __nv_bfloat16, int kTransposeB = 0>
 void launch_gemm_warpgroup(const CUtensorMap& a_map, const CUtensorMap& b_map, const std::uint16_t* a, int k,
                            float* c) {
-  const auto kernel = gemm_warpgroup_kernel<kN, kSource>;
+  const auto kernel = gemm_warpgroup_kernel<kN, kSource, Elem, kTransposeB>;
   const std::uint32_t shared = kRowsTileBytes + kN * kBlockK * 2 + kAtomBytes;
   ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   arm_timeout_report();
@@ -311,6 +323,15 @@ void launch_gemm_warpgroup(ASource source, const CUtensorMap& a_map, const CUten
   if (source == ASource::tma_swizzled) launch_gemm_warpgroup<kN, ASource::tma_swizzled>(a_map, b_map, a, k, c);
   if (source == ASource::registers) launch_gemm_warpgroup<kN, ASource::registers>(a_map, b_map, a, k, c);
   if (source == ASource::plain_stores) launch_gemm_warpgroup<kN, ASource::plain_stores>(a_map, b_map, a, k, c);
+}
+
+template <int kN, typename Elem>
+void launch_gemm_mn_major_b(bool a_from_registers, const CUtensorMap& a_map, const CUtensorMap& b_map,
+                            const std::uint16_t* a, int k, float* c) {
+  if (a_from_registers)
+    launch_gemm_warpgroup<kN, ASource::registers, Elem, 1>(a_map, b_map, a, k, c);
+  else
+    launch_gemm_warpgroup<kN, ASource::tma_swizzled, Elem, 1>(a_map, b_map, a, k, c);
 }
 
 }  // namespace
@@ -337,6 +358,15 @@ void gemm_warpgroup(int n, ASource source, const CUtensorMap& a_map, const CUten
     launch_gemm_warpgroup<128>(source, a_map, b_map, a_rows, k, c);
   else
     throw Error("gemm_warpgroup: n must be 64 or 128, not " + std::to_string(n));
+}
+
+void gemm_mn_major_b(int n, bool fp16, bool a_from_registers, const CUtensorMap& a_map, const CUtensorMap& b_map,
+                     const std::uint16_t* a_rows, int k, float* c) {
+  if (n != 64 && n != 128) throw Error("gemm_mn_major_b: n must be 64 or 128, not " + std::to_string(n));
+  if (n == 64 && fp16) launch_gemm_mn_major_b<64, __half>(a_from_registers, a_map, b_map, a_rows, k, c);
+  if (n == 64 && !fp16) launch_gemm_mn_major_b<64, __nv_bfloat16>(a_from_registers, a_map, b_map, a_rows, k, c);
+  if (n == 128 && fp16) launch_gemm_mn_major_b<128, __half>(a_from_registers, a_map, b_map, a_rows, k, c);
+  if (n == 128 && !fp16) launch_gemm_mn_major_b<128, __nv_bfloat16>(a_from_registers, a_map, b_map, a_rows, k, c);
 }
 
 void gemm_producer_consumer(const CUtensorMap& a_map, const CUtensorMap& b_map, int k, float* c) {

@@ -34,6 +34,13 @@ enum class ASource {
 void gemm_warpgroup(int n, ASource source, const CUtensorMap& a_map, const CUtensorMap& b_map,
                     const std::uint16_t* a_rows, int k, float* c);
 
+// C (64 x n, fp32, row-major, device) = A (64 x k) B, with B given row-major as k x n: its K rows hold
+// consecutive N elements (MN-major), read by wgmma with the transpose bit (descriptor_mn_major_sw128). Boxes
+// of 64 x 64 (128-byte swizzle) for A and B; A from shared memory, or from registers (a_rows, _rs form).
+// fp16: the operands are fp16 (wgmma_f16_*), else bf16. n is 64 or 128; k a multiple of 16.
+void gemm_mn_major_b(int n, bool fp16, bool a_from_registers, const CUtensorMap& a_map, const CUtensorMap& b_map,
+                     const std::uint16_t* a_rows, int k, float* c);
+
 // C (128 x 128) = A (128 x k) B^T (B: 128 x k) by a producer warp group (one thread issuing TMA loads
 // into a 2-stage ring, setmaxnreg.dec to 40) and two consumer warp groups (64 rows each, wgmma,
 // setmaxnreg.inc to 232), with full and empty mbarriers per stage. Maps: boxes of 128 rows x 64 columns.

@@ -1,6 +1,6 @@
 // Hopper device primitives (PTX ISA 8.0+, sm_90a): TMA tile loads (cp.async.bulk.tensor) completing on
-// mbarriers, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 with fp32
-// accumulators, and warp-group register reallocation (setmaxnreg). kernels/hopper/README.md describes the
+// mbarriers, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 or fp16 with fp32
+// accumulators (B K-major, or MN-major through the transpose bit), and warp-group register reallocation (setmaxnreg). kernels/hopper/README.md describes the
 // layouts; in short:
 //   - A shared-memory operand tile is K-major: each row (an M row of A, an N row of B) holds consecutive
 //     K elements. With Swizzle::bytes128 a row is 64 bf16 (128 bytes), 8 rows form a 1024-byte atom, and
@@ -17,8 +17,11 @@
 // roofbench::hopper::hopper_path_available (roofbench/hopper_host.hpp).
 #pragma once
 #include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "roofbench/hopper.cuh needs the sm_90a target alone: -gencode=arch=compute_90a,code=sm_90a (roofbench_hopper_sm90a)"
@@ -138,6 +141,17 @@ __device__ __forceinline__ std::uint64_t descriptor_k_major_plain(const void* ti
                            Swizzle::none);
 }
 
+// MN-major 16-bit tile in the 128-byte swizzle, for the k16 step starting at K row 16 k: each K row holds
+// 64 consecutive M or N elements (128 bytes), 8 K rows form a 1024-byte atom (chunk c of K row r at chunk
+// c ^ (r % 8)), what a TMA load with TileSwizzle::bytes128 writes from a row-major K x 64 matrix. The step
+// starts 2 atoms (16 K rows, 2048 bytes) further per k; the stride offset is the 1024 bytes from one 8-row
+// atom to the next along K; the leading offset `mn_block_bytes` is the distance between the tiles of
+// consecutive 64-element MN blocks (used when N = 128). For B, pass kTransposeB = 1 to the wgmma.
+__device__ __forceinline__ std::uint64_t descriptor_mn_major_sw128(const void* tile, int k,
+                                                                   std::uint32_t mn_block_bytes) {
+  return matrix_descriptor(static_cast<const char*>(tile) + 2048 * k, mn_block_bytes, 1024, Swizzle::bytes128);
+}
+
 // ---- wgmma: issued by all 128 threads of a warp group (4 consecutive warps, the first a multiple of 4).
 // wgmma_fence before the first wgmma and whenever the accumulators or A registers were touched by other
 // instructions; commit_group closes the wgmmas issued since the last commit into one group;
@@ -156,9 +170,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
   for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// d (+)= A B for a 64 x N x 16 step, bf16 inputs, fp32 accumulators, N = 2 x the accumulator count (64 or
-// 128). A (64 x 16) and B (N x 16, i.e. B transposed, K-major) come as descriptors (_ss), or A as the
-// register fragment described at the top (_rs). accumulate == 0 overwrites d instead of adding.
+// d (+)= A B for a 64 x N x 16 step, 16-bit inputs (bf16: wgmma_bf16_*, fp16: wgmma_f16_*), fp32
+// accumulators, N = 2 x the accumulator count (64 or 128). A (64 x 16) and B come as descriptors (_ss), or A
+// as the register fragment described at the top (_rs). B is K-major (N x 16, i.e. B transposed: the product
+// is A B^T for row-major A and B) unless kTransposeB = 1, which reads it MN-major (16 x N, each K row holding
+// consecutive N elements: descriptor_mn_major_sw128), wgmma's transpose bit for B. accumulate == 0
+// overwrites d instead of adding.
 #define RB_WGMMA_D8(d, i)                                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
@@ -171,34 +188,61 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
 #define RB_WGMMA_LIST64 RB_WGMMA_LIST32 ", "\
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49," \
   "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-// Both forms for N = 2 COUNT: the accumulators are operands %0 .. %COUNT-1 (listed by D_LIST, bound by
-// D_OPERANDS); I0 .. I5 are the numbers, as strings, of the operands after them.
-#define RB_WGMMA_BF16(N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5)                                    \
-  __device__ __forceinline__ void wgmma_bf16_ss(float(&d)[COUNT], std::uint64_t a, std::uint64_t b,            \
-                                                std::uint32_t accumulate) {                                    \
+// Both forms for N = 2 COUNT and the PTX input type TYPE (bf16 or f16): the accumulators are operands
+// %0 .. %COUNT-1 (listed by D_LIST, bound by D_OPERANDS); I0 .. I6 are the numbers, as strings, of the
+// operands after them.
+#define RB_WGMMA(TYPE, N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5, I6)                               \
+  template <int kTransposeB = 0>                                                                               \
+  __device__ __forceinline__ void wgmma_##TYPE##_ss(float(&d)[COUNT], std::uint64_t a, std::uint64_t b,        \
+                                                    std::uint32_t accumulate) {                                \
+    static_assert(kTransposeB == 0 || kTransposeB == 1);                                                       \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
-                 "k16.f32.bf16.bf16 {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"                           \
+                 "k16.f32." #TYPE "." #TYPE " {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, 0, %" I3 ";\n}\n"          \
                  : D_OPERANDS(d)                                                                              \
-                 : "l"(a), "l"(b), "r"(accumulate));                                                          \
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransposeB));                                        \
   }                                                                                                            \
-  __device__ __forceinline__ void wgmma_bf16_rs(float(&d)[COUNT], const std::uint32_t(&a)[4], std::uint64_t b, \
-                                                std::uint32_t accumulate) {                                    \
+  template <int kTransposeB = 0>                                                                               \
+  __device__ __forceinline__ void wgmma_##TYPE##_rs(float(&d)[COUNT], const std::uint32_t(&a)[4],              \
+                                                    std::uint64_t b, std::uint32_t accumulate) {               \
+    static_assert(kTransposeB == 0 || kTransposeB == 1);                                                       \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
-                 "k16.f32.bf16.bf16 {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 ", p, 1, 1, 0;\n}\n"  \
+                 "k16.f32." #TYPE "." #TYPE " {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4             \
+                 ", p, 1, 1, %" I6 ";\n}\n"                                                                     \
                  : D_OPERANDS(d)                                                                              \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransposeB));     \
   }
 
-RB_WGMMA_BF16(64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37")
-RB_WGMMA_BF16(128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69")
+RB_WGMMA(bf16, 64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37", "38")
+RB_WGMMA(bf16, 128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69", "70")
+RB_WGMMA(f16, 64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37", "38")
+RB_WGMMA(f16, 128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69", "70")
 
-#undef RB_WGMMA_BF16
+#undef RB_WGMMA
 #undef RB_WGMMA_LIST64
 #undef RB_WGMMA_LIST32
 #undef RB_WGMMA_D64
 #undef RB_WGMMA_D32
 #undef RB_WGMMA_D32_AT
 #undef RB_WGMMA_D8
+
+// The same products named by the element type, __nv_bfloat16 or __half, for kernels templated on it.
+template <typename Elem, int kTransposeB = 0, int kCount>
+__device__ __forceinline__ void wgmma_ss(float (&d)[kCount], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
+  static_assert(std::is_same_v<Elem, __nv_bfloat16> || std::is_same_v<Elem, __half>);
+  if constexpr (std::is_same_v<Elem, __half>)
+    wgmma_f16_ss<kTransposeB>(d, a, b, accumulate);
+  else
+    wgmma_bf16_ss<kTransposeB>(d, a, b, accumulate);
+}
+template <typename Elem, int kTransposeB = 0, int kCount>
+__device__ __forceinline__ void wgmma_rs(float (&d)[kCount], const std::uint32_t (&a)[4], std::uint64_t b,
+                                         std::uint32_t accumulate) {
+  static_assert(std::is_same_v<Elem, __nv_bfloat16> || std::is_same_v<Elem, __half>);
+  if constexpr (std::is_same_v<Elem, __half>)
+    wgmma_f16_rs<kTransposeB>(d, a, b, accumulate);
+  else
+    wgmma_bf16_rs<kTransposeB>(d, a, b, accumulate);
+}
 
 // ---- Register reallocation between warp groups. A kernel with a register cap at entry
 // (__launch_bounds__(threads, 1)) may move registers from producer warp groups (dec) to consumer warp

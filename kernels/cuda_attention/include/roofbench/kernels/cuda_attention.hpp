@@ -55,14 +55,20 @@ enum class AttentionFault {
   no_rescale,          // the online softmax does not rescale what it accumulated when the maximum rises
 };
 
-// ---- flash-attention forward (prefill), mma.sync m16n8k16 with fp32 accumulation ----
+// ---- flash-attention forward (prefill), fp32 accumulation: mma.sync m16n8k16 (v1-v3) or wgmma (v4, v5) ----
 // Requires q_len == kv_len, a multiple of 128, and head_dim 64 or 128. version: one of fused_versions().
 const std::vector<std::string>& fused_versions();
 // Throws std::invalid_argument for a shape or version it does not take (the message says which).
 void check_fused_supports(const AttentionShape& shape, const std::string& version);
+// Whether `version` is sm_90a code (TMA, wgmma, warp specialisation: v4, v5), which runs on compute
+// capability 9.0 alone and only in a build that has it.
+bool fused_version_needs_sm90a(const std::string& version);
+// Empty when `version` runs on `device`, else why not. Throws std::invalid_argument for an unknown version.
+std::string fused_unavailable_reason(const std::string& version, int device);
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
                             const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
                             AttentionFault fault = AttentionFault::none);
+// (launch_fused_attention of a version unavailable on the current device throws roofbench::Error.)
 
 // ---- split-KV decode (flash-decoding) ----
 // One query per (batch, head); the KV length is cut into splits, each thread block does one split and

@@ -1,0 +1,451 @@
+// Fused prefill attention v4 and v5 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
+// warp groups:
+//   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
+//     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
+//     on its stage's full barrier (transaction bytes) and released by its empty barrier (the 256 consumer
+//     threads' arrivals); K and V have barriers of their own, so S can start before V has landed;
+//   - two consumer warp groups (setmaxnreg_inc) of 64 query rows each: S = Q K^T by wgmma with both operands
+//     in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in registers (log2
+//     units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is, element for
+//     element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed copy).
+// Where the registers allow it (Config::kOverlap) each consumer overlaps the tensor cores with its softmax:
+// tile i's S is issued, then tile i - 1's P V, and the softmax of tile i runs while P V is in flight (FA3's
+// intra-warpgroup overlap); elsewhere each tile's steps run in turn. Causal blocks walk their tiles from the
+// diagonal down, so only the first tiles are masked, and the heaviest blocks are issued first. The
+// versions' tiles, stages and shared memory are listed above launch_version.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "attention_common.cuh"
+#include "fused_attention_sm90a.hpp"
+#include "roofbench/cuda.hpp"
+#include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::kernels::sm90a {
+namespace {
+
+namespace hw = roofbench::hopper;
+using attention_detail::pack2;
+
+constexpr int kBlockM = 128;  // queries per block: two consumer warp groups of 64 rows
+constexpr int kThreads = 384;           // the producer warp group, then the two consumers
+constexpr int kConsumerThreads = 256;   // the empty barriers' arrivals
+constexpr int kBoxCols = 64;            // 16-bit elements in a 128-byte swizzled row
+constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start 1024-byte aligned
+
+// A version's shape at one head dim: kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
+// kD / 64 boxes of its rows x 64 columns (128-byte rows), a box apart.
+template <int kD_, int kBlockN_, int kStages_>
+struct Config {
+  static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
+  static constexpr std::uint32_t kQBoxBytes = kBlockM * 128, kKvBoxBytes = kBlockN * 128;
+  // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
+  // 2 + kBlockN / 4 registers, must leave room within the 168 that 384 threads leave each (ptxas allocates
+  // the consumers within that entry cap whatever setmaxnreg gives them at run time): 154 registers in all
+  // at d 64 with 128 keys, 194 (and spills) at d 128 with 128 keys, which therefore runs the serial form.
+  static constexpr bool kOverlap = kD / 2 + kBlockN * 3 / 4 <= 128;
+  static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
+};
+
+template <typename Cfg>
+struct Smem {
+  unsigned char q[Cfg::kBoxes][Cfg::kQBoxBytes];
+  unsigned char k[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
+  unsigned char v[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
+  std::uint64_t q_full, k_full[Cfg::kStages], k_empty[Cfg::kStages], v_full[Cfg::kStages], v_empty[Cfg::kStages];
+};
+template <typename Cfg>
+constexpr std::size_t kSmemBytes = sizeof(Smem<Cfg>) + kAtomBytes;  // room to align the start
+
+// What every thread knows of the launch; the fault flags make the gate's deliberately broken kernels.
+struct Args {
+  void* o;
+  int seq_len;
+  float scale_log2;  // log2(e) / sqrt(d)
+  bool causal;
+  bool mask;        // mask the diagonal tile (causal, unless the fault drops it)
+  bool no_rescale;  // fault: the accumulated output is not rescaled when a row's maximum rises
+  int skip_tiles;   // fault: tiles left out at the end of each block's walk (1) or none (0)
+};
+
+// The block's query block (heaviest first under the causal mask), its first tile of kBlockN keys and how
+// many it walks: tiles first, first - 1, ..., first - count + 1. Under the causal mask the first kBlockM /
+// kBlockN tiles are the diagonal ones, masked.
+template <int kBlockN>
+struct Walk {
+  int m_block, first, count;
+  __device__ explicit Walk(const Args& a) {
+    const int blocks = static_cast<int>(gridDim.x), x = static_cast<int>(blockIdx.x);
+    m_block = a.causal ? blocks - 1 - x : x;
+    first = a.causal ? (m_block + 1) * (kBlockM / kBlockN) - 1 : a.seq_len / kBlockN - 1;
+    count = max(first + 1 - a.skip_tiles, 1);
+  }
+};
+
+template <typename Smem>
+__device__ inline Smem& aligned_smem(unsigned char* raw) {
+  const std::uint32_t base = hw::shared_address(raw);
+  return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
+}
+
+// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that
+// never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  if (hw::mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) __trap();
+}
+
+// One tile (its kBoxes boxes of kBytes) of the map's rows from `row` into `boxes`, completing on `bar`.
+template <int kBoxes, std::uint32_t kBytes>
+__device__ __forceinline__ void load_tile(unsigned char (&boxes)[kBoxes][kBytes], const CUtensorMap* map,
+                                          std::uint64_t* bar, int row) {
+  hw::mbarrier_arrive_expect_tx(bar, kBoxes * kBytes);
+#pragma unroll
+  for (int b = 0; b < kBoxes; ++b) hw::tma_load_2d(boxes[b], map, bar, row, b * kBoxCols);
+}
+
+// The producer's one thread: Q, then K and V of each tile of the walk once their stage is free.
+template <typename Cfg>
+__device__ __forceinline__ void produce(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
+                                        const CUtensorMap* v_map, const Args& a) {
+  const Walk<Cfg::kBlockN> walk(a);
+  const int head_row = static_cast<int>(blockIdx.y) * a.seq_len;
+  load_tile(sm.q, q_map, &sm.q_full, head_row + walk.m_block * kBlockM);
+  for (int i = 0; i < walk.count; ++i) {
+    const int stage = i % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
+    const std::uint32_t free_parity = ((i / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
+    wait_or_trap(&sm.k_empty[stage], free_parity);
+    load_tile(sm.k[stage], k_map, &sm.k_full[stage], row);
+    wait_or_trap(&sm.v_empty[stage], free_parity);
+    load_tile(sm.v[stage], v_map, &sm.v_full[stage], row);
+  }
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// A consumer warp group's state: its 64 rows' output accumulator (m64nD), the scores of the current tile
+// (m64n128) and their probabilities as the A fragments of P V's eight k16 steps. Thread (warp w, lane 4 g +
+// t) holds rows 16 w + g (h = 0) and 16 w + g + 8 (h = 1); row_max in log2 units, row_sum this thread's
+// part of the row's sum (its columns; the quad's four parts are added at the end).
+template <typename T, typename Cfg>
+struct Consumer {
+  static constexpr int kD = Cfg::kD, kBlockN = Cfg::kBlockN;
+  using Tile = unsigned char[Cfg::kBoxes][Cfg::kKvBoxBytes];
+  float o[kD / 2];
+  float s[kBlockN / 2];
+  std::uint32_t p[kBlockN / 16][4];
+  float row_max[2], row_sum[2];
+  int group;  // 0 or 1: rows 64 group .. of the block
+
+  // S = Q K^T for the K tile in `k` (issued and committed, not waited for).
+  __device__ __forceinline__ void issue_scores(const Smem<Cfg>& sm, const Tile& k) {
+#pragma unroll
+    for (int ks = 0; ks < kD / 16; ++ks) {
+      const std::uint64_t qa = hw::descriptor_k_major_sw128(sm.q[ks / 4] + group * 64 * 128, ks % 4);
+      hw::wgmma_ss<T>(s, qa, hw::descriptor_k_major_sw128(k[ks / 4], ks % 4), ks > 0 ? 1u : 0u);
+    }
+    hw::wgmma_commit_group();
+  }
+
+  // O (+)= P V for the V tile in `v`: the first tile's product overwrites O.
+  __device__ __forceinline__ void issue_pv(const Tile& v, bool accumulate) {
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks)
+      hw::wgmma_rs<T, 1>(o, p[ks], hw::descriptor_mn_major_sw128(v[0], ks, Cfg::kKvBoxBytes), accumulate || ks > 0 ? 1u : 0u);
+    hw::wgmma_commit_group();
+  }
+
+  // A diagonal tile whose first key is key0 keys after the block's first query: key key0 + c (column c)
+  // is masked for the row r of the block when key0 + c > r.
+  __device__ __forceinline__ void mask_diagonal(int key0) {
+    const int lane = threadIdx.x % 32, row0 = 64 * group + 16 * ((threadIdx.x / 32) % 4) + lane / 4;
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (key0 + 8 * j + 2 * (lane % 4) + (e & 1) > row0 + 8 * (e >> 1)) s[4 * j + e] = -INFINITY;
+  }
+
+  // The online softmax of the scores in s: exponentials in place, row_max and row_sum updated; returns in
+  // `rescale` what O must be multiplied by for the new maxima (0 before the first tile, whose O is unset).
+  __device__ __forceinline__ void softmax(float scale_log2, bool no_rescale, float (&rescale)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = row_max[h];
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]) * scale_log2);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float base = mx == -INFINITY ? 0.0f : mx;  // a row with every key masked so far
+      rescale[h] = fast_exp2(row_max[h] - base);
+      row_max[h] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 2 * h; e < 2 * h + 2; ++e) {
+          s[4 * j + e] = fast_exp2(fmaf(s[4 * j + e], scale_log2, -base));
+          sum += s[4 * j + e];
+        }
+      if (no_rescale) rescale[h] = 1.0f;
+      row_sum[h] = row_sum[h] * rescale[h] + sum;
+    }
+  }
+
+  __device__ __forceinline__ void rescale_output(const float (&rescale)[2]) {
+#pragma unroll
+    for (int j = 0; j < kD / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * j + e] *= rescale[e >> 1];
+  }
+
+  // P's A fragment of k16 step ks is the scores of columns 16 ks .. 16 ks + 15: n8 tiles 2 ks and 2 ks + 1.
+  __device__ __forceinline__ void pack_probabilities() {
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p[ks][r] = pack2<T>(s[8 * ks + 2 * r], s[8 * ks + 2 * r + 1]);
+  }
+
+  // Keeps P's registers live (and unchanged) until this point: the P V in flight still reads them.
+  __device__ __forceinline__ void hold_probabilities() {
+#pragma unroll
+    for (int ks = 0; ks < kBlockN / 16; ++ks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(p[ks][r])::"memory");
+  }
+
+  // O / the row's sum, to global memory as pairs of T.
+  __device__ __forceinline__ void store(const Args& a, int m_block) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + m_block * kBlockM + 64 * group +
+                           16 * warp + lane / 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float total = row_sum[h];
+      total += __shfl_xor_sync(0xffffffffu, total, 1);
+      total += __shfl_xor_sync(0xffffffffu, total, 2);
+      const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+      T* row = static_cast<T*>(a.o) + (row0 + 8 * h) * kD + 2 * (lane % 4);
+#pragma unroll
+      for (int j = 0; j < kD / 8; ++j)
+        *reinterpret_cast<std::uint32_t*>(row + 8 * j) = pack2<T>(o[4 * j + 2 * h] * inverse, o[4 * j + 2 * h + 1] * inverse);
+    }
+  }
+};
+
+// Tile i's S = Q K^T issued once its K tile has landed.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void start_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+  wait_or_trap(&sm.k_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  hw::wgmma_fence();
+  c.issue_scores(sm, sm.k[i % Cfg::kStages]);
+}
+
+// After the wait for tile i's scores: they are read from here on, its K stage is free, and a diagonal tile
+// (the walk's first kBlockM / kBlockN under the causal mask) is masked.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
+  hw::fence_accumulators(c.s);
+  hw::mbarrier_arrive(&sm.k_empty[i % Cfg::kStages]);
+  constexpr int kDiagonalTiles = kBlockM / Cfg::kBlockN;
+  if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
+}
+
+// Tile i's scores in c.s, waited for, its K stage released, masked if diagonal.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
+  start_scores(c, sm, i);
+  hw::wgmma_wait_group<0>();
+  scores_landed(c, sm, a, i);
+}
+
+// Waits for the P V in flight (the last wgmma group), then releases tile i's V stage.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void finish_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(c.o);
+  c.hold_probabilities();
+  hw::mbarrier_arrive(&sm.v_empty[i % Cfg::kStages]);
+}
+
+// Tile i's P V issued (its V waited for): the first tile's overwrites O.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
+  wait_or_trap(&sm.v_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  c.issue_pv(sm.v[i % Cfg::kStages], i > 0);
+}
+
+// Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
+// softmax of tile i while P V runs; O rescaled once P V has finished, then tile i's probabilities packed.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
+  start_scores(c, sm, i);
+  start_pv(c, sm, i - 1);
+  hw::wgmma_wait_group<1>();  // the scores are in
+  scores_landed(c, sm, a, i);
+  float rescale[2];
+  c.softmax(a.scale_log2, a.no_rescale, rescale);
+  finish_pv(c, sm, i - 1);
+  c.rescale_output(rescale);
+  c.pack_probabilities();
+}
+
+// Tile i, one step after the other: scores, softmax, O rescaled, P V.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void serial_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
+  scores(c, sm, a, i);
+  float rescale[2];
+  c.softmax(a.scale_log2, a.no_rescale, rescale);
+  if (i > 0) c.rescale_output(rescale);
+  c.pack_probabilities();
+  hw::wgmma_fence();
+  start_pv(c, sm, i);
+  finish_pv(c, sm, i);
+}
+
+// A consumer warp group: the walk's tiles, then O to global memory. Overlapped (Cfg::kOverlap): the first
+// tile's scores and softmax, every later tile overlapped with its predecessor's P V, the last P V; else each
+// tile in turn, the tensor cores then overlapping one warp group's softmax with the other's products only.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
+  const Walk<Cfg::kBlockN> walk(a);
+  Consumer<T, Cfg> c;
+  c.group = static_cast<int>(threadIdx.x) / 128 - 1;
+#pragma unroll
+  for (int i = 0; i < Cfg::kD / 2; ++i) c.o[i] = 0.0f;
+  c.row_max[0] = c.row_max[1] = -INFINITY;
+  c.row_sum[0] = c.row_sum[1] = 0.0f;
+  wait_or_trap(&sm.q_full, 0);
+  if constexpr (Cfg::kOverlap) {
+    scores(c, sm, a, 0);
+    float unused[2];
+    c.softmax(a.scale_log2, false, unused);
+    c.pack_probabilities();
+    for (int i = 1; i < walk.count; ++i) overlapped_tile(c, sm, a, i);
+    hw::wgmma_fence();
+    start_pv(c, sm, walk.count - 1);
+    finish_pv(c, sm, walk.count - 1);
+  } else {
+    for (int i = 0; i < walk.count; ++i) serial_tile(c, sm, a, i);
+  }
+  c.store(a, walk.m_block);
+}
+
+template <typename T, typename Cfg>
+__global__ void __launch_bounds__(kThreads, 1)
+    fused_sm90a_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                       const __grid_constant__ CUtensorMap v_map, Args args) {
+  extern __shared__ unsigned char raw[];
+  Smem<Cfg>& sm = aligned_smem<Smem<Cfg>>(raw);
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.q_full, 1);
+    for (int stage = 0; stage < Cfg::kStages; ++stage) {
+      hw::mbarrier_init(&sm.k_full[stage], 1);
+      hw::mbarrier_init(&sm.v_full[stage], 1);
+      hw::mbarrier_init(&sm.k_empty[stage], kConsumerThreads);
+      hw::mbarrier_init(&sm.v_empty[stage], kConsumerThreads);
+    }
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    hw::setmaxnreg_dec<40>();
+    if (threadIdx.x == 0) produce<Cfg>(sm, &q_map, &k_map, &v_map, args);
+  } else {
+    hw::setmaxnreg_inc<232>();
+    consume<T, Cfg>(sm, args);
+  }
+}
+
+// Q, K or V ([batch x heads x t, d], row-major) as TMA reads it: boxes of box_rows rows x 64 columns,
+// 128-byte swizzle.
+CUtensorMap tile_map(const void* data, AttentionType type, const AttentionShape& s, std::uint32_t box_rows) {
+  const hopper::Matrix2d rows{data,
+                              type == AttentionType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                              static_cast<std::uint64_t>(s.batch * s.heads * s.q_len),
+                              static_cast<std::uint64_t>(s.head_dim), static_cast<std::uint64_t>(s.head_dim) * 2};
+  return hopper::make_tensor_map_2d(rows, box_rows, kBoxCols, hopper::TileSwizzle::bytes128);
+}
+
+template <typename T, typename Cfg>
+void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
+            AttentionFault fault) {
+  const auto kernel = fused_sm90a_kernel<T, Cfg>;
+  static const bool configured = [&] {
+    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<Cfg>)));
+    return true;
+  }();
+  (void)configured;
+  const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
+  Args args{o,
+            static_cast<int>(shape.q_len),
+            attention_detail::kLog2e / std::sqrt(float(Cfg::kD)),
+            shape.causal || fault == AttentionFault::drop_causal_mask,  // the causal walk, without its mask
+            shape.causal && fault != AttentionFault::drop_causal_mask,
+            fault == AttentionFault::no_rescale,
+            fault == AttentionFault::skip_last_kv_block ? 1 : 0};
+  const dim3 grid(unsigned(shape.q_len / kBlockM), unsigned(shape.batch * shape.heads));
+  kernel<<<grid, kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, kBlockM),
+                                                      tile_map(k, type, shape, Cfg::kBlockN),
+                                                      tile_map(v, type, shape, Cfg::kBlockN), args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+// The versions' shapes. Shared memory (16-bit elements): Q 128 x d, and per stage K and V kBlockN x d.
+//   v4 d 64: 16 KB + 2 x 32 KB = 80 KB; d 128: 32 KB + 2 x 64 KB = 160 KB (a third stage, 224 KB and the
+//      alignment slack, would fill the 227 KB a block may have); d 128 runs serially (Config::kOverlap).
+//   v5 d 64: 16 KB + 3 x 32 KB = 112 KB; d 128 on 64-key tiles, so that it overlaps: 32 KB + 4 x 32 KB = 160 KB.
+template <typename T>
+void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
+                    const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+  const bool d64 = shape.head_dim == 64;
+  if (version == "v4")
+    d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)
+        : launch<T, Config<128, 128, 2>>(shape, q, k, v, o, stream, fault);
+  else
+    d64 ? launch<T, Config<64, 128, 3>>(shape, q, k, v, o, stream, fault)
+        : launch<T, Config<128, 64, 4>>(shape, q, k, v, o, stream, fault);
+}
+
+}  // namespace
+
+std::string fused_sm90a_unavailable(const std::string& version, int device) {
+  if (hopper::hopper_path_available(device)) return "";
+  return "fused attention " + version + " needs sm_90a (wgmma, TMA): a compute capability 9.0 GPU (H100, H200)";
+}
+
+void launch_fused_sm90a(const std::string& version, AttentionType type, const AttentionShape& shape, const void* q,
+                        const void* k, const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+  // Whether each device runs sm_90a code, asked once per device: the question costs more than a small launch.
+  static std::mutex guard;
+  static std::map<int, std::string> unavailable;
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  {
+    const std::lock_guard<std::mutex> lock(guard);
+    if (!unavailable.contains(device)) unavailable[device] = fused_sm90a_unavailable(version, device);
+    if (!unavailable[device].empty()) throw Error(unavailable[device]);
+  }
+  if (!is_sm90a_version(version)) throw Error("fused attention: '" + version + "' is not an sm_90a version");
+  attention_detail::dispatch_type(
+      type, [&]<typename T>() { launch_version<T>(version, shape, q, k, v, o, stream, fault); });
+}
+
+}  // namespace roofbench::kernels::sm90a
