@@ -5,8 +5,8 @@
 // lab's own versions are rows of its tables. Retired versions leave the tables; plugins/gpt/README.md keeps
 // their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|v11/batch:64|512  the same on bf16 tensors, also at R3's batch
-//                                     (v10, v11: sm_90a, compute capability 9.0 only)
+//   lab_attention_bf16/version:v7|v9|v10|v11|v12/batch:64|512  the same on bf16 tensors, also at R3's batch
+//                                     (v10, v11, v12: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)

@@ -129,6 +129,15 @@ __device__ __forceinline__ std::uint64_t matrix_descriptor(const void* tile, std
 __device__ __forceinline__ std::uint64_t descriptor_k_major_sw128(const void* tile, int k) {
   return matrix_descriptor(static_cast<const char*>(tile) + 32 * k, 16, 1024, Swizzle::bytes128);
 }
+// MN-major bf16 tile in the 128-byte swizzle (the transposed operand, imm-trans 1): each row holds 64
+// consecutive M (or N) elements, one K index per row, so a row-major [K][64] matrix as TMA writes it with
+// the 128-byte swizzle; 8 rows (8 K indices) form a 1024-byte atom. The k16 step k starts 16 rows (2048
+// bytes) further; the stride offset is the 1024 bytes from one 8-row atom to the next along K. The leading
+// offset, from one 64-element block of M or N to the next, is unused for M = 64 or N = 64, the only extents
+// this helper serves.
+__device__ __forceinline__ std::uint64_t descriptor_mn_major_sw128(const void* tile, int k) {
+  return matrix_descriptor(static_cast<const char*>(tile) + 2048 * k, 16, 1024, Swizzle::bytes128);
+}
 // K-major bf16 tile with no swizzle, for the k16 step starting at column 16 k: the tile is made of 8 x 8
 // core matrices (8 rows of 16 contiguous bytes, 128 bytes each); `k_core_bytes` apart along K (the leading
 // offset) and `row_core_bytes` apart from one 8-row group to the next (the stride offset).
@@ -159,6 +168,9 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
 // d (+)= A B for a 64 x N x 16 step, bf16 inputs, fp32 accumulators, N = 2 x the accumulator count (64 or
 // 128). A (64 x 16) and B (N x 16, i.e. B transposed, K-major) come as descriptors (_ss), or A as the
 // register fragment described at the top (_rs). accumulate == 0 overwrites d instead of adding.
+// kTransA / kTransB (PTX imm-trans-a / -b, default 0): 1 reads that shared-memory operand MN-major
+// (descriptor_mn_major_sw128: A stored [K][M], B stored [K][N]) instead of K-major; the register A of _rs
+// has no such choice.
 #define RB_WGMMA_D8(d, i)                                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
@@ -173,24 +185,29 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
   "%50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
 // Both forms for N = 2 COUNT: the accumulators are operands %0 .. %COUNT-1 (listed by D_LIST, bound by
 // D_OPERANDS); I0 .. I5 are the numbers, as strings, of the operands after them.
-#define RB_WGMMA_BF16(N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5)                                    \
+#define RB_WGMMA_BF16(N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5, I6)                                \
+  template <int kTransA = 0, int kTransB = 0>                                                                  \
   __device__ __forceinline__ void wgmma_bf16_ss(float(&d)[COUNT], std::uint64_t a, std::uint64_t b,            \
                                                 std::uint32_t accumulate) {                                    \
+    static_assert((kTransA == 0 || kTransA == 1) && (kTransB == 0 || kTransB == 1));                           \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
-                 "k16.f32.bf16.bf16 {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, 0, 0;\n}\n"                           \
+                 "k16.f32.bf16.bf16 {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, %" I3 ", %" I4 ";\n}\n"               \
                  : D_OPERANDS(d)                                                                              \
-                 : "l"(a), "l"(b), "r"(accumulate));                                                          \
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB));                             \
   }                                                                                                            \
+  template <int kTransB = 0>                                                                                   \
   __device__ __forceinline__ void wgmma_bf16_rs(float(&d)[COUNT], const std::uint32_t(&a)[4], std::uint64_t b, \
                                                 std::uint32_t accumulate) {                                    \
+    static_assert(kTransB == 0 || kTransB == 1);                                                               \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
-                 "k16.f32.bf16.bf16 {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 ", p, 1, 1, 0;\n}\n"  \
+                 "k16.f32.bf16.bf16 {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4 ", p, 1, 1, %" I6     \
+                 ";\n}\n"                                                                                      \
                  : D_OPERANDS(d)                                                                              \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));        \
   }
 
-RB_WGMMA_BF16(64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37")
-RB_WGMMA_BF16(128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69")
+RB_WGMMA_BF16(64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37", "38")
+RB_WGMMA_BF16(128, 64, RB_WGMMA_LIST64, RB_WGMMA_D64, "64", "65", "66", "67", "68", "69", "70")
 
 #undef RB_WGMMA_BF16
 #undef RB_WGMMA_LIST64
