@@ -140,6 +140,18 @@ void configure_sm90a(const char* version, Kernel kernel, std::size_t smem_bytes)
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
 }
 
+// A persistent kernel's grid: as many blocks of `threads` and `smem_bytes` as fit on the device at once
+// (after configure_sm90a set its shared-memory limit). `what` names the kernel in the refusal.
+template <typename Kernel>
+int persistent_grid(const char* what, Kernel kernel, int threads, std::size_t smem_bytes) {
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  if (per_sm < 1) throw Error(std::string("gpt: attention ") + what + " does not fit on this GPU's SMs");
+  return sms * per_sm;
+}
+
 // A [rows, cols] bf16 matrix as TMA reads one head's part of it: boxes of kMaxT rows x kHeadDim columns,
 // 128-byte swizzle.
 CUtensorMap head_box_map(const bf16* data, const AttentionShape& s, std::uint64_t cols) {

@@ -257,13 +257,8 @@ void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v11_configure() {
   const auto kernel = attention::fused_attention_v11_forward_kernel;
   attention::configure_sm90a("v11", kernel, attention::kV11SmemBytes);
-  int device = 0, sms = 0, per_sm = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attention::kV11Threads,
-                                                               attention::kV11SmemBytes));
-  if (per_sm < 1) throw Error("gpt: attention v11's forward does not fit on this GPU's SMs");
-  attention::g_v11_grid = sms * per_sm;
+  attention::g_v11_grid =
+      attention::persistent_grid("v11's forward", kernel, attention::kV11Threads, attention::kV11SmemBytes);
 }
 
 void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,

@@ -277,12 +277,6 @@ __global__ void __launch_bounds__(kV12Threads, 1)
   }
 }
 
-}  // namespace
-}  // namespace roofbench::gpt::cuda::attention
-
-namespace roofbench::gpt::cuda::attention {
-namespace {
-
 // The persistent backward's grid: as many blocks as fit at once. Set by attention_v12_configure.
 int g_v12_grid = 0;
 
@@ -295,13 +289,8 @@ void attention_v12_configure() {
   const auto kernel = attention::fused_attention_v12_backward_kernel;
   attention::configure_sm90a("v12", kernel, attention::kV12SmemBytes);
   attention_v11_configure();  // the forward
-  int device = 0, sms = 0, per_sm = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attention::kV12Threads,
-                                                               attention::kV12SmemBytes));
-  if (per_sm < 1) throw Error("gpt: attention v12's backward does not fit on this GPU's SMs");
-  attention::g_v12_grid = sms * per_sm;
+  attention::g_v12_grid =
+      attention::persistent_grid("v12's backward", kernel, attention::kV12Threads, attention::kV12SmemBytes);
 }
 
 void attention_v12_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,

@@ -133,10 +133,12 @@ __device__ __forceinline__ std::uint64_t descriptor_k_major_sw128(const void* ti
 // consecutive M (or N) elements, one K index per row, so a row-major [K][64] matrix as TMA writes it with
 // the 128-byte swizzle; 8 rows (8 K indices) form a 1024-byte atom. The k16 step k starts 16 rows (2048
 // bytes) further; the stride offset is the 1024 bytes from one 8-row atom to the next along K. The leading
-// offset, from one 64-element block of M or N to the next, is unused for M = 64 or N = 64, the only extents
-// this helper serves.
+// offset, from one 64-element block of M or N to the next (PTX ISA, the matrix descriptor's table for
+// MN-major swizzled layouts; CUTLASS's make_gmma_desc agrees), is unused for M = 64 or N = 64, the only
+// extents this helper serves: it is given the stride's 1024 too, so that a reading with the two swapped would
+// still address the same rows.
 __device__ __forceinline__ std::uint64_t descriptor_mn_major_sw128(const void* tile, int k) {
-  return matrix_descriptor(static_cast<const char*>(tile) + 2048 * k, 16, 1024, Swizzle::bytes128);
+  return matrix_descriptor(static_cast<const char*>(tile) + 2048 * k, 1024, 1024, Swizzle::bytes128);
 }
 // K-major bf16 tile with no swizzle, for the k16 step starting at column 16 k: the tile is made of 8 x 8
 // core matrices (8 rows of 16 contiguous bytes, 128 bytes each); `k_core_bytes` apart along K (the leading
