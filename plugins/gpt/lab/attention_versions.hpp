@@ -59,8 +59,9 @@ void attention_v11_configure();
 void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 
-// v12 (attention_v12.cu, sm_90a): v11's forward, and a backward on TMA and wgmma, one block of two warp
-// groups per head computing dq, dk and dv of all its rows. configure (v11's too) throws NotApplicable as v10's.
+// v12 (attention_v12.cu, sm_90a): v11's forward, and a persistent backward on TMA and wgmma whose blocks of
+// two warp groups compute dq, dk and dv of all a head's rows at once, the next head's rows landing meanwhile.
+// configure (v11's too) throws NotApplicable as v10's.
 void attention_v12_configure();
 void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
