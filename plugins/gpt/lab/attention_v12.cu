@@ -22,8 +22,8 @@
 //       MN-major (imm-trans-b 1: the rows TMA wrote, no transposed copy);
 //   - query phase, after a barrier: dq = dS k for queries 64 g .., keys 0 .. 64 g + 63, dS^T and k both read
 //     MN-major (imm-trans-a 1, imm-trans-b 1). dS^T is kept [key][query] in two 128-byte swizzled tiles of 64
-//     queries each, written from the dS^T accumulators (a warp's eight rows of one 16-byte column land in eight
-//     different chunks: no bank conflicts);
+//     queries each, written from the packed dS^T fragments (a warp's eight rows of one 16-byte column land in
+//     eight different chunks: no bank conflicts);
 //   - dv and dk are staged in the warp's own v rows (read by its own group's dP^T alone), dq in its q rows (no
 //     product reads q after the barrier), and leave as v9's do (store_head_block_staged: times scale, rotated
 //     back, 128-byte rows); a barrier ends the head, and its stage is free for the head after next.
@@ -32,7 +32,9 @@
 // dP^T accumulators 64 + 64 fp32, then the P^T and dS^T fragments 32 + 32 and the dv and dk accumulators
 // 32 + 32, 128 live either way plus addresses and indices (ptxas: 234, no spills); 256 threads a block, one
 // block per SM. Warp group 0 does 9 of the head's 15 64 x 64 x 64 products (4 x 2 in the key phase, 1 in the
-// query phase), group 1 the other 6.
+// query phase), group 1 the other 6. The arithmetic is v9's (its operands, element-wise step and roundings),
+// the products summed in the tensor cores' order: dqkv agrees with v9's to bf16's rounding, not bit for bit,
+// and is deterministic (a fixed order, no atomics), as R4's recomputed backward needs.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
