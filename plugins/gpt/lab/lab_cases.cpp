@@ -733,7 +733,7 @@ std::vector<CaseSpec> lab_cases() {
                                    "the forward one block per head with its softmax online, v9 v7 with a persistent "
                                    "backward fetching each block's next head ahead (R2-R4's), v10 (sm_90a) a "
                                    "forward on TMA and wgmma with v9's backward, v11 v10 persistent with a producer "
-                                   "warp group",
+                                   "warp group, v12 v11's forward with a persistent TMA and wgmma backward",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",
