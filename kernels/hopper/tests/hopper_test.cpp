@@ -291,6 +291,27 @@ TEST_F(HopperTest, WgmmaGemmWithMnMajorBMatchesFp64) {
         }
 }
 
+// The transposed operands (imm-trans 1, descriptor_mn_major_sw128): A^T and B^T as row-major k x 64 matrices
+// loaded whole by TMA, against A B^T in fp64. K = 16: one step; 64: one 1024-byte atom pair per step across
+// a whole 128-byte row; 256: sixteen steps, TMA's largest box.
+void check_gemm_mn_major(bool a_from_registers) {
+  for (const int k : {16, 64, 256}) {
+    const Matrix16 a(64, k), b(64, k);
+    const Matrix16 a_t = a.transposed(), b_t = b.transposed();
+    DeviceBuffer<std::uint16_t> da_t(a_t.words), db_t(b_t.words);
+    DeviceBuffer<float> dc(std::size_t(64) * 64);
+    test::gemm_mn_major(a_from_registers, tile_map(da_t, a_t, k), tile_map(db_t, b_t, k), da_t.data, k, dc.data);
+    EXPECT_EQ(gemm_mismatch(a, b, dc.read(), kGemmBound), "")
+        << "wgmma m64n64k16 bf16, B MN-major (imm-trans-b 1), A "
+        << (a_from_registers ? "from registers" : "MN-major (imm-trans-a 1)") << ", K = " << k;
+  }
+}
+
+TEST_F(HopperTest, WgmmaGemmWithMnMajorOperandsMatchesFp64) {
+  check_gemm_mn_major(false);
+  check_gemm_mn_major(true);
+}
+
 TEST_F(HopperTest, SetmaxnregProducerConsumerGemmMatchesFp64) {
   for (const int k : {64, 80, 512}) {  // one stage, a partial block, four rounds through both stages
     const Matrix16 a(128, k), b(128, k);

@@ -14,6 +14,10 @@ namespace {
 constexpr int kBlockK = 64;                       // K columns per TMA box: one 128-byte swizzle row of bf16
 constexpr std::uint32_t kAtomBytes = 1024;        // the 128-byte swizzle's repeat, and tiles' alignment
 constexpr std::uint32_t kRowsTileBytes = 64 * kBlockK * 2;  // 64 rows x 64 bf16
+// The descriptor of a 64-wide MN-major operand: its leading offset, between 64-element blocks, is never read.
+__device__ __forceinline__ std::uint64_t mn_major_64(const void* tile, int k) {
+  return descriptor_mn_major_sw128(tile, k, kSingleMnBlock);
+}
 
 // The first 1024-byte aligned address of dynamic shared memory (launched with kAtomBytes to spare).
 __device__ unsigned char* aligned_shared(unsigned char* raw) {
@@ -22,10 +26,11 @@ __device__ unsigned char* aligned_shared(unsigned char* raw) {
 }
 
 // The waits of these kernels, named in the error when one times out.
-enum class Wait { tma_box, bulk_copy, gemm_tiles, stage_filled, stage_emptied, count };
+enum class Wait { tma_box, bulk_copy, gemm_tiles, stage_filled, stage_emptied, mn_major_tiles, count };
 constexpr const char* kWaitNames[int(Wait::count)] = {
     "tma_tile: the box's bytes", "mbarrier_phases: the bulk copy's 16 bytes", "gemm_warpgroup: A and B tiles",
-    "producer_consumer: a stage filled by the producer", "producer_consumer: a stage emptied by both consumers"};
+    "producer_consumer: a stage filled by the producer", "producer_consumer: a stage emptied by both consumers",
+    "gemm_mn_major: the transposed A and B tiles"};
 
 // Mapped host memory (so that it stays readable after a trap) receiving 1 + the Wait that timed out.
 __device__ int* g_timed_out;
@@ -225,6 +230,57 @@ __global__ void __launch_bounds__(128) gemm_warpgroup_kernel(const __grid_consta
   store_accumulators<kN>(d, c, kN, 0);
 }
 
+// The A fragment of the k16 step k0 from A^T (k x 64, row-major): A(row, col) = a_t[col][row].
+__device__ void load_a_fragment_transposed(std::uint32_t (&frag)[4], const std::uint16_t* a_t, int k0) {
+  const int warp = (threadIdx.x % 128) / 32, g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
+  const auto pair = [&](int row, int col) {
+    return std::uint32_t(a_t[col * 64 + row]) | std::uint32_t(a_t[(col + 1) * 64 + row]) << 16;
+  };
+  const int row = 16 * warp + g, col = k0 + 2 * t;
+  frag[0] = pair(row, col);
+  frag[1] = pair(row + 8, col);
+  frag[2] = pair(row, col + 8);
+  frag[3] = pair(row + 8, col + 8);
+}
+
+// gemm_mn_major's shared memory: A^T and B^T whole (up to k = 256 rows of 128 bytes each), then the barrier.
+struct MnMajorTiles {
+  unsigned char a_t[256 * 128], b_t[256 * 128];
+  std::uint64_t loaded;
+};
+
+template <bool kAFromRegisters>
+__global__ void __launch_bounds__(128) gemm_mn_major_kernel(const __grid_constant__ CUtensorMap a_t_map,
+                                                            const __grid_constant__ CUtensorMap b_t_map,
+                                                            const std::uint16_t* a_t, int k, float* c) {
+  extern __shared__ unsigned char raw[];
+  MnMajorTiles& sm = *reinterpret_cast<MnMajorTiles*>(aligned_shared(raw));
+  const std::uint32_t one = 1, tile_bytes = std::uint32_t(k) * 128;
+  init_barriers(&sm.loaded, &one, 1);
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expect_tx(&sm.loaded, (kAFromRegisters ? 1 : 2) * tile_bytes);
+    if (!kAFromRegisters) tma_load_2d(sm.a_t, &a_t_map, &sm.loaded, 0, 0);
+    tma_load_2d(sm.b_t, &b_t_map, &sm.loaded, 0, 0);
+  }
+  wait_or_trap(&sm.loaded, 0, Wait::mn_major_tiles);
+  float d[32];
+  poison(d);
+  fence_accumulators(d);
+  for (int s = 0; s < k / 16; ++s) {  // one wgmma per group: each step's fragments are loaded first
+    std::uint32_t frag[4];
+    if constexpr (kAFromRegisters) load_a_fragment_transposed(frag, a_t, 16 * s);
+    wgmma_fence();
+    if constexpr (kAFromRegisters)
+      wgmma_bf16_rs<1>(d, frag, mn_major_64(sm.b_t, s), s > 0);
+    else
+      wgmma_bf16_ss<1, 1>(d, mn_major_64(sm.a_t, s), mn_major_64(sm.b_t, s), s > 0);
+    wgmma_commit_group();
+    wgmma_wait_group<0>();
+    fence_accumulators(d);
+  }
+  store_accumulators<64>(d, c, 64, 0);
+}
+
 constexpr int kPcStages = 2;
 constexpr std::uint32_t kPcStageBytes = 2 * 128 * kBlockK * 2;  // A and B tiles of 128 rows x 64 bf16
 
@@ -367,6 +423,17 @@ void gemm_mn_major_b(int n, bool fp16, bool a_from_registers, const CUtensorMap&
   if (n == 64 && !fp16) launch_gemm_mn_major_b<64, __nv_bfloat16>(a_from_registers, a_map, b_map, a_rows, k, c);
   if (n == 128 && fp16) launch_gemm_mn_major_b<128, __half>(a_from_registers, a_map, b_map, a_rows, k, c);
   if (n == 128 && !fp16) launch_gemm_mn_major_b<128, __nv_bfloat16>(a_from_registers, a_map, b_map, a_rows, k, c);
+}
+
+void gemm_mn_major(bool a_from_registers, const CUtensorMap& a_t_map, const CUtensorMap& b_t_map,
+                   const std::uint16_t* a_t_rows, int k, float* c) {
+  if (k % 16 != 0 || k < 16 || k > 256) throw Error("gemm_mn_major: k must be a multiple of 16 up to 256");
+  const auto kernel = a_from_registers ? gemm_mn_major_kernel<true> : gemm_mn_major_kernel<false>;
+  const std::uint32_t shared = sizeof(MnMajorTiles) + kAtomBytes;
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  arm_timeout_report();
+  kernel<<<1, 128, shared>>>(a_t_map, b_t_map, a_t_rows, k, c);
+  finish("gemm_mn_major_kernel");
 }
 
 void gemm_producer_consumer(const CUtensorMap& a_map, const CUtensorMap& b_map, int k, float* c) {

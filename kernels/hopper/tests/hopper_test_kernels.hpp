@@ -41,6 +41,14 @@ void gemm_warpgroup(int n, ASource source, const CUtensorMap& a_map, const CUten
 void gemm_mn_major_b(int n, bool fp16, bool a_from_registers, const CUtensorMap& a_map, const CUtensorMap& b_map,
                      const std::uint16_t* a_rows, int k, float* c);
 
+// C (64 x 64, fp32, row-major, device) = A B^T as gemm_warpgroup computes it, from the transposes: a_t
+// (k x 64) holds A^T and b_t (k x 64) B^T, both row-major and both loaded whole by TMA (128-byte swizzle,
+// boxes of k rows x 64 columns), so both operands are MN-major (descriptor_mn_major_sw128, imm-trans 1).
+// A is read from shared memory (wgmma_bf16_ss<1, 1>) or, a_from_registers, as fragments gathered from
+// a_t_rows (device) with only B transposed (wgmma_bf16_rs<1>). k: a multiple of 16, at most 256.
+void gemm_mn_major(bool a_from_registers, const CUtensorMap& a_t_map, const CUtensorMap& b_t_map,
+                   const std::uint16_t* a_t_rows, int k, float* c);
+
 // C (128 x 128) = A (128 x k) B^T (B: 128 x k) by a producer warp group (one thread issuing TMA loads
 // into a 2-stage ring, setmaxnreg.dec to 40) and two consumer warp groups (64 rows each, wgmma,
 // setmaxnreg.inc to 232), with full and empty mbarriers per stage. Maps: boxes of 128 rows x 64 columns.

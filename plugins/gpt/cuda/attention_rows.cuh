@@ -153,22 +153,27 @@ __device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&ac
   __syncwarp();  // the stage may be written again
 }
 
-// delta = rowsum(dout * out) in fp32 over this thread's chunks of dout (in shared memory, landed by
-// its own copies) and of out (out_chunk(it), its chunk it); a row's chunks sit in kChunksPerRow
-// neighbouring threads, summed by shuffles.
+// One row's delta = rowsum(dout * out) in fp32: this thread's 16-byte chunks of dout and out (eight elements
+// summed in order), then the row's kChunksPerRow chunks, held by that many neighbouring threads, summed by
+// shuffles. Every thread of the warp calls it at once.
+__device__ inline float chunk_row_dot(uint4 dout_chunk, uint4 out_chunk) {
+  const bf16* x = reinterpret_cast<const bf16*>(&dout_chunk);
+  const bf16* y = reinterpret_cast<const bf16*>(&out_chunk);
+  float dot = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
+  for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+  return dot;
+}
+
+// delta = rowsum(dout * out) over this thread's chunks of dout (in shared memory, landed by its own copies)
+// and of out (out_chunk(it), its chunk it).
 template <typename OutChunk>
 __device__ __forceinline__ void store_delta(float* delta, const bf16* dout_rows, OutChunk out_chunk) {
 #pragma unroll
   for (int it = 0; it < kChunksPerThread; ++it) {
     const int r = chunk_row(it), c = chunk_column(it);
-    const uint4 a = *reinterpret_cast<const uint4*>(dout_rows + r * kRowStride + c);
-    const uint4 b = out_chunk(it);
-    const bf16* x = reinterpret_cast<const bf16*>(&a);
-    const bf16* y = reinterpret_cast<const bf16*>(&b);
-    float dot = 0.0f;
-#pragma unroll
-    for (int e = 0; e < kChunk; ++e) dot += __bfloat162float(x[e]) * __bfloat162float(y[e]);
-    for (int offset = kChunksPerRow / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(kFullWarp, dot, offset);
+    const float dot = chunk_row_dot(*reinterpret_cast<const uint4*>(dout_rows + r * kRowStride + c), out_chunk(it));
     if (c == 0) delta[r] = dot;
   }
 }

@@ -25,36 +25,16 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
 
-#include "attention_common.cuh"
-#include "attention_rows.cuh"
+#include "attention_sm90a.cuh"
 #include "attention_versions.hpp"
-#include "roofbench/cuda.hpp"
-#include "roofbench/hopper.cuh"
-#include "roofbench/hopper_host.hpp"
-#include "roofbench/plugin.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
-namespace hw = roofbench::hopper;
-
-constexpr int kV10Threads = 256;  // two consumer warp groups
-constexpr int kV10Chunks = kMaxT * kChunksPerRow / kV10Threads;  // 16-byte chunks per thread and part
-constexpr int kV10RowsPerPass = kV10Threads / kChunksPerRow;
-constexpr std::uint32_t kSwizzleRow = 128;  // bytes per row of a 128-byte swizzled tile (64 bf16)
-constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: tiles start 1024-byte aligned
-constexpr std::uint32_t kHeadTileBytes = kMaxT * kSwizzleRow;  // q, k or v of one head: 16 KB
 constexpr std::uint32_t kKeyTileBytes = kHeadDim * kSwizzleRow;  // v^T for 64 keys: 64 dims x 64 keys
-static_assert(kHeadDim * 2 == kSwizzleRow, "a head row is one swizzled row");
-static_assert(kMaxT * kChunksPerRow % kV10Threads == 0);
 
-// One head's q, k and v as TMA writes them (q and k then prepared in place), and v^T: keys 64 kt .. 64 kt + 63
-// in tile kt.
-struct HeadTiles {
-  unsigned char q[kHeadTileBytes], k[kHeadTileBytes], v[kHeadTileBytes];
-};
+// v^T: keys 64 kt .. 64 kt + 63 in tile kt.
 using TransposedV = unsigned char[kMaxT / 64][kKeyTileBytes];
 
 // v10's shared memory, from the first 1024-byte aligned address of the dynamic allocation.
@@ -65,90 +45,17 @@ struct V10Smem {
 };
 constexpr std::size_t kV10SmemBytes = sizeof(V10Smem) + kAtomBytes;  // room to align the start
 
-// The first 1024-byte aligned address of the dynamic shared memory (launched with kAtomBytes to spare).
-template <typename Smem>
-__device__ inline Smem& aligned_smem(unsigned char* raw) {
-  const std::uint32_t base = hw::shared_address(raw);
-  return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
+// The head prepared as v10 and v11 read it: q and k in place, v into v^T.
+__device__ inline void prepare_head(const V10Preparation& prep, HeadTiles& tiles, TransposedV& vt, int T) {
+  prep.apply(tiles, T, [&](int r, int c, std::uint32_t, const uint4& v) {
+    // Element e of the chunk is v[r][8 c + e]: row 8 c + e of v^T, key column r % 64 of tile r / 64.
+    const bf16* x = reinterpret_cast<const bf16*>(&v);
+    unsigned char* tile = vt[r / 64];
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e)
+      *reinterpret_cast<bf16*>(tile + swizzled(kChunk * c + e, (r % 64) / 8) + 2 * (r % 8)) = x[e];
+  });
 }
-
-// mbarrier_wait with a time limit of about a second (2^31 cycles; a real wait takes microseconds): a phase
-// that never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
-__device__ inline void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
-  const long long start = clock64();
-  while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 31)) __trap();
-}
-
-// The three boxes of the head `at` (rows b T .., columns of q, k and v) into `tiles`, completing on `bar`.
-// One thread issues them.
-__device__ inline void load_head(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
-  const int row = at.b * at.T, col = at.h * kHeadDim;
-  hw::mbarrier_arrive_expect_tx(bar, 3 * kHeadTileBytes);
-  hw::tma_load_2d(tiles.q, map, bar, row, col);
-  hw::tma_load_2d(tiles.k, map, bar, row, at.C + col);
-  hw::tma_load_2d(tiles.v, map, bar, row, 2 * at.C + col);
-}
-
-// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte swizzled tile (kernels/hopper/README.md).
-__device__ inline std::uint32_t swizzled(int row, int chunk) {
-  return static_cast<std::uint32_t>(row) * kSwizzleRow + static_cast<std::uint32_t>((chunk ^ (row % 8)) * 16);
-}
-
-// The chunks the preparation gives each of the kV10Threads threads that prepare a head (v10: all of them; v11:
-// its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % kV10Threads is as good a number).
-__device__ inline int preparing_thread() { return static_cast<int>(threadIdx.x) % kV10Threads; }
-__device__ inline int v10_chunk_row(int it) { return preparing_thread() / kChunksPerRow + it * kV10RowsPerPass; }
-__device__ inline int v10_chunk_column() { return preparing_thread() % kChunksPerRow; }
-
-// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows): v10 reads them
-// while the boxes are in flight, v11 once its stage has landed.
-struct V10Preparation {
-  float bias[3][kChunk];
-  float cos[kV10Chunks][4], sin[kV10Chunks][4];
-
-  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
-    const int c = kChunk * v10_chunk_column();
-#pragma unroll
-    for (int part = 0; part < 3; ++part)
-#pragma unroll
-      for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(qkv_bias + part * at.C + at.h * kHeadDim + c + e);
-#pragma unroll
-    for (int it = 0; it < kV10Chunks; ++it) {
-      const int r = v10_chunk_row(it) < at.T ? v10_chunk_row(it) : 0;  // a padding row is not prepared
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
-        sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
-      }
-    }
-  }
-
-  // q and k prepared in place, v prepared into v^T; rows from T on zero. Fenced for the async proxy.
-  __device__ void apply(HeadTiles& tiles, TransposedV& vt, int T) const {
-    const int c = v10_chunk_column();
-#pragma unroll
-    for (int it = 0; it < kV10Chunks; ++it) {
-      const int r = v10_chunk_row(it);
-      const std::uint32_t at = swizzled(r, c);
-      uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
-      uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
-      const uint4 zero = make_uint4(0, 0, 0, 0);
-      const bool live = r < T;
-      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : zero;
-      *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : zero;
-      const uint4 raw_v = *reinterpret_cast<const uint4*>(tiles.v + at);
-      const uint4 v = live ? prepare_chunk(raw_v, bias[2], nullptr, nullptr) : zero;
-      // Element e of the chunk is v[r][8 c + e]: row 8 c + e of v^T, key column r % 64 of tile r / 64.
-      const bf16* x = reinterpret_cast<const bf16*>(&v);
-      unsigned char* tile = vt[r / 64];
-#pragma unroll
-      for (int e = 0; e < kChunk; ++e)
-        *reinterpret_cast<bf16*>(tile + swizzled(kChunk * c + e, (r % 64) / 8) + 2 * (r % 8)) = x[e];
-    }
-    hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
-  }
-};
 
 // Warp group g's 64 query rows (64 g ..) against keys 0 .. kKeys - 1 (kKeys = 64 (g + 1), causal): scores,
 // softmax, P V, then out and lse to global memory.
@@ -226,10 +133,6 @@ __device__ __forceinline__ void attend_head(const HeadTiles& tiles, const Transp
     attend_rows<kMaxT>(tiles, vt, out, lse, at, args, 1);
 }
 
-__device__ inline HeadRows v10_head_rows(int head, const AttentionShape& s) {
-  return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};
-}
-
 __global__ void __launch_bounds__(kV10Threads, 2)
     fused_attention_v10_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
                                        const float* bias, FusedArgs args) {
@@ -245,7 +148,7 @@ __global__ void __launch_bounds__(kV10Threads, 2)
   V10Preparation prep;
   prep.load(bias, args.rope, at);
   wait_or_trap(&sm.loaded, 0);
-  prep.apply(sm.head, sm.vt, args.s.T);
+  prepare_head(prep, sm.head, sm.vt, args.s.T);
   __syncthreads();
   attend_head(sm.head, sm.vt, out, lse, at, args, static_cast<int>(threadIdx.x) / 128);
 }
@@ -295,7 +198,7 @@ __device__ __forceinline__ void consume_heads(V11Smem& sm, bf16* out, float* lse
     V10Preparation prep;
     prep.load(bias, args.rope, at);
     consumers_sync();  // both groups' P V of the previous head have finished reading v^T
-    prep.apply(sm.stage[stage], sm.vt, args.s.T);
+    prepare_head(prep, sm.stage[stage], sm.vt, args.s.T);
     consumers_sync();  // every chunk prepared (and fenced) before any wgmma reads it
     attend_head(sm.stage[stage], sm.vt, out, lse, at, args, group);
     hw::mbarrier_arrive(&sm.empty[stage]);  // its wgmmas have completed: the stage may be refilled
@@ -330,30 +233,6 @@ __global__ void __launch_bounds__(kV11Threads, 1)
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
-// v10's and v11's common host steps: the device checked (NotApplicable off sm_90a), v9's backward and the
-// kernel's shared memory configured.
-template <typename Kernel>
-void configure_sm90a(const char* version, Kernel kernel, std::size_t smem_bytes) {
-  int device = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  if (!hopper::hopper_path_available(device))
-    throw NotApplicable(std::string("gpt attention ") + version +
-                        " needs sm_90a (wgmma): a compute capability 9.0 GPU");
-  fused_attention_configure();  // the backward, v9's
-  ROOFBENCH_CUDA(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
-}
-
-// The raw qkv [N, 3C] as TMA reads it: boxes of one head's 128 rows x 64 columns, 128-byte swizzle.
-CUtensorMap qkv_tensor_map(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
-                           RopeTable rope, const AttentionShape& s) {
-  check_head_operands_aligned(version, out, qkv, qkv_bias, rope);
-  const std::uint64_t C = static_cast<std::uint64_t>(s.channels());
-  const hopper::Matrix2d rows{qkv, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(s.batch) * s.T,
-                              3 * C, 3 * C * sizeof(bf16)};
-  return hopper::make_tensor_map_2d(rows, kMaxT, kHeadDim, hopper::TileSwizzle::bytes128);
-}
-
 // v11's persistent grid: one block per SM (its registers allow no more). Set by attention_v11_configure.
 int g_v11_grid = 0;
 
@@ -378,13 +257,8 @@ void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v11_configure() {
   const auto kernel = attention::fused_attention_v11_forward_kernel;
   attention::configure_sm90a("v11", kernel, attention::kV11SmemBytes);
-  int device = 0, sms = 0, per_sm = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, attention::kV11Threads,
-                                                               attention::kV11SmemBytes));
-  if (per_sm < 1) throw Error("gpt: attention v11's forward does not fit on this GPU's SMs");
-  attention::g_v11_grid = sms * per_sm;
+  attention::g_v11_grid =
+      attention::persistent_grid("v11's forward", kernel, attention::kV11Threads, attention::kV11SmemBytes);
 }
 
 void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,

@@ -36,6 +36,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v10_forward, keeper_backward<bf16>},
     {"v11", "v11 (v10 persistent: producer warp group, two TMA head stages; v9's backward)", false,
      attention_v11_configure, attention_v11_forward, keeper_backward<bf16>},
+    {"v12", "v12 (v11's forward; persistent TMA + wgmma backward, sm_90a)", false, attention_v12_configure,
+     attention_v11_forward, attention_v12_backward},
 };
 
 }  // namespace

@@ -141,12 +141,15 @@ __device__ __forceinline__ std::uint64_t descriptor_k_major_plain(const void* ti
                            Swizzle::none);
 }
 
-// MN-major 16-bit tile in the 128-byte swizzle, for the k16 step starting at K row 16 k: each K row holds
-// 64 consecutive M or N elements (128 bytes), 8 K rows form a 1024-byte atom (chunk c of K row r at chunk
-// c ^ (r % 8)), what a TMA load with TileSwizzle::bytes128 writes from a row-major K x 64 matrix. The step
-// starts 2 atoms (16 K rows, 2048 bytes) further per k; the stride offset is the 1024 bytes from one 8-row
-// atom to the next along K; the leading offset `mn_block_bytes` is the distance between the tiles of
-// consecutive 64-element MN blocks (used when N = 128). For B, pass kTransposeB = 1 to the wgmma.
+// MN-major 16-bit tile in the 128-byte swizzle (the transposed operand, imm-trans 1), for the k16 step starting
+// at K row 16 k: each K row holds 64 consecutive M or N elements (128 bytes), 8 K rows form a 1024-byte atom
+// (chunk c of K row r at chunk c ^ (r % 8)), what a TMA load with TileSwizzle::bytes128 writes from a
+// row-major K x 64 matrix. The step starts 2 atoms (16 K rows, 2048 bytes) further per k; the stride offset
+// is the 1024 bytes from one 8-row atom to the next along K; the leading offset `mn_block_bytes` is the
+// distance between the tiles of consecutive 64-element MN blocks (PTX ISA, the matrix descriptor's table for
+// MN-major swizzled layouts; CUTLASS's make_gmma_desc agrees). It is unused where M or N is 64: pass
+// kSingleMnBlock there. No default, so that a 128-wide caller cannot leave it out.
+inline constexpr std::uint32_t kSingleMnBlock = 1024;
 __device__ __forceinline__ std::uint64_t descriptor_mn_major_sw128(const void* tile, int k,
                                                                    std::uint32_t mn_block_bytes) {
   return matrix_descriptor(static_cast<const char*>(tile) + 2048 * k, mn_block_bytes, 1024, Swizzle::bytes128);
@@ -173,9 +176,10 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
 // d (+)= A B for a 64 x N x 16 step, 16-bit inputs (bf16: wgmma_bf16_*, fp16: wgmma_f16_*), fp32
 // accumulators, N = 2 x the accumulator count (64 or 128). A (64 x 16) and B come as descriptors (_ss), or A
 // as the register fragment described at the top (_rs). B is K-major (N x 16, i.e. B transposed: the product
-// is A B^T for row-major A and B) unless kTransposeB = 1, which reads it MN-major (16 x N, each K row holding
-// consecutive N elements: descriptor_mn_major_sw128), wgmma's transpose bit for B. accumulate == 0
-// overwrites d instead of adding.
+// is A B^T for row-major A and B) and A is K-major (64 x 16) unless kTransB / kTransA (PTX imm-trans-b /
+// imm-trans-a, default 0) is 1: that shared-memory operand is then read MN-major (descriptor_mn_major_sw128:
+// A stored [K][M], B stored [K][N]); the register A of _rs has no such choice. accumulate == 0 overwrites d
+// instead of adding.
 #define RB_WGMMA_D8(d, i)                                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
       "+f"(d[i + 7])
@@ -192,24 +196,24 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[kCount]) {
 // %0 .. %COUNT-1 (listed by D_LIST, bound by D_OPERANDS); I0 .. I6 are the numbers, as strings, of the
 // operands after them.
 #define RB_WGMMA(TYPE, N, COUNT, D_LIST, D_OPERANDS, I0, I1, I2, I3, I4, I5, I6)                               \
-  template <int kTransposeB = 0>                                                                               \
+  template <int kTransA = 0, int kTransB = 0>                                                                  \
   __device__ __forceinline__ void wgmma_##TYPE##_ss(float(&d)[COUNT], std::uint64_t a, std::uint64_t b,        \
                                                     std::uint32_t accumulate) {                                \
-    static_assert(kTransposeB == 0 || kTransposeB == 1);                                                       \
+    static_assert((kTransA == 0 || kTransA == 1) && (kTransB == 0 || kTransB == 1));                           \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
-                 "k16.f32." #TYPE "." #TYPE " {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, 0, %" I3 ";\n}\n"          \
+                 "k16.f32." #TYPE "." #TYPE " {" D_LIST "}, %" I0 ", %" I1 ", p, 1, 1, %" I3 ", %" I4 ";\n}\n"    \
                  : D_OPERANDS(d)                                                                              \
-                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransposeB));                                        \
+                 : "l"(a), "l"(b), "r"(accumulate), "n"(kTransA), "n"(kTransB));                             \
   }                                                                                                            \
-  template <int kTransposeB = 0>                                                                               \
+  template <int kTransB = 0>                                                                                   \
   __device__ __forceinline__ void wgmma_##TYPE##_rs(float(&d)[COUNT], const std::uint32_t(&a)[4],              \
                                                     std::uint64_t b, std::uint32_t accumulate) {               \
-    static_assert(kTransposeB == 0 || kTransposeB == 1);                                                       \
+    static_assert(kTransB == 0 || kTransB == 1);                                                               \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I5 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #N           \
                  "k16.f32." #TYPE "." #TYPE " {" D_LIST "}, {%" I0 ", %" I1 ", %" I2 ", %" I3 "}, %" I4             \
                  ", p, 1, 1, %" I6 ";\n}\n"                                                                     \
                  : D_OPERANDS(d)                                                                              \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransposeB));     \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), "n"(kTransB));        \
   }
 
 RB_WGMMA(bf16, 64, 32, RB_WGMMA_LIST32, RB_WGMMA_D32, "32", "33", "34", "35", "36", "37", "38")
@@ -230,9 +234,9 @@ template <typename Elem, int kTransposeB = 0, int kCount>
 __device__ __forceinline__ void wgmma_ss(float (&d)[kCount], std::uint64_t a, std::uint64_t b, std::uint32_t accumulate) {
   static_assert(std::is_same_v<Elem, __nv_bfloat16> || std::is_same_v<Elem, __half>);
   if constexpr (std::is_same_v<Elem, __half>)
-    wgmma_f16_ss<kTransposeB>(d, a, b, accumulate);
+    wgmma_f16_ss<0, kTransposeB>(d, a, b, accumulate);
   else
-    wgmma_bf16_ss<kTransposeB>(d, a, b, accumulate);
+    wgmma_bf16_ss<0, kTransposeB>(d, a, b, accumulate);
 }
 template <typename Elem, int kTransposeB = 0, int kCount>
 __device__ __forceinline__ void wgmma_rs(float (&d)[kCount], const std::uint32_t (&a)[4], std::uint64_t b,

@@ -1,0 +1,171 @@
+// What the lab's sm_90a attention versions share (attention_v10.cu: v10's and v11's forwards;
+// attention_v12.cu: v12's backward): one head's q, k and v as TMA brings them into shared memory in the
+// 128-byte swizzle (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated,
+// rounded to bf16: v9's prepare_chunk, so the products see v9's operands), the time-limited mbarrier wait,
+// and the host's device check and tensor maps. Included by sm_90a translation units alone
+// (roofbench_hopper_sm90a); device code in an unnamed namespace, as attention_rows.cuh's.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <string>
+
+#include "attention_common.cuh"
+#include "attention_rows.cuh"
+#include "roofbench/cuda.hpp"
+#include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+namespace hw = roofbench::hopper;
+
+constexpr int kV10Threads = 256;  // two warp groups prepare a head (and compute it)
+constexpr int kV10Chunks = kMaxT * kChunksPerRow / kV10Threads;  // 16-byte chunks per thread and part
+constexpr int kV10RowsPerPass = kV10Threads / kChunksPerRow;
+constexpr std::uint32_t kSwizzleRow = 128;  // bytes per row of a 128-byte swizzled tile (64 bf16)
+constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: tiles start 1024-byte aligned
+constexpr std::uint32_t kHeadTileBytes = kMaxT * kSwizzleRow;  // q, k or v of one head: 16 KB
+static_assert(kHeadDim * 2 == kSwizzleRow, "a head row is one swizzled row");
+static_assert(kMaxT * kChunksPerRow % kV10Threads == 0);
+
+// One head's q, k and v as TMA writes them (then prepared in place).
+struct HeadTiles {
+  unsigned char q[kHeadTileBytes], k[kHeadTileBytes], v[kHeadTileBytes];
+};
+
+// The first 1024-byte aligned address of the dynamic shared memory (launched with kAtomBytes to spare).
+template <typename Smem>
+__device__ inline Smem& aligned_smem(unsigned char* raw) {
+  const std::uint32_t base = hw::shared_address(raw);
+  return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
+}
+
+// mbarrier_wait with a time limit of about a second (2^31 cycles; a real wait takes microseconds): a phase
+// that never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ inline void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) __trap();
+}
+
+// The three boxes of the head `at` (rows b T .., columns of q, k and v) into `tiles`, completing on `bar`
+// with `extra_bytes` more announced there (boxes the caller issues itself). One thread issues them.
+__device__ inline void load_head(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at,
+                                 std::uint32_t extra_bytes = 0) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(bar, 3 * kHeadTileBytes + extra_bytes);
+  hw::tma_load_2d(tiles.q, map, bar, row, col);
+  hw::tma_load_2d(tiles.k, map, bar, row, at.C + col);
+  hw::tma_load_2d(tiles.v, map, bar, row, 2 * at.C + col);
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a 128-byte swizzled tile (kernels/hopper/README.md).
+__device__ inline std::uint32_t swizzled(int row, int chunk) {
+  return static_cast<std::uint32_t>(row) * kSwizzleRow + static_cast<std::uint32_t>((chunk ^ (row % 8)) * 16);
+}
+
+// The chunks the preparation gives each of the kV10Threads threads that prepare a head (v10 and v12: all of
+// them; v11: its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % kV10Threads is as good a
+// number). A row's kChunksPerRow chunks go to as many neighbouring lanes.
+__device__ inline int preparing_thread() { return static_cast<int>(threadIdx.x) % kV10Threads; }
+__device__ inline int v10_chunk_row(int it) { return preparing_thread() / kChunksPerRow + it * kV10RowsPerPass; }
+__device__ inline int v10_chunk_column() { return preparing_thread() % kChunksPerRow; }
+
+// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows): fetched while
+// the boxes are in flight (v10, v12) or once they have landed (v11).
+struct V10Preparation {
+  float bias[3][kChunk];
+  float cos[kV10Chunks][4], sin[kV10Chunks][4];
+
+  __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
+    const int c = kChunk * v10_chunk_column();
+#pragma unroll
+    for (int part = 0; part < 3; ++part)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(qkv_bias + part * at.C + at.h * kHeadDim + c + e);
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it) < at.T ? v10_chunk_row(it) : 0;  // a padding row is not prepared
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
+        sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
+      }
+    }
+  }
+
+  // q and k prepared in place; v prepared and handed to store_v(r, c, at, chunk): row r, chunk column c, at
+  // its swizzled byte offset in the tiles. Rows from T on are zero. Fenced for the async proxy, so store_v's
+  // shared-memory stores are too.
+  template <typename StoreV>
+  __device__ void apply(HeadTiles& tiles, int T, StoreV store_v) const {
+    const int c = v10_chunk_column();
+#pragma unroll
+    for (int it = 0; it < kV10Chunks; ++it) {
+      const int r = v10_chunk_row(it);
+      const std::uint32_t at = swizzled(r, c);
+      uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
+      uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
+      const uint4 zero = make_uint4(0, 0, 0, 0);
+      const bool live = r < T;
+      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : zero;
+      *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : zero;
+      const uint4 raw_v = *reinterpret_cast<const uint4*>(tiles.v + at);
+      store_v(r, c, at, live ? prepare_chunk(raw_v, bias[2], nullptr, nullptr) : zero);
+    }
+    hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
+  }
+};
+
+__device__ inline HeadRows v10_head_rows(int head, const AttentionShape& s) {
+  return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};
+}
+
+// The sm_90a versions' common host steps: the device checked (NotApplicable off sm_90a), v9's kernels (the
+// backward of v10 and v11) and the kernel's shared memory configured.
+template <typename Kernel>
+void configure_sm90a(const char* version, Kernel kernel, std::size_t smem_bytes) {
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  if (!hopper::hopper_path_available(device))
+    throw NotApplicable(std::string("gpt attention ") + version +
+                        " needs sm_90a (wgmma): a compute capability 9.0 GPU");
+  fused_attention_configure();
+  ROOFBENCH_CUDA(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+}
+
+// A persistent kernel's grid: as many blocks of `threads` and `smem_bytes` as fit on the device at once
+// (after configure_sm90a set its shared-memory limit). `what` names the kernel in the refusal.
+template <typename Kernel>
+int persistent_grid(const char* what, Kernel kernel, int threads, std::size_t smem_bytes) {
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  if (per_sm < 1) throw Error(std::string("gpt: attention ") + what + " does not fit on this GPU's SMs");
+  return sms * per_sm;
+}
+
+// A [rows, cols] bf16 matrix as TMA reads one head's part of it: boxes of kMaxT rows x kHeadDim columns,
+// 128-byte swizzle.
+CUtensorMap head_box_map(const bf16* data, const AttentionShape& s, std::uint64_t cols) {
+  const hopper::Matrix2d rows{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(s.batch) * s.T,
+                              cols, cols * sizeof(bf16)};
+  return hopper::make_tensor_map_2d(rows, kMaxT, kHeadDim, hopper::TileSwizzle::bytes128);
+}
+
+// The raw qkv [N, 3C] as TMA reads it, the operands checked for 16-byte alignment first.
+CUtensorMap qkv_tensor_map(const char* version, const bf16* out, const bf16* qkv, const float* qkv_bias,
+                           RopeTable rope, const AttentionShape& s) {
+  check_head_operands_aligned(version, out, qkv, qkv_bias, rope);
+  return head_box_map(qkv, s, 3 * static_cast<std::uint64_t>(s.channels()));
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
