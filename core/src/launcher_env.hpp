@@ -1,6 +1,6 @@
 // Which rank this process is when a launcher started it: torchrun, Slurm's srun or Open MPI's mpirun each
-// describe the job in environment variables; this reads them into one shape. It is the basis of runs with one
-// process per GPU; the host does not act on it yet.
+// describe the job in environment variables; this reads them into one shape: the host's rank mode
+// (rank_mode.hpp) runs one process per GPU from it.
 //
 // Precedence when several launchers' variables are present: torchrun, then Open MPI, then Slurm. A launcher
 // started inside another's allocation sets its own variables for the processes it starts, while the outer

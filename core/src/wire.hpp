@@ -87,7 +87,14 @@ enum class FrameType : std::uint8_t {
   run,          // parent -> worker: one benchmark to measure
   result,       // worker -> parent: its Result
   proceed,      // parent -> worker: go on (the parent has taken note of what came before)
+  exchange,     // worker -> parent: a blob for Context::exchange (ranks in several processes)
+  exchanged,    // parent -> worker: every process's blob, or why the exchange failed
 };
+
+// The answer to an exchange frame: every process's blob, or the reason it failed (thrown as Error).
+std::string exchange_reply(const std::vector<std::string>& blobs);
+std::string exchange_failure(const std::string& why);
+std::vector<std::string> read_exchange_reply(const std::string& payload);
 
 struct Frame {
   FrameType type;
