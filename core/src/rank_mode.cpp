@@ -18,17 +18,6 @@ namespace {
 constexpr char kExchange = 'X', kFinished = 'R';             // payloads: a blob; a finished Result
 constexpr char kBlobs = 'X', kCombined = 'C', kEnded = 'E', kFatal = 'F';  // verdicts
 
-std::string encode(const Result& r) {
-  wire::Writer w;
-  wire::put(w, r);
-  return w.bytes();
-}
-
-Result decode(const std::string& bytes) {
-  wire::Reader in(bytes);
-  return wire::get_result(in);
-}
-
 RankFigures figures_of(const Result& r, int rank, const std::vector<std::string>& hosts) {
   RankFigures f;
   f.rank = rank;
@@ -131,8 +120,8 @@ std::string decide_round(const std::vector<std::string>& tagged, const std::vect
     }
     std::vector<Result> results;
     for (const auto& t : tagged)
-      if (t[0] == kFinished) results.push_back(decode(t.substr(1)));
-    if (all_finished) return kCombined + encode(combine_rank_results(results, hosts));
+      if (t[0] == kFinished) results.push_back(wire::result_from_bytes(t.substr(1)));
+    if (all_finished) return kCombined + wire::result_bytes(combine_rank_results(results, hosts));
     if (!first_finished) return kFatal + std::string("rendezvous: a round of unknown payloads");
     return kEnded + ended_by(*first_finished, results.front());
   } catch (const std::exception& e) {
@@ -219,10 +208,10 @@ std::vector<std::string> RankLink::exchange(const std::string& blob) {
 }
 
 Result RankLink::finish(const Result& own) {
-  const std::string payload = encode(own);
+  const std::string payload = wire::result_bytes(own);
   while (true) {
     const std::string verdict = round(kFinished, payload);
-    if (verdict[0] == kCombined) return decode(verdict.substr(1));
+    if (verdict[0] == kCombined) return wire::result_from_bytes(verdict.substr(1));
     // kEnded: others were still exchanging; they fail the benchmark and finish in a later round.
   }
 }

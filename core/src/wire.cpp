@@ -251,6 +251,17 @@ MeasureOptions get_measure_options(Reader& r) { return read<MeasureOptions>(r); 
 void put(Writer& w, const Result& x) { Out{w}(x); }
 Result get_result(Reader& r) { return read<Result>(r); }
 
+std::string result_bytes(const Result& r) {
+  Writer w;
+  put(w, r);
+  return w.bytes();
+}
+
+Result result_from_bytes(std::string_view bytes) {
+  Reader in(bytes);
+  return get_result(in);
+}
+
 std::string exchange_reply(const std::vector<std::string>& blobs) {
   Writer w;
   w.boolean(true);

@@ -76,6 +76,9 @@ void put(Writer& w, const MeasureOptions& o);
 MeasureOptions get_measure_options(Reader& r);
 void put(Writer& w, const Result& r);
 Result get_result(Reader& r);
+// A Result as a payload of its own, and back (the ranks' rounds carry them, rank_mode.hpp).
+std::string result_bytes(const Result& r);
+Result result_from_bytes(std::string_view bytes);
 
 enum class FrameType : std::uint8_t {
   config = 1,   // parent -> worker: plugin files to load

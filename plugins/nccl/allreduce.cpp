@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "roofbench/case_support/process_sum.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
@@ -82,20 +83,6 @@ std::vector<double> gather_sample(Context& ctx, const void* device_buffer, const
       values[next] = element_to_double(slice.data() + (sample.index(next) - first) * format.size, format.type);
   }
   return values;
-}
-
-// Ranks in several processes: the element-wise sum of every process's `values` (the gate's reference is
-// what every rank contributed), through the host's exchange.
-std::vector<double> sum_over_processes(Context& ctx, const std::vector<double>& values) {
-  const std::size_t bytes = values.size() * sizeof(double);
-  const std::vector<std::string> all = ctx.exchange(std::string(reinterpret_cast<const char*>(values.data()), bytes));
-  std::vector<double> sum(values.size(), 0.0), theirs(values.size());
-  for (const std::string& blob : all) {
-    if (blob.size() != bytes) throw Error("roofbench nccl: a process sent a gate sample of another size");
-    std::memcpy(theirs.data(), blob.data(), bytes);
-    for (std::size_t j = 0; j < sum.size(); ++j) sum[j] += theirs[j];
-  }
-  return sum;
 }
 
 // NaN (a poisoned or broken output) is worse than any number.
@@ -223,7 +210,7 @@ class AllReduceCase final : public Case {
           gather_sample(ctx, buffers_[static_cast<std::size_t>(rank)].pristine, format_, sample, rank);
       for (std::size_t j = 0; j < expected.size(); ++j) expected[j] += contributed[j];
     }
-    if (world_ > ranks_) expected = sum_over_processes(ctx, expected);
+    if (world_ > ranks_) expected = case_support::sum_over_processes(ctx, expected);
 
     Check result;
     result.rel_l2_error = 0;

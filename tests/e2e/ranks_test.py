@@ -83,7 +83,8 @@ class RanksTest(unittest.TestCase):
             times = [k["time_median"] for k in ranks]
             self.assertEqual(entry["time_median"], max(times), name)
             self.assertEqual(entry["slowest_rank"], times.index(max(times)), name)
-            self.assertAlmostEqual(entry["rank_spread_pct"], 100 * (max(times) - min(times)) / min(times), places=6)
+            # The file keeps 9 significant digits of each time: the spread from them agrees to about 1e-6 %.
+            self.assertAlmostEqual(entry["rank_spread_pct"], 100 * (max(times) - min(times)) / min(times), delta=1e-4)
             self.assertEqual(entry["roofbench"]["gate"], "pass", name)
         self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "ok")
         for code, out, err in run.out[1:]:

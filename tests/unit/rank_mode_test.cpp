@@ -30,17 +30,6 @@ Result rank_result(double time_median, Status status = Status::ok, const std::st
   return result_of(m);
 }
 
-std::string encoded(const Result& r) {
-  wire::Writer w;
-  wire::put(w, r);
-  return w.bytes();
-}
-
-Result decoded(const std::string& bytes) {
-  wire::Reader in(bytes);
-  return wire::get_result(in);
-}
-
 TEST(RankMode, EachLocalRankHasItsGpuUnlessTheLauncherLeftOne) {
   EXPECT_EQ(gpu_of_local_rank(3, 8), 3u);
   EXPECT_EQ(gpu_of_local_rank(5, 1), 0u);  // CUDA_VISIBLE_DEVICES narrowed to the rank's own GPU
@@ -84,13 +73,13 @@ TEST(RankMode, ARoundOfBlobsAnswersEveryBlob) {
 }
 
 TEST(RankMode, ARoundOfResultsAnswersTheCombinedOne) {
-  const std::string verdict = decide_round({"R" + encoded(rank_result(1e-3)), "R" + encoded(rank_result(4e-3))}, {});
+  const std::string verdict = decide_round({"R" + wire::result_bytes(rank_result(1e-3)), "R" + wire::result_bytes(rank_result(4e-3))}, {});
   ASSERT_EQ(verdict[0], 'C');
-  EXPECT_DOUBLE_EQ(decoded(verdict.substr(1)).figure(fig::time_median), 4e-3);
+  EXPECT_DOUBLE_EQ(wire::result_from_bytes(verdict.substr(1)).figure(fig::time_median), 4e-3);
 }
 
 TEST(RankMode, ARankThatFinishedWhileOthersExchangedEndsTheirRound) {
-  const std::string verdict = decide_round({"Xa", "R" + encoded(rank_result(0, Status::crashed, "signal 11"))}, {});
+  const std::string verdict = decide_round({"Xa", "R" + wire::result_bytes(rank_result(0, Status::crashed, "signal 11"))}, {});
   ASSERT_EQ(verdict[0], 'E');
   EXPECT_THAT(verdict, HasSubstr(std::string(kEndedByRank) + "1 (crashed: crashed: signal 11)"));
 }
@@ -108,7 +97,7 @@ TEST(RankMode, DifferentSelectionsNameTheRankAndTheFirstDifference) {
 
 TEST(RankMode, EachRanksFiguresCrossTheWireAndReachTheResultsFile) {
   const Result combined = combine_rank_results({rank_result(2e-3), rank_result(3e-3)}, {"node1", "node2"});
-  const Result out = decoded(encoded(combined));
+  const Result out = wire::result_from_bytes(wire::result_bytes(combined));
   ASSERT_EQ(out.rank_figures.size(), 2u);
   EXPECT_EQ(out.rank_figures[1].host, "node2");
   EXPECT_DOUBLE_EQ(out.rank_figures[1].time_median, 3e-3);

@@ -36,25 +36,13 @@
 #include <vector>
 
 #include "data_parallel.hpp"
+#include "roofbench/case_support/process_sum.hpp"
 #include "roofbench/cuda.hpp"
 #include "scaling_model.hpp"
 #include "training_gates.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
-
-// Ranks in several processes (one roofbench per GPU): the element-wise sum of every process's `values`.
-std::vector<float> sum_over_processes(Context& ctx, const std::vector<float>& values) {
-  const std::size_t bytes = values.size() * sizeof(float);
-  const std::vector<std::string> all = ctx.exchange(std::string(reinterpret_cast<const char*>(values.data()), bytes));
-  std::vector<float> sum(values.size(), 0.0f), theirs(values.size());
-  for (const std::string& blob : all) {
-    if (blob.size() != bytes) throw Error("gpt R5: a process sent a loss history of another size");
-    std::memcpy(theirs.data(), blob.data(), bytes);
-    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += theirs[i];
-  }
-  return sum;
-}
 
 // Each process's host name, in rank order (one rank a process under a launcher).
 std::vector<std::string> host_of_each_process(Context& ctx) {
@@ -184,7 +172,7 @@ class DataParallelTrainingStep final : public Case {
       ctx.copy_to_host(history.data(), trainer_->trainer(rank).loss_history(), history.size() * sizeof(float), rank);
       for (std::size_t s = 0; s < history.size(); ++s) mean_history[s] += history[s] / static_cast<float>(ranks_);
     }
-    if (ranks_ > trainer_->ranks()) mean_history = sum_over_processes(ctx, mean_history);
+    if (ranks_ > trainer_->ranks()) mean_history = case_support::sum_over_processes(ctx, mean_history);
     judge_learning(mean_history, unigram_entropy_, result, gate_figures_, detail);
     result.detail = detail.str();
     return result;

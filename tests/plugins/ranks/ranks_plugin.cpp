@@ -13,6 +13,8 @@
 #include <cstring>
 #include <thread>
 
+#include <roofbench/case_support/process_sum.hpp>
+
 #include "../scale_case.hpp"
 
 namespace {
@@ -28,35 +30,25 @@ class SumCase final : public Case {
  public:
   explicit SumCase(std::size_t n) : n_(n) {}
   void setup(Context& ctx) override {
-    unit_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::input));
-    mine_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::input));
-    sum_ = static_cast<float*>(ctx.alloc(n_ * sizeof(float), BufferRole::output));
-    ctx.fill_random(unit_, n_, ElementType::f32);  // the same on every rank: the seed is the benchmark's
-    const float weight = static_cast<float>(ctx.first_rank() + 1);
-    for (std::size_t i = 0; i < n_; ++i) mine_[i] = weight * unit_[i];
+    unit_.resize(n_);
+    ctx.fill_random(unit_.data(), n_, ElementType::f32);  // equal on every rank: each benchmark has its own seed
+    mine_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) mine_[i] = static_cast<float>(ctx.first_rank() + 1) * unit_[i];
   }
-  void run(Context& ctx) override {
-    const std::vector<std::string> all = ctx.exchange(std::string(reinterpret_cast<const char*>(mine_), n_ * sizeof(float)));
-    std::fill(sum_, sum_ + n_, 0.0f);
-    for (const std::string& blob : all) {
-      if (blob.size() != n_ * sizeof(float)) throw Error("a rank sent " + std::to_string(blob.size()) + " bytes");
-      std::vector<float> theirs(n_);
-      std::memcpy(theirs.data(), blob.data(), blob.size());
-      for (std::size_t i = 0; i < n_; ++i) sum_[i] += theirs[i];
-    }
-  }
+  void run(Context& ctx) override { sum_ = case_support::sum_over_processes(ctx, mine_); }
   Work work() const override { return {.bytes = static_cast<double>(n_ * sizeof(float)), .items = 1, .item_name = "exchanges"}; }
   Check check(Context& ctx) override {
     const double world = ctx.world_size();
     const double wrong = switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx) ? 1.5 : 1.0;
     std::vector<double> reference(n_);
     for (std::size_t i = 0; i < n_; ++i) reference[i] = wrong * world * (world + 1) / 2 * static_cast<double>(unit_[i]);
-    return {.rel_l2_error = relative_l2_error(sum_, reference.data(), n_)};
+    if (sum_.size() != n_) throw Error("check() before run()");
+    return {.rel_l2_error = relative_l2_error(sum_.data(), reference.data(), n_)};
   }
 
  private:
   std::size_t n_;
-  float *unit_ = nullptr, *mine_ = nullptr, *sum_ = nullptr;
+  std::vector<float> unit_, mine_, sum_;  // on the CPU the host's memory is plain memory
 };
 
 class RankScaleCase final : public test_plugins::ScaleCase {
