@@ -28,7 +28,7 @@ def free_port():
 class Ranks:
     """N roofbench processes of one run; each rank's arguments may differ (extra[rank])."""
 
-    def __init__(self, n, args, results_dir, env=None, extra=None):
+    def __init__(self, n, args, results_dir, env=None, extra=None, device=("--device", "cpu"), limit_s=RUN_LIMIT_S):
         port = free_port()
         self.procs = []
         self.started = time.monotonic()
@@ -37,13 +37,13 @@ class Ranks:
                             LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
             rank_env.pop("ROOFBENCH_PLUGIN_PATH", None)
             rank_env.update(env or {})
-            argv = [ROOFBENCH, "--device", "cpu", "--plugin-dir", PLUGIN_DIR, "--results-dir", results_dir,
+            argv = [ROOFBENCH, *device, "--plugin-dir", PLUGIN_DIR, "--results-dir", results_dir,
                     "--max-time", "0.05", "--rendezvous-timeout", "20"] + args + (extra or {}).get(rank, [])
             self.procs.append(subprocess.Popen(argv, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                text=True))
         self.out = []
         for p in self.procs:
-            out, err = p.communicate(timeout=RUN_LIMIT_S)
+            out, err = p.communicate(timeout=limit_s)
             self.out.append((p.returncode, out, err))
         self.seconds = time.monotonic() - self.started
 
@@ -52,6 +52,15 @@ class Ranks:
 
     def describe(self):
         return "\n".join(f"--- rank {r}: exit {c}\nstdout:\n{o}\nstderr:\n{e}" for r, (c, o, e) in enumerate(self.out))
+
+
+def gpus_here():
+    """How many NVIDIA GPUs nvidia-smi lists (0 without a driver)."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in listing.stdout.splitlines()) if listing.returncode == 0 else 0
 
 
 def results_files(folder):
@@ -125,6 +134,39 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(run.codes(), [2, 2], run.describe())
         self.assertIn("rank 1 selected other benchmarks than rank 0", run.out[0][2], run.describe())
         self.assertEqual(results_files(self.results), [])
+
+
+class RanksOnGpusTest(unittest.TestCase):
+    """One roofbench per GPU (a CUDA build on a host of 2 or more GPUs; skipped elsewhere): NCCL's clique and
+    R5 across processes, through ncclCommInitRank and the unique id rank 0 broadcasts."""
+
+    def setUp(self):
+        self.gpus = gpus_here()
+        if self.gpus < 2:
+            self.skipTest("needs 2 or more GPUs; %d here" % self.gpus)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.results = os.path.join(self.tmp.name, "results")
+
+    def test_an_all_reduce_across_processes_passes_its_gate_on_every_rank(self):
+        n = min(self.gpus, 4)
+        run = Ranks(n, ["--benchmark_filter=^nccl/allreduce_fp32/bytes:1048576/inplace:(0|1)/"], self.results,
+                    env={"NCCL_NVLS_ENABLE": "0"}, device=(), limit_s=300)
+        self.assertEqual(run.codes(), [0] * n, run.describe())
+        for name, entry in entries(self.results).items():
+            self.assertEqual(entry["roofbench"]["status"], "ok", name)
+            self.assertEqual(entry["ranks"], n, name)  # the clique's ranks, every process's
+            self.assertEqual([k["device"] for k in entry["roofbench"]["ranks"]], ["cuda:%d" % r for r in range(n)])
+
+    def test_data_parallel_training_across_processes_keeps_the_replicas_identical(self):
+        run = Ranks(2, ["--benchmark_filter=^gpt/R5_data_parallel/", "--max-time", "1"], self.results,
+                    env={"NCCL_NVLS_ENABLE": "0"}, device=(), limit_s=600)
+        self.assertEqual(run.codes(), [0, 0], run.describe())
+        entry = entries(self.results)["gpt/R5_data_parallel"]
+        self.assertEqual(entry["roofbench"]["status"], "ok", run.describe())
+        self.assertEqual(entry["ranks"], 2)
+        self.assertEqual(entry["replica_max_abs_difference"], 0)
+        self.assertEqual(entry["ring_edges_across_hosts"], 0)  # both on this host
 
 
 if __name__ == "__main__":
