@@ -34,15 +34,18 @@ RankFigures figures_of(const Result& r, int rank, const std::vector<std::string>
 
 bool caused_by_another_rank(const Result& r) { return r.message.rfind(kEndedByRank, 0) == 0; }
 
-// The rank whose failure is the benchmark's: the first that failed of its own accord, else the first that failed.
+// The rank whose failure is the benchmark's: the first that failed of its own accord; else the first that
+// timed out (it may have waited in a collective for a rank that failed); else the first that failed.
 std::optional<std::size_t> failing_rank(const std::vector<Result>& results) {
-  std::optional<std::size_t> first;
+  std::optional<std::size_t> first, first_timed_out;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (results[i].passed()) continue;
-    if (!caused_by_another_rank(results[i])) return i;
+    const bool timed_out = results[i].status == Status::timed_out;
+    if (!caused_by_another_rank(results[i]) && !timed_out) return i;
+    if (timed_out && !first_timed_out) first_timed_out = i;
     if (!first) first = i;
   }
-  return first;
+  return first_timed_out ? first_timed_out : first;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

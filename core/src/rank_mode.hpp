@@ -38,7 +38,8 @@ inline constexpr const char* kEndedByRank = "ended by rank ";
 std::string decide_round(const std::vector<std::string>& tagged, const std::vector<std::string>& hosts);
 
 // One benchmark's result from every rank's (rank order): the first rank's failure where one failed (named
-// in the message, unless every rank failed alike), else the slowest rank's result with the figures
+// in the message, unless every rank failed alike; a rank that timed out or that another rank's end stopped
+// is named only where no other failed), else the slowest rank's result with the figures
 // slowest_rank and rank_spread_pct; each rank's own time, clock and energy in rank_figures.
 Result combine_rank_results(const std::vector<Result>& results, const std::vector<std::string>& hosts);
 

@@ -117,6 +117,14 @@ class RanksTest(unittest.TestCase):
             self.assertIn("rank 1: ", found[name]["error_message"], run.describe())
         self.assertIn("rank 1: ", run.out[0][1] + run.out[0][2])
 
+    def test_a_rank_whose_worker_crashes_fails_the_benchmark_naming_it_and_the_run_goes_on(self):
+        run = Ranks(2, ["--benchmark_filter=^ranks/(sum|scale)/"], self.results, env={"ROOFBENCH_TEST_CRASH_RANK": "1"})
+        self.assertEqual(run.codes(), [1, 1], run.describe())
+        found = entries(self.results)
+        self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "crashed", run.describe())
+        self.assertIn("rank 1: ", found["ranks/sum/n:1024"]["error_message"], run.describe())
+        self.assertEqual(found["ranks/scale/n:1024"]["roofbench"]["status"], "ok", run.describe())
+
     def test_a_rank_that_dies_ends_the_others_and_keeps_what_was_measured(self):
         run = Ranks(4, ["--benchmark_filter=^ranks/(scale|nap)/"], self.results, env={"ROOFBENCH_TEST_KILL_RANK": "2"})
         codes = run.codes()

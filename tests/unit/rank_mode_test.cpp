@@ -59,6 +59,13 @@ TEST(RankMode, AFailingRankFailsTheBenchmarkNamingIt) {
   EXPECT_EQ(combined.rank_figures[1].status, Status::ok);
 }
 
+TEST(RankMode, ARankThatCrashedIsNamedBeforeOneThatTimedOutWaitingForIt) {
+  const Result combined = combine_rank_results(
+      {rank_result(0, Status::timed_out, "ran past its 60 s timeout"), rank_result(0, Status::crashed, "signal 11")}, {});
+  EXPECT_EQ(combined.status, Status::crashed);
+  EXPECT_EQ(combined.message, "rank 1: signal 11");
+}
+
 TEST(RankMode, RanksThatFailAlikeAreNotNamed) {
   const Result combined = combine_rank_results(
       {rank_result(0, Status::not_applicable, "fp8 needs sm_89"), rank_result(0, Status::not_applicable, "fp8 needs sm_89")}, {});

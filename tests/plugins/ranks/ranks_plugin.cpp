@@ -4,7 +4,8 @@
 //   scale  y = 2x on each rank alone (a case that is not a collective)
 //   nap    a run sleeps a millisecond: a benchmark that lasts while a test ends a rank
 // Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
-// ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent).
+// ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
+// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's).
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,7 +36,10 @@ class SumCase final : public Case {
     mine_.resize(n_);
     for (std::size_t i = 0; i < n_; ++i) mine_[i] = static_cast<float>(ctx.first_rank() + 1) * unit_[i];
   }
-  void run(Context& ctx) override { sum_ = case_support::sum_over_processes(ctx, mine_); }
+  void run(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_CRASH_RANK", ctx)) ::raise(SIGSEGV);
+    sum_ = case_support::sum_over_processes(ctx, mine_);
+  }
   Work work() const override { return {.bytes = static_cast<double>(n_ * sizeof(float)), .items = 1, .item_name = "exchanges"}; }
   Check check(Context& ctx) override {
     const double world = ctx.world_size();
