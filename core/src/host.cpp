@@ -597,16 +597,18 @@ void Host::meet_ranks(const Selection& selection, const NameFilter& filter) {
 }
 
 // A rank other than 0 runs what rank 0's Google Benchmark runs, in its order (each benchmark's repetitions
-// together), and prints nothing but its errors. The exit code: 1 when a benchmark failed (every rank has
-// the same combined results, so every rank says the same).
+// together), and prints nothing but its errors. Its exit code is rank 0's (every rank has the same combined
+// results): 2 when nothing was selected, 1 when a benchmark failed or a plugin did not load.
 int Host::run_as_quiet_rank(const NameFilter& filter) {
-  bool failed = false;
+  bool failed = failures_of_the_run(loaded_.failures) > 0, ran = false;
   for (std::size_t i = 0; i < session_->selection().benchmarks.size() && !link_->lost(); ++i) {
     if (!filter.matches(session_->selection().benchmarks[i].name)) continue;
+    ran = true;
     for (int repetition = 0; repetition < repetitions_ && !link_->lost(); ++repetition)
       failed = session_->run(i).counts_as_failure || failed;
   }
   session_->finish();
+  if (!ran && !failed) return 2;
   return failed || link_->lost() ? 1 : 0;
 }
 
