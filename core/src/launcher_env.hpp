@@ -31,7 +31,9 @@ struct LauncherEnv {
   int rendezvous_port = 0;
 };
 
-// Port of the rendezvous when the launcher names none: torchrun's default.
+// Port of the rendezvous when the launcher names none: torchrun's default. Under torchrun whose agent holds
+// MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True) the port after it; ROOFBENCH_RENDEZVOUS_PORT, when set,
+// overrides every launcher's.
 inline constexpr int kDefaultRendezvousPort = 29500;
 
 // The process's environment as a map.
