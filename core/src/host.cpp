@@ -18,7 +18,9 @@
 #include "options.hpp"
 #include "plugin_loader.hpp"
 #include "google_benchmark_flags.hpp"
+#include "launcher_env.hpp"
 #include "nvml_energy.hpp"
+#include "rank_mode.hpp"
 #include "results.hpp"
 #include "selection.hpp"
 #include "session.hpp"
@@ -72,6 +74,11 @@ class Host {
   void register_benchmarks(const Device& device);
   std::size_t run_benchmarks();
   int conclude(std::size_t ran, const std::string& filter_text, std::size_t cannot_run_here);
+  // Rank mode (rank_mode.hpp): a launcher started one roofbench per GPU.
+  bool rank_mode() const { return launcher_.world_size > 1; }
+  bool quiet_rank() const { return rank_mode() && launcher_.rank != 0; }
+  void meet_ranks(const Selection& selection, const NameFilter& filter);
+  int run_as_quiet_rank(const NameFilter& filter);
 
   Options options_;
   std::string executable_;
@@ -89,6 +96,8 @@ class Host {
   std::unique_ptr<Console> console_;
   std::unique_ptr<BenchmarkRunner> runner_;
   std::unique_ptr<Session> session_;
+  LauncherEnv launcher_;
+  std::unique_ptr<RankLink> link_;  // rank mode, once the ranks met
 };
 
 void Host::discover_devices() {
@@ -172,6 +181,12 @@ void Host::print_list(const std::vector<BenchmarkSpec>& all) {
 }
 
 Device* Host::select_device() {
+  if (rank_mode() && options_.device && *options_.device != "cpu")
+    throw UsageError("--device " + *options_.device + ": under " + std::string(launcher_name(launcher_.launcher)) +
+                     " each rank uses the GPU of its local rank (--device cpu is the one choice)");
+  if (rank_mode() && options_.gpus) throw UsageError("--gpus: under a launcher each rank uses the GPU of its local rank");
+  if (rank_mode() && !options_.device && !gpus_.empty())
+    return gpus_[gpu_of_local_rank(launcher_.local_rank, gpus_.size())].get();
   if (!options_.device) return gpus_.empty() ? cpu_.get() : gpus_.front().get();
   if (*options_.device == "cpu") return cpu_.get();
   const int index = std::stoi(options_.device->substr(5));
@@ -239,10 +254,11 @@ CachedCeilings Host::ceilings_for(Device& d) {
   std::string why_not;
   if (!options_.recalibrate) {
     if (auto cached = read_ceilings(path, d.info().kind, &why_not)) {
-      std::cerr << wrap_text("roofbench: ceilings of " + d.info().name + " from " + path + " (measured " +
-                                 cached->measured_at + "; --recalibrate to measure again)",
-                             kConsoleWidth, "", "    ")
-                << "\n";
+      if (!quiet_rank())  // the ranks other than 0 print only their errors
+        std::cerr << wrap_text("roofbench: ceilings of " + d.info().name + " from " + path + " (measured " +
+                                   cached->measured_at + "; --recalibrate to measure again)",
+                               kConsoleWidth, "", "    ")
+                  << "\n";
       return *cached;
     }
   }
@@ -283,8 +299,15 @@ void Host::report_counters(benchmark::State& state, const Result& r) {
 // With the table, an outcome is printed by the console when Google Benchmark reports it; with json or
 // csv on stdout, what a person needs beside it goes to stderr as it happens.
 void Host::run_one(benchmark::State& state, std::size_t index) {
-  Session::Outcome out = session_->run(index);
   const std::string& name = session_->selection().benchmarks[index].name;
+  if (link_ && link_->lost()) {  // the ranks lost each other at an earlier benchmark, which failed
+    Session::Outcome ended;
+    ended.not_run_reason = "the run ended: the ranks lost each other";
+    console_->record(name, ended);
+    skip_as_not_run(state, "not run: " + ended.not_run_reason);
+    return;
+  }
+  Session::Outcome out = session_->run(index);
   console_->record(name, out);
   if (!out.ran) {
     skip_as_not_run(state, "not run: " + out.not_run_reason);
@@ -313,6 +336,10 @@ std::vector<std::string> Host::console_preamble(const Device& device) const {
   else if (device.info().kind == DeviceKind::cpu) lines.push_back("no GPU used: --device cpu");
   const DeviceInfo& info = device.info();
   lines.push_back("device: " + info.name + " (" + (info.kind == DeviceKind::cpu ? std::string("cpu") : "cuda:" + std::to_string(info.index)) + ")");
+  if (link_)
+    lines.push_back(std::to_string(link_->world_size()) + " ranks, one process each (" +
+                    std::string(launcher_name(launcher_.launcher)) + "): each rank measures on its own device (this is " +
+                    "rank 0's); a benchmark's time is its slowest rank's");
   if (google_benchmark_format() != "json" && google_benchmark_context().library_build_type == "debug")
     lines.push_back(debug_library_note());
   return lines;
@@ -477,6 +504,10 @@ RunContext Host::run_context(const Device& device, const std::optional<Suite>& s
   }
   context.load_failures = loaded_.failures;
   for (const auto& [n, count] : selection.not_run_by_case) context.not_run.push_back(n);
+  if (link_) {
+    context.launcher = launcher_name(launcher_.launcher);
+    context.rank_hosts = link_->hosts();
+  }
   return context;
 }
 
@@ -490,6 +521,7 @@ void Host::start_session(Device* device, const std::optional<Suite>& suite, Sele
     for (const auto& p : loaded_.plugins) files.push_back(p.path);
     runner_ = std::make_unique<ProcessRunner>(executable_, std::move(files));
   }
+  if (link_) runner_ = std::make_unique<RankedRunner>(std::move(runner_), *link_);
   SessionSettings settings;
   settings.measure = options_.measure;
   settings.default_timeout_s = options_.isolation == Isolation::none ? 0 : options_.timeout_s.value_or(default_timeout_seconds(options_.measure));
@@ -554,12 +586,42 @@ int Host::conclude(std::size_t ran, const std::string& filter_text, std::size_t 
   return session_->results_lost() || console_->tally().failures() > 0 || plugins_failed > 0 ? 1 : 0;
 }
 
+// The ranks meet at the rendezvous and check that each selected the same benchmarks in the same order.
+void Host::meet_ranks(const Selection& selection, const NameFilter& filter) {
+  std::string names = "repetitions " + std::to_string(repetitions_) + "\n";
+  for (const auto& b : selection.benchmarks)
+    if (filter.matches(b.name)) names += b.name + "\n";
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(options_.rendezvous_timeout_s * 1000));
+  link_ = std::make_unique<RankLink>(launcher_, timeout);
+  link_->check_same_selection(names);
+}
+
+// A rank other than 0 runs what rank 0's Google Benchmark runs, in its order (each benchmark's repetitions
+// together), and prints nothing but its errors. Its exit code is rank 0's (every rank has the same combined
+// results): 2 when nothing was selected, 1 when a benchmark failed or a plugin did not load.
+int Host::run_as_quiet_rank(const NameFilter& filter) {
+  bool failed = failures_of_the_run(loaded_.failures) > 0, ran = false;
+  for (std::size_t i = 0; i < session_->selection().benchmarks.size() && !link_->lost(); ++i) {
+    if (!filter.matches(session_->selection().benchmarks[i].name)) continue;
+    ran = true;
+    for (int repetition = 0; repetition < repetitions_ && !link_->lost(); ++repetition)
+      failed = session_->run(i).counts_as_failure || failed;
+  }
+  session_->finish();
+  if (!ran && !failed) return 2;
+  return failed || link_->lost() ? 1 : 0;
+}
+
 int Host::run() {
   if (options_.help || options_.help_markdown) {
     std::cout << (options_.help_markdown ? usage_markdown() : usage_text());
     return 0;
   }
   if (!initialize_google_benchmark()) return 2;
+  launcher_ = detect_launcher(process_environment());
+  // Only rank 0 prints what the run lists and keeps results; the others print only their errors.
+  if (quiet_rank() && (options_.list || lists_tests_)) return 0;
+  if (quiet_rank()) options_.write_results = false;
   if (const std::optional<int> refused = refuse_early()) return *refused;
   discover_devices();
   load_all_plugins();
@@ -571,14 +633,16 @@ int Host::run() {
   }
   Device* device = select_device();
   std::string why_no_gpus;
-  const DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_};
+  const DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_, launcher_.world_size};
   const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
   const NameFilter filter(filter_text);
   if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
   // What cannot run here is said in the summary, one line per reason.
   Selection selection = select_benchmarks(all, choice, filter);
   const std::size_t cannot_run_here = selection.not_run.size();
+  if (rank_mode() && may_measure()) meet_ranks(selection, filter);
   start_session(device, suite, std::move(selection));
+  if (link_ && quiet_rank()) return run_as_quiet_rank(filter);
   register_benchmarks(*device);
   return conclude(run_benchmarks(), filter_text, cannot_run_here);
 }
@@ -588,6 +652,8 @@ int Host::run() {
 int run_host(int argc, char** argv) {
   namespace fs = std::filesystem;
   if (argc >= 2 && std::string(argv[1]) == kWorkerFlag) return worker_main(argc, argv);
+  // Under a launcher, the lines of ranks other than 0 say whose they are (to its end: the errors below too).
+  const std::unique_ptr<StderrPrefix> prefix = prefix_stderr_of_other_ranks(process_environment());
   try {
     Options options = parse_options(argc, argv);
     std::error_code ec;

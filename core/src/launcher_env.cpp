@@ -90,13 +90,26 @@ void read_port(const Environment& env, LauncherEnv& out, int fallback) {
   if (out.rendezvous_port == 0) fail("MASTER_PORT", "must be from 1 to 65535");
 }
 
-// torchrun always sets MASTER_ADDR and MASTER_PORT.
+// torchrun always sets MASTER_ADDR and MASTER_PORT. Where its agent keeps its own store on that port
+// (TORCHELASTIC_USE_AGENT_STORE=True, torchrun's default rendezvous), roofbench's meets on the next one.
 void torchrun_rendezvous(const Environment& env, LauncherEnv& out) {
   const std::string* host = find(env, "MASTER_ADDR");
   if (!host || host->empty()) fail("MASTER_ADDR", "not set, but other variables of torchrun are");
   if (!find(env, "MASTER_PORT")) fail("MASTER_PORT", "not set, but other variables of torchrun are");
   out.rendezvous_host = *host;
   read_port(env, out, kDefaultRendezvousPort);
+  const std::string* agent_store = find(env, "TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store && (*agent_store == "True" || *agent_store == "1")) {
+    if (out.rendezvous_port == 65535) fail("MASTER_PORT", "is 65535: torchrun's store holds it and no port follows");
+    ++out.rendezvous_port;
+  }
+}
+
+// ROOFBENCH_RENDEZVOUS_PORT, when set, is the port whatever the launcher says.
+void port_override(const Environment& env, LauncherEnv& out) {
+  if (out.launcher == Launcher::none || !find(env, "ROOFBENCH_RENDEZVOUS_PORT")) return;
+  out.rendezvous_port = parse_count(env, "ROOFBENCH_RENDEZVOUS_PORT", "roofbench", 65535);
+  if (out.rendezvous_port == 0) fail("ROOFBENCH_RENDEZVOUS_PORT", "must be from 1 to 65535");
 }
 
 // mpirun names no host of rank 0: MASTER_ADDR (passed with `mpirun -x MASTER_ADDR=...`) does, or this host
@@ -159,6 +172,7 @@ LauncherEnv detect_launcher(const Environment& env) {
     out = read_ranks(env, kSlurm);
     slurm_rendezvous(env, out);
   }
+  port_override(env, out);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Which rank this process is when a launcher started it: torchrun, Slurm's srun or Open MPI's mpirun each
-// describe the job in environment variables; this reads them into one shape. It is the basis of runs with one
-// process per GPU; the host does not act on it yet.
+// describe the job in environment variables; this reads them into one shape: the host's rank mode
+// (rank_mode.hpp) runs one process per GPU from it.
 //
 // Precedence when several launchers' variables are present: torchrun, then Open MPI, then Slurm. A launcher
 // started inside another's allocation sets its own variables for the processes it starts, while the outer
@@ -31,7 +31,9 @@ struct LauncherEnv {
   int rendezvous_port = 0;
 };
 
-// Port of the rendezvous when the launcher names none: torchrun's default.
+// Port of the rendezvous when the launcher names none: torchrun's default. Under torchrun whose agent holds
+// MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True) the port after it; ROOFBENCH_RENDEZVOUS_PORT, when set,
+// overrides every launcher's.
 inline constexpr int kDefaultRendezvousPort = 29500;
 
 // The process's environment as a map.

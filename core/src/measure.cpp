@@ -17,8 +17,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The plugin's view of the host for one benchmark. Owns every allocation the case makes.
 class HostContext final : public Context {
  public:
-  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed)
-      : ranks_(ranks), params_(params), seed_(seed) {}
+  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed, const RankWorld& world)
+      : ranks_(ranks), params_(params), seed_(seed), world_(world) {}
   ~HostContext() override { release_all(); }
 
   const Params& params() const override { return params_; }
@@ -43,6 +43,12 @@ class HostContext final : public Context {
   }
   void synchronize(int rank) override { at(rank).synchronize(); }
   std::uint64_t seed() const override { return seed_; }
+  int world_size() const override { return world_.spans_processes() ? world_.world_size : ranks(); }
+  int first_rank() const override { return world_.spans_processes() ? world_.first_rank : 0; }
+  std::vector<std::string> exchange(const std::string& blob) override {
+    return world_.spans_processes() ? world_.exchange(blob) : std::vector<std::string>{blob};
+  }
+  const RankWorld& world() const { return world_; }
 
   void synchronize_all() {
     for (auto* d : ranks_) d->synchronize();
@@ -75,6 +81,7 @@ class HostContext final : public Context {
   std::vector<Device*> ranks_;
   const Params& params_;
   std::uint64_t seed_;
+  const RankWorld& world_;
   std::uint64_t fills_ = 0;
   std::vector<Buffer> buffers_;
   double allocated_ = 0, peak_ = 0;
@@ -243,7 +250,10 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
 void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                     const Ceilings& ceilings, const MeasureOptions& o) {
   const CopyRotation rotation = o.cold ? prepare_rotation(r, b, c, ctx, ranks, o) : CopyRotation{};
-  time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation);
+  // Ranks in several processes that work together must run the case equally often: they agree on rank 0's
+  // timing decisions. Ranks that each measure on their own decide for themselves, as in one process.
+  const bool together = b.spec->device.all_selected_gpus && ctx.world().spans_processes();
+  time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation, together ? &ctx.world() : nullptr);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
   r.point = place(r.work, r.stats.median, r.precision, ceilings);
@@ -338,12 +348,12 @@ void report_leak(Measurement& r, const std::vector<Device*>& ranks, double used_
 }  // namespace
 
 Measurement take_measurement(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
-                             const MeasureOptions& o) {
+                             const MeasureOptions& o, const RankWorld& world) {
   Measurement r = unmeasured(b, ranks);
   double used_before = 0;
   if (!ready_to_measure(r, b, ranks, &used_before)) return r;
   const auto begin = Clock::now();
-  HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)));
+  HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)), world);
   std::unique_ptr<Case> c;
   bool set_up = false;
   run_case(r, b, c, &set_up, ctx, ranks, ceilings, o);
@@ -358,8 +368,8 @@ Measurement take_measurement(const BenchmarkSpec& b, const std::vector<Device*>&
 }
 
 Result measure(const BenchmarkSpec& b, const std::vector<Device*>& ranks, const Ceilings& ceilings,
-               const MeasureOptions& options) {
-  return result_of(take_measurement(b, ranks, ceilings, options));
+               const MeasureOptions& options, const RankWorld& world) {
+  return result_of(take_measurement(b, ranks, ceilings, options, world));
 }
 
 }  // namespace roofbench

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -104,6 +105,18 @@ struct Fact {
   std::string value;
 };
 
+// One rank's own figures of a benchmark measured by several processes (a launcher started one roofbench
+// per GPU): rank 0 keeps each rank's beside the slowest rank's result, which is the benchmark's.
+struct RankFigures {
+  int rank = 0;
+  std::string host;
+  std::string device;  // the rank's device label
+  Status status = Status::ok;
+  double time_median = std::numeric_limits<double>::quiet_NaN();
+  double sm_clock_mhz = std::numeric_limits<double>::quiet_NaN();
+  double energy_per_run = std::numeric_limits<double>::quiet_NaN();
+};
+
 // What a Measurement and its Result share: which benchmark in what setting, how it ended, its samples and
 // the parts that are not scalar figures (work, facts, memory, the kernel profile, phases, how it ran).
 struct ResultParts {
@@ -137,6 +150,8 @@ struct ResultParts {
   // sample_quality.hpp); empty when they can. A noisy result still passed its gate, but says so everywhere.
   std::string quality_reason;
   std::string energy_note;  // why --energy has no figure, when it was asked for (energy.hpp)
+  // Every rank's figures, when processes of several ranks measured the benchmark (rank_mode.hpp); else empty.
+  std::vector<RankFigures> rank_figures;
 
   bool passed() const { return status == Status::ok; }
   bool noisy() const { return !quality_reason.empty(); }
@@ -184,6 +199,17 @@ struct Result : ResultParts {
   std::string label(bool gate_enabled) const;
 };
 
+// This process's place among processes that measure together (a launcher started one roofbench per
+// GPU; rank_mode.hpp): the world's ranks, the global rank of this process's first rank, and the exchange
+// of a blob with every other process (Context::exchange), which throws Error when a round fails.
+// world_size 1: one process, as without a launcher.
+struct RankWorld {
+  int world_size = 1;
+  int first_rank = 0;
+  std::function<std::vector<std::string>(const std::string&)> exchange;
+  bool spans_processes() const { return world_size > 1 && static_cast<bool>(exchange); }
+};
+
 // "cpu", "cuda:0", "cuda:0,1"
 std::string device_label(const std::vector<Device*>& ranks);
 
@@ -193,9 +219,11 @@ Measurement unmeasured(const BenchmarkSpec& benchmark, const std::vector<Device*
 Result unmeasured_result(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks);
 
 // The engine's own outcome, typed (what its tests look into), and the Result that leaves it.
+// `world`: the processes this one measures with; a case of ranks that work together (DeviceNeed::gpus,
+// cpu_ranks) then takes the same number of samples on every rank (sample_loop.hpp).
 Measurement take_measurement(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
-                             const MeasureOptions& options);
+                             const MeasureOptions& options, const RankWorld& world = {});
 Result measure(const BenchmarkSpec& benchmark, const std::vector<Device*>& ranks, const Ceilings& ceilings,
-               const MeasureOptions& options);
+               const MeasureOptions& options, const RankWorld& world = {});
 
 }  // namespace roofbench

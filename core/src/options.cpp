@@ -57,6 +57,10 @@ void set_suite(Options& o, const std::string&, const Value& v) { o.suite = *v; }
 void set_suite_dir(Options& o, const std::string&, const Value& v) { o.suite_dirs.push_back(*v); }
 void set_results_dir(Options& o, const std::string&, const Value& v) { o.results_dir = *v; }
 void set_timeout(Options& o, const std::string& flag, const Value& v) { o.timeout_s = parse_number(flag, *v); }
+void set_rendezvous_timeout(Options& o, const std::string& flag, const Value& v) {
+  o.rendezvous_timeout_s = parse_number(flag, *v);
+  if (!(o.rendezvous_timeout_s > 0)) throw UsageError(flag + " needs seconds above 0, got '" + *v + "'");
+}
 void set_noise(Options& o, const std::string& flag, const Value& v) { o.measure.noise_bound = parse_number(flag, *v); }
 
 void set_max_time(Options& o, const std::string& flag, const Value& v) {
@@ -228,6 +232,11 @@ std::vector<OptionSpec> run_options(const Options& defaults) {
        "seconds one benchmark may take in all, setup to teardown (a case may declare its own); 0: none. Needs "
        "process isolation",
        set_timeout},
+      {"--rendezvous-timeout", "S", value, number_text(defaults.rendezvous_timeout_s),
+       "under torchrun, srun or mpirun (one roofbench per GPU): seconds the ranks wait for each other at the "
+       "meeting and before each benchmark, and after a benchmark beyond its timeout; a rank that ends or stops "
+       "answering ends the run on every rank within it",
+       set_rendezvous_timeout},
       {"--results-dir", "DIR", value, defaults.results_dir, "where the results JSON goes", set_results_dir},
       {"--no-results", "", nothing, "", "write no results file", set_no_results},
       {"--help", "", nothing, "", "this text (also -h)", set_help},

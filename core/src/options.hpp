@@ -41,6 +41,7 @@ struct Options {
   bool min_time_given = false;
   Isolation isolation = Isolation::process;
   std::optional<double> timeout_s;          // --timeout; 0: none
+  double rendezvous_timeout_s = 300;        // --rendezvous-timeout: ranks started by a launcher
 
   std::vector<std::string> benchmark_args;  // passed to Google Benchmark, argv[0] first
 };

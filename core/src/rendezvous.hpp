@@ -1,7 +1,7 @@
 // A small TCP store that lines up the processes of one run: rank 0 listens on the rendezvous host and port,
 // every other rank connects to it (retrying until the timeout) and keeps one connection. Over these it
 // broadcasts a blob from rank 0 (NCCL's unique id travels this way), gathers a blob from every rank at rank 0,
-// and holds barriers. It is the basis of runs with one process per GPU; the host does not use it yet.
+// and holds barriers. It lines up the processes of a run with one process per GPU (rank_mode.hpp).
 //
 // Every operation has a timeout. When a rank does not arrive in time or its connection closes (it ended or
 // crashed), rank 0 throws RendezvousError naming that rank and passes the same message to the others, which
@@ -39,6 +39,9 @@ class Rendezvous {
 
   int rank() const { return config_.rank; }
   int world_size() const { return config_.world_size; }
+  std::chrono::milliseconds timeout() const { return config_.timeout; }
+  // The timeout of the operations from now on (a benchmark's rounds wait as long as it may run).
+  void set_timeout(std::chrono::milliseconds timeout) { config_.timeout = timeout; }
 
   // Rank 0's `blob` on every rank (the others' argument is ignored).
   std::string broadcast(const std::string& blob);

@@ -122,6 +122,17 @@ void write_run_lists(JsonWriter& j, const RunContext& c) {
   j.end_array();
 }
 
+// Under a launcher: the world's ranks and their hosts (absent from a run of one process).
+void write_run_ranks(JsonWriter& j, const RunContext& c) {
+  if (c.rank_hosts.empty()) return;
+  j.key("ranks").begin_object();
+  j.field("launcher", c.launcher).field("world_size", static_cast<std::int64_t>(c.rank_hosts.size()));
+  j.key("hosts").begin_array();
+  for (const auto& h : c.rank_hosts) j.value(h);
+  j.end_array();
+  j.end_object();
+}
+
 void write_context(JsonWriter& j, const RunContext& c, bool complete) {
   j.key("context").begin_object();
   j.field("date", utc_timestamp());
@@ -145,6 +156,7 @@ void write_context(JsonWriter& j, const RunContext& c, bool complete) {
   write_device(j, c);
   write_run_ceilings(j, c);
   write_run_lists(j, c);
+  write_run_ranks(j, c);
   j.end_object();  // roofbench
   j.end_object();  // context
 }
@@ -226,8 +238,25 @@ void write_counters(JsonWriter& j, const CounterProfile& c) {
   j.end_object();
 }
 
+// Each rank's own figures, when processes of several ranks measured the benchmark (its figures are the
+// slowest rank's); a figure a rank did not make is left out.
+void write_rank_figures(JsonWriter& j, const std::vector<RankFigures>& ranks) {
+  if (ranks.empty()) return;
+  j.key("ranks").begin_array();
+  for (const auto& k : ranks) {
+    j.begin_object().field("rank", static_cast<std::int64_t>(k.rank)).field("host", k.host).field("device", k.device);
+    j.field("status", to_string(k.status));
+    if (std::isfinite(k.time_median)) j.field("time_median", k.time_median);
+    if (std::isfinite(k.sm_clock_mhz)) j.field("sm_clock_mhz", k.sm_clock_mhz);
+    if (std::isfinite(k.energy_per_run)) j.field("energy_per_run", k.energy_per_run);
+    j.end_object();
+  }
+  j.end_array();
+}
+
 // The structured parts that are not figures: the kernel profile, the counters, the phases, the samples.
 void write_details(JsonWriter& j, const Result& r) {
+  write_rank_figures(j, r.rank_figures);
   if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
     j.key("profile").begin_object();
     j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);

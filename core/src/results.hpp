@@ -34,6 +34,9 @@ struct RunContext {
   std::vector<LoadFailure> load_failures;
   std::vector<NotRun> not_run;
   std::vector<std::string> notes;  // e.g. sweep knees
+  // A launcher started one roofbench per GPU (rank_mode.hpp): its name, and every rank's host in rank order.
+  std::string launcher;
+  std::vector<std::string> rank_hosts;
 };
 
 class JsonWriter;

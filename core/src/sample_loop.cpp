@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "clock_observers.hpp"
 #include "energy_observer.hpp"
@@ -54,9 +55,25 @@ void judge_samples(Measurement& r, double noise_bound) {
 
 }  // namespace
 
-Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options)
-    : ranks_(ranks), run_once_(std::move(run_once)), options_(options) {
+Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
+                   const RankWorld* agree_with)
+    : ranks_(ranks), run_once_(std::move(run_once)), options_(options), agree_with_(agree_with) {
   remake();
+}
+
+Launcher::Decided Launcher::agree(const SampleTime& own, double elapsed) const {
+  if (!agree_with_) return {own, elapsed};
+  double mine[3] = {own.seconds, elapsed, own.hold_timed_out ? 1.0 : 0.0};
+  std::string blob(sizeof mine, '\0');
+  std::memcpy(blob.data(), mine, sizeof mine);
+  const std::string first = agree_with_->exchange(blob).front();
+  if (first.size() != sizeof mine) throw Error("rank 0 sent a sample of " + std::to_string(first.size()) + " bytes");
+  double theirs[3];
+  std::memcpy(theirs, first.data(), sizeof theirs);
+  Decided decided{own, theirs[1]};
+  decided.sample.seconds = theirs[0];
+  decided.sample.hold_timed_out = theirs[2] != 0;
+  return decided;
 }
 
 void Launcher::remake() { timer_ = ranks_.front()->make_timer(ranks_, run_once_, options_); }
@@ -98,9 +115,8 @@ WarmupOutcome warm_up(Launcher& launch, Measurement& r, DeviceKind kind, const M
   const auto start = Clock::now();
   while (true) {
     const int batch = batching.batch();
-    const SampleTime sample = launch.timer().time(batch);
+    const auto [sample, elapsed] = launch.agree(launch.timer().time(batch), seconds_since(start));
     r.warmup_iterations += batch;
-    const double elapsed = seconds_since(start);
     if (sample.hold_timed_out) {
       ++r.hold_timeouts;
       if (batch == 1) abandon_hold(launch, r);
@@ -127,8 +143,8 @@ void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
   const auto start = Clock::now();
   while (true) {
     const SampleTime s = launch.timer().time(r.runs_per_sample);
-    const double elapsed = seconds_since(start);
-    if (s.hold_timed_out) {
+    const auto [decided, elapsed] = launch.agree(s, seconds_since(start));
+    if (decided.hold_timed_out) {
       ++r.hold_timeouts;
       for (const auto& observer : observers) observer->dropped(s);
       if (answer_hold_timeout(r.graph, r.runs_per_sample, runs_given) == HoldTimeoutAnswer::abandon_hold)
@@ -141,9 +157,8 @@ void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
       continue;
     }
     for (const auto& observer : observers) observer->sample(s, r.runs_per_sample);
-    const double t = s.seconds / r.runs_per_sample;
-    times.push_back(t);
-    stop.add(t);
+    times.push_back(s.seconds / r.runs_per_sample);
+    stop.add(decided.seconds / r.runs_per_sample);
     if (stop.done(elapsed)) break;
   }
   r.phases.sampling = seconds_since(start);
@@ -151,9 +166,9 @@ void sample_until_stopped(Launcher& launch, Measurement& r, StoppingRule& stop,
 }
 
 void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
-               const MeasureOptions& o, const CopyRotation& rotation) {
+               const MeasureOptions& o, const CopyRotation& rotation, const RankWorld* agree_with) {
   const DeviceKind kind = ranks.front()->info().kind;
-  Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind));
+  Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind), agree_with);
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
   const bool energy_measured = energy != nullptr;
   const auto observers = make_observers(std::move(energy), ranks, o);

@@ -18,10 +18,21 @@ namespace roofbench {
 // The Timer of one benchmark, made by its first rank's device for the launch the options name (hot or cold,
 // held or not, on the stream or as a graph); remade when that changes: into a graph once, after the
 // warm-up, and without the stream hold when a hold times out with one launch behind it.
+//
+// Ranks in several processes that work together (`agree_with`: a collective in every run) must run the case
+// equally often, or a collective waits forever: each sample's time, hold flag and elapsed seconds are then
+// rank 0's for every decision the loops take (agree()), while each rank keeps its own times as its samples.
 class Launcher {
  public:
-  Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options);
+  Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
+           const RankWorld* agree_with = nullptr);
   Timer& timer() { return *timer_; }
+  // What the loops decide on: `own` and `elapsed` alone, or rank 0's where the ranks agree.
+  struct Decided {
+    SampleTime sample;
+    double elapsed = 0;
+  };
+  Decided agree(const SampleTime& own, double elapsed) const;
   const TimingOptions& options() const { return options_; }
   // The samples' launch (choose_timing) from now on, the hold kept as it is; a graph is instantiated here for
   // `runs`, outside the samples. Nothing is remade where the launch stays the same.
@@ -34,6 +45,7 @@ class Launcher {
   std::vector<Device*> ranks_;
   std::function<void()> run_once_;
   TimingOptions options_;
+  const RankWorld* agree_with_;
   std::unique_ptr<Timer> timer_;
 };
 
@@ -66,7 +78,8 @@ struct CopyRotation {
 };
 
 // All the steps for one case: `run_once` is one run of it.
+// `agree_with`: the ranks in other processes this case works together with (Launcher), or none.
 void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run_once, const std::vector<Device*>& ranks,
-               const MeasureOptions& o, const CopyRotation& rotation = {});
+               const MeasureOptions& o, const CopyRotation& rotation = {}, const RankWorld* agree_with = nullptr);
 
 }  // namespace roofbench

@@ -32,6 +32,15 @@ bool NameFilter::matches(const std::string& name) const {
   return (::regexec(&regex_, full.c_str(), 0, nullptr, 0) == 0) != negate_;
 }
 
+// Why a case of ranks that work together cannot run with one rank in each of `world_size` processes (empty: it can).
+static std::string ranks_across_processes(const DeviceNeed& need, DeviceKind run_kind, int world_size) {
+  if (need.kind != run_kind)
+    return need.kind == DeviceKind::cuda ? "needs GPUs; the run is on the CPU" : "needs CPU ranks; the run is on a GPU";
+  if (world_size < need.count)
+    return "needs at least " + std::to_string(need.count) + " ranks; the launcher started " + std::to_string(world_size);
+  return "";
+}
+
 Selection select_benchmarks(const std::vector<BenchmarkSpec>& all, const DeviceChoice& choice, const NameFilter& filter) {
   Selection s;
   const DeviceKind run_kind = choice.device->info().kind;
@@ -39,7 +48,12 @@ Selection select_benchmarks(const std::vector<BenchmarkSpec>& all, const DeviceC
     const DeviceNeed& need = b.spec->device;
     std::string why;
     std::vector<Device*> ranks;
-    if (need.all_selected_gpus) {
+    if (need.all_selected_gpus && choice.world_size > 1) {
+      why = ranks_across_processes(need, run_kind, choice.world_size);
+      if (why.empty()) ranks = {choice.device};
+    } else if (need.all_selected_gpus && need.kind == DeviceKind::cpu) {
+      why = "needs ranks in several processes: roofbench started by torchrun, srun or mpirun";
+    } else if (need.all_selected_gpus) {
       if (run_kind != DeviceKind::cuda) why = "needs GPUs; the run is on the CPU";
       else if (static_cast<int>(choice.gpus.size()) < need.count)
         why = "needs at least " + std::to_string(need.count) + " GPUs; " + std::to_string(choice.gpus.size()) + " selected";

@@ -46,6 +46,7 @@ struct DeviceChoice {
   std::vector<Device*> gpus;      // what multi-GPU cases use
   bool have_gpus = false;         // any GPU was found at all
   std::string why_no_gpu;         // when none was
+  int world_size = 1;             // > 1: a launcher started this many processes; ranks that work together are one each
 };
 
 struct Selection {

@@ -1,5 +1,6 @@
 #include "summaries.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -9,6 +10,20 @@ namespace roofbench {
 namespace {
 
 using R = const Measurement&;
+
+// The ranks' times (rank_figures): the slowest rank, and how much slower it is than the fastest.
+double slowest_rank_of(const ResultParts& r) {
+  const auto slowest = std::max_element(r.rank_figures.begin(), r.rank_figures.end(),
+                                        [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
+  return slowest == r.rank_figures.end() ? std::numeric_limits<double>::quiet_NaN() : slowest->rank;
+}
+double rank_spread_percent(const ResultParts& r) {
+  const auto [fastest, slowest] = std::minmax_element(
+      r.rank_figures.begin(), r.rank_figures.end(),
+      [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
+  if (fastest == r.rank_figures.end() || !(fastest->time_median > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * (slowest->time_median - fastest->time_median) / fastest->time_median;
+}
 constexpr unsigned kShown = written::everywhere_but_ctest;
 constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 
@@ -91,6 +106,11 @@ const std::vector<HostFigure> kFigures = {
      [](R r) { return counter_ratio(r.counters.total.flops(), r.work.flops); }},
     {fig::counters_s.data(), "s", Hint::duration, When::counters_asked, kShown, "seconds the counters' pass took (its kernel replays)",
      [](R r) { return r.counters.seconds; }},
+    {fig::slowest_rank.data(), "rank", Hint::count, When::ranked, kShown,
+     "the rank whose time is the benchmark's (the slowest; one process per GPU, roofbench under a launcher)",
+     [](R r) { return slowest_rank_of(r); }},
+    {fig::rank_spread_pct.data(), "%", Hint::percentage, When::ranked, kShown,
+     "how much slower the slowest rank's time_median is than the fastest rank's", [](R r) { return rank_spread_percent(r); }},
 };
 
 // Whether the measurement made the figure. Whether the result passed is asked where a figure is shown
@@ -110,13 +130,16 @@ bool made(When when, const Measurement& m) {
     case When::counted_bytes: return m.counters.collected() && m.work.bytes > 0;
     case When::counted_flops: return m.counters.collected() && m.work.flops > 0;
     case When::counters_asked: return m.counters.seconds > 0;
+    case When::ranked:
+      return m.rank_figures.size() > 1 && std::all_of(m.rank_figures.begin(), m.rank_figures.end(),
+                                                      [](const RankFigures& k) { return k.status == Status::ok; });
   }
   return false;
 }
 
 bool timed(When when) {
   return when == When::passed || when == When::clocked || when == When::clock_fitted || when == When::energy ||
-         when == When::kernel_timed;
+         when == When::kernel_timed || when == When::ranked;
 }
 
 const char* when_text(When when) {
@@ -133,6 +156,7 @@ const char* when_text(When when) {
     case When::counted_bytes: return "counted, the case models bytes";
     case When::counted_flops: return "counted, the case models FLOPs";
     case When::counters_asked: return "`--counters`, the pass ran";
+    case When::ranked: return "timed on every rank, one process per GPU (torchrun, srun, mpirun)";
   }
   return "?";
 }
@@ -181,6 +205,14 @@ Result result_of(const Measurement& m) {
   r.bound = m.point.bound;
   r.attainable_flops = m.point.attainable;
   return r;
+}
+
+void add_rank_summaries(Result& r) {
+  Measurement m;
+  static_cast<ResultParts&>(m) = r;
+  for (const HostFigure& f : kFigures)
+    if (f.when == When::ranked && made(f.when, m))
+      r.summaries.push_back({f.name, f.value(m), f.unit, f.description, f.hint, false, f.written, timed(f.when)});
 }
 
 double Result::figure(std::string_view name) const {

@@ -27,6 +27,7 @@ enum class When {
   counted_bytes,   // counted, and the case models bytes
   counted_flops,   // counted, and the case models FLOPs
   counters_asked,  // --counters' pass ran (it may have found no counters)
+  ranked,          // passed on every rank of a run with one process per GPU (rank_mode.hpp)
 };
 
 // One figure the host reports: its declaration is this one line.
@@ -48,6 +49,9 @@ bool is_reserved_entry_name(const std::string& name);
 // The Result of a Measurement: its parts, and every figure it made as a Summary, the host's first (the
 // table's order), then the case's (items per second, rates, counters). The one place figures are made.
 Result result_of(const Measurement& m);
+// The figures of ranks in several processes (When::ranked: slowest_rank, rank_spread_pct), from
+// r.rank_figures, added to a combined result (rank_mode.hpp).
+void add_rank_summaries(Result& r);
 
 // The figures of `r` a reader shows: the timed ones only when r passed; a plugin figure whose name is
 // reserved or already used is renamed "case.<name>" (then "case.<name>.2", ...), so no reader ever takes

@@ -54,6 +54,7 @@ inline constexpr std::string_view measured_dram_write = "measured_dram_write", m
 inline constexpr std::string_view measured_flops = "measured_flops", measured_ai = "measured_ai";
 inline constexpr std::string_view measured_bytes_ratio = "measured_bytes_ratio", measured_flops_ratio = "measured_flops_ratio";
 inline constexpr std::string_view counters_s = "counters_s";
+inline constexpr std::string_view slowest_rank = "slowest_rank", rank_spread_pct = "rank_spread_pct";
 // Every constant above, for the test that holds them to the table.
 inline constexpr std::string_view all[] = {
     flops_per_s, bytes_per_s, intensity, roof_pct, time_median, time_q1, time_q3, noise, samples, warmup_iters,
@@ -61,7 +62,7 @@ inline constexpr std::string_view all[] = {
     energy_per_run, power, energy_window_s, energy_busy_fraction, kernel_time, event_minus_kernel,
     event_minus_kernel_pct, gate_rel_err, gate_tolerance, peak_mem, leaked_mem,
     measured_bytes, measured_dram_read, measured_dram_write, measured_l2_bytes, measured_flops, measured_ai,
-    measured_bytes_ratio, measured_flops_ratio, counters_s};
+    measured_bytes_ratio, measured_flops_ratio, counters_s, slowest_rank, rank_spread_pct};
 }  // namespace fig
 
 }  // namespace roofbench

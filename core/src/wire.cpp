@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 904, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 928, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -209,6 +209,10 @@ template <typename Io, Is<KernelCounters> X>
 void fields(Io& io, X& k) {
   io(k.name, k.launches_per_run, k.dram_read, k.dram_write, k.l2_bytes, k.flops_fp64, k.flops_fp32, k.flops_fp16, k.flops_tensor);
 }
+template <typename Io, Is<RankFigures> X>
+void fields(Io& io, X& k) {
+  io(k.rank, k.host, k.device, k.status, k.time_median, k.sm_clock_mhz, k.energy_per_run);
+}
 template <typename Io, Is<Summary> X>
 void fields(Io& io, X& s) {
   io(s.name, s.value, s.unit, s.description, s.hint, s.from_plugin, s.written, s.timed);
@@ -226,7 +230,7 @@ void fields(Io& io, X& x) {
   auto& t = x.phases;
   io(t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total);
   io(x.gate_checked, x.graph, x.cold, x.cold_copies, x.cache_resident, x.hold_abandoned, x.quality_reason, x.energy_note);
-  io(x.bound, x.attainable_flops);
+  io(x.bound, x.attainable_flops, x.rank_figures);
 }
 
 template <typename T>
@@ -246,6 +250,37 @@ void put(Writer& w, const MeasureOptions& o) { Out{w}(o); }
 MeasureOptions get_measure_options(Reader& r) { return read<MeasureOptions>(r); }
 void put(Writer& w, const Result& x) { Out{w}(x); }
 Result get_result(Reader& r) { return read<Result>(r); }
+
+std::string result_bytes(const Result& r) {
+  Writer w;
+  put(w, r);
+  return w.bytes();
+}
+
+Result result_from_bytes(std::string_view bytes) {
+  Reader in(bytes);
+  return get_result(in);
+}
+
+std::string exchange_reply(const std::vector<std::string>& blobs) {
+  Writer w;
+  w.boolean(true);
+  w.list(blobs, [](Writer& out, const std::string& blob) { out.str(blob); });
+  return w.bytes();
+}
+
+std::string exchange_failure(const std::string& why) {
+  Writer w;
+  w.boolean(false);
+  w.str(why);
+  return w.bytes();
+}
+
+std::vector<std::string> read_exchange_reply(const std::string& payload) {
+  Reader in(payload);
+  if (!in.boolean()) throw Error(in.str());
+  return in.list([](Reader& r) { return r.str(); });
+}
 
 void write_frame(int fd, FrameType type, std::string_view payload) {
   Writer header;
@@ -269,7 +304,7 @@ Frame split_frame(std::string_view whole) {
   Reader header(whole.substr(0, kHeaderBytes));
   header.u32();
   const auto type = header.u8();
-  if (type < static_cast<std::uint8_t>(FrameType::config) || type > static_cast<std::uint8_t>(FrameType::proceed))
+  if (type < static_cast<std::uint8_t>(FrameType::config) || type > static_cast<std::uint8_t>(FrameType::exchanged))
     throw WireError("unknown frame type " + std::to_string(type));
   return {static_cast<FrameType>(type), std::string(whole.substr(kHeaderBytes))};
 }

@@ -76,6 +76,9 @@ void put(Writer& w, const MeasureOptions& o);
 MeasureOptions get_measure_options(Reader& r);
 void put(Writer& w, const Result& r);
 Result get_result(Reader& r);
+// A Result as a payload of its own, and back (the ranks' rounds carry them, rank_mode.hpp).
+std::string result_bytes(const Result& r);
+Result result_from_bytes(std::string_view bytes);
 
 enum class FrameType : std::uint8_t {
   config = 1,   // parent -> worker: plugin files to load
@@ -87,7 +90,14 @@ enum class FrameType : std::uint8_t {
   run,          // parent -> worker: one benchmark to measure
   result,       // worker -> parent: its Result
   proceed,      // parent -> worker: go on (the parent has taken note of what came before)
+  exchange,     // worker -> parent: a blob for Context::exchange (ranks in several processes)
+  exchanged,    // parent -> worker: every process's blob, or why the exchange failed
 };
+
+// The answer to an exchange frame: every process's blob, or the reason it failed (thrown as Error).
+std::string exchange_reply(const std::vector<std::string>& blobs);
+std::string exchange_failure(const std::string& why);
+std::vector<std::string> read_exchange_reply(const std::string& payload);
 
 struct Frame {
   FrameType type;

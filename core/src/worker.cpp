@@ -67,7 +67,16 @@ struct WorkerRequest {
   MeasureOptions options;
   std::optional<CachedCeilings> ceilings;
   std::string ceilings_problem;  // why there are none
+  RankWorld world;
 };
+
+// Context::exchange in a worker: the parent holds the rendezvous and answers with every process's blob.
+std::vector<std::string> exchange_through_parent(const std::string& blob) {
+  send_to_parent(FrameType::exchange, blob);
+  const auto reply = wire::read_frame(0);
+  if (!reply || reply->type != FrameType::exchanged) throw Error("the parent process did not answer an exchange");
+  return wire::read_exchange_reply(reply->payload);
+}
 
 WorkerRequest read_request(const std::string& payload) {
   wire::Reader in(payload);
@@ -80,6 +89,9 @@ WorkerRequest read_request(const std::string& payload) {
   q.gpu_indices = in.list([](wire::Reader& r) { return r.i64(); });
   q.options = wire::get_measure_options(in);
   q.ceilings = parse_ceilings(in.str(), q.on_cpu ? DeviceKind::cpu : DeviceKind::cuda, &q.ceilings_problem);
+  q.world.world_size = static_cast<int>(in.i64());
+  q.world.first_rank = static_cast<int>(in.i64());
+  if (q.world.world_size > 1) q.world.exchange = exchange_through_parent;
   return q;
 }
 
@@ -131,7 +143,7 @@ int run_benchmarks(const std::vector<std::string>& files) {
     const std::string problem = resolve_request(q, plugins, *cpu, gpus, why_no_gpu, ranks);
     Result r;
     if (problem.empty()) {
-      r = measure(q.benchmark, ranks, q.ceilings->ceilings, q.options);
+      r = measure(q.benchmark, ranks, q.ceilings->ceilings, q.options, q.world);
     } else {
       Measurement m;
       m.name = q.benchmark.name;
@@ -148,6 +160,16 @@ int run_benchmarks(const std::vector<std::string>& files) {
     send_to_parent(FrameType::result, w.bytes());
   }
   return 0;
+}
+
+// The parent's answer to a worker's exchange: the round through the rendezvous, or why it failed.
+std::string answer_exchange(const RankWorld& world, const std::string& blob) {
+  if (!world.spans_processes()) return wire::exchange_reply({blob});
+  try {
+    return wire::exchange_reply(world.exchange(blob));
+  } catch (const std::exception& e) {
+    return wire::exchange_failure(e.what());
+  }
 }
 
 std::string describe_wait_status(int status) {
@@ -185,7 +207,9 @@ int worker_main(int argc, char** argv) {
   }
 }
 
-Result InProcessRunner::run(const RunRequest& q) { return measure(q.benchmark, q.ranks, q.ceilings.ceilings, q.options); }
+Result InProcessRunner::run(const RunRequest& q) {
+  return measure(q.benchmark, q.ranks, q.ceilings.ceilings, q.options, q.world);
+}
 
 WorkerProcess::WorkerProcess(const std::string& executable, const std::string& mode) {
   int to[2], from[2], log[2];
@@ -455,8 +479,14 @@ Result ProcessRunner::run(const RunRequest& q) {
   w.list(indices, [](wire::Writer& out, std::int64_t i) { out.i64(i); });
   wire::put(w, q.options);
   w.str(serialize_ceilings(q.ceilings));
+  w.i64(q.world.world_size);
+  w.i64(q.world.first_rank);
   worker_->send(FrameType::run, w.bytes());  // a dead worker shows in next()
-  const Event e = worker_->next(deadline);
+  Event e = worker_->next(deadline);
+  while (e.kind == Event::frame && e.message.type == FrameType::exchange) {
+    worker_->send(FrameType::exchanged, answer_exchange(q.world, e.message.payload));
+    e = worker_->next(deadline);
+  }
   if (e.kind == Event::timed_out) return lost(q, Status::timed_out, timeout_text());
   if (e.kind == Event::died) return lost(q, Status::crashed, "the worker process " + e.death + " during this benchmark");
   if (e.message.type != FrameType::result) return lost(q, Status::crashed, "the worker sent no result");

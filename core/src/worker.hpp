@@ -35,6 +35,9 @@ struct RunRequest {
   const CachedCeilings& ceilings;
   const MeasureOptions& options;
   double timeout_s = 0;  // 0: none
+  // The processes this one measures with (rank_mode.hpp); its exchange is called in this process, for the
+  // worker's Context::exchange too.
+  RankWorld world = {};
 };
 
 class BenchmarkRunner {

@@ -67,15 +67,18 @@ constexpr const char* to_string(Precision p) {
 
 constexpr const char* to_string(DeviceKind k) { return k == DeviceKind::cpu ? "cpu" : "cuda"; }
 
-// What a case needs to run: one CPU, one GPU, or every selected GPU of one host (--gpus, default all),
-// one rank per GPU, provided there are at least `count` of them.
+// What a case needs to run: one CPU, one GPU, or ranks that work together, provided there are at least
+// `count` of them. gpus(): every selected GPU of one host (--gpus, default all), one rank per GPU; when a
+// launcher (torchrun, srun, mpirun) started one roofbench per GPU, one rank in each process instead.
+// cpu_ranks(): the CPU of each process a launcher started, one rank each; never run without a launcher.
 struct DeviceNeed {
   DeviceKind kind = DeviceKind::cpu;
   int count = 1;
-  bool all_selected_gpus = false;
+  bool all_selected_gpus = false;  // ranks that work together (gpus(), cpu_ranks())
   static DeviceNeed cpu() { return {DeviceKind::cpu, 1, false}; }
   static DeviceNeed gpu() { return {DeviceKind::cuda, 1, false}; }
   static DeviceNeed gpus(int minimum) { return {DeviceKind::cuda, minimum, true}; }
+  static DeviceNeed cpu_ranks(int minimum) { return {DeviceKind::cpu, minimum, true}; }
 };
 
 // One parameter axis; values are strings so that "bf16" and "4096" are treated alike. The host runs the
@@ -221,6 +224,18 @@ class Context {
   virtual void synchronize(int rank = 0) = 0;
   // A per-benchmark seed for a case's own generators (the same one fill_random starts from).
   virtual std::uint64_t seed() const = 0;
+
+  // Ranks in several processes (a launcher started one roofbench per GPU): the ranks of the whole run, and
+  // the global rank of this process's rank 0 (its rank r is first_rank() + r). In one process: ranks(), 0.
+  virtual int world_size() const { return ranks(); }
+  virtual int first_rank() const { return 0; }
+  // Every process's `blob` on every process, in the order of their first ranks: the only channel between
+  // the processes of a case (it passes through the host's rendezvous). In one process: {blob}. Throws
+  // Error when another process failed the benchmark or stopped answering. Every process must call it
+  // equally often, as it must run() (the host takes the same number of samples on every rank).
+  virtual std::vector<std::string> exchange(const std::string& blob) { return {blob}; }
+  // Global rank 0's `blob` on every process (NCCL's unique id travels this way); an exchange.
+  std::string broadcast(const std::string& blob) { return exchange(blob).front(); }
 };
 
 // Copies of a case's inputs, for timing it cold without flushing the cache (optional: Case::rotation()).

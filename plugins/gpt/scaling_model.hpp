@@ -6,6 +6,10 @@
 //   ceiling = n B T / t_compute                      linear weak scaling: communication fully hidden
 #pragma once
 
+#include <cstddef>
+#include <string>
+#include <vector>
+
 namespace roofbench::gpt {
 
 // The fabric between two nodes the across-nodes prediction assumes: one 400 Gb/s link (InfiniBand NDR or
@@ -27,6 +31,21 @@ inline double ring_allreduce_seconds(int ranks, double bytes, double busbw_bytes
   if (ranks <= 1) return 0;
   const double n = ranks;
   return 2 * (n - 1) / n * bytes / busbw_bytes_per_s;
+}
+
+// What one rank of that ring sends to the next (and receives from the one before): 2 (n-1)/n of the buffer.
+inline double ring_allreduce_bytes_per_rank(int ranks, double bytes) {
+  if (ranks <= 1) return 0;
+  const double n = ranks;
+  return 2 * (n - 1) / n * bytes;
+}
+
+// The edges of a ring over the ranks in rank order (hosts[r]: rank r's host) whose two ends are on different
+// hosts: each carries ring_allreduce_bytes_per_rank across the hosts' fabric. 0 for one rank.
+inline int ring_edges_across_hosts(const std::vector<std::string>& hosts) {
+  int crossing = 0;
+  for (std::size_t r = 0; hosts.size() > 1 && r < hosts.size(); ++r) crossing += hosts[r] != hosts[(r + 1) % hosts.size()];
+  return crossing;
 }
 
 // The inverse: the bus bandwidth a measured all-reduce time implies (0 for one rank).

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "roofbench/case_support/process_sum.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/nccl/communicators.hpp"
 #include "roofbench/plugin.hpp"
@@ -130,7 +131,7 @@ class AllReduceCase final : public Case {
     const int ranks = ctx.ranks();
     // NCCL returns at once from an in-place all-reduce over one rank: there is no work to time, and
     // a "bandwidth" of bytes over nothing would be a flattering absurdity.
-    if (in_place_ && ranks == 1)
+    if (in_place_ && ctx.world_size() == 1)
       throw NotApplicable("an in-place all-reduce over one rank launches no work in NCCL; needs 2 or more GPUs");
     std::vector<int> devices;
     for (int rank = 0; rank < ranks; ++rank) {
@@ -139,8 +140,9 @@ class AllReduceCase final : public Case {
         throw Error("roofbench nccl: rank " + std::to_string(rank) + " is not on a CUDA device");
       devices.push_back(device.index);
     }
-    comms_ = make_communicators(devices);
+    comms_ = make_communicators(ctx, devices);
     ranks_ = ranks;
+    world_ = ctx.world_size();
 
     const std::size_t bytes = elements_ * format_.size;
     buffers_.assign(static_cast<std::size_t>(ranks), {});
@@ -191,8 +193,8 @@ class AllReduceCase final : public Case {
     Work work;
     work.bytes = bytes;
     work.rates = {{"algbw", bytes}};
-    if (ranks_ >= 1) {
-      const double ranks = ranks_;
+    if (world_ >= 1) {
+      const double ranks = world_;  // every rank of the clique, in this process or in others
       work.flops = (ranks - 1) * static_cast<double>(elements_);  // each element gets k - 1 additions
       work.rates.push_back({"busbw", bytes * 2 * (ranks - 1) / ranks});
     }
@@ -208,6 +210,7 @@ class AllReduceCase final : public Case {
           gather_sample(ctx, buffers_[static_cast<std::size_t>(rank)].pristine, format_, sample, rank);
       for (std::size_t j = 0; j < expected.size(); ++j) expected[j] += contributed[j];
     }
+    if (world_ > ranks_) expected = case_support::sum_over_processes(ctx, expected);
 
     Check result;
     result.rel_l2_error = 0;
@@ -232,8 +235,9 @@ class AllReduceCase final : public Case {
       }
     }
 
-    result.detail = std::to_string(ranks_) + " rank(s), " + (in_place_ ? "in place" : "out of place") +
-                    ", compared " + std::to_string(sample.size()) + " of " + std::to_string(elements_) +
+    result.detail = std::to_string(world_) + " rank(s)" +
+                    (world_ > ranks_ ? " (" + std::to_string(ranks_) + " in this process)" : std::string()) + ", " +
+                    (in_place_ ? "in place" : "out of place") + ", compared " + std::to_string(sample.size()) + " of " + std::to_string(elements_) +
                     " elements" + (sample.every() ? "" : " (an even spread plus the last " +
                                                              std::to_string(kGateTail) + ")") +
                     "; " + worst_detail;
@@ -242,7 +246,7 @@ class AllReduceCase final : public Case {
       result.detail += "; " + disagreement;
     }
     // One rank: the all-reduce is a copy, so nothing short of the input itself passes.
-    if (ranks_ == 1 && result.rel_l2_error != 0) {
+    if (world_ == 1 && result.rel_l2_error != 0) {
       result.passed_extra = false;
       result.detail += "; with one rank the result must equal the input exactly";
     }
@@ -255,7 +259,7 @@ class AllReduceCase final : public Case {
   // The ranks once set up, then how many elements the gate compared once it ran.
   std::vector<Figure> figures() const override {
     std::vector<Figure> figures;
-    if (ranks_ >= 1) figures.push_back({"ranks", static_cast<double>(ranks_)});
+    if (world_ >= 1) figures.push_back({"ranks", static_cast<double>(world_)});
     if (gate_elements_ > 0) figures.push_back({"gate_elements", static_cast<double>(gate_elements_)});
     return figures;
   }
@@ -275,7 +279,8 @@ class AllReduceCase final : public Case {
   ElementFormat format_;
   std::size_t elements_;
   bool in_place_;
-  int ranks_ = 0;
+  int ranks_ = 0;  // in this process
+  int world_ = 0;  // in the clique: ranks_, or every process's under a launcher (one roofbench per GPU)
   std::size_t gate_elements_ = 0;  // check()'s sample size
   Communicators comms_;
   std::vector<RankBuffers> buffers_;
@@ -316,8 +321,9 @@ CaseSpec allreduce_spec(Precision precision) {
 void describe_plugin(Plugin& plugin) {
   plugin.name = "nccl";
   plugin.description =
-      "NCCL collectives across every GPU the host gives a case (one process, one rank per GPU), "
-      "reported as algbw and busbw like nccl-tests. NVLS (multicast) is kept off.";
+      "NCCL collectives across every GPU the host gives a case (one process, one rank per GPU; or one "
+      "roofbench per GPU under torchrun, srun or mpirun), reported as algbw and busbw like nccl-tests. "
+      "NVLS (multicast) is kept off.";
   plugin.add(allreduce_spec(Precision::fp32));
   plugin.add(allreduce_spec(Precision::bf16));
 }

@@ -310,6 +310,7 @@ TEST(Summaries, TheHostsFiguresAreItsTable) {
   m.status = Status::ok;
   m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 52.0)}}, 1);
   m.counters.seconds = 53;
+  m.rank_figures = {{.rank = 0, .time_median = 16}, {.rank = 1, .time_median = 20}};  // a run of two processes
   const Result r = result_of(m);
   std::vector<Summary> host;
   for (const auto& s : summaries_of(r))

@@ -149,5 +149,19 @@ TEST(LauncherEnv, Names) {
   EXPECT_EQ(launcher_name(Launcher::slurm), "Slurm");
 }
 
+TEST(LauncherEnv, TorchrunsAgentStoreKeepsItsPortAndTheRendezvousTakesTheNext) {
+  EXPECT_EQ(detect_launcher(with(kTorchrun, "TORCHELASTIC_USE_AGENT_STORE", "True")).rendezvous_port, 29401);
+  EXPECT_EQ(detect_launcher(with(kTorchrun, "TORCHELASTIC_USE_AGENT_STORE", "False")).rendezvous_port, 29400);
+  EXPECT_THAT(error_of(with(with(kTorchrun, "TORCHELASTIC_USE_AGENT_STORE", "True"), "MASTER_PORT", "65535")),
+              StartsWith("MASTER_PORT: "));
+}
+
+TEST(LauncherEnv, RoofbenchsOwnPortOverridesTheLaunchers) {
+  EXPECT_EQ(detect_launcher(with(kTorchrun, "ROOFBENCH_RENDEZVOUS_PORT", "31000")).rendezvous_port, 31000);
+  EXPECT_EQ(detect_launcher(with(kSlurm, "ROOFBENCH_RENDEZVOUS_PORT", "31000")).rendezvous_port, 31000);
+  EXPECT_THAT(error_of(with(kOpenMpi, "ROOFBENCH_RENDEZVOUS_PORT", "0")), StartsWith("ROOFBENCH_RENDEZVOUS_PORT: "));
+  EXPECT_EQ(detect_launcher({{"ROOFBENCH_RENDEZVOUS_PORT", "31000"}}).launcher, Launcher::none);
+}
+
 }  // namespace
 }  // namespace roofbench

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <deque>
 
 #include "clock_observers.hpp"
@@ -246,15 +247,43 @@ class ScriptedDevice final : public CpuBackedDevice {
   Script& script_;
 };
 
-TEST(SampleLoop, AHoldTimeoutHalvesTheRunsAndTheDroppedSampleIsNotKept) {
-  Script script;
-  script.samples = {{1e-4, false}, {1e-4, true}, {1e-4, false}, {1e-4, false}};
-  ScriptedDevice device(script);
-  Launcher launch({&device}, [] {}, TimingOptions{});
+// The sample loop from 8 runs a sample until 3 samples are kept, on `device`'s timer.
+Measurement eight_runs_a_sample_until_three_are_kept(ScriptedDevice& device, const RankWorld* world = nullptr) {
+  Launcher launch({&device}, [] {}, TimingOptions{}, world);
   Measurement r;
   r.runs_per_sample = 8;
   StoppingRule stop(settings(3, 0, 10, 1));
   sample_until_stopped(launch, r, stop, {}, false);
+  return r;
+}
+
+// Ranks in several processes that work together take rank 0's sample for every decision: here "rank 0"
+// (the exchange's first blob) timed out its hold at the second sample and took twice as long at the others,
+// while this rank's own samples were clean. The runs follow rank 0's decisions; the kept times are this rank's.
+TEST(SampleLoop, RanksThatWorkTogetherTakeRankZerosDecisions) {
+  Script script;
+  script.samples = {{1e-4, false}, {1e-4, false}, {1e-4, false}, {1e-4, false}};
+  ScriptedDevice device(script);
+  int exchanges = 0;
+  RankWorld world{2, 1, [&](const std::string& mine) {
+                    double sample[3];
+                    std::memcpy(sample, mine.data(), sizeof sample);
+                    sample[0] *= 2;
+                    sample[2] = ++exchanges == 2 ? 1.0 : 0.0;  // the hold timed out on rank 0
+                    return std::vector<std::string>{std::string(reinterpret_cast<const char*>(sample), sizeof sample), mine};
+                  }};
+  const Measurement r = eight_runs_a_sample_until_three_are_kept(device, &world);
+  EXPECT_THAT(script.runs_asked, ElementsAre(8, 8, 4, 4));
+  EXPECT_EQ(r.hold_timeouts, 1);
+  EXPECT_EQ(exchanges, 4);
+  EXPECT_THAT(r.samples, ElementsAre(1e-4, 1e-4, 1e-4));
+}
+
+TEST(SampleLoop, AHoldTimeoutHalvesTheRunsAndTheDroppedSampleIsNotKept) {
+  Script script;
+  script.samples = {{1e-4, false}, {1e-4, true}, {1e-4, false}, {1e-4, false}};
+  ScriptedDevice device(script);
+  const Measurement r = eight_runs_a_sample_until_three_are_kept(device);
   EXPECT_THAT(script.runs_asked, ElementsAre(8, 8, 4, 4));
   EXPECT_EQ(r.hold_timeouts, 1);
   EXPECT_FALSE(r.hold_abandoned);

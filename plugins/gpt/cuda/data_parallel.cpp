@@ -52,8 +52,10 @@ class EventTimer {
 }  // namespace
 
 DataParallelTrainer::DataParallelTrainer(const Config& cfg, Rung rung, std::vector<DataParallelRank> ranks,
-                                         std::uint64_t data_seed, std::uint64_t init_seed)
-    : cfg_(cfg) {
+                                         std::uint64_t data_seed, std::uint64_t init_seed, Context* world)
+    : cfg_(cfg),
+      world_size_(world ? world->world_size() : static_cast<int>(ranks.size())),
+      first_rank_(world ? world->first_rank() : 0) {
   if (ranks.empty()) throw Error("gpt R5: data parallelism needs at least one rank");
   // Only these two call the per-block hook the buckets need (trainer.hpp's StepHooks).
   if (rung != Rung::eager && rung != Rung::bf16)
@@ -93,7 +95,8 @@ DataParallelTrainer::DataParallelTrainer(const Config& cfg, Rung rung, std::vect
       devices.push_back(rank.device);
       roofbench::cuda::DeviceGuard on(rank.device);
       state.trainer = make_trainer(rung, cfg_, rank.alloc, rank.stream, rank.corpus,
-                                   rank_data_seed(data_seed, static_cast<int>(r)), init_seed, StepReplay::enqueued);
+                                   rank_data_seed(data_seed, first_rank_ + static_cast<int>(r)), init_seed,
+                                   StepReplay::enqueued);
       // Non-blocking: the compute stream may be the legacy default stream, which would otherwise
       // serialise with it and undo the overlap. Highest priority: NCCL's kernels then get SMs as soon as a
       // bucket is ready instead of queueing behind the backward's kernels.
@@ -106,7 +109,7 @@ DataParallelTrainer::DataParallelTrainer(const Config& cfg, Rung rung, std::vect
       ROOFBENCH_CUDA(cudaEventCreateWithFlags(&state.reduced, cudaEventDisableTiming));
       install_hooks(static_cast<int>(r));
     }
-    comms_ = nccl::make_communicators(devices);
+    comms_ = world ? nccl::make_communicators(*world, devices) : nccl::make_communicators(devices);
   } catch (...) {
     release_handles();
     throw;
@@ -224,7 +227,7 @@ double DataParallelTrainer::time_single_rank_step(int warmup, int repetitions) {
 
 double DataParallelTrainer::time_gradient_allreduce(int warmup, int repetitions) {
   if (repetitions < 1) throw Error("gpt R5: time_gradient_allreduce needs at least one repetition");
-  if (ranks() == 1) return 0;
+  if (world_size_ == 1) return 0;
   const std::size_t count = trainer(0).parameter_count();
   // One thread drives every rank here, so each all-reduce is one NCCL group across the ranks.
   auto all_reduce_everywhere = [&] {

@@ -20,10 +20,10 @@
 // one thread driving all ranks would have to group each bucket across ranks, which the trainer's
 // one-rank-at-a-time step cannot do without splitting it up). Rank 0 runs on the calling thread.
 //
-// Across nodes the same rung runs unchanged as one process per GPU, launched by mpirun or srun: each process
-// builds a DataParallelTrainer over its one GPU, with its communicator from ncclCommInitRank (rank 0 calls
-// ncclGetUniqueId, the launcher's MPI_Bcast hands the id to every process, each calls ncclCommInitRank with
-// the world size and its global rank: the one function to replace is make_communicators, see
+// Across nodes the same rung runs unchanged as one process per GPU, roofbench launched by torchrun, srun or
+// mpirun: each process builds a DataParallelTrainer over its one GPU, with its communicator from
+// ncclCommInitRank (global rank 0 calls ncclGetUniqueId, the host's rendezvous hands the id to every process
+// through Context::broadcast, each joins with the world size and its global rank: make_communicators(ctx, ...),
 // kernels/nccl_communicators). The buckets, the comm stream and the overlap stay as they are; only the
 // all-reduces cross the network instead of NVLink.
 #pragma once
@@ -59,14 +59,18 @@ class DataParallelTrainer {
  public:
   // One trainer of `rung` (eager or bf16, enqueued step by step so that the buckets can hook into the
   // backward) per rank, every one initialised from `init_seed` (identical replicas), and the ranks'
-  // communicators (make_communicators). Rank r's device memory comes from ranks[r].alloc only.
+  // communicators (make_communicators). Rank r's device memory comes from ranks[r].alloc only. `world`: the
+  // case's context when its ranks may be in several processes (a launcher started one roofbench per GPU):
+  // `ranks` are then this process's, global rank world->first_rank() + r, and the clique has every process's.
   DataParallelTrainer(const Config& cfg, Rung rung, std::vector<DataParallelRank> ranks, std::uint64_t data_seed,
-                      std::uint64_t init_seed);
+                      std::uint64_t init_seed, Context* world = nullptr);
   ~DataParallelTrainer();
   DataParallelTrainer(const DataParallelTrainer&) = delete;
   DataParallelTrainer& operator=(const DataParallelTrainer&) = delete;
 
-  int ranks() const { return static_cast<int>(ranks_.size()); }
+  int ranks() const { return static_cast<int>(ranks_.size()); }  // in this process
+  int world_size() const { return world_size_; }                  // in the clique, every process's
+  int first_rank() const { return first_rank_; }
   Trainer& trainer(int rank) { return *ranks_.at(static_cast<std::size_t>(rank)).trainer; }
   int device(int rank) const { return state(rank).device; }
   int buckets() const { return static_cast<int>(buckets_.size()); }
@@ -82,8 +86,8 @@ class DataParallelTrainer {
   // their gradients garbage: initialize() afterwards). Seconds per call, after `warmup` untimed calls:
   // one plain step of the rung on rank 0 alone, no hooks, no communication;
   double time_single_rank_step(int warmup, int repetitions);
-  // one all-reduce of the whole gradient on all ranks together (the slowest rank's time). 0 for one rank,
-  // where an in-place all-reduce is no work at all.
+  // one all-reduce of the whole gradient on all ranks together (the slowest of this process's ranks). 0 for
+  // one rank in all, where an in-place all-reduce is no work at all.
   double time_gradient_allreduce(int warmup, int repetitions);
 
   // The orderly end of the communicators (the destructor only aborts them).
@@ -115,6 +119,7 @@ class DataParallelTrainer {
   void for_each_rank(PerRank&& work);
 
   Config cfg_;
+  int world_size_ = 1, first_rank_ = 0;
   std::vector<Bucket> buckets_;  // bucket of block l at l; wte's last
   std::vector<RankState> ranks_;
   nccl::Communicators comms_;

@@ -17,24 +17,50 @@
 //   t_comm_2node = 2 (2k-1)/(2k) x gradient_bytes / 50e9
 //   floor        = 2k B T / (t_compute + t_comm_2node)    ceiling (fully overlapped) = 2k B T / t_compute
 // from the same measured t_compute and gradient bytes, as the counters predicted_two_node_*.
+//
+// Under a launcher (one roofbench per GPU, the ranks in several processes and perhaps on several hosts), k is
+// the measured world and busbw the measured clique's, fabric included; from each process's host (exchanged in
+// setup) the counters hosts, ring_edges_across_hosts and bytes_across_hosts_per_step say which of a ring's
+// bytes (in rank order, 2 (k-1)/k x gradient_bytes an edge and step) crossed between hosts.
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "data_parallel.hpp"
+#include "roofbench/case_support/process_sum.hpp"
 #include "roofbench/cuda.hpp"
 #include "scaling_model.hpp"
 #include "training_gates.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
+
+// Each process's host name, in rank order (one rank a process under a launcher).
+std::vector<std::string> host_of_each_process(Context& ctx) {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return ctx.exchange(name);
+}
+
+// How many other processes' first ranks hold parameters other than global rank 0's, bit for bit: each
+// process sends a 64-bit FNV-1a digest of its first rank's parameters (the parameters themselves would be
+// the whole model through the host's rendezvous).
+int processes_differing(Context& ctx, const std::vector<float>& parameters) {
+  std::uint64_t digest = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(parameters.data());
+  for (std::size_t i = 0; i < parameters.size() * sizeof(float); ++i) digest = (digest ^ bytes[i]) * 0x100000001b3ull;
+  const std::vector<std::string> all = ctx.exchange(std::string(reinterpret_cast<const char*>(&digest), sizeof digest));
+  return static_cast<int>(std::count_if(all.begin() + 1, all.end(), [&](const std::string& d) { return d != all.front(); }));
+}
 
 constexpr int kReplicaSteps = 10;     // steps after which every rank must hold the same parameters
 constexpr int kModelWarmup = 3;       // untimed calls before each of the cost model's measurements
@@ -71,7 +97,8 @@ class DataParallelTrainingStep final : public Case {
     const std::size_t gate_tokens = static_cast<std::size_t>(kGateSequences) * cfg_.context;
     gate_inputs_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
     gate_targets_ = static_cast<std::uint8_t*>(ctx.alloc(gate_tokens, BufferRole::scratch, 0));
-    trainer_ = std::make_unique<DataParallelTrainer>(cfg_, rung_, std::move(ranks), ctx.seed(), kInitSeed);
+    trainer_ = std::make_unique<DataParallelTrainer>(cfg_, rung_, std::move(ranks), ctx.seed(), kInitSeed, &ctx);
+    if (ctx.world_size() > ctx.ranks()) process_hosts_ = host_of_each_process(ctx);
     predict();
   }
 
@@ -113,6 +140,13 @@ class DataParallelTrainingStep final : public Case {
     figures.push_back({"predicted_two_node_t_comm", two_nodes.t_comm});
     figures.push_back({"predicted_two_node_tokens_per_s", two_nodes.floor_tokens_per_s});
     figures.push_back({"predicted_two_node_ceiling_tokens_per_s", two_nodes.ceiling_tokens_per_s});
+    if (!process_hosts_.empty()) {
+      // The ring in rank order (one rank a process): each of its edges carries 2 (k-1)/k of the gradient a step.
+      const int crossing = ring_edges_across_hosts(process_hosts_);
+      figures.push_back({"hosts", static_cast<double>(std::set<std::string>(process_hosts_.begin(), process_hosts_.end()).size())});
+      figures.push_back({"ring_edges_across_hosts", static_cast<double>(crossing)});
+      figures.push_back({"bytes_across_hosts_per_step", crossing * ring_allreduce_bytes_per_rank(ranks_, gradient_bytes())});
+    }
     return figures;
   }
 
@@ -134,10 +168,11 @@ class DataParallelTrainingStep final : public Case {
     for (int step = kReplicaSteps; step < kLearningSteps; ++step) trainer_->train_step();  // no host read
     trainer_->synchronize();
     std::vector<float> mean_history(kLossHistory, 0.0f), history(kLossHistory);
-    for (int rank = 0; rank < ranks_; ++rank) {
+    for (int rank = 0; rank < trainer_->ranks(); ++rank) {
       ctx.copy_to_host(history.data(), trainer_->trainer(rank).loss_history(), history.size() * sizeof(float), rank);
       for (std::size_t s = 0; s < history.size(); ++s) mean_history[s] += history[s] / static_cast<float>(ranks_);
     }
+    if (ranks_ > trainer_->ranks()) mean_history = case_support::sum_over_processes(ctx, mean_history);
     judge_learning(mean_history, unigram_entropy_, result, gate_figures_, detail);
     result.detail = detail.str();
     return result;
@@ -153,7 +188,7 @@ class DataParallelTrainingStep final : public Case {
   double rank_tokens() const { return static_cast<double>(cfg_.batch) * cfg_.context; }
 
   void predict() {
-    ranks_ = trainer_->ranks();
+    ranks_ = trainer_->world_size();
     buckets_ = trainer_->buckets();
     t_compute_ = trainer_->time_single_rank_step(kModelWarmup, kModelRepetitions);
     if (ranks_ > 1) {
@@ -185,8 +220,8 @@ class DataParallelTrainingStep final : public Case {
     std::vector<float> reference(P), replica(P);
     ctx.copy_to_host(reference.data(), trainer_->trainer(0).params(), P * sizeof(float), 0);
     double largest_difference = 0;
-    int differing_ranks = 0;
-    for (int rank = 1; rank < ranks_; ++rank) {
+    int differing_ranks = ranks_ > trainer_->ranks() ? processes_differing(ctx, reference) : 0;
+    for (int rank = 1; rank < trainer_->ranks(); ++rank) {
       ctx.copy_to_host(replica.data(), trainer_->trainer(rank).params(), P * sizeof(float), rank);
       if (std::memcmp(replica.data(), reference.data(), P * sizeof(float)) == 0) continue;
       ++differing_ranks;
@@ -204,7 +239,8 @@ class DataParallelTrainingStep final : public Case {
 
   Rung rung_;
   Config cfg_;
-  int ranks_ = 0;
+  std::vector<std::string> process_hosts_;  // each process's host, in rank order, under a launcher
+  int ranks_ = 0;  // the clique's ranks: this process's, or every process's under a launcher
   std::vector<Figure> gate_figures_;  // check()'s, returned by figures()
   int buckets_ = 0;
   double unigram_entropy_ = 0;

@@ -27,6 +27,15 @@ TEST(GptScalingModel, RingTimeAndBusbwAreInverses) {
   EXPECT_DOUBLE_EQ(ring_allreduce_busbw(8, kGradientBytes, seconds), 330e9);
 }
 
+TEST(GptScalingModel, TheRingCrossesHostsWhereNeighboursAreOnDifferentHosts) {
+  EXPECT_EQ(ring_edges_across_hosts({"a"}), 0);
+  EXPECT_EQ(ring_edges_across_hosts({"a", "a", "a"}), 0);
+  EXPECT_EQ(ring_edges_across_hosts({"a", "a", "b", "b"}), 2);
+  EXPECT_EQ(ring_edges_across_hosts({"a", "b", "a", "b"}), 4);
+  EXPECT_DOUBLE_EQ(ring_allreduce_bytes_per_rank(4, 8e6), 12e6);
+  EXPECT_EQ(ring_allreduce_bytes_per_rank(1, 8e6), 0);
+}
+
 TEST(GptScalingModel, ReproducesTheIssuesTwoGpuFloorAndCeiling) {
   // The floor of 1.544M tokens/s implies t_comm; the model must give back both figures from it.
   const double t_comm = 2 * kTokensPerRank / 1.544e6 - kTCompute;

@@ -1,4 +1,5 @@
-// NCCL communicators for one process that drives several GPUs, and the error check for NCCL calls.
+// NCCL communicators for one process that drives several GPUs, or for one rank of a process per GPU
+// (torchrun, srun, mpirun), and the error check for NCCL calls.
 // Header-only so that any plugin linking roofbench::nccl (the all-reduce cases, the GPT data-parallel
 // rung) creates communicators the same way, with the same environment.
 #pragma once
@@ -6,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -129,17 +131,44 @@ inline void disable_nccl_multicast() {
 
 // The only place communicators are created. One process drives every GPU here (ncclCommInitAll): rank
 // r runs on CUDA device devices[r].
-//
-// Under an MPI launcher (one process per GPU) this function is what changes, nothing else: rank 0
-// calls ncclGetUniqueId, MPI_Bcast sends the id to every process, and each process calls
-// cudaSetDevice(its device) then ncclCommInitRank(&comm, world_size, id, its rank), so that a
-// Communicators holds one communicator instead of all of them. disable_nccl_multicast() still runs
-// first in every process.
 inline Communicators make_communicators(const std::vector<int>& devices) {
   if (devices.empty()) throw Error("roofbench nccl: make_communicators needs at least one device");
   disable_nccl_multicast();
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   ROOFBENCH_NCCL(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()));
+  return Communicators(std::move(comms), devices);
+}
+
+// The communicators of a case's ranks, devices[r] being ctx.device(r)'s. In one process (no launcher:
+// ctx.world_size() == ctx.ranks()), every GPU of it as above. Under torchrun, srun or mpirun (one roofbench
+// per GPU, the ranks in several processes), as nccl-tests does with MPI: global rank 0 makes NCCL's unique
+// id, ctx.broadcast hands it to every process (through the host's rendezvous), and each local rank joins
+// with ncclCommInitRank(world size, id, its global rank), the local ranks inside one group (one thread
+// joins them all). disable_nccl_multicast() runs first in every process.
+inline Communicators make_communicators(Context& ctx, const std::vector<int>& devices) {
+  if (ctx.world_size() == ctx.ranks()) return make_communicators(devices);
+  if (devices.empty()) throw Error("roofbench nccl: make_communicators needs at least one device");
+  disable_nccl_multicast();
+  ncclUniqueId id{};
+  if (ctx.first_rank() == 0) ROOFBENCH_NCCL(ncclGetUniqueId(&id));
+  const std::string from_rank_0 = ctx.broadcast(std::string(reinterpret_cast<const char*>(&id), sizeof id));
+  if (from_rank_0.size() != sizeof id)
+    throw Error("roofbench nccl: rank 0's unique id has " + std::to_string(from_rank_0.size()) + " bytes, not " +
+                std::to_string(sizeof id));
+  std::memcpy(&id, from_rank_0.data(), sizeof id);
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  try {
+    GroupScope group;
+    for (std::size_t r = 0; r < devices.size(); ++r) {
+      cuda::DeviceGuard on(devices[r]);
+      ROOFBENCH_NCCL(ncclCommInitRank(&comms[r], ctx.world_size(), id, ctx.first_rank() + static_cast<int>(r)));
+    }
+    group.end();
+  } catch (...) {
+    for (ncclComm_t comm : comms)
+      if (comm) (void)ncclCommAbort(comm);
+    throw;
+  }
   return Communicators(std::move(comms), devices);
 }
 

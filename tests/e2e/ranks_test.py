@@ -1,0 +1,181 @@
+"""roofbench as several processes on one machine, started the way torchrun starts them (WORLD_SIZE, RANK,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT on 127.0.0.1 and a free port), on the CPU: one results file from rank 0
+with the slowest rank's time and the spread, a case whose ranks exchange through the rendezvous, a rank
+whose gate fails, a rank that dies mid-run and ranks given different selections.
+
+Environment: ROOFBENCH (the executable), RANKS_PLUGIN_DIR (the `ranks` test plugin's folder),
+ROOFBENCH_CACHE_DIR (the calibrated CPU ceilings)."""
+import glob
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOFBENCH = os.environ["ROOFBENCH"]
+PLUGIN_DIR = os.environ["RANKS_PLUGIN_DIR"]
+RUN_LIMIT_S = 90
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Ranks:
+    """N roofbench processes of one run; each rank's arguments may differ (extra[rank])."""
+
+    def __init__(self, n, args, results_dir, env=None, extra=None, device=("--device", "cpu"), limit_s=RUN_LIMIT_S):
+        port = free_port()
+        self.procs = []
+        self.started = time.monotonic()
+        for rank in range(n):
+            rank_env = dict(os.environ, WORLD_SIZE=str(n), RANK=str(rank), LOCAL_RANK=str(rank),
+                            LOCAL_WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            rank_env.pop("ROOFBENCH_PLUGIN_PATH", None)
+            rank_env.update(env or {})
+            argv = [ROOFBENCH, *device, "--plugin-dir", PLUGIN_DIR, "--results-dir", results_dir,
+                    "--max-time", "0.05", "--rendezvous-timeout", "20"] + args + (extra or {}).get(rank, [])
+            self.procs.append(subprocess.Popen(argv, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                               text=True))
+        self.out = []
+        for p in self.procs:
+            out, err = p.communicate(timeout=limit_s)
+            self.out.append((p.returncode, out, err))
+        self.seconds = time.monotonic() - self.started
+
+    def codes(self):
+        return [code for code, _, _ in self.out]
+
+    def describe(self):
+        return "\n".join(f"--- rank {r}: exit {c}\nstdout:\n{o}\nstderr:\n{e}" for r, (c, o, e) in enumerate(self.out))
+
+
+def gpus_here():
+    """How many NVIDIA GPUs nvidia-smi lists (0 without a driver)."""
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(line.startswith("GPU ") for line in listing.stdout.splitlines()) if listing.returncode == 0 else 0
+
+
+def results_files(folder):
+    return [f for f in glob.glob(os.path.join(folder, "*.json")) if not f.endswith("latest.json")]
+
+
+def entries(folder):
+    with open(os.path.join(folder, "latest.json")) as f:
+        return {b["name"]: b for b in json.load(f)["benchmarks"]}
+
+
+class RanksTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.results = os.path.join(self.tmp.name, "results")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def check_one_results_file(self, n):
+        run = Ranks(n, ["--benchmark_filter=^ranks/(sum|scale)/"], self.results)
+        self.assertEqual(run.codes(), [0] * n, run.describe())
+        self.assertEqual(len(results_files(self.results)), 1, run.describe())
+        found = entries(self.results)
+        self.assertEqual(sorted(found), ["ranks/scale/n:1024", "ranks/sum/n:1024"], run.describe())
+        for name, entry in found.items():
+            ranks = entry["roofbench"]["ranks"]
+            self.assertEqual([k["rank"] for k in ranks], list(range(n)), name)
+            times = [k["time_median"] for k in ranks]
+            self.assertEqual(entry["time_median"], max(times), name)
+            self.assertEqual(entry["slowest_rank"], times.index(max(times)), name)
+            # The file keeps 9 significant digits of each time: the spread from them agrees to about 1e-6 %.
+            self.assertAlmostEqual(entry["rank_spread_pct"], 100 * (max(times) - min(times)) / min(times), delta=1e-4)
+            self.assertEqual(entry["roofbench"]["gate"], "pass", name)
+        self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "ok")
+        for code, out, err in run.out[1:]:
+            self.assertEqual(out, "", run.describe())  # only rank 0 prints the table
+            for line in err.splitlines():
+                self.assertTrue(line.startswith("[rank "), run.describe())
+        self.assertIn("ranks/sum/n:1024", run.out[0][1])
+
+    def test_two_ranks_write_one_results_file_with_the_slowest_time(self):
+        self.check_one_results_file(2)
+
+    def test_four_ranks_write_one_results_file_with_the_slowest_time(self):
+        self.check_one_results_file(4)
+
+    def test_a_gate_that_fails_on_one_rank_fails_the_benchmark_naming_it(self):
+        run = Ranks(2, ["--benchmark_filter=^ranks/(sum|scale)/"], self.results, env={"ROOFBENCH_TEST_FAIL_RANK": "1"})
+        self.assertEqual(run.codes(), [1, 1], run.describe())
+        found = entries(self.results)
+        for name in ("ranks/sum/n:1024", "ranks/scale/n:1024"):
+            self.assertEqual(found[name]["roofbench"]["status"], "gate_failed", run.describe())
+            self.assertIn("rank 1: ", found[name]["error_message"], run.describe())
+        self.assertIn("rank 1: ", run.out[0][1] + run.out[0][2])
+
+    def test_a_rank_whose_worker_crashes_fails_the_benchmark_naming_it_and_the_run_goes_on(self):
+        run = Ranks(2, ["--benchmark_filter=^ranks/(sum|scale)/"], self.results, env={"ROOFBENCH_TEST_CRASH_RANK": "1"})
+        self.assertEqual(run.codes(), [1, 1], run.describe())
+        found = entries(self.results)
+        self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "crashed", run.describe())
+        self.assertIn("rank 1: ", found["ranks/sum/n:1024"]["error_message"], run.describe())
+        self.assertEqual(found["ranks/scale/n:1024"]["roofbench"]["status"], "ok", run.describe())
+
+    def test_a_rank_that_dies_ends_the_others_and_keeps_what_was_measured(self):
+        run = Ranks(4, ["--benchmark_filter=^ranks/(scale|nap)/"], self.results, env={"ROOFBENCH_TEST_KILL_RANK": "2"})
+        codes = run.codes()
+        self.assertEqual(codes[0:2] + codes[3:], [1, 1, 1], run.describe())
+        self.assertNotEqual(codes[2], 0, run.describe())
+        self.assertLess(run.seconds, 20 + 30, run.describe())
+        found = entries(self.results)
+        self.assertEqual(found["ranks/scale/n:1024"]["roofbench"]["status"], "ok", run.describe())
+        self.assertEqual(found["ranks/nap/n:1024"]["roofbench"]["status"], "error", run.describe())
+        self.assertIn("rank 2", found["ranks/nap/n:1024"]["error_message"], run.describe())
+
+    def test_ranks_that_select_different_benchmarks_exit_2(self):
+        run = Ranks(2, [], self.results, extra={0: ["--benchmark_filter=^ranks/(sum|scale)/"],
+                                                 1: ["--benchmark_filter=^ranks/scale/"]})
+        self.assertEqual(run.codes(), [2, 2], run.describe())
+        self.assertIn("rank 1 selected other benchmarks than rank 0", run.out[0][2], run.describe())
+        self.assertEqual(results_files(self.results), [])
+
+
+class RanksOnGpusTest(unittest.TestCase):
+    """One roofbench per GPU (a CUDA build on a host of 2 or more GPUs; skipped elsewhere): NCCL's clique and
+    R5 across processes, through ncclCommInitRank and the unique id rank 0 broadcasts."""
+
+    def setUp(self):
+        self.gpus = gpus_here()
+        if self.gpus < 2:
+            self.skipTest("needs 2 or more GPUs; %d here" % self.gpus)
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.results = os.path.join(self.tmp.name, "results")
+
+    def test_an_all_reduce_across_processes_passes_its_gate_on_every_rank(self):
+        n = min(self.gpus, 4)
+        run = Ranks(n, ["--benchmark_filter=^nccl/allreduce_fp32/bytes:1048576/inplace:(0|1)/"], self.results,
+                    env={"NCCL_NVLS_ENABLE": "0"}, device=(), limit_s=300)
+        self.assertEqual(run.codes(), [0] * n, run.describe())
+        for name, entry in entries(self.results).items():
+            self.assertEqual(entry["roofbench"]["status"], "ok", name)
+            self.assertEqual(entry["ranks"], n, name)  # the clique's ranks, every process's
+            self.assertEqual([k["device"] for k in entry["roofbench"]["ranks"]], ["cuda:%d" % r for r in range(n)])
+
+    def test_data_parallel_training_across_processes_keeps_the_replicas_identical(self):
+        run = Ranks(2, ["--benchmark_filter=^gpt/R5_data_parallel/", "--max-time", "1"], self.results,
+                    env={"NCCL_NVLS_ENABLE": "0"}, device=(), limit_s=600)
+        self.assertEqual(run.codes(), [0, 0], run.describe())
+        entry = entries(self.results)["gpt/R5_data_parallel"]
+        self.assertEqual(entry["roofbench"]["status"], "ok", run.describe())
+        self.assertEqual(entry["ranks"], 2)
+        self.assertEqual(entry["replica_max_abs_difference"], 0)
+        self.assertEqual(entry["ring_edges_across_hosts"], 0)  # both on this host
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,95 @@
+// Test plugin `ranks`: CPU cases for roofbench started as several processes (tests/e2e/ranks_test.py).
+//   sum    every process's vector summed through Context::exchange (DeviceNeed::cpu_ranks): its gate holds
+//          only when every rank's vector arrived
+//   scale  y = 2x on each rank alone (a case that is not a collective)
+//   nap    a run sleeps a millisecond: a benchmark that lasts while a test ends a rank
+// Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
+// ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
+// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <roofbench/case_support/process_sum.hpp>
+
+#include "../scale_case.hpp"
+
+namespace {
+
+using namespace roofbench;
+
+bool switch_names_this_rank(const char* variable, const Context& ctx) {
+  const char* value = std::getenv(variable);
+  return value && *value && std::atoi(value) == ctx.first_rank();
+}
+
+class SumCase final : public Case {
+ public:
+  explicit SumCase(std::size_t n) : n_(n) {}
+  void setup(Context& ctx) override {
+    unit_.resize(n_);
+    ctx.fill_random(unit_.data(), n_, ElementType::f32);  // equal on every rank: each benchmark has its own seed
+    mine_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) mine_[i] = static_cast<float>(ctx.first_rank() + 1) * unit_[i];
+  }
+  void run(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_CRASH_RANK", ctx)) ::raise(SIGSEGV);
+    sum_ = case_support::sum_over_processes(ctx, mine_);
+  }
+  Work work() const override { return {.bytes = static_cast<double>(n_ * sizeof(float)), .items = 1, .item_name = "exchanges"}; }
+  Check check(Context& ctx) override {
+    const double world = ctx.world_size();
+    const double wrong = switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx) ? 1.5 : 1.0;
+    std::vector<double> reference(n_);
+    for (std::size_t i = 0; i < n_; ++i) reference[i] = wrong * world * (world + 1) / 2 * static_cast<double>(unit_[i]);
+    if (sum_.size() != n_) throw Error("check() before run()");
+    return {.rel_l2_error = relative_l2_error(sum_.data(), reference.data(), n_)};
+  }
+
+ private:
+  std::size_t n_;
+  std::vector<float> unit_, mine_, sum_;  // on the CPU the host's memory is plain memory
+};
+
+class RankScaleCase final : public test_plugins::ScaleCase {
+ public:
+  using ScaleCase::ScaleCase;
+  void setup(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx)) factor_ = 3.0f;
+    ScaleCase::setup(ctx);
+  }
+};
+
+class NapCase final : public test_plugins::ScaleCase {
+ public:
+  using ScaleCase::ScaleCase;
+  void setup(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_KILL_RANK", ctx)) ::kill(::getppid(), SIGKILL);
+    ScaleCase::setup(ctx);
+  }
+  void run(Context& ctx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ScaleCase::run(ctx);
+  }
+};
+
+void describe(Plugin& plugin) {
+  plugin.name = "ranks";
+  plugin.description = "test plugin: cases for ranks in several processes";
+  CaseSpec sum = test_plugins::scale_spec("sum", "every rank's vector summed through Context::exchange",
+                                          {Axis::ints("n", {1024})}, [](std::size_t n) { return std::make_unique<SumCase>(n); });
+  sum.device = DeviceNeed::cpu_ranks(2);
+  plugin.add(std::move(sum));
+  plugin.add(test_plugins::scale_spec("scale", "y = 2x on each rank", {Axis::ints("n", {1024})},
+                                      [](std::size_t n) { return std::make_unique<RankScaleCase>(n, 2.0f); }));
+  plugin.add(test_plugins::scale_spec("nap", "y = 2x after a millisecond's sleep", {Axis::ints("n", {1024})},
+                                      [](std::size_t n) { return std::make_unique<NapCase>(n, 2.0f); }));
+}
+
+}  // namespace
+
+ROOFBENCH_PLUGIN("ranks", describe)
