@@ -422,6 +422,9 @@ void RunTally::add(const std::string& benchmark, const Session::Outcome& out) {
   if (status == Status::ok) {
     ++passed;
     if (out.result.noisy()) noisy.emplace_back(benchmark, out.result.quality_reason);
+    if (const double spread = rank_spread_percent(out.result); spread > kRanksApartPercent)
+      ranks_apart.emplace_back(benchmark, printf_string("rank %.0f is the slowest, %.0f%% above the fastest",
+                                                        slowest_rank_of(out.result), spread));
   }
   else if (!out.counts_as_failure) ++ended_sweep_out_of_memory;
   else if (status == Status::gate_failed) ++gate_failed;
@@ -458,6 +461,15 @@ std::string closing_summary(const RunTally& t, const SummarySettings& s) {
     for (std::size_t i = 0; i < std::min(kShown, t.noisy.size()); ++i)
       out += wrap_text(t.noisy[i].first + ": " + t.noisy[i].second, kConsoleWidth, "    ", "      ") + "\n";
     if (t.noisy.size() > kShown) out += "    (" + std::to_string(t.noisy.size() - kShown) + " more in the results)\n";
+  }
+  if (!t.ranks_apart.empty()) {
+    // The time is the slowest rank's: say where the ranks disagree, as a straggler is what a user looks for.
+    out += printf_string("  %zu of the passed had ranks more than %.0f%% apart (the time is the slowest rank's):\n",
+                         t.ranks_apart.size(), RunTally::kRanksApartPercent);
+    constexpr std::size_t kShown = 8;
+    for (std::size_t i = 0; i < std::min(kShown, t.ranks_apart.size()); ++i)
+      out += wrap_text(t.ranks_apart[i].first + ": " + t.ranks_apart[i].second, kConsoleWidth, "    ", "      ") + "\n";
+    if (t.ranks_apart.size() > kShown) out += "    (" + std::to_string(t.ranks_apart.size() - kShown) + " more in the results)\n";
   }
   if (t.ended_sweep_out_of_memory)
     out += "  " + std::to_string(t.ended_sweep_out_of_memory) + " ran out of memory and ended a sweep (not a failure)\n";

@@ -111,6 +111,9 @@ class RunTally {
   int ran = 0, passed = 0, gate_failed = 0, errors = 0, crashed = 0, timed_out = 0;
   // Passed, but the samples do not make one number (counted in passed too): benchmark, why.
   std::vector<std::pair<std::string, std::string>> noisy;
+  // Passed on several ranks whose times lie more than kRanksApartPercent apart: benchmark, which rank and how far.
+  std::vector<std::pair<std::string, std::string>> ranks_apart;
+  static constexpr double kRanksApartPercent = 10;
   int ended_sweep_out_of_memory = 0;  // out of memory in a sweep: ends the sweep, not a failure
   int refused = 0;  // not run, the plugin built for other GPUs: listed with the not run, and a failure
   int failed() const { return gate_failed + errors + crashed + timed_out; }

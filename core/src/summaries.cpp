@@ -11,19 +11,6 @@ namespace {
 
 using R = const Measurement&;
 
-// The ranks' times (rank_figures): the slowest rank, and how much slower it is than the fastest.
-double slowest_rank_of(const ResultParts& r) {
-  const auto slowest = std::max_element(r.rank_figures.begin(), r.rank_figures.end(),
-                                        [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
-  return slowest == r.rank_figures.end() ? std::numeric_limits<double>::quiet_NaN() : slowest->rank;
-}
-double rank_spread_percent(const ResultParts& r) {
-  const auto [fastest, slowest] = std::minmax_element(
-      r.rank_figures.begin(), r.rank_figures.end(),
-      [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
-  if (fastest == r.rank_figures.end() || !(fastest->time_median > 0)) return std::numeric_limits<double>::quiet_NaN();
-  return 100.0 * (slowest->time_median - fastest->time_median) / fastest->time_median;
-}
 constexpr unsigned kShown = written::everywhere_but_ctest;
 constexpr unsigned kHeadline = written::everywhere_but_ctest | written::ctest;
 
@@ -191,6 +178,19 @@ void add_plugin_figures(std::vector<Summary>& s, const Measurement& m) {
 }
 
 }  // namespace
+
+double slowest_rank_of(const ResultParts& r) {
+  const auto slowest = std::max_element(r.rank_figures.begin(), r.rank_figures.end(),
+                                        [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
+  return slowest == r.rank_figures.end() ? std::numeric_limits<double>::quiet_NaN() : slowest->rank;
+}
+double rank_spread_percent(const ResultParts& r) {
+  const auto [fastest, slowest] = std::minmax_element(
+      r.rank_figures.begin(), r.rank_figures.end(),
+      [](const RankFigures& a, const RankFigures& b) { return a.time_median < b.time_median; });
+  if (fastest == r.rank_figures.end() || !(fastest->time_median > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * (slowest->time_median - fastest->time_median) / fastest->time_median;
+}
 
 const std::vector<HostFigure>& host_figures() { return kFigures; }
 

@@ -52,6 +52,9 @@ Result result_of(const Measurement& m);
 // The figures of ranks in several processes (When::ranked: slowest_rank, rank_spread_pct), from
 // r.rank_figures, added to a combined result (rank_mode.hpp).
 void add_rank_summaries(Result& r);
+// The slowest rank of r.rank_figures, and how much slower (%) it is than the fastest; NaN without ranks.
+double slowest_rank_of(const ResultParts& r);
+double rank_spread_percent(const ResultParts& r);
 
 // The figures of `r` a reader shows: the timed ones only when r passed; a plugin figure whose name is
 // reserved or already used is renamed "case.<name>" (then "case.<name>.2", ...), so no reader ever takes

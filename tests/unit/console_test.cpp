@@ -313,6 +313,22 @@ TEST(ConsoleSummary, ANoisyPassIsNamedWithItsReason) {
   EXPECT_THAT(noisy.result.label(true), HasSubstr(" noisy"));
 }
 
+// Ranks in several processes: the time is the slowest rank's, so a straggler is named with how far it lags.
+TEST(ConsoleSummary, RanksFarApartAreNamedWithTheSlowest) {
+  RunTally t;
+  Session::Outcome apart = ran(passing("nccl/all_reduce/bytes:1048576", 1e-6));
+  apart.result.rank_figures = {{.rank = 0, .time_median = 1.0e-3}, {.rank = 1, .time_median = 1.5e-3}};
+  Session::Outcome close = ran(passing("nccl/all_reduce/bytes:2097152", 1e-6));
+  close.result.rank_figures = {{.rank = 0, .time_median = 1.0e-3}, {.rank = 1, .time_median = 1.05e-3}};
+  t.add("nccl/all_reduce/bytes:1048576", apart);
+  t.add("nccl/all_reduce/bytes:2097152", close);
+  t.add("good/a", ran(passing("good/a", 1e-6)));
+  const std::string summary = closing_summary(t, SummarySettings{});
+  EXPECT_THAT(summary, HasSubstr("  1 of the passed had ranks more than 10% apart (the time is the slowest rank's):\n"
+                                 "    nccl/all_reduce/bytes:1048576: rank 1 is the slowest, 50% above the fastest\n"));
+  EXPECT_THAT(summary, Not(HasSubstr("bytes:2097152")));
+}
+
 // Google Benchmark's side, as its runner calls a display reporter: the context, then each benchmark's
 // runs (its repetitions, then their aggregates).
 benchmark::BenchmarkReporter::Run gb_run(const std::string& name, bool aggregate = false) {
