@@ -95,7 +95,8 @@ void Launcher::abandon_hold(int runs) {
 }
 
 std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
-                                                            const std::vector<Device*>& ranks, const MeasureOptions& o) {
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o,
+                                                            const RankWorld* together) {
   std::vector<std::unique_ptr<SampleObserver>> observers;
   if (energy) observers.push_back(std::move(energy));
   observers.push_back(std::make_unique<ClockProbeObserver>());
@@ -104,8 +105,11 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
     observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+  // A collective case under a launcher has one rank in this process, but its kernels still wait for the
+  // other processes' ranks: kernel replay must count all of them, or it replays one rank's collective alone.
+  const std::size_t case_ranks = together ? static_cast<std::size_t>(together->world_size) : ranks.size();
   if (o.counters && ranks.front()->info().kind == DeviceKind::cuda)
-    observers.push_back(std::make_unique<CounterObserver>(ranks.size(), ranks.front()->info().index));
+    observers.push_back(std::make_unique<CounterObserver>(case_ranks, ranks.front()->info().index));
   return observers;
 }
 
@@ -171,7 +175,7 @@ void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run
   Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind), agree_with);
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
   const bool energy_measured = energy != nullptr;
-  const auto observers = make_observers(std::move(energy), ranks, o);
+  const auto observers = make_observers(std::move(energy), ranks, o, agree_with);
   for (const auto& observer : observers) observer->begin();
   const WarmupOutcome warm = warm_up(launch, r, kind, o);
   choose_launch(launch, r, b, ranks, o, warm, rotation);

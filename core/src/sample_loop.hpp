@@ -52,8 +52,11 @@ class Launcher {
 // The observers of a benchmark's samples, in the order they end: `energy` first where there is one (its
 // pollers stop with the samples: make_energy_observer), the clock's mean over every sample before the clock
 // floor drops any, the kernel-time trace (--kernel-time), the profiled pass (GPU cases, --profile) last.
+// `together`: the ranks in other processes the case works with (Launcher), or none; their ranks count with
+// this process's where --counters refuses a case of several ranks.
 std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
-                                                            const std::vector<Device*>& ranks, const MeasureOptions& o);
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o,
+                                                            const RankWorld* together = nullptr);
 
 // What the warm-up ends on: the time per run it settled to, and the most runs a sample may queue.
 struct WarmupOutcome {
