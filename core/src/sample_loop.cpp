@@ -53,6 +53,21 @@ void judge_samples(Measurement& r, double noise_bound) {
   if (quality.noisy) r.quality_reason = quality.reason;
 }
 
+// --energy lengthens the sampling (stopping_settings): ranks that work together across processes measure it
+// only where every one has an energy counter, or their stopping rules would differ, and so would the number
+// of runs of a collective that every rank must run equally often.
+std::unique_ptr<SampleObserver> energy_on_every_rank(std::unique_ptr<SampleObserver> energy, Measurement& r,
+                                                     const RankWorld& world) {
+  const std::vector<std::string> counted = world.exchange(energy ? "energy" : "none");
+  if (!energy) return energy;
+  for (std::size_t p = 0; p < counted.size(); ++p)
+    if (counted[p] != "energy") {
+      r.energy_note = "rank " + std::to_string(p) + " has no energy counter, and ranks that work together sample alike";
+      return nullptr;
+    }
+  return energy;
+}
+
 }  // namespace
 
 Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
@@ -174,6 +189,7 @@ void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run
   const DeviceKind kind = ranks.front()->info().kind;
   Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind), agree_with);
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
+  if (agree_with && o.energy_seconds > 0) energy = energy_on_every_rank(std::move(energy), r, *agree_with);
   const bool energy_measured = energy != nullptr;
   const auto observers = make_observers(std::move(energy), ranks, o, agree_with);
   for (const auto& observer : observers) observer->begin();
