@@ -62,7 +62,7 @@ std::unique_ptr<SampleObserver> energy_on_every_rank(std::unique_ptr<SampleObser
   if (!energy) return energy;
   for (std::size_t p = 0; p < counted.size(); ++p)
     if (counted[p] != "energy") {
-      r.energy_note = "rank " + std::to_string(p) + " has no energy counter, and ranks that work together sample alike";
+      r.energy_note = "rank " + std::to_string(p) + ": no energy counter there, and ranks that work together sample alike";
       return nullptr;
     }
   return energy;
@@ -81,13 +81,19 @@ Launcher::Decided Launcher::agree(const SampleTime& own, double elapsed) const {
   double mine[3] = {own.seconds, elapsed, own.hold_timed_out ? 1.0 : 0.0};
   std::string blob(sizeof mine, '\0');
   std::memcpy(blob.data(), mine, sizeof mine);
-  const std::string first = agree_with_->exchange(blob).front();
-  if (first.size() != sizeof mine) throw Error("rank 0 sent a sample of " + std::to_string(first.size()) + " bytes");
-  double theirs[3];
-  std::memcpy(theirs, first.data(), sizeof theirs);
-  Decided decided{own, theirs[1]};
-  decided.sample.seconds = theirs[0];
-  decided.sample.hold_timed_out = theirs[2] != 0;
+  const std::vector<std::string> all = agree_with_->exchange(blob);
+  Decided decided{own, 0};
+  decided.sample.hold_timed_out = false;
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    if (all[p].size() != sizeof mine)
+      throw Error("rank " + std::to_string(p) + " sent a sample of " + std::to_string(all[p].size()) + " bytes");
+    double theirs[3];
+    std::memcpy(theirs, all[p].data(), sizeof theirs);
+    if (p == 0) decided.sample.seconds = theirs[0], decided.elapsed = theirs[1];
+    // A sample whose hold timed out on any rank is dropped on every rank: its time there includes the
+    // launches' own gaps, and a rank that kept it would report the slowest, wrong, time.
+    decided.sample.hold_timed_out = decided.sample.hold_timed_out || theirs[2] != 0;
+  }
   return decided;
 }
 

@@ -20,14 +20,16 @@ namespace roofbench {
 // warm-up, and without the stream hold when a hold times out with one launch behind it.
 //
 // Ranks in several processes that work together (`agree_with`: a collective in every run) must run the case
-// equally often, or a collective waits forever: each sample's time, hold flag and elapsed seconds are then
-// rank 0's for every decision the loops take (agree()), while each rank keeps its own times as its samples.
+// equally often, or a collective waits forever: each sample's time and elapsed seconds are then rank 0's for
+// every decision the loops take (agree()), and its hold timed out where it did on any rank (the sample is
+// dropped on all), while each rank keeps its own times as its samples.
 class Launcher {
  public:
   Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
            const RankWorld* agree_with = nullptr);
   Timer& timer() { return *timer_; }
-  // What the loops decide on: `own` and `elapsed` alone, or rank 0's where the ranks agree.
+  // What the loops decide on: `own` and `elapsed` alone, or rank 0's (the hold flag: any rank's) where the
+  // ranks agree.
   struct Decided {
     SampleTime sample;
     double elapsed = 0;
