@@ -317,6 +317,11 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     check_work(r.work);
     ctx.synchronize_all();
     end_phase(r.phases.setup);
+    // Ranks that work together across processes: a rank whose setup failed after the communicators were
+    // made (its memory full, say) never reaches the gate's collective, and the others would wait in theirs
+    // until the timeout. The failed rank is already in its finishing round, so this exchange throws here on
+    // every other rank, naming it.
+    if (together_across_processes(b, ctx)) ctx.exchange("set up");
     if (o.gate) run_gate(r, *c, ctx);
     keep_figures(r, c->figures());
     end_phase(r.phases.gate);

@@ -314,6 +314,19 @@ TEST(GateAcrossProcesses, ARankWhoseGatePassedIsNotTimedWhenAnotherFailed) {
   EXPECT_EQ(r.warmup_iterations, 0);
 }
 
+// Rank 0's setup failed after the communicators were made: this rank learns it before its gate's collective,
+// which rank 0 would never join, and names rank 0.
+TEST(GateAcrossProcesses, ARankLearnsBeforeItsGateThatAnotherFailedItsSetup) {
+  std::unique_ptr<Device> cpu = make_cpu_device();
+  const Measurement r = measure_spin_beside_rank_0(*cpu, 0, true, [](const std::string& mine) -> std::string {
+    if (mine == "set up") throw Error(std::string(kEndedByRank) + "0 (error: its setup failed)");
+    return mine;
+  });
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_THAT(r.message, StartsWith(std::string(kEndedByRank) + "0 (error: its setup failed)"));
+  EXPECT_FALSE(r.gate_checked);
+}
+
 // Without the driver's library (CI) the load fails; with it (a GPU machine), there is no GPU at that address.
 TEST(NvmlEnergyCounter, NoLibraryOrNoSuchGpuGivesNoCounterAndSaysWhy) {
   std::string why;
