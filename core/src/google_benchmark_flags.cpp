@@ -9,6 +9,7 @@ namespace benchmark {
 extern bool FLAGS_benchmark_list_tests;
 extern std::int32_t FLAGS_benchmark_repetitions;
 extern std::string FLAGS_benchmark_format;
+extern bool FLAGS_benchmark_enable_random_interleaving;
 }  // namespace benchmark
 
 namespace roofbench {
@@ -16,6 +17,7 @@ namespace roofbench {
 bool google_benchmark_lists_tests() { return benchmark::FLAGS_benchmark_list_tests; }
 int google_benchmark_repetitions() { return benchmark::FLAGS_benchmark_repetitions; }
 std::string google_benchmark_format() { return benchmark::FLAGS_benchmark_format; }
+bool google_benchmark_interleaves() { return benchmark::FLAGS_benchmark_enable_random_interleaving; }
 
 }  // namespace roofbench
 

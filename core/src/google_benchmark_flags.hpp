@@ -10,6 +10,7 @@ namespace roofbench {
 bool google_benchmark_lists_tests();  // --benchmark_list_tests
 int google_benchmark_repetitions();   // --benchmark_repetitions
 std::string google_benchmark_format();  // --benchmark_format: console, json or csv
+bool google_benchmark_interleaves();     // --benchmark_enable_random_interleaving
 
 }  // namespace roofbench
 

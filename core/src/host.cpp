@@ -622,6 +622,11 @@ int Host::run() {
   // Only rank 0 prints what the run lists and keeps results; the others print only their errors.
   if (quiet_rank() && (options_.list || lists_tests_)) return 0;
   if (quiet_rank()) options_.write_results = false;
+  // The other ranks follow rank 0's Google Benchmark in the selection's order (run_as_quiet_rank): shuffled,
+  // rank 0 would line up at another benchmark and the run would end out of step at once.
+  if (rank_mode() && may_measure() && google_benchmark_interleaves())
+    throw UsageError("--benchmark_enable_random_interleaving: under " + std::string(launcher_name(launcher_.launcher)) +
+                     " every rank runs the benchmarks in one order");
   if (const std::optional<int> refused = refuse_early()) return *refused;
   discover_devices();
   load_all_plugins();

@@ -246,13 +246,30 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   return {cold.copies, [rotation](int copy) { rotation->use(copy); }};
 }
 
+// Whether this process's ranks work together with ranks in other processes (a collective under a
+// launcher): they must then run the case equally often, so they take their timing decisions together.
+bool together_across_processes(const BenchmarkSpec& b, const HostContext& ctx) {
+  return b.spec->device.all_selected_gpus && ctx.world().spans_processes();
+}
+
+// After the gate, for ranks that work together across processes: they are timed only where every one
+// passed its gate. A rank that stopped alone would leave the others' first timed collective waiting for
+// it until the benchmark's timeout (forever without isolation). A rank whose gate passed ends naming the
+// first whose gate did not, so the combined result is that rank's.
+void agree_to_time(Measurement& r, HostContext& ctx) {
+  const std::vector<std::string> gates = ctx.exchange(r.status == Status::ok ? "pass" : "fail");
+  if (r.status != Status::ok) return;
+  for (std::size_t p = 0; p < gates.size(); ++p)
+    if (gates[p] != "pass") throw Error(kEndedByRank + std::to_string(p) + " (its gate failed; no rank was timed)");
+}
+
 // The timed runs of a case that passed its gate, and what its median time gives: the roofline point and rates.
 void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
                     const Ceilings& ceilings, const MeasureOptions& o) {
   const CopyRotation rotation = o.cold ? prepare_rotation(r, b, c, ctx, ranks, o) : CopyRotation{};
   // Ranks in several processes that work together must run the case equally often: they agree on rank 0's
   // timing decisions. Ranks that each measure on their own decide for themselves, as in one process.
-  const bool together = b.spec->device.all_selected_gpus && ctx.world().spans_processes();
+  const bool together = together_across_processes(b, ctx);
   time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation, together ? &ctx.world() : nullptr);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
@@ -300,9 +317,15 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     check_work(r.work);
     ctx.synchronize_all();
     end_phase(r.phases.setup);
+    // Ranks that work together across processes: a rank whose setup failed after the communicators were
+    // made (its memory full, say) never reaches the gate's collective, and the others would wait in theirs
+    // until the timeout. The failed rank is already in its finishing round, so this exchange throws here on
+    // every other rank, naming it.
+    if (together_across_processes(b, ctx)) ctx.exchange("set up");
     if (o.gate) run_gate(r, *c, ctx);
     keep_figures(r, c->figures());
     end_phase(r.phases.gate);
+    if (together_across_processes(b, ctx)) agree_to_time(r, ctx);
     if (r.status == Status::ok) time_and_place(r, b, *c, ctx, ranks, ceilings, o);
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();

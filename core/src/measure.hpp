@@ -210,6 +210,10 @@ struct RankWorld {
   bool spans_processes() const { return world_size > 1 && static_cast<bool>(exchange); }
 };
 
+// A failure that another rank caused starts with this (Context::exchange throws it, and a rank whose
+// gate passed stops so when another's failed): the combined result names the rank where it began instead.
+inline constexpr const char* kEndedByRank = "ended by rank ";
+
 // "cpu", "cuda:0", "cuda:0,1"
 std::string device_label(const std::vector<Device*>& ranks);
 

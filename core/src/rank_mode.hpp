@@ -30,10 +30,6 @@ namespace roofbench {
 // are fewer GPUs than that.
 std::size_t gpu_of_local_rank(int local_rank, std::size_t gpus_visible);
 
-// A failure that another rank caused starts with this (Context::exchange throws it): the combined result
-// names the rank where the failure began instead.
-inline constexpr const char* kEndedByRank = "ended by rank ";
-
 // Rank 0's verdict of one round from every rank's tagged payload (rank order); `hosts` name the ranks' hosts.
 std::string decide_round(const std::vector<std::string>& tagged, const std::vector<std::string>& hosts);
 

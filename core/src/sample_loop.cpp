@@ -53,6 +53,21 @@ void judge_samples(Measurement& r, double noise_bound) {
   if (quality.noisy) r.quality_reason = quality.reason;
 }
 
+// --energy lengthens the sampling (stopping_settings): ranks that work together across processes measure it
+// only where every one has an energy counter, or their stopping rules would differ, and so would the number
+// of runs of a collective that every rank must run equally often.
+std::unique_ptr<SampleObserver> energy_on_every_rank(std::unique_ptr<SampleObserver> energy, Measurement& r,
+                                                     const RankWorld& world) {
+  const std::vector<std::string> counted = world.exchange(energy ? "energy" : "none");
+  if (!energy) return energy;
+  for (std::size_t p = 0; p < counted.size(); ++p)
+    if (counted[p] != "energy") {
+      r.energy_note = "rank " + std::to_string(p) + ": no energy counter there, and ranks that work together sample alike";
+      return nullptr;
+    }
+  return energy;
+}
+
 }  // namespace
 
 Launcher::Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
@@ -66,13 +81,19 @@ Launcher::Decided Launcher::agree(const SampleTime& own, double elapsed) const {
   double mine[3] = {own.seconds, elapsed, own.hold_timed_out ? 1.0 : 0.0};
   std::string blob(sizeof mine, '\0');
   std::memcpy(blob.data(), mine, sizeof mine);
-  const std::string first = agree_with_->exchange(blob).front();
-  if (first.size() != sizeof mine) throw Error("rank 0 sent a sample of " + std::to_string(first.size()) + " bytes");
-  double theirs[3];
-  std::memcpy(theirs, first.data(), sizeof theirs);
-  Decided decided{own, theirs[1]};
-  decided.sample.seconds = theirs[0];
-  decided.sample.hold_timed_out = theirs[2] != 0;
+  const std::vector<std::string> all = agree_with_->exchange(blob);
+  Decided decided{own, 0};
+  decided.sample.hold_timed_out = false;
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    if (all[p].size() != sizeof mine)
+      throw Error("rank " + std::to_string(p) + " sent a sample of " + std::to_string(all[p].size()) + " bytes");
+    double theirs[3];
+    std::memcpy(theirs, all[p].data(), sizeof theirs);
+    if (p == 0) decided.sample.seconds = theirs[0], decided.elapsed = theirs[1];
+    // A sample whose hold timed out on any rank is dropped on every rank: its time there includes the
+    // launches' own gaps, and a rank that kept it would report the slowest, wrong, time.
+    decided.sample.hold_timed_out = decided.sample.hold_timed_out || theirs[2] != 0;
+  }
   return decided;
 }
 
@@ -95,7 +116,8 @@ void Launcher::abandon_hold(int runs) {
 }
 
 std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
-                                                            const std::vector<Device*>& ranks, const MeasureOptions& o) {
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o,
+                                                            const RankWorld* together) {
   std::vector<std::unique_ptr<SampleObserver>> observers;
   if (energy) observers.push_back(std::move(energy));
   observers.push_back(std::make_unique<ClockProbeObserver>());
@@ -104,8 +126,11 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
     observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+  // A collective case under a launcher has one rank in this process, but its kernels still wait for the
+  // other processes' ranks: kernel replay must count all of them, or it replays one rank's collective alone.
+  const std::size_t case_ranks = together ? static_cast<std::size_t>(together->world_size) : ranks.size();
   if (o.counters && ranks.front()->info().kind == DeviceKind::cuda)
-    observers.push_back(std::make_unique<CounterObserver>(ranks.size(), ranks.front()->info().index));
+    observers.push_back(std::make_unique<CounterObserver>(case_ranks, ranks.front()->info().index));
   return observers;
 }
 
@@ -170,8 +195,9 @@ void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run
   const DeviceKind kind = ranks.front()->info().kind;
   Launcher launch(ranks, std::move(run_once), warmup_timing(o, kind), agree_with);
   std::unique_ptr<SampleObserver> energy = make_energy_observer(r, ranks, o);
+  if (agree_with && o.energy_seconds > 0) energy = energy_on_every_rank(std::move(energy), r, *agree_with);
   const bool energy_measured = energy != nullptr;
-  const auto observers = make_observers(std::move(energy), ranks, o);
+  const auto observers = make_observers(std::move(energy), ranks, o, agree_with);
   for (const auto& observer : observers) observer->begin();
   const WarmupOutcome warm = warm_up(launch, r, kind, o);
   choose_launch(launch, r, b, ranks, o, warm, rotation);

@@ -20,14 +20,16 @@ namespace roofbench {
 // warm-up, and without the stream hold when a hold times out with one launch behind it.
 //
 // Ranks in several processes that work together (`agree_with`: a collective in every run) must run the case
-// equally often, or a collective waits forever: each sample's time, hold flag and elapsed seconds are then
-// rank 0's for every decision the loops take (agree()), while each rank keeps its own times as its samples.
+// equally often, or a collective waits forever: each sample's time and elapsed seconds are then rank 0's for
+// every decision the loops take (agree()), and its hold timed out where it did on any rank (the sample is
+// dropped on all), while each rank keeps its own times as its samples.
 class Launcher {
  public:
   Launcher(const std::vector<Device*>& ranks, std::function<void()> run_once, const TimingOptions& options,
            const RankWorld* agree_with = nullptr);
   Timer& timer() { return *timer_; }
-  // What the loops decide on: `own` and `elapsed` alone, or rank 0's where the ranks agree.
+  // What the loops decide on: `own` and `elapsed` alone, or rank 0's (the hold flag: any rank's) where the
+  // ranks agree.
   struct Decided {
     SampleTime sample;
     double elapsed = 0;
@@ -52,8 +54,11 @@ class Launcher {
 // The observers of a benchmark's samples, in the order they end: `energy` first where there is one (its
 // pollers stop with the samples: make_energy_observer), the clock's mean over every sample before the clock
 // floor drops any, the kernel-time trace (--kernel-time), the profiled pass (GPU cases, --profile) last.
+// `together`: the ranks in other processes the case works with (Launcher), or none; their ranks count with
+// this process's where --counters refuses a case of several ranks.
 std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<SampleObserver> energy,
-                                                            const std::vector<Device*>& ranks, const MeasureOptions& o);
+                                                            const std::vector<Device*>& ranks, const MeasureOptions& o,
+                                                            const RankWorld* together = nullptr);
 
 // What the warm-up ends on: the time per run it settled to, and the most runs a sample may queue.
 struct WarmupOutcome {

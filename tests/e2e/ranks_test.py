@@ -136,6 +136,11 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(found["ranks/nap/n:1024"]["roofbench"]["status"], "error", run.describe())
         self.assertIn("rank 2", found["ranks/nap/n:1024"]["error_message"], run.describe())
 
+    def test_random_interleaving_is_refused_on_every_rank(self):
+        run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_enable_random_interleaving=true"], self.results)
+        self.assertEqual(run.codes(), [2, 2], run.describe())
+        self.assertIn("every rank runs the benchmarks in one order", run.out[0][2], run.describe())
+
     def test_ranks_that_select_different_benchmarks_exit_2(self):
         run = Ranks(2, [], self.results, extra={0: ["--benchmark_filter=^ranks/(sum|scale)/"],
                                                  1: ["--benchmark_filter=^ranks/scale/"]})

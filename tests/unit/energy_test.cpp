@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "cpu_backed_device.hpp"
@@ -266,6 +267,64 @@ TEST(EnergyInMeasure, ARankWithoutACounterIsNamed) {
   EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
   EXPECT_THAT(r.energy_note, StartsWith("rank 1: "));
   EXPECT_THAT(r.energy_note, HasSubstr("no energy counter"));
+}
+
+// A case whose ranks work together with another process's (DeviceNeed::cpu_ranks, one rank in each of two
+// processes), this process being rank 1: `rank0` gives what rank 0 sends in each exchange, from this rank's blob.
+Measurement measure_spin_beside_rank_0(Device& device, double energy_seconds, bool gate,
+                                       std::function<std::string(const std::string&)> rank0) {
+  static CaseSpec spec = [] {
+    CaseSpec s{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
+    s.device = DeviceNeed::cpu_ranks(2);
+    return s;
+  }();
+  BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
+  MeasureOptions o;
+  o.gate = gate;
+  o.max_time = 0.1;
+  o.warmup_max = 0.1;
+  o.energy_seconds = energy_seconds;
+  const RankWorld world{2, 1, [rank0](const std::string& mine) { return std::vector<std::string>{rank0(mine), mine}; }};
+  return take_measurement(b, {&device}, Ceilings{}, o, world);
+}
+
+// --energy samples longer; where rank 0 has no counter, this rank measures no energy either, so that both
+// stop alike and run a collective equally often.
+TEST(EnergyInMeasure, RanksThatWorkTogetherMeasureItOnlyWhereEveryOneCan) {
+  MeteredCpu metered(250, 0.02);
+  const Measurement r = measure_spin_beside_rank_0(metered, 1.0, false, [](const std::string& mine) {
+    return mine == "energy" ? std::string("none") : mine;
+  });
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_FALSE(std::isfinite(r.energy_per_run_j));
+  EXPECT_THAT(r.energy_note, StartsWith("rank 0: no energy counter"));
+  EXPECT_LT(r.phases.sampling, 0.9);  // --max-time 0.1 holds, as on rank 0
+}
+
+// Rank 0's gate failed: this rank, whose gate passed, is not timed either (rank 0 would not run the
+// collective with it) and names rank 0, whose failure the combined result then shows.
+TEST(GateAcrossProcesses, ARankWhoseGatePassedIsNotTimedWhenAnotherFailed) {
+  std::unique_ptr<Device> cpu = make_cpu_device();
+  const Measurement r = measure_spin_beside_rank_0(*cpu, 0, true, [](const std::string& mine) {
+    return mine == "pass" ? std::string("fail") : mine;
+  });
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_THAT(r.message, StartsWith(std::string(kEndedByRank) + "0 (its gate failed"));
+  EXPECT_TRUE(r.samples.empty());
+  EXPECT_EQ(r.warmup_iterations, 0);
+}
+
+// Rank 0's setup failed after the communicators were made: this rank learns it before its gate's collective,
+// which rank 0 would never join, and names rank 0.
+TEST(GateAcrossProcesses, ARankLearnsBeforeItsGateThatAnotherFailedItsSetup) {
+  std::unique_ptr<Device> cpu = make_cpu_device();
+  const Measurement r = measure_spin_beside_rank_0(*cpu, 0, true, [](const std::string& mine) -> std::string {
+    if (mine == "set up") throw Error(std::string(kEndedByRank) + "0 (error: its setup failed)");
+    return mine;
+  });
+  EXPECT_EQ(r.status, Status::error);
+  EXPECT_THAT(r.message, StartsWith(std::string(kEndedByRank) + "0 (error: its setup failed)"));
+  EXPECT_FALSE(r.gate_checked);
 }
 
 // Without the driver's library (CI) the load fails; with it (a GPU machine), there is no GPU at that address.

@@ -279,6 +279,24 @@ TEST(SampleLoop, RanksThatWorkTogetherTakeRankZerosDecisions) {
   EXPECT_THAT(r.samples, ElementsAre(1e-4, 1e-4, 1e-4));
 }
 
+// The reverse: this rank's hold timed out at the second sample while rank 0's did not. Its time there holds
+// the launches' own gaps, so every rank drops that sample and halves its runs, as rank 0 does then too.
+TEST(SampleLoop, RanksThatWorkTogetherDropASampleWhoseHoldTimedOutOnAnyRank) {
+  Script script;
+  script.samples = {{1e-4, false}, {5e-4, true}, {1e-4, false}, {1e-4, false}};
+  ScriptedDevice device(script);
+  RankWorld world{2, 1, [&](const std::string& mine) {
+                    double sample[3];
+                    std::memcpy(sample, mine.data(), sizeof sample);
+                    sample[2] = 0.0;  // rank 0's hold never timed out
+                    return std::vector<std::string>{std::string(reinterpret_cast<const char*>(sample), sizeof sample), mine};
+                  }};
+  const Measurement r = eight_runs_a_sample_until_three_are_kept(device, &world);
+  EXPECT_THAT(script.runs_asked, ElementsAre(8, 8, 4, 4));
+  EXPECT_EQ(r.hold_timeouts, 1);
+  EXPECT_THAT(r.samples, ElementsAre(1e-4, 1e-4, 1e-4));
+}
+
 TEST(SampleLoop, AHoldTimeoutHalvesTheRunsAndTheDroppedSampleIsNotKept) {
   Script script;
   script.samples = {{1e-4, false}, {1e-4, true}, {1e-4, false}, {1e-4, false}};
