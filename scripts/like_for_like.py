@@ -170,6 +170,13 @@ def python_launcher(torch, shims, row, hot_entry):
     return conv_launcher(torch, int(size))
 
 
+def python_versions():
+    """The torch and triton the Python columns ran on: what their timers do differs between versions."""
+    import torch
+    import triton
+    return f"torch {torch.__version__}, triton {triton.__version__}"
+
+
 def python_timers(shims, rows, hot):
     """{row: {column: seconds}} from triton's timers and torch.profiler over each row's launches."""
     import torch
@@ -212,8 +219,9 @@ def profiled_seconds_per_call(torch, fn, launches=200):
     return 1e-6 * total_us / launches if total_us else float("nan")
 
 
-def table(rows, hot, cold, python):
-    """The Markdown table: one row per kernel and size, one column per timer (microseconds)."""
+def table(rows, hot, cold, python, versions=""):
+    """The Markdown table: one row per kernel and size, one column per timer (microseconds); `versions` names
+    the torch and triton of the Python columns."""
     def us(seconds):
         return "-" if seconds is None or seconds != seconds else f"{seconds * 1e6:.3f}"
 
@@ -226,7 +234,8 @@ def table(rows, hot, cold, python):
                  fact(c, "cold_mode") or "-", us(p.get("do_bench")), us(p.get("do_bench_cudagraph")),
                  us(p.get("cudagraph 1 ms")), us(p.get("torch.profiler CUPTI"))]
         lines.append(f"| {row.kernel} | {row.size} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\nTimes in microseconds per launch.\n"
+    footer = "Times in microseconds per launch" + (f"; the Python columns on {versions}." if versions else ".")
+    return "\n".join(lines) + "\n\n" + footer + "\n"
 
 
 def main():
@@ -241,7 +250,7 @@ def main():
     hot = run_roofbench(args.roofbench, common, 200)
     cold = run_roofbench(args.roofbench, common + ["--cold"], 200)
     python = python_timers(Shims(args.shim, args.transformer_shim), ROWS, hot)
-    text = table(ROWS, hot, cold, python)
+    text = table(ROWS, hot, cold, python, python_versions())
     print(text)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "like_for_like.md"), "w") as f:

@@ -40,6 +40,10 @@ class Table(unittest.TestCase):
         self.assertEqual(lines[3], "| add_fp32_vec16 | 4M | - | - | - | - | - | - | - | - | - | - |")
         self.assertTrue(lines[8].startswith("| copy | 16M |"))
         self.assertTrue(lines[12].startswith("| conv2_3x3_64 fwd | n32 |"))
+        self.assertEqual(lines[-1], "Times in microseconds per launch.")
+        with_versions = like_for_like.table(like_for_like.ROWS, hot, cold, python, "torch 2.11.0, triton 3.6.0")
+        self.assertEqual(with_versions.splitlines()[-1],
+                         "Times in microseconds per launch; the Python columns on torch 2.11.0, triton 3.6.0.")
 
     def test_the_python_timers_take_the_kernel_version_roofbench_ran(self):
         decode = {"roofbench": {"facts": {"kernel": "split_kv_v9", "splits": "16 of 256 keys"}}}
