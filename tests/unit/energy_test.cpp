@@ -193,14 +193,20 @@ class SpinCase final : public Case {
   Check check(Context&) override { return {.rel_l2_error = 0}; }
 };
 
-Measurement measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bool cold = false) {
-  static CaseSpec spec{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
-  BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
+// The spin case's short timing, gated or not, with energy over `energy_seconds`.
+MeasureOptions spin_options(double energy_seconds, bool gate) {
   MeasureOptions o;
-  o.gate = false;
+  o.gate = gate;
   o.max_time = 0.1;
   o.warmup_max = 0.1;
   o.energy_seconds = energy_seconds;
+  return o;
+}
+
+Measurement measure_spin(const std::vector<Device*>& ranks, double energy_seconds, bool cold = false) {
+  static CaseSpec spec{.name = "spin", .make = [](const Params&) { return std::make_unique<SpinCase>(); }};
+  BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
+  MeasureOptions o = spin_options(energy_seconds, false);
   o.cold = cold;
   return take_measurement(b, ranks, Ceilings{}, o);
 }
@@ -279,11 +285,7 @@ Measurement measure_spin_beside_rank_0(Device& device, double energy_seconds, bo
     return s;
   }();
   BenchmarkSpec b{"test/spin", "test", &spec, Params{}};
-  MeasureOptions o;
-  o.gate = gate;
-  o.max_time = 0.1;
-  o.warmup_max = 0.1;
-  o.energy_seconds = energy_seconds;
+  const MeasureOptions o = spin_options(energy_seconds, gate);
   const RankWorld world{2, 1, [rank0](const std::string& mine) { return std::vector<std::string>{rank0(mine), mine}; }};
   return take_measurement(b, {&device}, Ceilings{}, o, world);
 }
