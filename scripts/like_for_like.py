@@ -87,6 +87,7 @@ class Shims:
     """The two shims, their C signatures declared."""
 
     def __init__(self, add_path, transformer_path):
+        self.made = []  # (destroy, handle) of what the shims made, released by release()
         self.add = ctypes.CDLL(add_path)
         for name in ("roofbench_add_fp32_vec16", "roofbench_add_fp32_scalar"):
             getattr(self.add, name).argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_void_p]
@@ -94,10 +95,18 @@ class Shims:
         self.transformer = ctypes.CDLL(transformer_path)
         t, i64, p = self.transformer, ctypes.c_int64, ctypes.c_void_p
         t.roofbench_gemv_bf16.argtypes = [ctypes.c_char_p, p, p, p, i64, i64, i64, p]
-        t.roofbench_split_kv_workspace_bytes.argtypes = [ctypes.c_char_p, i64, i64, i64, ctypes.c_int]
+        t.roofbench_split_kv_create.argtypes = [ctypes.c_char_p, i64, i64, i64, ctypes.c_int]
+        t.roofbench_split_kv_create.restype = p
+        t.roofbench_split_kv_destroy.argtypes = [p]
+        t.roofbench_split_kv_workspace_bytes.argtypes = [p]
         t.roofbench_split_kv_workspace_bytes.restype = ctypes.c_size_t
-        t.roofbench_split_kv_zero.argtypes = [ctypes.c_char_p, i64, i64, i64, ctypes.c_int, p, p]
-        t.roofbench_split_kv_decode_bf16.argtypes = [ctypes.c_char_p] + [p] * 5 + [i64, i64, i64, ctypes.c_int, p]
+        t.roofbench_split_kv_zero.argtypes = [p, p, p]
+        t.roofbench_split_kv_decode_bf16.argtypes = [p] * 7
+
+    def release(self):
+        for destroy, handle in self.made:
+            destroy(handle)
+        self.made.clear()
 
 
 def checked(ok, what):
@@ -137,14 +146,16 @@ def decode_launcher(torch, shims, batch, kv_len, version):
     q = (torch.rand(batch, heads, 1, 64, device="cuda") * 2 - 1).to(torch.bfloat16)
     k, v = ((torch.rand(batch, heads, kv_len, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(2))
     o = torch.empty_like(q)
-    t, name = shims.transformer, version.encode()
-    workspace = torch.empty(max(1, t.roofbench_split_kv_workspace_bytes(name, batch, heads, kv_len, sms)),
-                            dtype=torch.uint8, device="cuda")
-    checked(t.roofbench_split_kv_zero(name, batch, heads, kv_len, sms, workspace.data_ptr(), stream(torch)),
-            "split_kv_zero")
+    t = shims.transformer
+    decode = t.roofbench_split_kv_create(version.encode(), batch, heads, kv_len, sms)
+    if not decode:
+        raise RuntimeError("split_kv_create failed (its reason is on stderr)")
+    shims.made.append((t.roofbench_split_kv_destroy, decode))
+    workspace = torch.empty(max(1, t.roofbench_split_kv_workspace_bytes(decode)), dtype=torch.uint8, device="cuda")
+    checked(t.roofbench_split_kv_zero(decode, workspace.data_ptr(), stream(torch)), "split_kv_zero")
     return (lambda: checked(t.roofbench_split_kv_decode_bf16(
-                name, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), workspace.data_ptr(), batch, heads,
-                kv_len, sms, stream(torch)), "split_kv_decode"),
+                decode, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), workspace.data_ptr(), stream(torch)),
+                "split_kv_decode"),
             lambda: torch.allclose(o.float(), torch.nn.functional.scaled_dot_product_attention(q, k, v).float(),
                                    rtol=2e-2, atol=2e-2))
 
@@ -249,7 +260,9 @@ def main():
     common = ["--max-time", args.max_time, "--kernel-time"]
     hot = run_roofbench(args.roofbench, common, 200)
     cold = run_roofbench(args.roofbench, common + ["--cold"], 200)
-    python = python_timers(Shims(args.shim, args.transformer_shim), ROWS, hot)
+    shims = Shims(args.shim, args.transformer_shim)
+    python = python_timers(shims, ROWS, hot)
+    shims.release()
     text = table(ROWS, hot, cold, python, python_versions())
     print(text)
     os.makedirs(args.out, exist_ok=True)

@@ -35,6 +35,12 @@ AttentionShape decode_shape(std::int64_t batch, std::int64_t heads, std::int64_t
   return shape;
 }
 
+// What roofbench_split_kv_create makes: the decode's shape and the plan for it.
+struct SplitKvDecode {
+  AttentionShape shape;
+  roofbench::kernels::SplitKvPlan plan;
+};
+
 }  // namespace
 
 extern "C" {
@@ -47,35 +53,39 @@ int roofbench_gemv_bf16(const char* version, const void* w, const void* x, void*
   });
 }
 
-// The workspace a split-KV decode of this shape needs on a GPU of `sm_count` SMs; 0 after an error.
-std::size_t roofbench_split_kv_workspace_bytes(const char* version, std::int64_t batch, std::int64_t heads,
-                                               std::int64_t kv_len, int sm_count) {
-  std::size_t bytes = 0;
-  done("split_kv_workspace_bytes", [&] {
-    bytes = roofbench::kernels::plan_split_kv(decode_shape(batch, heads, kv_len), sm_count, version).workspace_bytes;
+// A split-KV decode's shape and plan, made once as the plugin makes them in setup, so that a timed call only
+// launches. Q, O [batch, heads, 1, 64], K, V [batch, heads, kv_len, 64], bf16. Null after an error.
+void* roofbench_split_kv_create(const char* version, std::int64_t batch, std::int64_t heads, std::int64_t kv_len,
+                                int sm_count) {
+  SplitKvDecode* decode = nullptr;
+  done("split_kv_create", [&] {
+    const AttentionShape shape = decode_shape(batch, heads, kv_len);
+    decode = new SplitKvDecode{shape, roofbench::kernels::plan_split_kv(shape, sm_count, version)};
   });
-  return bytes;
+  return decode;
+}
+
+void roofbench_split_kv_destroy(void* decode) { delete static_cast<SplitKvDecode*>(decode); }
+
+// The workspace the decode needs.
+std::size_t roofbench_split_kv_workspace_bytes(const void* decode) {
+  return static_cast<const SplitKvDecode*>(decode)->plan.workspace_bytes;
 }
 
 // Zeroes the workspace's counters: once, before the first decode that uses it.
-int roofbench_split_kv_zero(const char* version, std::int64_t batch, std::int64_t heads, std::int64_t kv_len,
-                            int sm_count, void* workspace, void* stream) {
+int roofbench_split_kv_zero(const void* decode, void* workspace, void* stream) {
+  const auto& d = *static_cast<const SplitKvDecode*>(decode);
   return done("split_kv_zero", [&] {
-    const AttentionShape shape = decode_shape(batch, heads, kv_len);
-    const auto plan = roofbench::kernels::plan_split_kv(shape, sm_count, version);
-    roofbench::kernels::zero_split_kv_workspace(plan, shape, workspace, static_cast<cudaStream_t>(stream));
+    roofbench::kernels::zero_split_kv_workspace(d.plan, d.shape, workspace, static_cast<cudaStream_t>(stream));
   });
 }
 
-// O = softmax(Q K^T / 8) V for one bf16 query per (batch, head); Q, O [batch, heads, 1, 64], K, V [batch, heads,
-// kv_len, 64]. The plan is made at each call, on the host, as the plugin makes it once in setup.
-int roofbench_split_kv_decode_bf16(const char* version, const void* q, const void* k, const void* v, void* o,
-                                   void* workspace, std::int64_t batch, std::int64_t heads, std::int64_t kv_len,
-                                   int sm_count, void* stream) {
+// O = softmax(Q K^T / 8) V for one bf16 query per (batch, head).
+int roofbench_split_kv_decode_bf16(const void* decode, const void* q, const void* k, const void* v, void* o,
+                                   void* workspace, void* stream) {
+  const auto& d = *static_cast<const SplitKvDecode*>(decode);
   return done("split_kv_decode_bf16", [&] {
-    const AttentionShape shape = decode_shape(batch, heads, kv_len);
-    const auto plan = roofbench::kernels::plan_split_kv(shape, sm_count, version);
-    roofbench::kernels::launch_split_kv_decode(roofbench::kernels::AttentionType::bf16, shape, plan, q, k, v, o,
+    roofbench::kernels::launch_split_kv_decode(roofbench::kernels::AttentionType::bf16, d.shape, d.plan, q, k, v, o,
                                                workspace, static_cast<cudaStream_t>(stream));
   });
 }
