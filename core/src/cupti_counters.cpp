@@ -10,6 +10,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <utility>

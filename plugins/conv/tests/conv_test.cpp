@@ -398,7 +398,8 @@ TEST(ConvRotation, EveryCopyPassesTheGate) {
       {"conv_fp32", layer_point("conv2_3x3_64", "fwd", "nchw", "cudnn", 4)},
       {"conv_bf16", layer_point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm", 4)}};
   for (const auto& [name, point] : points) {
-    const CaseSpec& of = spec(name);
+    const std::string case_name = name;  // a named string: spec() returns a reference into the registry
+    const CaseSpec& of = spec(case_name);
     CudaTestContext ctx(point);
     const auto made = of.make(point);
     const std::vector<Check> checks = case_support::testing::gate_on_every_copy(*made, ctx, 3);
