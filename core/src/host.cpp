@@ -71,7 +71,8 @@ class Host {
   std::vector<BenchmarkSpec> expand_benchmarks(const std::optional<Suite>& suite) const;
   RunContext run_context(const Device& device, const std::optional<Suite>& suite, const Selection& selection) const;
   void start_session(Device* device, const std::optional<Suite>& suite, Selection selection);
-  void register_benchmarks(const Device& device);
+  void register_benchmarks(const Device& device, const NameFilter& filter);
+  std::size_t registered_ = 0;  // benchmarks handed to Google Benchmark
   std::size_t run_benchmarks();
   int conclude(std::size_t ran, const std::string& filter_text, std::size_t cannot_run_here);
   // Rank mode (rank_mode.hpp): a launcher started one roofbench per GPU.
@@ -535,11 +536,14 @@ void Host::start_session(Device* device, const std::optional<Suite>& suite, Sele
                                        std::move(settings));
 }
 
-// The console (its preamble, the benchmarks that cannot run here) and one Google Benchmark per selected one.
-void Host::register_benchmarks(const Device& device) {
+// The console (its preamble, the benchmarks that cannot run here) and one Google Benchmark per selected one
+// the filter matches. Google Benchmark's own filter is then told to take them all: it would match the names
+// it extends ("/iterations:1/manual_time"), so a filter anchored with '$' at a benchmark's name would run nothing.
+void Host::register_benchmarks(const Device& device, const NameFilter& filter) {
   const auto& selected = session_->selection().benchmarks;
   std::size_t longest_name = 0;
-  for (const auto& b : selected) longest_name = std::max(longest_name, b.name.size());
+  for (const auto& b : selected)
+    if (filter.matches(b.name)) longest_name = std::max(longest_name, b.name.size());
   const TableSettings table{options_.measure.gate, name_column_width(longest_name)};
   std::vector<std::string> preamble = console_preamble(device);
   if (!table_)
@@ -549,7 +553,10 @@ void Host::register_benchmarks(const Device& device) {
   // Nanoseconds for every benchmark: Google Benchmark's compare.py prints times as whole numbers (a 465 ns
   // time in microseconds shows as "0") and compares only entries of one unit, so a unit chosen per run
   // would drop a benchmark whose time crossed a unit's boundary between two files.
+  benchmark::SetBenchmarkFilter(".");
   for (std::size_t i = 0; i < selected.size(); ++i) {
+    if (!filter.matches(selected[i].name)) continue;
+    ++registered_;
     benchmark::RegisterBenchmark(selected[i].name.c_str(), [this, i](benchmark::State& s) { run_one(s, i); })
         ->UseManualTime()
         ->Iterations(1)
@@ -561,7 +568,8 @@ void Host::register_benchmarks(const Device& device) {
 std::size_t Host::run_benchmarks() {
   std::unique_ptr<benchmark::BenchmarkReporter> reporter = table_ ? console_->make_reporter(std::cout) : nullptr;
   // No reporter: Google Benchmark's own for --benchmark_format=json|csv (and --benchmark_out's, always).
-  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(reporter.get());
+  // None registered: Google Benchmark would say its match-all filter matched nothing; conclude() says why.
+  const std::size_t ran = registered_ == 0 ? 0 : benchmark::RunSpecifiedBenchmarks(reporter.get());
   session_->finish();
   benchmark::ClearRegisteredBenchmarks();
   benchmark::Shutdown();
@@ -641,14 +649,13 @@ int Host::run() {
   const DeviceChoice choice{device, select_gpus(why_no_gpus), !gpus_.empty(), why_no_gpu_, launcher_.world_size};
   const std::string filter_text = filter_given_ ? *filter_given_ : suite ? suite->combined_filter() : ".";
   const NameFilter filter(filter_text);
-  if (!filter_given_) benchmark::SetBenchmarkFilter(filter_text);
   // What cannot run here is said in the summary, one line per reason.
   Selection selection = select_benchmarks(all, choice, filter);
   const std::size_t cannot_run_here = selection.not_run.size();
   if (rank_mode() && may_measure()) meet_ranks(selection, filter);
   start_session(device, suite, std::move(selection));
   if (link_ && quiet_rank()) return run_as_quiet_rank(filter);
-  register_benchmarks(*device);
+  register_benchmarks(*device, filter);
   return conclude(run_benchmarks(), filter_text, cannot_run_here);
 }
 

@@ -29,7 +29,8 @@ NameFilter::~NameFilter() { ::regfree(&regex_); }
 
 bool NameFilter::matches(const std::string& name) const {
   const std::string full = name + kGoogleBenchmarkSuffix;
-  return (::regexec(&regex_, full.c_str(), 0, nullptr, 0) == 0) != negate_;
+  const bool found = ::regexec(&regex_, name.c_str(), 0, nullptr, 0) == 0 || ::regexec(&regex_, full.c_str(), 0, nullptr, 0) == 0;
+  return found != negate_;
 }
 
 // Why a case of ranks that work together cannot run with one rank in each of `world_size` processes (empty: it can).

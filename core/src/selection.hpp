@@ -23,8 +23,9 @@ inline constexpr std::size_t kMaxFilterLength = 4096;
 // Throws UsageError when `filter` is longer than kMaxFilterLength, naming it as `source`.
 void check_filter_length(const std::string& filter, const std::string& source);
 
-// --benchmark_filter as Google Benchmark reads it: a POSIX extended regex searched in the name (with
-// kGoogleBenchmarkSuffix); a leading '-' negates it; empty or "all" matches everything.
+// --benchmark_filter: a POSIX extended regex searched in the name as roofbench shows it and in the name
+// Google Benchmark matches (with kGoogleBenchmarkSuffix), so both 'n:4096$' and '.../manual_time$' select;
+// a leading '-' negates it; empty or "all" matches everything.
 class NameFilter {
  public:
   // Throws UsageError for a bad or too long filter; `source` names it in the message (a suite's file:line).

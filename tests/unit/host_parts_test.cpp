@@ -422,10 +422,14 @@ TEST(RunFiles, TwoClaimsOfOneNameGetTwoFiles) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Selection, FilterReadsAsGoogleBenchmarkReadsIt) {
+TEST(Selection, FilterReadsAsGoogleBenchmarkReadsItAndMatchesTheShownName) {
   EXPECT_TRUE(NameFilter("^p/c/").matches("p/c/n:1"));
   EXPECT_TRUE(NameFilter("n:1/").matches("p/c/n:1"));  // the suffix is part of the name
   EXPECT_FALSE(NameFilter("-^p/").matches("p/c/n:1"));
+  EXPECT_TRUE(NameFilter("^p/c/n:1$").matches("p/c/n:1"));  // and the name as roofbench shows it
+  EXPECT_FALSE(NameFilter("^p/c/n:1$").matches("p/c/n:10"));
+  EXPECT_TRUE(NameFilter("manual_time$").matches("p/c/n:1"));
+  EXPECT_FALSE(NameFilter("-n:1$").matches("p/c/n:1"));
   EXPECT_TRUE(NameFilter("").matches("x"));
   EXPECT_TRUE(NameFilter("all").matches("x"));
   EXPECT_THROW(NameFilter{"^p/("}, UsageError);
