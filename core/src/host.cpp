@@ -544,6 +544,9 @@ void Host::register_benchmarks(const Device& device, const NameFilter& filter) {
   std::size_t longest_name = 0;
   for (const auto& b : selected)
     if (filter.matches(b.name)) longest_name = std::max(longest_name, b.name.size());
+  // Repetitions are labelled "<name> rep i/n" and "<name> median" (Console::row_label).
+  const std::string widest_suffix = " rep " + std::to_string(repetitions_) + "/" + std::to_string(repetitions_);
+  if (repetitions_ > 1) longest_name += std::max(widest_suffix.size(), std::string(" median").size());
   const TableSettings table{options_.measure.gate, name_column_width(longest_name)};
   std::vector<std::string> preamble = console_preamble(device);
   if (!table_)
