@@ -107,11 +107,15 @@ std::vector<const char*> metric_names() {
 // and the evaluation of counter data into metric values.
 class HostSide {
  public:
-  HostSide(const std::string& chip, const std::vector<std::uint8_t>& availability) {
+  // CUPTI keeps the chip name and the availability image by pointer and reads them again when metrics are
+  // added (a temporary image freed after initialisation crashed cuptiProfilerHostConfigAddMetrics): the host
+  // side owns both for its lifetime.
+  HostSide(std::string chip, std::vector<std::uint8_t> availability)
+      : chip_(std::move(chip)), availability_(std::move(availability)) {
     auto p = ROOFBENCH_PARAMS(CUpti_Profiler_Host_Initialize_Params);
     p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    p.pChipName = chip.c_str();
-    p.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
+    p.pChipName = chip_.c_str();
+    p.pCounterAvailabilityImage = availability_.empty() ? nullptr : availability_.data();
     ROOFBENCH_CUPTI(cuptiProfilerHostInitialize(&p));
     host_ = p.pHostObject;
   }
@@ -149,6 +153,8 @@ class HostSide {
   }
 
  private:
+  std::string chip_;
+  std::vector<std::uint8_t> availability_;
   CUpti_Profiler_Host_Object* host_ = nullptr;
 };
 
