@@ -223,8 +223,33 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
   }
 }
 
+// Whether this process's ranks work together with ranks in other processes (a collective under a
+// launcher): they must then run the case equally often, so they take their timing decisions together.
+bool together_across_processes(const BenchmarkSpec& b, const HostContext& ctx) {
+  return b.spec->device.all_selected_gpus && ctx.world().spans_processes();
+}
+
+// Ranks that work together across processes rotate over as many copies each: the runs of a sample are whole
+// rounds over them, so other counts would run the collective unequally often and leave one rank waiting in
+// it. Each chose from its own device's free memory; all take the fewest, and where one flushes (0 copies),
+// all flush and say which rank and why.
+void agree_on_copies(ColdRotation& cold, HostContext& ctx) {
+  const std::string tag = "copies ";
+  const std::vector<std::string> all = ctx.exchange(tag + std::to_string(cold.copies) + " " + cold.flush_reason);
+  for (std::size_t p = 0; p < all.size() && cold.copies > 0; ++p) {
+    const std::size_t space = all[p].find(' ', tag.size());
+    if (all[p].rfind(tag, 0) != 0 || space == std::string::npos)
+      throw Error("rank " + std::to_string(p) + " sent no count of copies");
+    const int theirs = std::stoi(all[p].substr(tag.size(), space - tag.size()));
+    if (theirs >= cold.copies) continue;
+    cold.copies = theirs;
+    if (theirs == 0) cold.flush_reason = "rank " + std::to_string(p) + ": " + all[p].substr(space + 1);
+  }
+}
+
 // Under --cold: the copies of its inputs a rotating case is timed over, made here after its gate, or why it is
-// flushed instead (choose_rotation); the result's fact cold_mode says which.
+// flushed instead (choose_rotation); the result's fact cold_mode says which. Ranks that work together across
+// processes agree on the count before the copies are made, and again on whether they fit.
 CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx,
                               const std::vector<Device*>& ranks, const MeasureOptions& o) {
   Rotation* rotation = c.rotation();
@@ -232,7 +257,10 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
   ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
                                       device.free_bytes(), graph);
-  if (cold.copies > 0) {
+  const bool together = rotation && together_across_processes(b, ctx);
+  if (together) agree_on_copies(cold, ctx);
+  const int agreed = cold.copies;
+  if (agreed > 0) {
     try {
       rotation->make_copies(ctx, cold.copies);
     } catch (const OutOfMemory& e) {
@@ -240,16 +268,11 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
       cold.flush_reason = std::string("its copies did not fit: ") + e.what();
     }
   }
+  if (together && agreed > 0) agree_on_copies(cold, ctx);
   r.cold_copies = cold.copies;
   r.case_facts.push_back({"cold_mode", cold.fact(device.cache_bytes())});
   if (cold.copies == 0) return {};
   return {cold.copies, [rotation](int copy) { rotation->use(copy); }};
-}
-
-// Whether this process's ranks work together with ranks in other processes (a collective under a
-// launcher): they must then run the case equally often, so they take their timing decisions together.
-bool together_across_processes(const BenchmarkSpec& b, const HostContext& ctx) {
-  return b.spec->device.all_selected_gpus && ctx.world().spans_processes();
 }
 
 // After the gate, for ranks that work together across processes: they are timed only where every one

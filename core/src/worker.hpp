@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct RunRequest {
   // The processes this one measures with (rank_mode.hpp); its exchange is called in this process, for the
   // worker's Context::exchange too.
   RankWorld world = {};
+  // Judges this process's own result where ranks combine theirs (RankedRunner), before it leaves for rank 0:
+  // each rank holds its own figures against its own device's ceilings (Session's plausibility check).
+  std::function<void(Result&)> judge_own = {};
 };
 
 class BenchmarkRunner {

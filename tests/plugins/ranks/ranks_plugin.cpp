@@ -5,7 +5,8 @@
 //   nap    a run sleeps a millisecond: a benchmark that lasts while a test ends a rank
 // Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
 // ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
-// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's).
+// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's);
+// ROOFBENCH_TEST_IMPLAUSIBLE_RANK=r makes rank r's scale claim 1e9 times the work it does (faster than the CPU).
 #include <signal.h>
 #include <unistd.h>
 
@@ -60,8 +61,18 @@ class RankScaleCase final : public test_plugins::ScaleCase {
   using ScaleCase::ScaleCase;
   void setup(Context& ctx) override {
     if (switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx)) factor_ = 3.0f;
+    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
     ScaleCase::setup(ctx);
   }
+  Work work() const override {
+    Work w = ScaleCase::work();
+    w.flops *= claimed_;
+    w.bytes *= claimed_;
+    return w;
+  }
+
+ private:
+  double claimed_ = 1;  // how much more work() claims than run() does
 };
 
 class NapCase final : public test_plugins::ScaleCase {
