@@ -17,8 +17,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The plugin's view of the host for one benchmark. Owns every allocation the case makes.
 class HostContext final : public Context {
  public:
-  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed, const RankWorld& world)
-      : ranks_(ranks), params_(params), seed_(seed), world_(world) {}
+  // `fill_seed`: where fill_random's seeds start (fill_seed_of).
+  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed, std::uint64_t fill_seed,
+              const RankWorld& world)
+      : ranks_(ranks), params_(params), seed_(seed), fill_seed_(fill_seed), world_(world) {}
   ~HostContext() override { release_all(); }
 
   const Params& params() const override { return params_; }
@@ -33,7 +35,7 @@ class HostContext final : public Context {
     return p;
   }
   void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi, int rank) override {
-    at(rank).fill_random(data, count, type, lo, hi, mix64(seed_ + ++fills_));
+    at(rank).fill_random(data, count, type, lo, hi, mix64(fill_seed_ + ++fills_));
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes, int rank) override {
     at(rank).copy_to_host(dst, src, bytes);
@@ -80,12 +82,23 @@ class HostContext final : public Context {
   }
   std::vector<Device*> ranks_;
   const Params& params_;
-  std::uint64_t seed_;
+  std::uint64_t seed_, fill_seed_;
   const RankWorld& world_;
   std::uint64_t fills_ = 0;
   std::vector<Buffer> buffers_;
   double allocated_ = 0, peak_ = 0;
 };
+
+// Where a benchmark's fill_random seeds start: at its seed, except where its ranks work together with ranks
+// in other processes (a collective under a launcher). Every process then starts its own distance along,
+// by its global rank, as the ranks of one process draw each their own values (every call its own seed): each
+// rank contributes other inputs, so a gate that sums them sees a contribution missing or counted twice.
+// Global rank 0 draws what one process draws; Context::seed() stays the same on every rank.
+std::uint64_t fill_seed_of(const BenchmarkSpec& b, std::uint64_t seed, const RankWorld& world) {
+  constexpr std::uint64_t kRankStride = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio: ranks far apart
+  if (!b.spec->device.all_selected_gpus || !world.spans_processes()) return seed;
+  return seed + kRankStride * static_cast<std::uint64_t>(world.first_rank);
+}
 
 bool looks_like_oom(const std::string& message) {
   return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
@@ -399,7 +412,8 @@ Measurement take_measurement(const BenchmarkSpec& b, const std::vector<Device*>&
   double used_before = 0;
   if (!ready_to_measure(r, b, ranks, &used_before)) return r;
   const auto begin = Clock::now();
-  HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)), world);
+  const std::uint64_t seed = o.seed ^ mix64(std::hash<std::string>{}(b.name));
+  HostContext ctx(ranks, r.params, seed, fill_seed_of(b, seed, world), world);
   std::unique_ptr<Case> c;
   bool set_up = false;
   run_case(r, b, c, &set_up, ctx, ranks, ceilings, o);

@@ -152,6 +152,29 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "ok", run.describe())
         self.assertIn("are marked stale", run.out[1][2], run.describe())
 
+    def stalled(self, switch, rank):
+        """Three ranks of `stall` (and scale before it), one stopped mid-timing while the others wait for it."""
+        run = Ranks(3, ["--benchmark_filter=^ranks/(scale|stall)/", "--timeout", "60"], self.results,
+                    env={switch: str(rank)})
+        self.assertLess(run.seconds, 30, "the others waited for the benchmark's timeout\n" + run.describe())
+        found = entries(self.results)
+        self.assertEqual(found["ranks/scale/n:1024"]["roofbench"]["status"], "ok", run.describe())
+        self.assertEqual(found["ranks/stall/n:1024"]["roofbench"]["status"], "error", run.describe())
+        return run, found["ranks/stall/n:1024"]["error_message"]
+
+    def test_a_rank_that_fails_mid_timing_ends_the_others_at_once_naming_it(self):
+        run, message = self.stalled("ROOFBENCH_TEST_THROW_RANK", 1)
+        self.assertEqual(run.codes(), [1, 1, 1], run.describe())
+        self.assertIn("rank 1: ", message, run.describe())
+        self.assertIn("this rank failed mid-timing", message, run.describe())
+
+    def test_a_rank_that_dies_mid_timing_ends_the_others_at_once_naming_it(self):
+        run, message = self.stalled("ROOFBENCH_TEST_DIE_RANK", 2)
+        codes = run.codes()
+        self.assertEqual(codes[0:2], [1, 1], run.describe())
+        self.assertNotEqual(codes[2], 0, run.describe())
+        self.assertIn("rank 2 closed its connection", message, run.describe())
+
     def test_random_interleaving_is_refused_on_every_rank(self):
         run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_enable_random_interleaving=true"], self.results)
         self.assertEqual(run.codes(), [2, 2], run.describe())
