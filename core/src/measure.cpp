@@ -89,6 +89,12 @@ class HostContext final : public Context {
   double allocated_ = 0, peak_ = 0;
 };
 
+// Whether this process's ranks work together with ranks in other processes (a collective under a
+// launcher): they must then run the case equally often, so they take their timing decisions together.
+bool together_across_processes(const BenchmarkSpec& b, const RankWorld& world) {
+  return b.spec->device.all_selected_gpus && world.spans_processes();
+}
+
 // Where a benchmark's fill_random seeds start: at its seed, except where its ranks work together with ranks
 // in other processes (a collective under a launcher). Every process then starts its own distance along,
 // by its global rank, as the ranks of one process draw each their own values (every call its own seed): each
@@ -96,7 +102,7 @@ class HostContext final : public Context {
 // Global rank 0 draws what one process draws; Context::seed() stays the same on every rank.
 std::uint64_t fill_seed_of(const BenchmarkSpec& b, std::uint64_t seed, const RankWorld& world) {
   constexpr std::uint64_t kRankStride = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio: ranks far apart
-  if (!b.spec->device.all_selected_gpus || !world.spans_processes()) return seed;
+  if (!together_across_processes(b, world)) return seed;
   return seed + kRankStride * static_cast<std::uint64_t>(world.first_rank);
 }
 
@@ -236,12 +242,6 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
   }
 }
 
-// Whether this process's ranks work together with ranks in other processes (a collective under a
-// launcher): they must then run the case equally often, so they take their timing decisions together.
-bool together_across_processes(const BenchmarkSpec& b, const HostContext& ctx) {
-  return b.spec->device.all_selected_gpus && ctx.world().spans_processes();
-}
-
 // Ranks that work together across processes rotate over as many copies each: the runs of a sample are whole
 // rounds over them, so other counts would run the collective unequally often and leave one rank waiting in
 // it. Each chose from its own device's free memory; all take the fewest, and where one flushes (0 copies),
@@ -270,7 +270,7 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
   ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
                                       device.free_bytes(), graph);
-  const bool together = rotation && together_across_processes(b, ctx);
+  const bool together = rotation && together_across_processes(b, ctx.world());
   if (together) agree_on_copies(cold, ctx);
   const int agreed = cold.copies;
   if (agreed > 0) {
@@ -305,7 +305,7 @@ void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext
   const CopyRotation rotation = o.cold ? prepare_rotation(r, b, c, ctx, ranks, o) : CopyRotation{};
   // Ranks in several processes that work together must run the case equally often: they agree on rank 0's
   // timing decisions. Ranks that each measure on their own decide for themselves, as in one process.
-  const bool together = together_across_processes(b, ctx);
+  const bool together = together_across_processes(b, ctx.world());
   time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation, together ? &ctx.world() : nullptr);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
@@ -357,11 +357,11 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     // made (its memory full, say) never reaches the gate's collective, and the others would wait in theirs
     // until the timeout. The failed rank is already in its finishing round, so this exchange throws here on
     // every other rank, naming it.
-    if (together_across_processes(b, ctx)) ctx.exchange("set up");
+    if (together_across_processes(b, ctx.world())) ctx.exchange("set up");
     if (o.gate) run_gate(r, *c, ctx);
     keep_figures(r, c->figures());
     end_phase(r.phases.gate);
-    if (together_across_processes(b, ctx)) agree_to_time(r, ctx);
+    if (together_across_processes(b, ctx.world())) agree_to_time(r, ctx);
     if (r.status == Status::ok) time_and_place(r, b, *c, ctx, ranks, ceilings, o);
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();
