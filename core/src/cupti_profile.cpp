@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <string>
 #include <mutex>
+#include <string>
 
 #include "kernel_profile.hpp"
 #include "text.hpp"

@@ -270,7 +270,7 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
   ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
                                       device.free_bytes(), graph);
-  const bool together = rotation && together_across_processes(b, ctx.world());
+  const bool together = together_across_processes(b, ctx.world());  // with a rotation or not, on every rank alike
   if (together) agree_on_copies(cold, ctx);
   const int agreed = cold.copies;
   if (agreed > 0) {
