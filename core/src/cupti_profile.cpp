@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "kernel_profile.hpp"
 #include "text.hpp"
@@ -63,47 +64,73 @@ std::string cupti_error(CUptiResult status, const char* call) {
   return std::string(call) + ": " + (text ? text : "CUPTI error " + std::to_string(status));
 }
 
+// "" where CUPTI answered `call` with success, else what failed.
+std::string failure_of(CUptiResult status, const char* call) {
+  return status == CUPTI_SUCCESS ? std::string() : cupti_error(status, call);
+}
+#define ROOFBENCH_CUPTI_FAILURE(call) failure_of((call), #call)
+
+// CUPTI's activity records switched on: "" or what failed.
+std::string start_tracing() {
+  std::string trouble = ROOFBENCH_CUPTI_FAILURE(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+  for (CUpti_ActivityKind kind : kTraced)
+    if (trouble.empty()) trouble = ROOFBENCH_CUPTI_FAILURE(cuptiActivityEnable(kind));
+  return trouble;
+}
+
+// Switched off in full, so the timing of the next case pays nothing for the passes: "" or what failed first.
+std::string stop_tracing() {
+  std::string trouble;
+  for (CUpti_ActivityKind kind : kTraced)
+    if (std::string disabled = ROOFBENCH_CUPTI_FAILURE(cuptiActivityDisable(kind)); trouble.empty()) trouble = disabled;
+  if (std::string finalized = ROOFBENCH_CUPTI_FAILURE(cuptiFinalize()); trouble.empty()) trouble = finalized;
+  return trouble;
+}
+
+// The trouble that ends the passes, agreed with the ranks that run them too (none: this rank's own). An
+// agreement that fails (another rank ended the benchmark) ends them too.
+std::string agreed(const PassAgreement& agree, const std::string& own) {
+  if (!agree) return own;
+  try {
+    return agree(own);
+  } catch (const std::exception& e) {
+    return own.empty() ? std::string("the ranks could not agree on the traced passes: ") + e.what() : own;
+  }
+}
+
 }  // namespace
 
-KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes) {
+KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes, const PassAgreement& agree) {
   KernelTrace trace;
   Collected data;
   data.trace = &trace;
   collected = &data;
-#define ROOFBENCH_CUPTI_OR_RETURN(call)                             \
-  if (const CUptiResult status = (call); status != CUPTI_SUCCESS) { \
-    trace.error = cupti_error(status, #call);                       \
-    trace.records.clear();                                          \
-    cuptiFinalize();                                                \
-    collected = nullptr;                                            \
-    return trace;                                                   \
-  }
-  ROOFBENCH_CUPTI_OR_RETURN(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-  for (CUpti_ActivityKind kind : kTraced) ROOFBENCH_CUPTI_OR_RETURN(cuptiActivityEnable(kind));
-  std::string failure;
-  for (int i = 0; i < passes && failure.empty(); ++i) {
+  // Where CUPTI fails on one rank, no rank runs a pass: the others would wait in its collective.
+  std::string trouble = agreed(agree, start_tracing());
+  for (int i = 0; i < passes && trouble.empty(); ++i) {
     try {
       run_and_wait();
     } catch (const std::exception& e) {
-      failure = e.what();
+      trouble = std::string("the traced runs failed: ") + e.what();
     }
     // The pass's records, delivered before the next pass starts (run_and_wait waited for its kernels).
-    ROOFBENCH_CUPTI_OR_RETURN(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    if (trouble.empty()) trouble = ROOFBENCH_CUPTI_FAILURE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    trouble = agreed(agree, trouble);
     std::lock_guard lock(data.mutex);
     data.pass = i + 1;
   }
-  // Teardown in full, so the timing of the next case pays nothing for this pass.
-  for (CUpti_ActivityKind kind : kTraced) ROOFBENCH_CUPTI_OR_RETURN(cuptiActivityDisable(kind));
-  ROOFBENCH_CUPTI_OR_RETURN(cuptiFinalize());
-#undef ROOFBENCH_CUPTI_OR_RETURN
+  const std::string stopped = stop_tracing();
   collected = nullptr;
-  if (!failure.empty()) {
-    trace.error = "the traced runs failed: " + failure;
+  if (trouble.empty()) trouble = stopped;
+  if (!trouble.empty()) {
+    trace.error = trouble;
     trace.records.clear();
     return trace;
   }
   trace.passes = passes;
   return trace;
 }
+
+#undef ROOFBENCH_CUPTI_FAILURE
 
 }  // namespace roofbench

@@ -10,6 +10,7 @@ extern bool FLAGS_benchmark_list_tests;
 extern std::int32_t FLAGS_benchmark_repetitions;
 extern std::string FLAGS_benchmark_format;
 extern bool FLAGS_benchmark_enable_random_interleaving;
+extern double FLAGS_benchmark_min_warmup_time;
 }  // namespace benchmark
 
 namespace roofbench {
@@ -18,6 +19,7 @@ bool google_benchmark_lists_tests() { return benchmark::FLAGS_benchmark_list_tes
 int google_benchmark_repetitions() { return benchmark::FLAGS_benchmark_repetitions; }
 std::string google_benchmark_format() { return benchmark::FLAGS_benchmark_format; }
 bool google_benchmark_interleaves() { return benchmark::FLAGS_benchmark_enable_random_interleaving; }
+double google_benchmark_min_warmup_time() { return benchmark::FLAGS_benchmark_min_warmup_time; }
 
 }  // namespace roofbench
 

@@ -11,6 +11,7 @@ bool google_benchmark_lists_tests();  // --benchmark_list_tests
 int google_benchmark_repetitions();   // --benchmark_repetitions
 std::string google_benchmark_format();  // --benchmark_format: console, json or csv
 bool google_benchmark_interleaves();     // --benchmark_enable_random_interleaving
+double google_benchmark_min_warmup_time();  // --benchmark_min_warmup_time (seconds; 0: none)
 
 }  // namespace roofbench
 

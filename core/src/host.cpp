@@ -66,6 +66,7 @@ class Host {
   // The steps of run(), in order.
   bool may_measure() const { return !lists_tests_ && !options_.list; }
   std::optional<int> refuse_early();
+  void refuse_what_ranks_cannot_follow() const;
   void load_all_plugins();
   std::optional<Suite> choose_suite();
   std::vector<BenchmarkSpec> expand_benchmarks(const std::optional<Suite>& suite) const;
@@ -623,6 +624,21 @@ int Host::run_as_quiet_rank(const NameFilter& filter) {
   return failed || link_->lost() ? 1 : 0;
 }
 
+// The other ranks follow rank 0's Google Benchmark, each benchmark once, in the selection's order
+// (run_as_quiet_rank). Shuffled, rank 0 would line up at another benchmark and the run would end out of step
+// at once. With a warm-up of its own, Google Benchmark calls a benchmark's function again and again until
+// the reported times add up to that many seconds (benchmark_runner.cc, RunWarmUp, 1.7 and 1.8, even with
+// Iterations(1)): rank 0 would measure the benchmark several times and line up alone. roofbench warms every
+// benchmark up itself, so that flag is refused rather than followed.
+void Host::refuse_what_ranks_cannot_follow() const {
+  const std::string under = "under " + std::string(launcher_name(launcher_.launcher));
+  if (google_benchmark_interleaves())
+    throw UsageError("--benchmark_enable_random_interleaving: " + under + " every rank runs the benchmarks in one order");
+  if (google_benchmark_min_warmup_time() > 0)
+    throw UsageError("--benchmark_min_warmup_time: " + under + " every rank runs each benchmark once (roofbench "
+                     "warms each one up itself)");
+}
+
 int Host::run() {
   if (options_.help || options_.help_markdown) {
     std::cout << (options_.help_markdown ? usage_markdown() : usage_text());
@@ -633,11 +649,7 @@ int Host::run() {
   // Only rank 0 prints what the run lists and keeps results; the others print only their errors.
   if (quiet_rank() && (options_.list || lists_tests_)) return 0;
   if (quiet_rank()) options_.write_results = false;
-  // The other ranks follow rank 0's Google Benchmark in the selection's order (run_as_quiet_rank): shuffled,
-  // rank 0 would line up at another benchmark and the run would end out of step at once.
-  if (rank_mode() && may_measure() && google_benchmark_interleaves())
-    throw UsageError("--benchmark_enable_random_interleaving: under " + std::string(launcher_name(launcher_.launcher)) +
-                     " every rank runs the benchmarks in one order");
+  if (rank_mode() && may_measure()) refuse_what_ranks_cannot_follow();
   if (const std::optional<int> refused = refuse_early()) return *refused;
   discover_devices();
   load_all_plugins();

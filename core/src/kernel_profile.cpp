@@ -28,8 +28,8 @@ KernelProfile profile_of(const KernelTrace& trace) {
   return profile;
 }
 
-KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs) {
-  return profile_of(trace_kernels(run_and_wait, runs));
+KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs, const PassAgreement& agree) {
+  return profile_of(trace_kernels(run_and_wait, runs, agree));
 }
 
 }  // namespace roofbench

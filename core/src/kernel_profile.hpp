@@ -27,10 +27,16 @@ struct KernelTrace {
   std::string error;  // why there are no records (no CUPTI, a driver that refuses, the runs failed)
 };
 
+// Ranks in other processes that run the traced passes with this one (a collective under a launcher) must run
+// as many passes, or one waits in a collective the others never reach. Called with this rank's trouble ("":
+// none) once CUPTI is enabled and after each pass, on every rank alike; returns the trouble that ends the
+// passes on every rank ("": none): this rank's own, or another's, named. Empty: this process decides alone.
+using PassAgreement = std::function<std::string(const std::string& own_trouble)>;
+
 // Runs `run_and_wait` (which must synchronise) `passes` times under CUPTI's concurrent-kernel, memcpy and
 // memset activity (kernels replayed from a graph are recorded too), each pass's records flushed before the
 // next starts so every record knows its pass.
-KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes);
+KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes, const PassAgreement& agree = {});
 
 struct KernelTime {
   std::string name;
@@ -49,7 +55,7 @@ struct KernelProfile {
 KernelProfile profile_of(const KernelTrace& trace);
 
 // Runs `run_and_wait` `runs` times under CUPTI and returns the breakdown per call.
-KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs);
+KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int runs, const PassAgreement& agree = {});
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 inline void scale_per_run(KernelProfile& profile, double factor) {

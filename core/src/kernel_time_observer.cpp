@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "kernel_time.hpp"
+#include "profile_observer.hpp"
 
 namespace roofbench {
 
@@ -14,7 +15,7 @@ void KernelTimeObserver::end(Measurement& r, Timer& timer) {
   }
   const auto start = std::chrono::steady_clock::now();
   const int runs = std::max(r.runs_per_sample, 1);
-  r.kernel_time = kernel_time_of(trace_kernels([&] { timer.run_untimed(runs); }, samples_), runs);
+  r.kernel_time = kernel_time_of(trace_kernels([&] { timer.run_untimed(runs); }, samples_, agree_across(together_)), runs);
   r.phases.profile += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

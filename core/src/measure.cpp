@@ -17,8 +17,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The plugin's view of the host for one benchmark. Owns every allocation the case makes.
 class HostContext final : public Context {
  public:
-  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed, const RankWorld& world)
-      : ranks_(ranks), params_(params), seed_(seed), world_(world) {}
+  // `fill_seed`: where fill_random's seeds start (fill_seed_of).
+  HostContext(const std::vector<Device*>& ranks, const Params& params, std::uint64_t seed, std::uint64_t fill_seed,
+              const RankWorld& world)
+      : ranks_(ranks), params_(params), seed_(seed), fill_seed_(fill_seed), world_(world) {}
   ~HostContext() override { release_all(); }
 
   const Params& params() const override { return params_; }
@@ -33,7 +35,7 @@ class HostContext final : public Context {
     return p;
   }
   void fill_random(void* data, std::size_t count, ElementType type, double lo, double hi, int rank) override {
-    at(rank).fill_random(data, count, type, lo, hi, mix64(seed_ + ++fills_));
+    at(rank).fill_random(data, count, type, lo, hi, mix64(fill_seed_ + ++fills_));
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes, int rank) override {
     at(rank).copy_to_host(dst, src, bytes);
@@ -80,12 +82,29 @@ class HostContext final : public Context {
   }
   std::vector<Device*> ranks_;
   const Params& params_;
-  std::uint64_t seed_;
+  std::uint64_t seed_, fill_seed_;
   const RankWorld& world_;
   std::uint64_t fills_ = 0;
   std::vector<Buffer> buffers_;
   double allocated_ = 0, peak_ = 0;
 };
+
+// Whether this process's ranks work together with ranks in other processes (a collective under a
+// launcher): they must then run the case equally often, so they take their timing decisions together.
+bool together_across_processes(const BenchmarkSpec& b, const RankWorld& world) {
+  return b.spec->device.all_selected_gpus && world.spans_processes();
+}
+
+// Where a benchmark's fill_random seeds start: at its seed, except where its ranks work together with ranks
+// in other processes (a collective under a launcher). Every process then starts its own distance along,
+// by its global rank, as the ranks of one process draw each their own values (every call its own seed): each
+// rank contributes other inputs, so a gate that sums them sees a contribution missing or counted twice.
+// Global rank 0 draws what one process draws; Context::seed() stays the same on every rank.
+std::uint64_t fill_seed_of(const BenchmarkSpec& b, std::uint64_t seed, const RankWorld& world) {
+  constexpr std::uint64_t kRankStride = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio: ranks far apart
+  if (!together_across_processes(b, world)) return seed;
+  return seed + kRankStride * static_cast<std::uint64_t>(world.first_rank);
+}
 
 bool looks_like_oom(const std::string& message) {
   return message.find("out of memory") != std::string::npos || message.find("OUT_OF_MEMORY") != std::string::npos ||
@@ -223,8 +242,27 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
   }
 }
 
+// Ranks that work together across processes rotate over as many copies each: the runs of a sample are whole
+// rounds over them, so other counts would run the collective unequally often and leave one rank waiting in
+// it. Each chose from its own device's free memory; all take the fewest, and where one flushes (0 copies),
+// all flush and say which rank and why.
+void agree_on_copies(ColdRotation& cold, HostContext& ctx) {
+  const std::string tag = "copies ";
+  const std::vector<std::string> all = ctx.exchange(tag + std::to_string(cold.copies) + " " + cold.flush_reason);
+  for (std::size_t p = 0; p < all.size() && cold.copies > 0; ++p) {
+    const std::size_t space = all[p].find(' ', tag.size());
+    if (all[p].rfind(tag, 0) != 0 || space == std::string::npos)
+      throw Error("rank " + std::to_string(p) + " sent no count of copies");
+    const int theirs = std::stoi(all[p].substr(tag.size(), space - tag.size()));
+    if (theirs >= cold.copies) continue;
+    cold.copies = theirs;
+    if (theirs == 0) cold.flush_reason = "rank " + std::to_string(p) + ": " + all[p].substr(space + 1);
+  }
+}
+
 // Under --cold: the copies of its inputs a rotating case is timed over, made here after its gate, or why it is
-// flushed instead (choose_rotation); the result's fact cold_mode says which.
+// flushed instead (choose_rotation); the result's fact cold_mode says which. Ranks that work together across
+// processes agree on the count before the copies are made, and again on whether they fit.
 CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx,
                               const std::vector<Device*>& ranks, const MeasureOptions& o) {
   Rotation* rotation = c.rotation();
@@ -232,7 +270,10 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
   ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
                                       device.free_bytes(), graph);
-  if (cold.copies > 0) {
+  const bool together = together_across_processes(b, ctx.world());  // with a rotation or not, on every rank alike
+  if (together) agree_on_copies(cold, ctx);
+  const int agreed = cold.copies;
+  if (agreed > 0) {
     try {
       rotation->make_copies(ctx, cold.copies);
     } catch (const OutOfMemory& e) {
@@ -240,16 +281,11 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
       cold.flush_reason = std::string("its copies did not fit: ") + e.what();
     }
   }
+  if (together && agreed > 0) agree_on_copies(cold, ctx);
   r.cold_copies = cold.copies;
   r.case_facts.push_back({"cold_mode", cold.fact(device.cache_bytes())});
   if (cold.copies == 0) return {};
   return {cold.copies, [rotation](int copy) { rotation->use(copy); }};
-}
-
-// Whether this process's ranks work together with ranks in other processes (a collective under a
-// launcher): they must then run the case equally often, so they take their timing decisions together.
-bool together_across_processes(const BenchmarkSpec& b, const HostContext& ctx) {
-  return b.spec->device.all_selected_gpus && ctx.world().spans_processes();
 }
 
 // After the gate, for ranks that work together across processes: they are timed only where every one
@@ -269,7 +305,7 @@ void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext
   const CopyRotation rotation = o.cold ? prepare_rotation(r, b, c, ctx, ranks, o) : CopyRotation{};
   // Ranks in several processes that work together must run the case equally often: they agree on rank 0's
   // timing decisions. Ranks that each measure on their own decide for themselves, as in one process.
-  const bool together = together_across_processes(b, ctx);
+  const bool together = together_across_processes(b, ctx.world());
   time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation, together ? &ctx.world() : nullptr);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
@@ -321,11 +357,11 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     // made (its memory full, say) never reaches the gate's collective, and the others would wait in theirs
     // until the timeout. The failed rank is already in its finishing round, so this exchange throws here on
     // every other rank, naming it.
-    if (together_across_processes(b, ctx)) ctx.exchange("set up");
+    if (together_across_processes(b, ctx.world())) ctx.exchange("set up");
     if (o.gate) run_gate(r, *c, ctx);
     keep_figures(r, c->figures());
     end_phase(r.phases.gate);
-    if (together_across_processes(b, ctx)) agree_to_time(r, ctx);
+    if (together_across_processes(b, ctx.world())) agree_to_time(r, ctx);
     if (r.status == Status::ok) time_and_place(r, b, *c, ctx, ranks, ceilings, o);
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();
@@ -376,7 +412,8 @@ Measurement take_measurement(const BenchmarkSpec& b, const std::vector<Device*>&
   double used_before = 0;
   if (!ready_to_measure(r, b, ranks, &used_before)) return r;
   const auto begin = Clock::now();
-  HostContext ctx(ranks, r.params, o.seed ^ mix64(std::hash<std::string>{}(b.name)), world);
+  const std::uint64_t seed = o.seed ^ mix64(std::hash<std::string>{}(b.name));
+  HostContext ctx(ranks, r.params, seed, fill_seed_of(b, seed, world), world);
   std::unique_ptr<Case> c;
   bool set_up = false;
   run_case(r, b, c, &set_up, ctx, ranks, ceilings, o);

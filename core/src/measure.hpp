@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -207,6 +208,9 @@ struct RankWorld {
   int world_size = 1;
   int first_rank = 0;
   std::function<std::vector<std::string>(const std::string&)> exchange;
+  // Polled while a worker process measures a case whose ranks work together (ProcessRunner): why its
+  // measurement must end now (another rank failed the benchmark, or the ranks lost each other), else nothing.
+  std::function<std::optional<std::string>()> watch;
   bool spans_processes() const { return world_size > 1 && static_cast<bool>(exchange); }
 };
 

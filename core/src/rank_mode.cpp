@@ -210,7 +210,41 @@ std::vector<std::string> RankLink::exchange(const std::string& blob) {
   throw Error(verdict.substr(1));
 }
 
-Result RankLink::finish(const Result& own) {
+std::optional<std::string> RankLink::watch() {
+  if (lost_) return "the ranks lost each other: " + *lost_;
+  try {
+    if (rank() != 0) return rendezvous_.notice();
+    const std::vector<std::optional<std::string>> early = rendezvous_.early_gathers();
+    for (std::size_t r = 1; r < early.size(); ++r) {
+      if (!early[r] || early[r]->empty() || early[r]->front() != kFinished) continue;
+      const Result theirs = wire::result_from_bytes(early[r]->substr(1));
+      if (!theirs.passed()) return ended_by(r, theirs);
+    }
+  } catch (const RendezvousError& e) {
+    lost_ = e.what();
+    return "the ranks lost each other: " + *lost_;
+  } catch (const std::exception&) {
+    // a Result rank 0 cannot read: the finishing round says so (decide_round)
+  }
+  return std::nullopt;
+}
+
+// At rank 0, whose own result failed a benchmark whose ranks work together: the ranks still measuring may
+// wait for it in a collective; a notice ends their measurement (watch()). A rank whose Result came already
+// gets none.
+void RankLink::give_notice(const Result& own) {
+  const std::string why = caused_by_another_rank(own) ? own.message : ended_by(0, own);
+  try {
+    for (int r = 1; r < world_size(); ++r) rendezvous_.notify(r, why);
+  } catch (const RendezvousError& e) {
+    lost_ = e.what();
+    throw;
+  }
+}
+
+Result RankLink::finish(const Result& own, bool together) {
+  if (lost_) throw RendezvousError(*lost_);
+  if (together && rank() == 0 && !own.passed()) give_notice(own);
   const std::string payload = wire::result_bytes(own);
   while (true) {
     const std::string verdict = round(kFinished, payload);
@@ -234,9 +268,12 @@ Result RankedRunner::run(const RunRequest& q) {
   }
   RunRequest mine = q;
   mine.world = {link_.world_size(), link_.rank(), [this](const std::string& blob) { return link_.exchange(blob); }};
-  const Result own = inner_->run(mine);
+  const bool together = q.benchmark.spec->device.all_selected_gpus;
+  if (together) mine.world.watch = [this] { return link_.watch(); };
+  Result own = inner_->run(mine);
+  if (q.judge_own) q.judge_own(own);
   try {
-    return link_.finish(own);
+    return link_.finish(own, together);
   } catch (const RendezvousError&) {
     return link_lost(q);
   }

@@ -10,6 +10,12 @@
 // the combined Result, or that a rank ended the benchmark while others were still exchanging (they fail
 // the benchmark naming it, and the finished ranks send their Result again). A rank that ends or stops
 // answering ends the run on every rank within the rendezvous timeout (beyond the benchmark's own).
+//
+// A case whose ranks work together may leave the others waiting outside any round (in a collective on the
+// GPU) when one rank fails or dies. While their workers measure, the parents watch the rendezvous: rank 0
+// reads the Results other ranks send early and sees a closed connection at once; where a rank failed or
+// ended, rank 0 kills its own worker, gives notice to the ranks still measuring, and they kill theirs. The
+// benchmark then fails on every rank naming the rank where it began.
 #pragma once
 
 #include <chrono>
@@ -62,11 +68,18 @@ class RankLink {
   void line_up(const std::string& name, double timeout_s);
   // A round of Context::exchange: every process's blob; throws Error when the round fails.
   std::vector<std::string> exchange(const std::string& blob);
-  // Rounds with this rank's finished Result until rank 0 answers with the combined one.
-  Result finish(const Result& own);
+  // While this rank's worker measures a case whose ranks work together (RankWorld::watch), without waiting:
+  // why it must stop now, or nothing. At rank 0: another rank sent a failed Result (ended_by names it) or
+  // closed its connection; elsewhere: rank 0's notice of that, or rank 0 closed or gave up.
+  std::optional<std::string> watch();
+  // Rounds with this rank's finished Result until rank 0 answers with the combined one. `together`: the
+  // ranks work together; where rank 0's own result failed, it first gives notice to the ranks still measuring,
+  // whose watch() ends their measurement (they may be waiting in a collective for it).
+  Result finish(const Result& own, bool together = false);
 
  private:
   std::string round(char tag, const std::string& payload);
+  void give_notice(const Result& own);
   Rendezvous rendezvous_;
   std::chrono::milliseconds timeout_;
   std::vector<std::string> hosts_;
@@ -74,7 +87,8 @@ class RankLink {
 };
 
 // The runner of rank mode: lines the ranks up, measures with the inner runner (its exchanges go through the
-// link) and returns the combined result. Once the link is lost, a benchmark fails with the reason.
+// link; a case whose ranks work together is watched, RankLink::watch), judges this rank's own result
+// (RunRequest::judge_own) and returns the combined result. Once the link is lost, a benchmark fails with the reason.
 class RankedRunner final : public BenchmarkRunner {
  public:
   RankedRunner(std::unique_ptr<BenchmarkRunner> inner, RankLink& link) : inner_(std::move(inner)), link_(link) {}

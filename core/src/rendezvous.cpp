@@ -14,6 +14,7 @@
 #include <cstring>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace roofbench {
 namespace {
@@ -23,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 // A frame: one byte naming the operation, the payload's length (8 bytes, little-endian), the payload.
 constexpr size_t kHeader = 9;
 constexpr uint64_t kMaxPayload = uint64_t{1} << 30;
-constexpr char kHello = 'H', kWelcome = 'W', kBroadcast = 'B', kGather = 'G', kBarrier = 'R', kAbort = 'A';
+constexpr char kHello = 'H', kWelcome = 'W', kBroadcast = 'B', kGather = 'G', kBarrier = 'R', kAbort = 'A',
+               kNotice = 'N';
 // The other ranks wait this much longer than rank 0, so that rank 0's verdict reaches them first.
 constexpr std::chrono::milliseconds kGrace{1000};
 
@@ -35,6 +37,7 @@ const char* op_name(char op) {
     case kBroadcast: return "a broadcast";
     case kGather: return "a gather";
     case kBarrier: return "a barrier";
+    case kNotice: return "a notice";
   }
   return "an unknown operation";
 }
@@ -99,6 +102,14 @@ struct Incoming {
   bool oversized() const { return bytes.size() >= kHeader && payload_length(bytes) > kMaxPayload; }
   std::string payload() const { return bytes.substr(kHeader); }
 };
+
+// Reads what `fd` has now of the frame `in`, without waiting; Io::closed where the peer closed (or sent more
+// than a frame may hold).
+Io read_available(int fd, Incoming& in) {
+  for (pollfd p{fd, POLLIN, 0}; !in.complete() && ::poll(&p, 1, 0) > 0;)
+    if (in.oversized() || read_some(fd, in.bytes, in.want()) == Io::closed) return Io::closed;
+  return Io::ok;
+}
 
 // Reads one whole frame from `fd`.
 Io read_frame(int fd, Incoming& in, Clock::time_point deadline) {
@@ -174,26 +185,40 @@ void Rendezvous::send_frame(int peer, char op, const std::string& payload) {
 }
 
 std::string Rendezvous::receive_from_root(char op) {
-  Incoming in;
-  Io io = read_frame(peers_[0], in, deadline());
-  std::string during = std::string(" during ") + op_name(op);
-  if (io == Io::timeout) throw RendezvousError("rendezvous: rank 0 did not answer within " + seconds() + during);
-  if (io == Io::closed)
-    throw RendezvousError("rendezvous: rank 0 closed its connection (it ended or crashed)" + during);
-  if (in.bytes[0] == kAbort) throw RendezvousError(in.payload());
-  if (in.bytes[0] != op)
-    throw RendezvousError(std::string("rendezvous: rank 0 is in ") + op_name(in.bytes[0]) + during + ": out of step");
-  return in.payload();
+  const auto until = deadline();
+  const std::string during = std::string(" during ") + op_name(op);
+  while (true) {
+    Incoming in{std::exchange(pending_[0], std::string())};  // notice() may have read the start of it
+    Io io = read_frame(peers_[0], in, until);
+    if (io == Io::timeout) throw RendezvousError("rendezvous: rank 0 did not answer within " + seconds() + during);
+    if (io == Io::closed)
+      throw RendezvousError("rendezvous: rank 0 closed its connection (it ended or crashed)" + during);
+    if (in.bytes[0] == kAbort) throw RendezvousError(in.payload());
+    if (in.bytes[0] == kNotice) continue;  // sent before rank 0 knew this rank was here: the answer says the same
+    if (in.bytes[0] != op)
+      throw RendezvousError(std::string("rendezvous: rank 0 is in ") + op_name(in.bytes[0]) + during + ": out of step");
+    return in.payload();
+  }
 }
 
 // At rank 0: one frame from every other rank, read side by side so that a rank that ends is named at once.
 std::vector<std::string> Rendezvous::receive_from_all(char op) {
   const size_t n = static_cast<size_t>(config_.world_size);
-  std::vector<Incoming> in(n);
-  std::vector<int> waiting;
-  for (int r = 1; r < config_.world_size; ++r) waiting.push_back(r);
-  const auto until = deadline();
   const std::string during = std::string(" during ") + op_name(op);
+  std::vector<Incoming> in(n);
+  // A whole frame of another operation: out of step (it may have come before this one, early_gathers()).
+  auto check_op = [&](int r) {
+    const Incoming& frame_in = in[static_cast<size_t>(r)];
+    if (frame_in.complete() && frame_in.bytes[0] != op)
+      abort_all("rendezvous: rank " + std::to_string(r) + " is in " + op_name(frame_in.bytes[0]) + during + ": out of step");
+    return frame_in.complete();
+  };
+  std::vector<int> waiting;
+  for (int r = 1; r < config_.world_size; ++r) {
+    in[static_cast<size_t>(r)].bytes = std::exchange(pending_[static_cast<size_t>(r)], std::string());
+    if (!check_op(r)) waiting.push_back(r);
+  }
+  const auto until = deadline();
   while (!waiting.empty()) {
     std::vector<pollfd> polls;
     for (int r : waiting) polls.push_back({peers_[static_cast<size_t>(r)], POLLIN, 0});
@@ -207,16 +232,42 @@ std::vector<std::string> Rendezvous::receive_from_all(char op) {
       bool closed = polls[i].revents && read_some(polls[i].fd, frame_in.bytes, frame_in.want()) == Io::closed;
       if (closed || frame_in.oversized())
         abort_all("rendezvous: rank " + std::to_string(r) + " closed its connection (it ended or crashed)" + during);
-      if (!frame_in.complete()) still.push_back(r);
-      else if (frame_in.bytes[0] != op)
-        abort_all("rendezvous: rank " + std::to_string(r) + " is in " + op_name(frame_in.bytes[0]) + during +
-                  ": out of step");
+      if (!check_op(r)) still.push_back(r);
     }
     waiting = std::move(still);
   }
   std::vector<std::string> out(n);
   for (size_t r = 1; r < n; ++r) out[r] = in[r].payload();
   return out;
+}
+
+std::vector<std::optional<std::string>> Rendezvous::early_gathers() {
+  std::vector<std::optional<std::string>> out(static_cast<size_t>(config_.world_size));
+  for (int r = 1; r < config_.world_size; ++r) {
+    Incoming in{std::exchange(pending_[static_cast<size_t>(r)], std::string())};
+    if (read_available(peers_[static_cast<size_t>(r)], in) == Io::closed)
+      abort_all("rendezvous: rank " + std::to_string(r) + " closed its connection (it ended or crashed) while the ranks measured");
+    if (in.complete() && in.bytes[0] == kGather) out[static_cast<size_t>(r)] = in.payload();
+    pending_[static_cast<size_t>(r)] = std::move(in.bytes);
+  }
+  return out;
+}
+
+void Rendezvous::notify(int rank, const std::string& message) {
+  if (!Incoming{pending_[static_cast<size_t>(rank)]}.complete()) send_frame(rank, kNotice, message);
+}
+
+std::optional<std::string> Rendezvous::notice() {
+  Incoming in{std::exchange(pending_[0], std::string())};
+  if (read_available(peers_[0], in) == Io::closed)
+    throw RendezvousError("rendezvous: rank 0 closed its connection (it ended or crashed) while the ranks measured");
+  if (!in.complete()) {
+    pending_[0] = std::move(in.bytes);
+    return std::nullopt;
+  }
+  if (in.bytes[0] == kAbort) throw RendezvousError(in.payload());
+  if (in.bytes[0] == kNotice) return in.payload();
+  throw RendezvousError(std::string("rendezvous: rank 0 is in ") + op_name(in.bytes[0]) + " while this rank measures: out of step");
 }
 
 std::string Rendezvous::broadcast(const std::string& blob) {
@@ -297,6 +348,7 @@ bool parse_hello(const std::string& text, int& rank, int& world) {
 void Rendezvous::accept_ranks() {
   listener_ = listen_on(config_.port);
   peers_.assign(static_cast<size_t>(config_.world_size), -1);
+  pending_.assign(static_cast<size_t>(config_.world_size), std::string());
   const auto until = deadline();
   for (int arrived = 1; arrived < config_.world_size;) {
     if (!wait_for(listener_, POLLIN, until)) {
@@ -338,6 +390,7 @@ void Rendezvous::connect_to_root() {
   }
   no_delay(fd);
   peers_.assign(1, fd);
+  pending_.assign(1, std::string());
   send_frame(0, kHello, std::to_string(config_.rank) + " " + std::to_string(config_.world_size));
   receive_from_root(kWelcome);
 }

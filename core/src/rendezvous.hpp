@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,18 @@ class Rendezvous {
   // Returns once every rank has reached it.
   void barrier();
 
+  // Between operations, while the ranks measure (rank_mode.hpp watches for a rank that failed or ended), without
+  // waiting. At rank 0: reads what the other ranks sent ahead of the next gather (kept for it) and returns,
+  // for each rank (index = rank), the payload of its gather frame where it arrived whole; throws
+  // RendezvousError, and tells every rank, where a rank closed its connection.
+  std::vector<std::optional<std::string>> early_gathers();
+  // At rank 0: a notice to `rank` (what its notice() returns), unless its next gather frame came whole already.
+  void notify(int rank, const std::string& message);
+  // At the other ranks: the notice rank 0 sent, if one came; throws RendezvousError where rank 0 closed its
+  // connection or gave up (its verdict). A notice that crosses an operation is dropped there: the operation's
+  // answer says the same.
+  std::optional<std::string> notice();
+
  private:
   void send_frame(int peer, char op, const std::string& payload);
   std::string receive_from_root(char op);
@@ -63,6 +76,7 @@ class Rendezvous {
   RendezvousConfig config_;
   int listener_ = -1;
   std::vector<int> peers_;  // at rank 0: the socket of each rank (index = rank, 0 unused); elsewhere: [rank 0's]
+  std::vector<std::string> pending_;  // the frame being read from each of peers_, kept between calls
 };
 
 }  // namespace roofbench

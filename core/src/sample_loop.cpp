@@ -122,10 +122,11 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   if (energy) observers.push_back(std::move(energy));
   observers.push_back(std::make_unique<ClockProbeObserver>());
   observers.push_back(std::make_unique<ClockFloorObserver>(o.clock_floor));
+  // The traced passes run the case again: ranks that work together run them as often, or none does.
   if (o.kernel_time_samples > 0)
-    observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind));
+    observers.push_back(std::make_unique<KernelTimeObserver>(o.kernel_time_samples, ranks.front()->info().kind, together));
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
-    observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs));
+    observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs, together));
   // A collective case under a launcher has one rank in this process, but its kernels still wait for the
   // other processes' ranks: kernel replay must count all of them, or it replays one rank's collective alone.
   const std::size_t case_ranks = together ? static_cast<std::size_t>(together->world_size) : ranks.size();

@@ -135,9 +135,14 @@ Session::Outcome Session::run(std::size_t index) {
   const double timeout = b.spec->timeout_s > 0 && !settings_.timeout_given
                              ? b.spec->timeout_s + 4 * (longest_sampling_seconds(m) - m.max_time)
                              : settings_.default_timeout_s;
-  Result r = runner_.run({b, selection_.ranks[index], roofs, settings_.measure, timeout});
+  RunRequest request{b, selection_.ranks[index], roofs, settings_.measure, timeout};
+  request.judge_own = [this](Result& own) { judge_plausibility(own); };
+  Result r = runner_.run(request);
   make_printable(r);
-  judge_plausibility(r);
+  // Ranks' combined result: each rank judged its own figures against its own ceilings before rank 0 combined
+  // them (RunRequest::judge_own), so a figure impossible on any rank fails the benchmark alike on every rank.
+  // Judged again here against this rank's ceilings, the ranks could disagree and their sweeps part.
+  if (r.rank_figures.empty()) judge_plausibility(r);
   const int repetition = repetition_counter_[b.name]++;
   if (r.status == Status::not_applicable || r.status == Status::refused) {
     out.not_run_reason = r.message;

@@ -320,11 +320,15 @@ std::string WorkerProcess::reap(bool kill_first) {
   return *death_;
 }
 
-WorkerProcess::Event WorkerProcess::next(Deadline deadline) {
+WorkerProcess::Event WorkerProcess::next(Deadline deadline, const std::function<std::optional<std::string>()>& stop) {
   while (true) {
     if (auto f = frames_.next()) return {Event::frame, std::move(*f), {}};
     if (messages_closed_ || pid_ <= 0) return {Event::died, {}, reap(false)};
-    int wait_ms = 1000;
+    if (auto why = stop ? stop() : std::nullopt) {
+      reap(true);
+      return {Event::stopped, {}, std::move(*why)};
+    }
+    int wait_ms = stop ? kStopPollMs : 1000;
     if (deadline) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now()).count();
       if (left <= 0) return {Event::timed_out, {}, reap(true)};
@@ -482,11 +486,13 @@ Result ProcessRunner::run(const RunRequest& q) {
   w.i64(q.world.world_size);
   w.i64(q.world.first_rank);
   worker_->send(FrameType::run, w.bytes());  // a dead worker shows in next()
-  Event e = worker_->next(deadline);
+  // Ranks that work together: another rank's failure or loss ends this measurement at once (RankWorld::watch).
+  Event e = worker_->next(deadline, q.world.watch);
   while (e.kind == Event::frame && e.message.type == FrameType::exchange) {
     worker_->send(FrameType::exchanged, answer_exchange(q.world, e.message.payload));
-    e = worker_->next(deadline);
+    e = worker_->next(deadline, q.world.watch);
   }
+  if (e.kind == Event::stopped) return lost(q, Status::error, e.death + "; this rank's worker was stopped");
   if (e.kind == Event::timed_out) return lost(q, Status::timed_out, timeout_text());
   if (e.kind == Event::died) return lost(q, Status::crashed, "the worker process " + e.death + " during this benchmark");
   if (e.message.type != FrameType::result) return lost(q, Status::crashed, "the worker sent no result");

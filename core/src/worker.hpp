@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct RunRequest {
   // The processes this one measures with (rank_mode.hpp); its exchange is called in this process, for the
   // worker's Context::exchange too.
   RankWorld world = {};
+  // Judges this process's own result where ranks combine theirs (RankedRunner), before it leaves for rank 0:
+  // each rank holds its own figures against its own device's ceilings (Session's plausibility check).
+  std::function<void(Result&)> judge_own = {};
 };
 
 class BenchmarkRunner {
@@ -63,12 +67,15 @@ class WorkerProcess {
 
   using Deadline = std::optional<std::chrono::steady_clock::time_point>;
   struct Event {
-    enum Kind { frame, died, timed_out } kind = frame;
+    enum Kind { frame, died, timed_out, stopped } kind = frame;
     wire::Frame message{};
-    std::string death;  // "killed by signal 11 (Segmentation fault)", "exited with code 0"
+    std::string death;  // "killed by signal 11 (Segmentation fault)", "exited with code 0"; stopped: why
   };
-  // The next frame from the worker, or its death, or the deadline (the worker is then killed).
-  Event next(Deadline deadline);
+  // How often `stop` is asked while the worker runs.
+  static constexpr int kStopPollMs = 50;
+  // The next frame from the worker, or its death, or the deadline, or `stop`'s reason (asked every
+  // kStopPollMs; the worker is killed at the deadline and where stop gives a reason).
+  Event next(Deadline deadline, const std::function<std::optional<std::string>()>& stop = {});
   // False when the worker is gone (its death is then reported by the next call of next()).
   bool send(wire::FrameType type, const std::string& payload);
   void kill_now();

@@ -214,7 +214,8 @@ class Context {
   virtual void* stream(int rank = 0) const = 0;
   // Device memory on CUDA (cudaMalloc), 64-byte-aligned host memory on the CPU.
   virtual void* alloc(std::size_t bytes, BufferRole role, int rank = 0) = 0;
-  // Fresh uniform random values in [lo, hi) from a seed that changes on every call.
+  // Fresh uniform random values in [lo, hi) from a seed that changes on every call. Ranks that work together
+  // (DeviceNeed::gpus, cpu_ranks) draw other values on every rank, in one process or one per GPU under a launcher.
   virtual void fill_random(void* data, std::size_t count, ElementType type, double lo = -1.0, double hi = 1.0,
                            int rank = 0) = 0;
   // Synchronous copies between the case's device memory and host memory (plain memcpy on the CPU).

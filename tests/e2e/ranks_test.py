@@ -8,6 +8,7 @@ ROOFBENCH_CACHE_DIR (the calibrated CPU ceilings)."""
 import glob
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -136,10 +137,56 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(found["ranks/nap/n:1024"]["roofbench"]["status"], "error", run.describe())
         self.assertIn("rank 2", found["ranks/nap/n:1024"]["error_message"], run.describe())
 
+    def test_a_figure_impossible_on_one_rank_fails_the_benchmark_on_every_rank(self):
+        # Rank 1 judges its own figures against its own ceilings and marks them stale (a copy of the cache).
+        cache = os.path.join(self.tmp.name, "cache")
+        shutil.copytree(os.environ["ROOFBENCH_CACHE_DIR"], cache)
+        run = Ranks(2, ["--benchmark_filter=^ranks/(scale|sum)/"], self.results,
+                    env={"ROOFBENCH_TEST_IMPLAUSIBLE_RANK": "1", "ROOFBENCH_CACHE_DIR": cache})
+        self.assertEqual(run.codes(), [1, 1], run.describe())
+        found = entries(self.results)
+        scale = found["ranks/scale/n:1024"]
+        self.assertEqual(scale["roofbench"]["status"], "implausible", run.describe())
+        self.assertIn("rank 1: FLOP/s", scale["error_message"], run.describe())
+        self.assertEqual([k["status"] for k in scale["roofbench"]["ranks"]], ["ok", "implausible"], run.describe())
+        self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "ok", run.describe())
+        self.assertIn("are marked stale", run.out[1][2], run.describe())
+
+    def stalled(self, switch, rank):
+        """Three ranks of `stall` (and scale before it), one stopped mid-timing while the others wait for it."""
+        run = Ranks(3, ["--benchmark_filter=^ranks/(scale|stall)/", "--timeout", "60"], self.results,
+                    env={switch: str(rank)})
+        self.assertLess(run.seconds, 30, "the others waited for the benchmark's timeout\n" + run.describe())
+        found = entries(self.results)
+        self.assertEqual(found["ranks/scale/n:1024"]["roofbench"]["status"], "ok", run.describe())
+        self.assertEqual(found["ranks/stall/n:1024"]["roofbench"]["status"], "error", run.describe())
+        return run, found["ranks/stall/n:1024"]["error_message"]
+
+    def test_a_rank_that_fails_mid_timing_ends_the_others_at_once_naming_it(self):
+        run, message = self.stalled("ROOFBENCH_TEST_THROW_RANK", 1)
+        self.assertEqual(run.codes(), [1, 1, 1], run.describe())
+        self.assertIn("rank 1: ", message, run.describe())
+        self.assertIn("this rank failed mid-timing", message, run.describe())
+
+    def test_a_rank_that_dies_mid_timing_ends_the_others_at_once_naming_it(self):
+        run, message = self.stalled("ROOFBENCH_TEST_DIE_RANK", 2)
+        codes = run.codes()
+        self.assertEqual(codes[0:2], [1, 1], run.describe())
+        self.assertNotEqual(codes[2], 0, run.describe())
+        self.assertIn("rank 2 closed its connection", message, run.describe())
+
     def test_random_interleaving_is_refused_on_every_rank(self):
         run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_enable_random_interleaving=true"], self.results)
         self.assertEqual(run.codes(), [2, 2], run.describe())
         self.assertIn("every rank runs the benchmarks in one order", run.out[0][2], run.describe())
+
+    def test_a_warm_up_of_google_benchmark_is_refused_on_every_rank(self):
+        # Rank 0's Google Benchmark would call each benchmark again until the warm-up's seconds add up.
+        run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_min_warmup_time=0.5"], self.results)
+        self.assertEqual(run.codes(), [2, 2], run.describe())
+        self.assertIn("--benchmark_min_warmup_time: under torchrun every rank runs each benchmark once", run.out[0][2],
+                      run.describe())
+        self.assertEqual(results_files(self.results), [])
 
     def test_ranks_that_select_different_benchmarks_exit_2(self):
         run = Ranks(2, [], self.results, extra={0: ["--benchmark_filter=^ranks/(sum|scale)/"],

@@ -1,5 +1,6 @@
 // --counters on a real GPU: a copy's DRAM bytes against its exact traffic, a cuBLAS GEMM's FLOPs against
-// 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a measurement. Skips without a GPU.
+// 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a measurement; CUPTI's traced passes
+// (--profile, --kernel-time) where ranks in other processes agree on them. Skips without a GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 
 #include "device.hpp"
 #include "kernel_counters.hpp"
+#include "kernel_profile.hpp"
 #include "measure.hpp"
 #include "roofbench/cuda.hpp"
 
@@ -157,6 +159,47 @@ TEST_F(GpuCounters, MeasurementReportsMeasuredBytesBesideTheModel) {
   EXPECT_NEAR(r.counters.total.launches_per_run, 1, 1e-9);
   EXPECT_GT(r.counters.seconds, 0);
   EXPECT_FALSE(r.samples.empty());
+}
+
+// --profile and --kernel-time across processes: where CUPTI fails on another rank, this one runs no traced pass
+// (its collective would wait for that rank), and says which rank and why.
+TEST_F(GpuCounters, ATraceRunsNoPassWhereAnotherRankCouldNotStartOne) {
+  int passes_run = 0;
+  const KernelTrace t = trace_kernels([&] { ++passes_run; }, 3, [](const std::string& own) {
+    return own.empty() ? std::string("rank 1: cuptiActivityEnable(kind): CUPTI_ERROR_NOT_INITIALIZED") : own;
+  });
+  if (machine_refuses(t.error)) GTEST_SKIP() << "no CUPTI trace on this machine: " << t.error;
+  EXPECT_EQ(passes_run, 0);
+  EXPECT_EQ(t.error, "rank 1: cuptiActivityEnable(kind): CUPTI_ERROR_NOT_INITIALIZED");
+  EXPECT_TRUE(t.records.empty());
+}
+
+// A pass that fails on another rank ends the passes on every rank after it, and CUPTI is torn down in full:
+// the next trace records kernels again.
+TEST_F(GpuCounters, ATraceStopsWhereAnotherRanksPassFailedAndTheNextTraceWorks) {
+  const std::size_t n = std::size_t{1} << 20;
+  float *x = nullptr, *y = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, n * sizeof(float)));
+  EXPECT_CUDA(cudaMalloc(&y, n * sizeof(float)));
+  int passes_run = 0, rounds = 0;
+  auto pass = [&] {
+    ++passes_run;
+    copy_kernel<<<132, 256>>>(x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+  };
+  const KernelTrace stopped = trace_kernels(pass, 5, [&](const std::string& own) {
+    return ++rounds == 3 && own.empty() ? std::string("rank 1: the traced runs failed: boom") : own;
+  });
+  const KernelTrace next = trace_kernels(pass, 2);
+  cudaFree(x);
+  cudaFree(y);
+  if (machine_refuses(stopped.error)) GTEST_SKIP() << "no CUPTI trace on this machine: " << stopped.error;
+  EXPECT_EQ(rounds, 3) << "one round before the passes, one after each";
+  EXPECT_EQ(passes_run, 2 + 2);
+  EXPECT_EQ(stopped.error, "rank 1: the traced runs failed: boom");
+  ASSERT_EQ(next.error, "");
+  EXPECT_EQ(next.passes, 2);
+  EXPECT_FALSE(next.records.empty());
 }
 
 }  // namespace

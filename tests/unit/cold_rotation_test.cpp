@@ -102,9 +102,11 @@ struct Timed {
   std::vector<int> read;  // the copy every run read, in order
 };
 
-Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, bool cold = true) {
+// `world`: other processes this one works together with (a collective case under a launcher), or none.
+Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, bool cold = true,
+                const RankWorld& world = {}) {
   Timed t;
-  CaseSpec spec{.name = "rotating", .device = DeviceNeed::gpu(),
+  CaseSpec spec{.name = "rotating", .device = world.spans_processes() ? DeviceNeed::gpus(1) : DeviceNeed::gpu(),
                 .make = [&](const Params&) { return std::make_unique<RotatingCase>(copy_bytes, t.read); }};
   BenchmarkSpec b{"test/rotating", "test", &spec, Params{}};
   MeasureOptions o;
@@ -113,8 +115,19 @@ Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, 
   o.max_time = 0.05;
   o.warmup_max = 0.05;
   FakeGpu gpu;
-  t.m = take_measurement(b, {&gpu}, Ceilings{}, o);
+  t.m = take_measurement(b, {&gpu}, Ceilings{}, o, world);
   return t;
+}
+
+// Rank 1 of a two-process world, as rank 0 sees it through the exchange: it answers every round as rank 0
+// does, except the rounds where the ranks say how many copies they rotate over, where it says `copies` in turn.
+RankWorld with_rank_1_saying(std::vector<std::string> copies) {
+  auto said = std::make_shared<std::vector<std::string>>(std::move(copies));
+  auto asked = std::make_shared<std::size_t>(0);
+  return {2, 0, [said, asked](const std::string& blob) {
+            if (blob.rfind("copies ", 0) != 0) return std::vector<std::string>{blob, blob};
+            return std::vector<std::string>{blob, said->at((*asked)++)};
+          }};
 }
 
 std::string fact(const Measurement& m, const std::string& name) {
@@ -155,6 +168,24 @@ TEST(ColdRotationInMeasure, WithoutGraphsARotatingCaseIsFlushedAndSaysWhy) {
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("flush: its runs cannot be one graph"));
+  for (int copy : t.read) EXPECT_EQ(copy, -1);  // no copy was ever chosen
+}
+
+TEST(ColdRotationInMeasure, RanksThatWorkTogetherRotateOverTheFewestCopiesAnyOfThemChose) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 3 ", "copies 3 "}));
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 3);
+  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("rotate: 3 copies"));
+  EXPECT_EQ(t.m.runs_per_sample % 3, 0) << t.m.runs_per_sample;
+  for (int copy : t.read) EXPECT_LT(copy, 3);
+}
+
+TEST(ColdRotationInMeasure, WhereOneRanksCopiesDidNotFitEveryRankFlushesNamingIt) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true,
+                            with_rank_1_saying({"copies 7 ", "copies 0 its copies did not fit: out of memory"}));
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_EQ(fact(t.m, "cold_mode"), "flush: rank 1: its copies did not fit: out of memory");
   for (int copy : t.read) EXPECT_EQ(copy, -1);  // no copy was ever chosen
 }
 

@@ -9,6 +9,7 @@
 #include "console.hpp"
 #include "kernel_time.hpp"
 #include "kernel_time_observer.hpp"
+#include "profile_observer.hpp"
 #include "summaries.hpp"
 
 namespace roofbench {
@@ -162,6 +163,20 @@ TEST(KernelTime, TheProfileSumsEachKernelsRecordsPerPass) {
   EXPECT_NEAR(p.kernels[0].seconds_per_run, 3e-6, 1e-15);
   EXPECT_NEAR(p.kernels[1].launches_per_run, 1.5, 1e-12);
   EXPECT_NEAR(p.kernel_seconds_per_run, 4.5e-6, 1e-15);
+}
+
+// Ranks that trace a collective together: whose trouble ends the passes on every rank, and how it is said.
+TEST(TracedPasses, RanksThatWorkTogetherStopOnTheFirstTroubleAnyOfThemHas) {
+  std::vector<std::string> others;  // what the other rank of a two-process world says in each round
+  const RankWorld world{2, 0, [&](const std::string& blob) { return std::vector<std::string>{blob, others.at(0)}; }};
+  const PassAgreement agree = agree_across(&world);
+  ASSERT_TRUE(agree);
+  others = {""};
+  EXPECT_EQ(agree(""), "");
+  others = {"cuptiActivityEnable(kind): CUPTI_ERROR_NOT_INITIALIZED"};
+  EXPECT_EQ(agree(""), "rank 1: cuptiActivityEnable(kind): CUPTI_ERROR_NOT_INITIALIZED");
+  EXPECT_EQ(agree("the traced runs failed: boom"), "the traced runs failed: boom") << "its own trouble first";
+  EXPECT_FALSE(agree_across(nullptr)) << "a process on its own decides alone";
 }
 
 }  // namespace

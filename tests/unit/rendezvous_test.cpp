@@ -1,6 +1,7 @@
 // The rendezvous with real processes on this machine: N forked ranks meet at 127.0.0.1 on a free port,
 // broadcast, gather and hold barriers; a rank that dies, hangs or never comes makes the others fail within the
-// timeout with that rank named, and no process is left waiting.
+// timeout with that rank named, and no process is left waiting; between operations rank 0 reads early gathers
+// and gives notice, and a rank that dies is seen at once.
 #include "rendezvous.hpp"
 
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -238,6 +240,67 @@ TEST(Rendezvous, DisagreeingWorldSizesAreNamed) {
   });
   EXPECT_THAT(outcomes[0].text, HasSubstr("rank 1 says the world has 3 ranks, rank 0 says 2"));
   EXPECT_THAT(outcomes[1].text, HasSubstr("rank 1 says the world has 3 ranks"));
+}
+
+// Between operations, while the ranks measure: rank 0 reads a gather that came early (and the next gather uses
+// it), and its notice reaches a rank still measuring, whose notice() returns it.
+TEST(Rendezvous, AnEarlyGatherIsReadAndANoticeReachesARankStillMeasuring) {
+  const int port = free_port();
+  auto outcomes = run_ranks(3, [&](int rank) {
+    Rendezvous rv(config(rank, 3, port));
+    const auto until = Clock::now() + milliseconds{3000};
+    if (rank == 1) {
+      rv.gather("early");
+      return std::string("sent");
+    }
+    if (rank == 2) {
+      std::optional<std::string> notice;
+      while (!(notice = rv.notice()) && Clock::now() < until) std::this_thread::sleep_for(milliseconds{5});
+      rv.gather("late");
+      return notice.value_or("no notice");
+    }
+    std::vector<std::optional<std::string>> early;
+    while (!(early = rv.early_gathers())[1] && Clock::now() < until) std::this_thread::sleep_for(milliseconds{5});
+    if (early[2]) return std::string("rank 2 gathered before its notice");
+    for (int r : {1, 2}) rv.notify(r, "stop: rank 1 failed");
+    std::string joined = early[1].value_or("nothing early") + "|";
+    for (const std::string& one : rv.gather("zero")) joined += one + ";";
+    return joined;
+  });
+  EXPECT_EQ(outcomes[0].text, "early|zero;early;late;");
+  EXPECT_EQ(outcomes[1].text, "sent");
+  EXPECT_EQ(outcomes[2].text, "stop: rank 1 failed");
+}
+
+TEST(Rendezvous, ANoticeThatCrossesAnOperationIsDropped) {
+  const int port = free_port();
+  auto outcomes = run_ranks(2, [&](int rank) {
+    Rendezvous rv(config(rank, 2, port));
+    if (rank == 0) rv.notify(1, "a notice");
+    return rv.broadcast(rank == 0 ? "the answer" : "");
+  });
+  EXPECT_EQ(outcomes[1].exit_code, 0) << outcomes[1].text;
+  EXPECT_EQ(outcomes[1].text, "the answer");
+}
+
+TEST(Rendezvous, ARankThatDiesWhileTheOthersMeasureIsNamedAtOnce) {
+  const int port = free_port();
+  const auto start = Clock::now();
+  auto outcomes = run_ranks(3, [&](int rank) {
+    Rendezvous rv(config(rank, 3, port, milliseconds{10000}));
+    if (rank == 2) ::_exit(7);
+    for (const auto until = Clock::now() + milliseconds{8000}; Clock::now() < until;) {
+      if (rank == 0) rv.early_gathers();
+      else rv.notice();
+      std::this_thread::sleep_for(milliseconds{5});
+    }
+    return std::string("nothing seen");
+  });
+  EXPECT_LT(seconds_since(start), 5.0) << "seen at once, not at the timeout";
+  for (int r : {0, 1}) {
+    EXPECT_EQ(outcomes[static_cast<size_t>(r)].exit_code, 1) << r;
+    EXPECT_THAT(outcomes[static_cast<size_t>(r)].text, HasSubstr("rank 2 closed its connection")) << r;
+  }
 }
 
 }  // namespace

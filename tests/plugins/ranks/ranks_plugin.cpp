@@ -1,18 +1,22 @@
 // Test plugin `ranks`: CPU cases for roofbench started as several processes (tests/e2e/ranks_test.py).
 //   sum    every process's vector summed through Context::exchange (DeviceNeed::cpu_ranks): its gate holds
-//          only when every rank's vector arrived
+//          only when every rank's vector arrived, and when every rank drew other values
 //   scale  y = 2x on each rank alone (a case that is not a collective)
 //   nap    a run sleeps a millisecond: a benchmark that lasts while a test ends a rank
+//   stall  y = 2x on ranks that work together, one of which a test stops mid-timing (StallCase)
 // Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
 // ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
-// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's).
+// ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's);
+// ROOFBENCH_TEST_IMPLAUSIBLE_RANK=r makes rank r's scale claim 1e9 times the work it does (faster than the CPU).
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <roofbench/case_support/process_sum.hpp>
 
@@ -31,28 +35,39 @@ class SumCase final : public Case {
  public:
   explicit SumCase(std::size_t n) : n_(n) {}
   void setup(Context& ctx) override {
-    unit_.resize(n_);
-    ctx.fill_random(unit_.data(), n_, ElementType::f32);  // equal on every rank: each benchmark has its own seed
     mine_.resize(n_);
-    for (std::size_t i = 0; i < n_; ++i) mine_[i] = static_cast<float>(ctx.first_rank() + 1) * unit_[i];
+    ctx.fill_random(mine_.data(), n_, ElementType::f32);  // every rank draws its own values
   }
   void run(Context& ctx) override {
     if (switch_names_this_rank("ROOFBENCH_TEST_CRASH_RANK", ctx)) ::raise(SIGSEGV);
     sum_ = case_support::sum_over_processes(ctx, mine_);
   }
   Work work() const override { return {.bytes = static_cast<double>(n_ * sizeof(float)), .items = 1, .item_name = "exchanges"}; }
+  // The reference sums every rank's values in fp64, in rank order, as each rank sent them; two ranks that drew
+  // the same values fail the gate (a contribution missing or counted twice would then go unseen).
   Check check(Context& ctx) override {
-    const double world = ctx.world_size();
-    const double wrong = switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx) ? 1.5 : 1.0;
-    std::vector<double> reference(n_);
-    for (std::size_t i = 0; i < n_; ++i) reference[i] = wrong * world * (world + 1) / 2 * static_cast<double>(unit_[i]);
     if (sum_.size() != n_) throw Error("check() before run()");
-    return {.rel_l2_error = relative_l2_error(sum_.data(), reference.data(), n_)};
+    const std::vector<std::string> all = ctx.exchange(std::string(reinterpret_cast<const char*>(mine_.data()), n_ * sizeof(float)));
+    const double wrong = switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx) ? 1.5 : 1.0;
+    std::vector<double> reference(n_, 0.0);
+    std::vector<float> theirs(n_);
+    Check check;
+    for (std::size_t p = 0; p < all.size(); ++p) {
+      if (all[p].size() != n_ * sizeof(float)) throw Error("rank " + std::to_string(p) + " sent another size");
+      std::memcpy(theirs.data(), all[p].data(), all[p].size());
+      for (std::size_t i = 0; i < n_; ++i) reference[i] += wrong * static_cast<double>(theirs[i]);
+      if (p > 0 && all[p] == all[0]) {
+        check.passed_extra = false;
+        check.detail = "rank " + std::to_string(p) + " drew the same values as rank 0";
+      }
+    }
+    check.rel_l2_error = relative_l2_error(sum_.data(), reference.data(), n_);
+    return check;
   }
 
  private:
   std::size_t n_;
-  std::vector<float> unit_, mine_, sum_;  // on the CPU the host's memory is plain memory
+  std::vector<float> mine_, sum_;  // on the CPU the host's memory is plain memory
 };
 
 class RankScaleCase final : public test_plugins::ScaleCase {
@@ -60,8 +75,18 @@ class RankScaleCase final : public test_plugins::ScaleCase {
   using ScaleCase::ScaleCase;
   void setup(Context& ctx) override {
     if (switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx)) factor_ = 3.0f;
+    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
     ScaleCase::setup(ctx);
   }
+  Work work() const override {
+    Work w = ScaleCase::work();
+    w.flops *= claimed_;
+    w.bytes *= claimed_;
+    return w;
+  }
+
+ private:
+  double claimed_ = 1;  // how much more work() claims than run() does
 };
 
 class NapCase final : public test_plugins::ScaleCase {
@@ -77,6 +102,26 @@ class NapCase final : public test_plugins::ScaleCase {
   }
 };
 
+// Its ranks work together; its fifth run (in the warm-up) stops on one rank: ROOFBENCH_TEST_THROW_RANK=r throws
+// there, ROOFBENCH_TEST_DIE_RANK=r kills its roofbench there. The other ranks then wait for it as in a
+// collective on a GPU: a minute's sleep inside the run, outside any exchange.
+class StallCase final : public test_plugins::ScaleCase {
+ public:
+  using ScaleCase::ScaleCase;
+  void run(Context& ctx) override {
+    if (++runs_ == 5) {
+      if (switch_names_this_rank("ROOFBENCH_TEST_THROW_RANK", ctx)) throw Error("this rank failed mid-timing");
+      if (switch_names_this_rank("ROOFBENCH_TEST_DIE_RANK", ctx)) ::kill(::getppid(), SIGKILL);
+      if (std::getenv("ROOFBENCH_TEST_THROW_RANK") || std::getenv("ROOFBENCH_TEST_DIE_RANK"))
+        std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    ScaleCase::run(ctx);
+  }
+
+ private:
+  int runs_ = 0;
+};
+
 void describe(Plugin& plugin) {
   plugin.name = "ranks";
   plugin.description = "test plugin: cases for ranks in several processes";
@@ -88,6 +133,10 @@ void describe(Plugin& plugin) {
                                       [](std::size_t n) { return std::make_unique<RankScaleCase>(n, 2.0f); }));
   plugin.add(test_plugins::scale_spec("nap", "y = 2x after a millisecond's sleep", {Axis::ints("n", {1024})},
                                       [](std::size_t n) { return std::make_unique<NapCase>(n, 2.0f); }));
+  CaseSpec stall = test_plugins::scale_spec("stall", "y = 2x on ranks that work together; a test stops one mid-timing",
+                                            {Axis::ints("n", {1024})}, [](std::size_t n) { return std::make_unique<StallCase>(n, 2.0f); });
+  stall.device = DeviceNeed::cpu_ranks(2);
+  plugin.add(std::move(stall));
 }
 
 }  // namespace
