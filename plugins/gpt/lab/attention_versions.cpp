@@ -21,6 +21,12 @@ void keeper_backward(Elem* dqkv, float* delta, const Elem* dout, const Elem* out
   fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
+// v13: the keeper's forward beside v12's backward (whose configure refuses devices without the sm_90a path).
+void attention_v13_configure() {
+  attention_v12_configure();
+  fused_attention_configure();
+}
+
 const AttentionVersion<float> kFp32Versions[] = {
     {"v1", "v1 (SIMT fp32)", false, attention_v1_configure, attention_v1_forward, attention_v1_backward},
     {"v8", fp32_attention_keeper_name(), true, fused_attention_configure, keeper_forward<float>,
@@ -38,6 +44,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v11_configure, attention_v11_forward, keeper_backward<bf16>},
     {"v12", "v12 (v11's forward; persistent TMA + wgmma backward, sm_90a)", false, attention_v12_configure,
      attention_v11_forward, attention_v12_backward},
+    {"v13", "v13 (v9's forward; v12's backward, sm_90a)", false, attention_v13_configure, keeper_forward<bf16>,
+     attention_v12_backward},
 };
 
 }  // namespace
