@@ -34,6 +34,11 @@ RankFigures figures_of(const Result& r, int rank, const std::vector<std::string>
 
 bool caused_by_another_rank(const Result& r) { return r.message.rfind(kEndedByRank, 0) == 0; }
 
+// Whether a failed Result may leave the ranks that work together waiting for its rank (in a collective it
+// never reached). One judged implausible was measured in full, every collective run: no rank waits for it, and
+// stopping the others' workers (in their teardown, say) would only lose their figures.
+bool may_leave_others_waiting(const Result& r) { return !r.passed() && r.status != Status::implausible; }
+
 // The rank whose failure is the benchmark's: the first that failed of its own accord; else the first that
 // timed out (it may have waited in a collective for a rank that failed); else the first that failed.
 std::optional<std::size_t> failing_rank(const std::vector<Result>& results) {
@@ -218,7 +223,7 @@ std::optional<std::string> RankLink::watch() {
     for (std::size_t r = 1; r < early.size(); ++r) {
       if (!early[r] || early[r]->empty() || early[r]->front() != kFinished) continue;
       const Result theirs = wire::result_from_bytes(early[r]->substr(1));
-      if (!theirs.passed()) return ended_by(r, theirs);
+      if (may_leave_others_waiting(theirs)) return ended_by(r, theirs);
     }
   } catch (const RendezvousError& e) {
     lost_ = e.what();
@@ -244,7 +249,7 @@ void RankLink::give_notice(const Result& own) {
 
 Result RankLink::finish(const Result& own, bool together) {
   if (lost_) throw RendezvousError(*lost_);
-  if (together && rank() == 0 && !own.passed()) give_notice(own);
+  if (together && rank() == 0 && may_leave_others_waiting(own)) give_notice(own);
   const std::string payload = wire::result_bytes(own);
   while (true) {
     const std::string verdict = round(kFinished, payload);

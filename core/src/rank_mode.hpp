@@ -15,7 +15,8 @@
 // GPU) when one rank fails or dies. While their workers measure, the parents watch the rendezvous: rank 0
 // reads the Results other ranks send early and sees a closed connection at once; where a rank failed or
 // ended, rank 0 kills its own worker, gives notice to the ranks still measuring, and they kill theirs. The
-// benchmark then fails on every rank naming the rank where it began.
+// benchmark then fails on every rank naming the rank where it began. A Result judged implausible stops no
+// one: its rank ran every collective.
 #pragma once
 
 #include <chrono>
@@ -69,12 +70,14 @@ class RankLink {
   // A round of Context::exchange: every process's blob; throws Error when the round fails.
   std::vector<std::string> exchange(const std::string& blob);
   // While this rank's worker measures a case whose ranks work together (RankWorld::watch), without waiting:
-  // why it must stop now, or nothing. At rank 0: another rank sent a failed Result (ended_by names it) or
-  // closed its connection; elsewhere: rank 0's notice of that, or rank 0 closed or gave up.
+  // why it must stop now, or nothing. At rank 0: another rank sent a failed Result other than an implausible
+  // one (ended_by names it) or closed its connection; elsewhere: rank 0's notice of that, or rank 0 closed or
+  // gave up.
   std::optional<std::string> watch();
   // Rounds with this rank's finished Result until rank 0 answers with the combined one. `together`: the
-  // ranks work together; where rank 0's own result failed, it first gives notice to the ranks still measuring,
-  // whose watch() ends their measurement (they may be waiting in a collective for it).
+  // ranks work together; where rank 0's own result failed (other than as implausible), it first gives notice
+  // to the ranks still measuring, whose watch() ends their measurement (they may be waiting in a collective
+  // for it).
   Result finish(const Result& own, bool together = false);
 
  private:

@@ -152,6 +152,19 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(found["ranks/sum/n:1024"]["roofbench"]["status"], "ok", run.describe())
         self.assertIn("are marked stale", run.out[1][2], run.describe())
 
+    def test_a_figure_impossible_on_one_rank_of_a_collective_stops_no_other_rank(self):
+        # Rank 1's stall is implausible once measured in full: rank 0, still in its teardown, is not stopped.
+        cache = os.path.join(self.tmp.name, "cache")
+        shutil.copytree(os.environ["ROOFBENCH_CACHE_DIR"], cache)
+        run = Ranks(3, ["--benchmark_filter=^ranks/stall/"], self.results,
+                    env={"ROOFBENCH_TEST_IMPLAUSIBLE_RANK": "1", "ROOFBENCH_TEST_SLOW_TEARDOWN_RANK": "0",
+                         "ROOFBENCH_CACHE_DIR": cache})
+        self.assertEqual(run.codes(), [1, 1, 1], run.describe())
+        stall = entries(self.results)["ranks/stall/n:1024"]
+        self.assertEqual(stall["roofbench"]["status"], "implausible", run.describe())
+        self.assertIn("rank 1: FLOP/s", stall["error_message"], run.describe())
+        self.assertEqual([k["status"] for k in stall["roofbench"]["ranks"]], ["ok", "implausible", "ok"], run.describe())
+
     def stalled(self, switch, rank):
         """Three ranks of `stall` (and scale before it), one stopped mid-timing while the others wait for it."""
         run = Ranks(3, ["--benchmark_filter=^ranks/(scale|stall)/", "--timeout", "60"], self.results,

@@ -7,7 +7,8 @@
 // Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
 // ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
 // ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's);
-// ROOFBENCH_TEST_IMPLAUSIBLE_RANK=r makes rank r's scale claim 1e9 times the work it does (faster than the CPU).
+// ROOFBENCH_TEST_IMPLAUSIBLE_RANK=r makes rank r's scale and stall claim 1e9 times the work they do (faster than
+// the CPU); ROOFBENCH_TEST_SLOW_TEARDOWN_RANK=r makes rank r's stall take a second over its teardown.
 #include <signal.h>
 #include <unistd.h>
 
@@ -108,6 +109,20 @@ class NapCase final : public test_plugins::ScaleCase {
 class StallCase final : public test_plugins::ScaleCase {
  public:
   using ScaleCase::ScaleCase;
+  void setup(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
+    slow_teardown_ = switch_names_this_rank("ROOFBENCH_TEST_SLOW_TEARDOWN_RANK", ctx);
+    ScaleCase::setup(ctx);
+  }
+  Work work() const override {
+    Work w = ScaleCase::work();
+    w.flops *= claimed_;
+    w.bytes *= claimed_;
+    return w;
+  }
+  void teardown(Context&) override {
+    if (slow_teardown_) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   void run(Context& ctx) override {
     if (++runs_ == 5) {
       if (switch_names_this_rank("ROOFBENCH_TEST_THROW_RANK", ctx)) throw Error("this rank failed mid-timing");
@@ -120,6 +135,8 @@ class StallCase final : public test_plugins::ScaleCase {
 
  private:
   int runs_ = 0;
+  double claimed_ = 1;  // how much more work() claims than run() does
+  bool slow_teardown_ = false;
 };
 
 void describe(Plugin& plugin) {
