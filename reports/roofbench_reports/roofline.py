@@ -198,7 +198,7 @@ def point_hover(point):
         benchmark.name,
         f"time {format_time(benchmark.median_seconds)}, noise {format_percent(None if noise is None else 100 * noise, 2)}"
         + (" (NOISY)" if benchmark.noisy else ""),
-        f"{format_percent(benchmark.counter('roof_pct'))} of roof" + (" (the read roof)" if benchmark.read_dominated else "")
+        f"{format_percent(benchmark.counter('roof_pct'))} of roof" + (f" (the {benchmark.roof_note} roof)" if benchmark.roof_note else "")
         + f", {format_si(point.flops_per_s, 'FLOP/s')}, AI {format_number(point.intensity)} FLOP/B, "
         + (benchmark.precision or "precision ?"),
     ]
@@ -216,13 +216,15 @@ class RidgeCrossing:
 
 def ridge_crossings(groups, roofs, bandwidth, read_bandwidth):
     """Where a sweep passes the ridge of its precision's roof: memory-bound on one side, compute-bound
-    on the other. A read-dominated case is judged against the read roof's ridge."""
+    on the other. A case is judged against the ridge of the memory roof it was placed under (the read
+    roof's for a read-dominated case, the cache roof's for one whose data sat in cache)."""
     crossings = []
     for g in groups:
         if len(g.points) < 2:
             continue
         roof = next((r for r in roofs if g.points[0].benchmark.precision in r.precisions), None)
-        slope = read_bandwidth if g.points[0].benchmark.read_dominated and read_bandwidth else bandwidth
+        first = g.points[0].benchmark
+        slope = first.memory_roof_Bps or (read_bandwidth if first.read_dominated and read_bandwidth else bandwidth)
         if roof is None or not slope:
             continue
         ridge = roof.ridge(slope)
