@@ -52,10 +52,7 @@ TEST(Place, ReadDominatedWithoutAReadRoofFallsBackToTheCopyCeiling) {
 
 // The ceilings an H200 measured: copy (read + written) 4.240e12 B/s, read streaming 4.686e12, L2 2.80e13.
 Ceilings h200_ceilings() {
-  Ceilings c;
-  c.bandwidth = 4.240e12;
-  c.read_bandwidth = 4.686e12;
-  c.cache_bandwidth = 2.80e13;
+  Ceilings c{.bandwidth = 4.240e12, .read_bandwidth = 4.686e12, .cache_bandwidth = 2.80e13};
   c.flops_of(Precision::fp32) = 67e12;
   c.flops_of(Precision::bf16) = 989e12;
   return c;
