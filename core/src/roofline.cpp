@@ -45,7 +45,9 @@ namespace {
 std::string mixed_roof_name(const Ceilings& c, double f) {
   if (!(c.read_bandwidth > c.bandwidth) || f == 0.5) return "dram copy";
   if (f >= 1) return "dram read";
-  return "dram mixed " + std::to_string(static_cast<int>(std::lround(100 * f))) + "% read";
+  // 1% to 99%: a mix rounded to a whole ceiling's share would read as that ceiling.
+  const long percent = std::clamp(std::lround(100 * f), 1L, 99L);
+  return "dram mixed " + std::to_string(percent) + "% read";
 }
 
 }  // namespace

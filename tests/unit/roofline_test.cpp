@@ -97,6 +97,7 @@ TEST(MemoryRoof, FractionsOutsideZeroToOneAreClamped) {
   EXPECT_DOUBLE_EQ(mixed_bandwidth(c, -1), mixed_bandwidth(c, 0));
   EXPECT_LT(mixed_bandwidth(c, 0), c.bandwidth);  // all writes: the implied write rate, below the copy roof
   EXPECT_EQ(memory_roof(c, Work{.bytes = 1, .bytes_read = 5}).name, "dram read");
+  EXPECT_EQ(memory_roof(c, Work{.bytes = 1000, .bytes_read = 998}).name, "dram mixed 99% read");
 }
 
 TEST(MemoryRoof, NotSaidKeepsTheReadDominatedRule) {
