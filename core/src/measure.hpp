@@ -191,7 +191,7 @@ struct Result : ResultParts {
   std::vector<Summary> summaries;
   Bound bound = Bound::memory;  // where the result sits on the roofline
   double attainable_flops = 0;  // the roofline's height there
-  MemoryRoof memory_roof;       // the memory roof it was placed under (roofline.hpp); empty name: not placed
+  MemoryRoof memory_roof;       // the memory roof it was placed under (roofline.hpp); 0 B/s: none measured
 
   // The value of one of the host's figures (fig::), NaN where the measurement did not make it.
   double figure(std::string_view name) const;

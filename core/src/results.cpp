@@ -213,7 +213,7 @@ void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
   if (r.work.read_dominated) j.field("read_dominated", true);
   write_facts(j, r.case_facts);
   j.field("attainable_flops", r.attainable_flops);
-  if (!failed && !r.memory_roof.name.empty())
+  if (!failed && r.memory_roof.bytes_per_s > 0)
     j.field("memory_roof", r.memory_roof.name).field("memory_roof_Bps", r.memory_roof.bytes_per_s);
   j.key("memory").begin_object();
   j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
