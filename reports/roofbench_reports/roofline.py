@@ -286,6 +286,12 @@ class Roofline:
     crossings: list
     unplotted: int  # benchmarks without a positive FLOP/s and AI
     measured: list = field(default_factory=list)  # MeasuredPoint: the points by the hardware's counters
+    cache_bandwidth: float = None  # the cache roof, when a plotted benchmark was placed under it
+
+    def memory_roofs(self):
+        """(bandwidth, kind) of each memory roof to draw: "memory" (the copy roof), "read-streaming", "cache"."""
+        kinds = ((self.bandwidth, "memory"), (self.read_bandwidth, "read-streaming"), (self.cache_bandwidth, "cache"))
+        return [(bandwidth, kind) for bandwidth, kind in kinds if bandwidth]
 
     @property
     def points(self):
@@ -328,6 +334,8 @@ def roofline_of(device_results):
     groups = group_points(points)
     roofs = compute_roofs(ceilings, {point.benchmark.precision for point in points})
     read = ceilings.read_bandwidth_Bps if ceilings.read_bandwidth_Bps != ceilings.bandwidth_Bps else None
+    # The host names the roof it placed each benchmark under: a cache roof is drawn when a point sits under it.
+    cache = max((p.benchmark.memory_roof_Bps or 0 for p in points if p.benchmark.memory_roof == "cache"), default=0)
     return Roofline(device_results.device.name, groups, roofs, ceilings.bandwidth_Bps, read,
                     ridge_crossings(groups, roofs, ceilings.bandwidth_Bps, ceilings.read_bandwidth_Bps),
-                    len(device_results.benchmarks) - len(points), measured_points(points))
+                    len(device_results.benchmarks) - len(points), measured_points(points), cache or None)

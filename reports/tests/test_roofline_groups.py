@@ -175,6 +175,13 @@ class PlacedMemoryRoofTest(unittest.TestCase):
             entry("hot", {"n": "1"}, 1e6, 1e6, 1e-5, memory_roof="cache", memory_roof_Bps=2e11, cache_resident=True)])
         [point] = plottable_points(device)
         self.assertIn("of roof (the cache roof)", point_hover(point))
+        self.assertEqual(roofline_of(device).memory_roofs(), [(BANDWIDTH, "memory"), (READ_BANDWIDTH, "read-streaming"),
+                                                              (2e11, "cache")])
+
+    def test_the_cache_roof_is_drawn_only_when_a_point_sits_under_it(self):
+        device, _ = self.benchmarks([entry("copy", {"n": "1"}, 1e6, 1e6, 1e-4, memory_roof="dram copy",
+                                           memory_roof_Bps=BANDWIDTH)])
+        self.assertEqual([kind for _, kind in roofline_of(device).memory_roofs()], ["memory", "read-streaming"])
 
     def test_a_sweep_in_cache_crosses_the_ridge_of_the_cache_roof(self):
         sweep = [entry("matmul", {"n": str(n)}, 2 * n**3, 12 * n * n, 1e-6 * n, memory_roof="cache",
