@@ -309,7 +309,7 @@ void time_and_place(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext
   time_case(r, b, [&] { c.run(ctx); }, ranks, o, rotation, together ? &ctx.world() : nullptr);
   const double cache = ranks.front()->cache_bytes();
   r.cache_resident = !r.cold && cache > 0 && r.work.bytes > 0 && r.work.bytes <= cache;
-  r.point = place(r.work, r.stats.median, r.precision, ceilings);
+  r.point = place(r.work, r.stats.median, r.precision, ceilings, r.cache_resident);
   for (const auto& rate : r.work.rates) r.rates.push_back({rate.name, rate.value / r.stats.median});
 }
 

@@ -144,7 +144,7 @@ struct ResultParts {
   bool cold = false;
   int cold_copies = 0;  // cold by rotation over this many copies of the case's inputs; 0: by flush, or hot
   // Hot, and the case's minimum bytes fit in the device's last-level cache: runs read it there, so the
-  // DRAM roof understates what they can reach (roof_pct can pass 100%).
+  // DRAM roof understates what they can reach; the run is placed under the cache bandwidth instead.
   bool cache_resident = false;
   bool hold_abandoned = false;  // the hold timed out with one run queued (a profiler serialising launches)
   // Why the samples cannot be trusted as one number (two clusters, noise far above --noise, unsettled:
@@ -191,6 +191,7 @@ struct Result : ResultParts {
   std::vector<Summary> summaries;
   Bound bound = Bound::memory;  // where the result sits on the roofline
   double attainable_flops = 0;  // the roofline's height there
+  MemoryRoof memory_roof;       // the memory roof it was placed under (roofline.hpp); 0 B/s: none measured
 
   // The value of one of the host's figures (fig::), NaN where the measurement did not make it.
   double figure(std::string_view name) const;

@@ -52,7 +52,7 @@ std::optional<std::string> implausibility(const Result& r, const Ceilings& measu
     return over_text("FLOP/s", flops_per_s, compute_roof, (std::string(to_string(r.precision)) + " roof").c_str(), factor) +
            "; " + likely_cause(r);
   const double bytes_per_s = r.work.bytes / median;
-  const double memory_roof_now = r.cold ? memory_roof(measured, r.work) : measured.cache_bandwidth;
+  const double memory_roof_now = r.cold ? memory_roof(measured, r.work).bytes_per_s : measured.cache_bandwidth;
   if (memory_roof_now > 0 && bytes_per_s > memory_roof_now * factor)
     return over_text("B/s", bytes_per_s, memory_roof_now, r.cold ? "main-memory roof" : "cache bandwidth", factor) +
            "; " + likely_cause(r);

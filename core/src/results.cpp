@@ -209,9 +209,12 @@ void write_case(JsonWriter& j, const Result& r, bool gate_enabled) {
   if (!r.sweep_axis.empty()) j.field("sweep_axis", r.sweep_axis);
   j.field("flops", r.work.flops).field("bytes", r.work.bytes).field("items", r.work.items);
   j.field("item_name", r.work.item_name);
+  if (r.work.bytes_read > 0) j.field("bytes_read", r.work.bytes_read);
   if (r.work.read_dominated) j.field("read_dominated", true);
   write_facts(j, r.case_facts);
   j.field("attainable_flops", r.attainable_flops);
+  if (!failed && r.memory_roof.bytes_per_s > 0)
+    j.field("memory_roof", r.memory_roof.name).field("memory_roof_Bps", r.memory_roof.bytes_per_s);
   j.key("memory").begin_object();
   j.field("allocated", r.memory.allocated).field("peak", r.memory.peak);
   j.field("reserved", r.memory.reserved).field("driver_used", r.memory.driver_used);

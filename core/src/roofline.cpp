@@ -1,6 +1,7 @@
 #include "roofline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace roofbench {
@@ -30,18 +31,51 @@ double compute_roof(const Ceilings& c, Precision p) {
   return 0;
 }
 
-double memory_roof(const Ceilings& c, const Work& work) {
-  return work.read_dominated && c.read_bandwidth > 0 ? c.read_bandwidth : c.bandwidth;
+double mixed_bandwidth(const Ceilings& c, double read_fraction) {
+  const double f = std::clamp(read_fraction, 0.0, 1.0);
+  const double C = c.bandwidth, R = c.read_bandwidth;
+  if (!(C > 0) || !(R > C)) return C;
+  const double inverse_write = 2 / C - 1 / R;  // > 0: R > C > C/2
+  return 1 / (f / R + (1 - f) * inverse_write);
 }
 
-RooflinePoint place(const Work& work, double seconds, Precision precision, const Ceilings& ceilings) {
+namespace {
+
+// "dram mixed 67% read", or the ceiling's own name where the fraction lands on one.
+std::string mixed_roof_name(const Ceilings& c, double f) {
+  if (!(c.read_bandwidth > c.bandwidth) || f == 0.5) return "dram copy";
+  if (f >= 1) return "dram read";
+  // 1% to 99%: a mix rounded to a whole ceiling's share would read as that ceiling.
+  const long percent = std::clamp(std::lround(100 * f), 1L, 99L);
+  return "dram mixed " + std::to_string(percent) + "% read";
+}
+
+}  // namespace
+
+MemoryRoof memory_roof(const Ceilings& c, const Work& work) {
+  if (work.bytes_read > 0 && work.bytes > 0) {
+    const double f = std::min(work.bytes_read / work.bytes, 1.0);
+    return {mixed_bandwidth(c, f), mixed_roof_name(c, f)};
+  }
+  if (work.read_dominated && c.read_bandwidth > 0) return {c.read_bandwidth, "dram read"};
+  return {c.bandwidth, "dram copy"};
+}
+
+MemoryRoof memory_roof(const Ceilings& c, const Work& work, bool cache_resident) {
+  if (cache_resident && c.cache_bandwidth > 0) return {c.cache_bandwidth, "cache"};
+  return memory_roof(c, work);
+}
+
+RooflinePoint place(const Work& work, double seconds, Precision precision, const Ceilings& ceilings,
+                    bool cache_resident) {
   RooflinePoint r;
   if (!(seconds > 0)) return r;
   r.flops_per_s = work.flops / seconds;
   r.bytes_per_s = work.bytes / seconds;
   r.intensity = work.bytes > 0 ? work.flops / work.bytes : std::numeric_limits<double>::infinity();
   const double roof = compute_roof(ceilings, precision);
-  const double bandwidth = memory_roof(ceilings, work);
+  r.memory_roof = memory_roof(ceilings, work, cache_resident);
+  const double bandwidth = r.memory_roof.bytes_per_s;
   if (work.flops <= 0) {
     r.bound = Bound::memory;
     r.roof_fraction = bandwidth > 0 ? r.bytes_per_s / bandwidth : 0;

@@ -204,6 +204,7 @@ Result result_of(const Measurement& m) {
   add_plugin_figures(r.summaries, m);
   r.bound = m.point.bound;
   r.attainable_flops = m.point.attainable;
+  r.memory_roof = m.point.memory_roof;
   return r;
 }
 

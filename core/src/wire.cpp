@@ -13,12 +13,12 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 928, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 976, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(CaseSpec) == 232, "CaseSpec changed: encode it in wire.cpp, then update this size");
-static_assert(sizeof(Work) == 88, "Work changed: encode it in wire.cpp, then update this size");
+static_assert(sizeof(Work) == 96, "Work changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(KernelCounters) == 96, "KernelCounters changed: encode it in wire.cpp, then update this size");
 #endif
 
@@ -199,7 +199,7 @@ void fields(Io& io, X& o) {
 }
 template <typename Io, Is<Work> X>
 void fields(Io& io, X& w) {
-  io(w.flops, w.bytes, w.items, w.item_name, w.rates, w.read_dominated);
+  io(w.flops, w.bytes, w.bytes_read, w.items, w.item_name, w.rates, w.read_dominated);
 }
 template <typename Io, Is<KernelTime> X>
 void fields(Io& io, X& k) {
@@ -230,7 +230,7 @@ void fields(Io& io, X& x) {
   auto& t = x.phases;
   io(t.setup, t.gate, t.warmup, t.sampling, t.profile, t.total);
   io(x.gate_checked, x.graph, x.cold, x.cold_copies, x.cache_resident, x.hold_abandoned, x.quality_reason, x.energy_note);
-  io(x.bound, x.attainable_flops, x.rank_figures);
+  io(x.bound, x.attainable_flops, x.memory_roof.name, x.memory_roof.bytes_per_s, x.rank_figures);
 }
 
 template <typename T>

@@ -149,18 +149,22 @@ struct Figure {
 
 // The work of ONE run(), counted from the shapes (not measured): the host turns it into rates.
 // bytes is the minimum traffic to main memory: each input read once, each output written once.
+// bytes_read is the part of bytes that is read (the inputs read once); the host then places the case
+// under a memory roof for that mix of reads and writes (docs/method.md). 0: not said.
 // A case on several GPUs counts flops and bytes per rank (its result is placed against one GPU's roofs)
 // and items of all ranks.
 struct Work {
   double flops = 0;
   double bytes = 0;
+  double bytes_read = 0;  // of bytes, the minimum read; 0: not said (read_dominated then chooses the roof)
   double items = 0;       // elements, tokens, images...: reported as <item_name>/s
   std::string item_name;  // e.g. "tokens"; empty: items are not reported
   // Further amounts per run that the host reports as rates (amount / median time) under their own
   // name, e.g. {"busbw", bytes * 2(k-1)/k} for an all-reduce.
   std::vector<Amount> rates;
   // The minimum bytes are (nearly) all reads, as in attention decode reading a KV cache: the memory roof
-  // is then the device's read-streaming ceiling, which is higher than its copy ceiling.
+  // is then the device's read-streaming ceiling, which is higher than its copy ceiling. Only consulted
+  // when bytes_read is not said: bytes_read == bytes says the same more exactly.
   bool read_dominated = false;
 };
 

@@ -103,6 +103,7 @@ void LayerCase::run(Context& ctx) {
 Work LayerCase::work() const {
   return {.flops = conv_.shape().flops(),
           .bytes = conv_.pass_bytes(pass_),
+          .bytes_read = conv_.pass_bytes_read(pass_),
           .items = double(conv_.shape().n),
           .item_name = "images"};
 }
@@ -207,6 +208,7 @@ Work NetworkCase::work() const {
       if (conv->has(pass)) {
         work.flops += conv->shape().flops();
         work.bytes += conv->pass_bytes(pass);
+        work.bytes_read += conv->pass_bytes_read(pass);
       }
   return work;
 }

@@ -121,6 +121,13 @@ double Convolution::pass_bytes(Pass pass) const {
          double(input + shape_.filter_elements() + shape_.output_elements());
 }
 
+double Convolution::pass_bytes_read(Pass pass) const {
+  const std::int64_t written = pass == Pass::fwd        ? shape_.output_elements()
+                               : pass == Pass::bwd_data ? shape_.input_elements()
+                                                        : shape_.filter_elements();
+  return pass_bytes(pass) - double(case_support::element_bytes(format_.element)) * double(written);
+}
+
 std::size_t Convolution::workspace_bytes() const {
   std::size_t most = 0;
   for (const auto& choice : choices_)

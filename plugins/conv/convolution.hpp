@@ -90,6 +90,8 @@ class Convolution {
   // The pass's minimum traffic: its two operands read once and its result written once. The forward and
   // the filter gradient read only the input a window covers; the data gradient writes all of dx.
   double pass_bytes(Pass pass) const;
+  // Of pass_bytes, the reads: all but the one tensor the pass writes (y, dx or dw).
+  double pass_bytes_read(Pass pass) const;
   const kernels::ConvShape& shape() const { return shape_; }
   const Layer& layer() const { return layer_; }
   const std::optional<AlgorithmChoice>& choice(Pass pass) const { return choices_[std::size_t(pass)]; }

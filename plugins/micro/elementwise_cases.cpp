@@ -71,6 +71,7 @@ class AddCase final : public Case {
     Work work;
     work.flops = double(n_);
     work.bytes = 3.0 * double(n_) * sizeof(T);
+    work.bytes_read = 2.0 * double(n_) * sizeof(T);  // a and b read, c written
     work.items = double(n_);
     work.item_name = "elements";
     return work;
@@ -121,6 +122,7 @@ class CopyCase final : public Case {
   Work work() const override {
     Work work;
     work.bytes = 2.0 * double(bytes_);  // read once, written once
+    work.bytes_read = double(bytes_);
     return work;
   }
 

@@ -85,8 +85,8 @@ class MatmulCase : public Case {
     const auto [m, n, k] = shape_;
     Work work;
     work.flops = 2.0 * double(m) * double(n) * double(k) * double(batch_);
-    work.bytes = double(batch_) * (double(element_bytes(input_)) * double(m * k + k * n) +
-                                   double(element_bytes(output_)) * double(m * n));
+    work.bytes_read = double(batch_) * double(element_bytes(input_)) * double(m * k + k * n);  // A and B
+    work.bytes = work.bytes_read + double(batch_) * double(element_bytes(output_)) * double(m * n);
     if (count_matrices_) {
       work.items = double(batch_);
       work.item_name = "matrices";

@@ -101,6 +101,7 @@ class AttentionCase : public Case {
     Work w;
     w.flops = shape_.flops();
     w.bytes = shape_.min_bytes(case_support::element_bytes(element_));
+    w.bytes_read = shape_.min_bytes_read(case_support::element_bytes(element_));
     w.items = double(shape_.batch * shape_.q_len);
     w.item_name = "tokens";
     // Decode reads the KV cache and writes one row per sequence.

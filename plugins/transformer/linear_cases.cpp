@@ -58,6 +58,7 @@ class Linear : public Case {
     w.flops = 2.0 * double(tokens_) * double(in_) * double(out_);
     const double read = 2.0 * double(in_ * out_ + in_ * tokens_), written = 2.0 * double(out_ * tokens_);
     w.bytes = read + written;
+    w.bytes_read = read;
     w.items = double(tokens_);
     w.item_name = "tokens";
     // At a few tokens the weight read is nearly all the traffic: judge it by the read roof.

@@ -23,13 +23,12 @@ def _html_lines(text):
 
 def _roof_traces(model):
     traces = []
-    for bandwidth, read in ((model.bandwidth, False), (model.read_bandwidth, True)):
-        if bandwidth:
-            start, end = model.memory_roof_start(), model.memory_roof_end(bandwidth)
-            name = f"{'read-streaming' if read else 'memory'} roof {format_si(bandwidth, 'B/s')}"
-            traces.append({"type": "scatter", "mode": "lines", "x": [start, end], "y": [start * bandwidth, end * bandwidth],
-                           "name": name, "hoverinfo": "name",
-                           "line": {"color": palette.MEMORY_ROOF, "width": 2.5, "dash": "dash" if read else "solid"}})
+    dashes = {"memory": "solid", "read-streaming": "dash", "cache": "dot"}
+    for bandwidth, kind in model.memory_roofs():
+        start, end = model.memory_roof_start(), model.memory_roof_end(bandwidth)
+        traces.append({"type": "scatter", "mode": "lines", "x": [start, end], "y": [start * bandwidth, end * bandwidth],
+                       "name": f"{kind} roof {format_si(bandwidth, 'B/s')}", "hoverinfo": "name",
+                       "line": {"color": palette.MEMORY_ROOF, "width": 2.5, "dash": dashes[kind]}})
     for roof in model.roofs:
         start, right = model.compute_roof_span(roof)
         traces.append({"type": "scatter", "mode": "lines+markers" if model.bandwidth else "lines",

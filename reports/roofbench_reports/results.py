@@ -409,6 +409,26 @@ class Benchmark:
     def read_dominated(self):
         return self._info("read_dominated") is True
 
+    @property
+    def memory_roof(self):
+        """The memory roof the host placed the benchmark under: "dram copy", "dram read", "dram mixed 67%
+        read" or "cache"; for results that do not name it, the read roof or the copy roof by read_dominated."""
+        named = self._info("memory_roof")
+        if isinstance(named, str) and named:
+            return named
+        return "dram read" if self.read_dominated else "dram copy"
+
+    @property
+    def memory_roof_Bps(self):
+        """That roof's B/s, None where the results do not say."""
+        return finite_number(self._info("memory_roof_Bps", None))
+
+    @property
+    def roof_note(self):
+        """The memory roof in a few words where it is not the copy roof: "read", "mixed 67% read", "cache"."""
+        roof = self.memory_roof
+        return "" if roof == "dram copy" else roof.removeprefix("dram ")
+
     def fast_edge_ratios(self):
         """Per run: its 5th-percentile sample over its median. Interference (preemption, a flushed
         cache) only adds time, so a run whose fast samples lie far below its median was slowed for

@@ -198,7 +198,7 @@ def point_hover(point):
         benchmark.name,
         f"time {format_time(benchmark.median_seconds)}, noise {format_percent(None if noise is None else 100 * noise, 2)}"
         + (" (NOISY)" if benchmark.noisy else ""),
-        f"{format_percent(benchmark.counter('roof_pct'))} of roof" + (" (the read roof)" if benchmark.read_dominated else "")
+        f"{format_percent(benchmark.counter('roof_pct'))} of roof" + (f" (the {benchmark.roof_note} roof)" if benchmark.roof_note else "")
         + f", {format_si(point.flops_per_s, 'FLOP/s')}, AI {format_number(point.intensity)} FLOP/B, "
         + (benchmark.precision or "precision ?"),
     ]
@@ -216,13 +216,15 @@ class RidgeCrossing:
 
 def ridge_crossings(groups, roofs, bandwidth, read_bandwidth):
     """Where a sweep passes the ridge of its precision's roof: memory-bound on one side, compute-bound
-    on the other. A read-dominated case is judged against the read roof's ridge."""
+    on the other. A case is judged against the ridge of the memory roof it was placed under (the read
+    roof's for a read-dominated case, the cache roof's for one whose data sat in cache)."""
     crossings = []
     for g in groups:
         if len(g.points) < 2:
             continue
         roof = next((r for r in roofs if g.points[0].benchmark.precision in r.precisions), None)
-        slope = read_bandwidth if g.points[0].benchmark.read_dominated and read_bandwidth else bandwidth
+        first = g.points[0].benchmark
+        slope = first.memory_roof_Bps or (read_bandwidth if first.read_dominated and read_bandwidth else bandwidth)
         if roof is None or not slope:
             continue
         ridge = roof.ridge(slope)
@@ -284,6 +286,12 @@ class Roofline:
     crossings: list
     unplotted: int  # benchmarks without a positive FLOP/s and AI
     measured: list = field(default_factory=list)  # MeasuredPoint: the points by the hardware's counters
+    cache_bandwidth: float = None  # the cache roof, when a plotted benchmark was placed under it
+
+    def memory_roofs(self):
+        """(bandwidth, kind) of each memory roof to draw: "memory" (the copy roof), "read-streaming", "cache"."""
+        kinds = ((self.bandwidth, "memory"), (self.read_bandwidth, "read-streaming"), (self.cache_bandwidth, "cache"))
+        return [(bandwidth, kind) for bandwidth, kind in kinds if bandwidth]
 
     @property
     def points(self):
@@ -326,6 +334,8 @@ def roofline_of(device_results):
     groups = group_points(points)
     roofs = compute_roofs(ceilings, {point.benchmark.precision for point in points})
     read = ceilings.read_bandwidth_Bps if ceilings.read_bandwidth_Bps != ceilings.bandwidth_Bps else None
+    # The host names the roof it placed each benchmark under: a cache roof is drawn when a point sits under it.
+    cache = max((p.benchmark.memory_roof_Bps or 0 for p in points if p.benchmark.memory_roof == "cache"), default=0)
     return Roofline(device_results.device.name, groups, roofs, ceilings.bandwidth_Bps, read,
                     ridge_crossings(groups, roofs, ceilings.bandwidth_Bps, ceilings.read_bandwidth_Bps),
-                    len(device_results.benchmarks) - len(points), measured_points(points))
+                    len(device_results.benchmarks) - len(points), measured_points(points), cache or None)

@@ -35,14 +35,13 @@ def _si_axis(axis, unit=""):
 
 def _draw_roofs(ax, model):
     handles = []
-    for bandwidth, read in ((model.bandwidth, False), (model.read_bandwidth, True)):
-        if not bandwidth:
-            continue
+    styles = {"memory": ("-", "memory-roof"), "read-streaming": ("--", "read-memory-roof"), "cache": (":", "cache-memory-roof")}
+    for bandwidth, kind in model.memory_roofs():
         start, end = model.memory_roof_start(), model.memory_roof_end(bandwidth)
-        what = "read-streaming roof" if read else "memory roof"
+        linestyle, gid = styles[kind]
         handles += ax.plot([start, end], [start * bandwidth, end * bandwidth], color=palette.MEMORY_ROOF,
-                           linewidth=2 if read else 2.5, linestyle="--" if read else "-",
-                           label=f"{what} {format_si(bandwidth, 'B/s')}", gid="read-memory-roof" if read else "memory-roof")
+                           linewidth=2.5 if kind == "memory" else 2, linestyle=linestyle,
+                           label=f"{kind} roof {format_si(bandwidth, 'B/s')}", gid=gid)
     for roof in model.roofs:
         start, right = model.compute_roof_span(roof)
         handles += ax.plot([start, right], [roof.flops_per_s] * 2, color=roof.colour, linewidth=2,

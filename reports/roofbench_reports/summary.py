@@ -90,7 +90,8 @@ def benchmark_row(benchmark, cache_name="L2"):
         format_si(benchmark.counter("FLOP/s")), format_si(benchmark.counter("B/s")),
         format_number(benchmark.counter("AI")), format_percent(benchmark.counter("roof_pct")),
         (benchmark.bound or "—") + (f" (data in {cache_name})" if benchmark.cache_resident else "")
-        + (" (read roof)" if benchmark.read_dominated else ""), _gate_cell(benchmark),
+        + (f" ({benchmark.roof_note} roof)" if benchmark.roof_note and not benchmark.cache_resident else ""),
+        _gate_cell(benchmark),
     ]
 
 

@@ -7,7 +7,8 @@ import unittest
 
 from roofbench_reports import report_cli
 from roofbench_reports.results import group_by_device, parse_run
-from roofbench_reports.roofline import group_points, key_names, plottable_points
+from roofbench_reports.roofline import (group_points, key_names, plottable_points, point_hover, ridge_crossings,
+                                       roofline_of)
 
 from .helpers import TemporaryFolder
 from .test_report import page_specs, parse_svg, plotted_points, texts, with_id
@@ -147,6 +148,48 @@ class RooflineDrawingTest(unittest.TestCase):
         plotted = [trace for trace in self.spec["data"] if "hovertext" in trace]
         self.assertTrue(plotted)
         self.assertEqual({trace.get("meta") for trace in plotted}, {"lab"})
+
+
+class PlacedMemoryRoofTest(unittest.TestCase):
+    """The memory roof the host names (roofbench.memory_roof) is the one the report speaks of."""
+
+    def benchmarks(self, entries):
+        device = group_by_device([parse_run(document(entries))])[0]
+        return device, {b.case: b for b in device.benchmarks.values()}
+
+    def test_the_named_roof_wins_and_results_without_it_keep_the_read_dominated_rule(self):
+        _, named = self.benchmarks([
+            entry("hot", {"n": "1"}, 1e6, 1e6, 1e-5, memory_roof="cache", memory_roof_Bps=2e11, cache_resident=True),
+            entry("add", {"n": "1"}, 1e6, 12e6, 1e-3, memory_roof="dram mixed 67% read", memory_roof_Bps=2.2e10),
+            entry("decode", {"n": "1"}, 1e6, 1e6, 1e-4, read_dominated=True),
+            entry("copy", {"n": "1"}, 1e6, 1e6, 1e-4)])
+        self.assertEqual((named["hot"].memory_roof, named["hot"].roof_note, named["hot"].memory_roof_Bps),
+                         ("cache", "cache", 2e11))
+        self.assertEqual(named["add"].roof_note, "mixed 67% read")
+        self.assertEqual((named["decode"].memory_roof, named["decode"].roof_note), ("dram read", "read"))
+        self.assertEqual((named["copy"].memory_roof, named["copy"].roof_note, named["copy"].memory_roof_Bps),
+                         ("dram copy", "", None))
+
+    def test_hover_names_the_cache_roof_not_the_dram_one(self):
+        device, _ = self.benchmarks([
+            entry("hot", {"n": "1"}, 1e6, 1e6, 1e-5, memory_roof="cache", memory_roof_Bps=2e11, cache_resident=True)])
+        [point] = plottable_points(device)
+        self.assertIn("of roof (the cache roof)", point_hover(point))
+        self.assertEqual(roofline_of(device).memory_roofs(), [(BANDWIDTH, "memory"), (READ_BANDWIDTH, "read-streaming"),
+                                                              (2e11, "cache")])
+
+    def test_the_cache_roof_is_drawn_only_when_a_point_sits_under_it(self):
+        device, _ = self.benchmarks([entry("copy", {"n": "1"}, 1e6, 1e6, 1e-4, memory_roof="dram copy",
+                                           memory_roof_Bps=BANDWIDTH)])
+        self.assertEqual([kind for _, kind in roofline_of(device).memory_roofs()], ["memory", "read-streaming"])
+
+    def test_a_sweep_in_cache_crosses_the_ridge_of_the_cache_roof(self):
+        sweep = [entry("matmul", {"n": str(n)}, 2 * n**3, 12 * n * n, 1e-6 * n, memory_roof="cache",
+                       memory_roof_Bps=1e11) for n in (1, 4, 16, 64)]
+        device, _ = self.benchmarks(sweep)
+        groups = group_points(plottable_points(device))
+        [crossing] = ridge_crossings(groups, roofline_of(device).roofs, BANDWIDTH, READ_BANDWIDTH)
+        self.assertIn("ridge (1 FLOP/B)", crossing.text)  # 1e11 FLOP/s over 1e11 B/s, not 5 FLOP/B
 
 
 class MeasuredPointTest(unittest.TestCase):

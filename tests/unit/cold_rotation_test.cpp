@@ -104,7 +104,7 @@ struct Timed {
 
 // `world`: other processes this one works together with (a collective case under a launcher), or none.
 Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, bool cold = true,
-                const RankWorld& world = {}) {
+                const RankWorld& world = {}, const Ceilings& ceilings = {}) {
   Timed t;
   CaseSpec spec{.name = "rotating", .device = world.spans_processes() ? DeviceNeed::gpus(1) : DeviceNeed::gpu(),
                 .make = [&](const Params&) { return std::make_unique<RotatingCase>(copy_bytes, t.read); }};
@@ -115,7 +115,7 @@ Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, 
   o.max_time = 0.05;
   o.warmup_max = 0.05;
   FakeGpu gpu;
-  t.m = take_measurement(b, {&gpu}, Ceilings{}, o, world);
+  t.m = take_measurement(b, {&gpu}, ceilings, o, world);
   return t;
 }
 
@@ -195,6 +195,22 @@ TEST(ColdRotationInMeasure, HotRunsNeitherRotateNorSayAColdMode) {
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_FALSE(t.m.cold);
   EXPECT_EQ(fact(t.m, "cold_mode"), "(none)");
+}
+
+// The case's one byte fits in the fake GPU's cache: hot, it is placed under the cache roof; cold, under DRAM's.
+TEST(ColdRotationInMeasure, AHotRunWhoseBytesFitInCacheIsPlacedUnderTheCacheRoof) {
+  const Ceilings ceilings{.bandwidth = 1e9, .read_bandwidth = 2e9, .cache_bandwidth = 5e10};
+  const Timed hot = time_cold(300'000, GraphMode::automatic, false, {}, ceilings);
+  ASSERT_EQ(hot.m.status, Status::ok) << hot.m.message;
+  EXPECT_TRUE(hot.m.cache_resident);
+  EXPECT_EQ(hot.m.point.memory_roof.name, "cache");
+  EXPECT_EQ(hot.m.point.memory_roof.bytes_per_s, 5e10);
+  EXPECT_EQ(result_of(hot.m).memory_roof.name, "cache");
+  const Timed cold = time_cold(300'000, GraphMode::automatic, true, {}, ceilings);
+  ASSERT_EQ(cold.m.status, Status::ok) << cold.m.message;
+  EXPECT_FALSE(cold.m.cache_resident);
+  EXPECT_EQ(cold.m.point.memory_roof.name, "dram copy");
+  EXPECT_EQ(cold.m.point.memory_roof.bytes_per_s, 1e9);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ Measurement every_field_set() {
   r.device = "cuda:0,1";
   r.status = Status::timed_out;
   r.message = "m\xff";
-  r.work = {.flops = 1, .bytes = 2, .items = 3, .item_name = "tokens", .rates = {{"busbw", 4}}, .read_dominated = true};
+  r.work = {.flops = 1, .bytes = 2, .bytes_read = 1.5, .items = 3, .item_name = "tokens", .rates = {{"busbw", 4}}, .read_dominated = true};
   r.case_counters = {{"loss", 5}};
   r.case_facts = {{"algorithm", "x"}};
   r.gate_checked = true;
@@ -55,7 +55,7 @@ Measurement every_field_set() {
   r.samples_with_mean_clock = 25;
   r.hold_timeouts = 26;
   r.mean_clock_mhz = 27;
-  r.point = {28, 29, 30, 31, 32, Bound::compute};
+  r.point = {28, 29, 30, 31, 32, Bound::compute, {2.8e13, "cache"}};
   r.memory = {33, 34, 35, 36, 37};
   r.rates = {{"busbw", 38}};
   r.profile.kernels = {{"k", 39, 40}};
@@ -127,6 +127,9 @@ TEST(Wire, AResultCrossesUnchanged) {
   EXPECT_EQ(out.phases.total, 47);
   EXPECT_EQ(out.memory.leaked, 37);
   EXPECT_TRUE(out.work.read_dominated);
+  EXPECT_EQ(out.work.bytes_read, 1.5);
+  EXPECT_EQ(out.memory_roof.name, "cache");
+  EXPECT_EQ(out.memory_roof.bytes_per_s, 2.8e13);
   EXPECT_EQ(out.sweep_axis, "n");
   EXPECT_EQ(out.quality_reason, "q");
   EXPECT_EQ(out.energy_note, "n");

@@ -1,5 +1,5 @@
 // The parts of the plugin API that are code rather than declarations: the gate's default tolerances,
-// the error measure every gate uses, and what a Figure is made from.
+// the error measure every gate uses, what a Figure is made from, and the ABI a Work of bytes_read is.
 #include <gtest/gtest.h>
 #include <roofbench/plugin.hpp>
 
@@ -93,6 +93,17 @@ TEST(Figure, ACaseReportsNoneByDefault) {
     Check check(Context&) override { return {}; }
   };
   EXPECT_TRUE(Quiet().figures().empty());
+}
+
+// Work::bytes_read is ABI 7: a plugin of 6 has a Work 8 bytes shorter, which the host must refuse.
+TEST(PluginAbi, WorkWithBytesReadIsVersion7) {
+  static_assert(kAbiVersion == 7);
+  constexpr AbiFingerprint fingerprint = detail::fingerprint(0);
+  EXPECT_STREQ(detail::kFingerprintSizeNames[10], "Work");
+  EXPECT_EQ(fingerprint.sizes[10], sizeof(Work));
+  const Work said{.bytes = 3, .bytes_read = 2};
+  EXPECT_EQ(said.bytes_read, 2);
+  EXPECT_EQ(Work{}.bytes_read, 0);  // not said: the read_dominated rule chooses the roof
 }
 
 }  // namespace

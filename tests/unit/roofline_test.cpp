@@ -50,12 +50,96 @@ TEST(Place, ReadDominatedWithoutAReadRoofFallsBackToTheCopyCeiling) {
   EXPECT_DOUBLE_EQ(p.roof_fraction, 0.5);
 }
 
+// The ceilings an H200 measured: copy (read + written) 4.240e12 B/s, read streaming 4.686e12, L2 2.80e13.
+Ceilings h200_ceilings() {
+  Ceilings c{.bandwidth = 4.240e12, .read_bandwidth = 4.686e12, .cache_bandwidth = 2.80e13};
+  c.flops_of(Precision::fp32) = 67e12;
+  c.flops_of(Precision::bf16) = 989e12;
+  return c;
+}
+
+TEST(MemoryRoof, HalfReadIsTheCopyRoofAndAllReadIsTheReadRoof) {
+  const Ceilings c = h200_ceilings();
+  const MemoryRoof copy = memory_roof(c, Work{.bytes = 2e9, .bytes_read = 1e9});
+  EXPECT_NEAR(copy.bytes_per_s, c.bandwidth, 1e-9 * c.bandwidth);
+  EXPECT_EQ(copy.name, "dram copy");
+  const MemoryRoof read = memory_roof(c, Work{.bytes = 2e9, .bytes_read = 2e9});
+  EXPECT_NEAR(read.bytes_per_s, c.read_bandwidth, 1e-9 * c.read_bandwidth);
+  EXPECT_EQ(read.name, "dram read");
+}
+
+// An add reads two bytes for each it writes: f = 2/3, between the copy roof and the read roof.
+TEST(MemoryRoof, TwoThirdsReadOnAnH200IsItsMixedRoof) {
+  const Ceilings c = h200_ceilings();
+  const double n = 1e9;
+  const MemoryRoof add = memory_roof(c, Work{.flops = n, .bytes = 12 * n, .bytes_read = 8 * n});
+  EXPECT_NEAR(add.bytes_per_s, 4.378e12, 0.001 * 4.378e12);
+  EXPECT_EQ(add.name, "dram mixed 67% read");
+  const RooflinePoint p = place(Work{.flops = n, .bytes = 12 * n, .bytes_read = 8 * n}, 12 * n / 4.37e12,
+                                Precision::fp32, c);
+  EXPECT_NEAR(p.roof_fraction, 0.998, 0.001);
+  EXPECT_EQ(p.memory_roof.name, "dram mixed 67% read");
+}
+
+TEST(MemoryRoof, WithoutAReadRoofAboveTheCopyRoofTheMixIsTheCopyRoof) {
+  Ceilings c = h200_ceilings();
+  c.read_bandwidth = 0;
+  EXPECT_DOUBLE_EQ(mixed_bandwidth(c, 2.0 / 3), c.bandwidth);
+  EXPECT_EQ(memory_roof(c, Work{.bytes = 3, .bytes_read = 2}).name, "dram copy");
+  c.read_bandwidth = 0.9 * c.bandwidth;
+  EXPECT_DOUBLE_EQ(mixed_bandwidth(c, 1), c.bandwidth);
+  EXPECT_DOUBLE_EQ(mixed_bandwidth(Ceilings{}, 0.7), 0);
+}
+
+TEST(MemoryRoof, FractionsOutsideZeroToOneAreClamped) {
+  const Ceilings c = h200_ceilings();
+  EXPECT_DOUBLE_EQ(mixed_bandwidth(c, 1.5), mixed_bandwidth(c, 1));
+  EXPECT_DOUBLE_EQ(mixed_bandwidth(c, -1), mixed_bandwidth(c, 0));
+  EXPECT_LT(mixed_bandwidth(c, 0), c.bandwidth);  // all writes: the implied write rate, below the copy roof
+  EXPECT_EQ(memory_roof(c, Work{.bytes = 1, .bytes_read = 5}).name, "dram read");
+  EXPECT_EQ(memory_roof(c, Work{.bytes = 1000, .bytes_read = 998}).name, "dram mixed 99% read");
+}
+
+TEST(MemoryRoof, NotSaidKeepsTheReadDominatedRule) {
+  const Ceilings c = h200_ceilings();
+  EXPECT_EQ(memory_roof(c, Work{.bytes = 1e9}).name, "dram copy");
+  EXPECT_DOUBLE_EQ(memory_roof(c, Work{.bytes = 1e9}).bytes_per_s, c.bandwidth);
+  const MemoryRoof read = memory_roof(c, Work{.bytes = 1e9, .read_dominated = true});
+  EXPECT_EQ(read.name, "dram read");
+  EXPECT_DOUBLE_EQ(read.bytes_per_s, c.read_bandwidth);
+}
+
+// A hot run whose bytes sit in L2 reads them there: the cache bandwidth is its roof, not DRAM's.
+TEST(MemoryRoof, CacheResidentRunsArePlacedUnderTheCacheRoof) {
+  const Ceilings c = h200_ceilings();
+  const Work copy{.bytes = 32e6, .bytes_read = 16e6};
+  const RooflinePoint hot = place(copy, copy.bytes / (1.47 * c.bandwidth), Precision::fp32, c, true);
+  EXPECT_EQ(hot.memory_roof.name, "cache");
+  EXPECT_DOUBLE_EQ(hot.memory_roof.bytes_per_s, c.cache_bandwidth);
+  EXPECT_LT(hot.roof_fraction, 1.0);
+  const RooflinePoint dram = place(copy, copy.bytes / (1.47 * c.bandwidth), Precision::fp32, c, false);
+  EXPECT_EQ(dram.memory_roof.name, "dram copy");
+  EXPECT_NEAR(dram.roof_fraction, 1.47, 1e-9);
+  Ceilings no_cache = c;
+  no_cache.cache_bandwidth = 0;
+  EXPECT_EQ(memory_roof(no_cache, copy, true).name, "dram copy");
+}
+
+// A memory-bound GEMM in cache: the attainable FLOP/s rise with the cache roof.
+TEST(MemoryRoof, ACacheResidentGemmsAttainableFollowsTheCacheRoof) {
+  const Ceilings c = h200_ceilings();
+  const Work gemm{.flops = 1e9, .bytes = 1e9, .bytes_read = 0.75e9};
+  const RooflinePoint p = place(gemm, 1e-3, Precision::bf16, c, true);
+  EXPECT_EQ(p.bound, Bound::memory);
+  EXPECT_DOUBLE_EQ(p.attainable, c.cache_bandwidth);
+}
+
 TEST(Place, ReadDominatedCopyLikeWorkWithNoFlopsUsesTheReadRoof) {
   Ceilings c = cpu_like_ceilings();
   c.read_bandwidth = 200e9;
   const Work scan{.bytes = 1e9, .read_dominated = true};
   EXPECT_DOUBLE_EQ(place(scan, scan.bytes / 100e9, Precision::fp32, c).roof_fraction, 0.5);
-  EXPECT_DOUBLE_EQ(memory_roof(c, Work{.bytes = 1e9}), 100e9);
+  EXPECT_DOUBLE_EQ(memory_roof(c, Work{.bytes = 1e9}).bytes_per_s, 100e9);
 }
 
 TEST(Place, LargeGemmIsComputeBound) {

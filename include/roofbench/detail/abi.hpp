@@ -18,7 +18,8 @@ namespace roofbench {
 //    Check::counters; Work::rates holds Amounts.
 // 5: Case::rotation() and Rotation: copies of a case's inputs for cold timing without a flush.
 // 6: Context::world_size(), first_rank(), exchange(): ranks in several processes; DeviceNeed::cpu_ranks().
-inline constexpr std::uint32_t kAbiVersion = 6;
+// 7: Work::bytes_read: the read part of the minimum bytes, for the mixed read/write memory roof.
+inline constexpr std::uint32_t kAbiVersion = 7;
 
 // What must match between a plugin and the host beyond kAbiVersion, filled in by ROOFBENCH_PLUGIN in the
 // plugin's own translation unit: the standard library and its dual-ABI setting (a std::string of the
@@ -85,9 +86,9 @@ constexpr AbiFingerprint fingerprint(std::uint32_t cuda_runtime_major) {
 // The layout this kAbiVersion stands for, where it is known (x86-64, libstdc++'s C++11 ABI): a change
 // of any of these types fails here until kAbiVersion is bumped and the sizes are updated together.
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(kAbiVersion == 6, "update the layout assertions below together with kAbiVersion");
+static_assert(kAbiVersion == 7, "update the layout assertions below together with kAbiVersion");
 static_assert(sizeof(Plugin) == 88 && sizeof(CaseSpec) == 232 && sizeof(Axis) == 56 && sizeof(Params) == 24 &&
-                  sizeof(DeviceNeed) == 12 && sizeof(Timing) == 16 && sizeof(Work) == 88 && sizeof(Check) == 48 &&
+                  sizeof(DeviceNeed) == 12 && sizeof(Timing) == 16 && sizeof(Work) == 96 && sizeof(Check) == 48 &&
                   sizeof(Amount) == 40 && sizeof(Figure) == 80 && sizeof(DeviceInfo) == 40 && sizeof(Context) == 8,
               "a plugin API type changed layout: bump kAbiVersion and update these sizes");
 #endif

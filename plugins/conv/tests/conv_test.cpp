@@ -120,10 +120,12 @@ TEST(ConvCases, WorkIsCountedFromTheShape) {
   const Work work = c->work();
   EXPECT_DOUBLE_EQ(work.flops, 2.0 * 32 * 28 * 28 * 128 * 128 * 9);
   EXPECT_DOUBLE_EQ(work.bytes, 2.0 * (32.0 * 28 * 28 * 128 * 2 + 128.0 * 128 * 9));
+  EXPECT_DOUBLE_EQ(work.bytes_read, 2.0 * (32.0 * 28 * 28 * 128 * 2));  // x and dy read, dw written
   EXPECT_EQ(work.items, 32);
   EXPECT_EQ(work.item_name, "images");
   const auto network = spec("resnet50").make(params({{"impl", "cudnn"}, {"n", "4"}}));
   EXPECT_NEAR(network->work().flops / 4 / 1e9, 8.17, 0.01);
+  EXPECT_LT(network->work().bytes_read, network->work().bytes);
   const auto training = spec("resnet50_train").make(params({{"n", "4"}}));
   const double stem = resnet50_layers().front().shape(4).flops();
   EXPECT_DOUBLE_EQ(training->work().flops, 3 * network->work().flops - stem);

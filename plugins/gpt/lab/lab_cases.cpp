@@ -280,6 +280,7 @@ class ElementwiseLab final : public Case {
   Work work() const override {
     Work w;
     w.bytes = static_cast<double>(sizeof(Elem)) * (bias_in_gemm() || bias_in_passes() ? 5 : 6) * static_cast<double>(count());
+    w.bytes_read = static_cast<double>(sizeof(Elem)) * 3 * static_cast<double>(count());  // z, dout, z
     w.items = static_cast<double>(count());
     w.item_name = "elements";
     return w;
@@ -373,6 +374,7 @@ class WgradLab final : public Case {
     for (const Layer& layer : layers_) {
       w.flops += 2 * N * layer.in * layer.out;
       w.bytes += 4 * (N * layer.in + N * layer.out + static_cast<double>(layer.in) * layer.out);
+      w.bytes_read += 4 * (N * layer.in + N * layer.out);  // x and dy; dw is the write
     }
     return w;
   }
@@ -485,6 +487,7 @@ class FcGeluLab final : public Case {
     Work w;
     w.flops = 2 * N * C * H;
     w.bytes = static_cast<double>(sizeof(bf16)) * (N * C + H * C + H + 2 * N * H);
+    w.bytes_read = static_cast<double>(sizeof(bf16)) * (N * C + H * C + H);
     w.items = N;
     w.item_name = "tokens";
     return w;
@@ -604,6 +607,7 @@ class StepGemmsLab final : public Case {
       // bf16: x, w read and y written; dy, w read and dx written; dy, x read. fp32: dw written.
       const double halves = (N * in + in * out + N * out) + (N * out + in * out + N * in) + (N * out + N * in);
       w.bytes += cfg_.layers * (sizeof(bf16) * halves + sizeof(float) * in * out);
+      w.bytes_read += cfg_.layers * sizeof(bf16) * (halves - N * out - N * in);  // all but y and dx
     }
     w.items = N;
     w.item_name = "tokens";

@@ -94,6 +94,8 @@ TEST(MicroPlugin, EveryAxisPointMakesACaseWithPositiveWork) {
       ASSERT_TRUE(made) << spec.name << " " << value;
       const Work work = made->work();
       EXPECT_GT(work.bytes, 0) << spec.name << " " << value;
+      EXPECT_GT(work.bytes_read, 0) << spec.name << " " << value;
+      EXPECT_LT(work.bytes_read, work.bytes) << spec.name << " " << value;
       if (spec.name.rfind("matmul", 0) == 0) {
         EXPECT_GT(work.flops, 0) << spec.name << " " << value;
         EXPECT_LT(work.bytes, 10e9) << spec.name << " " << value << ": matmul footprint (A + B + C) over 10 GB";
@@ -110,19 +112,24 @@ TEST(MicroPlugin, WorkCountsFollowTheShapes) {
   const Work bf16 = work_of("matmul_cublas_bf16", "mnk", "8192x2048x512");
   EXPECT_EQ(bf16.flops, 2.0 * 8192 * 2048 * 512);
   EXPECT_EQ(bf16.bytes, 2.0 * (8192.0 * 512 + 512.0 * 2048 + 8192.0 * 2048));
+  EXPECT_EQ(bf16.bytes_read, 2.0 * (8192.0 * 512 + 512.0 * 2048));  // A and B; C is written
   const Work fp8 = work_of("matmul_cublas_fp8", "mnk", "256x512x1024");
   EXPECT_EQ(fp8.bytes, 1.0 * (256.0 * 1024 + 1024.0 * 512) + 2.0 * 256 * 512);  // e4m3 in, bf16 out
+  EXPECT_EQ(fp8.bytes_read, 1.0 * (256.0 * 1024 + 1024.0 * 512));
   const Work batched = work_of("matmul_batched_bf16", "batch", "64");
   EXPECT_EQ(batched.flops, 64 * 2.0 * 256 * 256 * 256);
   EXPECT_EQ(batched.items, 64);
   EXPECT_EQ(batched.item_name, "matrices");
+  EXPECT_EQ(batched.bytes_read, 64 * 2.0 * (2 * 256 * 256));
   const Work add = work_of("add_bf16_scalar", "n", "1048576");
   EXPECT_EQ(add.bytes, 3.0 * 1048576 * 2);
+  EXPECT_EQ(add.bytes_read, 2.0 * 1048576 * 2);  // f = 2/3: the mixed memory roof
   EXPECT_EQ(add.flops, 1048576);
   EXPECT_EQ(add.items, 1048576);
   EXPECT_EQ(add.item_name, "elements");
   const Work copy = work_of("copy", "bytes", "4194304");
   EXPECT_EQ(copy.bytes, 2.0 * 4194304);
+  EXPECT_EQ(copy.bytes_read, 4194304);  // f = 1/2: the copy roof
   EXPECT_EQ(copy.items, 0);
   EXPECT_TRUE(copy.item_name.empty());
 }

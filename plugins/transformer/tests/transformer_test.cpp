@@ -47,6 +47,7 @@ TEST(TransformerWork, PrefillCountsUnmaskedFlopsAndEachTensorOnce) {
   const Work w = make_prefill_attention("naive", AttentionType::bf16, causal)->work();
   EXPECT_DOUBLE_EQ(w.flops, 4.0 * 96 * 64 * (1024.0 * 1025 / 2));
   EXPECT_DOUBLE_EQ(w.bytes, 2.0 * 4 * 96 * 1024 * 64);  // Q, K, V, O in bf16
+  EXPECT_DOUBLE_EQ(w.bytes_read, 2.0 * 3 * 96 * 1024 * 64);  // Q, K, V
   EXPECT_DOUBLE_EQ(w.items, 8192);
   EXPECT_EQ(w.item_name, "tokens");
   EXPECT_FALSE(w.read_dominated);
@@ -61,6 +62,7 @@ TEST(TransformerWork, DecodeReadsTheKvCacheAndIsReadDominated) {
   EXPECT_DOUBLE_EQ(w.flops, 4.0 * 64 * 12 * 1024 * 64);
   EXPECT_NEAR(w.flops / w.bytes, 1.0, 0.01);  // ~1 FLOP per byte whatever the batch
   EXPECT_DOUBLE_EQ(w.items, 64);
+  EXPECT_DOUBLE_EQ(w.bytes_read, w.bytes - 2.0 * 64 * 12 * 64);  // all but the one output row per head
   EXPECT_TRUE(w.read_dominated);
 }
 
@@ -68,6 +70,7 @@ TEST(TransformerWork, LinearIsAWeightReadAtOneTokenAndComputeAtMany) {
   const Work one = make_linear(768, 3072, 1)->work();
   EXPECT_DOUBLE_EQ(one.flops, 2.0 * 768 * 3072);
   EXPECT_DOUBLE_EQ(one.bytes, 2.0 * (768 * 3072 + 768 + 3072));
+  EXPECT_DOUBLE_EQ(one.bytes_read, 2.0 * (768 * 3072 + 768));  // the weight and x; y is written
   EXPECT_TRUE(one.read_dominated);
   const Work many = make_linear(768, 3072, 8192)->work();
   EXPECT_DOUBLE_EQ(many.flops, 2.0 * 8192 * 768 * 3072);

@@ -34,6 +34,10 @@ struct AttentionShape {
   double min_bytes(std::size_t element_bytes) const {
     return double(element_bytes) * double(2 * q_elements() + 2 * kv_elements());
   }
+  // Of min_bytes, the reads: Q, K and V (O is the one write).
+  double min_bytes_read(std::size_t element_bytes) const {
+    return double(element_bytes) * double(q_elements() + 2 * kv_elements());
+  }
   // Keys query `row` sees: [0, visible_keys(row)).
   ROOFBENCH_ATTENTION_HD std::int64_t visible_keys(std::int64_t row) const {
     if (!causal) return kv_len;
