@@ -71,23 +71,36 @@ class SumCase final : public Case {
   std::vector<float> mine_, sum_;  // on the CPU the host's memory is plain memory
 };
 
-class RankScaleCase final : public test_plugins::ScaleCase {
+// A ScaleCase whose work() claims 1e9 times what its run() does on the rank ROOFBENCH_TEST_IMPLAUSIBLE_RANK
+// names (claim_if_named, in setup): an impossible figure on that rank only.
+class ClaimingScaleCase : public test_plugins::ScaleCase {
  public:
   using ScaleCase::ScaleCase;
-  void setup(Context& ctx) override {
-    if (switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx)) factor_ = 3.0f;
-    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
-    ScaleCase::setup(ctx);
-  }
   Work work() const override {
     Work w = ScaleCase::work();
     w.flops *= claimed_;
     w.bytes *= claimed_;
+    w.bytes_read *= claimed_;
     return w;
+  }
+
+ protected:
+  void claim_if_named(Context& ctx) {
+    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
   }
 
  private:
   double claimed_ = 1;  // how much more work() claims than run() does
+};
+
+class RankScaleCase final : public ClaimingScaleCase {
+ public:
+  using ClaimingScaleCase::ClaimingScaleCase;
+  void setup(Context& ctx) override {
+    if (switch_names_this_rank("ROOFBENCH_TEST_FAIL_RANK", ctx)) factor_ = 3.0f;
+    claim_if_named(ctx);
+    ScaleCase::setup(ctx);
+  }
 };
 
 class NapCase final : public test_plugins::ScaleCase {
@@ -106,19 +119,13 @@ class NapCase final : public test_plugins::ScaleCase {
 // Its ranks work together; its fifth run (in the warm-up) stops on one rank: ROOFBENCH_TEST_THROW_RANK=r throws
 // there, ROOFBENCH_TEST_DIE_RANK=r kills its roofbench there. The other ranks then wait for it as in a
 // collective on a GPU: a minute's sleep inside the run, outside any exchange.
-class StallCase final : public test_plugins::ScaleCase {
+class StallCase final : public ClaimingScaleCase {
  public:
-  using ScaleCase::ScaleCase;
+  using ClaimingScaleCase::ClaimingScaleCase;
   void setup(Context& ctx) override {
-    if (switch_names_this_rank("ROOFBENCH_TEST_IMPLAUSIBLE_RANK", ctx)) claimed_ = 1e9;
+    claim_if_named(ctx);
     slow_teardown_ = switch_names_this_rank("ROOFBENCH_TEST_SLOW_TEARDOWN_RANK", ctx);
     ScaleCase::setup(ctx);
-  }
-  Work work() const override {
-    Work w = ScaleCase::work();
-    w.flops *= claimed_;
-    w.bytes *= claimed_;
-    return w;
   }
   void teardown(Context&) override {
     if (slow_teardown_) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -135,7 +142,6 @@ class StallCase final : public test_plugins::ScaleCase {
 
  private:
   int runs_ = 0;
-  double claimed_ = 1;  // how much more work() claims than run() does
   bool slow_teardown_ = false;
 };
 
