@@ -211,8 +211,10 @@ class RangeProfiler {
     ROOFBENCH_CUPTI(deinitialize());
   }
 
-  // A counter data image for up to kMaxRanges ranges of `names`, set up with `config`.
-  void configure(std::vector<const char*>& names, const std::vector<std::uint8_t>& config) {
+  // A counter data image for up to kMaxRanges ranges of `names`, set up with `config`. CUPTI keeps both
+  // images by pointer and reads the configuration again at every launch: the profiler owns them.
+  void configure(std::vector<const char*>& names, std::vector<std::uint8_t> config) {
+    config_ = std::move(config);
     auto size = ROOFBENCH_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
     size.pRangeProfilerObject = object_, size.pMetricNames = names.data(), size.numMetrics = names.size();
     size.maxNumOfRanges = kMaxRanges, size.maxNumRangeTreeNodes = kMaxRanges;
@@ -222,7 +224,7 @@ class RangeProfiler {
     init.pRangeProfilerObject = object_, init.counterDataSize = data_.size(), init.pCounterData = data_.data();
     ROOFBENCH_CUPTI(cuptiRangeProfilerCounterDataImageInitialize(&init));
     auto set = ROOFBENCH_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
-    set.pRangeProfilerObject = object_, set.configSize = config.size(), set.pConfig = config.data();
+    set.pRangeProfilerObject = object_, set.configSize = config_.size(), set.pConfig = config_.data();
     set.counterDataImageSize = data_.size(), set.pCounterDataImage = data_.data();
     set.range = CUPTI_AutoRange, set.replayMode = CUPTI_KernelReplay, set.maxRangesPerPass = kMaxRanges;
     set.numNestingLevels = 1, set.minNestingLevel = 1, set.passIndex = 0, set.targetNestingLevel = 1;
@@ -251,6 +253,7 @@ class RangeProfiler {
   }
   CUpti_RangeProfiler_Object* object_ = nullptr;
   bool initialized_ = false;
+  std::vector<std::uint8_t> config_;
   std::vector<std::uint8_t> data_;
 };
 
