@@ -278,5 +278,15 @@ TEST(ParseSuite, ASuiteWithoutFilterSaysItSelectsEverything) {
   EXPECT_FALSE(parse_suite("a.suite", "filter = ^cpu/\n").selects_everything());
 }
 
+TEST(CheckFilters, ASuiteWithoutPluginsHoldsTheLinesThatNameALoadedPlugin) {
+  // A size the axis lacks (n 1000: the axis has 64 and 128) would drop the line in silence.
+  CpuAddPlugin cpu;
+  const Suite wrong_size = parse_suite("/suites/x.suite", "filter = ^cpu/add/n:64/\nfilter = ^cpu/add/n:1000/\n");
+  EXPECT_THAT(check_error([&] { wrong_size.check_filters(cpu.all); }), HasSubstr("/suites/x.suite:2:"));
+  // A plugin this build lacks, or a line that names no plugin literally, is not held to it.
+  const Suite elsewhere = parse_suite("/suites/x.suite", "filter = ^nccl/allreduce/\nfilter = add/n:1000\n");
+  EXPECT_EQ(check_error([&] { elsewhere.check_filters(cpu.all); }), "");
+}
+
 }  // namespace
 }  // namespace roofbench
