@@ -6,7 +6,7 @@
 #                                 metadata that is not the tree's own (cmake/RoofbenchCommit.cmake)
 #   BENCH="micro/;suite:smoke"    one roofbench run per ';'-separated --benchmark_filter (suite:NAME: --suite NAME);
 #                                 words before the filter are environment settings for that run, or, when
-#                                 they start with --, roofbench flags: "ROOFBENCH_GPT_WGRAD=v1 --profile gpt/R1_fused/"
+#                                 they start with --, roofbench flags, a value joined by =: "ROOFBENCH_GPT_WGRAD=v1 --graph=off gpt/R1_fused/"
 #   (runs 1 and 2 come back as bench1.log/results1.json and bench2.log/results2.json; every run is in extra.tgz)
 #   BENCH_TIMEOUT=240             seconds each roofbench run may take
 #   STEPS may also hold "fidelity": PyTorch times the same bf16 GEMM and copy (scripts/fidelity_torch.py)
@@ -76,7 +76,8 @@ if [[ " $STEPS " == *" bench "* ]]; then
     f="${words[-1]}"
     settings=() flags=()
     for w in "${words[@]:0:${#words[@]}-1}"; do
-      if [[ "$w" == --* ]]; then flags+=("$w"); else settings+=("$w"); fi
+      if [[ "$w" == --* ]]; then flags+=("$w"); elif [[ "$w" == *=* ]]; then settings+=("$w");
+      else log "BENCH run $i: '$w' is neither NAME=value nor a --flag (a flag's value joins it by =)"; continue 2; fi
     done
     if [[ "$f" == suite:* ]]; then select=(--suite "${f#suite:}"); else select=(--benchmark_filter="$f"); fi
     log "${settings[*]} roofbench ${select[*]} ${flags[*]} $BENCH_ARGS"
