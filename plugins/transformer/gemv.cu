@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 #include "roofbench/cuda.hpp"
 
@@ -36,8 +37,29 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&out)[8]) {
   }
 }
 
-template <int kSegmentsPerRow, int kTokens>
-__global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
+// v3's place in a chain of layers under programmatic dependent launch (PDL, sm_90), once its weight loads are
+// issued: let the next launch on the stream start issuing its own (its blocks are scheduled once every block of
+// this grid has passed here), then wait until the previous grid has completed and its writes are visible, since
+// in a decode chain its output is this layer's x. Every thread passes both; before sm_90 they are left out.
+__device__ __forceinline__ void release_next_then_wait_for_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// x as v1 reads it (read-only path), or, chained, by a plain coherent load: there x may be the output of the
+// grid waited on, written while this one had already started.
+template <bool kChained>
+__device__ __forceinline__ uint4 load_x(const uint4* p) {
+  if constexpr (kChained) return *p;
+  else return __ldg(p);
+}
+
+// A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
+// loads and the first read of x.
+template <int kSegmentsPerRow, int kTokens, bool kChained>
+__device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
   constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -48,6 +70,7 @@ __global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) raw[c] = load_once(w + std::int64_t(row) * kRowChunks + first_chunk + c * 32);
   }
+  if constexpr (kChained) release_next_then_wait_for_previous();
   float acc[kTokens] = {};
   if (row < out) {
 #pragma unroll
@@ -57,7 +80,7 @@ __global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
         float xf[8];
-        unpack8(__ldg(x + t * kRowChunks + first_chunk + c * 32), xf);
+        unpack8(load_x<kChained>(x + t * kRowChunks + first_chunk + c * 32), xf);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[t] += wf[i] * xf[i];
       }
@@ -86,6 +109,18 @@ __global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const
       y[std::int64_t(t) * out + out_row] = __float2bfloat16_rn(s);
     }
   }
+}
+
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
+  gemv_block<kSegmentsPerRow, kTokens, false>(w, x, y, out);
+}
+
+// v3: its own kernel, so that a profile tells it from v1.
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void chained_gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y,
+                                                                   int out) {
+  gemv_block<kSegmentsPerRow, kTokens, true>(w, x, y, out);
 }
 
 // ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
@@ -172,22 +207,9 @@ __global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const ui
   }
 }
 
-// in = kInChunks x 8; about 36 KB of W per block.
-template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>
-void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
-  constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
-  constexpr std::size_t kBytes = std::size_t(kRowsPerBlock) * kInChunks * 16;
-  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
-  auto go = [&]<int kTokens>() {
-    auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
-    // Once, before a launch can be captured into a graph: the stage may exceed the default 48 KB.
-    static const bool configured = [&] {
-      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
-      return true;
-    }();
-    (void)configured;
-    kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
-  };
+// Calls go.template operator()<kTokens>() at tokens 1, 2, 4 or 8: each token count is its own kernel.
+template <typename Go>
+void for_tokens(int tokens, Go&& go) {
   switch (tokens) {
     case 1: go.template operator()<1>(); break;
     case 2: go.template operator()<2>(); break;
@@ -197,17 +219,65 @@ void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int 
   }
 }
 
-template <int kSegmentsPerRow>
+// in = kInChunks x 8; about 36 KB of W per block.
+template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>
+void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
+  constexpr std::size_t kBytes = std::size_t(kRowsPerBlock) * kInChunks * 16;
+  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
+  for_tokens(tokens, [&]<int kTokens>() {
+    auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
+    // Once, before a launch can be captured into a graph: the stage may exceed the default 48 KB.
+    static const bool configured = [&] {
+      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+      return true;
+    }();
+    (void)configured;
+    kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
+  });
+}
+
+// A launch on `stream`. chained (v3): with programmatic stream serialization (PDL), so the kernel may start
+// while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
+// into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
+// programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),
+// not a full dependency, so a replayed graph overlaps them as the stream does (the plugin's tests check the edge).
+template <typename... Args>
+void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaStream_t stream,
+            std::type_identity_t<Args>... args) {
+  if (!chained) {
+    kernel<<<grid, block, 0, stream>>>(args...);
+    return;
+  }
+  cudaLaunchAttribute overlap{};
+  overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  overlap.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = stream;
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// v1 (kChained false) or v3 (true) for in = 768 x kSegmentsPerRow.
+template <int kSegmentsPerRow, bool kChained>
 void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
   constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
-  switch (tokens) {
-    case 1: gemv_kernel<kSegmentsPerRow, 1><<<grid, block, 0, stream>>>(w, x, y, out); break;
-    case 2: gemv_kernel<kSegmentsPerRow, 2><<<grid, block, 0, stream>>>(w, x, y, out); break;
-    case 4: gemv_kernel<kSegmentsPerRow, 4><<<grid, block, 0, stream>>>(w, x, y, out); break;
-    case 8: gemv_kernel<kSegmentsPerRow, 8><<<grid, block, 0, stream>>>(w, x, y, out); break;
-    default: throw std::invalid_argument("gemv: tokens must be 1, 2, 4 or 8");
-  }
+  for_tokens(tokens, [&]<int kTokens>() {
+    auto kernel = kChained ? chained_gemv_kernel<kSegmentsPerRow, kTokens> : gemv_kernel<kSegmentsPerRow, kTokens>;
+    launch(kernel, grid, block, kChained, stream, w, x, y, out);
+  });
+}
+
+template <bool kChained>
+void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
+                     cudaStream_t stream) {
+  if (in == 768) launch_for_tokens<1, kChained>(w, x, y, out, tokens, stream);
+  else if (in == 1536) launch_for_tokens<2, kChained>(w, x, y, out, tokens, stream);
+  else launch_for_tokens<4, kChained>(w, x, y, out, tokens, stream);
 }
 
 }  // namespace
@@ -220,11 +290,15 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3"};
   return versions;
 }
 
-bool gemv_needs_bulk_copy(const std::string& version) { return version == "v2"; }
+std::string gemv_sm90_feature(const std::string& version) {
+  if (version == "v2") return "copies through cp.async.bulk";
+  if (version == "v3") return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
+  return {};
+}
 
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream) {
@@ -233,9 +307,9 @@ void gemv_bf16(const std::string& version, const void* w, const void* x, void* y
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
   if (version == "v1") {
-    if (in == 768) launch_for_tokens<1>(wv, xv, yv, int(out), int(tokens), stream);
-    else if (in == 1536) launch_for_tokens<2>(wv, xv, yv, int(out), int(tokens), stream);
-    else launch_for_tokens<4>(wv, xv, yv, int(out), int(tokens), stream);
+    launch_segments<false>(wv, xv, yv, in, int(out), int(tokens), stream);
+  } else if (version == "v3") {
+    launch_segments<true>(wv, xv, yv, in, int(out), int(tokens), stream);
   } else if (version == "v2") {
     // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
     if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);

@@ -4,6 +4,11 @@
 // arithmetic (768 blocks). v2 (sm_90): 128 blocks of about 36 KB of rows, each warp's rows fetched into shared
 // memory by one bulk copy (cp.async.bulk); slower on an H200 (hot in a graph 2.43 and 2.35 us against v1's
 // 2.04 and 2.10, cold 6.40 and 6.18 against 5.98 and 5.86: a warp adds only once all its rows have landed).
+// v3 (sm_90): v1's loads and arithmetic, launched with programmatic dependent launch (PDL), as a decode engine
+// chains its layers: each launch may start while the one before it on the stream runs, issues its weight loads,
+// lets the next launch start, and waits for the previous grid before it reads x, so the next layer's weight
+// reads overlap this one's tail. Timed back to back (a graph, a rotation) its time per launch is a chain's
+// time per layer, not one kernel's alone.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,8 +22,9 @@ namespace roofbench::transformer {
 // The empty string when gemv_bf16 takes the shape, else why not (in must be 768, 1536 or 3072, tokens 1, 2, 4 or 8).
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
-// Whether `version` copies through cp.async.bulk, which only sm_90 and later have (elsewhere its kernel traps).
-bool gemv_needs_bulk_copy(const std::string& version);
+// What `version` uses that only sm_90 and later have, in words (v2: cp.async.bulk, elsewhere its kernel traps;
+// v3: PDL's griddepcontrol); empty for a version that runs on any GPU.
+std::string gemv_sm90_feature(const std::string& version);
 // version: one of gemv_versions().
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream);

@@ -3,7 +3,7 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 and gemv_v2, `gemv` the best, kBestGemvVersion).
+// gemv_v1 to gemv_v3, `gemv` the best, kBestGemvVersion; gemv_v3's `launch` fact says that its launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
@@ -181,16 +181,28 @@ class GemvLinear final : public Linear {
     if (std::find(versions.begin(), versions.end(), version_) == versions.end())
       throw Error("transformer: no gemv version '" + version_ + "'");
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
-    facts_.push_back({"kernel", "gemv_" + version_ + (version_ == "v1"
-                                    ? ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first"
-                                    : ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory")});
+    facts_.push_back({"kernel", "gemv_" + version_ + kernel_text(version_)});
+    if (version_ == "v3") facts_.push_back({"launch", kChainedLaunch});
   }
   void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
 
  private:
+  // What the `launch` fact says of v3: what its time per launch is.
+  static constexpr const char* kChainedLaunch =
+      "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
+      "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
+      "chain's time per layer, not one kernel's alone";
+
+  static std::string kernel_text(const std::string& version) {
+    if (version == "v1") return ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first";
+    if (version == "v2") return ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory";
+    return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
+  }
+
+  // has_bulk_copy: compute capability 9.0 or later, which PDL's griddepcontrol needs too.
   void prepare(Context& ctx) override {
-    if (gemv_needs_bulk_copy(version_) && !has_bulk_copy(ctx.device().index))
-      throw NotApplicable("transformer: gemv_" + version_ + " copies through cp.async.bulk, which needs sm_90 or later");
+    if (const std::string feature = gemv_sm90_feature(version_); !feature.empty() && !has_bulk_copy(ctx.device().index))
+      throw NotApplicable("transformer: gemv_" + version_ + " " + feature + ", which needs sm_90 or later");
   }
 
   std::string version_;

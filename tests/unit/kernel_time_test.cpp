@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "console.hpp"
 #include "kernel_time.hpp"
@@ -25,6 +28,22 @@ TEST(KernelTime, OverlappingKernelsCountOnce) {
   EXPECT_EQ(covered_nanoseconds({{100, 400}, {150, 200}, {250, 300}}), 300u);  // nested
   EXPECT_EQ(covered_nanoseconds({{100, 200}, {200, 300}}), 200u);           // touching
   EXPECT_EQ(covered_nanoseconds({{100, 100}, {500, 400}}), 0u);            // empty or reversed
+}
+
+// Under programmatic dependent launch (the transformer plugin's gemv_v3) each kernel of a chain starts before
+// the one before it has ended: the union counts every stretch once, so a run's kernel time is the chain's span
+// over its runs, not the sum of the kernels' durations.
+TEST(KernelTime, AChainOfOverlappingLaunchesCountsItsSpanOnce) {
+  // 23 launches of 2800 ns in one traced sample, each starting 2000 ns after the one before.
+  KernelTrace t;
+  t.names = {"k"};
+  t.passes = 1;
+  for (std::uint64_t i = 0; i < 23; ++i) t.records.push_back({0, 0, 1000 + 2000 * i, 1000 + 2000 * i + 2800});
+  const std::uint64_t span = 22 * 2000 + 2800;  // not 23 x 2800
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> intervals;
+  for (const KernelRecord& r : t.records) intervals.emplace_back(r.start, r.end);
+  EXPECT_EQ(covered_nanoseconds(intervals), span);
+  EXPECT_NEAR(kernel_time_of(t, 23).seconds, 1e-9 * span / 23, 1e-15);
 }
 
 // Three traced samples of two runs each: each sample's union over its two runs, the median of the three.

@@ -16,6 +16,7 @@
 
 #include "attention_gate.hpp"
 #include "cases.hpp"
+#include "gemv.hpp"
 #include "roofbench/case_support/cuda_test_context.hpp"
 
 namespace roofbench::transformer {
@@ -147,7 +148,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
-  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2"}));
+  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
 }
 
@@ -303,12 +304,146 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2"})
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
+        if (!r.applicable) {  // v2 and v3 before sm_90
+          EXPECT_FALSE(gemv_sm90_feature(std::string(impl).substr(5)).empty()) << impl << ": " << r.why_not;
+          EXPECT_FALSE(has_bulk_copy(0)) << impl << ": " << r.why_not;
+          std::printf("[ not applicable ] %s: %s\n", impl, r.why_not.c_str());
+          continue;
+        }
         EXPECT_TRUE(passes(r.check, Precision::bf16)) << impl << " " << in << "x" << out << " at " << tokens << ": "
                                                       << r.check.detail;
       }
+  }
+}
+
+// ---- gemv_v3: v1's outputs, from launches that overlap ----
+
+// Whether this GPU runs gemv_v3 (PDL's griddepcontrol needs sm_90); says why not where it does not.
+bool runs_v3() {
+  if (has_bulk_copy(0)) return true;
+  std::printf("[ not applicable ] gemv_v3: %s, which needs sm_90 or later\n", gemv_sm90_feature("v3").c_str());
+  return false;
+}
+
+// A chain of `layers` linear layers, fc and proj in turn (768 -> 3072 -> 768 ...), each reading the output of the
+// one before, launched back to back on one stream with nothing between them, every output poisoned (0xFF, NaN)
+// first: under v3 each layer starts before the one before it has ended, and only its wait keeps it from reading
+// that layer's output early. Every layer's output, as bytes; the inputs are the same for every version (the
+// test context's fills are seeded).
+std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version, int tokens, int layers) {
+  CudaTestContext test_ctx(Params{});
+  Context& ctx = test_ctx;  // Context's defaults: rank 0, values in [-1, 1]
+  const std::int64_t width[2] = {768, 3072};
+  void* weights[2];
+  for (void*& w : weights) {
+    w = ctx.alloc(std::size_t(768 * 3072) * 2, BufferRole::input);
+    ctx.fill_random(w, 768 * 3072, ElementType::bf16, -0.05, 0.05);  // keeps the values near 1 down the chain
+  }
+  std::vector<void*> activations{ctx.alloc(std::size_t(tokens) * 768 * 2, BufferRole::input)};
+  ctx.fill_random(activations.front(), std::size_t(tokens) * 768, ElementType::bf16);
+  for (int l = 0; l < layers; ++l)
+    activations.push_back(ctx.alloc(std::size_t(tokens * width[(l + 1) % 2]) * 2, BufferRole::output));
+  test_ctx.fill_outputs(0xFF);
+  for (int l = 0; l < layers; ++l)
+    gemv_bf16(version, weights[l % 2], activations[l], activations[l + 1], width[l % 2], width[(l + 1) % 2], tokens,
+              test_ctx.cuda_stream());
+  ctx.synchronize();
+  std::vector<std::vector<unsigned char>> outputs;
+  for (int l = 0; l < layers; ++l) {
+    outputs.emplace_back(std::size_t(tokens * width[(l + 1) % 2]) * 2);
+    ctx.copy_to_host(outputs.back().data(), activations[l + 1], outputs.back().size());
+  }
+  return outputs;
+}
+
+// The arithmetic is v1's in the same order, so the outputs are v1's to the bit, at every token count, for both
+// layers, and down a chain whose every launch overlaps the one before.
+TEST_F(TransformerGpu, GemvV3GivesV1sOutputsBitwiseDownAChain) {
+  if (!runs_v3()) return;
+  constexpr int kLayers = 8;
+  for (int tokens : {1, 2, 4, 8}) {
+    const auto v1 = chain_outputs("v1", tokens, kLayers), v3 = chain_outputs("v3", tokens, kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+      EXPECT_TRUE(v1[l] == v3[l]) << "layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
+      // Two bytes 0xFF are the poison (a NaN): v1's chain wrote every output.
+      bool poisoned = false;
+      for (std::size_t i = 0; i + 1 < v1[l].size(); i += 2) poisoned |= v1[l][i] == 0xFF && v1[l][i + 1] == 0xFF;
+      EXPECT_FALSE(poisoned) << "layer " << l << " at " << tokens << " tokens";
+    }
+  }
+}
+
+// What a graph holds between two runs captured one after the other on the case's stream, as the host captures a
+// cold-by-rotation sample (each run pointed at the next copy first): one kernel node per run, and the kinds of the
+// edges between them. The graph is replayed too, and the last copy's outputs pass the gate.
+struct CapturedRuns {
+  std::size_t nodes = 0;
+  std::vector<cudaGraphEdgeData> edges;
+  Check last_copy;
+};
+
+// A graph's edges with their data: cudaGraphGetEdges gives the data from CUDA 13, cudaGraphGetEdges_v2 in 12.3 to 12.9.
+cudaError_t graph_edges(cudaGraph_t graph, cudaGraphNode_t* from, cudaGraphNode_t* to, cudaGraphEdgeData* data,
+                        std::size_t* count) {
+#if CUDART_VERSION >= 13000
+  return cudaGraphGetEdges(graph, from, to, data, count);
+#else
+  return cudaGraphGetEdges_v2(graph, from, to, data, count);
+#endif
+}
+
+CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
+  constexpr int kCopies = 3;
+  CudaTestContext ctx(Params{});
+  std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
+  c->setup(ctx);
+  c->rotation()->make_copies(ctx, kCopies);
+  ctx.fill_outputs(0xFF);
+  const cudaStream_t stream = ctx.cuda_stream();
+  cudaGraph_t graph = nullptr;
+  ROOFBENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < runs; ++i) {
+    c->rotation()->use(i % kCopies);
+    c->run(ctx);
+  }
+  ROOFBENCH_CUDA(cudaStreamEndCapture(stream, &graph));
+  CapturedRuns captured;
+  ROOFBENCH_CUDA(cudaGraphGetNodes(graph, nullptr, &captured.nodes));
+  std::size_t count = 0;
+  ROOFBENCH_CUDA(graph_edges(graph, nullptr, nullptr, nullptr, &count));
+  std::vector<cudaGraphNode_t> from(count), to(count);
+  captured.edges.resize(count);
+  ROOFBENCH_CUDA(graph_edges(graph, from.data(), to.data(), captured.edges.data(), &count));
+  cudaGraphExec_t exec = nullptr;
+  ROOFBENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  ROOFBENCH_CUDA(cudaGraphLaunch(exec, stream));
+  ctx.synchronize(0);
+  ROOFBENCH_CUDA(cudaGraphExecDestroy(exec));
+  ROOFBENCH_CUDA(cudaGraphDestroy(graph));
+  captured.last_copy = c->check(ctx);
+  c->teardown(ctx);
+  return captured;
+}
+
+// Stream capture keeps PDL (CUDA 12.3 and later): v3's consecutive runs are joined by programmatic edges, which
+// let the next kernel start once every block of this one has triggered, so a replayed graph overlaps them;
+// v1's by full dependencies.
+TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
+  if (!runs_v3()) return;
+  constexpr int kRuns = 5;
+  for (const char* impl : {"gemv_v1", "gemv_v3"}) {
+    const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
+    const bool chained = std::string(impl) == "gemv_v3";
+    EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
+    ASSERT_EQ(captured.edges.size(), std::size_t(kRuns - 1)) << impl;
+    for (const cudaGraphEdgeData& edge : captured.edges) {
+      EXPECT_EQ(edge.type, chained ? cudaGraphDependencyTypeProgrammatic : cudaGraphDependencyTypeDefault) << impl;
+      EXPECT_EQ(edge.from_port, chained ? cudaGraphKernelNodePortProgrammatic : cudaGraphKernelNodePortDefault) << impl;
+    }
+    EXPECT_TRUE(passes(captured.last_copy, Precision::bf16)) << impl << ": " << captured.last_copy.detail;
   }
 }
 
@@ -330,7 +465,7 @@ void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what)
 
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
-    for (const char* impl : {"cublaslt", "gemv"})
+    for (const char* impl : {"cublaslt", "gemv", "gemv_v3"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
