@@ -80,7 +80,9 @@ class Linear : public Case {
     return case_support::check_matmul_sampled(ctx, operands, scan_, gate_figures_);
   }
 
-  // Cold, runs read W and x from copies in turn and write y to copies of it (input_copies.hpp).
+  // Cold, runs read W and x from copies in turn and write y to copies of it (input_copies.hpp). The host
+  // captures the runs one after another on the case's stream, with nothing between them (use() only moves the
+  // pointers), so gemv_v3's consecutive runs are joined in the graph by programmatic edges and overlap.
   Rotation* rotation() override { return &copies_; }
 
   // The weights' size, the gate's counts, then how the point ran.

@@ -85,6 +85,23 @@ TEST(TransformerWork, LinearIsAWeightReadAtOneTokenAndComputeAtMany) {
   EXPECT_THROW(make_linear(768, 3072, 1, "cublas"), Error);
 }
 
+// The text figure `name` of a case before setup; empty where it has none.
+std::string fact(const Case& c, const std::string& name) {
+  for (const Figure& f : c.figures())
+    if (f.is_text && f.name == name) return f.text;
+  return {};
+}
+
+TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
+  const std::unique_ptr<Case> v3 = make_linear(3072, 768, 1, "gemv_v3");
+  EXPECT_EQ(fact(*v3, "kernel").rfind("gemv_v3", 0), 0u) << fact(*v3, "kernel");
+  EXPECT_NE(fact(*v3, "launch").find("a chain's time per layer"), std::string::npos) << fact(*v3, "launch");
+  EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v1"), "launch").empty());
+  EXPECT_EQ(gemv_sm90_feature("v1"), "");
+  EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
+  EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
+}
+
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
   const auto rows = sampled_rows(1024, 16, 7);
   for (std::int64_t r : {0, 1, 63, 64, 127, 128, 1023, 1022, 960, 959, 896, 895}) EXPECT_TRUE(std::count(rows.begin(), rows.end(), r)) << r;
