@@ -80,6 +80,8 @@ class Host {
   bool rank_mode() const { return launcher_.world_size > 1; }
   bool quiet_rank() const { return rank_mode() && launcher_.rank != 0; }
   void meet_ranks(const Selection& selection, const NameFilter& filter);
+  void calibrate_ranks(Device& d);
+  std::optional<CachedCeilings> ceilings_;  // rank mode: this rank's, read or measured before the first line-up
   int run_as_quiet_rank(const NameFilter& filter);
 
   Options options_;
@@ -533,7 +535,8 @@ void Host::start_session(Device* device, const std::optional<Suite>& suite, Sele
   settings.repetitions = repetitions_;
   settings.context = std::move(context);
   settings.ceilings_beaten = [this, device](const std::string& reason) { mark_ceilings_stale(*device, reason); };
-  session_ = std::make_unique<Session>(std::move(selection), *runner_, [this, device] { return ceilings_for(*device); },
+  session_ = std::make_unique<Session>(std::move(selection), *runner_,
+                                       [this, device] { return ceilings_ ? *ceilings_ : ceilings_for(*device); },
                                        std::move(settings));
 }
 
@@ -608,6 +611,13 @@ void Host::meet_ranks(const Selection& selection, const NameFilter& filter) {
   link_->check_same_selection(names);
 }
 
+// Every rank reads or measures its ceilings before the first line-up; the others wait for one that measures
+// (RankLink::calibrate).
+void Host::calibrate_ranks(Device& d) {
+  const bool measures = options_.recalibrate || !read_ceilings(ceilings_cache_path(d.key()), d.info().kind);
+  link_->calibrate(measures, [&] { ceilings_ = ceilings_for(d); });
+}
+
 // A rank other than 0 runs what rank 0's Google Benchmark runs, in its order (each benchmark's repetitions
 // together), and prints nothing but its errors. Its exit code is rank 0's (every rank has the same combined
 // results): 2 when nothing was selected, 1 when a benchmark failed or a plugin did not load.
@@ -629,9 +639,14 @@ int Host::run_as_quiet_rank(const NameFilter& filter) {
 // at once. With a warm-up of its own, Google Benchmark calls a benchmark's function again and again until
 // the reported times add up to that many seconds (benchmark_runner.cc, RunWarmUp, 1.7 and 1.8, even with
 // Iterations(1)): rank 0 would measure the benchmark several times and line up alone. roofbench warms every
-// benchmark up itself, so that flag is refused rather than followed.
+// benchmark up itself, so that flag is refused rather than followed. Without a worker (--isolation=none) a
+// rank that waits in a collective for a failed rank could not be stopped short of ending its process (and the
+// run): it would wait for ever, so that is refused too.
 void Host::refuse_what_ranks_cannot_follow() const {
   const std::string under = "under " + std::string(launcher_name(launcher_.launcher));
+  if (options_.isolation == Isolation::none)
+    throw UsageError("--isolation=none: " + under + " each rank measures in a worker process, so that a rank left "
+                     "waiting for a failed one can be stopped");
   if (google_benchmark_interleaves())
     throw UsageError("--benchmark_enable_random_interleaving: " + under + " every rank runs the benchmarks in one order");
   if (google_benchmark_min_warmup_time() > 0)
@@ -668,6 +683,8 @@ int Host::run() {
   Selection selection = select_benchmarks(all, choice, filter);
   const std::size_t cannot_run_here = selection.not_run.size();
   if (rank_mode() && may_measure()) meet_ranks(selection, filter);
+  const auto runs_here = [&](const BenchmarkSpec& b) { return filter.matches(b.name); };
+  if (link_ && std::any_of(selection.benchmarks.begin(), selection.benchmarks.end(), runs_here)) calibrate_ranks(*device);
   start_session(device, suite, std::move(selection));
   if (link_ && quiet_rank()) return run_as_quiet_rank(filter);
   register_benchmarks(*device, filter);

@@ -128,13 +128,32 @@ ColdRotation choose_rotation(double copy_bytes, double cache_bytes, double free_
   if (needed > kMaxRotationCopies) {
     c.flush_reason = "its inputs (" + megabytes(copy_bytes) + ") would need " + std::to_string(int64_t(needed)) +
                      " copies to exceed twice the cache, over " + std::to_string(kMaxRotationCopies);
-  } else if ((needed - 1) * copy_bytes > kRotationMemoryShare * free_bytes) {
-    c.flush_reason = std::to_string(int(needed) - 1) + " more copies of " + megabytes(copy_bytes) +
-                     " would take over half the device's free memory (" + megabytes(free_bytes) + ")";
   } else {
-    c.copies = static_cast<int>(needed);
+    c.flush_reason = rotation_memory_refusal(static_cast<int>(needed), copy_bytes, free_bytes);
+    if (c.flush_reason.empty()) c.copies = static_cast<int>(needed);
   }
   return c;
+}
+
+std::string rotation_memory_refusal(int copies, double copy_bytes, double free_bytes) {
+  if ((copies - 1) * copy_bytes <= kRotationMemoryShare * free_bytes) return "";
+  return std::to_string(copies - 1) + " more copies of " + megabytes(copy_bytes) +
+         " would take over half the device's free memory (" + megabytes(free_bytes) + ")";
+}
+
+ColdRotation agree_on_rotation(const std::vector<RankRotationChoice>& choices, double copy_bytes) {
+  ColdRotation agreed{.copy_bytes = copy_bytes};
+  for (const RankRotationChoice& c : choices) agreed.copies = std::max(agreed.copies, c.copies);
+  auto flush = [&](std::size_t rank, const std::string& why) {
+    agreed.copies = 0;
+    agreed.flush_reason = "rank " + std::to_string(rank) + ": " + why;
+    return agreed;
+  };
+  for (std::size_t p = 0; p < choices.size(); ++p)
+    if (choices[p].copies == 0) return flush(p, choices[p].flush_reason);
+  for (std::size_t p = 0; p < choices.size(); ++p)
+    if (auto why = rotation_memory_refusal(agreed.copies, copy_bytes, choices[p].free_bytes); !why.empty()) return flush(p, why);
+  return agreed;
 }
 
 int rotation_runs_per_sample(int copies, int wanted) {

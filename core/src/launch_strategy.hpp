@@ -74,6 +74,22 @@ inline constexpr int kMaxRotationCopies = 4096;
 // for free_bytes.
 ColdRotation choose_rotation(double copy_bytes, double cache_bytes, double free_bytes, bool graph_allowed);
 
+// Why `copies` sets of copy_bytes (one of them the case's own) do not fit in free_bytes
+// (kRotationMemoryShare), or "" where they do.
+std::string rotation_memory_refusal(int copies, double copy_bytes, double free_bytes);
+
+// One rank's choose_rotation and its device's free memory, for ranks that work together across processes.
+struct RankRotationChoice {
+  int copies = 0;
+  double free_bytes = 0;
+  std::string flush_reason;
+};
+
+// The rotation every rank of a case whose ranks work together across processes takes (each must run the case
+// equally often): the most copies any rank needs, so that the largest cache decides and no rank reads warm data;
+// a flush on every rank where one flushes or cannot fit that many, its reason naming the first such rank.
+ColdRotation agree_on_rotation(const std::vector<RankRotationChoice>& choices, double copy_bytes);
+
 // Runs per sample under rotation: a whole number of rounds over the copies, at least `wanted`.
 int rotation_runs_per_sample(int copies, int wanted);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 
 #include "launch_strategy.hpp"
 #include "sample_loop.hpp"
@@ -60,11 +62,17 @@ class HostContext final : public Context {
       if (b.role == BufferRole::output) ranks_[b.rank]->poison(b.data, b.bytes);
     synchronize_all();
   }
-  void release_all() noexcept {
-    for (const auto& b : buffers_) ranks_[b.rank]->release(b.data);
-    buffers_.clear();
-    allocated_ = 0;
+  void release_all() noexcept { release_from(0); }
+  // Gives back the buffers allocated since there were `first` (the copies of a rotation that is not used).
+  void release_from(std::size_t first) noexcept {
+    for (std::size_t i = first; i < buffers_.size(); ++i) {
+      ranks_[buffers_[i].rank]->release(buffers_[i].data);
+      allocated_ -= static_cast<double>(buffers_[i].bytes);
+    }
+    buffers_.resize(std::min(first, buffers_.size()));
+    if (buffers_.empty()) allocated_ = 0;
   }
+  std::size_t buffer_count() const { return buffers_.size(); }
   double allocated() const { return allocated_; }
   double peak() const { return peak_; }
 
@@ -244,19 +252,36 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
 
 // Ranks that work together across processes rotate over as many copies each: the runs of a sample are whole
 // rounds over them, so other counts would run the collective unequally often and leave one rank waiting in
-// it. Each chose from its own device's free memory; all take the fewest, and where one flushes (0 copies),
-// all flush and say which rank and why.
-void agree_on_copies(ColdRotation& cold, HostContext& ctx) {
+// it. Each sends the copies its own cache needs and its free memory; all take agree_on_rotation's.
+void agree_on_copies(ColdRotation& cold, double free_bytes, HostContext& ctx) {
   const std::string tag = "copies ";
-  const std::vector<std::string> all = ctx.exchange(tag + std::to_string(cold.copies) + " " + cold.flush_reason);
-  for (std::size_t p = 0; p < all.size() && cold.copies > 0; ++p) {
-    const std::size_t space = all[p].find(' ', tag.size());
-    if (all[p].rfind(tag, 0) != 0 || space == std::string::npos)
+  char mine[96];
+  std::snprintf(mine, sizeof mine, "%d %.17g ", cold.copies, free_bytes);
+  const std::vector<std::string> all = ctx.exchange(tag + mine + cold.flush_reason);
+  std::vector<RankRotationChoice> choices;
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    RankRotationChoice c;
+    int used = 0;
+    if (all[p].rfind(tag, 0) != 0 ||
+        std::sscanf(all[p].c_str() + tag.size(), "%d %lf %n", &c.copies, &c.free_bytes, &used) < 2 || used == 0)
       throw Error("rank " + std::to_string(p) + " sent no count of copies");
-    const int theirs = std::stoi(all[p].substr(tag.size(), space - tag.size()));
-    if (theirs >= cold.copies) continue;
-    cold.copies = theirs;
-    if (theirs == 0) cold.flush_reason = "rank " + std::to_string(p) + ": " + all[p].substr(space + 1);
+    c.flush_reason = all[p].substr(tag.size() + static_cast<std::size_t>(used));
+    choices.push_back(std::move(c));
+  }
+  cold = agree_on_rotation(choices, cold.copy_bytes);
+}
+
+// After the copies were made (or not) on ranks that work together across processes: where one rank's did not
+// fit, every rank flushes, naming it, and gives back the copies it made (those since `made_from`).
+void agree_copies_fit(ColdRotation& cold, HostContext& ctx, std::size_t made_from) {
+  const std::vector<std::string> all = ctx.exchange(cold.copies > 0 ? std::string("made") : "failed " + cold.flush_reason);
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    if (all[p] == "made") continue;
+    cold.copies = 0;
+    cold.flush_reason = "rank " + std::to_string(p) + ": " + all[p].substr(all[p].find(' ') + 1);
+    ctx.synchronize_all();
+    ctx.release_from(made_from);
+    return;
   }
 }
 
@@ -268,11 +293,13 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
   Rotation* rotation = c.rotation();
   Device& device = *ranks.front();
   const bool graph = graph_allowed(o, b.spec->timing, device.info().kind, ranks.size());
+  const double free_bytes = device.free_bytes();
   ColdRotation cold = choose_rotation(rotation ? static_cast<double>(rotation->bytes()) : 0, device.cache_bytes(),
-                                      device.free_bytes(), graph);
+                                      free_bytes, graph);
   const bool together = together_across_processes(b, ctx.world());  // with a rotation or not, on every rank alike
-  if (together) agree_on_copies(cold, ctx);
+  if (together) agree_on_copies(cold, free_bytes, ctx);
   const int agreed = cold.copies;
+  const std::size_t made_from = ctx.buffer_count();
   if (agreed > 0) {
     try {
       rotation->make_copies(ctx, cold.copies);
@@ -281,7 +308,7 @@ CopyRotation prepare_rotation(Measurement& r, const BenchmarkSpec& b, Case& c, H
       cold.flush_reason = std::string("its copies did not fit: ") + e.what();
     }
   }
-  if (together && agreed > 0) agree_on_copies(cold, ctx);
+  if (together && agreed > 0) agree_copies_fit(cold, ctx, made_from);
   r.cold_copies = cold.copies;
   r.case_facts.push_back({"cold_mode", cold.fact(device.cache_bytes())});
   if (cold.copies == 0) return {};
@@ -332,6 +359,58 @@ void record_failure(Measurement& r) {
   }
 }
 
+// The case made and set up, and its work known; *set_up once teardown is owed.
+void set_up_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool* set_up, HostContext& ctx,
+                 const std::vector<Device*>& ranks) {
+  if (ranks.size() == 1) ranks.front()->make_current();
+  c = b.spec->make(r.params);
+  if (!c) throw Error("make() returned no case");
+  c->setup(ctx);
+  *set_up = true;
+  // After setup: a case may only know its work once it knows its ranks.
+  r.work = c->work();
+  check_work(r.work);
+  ctx.synchronize_all();
+}
+
+// set_up_case for ranks that work together across processes, which then meet. A rank whose setup failed
+// after the communicators were made (its memory full, say) never reaches the gate's collective, and the others
+// would wait in theirs until the timeout: the failed rank is already in its finishing round, so this exchange
+// throws on every other rank, naming it. A case not applicable on one rank (NotApplicable) is not applicable
+// on every rank: each ends it in step, naming the first rank that found it so, and no rank's worker is stopped.
+void set_up_in_step(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool* set_up, HostContext& ctx,
+                    const std::vector<Device*>& ranks, const std::function<void()>& end_setup) {
+  const std::string not_applicable = kNotApplicableBlob;
+  std::string verdict = kSetUpBlob;
+  try {
+    set_up_case(r, b, c, set_up, ctx, ranks);
+    end_setup();
+  } catch (const NotApplicable& e) {
+    verdict = not_applicable + e.what();
+  }
+  const std::vector<std::string> all = ctx.exchange(verdict);
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p].rfind(not_applicable, 0) == 0)
+      throw NotApplicable("rank " + std::to_string(p) + ": " + all[p].substr(not_applicable.size()));
+}
+
+// Gated and timed, once set up. Ranks that work together across processes agree on whether the case applies
+// only at its setup (NotApplicable's place): found later on one rank alone, it fails the case.
+void gate_and_time(Measurement& r, const BenchmarkSpec& b, Case& c, HostContext& ctx, const std::vector<Device*>& ranks,
+                   const Ceilings& ceilings, const MeasureOptions& o, const std::function<void()>& end_gate) {
+  const bool together = together_across_processes(b, ctx.world());
+  try {
+    if (o.gate) run_gate(r, c, ctx);
+    keep_figures(r, c.figures());
+    end_gate();
+    if (together) agree_to_time(r, ctx);
+    if (r.status == Status::ok) time_and_place(r, b, c, ctx, ranks, ceilings, o);
+  } catch (const NotApplicable& e) {
+    if (!together) throw;
+    throw Error(std::string("not applicable after its setup, on this rank alone: ") + e.what());
+  }
+}
+
 // Made, set up, gated and timed, each phase's seconds in r.phases; *set_up once teardown is owed. What
 // throws ends the case with the status it calls for (record_failure).
 void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, bool* set_up, HostContext& ctx,
@@ -343,26 +422,14 @@ void run_case(Measurement& r, const BenchmarkSpec& b, std::unique_ptr<Case>& c, 
     phase_start = now;
   };
   try {
-    if (ranks.size() == 1) ranks.front()->make_current();
-    c = b.spec->make(r.params);
-    if (!c) throw Error("make() returned no case");
-    c->setup(ctx);
-    *set_up = true;
-    // After setup: a case may only know its work once it knows its ranks.
-    r.work = c->work();
-    check_work(r.work);
-    ctx.synchronize_all();
-    end_phase(r.phases.setup);
-    // Ranks that work together across processes: a rank whose setup failed after the communicators were
-    // made (its memory full, say) never reaches the gate's collective, and the others would wait in theirs
-    // until the timeout. The failed rank is already in its finishing round, so this exchange throws here on
-    // every other rank, naming it.
-    if (together_across_processes(b, ctx.world())) ctx.exchange("set up");
-    if (o.gate) run_gate(r, *c, ctx);
-    keep_figures(r, c->figures());
-    end_phase(r.phases.gate);
-    if (together_across_processes(b, ctx.world())) agree_to_time(r, ctx);
-    if (r.status == Status::ok) time_and_place(r, b, *c, ctx, ranks, ceilings, o);
+    const auto end_setup = [&] { end_phase(r.phases.setup); };
+    if (together_across_processes(b, ctx.world())) {
+      set_up_in_step(r, b, c, set_up, ctx, ranks, end_setup);
+    } else {
+      set_up_case(r, b, c, set_up, ctx, ranks);
+      end_setup();
+    }
+    gate_and_time(r, b, *c, ctx, ranks, ceilings, o, [&] { end_phase(r.phases.gate); });
     r.memory.allocated = ctx.allocated();
     r.memory.peak = ctx.peak();
     r.memory.reserved = ctx.allocated();  // the host allocates directly: nothing is cached

@@ -219,6 +219,12 @@ struct RankWorld {
 // gate passed stops so when another's failed): the combined result names the rank where it began instead.
 inline constexpr const char* kEndedByRank = "ended by rank ";
 
+// The blobs of the exchange after the setup of ranks that work together across processes: each rank's verdict
+// on whether the case applies ("set up", or kNotApplicableBlob and why). Rank 0 reads them (decide_round): a
+// rank that found the case not applicable while another still exchanged inside its setup is out of step.
+inline constexpr const char* kSetUpBlob = "set up";
+inline constexpr const char* kNotApplicableBlob = "not applicable: ";
+
 // "cpu", "cuda:0", "cuda:0,1"
 std::string device_label(const std::vector<Device*>& ranks);
 

@@ -226,7 +226,8 @@ std::vector<OptionSpec> run_options(const Options& defaults) {
        set_recalibrate},
       {"--isolation", "process|none", value, "process",
        "process: plugins load and run in a worker process; a benchmark that crashes or times out is recorded as "
-       "crashed or timed_out and a fresh worker goes on with the next. none: everything in this process (no timeouts)",
+       "crashed or timed_out and a fresh worker goes on with the next. none: everything in this process (no timeouts; "
+       "refused under a launcher)",
        set_isolation},
       {"--timeout", "S", value, "60 plus 4 x --max-time",
        "seconds one benchmark may take in all, setup to teardown (a case may declare its own); 0: none. Needs "
@@ -235,7 +236,8 @@ std::vector<OptionSpec> run_options(const Options& defaults) {
       {"--rendezvous-timeout", "S", value, number_text(defaults.rendezvous_timeout_s),
        "under torchrun, srun or mpirun (one roofbench per GPU): seconds the ranks wait for each other at the "
        "meeting and before each benchmark, and after a benchmark beyond its timeout; a rank that ends or stops "
-       "answering ends the run on every rank within it",
+       "answering ends the run on every rank within it. A rank that measures its ceilings first (none cached, or "
+       "--recalibrate) is waited for up to 1800 s more",
        set_rendezvous_timeout},
       {"--results-dir", "DIR", value, defaults.results_dir, "where the results JSON goes", set_results_dir},
       {"--no-results", "", nothing, "", "write no results file", set_no_results},

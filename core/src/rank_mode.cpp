@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "options.hpp"
 #include "summaries.hpp"
@@ -36,8 +37,11 @@ bool caused_by_another_rank(const Result& r) { return r.message.rfind(kEndedByRa
 
 // Whether a failed Result may leave the ranks that work together waiting for its rank (in a collective it
 // never reached). One judged implausible was measured in full, every collective run: no rank waits for it, and
-// stopping the others' workers (in their teardown, say) would only lose their figures.
-bool may_leave_others_waiting(const Result& r) { return !r.passed() && r.status != Status::implausible; }
+// stopping the others' workers (in their teardown, say) would only lose their figures. One not applicable was
+// agreed on by every rank after its setup (measure.cpp): each ends it in step.
+bool may_leave_others_waiting(const Result& r) {
+  return !r.passed() && r.status != Status::implausible && r.status != Status::not_applicable;
+}
 
 // The rank whose failure is the benchmark's: the first that failed of its own accord; else the first that
 // timed out (it may have waited in a collective for a rank that failed); else the first that failed.
@@ -111,6 +115,21 @@ Result combine_rank_results(const std::vector<Result>& results, const std::vecto
   return combined;
 }
 
+// A round of exchanges where a rank found the case not applicable (kNotApplicableBlob) while another was not at
+// the exchange after setup (kSetUpBlob) but in one of its own setup: why the round ends the case, else nothing.
+std::optional<std::string> applicability_out_of_step(const std::vector<std::string>& tagged) {
+  std::optional<std::size_t> found;
+  bool other = false;
+  for (std::size_t i = 0; i < tagged.size(); ++i) {
+    const std::string_view blob = std::string_view(tagged[i]).substr(1);
+    if (blob.rfind(kNotApplicableBlob, 0) == 0) found = found.value_or(i);
+    else other = other || blob != kSetUpBlob;
+  }
+  if (!found || !other) return std::nullopt;
+  return kEndedByRank + std::to_string(*found) + " (" + tagged[*found].substr(1) +
+         ", found while another rank exchanged inside its setup)";
+}
+
 std::string decide_round(const std::vector<std::string>& tagged, const std::vector<std::string>& hosts) {
   bool all_exchange = true, all_finished = true;
   std::optional<std::size_t> first_finished;
@@ -122,6 +141,7 @@ std::string decide_round(const std::vector<std::string>& tagged, const std::vect
   }
   try {
     if (all_exchange) {
+      if (const auto why = applicability_out_of_step(tagged)) return kEnded + *why;
       std::vector<std::string> blobs;
       for (const auto& t : tagged) blobs.push_back(t.substr(1));
       return kBlobs + wire::exchange_reply(blobs);
@@ -163,6 +183,16 @@ void RankLink::check_same_selection(const std::string& selection) {
   const std::vector<std::string> all = rendezvous_.gather(selection);
   const std::string verdict = rendezvous_.broadcast(rank() == 0 ? selection_mismatch(all) : std::string());
   if (!verdict.empty()) throw UsageError(verdict);
+}
+
+void RankLink::calibrate(bool measures, const std::function<void()>& calibrate) {
+  const std::vector<std::string> all = rendezvous_.gather(measures ? "measures" : "");
+  const bool any = std::any_of(all.begin(), all.end(), [](const std::string& s) { return !s.empty(); });
+  const std::string wait = rendezvous_.broadcast(any ? "wait" : "");
+  calibrate();
+  if (!wait.empty()) rendezvous_.set_timeout(timeout_ + kCalibrationWait);
+  rendezvous_.barrier();
+  rendezvous_.set_timeout(timeout_);
 }
 
 void RankLink::line_up(const std::string& name, double timeout_s) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ Result combine_rank_results(const std::vector<Result>& results, const std::vecto
 // naming the first rank that differs and its first benchmark that differs.
 std::string selection_mismatch(const std::vector<std::string>& selections);
 
+// How long the ranks wait, beyond the rendezvous timeout, for a rank that measures its device's ceilings
+// (RankLink::calibrate): their rounds take minutes on a GPU.
+inline constexpr std::chrono::seconds kCalibrationWait{1800};
+
 // The rendezvous of the run and what the ranks know of each other.
 class RankLink {
  public:
@@ -60,6 +65,10 @@ class RankLink {
   const std::vector<std::string>& hosts() const { return hosts_; }  // at rank 0: every rank's, in rank order
   // Throws UsageError on every rank when the ranks selected different benchmarks (selection_mismatch).
   void check_same_selection(const std::string& selection);
+  // Before the first line-up: `calibrate` reads or measures this rank's ceilings. Where a rank must measure them
+  // (`measures`: none cached, or --recalibrate), every rank waits for it up to kCalibrationWait beyond the
+  // rendezvous timeout, so that no rank's measuring reaches the others as a timeout.
+  void calibrate(bool measures, const std::function<void()>& calibrate);
   // The rendezvous failed (a rank ended or stopped answering): why; the link is then spent.
   const std::optional<std::string>& lost() const { return lost_; }
 

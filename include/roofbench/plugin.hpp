@@ -313,7 +313,8 @@ struct Error : std::runtime_error {
 
 // Thrown from make() or setup() when this point of the axes does not apply to the device it got (fp8 on
 // a GPU without fp8 tensor cores, an in-place all-reduce on one rank, which NCCL does not run at all):
-// the benchmark is listed as not run with the reason, and is not a failure.
+// the benchmark is listed as not run with the reason, and is not a failure. Ranks that work together across
+// processes agree on it after setup: thrown on one rank, the benchmark is not applicable on every rank.
 struct NotApplicable : Error {
   using Error::Error;
 };

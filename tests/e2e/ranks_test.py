@@ -1,7 +1,8 @@
 """roofbench as several processes on one machine, started the way torchrun starts them (WORLD_SIZE, RANK,
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT on 127.0.0.1 and a free port), on the CPU: one results file from rank 0
 with the slowest rank's time and the spread, a case whose ranks exchange through the rendezvous, a rank
-whose gate fails, a rank that dies mid-run and ranks given different selections.
+whose gate fails, a rank that dies mid-run, a case not applicable on one rank, a rank that measures its ceilings
+while the others wait, flags refused under a launcher and ranks given different selections.
 
 Environment: ROOFBENCH (the executable), RANKS_PLUGIN_DIR (the `ranks` test plugin's folder),
 ROOFBENCH_CACHE_DIR (the calibrated CPU ceilings)."""
@@ -188,18 +189,51 @@ class RanksTest(unittest.TestCase):
         self.assertNotEqual(codes[2], 0, run.describe())
         self.assertIn("rank 2 closed its connection", message, run.describe())
 
-    def test_random_interleaving_is_refused_on_every_rank(self):
-        run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_enable_random_interleaving=true"], self.results)
+    def test_a_case_not_applicable_on_one_rank_is_not_applicable_on_every_rank_and_stops_no_worker(self):
+        run = Ranks(3, ["--benchmark_filter=^ranks/fits/"], self.results, env={"ROOFBENCH_TEST_NOT_APPLICABLE_RANK": "1"})
+        self.assertEqual(run.codes(), [0, 0, 0], run.describe())
+        with open(os.path.join(self.results, "latest.json")) as f:
+            listed = json.load(f)
+        not_run = {n["case"]: n["reason"] for n in listed["context"]["roofbench"]["not_run"]}
+        self.assertEqual(not_run.get("ranks/fits/n:2048"), "rank 1: n:2048 does not apply to this rank's device",
+                         run.describe())
+        found = entries(self.results)
+        self.assertEqual(sorted(found), ["ranks/fits/n:1024", "ranks/fits/n:4096"], run.describe())
+        # Every rank's worker measured the benchmark after it too: none was stopped or started again.
+        pids = [json.dumps(found[name]).split('"worker_pids": "')[1].split('"')[0] for name in sorted(found)]
+        self.assertEqual(pids[0], pids[1], run.describe())
+        self.assertNotIn("stopped", "".join(err for _, _, err in run.out), run.describe())
+
+    def test_a_rank_that_measures_its_ceilings_keeps_the_others_waiting_past_the_rendezvous_timeout(self):
+        # Rank 1 measures its CPU's ceilings (some 20 s here) before the first benchmark; the others wait for it,
+        # however short the rendezvous timeout (a copy of the cache: rank 1 writes what it measured).
+        cache = os.path.join(self.tmp.name, "cache")
+        shutil.copytree(os.environ["ROOFBENCH_CACHE_DIR"], cache)
+        run = Ranks(2, ["--benchmark_filter=^ranks/(scale|sum)/", "--rendezvous-timeout", "2"], self.results,
+                    env={"ROOFBENCH_CACHE_DIR": cache}, extra={1: ["--recalibrate"]}, limit_s=300)
+        self.assertEqual(run.codes(), [0, 0], run.describe())
+        self.assertIn("measuring the ceilings", run.out[1][2], run.describe())
+        self.assertGreater(run.seconds, 2, run.describe())
+        for entry in entries(self.results).values():
+            self.assertEqual(entry["roofbench"]["status"], "ok", run.describe())
+
+    def check_refused(self, flag, words):
+        """Two ranks given `flag` both exit with 2, rank 0 saying `words`, and keep no results."""
+        run = Ranks(2, ["--benchmark_filter=^ranks/scale/", flag], self.results)
         self.assertEqual(run.codes(), [2, 2], run.describe())
-        self.assertIn("every rank runs the benchmarks in one order", run.out[0][2], run.describe())
+        self.assertIn(words, run.out[0][2], run.describe())
+        self.assertEqual(results_files(self.results), [])
+
+    def test_no_isolation_is_refused_on_every_rank(self):
+        self.check_refused("--isolation=none", "--isolation=none: under torchrun each rank measures in a worker process")
+
+    def test_random_interleaving_is_refused_on_every_rank(self):
+        self.check_refused("--benchmark_enable_random_interleaving=true", "every rank runs the benchmarks in one order")
 
     def test_a_warm_up_of_google_benchmark_is_refused_on_every_rank(self):
         # Rank 0's Google Benchmark would call each benchmark again until the warm-up's seconds add up.
-        run = Ranks(2, ["--benchmark_filter=^ranks/scale/", "--benchmark_min_warmup_time=0.5"], self.results)
-        self.assertEqual(run.codes(), [2, 2], run.describe())
-        self.assertIn("--benchmark_min_warmup_time: under torchrun every rank runs each benchmark once", run.out[0][2],
-                      run.describe())
-        self.assertEqual(results_files(self.results), [])
+        self.check_refused("--benchmark_min_warmup_time=0.5",
+                           "--benchmark_min_warmup_time: under torchrun every rank runs each benchmark once")
 
     def test_ranks_that_select_different_benchmarks_exit_2(self):
         run = Ranks(2, [], self.results, extra={0: ["--benchmark_filter=^ranks/(sum|scale)/"],

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -70,12 +71,15 @@ class FakeGpu final : public CpuBackedDevice {
   DeviceInfo info_;
 };
 
-// Copies of `bytes` each, which only count; every run records the copy it read (-1: before any was chosen).
+// Copies of `bytes` each, allocated but never read; every run records the copy it read (-1: before any was chosen).
 class RecordingRotation final : public Rotation {
  public:
   explicit RecordingRotation(std::size_t bytes) : bytes_(bytes) {}
   std::size_t bytes() const override { return bytes_; }
-  void make_copies(Context&, int copies) override { made = copies; }
+  void make_copies(Context& ctx, int copies) override {
+    made = copies;
+    for (int i = 1; i < copies; ++i) ctx.alloc(bytes_, BufferRole::input);
+  }
   void use(int copy) override { current = copy; }
   int made = 0, current = -1;
 
@@ -120,13 +124,15 @@ Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, 
 }
 
 // Rank 1 of a two-process world, as rank 0 sees it through the exchange: it answers every round as rank 0
-// does, except the rounds where the ranks say how many copies they rotate over, where it says `copies` in turn.
-RankWorld with_rank_1_saying(std::vector<std::string> copies) {
-  auto said = std::make_shared<std::vector<std::string>>(std::move(copies));
+// does, except the rounds about the copies: the copies it needs and its free memory ("copies N FREE reason"),
+// then whether its copies were made ("made", or "failed" and why), where it says `said` in turn.
+RankWorld with_rank_1_saying(std::vector<std::string> said) {
+  auto answers = std::make_shared<std::vector<std::string>>(std::move(said));
   auto asked = std::make_shared<std::size_t>(0);
-  return {2, 0, [said, asked](const std::string& blob) {
-            if (blob.rfind("copies ", 0) != 0) return std::vector<std::string>{blob, blob};
-            return std::vector<std::string>{blob, said->at((*asked)++)};
+  return {2, 0, [answers, asked](const std::string& blob) {
+            const bool about_copies = blob.rfind("copies ", 0) == 0 || blob == "made" || blob.rfind("failed ", 0) == 0;
+            if (!about_copies) return std::vector<std::string>{blob, blob};
+            return std::vector<std::string>{blob, answers->at((*asked)++)};
           }};
 }
 
@@ -171,21 +177,45 @@ TEST(ColdRotationInMeasure, WithoutGraphsARotatingCaseIsFlushedAndSaysWhy) {
   for (int copy : t.read) EXPECT_EQ(copy, -1);  // no copy was ever chosen
 }
 
-TEST(ColdRotationInMeasure, RanksThatWorkTogetherRotateOverTheFewestCopiesAnyOfThemChose) {
-  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 3 ", "copies 3 "}));
+// Rank 1's larger cache needs 12 copies where this rank's needs 7: both rotate over 12, so neither reads warm data.
+TEST(ColdRotationInMeasure, RanksThatWorkTogetherRotateOverTheMostCopiesAnyOfThemNeeds) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 12 1e9 ", "made"}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
-  EXPECT_EQ(t.m.cold_copies, 3);
-  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("rotate: 3 copies"));
-  EXPECT_EQ(t.m.runs_per_sample % 3, 0) << t.m.runs_per_sample;
-  for (int copy : t.read) EXPECT_LT(copy, 3);
+  EXPECT_EQ(t.m.cold_copies, 12);
+  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("rotate: 12 copies"));
+  EXPECT_EQ(t.m.runs_per_sample % 12, 0) << t.m.runs_per_sample;
+  int highest = -1;
+  for (int copy : t.read) highest = std::max(highest, copy);
+  EXPECT_EQ(highest, 11);
+  EXPECT_EQ(t.m.memory.allocated, 11 * 300'000.0);  // the 11 copies beside the case's own set
 }
 
-TEST(ColdRotationInMeasure, WhereOneRanksCopiesDidNotFitEveryRankFlushesNamingIt) {
+// Rank 1 needs 7 copies too but has 1 MB free: 6 more of 0.3 MB do not fit there, so every rank flushes, naming it.
+TEST(ColdRotationInMeasure, WhereOneRankCannotFitTheCopiesEveryRankFlushesNamingIt) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 7 1e6 "}));
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("flush: rank 1: 6 more copies of 0.3 MB would take over half"));
+  EXPECT_EQ(t.m.memory.allocated, 0);  // no copy was made
+}
+
+TEST(ColdRotationInMeasure, WhereOneRankFlushesEveryRankFlushesNamingIt) {
   const Timed t = time_cold(300'000, GraphMode::automatic, true,
-                            with_rank_1_saying({"copies 7 ", "copies 0 its copies did not fit: out of memory"}));
+                            with_rank_1_saying({"copies 0 1e9 the device's cache size is not known"}));
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_EQ(fact(t.m, "cold_mode"), "flush: rank 1: the device's cache size is not known");
+}
+
+// The copies this rank made are given back once the ranks agree to flush, not kept until the case ends.
+TEST(ColdRotationInMeasure, WhereOneRanksCopiesDidNotFitEveryRankFlushesNamingItAndGivesItsCopiesBack) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true,
+                            with_rank_1_saying({"copies 7 1e9 ", "failed its copies did not fit: out of memory"}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_EQ(fact(t.m, "cold_mode"), "flush: rank 1: its copies did not fit: out of memory");
+  EXPECT_EQ(t.m.memory.allocated, 0);
+  EXPECT_EQ(t.m.memory.peak, 6 * 300'000.0);  // they were made
   for (int copy : t.read) EXPECT_EQ(copy, -1);  // no copy was ever chosen
 }
 

@@ -147,6 +147,23 @@ TEST(ColdRotation, FlushesWithTheReasonWhereItCannotRotate) {
   EXPECT_EQ(choose_rotation(kL2, kL2, 2 * kL2, true).copies, 2);                  // one more copy fits in half
 }
 
+// Ranks that work together across processes: an H200 (50 MB of L2) beside a GPU of 40 MB rotate over the H200's
+// copies; where one rank flushes or cannot fit that many, every rank flushes, naming the first such rank.
+TEST(ColdRotation, RanksAgreeOnTheCopiesTheLargestCacheNeeds) {
+  const double gemv = 768.0 * 3072 * 2;
+  const ColdRotation h200 = choose_rotation(gemv, kL2, kFree, true), smaller = choose_rotation(gemv, 40e6, kFree, true);
+  ASSERT_LT(smaller.copies, h200.copies);
+  const ColdRotation agreed = agree_on_rotation({{smaller.copies, kFree, ""}, {h200.copies, kFree, ""}}, gemv);
+  EXPECT_EQ(agreed.copies, h200.copies);
+  EXPECT_EQ(agreed.fact(kL2), h200.fact(kL2));
+  const ColdRotation tight = agree_on_rotation({{h200.copies, kFree, ""}, {smaller.copies, 150e6, ""}}, gemv);
+  EXPECT_EQ(tight.copies, 0);  // 22 more copies of 4.72 MB are over half of rank 1's 150 MB
+  EXPECT_EQ(tight.flush_reason, "rank 1: " + rotation_memory_refusal(h200.copies, gemv, 150e6));
+  const ColdRotation flushed = agree_on_rotation({{h200.copies, kFree, ""}, {0, kFree, "why"}, {0, kFree, "not"}}, gemv);
+  EXPECT_EQ(flushed.copies, 0);
+  EXPECT_EQ(flushed.flush_reason, "rank 1: why");
+}
+
 TEST(ColdRotation, TheFactNamesTheCopiesAndTheirBytes) {
   EXPECT_EQ(choose_rotation(768.0 * 3072 * 2, kL2, kFree, true).fact(kL2),
             "rotate: 23 copies of 4.72 MB (2 x cache = 105 MB)");

@@ -79,6 +79,17 @@ TEST(RankMode, ARoundOfBlobsAnswersEveryBlob) {
   EXPECT_EQ(wire::read_exchange_reply(verdict.substr(1)), (std::vector<std::string>{"a", "bc"}));
 }
 
+// After setup the ranks say whether the case applies: blobs as any other round. A rank that found it not applicable
+// while another still exchanged inside its setup (a broadcast) is out of step: the round ends the case on both.
+TEST(RankMode, ARankNotApplicableWhileAnotherExchangesInsideItsSetupEndsTheRound) {
+  const std::string agreed = decide_round({"Xset up", "Xnot applicable: no fp8"}, {});
+  ASSERT_EQ(agreed[0], 'X');
+  EXPECT_EQ(wire::read_exchange_reply(agreed.substr(1)), (std::vector<std::string>{"set up", "not applicable: no fp8"}));
+  const std::string verdict = decide_round({"Xnccl id", "Xnot applicable: no fp8"}, {});
+  ASSERT_EQ(verdict[0], 'E');
+  EXPECT_EQ(verdict.substr(1), "ended by rank 1 (not applicable: no fp8, found while another rank exchanged inside its setup)");
+}
+
 TEST(RankMode, ARoundOfResultsAnswersTheCombinedOne) {
   const std::string verdict = decide_round({"R" + wire::result_bytes(rank_result(1e-3)), "R" + wire::result_bytes(rank_result(4e-3))}, {});
   ASSERT_EQ(verdict[0], 'C');
@@ -124,6 +135,11 @@ TEST(RankMode, AResultOfOneProcessHasNoRankFigures) {
   const std::string json = file.to_json(true);
   EXPECT_THAT(json, ::testing::Not(HasSubstr("slowest_rank")));
   EXPECT_THAT(json, ::testing::Not(HasSubstr("\"ranks\"")));
+}
+
+// --rendezvous-timeout's help names how long the ranks wait for one that measures its ceilings.
+TEST(RankMode, TheHelpSaysHowLongTheRanksWaitForACalibration) {
+  EXPECT_THAT(usage_text(), HasSubstr("up to " + std::to_string(kCalibrationWait.count()) + " s more"));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 //   scale  y = 2x on each rank alone (a case that is not a collective)
 //   nap    a run sleeps a millisecond: a benchmark that lasts while a test ends a rank
 //   stall  y = 2x on ranks that work together, one of which a test stops mid-timing (StallCase)
+//   fits   y = 2x on ranks that work together at n = 1024, 2048 and 4096, saying every rank's worker process
+//          (the fact worker_pids); ROOFBENCH_TEST_NOT_APPLICABLE_RANK=r makes rank r find n:2048 not applicable
 // Test switches, read from the environment: ROOFBENCH_TEST_FAIL_RANK=r makes rank r's gates fail;
 // ROOFBENCH_TEST_KILL_RANK=r makes rank r's nap kill its own roofbench process (the worker's parent);
 // ROOFBENCH_TEST_CRASH_RANK=r makes rank r's sum crash its worker in its first run (the gate's);
@@ -145,6 +147,27 @@ class StallCase final : public ClaimingScaleCase {
   bool slow_teardown_ = false;
 };
 
+// Its ranks work together; each says its worker's process id through the exchange, so that a test sees whether
+// any rank's worker was started again between two benchmarks.
+class FitsCase final : public test_plugins::ScaleCase {
+ public:
+  using ScaleCase::ScaleCase;
+  void setup(Context& ctx) override {
+    if (n_ == 2048 && switch_names_this_rank("ROOFBENCH_TEST_NOT_APPLICABLE_RANK", ctx))
+      throw NotApplicable("n:2048 does not apply to this rank's device");
+    ScaleCase::setup(ctx);
+  }
+  Check check(Context& ctx) override {
+    pids_.clear();
+    for (const std::string& pid : ctx.exchange(std::to_string(::getpid()))) pids_ += (pids_.empty() ? "" : ",") + pid;
+    return ScaleCase::check(ctx);
+  }
+  std::vector<Figure> figures() const override { return {Figure("worker_pids", pids_)}; }
+
+ private:
+  std::string pids_;
+};
+
 void describe(Plugin& plugin) {
   plugin.name = "ranks";
   plugin.description = "test plugin: cases for ranks in several processes";
@@ -160,6 +183,11 @@ void describe(Plugin& plugin) {
                                             {Axis::ints("n", {1024})}, [](std::size_t n) { return std::make_unique<StallCase>(n, 2.0f); });
   stall.device = DeviceNeed::cpu_ranks(2);
   plugin.add(std::move(stall));
+  CaseSpec fits = test_plugins::scale_spec("fits", "y = 2x on ranks that work together; n:2048 may not apply on one",
+                                           {Axis::ints("n", {1024, 2048, 4096})},
+                                           [](std::size_t n) { return std::make_unique<FitsCase>(n, 2.0f); });
+  fits.device = DeviceNeed::cpu_ranks(2);
+  plugin.add(std::move(fits));
 }
 
 }  // namespace
