@@ -148,7 +148,7 @@ bool sm90a_backward_runs_here() {
 }  // namespace
 
 const char* bf16_attention_keeper_name(bool sm90a_backward) {
-  return sm90a_backward ? "v13 (v9's forward; v12's backward, sm_90a: TMA + wgmma)"
+  return sm90a_backward ? "v13 (v9's forward; v12's backward, sm_90a)"
                         : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
 }
 
