@@ -243,8 +243,8 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 //     computing a whole head while the next head's rows land; elsewhere v9's: mma.sync, persistent (two
 //     blocks per SM walking the heads), each block fetching its next head's rows while it finishes one.
 // The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
-// The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results); the bf16
-// keeper's names the backward that runs on the current device: v13 with the sm_90a backward, or v9 without
+// The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results). The bf16
+// keeper's says which backward runs on the current device: v13 with the sm_90a backward, or v9 without it
 // (the overload: the name with that backward or without it).
 const char* fp32_attention_keeper_name();
 const char* bf16_attention_keeper_name();
