@@ -5,15 +5,19 @@
 // softmax kernel, and the same pieces backwards. Those matmuls are issued by the trainer; this file holds
 // the kernels between.
 //
-// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v9 on bf16
-// ones (attention_v9.cu, R2's and up). Both read the raw qkv and apply the bias and RoPE on load, keep the
-// scores on chip, write the output and one log-sum-exp per row, and recompute the probabilities from it in
-// the backward (FlashAttention's trick). The kernel lab's other versions live in plugins/gpt/lab.
+// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v13 on bf16
+// ones (R2's and up: v9's forward, attention_v9.cu; the sm_90a backward, attention_v12.cu, on a device that
+// runs it, else v9's). All read the raw qkv and apply the bias and RoPE on load, keep the scores on chip,
+// write the output and one log-sum-exp per row, and recompute the probabilities from it in the backward
+// (FlashAttention's trick). The kernel lab's other versions live in plugins/gpt/lab.
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "attention_common.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "roofbench/hopper_host.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
@@ -126,11 +130,34 @@ const char* fp32_attention_keeper_name() {
   return "v8 (TF32 mma.sync m16n8k8, scores in registers, one block per head)";
 }
 
-const char* bf16_attention_keeper_name() { return "v9 (v7, backward persistent, the next head fetched ahead)"; }
+namespace {
+
+// Whether the current device runs the bf16 keeper's sm_90a backward (hopper_path_available), asked once per
+// device: the question loads a module, which costs more than the launch it decides.
+bool sm90a_backward_runs_here() {
+  static std::mutex guard;
+  static std::map<int, bool> answers;
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(guard);
+  const auto known = answers.find(device);
+  if (known != answers.end()) return known->second;
+  return answers[device] = hopper::hopper_path_available(device);
+}
+
+}  // namespace
+
+const char* bf16_attention_keeper_name(bool sm90a_backward) {
+  return sm90a_backward ? "v13 (v9's forward; v12's backward, sm_90a)"
+                        : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
+}
+
+const char* bf16_attention_keeper_name() { return bf16_attention_keeper_name(sm90a_backward_runs_here()); }
 
 void fused_attention_configure() {
   attention::configure_v8();
   attention::configure_v9();
+  if (sm90a_backward_runs_here()) fused_attention_sm90a_backward_configure();
 }
 
 namespace attention {
@@ -156,9 +183,16 @@ void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float
   attention::forward_v9(out, lse, qkv, qkv_bias, attention::fused_args(s, table), stream);
 }
 
-void fused_attention_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
+void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream) {
+  const auto backward = sm90a_backward_runs_here() ? fused_attention_sm90a_backward : fused_attention_v9_backward;
+  backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
+}
+
+void fused_attention_v9_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
+                                 const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
+                                 cudaStream_t stream) {
   attention::backward_v9(dqkv, dout, out, lse, qkv, qkv_bias, attention::fused_args(s, table), stream);
 }
 

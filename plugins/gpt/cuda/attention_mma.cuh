@@ -1,4 +1,4 @@
-// The warp-level pieces of the bf16 mma.sync attention versions (v7 in the lab, v9 the keeper): bf16
+// The warp-level pieces of the bf16 mma.sync attention versions (v7 in the lab, v9 the bf16 keeper's forward): bf16
 // m16n8k16 tensor-core products with fp32 accumulation on q, k, v and dout held in shared memory, one warp
 // per 16-row block, the scores kept in registers (the accumulator of two adjacent n8 tiles is, element for
 // element, the A operand of the next product). The versions differ in how blocks are scheduled; the

@@ -1,5 +1,6 @@
 // The lab's attention tables (attention_versions.hpp). The "kernel" facts are the names the lab has always
-// given these versions, so results of one version compare across runs.
+// given these versions, so results of one version compare across runs; a keeper row's is the keeper's name as
+// the rungs' facts give it.
 #include "attention_versions.hpp"
 
 #include <string>
@@ -21,9 +22,16 @@ void keeper_backward(Elem* dqkv, float* delta, const Elem* dout, const Elem* out
   fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-// v13: the keeper's forward beside v12's backward (whose configure refuses devices without the sm_90a path).
+// v12: v11's forward and the training library's sm_90a backward; the backward's configure first, so that off
+// sm_90a the refusal names it.
+void attention_v12_configure() {
+  fused_attention_sm90a_backward_configure();
+  attention_v11_configure();
+}
+
+// v13, the keeper: refused where its backward would be v9's (no sm_90a path), so that the row always times v13.
 void attention_v13_configure() {
-  attention_v12_configure();
+  fused_attention_sm90a_backward_configure();
   fused_attention_configure();
 }
 
@@ -36,16 +44,16 @@ const AttentionVersion<float> kFp32Versions[] = {
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
-    {"v9", bf16_attention_keeper_name(), true, fused_attention_configure, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+    {"v9", "v9 (v7, backward persistent, the next head fetched ahead)", false, fused_attention_configure,
+     keeper_forward<bf16>, fused_attention_v9_backward},
     {"v10", "v10 (TMA + wgmma forward, sm_90a; v9's backward)", false, attention_v10_configure,
-     attention_v10_forward, keeper_backward<bf16>},
+     attention_v10_forward, fused_attention_v9_backward},
     {"v11", "v11 (v10 persistent: producer warp group, two TMA head stages; v9's backward)", false,
-     attention_v11_configure, attention_v11_forward, keeper_backward<bf16>},
+     attention_v11_configure, attention_v11_forward, fused_attention_v9_backward},
     {"v12", "v12 (v11's forward; persistent TMA + wgmma backward, sm_90a)", false, attention_v12_configure,
-     attention_v11_forward, attention_v12_backward},
-    {"v13", "v13 (v9's forward; v12's backward, sm_90a)", false, attention_v13_configure, keeper_forward<bf16>,
-     attention_v12_backward},
+     attention_v11_forward, fused_attention_sm90a_backward},
+    {"v13", bf16_attention_keeper_name(true), true, attention_v13_configure, keeper_forward<bf16>,
+     keeper_backward<bf16>},
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "bf16.hpp"
 #include "lab_reference.hpp"
 #include "reference.hpp"
+#include "roofbench/hopper_host.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
@@ -125,11 +126,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLayerNorm,
                          });
 
 
-// The fused attention's keepers (v8 on fp32 tensors, v9 on bf16 ones) against the double reference, on T
-// not a multiple of the 32-row tile (nor of the 16-row tile), on the largest T, and on a single position.
-// v8's products round their inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs, so it is held to
-// the TF32 tolerance the trainer tests use for logits; v9 to bf16's 2e-2. The kernel lab's versions have
-// their own tests (plugins/gpt/lab/tests).
+// The fused attention's keepers (v8 on fp32 tensors; v13 on bf16 ones, whose backward is v12's sm_90a one on
+// a device that runs it and v9's elsewhere) against the double reference, on T not a multiple of the 32-row
+// tile (nor of the 16-row tile), on the largest T, and on a single position. v8's products round their inputs
+// to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs, so it is held to the TF32 tolerance the trainer tests
+// use for logits; the bf16 keeper to bf16's 2e-2. The kernel lab's versions have their own tests
+// (plugins/gpt/lab/tests).
 constexpr double kTf32Tolerance = 5e-3;
 
 // One forward + backward of the keeper on Elem tensors.
@@ -193,10 +195,24 @@ TEST_P(GptFusedAttention, Bf16KeeperMatchesDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const std::vector<float> qkv = rounded_to_bf16(qkv_), dout = rounded_to_bf16(dout_);
   const AttentionReference ref = attention_reference(qkv, bias_, dout, B, H, T(), hd, base);
-  const FusedAttentionRun v9 = run<bf16>(qkv, dout);
-  expect_keeper_run(v9, run<bf16>(qkv, dout), ref, 2e-2);
-  std::printf("T %d: v9 rel L2 vs double: out %.2e dqkv %.2e\n", T(), rel_l2(v9.out, ref.out),
-              rel_l2(v9.dqkv, ref.dqkv));
+  const FusedAttentionRun keeper = run<bf16>(qkv, dout);
+  expect_keeper_run(keeper, run<bf16>(qkv, dout), ref, 2e-2);
+  std::printf("T %d: %s rel L2 vs double: out %.2e dqkv %.2e\n", T(), bf16_attention_keeper_name(),
+              rel_l2(keeper.out, ref.out), rel_l2(keeper.dqkv, ref.dqkv));
+}
+
+// The bf16 keeper's name, the rungs' "attention" fact, names the backward this device runs: v13 (sm_90a) where
+// hopper_path_available, else v9's with the reason.
+TEST(GptLayers, Bf16KeeperNamesItsBackward) {
+  const std::string with = bf16_attention_keeper_name(true), without = bf16_attention_keeper_name(false);
+  EXPECT_EQ(with.rfind("v13 ", 0), 0u) << with;
+  EXPECT_NE(with.find("sm_90a"), std::string::npos) << with;
+  EXPECT_EQ(without.rfind("v9 ", 0), 0u) << without;
+  EXPECT_NE(without.find("no sm_90a path"), std::string::npos) << without;
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  EXPECT_STREQ(bf16_attention_keeper_name(), bf16_attention_keeper_name(hopper::hopper_path_available(device)));
 }
 
 // 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.

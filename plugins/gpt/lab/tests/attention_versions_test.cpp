@@ -160,7 +160,10 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v9
+  EXPECT_EQ(keepers, 2u);  // v8 and v13
+  EXPECT_TRUE(fp32_attention_version("v8").keeper);
+  EXPECT_TRUE(bf16_attention_version("v13").keeper);
+  EXPECT_STREQ(bf16_attention_version("v13").kernel, bf16_attention_keeper_name(true));
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -353,8 +356,8 @@ TEST_P(GptLabAttentionSm90a, MatchDoubleAndV9OnEveryHead) {
   }
 }
 
-// v13, v12's backward on v9's forward (the same out and lse as v9's own backward sees): dqkv of every head
-// against v9's and against the double reference, and twice for the same bits (no atomics, a fixed order). The
+// v13, the keeper: v12's backward on v9's forward (the same out and lse as v9's own backward sees): dqkv of every
+// head against v9's and against the double reference, and twice for the same bits (no atomics, a fixed order). The
 // products sum in another order than v9's mma.sync and a few bf16 roundings of P and dS fall the other way,
 // so the two agree to bf16's rounding, not bit for bit; a wrong layout, mask or transpose errs by order 1 on
 // the heads (or rows past T) it touches.
@@ -377,6 +380,34 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_LT(vs_v9, 1e-2);
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
+}
+
+// On a device with the sm_90a path the keeper's backward is v12's row's, the same kernel: on the keeper's
+// forward, the keeper's backward (layers.hpp's fused_attention_backward, what the trainers call) and v12's
+// row's give the same bits, and the keeper's name, the rungs' "attention" fact, names v13 and sm_90a.
+TEST_P(GptLabAttentionSm90a, KeeperBackwardIsV12s) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v12 = bf16_version("v12");
+  if (const std::string why = not_applicable_reason(v12); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12;
+  const ManyHeadInputs in(B, H, GetParam(), 51, 52, 53);
+  const auto forward = [](auto... args) { fused_attention_forward(args...); };
+  const auto backward = [](auto... args) { fused_attention_backward(args...); };
+  const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape,
+                                                             in.qkv, in.bias, in.dout, in.cos, in.sin);
+  const auto configure = [&] {
+    v12.configure();
+    fused_attention_configure();
+  };
+  const FusedAttentionRun row = run_fused_attention<bf16>(configure, forward, v12.backward, in.shape, in.qkv,
+                                                          in.bias, in.dout, in.cos, in.sin);
+  EXPECT_EQ(keeper.out, row.out);
+  EXPECT_EQ(keeper.lse, row.lse);
+  EXPECT_EQ(keeper.dqkv, row.dqkv);
+  const std::string name = bf16_attention_keeper_name();
+  EXPECT_EQ(name, bf16_attention_keeper_name(true));
+  EXPECT_EQ(name.rfind("v13 ", 0), 0u) << name;
+  EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.

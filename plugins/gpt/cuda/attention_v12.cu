@@ -1,7 +1,9 @@
-// Fused causal attention with RoPE, version 12 (bf16, the kernel lab's lab_attention_bf16): v11's forward and
-// a backward on Hopper's own instructions (sm_90a: TMA boxes completing on an mbarrier, wgmma on operands in
-// shared memory or registers). Compiled for sm_90a alone, in roofbench_gpt_lab_sm90a beside v10 and v11
-// (attention_sm90a.cuh holds what they share); attention_v10_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, the bf16 keeper's sm_90a backward (v12's in the kernel lab, run by the
+// keeper, v13, on v9's forward): a backward on Hopper's own instructions (sm_90a: TMA boxes completing on an
+// mbarrier, wgmma on operands in shared memory or registers). Compiled for sm_90a alone, in an object library
+// of its own whose objects join the training library (attention_sm90a.cuh holds what it shares with the lab's
+// v10 and v11 forwards); attention_v12_absent.cpp stands in without sm_90a code. attention.cu runs it where
+// hopper_path_available says this build's sm_90a code runs, v9's backward elsewhere.
 //
 // At T <= 128 and head dim 64 one block holds a whole head, so the backward needs no loop over tiles and no
 // atomics: a block of two warp groups computes dq, dk and dv of all a head's rows. It is persistent (one block
@@ -42,7 +44,7 @@
 #include <cstdint>
 
 #include "attention_sm90a.cuh"
-#include "attention_versions.hpp"
+#include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -281,25 +283,27 @@ __global__ void __launch_bounds__(kV12Threads, 1)
   }
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by attention_v12_configure.
+// The persistent backward's grid: as many blocks as fit at once. Set by
+// fused_attention_sm90a_backward_configure.
 int g_v12_grid = 0;
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
-namespace roofbench::gpt::cuda::lab {
+namespace roofbench::gpt::cuda {
 
-void attention_v12_configure() {
+void fused_attention_sm90a_backward_configure() {
   const auto kernel = attention::fused_attention_v12_backward_kernel;
-  attention::configure_sm90a("v12", kernel, attention::kV12SmemBytes);
-  attention_v11_configure();  // the forward
+  attention::configure_sm90a("v12's backward", kernel, attention::kV12SmemBytes);
   attention::g_v12_grid =
       attention::persistent_grid("v12's backward", kernel, attention::kV12Threads, attention::kV12SmemBytes);
 }
 
-void attention_v12_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  if (attention::g_v12_grid == 0) throw Error("gpt: attention v12 runs after attention_v12_configure()");
+void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
+                                    const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                    cudaStream_t stream) {
+  if (attention::g_v12_grid == 0)
+    throw Error("gpt: attention v12's backward runs after fused_attention_sm90a_backward_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
   const CUtensorMap qkv_map = attention::qkv_tensor_map("v12 backward", out, qkv, qkv_bias, rope, s);
   attention::check_aligned16(dqkv, "v12 backward", "dqkv");
@@ -312,4 +316,4 @@ void attention_v12_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-}  // namespace roofbench::gpt::cuda::lab
+}  // namespace roofbench::gpt::cuda

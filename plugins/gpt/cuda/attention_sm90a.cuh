@@ -1,9 +1,9 @@
-// What the lab's sm_90a attention versions share (attention_v10.cu: v10's and v11's forwards;
-// attention_v12.cu: v12's backward): one head's q, k and v as TMA brings them into shared memory in the
-// 128-byte swizzle (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated,
-// rounded to bf16: v9's prepare_chunk, so the products see v9's operands), the time-limited mbarrier wait,
-// and the host's device check and tensor maps. Included by sm_90a translation units alone
-// (roofbench_hopper_sm90a); device code in an unnamed namespace, as attention_rows.cuh's.
+// What the sm_90a attention code shares (the training library's attention_v12.cu: the bf16 keeper's sm_90a
+// backward, v12's in the lab; the lab's attention_v10.cu: v10's and v11's forwards): one head's q, k and v as
+// TMA brings them into shared memory in the 128-byte swizzle (kernels/hopper/README.md), their preparation in
+// place (bias added, q and k rotated, rounded to bf16: v9's prepare_chunk, so the products see v9's operands),
+// the time-limited mbarrier wait, and the host's device check and tensor maps. Included by sm_90a translation
+// units alone (roofbench_hopper_sm90a); device code in an unnamed namespace, as attention_rows.cuh's.
 #pragma once
 
 #include <cuda.h>
@@ -126,16 +126,14 @@ __device__ inline HeadRows v10_head_rows(int head, const AttentionShape& s) {
   return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};
 }
 
-// The sm_90a versions' common host steps: the device checked (NotApplicable off sm_90a), v9's kernels (the
-// backward of v10 and v11) and the kernel's shared memory configured.
+// The sm_90a kernels' common host steps: the device checked (NotApplicable off sm_90a) and the kernel's shared
+// memory configured. `what` names the kernel in the refusal ("v10", "v12's backward").
 template <typename Kernel>
-void configure_sm90a(const char* version, Kernel kernel, std::size_t smem_bytes) {
+void configure_sm90a(const char* what, Kernel kernel, std::size_t smem_bytes) {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable(std::string("gpt attention ") + version +
-                        " needs sm_90a (wgmma): a compute capability 9.0 GPU");
-  fused_attention_configure();
+    throw NotApplicable(std::string("gpt attention ") + what + " needs sm_90a (wgmma): a compute capability 9.0 GPU");
   ROOFBENCH_CUDA(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
 }
