@@ -1,9 +1,11 @@
 #include "launch_strategy.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string_view>
 
 #include "sampling.hpp"
 
@@ -152,8 +154,34 @@ ColdRotation agree_on_rotation(const std::vector<RankRotationChoice>& choices, d
   for (std::size_t p = 0; p < choices.size(); ++p)
     if (choices[p].copies == 0) return flush(p, choices[p].flush_reason);
   for (std::size_t p = 0; p < choices.size(); ++p)
-    if (auto why = rotation_memory_refusal(agreed.copies, copy_bytes, choices[p].free_bytes); !why.empty()) return flush(p, why);
+    if (auto why = rotation_memory_refusal(agreed.copies, choices[p].copy_bytes, choices[p].free_bytes); !why.empty())
+      return flush(p, why);
   return agreed;
+}
+
+std::string rotation_choice_blob(const RankRotationChoice& choice) {
+  char numbers[96];
+  std::snprintf(numbers, sizeof numbers, "copies %d %.17g %.17g ", choice.copies, choice.free_bytes, choice.copy_bytes);
+  return numbers + choice.flush_reason;
+}
+
+std::optional<RankRotationChoice> read_rotation_choice(const std::string& blob) {
+  constexpr std::string_view tag = "copies ";
+  if (!blob.starts_with(tag)) return std::nullopt;
+  const char* at = blob.data() + tag.size();
+  const char* const end = blob.data() + blob.size();
+  // One number and the space after it.
+  auto field = [&](auto& value) {
+    const auto [next, error] = std::from_chars(at, end, value);
+    if (error != std::errc() || next == end || *next != ' ') return false;
+    at = next + 1;
+    return true;
+  };
+  RankRotationChoice c;
+  if (!field(c.copies) || !field(c.free_bytes) || !field(c.copy_bytes)) return std::nullopt;
+  if (c.copies < 0 || c.copies > kMaxRotationCopies) return std::nullopt;
+  c.flush_reason.assign(at, end);
+  return c;
 }
 
 int rotation_runs_per_sample(int copies, int wanted) {

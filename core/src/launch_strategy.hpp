@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,16 +79,26 @@ ColdRotation choose_rotation(double copy_bytes, double cache_bytes, double free_
 // (kRotationMemoryShare), or "" where they do.
 std::string rotation_memory_refusal(int copies, double copy_bytes, double free_bytes);
 
-// One rank's choose_rotation and its device's free memory, for ranks that work together across processes.
+// One rank's choose_rotation, its device's free memory and the bytes of its set, for ranks that work together
+// across processes.
 struct RankRotationChoice {
   int copies = 0;
   double free_bytes = 0;
+  double copy_bytes = 0;
   std::string flush_reason;
 };
 
+// A choice as one rank sends it to the others: "copies N FREE BYTES reason".
+std::string rotation_choice_blob(const RankRotationChoice& choice);
+// The choice in a blob of rotation_choice_blob, or nothing where the blob is not one (another tag, a count
+// outside 0..kMaxRotationCopies, a number that does not parse or is cut short).
+std::optional<RankRotationChoice> read_rotation_choice(const std::string& blob);
+
 // The rotation every rank of a case whose ranks work together across processes takes (each must run the case
 // equally often): the most copies any rank needs, so that the largest cache decides and no rank reads warm data;
-// a flush on every rank where one flushes or cannot fit that many, its reason naming the first such rank.
+// a flush on every rank where one flushes or cannot fit that many of its own sets, its reason naming the first
+// such rank. It depends on `choices` alone, the same on every rank (`copy_bytes`, this rank's, only goes into
+// the fact).
 ColdRotation agree_on_rotation(const std::vector<RankRotationChoice>& choices, double copy_bytes);
 
 // Runs per sample under rotation: a whole number of rounds over the copies, at least `wanted`.

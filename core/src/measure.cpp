@@ -252,21 +252,17 @@ void run_gate(Measurement& r, Case& c, HostContext& ctx) {
 
 // Ranks that work together across processes rotate over as many copies each: the runs of a sample are whole
 // rounds over them, so other counts would run the collective unequally often and leave one rank waiting in
-// it. Each sends the copies its own cache needs and its free memory; all take agree_on_rotation's.
+// it. Each sends the copies its own cache needs, its free memory and the bytes of its set; all take
+// agree_on_rotation's, which every rank computes from the same blobs alike. A blob that is no choice fails the
+// case on every rank alike.
 void agree_on_copies(ColdRotation& cold, double free_bytes, HostContext& ctx) {
-  const std::string tag = "copies ";
-  char mine[96];
-  std::snprintf(mine, sizeof mine, "%d %.17g ", cold.copies, free_bytes);
-  const std::vector<std::string> all = ctx.exchange(tag + mine + cold.flush_reason);
+  const std::vector<std::string> all =
+      ctx.exchange(rotation_choice_blob({cold.copies, free_bytes, cold.copy_bytes, cold.flush_reason}));
   std::vector<RankRotationChoice> choices;
   for (std::size_t p = 0; p < all.size(); ++p) {
-    RankRotationChoice c;
-    int used = 0;
-    if (all[p].rfind(tag, 0) != 0 ||
-        std::sscanf(all[p].c_str() + tag.size(), "%d %lf %n", &c.copies, &c.free_bytes, &used) < 2 || used == 0)
-      throw Error("rank " + std::to_string(p) + " sent no count of copies");
-    c.flush_reason = all[p].substr(tag.size() + static_cast<std::size_t>(used));
-    choices.push_back(std::move(c));
+    std::optional<RankRotationChoice> c = read_rotation_choice(all[p]);
+    if (!c) throw Error("rank " + std::to_string(p) + " sent no count of copies");
+    choices.push_back(std::move(*c));
   }
   cold = agree_on_rotation(choices, cold.copy_bytes);
 }

@@ -221,7 +221,7 @@ inline constexpr const char* kEndedByRank = "ended by rank ";
 
 // The blobs of the exchange after the setup of ranks that work together across processes: each rank's verdict
 // on whether the case applies ("set up", or kNotApplicableBlob and why). Rank 0 reads them (decide_round): a
-// rank that found the case not applicable while another still exchanged inside its setup is out of step.
+// rank that gave its verdict while another still exchanged inside its setup is out of step.
 inline constexpr const char* kSetUpBlob = "set up";
 inline constexpr const char* kNotApplicableBlob = "not applicable: ";
 

@@ -115,19 +115,28 @@ Result combine_rank_results(const std::vector<Result>& results, const std::vecto
   return combined;
 }
 
-// A round of exchanges where a rank found the case not applicable (kNotApplicableBlob) while another was not at
-// the exchange after setup (kSetUpBlob) but in one of its own setup: why the round ends the case, else nothing.
-std::optional<std::string> applicability_out_of_step(const std::vector<std::string>& tagged) {
-  std::optional<std::size_t> found;
+// A round of exchanges where a rank gave its verdict after setup (kSetUpBlob, or kNotApplicableBlob and why) while
+// another was not at that exchange but in one of its own setup (a plugin's exchanges there differ in number by
+// rank, or a rank found the case not applicable before one): why the round ends the case, else nothing. Left to
+// go on, the rank inside its setup would take the verdicts for its own exchange's answer, and the others would
+// go on to the gate's collective without it.
+std::optional<std::string> setup_out_of_step(const std::vector<std::string>& tagged) {
+  std::optional<std::size_t> not_applicable, set_up;
   bool other = false;
   for (std::size_t i = 0; i < tagged.size(); ++i) {
     const std::string_view blob = std::string_view(tagged[i]).substr(1);
-    if (blob.rfind(kNotApplicableBlob, 0) == 0) found = found.value_or(i);
-    else other = other || blob != kSetUpBlob;
+    if (blob.starts_with(kNotApplicableBlob)) not_applicable = not_applicable.value_or(i);
+    else if (blob == kSetUpBlob) set_up = set_up.value_or(i);
+    else other = true;
   }
-  if (!found || !other) return std::nullopt;
-  return kEndedByRank + std::to_string(*found) + " (" + tagged[*found].substr(1) +
-         ", found while another rank exchanged inside its setup)";
+  if (!other) return std::nullopt;
+  if (not_applicable)
+    return kEndedByRank + std::to_string(*not_applicable) + " (" + tagged[*not_applicable].substr(1) +
+           ", found while another rank exchanged inside its setup)";
+  if (set_up)
+    return kEndedByRank + std::to_string(*set_up) +
+           " (it ended its setup while another rank exchanged inside its setup: out of step)";
+  return std::nullopt;
 }
 
 std::string decide_round(const std::vector<std::string>& tagged, const std::vector<std::string>& hosts) {
@@ -141,7 +150,7 @@ std::string decide_round(const std::vector<std::string>& tagged, const std::vect
   }
   try {
     if (all_exchange) {
-      if (const auto why = applicability_out_of_step(tagged)) return kEnded + *why;
+      if (const auto why = setup_out_of_step(tagged)) return kEnded + *why;
       std::vector<std::string> blobs;
       for (const auto& t : tagged) blobs.push_back(t.substr(1));
       return kBlobs + wire::exchange_reply(blobs);

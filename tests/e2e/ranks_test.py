@@ -2,7 +2,7 @@
 LOCAL_RANK, MASTER_ADDR, MASTER_PORT on 127.0.0.1 and a free port), on the CPU: one results file from rank 0
 with the slowest rank's time and the spread, a case whose ranks exchange through the rendezvous, a rank
 whose gate fails, a rank that dies mid-run, a case not applicable on one rank, a rank that measures its ceilings
-while the others wait, flags refused under a launcher and ranks given different selections.
+while the others wait (or dies meanwhile), flags refused under a launcher and ranks given different selections.
 
 Environment: ROOFBENCH (the executable), RANKS_PLUGIN_DIR (the `ranks` test plugin's folder),
 ROOFBENCH_CACHE_DIR (the calibrated CPU ceilings)."""
@@ -30,7 +30,9 @@ def free_port():
 class Ranks:
     """N roofbench processes of one run; each rank's arguments may differ (extra[rank])."""
 
-    def __init__(self, n, args, results_dir, env=None, extra=None, device=("--device", "cpu"), limit_s=RUN_LIMIT_S):
+    def __init__(self, n, args, results_dir, env=None, extra=None, device=("--device", "cpu"), limit_s=RUN_LIMIT_S,
+                 meanwhile=None):
+        """`meanwhile(procs)`, where given, runs once every rank has started, before their ends are awaited."""
         port = free_port()
         self.procs = []
         self.started = time.monotonic()
@@ -43,6 +45,8 @@ class Ranks:
                     "--max-time", "0.05", "--rendezvous-timeout", "20"] + args + (extra or {}).get(rank, [])
             self.procs.append(subprocess.Popen(argv, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                                text=True))
+        if meanwhile:
+            meanwhile(self.procs)
         self.out = []
         for p in self.procs:
             out, err = p.communicate(timeout=limit_s)
@@ -216,6 +220,28 @@ class RanksTest(unittest.TestCase):
         self.assertGreater(run.seconds, 2, run.describe())
         for entry in entries(self.results).values():
             self.assertEqual(entry["roofbench"]["status"], "ok", run.describe())
+
+    def test_a_rank_that_dies_while_it_measures_its_ceilings_ends_the_others_at_once(self):
+        # Rank 1 is killed while it measures its CPU's ceilings (some 20 s here). Rank 0 would wait for its
+        # measuring up to 1800 s beyond the rendezvous timeout; it sees rank 1's connection close and ends at once.
+        cache = os.path.join(self.tmp.name, "cache")
+        shutil.copytree(os.environ["ROOFBENCH_CACHE_DIR"], cache)
+        killed = {}
+
+        def kill_rank_1_while_it_measures(procs):
+            for line in procs[1].stderr:
+                if "measuring the ceilings" in line:
+                    break
+            procs[1].kill()
+            killed["at"] = time.monotonic()
+
+        run = Ranks(2, ["--benchmark_filter=^ranks/(scale|sum)/", "--rendezvous-timeout", "60"], self.results,
+                    env={"ROOFBENCH_CACHE_DIR": cache}, extra={1: ["--recalibrate"]}, limit_s=300,
+                    meanwhile=kill_rank_1_while_it_measures)
+        self.assertEqual(run.codes()[0], 1, run.describe())
+        self.assertLess(time.monotonic() - killed["at"], 15, run.describe())
+        self.assertIn("rank 1 closed its connection (it ended or crashed) during a barrier", run.out[0][2], run.describe())
+        self.assertEqual(results_files(self.results), [], run.describe())
 
     def check_refused(self, flag, words):
         """Two ranks given `flag` both exit with 2, rank 0 saying `words`, and keep no results."""

@@ -124,7 +124,8 @@ Timed time_cold(std::size_t copy_bytes, GraphMode graph = GraphMode::automatic, 
 }
 
 // Rank 1 of a two-process world, as rank 0 sees it through the exchange: it answers every round as rank 0
-// does, except the rounds about the copies: the copies it needs and its free memory ("copies N FREE reason"),
+// does, except the rounds about the copies: the copies it needs, its free memory and the bytes of its set
+// ("copies N FREE BYTES reason"),
 // then whether its copies were made ("made", or "failed" and why), where it says `said` in turn.
 RankWorld with_rank_1_saying(std::vector<std::string> said) {
   auto answers = std::make_shared<std::vector<std::string>>(std::move(said));
@@ -179,7 +180,7 @@ TEST(ColdRotationInMeasure, WithoutGraphsARotatingCaseIsFlushedAndSaysWhy) {
 
 // Rank 1's larger cache needs 12 copies where this rank's needs 7: both rotate over 12, so neither reads warm data.
 TEST(ColdRotationInMeasure, RanksThatWorkTogetherRotateOverTheMostCopiesAnyOfThemNeeds) {
-  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 12 1e9 ", "made"}));
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 12 1e9 300000 ", "made"}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 12);
   EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("rotate: 12 copies"));
@@ -192,16 +193,35 @@ TEST(ColdRotationInMeasure, RanksThatWorkTogetherRotateOverTheMostCopiesAnyOfThe
 
 // Rank 1 needs 7 copies too but has 1 MB free: 6 more of 0.3 MB do not fit there, so every rank flushes, naming it.
 TEST(ColdRotationInMeasure, WhereOneRankCannotFitTheCopiesEveryRankFlushesNamingIt) {
-  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 7 1e6 "}));
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 7 1e6 300000 "}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("flush: rank 1: 6 more copies of 0.3 MB would take over half"));
   EXPECT_EQ(t.m.memory.allocated, 0);  // no copy was made
 }
 
+// Rank 1's sets are 1.5 MB (its share of an uneven split): 6 more of them do not fit in its 4 MB, though 6 more of
+// this rank's 0.3 MB would. Every rank judges rank 1's memory by rank 1's sets, so this rank flushes as rank 1
+// does, rather than rotate while rank 1 flushes and run the case more often than it.
+TEST(ColdRotationInMeasure, EachRanksMemoryIsJudgedByItsOwnSetsSoEveryRankDecidesAlike) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 2 4e6 1.5e6 "}));
+  ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
+  EXPECT_EQ(t.m.cold_copies, 0);
+  EXPECT_THAT(fact(t.m, "cold_mode"), HasSubstr("flush: rank 1: 6 more copies of 1.5 MB would take over half"));
+  EXPECT_EQ(t.m.memory.allocated, 0);
+}
+
+// A blob that is no choice of copies (cut short: no bytes of a set) fails the case; every rank reads the same
+// blobs, so every rank fails it alike.
+TEST(ColdRotationInMeasure, ABlobThatIsNoChoiceOfCopiesFailsTheCaseNamingItsRank) {
+  const Timed t = time_cold(300'000, GraphMode::automatic, true, with_rank_1_saying({"copies 7 1e9"}));
+  EXPECT_EQ(t.m.status, Status::error);
+  EXPECT_EQ(t.m.message, "rank 1 sent no count of copies");
+}
+
 TEST(ColdRotationInMeasure, WhereOneRankFlushesEveryRankFlushesNamingIt) {
   const Timed t = time_cold(300'000, GraphMode::automatic, true,
-                            with_rank_1_saying({"copies 0 1e9 the device's cache size is not known"}));
+                            with_rank_1_saying({"copies 0 1e9 300000 the device's cache size is not known"}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_EQ(fact(t.m, "cold_mode"), "flush: rank 1: the device's cache size is not known");
@@ -210,7 +230,7 @@ TEST(ColdRotationInMeasure, WhereOneRankFlushesEveryRankFlushesNamingIt) {
 // The copies this rank made are given back once the ranks agree to flush, not kept until the case ends.
 TEST(ColdRotationInMeasure, WhereOneRanksCopiesDidNotFitEveryRankFlushesNamingItAndGivesItsCopiesBack) {
   const Timed t = time_cold(300'000, GraphMode::automatic, true,
-                            with_rank_1_saying({"copies 7 1e9 ", "failed its copies did not fit: out of memory"}));
+                            with_rank_1_saying({"copies 7 1e9 300000 ", "failed its copies did not fit: out of memory"}));
   ASSERT_EQ(t.m.status, Status::ok) << t.m.message;
   EXPECT_EQ(t.m.cold_copies, 0);
   EXPECT_EQ(fact(t.m, "cold_mode"), "flush: rank 1: its copies did not fit: out of memory");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -153,15 +154,44 @@ TEST(ColdRotation, RanksAgreeOnTheCopiesTheLargestCacheNeeds) {
   const double gemv = 768.0 * 3072 * 2;
   const ColdRotation h200 = choose_rotation(gemv, kL2, kFree, true), smaller = choose_rotation(gemv, 40e6, kFree, true);
   ASSERT_LT(smaller.copies, h200.copies);
-  const ColdRotation agreed = agree_on_rotation({{smaller.copies, kFree, ""}, {h200.copies, kFree, ""}}, gemv);
+  const ColdRotation agreed = agree_on_rotation({{smaller.copies, kFree, gemv, ""}, {h200.copies, kFree, gemv, ""}}, gemv);
   EXPECT_EQ(agreed.copies, h200.copies);
   EXPECT_EQ(agreed.fact(kL2), h200.fact(kL2));
-  const ColdRotation tight = agree_on_rotation({{h200.copies, kFree, ""}, {smaller.copies, 150e6, ""}}, gemv);
+  const ColdRotation tight = agree_on_rotation({{h200.copies, kFree, gemv, ""}, {smaller.copies, 150e6, gemv, ""}}, gemv);
   EXPECT_EQ(tight.copies, 0);  // 22 more copies of 4.72 MB are over half of rank 1's 150 MB
   EXPECT_EQ(tight.flush_reason, "rank 1: " + rotation_memory_refusal(h200.copies, gemv, 150e6));
-  const ColdRotation flushed = agree_on_rotation({{h200.copies, kFree, ""}, {0, kFree, "why"}, {0, kFree, "not"}}, gemv);
+  const ColdRotation flushed =
+      agree_on_rotation({{h200.copies, kFree, gemv, ""}, {0, kFree, gemv, "why"}, {0, kFree, gemv, "not"}}, gemv);
   EXPECT_EQ(flushed.copies, 0);
   EXPECT_EQ(flushed.flush_reason, "rank 1: why");
+}
+
+// Sets of other sizes on other ranks (an uneven split): each rank's free memory is held against its own sets, so
+// the agreement is the same whichever rank computes it; only the fact names the computing rank's sets.
+TEST(ColdRotation, EveryRankAgreesAlikeWhereTheRanksSetsDiffer) {
+  const std::vector<RankRotationChoice> choices{{7, 1e9, 0.3e6, ""}, {2, 4e6, 1.5e6, ""}};
+  const ColdRotation on_0 = agree_on_rotation(choices, 0.3e6), on_1 = agree_on_rotation(choices, 1.5e6);
+  EXPECT_EQ(on_0.copies, 0);  // 6 more of rank 1's 1.5 MB sets are over half its 4 MB
+  EXPECT_EQ(on_0.flush_reason, "rank 1: " + rotation_memory_refusal(7, 1.5e6, 4e6));
+  EXPECT_EQ(on_1.copies, on_0.copies);
+  EXPECT_EQ(on_1.flush_reason, on_0.flush_reason);
+}
+
+// What a rank sends is read back whole, its reason's spaces kept; a blob that is not one, cut short, or with a
+// count out of range (or too large for an int) is no choice.
+TEST(ColdRotation, AChoiceIsReadBackWholeAndAMalformedOneIsRefused) {
+  const RankRotationChoice sent{0, 8.5e10, 4718592, "its runs cannot be one graph (several ranks)"};
+  const std::optional<RankRotationChoice> read = read_rotation_choice(rotation_choice_blob(sent));
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->copies, sent.copies);
+  EXPECT_EQ(read->free_bytes, sent.free_bytes);
+  EXPECT_EQ(read->copy_bytes, sent.copy_bytes);
+  EXPECT_EQ(read->flush_reason, sent.flush_reason);
+  EXPECT_EQ(rotation_choice_blob({23, 1e9, 4718592, ""}), "copies 23 1000000000 4718592 ");
+  for (const char* bad : {"", "made", "copies", "copies ", "copies 7", "copies 7 1e9", "copies 7 1e9 3e5",
+                          "copies x 1e9 3e5 ", "copies 7 1e9  3e5 ", "copies -1 1e9 3e5 ", "copies 4097 1e9 3e5 ",
+                          "copies 99999999999999999999 1e9 3e5 "})
+    EXPECT_FALSE(read_rotation_choice(bad)) << bad;
 }
 
 TEST(ColdRotation, TheFactNamesTheCopiesAndTheirBytes) {

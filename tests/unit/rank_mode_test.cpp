@@ -90,6 +90,16 @@ TEST(RankMode, ARankNotApplicableWhileAnotherExchangesInsideItsSetupEndsTheRound
   EXPECT_EQ(verdict.substr(1), "ended by rank 1 (not applicable: no fp8, found while another rank exchanged inside its setup)");
 }
 
+// A rank at the end of its setup while another still exchanges inside its own (its setup exchanges once more):
+// the one inside would take "set up" for its exchange's answer; the round ends the case on both instead.
+TEST(RankMode, ARankAtTheEndOfItsSetupWhileAnotherExchangesInsideItsSetupEndsTheRound) {
+  const std::string verdict = decide_round({"Xnccl id", "Xset up", "Xset up"}, {});
+  ASSERT_EQ(verdict[0], 'E');
+  EXPECT_EQ(verdict.substr(1), "ended by rank 1 (it ended its setup while another rank exchanged inside its setup: out of step)");
+  EXPECT_EQ(decide_round({"Xset up", "Xset up"}, {})[0], 'X');
+  EXPECT_EQ(decide_round({"Xnccl id", "Xnccl id"}, {})[0], 'X');
+}
+
 TEST(RankMode, ARoundOfResultsAnswersTheCombinedOne) {
   const std::string verdict = decide_round({"R" + wire::result_bytes(rank_result(1e-3)), "R" + wire::result_bytes(rank_result(4e-3))}, {});
   ASSERT_EQ(verdict[0], 'C');
