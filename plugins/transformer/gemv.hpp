@@ -10,7 +10,7 @@
 // reads overlap this one's tail. Timed back to back (a graph, a rotation) its time per launch is a chain's
 // time per layer, not one kernel's alone. Its weight loads come before that wait, so W must not be written by
 // the kernel just before it on the stream (only x and y may be a neighbour's): PDL makes a grid's writes visible
-// to the next only at its wait. The host's setup fills, copies and poisons each end in a synchronize.
+// to the next only at its wait. The host synchronizes after a case's setup, its copies and its poisoning.
 #pragma once
 
 #include <cuda_runtime_api.h>
