@@ -300,6 +300,22 @@ std::string gemv_sm90_feature(const std::string& version) {
   return {};
 }
 
+bool gemv_code_has_sm90(const std::string& version, int device) {
+  const void* kernel = nullptr;
+  if (version == "v2") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1>);
+  else if (version == "v3") kernel = reinterpret_cast<const void*>(chained_gemv_kernel<1, 1>);
+  else return true;
+  const cuda::DeviceGuard scope(device);
+  cudaFuncAttributes attributes{};
+  const cudaError_t status = cudaFuncGetAttributes(&attributes, kernel);
+  if (status == cudaErrorNoKernelImageForDevice || status == cudaErrorInvalidDeviceFunction) {
+    (void)cudaGetLastError();  // not sticky: the device has no code for it at all
+    return false;
+  }
+  ROOFBENCH_CUDA(status);
+  return attributes.ptxVersion >= 90;  // the virtual architecture the loaded code was compiled from, 10 x major + minor
+}
+
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);

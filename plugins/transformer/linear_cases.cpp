@@ -201,10 +201,16 @@ class GemvLinear final : public Linear {
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 
-  // has_bulk_copy: compute capability 9.0 or later, which PDL's griddepcontrol needs too.
+  // has_bulk_copy: compute capability 9.0 or later, which PDL's griddepcontrol needs too; and this build's code
+  // for the device must have the instructions (gemv_code_has_sm90).
   void prepare(Context& ctx) override {
-    if (const std::string feature = gemv_sm90_feature(version_); !feature.empty() && !has_bulk_copy(ctx.device().index))
-      throw NotApplicable("transformer: gemv_" + version_ + " " + feature + ", which needs sm_90 or later");
+    const std::string feature = gemv_sm90_feature(version_);
+    if (feature.empty()) return;
+    const int device = ctx.device().index;
+    const std::string what = "transformer: gemv_" + version_ + " " + feature + ", which needs ";
+    if (!has_bulk_copy(device)) throw NotApplicable(what + "sm_90 or later");
+    if (!gemv_code_has_sm90(version_, device))
+      throw NotApplicable(what + "code compiled for compute_90 or later, which this build does not give this GPU");
   }
 
   std::string version_;

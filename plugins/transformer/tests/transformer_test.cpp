@@ -98,6 +98,7 @@ TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
   EXPECT_NE(fact(*v3, "launch").find("a chain's time per layer"), std::string::npos) << fact(*v3, "launch");
   EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v1"), "launch").empty());
   EXPECT_EQ(gemv_sm90_feature("v1"), "");
+  EXPECT_TRUE(gemv_code_has_sm90("v1", 0));  // asks no GPU: v1 has no sm_90 instructions to look for
   EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
   EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
 }
@@ -327,7 +328,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
         if (!r.applicable) {  // v2 and v3 before sm_90
           const std::string version = std::string(impl) == "gemv" ? kBestGemvVersion : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
-          EXPECT_FALSE(has_bulk_copy(0)) << impl << ": " << r.why_not;
+          EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
           std::printf("[ not applicable ] %s: %s\n", impl, r.why_not.c_str());
           continue;
         }
@@ -339,11 +340,29 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
 
 // ---- gemv_v3: v1's outputs, from launches that overlap ----
 
-// Whether this GPU runs gemv_v3 (PDL's griddepcontrol needs sm_90); says why not where it does not.
+// Whether this GPU runs gemv_v3 (PDL's griddepcontrol needs sm_90, and this build's code for it); says why not
+// where it does not.
 bool runs_v3() {
-  if (has_bulk_copy(0)) return true;
-  std::printf("[ not applicable ] gemv_v3: %s, which needs sm_90 or later\n", gemv_sm90_feature("v3").c_str());
+  if (has_bulk_copy(0) && gemv_code_has_sm90("v3", 0)) return true;
+  std::printf("[ not applicable ] gemv_v3: %s, which needs sm_90 or later and code compiled for it\n",
+              gemv_sm90_feature("v3").c_str());
   return false;
+}
+
+// The code check reads the compute_ version the loaded kernel was compiled from: on a GPU of compute capability
+// 9.0 or later this build (whose architectures include 90 or 90a, CMAKE_CUDA_ARCHITECTURES) has v2's and v3's
+// instructions, and the case refuses neither; v1 needs none.
+TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
+  EXPECT_TRUE(gemv_code_has_sm90("v1", 0));
+  if (!has_bulk_copy(0)) GTEST_SKIP() << "compute capability below 9.0: no sm_90 code to find";
+  EXPECT_TRUE(gemv_code_has_sm90("v2", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v3", 0));
+  CudaTestContext ctx(Params{});
+  for (const char* impl : {"gemv_v2", "gemv_v3"}) {
+    const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
+    EXPECT_NO_THROW(c->setup(ctx)) << impl;
+    c->teardown(ctx);
+  }
 }
 
 // A chain of `layers` linear layers, fc and proj in turn (768 -> 3072 -> 768 ...), each reading the output of the
@@ -394,6 +413,7 @@ TEST_F(TransformerGpu, GemvV3GivesV1sOutputsBitwiseDownAChain) {
   }
 }
 
+#if CUDART_VERSION >= 12030
 // What a graph holds between two runs captured one after the other on the case's stream, as the host captures a
 // cold-by-rotation sample (each run pointed at the next copy first): one kernel node per run, and the kinds of the
 // edges between them. The graph is replayed too, and the last copy's outputs pass the gate.
@@ -464,6 +484,12 @@ TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
     EXPECT_TRUE(passes(captured.last_copy, Precision::bf16)) << impl << ": " << captured.last_copy.detail;
   }
 }
+#else
+// Edge data (cudaGraphEdgeData) and programmatic edges in a captured graph come with CUDA 12.3.
+TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
+  GTEST_SKIP() << "built with a CUDA runtime before 12.3: no graph edge data to read";
+}
+#endif  // CUDART_VERSION >= 12030
 
 // Cold by rotation: every copy the host makes passes the gate (the run reads and writes the copy selected).
 void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what) {

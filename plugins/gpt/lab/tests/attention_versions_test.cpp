@@ -165,6 +165,20 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   EXPECT_TRUE(bf16_attention_version("v13").keeper);
   EXPECT_STREQ(bf16_attention_version("v13").kernel, bf16_attention_keeper_name(true));
 }
+
+// Each bf16 row runs the backward its name says, on any machine: v9's own for v9 and the rows built on it (v10,
+// v11), the training library's sm_90a one for v12 (on v11's forward), the keeper's (chosen per device: neither
+// of those two entry points) for v13, on v9's forward.
+TEST(GptLabAttentionTable, RowsRunTheBackwardTheirNamesSay) {
+  for (const char* name : {"v9", "v10", "v11"})
+    EXPECT_TRUE(bf16_attention_version(name).backward == &fused_attention_v9_backward) << name;
+  EXPECT_TRUE(bf16_attention_version("v12").backward == &fused_attention_sm90a_backward);
+  EXPECT_TRUE(bf16_attention_version("v12").forward == &attention_v11_forward);
+  const AttentionVersion<bf16>& v13 = bf16_attention_version("v13");
+  EXPECT_TRUE(v13.forward == bf16_attention_version("v9").forward);
+  EXPECT_FALSE(v13.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v13.backward == &fused_attention_sm90a_backward);
+}
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
 // log2 terms. Here qkv is drawn from [-6, 6], about 36 times their variance, so a row's maximum typically
