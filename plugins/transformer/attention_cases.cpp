@@ -49,6 +49,16 @@ kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, 
                              causal);
 }
 
+std::string best_fused_version(const AttentionShape& shape, int device_index) {
+  try {
+    kernels::check_fused_supports(shape, kBestHopperFusedVersion);
+  } catch (const std::invalid_argument&) {
+    return kBestFusedVersion;
+  }
+  return kernels::fused_unavailable_reason(kBestHopperFusedVersion, device_index).empty() ? kBestHopperFusedVersion
+                                                                                          : kBestFusedVersion;
+}
+
 std::string best_split_kv_version(const AttentionShape& shape, int sm_count, bool bulk_copy) {
   if (shape.batch * shape.heads < sm_count) return "v3";
   // v7's run per block: the cache over 4 blocks per SM.
@@ -187,15 +197,15 @@ class NaiveAttention final : public AttentionCase {
 
 class FusedAttention final : public AttentionCase {
  public:
+  // An empty version: the keeper for the device the case gets (best_fused_version), chosen at setup.
   FusedAttention(std::string version, AttentionType type, AttentionShape shape, AttentionFault fault)
       : AttentionCase(type, shape, fault), version_(std::move(version)) {
     try {
-      kernels::check_fused_supports(shape_, version_);
+      kernels::check_fused_supports(shape_, version_.empty() ? kBestFusedVersion : version_);
     } catch (const std::invalid_argument& e) {
       throw NotApplicable(e.what());
     }
-    const bool sm90a = kernels::fused_version_needs_sm90a(version_);
-    facts_.push_back({"kernel", "fused_" + version_ + (sm90a ? " (sm_90a: TMA + wgmma, warp specialised)" : "")});
+    if (!version_.empty()) add_kernel_fact();
   }
   void run(Context& ctx) override {
     kernels::launch_fused_attention(version_, type_, shape_, q_, k_, v_, o_, cuda::stream(ctx), fault_);
@@ -204,8 +214,16 @@ class FusedAttention final : public AttentionCase {
  private:
   // A version of Hopper's own instructions (sm_90a) is not applicable on other devices, with the reason.
   void prepare(Context& ctx) override {
+    if (version_.empty()) {
+      version_ = best_fused_version(shape_, ctx.device().index);
+      add_kernel_fact();
+    }
     const std::string why = kernels::fused_unavailable_reason(version_, ctx.device().index);
     if (!why.empty()) throw NotApplicable("transformer: " + why);
+  }
+  void add_kernel_fact() {
+    const bool sm90a = kernels::fused_version_needs_sm90a(version_);
+    facts_.push_back({"kernel", "fused_" + version_ + (sm90a ? " (sm_90a: TMA + wgmma, warp specialised)" : "")});
   }
 
   std::string version_;
@@ -274,7 +292,7 @@ std::unique_ptr<Case> make_prefill_attention(const std::string& impl, AttentionT
                                              AttentionFault fault) {
   if (impl == "naive") return std::make_unique<NaiveAttention>(type, shape, fault);
   if (impl == "cudnn") return std::make_unique<CudnnAttentionCase>(type, shape, fault);
-  if (impl == "fused") return std::make_unique<FusedAttention>(kBestFusedVersion, type, shape, fault);
+  if (impl == "fused") return std::make_unique<FusedAttention>("", type, shape, fault);
   if (impl.rfind("fused_", 0) == 0) return std::make_unique<FusedAttention>(impl.substr(6), type, shape, fault);
   throw Error("transformer: no prefill implementation '" + impl + "'");
 }

@@ -168,6 +168,20 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   const auto& linear_impls = p.cases.back().axes.back().values;
   EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
+  EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestHopperFusedVersion));
+}
+
+// fused_v4 only where its sm_90a code runs; a device that cannot run it (here: none, or not compute capability
+// 9.0) and a shape it does not take get fused_v3.
+TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
+  const AttentionShape shape{.batch = 8, .heads = 12, .q_len = 1024, .kv_len = 1024, .head_dim = 64, .causal = true};
+  int device = 0;
+  const bool hopper = cudaGetDevice(&device) == cudaSuccess && kernels::fused_unavailable_reason("v4", device).empty();
+  (void)cudaGetLastError();
+  EXPECT_EQ(best_fused_version(shape, device), hopper ? "v4" : "v3");
+  AttentionShape decode = shape;
+  decode.q_len = 1;
+  EXPECT_EQ(best_fused_version(decode, device), "v3");
 }
 
 TEST(TransformerPlugin, SplitKvPicksItsVersionByTheHeadsInFlight) {
