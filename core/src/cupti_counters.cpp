@@ -240,6 +240,9 @@ class RangeProfiler {
     auto stop = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Stop_Params);
     stop.pRangeProfilerObject = object_;
     ROOFBENCH_CUPTI(cuptiRangeProfilerStop(&stop));
+    // Kernel replay runs every pass of each kernel before the next: a pass left over would leave metrics
+    // uncounted, read as zeros.
+    if (!stop.isAllPassSubmitted) throw CuptiError("cuptiRangeProfilerStop: not every pass of the counted run was submitted");
     auto decode = ROOFBENCH_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
     decode.pRangeProfilerObject = object_;
     ROOFBENCH_CUPTI(cuptiRangeProfilerDecodeData(&decode));

@@ -1,6 +1,7 @@
-// --counters on a real GPU: a copy's DRAM bytes against its exact traffic, a cuBLAS GEMM's FLOPs against
-// 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a measurement; CUPTI's traced passes
-// (--profile, --kernel-time) where ranks in other processes agree on them. Skips without a GPU.
+// --counters on a real GPU: a copy's DRAM bytes against its exact traffic, passes in a row each naming its
+// kernel, a cuBLAS GEMM's FLOPs against 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a
+// measurement; CUPTI's traced passes (--profile, --kernel-time) where ranks in other processes agree on them.
+// Skips without a GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -8,6 +9,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "device.hpp"
 #include "kernel_counters.hpp"
@@ -76,6 +78,33 @@ TEST_F(GpuCounters, CopyMovesItsExactBytes) {
   EXPECT_LE(p.total.dram_write, 1.01 * bytes);
   EXPECT_GE(p.total.dram_write, bytes - 1.05 * l2);
   EXPECT_GE(p.total.l2_bytes, 1.9 * bytes);  // every byte read and written passes the L2
+}
+
+// Passes one after another in one process, each with its own configuration and counter data images and its
+// launch callbacks: each counts its one launch, named after its kernel, and every byte through the L2.
+TEST_F(GpuCounters, PassesInARowEachCountTheirLaunchByName) {
+  const std::size_t n = std::size_t{1} << 24, bytes = n * sizeof(float);
+  float *x = nullptr, *y = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, bytes));
+  EXPECT_CUDA(cudaMalloc(&y, bytes));
+  EXPECT_CUDA(cudaMemset(x, 1, bytes));
+  std::vector<CounterProfile> passes;
+  for (int pass = 0; pass < 3; ++pass)
+    passes.push_back(collect_counters([&] {
+      copy_kernel<<<1056, 512>>>(x, y, n);
+      if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+    }));
+  cudaFree(x);
+  cudaFree(y);
+  if (machine_refuses(passes.front().error)) GTEST_SKIP() << "no counters on this machine: " << passes.front().error;
+  for (std::size_t pass = 0; pass < passes.size(); ++pass) {
+    const CounterProfile& p = passes[pass];
+    ASSERT_EQ(p.error, "") << "pass " << pass;
+    ASSERT_EQ(p.kernels.size(), 1u) << "pass " << pass;
+    EXPECT_NE(p.kernels.front().name.find("copy_kernel"), std::string::npos) << "pass " << pass << ": " << p.kernels.front().name;
+    EXPECT_EQ(p.total.launches_per_run, 1) << "pass " << pass;
+    EXPECT_GE(p.total.l2_bytes, 1.9 * bytes) << "pass " << pass;
+  }
 }
 
 void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::size_t element, bool tensor) {
