@@ -91,20 +91,44 @@ std::string Suite::combined_filter() const {
   return joined;
 }
 
-// The plugin a filter starts with (`^nccl/...`: "nccl"), or "" when it does not name one literally.
-static std::string leading_plugin(const std::string& regex) {
-  static const std::regex named("^\\^([A-Za-z0-9_-]+)/");
+// Whether `regex` has a '|' outside brackets and parentheses: several alternatives, each its own start.
+static bool has_top_level_alternative(const std::string& regex) {
+  int depth = 0;
+  bool in_brackets = false;
+  for (std::size_t i = 0; i < regex.size(); ++i) {
+    const char c = regex[i];
+    if (c == '\\') ++i;
+    else if (in_brackets) in_brackets = c != ']';
+    else if (c == '[') in_brackets = true;
+    else if (c == '(') ++depth;
+    else if (c == ')') --depth;
+    else if (c == '|' && depth == 0) return true;
+  }
+  return false;
+}
+
+// The plugins a filter starts with, named literally: `^nccl/...` names nccl, `^(cpu|micro)/...` cpu and micro.
+// None for any other start (a negated filter, a pattern, alternatives of which only the first is anchored).
+static std::vector<std::string> leading_plugins(const std::string& regex) {
+  static const std::regex one("^\\^([A-Za-z0-9_-]+)/"), several("^\\^\\(([A-Za-z0-9_-]+(\\|[A-Za-z0-9_-]+)*)\\)/");
   std::smatch m;
-  return std::regex_search(regex, m, named) ? m[1].str() : std::string();
+  if (has_top_level_alternative(regex) || !(std::regex_search(regex, m, one) || std::regex_search(regex, m, several)))
+    return {};
+  std::vector<std::string> plugins;
+  std::stringstream in(m.str(1));
+  for (std::string plugin; std::getline(in, plugin, '|');) plugins.push_back(plugin);
+  return plugins;
 }
 
 void Suite::check_filters(const std::vector<BenchmarkSpec>& all) const {
   std::set<std::string> present;
   for (const BenchmarkSpec& b : all) present.insert(b.name.substr(0, b.name.find('/')));
   for (const auto& [regex, line] : filters) {
-    // A suite without a plugins line may name plugins this build lacks: only lines that start with a
-    // plugin the build has are held to matching.
-    if (plugins.empty() && !present.count(leading_plugin(regex))) continue;
+    // A suite without a plugins line may name plugins this build lacks: only lines that start with
+    // plugins the build has, every one of them, are held to matching.
+    const std::vector<std::string> named = leading_plugins(regex);
+    const auto absent = [&](const std::string& plugin) { return !present.count(plugin); };
+    if (plugins.empty() && (named.empty() || std::any_of(named.begin(), named.end(), absent))) continue;
     const NameFilter filter(regex);
     if (std::none_of(all.begin(), all.end(), [&](const BenchmarkSpec& b) { return filter.matches(b.name); }))
       throw SuiteError(path + ":" + std::to_string(line) + ": filter '" + regex +

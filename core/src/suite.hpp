@@ -42,7 +42,8 @@ struct Suite {
   // Throws SuiteError naming file:line for a filter that matches none of `all` (every benchmark of the
   // loaded plugins, whatever device it needs), which the ORed filter would otherwise drop in silence (a
   // renamed axis, a size the axis lacks). A suite without a plugins line may name plugins this build
-  // lacks, so only its filters that start with a loaded plugin's name (`^nccl/`) are checked.
+  // lacks, so only its filters that start with loaded plugins' names (`^nccl/`, `^(cpu|micro)/`: every
+  // one loaded) are checked.
   void check_filters(const std::vector<BenchmarkSpec>& all) const;
   // Throws SuiteError naming file:line for an axis line that names a case or an axis none of `all` has,
   // or a value that is not a whole number for an axis whose own values all are (it would fail only

@@ -288,5 +288,30 @@ TEST(CheckFilters, ASuiteWithoutPluginsHoldsTheLinesThatNameALoadedPlugin) {
   EXPECT_EQ(check_error([&] { elsewhere.check_filters(cpu.all); }), "");
 }
 
+TEST(CheckFilters, ASuiteWithoutPluginsHoldsALineThatNamesSeveralLoadedPlugins) {
+  CpuAddPlugin cpu;
+  Plugin micro;
+  micro.name = "micro";
+  CaseSpec copy;
+  copy.name = "copy";
+  copy.axes = {Axis::ints("bytes", {1024})};
+  micro.add(copy);
+  std::vector<BenchmarkSpec> both = cpu.all;
+  for (const BenchmarkSpec& b : expand_plugin(micro)) both.push_back(b);
+  // Both plugins loaded: a line over both that matches nothing fails; one that matches either passes.
+  const Suite wrong = parse_suite("/suites/x.suite", "filter = ^(cpu|micro)/add/n:1000/\n");
+  EXPECT_THAT(check_error([&] { wrong.check_filters(both); }), HasSubstr("/suites/x.suite:1:"));
+  const Suite right = parse_suite("/suites/x.suite", "filter = ^(cpu|micro)/copy/bytes:1024/\n");
+  EXPECT_EQ(check_error([&] { right.check_filters(both); }), "");
+  // Only cpu loaded: the line may be micro's, so it is not held.
+  EXPECT_EQ(check_error([&] { wrong.check_filters(cpu.all); }), "");
+  // A '|' outside the group starts another alternative, which may name a plugin this build lacks.
+  const Suite split = parse_suite("/suites/x.suite", "filter = ^cpu/add/n:1000/|^nccl/allreduce/\n");
+  EXPECT_EQ(check_error([&] { split.check_filters(cpu.all); }), "");
+  // A negated lone filter names no plugin literally: not held either.
+  const Suite negated = parse_suite("/suites/x.suite", "filter = -^cpu/\n");
+  EXPECT_EQ(check_error([&] { negated.check_filters(cpu.all); }), "");
+}
+
 }  // namespace
 }  // namespace roofbench
