@@ -92,6 +92,16 @@ std::string fact(const Case& c, const std::string& name) {
   return {};
 }
 
+// Each fused_vN names its kernel when made; `fused` names none until setup has chosen its version.
+TEST(TransformerWork, FusedVersionsNameTheirKernelWhenMadeAndTheKeeperAtSetup) {
+  const AttentionShape shape = parse_prefill_shape("8x12x1024x64", true);
+  for (const std::string& v : kernels::fused_versions()) {
+    const std::unique_ptr<Case> c = make_prefill_attention("fused_" + v, AttentionType::bf16, shape);
+    EXPECT_EQ(fact(*c, "kernel").rfind("fused_" + v, 0), 0u) << v << ": " << fact(*c, "kernel");
+  }
+  EXPECT_EQ(fact(*make_prefill_attention("fused", AttentionType::bf16, shape), "kernel"), "");
+}
+
 TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
   const std::unique_ptr<Case> v3 = make_linear(3072, 768, 1, "gemv_v3");
   EXPECT_EQ(fact(*v3, "kernel").rfind("gemv_v3", 0), 0u) << fact(*v3, "kernel");
@@ -275,6 +285,24 @@ TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
           }
           EXPECT_TRUE(passes(r.check, precision)) << what << ": rel err " << r.check.rel_l2_error << "; " << r.check.detail;
         }
+}
+
+// `fused` resolves its version at setup: after it, one kernel fact names the version best_fused_version picks
+// for this device (fused_v4 on an H100 or H200 in a build with sm_90a code), and that version passes the gate.
+TEST_F(TransformerGpu, FusedNamesTheVersionItResolvesAtSetup) {
+  const AttentionShape shape = parse_prefill_shape("2x3x256x64", true);
+  const std::unique_ptr<Case> c = make_prefill_attention("fused", AttentionType::bf16, shape);
+  CudaTestContext ctx(Params{});
+  c->setup(ctx);
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  const std::string version = best_fused_version(shape, device);
+  const std::vector<Figure> figures = c->figures();
+  EXPECT_EQ(std::count_if(figures.begin(), figures.end(), [](const Figure& f) { return f.is_text && f.name == "kernel"; }), 1);
+  EXPECT_EQ(fact(*c, "kernel").rfind("fused_" + version, 0), 0u) << fact(*c, "kernel") << " against " << version;
+  std::printf("fused resolves to %s: %s\n", version.c_str(), fact(*c, "kernel").c_str());
+  const Check check = gate_after_setup(*c, ctx, {.runs = 2}).check;
+  EXPECT_TRUE(passes(check, Precision::bf16)) << "rel err " << check.rel_l2_error << "; " << check.detail;
 }
 
 TEST_F(TransformerGpu, GateCatchesBrokenPrefillKernels) {
