@@ -51,21 +51,33 @@ bool machine_refuses(const std::string& error) {
   return false;
 }
 
+// `passes` counter passes, one after another, each over one copy of `n` floats; none where the memory
+// could not be had (a failure said).
+std::vector<CounterProfile> count_copies(std::size_t n, int passes) {
+  const std::size_t bytes = n * sizeof(float);
+  float *x = nullptr, *y = nullptr;
+  std::vector<CounterProfile> profiles;
+  if (cudaMalloc(&x, bytes) == cudaSuccess && cudaMalloc(&y, bytes) == cudaSuccess && cudaMemset(x, 1, bytes) == cudaSuccess)
+    for (int pass = 0; pass < passes; ++pass)
+      profiles.push_back(collect_counters([&] {
+        copy_kernel<<<1056, 512>>>(x, y, n);
+        if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+      }));
+  else
+    ADD_FAILURE() << "no memory for a copy of " << bytes << " B: " << cudaGetErrorString(cudaGetLastError());
+  cudaFree(x);
+  cudaFree(y);
+  return profiles;
+}
+
 // 1 GiB each way, many times the L2 (50-60 MB on H100/H200): the reads are all DRAM's, exactly; the writes
 // reach DRAM as lines leave L2, so the ones still in L2 when the kernel ends are not counted: they may read
 // low by at most the L2's size, never high.
 TEST_F(GpuCounters, CopyMovesItsExactBytes) {
   const std::size_t n = std::size_t{1} << 28, bytes = n * sizeof(float);
-  float *x = nullptr, *y = nullptr;
-  EXPECT_CUDA(cudaMalloc(&x, bytes));
-  EXPECT_CUDA(cudaMalloc(&y, bytes));
-  EXPECT_CUDA(cudaMemset(x, 1, bytes));
-  const CounterProfile p = collect_counters([&] {
-    copy_kernel<<<1056, 512>>>(x, y, n);
-    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
-  });
-  cudaFree(x);
-  cudaFree(y);
+  const std::vector<CounterProfile> profiles = count_copies(n, 1);
+  ASSERT_EQ(profiles.size(), 1u);
+  const CounterProfile& p = profiles.front();
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   ASSERT_EQ(p.error, "");
   int l2 = 0;
@@ -84,18 +96,8 @@ TEST_F(GpuCounters, CopyMovesItsExactBytes) {
 // launch callbacks: each counts its one launch, named after its kernel, and every byte through the L2.
 TEST_F(GpuCounters, PassesInARowEachCountTheirLaunchByName) {
   const std::size_t n = std::size_t{1} << 24, bytes = n * sizeof(float);
-  float *x = nullptr, *y = nullptr;
-  EXPECT_CUDA(cudaMalloc(&x, bytes));
-  EXPECT_CUDA(cudaMalloc(&y, bytes));
-  EXPECT_CUDA(cudaMemset(x, 1, bytes));
-  std::vector<CounterProfile> passes;
-  for (int pass = 0; pass < 3; ++pass)
-    passes.push_back(collect_counters([&] {
-      copy_kernel<<<1056, 512>>>(x, y, n);
-      if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
-    }));
-  cudaFree(x);
-  cudaFree(y);
+  const std::vector<CounterProfile> passes = count_copies(n, 3);
+  ASSERT_EQ(passes.size(), 3u);
   if (machine_refuses(passes.front().error)) GTEST_SKIP() << "no counters on this machine: " << passes.front().error;
   for (std::size_t pass = 0; pass < passes.size(); ++pass) {
     const CounterProfile& p = passes[pass];
