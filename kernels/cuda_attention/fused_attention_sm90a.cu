@@ -19,8 +19,6 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -433,20 +431,9 @@ std::string fused_sm90a_unavailable(const std::string& version, int device) {
 
 void launch_fused_sm90a(const std::string& version, AttentionType type, const AttentionShape& shape, const void* q,
                         const void* k, const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
-  // Whether each device runs sm_90a code, asked once per device: the question costs more than a small launch.
-  // The answer is kept, not the message, which names the version asked for.
-  static std::mutex guard;
-  static std::map<int, bool> runs;
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
-  bool available = false;
-  {
-    const std::lock_guard<std::mutex> lock(guard);
-    auto it = runs.find(device);
-    if (it == runs.end()) it = runs.emplace(device, hopper::hopper_path_available(device)).first;
-    available = it->second;
-  }
-  if (!available) throw Error(fused_sm90a_unavailable(version, device));
+  if (!hopper::hopper_path_available(device)) throw Error(fused_sm90a_unavailable(version, device));
   if (!is_sm90a_version(version)) throw Error("fused attention: '" + version + "' is not an sm_90a version");
   attention_detail::dispatch_type(
       type, [&]<typename T>() { launch_version<T>(version, shape, q, k, v, o, stream, fault); });

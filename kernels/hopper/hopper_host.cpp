@@ -4,6 +4,8 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "roofbench/cuda.hpp"
@@ -17,7 +19,9 @@ bool sm90a_code_loads(int device);  // hopper_probe.cu, built for sm_90a alone
 }
 #endif
 
-bool hopper_path_available(int device) {
+namespace {
+
+bool ask_hopper_path(int device) {
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
@@ -30,6 +34,18 @@ bool hopper_path_available(int device) {
 #else
   return false;
 #endif
+}
+
+}  // namespace
+
+// Asked once per device: the probe loads a module, which costs more than a small launch the answer decides.
+bool hopper_path_available(int device) {
+  static std::mutex guard;
+  static std::map<int, bool> answers;
+  const std::lock_guard<std::mutex> lock(guard);
+  const auto known = answers.find(device);
+  if (known != answers.end()) return known->second;
+  return answers[device] = ask_hopper_path(device);
 }
 
 std::uint32_t element_bytes(CUtensorMapDataType type) {

@@ -10,8 +10,6 @@
 // runs it, else v9's). All read the raw qkv and apply the bias and RoPE on load, keep the scores on chip,
 // write the output and one log-sum-exp per row, and recompute the probabilities from it in the backward
 // (FlashAttention's trick). The kernel lab's other versions live in plugins/gpt/lab.
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "attention_common.cuh"
@@ -132,17 +130,11 @@ const char* fp32_attention_keeper_name() {
 
 namespace {
 
-// Whether the current device runs the bf16 keeper's sm_90a backward (hopper_path_available), asked once per
-// device: the question loads a module, which costs more than the launch it decides.
+// Whether the current device runs the bf16 keeper's sm_90a backward.
 bool sm90a_backward_runs_here() {
-  static std::mutex guard;
-  static std::map<int, bool> answers;
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> lock(guard);
-  const auto known = answers.find(device);
-  if (known != answers.end()) return known->second;
-  return answers[device] = hopper::hopper_path_available(device);
+  return hopper::hopper_path_available(device);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@ namespace roofbench::hopper {
 
 // True when `device` is compute capability 9.0 exactly (sm_90a code runs nowhere else) and this build
 // holds sm_90a code that loads on it (ROOFBENCH_HOPPER_90A). False for any other device, a device
-// index that does not exist, or no GPU at all; never throws. Plugins call it to choose the Hopper path.
+// index that does not exist, or no GPU at all; never throws. Plugins call it to choose the Hopper path,
+// as often as they like: the answer is kept per device.
 bool hopper_path_available(int device);
 
 // The shared-memory layout a tensor map writes its box in. bytes128 is the layout the wgmma
