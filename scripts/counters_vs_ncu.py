@@ -6,7 +6,8 @@ Both sides count the same metrics with the same weights: the list is read from c
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
 Both run with --graph off: the kernels of a CUDA graph reach the pass without their names.
-Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]   (environment: NCU=ncu, NCU_CACHE=none|all)
+Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
+  (environment: NCU=ncu, NCU_CACHE=none|all, COUNTERS=auto|kernel|run: roofbench's --counters mode)
 Roughly 10-20 s a benchmark on an H200."""
 import csv
 import json
@@ -103,7 +104,8 @@ def per_run(ours, theirs):
 
 def run_roofbench(roofbench, bench, outdir):
     results = os.path.join(outdir, "results")
-    subprocess.run([roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--counters", "--graph", "off", "--gate", "off",
+    counters = "--counters=" + os.environ.get("COUNTERS", "auto")
+    subprocess.run([roofbench, f"--benchmark_filter=^{re.escape(bench)}$", counters, "--graph", "off", "--gate", "off",
                     "--max-time", "0.3", "--results-dir", results], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    timeout=300, check=False)
     return roofbench_kernels(os.path.join(results, "latest.json"))

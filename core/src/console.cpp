@@ -381,7 +381,8 @@ std::string kernel_time_text(const std::string& name, const Result& r) {
 // The run's counted totals against the model, as one line.
 static std::string counter_totals(const Result& r) {
   const KernelCounters& t = r.counters.total;
-  std::string s = "  counters: DRAM " + format_bytes(t.dram_bytes()) + " per run (read " + format_bytes(t.dram_read) +
+  const std::string how = r.counters.replay.empty() ? "" : " (" + r.counters.replay + " replay)";
+  std::string s = "  counters" + how + ": DRAM " + format_bytes(t.dram_bytes()) + " per run (read " + format_bytes(t.dram_read) +
                   ", written " + format_bytes(t.dram_write) + ")";
   if (r.work.bytes > 0) s += printf_string(", %.2fx the model", t.dram_bytes() / r.work.bytes);
   s += ", L2 " + format_bytes(t.l2_bytes) + ", " + format_rate(t.flops(), "FLOP");
@@ -393,6 +394,9 @@ std::string counters_text(const std::string& name, const Result& r) {
   if (!r.counters.error.empty())
     return wrap_text("no counters for " + name + ": " + r.counters.error, kConsoleWidth, "  ", kContinuation) + "\n";
   std::string s = counter_totals(r);
+  if (!r.counters.kernel_replay_failure.empty())
+    s += wrap_text("kernel replay failed, so the run was replayed: " + r.counters.kernel_replay_failure, kConsoleWidth, "  ",
+                   kContinuation) + "\n";
   if (const std::string verdict = counters_verdict(r.counters.total, r.work.bytes, r.work.flops); !verdict.empty())
     s += wrap_text(name + " " + verdict, kConsoleWidth, "  ", kContinuation) + "\n";
   if (r.counters.kernels.size() < 2) return s;

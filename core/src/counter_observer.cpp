@@ -12,7 +12,7 @@ void CounterObserver::end(Measurement& r, Timer& timer) {
   }
   const auto start = std::chrono::steady_clock::now();
   const int launches = std::max(r.runs_per_sample, 1);
-  r.counters = collect_counters([&] { timer.run_untimed(launches); }, device_);
+  r.counters = collect_counters([&] { timer.run_untimed(launches); }, device_, replay_);
   scale_per_run(r.counters, 1.0 / launches);
   r.counters.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

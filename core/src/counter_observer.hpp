@@ -11,13 +11,15 @@ class CounterObserver final : public SampleObserver {
   // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's
   // collective alone, and it would wait for the others forever).
   // `device`: the GPU a single-GPU case runs on (cuda:N), whose context the profiler is enabled on.
-  CounterObserver(std::size_t ranks, int device) : ranks_(ranks), device_(device) {}
+  // `replay`: how the pass reads every counter (kernel_counters.hpp).
+  CounterObserver(std::size_t ranks, int device, CounterReplay replay) : ranks_(ranks), device_(device), replay_(replay) {}
   // r.counters per run, with the pass's seconds.
   void end(Measurement& r, Timer& timer) override;
 
  private:
   std::size_t ranks_;
   int device_;
+  CounterReplay replay_;
 };
 
 }  // namespace roofbench

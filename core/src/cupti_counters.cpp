@@ -1,7 +1,7 @@
-// --counters through CUPTI's Range Profiler: auto ranges (one per kernel launch), kernel replay (each
-// kernel replayed until every metric is counted, its memory restored between replays). Kernel names come
-// from CUPTI's launch callbacks, in launch order; launches the callbacks do not see (kernels inside a CUDA
-// graph) are named by their order.
+// --counters through CUPTI's Range Profiler: auto ranges (one per kernel launch), read by kernel replay
+// (each kernel replayed until every metric is counted, its memory restored between replays) or by run
+// replay (the run repeated once per pass). Kernel names come from CUPTI's launch callbacks, in launch
+// order; launches the callbacks do not see (kernels inside a CUDA graph) are named by their order.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "kernel_counters.hpp"
@@ -23,9 +24,16 @@ namespace {
 
 // Ranges one pass holds: a run of more kernel launches than this loses the rest (said in the error).
 constexpr std::size_t kMaxRanges = 4096;
+// Runs of the work one pass may take: run replay needs one per pass (a few for the metrics collected).
+constexpr int kMaxPasses = 64;
 
 struct CuptiError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+// A failure once the counted run started (no range counted, passes left, decoding refused): another
+// replay mode may still count the run, where a failure to set the profiler up would fail it as well.
+struct CollectionError : CuptiError {
+  using CuptiError::CuptiError;
 };
 
 void check(CUptiResult status, const char* call) {
@@ -71,11 +79,13 @@ class LaunchNames {
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
   }
-  // The name of range `i` of `ranges`, when the launches seen match the ranges one for one.
+  // The name of range `i` of `ranges`, when the launches seen match the ranges one for one in every run
+  // (run replay sees each launch once per pass).
   std::string name(std::size_t i, std::size_t ranges) const {
-    if (names_.size() == ranges && !names_[i].empty()) return demangled(names_[i].c_str());
+    if (ranges > 0 && !names_.empty() && names_.size() % ranges == 0 && !names_[i].empty()) return demangled(names_[i].c_str());
     return "kernel " + std::to_string(i + 1);
   }
+  std::size_t seen() const { return names_.size(); }
   void stop() {
     if (subscriber_) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
   }
@@ -213,7 +223,7 @@ class RangeProfiler {
 
   // A counter data image for up to kMaxRanges ranges of `names`, set up with `config`. CUPTI keeps both
   // images by pointer and reads the configuration again at every launch: the profiler owns them.
-  void configure(std::vector<const char*>& names, std::vector<std::uint8_t> config) {
+  void configure(std::vector<const char*>& names, std::vector<std::uint8_t> config, CounterReplay replay) {
     config_ = std::move(config);
     auto size = ROOFBENCH_PARAMS(CUpti_RangeProfiler_GetCounterDataSize_Params);
     size.pRangeProfilerObject = object_, size.pMetricNames = names.data(), size.numMetrics = names.size();
@@ -226,23 +236,30 @@ class RangeProfiler {
     auto set = ROOFBENCH_PARAMS(CUpti_RangeProfiler_SetConfig_Params);
     set.pRangeProfilerObject = object_, set.configSize = config_.size(), set.pConfig = config_.data();
     set.counterDataImageSize = data_.size(), set.pCounterDataImage = data_.data();
-    set.range = CUPTI_AutoRange, set.replayMode = CUPTI_KernelReplay, set.maxRangesPerPass = kMaxRanges;
+    set.range = CUPTI_AutoRange, set.maxRangesPerPass = kMaxRanges;
+    set.replayMode = replay == CounterReplay::run ? CUPTI_UserReplay : CUPTI_KernelReplay;
     set.numNestingLevels = 1, set.minNestingLevel = 1, set.passIndex = 0, set.targetNestingLevel = 1;
     ROOFBENCH_CUPTI(cuptiRangeProfilerSetConfig(&set));
   }
 
-  // Runs `work` between start and stop; returns the decoded counter data and how many ranges it dropped.
-  std::pair<std::vector<std::uint8_t>, std::size_t> collect(const std::function<void()>& work) {
-    auto start = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Start_Params);
-    start.pRangeProfilerObject = object_;
-    ROOFBENCH_CUPTI(cuptiRangeProfilerStart(&start));
-    work();
-    auto stop = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Stop_Params);
-    stop.pRangeProfilerObject = object_;
-    ROOFBENCH_CUPTI(cuptiRangeProfilerStop(&stop));
-    // Kernel replay runs every pass of each kernel before the next: a pass left over would leave metrics
-    // uncounted, read as zeros.
-    if (!stop.isAllPassSubmitted) throw CuptiError("cuptiRangeProfilerStop: not every pass of the counted run was submitted");
+  // Runs `work` between start and stop until every pass is submitted: once under kernel replay (which
+  // replays each kernel itself), once per pass under run replay. Returns how many times `work` ran.
+  int collect(const std::function<void()>& work) {
+    for (int runs = 1; runs <= kMaxPasses; ++runs) {
+      auto start = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Start_Params);
+      start.pRangeProfilerObject = object_;
+      ROOFBENCH_CUPTI(cuptiRangeProfilerStart(&start));
+      work();
+      auto stop = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Stop_Params);
+      stop.pRangeProfilerObject = object_;
+      ROOFBENCH_CUPTI(cuptiRangeProfilerStop(&stop));
+      if (stop.isAllPassSubmitted) return runs;
+    }
+    throw CuptiError("cuptiRangeProfilerStop: passes were still left after " + std::to_string(kMaxPasses) + " runs");
+  }
+
+  // The counter data decoded, and how many ranges it dropped.
+  std::pair<std::vector<std::uint8_t>, std::size_t> decode() {
     auto decode = ROOFBENCH_PARAMS(CUpti_RangeProfiler_DecodeData_Params);
     decode.pRangeProfilerObject = object_;
     ROOFBENCH_CUPTI(cuptiRangeProfilerDecodeData(&decode));
@@ -286,37 +303,93 @@ class CurrentDevice {
   int previous_ = -1;
 };
 
-CounterProfile collect_or_throw(const std::function<void()>& run_and_wait, int device) {
-  const CurrentDevice current(device);
-  const CUcontext ctx = current_context();
+// Ranges counted and how many times the work ran for them.
+struct Counted {
+  std::vector<CounterRange> ranges;
+  int runs = 0;
+};
+
+// The ranges of the counted run: its launches, named, with their metric values, evaluated (as NVIDIA's
+// sample does) before the profiler is disabled.
+std::vector<CounterRange> evaluated_ranges(const HostSide& host, const std::vector<std::uint8_t>& data,
+                                           const LaunchNames& launches, std::vector<const char*>& names) {
+  const std::size_t count = range_count(data);
+  std::vector<CounterRange> ranges;
+  for (std::size_t i = 0; i < count; ++i) ranges.push_back({launches.name(i, count), host.evaluate(data, i, names)});
+  return ranges;
+}
+
+// The counted run under `replay` (kernel or run); the profiler torn down before this returns, whatever
+// happens. A failure once the run started is a CollectionError.
+Counted count_run(const std::function<void()>& run_and_wait, CounterReplay replay) {
   std::vector<const char*> names = metric_names();
+  const CUcontext ctx = current_context();
   RangeProfiler profiler;
   const HostSide host(chip_name(), counter_availability(ctx));
   profiler.enable(ctx);
-  profiler.configure(names, host.config(names));
+  profiler.configure(names, host.config(names), replay);
   LaunchNames launches;
-  const auto [data, dropped] = profiler.collect(run_and_wait);
-  launches.stop();
-  profiler.close();
-  if (dropped > 0)
-    throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
-  const std::size_t ranges = range_count(data);
-  if (ranges == 0) throw CuptiError("no kernel ran in the counted run (copies by the copy engines, cudaMemcpy, are not counted)");
-  std::vector<CounterRange> counted;
-  for (std::size_t i = 0; i < ranges; ++i) counted.push_back({launches.name(i, ranges), host.evaluate(data, i, names)});
-  return sum_ranges(counted, 1.0);
+  Counted counted;
+  std::size_t dropped = 0;
+  try {
+    counted.runs = profiler.collect(run_and_wait);
+    launches.stop();
+    std::vector<std::uint8_t> data;
+    std::tie(data, dropped) = profiler.decode();
+    counted.ranges = evaluated_ranges(host, data, launches, names);
+    profiler.close();
+  } catch (const CuptiError& e) {
+    throw CollectionError(e.what());
+  }
+  if (dropped > 0) throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
+  if (counted.ranges.empty())
+    throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.seen()) +
+                          " launches in " + std::to_string(counted.runs) + " run(s) and " + to_string(replay) +
+                          " replay counted none (copies by the copy engines, cudaMemcpy, are not counted)");
+  return counted;
+}
+
+// One call of `run_and_wait` counted under `replay` (kernel or run), per kernel.
+CounterProfile collect_or_throw(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
+  const CurrentDevice current(device);
+  const Counted counted = count_run(run_and_wait, replay);
+  CounterProfile profile = sum_ranges(counted.ranges, 1.0);
+  profile.replay = replay == CounterReplay::run ? "run, " + std::to_string(counted.runs) + " passes" : "kernel";
+  return profile;
+}
+
+// The profile of a pass that threw `e`: the profiler's own failure, or the run's.
+CounterProfile failed(const std::exception& e) {
+  CounterProfile p;
+  p.error = dynamic_cast<const CuptiError*>(&e) ? e.what() : std::string("the counted run failed: ") + e.what();
+  return p;
+}
+
+// `replay` (kernel or run), every failure an error of the profile.
+CounterProfile collect_with(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
+  try {
+    return collect_or_throw(run_and_wait, device, replay);
+  } catch (const std::exception& e) {
+    return failed(e);
+  }
 }
 
 }  // namespace
 
-CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device) {
+CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
+  if (replay != CounterReplay::automatic) return collect_with(run_and_wait, device, replay);
+  std::string kernel_failure;
   try {
-    return collect_or_throw(run_and_wait, device);
-  } catch (const CuptiError& e) {
-    return {{}, {}, 0, e.what()};
+    return collect_or_throw(run_and_wait, device, CounterReplay::kernel);
+  } catch (const CollectionError& e) {
+    kernel_failure = e.what();
   } catch (const std::exception& e) {
-    return {{}, {}, 0, std::string("the counted run failed: ") + e.what()};
+    return failed(e);
   }
+  CounterProfile p = collect_with(run_and_wait, device, CounterReplay::run);
+  if (!p.error.empty()) p.error = "kernel replay: " + kernel_failure + "; run replay: " + p.error;
+  else p.kernel_replay_failure = kernel_failure;
+  return p;
 }
 
 std::vector<std::string> unknown_counter_metrics(const std::string& chip) {

@@ -69,6 +69,21 @@ std::string times(double ratio) {
 
 const std::vector<CounterMetric>& counter_metrics() { return kMetrics; }
 
+const char* to_string(CounterReplay replay) {
+  switch (replay) {
+    case CounterReplay::kernel: return "kernel";
+    case CounterReplay::run: return "run";
+    case CounterReplay::automatic: break;
+  }
+  return "auto";
+}
+
+std::optional<CounterReplay> counter_replay_from(const std::string& word) {
+  for (CounterReplay r : {CounterReplay::automatic, CounterReplay::kernel, CounterReplay::run})
+    if (word == to_string(r)) return r;
+  return std::nullopt;
+}
+
 void add_range(KernelCounters& k, const std::vector<double>& values) {
   const std::size_t n = std::min(values.size(), kMetrics.size());
   for (std::size_t i = 0; i < n; ++i) field(k, kMetrics[i].field) += kMetrics[i].weight * values[i];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,20 @@ struct CounterProfile {
   KernelCounters total;                 // the sum of the kernels, per run
   double seconds = 0;                   // what the pass cost (its replays included)
   std::string error;                    // why there are no counters (no CUPTI, no permission, MIG, ...)
+  std::string replay;                   // how they were counted: "kernel", or "run, 3 passes"
+  std::string kernel_replay_failure;    // why run replay counted them under --counters=auto
   bool collected() const { return error.empty() && !kernels.empty(); }
 };
+
+// How the pass reads every counter of a run, when the hardware reads only a few at a time (a pass each).
+enum class CounterReplay {
+  automatic,  // kernel replay; the run replayed where kernel replay fails or counts no kernel
+  kernel,     // each kernel launched again until every counter is read, its memory restored in between
+  run,        // the whole run repeated once per pass: nothing restored, for runs that repeat alike
+};
+// "auto", "kernel", "run"; CounterReplay from those words (std::nullopt for any other).
+const char* to_string(CounterReplay replay);
+std::optional<CounterReplay> counter_replay_from(const std::string& word);
 
 // What a counter adds to: one field of KernelCounters, times a weight (2 for an FMA instruction).
 enum class CounterField { dram_read, dram_write, l2_bytes, flops_fp64, flops_fp32, flops_fp16, flops_tensor };
@@ -60,11 +73,12 @@ double counter_ratio(double measured, double modelled);
 // empty where they agree (within 20%) or there is nothing to compare.
 std::string counters_verdict(const KernelCounters& measured, double modelled_bytes, double modelled_flops);
 
-// Runs `run_and_wait` (which must synchronise) once under the Range Profiler, every kernel a range replayed
-// until all metrics are counted, and returns the counters of that call (not yet per run: see scale).
-// `device`: the GPU whose context is profiled (the one the kernels run on), current for the pass and
-// restored after; -1: the calling thread's current device.
-CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1);
+// Runs `run_and_wait` (which must synchronise) under the Range Profiler, every kernel launch a range, and
+// returns the counters of one call (not yet per run: see scale_per_run). Kernel replay calls it once; run
+// replay once per pass. `device`: the GPU whose context is profiled (the one the kernels run on), current
+// for the pass and restored after; -1: the calling thread's current device.
+CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
+                                CounterReplay replay = CounterReplay::automatic);
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 void scale_per_run(CounterProfile& profile, double factor);

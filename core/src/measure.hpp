@@ -39,6 +39,7 @@ struct MeasureOptions {
   int kernel_time_samples = 0; // > 0: after timing, kernel_time from a CUPTI trace of this many samples
   double energy_seconds = 0;   // > 0 (--energy): sample at least this long, with the energy counter polled beside
   bool counters = false;       // --counters: after timing, a pass that reads the hardware's counters (GPU cases)
+  CounterReplay counter_replay = CounterReplay::automatic;  // --counters=MODE: how that pass replays
 };
 
 // The longest a benchmark samples: --max-time, or --energy's seconds where they are more (and the device has

@@ -51,7 +51,13 @@ void set_help_markdown(Options& o, const std::string&, const Value&) { o.help_ma
 void set_list(Options& o, const std::string&, const Value&) { o.list = true; }
 void set_recalibrate(Options& o, const std::string&, const Value&) { o.recalibrate = true; }
 void set_cold(Options& o, const std::string&, const Value&) { o.measure.cold = true; }
-void set_counters(Options& o, const std::string&, const Value&) { o.measure.counters = true; }
+void set_counters(Options& o, const std::string& flag, const Value& v) {
+  o.measure.counters = true;
+  if (!v) return;
+  const std::optional<CounterReplay> replay = counter_replay_from(*v);
+  if (!replay) throw UsageError(flag + " takes auto, kernel or run, got '" + *v + "'");
+  o.measure.counter_replay = *replay;
+}
 void set_no_results(Options& o, const std::string&, const Value&) { o.write_results = false; }
 void set_suite(Options& o, const std::string&, const Value& v) { o.suite = *v; }
 void set_suite_dir(Options& o, const std::string&, const Value& v) { o.suite_dirs.push_back(*v); }
@@ -205,10 +211,12 @@ std::vector<OptionSpec> pass_options() {
        "kernel_time (the union of the kernels' own intervals per run, median over the samples) beside the event "
        "time, and event_minus_kernel. Where CUPTI cannot trace, the case keeps its timing and says why",
        set_kernel_time},
-      {"--counters", "", nothing, "off",
-       "after timing each single-GPU case, a pass that reads the hardware's counters (CUPTI's Range Profiler, each "
-       "kernel replayed): DRAM and L2 bytes and the FLOPs executed per run, beside the modelled ones "
-       "(measured_bytes, measured_flops, measured_ai and their ratios), torn down before the next case is timed",
+      {"--counters", "[=MODE]", optional_inline_value, "off; auto when given",
+       "after timing each single-GPU case, a pass that reads the hardware's counters (CUPTI's Range Profiler): DRAM "
+       "and L2 bytes and the FLOPs executed per run, beside the modelled ones (measured_bytes, measured_flops, "
+       "measured_ai and their ratios), torn down before the next case is timed. MODE, how every counter is read: "
+       "kernel (each kernel replayed, its memory restored), run (the run repeated once per pass) or auto (kernel, "
+       "the run replayed where kernel replay fails)",
        set_counters},
       {"--energy", "[=S]", optional_inline_value, number_text(kEnergyLeastSeconds) + ", the least",
        "where the device has an energy counter (NVML on a GPU), poll it beside the samples and sample for at least "

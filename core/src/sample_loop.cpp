@@ -131,7 +131,7 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   // other processes' ranks: kernel replay must count all of them, or it replays one rank's collective alone.
   const std::size_t case_ranks = together ? static_cast<std::size_t>(together->world_size) : ranks.size();
   if (o.counters && ranks.front()->info().kind == DeviceKind::cuda)
-    observers.push_back(std::make_unique<CounterObserver>(case_ranks, ranks.front()->info().index));
+    observers.push_back(std::make_unique<CounterObserver>(case_ranks, ranks.front()->info().index, o.counter_replay));
   return observers;
 }
 

@@ -91,7 +91,7 @@ const std::vector<HostFigure> kFigures = {
      [](R r) { return counter_ratio(r.counters.total.dram_bytes(), r.work.bytes); }},
     {fig::measured_flops_ratio.data(), "1", Hint::ratio, When::counted_flops, kShown, "measured_flops / the counted (modelled) FLOPs",
      [](R r) { return counter_ratio(r.counters.total.flops(), r.work.flops); }},
-    {fig::counters_s.data(), "s", Hint::duration, When::counters_asked, kShown, "seconds the counters' pass took (its kernel replays)",
+    {fig::counters_s.data(), "s", Hint::duration, When::counters_asked, kShown, "seconds the counters' pass took (its replays)",
      [](R r) { return r.counters.seconds; }},
     {fig::slowest_rank.data(), "rank", Hint::count, When::ranked, kShown,
      "the rank whose time is the benchmark's (the slowest; one process per GPU, roofbench under a launcher)",

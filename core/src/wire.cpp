@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 976, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 1040, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -79,6 +79,7 @@ constexpr GraphMode enum_last(GraphMode) { return GraphMode::off; }
 constexpr Status enum_last(Status) { return Status::implausible; }
 constexpr Bound enum_last(Bound) { return Bound::compute; }
 constexpr Hint enum_last(Hint) { return Hint::power; }
+constexpr CounterReplay enum_last(CounterReplay) { return CounterReplay::run; }
 
 template <typename T>
 struct is_vector : std::false_type {};
@@ -195,7 +196,8 @@ void fields(Io& io, X& p) {
 template <typename Io, Is<MeasureOptions> X>
 void fields(Io& io, X& o) {
   io(o.gate, o.cold, o.graph, o.noise_bound, o.min_time, o.max_time, o.warmup_max, o.clock_floor, o.runs_per_sample,
-     o.seed, o.profile_runs, o.kernel_time_samples, o.energy_seconds, o.counters);
+     o.seed, o.profile_runs, o.kernel_time_samples, o.energy_seconds, o.counters,
+     o.counter_replay);
 }
 template <typename Io, Is<Work> X>
 void fields(Io& io, X& w) {
@@ -224,7 +226,8 @@ void fields(Io& io, X& x) {
   io(x.summaries, x.samples, x.sample_clocks_mhz);
   io(x.work, x.case_facts, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
   io(x.kernel_time.seconds, x.kernel_time.samples, x.kernel_time.error);
-  io(x.counters.kernels, x.counters.total, x.counters.seconds, x.counters.error);
+  io(x.counters.kernels, x.counters.total, x.counters.seconds, x.counters.error, x.counters.replay,
+     x.counters.kernel_replay_failure);
   auto& m = x.memory;
   io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
   auto& t = x.phases;

@@ -1,7 +1,7 @@
-// --counters on a real GPU: a copy's DRAM bytes against its exact traffic, passes in a row each naming its
-// kernel, a cuBLAS GEMM's FLOPs against 2MNK (on the FP32 pipe and on the tensor cores), and the pass inside a
-// measurement; CUPTI's traced passes (--profile, --kernel-time) where ranks in other processes agree on them.
-// Skips without a GPU.
+// --counters on a real GPU, under kernel replay and under run replay each: a copy's DRAM bytes against its
+// exact traffic, passes in a row each naming its kernel, the kernels of a CUDA graph, a cuBLAS GEMM's FLOPs
+// against 2MNK (on the FP32 pipe and on the tensor cores); the pass inside a measurement; CUPTI's traced
+// passes (--profile, --kernel-time) where ranks in other processes agree on them. Skips without a GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -18,6 +18,10 @@
 #include "roofbench/cuda.hpp"
 
 namespace roofbench {
+
+// A replay mode in a test's name, as its word.
+void PrintTo(CounterReplay replay, std::ostream* out) { *out << to_string(replay); }
+
 namespace {
 
 __global__ void copy_kernel(const float* x, float* y, std::size_t n) {
@@ -42,6 +46,11 @@ class GpuCounters : public ::testing::Test {
   }
 };
 
+// The same checks under each replay mode on its own (no fallback from one to the other).
+class GpuCountersReplay : public GpuCounters, public ::testing::WithParamInterface<CounterReplay> {};
+INSTANTIATE_TEST_SUITE_P(Replay, GpuCountersReplay, ::testing::Values(CounterReplay::kernel, CounterReplay::run),
+                         [](const ::testing::TestParamInfo<CounterReplay>& p) { return std::string(to_string(p.param)); });
+
 // Whether a pass's error is the machine's (counters restricted to administrators, MIG, a virtualised or
 // CMP device, another tool holding CUPTI, a build without CUPTI): the test then skips. Any other error is
 // the pass's own failure and fails the test.
@@ -53,7 +62,7 @@ bool machine_refuses(const std::string& error) {
 
 // `passes` counter passes, one after another, each over one copy of `n` floats; none where the memory
 // could not be had (a failure said).
-std::vector<CounterProfile> count_copies(std::size_t n, int passes) {
+std::vector<CounterProfile> count_copies(std::size_t n, int passes, CounterReplay replay) {
   const std::size_t bytes = n * sizeof(float);
   float *x = nullptr, *y = nullptr;
   std::vector<CounterProfile> profiles;
@@ -62,7 +71,7 @@ std::vector<CounterProfile> count_copies(std::size_t n, int passes) {
       profiles.push_back(collect_counters([&] {
         copy_kernel<<<1056, 512>>>(x, y, n);
         if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
-      }));
+      }, -1, replay));
   else
     ADD_FAILURE() << "no memory for a copy of " << bytes << " B: " << cudaGetErrorString(cudaGetLastError());
   cudaFree(x);
@@ -73,17 +82,17 @@ std::vector<CounterProfile> count_copies(std::size_t n, int passes) {
 // 1 GiB each way, many times the L2 (50-60 MB on H100/H200): the reads are all DRAM's, exactly; the writes
 // reach DRAM as lines leave L2, so the ones still in L2 when the kernel ends are not counted: they may read
 // low by at most the L2's size, never high.
-TEST_F(GpuCounters, CopyMovesItsExactBytes) {
+TEST_P(GpuCountersReplay, CopyMovesItsExactBytes) {
   const std::size_t n = std::size_t{1} << 28, bytes = n * sizeof(float);
-  const std::vector<CounterProfile> profiles = count_copies(n, 1);
+  const std::vector<CounterProfile> profiles = count_copies(n, 1, GetParam());
   ASSERT_EQ(profiles.size(), 1u);
   const CounterProfile& p = profiles.front();
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   ASSERT_EQ(p.error, "");
   int l2 = 0;
   EXPECT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  std::printf("copy of %zu B: DRAM read %.0f, written %.0f, L2 %.0f (L2 size %d)\n", bytes, p.total.dram_read,
-              p.total.dram_write, p.total.l2_bytes, l2);
+  std::printf("copy of %zu B (%s replay): DRAM read %.0f, written %.0f, L2 %.0f (L2 size %d)\n", bytes, p.replay.c_str(),
+              p.total.dram_read, p.total.dram_write, p.total.l2_bytes, l2);
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.total.launches_per_run, 1);
   EXPECT_NEAR(p.total.dram_read, bytes, 0.01 * bytes);
@@ -94,9 +103,9 @@ TEST_F(GpuCounters, CopyMovesItsExactBytes) {
 
 // Passes one after another in one process, each with its own configuration and counter data images and its
 // launch callbacks: each counts its one launch, named after its kernel, and every byte through the L2.
-TEST_F(GpuCounters, PassesInARowEachCountTheirLaunchByName) {
+TEST_P(GpuCountersReplay, PassesInARowEachCountTheirLaunchByName) {
   const std::size_t n = std::size_t{1} << 24, bytes = n * sizeof(float);
-  const std::vector<CounterProfile> passes = count_copies(n, 3);
+  const std::vector<CounterProfile> passes = count_copies(n, 3, GetParam());
   ASSERT_EQ(passes.size(), 3u);
   if (machine_refuses(passes.front().error)) GTEST_SKIP() << "no counters on this machine: " << passes.front().error;
   for (std::size_t pass = 0; pass < passes.size(); ++pass) {
@@ -109,7 +118,37 @@ TEST_F(GpuCounters, PassesInARowEachCountTheirLaunchByName) {
   }
 }
 
-void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::size_t element, bool tensor) {
+// The two copies of a CUDA graph, there and back, over 256 MiB: two ranges, named by their order (the
+// launch callbacks do not see a graph's nodes), each reading its 256 MiB from DRAM.
+TEST_P(GpuCountersReplay, CountsTheKernelsOfAGraph) {
+  const std::size_t n = std::size_t{1} << 26, bytes = n * sizeof(float);
+  float *x = nullptr, *y = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, bytes));
+  EXPECT_CUDA(cudaMalloc(&y, bytes));
+  EXPECT_CUDA(cudaMemset(x, 1, bytes));
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  EXPECT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  EXPECT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  copy_kernel<<<1056, 512, 0, stream>>>(x, y, n);
+  copy_kernel<<<1056, 512, 0, stream>>>(y, x, n);
+  EXPECT_CUDA(cudaStreamEndCapture(stream, &graph));
+  EXPECT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  const CounterProfile p = collect_counters([&] {
+    if (cudaGraphLaunch(exec, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess)
+      throw std::runtime_error("the graph failed");
+  }, -1, GetParam());
+  cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream), cudaFree(x), cudaFree(y);
+  if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
+  ASSERT_EQ(p.error, "");
+  std::printf("graph of two copies of %zu B (%s replay): %zu kernels, DRAM read %.0f\n", bytes, p.replay.c_str(),
+              p.kernels.size(), p.total.dram_read);
+  EXPECT_EQ(p.total.launches_per_run, 2);
+  EXPECT_NEAR(p.total.dram_read, 2.0 * bytes, 0.02 * bytes);
+}
+
+void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::size_t element, bool tensor, CounterReplay replay) {
   const int n = 4096;
   void *a = nullptr, *b = nullptr, *c = nullptr;
   EXPECT_CUDA(cudaMalloc(&a, element * n * n));
@@ -128,21 +167,23 @@ void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::si
   EXPECT_CUDA(cudaDeviceSynchronize());
   const CounterProfile p = collect_counters([&] {
     if (gemm() != CUBLAS_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("GEMM failed");
-  });
+  }, -1, replay);
   cublasDestroy(handle);
   cudaFree(a), cudaFree(b), cudaFree(c);
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   ASSERT_EQ(p.error, "");
   const double model = 2.0 * n * n * n;
-  std::printf("GEMM %d^3: %.4g FLOPs counted (%.4f x 2MNK), tensor %.4g, fp32 pipe %.4g, in %zu kernels\n", n, p.total.flops(),
-              p.total.flops() / model, p.total.flops_tensor, p.total.flops_fp32, p.kernels.size());
+  std::printf("GEMM %d^3 (%s replay): %.4g FLOPs counted (%.4f x 2MNK), tensor %.4g, fp32 pipe %.4g, in %zu kernels\n", n,
+              p.replay.c_str(), p.total.flops(), p.total.flops() / model, p.total.flops_tensor, p.total.flops_fp32, p.kernels.size());
   EXPECT_NEAR(p.total.flops(), model, 0.01 * model);
   EXPECT_NEAR(tensor ? p.total.flops_tensor : p.total.flops_fp32, model, 0.01 * model);
 }
 
-TEST_F(GpuCounters, Fp32GemmExecutes2MNK) { expect_gemm_flops(CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F, sizeof(float), false); }
+TEST_P(GpuCountersReplay, Fp32GemmExecutes2MNK) {
+  expect_gemm_flops(CUBLAS_COMPUTE_32F_PEDANTIC, CUDA_R_32F, sizeof(float), false, GetParam());
+}
 
-TEST_F(GpuCounters, Bf16TensorGemmExecutes2MNK) { expect_gemm_flops(CUBLAS_COMPUTE_32F, CUDA_R_16BF, 2, true); }
+TEST_P(GpuCountersReplay, Bf16TensorGemmExecutes2MNK) { expect_gemm_flops(CUBLAS_COMPUTE_32F, CUDA_R_16BF, 2, true, GetParam()); }
 
 class CopyCase final : public Case {
  public:
@@ -183,8 +224,9 @@ TEST_F(GpuCounters, MeasurementReportsMeasuredBytesBesideTheModel) {
   ASSERT_TRUE(r.passed()) << r.message;
   if (machine_refuses(r.counters.error)) GTEST_SKIP() << "no counters on this machine: " << r.counters.error;
   ASSERT_EQ(r.counters.error, "");
-  std::printf("copy of 2 x %zu B: %.0f B per run counted in %.2f s (%g runs a sample)\n", n * 4, r.counters.total.dram_bytes(),
-              r.counters.seconds, double(r.runs_per_sample));
+  std::printf("copy of 2 x %zu B: %.0f B per run counted in %.2f s (%g runs a sample, %s replay%s%s)\n", n * 4,
+              r.counters.total.dram_bytes(), r.counters.seconds, double(r.runs_per_sample), r.counters.replay.c_str(),
+              r.counters.kernel_replay_failure.empty() ? "" : ": kernel replay failed: ", r.counters.kernel_replay_failure.c_str());
   EXPECT_NEAR(r.counters.total.dram_read, 4.0 * n, 0.02 * 4 * n);
   EXPECT_NEAR(r.counters.total.dram_bytes(), 8.0 * n, 0.1 * 8 * n);
   EXPECT_NEAR(r.counters.total.launches_per_run, 1, 1e-9);

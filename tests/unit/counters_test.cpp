@@ -159,6 +159,25 @@ TEST(CounterFigures, WithoutCountersTheBenchmarkSaysWhyAndKeepsItsTiming) {
   EXPECT_EQ(counters_text(m.name, r), "  no counters for micro/copy/n:64M: cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n");
 }
 
+// The console says how the counts were made, and why the run was replayed where kernel replay failed.
+TEST(CounterFigures, SayHowTheyWereCounted) {
+  Measurement m = copy_measurement();
+  m.counters = sum_ranges({{"copy", values({{"dram__bytes_read.sum", 268e6}})}}, 1);
+  m.counters.replay = "kernel";
+  EXPECT_THAT(counters_text(m.name, result_of(m)), HasSubstr("counters (kernel replay): DRAM"));
+  m.counters.replay = "run, 3 passes";
+  m.counters.kernel_replay_failure = "no kernel ran in the counted run";
+  const std::string text = counters_text(m.name, result_of(m));
+  EXPECT_THAT(text, HasSubstr("counters (run, 3 passes replay): DRAM"));
+  EXPECT_THAT(text, HasSubstr("kernel replay failed, so the run was replayed: no kernel ran in the counted run"));
+}
+
+TEST(CounterReplayNames, ReadBackAsTheyAreWritten) {
+  for (CounterReplay r : {CounterReplay::automatic, CounterReplay::kernel, CounterReplay::run})
+    EXPECT_EQ(counter_replay_from(to_string(r)), r) << to_string(r);
+  EXPECT_EQ(counter_replay_from("application"), std::nullopt);
+}
+
 TEST(CounterFigures, AreAbsentWhenNotAskedFor) {
   const Result r = result_of(copy_measurement());
   EXPECT_TRUE(std::isnan(r.figure(fig::measured_bytes)));

@@ -76,6 +76,16 @@ TEST(Options, GateAndGraph) {
 }
 
 // A suite's max_time and energy apply where the command line gave none; a flag, even --energy=0, wins.
+// --counters alone replays kernels and falls back to the run; =kernel and =run fix the mode.
+TEST(Options, CountersReplay) {
+  EXPECT_FALSE(parse({}).measure.counters);
+  EXPECT_TRUE(parse({"--counters"}).measure.counters);
+  EXPECT_EQ(parse({"--counters"}).measure.counter_replay, CounterReplay::automatic);
+  EXPECT_EQ(parse({"--counters=kernel"}).measure.counter_replay, CounterReplay::kernel);
+  EXPECT_EQ(parse({"--counters=run"}).measure.counter_replay, CounterReplay::run);
+  EXPECT_THAT(usage_error({"--counters=application"}), HasSubstr("--counters takes auto, kernel or run, got 'application'"));
+}
+
 TEST(Options, ASuitesSamplingYieldsToTheCommandLine) {
   const auto with_suite = [](std::initializer_list<const char*> args) {
     Options o = parse(args);
