@@ -6,6 +6,11 @@
 
 namespace roofbench {
 
+// The runs the pass counts: a sample's, at most kMostCountedRuns. A microsecond kernel's sample holds
+// thousands of runs; each launch is a range of the pass, which holds 4096, and each is replayed.
+inline constexpr int kMostCountedRuns = 64;
+int counted_runs(int runs_per_sample);
+
 class CounterObserver final : public SampleObserver {
  public:
   // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's

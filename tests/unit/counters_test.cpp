@@ -10,6 +10,7 @@
 #include <string>
 
 #include "console.hpp"
+#include "counter_observer.hpp"
 #include "summaries.hpp"
 #include "text.hpp"
 
@@ -170,6 +171,14 @@ TEST(CounterFigures, SayHowTheyWereCounted) {
   const std::string text = counters_text(m.name, result_of(m));
   EXPECT_THAT(text, HasSubstr("counters (run, 3 passes replay): DRAM"));
   EXPECT_THAT(text, HasSubstr("kernel replay failed, so the run was replayed: no kernel ran in the counted run"));
+}
+
+// A sample's runs, at most 64: a microsecond kernel's thousands of launches would overflow the pass's ranges.
+TEST(CountedRuns, AreASamplesAtMostSixtyFour) {
+  EXPECT_EQ(counted_runs(0), 1);
+  EXPECT_EQ(counted_runs(1), 1);
+  EXPECT_EQ(counted_runs(40), 40);
+  EXPECT_EQ(counted_runs(5000), kMostCountedRuns);
 }
 
 TEST(CounterReplayNames, ReadBackAsTheyAreWritten) {
