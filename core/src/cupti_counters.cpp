@@ -79,10 +79,14 @@ class LaunchNames {
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
   }
-  // The name of range `i` of `ranges`, when the launches seen match the ranges one for one in every run
-  // (run replay sees each launch once per pass).
-  std::string name(std::size_t i, std::size_t ranges) const {
-    if (ranges > 0 && !names_.empty() && names_.size() % ranges == 0 && !names_[i].empty()) return demangled(names_[i].c_str());
+  // The name of range `i` of `ranges` counted over `runs` runs of the work, when the launches seen match
+  // the ranges one for one in every run (run replay sees each launch once per pass). Any other count means
+  // some ranges are launches the callbacks did not see (a graph's kernels), and the names would shift onto
+  // the wrong ranges: a run of a kernel and a prebuilt graph of one, replayed twice, sees that kernel twice
+  // for two ranges, a multiple of them.
+  std::string name(std::size_t i, std::size_t ranges, int runs) const {
+    if (ranges > 0 && runs > 0 && names_.size() == ranges * static_cast<std::size_t>(runs) && !names_[i].empty())
+      return demangled(names_[i].c_str());
     return "kernel " + std::to_string(i + 1);
   }
   std::size_t seen() const { return names_.size(); }
@@ -312,10 +316,10 @@ struct Counted {
 // The ranges of the counted run: its launches, named, with their metric values, evaluated (as NVIDIA's
 // sample does) before the profiler is disabled.
 std::vector<CounterRange> evaluated_ranges(const HostSide& host, const std::vector<std::uint8_t>& data,
-                                           const LaunchNames& launches, std::vector<const char*>& names) {
+                                           const LaunchNames& launches, int runs, std::vector<const char*>& names) {
   const std::size_t count = range_count(data);
   std::vector<CounterRange> ranges;
-  for (std::size_t i = 0; i < count; ++i) ranges.push_back({launches.name(i, count), host.evaluate(data, i, names)});
+  for (std::size_t i = 0; i < count; ++i) ranges.push_back({launches.name(i, count, runs), host.evaluate(data, i, names)});
   return ranges;
 }
 
@@ -336,7 +340,7 @@ Counted count_run(const std::function<void()>& run_and_wait, CounterReplay repla
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
-    counted.ranges = evaluated_ranges(host, data, launches, names);
+    counted.ranges = evaluated_ranges(host, data, launches, counted.runs, names);
     profiler.close();
   } catch (const CuptiError& e) {
     throw CollectionError(e.what());
