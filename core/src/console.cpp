@@ -381,7 +381,9 @@ std::string kernel_time_text(const std::string& name, const Result& r) {
 // The run's counted totals against the model, as one line.
 static std::string counter_totals(const Result& r) {
   const KernelCounters& t = r.counters.total;
-  const std::string how = r.counters.replay.empty() ? "" : " (" + r.counters.replay + " replay)";
+  const CounterProfile& c = r.counters;
+  const std::string runs = c.replay_runs > 1 ? ", " + std::to_string(c.replay_runs) + " runs" : "";
+  const std::string how = c.replay.empty() ? "" : " (" + c.replay + " replay" + runs + ")";
   std::string s = "  counters" + how + ": DRAM " + format_bytes(t.dram_bytes()) + " per run (read " + format_bytes(t.dram_read) +
                   ", written " + format_bytes(t.dram_write) + ")";
   if (r.work.bytes > 0) s += printf_string(", %.2fx the model", t.dram_bytes() / r.work.bytes);

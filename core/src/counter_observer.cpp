@@ -14,7 +14,7 @@ void CounterObserver::end(Measurement& r, Timer& timer) {
   }
   const auto start = std::chrono::steady_clock::now();
   const int launches = counted_runs(r.runs_per_sample);
-  r.counters = collect_counters([&] { timer.run_untimed(launches); }, device_, replay_);
+  r.counters = collect_counters([&] { timer.run_untimed(launches); }, device_, replay_, launches);
   scale_per_run(r.counters, 1.0 / launches);
   r.counters.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -7,8 +7,8 @@
 namespace roofbench {
 
 // The runs the pass counts: a sample's, at most kMostCountedRuns. A microsecond kernel's sample holds
-// thousands of runs; each launch is a range of the pass, which holds 4096, and each is replayed.
-inline constexpr int kMostCountedRuns = 64;
+// thousands of runs; each launch is a range of the pass, which holds 1024, and each is replayed.
+inline constexpr int kMostCountedRuns = 16;
 int counted_runs(int runs_per_sample);
 
 class CounterObserver final : public SampleObserver {

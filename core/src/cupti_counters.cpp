@@ -22,8 +22,9 @@
 namespace roofbench {
 namespace {
 
-// Ranges one pass holds: a run of more kernel launches than this loses the rest (said in the error).
-constexpr std::size_t kMaxRanges = 4096;
+// Ranges one pass holds: a run of more kernel launches than this loses the rest (said in the error). A GPT
+// step launches under 400 kernels; NVIDIA's samples configure tens of ranges.
+constexpr std::size_t kMaxRanges = 1024;
 // Runs of the work one pass may take: run replay needs one per pass (a few for the metrics collected).
 constexpr int kMaxPasses = 64;
 
@@ -62,10 +63,18 @@ bool is_launch(CUpti_CallbackId id) {
          id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz;
 }
 
-void CUPTIAPI on_launch(void* names, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
+// What the launch callbacks saw during the pass.
+struct Launches {
+  std::vector<std::string> kernels;  // names, in launch order
+  int graphs = 0;                    // CUDA graph launches, whose kernels the callbacks do not see
+};
+
+void CUPTIAPI on_launch(void* seen, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if (!is_launch(id) || info->callbackSite != CUPTI_API_ENTER) return;
-  static_cast<std::vector<std::string>*>(names)->push_back(info->symbolName ? info->symbolName : "");
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  auto* launches = static_cast<Launches*>(seen);
+  if (is_launch(id)) launches->kernels.push_back(info->symbolName ? info->symbolName : "");
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ++launches->graphs;
 }
 
 // The launch callbacks, subscribed for the pass: kernel names in launch order. Best effort: when another
@@ -73,30 +82,35 @@ void CUPTIAPI on_launch(void* names, CUpti_CallbackDomain, CUpti_CallbackId id, 
 class LaunchNames {
  public:
   LaunchNames() {
-    if (cuptiSubscribe(&subscriber_, on_launch, &names_) != CUPTI_SUCCESS) subscriber_ = nullptr;
+    if (cuptiSubscribe(&subscriber_, on_launch, &seen_) != CUPTI_SUCCESS) subscriber_ = nullptr;
     if (subscriber_ && cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) stop();
   }
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
   }
-  // The name of range `i` of `ranges` counted over `runs` runs of the work, when the launches seen match
-  // the ranges one for one in every run (run replay sees each launch once per pass). Any other count means
-  // some ranges are launches the callbacks did not see (a graph's kernels), and the names would shift onto
-  // the wrong ranges: a run of a kernel and a prebuilt graph of one, replayed twice, sees that kernel twice
-  // for two ranges, a multiple of them.
-  std::string name(std::size_t i, std::size_t ranges, int runs) const {
-    if (ranges > 0 && runs > 0 && names_.size() == ranges * static_cast<std::size_t>(runs) && !names_[i].empty())
-      return demangled(names_[i].c_str());
-    return "kernel " + std::to_string(i + 1);
+  // The name of range `i` of `ranges`, counted over `passes` calls of the work that each hold
+  // `runs_per_call` runs of the case: the kernel's, when the launches seen match the ranges one for one in
+  // every pass (run replay sees each launch once per pass). Any other count means some ranges are launches
+  // the callbacks did not see (a graph's kernels), and names would shift onto the wrong ranges (a kernel and
+  // a prebuilt graph of one, replayed twice, sees that kernel twice for two ranges); the ranges are then
+  // named by their place in a run ("kernel 2": each run's second), so the runs' launches add up per kernel.
+  std::string name(std::size_t i, std::size_t ranges, int passes, int runs_per_call) const {
+    const auto& kernels = seen_.kernels;
+    if (passes > 0 && kernels.size() == ranges * static_cast<std::size_t>(passes) && !kernels[i].empty())
+      return demangled(kernels[i].c_str());
+    const auto runs = static_cast<std::size_t>(std::max(runs_per_call, 1));
+    const std::size_t per_run = ranges % runs == 0 ? ranges / runs : ranges;
+    return "kernel " + std::to_string(i % per_run + 1);
   }
-  std::size_t seen() const { return names_.size(); }
+  std::size_t kernels_seen() const { return seen_.kernels.size(); }
+  int graphs_seen() const { return seen_.graphs; }
   void stop() {
     if (subscriber_) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
   }
 
  private:
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  std::vector<std::string> names_;
+  Launches seen_;
 };
 
 CUcontext current_context() {
@@ -307,58 +321,72 @@ class CurrentDevice {
   int previous_ = -1;
 };
 
+// What a pass is asked for: the work, how to replay it, and the case's runs in each call of it.
+struct PassRequest {
+  const std::function<void()>& work;
+  CounterReplay replay;  // kernel or run
+  int runs_per_call;
+};
+
 // Ranges counted and how many times the work ran for them.
 struct Counted {
   std::vector<CounterRange> ranges;
-  int runs = 0;
+  int passes = 0;
 };
 
 // The ranges of the counted run: its launches, named, with their metric values, evaluated (as NVIDIA's
 // sample does) before the profiler is disabled.
 std::vector<CounterRange> evaluated_ranges(const HostSide& host, const std::vector<std::uint8_t>& data,
-                                           const LaunchNames& launches, int runs, std::vector<const char*>& names) {
+                                           const LaunchNames& launches, int passes, int runs_per_call,
+                                           std::vector<const char*>& names) {
   const std::size_t count = range_count(data);
   std::vector<CounterRange> ranges;
-  for (std::size_t i = 0; i < count; ++i) ranges.push_back({launches.name(i, count, runs), host.evaluate(data, i, names)});
+  for (std::size_t i = 0; i < count; ++i)
+    ranges.push_back({launches.name(i, count, passes, runs_per_call), host.evaluate(data, i, names)});
   return ranges;
 }
 
-// The counted run under `replay` (kernel or run); the profiler torn down before this returns, whatever
-// happens. A failure once the run started is a CollectionError.
-Counted count_run(const std::function<void()>& run_and_wait, CounterReplay replay) {
+// The counted run; the profiler torn down before this returns, whatever happens. A failure once the run
+// started is a CollectionError.
+Counted count_run(const PassRequest& request) {
   std::vector<const char*> names = metric_names();
   const CUcontext ctx = current_context();
   RangeProfiler profiler;
   const HostSide host(chip_name(), counter_availability(ctx));
   profiler.enable(ctx);
-  profiler.configure(names, host.config(names), replay);
+  profiler.configure(names, host.config(names), request.replay);
   LaunchNames launches;
   Counted counted;
   std::size_t dropped = 0;
   try {
-    counted.runs = profiler.collect(run_and_wait);
+    counted.passes = profiler.collect(request.work);
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
-    counted.ranges = evaluated_ranges(host, data, launches, counted.runs, names);
+    counted.ranges = evaluated_ranges(host, data, launches, counted.passes, request.runs_per_call, names);
     profiler.close();
   } catch (const CuptiError& e) {
     throw CollectionError(e.what());
   }
   if (dropped > 0) throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
+  // CUPTI counts a graph's kernels under kernel replay and user ranges only (its notes on CUDA graphs).
+  if (request.replay == CounterReplay::run && launches.graphs_seen() > 0)
+    throw CuptiError("run replay does not count the kernels of a CUDA graph: --graph off launches the case without one");
   if (counted.ranges.empty())
-    throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.seen()) +
-                          " launches in " + std::to_string(counted.runs) + " run(s) and " + to_string(replay) +
+    throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.kernels_seen()) +
+                          " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +
+                          std::to_string(counted.passes) + " pass(es), and " + to_string(request.replay) +
                           " replay counted none (copies by the copy engines, cudaMemcpy, are not counted)");
   return counted;
 }
 
-// One call of `run_and_wait` counted under `replay` (kernel or run), per kernel.
-CounterProfile collect_or_throw(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
+// One call of the work counted, per kernel.
+CounterProfile collect_or_throw(const PassRequest& request, int device) {
   const CurrentDevice current(device);
-  const Counted counted = count_run(run_and_wait, replay);
+  const Counted counted = count_run(request);
   CounterProfile profile = sum_ranges(counted.ranges, 1.0);
-  profile.replay = replay == CounterReplay::run ? "run, " + std::to_string(counted.runs) + " passes" : "kernel";
+  profile.replay = to_string(request.replay);
+  profile.replay_runs = counted.passes;
   return profile;
 }
 
@@ -369,10 +397,10 @@ CounterProfile failed(const std::exception& e) {
   return p;
 }
 
-// `replay` (kernel or run), every failure an error of the profile.
-CounterProfile collect_with(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
+// The request's pass, every failure an error of the profile.
+CounterProfile collect_with(const PassRequest& request, int device) {
   try {
-    return collect_or_throw(run_and_wait, device, replay);
+    return collect_or_throw(request, device);
   } catch (const std::exception& e) {
     return failed(e);
   }
@@ -380,17 +408,18 @@ CounterProfile collect_with(const std::function<void()>& run_and_wait, int devic
 
 }  // namespace
 
-CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay) {
-  if (replay != CounterReplay::automatic) return collect_with(run_and_wait, device, replay);
+CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay,
+                                int runs_per_call) {
+  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, runs_per_call}, device);
   std::string kernel_failure;
   try {
-    return collect_or_throw(run_and_wait, device, CounterReplay::kernel);
+    return collect_or_throw({run_and_wait, CounterReplay::kernel, runs_per_call}, device);
   } catch (const CollectionError& e) {
     kernel_failure = e.what();
   } catch (const std::exception& e) {
     return failed(e);
   }
-  CounterProfile p = collect_with(run_and_wait, device, CounterReplay::run);
+  CounterProfile p = collect_with({run_and_wait, CounterReplay::run, runs_per_call}, device);
   if (!p.error.empty()) p.error = "kernel replay: " + kernel_failure + "; run replay: " + p.error;
   else p.kernel_replay_failure = kernel_failure;
   return p;

@@ -29,7 +29,8 @@ struct CounterProfile {
   KernelCounters total;                 // the sum of the kernels, per run
   double seconds = 0;                   // what the pass cost (its replays included)
   std::string error;                    // why there are no counters (no CUPTI, no permission, MIG, ...)
-  std::string replay;                   // how they were counted: "kernel", or "run, 3 passes"
+  std::string replay;                   // how they were counted: "kernel" or "run" replay
+  int replay_runs = 0;                  // times the run was launched for them (run replay: once per pass)
   std::string kernel_replay_failure;    // why run replay counted them under --counters=auto
   bool collected() const { return error.empty() && !kernels.empty(); }
 };
@@ -76,9 +77,10 @@ std::string counters_verdict(const KernelCounters& measured, double modelled_byt
 // Runs `run_and_wait` (which must synchronise) under the Range Profiler, every kernel launch a range, and
 // returns the counters of one call (not yet per run: see scale_per_run). Kernel replay calls it once; run
 // replay once per pass. `device`: the GPU whose context is profiled (the one the kernels run on), current
-// for the pass and restored after; -1: the calling thread's current device.
+// for the pass and restored after; -1: the calling thread's current device. `runs_per_call`: the case's
+// runs in each call, which names the kernels the launch callbacks do not see by their place in a run.
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
-                                CounterReplay replay = CounterReplay::automatic);
+                                CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1);
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 void scale_per_run(CounterProfile& profile, double factor);

@@ -80,8 +80,8 @@ std::vector<CounterProfile> count_copies(std::size_t n, int passes, CounterRepla
 }
 
 // 1 GiB each way, many times the L2 (50-60 MB on H100/H200): the reads are all DRAM's, exactly; the writes
-// reach DRAM as lines leave L2, so the ones still in L2 when the kernel ends are not counted: they may read
-// low by at most the L2's size, never high.
+// reach DRAM as lines leave L2, so the ones still in L2 when the kernel ends are not counted, and dirty
+// lines left by what ran before (the memset, a replay's restore) are: off by at most the L2's size.
 TEST_P(GpuCountersReplay, CopyMovesItsExactBytes) {
   const std::size_t n = std::size_t{1} << 28, bytes = n * sizeof(float);
   const std::vector<CounterProfile> profiles = count_copies(n, 1, GetParam());
@@ -96,8 +96,7 @@ TEST_P(GpuCountersReplay, CopyMovesItsExactBytes) {
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.total.launches_per_run, 1);
   EXPECT_NEAR(p.total.dram_read, bytes, 0.01 * bytes);
-  EXPECT_LE(p.total.dram_write, 1.01 * bytes);
-  EXPECT_GE(p.total.dram_write, bytes - 1.05 * l2);
+  EXPECT_NEAR(p.total.dram_write, bytes, 1.05 * l2);
   EXPECT_GE(p.total.l2_bytes, 1.9 * bytes);  // every byte read and written passes the L2
 }
 
@@ -118,8 +117,9 @@ TEST_P(GpuCountersReplay, PassesInARowEachCountTheirLaunchByName) {
   }
 }
 
-// The two copies of a CUDA graph, there and back, over 256 MiB: two ranges, named by their order (the
-// launch callbacks do not see a graph's nodes), each reading its 256 MiB from DRAM.
+// The two copies of a CUDA graph, there and back, over 256 MiB: under kernel replay two ranges, named by
+// their place in the run (the launch callbacks do not see a graph's nodes), each reading its 256 MiB from
+// DRAM; run replay, which CUPTI does not support for a graph's kernels, refuses and says so.
 TEST_P(GpuCountersReplay, CountsTheKernelsOfAGraph) {
   const std::size_t n = std::size_t{1} << 26, bytes = n * sizeof(float);
   float *x = nullptr, *y = nullptr;
@@ -141,9 +141,15 @@ TEST_P(GpuCountersReplay, CountsTheKernelsOfAGraph) {
   }, -1, GetParam());
   cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream), cudaFree(x), cudaFree(y);
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
+  if (GetParam() == CounterReplay::run) {
+    EXPECT_NE(p.error.find("run replay does not count the kernels of a CUDA graph"), std::string::npos) << p.error;
+    return;
+  }
   ASSERT_EQ(p.error, "");
   std::printf("graph of two copies of %zu B (%s replay): %zu kernels, DRAM read %.0f\n", bytes, p.replay.c_str(),
               p.kernels.size(), p.total.dram_read);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].name.rfind("kernel ", 0), 0u) << p.kernels[0].name;
   EXPECT_EQ(p.total.launches_per_run, 2);
   EXPECT_NEAR(p.total.dram_read, 2.0 * bytes, 0.02 * bytes);
 }
