@@ -1,4 +1,4 @@
-// Fused prefill attention v4 and v5 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v6 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups:
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
@@ -11,9 +11,11 @@
 //     element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed copy).
 // Where the registers allow it (Config::kOverlap) each consumer overlaps the tensor cores with its softmax:
 // tile i's S is issued, then tile i - 1's P V, and the softmax of tile i runs while P V is in flight (FA3's
-// intra-warpgroup overlap); elsewhere each tile's steps run in turn. Causal blocks walk their tiles from the
-// diagonal down, so only the first tiles are masked, and the heaviest blocks are issued first. The
-// versions' tiles, stages and shared memory are listed above launch_version.
+// intra-warpgroup overlap); elsewhere each tile's steps run in turn. How many registers a consumer has is
+// Config::kWideConsumers' matter (below): v6's have the 232 of setmaxnreg, and so overlap at d 128 with
+// 128-key tiles, which v4's cannot. Causal blocks walk their tiles from the diagonal down, so only the first
+// tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
+// are listed above launch_version.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,17 +43,27 @@ constexpr int kConsumerThreads = 256;   // the empty barriers' arrivals
 constexpr int kBoxCols = 64;            // 16-bit elements in a 128-byte swizzled row
 constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start 1024-byte aligned
 
+constexpr int kConsumerRegisters = 232;  // setmaxnreg: 2 x 128 x 232 + 128 x 40 = 64,512 of the 65,536
+
 // A version's shape at one head dim: kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
 // kD / 64 boxes of its rows x 64 columns (128-byte rows), a box apart.
-template <int kD_, int kBlockN_, int kStages_>
+//
+// kWideConsumers: whether ptxas may allocate the consumers the kConsumerRegisters that setmaxnreg gives them.
+// ptxas (CUDA 13.0) does so only when the consumer branch holds no inline trap: wait_or_trap's time-out trap,
+// inline (v4, v5), keeps the whole kernel within the 168 registers that 384 threads leave each at entry
+// (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
+// called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
+// at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
+template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
+  static constexpr bool kWideConsumers = kWideConsumers_;
   static constexpr std::uint32_t kQBoxBytes = kBlockM * 128, kKvBoxBytes = kBlockN * 128;
   // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
-  // 2 + kBlockN / 4 registers, must leave room within the 168 that 384 threads leave each (ptxas allocates
-  // the consumers within that entry cap whatever setmaxnreg gives them at run time): 154 registers in all
-  // at d 64 with 128 keys, 194 (and spills) at d 128 with 128 keys, which therefore runs the serial form.
-  static constexpr bool kOverlap = kD / 2 + kBlockN * 3 / 4 <= 128;
+  // 2 + kBlockN / 4 registers, must leave 40 for the rest within what the consumer is allocated (168 or
+  // kConsumerRegisters, above): 128 at d 64 with 128 keys; 160 at d 128 with 128 keys, which overlaps only
+  // with wide consumers (v6) and runs the serial form otherwise (v4).
+  static constexpr bool kOverlap = kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : 168) - 40;
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
 };
 
@@ -96,13 +108,24 @@ __device__ inline Smem& aligned_smem(unsigned char* raw) {
   return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
 }
 
+// The trap of a wait that timed out, as a call: out of line, so that ptxas allocates the consumers the
+// registers setmaxnreg gives them (Config::kWideConsumers).
+__device__ __noinline__ void timed_out() { __trap(); }
+
 // mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that
-// never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+// never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang. The trap is
+// inline unless Cfg::kWideConsumers.
+template <typename Cfg>
 __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
   if (hw::mbarrier_try_wait(bar, parity)) return;
   const long long start = clock64();
   while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 31)) __trap();
+    if (clock64() - start > (1ll << 31)) {
+      if constexpr (Cfg::kWideConsumers)
+        timed_out();
+      else
+        __trap();
+    }
 }
 
 // One tile (its kBoxes boxes of kBytes) of the map's rows from `row` into `boxes`, completing on `bar`.
@@ -124,9 +147,9 @@ __device__ __forceinline__ void produce(Smem<Cfg>& sm, const CUtensorMap* q_map,
   for (int i = 0; i < walk.count; ++i) {
     const int stage = i % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
     const std::uint32_t free_parity = ((i / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
-    wait_or_trap(&sm.k_empty[stage], free_parity);
+    wait_or_trap<Cfg>(&sm.k_empty[stage], free_parity);
     load_tile(sm.k[stage], k_map, &sm.k_full[stage], row);
-    wait_or_trap(&sm.v_empty[stage], free_parity);
+    wait_or_trap<Cfg>(&sm.v_empty[stage], free_parity);
     load_tile(sm.v[stage], v_map, &sm.v_full[stage], row);
   }
 }
@@ -251,7 +274,7 @@ struct Consumer {
 // Tile i's S = Q K^T issued once its K tile has landed.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void start_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
-  wait_or_trap(&sm.k_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  wait_or_trap<Cfg>(&sm.k_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
   hw::wgmma_fence();
   c.issue_scores(sm, sm.k[i % Cfg::kStages]);
 }
@@ -286,7 +309,7 @@ __device__ __forceinline__ void finish_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, in
 // Tile i's P V issued (its V waited for): the first tile's overwrites O.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
-  wait_or_trap(&sm.v_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  wait_or_trap<Cfg>(&sm.v_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
   c.issue_pv(sm.v[i % Cfg::kStages], i > 0);
 }
 
@@ -330,7 +353,7 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
   for (int i = 0; i < Cfg::kD / 2; ++i) c.o[i] = 0.0f;
   c.row_max[0] = c.row_max[1] = -INFINITY;
   c.row_sum[0] = c.row_sum[1] = 0.0f;
-  wait_or_trap(&sm.q_full, 0);
+  wait_or_trap<Cfg>(&sm.q_full, 0);
   if constexpr (Cfg::kOverlap) {
     scores(c, sm, a, 0);
     float unused[2];
@@ -367,7 +390,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hw::setmaxnreg_dec<40>();
     if (threadIdx.x == 0) produce<Cfg>(sm, &q_map, &k_map, &v_map, args);
   } else {
-    hw::setmaxnreg_inc<232>();
+    hw::setmaxnreg_inc<kConsumerRegisters>();
     consume<T, Cfg>(sm, args);
   }
 }
@@ -410,11 +433,14 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //   v4 d 64: 16 KB + 2 x 32 KB = 80 KB; d 128: 32 KB + 2 x 64 KB = 160 KB (a third stage, 224 KB and the
 //      alignment slack, would fill the 227 KB a block may have); d 128 runs serially (Config::kOverlap).
 //   v5 d 64: 16 KB + 3 x 32 KB = 112 KB; d 128 on 64-key tiles, so that it overlaps: 32 KB + 4 x 32 KB = 160 KB.
+//   v6 d 64: v4's kernel; d 128: v4's shape with wide consumers (Config::kWideConsumers), overlapped.
 template <typename T>
 void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
                     const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
   const bool d64 = shape.head_dim == 64;
-  if (version == "v4")
+  if (version == "v6" && !d64)
+    launch<T, Config<128, 128, 2, true>>(shape, q, k, v, o, stream, fault);
+  else if (version == "v4" || version == "v6")
     d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)
         : launch<T, Config<128, 128, 2>>(shape, q, k, v, o, stream, fault);
   else

@@ -114,7 +114,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4, v5) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v6) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -123,7 +123,7 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
+  for (const char* version : {"v4", "v5", "v6"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
   EXPECT_THROW(fused_unavailable_reason("v9", 0), std::invalid_argument);
 }
 
@@ -145,9 +145,10 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4, v5: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v6: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
-// version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once).
+// version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
+// d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
 TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   if (const std::string why = unavailable("v4"); !why.empty()) GTEST_SKIP() << why;

@@ -170,7 +170,8 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
                                           "linear_bf16"}));
   const CaseSpec& prefill = p.cases.front();
   const auto& impls = prefill.axes.front().values;
-  for (const char* impl : {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "cudnn"})
+  for (const char* impl :
+       {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "fused_v6", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
@@ -254,8 +255,8 @@ class TransformerGpu : public ::testing::Test {
   }
 };
 
-const std::vector<std::string> kPrefillImpls = {"naive", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5",
-                                                "fused", "cudnn"};
+const std::vector<std::string> kPrefillImpls = {"naive",    "fused_v1", "fused_v2", "fused_v3", "fused_v4",
+                                                "fused_v5", "fused_v6", "fused",    "cudnn"};
 
 // Whether `impl` may be not applicable on this device: cuDNN's refusals, and the sm_90a versions off compute
 // capability 9.0 or in a build without sm_90a code.
@@ -273,7 +274,7 @@ TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
         for (const std::string& impl : kPrefillImpls) {
           const std::string what = impl + " " + shape + (causal ? " causal " : " full ") + to_string(precision);
           if (impl.rfind("fused", 0) == 0 && std::string(shape) == "1x2x320x128" && impl != "fused_v1") {
-            // 320 is not a multiple of the 128-query blocks of v2 to v5: refused at make().
+            // 320 is not a multiple of the 128-query blocks of v2 to v6: refused at make().
             EXPECT_THROW(make_prefill_attention(impl, type, parse_prefill_shape(shape, causal)), NotApplicable) << what;
             continue;
           }
@@ -285,6 +286,24 @@ TEST_F(TransformerGpu, EveryPrefillImplementationPassesItsGate) {
           }
           EXPECT_TRUE(passes(r.check, precision)) << what << ": rel err " << r.check.rel_l2_error << "; " << r.check.detail;
         }
+}
+
+// The sm_90a versions through the gate at head dim 128 over several key tiles (T 640: five query blocks, each
+// K/V ring going round more than once), both masks and both types: v6's overlapped loop runs there, v4's
+// serial one.
+TEST_F(TransformerGpu, Sm90aPrefillVersionsPassTheGateAtHeadDim128) {
+  for (const auto& [type, precision] : {std::pair{AttentionType::bf16, Precision::bf16}, std::pair{AttentionType::fp16, Precision::fp16}})
+    for (bool causal : {true, false})
+      for (const std::string& version : kernels::fused_versions()) {
+        if (!kernels::fused_version_needs_sm90a(version)) continue;
+        const std::string impl = "fused_" + version, what = impl + (causal ? " causal " : " full ") + to_string(precision);
+        const GateRun r = gate(make_prefill_attention(impl, type, parse_prefill_shape("1x3x640x128", causal)));
+        if (!r.applicable) {
+          EXPECT_TRUE(may_be_refused(impl)) << what << ": " << r.why_not;
+          continue;
+        }
+        EXPECT_TRUE(passes(r.check, precision)) << what << ": rel err " << r.check.rel_l2_error << "; " << r.check.detail;
+      }
 }
 
 // `fused` resolves its version at setup: after it, one kernel fact names the version best_fused_version picks
@@ -308,7 +327,7 @@ TEST_F(TransformerGpu, FusedNamesTheVersionItResolvesAtSetup) {
 TEST_F(TransformerGpu, GateCatchesBrokenPrefillKernels) {
   for (const std::string& impl :
        {std::string("fused_v1"), std::string("fused_v2"), std::string("fused_v3"), std::string("fused_v4"),
-        std::string("fused_v5")})
+        std::string("fused_v5"), std::string("fused_v6")})
     for (const char* shape : {"2x3x512x64", "2x3x512x128"})
       for (AttentionFault fault :
            {AttentionFault::drop_causal_mask, AttentionFault::skip_last_kv_block, AttentionFault::no_rescale}) {
