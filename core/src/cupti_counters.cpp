@@ -1,7 +1,7 @@
 // --counters through CUPTI's Range Profiler: auto ranges (one per kernel launch), read by kernel replay
 // (each kernel replayed until every metric is counted, its memory restored between replays) or by run
 // replay (the run repeated once per pass). Kernel names come from CUPTI's launch callbacks, in launch
-// order; launches the callbacks do not see (kernels inside a CUDA graph) are named by their order.
+// order; launches the callbacks do not see (kernels inside a CUDA graph) are named by their place in a run.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -17,7 +17,6 @@
 #include <utility>
 
 #include "kernel_counters.hpp"
-#include "text.hpp"
 
 namespace roofbench {
 namespace {
@@ -88,19 +87,9 @@ class LaunchNames {
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
   }
-  // The name of range `i` of `ranges`, counted over `passes` calls of the work that each hold
-  // `runs_per_call` runs of the case: the kernel's, when the launches seen match the ranges one for one in
-  // every pass (run replay sees each launch once per pass). Any other count means some ranges are launches
-  // the callbacks did not see (a graph's kernels), and names would shift onto the wrong ranges (a kernel and
-  // a prebuilt graph of one, replayed twice, sees that kernel twice for two ranges); the ranges are then
-  // named by their place in a run ("kernel 2": each run's second), so the runs' launches add up per kernel.
+  // The name of range `i` of `ranges` (range_name, kernel_counters.hpp).
   std::string name(std::size_t i, std::size_t ranges, int passes, int runs_per_call) const {
-    const auto& kernels = seen_.kernels;
-    if (passes > 0 && kernels.size() == ranges * static_cast<std::size_t>(passes) && !kernels[i].empty())
-      return demangled(kernels[i].c_str());
-    const auto runs = static_cast<std::size_t>(std::max(runs_per_call, 1));
-    const std::size_t per_run = ranges % runs == 0 ? ranges / runs : ranges;
-    return "kernel " + std::to_string(i % per_run + 1);
+    return range_name(seen_.kernels, i, ranges, passes, runs_per_call);
   }
   std::size_t kernels_seen() const { return seen_.kernels.size(); }
   int graphs_seen() const { return seen_.graphs; }
@@ -369,7 +358,8 @@ Counted count_run(const PassRequest& request) {
     throw CollectionError(e.what());
   }
   if (dropped > 0) throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
-  // CUPTI counts a graph's kernels under kernel replay and user ranges only (its notes on CUDA graphs).
+  // CUPTI's notes on CUDA graphs (those of its Profiling API, CUDA 11.4) support a graph's kernels under auto
+  // ranges with kernel replay only: counts made by replaying the run are not to be trusted there.
   if (request.replay == CounterReplay::run && launches.graphs_seen() > 0)
     throw CuptiError("run replay does not count the kernels of a CUDA graph: --graph off launches the case without one");
   if (counted.ranges.empty())

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "text.hpp"
+
 namespace roofbench {
 
 namespace {
@@ -73,9 +75,18 @@ const char* to_string(CounterReplay replay) {
   switch (replay) {
     case CounterReplay::kernel: return "kernel";
     case CounterReplay::run: return "run";
-    case CounterReplay::automatic: break;
+    case CounterReplay::automatic: return "auto";
   }
   return "auto";
+}
+
+std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes,
+                       int runs_per_call) {
+  if (passes > 0 && launches_seen.size() == ranges * static_cast<std::size_t>(passes) && !launches_seen[i].empty())
+    return demangled(launches_seen[i].c_str());
+  const auto runs = static_cast<std::size_t>(std::max(runs_per_call, 1));
+  const std::size_t per_run = ranges % runs == 0 ? ranges / runs : ranges;
+  return "kernel " + std::to_string(i % per_run + 1);
 }
 
 std::optional<CounterReplay> counter_replay_from(const std::string& word) {
