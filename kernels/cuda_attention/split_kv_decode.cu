@@ -560,15 +560,12 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
     auto bulk = [&]<int kKeysInFlight, int kStages, int kBlocksPerSm, AttentionFault kFault>() {
       auto kernel = bulk_split_kv_kernel<T, kKeysInFlight, kStages, kBlocksPerSm, kFault>;
       constexpr std::size_t kBytes = bulk_stage_bytes<T, kKeysInFlight, kStages>();
-      // Once per kernel, before any launch can be captured into a graph: the stages exceed the default
-      // 48 KB, and kBlocksPerSm blocks of them need the largest shared-memory carveout.
-      static const bool configured = [&] {
-        ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
-        ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                            cudaSharedmemCarveoutMaxShared));
-        return true;
-      }();
-      (void)configured;
+      // The stages exceed the default 48 KB, and kBlocksPerSm blocks of them need the largest shared-memory
+      // carveout. Set at every launch: the attributes belong to the context (a device reset or a second
+      // device loses them).
+      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          cudaSharedmemCarveoutMaxShared));
       kernel<<<unsigned(plan.blocks), kDecodeThreads, kBytes, stream>>>(qt, kt, vt, ot, shape.kv_len, plan.split_len,
                                                                       heads_total(shape) * shape.kv_len, keys_read,
                                                                       scale_log2, partials, arrivals);

@@ -227,12 +227,9 @@ void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int 
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
   for_tokens(tokens, [&]<int kTokens>() {
     auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
-    // Once, before a launch can be captured into a graph: the stage may exceed the default 48 KB.
-    static const bool configured = [&] {
-      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
-      return true;
-    }();
-    (void)configured;
+    // The stage may exceed the default 48 KB. Set at every launch: the opt-in belongs to the context (a
+    // device reset or a second device loses it).
+    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
     kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
   });
 }

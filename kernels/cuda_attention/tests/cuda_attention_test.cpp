@@ -199,6 +199,37 @@ TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {
   }
 }
 
+// The kernels above 48 KiB of shared memory opt in at every launch: the opt-in belongs to the context, so it
+// is lost by a device reset (as the host does after a sticky error) and must not be remembered per process.
+TEST(CudaAttention, KernelsOfLargeSharedMemoryRunAfterADeviceReset) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  int sms = 0;
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const AttentionShape prefill{.batch = 1, .heads = 2, .q_len = 256, .kv_len = 256, .head_dim = 128, .causal = true};
+  const AttentionShape decode{.batch = 2, .heads = 4, .q_len = 1, .kv_len = 4096, .head_dim = 64, .causal = true};
+  for (const char* when : {"before the reset", "after the reset"}) {
+    for (const std::string& version : fused_versions()) {
+      if (!unavailable(version).empty()) continue;
+      const double error = whole_output_error(prefill, [&](void* q, void* k, void* v, void* o) {
+        launch_fused_attention(version, AttentionType::bf16, prefill, q, k, v, o, nullptr);
+      });
+      EXPECT_LT(error, 1e-2) << "fused " << version << " d128, " << when;
+    }
+    for (const std::string& version : split_kv_versions()) {
+      const SplitKvPlan plan = plan_split_kv(decode, sms, version);
+      void* workspace = nullptr;
+      ROOFBENCH_CUDA(cudaMalloc(&workspace, plan.workspace_bytes));
+      zero_split_kv_workspace(plan, decode, workspace, nullptr);
+      const double error = whole_output_error(decode, [&](void* q, void* k, void* v, void* o) {
+        launch_split_kv_decode(AttentionType::bf16, decode, plan, q, k, v, o, workspace, nullptr);
+      });
+      EXPECT_LT(error, 1e-2) << "split_kv " << version << ", " << when;
+      ROOFBENCH_CUDA(cudaFree(workspace));
+    }
+    ROOFBENCH_CUDA(cudaDeviceReset());
+  }
+}
+
 TEST(CudaAttention, SplitKvPlanCoversTheCache) {
   for (const std::string& version : split_kv_versions())
   for (std::int64_t batch : {1, 8, 64, 256})
