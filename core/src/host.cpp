@@ -76,8 +76,9 @@ class Host {
   std::size_t registered_ = 0;  // benchmarks handed to Google Benchmark
   std::size_t run_benchmarks();
   int conclude(std::size_t ran, const std::string& filter_text, std::size_t cannot_run_here);
-  // Rank mode (rank_mode.hpp): a launcher started one roofbench per GPU.
-  bool rank_mode() const { return launcher_.world_size > 1; }
+  // Rank mode (rank_mode.hpp): a launcher started one roofbench per GPU. A launcher's world of one rank takes the
+  // same path, so that its figure is comparable with the same script's runs of several.
+  bool rank_mode() const { return launcher_.launcher != Launcher::none; }
   bool quiet_rank() const { return rank_mode() && launcher_.rank != 0; }
   void meet_ranks(const Selection& selection, const NameFilter& filter);
   void calibrate_ranks(Device& d);

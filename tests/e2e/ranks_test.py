@@ -108,6 +108,15 @@ class RanksTest(unittest.TestCase):
                 self.assertTrue(line.startswith("[rank "), run.describe())
         self.assertIn("ranks/sum/n:1024", run.out[0][1])
 
+    def test_a_launcher_of_one_rank_takes_the_ranks_path(self):
+        run = Ranks(1, ["--benchmark_filter=^ranks/scale/"], self.results)
+        self.assertEqual(run.codes(), [0], run.describe())
+        entry = entries(self.results)["ranks/scale/n:1024"]
+        self.assertEqual([k["rank"] for k in entry["roofbench"]["ranks"]], [0], run.describe())
+        with open(os.path.join(self.results, "latest.json")) as f:
+            ranks = json.load(f)["context"]["roofbench"]["ranks"]
+        self.assertEqual((ranks["launcher"], ranks["world_size"]), ("torchrun", 1))
+
     def test_two_ranks_write_one_results_file_with_the_slowest_time(self):
         self.check_one_results_file(2)
 
@@ -267,6 +276,37 @@ class RanksTest(unittest.TestCase):
         self.assertEqual(run.codes(), [2, 2], run.describe())
         self.assertIn("rank 1 selected other benchmarks than rank 0", run.out[0][2], run.describe())
         self.assertEqual(results_files(self.results), [])
+
+
+class OneRankOnAGpuTest(unittest.TestCase):
+    """A launcher's world of one rank on one GPU measures what the plain run measures (within noise): the ranks
+    path adds nothing to the timed span."""
+
+    def setUp(self):
+        if gpus_here() < 1:
+            self.skipTest("needs a GPU")
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def test_one_rank_through_the_launcher_times_what_the_plain_run_times(self):
+        select = ["--benchmark_filter=^nccl/allreduce_fp32/bytes:1073741824/inplace:0/", "--max-time", "1"]
+        plain_dir, launched_dir = (os.path.join(self.tmp.name, d) for d in ("plain", "launched"))
+        env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+        env.pop("ROOFBENCH_PLUGIN_PATH", None)
+        plain = subprocess.run([ROOFBENCH, "--plugin-dir", PLUGIN_DIR, "--results-dir", plain_dir, *select], env=env,
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(plain.returncode, 0, plain.stdout + plain.stderr)
+        launched = Ranks(1, select, launched_dir, env={"NCCL_NVLS_ENABLE": "0"}, device=(), limit_s=300)
+        self.assertEqual(launched.codes(), [0], launched.describe())
+        (name, alone), = entries(plain_dir).items()
+        ranked = entries(launched_dir)[name]
+        self.assertEqual([k["rank"] for k in ranked["roofbench"]["ranks"]], [0])
+        for entry in (alone, ranked):
+            self.assertEqual(entry["roofbench"]["status"], "ok", name)
+        # Within three times the two runs' noise, and never further apart than 5%.
+        bound = min(0.05, max(0.01, 3 * (alone["noise"] + ranked["noise"])))
+        difference = abs(ranked["time_median"] - alone["time_median"]) / alone["time_median"]
+        self.assertLess(difference, bound, f"plain {alone['time_median']:.6g} s, one rank {ranked['time_median']:.6g} s")
 
 
 class RanksOnGpusTest(unittest.TestCase):
