@@ -5,9 +5,11 @@ kernels (ncu --clock-control none: the GPU's clocks are never locked or changed)
 Both sides count the same metrics with the same weights: the list is read from core/src/kernel_counters.cpp.
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
-Both run with --graph off: the kernels of a CUDA graph reach the pass without their names.
+Both run with --graph off, so ncu sees the launches roofbench's pass counts, and both start from clean caches:
+ncu --cache-control all, roofbench's pass from its own clean (docs/method.md, "The hardware's counters").
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
-  (environment: NCU=ncu, NCU_CACHE=none|all, COUNTERS=auto|kernel|run: roofbench's --counters mode)
+       counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
+  (environment: NCU=ncu, NCU_CACHE=all|none, COUNTERS=auto|kernel|run: roofbench's --counters mode)
 Roughly 10-20 s a benchmark on an H200."""
 import csv
 import json
@@ -42,7 +44,8 @@ def metrics():
 
 def base_name(name):
     """The kernel's identifier alone: no return type, namespace, template arguments or parameters."""
-    name = name.replace("(anonymous namespace)", "anonymous")
+    # The demangler writes an anonymous namespace "(anonymous namespace)", ncu "<unnamed>" (its CSV "unnamed>").
+    name = re.sub(r"\(anonymous namespace\)|<?unnamed>", "anonymous", name)
     depth, cut = 0, len(name)
     for i, c in enumerate(name):
         depth += c == "<"
@@ -112,7 +115,7 @@ def run_roofbench(roofbench, bench, outdir):
 
 
 def run_ncu(roofbench, bench, names, count, fields, outdir):
-    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "none"),
+    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "all"),
                "--metrics", ",".join(m for m, _, _ in fields), "--csv", "--print-units", "base",
                "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
                roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
@@ -128,6 +131,7 @@ def percent(ours, theirs):
 
 
 def main(roofbench, outdir, only=None):
+    """roofbench None: the table again from the files of an earlier run in outdir."""
     fields = metrics()
     print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
     for i, (bench, count) in enumerate(BENCHMARKS):
@@ -135,15 +139,21 @@ def main(roofbench, outdir, only=None):
             continue
         where = os.path.join(outdir, f"counters{i}")
         os.makedirs(where, exist_ok=True)
-        ours = run_roofbench(roofbench, bench, where)
+        ours = run_roofbench(roofbench, bench, where) if roofbench else roofbench_kernels(
+            os.path.join(where, "results", "latest.json"))
         if isinstance(ours, str):
             print(f"{bench:<72} no counters: {ours}")
             continue
-        rb, nc, shared = per_run(ours, run_ncu(roofbench, bench, sorted(ours), count, fields, where))
+        theirs = (run_ncu(roofbench, bench, sorted(ours), count, fields, where) if roofbench
+                  else ncu_kernels(os.path.join(where, "ncu.csv"), fields))
+        rb, nc, shared = per_run(ours, theirs)
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
               f"  ({shared} of {len(ours)} kernels matched)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    if len(sys.argv) > 2 and sys.argv[1] == "--table":  # counters_vs_ncu.py --table OUTDIR [NAME_REGEX]
+        main(None, sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    else:
+        main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

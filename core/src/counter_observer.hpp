@@ -11,6 +11,10 @@ namespace roofbench {
 inline constexpr int kMostCountedRuns = 16;
 int counted_runs(int runs_per_sample);
 
+// Whether a counters pass is running (Context::counting_kernels): its runs are enqueued, never a graph, and
+// each pass starts from clean caches (Timer::run_enqueued, Timer::clean_caches).
+bool counting_kernels();
+
 class CounterObserver final : public SampleObserver {
  public:
   // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's

@@ -75,6 +75,17 @@ __global__ void hold_stream_kernel(volatile int* flags, unsigned long long timeo
   if (released) write_clock_mark(released, now, clock64());
 }
 
+// Reads `count` 16-byte words and writes nothing but, should their XOR be one value, that value (which keeps
+// the reads): every cache line it passes through is replaced by a clean one, a dirty one written back.
+__global__ void read_sweep_kernel(const uint4* data, std::size_t count, unsigned* sink) {
+  unsigned x = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = data[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
 // Measures the SM clock: cycles counted by clock64 over a stretch of global time. Marks where it began,
 // so that with the hold's mark the host can also take the mean clock over the whole sample.
 __global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns, volatile ClockMark* began) {
@@ -509,6 +520,7 @@ class CudaTimer final : public Timer {
       cudaEventDestroy(r.start);
       cudaEventDestroy(r.stop);
       if (r.flush) cudaFree(r.flush);
+      if (r.clean) cudaFree(r.clean);
     }
     for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
     cudaFreeHost(release_);
@@ -577,6 +589,29 @@ class CudaTimer final : public Timer {
                            : *static_cast<volatile double*>(clock_mhz_);
   }
 
+  void run_enqueued(int runs) override {
+    enqueue_step(SampleStep::runs, strategy_->plan(runs, false), false);
+    wait_for_ranks();
+  }
+
+  // The buffer is never written: a write would leave its own lines dirty in the cache it cleans.
+  void clean_caches() override {
+    for (auto& r : ranks_) {
+      cuda::DeviceGuard scope(r.device);
+      if (!r.clean) {
+        int l2 = 0;
+        ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
+        r.clean_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+        ROOFBENCH_CUDA(cudaMalloc(&r.clean, r.clean_bytes + sizeof(unsigned)));
+      }
+      const auto* words = static_cast<const uint4*>(r.clean);
+      read_sweep_kernel<<<1024, 256, 0, r.stream>>>(words, r.clean_bytes / sizeof(uint4),
+                                                    reinterpret_cast<unsigned*>(static_cast<char*>(r.clean) + r.clean_bytes));
+      ROOFBENCH_CUDA_LAUNCH();
+    }
+    wait_for_ranks();
+  }
+
   void run_untimed(int runs) override {
     const SamplePlan plan = strategy_->plan(runs, false);
     for (SampleStep step : plan.before_graph) enqueue_step(step, plan, false);
@@ -584,13 +619,17 @@ class CudaTimer final : public Timer {
       cuda::DeviceGuard scope(ranks_.front().device);
       ROOFBENCH_CUDA(cudaGraphLaunch(graph_for(plan), ranks_.front().stream));
     }
+    wait_for_ranks();
+  }
+
+ private:
+  void wait_for_ranks() {
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
       ROOFBENCH_CUDA(cudaStreamSynchronize(r.stream));
     }
   }
 
- private:
   static constexpr unsigned long long kHoldTimeoutNs = 100'000'000;
   static constexpr unsigned long long kClockProbeNs = 20'000;
 
@@ -600,6 +639,8 @@ class CudaTimer final : public Timer {
     cudaEvent_t start = nullptr, stop = nullptr;
     void* flush = nullptr;
     std::size_t flush_bytes = 0;
+    void* clean = nullptr;  // clean_caches's buffer, made at its first call
+    std::size_t clean_bytes = 0;
   };
 
   // One step of a sample's plan (launch_strategy.hpp) on every rank's stream, or, while a graph is captured

@@ -110,6 +110,12 @@ class Timer {
   // The launches of a sample of `runs` (a graph replay in graph mode), waited for, untimed: what a
   // profiled pass observes, so its per-kernel figures come from the same launch path as the timing.
   virtual void run_untimed(int runs) = 0;
+  // The same runs enqueued one by one, never as a graph, waited for: what the counters pass counts (CUPTI's
+  // range profiler does not count a graph's kernels).
+  virtual void run_enqueued(int runs) { run_untimed(runs); }
+  // Writes back and evicts what the caches hold, leaving them clean (read, not written, over twice their
+  // size): a counted pass then starts as Nsight Compute's does, with no dirty line of earlier work to write.
+  virtual void clean_caches() {}
   virtual double max_clock_mhz() const { return 0; }
 };
 

@@ -89,8 +89,11 @@ std::string counters_verdict(const KernelCounters& measured, double modelled_byt
 // replay once per pass. `device`: the GPU whose context is profiled (the one the kernels run on), current
 // for the pass and restored after; -1: the calling thread's current device. `runs_per_call`: the case's
 // runs in each call, which names the kernels the launch callbacks do not see by their place in a run.
+// `before_pass`, where given, runs before each pass, outside its ranges (the host cleans the caches there).
+// A run that launches a CUDA graph is refused: the profiler does not count a graph's kernels.
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
-                                CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1);
+                                CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1,
+                                const std::function<void()>& before_pass = {});
 
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 void scale_per_run(CounterProfile& profile, double factor);

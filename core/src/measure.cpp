@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "counter_observer.hpp"
 #include "launch_strategy.hpp"
 #include "sample_loop.hpp"
 #include "summaries.hpp"
@@ -52,6 +53,7 @@ class HostContext final : public Context {
   std::vector<std::string> exchange(const std::string& blob) override {
     return world_.spans_processes() ? world_.exchange(blob) : std::vector<std::string>{blob};
   }
+  bool counting_kernels() const override { return roofbench::counting_kernels(); }
   const RankWorld& world() const { return world_; }
 
   void synchronize_all() {

@@ -241,6 +241,10 @@ class Context {
   virtual std::vector<std::string> exchange(const std::string& blob) { return {blob}; }
   // Global rank 0's `blob` on every process (NCCL's unique id travels this way); an exchange.
   std::string broadcast(const std::string& blob) { return exchange(blob).front(); }
+
+  // True while the host counts the kernels of run() with CUPTI's range profiler (--counters), which does not
+  // count the kernels of a CUDA graph: a case that replays a graph of its own enqueues its kernels instead.
+  virtual bool counting_kernels() const { return false; }
 };
 
 // Copies of a case's inputs, for timing it cold without flushing the cache (optional: Case::rotation()).

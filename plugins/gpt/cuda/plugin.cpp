@@ -72,7 +72,7 @@ class GptTrainingStep final : public Case {
     corpus_ = DeviceCorpus{corpus, tokens.size()};
   }
 
-  void run(Context&) override { trainer_->train_step(); }
+  void run(Context& ctx) override { trainer_->train_step(ctx.counting_kernels()); }
 
   Work work() const override { return training_step_work(cfg_); }  // training_gates.hpp counts it
 

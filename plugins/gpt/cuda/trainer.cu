@@ -230,8 +230,8 @@ void Trainer::enqueue_step() {
   optimizer_step();
 }
 
-void Trainer::train_step() {
-  if (graph_)
+void Trainer::train_step(bool enqueued) {
+  if (graph_ && !enqueued)
     ROOFBENCH_CUDA(cudaGraphLaunch(graph_, stream_));
   else
     enqueue_step();

@@ -80,8 +80,9 @@ class Trainer {
   void initialize(std::uint64_t seed);
 
   // One training step on `stream` (no host sync, no allocation): draw a fresh batch on the device,
-  // forward, backward, AdamW. Replays the step's CUDA graph once capture_step_graph() has recorded it.
-  void train_step();
+  // forward, backward, AdamW. Replays the step's CUDA graph once capture_step_graph() has recorded it,
+  // unless `enqueued` (the same kernels launched one by one, for a profiler that counts no graph's kernels).
+  void train_step(bool enqueued = false);
 
   // Records the step into a CUDA graph that train_step() replays from then on (R1 and up), after a step
   // has run (start's), so that every kernel is loaded and cuBLAS has picked its algorithms. The graph holds

@@ -174,7 +174,7 @@ TEST(GptLabAttentionTable, RowsRunTheBackwardTheirNamesSay) {
     EXPECT_TRUE(bf16_attention_version(name).backward == &fused_attention_v9_backward) << name;
   EXPECT_TRUE(bf16_attention_version("v12").backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(bf16_attention_version("v12").forward == &attention_v11_forward);
-  const AttentionVersion<bf16>& v13 = bf16_attention_version("v13");
+  const AttentionVersion<bf16> v13 = bf16_attention_version("v13");  // a copy: the name is a temporary string
   EXPECT_TRUE(v13.forward == bf16_attention_version("v9").forward);
   EXPECT_FALSE(v13.backward == &fused_attention_v9_backward);
   EXPECT_FALSE(v13.backward == &fused_attention_sm90a_backward);
