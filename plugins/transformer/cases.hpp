@@ -34,15 +34,15 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
                                   const std::string& impl = "cublaslt");
 
 // The versions `fused`, `split_kv` and `gemv` stand for, the fastest measured on an H200 (the lab tables
-// are in plugins/transformer/README.md): fused_v4 where its sm_90a code runs (215 against v3's 177 TFLOP/s
-// at B8 H12 T1024 d64 causal), else fused_v3. split_kv: v3 (8 keys in flight)
+// are in plugins/transformer/README.md): fused_v6 where its sm_90a code runs (504 against v4's 449 TFLOP/s at
+// B4 H16 T4096 d128 causal; v4's code at d64), else fused_v3. split_kv: v3 (8 keys in flight)
 // when there are fewer (batch, head) pairs than SMs; v7 (balanced, pipelined) when its run per block would
 // be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
 // 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v1.
 inline constexpr const char* kBestFusedVersion = "v3";
-inline constexpr const char* kBestHopperFusedVersion = "v4";
-// fused_v4 on a device that runs its sm_90a code and a shape it takes, else fused_v3.
+inline constexpr const char* kBestHopperFusedVersion = "v6";
+// fused_v6 on a device that runs its sm_90a code and a shape it takes, else fused_v3.
 std::string best_fused_version(const kernels::AttentionShape& shape, int device_index);
 inline constexpr const char* kBestGemvVersion = "v1";
 inline constexpr std::int64_t kLongestRunForSplits = 8192;

@@ -182,14 +182,15 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestHopperFusedVersion));
 }
 
-// fused_v4 only where its sm_90a code runs; a device that cannot run it (here: none, or not compute capability
-// 9.0) and a shape it does not take get fused_v3.
+// The sm_90a keeper (kBestHopperFusedVersion) only where its code runs; a device that cannot run it (here: none,
+// or not compute capability 9.0) and a shape it does not take get fused_v3.
 TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
   const AttentionShape shape{.batch = 8, .heads = 12, .q_len = 1024, .kv_len = 1024, .head_dim = 64, .causal = true};
   int device = 0;
-  const bool hopper = cudaGetDevice(&device) == cudaSuccess && kernels::fused_unavailable_reason("v4", device).empty();
+  const bool hopper = cudaGetDevice(&device) == cudaSuccess &&
+                      kernels::fused_unavailable_reason(kBestHopperFusedVersion, device).empty();
   (void)cudaGetLastError();
-  EXPECT_EQ(best_fused_version(shape, device), hopper ? "v4" : "v3");
+  EXPECT_EQ(best_fused_version(shape, device), hopper ? kBestHopperFusedVersion : "v3");
   AttentionShape decode = shape;
   decode.q_len = 1;
   EXPECT_EQ(best_fused_version(decode, device), "v3");
@@ -307,7 +308,7 @@ TEST_F(TransformerGpu, Sm90aPrefillVersionsPassTheGateAtHeadDim128) {
 }
 
 // `fused` resolves its version at setup: after it, one kernel fact names the version best_fused_version picks
-// for this device (fused_v4 on an H100 or H200 in a build with sm_90a code), and that version passes the gate.
+// for this device (fused_v6 on an H100 or H200 in a build with sm_90a code), and that version passes the gate.
 TEST_F(TransformerGpu, FusedNamesTheVersionItResolvesAtSetup) {
   const AttentionShape shape = parse_prefill_shape("2x3x256x64", true);
   const std::unique_ptr<Case> c = make_prefill_attention("fused", AttentionType::bf16, shape);
