@@ -66,12 +66,14 @@ bool is_launch(CUpti_CallbackId id) {
 struct Launches {
   std::vector<std::string> kernels;  // names, in launch order
   int graphs = 0;                    // CUDA graph launches, whose kernels the callbacks do not see
+  bool listening = true;             // false between passes (the caches' clean is no range's launch)
 };
 
 void CUPTIAPI on_launch(void* seen, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info->callbackSite != CUPTI_API_ENTER) return;
   auto* launches = static_cast<Launches*>(seen);
+  if (!launches->listening) return;
   if (is_launch(id)) launches->kernels.push_back(info->symbolName ? info->symbolName : "");
   if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ++launches->graphs;
 }
@@ -92,6 +94,17 @@ class LaunchNames {
     return range_name(seen_.kernels, i, ranges, passes, runs_per_call);
   }
   std::size_t kernels_seen() const { return seen_.kernels.size(); }
+  // Runs `between_passes` with the callbacks deaf: its launches are outside every range.
+  void outside_ranges(const std::function<void()>& between_passes) {
+    seen_.listening = false;
+    try {
+      between_passes();
+    } catch (...) {
+      seen_.listening = true;
+      throw;
+    }
+    seen_.listening = true;
+  }
   int graphs_seen() const { return seen_.graphs; }
   void stop() {
     if (subscriber_) ROOFBENCH_CUPTI(cuptiUnsubscribe(std::exchange(subscriber_, nullptr)));
@@ -358,7 +371,10 @@ Counted count_run(const PassRequest& request) {
   Counted counted;
   std::size_t dropped = 0;
   try {
-    counted.passes = profiler.collect(request.work, request.before_pass);
+    const std::function<void()> before_pass = [&] {
+      if (request.before_pass) launches.outside_ranges(request.before_pass);
+    };
+    counted.passes = profiler.collect(request.work, before_pass);
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
