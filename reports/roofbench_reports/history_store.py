@@ -135,7 +135,8 @@ def result_rows(benchmarks):
     rows = []
     for benchmark in benchmarks:
         median = benchmark.median_seconds
-        items = (benchmark.items_counter,) if benchmark.items_counter else ()
+        items_counter = benchmark.items_counter  # a property that reads every entry's summaries: once
+        items = (items_counter,) if items_counter else ()
         values = _counter_medians(benchmark, _SUMMARY_FIELDS + HEADLINE_COUNTERS + items)
         timed = median is not None
         counters = {name: values[name] for name in HEADLINE_COUNTERS + items if values.get(name) is not None}
