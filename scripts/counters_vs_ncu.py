@@ -5,8 +5,9 @@ kernels (ncu --clock-control none: the GPU's clocks are never locked or changed)
 Both sides count the same metrics with the same weights: the list is read from core/src/kernel_counters.cpp.
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
-Both run with --graph off, so ncu sees the launches roofbench's pass counts, and both start from clean caches:
-ncu --cache-control all, roofbench's pass from its own clean (docs/method.md, "The hardware's counters").
+Both run with --graph off, so ncu sees the launches roofbench's pass counts. ncu (--cache-control all) flushes
+before every replay of every kernel; roofbench cleans the caches before each pass only, so the two start
+alike for a single-kernel case and not for later kernels of a run (docs/method.md, "The hardware's counters").
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
   (environment: NCU=ncu, NCU_CACHE=all|none, COUNTERS=auto|kernel|run: roofbench's --counters mode)

@@ -26,6 +26,8 @@ class CounterObserver final : public SampleObserver {
   void end(Measurement& r, Timer& timer) override;
 
  private:
+  CounterProfile count(Timer& timer, int runs) const;
+
   std::size_t ranks_;
   int device_;
   CounterReplay replay_;

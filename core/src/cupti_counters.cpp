@@ -1,7 +1,8 @@
 // --counters through CUPTI's Range Profiler: auto ranges (one per kernel launch), read by kernel replay
 // (each kernel replayed until every metric is counted, its memory restored between replays) or by run
 // replay (the run repeated once per pass). Kernel names come from CUPTI's launch callbacks, in launch
-// order; launches the callbacks do not see (kernels inside a CUDA graph) are named by their place in a run.
+// order; a run that launches a CUDA graph is refused (the profiler does not count a graph's kernels), and
+// where the callbacks cannot subscribe (another tool holds CUPTI) ranges are named by their place in a run.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -65,7 +66,7 @@ bool is_launch(CUpti_CallbackId id) {
 // What the launch callbacks saw during the pass.
 struct Launches {
   std::vector<std::string> kernels;  // names, in launch order
-  int graphs = 0;                    // CUDA graph launches, whose kernels the callbacks do not see
+  int graphs = 0;                    // CUDA graph launches, which refuse the pass
   bool listening = true;             // false between passes (the caches' clean is no range's launch)
 };
 
@@ -352,10 +353,10 @@ std::vector<CounterRange> evaluated_ranges(const HostSide& host, const std::vect
 
 // Why a run that launched CUDA graphs is not counted: the range profiler counts some of a graph's kernels at
 // most (kernel replay counted one of a two-kernel graph's on an H200; run replay fails in its Stop).
-std::string graph_refusal(int graphs) {
-  return "the counted run launched " + std::to_string(graphs) + " CUDA graph(s), whose kernels CUPTI's range profiler "
-         "does not count: the host enqueues a case's runs for the pass, and a case that replays a graph of its own "
-         "enqueues its kernels when Context::counting_kernels() says so";
+std::string graph_refusal(int graph_launches) {
+  return "the counted runs launched CUDA graphs (" + std::to_string(graph_launches) + " launches over the passes), "
+         "whose kernels CUPTI's range profiler does not count: the host enqueues a case's runs for the pass, and a "
+         "case that replays a graph of its own enqueues its kernels when Context::counting_kernels() says so";
 }
 
 // The counted run; the profiler torn down before this returns, whatever happens. A failure once the run
@@ -385,7 +386,7 @@ Counted count_run(const PassRequest& request) {
     throw CollectionError(e.what());
   }
   if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()));
-  if (dropped > 0) throw CuptiError("a run launched more kernels than the " + std::to_string(kMaxRanges) + " the pass counts");
+  if (dropped > 0) throw CuptiError(kTooManyKernelsError + std::to_string(kMaxRanges) + " the pass counts");
   if (counted.ranges.empty())
     throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.kernels_seen()) +
                           " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +

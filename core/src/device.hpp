@@ -113,8 +113,8 @@ class Timer {
   // The same runs enqueued one by one, never as a graph, waited for: what the counters pass counts (CUPTI's
   // range profiler does not count a graph's kernels).
   virtual void run_enqueued(int runs) { run_untimed(runs); }
-  // Writes back and evicts what the caches hold, leaving them clean (read, not written, over twice their
-  // size): a counted pass then starts as Nsight Compute's does, with no dirty line of earlier work to write.
+  // Writes back and evicts what the caches hold, leaving clean lines (a buffer of twice their size read,
+  // not written): a counted pass's first kernel then has no dirty line of earlier work to write back.
   virtual void clean_caches() {}
   virtual double max_clock_mhz() const { return 0; }
 };

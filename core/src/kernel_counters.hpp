@@ -95,6 +95,9 @@ CounterProfile collect_counters(const std::function<void()>& run_and_wait, int d
                                 CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1,
                                 const std::function<void()>& before_pass = {});
 
+// The start of the error of a pass whose runs launched more kernels than it has ranges (kMaxRanges).
+inline constexpr const char* kTooManyKernelsError = "the counted runs launched more kernels than the ";
+
 // Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
 void scale_per_run(CounterProfile& profile, double factor);
 

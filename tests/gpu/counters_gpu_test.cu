@@ -145,7 +145,7 @@ TEST_P(GpuCountersReplay, RefusesARunThatLaunchesAGraph) {
   }, -1, GetParam());
   cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream), cudaFree(x), cudaFree(y);
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
-  EXPECT_NE(p.error.find("launched 1 CUDA graph(s)"), std::string::npos) << p.error;
+  EXPECT_NE(p.error.find("launched CUDA graphs"), std::string::npos) << p.error;
   EXPECT_TRUE(p.kernels.empty());
 }
 

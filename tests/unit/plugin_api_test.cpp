@@ -95,9 +95,10 @@ TEST(Figure, ACaseReportsNoneByDefault) {
   EXPECT_TRUE(Quiet().figures().empty());
 }
 
-// Work::bytes_read is ABI 7: a plugin of 6 has a Work 8 bytes shorter, which the host must refuse.
-TEST(PluginAbi, WorkWithBytesReadIsVersion7) {
-  static_assert(kAbiVersion == 7);
+// Work::bytes_read came with ABI 7 (a plugin of 6 has a Work 8 bytes shorter, which the host must refuse);
+// Context::counting_kernels() with 8.
+TEST(PluginAbi, WorkWithBytesReadIsVersion7AndCountingKernels8) {
+  static_assert(kAbiVersion == 8);
   constexpr AbiFingerprint fingerprint = detail::fingerprint(0);
   EXPECT_STREQ(detail::kFingerprintSizeNames[10], "Work");
   EXPECT_EQ(fingerprint.sizes[10], sizeof(Work));

@@ -19,7 +19,8 @@ namespace roofbench {
 // 5: Case::rotation() and Rotation: copies of a case's inputs for cold timing without a flush.
 // 6: Context::world_size(), first_rank(), exchange(): ranks in several processes; DeviceNeed::cpu_ranks().
 // 7: Work::bytes_read: the read part of the minimum bytes, for the mixed read/write memory roof.
-inline constexpr std::uint32_t kAbiVersion = 7;
+// 8: Context::counting_kernels(): a plugin built with it would call past the end of an older host's Context.
+inline constexpr std::uint32_t kAbiVersion = 8;
 
 // What must match between a plugin and the host beyond kAbiVersion, filled in by ROOFBENCH_PLUGIN in the
 // plugin's own translation unit: the standard library and its dual-ABI setting (a std::string of the
@@ -86,7 +87,7 @@ constexpr AbiFingerprint fingerprint(std::uint32_t cuda_runtime_major) {
 // The layout this kAbiVersion stands for, where it is known (x86-64, libstdc++'s C++11 ABI): a change
 // of any of these types fails here until kAbiVersion is bumped and the sizes are updated together.
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(kAbiVersion == 7, "update the layout assertions below together with kAbiVersion");
+static_assert(kAbiVersion == 8, "update the layout assertions below together with kAbiVersion");
 static_assert(sizeof(Plugin) == 88 && sizeof(CaseSpec) == 232 && sizeof(Axis) == 56 && sizeof(Params) == 24 &&
                   sizeof(DeviceNeed) == 12 && sizeof(Timing) == 16 && sizeof(Work) == 96 && sizeof(Check) == 48 &&
                   sizeof(Amount) == 40 && sizeof(Figure) == 80 && sizeof(DeviceInfo) == 40 && sizeof(Context) == 8,
