@@ -496,9 +496,7 @@ class CudaTimer final : public Timer {
       ROOFBENCH_CUDA(cudaEventCreate(&r.start));
       ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
       if (strategy_->flushes()) {
-        int l2 = 0;
-        ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
-        r.flush_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+        r.flush_bytes = twice_the_l2(r.device);
         ROOFBENCH_CUDA(cudaMalloc(&r.flush, r.flush_bytes));
       }
       ranks_.push_back(r);
@@ -599,9 +597,7 @@ class CudaTimer final : public Timer {
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
       if (!r.clean) {
-        int l2 = 0;
-        ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, r.device));
-        r.clean_bytes = 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+        r.clean_bytes = twice_the_l2(r.device);
         ROOFBENCH_CUDA(cudaMalloc(&r.clean, r.clean_bytes + sizeof(unsigned)));
       }
       const auto* words = static_cast<const uint4*>(r.clean);
@@ -623,6 +619,13 @@ class CudaTimer final : public Timer {
   }
 
  private:
+  // The bytes a flush or a clean goes over: twice the device's L2 (an L2 taken as at least 1 MiB).
+  static std::size_t twice_the_l2(int device) {
+    int l2 = 0;
+    ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    return 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+  }
+
   void wait_for_ranks() {
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);

@@ -61,10 +61,10 @@ void add_range(KernelCounters& k, const std::vector<double>& values);
 // The name of range `i` of `ranges`, counted over `passes` calls of the work that each hold `runs_per_call`
 // runs of the case, from the kernel launches the launch callbacks saw (mangled names, in launch order): the
 // kernel's, demangled, when they match the ranges one for one in every pass (run replay sees each launch once
-// per pass). Any other count means some ranges are launches the callbacks did not see (a graph's kernels),
-// and names would shift onto the wrong ranges (a kernel and a prebuilt graph of one, replayed twice, sees
-// that kernel twice for two ranges); the ranges are then named by their place in a run ("kernel 2": each
-// run's second), so the runs' launches add up per kernel.
+// per pass). Any other count means some ranges are launches the callbacks did not see (the callbacks could
+// not subscribe, or a graph's kernels, which the pass refuses), and names would shift onto the wrong ranges;
+// the ranges are then named by their place in a run ("kernel 2": each run's second), so the runs' launches
+// add up per kernel.
 std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes,
                        int runs_per_call);
 

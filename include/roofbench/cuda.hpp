@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <string>
 
 #include "roofbench/plugin.hpp"
@@ -76,5 +77,14 @@ class DeviceGuard {
  private:
   int previous_ = 0;
 };
+
+// Lets `kernel` launch with `bytes` of dynamic shared memory (above 48 KiB needs this opt-in). The setting
+// belongs to the current context, so call it before every launch: one remembered per process is lost after
+// a device reset (the host's recovery from a sticky error) and does not hold on a second device.
+template <typename Kernel>
+void allow_dynamic_shared_memory(Kernel* kernel, std::size_t bytes) {
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+}
 
 }  // namespace roofbench::cuda

@@ -274,8 +274,7 @@ template <typename T, int kD, typename Cfg, bool kCausal, AttentionFault kFault>
 void launch_instance(const AttentionShape& shape, const T* q, const T* k, const T* v, T* o, cudaStream_t stream) {
   constexpr std::size_t kShared = Cfg::template shared_bytes<kD, T>();
   auto kernel = flash_forward_kernel<T, kD, Cfg, kCausal, kFault>;
-  // At every launch: the opt-in belongs to the context (a device reset or a second device loses it).
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, kShared);
   const dim3 grid(unsigned(shape.q_len / Cfg::kBlockM), unsigned(shape.batch * shape.heads));
   const float scale_log2 = kLog2e / std::sqrt(float(kD));
   kernel<<<grid, Cfg::kThreads, kShared, stream>>>(q, k, v, o, int(shape.q_len), scale_log2);

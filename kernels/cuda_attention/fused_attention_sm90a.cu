@@ -409,8 +409,7 @@ template <typename T, typename Cfg>
 void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
             AttentionFault fault) {
   const auto kernel = fused_sm90a_kernel<T, Cfg>;
-  // At every launch: the opt-in belongs to the context (a device reset or a second device loses it).
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<Cfg>)));
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, kSmemBytes<Cfg>);
   const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
   Args args{o,
             static_cast<int>(shape.q_len),

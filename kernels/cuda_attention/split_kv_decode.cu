@@ -561,9 +561,8 @@ void launch_split_kv_decode(AttentionType type, const AttentionShape& shape, con
       auto kernel = bulk_split_kv_kernel<T, kKeysInFlight, kStages, kBlocksPerSm, kFault>;
       constexpr std::size_t kBytes = bulk_stage_bytes<T, kKeysInFlight, kStages>();
       // The stages exceed the default 48 KB, and kBlocksPerSm blocks of them need the largest shared-memory
-      // carveout. Set at every launch: the attributes belong to the context (a device reset or a second
-      // device loses them).
-      ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+      // carveout; both belong to the context, so both are set at every launch.
+      roofbench::cuda::allow_dynamic_shared_memory(kernel, kBytes);
       ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                           cudaSharedmemCarveoutMaxShared));
       kernel<<<unsigned(plan.blocks), kDecodeThreads, kBytes, stream>>>(qt, kt, vt, ot, shape.kv_len, plan.split_len,

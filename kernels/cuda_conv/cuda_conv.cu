@@ -221,9 +221,7 @@ template <int BN, int WM, int WN, bool kVectorized>
 void launch_tile(const ConvArgs& args, cudaStream_t stream) {
   using T = Tile<BN, WM, WN>;
   auto* kernel = conv2d_implicit_gemm_kernel<BN, WM, WN, kVectorized>;
-  // Above 48 KiB of dynamic shared memory needs an opt-in. It belongs to the context, so it is set at every
-  // launch: a once-per-process flag would lose it after a device reset or on a second device.
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSharedBytes));
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, T::kSharedBytes);
   const long long tiles = ((args.m + kBlockM - 1) / kBlockM) * ((args.k + BN - 1) / BN);
   if (tiles > INT_MAX) throw Error("cuda_conv: too many tiles for one grid");
   kernel<<<unsigned(tiles), kThreads, T::kSharedBytes, stream>>>(args);

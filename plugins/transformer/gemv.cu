@@ -227,9 +227,7 @@ void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int 
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
   for_tokens(tokens, [&]<int kTokens>() {
     auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
-    // The stage may exceed the default 48 KB. Set at every launch: the opt-in belongs to the context (a
-    // device reset or a second device loses it).
-    ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kBytes)));
+    roofbench::cuda::allow_dynamic_shared_memory(kernel, kBytes);  // the stage may exceed the default 48 KB
     kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
   });
 }

@@ -134,8 +134,7 @@ void configure_sm90a(const char* what, Kernel kernel, std::size_t smem_bytes) {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable(std::string("gpt attention ") + what + " needs sm_90a (wgmma): a compute capability 9.0 GPU");
-  ROOFBENCH_CUDA(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, smem_bytes);
 }
 
 // A persistent kernel's grid: as many blocks of `threads` and `smem_bytes` as fit on the device at once
