@@ -25,6 +25,8 @@ class ResultsError(Exception):
 
 def finite_number(value):
     """The value as a float when it is a finite number; None for null, strings, booleans, NaN."""
+    if type(value) is float:  # the common case first: a history's add reads millions of them
+        return value if math.isfinite(value) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
