@@ -5,12 +5,15 @@ kernels (ncu --clock-control none: the GPU's clocks are never locked or changed)
 Both sides count the same metrics with the same weights: the list is read from core/src/kernel_counters.cpp.
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
-Both run with --graph off, so ncu sees the launches roofbench's pass counts. ncu (--cache-control all) flushes
-before every replay of every kernel; roofbench cleans the caches before each pass only, so the two start
-alike for a single-kernel case and not for later kernels of a run (docs/method.md, "The hardware's counters").
+Both run with --graph off, so ncu sees the launches roofbench's pass counts. roofbench counts one run from
+clean caches (docs/method.md, "The hardware's counters"): for a case of one kernel, that is ncu's default
+(--cache-control all: a flush before every replay of every kernel). In a run of many kernels, a later kernel
+finds what the earlier ones left; ncu's like is --cache-control none with the DRAM counters alone, which it
+reads in one pass, so nothing is replayed or restored (its FLOPs, which the caches do not change, come from
+a second, flushed, profile).
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
-  (environment: NCU=ncu, NCU_CACHE=all|none, COUNTERS=auto|kernel|run: roofbench's --counters mode)
+  (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode)
 Roughly 10-20 s a benchmark on an H200."""
 import csv
 import json
@@ -21,19 +24,22 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# (benchmark, ncu launches to profile): micro add and GEMMs, transformer decode/prefill/GEMV/GEMM, a conv, a GPT rung.
+# Micro add and GEMMs (micro/copy is cudaMemcpyAsync: copy engines, which no kernel counter sees), transformer
+# decode/prefill/GEMV/GEMM, a conv and a GPT rung. ncu profiles the launches of RUNS runs of a one-kernel case
+# and of one run of a case of many kernels (a GPT step is hundreds of launches).
 BENCHMARKS = [
-    ("micro/add_fp32_vec16/n:268435456", 3),
-    ("micro/matmul_cublas_fp32/mnk:4096x4096x4096", 3),
-    ("micro/matmul_cublas_bf16/mnk:4096x4096x4096", 3),
-    ("micro/matmul_tiled_fp32/mnk:2048x2048x2048", 3),
-    ("transformer/attention_decode_bf16/impl:split_kv/batch:64/kv:4096", 6),
-    ("transformer/attention_prefill_bf16/impl:fused/mask:causal/heads:12x64/t:1024", 3),
-    ("transformer/linear_bf16/layer:3072x768/tokens:1/impl:gemv", 3),
-    ("transformer/linear_bf16/layer:3072x768/tokens:1024/impl:cublaslt", 3),
-    ("conv/conv_bf16/layer:conv3_1x1_256to128/pass:fwd/layout:nhwc/impl:cudnn/n:32", 6),
-    ("gpt/R3_batch_sweep/batch:64", 80),
+    "micro/add_fp32_vec16/n:268435456",
+    "micro/matmul_cublas_fp32/mnk:4096x4096x4096",
+    "micro/matmul_cublas_bf16/mnk:4096x4096x4096",
+    "micro/matmul_tiled_fp32/mnk:2048x2048x2048",
+    "transformer/attention_decode_bf16/impl:split_kv/batch:64/kv:4096",
+    "transformer/attention_prefill_bf16/impl:fused/mask:causal/heads:12x64/t:1024",
+    "transformer/linear_bf16/layer:3072x768/tokens:1/impl:gemv",
+    "transformer/linear_bf16/layer:3072x768/tokens:1024/impl:cublaslt",
+    "conv/conv_bf16/layer:conv3_1x1_256to128/pass:fwd/layout:nhwc/impl:cudnn/n:32",
+    "gpt/R3_batch_sweep/batch:64",
 ]
+RUNS = 3
 
 
 def metrics():
@@ -83,7 +89,12 @@ def roofbench_kernels(latest_json):
 
 
 def ncu_kernels(csv_path, fields):
-    """{base name: per-launch {dram, flops}} averaged over the launches of an `ncu --csv --print-units base` file."""
+    """{base name: per-launch {dram, flops}} averaged over the launches of an `ncu --csv --print-units base` file
+    (or of the files of a list)."""
+    if isinstance(csv_path, list):
+        parts = [ncu_kernels(path, fields) for path in csv_path]
+        return {b: {k: sum(p.get(b, {}).get(k, 0.0) for p in parts) for k in ("dram", "flops")}
+                for b in set().union(*parts)}
     launches = {}
     with open(csv_path) as f:
         for row in csv.DictReader(line for line in f if line.startswith('"')):
@@ -115,16 +126,35 @@ def run_roofbench(roofbench, bench, outdir):
     return roofbench_kernels(os.path.join(results, "latest.json"))
 
 
-def run_ncu(roofbench, bench, names, count, fields, outdir):
-    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", os.environ.get("NCU_CACHE", "all"),
-               "--metrics", ",".join(m for m, _, _ in fields), "--csv", "--print-units", "base",
+def ncu_profile(roofbench, bench, names, count, metric_names, cache, path):
+    command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", cache,
+               "--metrics", ",".join(metric_names), "--csv", "--print-units", "base",
                "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
                roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
                "--no-results"]
-    path = os.path.join(outdir, "ncu.csv")
     with open(path, "w") as out:
-        subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, timeout=300, check=False)
-    return ncu_kernels(path, fields)
+        subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False)
+
+
+def ncu_files(outdir, many_kernels):
+    """The ncu files of a benchmark: one, flushed; or, for a run of many kernels, its DRAM counts unflushed and
+    its FLOPs flushed."""
+    return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")] if many_kernels else \
+        [os.path.join(outdir, "ncu.csv")]
+
+
+def run_ncu(roofbench, bench, ours, fields, outdir):
+    names = sorted(ours)
+    paths = ncu_files(outdir, len(ours) > 1)
+    count = (1 if len(ours) > 1 else RUNS) * round(sum(launches for _, launches in ours.values()))
+    if len(paths) == 1:
+        ncu_profile(roofbench, bench, names, count, [m for m, _, _ in fields], "all", paths[0])
+    else:
+        dram = [m for m, f, _ in fields if f in ("dram_read", "dram_write")]
+        flops = [m for m, f, _ in fields if f.startswith("flops")]
+        ncu_profile(roofbench, bench, names, count, dram, "none", paths[0])
+        ncu_profile(roofbench, bench, names, count, flops, "all", paths[1])
+    return ncu_kernels(paths, fields)
 
 
 def percent(ours, theirs):
@@ -135,7 +165,7 @@ def main(roofbench, outdir, only=None):
     """roofbench None: the table again from the files of an earlier run in outdir."""
     fields = metrics()
     print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
-    for i, (bench, count) in enumerate(BENCHMARKS):
+    for i, bench in enumerate(BENCHMARKS):
         if only and not re.search(only, bench):
             continue
         where = os.path.join(outdir, f"counters{i}")
@@ -145,8 +175,8 @@ def main(roofbench, outdir, only=None):
         if isinstance(ours, str):
             print(f"{bench:<72} no counters: {ours}")
             continue
-        theirs = (run_ncu(roofbench, bench, sorted(ours), count, fields, where) if roofbench
-                  else ncu_kernels(os.path.join(where, "ncu.csv"), fields))
+        theirs = (run_ncu(roofbench, bench, ours, fields, where) if roofbench
+                  else ncu_kernels(ncu_files(where, len(ours) > 1), fields))
         rb, nc, shared = per_run(ours, theirs)
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"

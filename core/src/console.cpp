@@ -396,8 +396,8 @@ std::string counters_text(const std::string& name, const Result& r) {
   if (!r.counters.error.empty())
     return wrap_text("no counters for " + name + ": " + r.counters.error, kConsoleWidth, "  ", kContinuation) + "\n";
   std::string s = counter_totals(r);
-  if (!r.counters.kernel_replay_failure.empty())
-    s += wrap_text("kernel replay failed, so the run was replayed: " + r.counters.kernel_replay_failure, kConsoleWidth, "  ",
+  if (!r.counters.run_replay_failure.empty())
+    s += wrap_text("run replay failed, so each kernel was replayed: " + r.counters.run_replay_failure, kConsoleWidth, "  ",
                    kContinuation) + "\n";
   if (const std::string verdict = counters_verdict(r.counters.total, r.work.bytes, r.work.flops); !verdict.empty())
     s += wrap_text(name + " " + verdict, kConsoleWidth, "  ", kContinuation) + "\n";

@@ -1,15 +1,10 @@
 // --counters as an observer of the samples: after the last one (and after --profile's pass), the hardware
-// counters of a sample's worth of launches, made through the same timer as the samples (kernel_counters.hpp).
+// counters of one run from clean caches, made through the same timer as the samples (kernel_counters.hpp).
 #pragma once
 
 #include "sample_observer.hpp"
 
 namespace roofbench {
-
-// The runs the pass counts: a sample's, at most kMostCountedRuns. A microsecond kernel's sample holds
-// thousands of runs; each launch is a range of the pass, which holds 1024, and each is replayed.
-inline constexpr int kMostCountedRuns = 16;
-int counted_runs(int runs_per_sample);
 
 // Whether a counters pass is running (Context::counting_kernels): its runs are enqueued, never a graph, and
 // each pass starts from clean caches (Timer::run_enqueued, Timer::clean_caches).
@@ -22,12 +17,10 @@ class CounterObserver final : public SampleObserver {
   // `device`: the GPU a single-GPU case runs on (cuda:N), whose context the profiler is enabled on.
   // `replay`: how the pass reads every counter (kernel_counters.hpp).
   CounterObserver(std::size_t ranks, int device, CounterReplay replay) : ranks_(ranks), device_(device), replay_(replay) {}
-  // r.counters per run, with the pass's seconds.
+  // r.counters of one run, counted from clean caches, with the pass's seconds.
   void end(Measurement& r, Timer& timer) override;
 
  private:
-  CounterProfile count(Timer& timer, int runs) const;
-
   std::size_t ranks_;
   int device_;
   CounterReplay replay_;

@@ -426,17 +426,17 @@ CounterProfile collect_with(const PassRequest& request, int device) {
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay,
                                 int runs_per_call, const std::function<void()>& before_pass) {
   if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, runs_per_call, before_pass}, device);
-  std::string kernel_failure;
+  std::string run_failure;
   try {
-    return collect_or_throw({run_and_wait, CounterReplay::kernel, runs_per_call, before_pass}, device);
+    return collect_or_throw({run_and_wait, CounterReplay::run, runs_per_call, before_pass}, device);
   } catch (const CollectionError& e) {
-    kernel_failure = e.what();
+    run_failure = e.what();
   } catch (const std::exception& e) {
     return failed(e);
   }
-  CounterProfile p = collect_with({run_and_wait, CounterReplay::run, runs_per_call, before_pass}, device);
-  if (!p.error.empty()) p.error = "kernel replay: " + kernel_failure + "; run replay: " + p.error;
-  else p.kernel_replay_failure = kernel_failure;
+  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, runs_per_call, before_pass}, device);
+  if (!p.error.empty()) p.error = "run replay: " + run_failure + "; kernel replay: " + p.error;
+  else p.run_replay_failure = run_failure;
   return p;
 }
 

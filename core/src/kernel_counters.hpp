@@ -1,5 +1,5 @@
 // --counters: a pass after a GPU case's timing that reads the hardware's counters per kernel (CUPTI's
-// Range Profiler, kernel replay): DRAM bytes read and written, L2 bytes and the floating-point work
+// Range Profiler): DRAM bytes read and written, L2 bytes and the floating-point work
 // executed, summed per run. Set beside the plugin's modelled bytes and FLOPs they say why a case is as fast
 // as it is: whether it moves the minimum bytes or a multiple of them. The pass is torn down before the next
 // case is timed. Here: what is counted and the bookkeeping (pure C++); the CUPTI part is cupti_counters.cpp.
@@ -31,15 +31,17 @@ struct CounterProfile {
   std::string error;                    // why there are no counters (no CUPTI, no permission, MIG, ...)
   std::string replay;                   // how they were counted: "kernel" or "run" replay
   int replay_runs = 0;                  // times the run was launched for them (run replay: once per pass)
-  std::string kernel_replay_failure;    // why run replay counted them under --counters=auto
+  std::string run_replay_failure;       // why kernel replay counted them under --counters=auto
   bool collected() const { return error.empty() && !kernels.empty(); }
 };
 
 // How the pass reads every counter of a run, when the hardware reads only a few at a time (a pass each).
 enum class CounterReplay {
-  automatic,  // kernel replay; the run replayed where kernel replay fails or counts no kernel
-  kernel,     // each kernel launched again until every counter is read, its memory restored in between
-  run,        // the whole run repeated once per pass: nothing restored, for runs that repeat alike
+  automatic,  // run replay; each kernel replayed where run replay fails or counts no kernel
+  run,        // the whole run repeated once per pass, each after the pass's clean: nothing restored, for runs
+              // that repeat alike
+  kernel,     // each kernel launched again until every counter is read, its memory restored in between: the
+              // restores leave the L2 holding the kernel's data and dirty lines, so DRAM bytes can read low or high
 };
 // "auto", "kernel", "run"; CounterReplay from those words (std::nullopt for any other).
 const char* to_string(CounterReplay replay);

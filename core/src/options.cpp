@@ -213,10 +213,10 @@ std::vector<OptionSpec> pass_options() {
        set_kernel_time},
       {"--counters", "[=MODE]", optional_inline_value, "off; auto when given",
        "after timing each single-GPU case, a pass that reads the hardware's counters (CUPTI's Range Profiler): DRAM "
-       "and L2 bytes and the FLOPs executed per run, beside the modelled ones (measured_bytes, measured_flops, "
-       "measured_ai and their ratios), torn down before the next case is timed. MODE, how every counter is read: "
-       "kernel (each kernel replayed, its memory restored), run (the run repeated once per pass) or auto (kernel, "
-       "the run replayed where kernel replay fails)",
+       "and L2 bytes and the FLOPs executed by one run from clean caches, beside the modelled ones (measured_bytes, "
+       "measured_flops, measured_ai and their ratios), torn down before the next case is timed. MODE, how every "
+       "counter is read: run (the run repeated once per pass, each after the clean), kernel (each kernel replayed, "
+       "its memory restored: DRAM bytes not a clean run's) or auto (run, each kernel replayed where run replay fails)",
        set_counters},
       {"--energy", "[=S]", optional_inline_value, number_text(kEnergyLeastSeconds) + ", the least",
        "where the device has an energy counter (NVML on a GPU), poll it beside the samples and sample for at least "

@@ -232,7 +232,7 @@ void write_counters(JsonWriter& j, const CounterProfile& c) {
   j.key("counters").begin_object();
   if (!c.error.empty()) j.field("error", c.error);
   if (!c.replay.empty()) j.field("replay", c.replay).field("replay_runs", static_cast<std::int64_t>(c.replay_runs));
-  if (!c.kernel_replay_failure.empty()) j.field("kernel_replay_failure", c.kernel_replay_failure);
+  if (!c.run_replay_failure.empty()) j.field("run_replay_failure", c.run_replay_failure);
   j.key("kernels").begin_array();
   for (const auto& k : c.kernels) {
     j.begin_object().field("name", k.name).field("launches_per_run", k.launches_per_run);

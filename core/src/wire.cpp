@@ -227,7 +227,7 @@ void fields(Io& io, X& x) {
   io(x.work, x.case_facts, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
   io(x.kernel_time.seconds, x.kernel_time.samples, x.kernel_time.error);
   io(x.counters.kernels, x.counters.total, x.counters.seconds, x.counters.error, x.counters.replay,
-     x.counters.replay_runs, x.counters.kernel_replay_failure);
+     x.counters.replay_runs, x.counters.run_replay_failure);
   auto& m = x.memory;
   io(m.allocated, m.peak, m.reserved, m.driver_used, m.leaked);
   auto& t = x.phases;

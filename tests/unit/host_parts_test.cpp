@@ -144,11 +144,11 @@ TEST(Wire, TheCountersCrossUnchanged) {
   m.counters.seconds = 54;
   m.counters.replay = "run";
   m.counters.replay_runs = 3;
-  m.counters.kernel_replay_failure = "no kernel ran";
+  m.counters.run_replay_failure = "no kernel ran";
   const Result out = across_the_wire(result_of(m));
   EXPECT_EQ(out.counters.replay, "run");
   EXPECT_EQ(out.counters.replay_runs, 3);
-  EXPECT_EQ(out.counters.kernel_replay_failure, "no kernel ran");
+  EXPECT_EQ(out.counters.run_replay_failure, "no kernel ran");
   ASSERT_EQ(out.counters.kernels.size(), 1u);
   EXPECT_EQ(out.counters.kernels[0].name, "k");
   EXPECT_EQ(out.counters.total.dram_read, 2);
