@@ -159,6 +159,25 @@ std::string shorten(const std::string& text, std::size_t width) {
   return line.substr(0, cut) + "...";
 }
 
+std::string kernel_label(const std::string& demangled) {
+  std::string name = demangled;
+  for (const std::string anonymous : {"(anonymous namespace)", "<unnamed>"})
+    for (std::size_t at; (at = name.find(anonymous)) != std::string::npos;) name.replace(at, anonymous.size(), "anonymous");
+  // Outside the template arguments: where the parameters start, the return type's last space, the last "::".
+  int depth = 0;
+  std::size_t start = 0, end = name.size();
+  for (std::size_t i = 0; i < name.size() && end == name.size(); ++i) {
+    const char c = name[i];
+    depth += (c == '<') - (c == '>');
+    if (depth != 0) continue;
+    if (c == '(') end = i;
+    else if (c == ' ' && (i == 0 || name[i - 1] != ',')) start = i + 1;
+    else if (c == ':' && i + 1 < name.size() && name[i + 1] == ':') start = i + 2;
+  }
+  const std::string label = name.substr(start, end - start);
+  return label.empty() ? demangled : label;
+}
+
 namespace {
 
 // Where a word wider than `room` breaks: after its last '/' or ',' that leaves the piece within `room`,
@@ -353,7 +372,7 @@ std::string profile_text(const std::string& name, const Result& r) {
     if (++shown > 15) break;
     const std::string figures = printf_string("  %6.1f%%  %9.1f us  %6.1f launches  ", 100 * k.seconds_per_run / r.profile.kernel_seconds_per_run,
                                               k.seconds_per_run * 1e6, k.launches_per_run);
-    s += figures + shorten(k.name, kConsoleWidth - figures.size()) + "\n";
+    s += figures + shorten(kernel_label(k.name), kConsoleWidth - figures.size()) + "\n";
   }
   return s;
 }
@@ -407,7 +426,7 @@ std::string counters_text(const std::string& name, const Result& r) {
     if (++shown > 15) break;
     const std::string figures = printf_string("  %10s DRAM %10s L2 %12s  %5.1f launches  ", format_bytes(k.dram_bytes()).c_str(),
                                               format_bytes(k.l2_bytes).c_str(), format_rate(k.flops(), "FLOP").c_str(), k.launches_per_run);
-    s += figures + shorten(k.name, kConsoleWidth - std::min(figures.size(), kConsoleWidth - 10)) + "\n";
+    s += figures + shorten(kernel_label(k.name), kConsoleWidth - std::min(figures.size(), kConsoleWidth - 10)) + "\n";
   }
   return s;
 }

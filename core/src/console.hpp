@@ -40,6 +40,9 @@ std::string format_figure(const Summary& summary);
 // The first line of `text`, its runs of white space made one space, cut to `width` characters with
 // "..." when longer.
 std::string shorten(const std::string& text, std::size_t width);
+// A demangled kernel name as a table shows it: its return type, namespaces and parameters dropped, its
+// template arguments kept ("gemv_kernel<4, 1>"), where its place among the others is all the name says.
+std::string kernel_label(const std::string& demangled);
 
 // Every line the console prints is kept within this many characters.
 inline constexpr std::size_t kConsoleWidth = 120;

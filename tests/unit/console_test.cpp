@@ -73,6 +73,15 @@ TEST(ConsoleNumbers, RatiosPercentagesAndCountsNeverTakeSiPrefixes) {
   EXPECT_EQ(format_figure(host_figure("AI", 0.0833333)), "0.08333 FLOP/B");
 }
 
+TEST(ConsoleNumbers, AKernelIsLabelledByItsNameAndTemplateArguments) {
+  EXPECT_EQ(kernel_label("void roofbench::gpt::cuda::(anonymous namespace)::layernorm_backward_kernel<128>(float const*, int)"),
+            "layernorm_backward_kernel<128>");
+  EXPECT_EQ(kernel_label("void <unnamed>::gemv_kernel<4, 1>(const uint4 *, __nv_bfloat16 *, int)"), "gemv_kernel<4, 1>");
+  EXPECT_EQ(kernel_label("roofbench::gpt::cuda::attention::(anonymous namespace)::forward_v13(Params)"), "forward_v13");
+  EXPECT_EQ(kernel_label("void f<std::pair<int, int> >(int)"), "f<std::pair<int, int> >");
+  EXPECT_EQ(kernel_label("nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT"), "nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT");
+}
+
 TEST(ConsoleNumbers, ShortenKeepsTheFirstLineAndCutsWithAnEllipsis) {
   EXPECT_EQ(shorten("  gate   failed:\tbad  ", 40), "gate failed: bad");
   EXPECT_EQ(shorten("crashed: signal 11\nits log ended: a\nb", 40), "crashed: signal 11...");
