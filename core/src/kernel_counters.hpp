@@ -91,11 +91,12 @@ std::string counters_verdict(const KernelCounters& measured, double modelled_byt
 // replay once per pass. `device`: the GPU whose context is profiled (the one the kernels run on), current
 // for the pass and restored after; -1: the calling thread's current device. `runs_per_call`: the case's
 // runs in each call, which names the kernels the launch callbacks do not see by their place in a run.
-// `before_pass`, where given, runs before each pass, outside its ranges (the host cleans the caches there).
+// `clean`, where given, enqueues one kernel that leaves the caches clean, and waits: it runs at the start of
+// each pass, after the profiler's own start, and its range is dropped.
 // A run that launches a CUDA graph is refused: the profiler does not count a graph's kernels.
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
                                 CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1,
-                                const std::function<void()>& before_pass = {});
+                                const std::function<void()>& clean = {});
 
 // The start of the error of a pass whose runs launched more kernels than it has ranges (kMaxRanges).
 inline constexpr const char* kTooManyKernelsError = "the counted runs launched more kernels than the ";
