@@ -5,12 +5,13 @@ kernels (ncu --clock-control none: the GPU's clocks are never locked or changed)
 Both sides count the same metrics with the same weights: the list is read from core/src/kernel_counters.cpp.
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
-Both run with --graph off, so ncu sees the launches roofbench's pass counts. roofbench counts one run from
-clean caches (docs/method.md, "The hardware's counters"): for a case of one kernel, that is ncu's default
-(--cache-control all: a flush before every replay of every kernel). In a run of many kernels, a later kernel
-finds what the earlier ones left; ncu's like is --cache-control none with the DRAM counters alone, which it
-reads in one pass, so nothing is replayed or restored (its FLOPs, which the caches do not change, come from
-a second, flushed, profile).
+Both run with --graph off (a GPT rung still replays its own graph under ncu, whose kernels ncu profiles one by
+one). roofbench counts one run from clean caches (docs/method.md, "The hardware's counters"): for a case of one
+launch, that is ncu's default (--cache-control all: a flush before every replay of every kernel). In a run of
+several launches, a later kernel finds what the earlier ones left; ncu's like is --cache-control none with the
+DRAM counters alone, which it reads in one pass, so nothing is replayed or restored (its FLOPs, which the caches
+do not change, come from a second, flushed, profile). ncu's first profiled kernel then finds what the previous run
+left where roofbench's finds a clean cache.
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
   (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode)
@@ -25,8 +26,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Micro add and GEMMs (micro/copy is cudaMemcpyAsync: copy engines, which no kernel counter sees), transformer
-# decode/prefill/GEMV/GEMM, a conv and a GPT rung. ncu profiles the launches of RUNS runs of a one-kernel case
-# and of one run of a case of many kernels (a GPT step is hundreds of launches).
+# decode/prefill/GEMV/GEMM, a conv and a GPT rung. ncu profiles the launches of RUNS runs of a one-launch case
+# and of one run of a case of several launches (a GPT step is hundreds): the first its kernel filter matches in
+# roofbench's "samples" NVTX range.
 BENCHMARKS = [
     "micro/add_fp32_vec16/n:268435456",
     "micro/matmul_cublas_fp32/mnk:4096x4096x4096",
@@ -96,6 +98,8 @@ def ncu_kernels(csv_path, fields):
         return {b: {k: sum(p.get(b, {}).get(k, 0.0) for p in parts) for k in ("dram", "flops")}
                 for b in set().union(*parts)}
     launches = {}
+    if not os.path.exists(csv_path):
+        return {}
     with open(csv_path) as f:
         for row in csv.DictReader(line for line in f if line.startswith('"')):
             try:
@@ -128,25 +132,34 @@ def run_roofbench(roofbench, bench, outdir):
 
 def ncu_profile(roofbench, bench, names, count, metric_names, cache, path):
     command = [os.environ.get("NCU", "ncu"), "--clock-control", "none", "--cache-control", cache,
+               "--nvtx", "--nvtx-include", "samples/",  # the timed samples only: no setup, gate or warm-up
                "--metrics", ",".join(metric_names), "--csv", "--print-units", "base",
                "-k", "regex:" + "|".join(re.escape(n) for n in names), "--launch-count", str(count),
                roofbench, f"--benchmark_filter=^{re.escape(bench)}$", "--graph", "off", "--gate", "off", "--max-time", "0.3",
                "--no-results"]
     with open(path, "w") as out:
-        subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False)
+        try:
+            subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=300, check=False)
+        except subprocess.TimeoutExpired:
+            print(f"{bench}: ncu ran past 300 s; the launches it profiled are compared", file=sys.stderr)
+
+
+def launches_per_run(ours):
+    return round(sum(launches for _, launches in ours.values()))
 
 
 def ncu_files(outdir, many_kernels):
-    """The ncu files of a benchmark: one, flushed; or, for a run of many kernels, its DRAM counts unflushed and
-    its FLOPs flushed."""
+    """The ncu files of a benchmark: one, flushed; or, for a run of several launches, its DRAM counts unflushed
+    and its FLOPs flushed."""
     return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")] if many_kernels else \
         [os.path.join(outdir, "ncu.csv")]
 
 
 def run_ncu(roofbench, bench, ours, fields, outdir):
     names = sorted(ours)
-    paths = ncu_files(outdir, len(ours) > 1)
-    count = (1 if len(ours) > 1 else RUNS) * round(sum(launches for _, launches in ours.values()))
+    many = launches_per_run(ours) > 1
+    paths = ncu_files(outdir, many)
+    count = (1 if many else RUNS) * launches_per_run(ours)
     if len(paths) == 1:
         ncu_profile(roofbench, bench, names, count, [m for m, _, _ in fields], "all", paths[0])
     else:
@@ -176,7 +189,7 @@ def main(roofbench, outdir, only=None):
             print(f"{bench:<72} no counters: {ours}")
             continue
         theirs = (run_ncu(roofbench, bench, ours, fields, where) if roofbench
-                  else ncu_kernels(ncu_files(where, len(ours) > 1), fields))
+                  else ncu_kernels(ncu_files(where, launches_per_run(ours) > 1), fields))
         rb, nc, shared = per_run(ours, theirs)
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"

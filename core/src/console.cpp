@@ -163,17 +163,19 @@ std::string kernel_label(const std::string& demangled) {
   std::string name = demangled;
   for (const std::string anonymous : {"(anonymous namespace)", "<unnamed>"})
     for (std::size_t at; (at = name.find(anonymous)) != std::string::npos;) name.replace(at, anonymous.size(), "anonymous");
-  // Outside the template arguments: where the parameters start, the return type's last space, the last "::".
+  // Outside the template arguments: where the parameters start, the last "::" and, in a signature (one with
+  // parameters), the space after its return type. A name without parameters ("kernel 3") keeps its spaces.
   int depth = 0;
-  std::size_t start = 0, end = name.size();
+  std::size_t after_scope = 0, after_space = 0, end = name.size();
   for (std::size_t i = 0; i < name.size() && end == name.size(); ++i) {
     const char c = name[i];
     depth += (c == '<') - (c == '>');
     if (depth != 0) continue;
-    if (c == '(') end = i;
-    else if (c == ' ' && (i == 0 || name[i - 1] != ',')) start = i + 1;
-    else if (c == ':' && i + 1 < name.size() && name[i + 1] == ':') start = i + 2;
+    if (c == '(' && i > 0) end = i;
+    else if (c == ' ') after_space = i + 1;
+    else if (c == ':' && i + 1 < name.size() && name[i + 1] == ':') after_scope = i + 2;
   }
+  const std::size_t start = end < name.size() ? std::max(after_scope, after_space) : after_scope;
   const std::string label = name.substr(start, end - start);
   return label.empty() ? demangled : label;
 }

@@ -12,8 +12,8 @@ bool counting_kernels();
 
 class CounterObserver final : public SampleObserver {
  public:
-  // `ranks`: the case's devices; a case on several is not counted (kernel replay would replay one rank's
-  // collective alone, and it would wait for the others forever).
+  // `ranks`: the case's devices; a case on several is not counted (a pass would replay one rank's
+  // collectives alone, and they would wait for the others forever).
   // `device`: the GPU a single-GPU case runs on (cuda:N), whose context the profiler is enabled on.
   // `replay`: how the pass reads every counter (kernel_counters.hpp).
   CounterObserver(std::size_t ranks, int device, CounterReplay replay) : ranks_(ranks), device_(device), replay_(replay) {}

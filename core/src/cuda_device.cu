@@ -498,7 +498,7 @@ class CudaTimer final : public Timer {
       ROOFBENCH_CUDA(cudaEventCreate(&r.start));
       ROOFBENCH_CUDA(cudaEventCreate(&r.stop));
       if (strategy_->flushes()) {
-        r.flush_bytes = twice_the_l2(r.device);
+        r.flush_bytes = 2 * l2_bytes(r.device);
         ROOFBENCH_CUDA(cudaMalloc(&r.flush, r.flush_bytes));
       }
       ranks_.push_back(r);
@@ -600,7 +600,7 @@ class CudaTimer final : public Timer {
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
       if (!r.clean) {
-        r.clean_bytes = 2 * twice_the_l2(r.device);
+        r.clean_bytes = 4 * l2_bytes(r.device);
         ROOFBENCH_CUDA(cudaMalloc(&r.clean, r.clean_bytes + sizeof(unsigned)));
         ROOFBENCH_CUDA(cudaMemsetAsync(r.clean, 0, r.clean_bytes, r.stream));
       }
@@ -622,11 +622,11 @@ class CudaTimer final : public Timer {
   }
 
  private:
-  // The bytes a flush or a clean goes over: twice the device's L2 (an L2 taken as at least 1 MiB).
-  static std::size_t twice_the_l2(int device) {
+  // The device's L2 in bytes (taken as at least 1 MiB): a flush goes over twice it, a clean four times.
+  static std::size_t l2_bytes(int device) {
     int l2 = 0;
     ROOFBENCH_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-    return 2 * static_cast<std::size_t>(std::max(l2, 1 << 20));
+    return static_cast<std::size_t>(std::max(l2, 1 << 20));
   }
 
   void wait_for_ranks() {

@@ -22,8 +22,8 @@
 namespace roofbench {
 namespace {
 
-// Ranges one pass holds: a run of more kernel launches than this loses the rest (said in the error). A GPT
-// step launches under 400 kernels; NVIDIA's samples configure tens of ranges.
+// Ranges one pass holds, the clean's among them: a run of more kernel launches loses the rest (said in the
+// error). A GPT step launches under 400 kernels; NVIDIA's samples configure tens of ranges.
 constexpr std::size_t kMaxRanges = 1024;
 // Runs of the work one pass may take: run replay needs one per pass (a few for the metrics collected).
 constexpr int kMaxPasses = 64;
@@ -67,14 +67,18 @@ bool is_launch(CUpti_CallbackId id) {
 struct Launches {
   std::vector<std::string> kernels;  // names, in launch order
   int graphs = 0;                    // CUDA graph launches, which refuse the pass
-  bool listening = true;             // false during the caches' clean, whose range is dropped
+  bool listening = true;             // false during the caches' clean, whose ranges are dropped
+  int unnamed = 0;                   // the clean's kernel launches, over the passes
 };
 
 void CUPTIAPI on_launch(void* seen, CUpti_CallbackDomain, CUpti_CallbackId id, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   if (info->callbackSite != CUPTI_API_ENTER) return;
   auto* launches = static_cast<Launches*>(seen);
-  if (!launches->listening) return;
+  if (!launches->listening) {
+    launches->unnamed += is_launch(id);
+    return;
+  }
   if (is_launch(id)) launches->kernels.push_back(info->symbolName ? info->symbolName : "");
   if (id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) ++launches->graphs;
 }
@@ -90,12 +94,15 @@ class LaunchNames {
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
   }
-  // The name of range `i` of `ranges` (range_name, kernel_counters.hpp).
-  std::string name(std::size_t i, std::size_t ranges, int passes, int runs_per_call) const {
-    return range_name(seen_.kernels, i, ranges, passes, runs_per_call);
+  // The name of range `i` of the run's `ranges` (range_name, kernel_counters.hpp).
+  std::string name(std::size_t i, std::size_t ranges, int passes) const { return range_name(seen_.kernels, i, ranges, passes); }
+  // The ranges the clean took at the start of each pass: the launches counted while the callbacks were deaf,
+  // or, where they could not subscribe, `assumed`.
+  std::size_t clean_ranges(int passes, std::size_t assumed) const {
+    return subscriber_ && passes > 0 ? static_cast<std::size_t>(seen_.unnamed / passes) : assumed;
   }
   std::size_t kernels_seen() const { return seen_.kernels.size(); }
-  // Runs `clean` with the callbacks deaf: its launch is not one of the run's.
+  // Runs `clean` with the callbacks deaf: its launches are not the run's.
   void unnamed(const std::function<void()>& clean) {
     seen_.listening = false;
     try {
@@ -325,12 +332,11 @@ class CurrentDevice {
   int previous_ = -1;
 };
 
-// What a pass is asked for: the work, how to replay it, and the case's runs in each call of it.
+// What a pass is asked for: the work (one run of the case), how to replay it, and the clean before it.
 struct PassRequest {
   const std::function<void()>& work;
-  CounterReplay replay;  // kernel or run
-  int runs_per_call;
-  const std::function<void()>& clean;  // one kernel launch, or none
+  CounterReplay replay;                // kernel or run
+  const std::function<void()>& clean;  // one kernel launch, or empty
 };
 
 // Ranges counted and how many times the work ran for them.
@@ -342,21 +348,20 @@ struct Counted {
 // The ranges of the counted run: its launches, named, with their metric values, evaluated (as NVIDIA's
 // sample does) before the profiler is disabled. The first `clean_ranges` ranges (the clean's) are not the run's.
 std::vector<CounterRange> evaluated_ranges(const HostSide& host, const std::vector<std::uint8_t>& data,
-                                           const LaunchNames& launches, std::size_t clean_ranges, const PassRequest& request,
-                                           int passes, std::vector<const char*>& names) {
+                                           const LaunchNames& launches, std::size_t clean_ranges, int passes,
+                                           std::vector<const char*>& names) {
   const std::size_t count = range_count(data);
   std::vector<CounterRange> ranges;
   for (std::size_t i = clean_ranges; i < count; ++i)
-    ranges.push_back({launches.name(i - clean_ranges, count - clean_ranges, passes, request.runs_per_call),
-                      host.evaluate(data, i, names)});
+    ranges.push_back({launches.name(i - clean_ranges, count - clean_ranges, passes), host.evaluate(data, i, names)});
   return ranges;
 }
 
 // Why a run that launched CUDA graphs is not counted: the range profiler counts some of a graph's kernels at
 // most (kernel replay counted one of a two-kernel graph's on an H200; run replay fails in its Stop).
 std::string graph_refusal(int graph_launches) {
-  return "the counted runs launched CUDA graphs (" + std::to_string(graph_launches) + " launches over the passes), "
-         "whose kernels CUPTI's range profiler does not count: the host enqueues a case's runs for the pass, and a "
+  return "the counted run launched CUDA graphs (" + std::to_string(graph_launches) + " launches over the passes), "
+         "whose kernels CUPTI's range profiler does not count: the host enqueues a case's run for the pass, and a "
          "case that replays a graph of its own enqueues its kernels when Context::counting_kernels() says so";
 }
 
@@ -373,8 +378,8 @@ Counted count_run(const PassRequest& request) {
   Counted counted;
   std::size_t dropped = 0;
   try {
-    // The clean runs inside the pass, after the profiler's start, whose own writes leave dirty lines in the
-    // L2 (about 21 MB on an H100, counted as the run's writes when the clean ran before the start).
+    // The clean runs inside each pass, after the profiler's start: what runs between a clean and the run
+    // (the start among it) may leave dirty lines that the run's kernels would be counted writing back.
     const std::function<void()> clean = [&] {
       if (request.clean) launches.unnamed(request.clean);
     };
@@ -382,14 +387,17 @@ Counted count_run(const PassRequest& request) {
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
-    counted.ranges = evaluated_ranges(host, data, launches, request.clean ? 1 : 0, request, counted.passes, names);
+    const std::size_t clean_ranges = request.clean ? launches.clean_ranges(counted.passes, 1) : 0;
+    counted.ranges = evaluated_ranges(host, data, launches, clean_ranges, counted.passes, names);
     profiler.close();
   } catch (const CuptiError& e) {
     if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()) + " (" + e.what() + ")");
     throw CollectionError(e.what());
   }
   if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()));
-  if (dropped > 0) throw CuptiError(kTooManyKernelsError + std::to_string(kMaxRanges) + " the pass counts");
+  if (dropped > 0)
+    throw CuptiError("the counted run launched more kernels than the " + std::to_string(kMaxRanges) + " ranges of a pass, "
+                     "the clean's included");
   if (counted.ranges.empty())
     throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.kernels_seen()) +
                           " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +
@@ -427,17 +435,17 @@ CounterProfile collect_with(const PassRequest& request, int device) {
 }  // namespace
 
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay,
-                                int runs_per_call, const std::function<void()>& clean) {
-  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, runs_per_call, clean}, device);
+                                const std::function<void()>& clean) {
+  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, clean}, device);
   std::string run_failure;
   try {
-    return collect_or_throw({run_and_wait, CounterReplay::run, runs_per_call, clean}, device);
+    return collect_or_throw({run_and_wait, CounterReplay::run, clean}, device);
   } catch (const CollectionError& e) {
     run_failure = e.what();
   } catch (const std::exception& e) {
     return failed(e);
   }
-  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, runs_per_call, clean}, device);
+  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, clean}, device);
   if (!p.error.empty()) p.error = "run replay: " + run_failure + "; kernel replay: " + p.error;
   else p.run_replay_failure = run_failure;
   return p;

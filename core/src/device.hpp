@@ -113,8 +113,9 @@ class Timer {
   // The same runs enqueued one by one, never as a graph, waited for: what the counters pass counts (CUPTI's
   // range profiler does not count a graph's kernels).
   virtual void run_enqueued(int runs) { run_untimed(runs); }
-  // Writes back and evicts what the caches hold, leaving clean lines (a buffer of twice their size read,
-  // not written): a counted pass's first kernel then has no dirty line of earlier work to write back.
+  // Writes back and evicts what the caches hold, leaving clean lines, in one kernel launch (a read of a
+  // buffer four times their size), waited for: the counted run then has no dirty line of earlier work to
+  // write back and none of its data cached. Where a timer has no caches to clean it launches nothing.
   virtual void clean_caches() {}
   virtual double max_clock_mhz() const { return 0; }
 };

@@ -80,13 +80,10 @@ const char* to_string(CounterReplay replay) {
   return "auto";
 }
 
-std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes,
-                       int runs_per_call) {
+std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes) {
   if (passes > 0 && launches_seen.size() == ranges * static_cast<std::size_t>(passes) && !launches_seen[i].empty())
     return demangled(launches_seen[i].c_str());
-  const auto runs = static_cast<std::size_t>(std::max(runs_per_call, 1));
-  const std::size_t per_run = ranges % runs == 0 ? ranges / runs : ranges;
-  return "kernel " + std::to_string(i % per_run + 1);
+  return "kernel " + std::to_string(i + 1);
 }
 
 std::optional<CounterReplay> counter_replay_from(const std::string& word) {
@@ -118,11 +115,6 @@ CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs) 
   std::stable_sort(profile.kernels.begin(), profile.kernels.end(),
                    [](const KernelCounters& a, const KernelCounters& b) { return a.dram_bytes() > b.dram_bytes(); });
   return profile;
-}
-
-void scale_per_run(CounterProfile& profile, double factor) {
-  for (auto& k : profile.kernels) scale(k, factor);
-  scale(profile.total, factor);
 }
 
 double counter_ratio(double measured, double modelled) { return measured > 0 && modelled > 0 ? measured / modelled : 0; }

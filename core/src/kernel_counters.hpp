@@ -60,15 +60,13 @@ const std::vector<CounterMetric>& counter_metrics();
 // Adds one range's metric values (one per counter_metrics(), same order) to `k`.
 void add_range(KernelCounters& k, const std::vector<double>& values);
 
-// The name of range `i` of `ranges`, counted over `passes` calls of the work that each hold `runs_per_call`
-// runs of the case, from the kernel launches the launch callbacks saw (mangled names, in launch order): the
-// kernel's, demangled, when they match the ranges one for one in every pass (run replay sees each launch once
-// per pass). Any other count means some ranges are launches the callbacks did not see (the callbacks could
-// not subscribe, or a graph's kernels, which the pass refuses), and names would shift onto the wrong ranges;
-// the ranges are then named by their place in a run ("kernel 2": each run's second), so the runs' launches
-// add up per kernel.
-std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes,
-                       int runs_per_call);
+// The name of range `i` of the `ranges` of one run, counted over `passes` calls of the work, from the kernel
+// launches the launch callbacks saw (mangled names, in launch order): the kernel's, demangled, when they
+// match the ranges one for one in every pass (run replay sees each launch once per pass). Any other count
+// means some ranges are launches the callbacks did not see (the callbacks could not subscribe, or a graph's
+// kernels, which the pass refuses), and names would shift onto the wrong ranges; the ranges are then named by
+// their place in the run ("kernel 2": its second launch).
+std::string range_name(const std::vector<std::string>& launches_seen, std::size_t i, std::size_t ranges, int passes);
 
 // One profiled range: a kernel launch, its name and its metric values.
 struct CounterRange {
@@ -86,23 +84,15 @@ double counter_ratio(double measured, double modelled);
 // empty where they agree (within 20%) or there is nothing to compare.
 std::string counters_verdict(const KernelCounters& measured, double modelled_bytes, double modelled_flops);
 
-// Runs `run_and_wait` (which must synchronise) under the Range Profiler, every kernel launch a range, and
-// returns the counters of one call (not yet per run: see scale_per_run). Kernel replay calls it once; run
-// replay once per pass. `device`: the GPU whose context is profiled (the one the kernels run on), current
-// for the pass and restored after; -1: the calling thread's current device. `runs_per_call`: the case's
-// runs in each call, which names the kernels the launch callbacks do not see by their place in a run.
-// `clean`, where given, enqueues one kernel that leaves the caches clean, and waits: it runs at the start of
-// each pass, after the profiler's own start, and its range is dropped.
-// A run that launches a CUDA graph is refused: the profiler does not count a graph's kernels.
+// Runs `run_and_wait` (one run of the case, which must synchronise) under the Range Profiler, every kernel
+// launch a range, and returns its counters. Kernel replay calls it once; run replay once per pass.
+// `device`: the GPU whose context is profiled (the one the kernels run on), current for the pass and restored
+// after; -1: the calling thread's current device. `clean`, where given, enqueues the kernel (one launch) that
+// leaves the caches clean, and waits: it runs at the start of each pass, after the profiler's own start, and
+// its range is dropped. A run that launches a CUDA graph is refused: the profiler does not count a graph's
+// kernels.
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
-                                CounterReplay replay = CounterReplay::automatic, int runs_per_call = 1,
-                                const std::function<void()>& clean = {});
-
-// The start of the error of a pass whose runs launched more kernels than it has ranges (kMaxRanges).
-inline constexpr const char* kTooManyKernelsError = "the counted runs launched more kernels than the ";
-
-// Multiplies every per-run figure by `factor` (when one call of run_and_wait held several runs).
-void scale_per_run(CounterProfile& profile, double factor);
+                                CounterReplay replay = CounterReplay::automatic, const std::function<void()>& clean = {});
 
 // The metrics of counter_metrics() that the profiler's host side does not know for `chip` (e.g. "GH100"),
 // each with the reason; empty when all are known. Needs no GPU.

@@ -10,6 +10,7 @@
 #include "launch_strategy.hpp"
 #include "kernel_time_observer.hpp"
 #include "counter_observer.hpp"
+#include "nvtx_range.hpp"
 #include "profile_observer.hpp"
 #include "sample_quality.hpp"
 #include "statistics.hpp"
@@ -128,7 +129,7 @@ std::vector<std::unique_ptr<SampleObserver>> make_observers(std::unique_ptr<Samp
   if (o.profile_runs > 0 && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<KernelProfileObserver>(o.profile_runs, together));
   // A collective case under a launcher has one rank in this process, but its kernels still wait for the
-  // other processes' ranks: kernel replay must count all of them, or it replays one rank's collective alone.
+  // other processes' ranks: a counters pass must count all of them, or it replays one rank's collectives alone.
   const std::size_t case_ranks = together ? static_cast<std::size_t>(together->world_size) : ranks.size();
   if (o.counters && ranks.front()->info().kind == DeviceKind::cuda)
     observers.push_back(std::make_unique<CounterObserver>(case_ranks, ranks.front()->info().index, o.counter_replay));
@@ -203,7 +204,10 @@ void time_case(Measurement& r, const BenchmarkSpec& b, std::function<void()> run
   const WarmupOutcome warm = warm_up(launch, r, kind, o);
   choose_launch(launch, r, b, ranks, o, warm, rotation);
   StoppingRule stop(stopping_settings(o, b.spec->timing.min_samples, energy_measured));
-  sample_until_stopped(launch, r, stop, observers, o.runs_per_sample > 0);
+  {
+    const NvtxRange samples(kSamplesRangeName);
+    sample_until_stopped(launch, r, stop, observers, o.runs_per_sample > 0);
+  }
   for (const auto& observer : observers) observer->end(r, launch.timer());
   judge_samples(r, o.noise_bound);
 }

@@ -28,6 +28,12 @@ __global__ void copy_kernel(const float* x, float* y, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) y[i] = x[i];
 }
 
+__global__ void sum_kernel(const float* x, std::size_t n, float* sum) {
+  float s = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) s += x[i];
+  if (s == -1.0f) *sum = s;
+}
+
 #define EXPECT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define EXPECT_CUBLAS(call) ASSERT_EQ((call), CUBLAS_STATUS_SUCCESS) << #call
 
@@ -101,6 +107,38 @@ TEST_P(GpuCountersReplay, CopyMovesItsExactBytes) {
   EXPECT_NEAR(p.total.dram_read, bytes, 0.01 * bytes);
   EXPECT_NEAR(p.total.dram_write, bytes, 1.05 * l2);
   EXPECT_GE(p.total.l2_bytes, 1.9 * bytes);  // every byte read and written passes the L2
+}
+
+// A clean given to the pass runs at its start, and its range is not counted: only the copy is, by name,
+// with its reads from DRAM (the clean, a sum over 4x the L2, left none of x in the L2).
+TEST_P(GpuCountersReplay, TheCleansRangeIsDroppedAndTheRunCounted) {
+  int l2 = 0;
+  EXPECT_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const std::size_t n = std::size_t{1} << 22, bytes = n * sizeof(float), clean_n = std::size_t(l2);  // 4x the L2 in floats
+  float *x = nullptr, *y = nullptr, *clean = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, bytes));
+  EXPECT_CUDA(cudaMalloc(&y, bytes));
+  EXPECT_CUDA(cudaMalloc(&clean, clean_n * sizeof(float) + sizeof(float)));
+  EXPECT_CUDA(cudaMemset(x, 1, bytes));
+  EXPECT_CUDA(cudaMemset(clean, 0, clean_n * sizeof(float)));
+  copy_kernel<<<1056, 512>>>(x, y, n);  // x and y in the L2, as after a hot timing
+  EXPECT_CUDA(cudaDeviceSynchronize());
+  const CounterProfile p = collect_counters([&] {
+    copy_kernel<<<1056, 512>>>(x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+  }, -1, GetParam(), [&] {
+    sum_kernel<<<1056, 512>>>(clean, clean_n, clean + clean_n);
+    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("clean failed");
+  });
+  cudaFree(x), cudaFree(y), cudaFree(clean);
+  if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
+  ASSERT_EQ(p.error, "");
+  std::printf("copy of %zu B after a clean (%s replay): DRAM read %.0f, written %.0f\n", bytes, p.replay.c_str(),
+              p.total.dram_read, p.total.dram_write);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_NE(p.kernels.front().name.find("copy_kernel"), std::string::npos) << p.kernels.front().name;
+  EXPECT_EQ(p.total.launches_per_run, 1);
+  if (GetParam() == CounterReplay::run) EXPECT_NEAR(p.total.dram_read, bytes, 0.02 * bytes);
 }
 
 // Passes one after another in one process, each with its own configuration and counter data images and its

@@ -80,6 +80,9 @@ TEST(ConsoleNumbers, AKernelIsLabelledByItsNameAndTemplateArguments) {
   EXPECT_EQ(kernel_label("roofbench::gpt::cuda::attention::(anonymous namespace)::forward_v13(Params)"), "forward_v13");
   EXPECT_EQ(kernel_label("void f<std::pair<int, int> >(int)"), "f<std::pair<int, int> >");
   EXPECT_EQ(kernel_label("nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT"), "nvjet_sm90_tst_128x160_64x5_2x1_v_bz_TNT");
+  EXPECT_EQ(kernel_label("kernel 3"), "kernel 3") << "ranges named by their place keep their words";
+  EXPECT_EQ(kernel_label("all kernels"), "all kernels");
+  EXPECT_EQ(kernel_label("void ns::f<(int)2>(float*)"), "f<(int)2>");
 }
 
 TEST(ConsoleNumbers, ShortenKeepsTheFirstLineAndCutsWithAnEllipsis) {

@@ -72,9 +72,6 @@ TEST(CounterProfiles, SumKernelsByNamePerRunMostBytesFirst) {
   EXPECT_EQ(p.total.dram_read, 310);
   EXPECT_EQ(p.total.flops(), 10);
   EXPECT_EQ(p.total.launches_per_run, 2);
-  scale_per_run(p, 0.5);
-  EXPECT_EQ(p.total.dram_read, 155);
-  EXPECT_EQ(p.kernels[1].dram_read, 5);
 }
 
 TEST(CounterProfiles, KernelNamesReadAsCpp) {
@@ -177,15 +174,14 @@ TEST(CounterFigures, SayHowTheyWereCounted) {
 
 // A range takes its launch's name where the launches seen are the ranges once per pass; else its place in a
 // run, so that a graph's kernels (unseen) add up per kernel over the runs, and no name lands on the wrong range.
-TEST(RangeNames, AreTheLaunchesWhereTheyMatchElseThePlaceInARun) {
-  const std::vector<std::string> two_runs = {"_Z4copyv", "_Z5scalev", "_Z4copyv", "_Z5scalev"};
-  EXPECT_EQ(range_name(two_runs, 1, 4, 1, 2), "scale()");
-  EXPECT_EQ(range_name(two_runs, 1, 2, 2, 1), "scale()");  // run replay: the same launches in each of two passes
-  // A graph of two kernels, launched twice: no launch seen, four ranges, named by their place in a run.
-  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(range_name({}, i, 4, 1, 2), "kernel " + std::to_string(i % 2 + 1));
-  // One kernel seen and one graph kernel per run: a multiple of the ranges, yet not one launch per range.
-  EXPECT_EQ(range_name({"_Z4copyv", "_Z4copyv"}, 0, 4, 1, 2), "kernel 1");
-  EXPECT_EQ(range_name({}, 2, 3, 1, 2), "kernel 3");  // runs that do not divide the ranges: their order
+TEST(RangeNames, AreTheLaunchesWhereTheyMatchElseThePlaceInTheRun) {
+  const std::vector<std::string> launches = {"_Z4copyv", "_Z5scalev", "_Z4copyv", "_Z5scalev"};
+  EXPECT_EQ(range_name(launches, 1, 4, 1), "scale()");
+  EXPECT_EQ(range_name(launches, 1, 2, 2), "scale()");  // run replay: the same launches in each of two passes
+  // A graph of four kernels: no launch seen, four ranges, named by their place in the run.
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(range_name({}, i, 4, 1), "kernel " + std::to_string(i + 1));
+  // One kernel seen beside graph kernels: not one launch per range.
+  EXPECT_EQ(range_name({"_Z4copyv", "_Z4copyv"}, 0, 4, 1), "kernel 1");
 }
 
 TEST(CounterReplayNames, ReadBackAsTheyAreWritten) {
