@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where a roofbench run's time went and how noisy it was, from its results JSON (docs/results-format.md):
-the wall time of each phase summed over the run, the slowest benchmarks, the gate outcomes, and every
-benchmark over 100 us whose noise is over 1% beside its noise at a fixed clock."""
+the wall time of each phase summed over the run, the slowest benchmarks, the gate outcomes, every
+benchmark over 100 us whose noise is over 1% beside its noise at a fixed clock, and the highest share of a
+roof (every benchmark above 100% of its measured roof named: a roof must bound every case)."""
 import json
 import sys
 
@@ -29,6 +30,13 @@ def main(path):
     for b in rows:
         if b.get("error_occurred"):
             print(f"  FAILED: {b['name']}: {b.get('error_message', '')[:300]}")
+    placed = sorted((b for b in rows if b.get("roof_pct") is not None), key=lambda b: -b["roof_pct"])
+    if placed:
+        print(f"  highest roof share: {placed[0]['roof_pct']:.1f}% ({placed[0]['name']}), "
+              f"{sum(b['roof_pct'] > 100 for b in placed)} of {len(placed)} above 100%")
+    for b in placed:
+        if b["roof_pct"] > 100:
+            print(f"    above its roof: {b['name']}: {b['roof_pct']:.1f}% ({b.get('roofbench', {}).get('memory_roof', '')})")
     noisy = [b for b in rows if (b.get("time_median") or 0) > 100e-6 and (b.get("noise") or 0) > 0.01]
     over = [b for b in rows if (b.get("time_median") or 0) > 100e-6]
     print(f"  noise over 1%: {len(noisy)} of {len(over)} benchmarks over 100 us")
