@@ -90,6 +90,7 @@ class LaunchNames {
   LaunchNames() {
     if (cuptiSubscribe(&subscriber_, on_launch, &seen_) != CUPTI_SUCCESS) subscriber_ = nullptr;
     if (subscriber_ && cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) stop();
+    listened_ = subscriber_ != nullptr;
   }
   ~LaunchNames() {
     if (subscriber_) cuptiUnsubscribe(subscriber_);  // an error is already the pass's answer
@@ -99,7 +100,7 @@ class LaunchNames {
   // The ranges the clean took at the start of each pass: the launches counted while the callbacks were deaf,
   // or, where they could not subscribe, `assumed`.
   std::size_t clean_ranges(int passes, std::size_t assumed) const {
-    return subscriber_ && passes > 0 ? static_cast<std::size_t>(seen_.unnamed / passes) : assumed;
+    return listened_ && passes > 0 ? static_cast<std::size_t>(seen_.unnamed / passes) : assumed;
   }
   std::size_t kernels_seen() const { return seen_.kernels.size(); }
   // Runs `clean` with the callbacks deaf: its launches are not the run's.
@@ -120,6 +121,7 @@ class LaunchNames {
 
  private:
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool listened_ = false;  // whether the callbacks were subscribed (stop() ends them, not what they saw)
   Launches seen_;
 };
 
@@ -384,10 +386,10 @@ Counted count_run(const PassRequest& request) {
       if (request.clean) launches.unnamed(request.clean);
     };
     counted.passes = profiler.collect(request.work, clean);
+    const std::size_t clean_ranges = request.clean ? launches.clean_ranges(counted.passes, 1) : 0;
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
-    const std::size_t clean_ranges = request.clean ? launches.clean_ranges(counted.passes, 1) : 0;
     counted.ranges = evaluated_ranges(host, data, launches, clean_ranges, counted.passes, names);
     profiler.close();
   } catch (const CuptiError& e) {
