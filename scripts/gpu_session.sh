@@ -52,6 +52,11 @@ if [ -n "${CUDNN_ROOT:-}" ]; then
   done
 fi
 log() { echo "[$(date +%T)] $*" | tee -a "$OUT/session.log"; }
+# The report needs matplotlib and plotly: the first python3 that has both (a venv first on PATH may not).
+report_python=python3
+for py in python3 /usr/bin/python3; do
+  if "$py" -c "import matplotlib, plotly" 2>/dev/null; then report_python="$py"; break; fi
+done
 
 log "gpu: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader 2>&1)"
 if [[ " $STEPS " == *" build "* ]]; then
@@ -93,7 +98,7 @@ if [[ " $STEPS " == *" bench "* ]]; then
   done
   # With the ladder, the report waits for PyTorch's file.
   [[ " $STEPS " == *" ladder "* ]] ||
-    python3 reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
+    "$report_python" reports/roofbench-report "$OUT"/extra/results*.json -o "$OUT/extra/report" >> "$OUT/session.log" 2>&1
 fi
 if [[ " $STEPS " == *" ladder "* ]]; then
   rungs="${LADDER_RUNGS:-R3_batch_reduce_overhead,R4_checkpoint,R3_batch,R1_compile_reduce_overhead,R2_bf16_reduce_overhead,R0_eager,fp32_control,R1_compile,R2_bf16}"
@@ -108,7 +113,7 @@ if [[ " $STEPS " == *" ladder "* ]]; then
   log "torch_gpt_ladder rc=$? in $((SECONDS - started)) s"
   grep -E "tokens/s" "$OUT/extra/torch_ladder.log" | tee -a "$OUT/session.log"
   cp "$OUT/extra/torch_ladder.json" "$OUT/" 2>/dev/null
-  python3 reports/roofbench-report "$OUT"/extra/results*.json "$OUT/extra/torch_ladder.json" -o "$OUT/extra/report" \
+  "$report_python" reports/roofbench-report "$OUT"/extra/results*.json "$OUT/extra/torch_ladder.json" -o "$OUT/extra/report" \
     >> "$OUT/session.log" 2>&1
 fi
 if [[ " $STEPS " == *" fidelity "* ]]; then
