@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v6 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v7 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups:
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
@@ -43,10 +43,14 @@ constexpr int kConsumerThreads = 256;   // the empty barriers' arrivals
 constexpr int kBoxCols = 64;            // 16-bit elements in a 128-byte swizzled row
 constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start 1024-byte aligned
 
-constexpr int kConsumerRegisters = 232;  // setmaxnreg: 2 x 128 x 232 + 128 x 40 = 64,512 of the 65,536
-
 // A version's shape at one head dim: kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
 // kD / 64 boxes of its rows x 64 columns (128-byte rows), a box apart.
+//
+// kBlocksPerSm: the blocks an SM holds at once, which the registers decide: 65,536 shared by kThreads x
+// kBlocksPerSm threads at entry (kEntryRegisters), then moved by setmaxnreg from the producer (which keeps
+// kProducerRegisters) to the consumers (kConsumerRegisters). One block: 2 x 128 x 232 + 128 x 40 = 64,512.
+// Two (v7 at d 64): 80 each at entry, 104 for the consumers and 24 for the producer, so that one block's
+// tensor cores run while the other's softmax does.
 //
 // kWideConsumers: whether ptxas may allocate the consumers the kConsumerRegisters that setmaxnreg gives them.
 // ptxas (CUDA 13.0) does so only when the consumer branch holds no inline trap: wait_or_trap's time-out trap,
@@ -54,17 +58,24 @@ constexpr int kConsumerRegisters = 232;  // setmaxnreg: 2 x 128 x 232 + 128 x 40
 // (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
-template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false>
+template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
   static constexpr bool kWideConsumers = kWideConsumers_;
+  static constexpr int kBlocksPerSm = kBlocksPerSm_;
+  static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
+  static constexpr int kProducerRegisters = kBlocksPerSm == 1 ? 40 : 24;
+  static constexpr int kConsumerRegisters =
+      kBlocksPerSm == 1 ? 232 : (kEntryRegisters * kThreads - kProducerRegisters * 128) / kConsumerThreads / 8 * 8;
   static constexpr std::uint32_t kQBoxBytes = kBlockM * 128, kKvBoxBytes = kBlockN * 128;
   // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
-  // 2 + kBlockN / 4 registers, must leave 40 for the rest within what the consumer is allocated (168 or
-  // kConsumerRegisters, above): 128 at d 64 with 128 keys; 160 at d 128 with 128 keys, which overlaps only
-  // with wide consumers (v6) and runs the serial form otherwise (v4).
-  static constexpr bool kOverlap = kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : 168) - 40;
+  // 2 + kBlockN / 4 registers, must leave 40 for the rest within what the consumer is allocated
+  // (kEntryRegisters or kConsumerRegisters, above): 128 at d 64 with 128 keys; 160 at d 128 with 128 keys,
+  // which overlaps only with wide consumers (v6) and runs the serial form otherwise (v4).
+  static constexpr bool kOverlap =
+      kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : kEntryRegisters) - 40;
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
+  static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 
 template <typename Cfg>
@@ -370,7 +381,7 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
 }
 
 template <typename T, typename Cfg>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, Cfg::kBlocksPerSm)
     fused_sm90a_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map, Args args) {
   extern __shared__ unsigned char raw[];
@@ -387,10 +398,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (threadIdx.x < 128) {
-    hw::setmaxnreg_dec<40>();
+    hw::setmaxnreg_dec<Cfg::kProducerRegisters>();
     if (threadIdx.x == 0) produce<Cfg>(sm, &q_map, &k_map, &v_map, args);
   } else {
-    hw::setmaxnreg_inc<kConsumerRegisters>();
+    hw::setmaxnreg_inc<Cfg::kConsumerRegisters>();
     consume<T, Cfg>(sm, args);
   }
 }
@@ -430,11 +441,15 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //      alignment slack, would fill the 227 KB a block may have); d 128 runs serially (Config::kOverlap).
 //   v5 d 64: 16 KB + 3 x 32 KB = 112 KB; d 128 on 64-key tiles, so that it overlaps: 32 KB + 4 x 32 KB = 160 KB.
 //   v6 d 64: v4's kernel; d 128: v4's shape with wide consumers (Config::kWideConsumers), overlapped.
+//   v7 d 64: two blocks an SM on 64-key tiles in 4 stages, 16 KB + 4 x 16 KB = 80 KB a block, each tile's
+//      steps in turn (104 registers cannot overlap them); d 128: v6's kernel.
 template <typename T>
 void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
                     const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
   const bool d64 = shape.head_dim == 64;
-  if (version == "v6" && !d64)
+  if (version == "v7" && d64)
+    launch<T, Config<64, 64, 4, true, 2>>(shape, q, k, v, o, stream, fault);
+  else if ((version == "v6" || version == "v7") && !d64)
     launch<T, Config<128, 128, 2, true>>(shape, q, k, v, o, stream, fault);
   else if (version == "v4" || version == "v6")
     d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)
