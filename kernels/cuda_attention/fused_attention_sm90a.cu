@@ -1,11 +1,11 @@
-// Fused prefill attention v4 to v7 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v8 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
-// warp groups:
+// warp groups (v8 at d 64: 192 queries, four):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
 //     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
 //     on its stage's full barrier (transaction bytes) and released by its empty barrier (the 256 consumer
 //     threads' arrivals); K and V have barriers of their own, so S can start before V has landed;
-//   - two consumer warp groups (setmaxnreg_inc) of 64 query rows each: S = Q K^T by wgmma with both operands
+//   - two consumer warp groups (setmaxnreg_inc; v8 at d 64, three) of 64 query rows each: S = Q K^T by wgmma with both operands
 //     in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in registers (log2
 //     units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is, element for
 //     element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed copy).
@@ -37,20 +37,19 @@ namespace {
 namespace hw = roofbench::hopper;
 using attention_detail::pack2;
 
-constexpr int kBlockM = 128;  // queries per block: two consumer warp groups of 64 rows
-constexpr int kThreads = 384;           // the producer warp group, then the two consumers
-constexpr int kConsumerThreads = 256;   // the empty barriers' arrivals
 constexpr int kBoxCols = 64;            // 16-bit elements in a 128-byte swizzled row
 constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start 1024-byte aligned
 
-// A version's shape at one head dim: kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
+// A version's shape at one head dim: kConsumerGroups warp groups of 64 query rows (kBlockM queries a block,
+// behind the producer's warp group), kBlockN keys per K or V tile, a ring of kStages stages. Each tile is
 // kD / 64 boxes of its rows x 64 columns (128-byte rows), a box apart.
 //
 // kBlocksPerSm: the blocks an SM holds at once, which the registers decide: 65,536 shared by kThreads x
 // kBlocksPerSm threads at entry (kEntryRegisters), then moved by setmaxnreg from the producer (which keeps
-// kProducerRegisters) to the consumers (kConsumerRegisters). One block: 2 x 128 x 232 + 128 x 40 = 64,512.
-// Two (v7 at d 64): 80 each at entry, 104 for the consumers and 24 for the producer, so that one block's
-// tensor cores run while the other's softmax does.
+// kProducerRegisters) to the consumers (kConsumerRegisters). One block of two consumer groups: 2 x 128 x 232
+// + 128 x 40 = 64,512. Two blocks (v7 at d 64): 80 each at entry, 104 for the consumers and 24 for the
+// producer, so that one block's tensor cores run while the other's softmax does. Three consumer groups (v8
+// at d 64): 128 at entry, 160 for the consumers, 24 for the producer.
 //
 // kWideConsumers: whether ptxas may allocate the consumers the kConsumerRegisters that setmaxnreg gives them.
 // ptxas (CUDA 13.0) does so only when the consumer branch holds no inline trap: wait_or_trap's time-out trap,
@@ -58,16 +57,24 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
-template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1>
+template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1, int kConsumerGroups_ = 2>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
   static constexpr bool kWideConsumers = kWideConsumers_;
-  static constexpr int kBlocksPerSm = kBlocksPerSm_;
+  static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
+  static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
+  static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
+  static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4 to v6's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
-  static constexpr int kProducerRegisters = kBlocksPerSm == 1 ? 40 : 24;
+  static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
-      kBlocksPerSm == 1 ? 232 : (kEntryRegisters * kThreads - kProducerRegisters * 128) / kConsumerThreads / 8 * 8;
+      kClassic ? 232 : (kEntryRegisters * kThreads - kProducerRegisters * 128) / kConsumerThreads / 8 * 8;
   static constexpr std::uint32_t kQBoxBytes = kBlockM * 128, kKvBoxBytes = kBlockN * 128;
+  // A sequence (a multiple of 128) need not be a multiple of kBlockM: the last block's rows past it are
+  // computed from the next head's queries and keys, or TMA's zeros past the tensor, never stored, and their
+  // keys past the sequence are masked for the rows that are (causal), or never walked (full).
+  static constexpr bool kPartialBlocks = kBlockM % 128 != 0;
   // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
   // 2 + kBlockN / 4 registers, must leave 40 for the rest within what the consumer is allocated
   // (kEntryRegisters or kConsumerRegisters, above): 128 at d 64 with 128 keys; 160 at d 128 with 128 keys,
@@ -102,13 +109,13 @@ struct Args {
 // The block's query block (heaviest first under the causal mask), its first tile of kBlockN keys and how
 // many it walks: tiles first, first - 1, ..., first - count + 1. Under the causal mask the first kBlockM /
 // kBlockN tiles are the diagonal ones, masked.
-template <int kBlockN>
+template <typename Cfg>
 struct Walk {
   int m_block, first, count;
   __device__ explicit Walk(const Args& a) {
     const int blocks = static_cast<int>(gridDim.x), x = static_cast<int>(blockIdx.x);
     m_block = a.causal ? blocks - 1 - x : x;
-    first = a.causal ? (m_block + 1) * (kBlockM / kBlockN) - 1 : a.seq_len / kBlockN - 1;
+    first = a.causal ? (m_block + 1) * (Cfg::kBlockM / Cfg::kBlockN) - 1 : a.seq_len / Cfg::kBlockN - 1;
     count = max(first + 1 - a.skip_tiles, 1);
   }
 };
@@ -152,9 +159,9 @@ __device__ __forceinline__ void load_tile(unsigned char (&boxes)[kBoxes][kBytes]
 template <typename Cfg>
 __device__ __forceinline__ void produce(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
                                         const CUtensorMap* v_map, const Args& a) {
-  const Walk<Cfg::kBlockN> walk(a);
+  const Walk<Cfg> walk(a);
   const int head_row = static_cast<int>(blockIdx.y) * a.seq_len;
-  load_tile(sm.q, q_map, &sm.q_full, head_row + walk.m_block * kBlockM);
+  load_tile(sm.q, q_map, &sm.q_full, head_row + walk.m_block * Cfg::kBlockM);
   for (int i = 0; i < walk.count; ++i) {
     const int stage = i % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
     const std::uint32_t free_parity = ((i / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
@@ -183,7 +190,7 @@ struct Consumer {
   float s[kBlockN / 2];
   std::uint32_t p[kBlockN / 16][4];
   float row_max[2], row_sum[2];
-  int group;  // 0 or 1: rows 64 group .. of the block
+  int group;  // 0 to kConsumerGroups - 1: rows 64 group .. of the block
 
   // S = Q K^T for the K tile in `k` (issued and committed, not waited for).
   __device__ __forceinline__ void issue_scores(const Smem<Cfg>& sm, const Tile& k) {
@@ -263,17 +270,19 @@ struct Consumer {
       for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(p[ks][r])::"memory");
   }
 
-  // O / the row's sum, to global memory as pairs of T.
+  // O / the row's sum, to global memory as pairs of T; rows past the sequence (Cfg::kPartialBlocks) are not.
   __device__ __forceinline__ void store(const Args& a, int m_block) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + m_block * kBlockM + 64 * group +
-                           16 * warp + lane / 4;
+    const int query0 = m_block * Cfg::kBlockM + 64 * group + 16 * warp + lane / 4;
+    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + query0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float total = row_sum[h];
       total += __shfl_xor_sync(0xffffffffu, total, 1);
       total += __shfl_xor_sync(0xffffffffu, total, 2);
       const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+      if constexpr (Cfg::kPartialBlocks)
+        if (query0 + 8 * h >= a.seq_len) continue;
       T* row = static_cast<T*>(a.o) + (row0 + 8 * h) * kD + 2 * (lane % 4);
 #pragma unroll
       for (int j = 0; j < kD / 8; ++j)
@@ -296,7 +305,7 @@ template <typename T, typename Cfg>
 __device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   hw::fence_accumulators(c.s);
   hw::mbarrier_arrive(&sm.k_empty[i % Cfg::kStages]);
-  constexpr int kDiagonalTiles = kBlockM / Cfg::kBlockN;
+  constexpr int kDiagonalTiles = Cfg::kBlockM / Cfg::kBlockN;
   if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
 }
 
@@ -357,7 +366,7 @@ __device__ __forceinline__ void serial_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, 
 // tile in turn, the tensor cores then overlapping one warp group's softmax with the other's products only.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
-  const Walk<Cfg::kBlockN> walk(a);
+  const Walk<Cfg> walk(a);
   Consumer<T, Cfg> c;
   c.group = static_cast<int>(threadIdx.x) / 128 - 1;
 #pragma unroll
@@ -381,7 +390,7 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
 }
 
 template <typename T, typename Cfg>
-__global__ void __launch_bounds__(kThreads, Cfg::kBlocksPerSm)
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kBlocksPerSm)
     fused_sm90a_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map, Args args) {
   extern __shared__ unsigned char raw[];
@@ -391,8 +400,8 @@ __global__ void __launch_bounds__(kThreads, Cfg::kBlocksPerSm)
     for (int stage = 0; stage < Cfg::kStages; ++stage) {
       hw::mbarrier_init(&sm.k_full[stage], 1);
       hw::mbarrier_init(&sm.v_full[stage], 1);
-      hw::mbarrier_init(&sm.k_empty[stage], kConsumerThreads);
-      hw::mbarrier_init(&sm.v_empty[stage], kConsumerThreads);
+      hw::mbarrier_init(&sm.k_empty[stage], Cfg::kConsumerThreads);
+      hw::mbarrier_init(&sm.v_empty[stage], Cfg::kConsumerThreads);
     }
     hw::mbarrier_init_fence();
   }
@@ -432,8 +441,8 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
             shape.causal && fault != AttentionFault::drop_causal_mask,
             fault == AttentionFault::no_rescale,
             fault == AttentionFault::skip_last_kv_block ? 1 : 0};
-  const dim3 grid(unsigned(shape.q_len / kBlockM), unsigned(shape.batch * shape.heads));
-  kernel<<<grid, kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, kBlockM),
+  const dim3 grid(unsigned((shape.q_len + Cfg::kBlockM - 1) / Cfg::kBlockM), unsigned(shape.batch * shape.heads));
+  kernel<<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, Cfg::kBlockM),
                                                       tile_map(k, type, shape, Cfg::kBlockN),
                                                       tile_map(v, type, shape, Cfg::kBlockN), args);
   ROOFBENCH_CUDA_LAUNCH();
@@ -446,13 +455,17 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //   v6 d 64: v4's kernel; d 128: v4's shape with wide consumers (Config::kWideConsumers), overlapped.
 //   v7 d 64: two blocks an SM on 64-key tiles in 4 stages, 16 KB + 4 x 16 KB = 80 KB a block, each tile's
 //      steps in turn (104 registers cannot overlap them); d 128: v6's kernel.
+//   v8 d 64: FlashAttention-3's shape for head dim 64, three consumer groups (192 queries) at 160 registers
+//      on 64-key tiles in 4 stages, overlapped: 24 KB + 4 x 16 KB = 88 KB; d 128: v6's kernel.
 template <typename T>
 void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
                     const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
   const bool d64 = shape.head_dim == 64;
   if (version == "v7" && d64)
     launch<T, Config<64, 64, 4, true, 2>>(shape, q, k, v, o, stream, fault);
-  else if ((version == "v6" || version == "v7") && !d64)
+  else if (version == "v8" && d64)
+    launch<T, Config<64, 64, 4, true, 1, 3>>(shape, q, k, v, o, stream, fault);
+  else if ((version == "v6" || version == "v7" || version == "v8") && !d64)
     launch<T, Config<128, 128, 2, true>>(shape, q, k, v, o, stream, fault);
   else if (version == "v4" || version == "v6")
     d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)

@@ -12,7 +12,7 @@
 namespace roofbench::kernels::sm90a {
 
 // Whether `version` is one of these.
-inline bool is_sm90a_version(const std::string& version) { return version == "v4" || version == "v5" || version == "v6" || version == "v7"; }
+inline bool is_sm90a_version(const std::string& version) { return version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8"; }
 
 // Empty when the sm_90a version runs on `device`; else why not (no sm_90a code in this build, or not compute
 // capability 9.0).

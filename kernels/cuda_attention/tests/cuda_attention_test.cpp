@@ -123,7 +123,7 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5", "v6", "v7"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
+  for (const char* version : {"v4", "v5", "v6", "v7", "v8"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
   EXPECT_THROW(fused_unavailable_reason("v9", 0), std::invalid_argument);
 }
 
