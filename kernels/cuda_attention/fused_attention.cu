@@ -254,7 +254,7 @@ using V3d128 = FusedConfig<4, 2, 32, true, false>;
 
 struct FusedVersion {
   const char* name;
-  int block_m, block_n;  // queries and keys per tile, which the sequence length must be a multiple of
+  int block_m, block_n;  // what the sequence length must be a multiple of (v1-v3: their tiles)
 };
 constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
                                       {"v2", V2::kBlockM, V2::kBlockN},

@@ -3,12 +3,13 @@
 // warp groups (v8 at d 64: 192 queries, four):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
 //     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
-//     on its stage's full barrier (transaction bytes) and released by its empty barrier (the 256 consumer
-//     threads' arrivals); K and V have barriers of their own, so S can start before V has landed;
-//   - two consumer warp groups (setmaxnreg_inc; v8 at d 64, three) of 64 query rows each: S = Q K^T by wgmma with both operands
-//     in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in registers (log2
-//     units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is, element for
-//     element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed copy).
+//     on its stage's full barrier (transaction bytes) and released by its empty barrier (every consumer
+//     thread's arrival); K and V have barriers of their own, so S can start before V has landed;
+//   - two consumer warp groups (setmaxnreg_inc; v8 at d 64, three) of 64 query rows each: S = Q K^T by wgmma
+//     with both operands in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in
+//     registers (log2 units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is,
+//     element for element, P's A fragment) and V read MN-major in place (the transpose bit; no transposed
+//     copy).
 // Where the registers allow it (Config::kOverlap) each consumer overlaps the tensor cores with its softmax:
 // tile i's S is issued, then tile i - 1's P V, and the softmax of tile i runs while P V is in flight (FA3's
 // intra-warpgroup overlap); elsewhere each tile's steps run in turn. How many registers a consumer has is
@@ -57,7 +58,8 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
-template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1, int kConsumerGroups_ = 2>
+template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
+          int kConsumerGroups_ = 2>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
   static constexpr bool kWideConsumers = kWideConsumers_;
@@ -74,7 +76,7 @@ struct Config {
   // A sequence (a multiple of 128) need not be a multiple of kBlockM: the last block's rows past it are
   // computed from the next head's queries and keys, or TMA's zeros past the tensor, never stored, and their
   // keys past the sequence are masked for the rows that are (causal), or never walked (full).
-  static constexpr bool kPartialBlocks = kBlockM % 128 != 0;
+  static constexpr bool kPartialBlocks = 128 % kBlockM != 0;
   // Whether a consumer can hold tile i's scores beside tile i - 1's P and O: those arrays, kD / 2 + kBlockN /
   // 2 + kBlockN / 4 registers, must leave 40 for the rest within what the consumer is allocated
   // (kEntryRegisters or kConsumerRegisters, above): 128 at d 64 with 128 keys; 160 at d 128 with 128 keys,
@@ -179,7 +181,7 @@ __device__ __forceinline__ float fast_exp2(float x) {
 }
 
 // A consumer warp group's state: its 64 rows' output accumulator (m64nD), the scores of the current tile
-// (m64n128) and their probabilities as the A fragments of P V's eight k16 steps. Thread (warp w, lane 4 g +
+// (m64nkBlockN) and their probabilities as the A fragments of P V's kBlockN / 16 k16 steps. Thread (warp w, lane 4 g +
 // t) holds rows 16 w + g (h = 0) and 16 w + g + 8 (h = 1); row_max in log2 units, row_sum this thread's
 // part of the row's sum (its columns; the quad's four parts are added at the end).
 template <typename T, typename Cfg>
@@ -273,8 +275,8 @@ struct Consumer {
   // O / the row's sum, to global memory as pairs of T; rows past the sequence (Cfg::kPartialBlocks) are not.
   __device__ __forceinline__ void store(const Args& a, int m_block) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const int query0 = m_block * Cfg::kBlockM + 64 * group + 16 * warp + lane / 4;
-    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + query0;
+    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + m_block * Cfg::kBlockM + 64 * group +
+                           16 * warp + lane / 4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float total = row_sum[h];
@@ -282,7 +284,7 @@ struct Consumer {
       total += __shfl_xor_sync(0xffffffffu, total, 2);
       const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
       if constexpr (Cfg::kPartialBlocks)
-        if (query0 + 8 * h >= a.seq_len) continue;
+        if (m_block * Cfg::kBlockM + 64 * group + 16 * warp + lane / 4 + 8 * h >= a.seq_len) continue;
       T* row = static_cast<T*>(a.o) + (row0 + 8 * h) * kD + 2 * (lane % 4);
 #pragma unroll
       for (int j = 0; j < kD / 8; ++j)
@@ -425,14 +427,29 @@ CUtensorMap tile_map(const void* data, AttentionType type, const AttentionShape&
   return hopper::make_tensor_map_2d(rows, box_rows, kBoxCols, hopper::TileSwizzle::bytes128);
 }
 
+// setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to fewer registers
+// than Cfg::kEntryRegisters would leave the consumers' setmaxnreg.inc waiting forever, so it is refused.
+template <typename Cfg, typename Kernel>
+void check_register_pool(Kernel* kernel) {
+  static const int registers = [kernel] {
+    cudaFuncAttributes attributes{};
+    ROOFBENCH_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+    return attributes.numRegs;
+  }();
+  if (registers != Cfg::kEntryRegisters)
+    throw Error("fused attention: its kernel has " + std::to_string(registers) + " registers a thread where its " +
+                "setmaxnreg split needs " + std::to_string(Cfg::kEntryRegisters));
+}
+
 template <typename T, typename Cfg>
 void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
             AttentionFault fault) {
   const auto kernel = fused_sm90a_kernel<T, Cfg>;
+  check_register_pool<Cfg>(kernel);
   roofbench::cuda::allow_dynamic_shared_memory(kernel, kSmemBytes<Cfg>);
   if constexpr (Cfg::kBlocksPerSm > 1)  // the driver's choice of carveout need only fit one block
-    ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributePreferredSharedMemoryCarveout,
-                                        cudaSharedmemCarveoutMaxShared));
+    ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                        cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
   Args args{o,
             static_cast<int>(shape.q_len),
@@ -448,12 +465,13 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-// The versions' shapes. Shared memory (16-bit elements): Q 128 x d, and per stage K and V kBlockN x d.
+// The versions' shapes. Shared memory (16-bit elements): Q kBlockM x d, and per stage K and V kBlockN x d.
 //   v4 d 64: 16 KB + 2 x 32 KB = 80 KB; d 128: 32 KB + 2 x 64 KB = 160 KB (a third stage, 224 KB and the
 //      alignment slack, would fill the 227 KB a block may have); d 128 runs serially (Config::kOverlap).
 //   v5 d 64: 16 KB + 3 x 32 KB = 112 KB; d 128 on 64-key tiles, so that it overlaps: 32 KB + 4 x 32 KB = 160 KB.
 //   v6 d 64: v4's kernel; d 128: v4's shape with wide consumers (Config::kWideConsumers), overlapped.
-//   v7 d 64: two blocks an SM on 64-key tiles in 4 stages, 16 KB + 4 x 16 KB = 80 KB a block, each tile's
+//   v7 d 64: two blocks an SM on 64-key tiles in 4 stages, 16 KB + 4 x 16 KB = 80 KB a block (81 with the
+//      alignment slack), each tile's
 //      steps in turn (104 registers cannot overlap them); d 128: v6's kernel.
 //   v8 d 64: FlashAttention-3's shape for head dim 64, three consumer groups (192 queries) at 160 registers
 //      on 64-key tiles in 4 stages, overlapped: 24 KB + 4 x 16 KB = 88 KB; d 128: v6's kernel.

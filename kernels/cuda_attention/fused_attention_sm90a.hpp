@@ -1,4 +1,4 @@
-// The fused prefill versions on Hopper's own instructions (v4 to v6) (sm_90a: TMA, wgmma, setmaxnreg), kept apart from
+// The fused prefill versions on Hopper's own instructions (v4 to v8) (sm_90a: TMA, wgmma, setmaxnreg), kept apart from
 // fused_attention.cu because their translation unit is compiled for sm_90a alone. In a build without sm_90a
 // code (ROOFBENCH_HOPPER_90A off) fused_attention_sm90a_absent.cpp stands in: never available.
 #pragma once

@@ -114,7 +114,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v6) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v8) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -145,7 +145,7 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4 to v6: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v8: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
 // version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
 // d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
