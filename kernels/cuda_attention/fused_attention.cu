@@ -328,6 +328,11 @@ std::string fused_unavailable_reason(const std::string& version, int device) {
   return sm90a::is_sm90a_version(version) ? sm90a::fused_sm90a_unavailable(version, device) : "";
 }
 
+int fused_blocks_per_sm(const std::string& version, AttentionType type, int head_dim) {
+  find_version(version);
+  return sm90a::is_sm90a_version(version) ? sm90a::fused_sm90a_blocks_per_sm(version, type, head_dim) : 0;
+}
+
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
                             const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
                             AttentionFault fault) {

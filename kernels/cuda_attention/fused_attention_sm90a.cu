@@ -441,15 +441,23 @@ void check_register_pool(Kernel* kernel) {
                 "setmaxnreg split needs " + std::to_string(Cfg::kEntryRegisters));
 }
 
+// The kernel of T and Cfg, its registers checked and its shared memory allowed.
 template <typename T, typename Cfg>
-void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
-            AttentionFault fault) {
+auto prepared_kernel() {
   const auto kernel = fused_sm90a_kernel<T, Cfg>;
   check_register_pool<Cfg>(kernel);
   roofbench::cuda::allow_dynamic_shared_memory(kernel, kSmemBytes<Cfg>);
+  constexpr auto kCarveout = cudaFuncAttributePreferredSharedMemoryCarveout;
   if constexpr (Cfg::kBlocksPerSm > 1)  // the driver's choice of carveout need only fit one block
-    ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                        cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    ROOFBENCH_CUDA(
+        cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), kCarveout, cudaSharedmemCarveoutMaxShared));
+  return kernel;
+}
+
+template <typename T, typename Cfg>
+void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
+            AttentionFault fault) {
+  const auto kernel = prepared_kernel<T, Cfg>();
   const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
   Args args{o,
             static_cast<int>(shape.q_len),
@@ -475,22 +483,20 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //      steps in turn (104 registers cannot overlap them); d 128: v6's kernel.
 //   v8 d 64: FlashAttention-3's shape for head dim 64, three consumer groups (192 queries) at 160 registers
 //      on 64-key tiles in 4 stages, overlapped: 24 KB + 4 x 16 KB = 88 KB; d 128: v6's kernel.
-template <typename T>
-void launch_version(const std::string& version, const AttentionShape& shape, const void* q, const void* k,
-                    const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
-  const bool d64 = shape.head_dim == 64;
+// Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
+template <typename Use>
+void with_config(const std::string& version, int head_dim, Use&& use) {
+  const bool d64 = head_dim == 64;
   if (version == "v7" && d64)
-    launch<T, Config<64, 64, 4, true, 2>>(shape, q, k, v, o, stream, fault);
+    use.template operator()<Config<64, 64, 4, true, 2>>();
   else if (version == "v8" && d64)
-    launch<T, Config<64, 64, 4, true, 1, 3>>(shape, q, k, v, o, stream, fault);
+    use.template operator()<Config<64, 64, 4, true, 1, 3>>();
   else if ((version == "v6" || version == "v7" || version == "v8") && !d64)
-    launch<T, Config<128, 128, 2, true>>(shape, q, k, v, o, stream, fault);
+    use.template operator()<Config<128, 128, 2, true>>();
   else if (version == "v4" || version == "v6")
-    d64 ? launch<T, Config<64, 128, 2>>(shape, q, k, v, o, stream, fault)
-        : launch<T, Config<128, 128, 2>>(shape, q, k, v, o, stream, fault);
+    d64 ? use.template operator()<Config<64, 128, 2>>() : use.template operator()<Config<128, 128, 2>>();
   else
-    d64 ? launch<T, Config<64, 128, 3>>(shape, q, k, v, o, stream, fault)
-        : launch<T, Config<128, 64, 4>>(shape, q, k, v, o, stream, fault);
+    d64 ? use.template operator()<Config<64, 128, 3>>() : use.template operator()<Config<128, 64, 4>>();
 }
 
 }  // namespace
@@ -500,14 +506,34 @@ std::string fused_sm90a_unavailable(const std::string& version, int device) {
   return "fused attention " + version + " needs sm_90a (wgmma, TMA): a compute capability 9.0 GPU (H100, H200)";
 }
 
-void launch_fused_sm90a(const std::string& version, AttentionType type, const AttentionShape& shape, const void* q,
-                        const void* k, const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+namespace {
+// Throws unless `version` is an sm_90a version that runs on the current device.
+void check_runs_here(const std::string& version) {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device)) throw Error(fused_sm90a_unavailable(version, device));
   if (!is_sm90a_version(version)) throw Error("fused attention: '" + version + "' is not an sm_90a version");
-  attention_detail::dispatch_type(
-      type, [&]<typename T>() { launch_version<T>(version, shape, q, k, v, o, stream, fault); });
+}
+}  // namespace
+
+void launch_fused_sm90a(const std::string& version, AttentionType type, const AttentionShape& shape, const void* q,
+                        const void* k, const void* v, void* o, cudaStream_t stream, AttentionFault fault) {
+  check_runs_here(version);
+  attention_detail::dispatch_type(type, [&]<typename T>() {
+    with_config(version, shape.head_dim, [&]<typename Cfg>() { launch<T, Cfg>(shape, q, k, v, o, stream, fault); });
+  });
+}
+
+int fused_sm90a_blocks_per_sm(const std::string& version, AttentionType type, int head_dim) {
+  check_runs_here(version);
+  int blocks = 0;
+  attention_detail::dispatch_type(type, [&]<typename T>() {
+    with_config(version, head_dim, [&]<typename Cfg>() {
+      ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, prepared_kernel<T, Cfg>(), Cfg::kThreads,
+                                                                   kSmemBytes<Cfg>));
+    });
+  });
+  return blocks;
 }
 
 }  // namespace roofbench::kernels::sm90a

@@ -15,4 +15,8 @@ void launch_fused_sm90a(const std::string& version, AttentionType, const Attenti
   throw Error(fused_sm90a_unavailable(version, 0));
 }
 
+int fused_sm90a_blocks_per_sm(const std::string& version, AttentionType, int) {
+  throw Error(fused_sm90a_unavailable(version, 0));
+}
+
 }  // namespace roofbench::kernels::sm90a

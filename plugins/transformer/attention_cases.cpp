@@ -220,6 +220,10 @@ class FusedAttention final : public AttentionCase {
     }
     const std::string why = kernels::fused_unavailable_reason(version_, ctx.device().index);
     if (!why.empty()) throw NotApplicable("transformer: " + why);
+    if (kernels::fused_version_needs_sm90a(version_)) {
+      const int blocks = kernels::fused_blocks_per_sm(version_, type_, int(shape_.head_dim));
+      facts_.push_back({"blocks_per_sm", std::to_string(blocks)});
+    }
   }
   void add_kernel_fact() {
     const bool sm90a = kernels::fused_version_needs_sm90a(version_);

@@ -179,6 +179,22 @@ TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
         }
 }
 
+// Each sm_90a version's split of registers and shared memory gives an SM the blocks it was made for: v7's two at
+// d64, one elsewhere; the mma.sync versions report none.
+TEST(CudaAttention, Sm90aVersionsHoldTheBlocksAnSmTheyWereMadeFor) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  for (const std::string& version : fused_versions()) {
+    if (!fused_version_needs_sm90a(version)) {
+      EXPECT_EQ(fused_blocks_per_sm(version, AttentionType::bf16, 64), 0) << version;
+      continue;
+    }
+    if (const std::string why = fused_unavailable_reason(version, 0); !why.empty()) GTEST_SKIP() << why;
+    for (int d : {64, 128})
+      EXPECT_EQ(fused_blocks_per_sm(version, AttentionType::bf16, d), version == "v7" && d == 64 ? 2 : 1)
+          << version << " d" << d;
+  }
+}
+
 TEST(CudaAttention, SplitKvDecodeMatchesTheReference) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   int sms = 0;

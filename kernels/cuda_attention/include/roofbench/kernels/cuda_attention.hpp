@@ -72,6 +72,10 @@ std::string fused_unavailable_reason(const std::string& version, int device);
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
                             const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
                             AttentionFault fault = AttentionFault::none);
+// The blocks of an sm_90a version's kernel that an SM of the current device holds at once (what its split of
+// registers and shared memory was made for); 0 for the mma.sync versions. Throws roofbench::Error where the
+// version does not run.
+int fused_blocks_per_sm(const std::string& version, AttentionType type, int head_dim);
 // (launch_fused_attention of a version unavailable on the current device throws roofbench::Error.)
 
 // ---- split-KV decode (flash-decoding) ----
