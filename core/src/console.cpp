@@ -420,8 +420,12 @@ std::string counters_text(const std::string& name, const Result& r) {
   if (!r.counters.run_replay_failure.empty())
     s += wrap_text("run replay failed, so each kernel was replayed: " + r.counters.run_replay_failure, kConsoleWidth, "  ",
                    kContinuation) + "\n";
-  if (const std::string verdict = counters_verdict(r.counters.total, r.work.bytes, r.work.flops); !verdict.empty())
-    s += wrap_text(name + " " + verdict, kConsoleWidth, "  ", kContinuation) + "\n";
+  std::string verdict = counters_verdict(r.counters.total, r.work.bytes, r.work.flops);
+  if (r.bound == Bound::compute)
+    if (const std::string ridge = counted_ridge_clause(r.counters.total, r.attainable_flops, r.memory_roof.bytes_per_s);
+        !ridge.empty())
+      verdict += (verdict.empty() ? "" : "; ") + ridge;
+  if (!verdict.empty()) s += wrap_text(name + " " + verdict, kConsoleWidth, "  ", kContinuation) + "\n";
   if (r.counters.kernels.size() < 2) return s;
   std::size_t shown = 0;
   for (const auto& k : r.counters.kernels) {

@@ -119,6 +119,16 @@ CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs) 
 
 double counter_ratio(double measured, double modelled) { return measured > 0 && modelled > 0 ? measured / modelled : 0; }
 
+std::string counted_ridge_clause(const KernelCounters& m, double compute_roof, double memory_roof) {
+  if (compute_roof <= 0 || memory_roof <= 0 || m.dram_bytes() <= 0 || m.flops() <= 0) return "";
+  const double ridge = compute_roof / memory_roof, intensity = m.flops() / m.dram_bytes();
+  if (intensity >= ridge) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "its counted intensity, %.3g FLOP/B, is under the ridge (%.3g FLOP/B): by its counted "
+                "bytes DRAM bounds it", intensity, ridge);
+  return text;
+}
+
 std::string counters_verdict(const KernelCounters& m, double modelled_bytes, double modelled_flops) {
   constexpr double kHigh = 1.2, kLow = 0.8;  // within 20% of the model says nothing
   std::string verdict;

@@ -84,6 +84,10 @@ double counter_ratio(double measured, double modelled);
 // empty where they agree (within 20%) or there is nothing to compare.
 std::string counters_verdict(const KernelCounters& measured, double modelled_bytes, double modelled_flops);
 
+// Where a case the model places above the ridge (compute_roof / memory_roof, FLOP/s over B/s) is counted below
+// it: the clause saying that by its counted bytes DRAM bounds it; empty otherwise.
+std::string counted_ridge_clause(const KernelCounters& measured, double compute_roof, double memory_roof);
+
 // Runs `run_and_wait` (one run of the case, which must synchronise) under the Range Profiler, every kernel
 // launch a range, and returns its counters. Kernel replay calls it once; run replay once per pass.
 // `device`: the GPU whose context is profiled (the one the kernels run on), current for the pass and restored

@@ -102,6 +102,15 @@ TEST(CounterVerdict, SaysWhereTheRatioSaysSomething) {
 
 TEST(CounterVerdict, IsSilentWhereTheModelHolds) {
   EXPECT_THAT(counters_verdict(counted(105, 200, 99), 100, 100), IsEmpty());
+}
+
+// A case modelled above the ridge whose counted bytes put it below: DRAM, not its FLOPs, bounds it there.
+TEST(CounterVerdict, NamesACountedIntensityUnderTheRidge) {
+  EXPECT_EQ(counted_ridge_clause(counted(1e9, 1e9, 164e9), 790e12, 2.97e12),
+            "its counted intensity, 164 FLOP/B, is under the ridge (266 FLOP/B): by its counted bytes DRAM bounds it");
+  EXPECT_THAT(counted_ridge_clause(counted(1e9, 1e9, 400e9), 790e12, 2.97e12), IsEmpty());
+  EXPECT_THAT(counted_ridge_clause(counted(0, 0, 400e9), 790e12, 2.97e12), IsEmpty()) << "no bytes counted";
+  EXPECT_THAT(counted_ridge_clause(counted(1e9, 1e9, 164e9), 790e12, 0), IsEmpty()) << "no memory roof";
   EXPECT_THAT(counters_verdict(counted(105, 200, 0), 100, 100), IsEmpty());  // no FLOPs counted: nothing said of them
   EXPECT_THAT(counters_verdict(counted(105, 200, 50), 0, 0), IsEmpty());     // nothing modelled
 }
