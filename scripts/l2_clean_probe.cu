@@ -1,0 +1,100 @@
+// How much each way of cleaning the L2 leaves to write back. For each clean: a kernel writes 1 GiB (the L2
+// is left full of dirty lines), the clean runs, then target_read reads 4.7 MB and writes nothing. Nsight
+// Compute profiles target_read alone, in one pass, nothing replayed or flushed, so its DRAM writes are the
+// dirty lines the clean left:
+//   nvcc -O2 -arch=sm_90 -o /tmp/l2_clean_probe scripts/l2_clean_probe.cu
+//   ncu --clock-control none --cache-control none --kernel-name-base demangled -k regex:target_read
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base /tmp/l2_clean_probe
+//   (one command line)
+// The cleans are named in launch order, one target_read each. roofbench's counters pass cleans with a read
+// sweep over four times the L2 (Timer::clean_caches; docs/method.md, "The hardware's counters").
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+void check(cudaError_t status, const char* call) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", call, cudaGetErrorString(status));
+  std::exit(1);
+}
+#define CHECK(call) check((call), #call)
+
+constexpr int kBlocks = 1024, kThreads = 256;
+
+__device__ std::size_t first_index() { return blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; }
+__device__ std::size_t stride() { return std::size_t(gridDim.x) * blockDim.x; }
+
+// Reads every 16-byte word; writes only should their XOR be one value (which keeps the reads).
+__device__ void read_words(const uint4* data, std::size_t words, unsigned* sink) {
+  unsigned x = 0;
+  for (std::size_t i = first_index(); i < words; i += stride()) x ^= data[i].x ^ data[i].y ^ data[i].z ^ data[i].w;
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
+__global__ void sweep_read(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
+
+// The profiled kernel: the same reads under a name of its own.
+__global__ void target_read(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
+
+__global__ void sweep_write(uint4* data, std::size_t words) {
+  for (std::size_t i = first_index(); i < words; i += stride()) data[i] = make_uint4(1, 2, 3, 4);
+}
+
+// Drops each 128-byte line from the L2 without writing it back.
+__global__ void discard_l2(char* data, std::size_t bytes) {
+  for (std::size_t i = first_index() * 128; i < bytes; i += stride() * 128)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(data + i) : "memory");
+}
+
+struct Buffers {
+  uint4* dirty;   // 1 GiB written before each clean
+  uint4* target;  // what target_read reads
+  uint4* clean;   // eight times the L2, for the cleans
+  unsigned* sink;
+  std::size_t l2;
+};
+
+void run_clean(int variant, const Buffers& b) {
+  const std::size_t l2_words = b.l2 / sizeof(uint4);
+  switch (variant) {
+    case 1: sweep_read<<<kBlocks, kThreads>>>(b.clean, 2 * l2_words, b.sink); break;
+    case 2: sweep_read<<<kBlocks, kThreads>>>(b.clean, 4 * l2_words, b.sink); break;
+    case 3: sweep_read<<<kBlocks, kThreads>>>(b.clean, 8 * l2_words, b.sink); break;
+    case 4: CHECK(cudaMemsetAsync(b.clean, 0, 2 * b.l2)); break;
+    case 5:
+      sweep_write<<<kBlocks, kThreads>>>(b.clean, 2 * l2_words);
+      discard_l2<<<kBlocks, kThreads>>>(reinterpret_cast<char*>(b.clean), 2 * b.l2);
+      break;
+    default: break;
+  }
+  CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+int main() {
+  const char* cleans[] = {"none", "read sweep over 2x the L2", "read sweep over 4x the L2", "read sweep over 8x the L2",
+                          "memset over 2x the L2", "write over 2x the L2, then discard.global.L2"};
+  int l2 = 0;
+  CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const std::size_t dirty_bytes = std::size_t{1} << 30, target_bytes = 4718592;
+  Buffers b{nullptr, nullptr, nullptr, nullptr, static_cast<std::size_t>(l2)};
+  CHECK(cudaMalloc(&b.dirty, dirty_bytes));
+  CHECK(cudaMalloc(&b.target, target_bytes));
+  CHECK(cudaMalloc(&b.clean, 8 * b.l2));
+  CHECK(cudaMalloc(&b.sink, sizeof(unsigned)));
+  CHECK(cudaMemset(b.target, 1, target_bytes));
+  CHECK(cudaMemset(b.clean, 0, 8 * b.l2));
+  for (int variant = 0; variant < 6; ++variant) {
+    std::printf("clean %d: %s\n", variant, cleans[variant]);
+    sweep_write<<<kBlocks, kThreads>>>(b.dirty, dirty_bytes / sizeof(uint4));
+    run_clean(variant, b);
+    CHECK(cudaDeviceSynchronize());
+    target_read<<<kBlocks, kThreads>>>(b.target, target_bytes / sizeof(uint4), b.sink);
+    CHECK(cudaDeviceSynchronize());
+  }
+  return 0;
+}
