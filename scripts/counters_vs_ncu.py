@@ -148,23 +148,22 @@ def launches_per_run(ours):
     return round(sum(launches for _, launches in ours.values()))
 
 
-def ncu_files(outdir, many_kernels):
+def ncu_files(outdir, ours):
     """The ncu files of a benchmark: one, flushed; or, for a run of several launches, its DRAM counts unflushed
     and its FLOPs flushed."""
-    return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")] if many_kernels else \
-        [os.path.join(outdir, "ncu.csv")]
+    if launches_per_run(ours) > 1:
+        return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")]
+    return [os.path.join(outdir, "ncu.csv")]
 
 
 def run_ncu(roofbench, bench, ours, fields, outdir):
-    names = sorted(ours)
-    many = launches_per_run(ours) > 1
-    paths = ncu_files(outdir, many)
-    count = (1 if many else RUNS) * launches_per_run(ours)
+    names, paths = sorted(ours), ncu_files(outdir, ours)
     if len(paths) == 1:
-        ncu_profile(roofbench, bench, names, count, [m for m, _, _ in fields], "all", paths[0])
+        ncu_profile(roofbench, bench, names, RUNS, [m for m, _, _ in fields], "all", paths[0])
     else:
         dram = [m for m, f, _ in fields if f in ("dram_read", "dram_write")]
         flops = [m for m, f, _ in fields if f.startswith("flops")]
+        count = launches_per_run(ours)
         ncu_profile(roofbench, bench, names, count, dram, "none", paths[0])
         ncu_profile(roofbench, bench, names, count, flops, "all", paths[1])
     return ncu_kernels(paths, fields)
@@ -189,7 +188,7 @@ def main(roofbench, outdir, only=None):
             print(f"{bench:<72} no counters: {ours}")
             continue
         theirs = (run_ncu(roofbench, bench, ours, fields, where) if roofbench
-                  else ncu_kernels(ncu_files(where, launches_per_run(ours) > 1), fields))
+                  else ncu_kernels(ncu_files(where, ours), fields))
         rb, nc, shared = per_run(ours, theirs)
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
