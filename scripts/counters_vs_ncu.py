@@ -175,6 +175,9 @@ def percent(ours, theirs):
 
 def main(roofbench, outdir, only=None):
     """roofbench None: the table again from the files of an earlier run in outdir."""
+    # A GPT rung times its cuBLASLt algorithms at setup, and under ncu those timings change: both processes
+    # take the heuristic's first, so that they run the same GEMM kernels (docs/user-guide.md).
+    os.environ.setdefault("ROOFBENCH_CUBLASLT_ALGORITHM", "heuristic")
     fields = metrics()
     print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
     for i, bench in enumerate(BENCHMARKS):

@@ -88,6 +88,17 @@ __global__ void read_sweep_kernel(const uint4* data, std::size_t count, unsigned
   if (x == 0x9e3779b9u) *sink = x;
 }
 
+// Drops every 128-byte line of `bytes` from the L2 without writing it back (its contents are then
+// undefined): after the read sweep, the L2 holds none of the run's data and none of the sweep's, as after
+// Nsight Compute's flush.
+__global__ void discard_l2_kernel(char* data, std::size_t bytes) {
+#if __CUDA_ARCH__ >= 800
+  for (std::size_t i = (blockIdx.x * std::size_t(blockDim.x) + threadIdx.x) * 128; i < bytes;
+       i += std::size_t(gridDim.x) * blockDim.x * 128)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(data + i) : "memory");
+#endif
+}
+
 // Measures the SM clock: cycles counted by clock64 over a stretch of global time. Marks where it began,
 // so that with the hold's mark the host can also take the mean clock over the whole sample.
 __global__ void clock_probe_kernel(double* mhz, unsigned long long span_ns, volatile ClockMark* began) {
@@ -594,8 +605,8 @@ class CudaTimer final : public Timer {
     wait_for_ranks();
   }
 
-  // One kernel: a read sweep over four times the L2 of a buffer written once, when it is made (the sweep
-  // writes those lines back at its first call).
+  // A read sweep over four times the L2 of a buffer written once, when it is made (the sweep writes those
+  // lines back at its first call), then the sweep's lines discarded.
   void clean_caches() override {
     for (auto& r : ranks_) {
       cuda::DeviceGuard scope(r.device);
@@ -606,6 +617,8 @@ class CudaTimer final : public Timer {
       }
       read_sweep_kernel<<<1024, 256, 0, r.stream>>>(static_cast<const uint4*>(r.clean), r.clean_bytes / sizeof(uint4),
                                                     reinterpret_cast<unsigned*>(static_cast<char*>(r.clean) + r.clean_bytes));
+      ROOFBENCH_CUDA_LAUNCH();
+      discard_l2_kernel<<<1024, 256, 0, r.stream>>>(static_cast<char*>(r.clean), r.clean_bytes);
       ROOFBENCH_CUDA_LAUNCH();
     }
     wait_for_ranks();
