@@ -6,12 +6,14 @@ Both sides count the same metrics with the same weights: the list is read from c
 Kernels are matched by their base name (ncu and the demangler print parameters differently); a kernel's
 per-launch figures are averaged over its launches on both sides, then weighted by roofbench's launches per run.
 Both run with --graph off (a GPT rung still replays its own graph under ncu, whose kernels ncu profiles one by
-one). roofbench counts one run from clean caches (docs/method.md, "The hardware's counters"): for a case of one
-launch, that is ncu's default (--cache-control all: a flush before every replay of every kernel). In a run of
-several launches, a later kernel finds what the earlier ones left; ncu's like is --cache-control none with the
-DRAM counters alone, which it reads in one pass, so nothing is replayed or restored (its FLOPs, which the caches
-do not change, come from a second, flushed, profile). ncu's first profiled kernel then finds what the previous run
-left where roofbench's finds a clean cache.
+one). roofbench counts one run from clean caches (docs/method.md, "The hardware's counters"). ncu reads the
+DRAM counters alone, in one pass, so nothing is replayed and no memory restored between passes (a restore
+leaves dirty lines in the L2 that the kernel then writes back): for a case of one launch with
+--cache-control all, a flush before each launch, as roofbench's clean; in a run of several launches, where a
+later kernel finds what the earlier ones left, with --cache-control none (ncu's first profiled kernel then
+finds what the previous run left where roofbench's finds a clean cache). The FLOPs, which the caches do not
+change, come from a second, flushed, profile. Cases that time a library's algorithms at setup take the
+heuristic's first in both processes (ROOFBENCH_ALGORITHM_CHOICE=first), so that both run the same kernels.
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
   (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode)
@@ -148,25 +150,23 @@ def launches_per_run(ours):
     return round(sum(launches for _, launches in ours.values()))
 
 
-def ncu_files(outdir, ours):
-    """The ncu files of a benchmark: one, flushed; or, for a run of several launches, its DRAM counts unflushed
-    and its FLOPs flushed."""
-    if launches_per_run(ours) > 1:
-        return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")]
-    return [os.path.join(outdir, "ncu.csv")]
+def ncu_files(outdir):
+    """The ncu files of a benchmark: its DRAM counts and its FLOPs."""
+    return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")]
 
 
 def run_ncu(roofbench, bench, ours, fields, outdir):
-    names, paths = sorted(ours), ncu_files(outdir, ours)
-    if len(paths) == 1:
-        ncu_profile(roofbench, bench, names, RUNS, [m for m, _, _ in fields], "all", paths[0])
-    else:
-        dram = [m for m, f, _ in fields if f in ("dram_read", "dram_write")]
-        flops = [m for m, f, _ in fields if f.startswith("flops")]
-        count = launches_per_run(ours)
-        ncu_profile(roofbench, bench, names, count, dram, "none", paths[0])
-        ncu_profile(roofbench, bench, names, count, flops, "all", paths[1])
-    return ncu_kernels(paths, fields)
+    """The DRAM counters alone fit one ncu pass, so nothing is replayed and no memory restored between passes:
+    flushed before each launch of a one-launch case, unflushed over a run of several. The FLOPs, which the
+    caches do not change, come from a second, flushed, profile."""
+    names, (dram_path, flops_path) = sorted(ours), ncu_files(outdir)
+    several = launches_per_run(ours) > 1
+    count = launches_per_run(ours) if several else RUNS
+    dram = [m for m, f, _ in fields if f in ("dram_read", "dram_write")]
+    flops = [m for m, f, _ in fields if f.startswith("flops")]
+    ncu_profile(roofbench, bench, names, count, dram, "none" if several else "all", dram_path)
+    ncu_profile(roofbench, bench, names, count, flops, "all", flops_path)
+    return ncu_kernels([dram_path, flops_path], fields)
 
 
 def percent(ours, theirs):
@@ -175,9 +175,9 @@ def percent(ours, theirs):
 
 def main(roofbench, outdir, only=None):
     """roofbench None: the table again from the files of an earlier run in outdir."""
-    # A GPT rung times its cuBLASLt algorithms at setup, and under ncu those timings change: both processes
-    # take the heuristic's first, so that they run the same GEMM kernels (docs/user-guide.md).
-    os.environ.setdefault("ROOFBENCH_CUBLASLT_ALGORITHM", "heuristic")
+    # Cases time cuBLASLt's and cuDNN's algorithms at setup, and under ncu those timings change: both processes
+    # take the heuristic's first, so that they run the same kernels (docs/user-guide.md).
+    os.environ.setdefault("ROOFBENCH_ALGORITHM_CHOICE", "first")
     fields = metrics()
     print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
     for i, bench in enumerate(BENCHMARKS):
@@ -191,7 +191,7 @@ def main(roofbench, outdir, only=None):
             print(f"{bench:<72} no counters: {ours}")
             continue
         theirs = (run_ncu(roofbench, bench, ours, fields, where) if roofbench
-                  else ncu_kernels(ncu_files(where, ours), fields))
+                  else ncu_kernels(ncu_files(where), fields))
         rb, nc, shared = per_run(ours, theirs)
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"

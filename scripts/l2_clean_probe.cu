@@ -9,8 +9,7 @@
 //       --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base /tmp/l2_clean_probe
 //   (one command line; with --cache-control all, ncu's own flush comes last before every target)
 // The cleans are named in launch order, three targets each. roofbench's counters pass cleans with a read
-// sweep over four times the L2, then drops the sweep's lines (Timer::clean_caches; docs/method.md, "The
-// hardware's counters").
+// sweep over four times the L2 (Timer::clean_caches; docs/method.md, "The hardware's counters").
 #include <cuda_runtime.h>
 
 #include <cstdio>

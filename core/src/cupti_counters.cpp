@@ -27,9 +27,6 @@ namespace {
 constexpr std::size_t kMaxRanges = 1024;
 // Runs of the work one pass may take: run replay needs one per pass (a few for the metrics collected).
 constexpr int kMaxPasses = 64;
-// The clean's kernel launches in a pass where CUPTI's callbacks could not count them (Timer::clean_caches: a
-// read sweep, then the discard of its lines).
-constexpr std::size_t kCleanLaunches = 2;
 
 struct CuptiError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -389,7 +386,7 @@ Counted count_run(const PassRequest& request) {
       if (request.clean) launches.unnamed(request.clean);
     };
     counted.passes = profiler.collect(request.work, clean);
-    const std::size_t clean_ranges = request.clean ? launches.clean_ranges(counted.passes, kCleanLaunches) : 0;
+    const std::size_t clean_ranges = request.clean ? launches.clean_ranges(counted.passes, 1) : 0;
     launches.stop();
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "roofbench/case_support/owned_handle.hpp"
@@ -24,6 +26,7 @@ bool TimingPlan::skip(double one_launch_ms, double best_ms) const {
 
 std::string CandidateTiming::text() const {
   if (!failed.empty()) return "failed (" + failed.substr(0, 240) + ")";
+  if (untimed) return "not timed (ROOFBENCH_ALGORITHM_CHOICE=first)";
   char buffer[96];
   if (skipped)
     std::snprintf(buffer, sizeof buffer, "skipped (one launch %.4g ms)", one_launch_ms);
@@ -168,11 +171,23 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
   }
 }
 
+bool first_candidate_only() {
+  const char* value = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
+  if (!value || std::string_view(value) == "timed") return false;
+  if (std::string_view(value) == "first") return true;
+  throw Error(std::string("ROOFBENCH_ALGORITHM_CHOICE=") + value + ": expected timed or first");
+}
+
 std::vector<CandidateTiming> time_each(cudaStream_t stream, std::size_t count,
                                        const std::function<void(std::size_t)>& launch, const TimingPlan& plan) {
+  const bool first_only = first_candidate_only();
   std::vector<CandidateTiming> timings;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < count; ++i) {
+    if (first_only && best < std::numeric_limits<double>::infinity()) {
+      timings.push_back(CandidateTiming{.skipped = true, .untimed = true});
+      continue;
+    }
     timings.push_back(time_launches(stream, [&] { launch(i); }, plan, best));
     if (!timings.back().skipped) best = std::min(best, timings.back().per_launch_ms);
   }

@@ -41,7 +41,8 @@ struct CandidateTiming {
   double per_launch_ms = 0;  // median over the groups; unset when skipped
   int launches_per_group = 0;
   int groups = 0;
-  bool skipped = false;  // not timed further: clearly slower, or failed
+  bool skipped = false;  // not timed further: clearly slower, or failed, or not timed (untimed)
+  bool untimed = false;  // after the first that runs, under ROOFBENCH_ALGORITHM_CHOICE=first
   bool graph = false;    // replayed from a CUDA graph (false: launched one by one, when capture failed)
   std::string failed;    // why a launch threw (the candidate is skipped)
   std::string text() const;  // "0.0123 ms", "skipped (one launch 1.23 ms)", "failed (<why>)"
@@ -66,8 +67,14 @@ std::string describe_timings(std::span<const std::string> labels, std::span<cons
 CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms);
 
+// ROOFBENCH_ALGORITHM_CHOICE: "timed" (unset: the default) or "first". Under "first" time_each times the
+// candidates in order until one runs and leaves the rest untimed, so the caller's first that runs (the
+// library's heuristic's first) is chosen: two processes then choose alike, where a profiler intercepting
+// the launches of one would change the timings. Throws Error naming any other value.
+bool first_candidate_only();
+
 // Times `count` candidates in order (launch(i) enqueues one launch of candidate i), each given the best
-// time of those before it.
+// time of those before it (under first_candidate_only(), until one runs).
 std::vector<CandidateTiming> time_each(cudaStream_t stream, std::size_t count,
                                        const std::function<void(std::size_t)>& launch, const TimingPlan& plan);
 

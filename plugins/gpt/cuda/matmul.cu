@@ -4,13 +4,11 @@
 #include <algorithm>
 #include <compare>
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "column_reduce.cuh"
@@ -214,16 +212,6 @@ std::string choice_text(const LtProblem& p, const cublasLtMatmulAlgo_t& algo, st
          " (" + how + ": candidate " + std::to_string(rank + 1) + " of " + std::to_string(count) + ")";
 }
 
-// ROOFBENCH_CUBLASLT_ALGORITHM=heuristic: every matmul takes the heuristic's first algorithm, untimed, so that
-// two processes run the same kernels (a rung profiled under another tool, whose interception changes the
-// timings the choice rests on).
-bool heuristic_choices() {
-  const char* v = std::getenv("ROOFBENCH_CUBLASLT_ALGORITHM");
-  if (!v || std::string_view(v) == "timed") return false;
-  if (std::string_view(v) == "heuristic") return true;
-  throw Error(std::string("ROOFBENCH_CUBLASLT_ALGORITHM=") + v + ": expected timed or heuristic");
-}
-
 // The choice for p: the cached one, or, on first sight, the fastest candidate timed outside the lock (which
 // guards the map only, so that R5's ranks, one thread and device each, never wait on each other's timing or
 // launches); a second thread timing the same problem at once keeps whichever choice landed first.
@@ -239,8 +227,7 @@ LtChoice choose(const LtContext& ctx, const LtProblem& p, const LtOperation& op,
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   ROOFBENCH_CUDA(cudaStreamIsCapturing(ctx.stream, &capture));
   std::size_t best = 0;
-  const bool timed =
-      candidates.count > 1 && !p.accumulates && capture == cudaStreamCaptureStatusNone && !heuristic_choices();
+  const bool timed = candidates.count > 1 && !p.accumulates && capture == cudaStreamCaptureStatusNone;
   if (timed) {
     std::vector<std::string> labels;
     for (std::size_t i = 0; i < candidates.count; ++i)
@@ -261,10 +248,9 @@ LtChoice choose(const LtContext& ctx, const LtProblem& p, const LtOperation& op,
     }
     ROOFBENCH_CUDA(cudaStreamDestroy(timing));
   }
-  const char* how = timed                ? "timed"
-                    : p.accumulates      ? "heuristic's first, accumulating"
-                    : heuristic_choices() ? "heuristic's first, ROOFBENCH_CUBLASLT_ALGORITHM=heuristic"
-                                         : "heuristic's first";
+  const char* how = timed ? (case_support::first_candidate_only() ? "ROOFBENCH_ALGORITHM_CHOICE=first" : "timed")
+                    : p.accumulates ? "heuristic's first, accumulating"
+                                    : "heuristic's first";
   const LtChoice made{found[best].algo, choice_text(p, found[best].algo, best, candidates.count, how)};
   const std::lock_guard lock(g_lt_choices_mutex);
   return g_lt_choices.emplace(p, made).first->second;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -70,6 +71,27 @@ TEST(LaunchTiming, AFailedCandidateSaysWhyAndCannotWin) {
     EXPECT_NE(std::string(e.what()).find("A skipped (one launch 2 ms), B failed (cuDNN error 3000"), std::string::npos)
         << e.what();
   }
+}
+
+// ROOFBENCH_ALGORITHM_CHOICE: timed unless it says first; any other value is an error that names it.
+TEST(LaunchTiming, TheAlgorithmChoiceComesFromTheEnvironment) {
+  unsetenv("ROOFBENCH_ALGORITHM_CHOICE");
+  EXPECT_FALSE(first_candidate_only());
+  setenv("ROOFBENCH_ALGORITHM_CHOICE", "timed", 1);
+  EXPECT_FALSE(first_candidate_only());
+  setenv("ROOFBENCH_ALGORITHM_CHOICE", "first", 1);
+  EXPECT_TRUE(first_candidate_only());
+  setenv("ROOFBENCH_ALGORITHM_CHOICE", "fastest", 1);
+  try {
+    first_candidate_only();
+    ADD_FAILURE() << "an unknown choice was taken";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "ROOFBENCH_ALGORITHM_CHOICE=fastest: expected timed or first");
+  }
+  unsetenv("ROOFBENCH_ALGORITHM_CHOICE");
+  const CandidateTiming untimed{.skipped = true, .untimed = true};
+  EXPECT_EQ(untimed.text(), "not timed (ROOFBENCH_ALGORITHM_CHOICE=first)");
+  EXPECT_EQ(fastest(std::vector<CandidateTiming>{timed(0.5), untimed}), 0u);
 }
 
 }  // namespace
