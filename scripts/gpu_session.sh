@@ -33,6 +33,8 @@
 #   STEPS may also hold "countersncu": roofbench --counters against Nsight Compute (ncu --clock-control none) on
 #   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
 #   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200)
+#   STEPS may also hold "countersprobe": kernels of known traffic counted by the counters pass and by ncu, after the
+#   same clean (--cache-control none) and after ncu's own flush (all), in session.log (tests/gpu/counters_probe.cu)
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -158,6 +160,15 @@ if [[ " $STEPS " == *" countersncu "* ]]; then
   log "roofbench --counters against Nsight Compute"
   timeout "${COUNTERS_NCU_TIMEOUT:-400}" python3 scripts/counters_vs_ncu.py "$build/bin/roofbench" "$OUT/extra/countersncu" \
     ${COUNTERS_NCU_ONLY:-} 2>&1 | tee -a "$OUT/session.log"
+fi
+if [[ " $STEPS " == *" countersprobe "* ]]; then
+  log "the counters pass against ncu on kernels of known traffic"
+  "$build/bin/roofbench_counters_probe" count 2>&1 | tee -a "$OUT/session.log"
+  for cache in none all; do
+    log "ncu --cache-control $cache"
+    ncu --clock-control none --cache-control "$cache" -k regex:probe_ --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+      --csv --print-units base "$build/bin/roofbench_counters_probe" launch 2>&1 | grep '^"' | tee -a "$OUT/session.log"
+  done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"
 tar -czf "$OUT/extra${EXTRA_SUFFIX:-}.tgz" -C "$OUT" extra && rm -rf "$OUT/extra"  # EXTRA_SUFFIX: one tarball per invocation

@@ -1,0 +1,145 @@
+// roofbench's counters pass against Nsight Compute on kernels of known traffic, outside any benchmark. Each
+// probe kernel runs after the pass's clean (a read sweep over four times the L2, as Timer::clean_caches):
+//   roofbench_counters_probe count    counts each kernel as --counters does (CUPTI's Range Profiler, run
+//                                     replay, the clean inside each pass) and prints its DRAM bytes
+//   roofbench_counters_probe launch   launches the same kernels, each after the same clean, for ncu:
+//     ncu --clock-control none --cache-control none -k regex:probe_ --metrics dram__bytes_read.sum,
+//         dram__bytes_write.sum --csv --print-units base roofbench_counters_probe launch   (one line)
+//     (--cache-control all: ncu's own flush instead of the clean)
+// The kernels: a copy that reads 3/4 of the L2 and writes 1/4; a write of twice the L2; a read of eight times
+// the L2 that then writes 1/16 of it in 264-byte records, as a split-KV decode writes its partials.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernel_counters.hpp"
+
+namespace {
+
+void check(cudaError_t status, const char* call) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", call, cudaGetErrorString(status));
+  std::exit(1);
+}
+#define CHECK(call) check((call), #call)
+
+constexpr int kBlocks = 1024, kThreads = 256;
+
+__device__ std::size_t first_index() { return blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; }
+__device__ std::size_t stride() { return std::size_t(gridDim.x) * blockDim.x; }
+
+// Reads every 16-byte word; writes only should their XOR be one value (which keeps the reads).
+__global__ void clean_sweep(const uint4* data, std::size_t words, unsigned* sink) {
+  unsigned x = 0;
+  for (std::size_t i = first_index(); i < words; i += stride()) x ^= data[i].x ^ data[i].y ^ data[i].z ^ data[i].w;
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
+__global__ void probe_copy(const uint4* in, uint4* out, std::size_t out_words) {
+  for (std::size_t i = first_index(); i < out_words; i += stride()) {
+    const uint4 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
+    out[i] = make_uint4(a.x ^ b.x ^ c.x, a.y ^ b.y ^ c.y, a.z ^ b.z ^ c.z, a.w ^ b.w ^ c.w);
+  }
+}
+
+__global__ void probe_write(uint4* out, std::size_t words) {
+  for (std::size_t i = first_index(); i < words; i += stride()) out[i] = make_uint4(unsigned(i), 1, 2, 3);
+}
+
+// Reads `words` (coalesced), then writes `count` records of 66 floats (264 bytes) from what it read.
+__global__ void probe_records(const uint4* in, std::size_t words, float* records, std::size_t count) {
+  unsigned x = 0;
+  for (std::size_t i = first_index(); i < words; i += stride()) x ^= in[i].x;
+  for (std::size_t r = first_index(); r < count; r += stride())
+    for (int f = 0; f < 66; ++f) records[r * 66 + f] = float(x + f);
+}
+
+struct Probe {
+  const char* name;
+  double read_bytes, write_bytes;  // what the kernel moves
+  std::function<void()> launch;
+};
+
+struct Buffers {
+  std::size_t l2 = 0;
+  uint4 *clean = nullptr, *in = nullptr, *out = nullptr;
+  unsigned* sink = nullptr;
+};
+
+Buffers make_buffers() {
+  Buffers b;
+  int l2 = 0;
+  CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  b.l2 = static_cast<std::size_t>(l2);
+  CHECK(cudaMalloc(&b.clean, 4 * b.l2));
+  CHECK(cudaMalloc(&b.in, 8 * b.l2));
+  CHECK(cudaMalloc(&b.out, 2 * b.l2));
+  CHECK(cudaMalloc(&b.sink, sizeof(unsigned)));
+  CHECK(cudaMemset(b.clean, 0, 4 * b.l2));
+  CHECK(cudaMemset(b.in, 1, 8 * b.l2));
+  CHECK(cudaDeviceSynchronize());
+  return b;
+}
+
+std::vector<Probe> probes(const Buffers& b) {
+  const std::size_t l2_words = b.l2 / sizeof(uint4), records = b.l2 / 16 / 264;
+  return {
+      {"probe_copy", 0.75 * double(b.l2), 0.25 * double(b.l2),
+       [=] { probe_copy<<<kBlocks, kThreads>>>(b.in, b.out, l2_words / 4); }},
+      {"probe_write", 0, 2.0 * double(b.l2), [=] { probe_write<<<kBlocks, kThreads>>>(b.out, 2 * l2_words); }},
+      {"probe_records", 8.0 * double(b.l2), double(records) * 264,
+       [=] { probe_records<<<kBlocks, kThreads>>>(b.in, 8 * l2_words, reinterpret_cast<float*>(b.out), records); }},
+  };
+}
+
+void clean(const Buffers& b) {
+  clean_sweep<<<kBlocks, kThreads>>>(b.clean, 4 * (b.l2 / sizeof(uint4)), b.sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+}
+
+void count(const Buffers& b) {
+  for (const Probe& p : probes(b)) {
+    const roofbench::CounterProfile c = roofbench::collect_counters(
+        [&] {
+          p.launch();
+          CHECK(cudaDeviceSynchronize());
+        },
+        -1, roofbench::CounterReplay::run, [&] { clean(b); });
+    if (!c.error.empty()) {
+      std::printf("%s: no counters: %s\n", p.name, c.error.c_str());
+      continue;
+    }
+    std::printf("%-14s moves read %.0f written %.0f; counted DRAM read %.0f written %.0f (%s replay)\n", p.name,
+                p.read_bytes, p.write_bytes, c.total.dram_read, c.total.dram_write, c.replay.c_str());
+  }
+}
+
+void launch(const Buffers& b) {
+  for (const Probe& p : probes(b)) {
+    clean(b);
+    p.launch();
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    std::printf("%-14s moves read %.0f written %.0f\n", p.name, p.read_bytes, p.write_bytes);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode != "count" && mode != "launch") {
+    std::fprintf(stderr, "usage: roofbench_counters_probe count|launch\n");
+    return 2;
+  }
+  const Buffers b = make_buffers();
+  for (const Probe& p : probes(b)) p.launch();  // each kernel loaded outside the passes, as by a benchmark's timing
+  clean(b);
+  mode == "count" ? count(b) : launch(b);
+  return 0;
+}
