@@ -39,12 +39,17 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // when there are fewer (batch, head) pairs than SMs; v7 (balanced, pipelined) when its run per block would
 // be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
-// 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v1.
+// 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v3 where its sm_90 code
+// runs (1.72 against v1's 2.28 us at 768x3072 and one token on an H100; its time per launch is a chain's time
+// per layer), else v1.
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestHopperFusedVersion = "v6";
 // fused_v6 on a device that runs its sm_90a code and a shape it takes, else fused_v3.
 std::string best_fused_version(const kernels::AttentionShape& shape, int device_index);
 inline constexpr const char* kBestGemvVersion = "v1";
+inline constexpr const char* kBestSm90GemvVersion = "v3";
+// gemv_v3 on a device that runs its sm_90 code, else gemv_v1.
+std::string best_gemv_version(int device_index);
 inline constexpr std::int64_t kLongestRunForSplits = 8192;
 // bulk_copy: the GPU has cp.async.bulk (sm_90 and later), which v9-v11 stage the cache through.
 std::string best_split_kv_version(const kernels::AttentionShape& shape, int sm_count, bool bulk_copy);

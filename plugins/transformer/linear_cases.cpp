@@ -3,7 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v3, `gemv` the best, kBestGemvVersion; gemv_v3's `launch` fact says that its launches overlap).
+// gemv_v1 to gemv_v3, `gemv` the best on the device, best_gemv_version; gemv_v3's `launch` fact says that its
+// launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
@@ -175,16 +176,16 @@ class LtLinear final : public Linear {
   void* workspace_ = nullptr;
 };
 
+// version: one of gemv_versions(), or empty for the best on the case's device (best_gemv_version, at setup).
 class GemvLinear final : public Linear {
  public:
   GemvLinear(std::string version, std::int64_t in, std::int64_t out, std::int64_t tokens)
       : Linear(in, out, tokens), version_(std::move(version)) {
     const auto& versions = gemv_versions();
-    if (std::find(versions.begin(), versions.end(), version_) == versions.end())
+    if (!version_.empty() && std::find(versions.begin(), versions.end(), version_) == versions.end())
       throw Error("transformer: no gemv version '" + version_ + "'");
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
-    facts_.push_back({"kernel", "gemv_" + version_ + kernel_text(version_)});
-    if (version_ == "v3") facts_.push_back({"launch", kChainedLaunch});
+    if (!version_.empty()) name_version();
   }
   void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
 
@@ -195,18 +196,27 @@ class GemvLinear final : public Linear {
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
       "chain's time per layer, not one kernel's alone";
 
+  void name_version() {
+    facts_.push_back({"kernel", "gemv_" + version_ + kernel_text(version_)});
+    if (version_ == "v3") facts_.push_back({"launch", kChainedLaunch});
+  }
+
   static std::string kernel_text(const std::string& version) {
     if (version == "v1") return ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first";
     if (version == "v2") return ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 
-  // has_bulk_copy: compute capability 9.0 or later, which PDL's griddepcontrol needs too; and this build's code
-  // for the device must have the instructions (gemv_code_has_sm90).
+  // The best version resolved and named; has_bulk_copy: compute capability 9.0 or later, which PDL's
+  // griddepcontrol needs too; and this build's code for the device must have the instructions (gemv_code_has_sm90).
   void prepare(Context& ctx) override {
+    const int device = ctx.device().index;
+    if (version_.empty()) {
+      version_ = best_gemv_version(device);
+      name_version();
+    }
     const std::string feature = gemv_sm90_feature(version_);
     if (feature.empty()) return;
-    const int device = ctx.device().index;
     const std::string what = "transformer: gemv_" + version_ + " " + feature + ", which needs ";
     if (!has_bulk_copy(device)) throw NotApplicable(what + "sm_90 or later");
     if (!gemv_code_has_sm90(version_, device))
@@ -218,10 +228,15 @@ class GemvLinear final : public Linear {
 
 }  // namespace
 
+std::string best_gemv_version(int device_index) {
+  return has_bulk_copy(device_index) && gemv_code_has_sm90(kBestSm90GemvVersion, device_index) ? kBestSm90GemvVersion
+                                                                                                 : kBestGemvVersion;
+}
+
 std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_features, std::int64_t tokens,
                                   const std::string& impl) {
   if (impl == "cublaslt") return std::make_unique<LtLinear>(in_features, out_features, tokens);
-  if (impl == "gemv") return std::make_unique<GemvLinear>(kBestGemvVersion, in_features, out_features, tokens);
+  if (impl == "gemv") return std::make_unique<GemvLinear>("", in_features, out_features, tokens);
   if (impl.rfind("gemv_", 0) == 0) return std::make_unique<GemvLinear>(impl.substr(5), in_features, out_features, tokens);
   throw Error("transformer: no linear implementation '" + impl + "'");
 }

@@ -111,6 +111,7 @@ TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
   EXPECT_TRUE(gemv_code_has_sm90("v1", 0));  // asks no GPU: v1 has no sm_90 instructions to look for
   EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
   EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
+  EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
 }
 
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
@@ -390,7 +391,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
         if (!r.applicable) {  // v2 and v3 before sm_90
-          const std::string version = std::string(impl) == "gemv" ? kBestGemvVersion : std::string(impl).substr(5);
+          const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
           std::printf("[ not applicable ] %s: %s\n", impl, r.why_not.c_str());
@@ -400,6 +401,21 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
                                                       << r.check.detail;
       }
   }
+}
+
+// `gemv` runs v3 where its sm_90 code runs, else v1, and names the one it resolved to at setup.
+TEST_F(TransformerGpu, GemvNamesTheVersionItResolvesAtSetup) {
+  const std::unique_ptr<Case> c = make_linear(768, 3072, 1, "gemv");
+  CudaTestContext ctx(Params{});
+  c->setup(ctx);
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  const std::string version = best_gemv_version(device);
+  EXPECT_EQ(version, has_bulk_copy(device) && gemv_code_has_sm90("v3", device) ? "v3" : "v1");
+  EXPECT_EQ(fact(*c, "kernel").rfind("gemv_" + version + ":", 0), 0u) << fact(*c, "kernel") << " against " << version;
+  std::printf("gemv resolves to %s: %s\n", version.c_str(), fact(*c, "kernel").c_str());
+  const Check check = gate_after_setup(*c, ctx, {.runs = 2}).check;
+  EXPECT_TRUE(passes(check, Precision::bf16)) << "rel err " << check.rel_l2_error << "; " << check.detail;
 }
 
 // ---- gemv_v3: v1's outputs, from launches that overlap ----
