@@ -34,7 +34,8 @@
 #   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
 #   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200)
 #   STEPS may also hold "countersprobe": kernels of known traffic counted by the counters pass and by ncu, after the
-#   same clean (--cache-control none) and after ncu's own flush (all), in session.log (tests/gpu/counters_probe.cu)
+#   same clean (--cache-control none) and after ncu's own flush (all), and what each way of cleaning the L2 leaves,
+#   in session.log (tests/gpu/counters_probe.cu, tests/gpu/l2_clean_probe.cu)
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"
@@ -165,9 +166,12 @@ if [[ " $STEPS " == *" countersprobe "* ]]; then
   log "the counters pass against ncu on kernels of known traffic"
   "$build/bin/roofbench_counters_probe" count 2>&1 | tee -a "$OUT/session.log"
   for cache in none all; do
-    log "ncu --cache-control $cache"
-    ncu --clock-control none --cache-control "$cache" -k regex:probe_ --metrics dram__bytes_read.sum,dram__bytes_write.sum \
-      --csv --print-units base "$build/bin/roofbench_counters_probe" launch 2>&1 | grep '^"' | tee -a "$OUT/session.log"
+    for probe in "roofbench_counters_probe launch" roofbench_l2_clean_probe; do
+      log "ncu --cache-control $cache $probe"
+      ncu --clock-control none --cache-control "$cache" -k regex:'(probe|target)_' \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base $build/bin/$probe 2>&1 |
+        grep '^"' | tee -a "$OUT/session.log"
+    done
   done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"

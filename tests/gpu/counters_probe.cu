@@ -8,47 +8,22 @@
 //     (--cache-control all: ncu's own flush instead of the clean)
 // The kernels: a copy that reads 3/4 of the L2 and writes 1/4; a write of twice the L2; a read of eight times
 // the L2 that then writes 1/16 of it in 264-byte records, as a split-KV decode writes its partials.
-#include <cuda_runtime.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "kernel_counters.hpp"
+#include "l2_probe_kernels.cuh"
 
 namespace {
 
-void check(cudaError_t status, const char* call) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", call, cudaGetErrorString(status));
-  std::exit(1);
-}
-#define CHECK(call) check((call), #call)
+using namespace roofbench::l2_probe;
+#define CHECK L2_PROBE_CHECK
 
-constexpr int kBlocks = 1024, kThreads = 256;
-
-__device__ std::size_t first_index() { return blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; }
-__device__ std::size_t stride() { return std::size_t(gridDim.x) * blockDim.x; }
-
-// Reads every 16-byte word; writes only should their XOR be one value (which keeps the reads).
-__global__ void clean_sweep(const uint4* data, std::size_t words, unsigned* sink) {
-  unsigned x = 0;
-  for (std::size_t i = first_index(); i < words; i += stride()) x ^= data[i].x ^ data[i].y ^ data[i].z ^ data[i].w;
-  if (x == 0x9e3779b9u) *sink = x;
-}
-
-__global__ void probe_copy(const uint4* in, uint4* out, std::size_t out_words) {
-  for (std::size_t i = first_index(); i < out_words; i += stride()) {
-    const uint4 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
-    out[i] = make_uint4(a.x ^ b.x ^ c.x, a.y ^ b.y ^ c.y, a.z ^ b.z ^ c.z, a.w ^ b.w ^ c.w);
-  }
-}
-
-__global__ void probe_write(uint4* out, std::size_t words) {
-  for (std::size_t i = first_index(); i < words; i += stride()) out[i] = make_uint4(unsigned(i), 1, 2, 3);
-}
+__global__ void clean_sweep(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
+__global__ void probe_copy(const uint4* in, uint4* out, std::size_t out_words) { copy_words(in, out, out_words); }
+__global__ void probe_write(uint4* out, std::size_t words) { write_words(out, words); }
 
 // Reads `words` (coalesced), then writes `count` records of 66 floats (264 bytes) from what it read.
 __global__ void probe_records(const uint4* in, std::size_t words, float* records, std::size_t count) {

@@ -4,53 +4,26 @@
 // far as 4.7 MB of reads evict them), target_copy reads 3/4 of the L2 and writes 1/4 (how much of its own
 // writes leave the L2 before it ends), target_sweep reads four times the L2 and writes nothing (every dirty
 // line the clean left is evicted). Nsight Compute profiles the targets alone, in one pass:
-//   nvcc -O2 -arch=sm_90 -o /tmp/l2_clean_probe scripts/l2_clean_probe.cu
 //   ncu --clock-control none --cache-control none --kernel-name-base demangled -k regex:target_
-//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base /tmp/l2_clean_probe
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base roofbench_l2_clean_probe
 //   (one command line; with --cache-control all, ncu's own flush comes last before every target)
 // The cleans are named in launch order, three targets each. roofbench's counters pass cleans with a read
 // sweep over four times the L2 (Timer::clean_caches; docs/method.md, "The hardware's counters").
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
+#include "l2_probe_kernels.cuh"
 
 namespace {
 
-void check(cudaError_t status, const char* call) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", call, cudaGetErrorString(status));
-  std::exit(1);
-}
-#define CHECK(call) check((call), #call)
-
-constexpr int kBlocks = 1024, kThreads = 256;
-
-__device__ std::size_t first_index() { return blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; }
-__device__ std::size_t stride() { return std::size_t(gridDim.x) * blockDim.x; }
-
-// Reads every 16-byte word; writes only should their XOR be one value (which keeps the reads).
-__device__ void read_words(const uint4* data, std::size_t words, unsigned* sink) {
-  unsigned x = 0;
-  for (std::size_t i = first_index(); i < words; i += stride()) x ^= data[i].x ^ data[i].y ^ data[i].z ^ data[i].w;
-  if (x == 0x9e3779b9u) *sink = x;
-}
+using namespace roofbench::l2_probe;
+#define CHECK L2_PROBE_CHECK
 
 __global__ void sweep_read(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
 
 // The profiled kernels: the same reads under names of their own, and a copy.
 __global__ void target_read(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
 __global__ void target_sweep(const uint4* data, std::size_t words, unsigned* sink) { read_words(data, words, sink); }
-__global__ void target_copy(const uint4* in, uint4* out, std::size_t out_words) {
-  for (std::size_t i = first_index(); i < out_words; i += stride()) {
-    const uint4 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
-    out[i] = make_uint4(a.x ^ b.x ^ c.x, a.y ^ b.y ^ c.y, a.z ^ b.z ^ c.z, a.w ^ b.w ^ c.w);
-  }
-}
+__global__ void target_copy(const uint4* in, uint4* out, std::size_t out_words) { copy_words(in, out, out_words); }
 
-__global__ void sweep_write(uint4* data, std::size_t words) {
-  for (std::size_t i = first_index(); i < words; i += stride()) data[i] = make_uint4(1, 2, 3, 4);
-}
+__global__ void sweep_write(uint4* data, std::size_t words) { write_words(data, words); }
 
 // Drops each 128-byte line from the L2 without writing it back.
 __global__ void discard_l2(char* data, std::size_t bytes) {
