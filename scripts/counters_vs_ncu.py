@@ -151,7 +151,10 @@ def launches_per_run(ours):
 
 
 def ncu_files(outdir):
-    """The ncu files of a benchmark: its DRAM counts and its FLOPs."""
+    """The ncu files of a benchmark: its DRAM counts and its FLOPs (an older run of one launch: one file of both)."""
+    both = os.path.join(outdir, "ncu.csv")
+    if os.path.exists(both) and not os.path.exists(os.path.join(outdir, "ncu-dram.csv")):
+        return [both]
     return [os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")]
 
 
@@ -159,7 +162,8 @@ def run_ncu(roofbench, bench, ours, fields, outdir):
     """The DRAM counters alone fit one ncu pass, so nothing is replayed and no memory restored between passes:
     flushed before each launch of a one-launch case, unflushed over a run of several. The FLOPs, which the
     caches do not change, come from a second, flushed, profile."""
-    names, (dram_path, flops_path) = sorted(ours), ncu_files(outdir)
+    names = sorted(ours)
+    dram_path, flops_path = os.path.join(outdir, "ncu-dram.csv"), os.path.join(outdir, "ncu-flops.csv")
     several = launches_per_run(ours) > 1
     count = launches_per_run(ours) if several else RUNS
     dram = [m for m, f, _ in fields if f in ("dram_read", "dram_write")]

@@ -164,14 +164,18 @@ if [[ " $STEPS " == *" countersncu "* ]]; then
 fi
 if [[ " $STEPS " == *" countersprobe "* ]]; then
   log "the counters pass against ncu on kernels of known traffic"
-  "$build/bin/roofbench_counters_probe" count 2>&1 | tee -a "$OUT/session.log"
+  timeout 120 "$build/bin/roofbench_counters_probe" count 2>&1 | tee -a "$OUT/session.log"
+  probe_ncu() {  # the cache control, then ncu's other arguments and the probe's command line
+    local cache=$1; shift
+    timeout 120 ncu --clock-control none --cache-control "$cache" -k regex:'(probe|target)_' \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base "$@" 2>&1 |
+      grep -E '^"|^==(ERROR|WARNING)==|^clean |moves read' | tee -a "$OUT/session.log"
+  }
   for cache in none all; do
-    for probe in "roofbench_counters_probe launch" roofbench_l2_clean_probe; do
-      log "ncu --cache-control $cache $probe"
-      ncu --clock-control none --cache-control "$cache" -k regex:'(probe|target)_' \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum --csv --print-units base $build/bin/$probe 2>&1 |
-        grep '^"' | tee -a "$OUT/session.log"
-    done
+    log "ncu --cache-control $cache: roofbench_counters_probe launch (its 3 warm-up launches skipped)"
+    probe_ncu "$cache" --launch-skip 3 "$build/bin/roofbench_counters_probe" launch
+    log "ncu --cache-control $cache: roofbench_l2_clean_probe"
+    probe_ncu "$cache" "$build/bin/roofbench_l2_clean_probe"
   done
 fi
 log "nvidia-smi after: $(nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw,memory.used --format=csv,noheader 2>&1)"

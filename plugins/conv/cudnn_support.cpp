@@ -33,7 +33,9 @@ cudnnHandle_t cudnn_handle(Context& ctx) {
 
 AlgorithmSearch algorithm_search_from_environment() {
   const char* value = std::getenv("ROOFBENCH_CONV_SEARCH");
-  if (!value || std::string(value).empty() || std::string(value) == "find") return AlgorithmSearch::find;
+  if (!value || std::string(value).empty())
+    return case_support::first_candidate_only() ? AlgorithmSearch::heuristic : AlgorithmSearch::find;
+  if (std::string(value) == "find") return AlgorithmSearch::find;
   if (std::string(value) == "heuristic") return AlgorithmSearch::heuristic;
   throw Error(std::string("conv: ROOFBENCH_CONV_SEARCH must be find or heuristic, got '") + value + "'");
 }

@@ -45,7 +45,8 @@ const char* math_type_name(cudnnMathType_t math);
 // How the algorithm is chosen: cudnnFind*AlgorithmEx runs every algorithm on the benchmark's tensors, and
 // roofbench times the ones that succeeded and takes the fastest (the default); cudnnGetConvolution*Algorithm_v7
 // asks cuDNN's heuristics without running anything and its first result is taken.
-// ROOFBENCH_CONV_SEARCH=heuristic selects the second, for comparison.
+// ROOFBENCH_CONV_SEARCH=heuristic selects the second, for comparison, and so does ROOFBENCH_ALGORITHM_CHOICE=first
+// where ROOFBENCH_CONV_SEARCH is not set (cuDNN's Find orders its results by its own timing in the process).
 enum class AlgorithmSearch { find, heuristic };
 AlgorithmSearch algorithm_search_from_environment();
 const char* search_call(AlgorithmSearch search, int pass);  // pass: 0 fwd, 1 bwd_data, 2 bwd_filter

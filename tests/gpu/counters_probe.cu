@@ -7,7 +7,7 @@
 //         dram__bytes_write.sum --csv --print-units base roofbench_counters_probe launch   (one line)
 //     (--cache-control all: ncu's own flush instead of the clean)
 // The kernels: a copy that reads 3/4 of the L2 and writes 1/4; a write of twice the L2; a read of eight times
-// the L2 that then writes 1/16 of it in 264-byte records, as a split-KV decode writes its partials.
+// the L2 that then writes 1/16 of the L2 in 264-byte records, as a split-KV decode writes its partials.
 #include <cstdio>
 #include <functional>
 #include <string>

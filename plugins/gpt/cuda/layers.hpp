@@ -85,14 +85,15 @@ struct LtContext {
 // epilogue, workspace size and device: the first call outside a graph capture times up to kLtCandidates
 // algorithms of cuBLASLt's heuristic (its first) on the call's own operands (case_support::time_each:
 // warm-up, then the median of groups of launches) and every later call of that kind runs the fastest, so R3
-// and R4 in one worker process run the same algorithms and R4's gradients stay R3's bit for bit. Split-K partial sums are kept in fp32 (for a bf16
-// result no reduction in bf16), as autocast's fp32 accumulation promises. A call that accumulates (beta 1),
-// or the first of its kind inside a capture, takes the heuristic's first algorithm (and keeps it). The lines
-// a context collects name each choice, for the results' facts: the choice is made per process and can differ
-// between processes where two candidates time alike. A burst picks what sustained load at the power limit
-// would: a probe on the H200 timed each of R3's 12 problems' 8 candidates both ways, a 1 ms
-// burst after 300 ms idle and 0.9 s back to back at 700 W, and the burst's pick was the sustained one's or
-// within 0.8% of it.
+// and R4 in one worker process run the same algorithms and R4's gradients stay R3's bit for bit. Split-K
+// partial sums are kept in fp32 (for a bf16 result no reduction in bf16), as autocast's fp32 accumulation
+// promises. A call that accumulates (beta 1), or the first of its kind inside a capture, takes the heuristic's
+// first algorithm (and keeps it). The lines a context collects name each choice, for the results' facts: the
+// choice is made per process and can differ between processes where two candidates time alike
+// (ROOFBENCH_ALGORITHM_CHOICE=first takes the heuristic's first that runs, in every process alike:
+// case_support::first_candidate_only). A burst picks what sustained load at the power limit would: a probe on
+// the H200 timed each of R3's 12 problems' 8 candidates both ways, a 1 ms burst after 300 ms idle and 0.9 s
+// back to back at 700 W, and the burst's pick was the sustained one's or within 0.8% of it.
 inline constexpr int kLtCandidates = 8;
 // y[N, out] = x[N, in] w[out, in]^T + bias[out] in one cuBLASLt call, the bias added in the GEMM's epilogue
 // (CUBLASLT_EPILOGUE_BIAS) rather than by a pass over y. type: CUDA_R_32F (x, w, y and bias fp32, TF32
