@@ -412,7 +412,7 @@ Counted count_run(const PassRequest& request) {
 CounterProfile collect_or_throw(const PassRequest& request, int device) {
   const CurrentDevice current(device);
   const Counted counted = count_run(request);
-  CounterProfile profile = sum_ranges(counted.ranges, 1.0);
+  CounterProfile profile = sum_ranges(counted.ranges);
   profile.replay = to_string(request.replay);
   profile.replay_runs = counted.passes;
   return profile;

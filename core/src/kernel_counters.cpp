@@ -55,12 +55,6 @@ void add(KernelCounters& into, const KernelCounters& k) {
   into.flops_tensor += k.flops_tensor;
 }
 
-void scale(KernelCounters& k, double f) {
-  k.launches_per_run *= f;
-  k.dram_read *= f, k.dram_write *= f, k.l2_bytes *= f;
-  k.flops_fp64 *= f, k.flops_fp32 *= f, k.flops_fp16 *= f, k.flops_tensor *= f;
-}
-
 std::string times(double ratio) {
   char text[32];
   std::snprintf(text, sizeof text, ratio < 0.095 ? "%.2fx" : "%.1fx", ratio);
@@ -98,7 +92,7 @@ void add_range(KernelCounters& k, const std::vector<double>& values) {
   k.launches_per_run += 1;
 }
 
-CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs) {
+CounterProfile sum_ranges(const std::vector<CounterRange>& ranges) {
   std::map<std::string, KernelCounters> by_name;
   for (const CounterRange& range : ranges) {
     KernelCounters& k = by_name[range.name];
@@ -108,7 +102,6 @@ CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs) 
   CounterProfile profile;
   profile.total.name = "all kernels";
   for (auto& [name, k] : by_name) {
-    scale(k, 1.0 / runs);
     add(profile.total, k);
     profile.kernels.push_back(k);
   }

@@ -73,9 +73,9 @@ struct CounterRange {
   std::string name;
   std::vector<double> values;
 };
-// The profile of `ranges` collected over `runs` runs: a row per kernel name (launches summed), most DRAM
-// bytes first, each figure per run, and their total.
-CounterProfile sum_ranges(const std::vector<CounterRange>& ranges, double runs);
+// The profile of one run's `ranges`: a row per kernel name (its launches summed), most DRAM bytes first, and
+// their total.
+CounterProfile sum_ranges(const std::vector<CounterRange>& ranges);
 
 // measured / modelled; 0 when either is missing (nothing modelled, nothing counted).
 double counter_ratio(double measured, double modelled);

@@ -140,7 +140,7 @@ TEST(Wire, AResultCrossesUnchanged) {
 
 TEST(Wire, TheCountersCrossUnchanged) {
   Measurement m = every_field_set();
-  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 2.0)}}, 1);
+  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 2.0)}});
   m.counters.seconds = 54;
   m.counters.replay = "run";
   m.counters.replay_runs = 3;
@@ -317,7 +317,7 @@ TEST(Fingerprint, OtherStringAbiIsRefusedWithOneLine) {
 TEST(Summaries, TheHostsFiguresAreItsTable) {
   Measurement m = every_field_set();
   m.status = Status::ok;
-  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 52.0)}}, 1);
+  m.counters = sum_ranges({{"k", std::vector<double>(counter_metrics().size(), 52.0)}});
   m.counters.seconds = 53;
   m.rank_figures = {{.rank = 0, .time_median = 16}, {.rank = 1, .time_median = 20}};  // a run of two processes
   const Result r = result_of(m);
