@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include "console.hpp"
 #include "energy.hpp"
@@ -360,6 +363,11 @@ Options parse_options(int argc, const char* const* argv) {
     }
     spec->apply(o, flag, value);
   }
+  // Read by the plugins' setup (case_support::first_candidate_only, docs/user-guide.md): a wrong value is the
+  // command line's error, said once, not every case's.
+  if (const char* choice = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
+      choice && *choice && std::string_view(choice) != "timed" && std::string_view(choice) != "first")
+    throw UsageError(std::string("ROOFBENCH_ALGORITHM_CHOICE must be timed or first, got '") + choice + "'");
   return o;
 }
 

@@ -173,7 +173,7 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
 
 bool first_candidate_only() {
   const char* value = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
-  if (!value || std::string_view(value) == "timed") return false;
+  if (!value || !*value || std::string_view(value) == "timed") return false;
   if (std::string_view(value) == "first") return true;
   throw Error(std::string("ROOFBENCH_ALGORITHM_CHOICE=") + value + ": expected timed or first");
 }

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -46,6 +47,18 @@ TEST(Options, DefaultsWithoutArguments) {
 TEST(Options, AnUnknownFlagIsAUsageErrorNamingIt) {
   EXPECT_THAT(usage_error({"--device", "cpu", "--colour"}), HasSubstr("unknown flag '--colour'"));
   EXPECT_THAT(usage_error({"stray"}), HasSubstr("'stray'"));
+}
+
+// The plugins read ROOFBENCH_ALGORITHM_CHOICE; the command line refuses a value they would not take.
+TEST(Options, AnAlgorithmChoiceFromTheEnvironmentIsTimedOrFirst) {
+  for (const char* good : {"timed", "first", ""}) {
+    ::setenv("ROOFBENCH_ALGORITHM_CHOICE", good, 1);
+    EXPECT_EQ(usage_error({}), "") << good;
+  }
+  ::setenv("ROOFBENCH_ALGORITHM_CHOICE", "fastest", 1);
+  EXPECT_EQ(usage_error({}), "ROOFBENCH_ALGORITHM_CHOICE must be timed or first, got 'fastest'");
+  ::unsetenv("ROOFBENCH_ALGORITHM_CHOICE");
+  EXPECT_EQ(usage_error({}), "");
 }
 
 TEST(Options, Device) {

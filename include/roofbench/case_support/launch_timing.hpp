@@ -67,7 +67,7 @@ std::string describe_timings(std::span<const std::string> labels, std::span<cons
 CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& launch, const TimingPlan& plan,
                               double best_ms);
 
-// ROOFBENCH_ALGORITHM_CHOICE: "timed" (unset: the default) or "first". Under "first" time_each times the
+// ROOFBENCH_ALGORITHM_CHOICE: "timed" (unset or empty: the default) or "first". Under "first" time_each times the
 // candidates in order until one runs and leaves the rest untimed, so the caller's first that runs (the
 // library's heuristic's first) is chosen: two processes then choose alike, where a profiler intercepting
 // the launches of one would change the timings. Throws Error naming any other value.

@@ -79,6 +79,8 @@ TEST(LaunchTiming, TheAlgorithmChoiceComesFromTheEnvironment) {
   EXPECT_FALSE(first_candidate_only());
   setenv("ROOFBENCH_ALGORITHM_CHOICE", "timed", 1);
   EXPECT_FALSE(first_candidate_only());
+  setenv("ROOFBENCH_ALGORITHM_CHOICE", "", 1);
+  EXPECT_FALSE(first_candidate_only());
   setenv("ROOFBENCH_ALGORITHM_CHOICE", "first", 1);
   EXPECT_TRUE(first_candidate_only());
   setenv("ROOFBENCH_ALGORITHM_CHOICE", "fastest", 1);
