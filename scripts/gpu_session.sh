@@ -172,8 +172,8 @@ if [[ " $STEPS " == *" countersprobe "* ]]; then
       grep -E '^"|^==(ERROR|WARNING)==|^clean |moves read' | tee -a "$OUT/session.log"
   }
   for cache in none all; do
-    log "ncu --cache-control $cache: roofbench_counters_probe launch (its 3 warm-up launches skipped)"
-    probe_ncu "$cache" --launch-skip 3 "$build/bin/roofbench_counters_probe" launch
+    log "ncu --cache-control $cache: roofbench_counters_probe launch (its 4 warm-up launches skipped)"
+    probe_ncu "$cache" --launch-skip 4 "$build/bin/roofbench_counters_probe" launch
     log "ncu --cache-control $cache: roofbench_l2_clean_probe"
     probe_ncu "$cache" "$build/bin/roofbench_l2_clean_probe"
   done

@@ -1,7 +1,9 @@
 // roofbench's counters pass against Nsight Compute on kernels of known traffic, outside any benchmark. Each
 // probe kernel runs after the pass's clean (a read sweep over four times the L2, as Timer::clean_caches):
 //   roofbench_counters_probe count    counts each kernel as --counters does (CUPTI's Range Profiler, run
-//                                     replay, the clean inside each pass) and prints its DRAM bytes
+//                                     replay, the clean inside each pass) and prints its DRAM bytes; then
+//                                     each followed by an empty kernel, whose range shows what reached DRAM
+//                                     after the probe's range ended
 //   roofbench_counters_probe launch   launches the same kernels, each after the same clean, for ncu:
 //     ncu --clock-control none --cache-control none -k regex:probe_ --metrics dram__bytes_read.sum,
 //         dram__bytes_write.sum --csv --print-units base roofbench_counters_probe launch   (one line)
@@ -77,21 +79,30 @@ void clean(const Buffers& b) {
   CHECK(cudaDeviceSynchronize());
 }
 
+// Does nothing: launched right after a probe in the same counted run, its range holds what reaches DRAM
+// after the probe's range ended (writes still in flight when the profiler read the probe's counters).
+__global__ void probe_drain() {}
+
+// Each probe counted alone, then followed by probe_drain in the same run, each kernel's row printed.
 void count(const Buffers& b) {
-  for (const Probe& p : probes(b)) {
-    const roofbench::CounterProfile c = roofbench::collect_counters(
-        [&] {
-          p.launch();
-          CHECK(cudaDeviceSynchronize());
-        },
-        -1, roofbench::CounterReplay::run, [&] { clean(b); });
-    if (!c.error.empty()) {
-      std::printf("%s: no counters: %s\n", p.name, c.error.c_str());
-      continue;
+  for (const bool drained : {false, true})
+    for (const Probe& p : probes(b)) {
+      const roofbench::CounterProfile c = roofbench::collect_counters(
+          [&] {
+            p.launch();
+            if (drained) probe_drain<<<1, 1>>>();
+            CHECK(cudaDeviceSynchronize());
+          },
+          -1, roofbench::CounterReplay::run, [&] { clean(b); });
+      if (!c.error.empty()) {
+        std::printf("%s: no counters: %s\n", p.name, c.error.c_str());
+        continue;
+      }
+      std::printf("%-14s moves read %.0f written %.0f%s (%s replay)\n", p.name, p.read_bytes, p.write_bytes,
+                  drained ? ", then probe_drain" : "", c.replay.c_str());
+      for (const roofbench::KernelCounters& k : c.kernels)
+        std::printf("  counted %-60.60s DRAM read %.0f written %.0f\n", k.name.c_str(), k.dram_read, k.dram_write);
     }
-    std::printf("%-14s moves read %.0f written %.0f; counted DRAM read %.0f written %.0f (%s replay)\n", p.name,
-                p.read_bytes, p.write_bytes, c.total.dram_read, c.total.dram_write, c.replay.c_str());
-  }
 }
 
 void launch(const Buffers& b) {
@@ -114,6 +125,7 @@ int main(int argc, char** argv) {
   }
   const Buffers b = make_buffers();
   for (const Probe& p : probes(b)) p.launch();  // each kernel loaded outside the passes, as by a benchmark's timing
+  probe_drain<<<1, 1>>>();
   clean(b);
   mode == "count" ? count(b) : launch(b);
   return 0;
