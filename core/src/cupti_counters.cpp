@@ -334,11 +334,13 @@ class CurrentDevice {
   int previous_ = -1;
 };
 
-// What a pass is asked for: the work (one run of the case), how to replay it, and the clean before it.
+// What a pass is asked for: the work (one run of the case), how to replay it, the clean before it, and
+// whether the work ends with an empty kernel (fold_drain_range).
 struct PassRequest {
   const std::function<void()>& work;
   CounterReplay replay;                // kernel or run
   const std::function<void()>& clean;  // one kernel launch, or empty
+  bool ends_with_drain = false;
 };
 
 // Ranges counted and how many times the work ran for them.
@@ -391,6 +393,7 @@ Counted count_run(const PassRequest& request) {
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
     counted.ranges = evaluated_ranges(host, data, launches, clean_ranges, counted.passes, names);
+    if (request.ends_with_drain) fold_drain_range(counted.ranges);
     profiler.close();
   } catch (const CuptiError& e) {
     if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()) + " (" + e.what() + ")");
@@ -437,17 +440,17 @@ CounterProfile collect_with(const PassRequest& request, int device) {
 }  // namespace
 
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay,
-                                const std::function<void()>& clean) {
-  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, clean}, device);
+                                const std::function<void()>& clean, bool ends_with_drain) {
+  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, clean, ends_with_drain}, device);
   std::string run_failure;
   try {
-    return collect_or_throw({run_and_wait, CounterReplay::run, clean}, device);
+    return collect_or_throw({run_and_wait, CounterReplay::run, clean, ends_with_drain}, device);
   } catch (const CollectionError& e) {
     run_failure = e.what();
   } catch (const std::exception& e) {
     return failed(e);
   }
-  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, clean}, device);
+  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, clean, ends_with_drain}, device);
   if (!p.error.empty()) p.error = "run replay: " + run_failure + "; kernel replay: " + p.error;
   else p.run_replay_failure = run_failure;
   return p;

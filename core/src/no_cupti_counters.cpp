@@ -2,8 +2,10 @@
 
 namespace roofbench {
 
-CounterProfile collect_counters(const std::function<void()>&, int, CounterReplay, const std::function<void()>&) {
-  return {{}, {}, 0, "this roofbench was built without CUPTI"};
+CounterProfile collect_counters(const std::function<void()>&, int, CounterReplay, const std::function<void()>&, bool) {
+  CounterProfile profile;
+  profile.error = "this roofbench was built without CUPTI";
+  return profile;
 }
 
 std::vector<std::string> unknown_counter_metrics(const std::string&) { return {"this roofbench was built without CUPTI"}; }
