@@ -110,11 +110,11 @@ CounterProfile sum_ranges(const std::vector<CounterRange>& ranges) {
   return profile;
 }
 
-void fold_drain_range(std::vector<CounterRange>& ranges) {
+void fold_drain_range(std::vector<CounterRange>& ranges, bool add) {
   if (ranges.empty()) return;
   const CounterRange drain = std::move(ranges.back());
   ranges.pop_back();
-  if (ranges.empty()) return;
+  if (ranges.empty() || !add) return;
   std::vector<double>& last = ranges.back().values;
   for (std::size_t i = 0; i < std::min(last.size(), drain.values.size()); ++i) last[i] += drain.values[i];
 }

@@ -78,9 +78,10 @@ struct CounterRange {
 CounterProfile sum_ranges(const std::vector<CounterRange>& ranges);
 
 // A run that ends with an empty kernel (Timer::ends_with_drain): its range, the last, holds what reached DRAM
-// after the range before it ended, the run's last kernel's writes still under way; its values are added to
-// that range's and it is removed (alone, it is removed).
-void fold_drain_range(std::vector<CounterRange>& ranges);
+// after the range before it ended (under run replay: the run's last kernel's writes still under way, if any),
+// so `add` adds its values to that range's; either way it is removed (alone, it is removed). Under kernel
+// replay its range holds the restores between its own replays, not the run's writes: not added.
+void fold_drain_range(std::vector<CounterRange>& ranges, bool add);
 
 // measured / modelled; 0 when either is missing (nothing modelled, nothing counted).
 double counter_ratio(double measured, double modelled);

@@ -284,7 +284,8 @@ constexpr const char* kExitCodes =
     "Exit codes: 0 all selected benchmarks ran and passed; 1 a gate failed, a benchmark errored, crashed, timed "
     "out or reported a figure beyond the device's ceilings, a plugin failed to load, or the results could not be "
     "written (checked before anything is measured); 2 usage error (unknown or bad flag, unknown or bad suite, a "
-    "filter that matches nothing or is too long, a missing plugin folder). See docs/errors.md.";
+    "filter that matches nothing or is too long, a missing plugin folder, a ROOFBENCH_ALGORITHM_CHOICE other than timed or "
+    "first). See docs/errors.md.";
 
 std::string wrapped(const std::string& text, std::size_t width, const std::string& first, const std::string& rest) {
   return wrap_text(text, width, first, rest) + "\n";
@@ -364,9 +365,10 @@ Options parse_options(int argc, const char* const* argv) {
     spec->apply(o, flag, value);
   }
   // Read by the plugins' setup (case_support::first_candidate_only, docs/user-guide.md): a wrong value is the
-  // command line's error, said once, not every case's.
+  // command line's error, said once, not every case's (--help and --list set up no case).
   if (const char* choice = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
-      choice && *choice && std::string_view(choice) != "timed" && std::string_view(choice) != "first")
+      !o.help && !o.help_markdown && !o.list && choice && *choice && std::string_view(choice) != "timed" &&
+      std::string_view(choice) != "first")
     throw UsageError(std::string("ROOFBENCH_ALGORITHM_CHOICE must be timed or first, got '") + choice + "'");
   return o;
 }
