@@ -80,125 +80,158 @@ void CudnnAttention::destroy() {
     throw_cudnn_error(status, "cudnnDestroy", __FILE__, __LINE__, CudnnUnsupported::is_error);
 }
 
-void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx,
-                           const void* q_data, const void* k_data, const void* v_data, void* o_data) {
-  state_ = new State;
-  State& s = *state_;
-  ROOFBENCH_CUDNN(cudnnCreate(&s.handle));
-  const std::int64_t b = shape.batch, h = shape.heads, sq = shape.q_len, skv = shape.kv_len, d = shape.head_dim;
-  const cudnnDataType_t io = type == kernels::AttentionType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF;
-  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  s.scale = float(1.0 / std::sqrt(double(d)));
-  if (cudnnGetVersion() < 91000) s.negative_infinity = std::numeric_limits<float>::lowest();
-  std::int64_t next_virtual = kFirstVirtual;
+namespace {
 
-  auto tensor = [&](std::int64_t uid, cudnnDataType_t data_type, std::vector<std::int64_t> dims,
-                    std::vector<std::int64_t> strides, bool is_virtual, bool by_value = false) -> Descriptor& {
-    Descriptor& t = s.graph->make_tensor({uid, data_type, std::move(dims), std::move(strides), is_virtual, by_value});
+// The attention's operation graph on a State's descriptors (which own them): its tensors, then its
+// operations in order, each finalized as it is made.
+class AttentionGraph {
+ public:
+  AttentionGraph(CudnnAttention::State& s, const kernels::AttentionShape& shape, cudnnDataType_t io)
+      : s_(s), shape_(shape), io_(io),
+        scores_dims_{shape.batch, shape.heads, shape.q_len, shape.kv_len},
+        scores_strides_{shape.heads * shape.q_len * shape.kv_len, shape.q_len * shape.kv_len, shape.kv_len, 1},
+        row_dims_{shape.batch, shape.heads, shape.q_len, 1},
+        row_strides_{shape.heads * shape.q_len, shape.q_len, 1, 1} {}
+
+  // S = Q K^T scaled, the causal mask where asked, the softmax's max and sum (their log-sum-exp the stats),
+  // P, and O = P V. Throws Error where cuDNN refuses an operation.
+  void add_forward();
+  // The finalized operation graph; NotApplicable where cuDNN refuses it.
+  Descriptor& operation_graph();
+
+ private:
+  Descriptor& tensor(std::int64_t uid, cudnnDataType_t data_type, std::vector<std::int64_t> dims,
+                     std::vector<std::int64_t> strides, bool is_virtual, bool by_value = false) {
+    Descriptor& t = s_.graph->make_tensor({uid, data_type, std::move(dims), std::move(strides), is_virtual, by_value});
     t.finalize("tensor");
     return t;
-  };
-  const std::vector<std::int64_t> scores_dims = {b, h, sq, skv}, scores_strides = {h * sq * skv, sq * skv, skv, 1};
-  const std::vector<std::int64_t> row_dims = {b, h, sq, 1}, row_strides = {h * sq, sq, 1, 1};
-  auto scores = [&](cudnnDataType_t data_type = CUDNN_DATA_FLOAT) -> Descriptor& {
-    return tensor(next_virtual++, data_type, scores_dims, scores_strides, true);
-  };
-  auto per_row = [&]() -> Descriptor& { return tensor(next_virtual++, f32, row_dims, row_strides, true); };
-
-  std::vector<cudnnBackendDescriptor_t> ops;
-  auto matmul = [&](Descriptor& a, Descriptor& bm, Descriptor& c) {
-    Descriptor& desc = s.make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-    desc.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, f32).finalize("matmul descriptor");
-    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    op.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, a.get())
-        .set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, bm.get())
-        .set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.get())
-        .set(CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
-        .finalize("matmul");
-    ops.push_back(op.get());
-  };
-  auto pointwise = [&](cudnnPointwiseMode_t mode, Descriptor& x, Descriptor* bd, Descriptor& y, Descriptor* t = nullptr,
-                       cudnnDataType_t precision = CUDNN_DATA_FLOAT, std::int64_t axis = -1) {
-    Descriptor& desc = s.make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-    desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
-        .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, precision);
-    if (axis >= 0) desc.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis);
-    desc.finalize("pointwise descriptor");
-    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-    op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
-        .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get());
-    if (bd) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, bd->get());
-    if (t) op.set(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->get());
-    op.set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get()).finalize("pointwise");
-    ops.push_back(op.get());
-  };
-  auto reduction = [&](cudnnReduceTensorOp_t mode, Descriptor& x, Descriptor& y) {
-    Descriptor& desc = s.make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-    desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode)
-        .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, f32)
-        .finalize("reduction descriptor");
-    Descriptor& op = s.make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
-    op.set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
-        .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get())
-        .set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
-        .finalize("reduction");
-    ops.push_back(op.get());
-  };
-
-  try {
-    Descriptor& q = tensor(kQ, io, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
-    Descriptor& k_t = tensor(kK, io, {b, h, d, skv}, {h * skv * d, skv * d, 1, d}, false);  // K read as K^T
-    Descriptor& v = tensor(kV, io, {b, h, skv, d}, {h * skv * d, skv * d, d, 1}, false);
-    Descriptor& o = tensor(kO, io, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
-    Descriptor& stats = tensor(kStats, f32, row_dims, row_strides, false);
-    Descriptor& scale = tensor(kScale, f32, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
-
-    Descriptor& raw = scores();
-    matmul(q, k_t, raw);
-    Descriptor* last = &scores();
-    pointwise(CUDNN_POINTWISE_MUL, raw, &scale, *last);
-    if (shape.causal && sq > 1) {
-      Descriptor& negative_infinity = tensor(kNegativeInfinity, f32, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
-      Descriptor& row = scores(CUDNN_DATA_INT32);
-      Descriptor& col = scores(CUDNN_DATA_INT32);
-      Descriptor& keep = scores(CUDNN_DATA_BOOLEAN);
-      Descriptor& masked = scores();
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, *last, nullptr, row, nullptr, f32, 2);
-      pointwise(CUDNN_POINTWISE_GEN_INDEX, *last, nullptr, col, nullptr, f32, 3);
-      pointwise(CUDNN_POINTWISE_CMP_GE, row, &col, keep, nullptr, CUDNN_DATA_BOOLEAN);
-      pointwise(CUDNN_POINTWISE_BINARY_SELECT, *last, &negative_infinity, masked, &keep);
-      last = &masked;
-      s.masked = true;
-    }
-    Descriptor& max = per_row();
-    reduction(CUDNN_REDUCE_TENSOR_MAX, *last, max);
-    Descriptor& shifted = scores();
-    pointwise(CUDNN_POINTWISE_SUB, *last, &max, shifted);
-    Descriptor& exponentials = scores();
-    pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, exponentials);
-    Descriptor& sum = per_row();
-    reduction(CUDNN_REDUCE_TENSOR_ADD, exponentials, sum);
-    Descriptor& log_sum = per_row();
-    pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, log_sum);
-    pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, stats);
-    Descriptor& probabilities = scores(io);  // the second matmul takes P in the inputs' type
-    pointwise(CUDNN_POINTWISE_DIV, exponentials, &sum, probabilities);
-    matmul(probabilities, v, o);
-  } catch (const Error& e) {
-    throw NotApplicable(std::string("cuDNN refused the attention graph's operations: ") + e.what());
   }
+  Descriptor& scores(cudnnDataType_t data_type = CUDNN_DATA_FLOAT) {
+    return tensor(next_virtual_++, data_type, scores_dims_, scores_strides_, true);
+  }
+  Descriptor& per_row() { return tensor(next_virtual_++, CUDNN_DATA_FLOAT, row_dims_, row_strides_, true); }
+  void matmul(Descriptor& a, Descriptor& b, Descriptor& c);
+  void pointwise(cudnnPointwiseMode_t mode, Descriptor& x, Descriptor* b, Descriptor& y, Descriptor* t = nullptr,
+                 cudnnDataType_t precision = CUDNN_DATA_FLOAT, std::int64_t axis = -1);
+  void reduction(cudnnReduceTensorOp_t mode, Descriptor& x, Descriptor& y);
+  // The scores with the positions past each row's diagonal replaced by minus infinity.
+  Descriptor& causal_mask(Descriptor& scaled);
 
-  Descriptor& graph = s.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, s.handle)
-      .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops);
+  CudnnAttention::State& s_;
+  const kernels::AttentionShape& shape_;
+  cudnnDataType_t io_;
+  std::vector<std::int64_t> scores_dims_, scores_strides_, row_dims_, row_strides_;
+  std::int64_t next_virtual_ = kFirstVirtual;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+};
+
+void AttentionGraph::matmul(Descriptor& a, Descriptor& b, Descriptor& c) {
+  Descriptor& desc = s_.make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  desc.set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT).finalize("matmul descriptor");
+  Descriptor& op = s_.make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  op.set(CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, a.get())
+      .set(CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b.get())
+      .set(CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, c.get())
+      .set(CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+      .finalize("matmul");
+  ops_.push_back(op.get());
+}
+
+void AttentionGraph::pointwise(cudnnPointwiseMode_t mode, Descriptor& x, Descriptor* b, Descriptor& y, Descriptor* t,
+                               cudnnDataType_t precision, std::int64_t axis) {
+  Descriptor& desc = s_.make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  desc.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, mode)
+      .set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, precision);
+  if (axis >= 0) desc.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis);
+  desc.finalize("pointwise descriptor");
+  Descriptor& op = s_.make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+      .set(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get());
+  if (b) op.set(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, b->get());
+  if (t) op.set(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, t->get());
+  op.set(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get()).finalize("pointwise");
+  ops_.push_back(op.get());
+}
+
+void AttentionGraph::reduction(cudnnReduceTensorOp_t mode, Descriptor& x, Descriptor& y) {
+  Descriptor& desc = s_.make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+  desc.set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, mode)
+      .set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, CUDNN_DATA_FLOAT)
+      .finalize("reduction descriptor");
+  Descriptor& op = s_.make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+  op.set(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, x.get())
+      .set(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, y.get())
+      .set(CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, desc.get())
+      .finalize("reduction");
+  ops_.push_back(op.get());
+}
+
+Descriptor& AttentionGraph::causal_mask(Descriptor& scaled) {
+  Descriptor& negative_infinity = tensor(kNegativeInfinity, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  Descriptor& row = scores(CUDNN_DATA_INT32);
+  Descriptor& col = scores(CUDNN_DATA_INT32);
+  Descriptor& keep = scores(CUDNN_DATA_BOOLEAN);
+  Descriptor& masked = scores();
+  pointwise(CUDNN_POINTWISE_GEN_INDEX, scaled, nullptr, row, nullptr, CUDNN_DATA_FLOAT, 2);
+  pointwise(CUDNN_POINTWISE_GEN_INDEX, scaled, nullptr, col, nullptr, CUDNN_DATA_FLOAT, 3);
+  pointwise(CUDNN_POINTWISE_CMP_GE, row, &col, keep, nullptr, CUDNN_DATA_BOOLEAN);
+  pointwise(CUDNN_POINTWISE_BINARY_SELECT, scaled, &negative_infinity, masked, &keep);
+  s_.masked = true;
+  return masked;
+}
+
+void AttentionGraph::add_forward() {
+  const std::int64_t b = shape_.batch, h = shape_.heads, sq = shape_.q_len, skv = shape_.kv_len, d = shape_.head_dim;
+  Descriptor& q = tensor(kQ, io_, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
+  Descriptor& k_t = tensor(kK, io_, {b, h, d, skv}, {h * skv * d, skv * d, 1, d}, false);  // K read as K^T
+  Descriptor& v = tensor(kV, io_, {b, h, skv, d}, {h * skv * d, skv * d, d, 1}, false);
+  Descriptor& o = tensor(kO, io_, {b, h, sq, d}, {h * sq * d, sq * d, d, 1}, false);
+  Descriptor& stats = tensor(kStats, CUDNN_DATA_FLOAT, row_dims_, row_strides_, false);
+  Descriptor& scale = tensor(kScale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+
+  Descriptor& raw = scores();
+  matmul(q, k_t, raw);
+  Descriptor* last = &scores();
+  pointwise(CUDNN_POINTWISE_MUL, raw, &scale, *last);
+  if (shape_.causal && sq > 1) last = &causal_mask(*last);
+  Descriptor& max = per_row();
+  reduction(CUDNN_REDUCE_TENSOR_MAX, *last, max);
+  Descriptor& shifted = scores();
+  pointwise(CUDNN_POINTWISE_SUB, *last, &max, shifted);
+  Descriptor& exponentials = scores();
+  pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, exponentials);
+  Descriptor& sum = per_row();
+  reduction(CUDNN_REDUCE_TENSOR_ADD, exponentials, sum);
+  Descriptor& log_sum = per_row();
+  pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, log_sum);
+  pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, stats);
+  Descriptor& probabilities = scores(io_);  // the second matmul takes P in the inputs' type
+  pointwise(CUDNN_POINTWISE_DIV, exponentials, &sum, probabilities);
+  matmul(probabilities, v, o);
+}
+
+Descriptor& AttentionGraph::operation_graph() {
+  Descriptor& graph = s_.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, s_.handle)
+      .set_array(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops_);
   if (cudnnBackendFinalize(graph.get()) != CUDNN_STATUS_SUCCESS)
     throw NotApplicable("cuDNN " + std::to_string(cudnnGetVersion()) +
                         " refused the attention graph: " + cudnn_status_message(CUDNN_STATUS_NOT_SUPPORTED));
+  return graph;
+}
 
-  // The timed search runs every plan on the case's own random tensors (all-zero ones would time a
-  // uniform softmax at low power), with the stats and scalars the runs use.
-  s.stats = ctx.alloc(std::size_t(b * h * sq) * sizeof(float), BufferRole::scratch);
-  const auto [uids, pointers] = s.variant(q_data, k_data, v_data, o_data);
+// The case's tensors, on which the plans are timed.
+struct AttentionTensors {
+  const void *q, *k, *v;
+  void* o;
+};
+
+// The fastest of the graph's engine plans, timed on the case's own random tensors (all-zero ones would time a
+// uniform softmax at low power) with the stats and scalars the runs use, kept in `s`, and named in `facts`.
+void choose_plan(CudnnAttention::State& s, Descriptor& graph, Context& ctx, const kernels::AttentionShape& shape,
+                 const AttentionTensors& tensors, std::vector<Figure>& facts) {
+  s.stats = ctx.alloc(std::size_t(shape.batch * shape.heads * shape.q_len) * sizeof(float), BufferRole::scratch);
+  const auto [uids, pointers] = s.variant(tensors.q, tensors.k, tensors.v, tensors.o);
   ROOFBENCH_CUDNN(cudnnSetStream(s.handle, cuda::stream(ctx)));
   cudnn_backend::PlanSearchOptions options;
   options.max_plans = kMaxTimedPlans;
@@ -209,12 +242,29 @@ void CudnnAttention::build(kernels::AttentionType type, const kernels::Attention
         return s.workspace;
       },
       "the attention graph");
-  const std::int64_t workspace_bytes = choice.chosen.workspace_bytes;
-  facts_.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
-  facts_.push_back({"cudnn_engine", choice.chosen.engine.label() + " (heuristics " + choice.chosen.engine.modes + ")"});
-  facts_.push_back({"engine_search", choice.text});
+  facts.push_back({"cudnn_version", std::to_string(cudnnGetVersion())});
+  facts.push_back({"cudnn_engine", choice.chosen.engine.label() + " (heuristics " + choice.chosen.engine.modes + ")"});
+  facts.push_back({"engine_search", choice.text});
+  facts.push_back({"cudnn_workspace_bytes", std::to_string(choice.chosen.workspace_bytes)});
   s.plan = std::move(choice.chosen);
-  facts_.push_back({"cudnn_workspace_bytes", std::to_string(workspace_bytes)});
+}
+
+}  // namespace
+
+void CudnnAttention::build(kernels::AttentionType type, const kernels::AttentionShape& shape, Context& ctx,
+                           const void* q_data, const void* k_data, const void* v_data, void* o_data) {
+  state_ = new State;
+  State& s = *state_;
+  ROOFBENCH_CUDNN(cudnnCreate(&s.handle));
+  s.scale = float(1.0 / std::sqrt(double(shape.head_dim)));
+  if (cudnnGetVersion() < 91000) s.negative_infinity = std::numeric_limits<float>::lowest();
+  AttentionGraph graph(s, shape, type == kernels::AttentionType::bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_HALF);
+  try {
+    graph.add_forward();
+  } catch (const Error& e) {
+    throw NotApplicable(std::string("cuDNN refused the attention graph's operations: ") + e.what());
+  }
+  choose_plan(s, graph.operation_graph(), ctx, shape, {q_data, k_data, v_data, o_data}, facts_);
 }
 
 void CudnnAttention::run(cudaStream_t stream, const void* q, const void* k, const void* v, void* o) {

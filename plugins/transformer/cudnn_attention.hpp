@@ -30,8 +30,9 @@ class CudnnAttention {
   void destroy();
   std::vector<Figure> facts() const { return facts_; }
 
+  struct State;  // the handle, the graph's descriptors, the plan and the buffers (cudnn_attention.cpp)
+
  private:
-  struct State;
   State* state_ = nullptr;
   std::vector<Figure> facts_;
 };
