@@ -43,10 +43,53 @@ std::vector<std::int64_t> sampled_rows(std::int64_t q_len, std::size_t random_ro
   return {chosen.begin(), chosen.end()};
 }
 
+namespace {
+
+// One (batch, head) pair's sampled rows against fp64 attention of its stored inputs: the pair's relative L2
+// error (NaN where an output is), its worst row, and how many outputs were compared.
+struct PairComparison {
+  double error = 0;
+  std::int64_t worst_row = 0;
+  std::size_t compared = 0;
+};
+
+PairComparison compare_pair(Context& ctx, const AttentionOperands& op, std::int64_t pair,
+                            const std::vector<std::int64_t>& rows) {
+  const kernels::AttentionShape& shape = op.shape;
+  const std::int64_t d = shape.head_dim;
+  const std::size_t q_base = std::size_t(pair * shape.q_len * d), kv_base = std::size_t(pair * shape.kv_len * d);
+  const auto k = case_support::fetch(ctx, {op.k, op.type}, kv_base, std::size_t(shape.kv_len * d));
+  const auto v = case_support::fetch(ctx, {op.v, op.type}, kv_base, std::size_t(shape.kv_len * d));
+  std::vector<double> q(std::size_t(shape.q_len * d), 0.0);
+  for (const std::int64_t row : rows) {
+    const auto q_row = case_support::fetch(ctx, {op.q, op.type}, q_base + std::size_t(row * d), std::size_t(d));
+    std::copy(q_row.begin(), q_row.end(), q.begin() + row * d);
+  }
+  const auto expected = kernels::attention_reference(shape, q.data(), k.data(), v.data(), rows);
+  std::vector<double> out, ref;
+  PairComparison result;
+  double worst_row_error = -1;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto got = case_support::fetch(ctx, {op.o, op.type}, q_base + std::size_t(rows[r] * d), std::size_t(d));
+    double row_error = 0;
+    for (std::int64_t c = 0; c < d; ++c) {
+      const double e = got[c] - expected[r * d + c];
+      row_error += std::isnan(e) ? std::numeric_limits<double>::infinity() : e * e;
+    }
+    if (row_error > worst_row_error) worst_row_error = row_error, result.worst_row = rows[r];
+    out.insert(out.end(), got.begin(), got.end());
+    ref.insert(ref.end(), expected.begin() + r * d, expected.begin() + (r + 1) * d);
+  }
+  result.error = relative_l2_error(out.data(), ref.data(), out.size());
+  result.compared = out.size();
+  return result;
+}
+
+}  // namespace
+
 Check check_attention(Context& ctx, const AttentionOperands& op, const case_support::NonfiniteScan& scan,
                       std::vector<Figure>& figures) {
   const kernels::AttentionShape& shape = op.shape;
-  const std::int64_t d = shape.head_dim;
   const bool decode = shape.q_len == 1;
   // Decode pairs are cheap (one row each), so more of them are compared.
   std::vector<std::int64_t> pairs = sampled_pairs(shape.batch * shape.heads, decode ? 24 : 4, ctx.seed());
@@ -60,33 +103,10 @@ Check check_attention(Context& ctx, const AttentionOperands& op, const case_supp
   std::int64_t worst_pair = 0, worst_row = 0;
   double worst_pair_error = -1;
   for (const std::int64_t pair : pairs) {
-    std::vector<double> out, ref;
-    std::int64_t pair_worst_row = 0;
-    double pair_worst_row_error = -1;
-    const std::size_t q_base = std::size_t(pair * shape.q_len * d), kv_base = std::size_t(pair * shape.kv_len * d);
-    const auto k = case_support::fetch(ctx, {op.k, op.type}, kv_base, std::size_t(shape.kv_len * d));
-    const auto v = case_support::fetch(ctx, {op.v, op.type}, kv_base, std::size_t(shape.kv_len * d));
-    std::vector<double> q(std::size_t(shape.q_len * d), 0.0);
-    for (const std::int64_t row : rows) {
-      const auto q_row = case_support::fetch(ctx, {op.q, op.type}, q_base + std::size_t(row * d), std::size_t(d));
-      std::copy(q_row.begin(), q_row.end(), q.begin() + row * d);
-    }
-    const auto expected = kernels::attention_reference(shape, q.data(), k.data(), v.data(), rows);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      const auto got = case_support::fetch(ctx, {op.o, op.type}, q_base + std::size_t(rows[r] * d), std::size_t(d));
-      double row_error = 0;
-      for (std::int64_t c = 0; c < d; ++c) {
-        const double e = got[c] - expected[r * d + c];
-        row_error += std::isnan(e) ? std::numeric_limits<double>::infinity() : e * e;
-      }
-      if (row_error > pair_worst_row_error) pair_worst_row_error = row_error, pair_worst_row = rows[r];
-      out.insert(out.end(), got.begin(), got.end());
-      ref.insert(ref.end(), expected.begin() + r * d, expected.begin() + (r + 1) * d);
-    }
-    const double pair_error = relative_l2_error(out.data(), ref.data(), out.size());
-    if (std::isnan(pair_error) ? !std::isnan(worst_pair_error) : pair_error > worst_pair_error)
-      worst_pair_error = pair_error, worst_pair = pair, worst_row = pair_worst_row;
-    compared += out.size();
+    const PairComparison c = compare_pair(ctx, op, pair, rows);
+    if (std::isnan(c.error) ? !std::isnan(worst_pair_error) : c.error > worst_pair_error)
+      worst_pair_error = c.error, worst_pair = pair, worst_row = c.worst_row;
+    compared += c.compared;
   }
   const std::size_t total = std::size_t(shape.q_elements());
   const std::uint64_t nonfinite = scan.count(ctx, {op.o, op.type}, total);

@@ -152,20 +152,30 @@ Check check_matmul_sampled(Context& ctx, const MatmulOperands& op, const Nonfini
   return check;
 }
 
+namespace {
+
+// The (first, count) ranges of n outputs that the elementwise gate compares: all of them, fetched a million at
+// a time, up to kElementwiseFullCheck; above it, evenly spaced blocks and the last block.
+std::vector<std::pair<std::size_t, std::size_t>> elementwise_ranges(std::size_t n) {
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  if (n <= kElementwiseFullCheck) {
+    for (std::size_t first = 0; first < n; first += kChunk) ranges.emplace_back(first, std::min(kChunk, n - first));
+    return ranges;
+  }
+  for (std::size_t block = 0; block < kElementwiseSampleBlocks; ++block)
+    ranges.emplace_back(block * (n / kElementwiseSampleBlocks), kElementwiseBlock);
+  ranges.emplace_back(n - kElementwiseBlock, kElementwiseBlock);
+  return ranges;
+}
+
+}  // namespace
+
 Check check_elementwise(Context& ctx, const ElementwiseOperands& op, const NonfiniteScan& scan,
                         std::vector<Figure>& figures) {
   figures.clear();
   if (op.n == 0) return {0.0, "empty output", true};
-  std::vector<std::pair<std::size_t, std::size_t>> ranges;  // (first, count)
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
-  if (op.n <= kElementwiseFullCheck) {
-    for (std::size_t first = 0; first < op.n; first += kChunk)
-      ranges.emplace_back(first, std::min(kChunk, op.n - first));
-  } else {
-    for (std::size_t block = 0; block < kElementwiseSampleBlocks; ++block)
-      ranges.emplace_back(block * (op.n / kElementwiseSampleBlocks), kElementwiseBlock);
-    ranges.emplace_back(op.n - kElementwiseBlock, kElementwiseBlock);
-  }
+  const std::vector<std::pair<std::size_t, std::size_t>> ranges = elementwise_ranges(op.n);
 
   std::vector<double> out, ref, arguments(op.inputs.size());
   std::size_t mismatches = 0, first_mismatch = 0;
