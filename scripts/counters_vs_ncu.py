@@ -68,15 +68,20 @@ def base_name(name):
     return words[-1] if words else name
 
 
+KEYS = ("dram", "written", "flops")  # DRAM bytes read and written, of them written, FLOPs
+
+
 def figures(values, fields):
-    """{dram, flops} from {metric: value}."""
+    """{dram, written, flops} from {metric: value}."""
     dram = sum(values.get(m, 0) for m, f, _ in fields if f in ("dram_read", "dram_write"))
+    written = sum(values.get(m, 0) for m, f, _ in fields if f == "dram_write")
     flops = sum(w * values.get(m, 0) for m, f, w in fields if f.startswith("flops"))
-    return {"dram": dram, "flops": flops}
+    return {"dram": dram, "written": written, "flops": flops}
 
 
 def roofbench_kernels(latest_json):
-    """{base name: (per-launch {dram, flops}, launches per run)} from a --counters results file, or why not."""
+    """{base name: (per-launch {dram, written, flops}, launches per run)} from a --counters results file, or why
+    not."""
     try:
         with open(latest_json) as f:
             entry = [b for b in json.load(f)["benchmarks"] if b.get("run_type") != "aggregate"][0]
@@ -87,18 +92,18 @@ def roofbench_kernels(latest_json):
         return counters.get("error", "no counters")
     by_base = {}
     for k in counters["kernels"]:
-        d, f, n = by_base.get(base_name(k["name"]), (0.0, 0.0, 0.0))
-        by_base[base_name(k["name"])] = (d + k["dram_read"] + k["dram_write"], f + k["flops"], n + k["launches_per_run"])
-    return {b: ({"dram": d / n, "flops": f / n}, n) for b, (d, f, n) in by_base.items() if n > 0}
+        d, w, f, n = by_base.get(base_name(k["name"]), (0.0, 0.0, 0.0, 0.0))
+        by_base[base_name(k["name"])] = (d + k["dram_read"] + k["dram_write"], w + k["dram_write"], f + k["flops"],
+                                         n + k["launches_per_run"])
+    return {b: ({"dram": d / n, "written": w / n, "flops": f / n}, n) for b, (d, w, f, n) in by_base.items() if n > 0}
 
 
 def ncu_kernels(csv_path, fields):
-    """{base name: per-launch {dram, flops}} averaged over the launches of an `ncu --csv --print-units base` file
-    (or of the files of a list)."""
+    """{base name: per-launch {dram, written, flops}} averaged over the launches of an `ncu --csv --print-units
+    base` file (or of the files of a list)."""
     if isinstance(csv_path, list):
         parts = [ncu_kernels(path, fields) for path in csv_path]
-        return {b: {k: sum(p.get(b, {}).get(k, 0.0) for p in parts) for k in ("dram", "flops")}
-                for b in set().union(*parts)}
+        return {b: {k: sum(p.get(b, {}).get(k, 0.0) for p in parts) for k in KEYS} for b in set().union(*parts)}
     launches = {}
     if not os.path.exists(csv_path):
         return {}
@@ -112,14 +117,15 @@ def ncu_kernels(csv_path, fields):
     per_base = {}
     for (_, base), values in launches.items():
         per_base.setdefault(base, []).append(figures(values, fields))
-    return {b: {k: statistics.mean(x[k] for x in xs) for k in ("dram", "flops")} for b, xs in per_base.items()}
+    return {b: {k: statistics.mean(x[k] for x in xs) for k in KEYS} for b, xs in per_base.items()}
 
 
 def per_run(ours, theirs):
-    """Both sides' {dram, flops} per run over the kernels both saw, weighted by roofbench's launches per run."""
+    """Both sides' {dram, written, flops} per run over the kernels both saw, weighted by roofbench's launches per
+    run."""
     shared = [b for b in ours if b in theirs]
-    rb = {k: sum(ours[b][0][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
-    nc = {k: sum(theirs[b][k] * ours[b][1] for b in shared) for k in ("dram", "flops")}
+    rb = {k: sum(ours[b][0][k] * ours[b][1] for b in shared) for k in KEYS}
+    nc = {k: sum(theirs[b][k] * ours[b][1] for b in shared) for k in KEYS}
     return rb, nc, len(shared)
 
 
@@ -183,7 +189,8 @@ def main(roofbench, outdir, only=None):
     # take the heuristic's first, so that they run the same kernels (docs/user-guide.md).
     os.environ.setdefault("ROOFBENCH_ALGORITHM_CHOICE", "first")
     fields = metrics()
-    print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
+    print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'of them written, MB':>20} "
+          f"{'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
     for i, bench in enumerate(BENCHMARKS):
         if only and not re.search(only, bench):
             continue
@@ -197,7 +204,8 @@ def main(roofbench, outdir, only=None):
         theirs = (run_ncu(roofbench, bench, ours, fields, where) if roofbench
                   else ncu_kernels(ncu_files(where), fields))
         rb, nc, shared = per_run(ours, theirs)
-        print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} "
+        written = f"{rb['written'] / 1e6:.2f} / {nc['written'] / 1e6:.2f}"
+        print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} {written:>20} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
               f"  ({shared} of {len(ours)} kernels matched)")
 
