@@ -40,21 +40,24 @@ class CountersVsNcuTest(unittest.TestCase):
                         {"name": "void gemm<2>(float*)", "launches_per_run": 2, "dram_read": 200, "dram_write": 0, "flops": 1000},
                         {"name": "norm(float*)", "launches_per_run": 1, "dram_read": 10, "dram_write": 10, "flops": 0}]}}}]}))
         ours = cv.roofbench_kernels(str(results))
-        self.assertEqual(ours["gemm"], ({"dram": 100, "flops": 500}, 4))  # per launch over both templates
+        self.assertEqual(ours["gemm"], ({"dram": 100, "written": 12.5, "flops": 500}, 4))  # per launch, both templates
         ncu = self.path / "ncu.csv"
         rows = ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
-        for launch, dram in ((0, 90), (1, 110)):
-            rows += [f'"{launch}","gemm<1>","dram__bytes_read.sum","byte","{dram}"',
+        for launch, read in ((0, 80), (1, 100)):
+            rows += [f'"{launch}","gemm<1>","dram__bytes_read.sum","byte","{read}"',
+                     f'"{launch}","gemm<1>","dram__bytes_write.sum","byte","10"',
                      f'"{launch}","gemm<1>","sm__sass_thread_inst_executed_op_ffma_pred_on.sum","inst","250"']
         rows.append('"2","other","dram__bytes_read.sum","byte","1,000"')
         ncu.write_text("==PROF== Connected to process\n" + "\n".join(rows) + "\n")
         theirs = cv.ncu_kernels(str(ncu), cv.metrics())
-        self.assertEqual(theirs["gemm"], {"dram": 100, "flops": 500})
+        self.assertEqual(theirs["gemm"], {"dram": 100, "written": 10, "flops": 500})
         self.assertEqual(theirs["other"]["dram"], 1000)
         rb, nc, shared = cv.per_run(ours, theirs)
         self.assertEqual(shared, 1)  # norm was not profiled by ncu: left out of both sides
-        self.assertEqual(rb, {"dram": 400, "flops": 2000})
-        self.assertEqual(nc, {"dram": 400, "flops": 2000})
+        self.assertEqual(rb, {"dram": 400, "written": 50, "flops": 2000})
+        self.assertEqual(nc, {"dram": 400, "written": 40, "flops": 2000})
+        # A folder of an older run, one file of both kinds, is read as it is.
+        self.assertEqual(cv.ncu_files(str(self.path)), [str(ncu)])
         self.assertEqual(cv.percent(101, 100), "+1.00%")
 
     def test_a_benchmark_without_counters_says_why(self):
