@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
@@ -278,6 +279,20 @@ std::string thrown_by(Call call) {
     return "Error";
   }
   return "nothing";
+}
+
+// cuDNN's Find orders by its own timing in the process, so ROOFBENCH_ALGORITHM_CHOICE=first asks the _v7
+// heuristic instead; ROOFBENCH_CONV_SEARCH, where set, wins.
+TEST(ConvSearch, TheFirstAlgorithmChoiceAsksTheHeuristic) {
+  unsetenv("ROOFBENCH_CONV_SEARCH");
+  unsetenv("ROOFBENCH_ALGORITHM_CHOICE");
+  EXPECT_EQ(algorithm_search_from_environment(), AlgorithmSearch::find);
+  setenv("ROOFBENCH_ALGORITHM_CHOICE", "first", 1);
+  EXPECT_EQ(algorithm_search_from_environment(), AlgorithmSearch::heuristic);
+  setenv("ROOFBENCH_CONV_SEARCH", "find", 1);
+  EXPECT_EQ(algorithm_search_from_environment(), AlgorithmSearch::find);
+  unsetenv("ROOFBENCH_CONV_SEARCH");
+  unsetenv("ROOFBENCH_ALGORITHM_CHOICE");
 }
 
 TEST(ConvSearch, StatusErrorsNameTheCall) {
