@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
-#include <string_view>
 
 #include "console.hpp"
 #include "energy.hpp"
+#include "roofbench/case_support/algorithm_choice.hpp"
 
 namespace roofbench {
 
@@ -366,10 +366,9 @@ Options parse_options(int argc, const char* const* argv) {
   }
   // Read by the plugins' setup (case_support::first_candidate_only, docs/user-guide.md): a wrong value is the
   // command line's error, said once, not every case's (--help and --list set up no case).
-  if (const char* choice = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
-      !o.help && !o.help_markdown && !o.list && choice && *choice && std::string_view(choice) != "timed" &&
-      std::string_view(choice) != "first")
-    throw UsageError(std::string("ROOFBENCH_ALGORITHM_CHOICE must be timed or first, got '") + choice + "'");
+  const char* choice = std::getenv(case_support::kAlgorithmChoiceVariable);
+  if (!o.help && !o.help_markdown && !o.list && !case_support::algorithm_choice_is_first(choice))
+    throw UsageError(std::string(case_support::kAlgorithmChoiceVariable) + " must be timed or first, got '" + choice + "'");
   return o;
 }
 

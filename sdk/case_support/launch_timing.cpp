@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
-#include <string_view>
+#include <optional>
 #include <vector>
 
+#include "roofbench/case_support/algorithm_choice.hpp"
 #include "roofbench/case_support/owned_handle.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/plugin.hpp"
@@ -172,10 +173,9 @@ CandidateTiming time_launches(cudaStream_t stream, const std::function<void()>& 
 }
 
 bool first_candidate_only() {
-  const char* value = std::getenv("ROOFBENCH_ALGORITHM_CHOICE");
-  if (!value || !*value || std::string_view(value) == "timed") return false;
-  if (std::string_view(value) == "first") return true;
-  throw Error(std::string("ROOFBENCH_ALGORITHM_CHOICE=") + value + ": expected timed or first");
+  const char* value = std::getenv(kAlgorithmChoiceVariable);
+  if (const std::optional<bool> first = algorithm_choice_is_first(value)) return *first;
+  throw Error(std::string(kAlgorithmChoiceVariable) + "=" + value + ": expected timed or first");
 }
 
 std::vector<CandidateTiming> time_each(cudaStream_t stream, std::size_t count,
