@@ -14,6 +14,9 @@ ResNet-50's conv2 3x3 convolution at batch 32.
   do_bench_cudagraph     triton.testing.do_bench_cudagraph (defaults: the mean of 10 replays of a 20 ms graph)
   cudagraph 1 ms         do_bench_cudagraph with rep=1: a graph of about 1 ms of calls, the size roofbench uses
   torch.profiler CUPTI   the GPU time per call torch.profiler (CUPTI) records in a graph replay of many calls
+  graph events           events around a replay of that graph, untraced, over its calls
+  graph events traced    events around the replay torch.profiler traced, over its calls: beside the two columns
+                         before it, whether tracing the kernels slows them
 
 The Python timers call the add, copy, GEMV and decode kernels through the shims libroofbench_add_shim.so
 (kernels/cuda_elementwise/add_shim.cu) and libroofbench_transformer_shim.so (plugins/transformer/
@@ -55,7 +58,8 @@ ROWS = ([add_row(v, n) for v in ("vec16", "scalar") for n in SIZES] +
          Row("conv2_3x3_64 fwd", "n32", "conv/conv_bf16/layer:conv2_3x3_64/pass:fwd/layout:nhwc/impl:cudnn/n:32/",
              "conv:32")])
 COLUMNS = ["roofbench graph", "roofbench CUPTI", "event vs CUPTI", "roofbench cold", "cold CUPTI", "cold mode",
-           "do_bench", "do_bench_cudagraph", "cudagraph 1 ms", "torch.profiler CUPTI"]
+           "do_bench", "do_bench_cudagraph", "cudagraph 1 ms", "torch.profiler CUPTI", "graph events",
+           "graph events traced"]
 
 
 def run_roofbench(roofbench, flags, timeout):
@@ -206,14 +210,16 @@ def python_timers(shims, rows, hot):
                 "do_bench": 1e-3 * triton.testing.do_bench(fn),
                 "do_bench_cudagraph": 1e-3 * triton.testing.do_bench_cudagraph(fn),
                 "cudagraph 1 ms": 1e-3 * triton.testing.do_bench_cudagraph(fn, rep=1),
-                "torch.profiler CUPTI": profiled_seconds_per_call(torch, fn),
+                **profiled_seconds_per_call(torch, fn),
             }
     return figures
 
 
 def profiled_seconds_per_call(torch, fn, launches=200):
-    """The GPU time (kernels, memcpys, memsets) torch.profiler's CUPTI records in one replay of a graph of
-    `launches` calls, over the calls: the kernels alone, no launch and no gap between them."""
+    """Over the calls of one graph of `launches` calls: the GPU time (kernels, memcpys, memsets)
+    torch.profiler's CUPTI records in one replay (the kernels alone, no launch and no gap between them), and
+    the time between events around a replay, untraced and traced (the traced replay's events are recorded on
+    the stream, not GPU activities, so they add no record)."""
     fn()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -221,13 +227,24 @@ def profiled_seconds_per_call(torch, fn, launches=200):
             fn()
     torch.cuda.synchronize()
     graph.replay()
-    torch.cuda.synchronize()
+    untraced = timed_replay(torch, graph)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
-        graph.replay()
-        torch.cuda.synchronize()
+        traced = timed_replay(torch, graph)
     total_us = sum(e.time_range.elapsed_us() for e in profile.events()
                    if e.device_type == torch.autograd.DeviceType.CUDA)
-    return 1e-6 * total_us / launches if total_us else float("nan")
+    return {"torch.profiler CUPTI": 1e-6 * total_us / launches if total_us else float("nan"),
+            "graph events": untraced / launches, "graph events traced": traced / launches}
+
+
+def timed_replay(torch, graph):
+    """Seconds between two events recorded on the current stream around one replay of `graph`."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return 1e-3 * start.elapsed_time(end)
 
 
 def table(rows, hot, cold, python, versions=""):
@@ -243,7 +260,8 @@ def table(rows, hot, cold, python, versions=""):
         ratio = f"{100 * (event / kernel - 1):+.1f}%" if event and kernel else "-"
         cells = [us(event), us(kernel), ratio, us(c.get("time_median")), us(c.get("kernel_time")),
                  fact(c, "cold_mode") or "-", us(p.get("do_bench")), us(p.get("do_bench_cudagraph")),
-                 us(p.get("cudagraph 1 ms")), us(p.get("torch.profiler CUPTI"))]
+                 us(p.get("cudagraph 1 ms")), us(p.get("torch.profiler CUPTI")), us(p.get("graph events")),
+                 us(p.get("graph events traced"))]
         lines.append(f"| {row.kernel} | {row.size} | " + " | ".join(cells) + " |")
     footer = "Times in microseconds per launch" + (f"; the Python columns on {versions}." if versions else ".")
     return "\n".join(lines) + "\n\n" + footer + "\n"

@@ -24,8 +24,10 @@ std::string ceilings_cache_path(const std::string& device_key);
 // The cache file's format. 3 added cache_bandwidth; 4 measures a GPU's bandwidth and read_bandwidth as the
 // best of several kernels (memory_roofs.hpp), which beat the single kernel of 3: a file of 3 holds lower
 // roofs that shipped cases exceed, so it is measured again, not read; 5 takes each GEMM roof as the best of 20
-// launches after 10 warm-ups (of 4: 10 after 3, which a cuBLAS GEMM of the same shape beat by 0.5%).
-inline constexpr int kCeilingsFormat = 5;
+// launches after 10 warm-ups (of 4: 10 after 3, which a cuBLAS GEMM of the same shape beat by 0.5%); 6 takes
+// the GEMM roofs as the best of the NN and TN layouts and streams 4 GiB for the memory roofs where it fits (an
+// H200's 4 GiB copy and TN fp32 GEMM beat 5's 2 GiB and NN roofs by 0.7% and 0.2%).
+inline constexpr int kCeilingsFormat = 6;
 
 // Why `c` cannot be a device of `kind`'s ceilings, on one line; empty when it can. Every figure must be
 // finite; bandwidth, read_bandwidth, cache_bandwidth and fp32 present; each figure present within the

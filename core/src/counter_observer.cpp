@@ -26,8 +26,7 @@ void CounterObserver::end(Measurement& r, Timer& timer) {
     // One run, after a clean (under run replay, once per pass): its first kernel starts from clean caches, as
     // under Nsight Compute's default (--cache-control all); the later ones find what earlier ones left.
     const CountingScope scope;
-    r.counters = collect_counters([&] { timer.run_enqueued(1); }, device_, replay_, [&] { timer.clean_caches(); },
-                                  timer.ends_with_drain());
+    r.counters = collect_counters([&] { timer.run_enqueued(1); }, device_, replay_, [&] { timer.clean_caches(); });
   }
   r.counters.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

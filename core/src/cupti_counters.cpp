@@ -334,13 +334,11 @@ class CurrentDevice {
   int previous_ = -1;
 };
 
-// What a pass is asked for: the work (one run of the case), how to replay it, the clean before it, and
-// whether the work ends with an empty kernel (fold_drain_range).
+// What a pass is asked for: the work (one run of the case), how to replay it, and the clean before it.
 struct PassRequest {
   const std::function<void()>& work;
   CounterReplay replay;                // kernel or run
   const std::function<void()>& clean;  // one kernel launch, or empty
-  bool ends_with_drain = false;
 };
 
 // Ranges counted and how many times the work ran for them.
@@ -393,7 +391,6 @@ Counted count_run(const PassRequest& request) {
     std::vector<std::uint8_t> data;
     std::tie(data, dropped) = profiler.decode();
     counted.ranges = evaluated_ranges(host, data, launches, clean_ranges, counted.passes, names);
-    if (request.ends_with_drain) fold_drain_range(counted.ranges, request.replay == CounterReplay::run);
     profiler.close();
   } catch (const CuptiError& e) {
     if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()) + " (" + e.what() + ")");
@@ -401,12 +398,10 @@ Counted count_run(const PassRequest& request) {
   }
   if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()));
   if (dropped > 0)
-    throw CuptiError("the counted run launched more kernels than the " + std::to_string(kMaxRanges) + " ranges of a pass, "
-                     "the clean's and the closing empty kernel's included");
+    throw CuptiError("the counted run launched more kernels than the " + std::to_string(kMaxRanges) + " ranges of a pass, the clean's included");
   if (counted.ranges.empty()) {
-    const std::size_t drains = request.ends_with_drain ? static_cast<std::size_t>(counted.passes) : 0;
     throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " +
-                          std::to_string(launches.kernels_seen() - std::min(drains, launches.kernels_seen())) +
+                          std::to_string(launches.kernels_seen()) +
                           " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +
                           std::to_string(counted.passes) + " pass(es), and " + to_string(request.replay) +
                           " replay counted none (copies by the copy engines, cudaMemcpy, are not counted)");
@@ -443,17 +438,17 @@ CounterProfile collect_with(const PassRequest& request, int device) {
 }  // namespace
 
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device, CounterReplay replay,
-                                const std::function<void()>& clean, bool ends_with_drain) {
-  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, clean, ends_with_drain}, device);
+                                const std::function<void()>& clean) {
+  if (replay != CounterReplay::automatic) return collect_with({run_and_wait, replay, clean}, device);
   std::string run_failure;
   try {
-    return collect_or_throw({run_and_wait, CounterReplay::run, clean, ends_with_drain}, device);
+    return collect_or_throw({run_and_wait, CounterReplay::run, clean}, device);
   } catch (const CollectionError& e) {
     run_failure = e.what();
   } catch (const std::exception& e) {
     return failed(e);
   }
-  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, clean, ends_with_drain}, device);
+  CounterProfile p = collect_with({run_and_wait, CounterReplay::kernel, clean}, device);
   if (!p.error.empty()) p.error = "run replay: " + run_failure + "; kernel replay: " + p.error;
   else p.run_replay_failure = run_failure;
   return p;

@@ -111,10 +111,8 @@ class Timer {
   // profiled pass observes, so its per-kernel figures come from the same launch path as the timing.
   virtual void run_untimed(int runs) = 0;
   // The same runs enqueued one by one, never as a graph, waited for: what the counters pass counts (CUPTI's
-  // range profiler does not count a graph's kernels). Where ends_with_drain(), an empty kernel follows the
-  // runs before the wait: its range holds what reached DRAM after the last run's last kernel's range ended.
+  // range profiler does not count a graph's kernels).
   virtual void run_enqueued(int runs) { run_untimed(runs); }
-  virtual bool ends_with_drain() const { return false; }
   // Writes back and evicts what the caches hold, leaving clean lines, in one kernel launch (a read of a
   // buffer four times their size), waited for: the counted run then has no dirty line of earlier work to
   // write back and none of its data cached. Where a timer has no caches to clean it launches nothing.

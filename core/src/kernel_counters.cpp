@@ -110,15 +110,6 @@ CounterProfile sum_ranges(const std::vector<CounterRange>& ranges) {
   return profile;
 }
 
-void fold_drain_range(std::vector<CounterRange>& ranges, bool add) {
-  if (ranges.empty()) return;
-  const CounterRange drain = std::move(ranges.back());
-  ranges.pop_back();
-  if (ranges.empty() || !add) return;
-  std::vector<double>& last = ranges.back().values;
-  for (std::size_t i = 0; i < std::min(last.size(), drain.values.size()); ++i) last[i] += drain.values[i];
-}
-
 double counter_ratio(double measured, double modelled) { return measured > 0 && modelled > 0 ? measured / modelled : 0; }
 
 std::string counted_ridge_clause(const KernelCounters& m, double compute_roof, double memory_roof) {

@@ -77,12 +77,6 @@ struct CounterRange {
 // their total.
 CounterProfile sum_ranges(const std::vector<CounterRange>& ranges);
 
-// A run that ends with an empty kernel (Timer::ends_with_drain): its range, the last, holds what reached DRAM
-// after the range before it ended (under run replay: the run's last kernel's writes still under way, if any),
-// so `add` adds its values to that range's; either way it is removed (alone, it is removed). Under kernel
-// replay its range holds the restores between its own replays, not the run's writes: not added.
-void fold_drain_range(std::vector<CounterRange>& ranges, bool add);
-
 // measured / modelled; 0 when either is missing (nothing modelled, nothing counted).
 double counter_ratio(double measured, double modelled);
 
@@ -99,11 +93,10 @@ std::string counted_ridge_clause(const KernelCounters& measured, double compute_
 // `device`: the GPU whose context is profiled (the one the kernels run on), current for the pass and restored
 // after; -1: the calling thread's current device. `clean`, where given, enqueues the kernel (one launch) that
 // leaves the caches clean, and waits: it runs at the start of each pass, after the profiler's own start, and
-// its range is dropped. `ends_with_drain`: the run's last launch is an empty kernel (fold_drain_range). A run
-// that launches a CUDA graph is refused: the profiler does not count a graph's kernels.
+// its range is dropped. A run that launches a CUDA graph is refused: the profiler does not count a graph's
+// kernels.
 CounterProfile collect_counters(const std::function<void()>& run_and_wait, int device = -1,
-                                CounterReplay replay = CounterReplay::automatic, const std::function<void()>& clean = {},
-                                bool ends_with_drain = false);
+                                CounterReplay replay = CounterReplay::automatic, const std::function<void()>& clean = {});
 
 // The metrics of counter_metrics() that the profiler's host side does not know for `chip` (e.g. "GH100"),
 // each with the reason; empty when all are known. Needs no GPU.

@@ -89,6 +89,13 @@ std::size_t best_run(const std::vector<MemoryRun>& runs) {
   return best;
 }
 
+std::size_t memory_roof_bytes(double free_bytes) {
+  constexpr std::size_t largest = std::size_t{4} << 30, smallest = std::size_t{256} << 20;
+  std::size_t bytes = largest;
+  while (bytes > smallest && 2.0 * double(bytes) > 0.75 * free_bytes) bytes /= 2;
+  return bytes;
+}
+
 std::string roof_how(const std::string& figure, const std::vector<MemoryRun>& runs, const std::string& what,
                      std::size_t bytes, int repetitions, const std::string& counted) {
   const std::size_t best = best_run(runs);

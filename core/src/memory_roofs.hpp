@@ -52,6 +52,11 @@ struct MemoryRun {
   double rate = 0;
 };
 
+// The bytes each memory roof streams with `free_bytes` of device memory free: 4 GiB, as large as the largest
+// shipped copy (micro/copy at 4 GiB, whose fixed cost per launch is then as small a share as the roof's),
+// halved until its two buffers fit in three quarters of what is free, at least 256 MiB.
+std::size_t memory_roof_bytes(double free_bytes);
+
 // The index of the fastest run (the first of equals); throws std::invalid_argument when none ran.
 std::size_t best_run(const std::vector<MemoryRun>& runs);
 

@@ -2,7 +2,7 @@
 
 namespace roofbench {
 
-CounterProfile collect_counters(const std::function<void()>&, int, CounterReplay, const std::function<void()>&, bool) {
+CounterProfile collect_counters(const std::function<void()>&, int, CounterReplay, const std::function<void()>&) {
   CounterProfile profile;
   profile.error = "this roofbench was built without CUPTI";
   return profile;

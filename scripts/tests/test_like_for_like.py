@@ -32,12 +32,12 @@ class Table(unittest.TestCase):
         cold = {vec16.benchmark: {"time_median": 5.8e-6, "kernel_time": 3.1e-6,
                                   "roofbench": {"facts": {"cold_mode": "rotate"}}}}
         python = {vec16: {"do_bench": 5.1e-6, "do_bench_cudagraph": 2.55e-6, "cudagraph 1 ms": 2.5e-6,
-                          "torch.profiler CUPTI": 2.4e-6}}
+                          "torch.profiler CUPTI": 2.4e-6, "graph events": 2.35e-6, "graph events traced": 2.45e-6}}
         lines = like_for_like.table(like_for_like.ROWS, hot, cold, python).splitlines()
         self.assertEqual(lines[0].count("|"), len(like_for_like.COLUMNS) + 3)
         self.assertEqual(lines[2], "| add_fp32_vec16 | 1M | 2.360 | 2.300 | +2.6% | 5.800 | 3.100 | rotate | 5.100 | "
-                                   "2.550 | 2.500 | 2.400 |")
-        self.assertEqual(lines[3], "| add_fp32_vec16 | 4M | - | - | - | - | - | - | - | - | - | - |")
+                                   "2.550 | 2.500 | 2.400 | 2.350 | 2.450 |")
+        self.assertEqual(lines[3], "| add_fp32_vec16 | 4M | - | - | - | - | - | - | - | - | - | - | - | - |")
         self.assertTrue(lines[8].startswith("| copy | 16M |"))
         self.assertTrue(lines[12].startswith("| conv2_3x3_64 fwd | n32 |"))
         self.assertEqual(lines[-1], "Times in microseconds per launch.")

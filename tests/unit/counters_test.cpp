@@ -76,34 +76,6 @@ TEST(CounterProfiles, SumKernelsByNameMostBytesFirst) {
   EXPECT_EQ(p.total.launches_per_run, 3);
 }
 
-// The empty kernel that ends a counted run adds what its range counted to the run's last kernel (run
-// replay), or nothing (kernel replay), and is no row of its own; a run of nothing else leaves no range.
-TEST(CounterProfiles, TheDrainsRangeIsTheLastKernels) {
-  std::vector<CounterRange> ranges{{"norm", values({{"dram__bytes_write.sum", 10}})},
-                                   {"gemm", values({{"dram__bytes_write.sum", 300}, {"dram__bytes_read.sum", 50}})},
-                                   {"drain_kernel", values({{"dram__bytes_write.sum", 2}, {"dram__bytes_read.sum", 1}})}};
-  std::vector<CounterRange> replayed = ranges;
-  fold_drain_range(ranges, true);
-  const CounterProfile p = sum_ranges(ranges);
-  ASSERT_EQ(p.kernels.size(), 2u);
-  EXPECT_EQ(p.kernels[0].name, "gemm");
-  EXPECT_EQ(p.kernels[0].dram_write, 302);
-  EXPECT_EQ(p.kernels[0].dram_read, 51);
-  EXPECT_EQ(p.kernels[0].launches_per_run, 1);
-  EXPECT_EQ(p.kernels[1].dram_write, 10);
-  EXPECT_EQ(p.total.launches_per_run, 2);
-  fold_drain_range(replayed, false);
-  const CounterProfile kernel_replay = sum_ranges(replayed);
-  EXPECT_EQ(kernel_replay.total.dram_write, 310);
-  EXPECT_EQ(kernel_replay.total.launches_per_run, 2);
-  std::vector<CounterRange> alone{{"drain_kernel", values({{"dram__bytes_write.sum", 2}})}};
-  fold_drain_range(alone, true);
-  EXPECT_TRUE(alone.empty());
-  std::vector<CounterRange> none;
-  fold_drain_range(none, true);
-  EXPECT_TRUE(none.empty());
-}
-
 TEST(CounterProfiles, KernelNamesReadAsCpp) {
   EXPECT_EQ(demangled("_Z11copy_kernelPKfPfm"), "copy_kernel(float const*, float*, unsigned long)");
   EXPECT_EQ(demangled("add_vec16"), "add_vec16");  // a C name stays as it is

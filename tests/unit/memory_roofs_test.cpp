@@ -93,5 +93,16 @@ TEST(MemoryRoofs, EachLayoutIsDescribed) {
   EXPECT_EQ(describe(copy_variants().front()), "cudaMemcpyAsync device to device");
 }
 
+// The roofs stream as much as the largest shipped copy (4 GiB) where its two buffers fit, less on a smaller GPU.
+TEST(MemoryRoofs, TheRoofsStreamTheLargestCopyWhereItFits) {
+  constexpr double GiB = 1024.0 * 1024 * 1024;
+  EXPECT_EQ(memory_roof_bytes(140 * GiB), std::size_t{4} << 30);
+  EXPECT_EQ(memory_roof_bytes(11 * GiB), std::size_t{4} << 30);
+  EXPECT_EQ(memory_roof_bytes(10 * GiB), std::size_t{2} << 30);
+  EXPECT_EQ(memory_roof_bytes(3 * GiB), std::size_t{1} << 30);
+  EXPECT_EQ(memory_roof_bytes(0.1 * GiB), std::size_t{256} << 20);
+}
+
 }  // namespace
 }  // namespace roofbench
+
