@@ -67,14 +67,26 @@ __device__ void write_clock_mark(volatile ClockMark* mark, unsigned long long ns
   mark->written = 1;
 }
 
+__device__ unsigned long long global_ns() {
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
 __global__ void hold_stream_kernel(volatile int* flags, unsigned long long timeout_ns, volatile ClockMark* released) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  const unsigned long long start = global_ns();
+  unsigned long long now;
   do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    now = global_ns();
   } while (flags[0] == 0 && now - start < timeout_ns);
   if (flags[0] == 0) flags[1] = 1;
   if (released) write_clock_mark(released, now, clock64());
+}
+
+__global__ void busy_wait_kernel(unsigned long long ns) {
+  const unsigned long long start = global_ns();
+  while (global_ns() - start < ns) {
+  }
 }
 
 // Reads `count` 16-byte words and writes nothing but, should their XOR be one value, that value (which keeps
@@ -807,6 +819,11 @@ std::vector<std::unique_ptr<Device>> make_cuda_devices(std::string& why_none) {
 std::unique_ptr<Timer> make_cuda_timer(const std::vector<Device*>& ranks, std::function<void()> run_once,
                                        const TimingOptions& options) {
   return std::make_unique<CudaTimer>(ranks, std::move(run_once), options);
+}
+
+void enqueue_busy_wait(cudaStream_t stream, unsigned long long nanoseconds) {
+  busy_wait_kernel<<<1, 1, 0, stream>>>(nanoseconds);
+  ROOFBENCH_CUDA(cudaGetLastError());
 }
 
 }  // namespace roofbench
