@@ -16,7 +16,9 @@ change, come from a second, flushed, profile. Cases that time a library's algori
 heuristic's first in both processes (ROOFBENCH_ALGORITHM_CHOICE=first), so that both run the same kernels.
 Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
-  (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode)
+  (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode; REPEAT=N: both sides again in
+   N-1 more processes each, and a line per benchmark with every process's DRAM writes per run, to set the
+   spread of one tool across processes (where its buffers fall in memory) beside the gap between the tools)
 Roughly 10-20 s a benchmark on an H200."""
 import csv
 import json
@@ -179,6 +181,28 @@ def run_ncu(roofbench, bench, ours, fields, outdir):
     return ncu_kernels([dram_path, flops_path], fields)
 
 
+def repeated_writes(roofbench, bench, fields, where, repeat):
+    """Both sides' DRAM writes per run in `repeat` - 1 more processes each (their files in where/repeatK)."""
+    ours_written, theirs_written = [], []
+    for k in range(1, repeat):
+        again = os.path.join(where, f"repeat{k}")
+        os.makedirs(again, exist_ok=True)
+        ours = run_roofbench(roofbench, bench, again)
+        if isinstance(ours, str):
+            continue
+        rb, nc, _ = per_run(ours, run_ncu(roofbench, bench, ours, fields, again))
+        ours_written.append(rb["written"])
+        theirs_written.append(nc["written"])
+    return ours_written, theirs_written
+
+
+def writes_line(ours_written, theirs_written):
+    """'  written by process, MB: roofbench 7.63 7.71, ncu 10.38 10.12'"""
+    def mb(values):
+        return " ".join(f"{v / 1e6:.2f}" for v in values)
+    return f"  written by process, MB: roofbench {mb(ours_written)}, ncu {mb(theirs_written)}"
+
+
 def percent(ours, theirs):
     return f"{100 * (ours - theirs) / theirs:+.2f}%" if theirs else ("0" if not ours else "n/a")
 
@@ -208,6 +232,10 @@ def main(roofbench, outdir, only=None):
         print(f"{bench:<72} {rb['dram']:>16.4g} {nc['dram']:>16.4g} {percent(rb['dram'], nc['dram']):>8} {written:>20} "
               f"{rb['flops']:>15.4g} {nc['flops']:>15.4g} {percent(rb['flops'], nc['flops']):>8}"
               f"  ({shared} of {len(ours)} kernels matched)")
+        repeat = int(os.environ.get("REPEAT", "1"))
+        if roofbench and repeat > 1:
+            more_ours, more_theirs = repeated_writes(roofbench, bench, fields, where, repeat)
+            print(writes_line([rb["written"]] + more_ours, [nc["written"]] + more_theirs))
 
 
 if __name__ == "__main__":

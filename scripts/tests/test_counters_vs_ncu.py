@@ -60,6 +60,10 @@ class CountersVsNcuTest(unittest.TestCase):
         self.assertEqual(cv.ncu_files(str(self.path)), [str(ncu)])
         self.assertEqual(cv.percent(101, 100), "+1.00%")
 
+    def test_the_writes_of_every_process_are_one_line(self):
+        self.assertEqual(cv.writes_line([7.63e6, 9.9e6], [10.38e6, 10.12e6]),
+                         "  written by process, MB: roofbench 7.63 9.90, ncu 10.38 10.12")
+
     def test_a_benchmark_without_counters_says_why(self):
         results = self.path / "latest.json"
         results.write_text(json.dumps({"benchmarks": [{"name": "lab/x", "roofbench": {"counters": {
