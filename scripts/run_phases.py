@@ -7,6 +7,16 @@ import json
 import sys
 
 
+def roof_name(benchmark, compute_roofs):
+    """The roof a benchmark's share is of: its precision's compute roof where that is what it can attain,
+    else its memory roof ("dram copy", "dram read", ...)."""
+    r = benchmark.get("roofbench", {})
+    compute = compute_roofs.get(r.get("precision"))
+    if r.get("flops") and compute and (r.get("attainable_flops") or 0) >= 0.999 * compute:
+        return f"{r['precision']} compute"
+    return r.get("memory_roof", "")
+
+
 def main(path):
     with open(path) as f:
         run = json.load(f)
@@ -34,9 +44,11 @@ def main(path):
     if placed:
         print(f"  highest roof share: {placed[0]['roof_pct']:.1f}% ({placed[0]['name']}), "
               f"{sum(b['roof_pct'] > 100 for b in placed)} of {len(placed)} above 100%")
+    compute_roofs = (run.get("context", {}).get("roofbench", {}).get("ceilings", {}).get("measured", {})
+                     .get("flops", {}))
     for b in placed:
         if b["roof_pct"] > 100:
-            print(f"    above its roof: {b['name']}: {b['roof_pct']:.1f}% ({b.get('roofbench', {}).get('memory_roof', '')})")
+            print(f"    above its roof: {b['name']}: {b['roof_pct']:.2f}% ({roof_name(b, compute_roofs)})")
     noisy = [b for b in rows if (b.get("time_median") or 0) > 100e-6 and (b.get("noise") or 0) > 0.01]
     over = [b for b in rows if (b.get("time_median") or 0) > 100e-6]
     print(f"  noise over 1%: {len(noisy)} of {len(over)} benchmarks over 100 us")
