@@ -57,55 +57,69 @@ __device__ __forceinline__ uint4 load_x(const uint4* p) {
 }
 
 // A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
-// loads and the first read of x.
-template <int kSegmentsPerRow, int kTokens, bool kChained>
+// loads and the first read of x. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
+// so a grid has that many times fewer threads (the next launches' blocks fit beside it, their loads in flight)
+// and each lane's x is read once for all its rows; each row's sum is v1's in v1's order.
+template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
-  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
+  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow * kRowsPerWarp;
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow;
+  const int first_row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow * kRowsPerWarp;
   const int first_chunk = (warp % kSegmentsPerRow) * kChunks * 32 + lane;
-  uint4 raw[kChunks];
-  if (row < out) {
+  uint4 raw[kRowsPerWarp][kChunks] = {};
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) raw[c] = load_once(w + std::int64_t(row) * kRowChunks + first_chunk + c * 32);
-  }
+  for (int r = 0; r < kRowsPerWarp; ++r)
+    if (first_row + r < out)
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c)
+        raw[r][c] = load_once(w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32);
   if constexpr (kChained) release_next_then_wait_for_previous();
-  float acc[kTokens] = {};
-  if (row < out) {
+  float acc[kRowsPerWarp][kTokens] = {};
+  if (first_row < out) {
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      float wf[8];
-      unpack8(raw[c], wf);
+    for (int c = 0; c < kChunks; ++c)
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
         float xf[8];
         unpack8(load_x<kChained>(x + t * kRowChunks + first_chunk + c * 32), xf);
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[t] += wf[i] * xf[i];
+        for (int r = 0; r < kRowsPerWarp; ++r) {
+          float wf[8];
+          unpack8(raw[r][c], wf);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[r][t] += wf[i] * xf[i];
+        }
       }
-    }
   }
 #pragma unroll
-  for (int t = 0; t < kTokens; ++t)
+  for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], offset);
+    for (int t = 0; t < kTokens; ++t)
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], offset);
   if constexpr (kSegmentsPerRow == 1) {
-    if (lane == 0 && row < out)
-#pragma unroll
-      for (int t = 0; t < kTokens; ++t) y[std::int64_t(t) * out + row] = __float2bfloat16_rn(acc[t]);
-  } else {
-    __shared__ float sums[kWarps][kTokens];
     if (lane == 0)
 #pragma unroll
-      for (int t = 0; t < kTokens; ++t) sums[warp][t] = acc[t];
+      for (int r = 0; r < kRowsPerWarp; ++r)
+        if (first_row + r < out)
+#pragma unroll
+          for (int t = 0; t < kTokens; ++t) y[std::int64_t(t) * out + first_row + r] = __float2bfloat16_rn(acc[r][t]);
+  } else {
+    __shared__ float sums[kWarps][kRowsPerWarp][kTokens];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int t = 0; t < kTokens; ++t) sums[warp][r][t] = acc[r][t];
     __syncthreads();
     const int t = threadIdx.x % kTokens, r = threadIdx.x / kTokens;  // one thread per (row of the block, token)
     const int out_row = blockIdx.x * kRowsPerBlock + r;
     if (r < kRowsPerBlock && out_row < out) {
+      const int first_warp = r / kRowsPerWarp * kSegmentsPerRow;  // the warps holding this row's segments
       float s = 0;
 #pragma unroll
-      for (int g = 0; g < kSegmentsPerRow; ++g) s += sums[r * kSegmentsPerRow + g][t];
+      for (int g = 0; g < kSegmentsPerRow; ++g) s += sums[first_warp + g][r % kRowsPerWarp][t];
       y[std::int64_t(t) * out + out_row] = __float2bfloat16_rn(s);
     }
   }
@@ -121,6 +135,15 @@ template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void chained_gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y,
                                                                    int out) {
   gemv_block<kSegmentsPerRow, kTokens, true>(w, x, y, out);
+}
+
+// v4: v3 with kRowsPerWarp rows a warp. 4 rows: 192 blocks of 128 threads for GPT-2's layers, about 1.5 an SM
+// a launch, so several launches' blocks fit on an SM at once and their weight loads run layers ahead.
+constexpr int kDeepRowsPerWarp = 4;
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void deep_chained_gemv_kernel(const uint4* w, const uint4* x,
+                                                                        __nv_bfloat16* y, int out) {
+  gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp>(w, x, y, out);
 }
 
 // ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
@@ -256,23 +279,29 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaSt
   ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-// v1 (kChained false) or v3 (true) for in = 768 x kSegmentsPerRow.
-template <int kSegmentsPerRow, bool kChained>
+// The warp-per-segment versions: v1, v3 (chained) and v4 (chained, kDeepRowsPerWarp rows a warp).
+enum class SegmentVersion { v1, v3, v4 };
+
+// `version` for in = 768 x kSegmentsPerRow.
+template <int kSegmentsPerRow, SegmentVersion kVersion>
 void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
-  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow;
+  constexpr bool kChained = kVersion != SegmentVersion::v1;
+  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow * (kVersion == SegmentVersion::v4 ? kDeepRowsPerWarp : 1);
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
   for_tokens(tokens, [&]<int kTokens>() {
-    auto kernel = kChained ? chained_gemv_kernel<kSegmentsPerRow, kTokens> : gemv_kernel<kSegmentsPerRow, kTokens>;
+    auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
+                  : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                                                   : deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
     launch(kernel, grid, block, kChained, stream, w, x, y, out);
   });
 }
 
-template <bool kChained>
+template <SegmentVersion kVersion>
 void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
                      cudaStream_t stream) {
-  if (in == 768) launch_for_tokens<1, kChained>(w, x, y, out, tokens, stream);
-  else if (in == 1536) launch_for_tokens<2, kChained>(w, x, y, out, tokens, stream);
-  else launch_for_tokens<4, kChained>(w, x, y, out, tokens, stream);
+  if (in == 768) launch_for_tokens<1, kVersion>(w, x, y, out, tokens, stream);
+  else if (in == 1536) launch_for_tokens<2, kVersion>(w, x, y, out, tokens, stream);
+  else launch_for_tokens<4, kVersion>(w, x, y, out, tokens, stream);
 }
 
 }  // namespace
@@ -285,13 +314,14 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4"};
   return versions;
 }
 
 std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v2") return "copies through cp.async.bulk";
-  if (version == "v3") return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
+  if (version == "v3" || version == "v4")
+    return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
   return {};
 }
 
@@ -299,6 +329,7 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   const void* kernel = nullptr;
   if (version == "v2") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1>);
   else if (version == "v3") kernel = reinterpret_cast<const void*>(chained_gemv_kernel<1, 1>);
+  else if (version == "v4") kernel = reinterpret_cast<const void*>(deep_chained_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -318,9 +349,11 @@ void gemv_bf16(const std::string& version, const void* w, const void* x, void* y
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
   if (version == "v1") {
-    launch_segments<false>(wv, xv, yv, in, int(out), int(tokens), stream);
+    launch_segments<SegmentVersion::v1>(wv, xv, yv, in, int(out), int(tokens), stream);
   } else if (version == "v3") {
-    launch_segments<true>(wv, xv, yv, in, int(out), int(tokens), stream);
+    launch_segments<SegmentVersion::v3>(wv, xv, yv, in, int(out), int(tokens), stream);
+  } else if (version == "v4") {
+    launch_segments<SegmentVersion::v4>(wv, xv, yv, in, int(out), int(tokens), stream);
   } else if (version == "v2") {
     // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
     if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);

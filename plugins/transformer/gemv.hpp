@@ -8,7 +8,8 @@
 // chains its layers: each launch may start while the one before it on the stream runs, issues its weight loads,
 // lets the next launch start, and waits for the previous grid before it reads x, so the next layer's weight
 // reads overlap this one's tail. Timed back to back (a graph, a rotation) its time per launch is a chain's
-// time per layer, not one kernel's alone. Its weight loads come before that wait, so W must not be written by
+// time per layer, not one kernel's alone. v4 (sm_90): v3 with 4 rows a warp, a quarter of its threads a launch,
+// so the blocks of several launches fit on an SM at once and their weight loads run more than one layer ahead. Its weight loads come before that wait, so W must not be written by
 // the kernel just before it on the stream (only x and y may be a neighbour's): PDL makes a grid's writes visible
 // to the next only at its wait. The host synchronizes after a case's setup, its copies and its poisoning.
 #pragma once

@@ -3,8 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v3, `gemv` the best on the device, best_gemv_version; gemv_v3's `launch` fact says that its
-// launches overlap).
+// gemv_v1 to gemv_v4, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 and
+// gemv_v4 says that their launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
@@ -190,7 +190,7 @@ class GemvLinear final : public Linear {
   void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
 
  private:
-  // What the `launch` fact says of v3: what its time per launch is.
+  // What the `launch` fact says of v3 and v4: what their time per launch is.
   static constexpr const char* kChainedLaunch =
       "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
@@ -198,12 +198,13 @@ class GemvLinear final : public Linear {
 
   void name_version() {
     facts_.push_back({"kernel", "gemv_" + version_ + kernel_text(version_)});
-    if (version_ == "v3") facts_.push_back({"launch", kChainedLaunch});
+    if (!gemv_sm90_feature(version_).empty() && version_ != "v2") facts_.push_back({"launch", kChainedLaunch});
   }
 
   static std::string kernel_text(const std::string& version) {
     if (version == "v1") return ": a warp per 768-wide segment of a row of W, its 16-byte loads all issued first";
     if (version == "v2") return ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory";
+    if (version == "v4") return ": gemv_v3 with 4 rows a warp, so the next launches' blocks fit beside it";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 

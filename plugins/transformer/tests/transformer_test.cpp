@@ -102,7 +102,7 @@ TEST(TransformerWork, FusedVersionsNameTheirKernelWhenMadeAndTheKeeperAtSetup) {
   EXPECT_EQ(fact(*make_prefill_attention("fused", AttentionType::bf16, shape), "kernel"), "");
 }
 
-TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
+TEST(TransformerWork, GemvV3AndV4SayTheirLaunchesOverlap) {
   const std::unique_ptr<Case> v3 = make_linear(3072, 768, 1, "gemv_v3");
   EXPECT_EQ(fact(*v3, "kernel").rfind("gemv_v3", 0), 0u) << fact(*v3, "kernel");
   EXPECT_NE(fact(*v3, "launch").find("a chain's time per layer"), std::string::npos) << fact(*v3, "launch");
@@ -112,6 +112,10 @@ TEST(TransformerWork, GemvV3SaysItsLaunchesOverlap) {
   EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
   EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
+  const std::unique_ptr<Case> v4 = make_linear(3072, 768, 1, "gemv_v4");
+  EXPECT_EQ(fact(*v4, "kernel").rfind("gemv_v4", 0), 0u) << fact(*v4, "kernel");
+  EXPECT_EQ(fact(*v4, "launch"), fact(*v3, "launch"));
+  EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v2"), "launch").empty());
 }
 
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
@@ -178,7 +182,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
-  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3"}));
+  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestHopperFusedVersion));
 }
@@ -387,10 +391,10 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3"})
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 and v3 before sm_90
+        if (!r.applicable) {  // v2 to v4 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
@@ -476,15 +480,17 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
   return outputs;
 }
 
-// The arithmetic is v1's in the same order, so the outputs are v1's to the bit, at every token count, for both
-// layers, and down a chain whose every launch overlaps the one before.
-TEST_F(TransformerGpu, GemvV3GivesV1sOutputsBitwiseDownAChain) {
+// The arithmetic of v3 and v4 is v1's in the same order, so the outputs are v1's to the bit, at every token
+// count, for both layers, and down a chain whose every launch overlaps the one before.
+TEST_F(TransformerGpu, GemvV3AndV4GiveV1sOutputsBitwiseDownAChain) {
   if (!runs_v3()) return;
   constexpr int kLayers = 8;
   for (int tokens : {1, 2, 4, 8}) {
-    const auto v1 = chain_outputs("v1", tokens, kLayers), v3 = chain_outputs("v3", tokens, kLayers);
+    const auto v1 = chain_outputs("v1", tokens, kLayers), v3 = chain_outputs("v3", tokens, kLayers),
+               v4 = chain_outputs("v4", tokens, kLayers);
     for (int l = 0; l < kLayers; ++l) {
-      EXPECT_TRUE(v1[l] == v3[l]) << "layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
+      EXPECT_TRUE(v1[l] == v3[l]) << "v3, layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
+      EXPECT_TRUE(v1[l] == v4[l]) << "v4, layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
       // Two bytes 0xFF are the poison (a NaN): v1's chain wrote every output.
       bool poisoned = false;
       for (std::size_t i = 0; i + 1 < v1[l].size(); i += 2) poisoned |= v1[l][i] == 0xFF && v1[l][i + 1] == 0xFF;
@@ -552,9 +558,9 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl : {"gemv_v1", "gemv_v3"}) {
+  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4"}) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
-    const bool chained = std::string(impl) == "gemv_v3";
+    const bool chained = std::string(impl) != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
     ASSERT_EQ(captured.edges.size(), std::size_t(kRuns - 1)) << impl;
     for (const cudaGraphEdgeData& edge : captured.edges) {
