@@ -35,8 +35,9 @@
 #   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200; REPEAT=3 counts
 #   both sides in three processes each and prints every process's DRAM writes)
 #   STEPS may also hold "countersprobe": kernels of known traffic counted by the counters pass and by ncu, after the
-#   same clean (--cache-control none) and after ncu's own flush (all), and what each way of cleaning the L2 leaves,
-#   in session.log (tests/gpu/counters_probe.cu, tests/gpu/l2_clean_probe.cu)
+#   same clean (--cache-control none) and after ncu's own flush (all), the copy again with its buffers moved a few
+#   MiB at a time, and what each way of cleaning the L2 leaves, in session.log (tests/gpu/counters_probe.cu,
+#   tests/gpu/l2_clean_probe.cu)
 set -uo pipefail
 OUT="${OUT:-$PWD/gpu-out}"
 STEPS="${STEPS:-build test bench}"

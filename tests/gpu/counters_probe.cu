@@ -9,10 +9,13 @@
 //         dram__bytes_write.sum --csv --print-units base roofbench_counters_probe launch   (one line)
 //     (--cache-control all: ncu's own flush instead of the clean)
 // The kernels: a copy that reads 3/4 of the L2 and writes 1/4; a write of twice the L2; a read of eight times
-// the L2 that then writes 1/16 of the L2 in 264-byte records, as a split-KV decode writes its partials.
+// the L2 that then writes 1/16 of the L2 in 264-byte records, as a split-KV decode writes its partials. Then
+// the copy again with its buffers moved by a few MiB each time (both modes, after the others): how many of
+// its dirty lines its own reads evict may depend on where its buffers fall in the L2.
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernel_counters.hpp"
@@ -36,7 +39,7 @@ __global__ void probe_records(const uint4* in, std::size_t words, float* records
 }
 
 struct Probe {
-  const char* name;
+  std::string name;
   double read_bytes, write_bytes;  // what the kernel moves
   std::function<void()> launch;
 };
@@ -73,6 +76,20 @@ std::vector<Probe> probes(const Buffers& b) {
   };
 }
 
+// probe_copy with its input and output moved `mib` MiB into their buffers (2 MiB: a GPU page).
+std::vector<Probe> placements(const Buffers& b) {
+  const std::size_t l2_words = b.l2 / sizeof(uint4), mib_words = (std::size_t{1} << 20) / sizeof(uint4);
+  std::vector<Probe> moved;
+  for (std::size_t mib : {2, 6, 14, 30, 62}) {
+    const std::size_t shift = mib * mib_words;
+    if (shift + l2_words / 4 > 2 * l2_words) break;  // the output must stay inside b.out
+    moved.push_back({"probe_copy +" + std::to_string(mib) + " MiB", 0.75 * double(b.l2), 0.25 * double(b.l2), [=] {
+                       probe_copy<<<kBlocks, kThreads>>>(b.in + shift, b.out + shift, l2_words / 4);
+                     }});
+  }
+  return moved;
+}
+
 void clean(const Buffers& b) {
   clean_sweep<<<kBlocks, kThreads>>>(b.clean, 4 * (b.l2 / sizeof(uint4)), b.sink);
   CHECK(cudaGetLastError());
@@ -83,35 +100,43 @@ void clean(const Buffers& b) {
 // after the probe's range ended (writes still in flight when the profiler read the probe's counters).
 __global__ void probe_drain() {}
 
-// Each probe counted alone, then followed by probe_drain in the same run, each kernel's row printed.
+// Each probe counted alone, then followed by probe_drain in the same run, then the moved copies alone, each
+// kernel's row printed.
 void count(const Buffers& b) {
+  std::vector<std::pair<Probe, bool>> runs;  // a probe, and whether probe_drain follows it
   for (const bool drained : {false, true})
-    for (const Probe& p : probes(b)) {
-      const roofbench::CounterProfile c = roofbench::collect_counters(
-          [&] {
-            p.launch();
-            if (drained) probe_drain<<<1, 1>>>();
-            CHECK(cudaDeviceSynchronize());
-          },
-          -1, roofbench::CounterReplay::run, [&] { clean(b); });
-      if (!c.error.empty()) {
-        std::printf("%s: no counters: %s\n", p.name, c.error.c_str());
-        continue;
-      }
-      std::printf("%-14s moves read %.0f written %.0f%s (%s replay)\n", p.name, p.read_bytes, p.write_bytes,
-                  drained ? ", then probe_drain" : "", c.replay.c_str());
-      for (const roofbench::KernelCounters& k : c.kernels)
-        std::printf("  counted %-60.60s DRAM read %.0f written %.0f\n", k.name.c_str(), k.dram_read, k.dram_write);
+    for (const Probe& p : probes(b)) runs.emplace_back(p, drained);
+  for (const Probe& p : placements(b)) runs.emplace_back(p, false);
+  for (const auto& run : runs) {
+    const Probe& p = run.first;
+    const bool drained = run.second;
+    const roofbench::CounterProfile c = roofbench::collect_counters(
+        [&] {
+          p.launch();
+          if (drained) probe_drain<<<1, 1>>>();
+          CHECK(cudaDeviceSynchronize());
+        },
+        -1, roofbench::CounterReplay::run, [&] { clean(b); });
+    if (!c.error.empty()) {
+      std::printf("%s: no counters: %s\n", p.name.c_str(), c.error.c_str());
+      continue;
     }
+    std::printf("%-14s moves read %.0f written %.0f%s (%s replay)\n", p.name.c_str(), p.read_bytes, p.write_bytes,
+                drained ? ", then probe_drain" : "", c.replay.c_str());
+    for (const roofbench::KernelCounters& k : c.kernels)
+      std::printf("  counted %-60.60s DRAM read %.0f written %.0f\n", k.name.c_str(), k.dram_read, k.dram_write);
+  }
 }
 
 void launch(const Buffers& b) {
-  for (const Probe& p : probes(b)) {
+  std::vector<Probe> all = probes(b);
+  for (const Probe& p : placements(b)) all.push_back(p);
+  for (const Probe& p : all) {
     clean(b);
     p.launch();
     CHECK(cudaGetLastError());
     CHECK(cudaDeviceSynchronize());
-    std::printf("%-14s moves read %.0f written %.0f\n", p.name, p.read_bytes, p.write_bytes);
+    std::printf("%-14s moves read %.0f written %.0f\n", p.name.c_str(), p.read_bytes, p.write_bytes);
   }
 }
 
