@@ -595,7 +595,7 @@ void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what)
 
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
-    for (const char* impl : {"cublaslt", "gemv", "gemv_v3"})
+    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
