@@ -26,9 +26,9 @@ std::string ceilings_cache_path(const std::string& device_key);
 // roofs that shipped cases exceed, so it is measured again, not read; 5 takes each GEMM roof as the best of 20
 // launches after 10 warm-ups (of 4: 10 after 3, which a cuBLAS GEMM of the same shape beat by 0.5%); 6 takes
 // the GEMM roofs as the best of the NN and TN layouts and streams 4 GiB for the memory roofs where it fits (an
-// H200's 4 GiB copy and TN fp32 GEMM beat 5's 2 GiB and NN roofs by 0.7% and 0.2%); 7 times each launch behind a
-// busy wait (cuda_event_timing.hpp), so the host's launch time is no longer inside a roof's events (with 6, an
-// H100's fp8 GEMM case beat its roof by 0.2%).
+// H200's 4 GiB copy and TN fp32 GEMM beat 5's 2 GiB and NN roofs by 0.7% and 0.2%); 7 times the launches back
+// to back behind a busy wait (cuda_event_timing.hpp), so the host's launch time is no longer inside a roof's
+// events (with 6, an H100's fp8 GEMM case beat its roof by 0.2%).
 inline constexpr int kCeilingsFormat = 7;
 
 // Why `c` cannot be a device of `kind`'s ceilings, on one line; empty when it can. Every figure must be

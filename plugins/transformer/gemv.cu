@@ -63,6 +63,7 @@ __device__ __forceinline__ uint4 load_x(const uint4* p) {
 template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
   constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow * kRowsPerWarp;
+  static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int first_row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow * kRowsPerWarp;
@@ -255,7 +256,7 @@ void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int 
   });
 }
 
-// A launch on `stream`. chained (v3): with programmatic stream serialization (PDL), so the kernel may start
+// A launch on `stream`. chained (v3, v4): with programmatic stream serialization (PDL), so the kernel may start
 // while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
 // into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
 // programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),
@@ -320,10 +321,12 @@ const std::vector<std::string>& gemv_versions() {
 
 std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v2") return "copies through cp.async.bulk";
-  if (version == "v3" || version == "v4")
+  if (gemv_launches_overlap(version))
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
   return {};
 }
+
+bool gemv_launches_overlap(const std::string& version) { return version == "v3" || version == "v4"; }
 
 bool gemv_code_has_sm90(const std::string& version, int device) {
   const void* kernel = nullptr;

@@ -83,7 +83,8 @@ class Linear : public Case {
 
   // Cold, runs read W and x from copies in turn and write y to copies of it (input_copies.hpp). The host
   // captures the runs one after another on the case's stream, with nothing between them (use() only moves the
-  // pointers), so gemv_v3's consecutive runs are joined in the graph by programmatic edges and overlap.
+  // pointers), so the consecutive runs of gemv_v3 and gemv_v4 are joined in the graph by programmatic edges and
+  // overlap.
   Rotation* rotation() override { return &copies_; }
 
   // The weights' size, the gate's counts, then how the point ran.
@@ -198,7 +199,7 @@ class GemvLinear final : public Linear {
 
   void name_version() {
     facts_.push_back({"kernel", "gemv_" + version_ + kernel_text(version_)});
-    if (!gemv_sm90_feature(version_).empty() && version_ != "v2") facts_.push_back({"launch", kChainedLaunch});
+    if (gemv_launches_overlap(version_)) facts_.push_back({"launch", kChainedLaunch});
   }
 
   static std::string kernel_text(const std::string& version) {

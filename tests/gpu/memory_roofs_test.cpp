@@ -21,7 +21,7 @@
 namespace roofbench {
 namespace {
 
-constexpr std::size_t kRoofBytes = std::size_t{2} << 30;  // as the ceilings measure them
+constexpr std::size_t kRoofBytes = std::size_t{2} << 30;  // a buffer as large as most GPUs' roofs stream
 // Two measurements of one kernel, each the best of 10, differ by a few tenths of a percent on an idle
 // H200; the roof measured first and a variant measured again may differ that much either way.
 constexpr double kNoise = 0.02;

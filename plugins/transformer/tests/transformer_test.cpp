@@ -434,15 +434,16 @@ bool runs_v3() {
 }
 
 // The code check reads the compute_ version the loaded kernel was compiled from: on a GPU of compute capability
-// 9.0 or later this build (whose architectures include 90 or 90a, CMAKE_CUDA_ARCHITECTURES) has v2's and v3's
-// instructions, and the case refuses neither; v1 needs none.
+// 9.0 or later this build (whose architectures include 90 or 90a, CMAKE_CUDA_ARCHITECTURES) has the instructions
+// of v2, v3 and v4, and the case refuses none; v1 needs none.
 TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v1", 0));
   if (!has_bulk_copy(0)) GTEST_SKIP() << "compute capability below 9.0: no sm_90 code to find";
   EXPECT_TRUE(gemv_code_has_sm90("v2", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v3", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v4", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl : {"gemv_v2", "gemv_v3"}) {
+  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4"}) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -497,6 +498,34 @@ TEST_F(TransformerGpu, GemvV3AndV4GiveV1sOutputsBitwiseDownAChain) {
       EXPECT_FALSE(poisoned) << "layer " << l << " at " << tokens << " tokens";
     }
   }
+}
+
+// One launch of `version` on seeded inputs (in x out weights, tokens rows of x), y poisoned first: y as bytes.
+std::vector<unsigned char> one_layer_output(const std::string& version, std::int64_t in, std::int64_t out, int tokens) {
+  CudaTestContext test_ctx(Params{});
+  Context& ctx = test_ctx;
+  void* w = ctx.alloc(std::size_t(in * out) * 2, BufferRole::input);
+  void* x = ctx.alloc(std::size_t(tokens * in) * 2, BufferRole::input);
+  void* y = ctx.alloc(std::size_t(tokens * out) * 2, BufferRole::output);
+  ctx.fill_random(w, std::size_t(in * out), ElementType::bf16, -0.05, 0.05);
+  ctx.fill_random(x, std::size_t(tokens * in), ElementType::bf16);
+  test_ctx.fill_outputs(0xFF);
+  gemv_bf16(version, w, x, y, in, out, tokens, test_ctx.cuda_stream());
+  ctx.synchronize();
+  std::vector<unsigned char> bytes(std::size_t(tokens * out) * 2);
+  ctx.copy_to_host(bytes.data(), y, bytes.size());
+  return bytes;
+}
+
+// v4's rows come 4 to a warp and 4 or more to a block: at every input width (one, two and four segments a row)
+// and at output sizes that leave the last block part-filled, its outputs are v1's to the bit.
+TEST_F(TransformerGpu, GemvV4GivesV1sOutputsBitwiseAtEveryWidthAndEdge) {
+  if (!runs_v3()) return;
+  for (std::int64_t in : {768, 1536, 3072})
+    for (std::int64_t out : {5, 1000})
+      for (int tokens : {1, 2, 4, 8})
+        EXPECT_TRUE(one_layer_output("v1", in, out, tokens) == one_layer_output("v4", in, out, tokens))
+            << in << "x" << out << " at " << tokens << " tokens";
 }
 
 #if CUDART_VERSION >= 12030
@@ -555,7 +584,7 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 // Stream capture keeps PDL (CUDA 12.3 and later): v3's consecutive runs are joined by programmatic edges, which
 // let the next kernel start once every block of this one has triggered, so a replayed graph overlaps them;
 // v1's by full dependencies.
-TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
+TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
   for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4"}) {
@@ -572,7 +601,7 @@ TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
 }
 #else
 // Edge data (cudaGraphEdgeData) and programmatic edges in a captured graph come with CUDA 12.3.
-TEST_F(TransformerGpu, GemvV3sCapturedRunsAreJoinedByProgrammaticEdges) {
+TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   GTEST_SKIP() << "built with a CUDA runtime before 12.3: no graph edge data to read";
 }
 #endif  // CUDART_VERSION >= 12030
