@@ -396,6 +396,9 @@ std::string kernel_time_text(const std::string& name, const Result& r) {
     s += k.measured() ? ": launch cost included (over " + percent_text(100 * kLaunchCostNoteFraction) + ")"
                       : "note: at " + format_seconds(event) + " a run the event time includes launch cost (under " +
                             format_seconds(kLaunchCostNoteSeconds) + "): --kernel-time times the kernels";
+  if (gpu && tracing_cost_noted(event, k))
+    s += ": CUPTI's tracing lengthens the kernels it records (the events, which enclose them, read over " +
+         percent_text(100 * kLaunchCostNoteFraction) + " less)";
   return s.empty() ? s : wrap_text(s, kConsoleWidth, "  ", kContinuation) + "\n";
 }
 

@@ -49,4 +49,8 @@ bool launch_cost_noted(double event_seconds, const KernelTimeFigures& k) {
   return event_seconds < kLaunchCostNoteSeconds;
 }
 
+bool tracing_cost_noted(double event_seconds, const KernelTimeFigures& k) {
+  return k.measured() && event_minus_kernel_fraction(event_seconds, k) < -kLaunchCostNoteFraction;
+}
+
 }  // namespace roofbench

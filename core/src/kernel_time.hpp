@@ -45,5 +45,9 @@ inline constexpr double kLaunchCostNoteFraction = 0.03;
 // kernels cost a few tenths of a microsecond, over 5% of the run below 5 us.
 inline constexpr double kLaunchCostNoteSeconds = 5e-6;
 bool launch_cost_noted(double event_seconds, const KernelTimeFigures& k);
+// Where the event time is below kernel_time by more than that fraction, the console says that CUPTI's tracing
+// lengthens the kernels it records: events enclose the kernels of an untraced run, so they bound its kernel
+// time (docs/method.md, "Timers compared like for like").
+bool tracing_cost_noted(double event_seconds, const KernelTimeFigures& k);
 
 }  // namespace roofbench

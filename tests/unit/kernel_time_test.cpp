@@ -135,6 +135,19 @@ TEST(KernelTime, TheConsoleLineGivesBothTimesAndNotesLaunchCost) {
   EXPECT_EQ(agreed.back(), '\n');
 }
 
+// Events below kernel_time by over 3%: the tracing's cost, since the events enclose an untraced run's kernels.
+TEST(KernelTime, TracingCostIsNotedWhereTheEventsReadOverThreePercentLess) {
+  KernelTimeFigures k;
+  k.seconds = 100e-6;
+  EXPECT_FALSE(tracing_cost_noted(97.1e-6, k));
+  EXPECT_TRUE(tracing_cost_noted(96.9e-6, k));
+  EXPECT_FALSE(tracing_cost_noted(96.9e-6, KernelTimeFigures{}));
+  EXPECT_FALSE(launch_cost_noted(96.9e-6, k));
+  EXPECT_EQ(kernel_time_text("micro/add", gpu_result(3.43e-6, {.seconds = 3.61e-6, .samples = 10})),
+            "  kernel_time 3.610 us (CUPTI, 10 samples); events 3.430 us, 180.0 ns (5.0%) less: CUPTI's tracing lengthens "
+            "the kernels\n    it records (the events, which enclose them, read over 3.0% less)\n");
+}
+
 TEST(KernelTime, WithoutKernelTimeASmallGpuRunIsNotedAndACpuRunIsNot) {
   EXPECT_THAT(kernel_time_text("micro/add", gpu_result(3e-6, {})),
               HasSubstr("note: at 3.000 us a run the event time includes launch cost (under 5.000 us): --kernel-time "
