@@ -18,7 +18,8 @@ namespace roofbench {
 // Enqueues one kernel that spins `nanoseconds` on `stream` (cuda_device.cu).
 void enqueue_busy_wait(cudaStream_t stream, unsigned long long nanoseconds);
 
-// The busy wait's length per repetition behind it: the host's time to enqueue a cuBLAS call and two events.
+// The busy wait's length per repetition behind it: a budget for the host to enqueue a cuBLAS call and two
+// events (a repetition the host overruns it on only reads longer, and the best of them is kept).
 inline constexpr unsigned long long kLaunchCoverNs = 100'000;
 
 template <typename Launch>

@@ -22,8 +22,8 @@
 namespace roofbench {
 namespace {
 
-// Ranges one pass holds, the clean's and the closing empty kernel's among them: a run of more kernel launches
-// loses the rest (said in the error). A GPT step launches under 400 kernels; NVIDIA's samples configure tens of ranges.
+// Ranges one pass holds, the clean's among them: a run of more kernel launches loses the rest (said in the
+// error). A GPT step launches under 400 kernels; NVIDIA's samples configure tens of ranges.
 constexpr std::size_t kMaxRanges = 1024;
 // Runs of the work one pass may take: run replay needs one per pass (a few for the metrics collected).
 constexpr int kMaxPasses = 64;
@@ -398,14 +398,13 @@ Counted count_run(const PassRequest& request) {
   }
   if (launches.graphs_seen() > 0) throw CuptiError(graph_refusal(launches.graphs_seen()));
   if (dropped > 0)
-    throw CuptiError("the counted run launched more kernels than the " + std::to_string(kMaxRanges) + " ranges of a pass, the clean's included");
-  if (counted.ranges.empty()) {
-    throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " +
-                          std::to_string(launches.kernels_seen()) +
+    throw CuptiError("the counted run launched more kernels than the " + std::to_string(kMaxRanges) + " ranges of a pass, "
+                     "the clean's included");
+  if (counted.ranges.empty())
+    throw CollectionError("no kernel ran in the counted run: CUPTI's callbacks saw " + std::to_string(launches.kernels_seen()) +
                           " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +
                           std::to_string(counted.passes) + " pass(es), and " + to_string(request.replay) +
                           " replay counted none (copies by the copy engines, cudaMemcpy, are not counted)");
-  }
   return counted;
 }
 

@@ -18,6 +18,12 @@ constexpr int kSegment = 768;
 constexpr int kChunks = kSegment / (8 * 32);  // 16-byte loads per lane per segment
 constexpr int kWarps = 4;
 
+// The rows of y a block of the warp-per-segment versions takes: its warps in groups of a row's segments, each
+// group kRowsPerWarp rows.
+__host__ __device__ constexpr int rows_per_block(int segments_per_row, int rows_per_warp) {
+  return kWarps / segments_per_row * rows_per_warp;
+}
+
 // A read-once 16-byte load that is not kept in L1.
 __device__ __forceinline__ uint4 load_once(const uint4* p) {
   uint4 r;
@@ -62,7 +68,7 @@ __device__ __forceinline__ uint4 load_x(const uint4* p) {
 // and each lane's x is read once for all its rows; each row's sum is v1's in v1's order.
 template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
-  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow * kRowsPerWarp;
+  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
   static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -139,7 +145,8 @@ __global__ __launch_bounds__(32 * kWarps) void chained_gemv_kernel(const uint4* 
 }
 
 // v4: v3 with kRowsPerWarp rows a warp. 4 rows: 192 blocks of 128 threads for GPT-2's layers, about 1.5 an SM
-// a launch, so several launches' blocks fit on an SM at once and their weight loads run layers ahead.
+// a launch; at 120 registers a thread 4 blocks fit an SM, the blocks of about 2.7 launches against v3's 2, so
+// the next launches' weight loads start further ahead.
 constexpr int kDeepRowsPerWarp = 4;
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void deep_chained_gemv_kernel(const uint4* w, const uint4* x,
@@ -287,7 +294,7 @@ enum class SegmentVersion { v1, v3, v4 };
 template <int kSegmentsPerRow, SegmentVersion kVersion>
 void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
   constexpr bool kChained = kVersion != SegmentVersion::v1;
-  constexpr int kRowsPerBlock = kWarps / kSegmentsPerRow * (kVersion == SegmentVersion::v4 ? kDeepRowsPerWarp : 1);
+  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kVersion == SegmentVersion::v4 ? kDeepRowsPerWarp : 1);
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
   for_tokens(tokens, [&]<int kTokens>() {
     auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>

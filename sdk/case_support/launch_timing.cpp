@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "roofbench/case_support/algorithm_choice.hpp"

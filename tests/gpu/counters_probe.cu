@@ -65,11 +65,17 @@ Buffers make_buffers() {
   return b;
 }
 
+// probe_copy with its input and output `shift` words into their buffers.
+Probe copy_probe(const Buffers& b, std::size_t shift, std::string name) {
+  const std::size_t l2_words = b.l2 / sizeof(uint4);
+  return {std::move(name), 0.75 * double(b.l2), 0.25 * double(b.l2),
+          [=] { probe_copy<<<kBlocks, kThreads>>>(b.in + shift, b.out + shift, l2_words / 4); }};
+}
+
 std::vector<Probe> probes(const Buffers& b) {
   const std::size_t l2_words = b.l2 / sizeof(uint4), records = b.l2 / 16 / 264;
   return {
-      {"probe_copy", 0.75 * double(b.l2), 0.25 * double(b.l2),
-       [=] { probe_copy<<<kBlocks, kThreads>>>(b.in, b.out, l2_words / 4); }},
+      copy_probe(b, 0, "probe_copy"),
       {"probe_write", 0, 2.0 * double(b.l2), [=] { probe_write<<<kBlocks, kThreads>>>(b.out, 2 * l2_words); }},
       {"probe_records", 8.0 * double(b.l2), double(records) * 264,
        [=] { probe_records<<<kBlocks, kThreads>>>(b.in, 8 * l2_words, reinterpret_cast<float*>(b.out), records); }},
@@ -83,9 +89,7 @@ std::vector<Probe> placements(const Buffers& b) {
   for (std::size_t mib : {2, 6, 14, 30, 62}) {
     const std::size_t shift = mib * mib_words;
     if (shift + l2_words / 4 > 2 * l2_words) break;  // the output must stay inside b.out
-    moved.push_back({"probe_copy +" + std::to_string(mib) + " MiB", 0.75 * double(b.l2), 0.25 * double(b.l2), [=] {
-                       probe_copy<<<kBlocks, kThreads>>>(b.in + shift, b.out + shift, l2_words / 4);
-                     }});
+    moved.push_back(copy_probe(b, shift, "probe_copy +" + std::to_string(mib) + " MiB"));
   }
   return moved;
 }
