@@ -29,12 +29,13 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# Micro add and GEMMs (micro/copy is cudaMemcpyAsync: copy engines, which no kernel counter sees), transformer
+# Micro add, copy and GEMMs (micro/copy_kernel: micro/copy's cudaMemcpyAsync is no kernel the counters see), transformer
 # decode/prefill/GEMV/GEMM, a conv and a GPT rung. ncu profiles the launches of RUNS runs of a one-launch case
 # and of one run of a case of several launches (a GPT step is hundreds): the first its kernel filter matches in
 # roofbench's "samples" NVTX range.
 BENCHMARKS = [
     "micro/add_fp32_vec16/n:268435456",
+    "micro/copy_kernel/bytes:1073741824",
     "micro/matmul_cublas_fp32/mnk:4096x4096x4096",
     "micro/matmul_cublas_bf16/mnk:4096x4096x4096",
     "micro/matmul_tiled_fp32/mnk:2048x2048x2048",

@@ -346,13 +346,19 @@ MemoryLaunch plan_memory_launch(const MemoryVariant& v, bool copy, std::size_t c
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, l.kernel, v.threads, 0));
   if (fits <= 0) return l;  // no block fits on an SM: no launch (blocks 0)
   const bool fixed_chunks = v.layout == MemoryLayout::chunks && v.chunk_bytes != 0;
-  l.run.variant.blocks_per_sm = fixed_chunks ? fits : as_asked ? v.blocks_per_sm : std::min(v.blocks_per_sm, fits);
+  const bool one_step = v.layout == MemoryLayout::one_step;
+  l.run.variant.blocks_per_sm =
+      fixed_chunks || one_step ? fits : as_asked ? v.blocks_per_sm : std::min(v.blocks_per_sm, fits);
+  const std::size_t step = std::size_t(v.threads) * v.loads_in_flight;
+  if (one_step) {  // the kernel's grid-stride loop (chunk 0) over a grid of one step a thread
+    l.blocks = static_cast<unsigned int>((count + step - 1) / step);
+    return l;
+  }
   const std::size_t wave = std::size_t(l.run.variant.blocks_per_sm) * sms;
   if (v.layout == MemoryLayout::grid_stride) {
     l.blocks = static_cast<unsigned int>(wave);
     return l;
   }
-  const std::size_t step = std::size_t(v.threads) * v.loads_in_flight;
   l.chunk = fixed_chunks ? v.chunk_bytes / sizeof(uint4) : ((count + wave - 1) / wave + step - 1) / step * step;
   l.blocks = static_cast<unsigned int>((count + l.chunk - 1) / l.chunk);
   return l;

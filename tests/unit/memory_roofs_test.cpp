@@ -50,6 +50,14 @@ TEST(MemoryRoofs, TheReadTableHoldsTheDecodeShapesAndOthers) {
   EXPECT_TRUE(has(copy_variants(), [](auto& v) { return v.layout == MemoryLayout::chunks; }));
 }
 
+// micro's add vec16 and copy_kernel: blocks of 256, each thread 4 loads a grid apart, once.
+TEST(MemoryRoofs, BothTablesHoldTheShippedElementwiseKernelsShape) {
+  for (const auto* table : {&read_variants(), &copy_variants()})
+    EXPECT_TRUE(has(*table, [](auto& v) {
+      return v.layout == MemoryLayout::one_step && v.threads == 256 && v.loads_in_flight == 4 && !v.streaming;
+    }));
+}
+
 TEST(MemoryRoofs, AVariantThatCannotRunSaysWhy) {
   MemoryVariant v;
   v.threads = 100;
@@ -91,6 +99,9 @@ TEST(MemoryRoofs, EachLayoutIsDescribed) {
   EXPECT_EQ(describe({MemoryLayout::chunks, 128, 8, 8, false, 0}),
             "one contiguous chunk per block, 8 blocks of 128 per SM, 8 x 16-byte loads in flight per thread");
   EXPECT_EQ(describe(copy_variants().front()), "cudaMemcpyAsync device to device");
+  EXPECT_EQ(describe({MemoryLayout::one_step, 256, 0, 4, false, 0}),
+            "one step a thread, blocks of 256 in as many waves as it takes, 4 x 16-byte loads in flight per "
+            "thread, a grid apart");
 }
 
 // The roofs stream as much as the largest shipped copy (4 GiB) where its two buffers fit, less on a smaller GPU.

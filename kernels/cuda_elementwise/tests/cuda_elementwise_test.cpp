@@ -1,5 +1,5 @@
-// The add kernels against a CPU reference on sizes and pointer offsets that exercise the vector body,
-// the scalar head (misaligned start) and the scalar tail.
+// The add and copy kernels against a CPU reference on sizes and pointer offsets that exercise the vector
+// body, the scalar head (misaligned start) and the scalar tail.
 #include "roofbench/kernels/cuda_elementwise.hpp"
 
 #include <cuda_bf16.h>
@@ -53,10 +53,20 @@ double allowed_relative_error() {
   return std::is_same_v<T, float> ? std::ldexp(1.0, -23) : std::ldexp(1.0, -7);
 }
 
-enum class Variant { scalar, vec16 };
+enum class Variant { scalar, vec16, copy_vec16 };
 
-// c = a + b over n elements starting `offset_*` elements into three allocations; counts elements that
-// are wrong or that the kernel left poisoned, plus any write outside [offset, offset + n).
+const char* name_of(Variant variant) {
+  switch (variant) {
+    case Variant::scalar: return "scalar";
+    case Variant::vec16: return "vec16";
+    case Variant::copy_vec16: return "copy_vec16";
+  }
+  return "?";
+}
+
+// c = a + b (c = a for the copy, which must be exact) over n elements starting `offset_*` elements into
+// three allocations; counts elements that are wrong or that the kernel left poisoned, plus any write
+// outside [offset, offset + n).
 template <typename T>
 std::size_t wrong_elements(Variant variant, std::size_t n, std::size_t offset_a, std::size_t offset_b,
                            std::size_t offset_c) {
@@ -77,8 +87,10 @@ std::size_t wrong_elements(Variant variant, std::size_t n, std::size_t offset_a,
   T* pc = dc.data + kSlack + offset_c;
   if (variant == Variant::scalar)
     k::launch_add_scalar(pa, pb, pc, n, nullptr);
-  else
+  else if (variant == Variant::vec16)
     k::launch_add_vec16(pa, pb, pc, n, nullptr);
+  else
+    k::launch_copy_vec16(pa, pc, n, nullptr);
   ROOFBENCH_CUDA(cudaDeviceSynchronize());
   ROOFBENCH_CUDA(cudaMemcpy(c.data(), dc.data, total * sizeof(T), cudaMemcpyDeviceToHost));
 
@@ -91,8 +103,11 @@ std::size_t wrong_elements(Variant variant, std::size_t n, std::size_t offset_a,
       continue;
     }
     const std::size_t e = i - kSlack - offset_c;
-    const double expected = double(to_float(a[offset_a + e])) + double(to_float(b[offset_b + e]));
-    wrong += std::abs(got - expected) <= allowed_relative_error<T>() * std::abs(expected) ? 0 : 1;
+    const double expected = variant == Variant::copy_vec16
+                                ? double(to_float(a[offset_a + e]))
+                                : double(to_float(a[offset_a + e])) + double(to_float(b[offset_b + e]));
+    const double allowed = variant == Variant::copy_vec16 ? 0.0 : allowed_relative_error<T>();
+    wrong += std::abs(got - expected) <= allowed * std::abs(expected) ? 0 : 1;
   }
   return wrong;
 }
@@ -108,28 +123,30 @@ using ElementTypes = ::testing::Types<float, __nv_bfloat16>;
 TYPED_TEST_SUITE(CudaAddTest, ElementTypes);
 
 TYPED_TEST(CudaAddTest, AlignedSizes) {
-  for (const Variant variant : {Variant::scalar, Variant::vec16})
+  for (const Variant variant : {Variant::scalar, Variant::vec16, Variant::copy_vec16})
     for (const std::size_t n :
          {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{4096}, std::size_t{1000003}})
-      EXPECT_EQ(wrong_elements<TypeParam>(variant, n, 0, 0, 0), 0u)
-          << (variant == Variant::scalar ? "scalar" : "vec16") << " n=" << n;
+      EXPECT_EQ(wrong_elements<TypeParam>(variant, n, 0, 0, 0), 0u) << name_of(variant) << " n=" << n;
 }
 
 TYPED_TEST(CudaAddTest, MisalignedButCommonOffsetUsesHeadAndTail) {
-  for (const std::size_t offset : {std::size_t{1}, std::size_t{3}})
-    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{100}, std::size_t{1000003}})
-      EXPECT_EQ(wrong_elements<TypeParam>(Variant::vec16, n, offset, offset, offset), 0u)
-          << "offset " << offset << " n=" << n;
+  for (const Variant variant : {Variant::vec16, Variant::copy_vec16})
+    for (const std::size_t offset : {std::size_t{1}, std::size_t{3}})
+      for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{100}, std::size_t{1000003}})
+        EXPECT_EQ(wrong_elements<TypeParam>(variant, n, offset, offset, offset), 0u)
+            << name_of(variant) << " offset " << offset << " n=" << n;
 }
 
 TYPED_TEST(CudaAddTest, DifferentOffsetsFallBackToScalar) {
-  for (const std::size_t n : {std::size_t{7}, std::size_t{1000003}})
-    EXPECT_EQ(wrong_elements<TypeParam>(Variant::vec16, n, 1, 0, 2), 0u) << "n=" << n;
+  for (const Variant variant : {Variant::vec16, Variant::copy_vec16})
+    for (const std::size_t n : {std::size_t{7}, std::size_t{1000003}})
+      EXPECT_EQ(wrong_elements<TypeParam>(variant, n, 1, 0, 2), 0u) << name_of(variant) << " n=" << n;
 }
 
 TYPED_TEST(CudaAddTest, ZeroElementsLaunchNothing) {
   EXPECT_NO_THROW(k::launch_add_scalar<TypeParam>(nullptr, nullptr, nullptr, 0, nullptr));
   EXPECT_NO_THROW(k::launch_add_vec16<TypeParam>(nullptr, nullptr, nullptr, 0, nullptr));
+  EXPECT_NO_THROW(k::launch_copy_vec16<TypeParam>(nullptr, nullptr, 0, nullptr));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 //   vec16:  16-byte loads and stores (float4, 8 x bf16) with several loads in flight per thread, plus a
 //           scalar head and tail for pointers that are not 16-byte aligned and sizes that are not a
 //           multiple of the vector width.
+// copy_vec16 is vec16 without the add (c = a): a copy that runs as a kernel of its own, where
+// cudaMemcpyAsync may run on the copy engine or in the driver's kernel.
 // Instantiated for float and __nv_bfloat16. Launch functions only enqueue on `stream` and throw
 // roofbench::Error when the launch is rejected.
 #pragma once
@@ -20,5 +22,8 @@ void launch_add_scalar(const T* a, const T* b, T* c, std::size_t n, cudaStream_t
 
 template <typename T>
 void launch_add_vec16(const T* a, const T* b, T* c, std::size_t n, cudaStream_t stream);
+
+template <typename T>
+void launch_copy_vec16(const T* a, T* c, std::size_t n, cudaStream_t stream);
 
 }  // namespace roofbench::kernels
