@@ -1,6 +1,6 @@
-// Fused prefill attention v4 to v8 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v9 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
-// warp groups (v8 at d 64: 192 queries, four):
+// warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
 //     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
 //     on its stage's full barrier (transaction bytes) and released by its empty barrier (every consumer
@@ -16,11 +16,19 @@
 // Config::kWideConsumers' matter (below): v6's have the 232 of setmaxnreg, and so overlap at d 128 with
 // 128-key tiles, which v4's cannot. Causal blocks walk their tiles from the diagonal down, so only the first
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
-// are listed above launch_version.
+// are listed above with_config.
+//
+// Persistent (Config::kPersistent, v9): one block an SM takes work items (query block, batch x head) in a
+// fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles' load)
+// is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
+// and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
+// item's last scores. At B8 H12 T1024 causal an item walks 4.5 tiles on average (1 to 8), so a start's latency
+// is a large share of one block's work.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -59,10 +67,10 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
-          int kConsumerGroups_ = 2>
+          int kConsumerGroups_ = 2, bool kPersistent_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  static constexpr bool kWideConsumers = kWideConsumers_;
+  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
@@ -93,6 +101,7 @@ struct Smem {
   unsigned char k[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
   unsigned char v[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
   std::uint64_t q_full, k_full[Cfg::kStages], k_empty[Cfg::kStages], v_full[Cfg::kStages], v_empty[Cfg::kStages];
+  std::uint64_t q_empty;  // persistent versions: Q's buffer free for the next work item
 };
 template <typename Cfg>
 constexpr std::size_t kSmemBytes = sizeof(Smem<Cfg>) + kAtomBytes;  // room to align the start
@@ -106,21 +115,45 @@ struct Args {
   bool mask;        // mask the diagonal tile (causal, unless the fault drops it)
   bool no_rescale;  // fault: the accumulated output is not rescaled when a row's maximum rises
   int skip_tiles;   // fault: tiles left out at the end of each block's walk (1) or none (0)
+  int m_blocks;     // query blocks per batch x head
+  int work_items;   // m_blocks x batch x heads (persistent versions)
 };
 
-// The block's query block (heaviest first under the causal mask), its first tile of kBlockN keys and how
-// many it walks: tiles first, first - 1, ..., first - count + 1. Under the causal mask the first kBlockM /
-// kBlockN tiles are the diagonal ones, masked.
+// A work item: the query block x of a batch x head's (heaviest first under the causal mask), its first tile of
+// kBlockN keys and how many it walks: tiles first, first - 1, ..., first - count + 1. Under the causal mask the
+// first kBlockM / kBlockN tiles are the diagonal ones, masked.
 template <typename Cfg>
 struct Walk {
-  int m_block, first, count;
-  __device__ explicit Walk(const Args& a) {
-    const int blocks = static_cast<int>(gridDim.x), x = static_cast<int>(blockIdx.x);
-    m_block = a.causal ? blocks - 1 - x : x;
+  int m_block, head, first, count;
+  __device__ Walk(const Args& a, int x, int head_) : head(head_) {
+    m_block = a.causal ? a.m_blocks - 1 - x : x;
     first = a.causal ? (m_block + 1) * (Cfg::kBlockM / Cfg::kBlockN) - 1 : a.seq_len / Cfg::kBlockN - 1;
     count = max(first + 1 - a.skip_tiles, 1);
   }
 };
+
+// A block's one work item (the non-persistent versions): query block blockIdx.x of batch x head blockIdx.y.
+template <typename Cfg>
+__device__ __forceinline__ Walk<Cfg> block_walk(const Args& a) {
+  return Walk<Cfg>(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y));
+}
+
+// A persistent block's n-th work item, or -1 past the last. Items are ordered query block by query block, every
+// batch x head's first (the heaviest, causal) before any second; block c of G takes items c, 2G - 1 - c,
+// 2G + c, ...: a snake, so that a block given one of a round's heaviest is given one of the next round's
+// lightest (on 132 SMs at B8 H12 T1024 causal the longest block walks 3% over the mean; in rounds taken in the
+// same order, 15%).
+__device__ __forceinline__ int work_item(const Args& a, int n) {
+  const int blocks = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
+  const int item = n * blocks + (n % 2 == 0 ? c : blocks - 1 - c);
+  return item < a.work_items ? item : -1;
+}
+
+template <typename Cfg>
+__device__ __forceinline__ Walk<Cfg> item_walk(const Args& a, int item) {
+  const int heads = a.work_items / a.m_blocks;
+  return Walk<Cfg>(a, item / heads, item % heads);
+}
 
 template <typename Smem>
 __device__ inline Smem& aligned_smem(unsigned char* raw) {
@@ -157,20 +190,43 @@ __device__ __forceinline__ void load_tile(unsigned char (&boxes)[kBoxes][kBytes]
   for (int b = 0; b < kBoxes; ++b) hw::tma_load_2d(boxes[b], map, bar, row, b * kBoxCols);
 }
 
-// The producer's one thread: Q, then K and V of each tile of the walk once their stage is free.
+// The producer's one thread for one work item: Q, then K and V of each tile of the walk once their stage is
+// free. `ring`: the K and V tiles loaded before this item (the ring's position). A persistent block's n-th
+// item (n > 0) loads its Q after its first K, once the consumers have released the previous item's Q.
+template <typename Cfg>
+__device__ __forceinline__ void produce_walk(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
+                                             const CUtensorMap* v_map, const Args& a, const Walk<Cfg>& walk, int ring,
+                                             int n) {
+  const int head_row = walk.head * a.seq_len, q_row = head_row + walk.m_block * Cfg::kBlockM;
+  if constexpr (!Cfg::kPersistent) load_tile(sm.q, q_map, &sm.q_full, q_row);
+  for (int i = 0; i < walk.count; ++i) {
+    const int slot = ring + i, stage = slot % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
+    const std::uint32_t free_parity = ((slot / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
+    wait_or_trap<Cfg>(&sm.k_empty[stage], free_parity);
+    load_tile(sm.k[stage], k_map, &sm.k_full[stage], row);
+    if constexpr (Cfg::kPersistent)
+      if (i == 0) {
+        wait_or_trap<Cfg>(&sm.q_empty, (n & 1) ^ 1);
+        load_tile(sm.q, q_map, &sm.q_full, q_row);
+      }
+    wait_or_trap<Cfg>(&sm.v_empty[stage], free_parity);
+    load_tile(sm.v[stage], v_map, &sm.v_full[stage], row);
+  }
+}
+
+// The producer's one thread: the block's work item, or a persistent block's items in turn.
 template <typename Cfg>
 __device__ __forceinline__ void produce(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
                                         const CUtensorMap* v_map, const Args& a) {
-  const Walk<Cfg> walk(a);
-  const int head_row = static_cast<int>(blockIdx.y) * a.seq_len;
-  load_tile(sm.q, q_map, &sm.q_full, head_row + walk.m_block * Cfg::kBlockM);
-  for (int i = 0; i < walk.count; ++i) {
-    const int stage = i % Cfg::kStages, row = head_row + (walk.first - i) * Cfg::kBlockN;
-    const std::uint32_t free_parity = ((i / Cfg::kStages) & 1) ^ 1;  // a fresh barrier passes parity 1
-    wait_or_trap<Cfg>(&sm.k_empty[stage], free_parity);
-    load_tile(sm.k[stage], k_map, &sm.k_full[stage], row);
-    wait_or_trap<Cfg>(&sm.v_empty[stage], free_parity);
-    load_tile(sm.v[stage], v_map, &sm.v_full[stage], row);
+  if constexpr (Cfg::kPersistent) {
+    int ring = 0;
+    for (int n = 0, item = work_item(a, 0); item >= 0; item = work_item(a, ++n)) {
+      const Walk<Cfg> walk = item_walk<Cfg>(a, item);
+      produce_walk(sm, q_map, k_map, v_map, a, walk, ring, n);
+      ring += walk.count;
+    }
+  } else {
+    produce_walk(sm, q_map, k_map, v_map, a, block_walk<Cfg>(a), 0, 0);
   }
 }
 
@@ -193,6 +249,19 @@ struct Consumer {
   std::uint32_t p[kBlockN / 16][4];
   float row_max[2], row_sum[2];
   int group;  // 0 to kConsumerGroups - 1: rows 64 group .. of the block
+  int ring = 0;   // the K and V tiles consumed before this work item: tile i's stage is (ring + i) % kStages
+  int count = 0;  // the tiles this work item walks
+
+  __device__ __forceinline__ int stage(int i) const { return (ring + i) % Cfg::kStages; }
+  __device__ __forceinline__ std::uint32_t full_parity(int i) const { return ((ring + i) / Cfg::kStages) & 1; }
+
+  // A work item's start: O, the maxima and the sums cleared.
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[i] = 0.0f;
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
 
   // S = Q K^T for the K tile in `k` (issued and committed, not waited for).
   __device__ __forceinline__ void issue_scores(const Smem<Cfg>& sm, const Tile& k) {
@@ -273,9 +342,9 @@ struct Consumer {
   }
 
   // O / the row's sum, to global memory as pairs of T; rows past the sequence (Cfg::kPartialBlocks) are not.
-  __device__ __forceinline__ void store(const Args& a, int m_block) {
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const long long row0 = static_cast<long long>(blockIdx.y) * a.seq_len + m_block * Cfg::kBlockM + 64 * group +
+  __device__ __forceinline__ void store(const Args& a, const Walk<Cfg>& walk) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, m_block = walk.m_block;
+    const long long row0 = static_cast<long long>(walk.head) * a.seq_len + m_block * Cfg::kBlockM + 64 * group +
                            16 * warp + lane / 4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -296,17 +365,20 @@ struct Consumer {
 // Tile i's S = Q K^T issued once its K tile has landed.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void start_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
-  wait_or_trap<Cfg>(&sm.k_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
+  wait_or_trap<Cfg>(&sm.k_full[c.stage(i)], c.full_parity(i));
   hw::wgmma_fence();
-  c.issue_scores(sm, sm.k[i % Cfg::kStages]);
+  c.issue_scores(sm, sm.k[c.stage(i)]);
 }
 
-// After the wait for tile i's scores: they are read from here on, its K stage is free, and a diagonal tile
-// (the walk's first kBlockM / kBlockN under the causal mask) is masked.
+// After the wait for tile i's scores: they are read from here on, its K stage is free (and, after a persistent
+// work item's last scores, Q's buffer), and a diagonal tile (the walk's first kBlockM / kBlockN under the
+// causal mask) is masked.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void scores_landed(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   hw::fence_accumulators(c.s);
-  hw::mbarrier_arrive(&sm.k_empty[i % Cfg::kStages]);
+  hw::mbarrier_arrive(&sm.k_empty[c.stage(i)]);
+  if constexpr (Cfg::kPersistent)
+    if (i == c.count - 1) hw::mbarrier_arrive(&sm.q_empty);
   constexpr int kDiagonalTiles = Cfg::kBlockM / Cfg::kBlockN;
   if (a.mask && i < kDiagonalTiles) c.mask_diagonal((kDiagonalTiles - 1 - i) * Cfg::kBlockN);
 }
@@ -325,14 +397,14 @@ __device__ __forceinline__ void finish_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, in
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(c.o);
   c.hold_probabilities();
-  hw::mbarrier_arrive(&sm.v_empty[i % Cfg::kStages]);
+  hw::mbarrier_arrive(&sm.v_empty[c.stage(i)]);
 }
 
 // Tile i's P V issued (its V waited for): the first tile's overwrites O.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int i) {
-  wait_or_trap<Cfg>(&sm.v_full[i % Cfg::kStages], (i / Cfg::kStages) & 1);
-  c.issue_pv(sm.v[i % Cfg::kStages], i > 0);
+  wait_or_trap<Cfg>(&sm.v_full[c.stage(i)], c.full_parity(i));
+  c.issue_pv(sm.v[c.stage(i)], i > 0);
 }
 
 // Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
@@ -363,19 +435,16 @@ __device__ __forceinline__ void serial_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, 
   finish_pv(c, sm, i);
 }
 
-// A consumer warp group: the walk's tiles, then O to global memory. Overlapped (Cfg::kOverlap): the first
-// tile's scores and softmax, every later tile overlapped with its predecessor's P V, the last P V; else each
-// tile in turn, the tensor cores then overlapping one warp group's softmax with the other's products only.
+// A consumer warp group's work item (its Q waited for with `q_parity`): the walk's tiles, then O to global
+// memory. Overlapped (Cfg::kOverlap): the first tile's scores and softmax, every later tile overlapped with its
+// predecessor's P V, the last P V; else each tile in turn, the tensor cores then overlapping one warp group's
+// softmax with the other's products only.
 template <typename T, typename Cfg>
-__device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
-  const Walk<Cfg> walk(a);
-  Consumer<T, Cfg> c;
-  c.group = static_cast<int>(threadIdx.x) / 128 - 1;
-#pragma unroll
-  for (int i = 0; i < Cfg::kD / 2; ++i) c.o[i] = 0.0f;
-  c.row_max[0] = c.row_max[1] = -INFINITY;
-  c.row_sum[0] = c.row_sum[1] = 0.0f;
-  wait_or_trap<Cfg>(&sm.q_full, 0);
+__device__ __forceinline__ void consume_walk(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a,
+                                             const Walk<Cfg>& walk, std::uint32_t q_parity) {
+  c.count = walk.count;
+  c.clear();
+  wait_or_trap<Cfg>(&sm.q_full, q_parity);
   if constexpr (Cfg::kOverlap) {
     scores(c, sm, a, 0);
     float unused[2];
@@ -388,7 +457,23 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
   } else {
     for (int i = 0; i < walk.count; ++i) serial_tile(c, sm, a, i);
   }
-  c.store(a, walk.m_block);
+  c.store(a, walk);
+}
+
+// A consumer warp group: the block's work item, or a persistent block's items in turn.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
+  Consumer<T, Cfg> c;
+  c.group = static_cast<int>(threadIdx.x) / 128 - 1;
+  if constexpr (Cfg::kPersistent) {
+    for (int n = 0, item = work_item(a, 0); item >= 0; item = work_item(a, ++n)) {
+      const Walk<Cfg> walk = item_walk<Cfg>(a, item);
+      consume_walk(c, sm, a, walk, n & 1);
+      c.ring += walk.count;
+    }
+  } else {
+    consume_walk(c, sm, a, block_walk<Cfg>(a), 0);
+  }
 }
 
 template <typename T, typename Cfg>
@@ -405,6 +490,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kBlocksPerSm)
       hw::mbarrier_init(&sm.k_empty[stage], Cfg::kConsumerThreads);
       hw::mbarrier_init(&sm.v_empty[stage], Cfg::kConsumerThreads);
     }
+    if constexpr (Cfg::kPersistent) hw::mbarrier_init(&sm.q_empty, Cfg::kConsumerThreads);
     hw::mbarrier_init_fence();
   }
   __syncthreads();
@@ -454,20 +540,32 @@ auto prepared_kernel() {
   return kernel;
 }
 
+// The grid: a block per work item, or a persistent version's one block an SM (fewer for fewer items).
+template <typename Cfg>
+dim3 grid_of(const Args& args) {
+  if constexpr (!Cfg::kPersistent) return dim3(unsigned(args.m_blocks), unsigned(args.work_items / args.m_blocks));
+  int device = 0, sms = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return dim3(unsigned(std::min(args.work_items, sms * Cfg::kBlocksPerSm)));
+}
+
 template <typename T, typename Cfg>
 void launch(const AttentionShape& shape, const void* q, const void* k, const void* v, void* o, cudaStream_t stream,
             AttentionFault fault) {
   const auto kernel = prepared_kernel<T, Cfg>();
   const AttentionType type = std::is_same_v<T, __half> ? AttentionType::fp16 : AttentionType::bf16;
+  const int m_blocks = static_cast<int>((shape.q_len + Cfg::kBlockM - 1) / Cfg::kBlockM);
   Args args{o,
             static_cast<int>(shape.q_len),
             attention_detail::kLog2e / std::sqrt(float(Cfg::kD)),
             shape.causal || fault == AttentionFault::drop_causal_mask,  // the causal walk, without its mask
             shape.causal && fault != AttentionFault::drop_causal_mask,
             fault == AttentionFault::no_rescale,
-            fault == AttentionFault::skip_last_kv_block ? 1 : 0};
-  const dim3 grid(unsigned((shape.q_len + Cfg::kBlockM - 1) / Cfg::kBlockM), unsigned(shape.batch * shape.heads));
-  kernel<<<grid, Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, Cfg::kBlockM),
+            fault == AttentionFault::skip_last_kv_block ? 1 : 0,
+            m_blocks,
+            m_blocks * static_cast<int>(shape.batch * shape.heads)};
+  kernel<<<grid_of<Cfg>(args), Cfg::kThreads, kSmemBytes<Cfg>, stream>>>(tile_map(q, type, shape, Cfg::kBlockM),
                                                       tile_map(k, type, shape, Cfg::kBlockN),
                                                       tile_map(v, type, shape, Cfg::kBlockN), args);
   ROOFBENCH_CUDA_LAUNCH();
@@ -483,11 +581,16 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //      steps in turn (104 registers cannot overlap them); d 128: v6's kernel.
 //   v8 d 64: FlashAttention-3's shape for head dim 64, three consumer groups (192 queries) at 160 registers
 //      on 64-key tiles in 4 stages, overlapped: 24 KB + 4 x 16 KB = 88 KB; d 128: v6's kernel.
+//   v9: persistent (Config::kPersistent), one block an SM: d 64 v4's shape with wide consumers, overlapped
+//      (80 KB); d 128 v6's (160 KB).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
   const bool d64 = head_dim == 64;
-  if (version == "v7" && d64)
+  if (version == "v9")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true>>();
+  else if (version == "v7" && d64)
     use.template operator()<Config<64, 64, 4, true, 2>>();
   else if (version == "v8" && d64)
     use.template operator()<Config<64, 64, 4, true, 1, 3>>();

@@ -114,7 +114,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v8) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v9) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -123,8 +123,9 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5", "v6", "v7", "v8"}) EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
-  EXPECT_THROW(fused_unavailable_reason("v9", 0), std::invalid_argument);
+  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9"})
+    EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
+  EXPECT_THROW(fused_unavailable_reason("v10", 0), std::invalid_argument);
 }
 
 TEST(CudaAttention, FusedVersionsMatchTheReference) {
@@ -145,7 +146,7 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4 to v8: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v9: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
 // version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
 // d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
@@ -177,6 +178,31 @@ TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
             EXPECT_LT(relative_l2(got, v3), 1e-2) << version << " against v3, " << what;
           }
         }
+}
+
+// The persistent v9 where each block walks several work items (B2 H24 T1024: 384 query blocks of 128, about
+// three an SM, not a multiple of the SMs, so the snake's last round is part full), against v3 on the same
+// inputs: an item walked twice, left out or given another head's rows would show (O is poisoned first).
+TEST(CudaAttention, PersistentV9WalksSeveralItemsABlockAsV3Does) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  if (const std::string why = unavailable("v9"); !why.empty()) GTEST_SKIP() << why;
+  int sms = 0;
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (const std::int64_t d : {64, 128})
+    for (const bool causal : {true, false}) {
+      const AttentionShape shape{.batch = 2, .heads = 24, .q_len = 1024, .kv_len = 1024, .head_dim = d, .causal = causal};
+      ASSERT_GT(shape.batch * shape.heads * shape.q_len / 128, 2 * sms) << "too few work items to share out";
+      AttentionInputs in(shape, AttentionType::bf16);
+      const auto run = [&](const char* version) {
+        ROOFBENCH_CUDA(cudaMemset(in.o.device, 0xFF, in.o.host.size() * 2));
+        launch_fused_attention(version, AttentionType::bf16, shape, in.q.device, in.k.device, in.v.device, in.o.device,
+                               nullptr);
+        ROOFBENCH_CUDA(cudaDeviceSynchronize());
+        return in.o.read();
+      };
+      const std::vector<double> v3 = run("v3");
+      EXPECT_LT(relative_l2(run("v9"), v3), 1e-2) << "d" << d << (causal ? " causal" : " full");
+    }
 }
 
 // Each sm_90a version's split of registers and shared memory gives an SM the blocks it was made for: v7's two at
