@@ -64,6 +64,15 @@ class CountersVsNcuTest(unittest.TestCase):
         self.assertEqual(cv.writes_line([7.63e6, 9.9e6], [10.38e6, 10.12e6]),
                          "  written by process, MB: roofbench 7.63 9.90, ncu 10.38 10.12")
 
+    def test_the_rows_span_every_family_and_the_near_l2_rows_are_smaller_sizes_of_them(self):
+        families = {name.split("/")[1].split("_")[0] for name in cv.BENCHMARKS}
+        self.assertTrue({"add", "copy", "matmul", "attention", "linear", "conv", "R3"} <= families, families)
+        self.assertGreaterEqual(len(cv.BENCHMARKS), 10)
+        for near in cv.NEAR_L2:
+            case = near.rsplit("/", 1)[0].rsplit("/", 1)[0]
+            self.assertTrue(any(b.startswith(case.split("/mnk")[0].split("/heads")[0]) for b in cv.BENCHMARKS), near)
+            self.assertNotIn(near, cv.BENCHMARKS)
+
     def test_a_benchmark_without_counters_says_why(self):
         results = self.path / "latest.json"
         results.write_text(json.dumps({"benchmarks": [{"name": "lab/x", "roofbench": {"counters": {
