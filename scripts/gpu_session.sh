@@ -31,9 +31,9 @@
 #   (events and --kernel-time), triton's do_bench and do_bench_cudagraph and torch.profiler's CUPTI records
 #   (TORCH_PYTHON=/opt/torch/.venv/bin/python); the table comes back as like_for_like.md
 #   STEPS may also hold "countersncu": roofbench --counters against Nsight Compute (ncu --clock-control none) on
-#   the same kernels of ten benchmarks, DRAM bytes and FLOPs side by side with the % difference, in session.log
-#   (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 200 s on an H200; REPEAT=3 counts
-#   both sides in three processes each and prints every process's DRAM writes)
+#   the same kernels of eleven benchmarks and three near the L2's size, DRAM bytes and FLOPs side by side with the
+#   % difference, in session.log (scripts/counters_vs_ncu.py; COUNTERS_NCU_ONLY=<regex> runs fewer; about 250 s
+#   on an H200; REPEAT=3 counts both sides in three processes each and prints every process's DRAM writes)
 #   STEPS may also hold "countersprobe": kernels of known traffic counted by the counters pass and by ncu, after the
 #   same clean (--cache-control none) and after ncu's own flush (all), the copy again with its buffers moved a few
 #   MiB at a time, and what each way of cleaning the L2 leaves, in session.log (tests/gpu/counters_probe.cu,
