@@ -1,10 +1,11 @@
 // Fused prefill attention v4 to v9 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
-//   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q once and the
-//     K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages, each tile completing
-//     on its stage's full barrier (transaction bytes) and released by its empty barrier (every consumer
-//     thread's arrival); K and V have barriers of their own, so S can start before V has landed;
+//   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
+//     work item) and the K and V tiles of kBlockN keys by TMA into a ring of kStages shared-memory stages,
+//     each tile completing on its stage's full barrier (transaction bytes) and released by its empty barrier
+//     (every consumer thread's arrival); K and V have barriers of their own, so S can start before V has
+//     landed;
 //   - two consumer warp groups (setmaxnreg_inc; v8 at d 64, three) of 64 query rows each: S = Q K^T by wgmma
 //     with both operands in shared memory (K-major, 128-byte swizzle as TMA writes it), the online softmax in
 //     registers (log2 units, ex2.approx), then O += P V by wgmma with P from registers (S's accumulator is,
@@ -192,7 +193,9 @@ __device__ __forceinline__ void load_tile(unsigned char (&boxes)[kBoxes][kBytes]
 
 // The producer's one thread for one work item: Q, then K and V of each tile of the walk once their stage is
 // free. `ring`: the K and V tiles loaded before this item (the ring's position). A persistent block's n-th
-// item (n > 0) loads its Q after its first K, once the consumers have released the previous item's Q.
+// item loads its Q after its first K, once the consumers have released the previous item's Q (item 0 at
+// once): the K stage is free first, since the consumers release Q after the last scores and V's stage after
+// the P V before them.
 template <typename Cfg>
 __device__ __forceinline__ void produce_walk(Smem<Cfg>& sm, const CUtensorMap* q_map, const CUtensorMap* k_map,
                                              const CUtensorMap* v_map, const Args& a, const Walk<Cfg>& walk, int ring,
@@ -543,11 +546,14 @@ auto prepared_kernel() {
 // The grid: a block per work item, or a persistent version's one block an SM (fewer for fewer items).
 template <typename Cfg>
 dim3 grid_of(const Args& args) {
-  if constexpr (!Cfg::kPersistent) return dim3(unsigned(args.m_blocks), unsigned(args.work_items / args.m_blocks));
-  int device = 0, sms = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return dim3(unsigned(std::min(args.work_items, sms * Cfg::kBlocksPerSm)));
+  if constexpr (Cfg::kPersistent) {
+    int device = 0, sms = 0;
+    ROOFBENCH_CUDA(cudaGetDevice(&device));
+    ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return dim3(unsigned(std::min(args.work_items, sms * Cfg::kBlocksPerSm)));
+  } else {
+    return dim3(unsigned(args.m_blocks), unsigned(args.work_items / args.m_blocks));
+  }
 }
 
 template <typename T, typename Cfg>

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -180,18 +181,36 @@ TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
         }
 }
 
-// The persistent v9 where each block walks several work items (B2 H24 T1024: 384 query blocks of 128, about
-// three an SM, not a multiple of the SMs, so the snake's last round is part full), against v3 on the same
-// inputs: an item walked twice, left out or given another head's rows would show (O is poisoned first).
+// The worst relative L2 error of any query block of 128 rows (one work item of the persistent version) of
+// O ([pairs x t, d]) against `want`: one wrong or missing block shows however many agree.
+double worst_block_error(const std::vector<double>& got, const std::vector<double>& want, std::int64_t d) {
+  const std::size_t block = std::size_t(128 * d);
+  double worst = 0;
+  for (std::size_t first = 0; first < want.size(); first += block) {
+    const auto piece = [&](const std::vector<double>& o) {
+      return std::vector<double>(o.begin() + first, o.begin() + std::min(first + block, o.size()));
+    };
+    worst = std::max(worst, relative_l2(piece(got), piece(want)));
+  }
+  return worst;
+}
+
+// The persistent v9 where each block walks several work items, against v3 on the same inputs: heads chosen
+// so that the items (B1 T1024: 8 a head) number between 3 and 4 times the SMs, each block walking 3 or 4 and
+// the last, part-full round of the snake running backwards (block c's fourth item is 4G - 1 - c). Each item's
+// 128 rows are checked on their own, over three launches, O poisoned before each: an item left out, given
+// another's rows or raced on shows in its block.
 TEST(CudaAttention, PersistentV9WalksSeveralItemsABlockAsV3Does) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   if (const std::string why = unavailable("v9"); !why.empty()) GTEST_SKIP() << why;
   int sms = 0;
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const std::int64_t heads = (7 * sms + 15) / 16;  // 3.5 x the SMs' items at 8 a head
   for (const std::int64_t d : {64, 128})
     for (const bool causal : {true, false}) {
-      const AttentionShape shape{.batch = 2, .heads = 24, .q_len = 1024, .kv_len = 1024, .head_dim = d, .causal = causal};
-      ASSERT_GT(shape.batch * shape.heads * shape.q_len / 128, 2 * sms) << "too few work items to share out";
+      const AttentionShape shape{.batch = 1, .heads = heads, .q_len = 1024, .kv_len = 1024, .head_dim = d, .causal = causal};
+      ASSERT_GT(heads * 8, 3 * sms);
+      ASSERT_LT(heads * 8, 4 * sms);
       AttentionInputs in(shape, AttentionType::bf16);
       const auto run = [&](const char* version) {
         ROOFBENCH_CUDA(cudaMemset(in.o.device, 0xFF, in.o.host.size() * 2));
@@ -201,7 +220,9 @@ TEST(CudaAttention, PersistentV9WalksSeveralItemsABlockAsV3Does) {
         return in.o.read();
       };
       const std::vector<double> v3 = run("v3");
-      EXPECT_LT(relative_l2(run("v9"), v3), 1e-2) << "d" << d << (causal ? " causal" : " full");
+      for (int launch = 0; launch < 3; ++launch)
+        EXPECT_LT(worst_block_error(run("v9"), v3, d), 1e-2)
+            << "d" << d << (causal ? " causal" : " full") << ", launch " << launch;
     }
 }
 
