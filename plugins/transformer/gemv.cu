@@ -54,6 +54,20 @@ __device__ __forceinline__ void release_next_then_wait_for_previous() {
 #endif
 }
 
+// Where a warp keeps its rows of W from their loads to the wait: in registers (v1, v3, v4), or in shared memory,
+// copied there by cp.async (v5), which leaves a block few registers, so that more launches' blocks fit an SM.
+enum class WeightHold { registers, shared };
+
+__device__ __forceinline__ void copy_16_async(uint4* shared_destination, const uint4* source) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(
+                   shared_destination))),
+               "l"(source)
+               : "memory");
+}
+
+// This thread's cp.async copies landed (each lane reads back only what it copied: no barrier needed).
+__device__ __forceinline__ void wait_for_async_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 // x as v1 reads it (read-only path), or, chained, by a plain coherent load: there x may be the output of the
 // grid waited on, written while this one had already started.
 template <bool kChained>
@@ -65,23 +79,31 @@ __device__ __forceinline__ uint4 load_x(const uint4* p) {
 // A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
 // loads and the first read of x. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
 // so a grid has that many times fewer threads (the next launches' blocks fit beside it, their loads in flight)
-// and each lane's x is read once for all its rows; each row's sum is v1's in v1's order.
-template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1>
-__device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
+// and each lane's x is read once for all its rows; each row's sum is v1's in v1's order. kHold: v5, the rows
+// wait in `staged` (kWarps x kRowsPerWarp x kChunks x 32 pieces of shared memory) instead of registers.
+template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1, WeightHold kHold = WeightHold::registers>
+__device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
+                                           uint4* staged = nullptr) {
   constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
   static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
+  constexpr bool kShared = kHold == WeightHold::shared;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int first_row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow * kRowsPerWarp;
   const int first_chunk = (warp % kSegmentsPerRow) * kChunks * 32 + lane;
-  uint4 raw[kRowsPerWarp][kChunks] = {};
+  uint4 raw[kShared ? 1 : kRowsPerWarp][kChunks] = {};
+  uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;  // piece (r, c): + (r kChunks + c) 32
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r)
     if (first_row + r < out)
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c)
-        raw[r][c] = load_once(w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32);
+      for (int c = 0; c < kChunks; ++c) {
+        const uint4* piece = w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32;
+        if constexpr (kShared) copy_16_async(held + (r * kChunks + c) * 32, piece);
+        else raw[r][c] = load_once(piece);
+      }
   if constexpr (kChained) release_next_then_wait_for_previous();
+  if constexpr (kShared) wait_for_async_copies();
   float acc[kRowsPerWarp][kTokens] = {};
   if (first_row < out) {
 #pragma unroll
@@ -93,7 +115,8 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) {
           float wf[8];
-          unpack8(raw[r][c], wf);
+          if constexpr (kShared) unpack8(held[(r * kChunks + c) * 32], wf);
+          else unpack8(raw[r][c], wf);
 #pragma unroll
           for (int i = 0; i < 8; ++i) acc[r][t] += wf[i] * xf[i];
         }
@@ -152,6 +175,16 @@ template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void deep_chained_gemv_kernel(const uint4* w, const uint4* x,
                                                                         __nv_bfloat16* y, int out) {
   gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp>(w, x, y, out);
+}
+
+// v5: v4's rows a warp, held in shared memory (24 KB a block) instead of registers: about 40 registers a
+// thread, so the blocks of about 6 launches fit an SM (shared memory binds: 9 blocks of 1.45 a launch) against
+// v4's 2.7, and the weight loads run that many layers ahead of the chain.
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void staged_chained_gemv_kernel(const uint4* w, const uint4* x,
+                                                                          __nv_bfloat16* y, int out) {
+  __shared__ uint4 staged[kWarps * kDeepRowsPerWarp * kChunks * 32];
+  gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp, WeightHold::shared>(w, x, y, out, staged);
 }
 
 // ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
@@ -287,19 +320,25 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaSt
   ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
-// The warp-per-segment versions: v1, v3 (chained) and v4 (chained, kDeepRowsPerWarp rows a warp).
-enum class SegmentVersion { v1, v3, v4 };
+// The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp) and v5 (v4's,
+// held in shared memory).
+enum class SegmentVersion { v1, v3, v4, v5 };
 
 // `version` for in = 768 x kSegmentsPerRow.
 template <int kSegmentsPerRow, SegmentVersion kVersion>
 void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
   constexpr bool kChained = kVersion != SegmentVersion::v1;
-  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kVersion == SegmentVersion::v4 ? kDeepRowsPerWarp : 1);
+  constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
+  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
   const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
   for_tokens(tokens, [&]<int kTokens>() {
     auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
                   : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
-                                                   : deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
+                  : kVersion == SegmentVersion::v4 ? deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                                                   : staged_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
+    if constexpr (kVersion == SegmentVersion::v5)  // the most shared memory an SM has, for as many blocks as fit
+      ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                          cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     launch(kernel, grid, block, kChained, stream, w, x, y, out);
   });
 }
@@ -322,7 +361,7 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5"};
   return versions;
 }
 
@@ -333,13 +372,16 @@ std::string gemv_sm90_feature(const std::string& version) {
   return {};
 }
 
-bool gemv_launches_overlap(const std::string& version) { return version == "v3" || version == "v4"; }
+bool gemv_launches_overlap(const std::string& version) {
+  return version == "v3" || version == "v4" || version == "v5";
+}
 
 bool gemv_code_has_sm90(const std::string& version, int device) {
   const void* kernel = nullptr;
   if (version == "v2") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1>);
   else if (version == "v3") kernel = reinterpret_cast<const void*>(chained_gemv_kernel<1, 1>);
   else if (version == "v4") kernel = reinterpret_cast<const void*>(deep_chained_gemv_kernel<1, 1>);
+  else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -364,6 +406,8 @@ void gemv_bf16(const std::string& version, const void* w, const void* x, void* y
     launch_segments<SegmentVersion::v3>(wv, xv, yv, in, int(out), int(tokens), stream);
   } else if (version == "v4") {
     launch_segments<SegmentVersion::v4>(wv, xv, yv, in, int(out), int(tokens), stream);
+  } else if (version == "v5") {
+    launch_segments<SegmentVersion::v5>(wv, xv, yv, in, int(out), int(tokens), stream);
   } else if (version == "v2") {
     // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
     if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);

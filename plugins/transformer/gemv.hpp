@@ -10,7 +10,8 @@
 // reads overlap this one's tail. Timed back to back (a graph, a rotation) its time per launch is a chain's
 // time per layer, not one kernel's alone. v4 (sm_90): v3 with 4 rows a warp, a quarter of its threads a launch
 // (120 registers a thread), so more of the chained launches' blocks fit on an SM at once and their weight loads
-// start further ahead. The chained versions' weight loads come before the wait, so W must not be written by any
+// start further ahead. v5 (sm_90): v4 with its rows of W held in shared memory (cp.async, 24 KB a block) rather
+// than registers (about 45 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions' weight loads come before the wait, so W must not be written by any
 // earlier launch on the stream that may still run (only x and y may be a neighbour's): PDL makes a grid's writes
 // visible to the next only at its wait. The host synchronizes after a case's setup, its copies and its poisoning.
 #pragma once
@@ -27,13 +28,13 @@ namespace roofbench::transformer {
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
 // What `version` uses that only sm_90 and later have, in words (v2: cp.async.bulk, elsewhere its kernel traps;
-// v3 and v4: PDL's griddepcontrol); empty for a version that runs on any GPU.
+// v3 to v5: PDL's griddepcontrol); empty for a version that runs on any GPU.
 std::string gemv_sm90_feature(const std::string& version);
-// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 and v4.
+// Whether `version`'s launches overlap the one before them on the stream (PDL): v3, v4 and v5.
 bool gemv_launches_overlap(const std::string& version);
 // Whether the code this build gives CUDA device `device` for `version` has those sm_90 instructions: compiled
 // from compute_90 or later. Code JIT-compiled from an earlier PTX (a build for compute_80 alone, run on an H100)
-// leaves them out: v2's kernel traps, and v3's and v4's have no griddepcontrol.wait, so, launched with PDL, it could read x
+// leaves them out: v2's kernel traps, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, it could read x
 // before the launch before it has written it. True for a version without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
 // version: one of gemv_versions().

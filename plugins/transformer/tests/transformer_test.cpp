@@ -112,9 +112,11 @@ TEST(TransformerWork, GemvV3AndV4SayTheirLaunchesOverlap) {
   EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
   EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
-  const std::unique_ptr<Case> v4 = make_linear(3072, 768, 1, "gemv_v4");
-  EXPECT_EQ(fact(*v4, "kernel").rfind("gemv_v4", 0), 0u) << fact(*v4, "kernel");
-  EXPECT_EQ(fact(*v4, "launch"), fact(*v3, "launch"));
+  for (const char* chained : {"gemv_v4", "gemv_v5"}) {
+    const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
+    EXPECT_EQ(fact(*c, "kernel").rfind(chained, 0), 0u) << fact(*c, "kernel");
+    EXPECT_EQ(fact(*c, "launch"), fact(*v3, "launch")) << chained;
+  }
   EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v2"), "launch").empty());
 }
 
@@ -183,7 +185,8 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
-  EXPECT_EQ(linear_impls, (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4"}));
+  EXPECT_EQ(linear_impls,
+            (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestHopperFusedVersion));
 }
@@ -392,10 +395,10 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4"})
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 to v4 before sm_90
+        if (!r.applicable) {  // v2 to v5 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
@@ -436,15 +439,16 @@ bool runs_v3() {
 
 // The code check reads the compute_ version the loaded kernel was compiled from: on a GPU of compute capability
 // 9.0 or later this build (whose architectures include 90 or 90a, CMAKE_CUDA_ARCHITECTURES) has the instructions
-// of v2, v3 and v4, and the case refuses none; v1 needs none.
+// of v2 to v5, and the case refuses none; v1 needs none.
 TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v1", 0));
   if (!has_bulk_copy(0)) GTEST_SKIP() << "compute capability below 9.0: no sm_90 code to find";
   EXPECT_TRUE(gemv_code_has_sm90("v2", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v3", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v4", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v5", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4"}) {
+  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"}) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -482,17 +486,20 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
   return outputs;
 }
 
-// The arithmetic of v3 and v4 is v1's in the same order, so the outputs are v1's to the bit, at every token
-// count, for both layers, and down a chain whose every launch overlaps the one before.
-TEST_F(TransformerGpu, GemvV3AndV4GiveV1sOutputsBitwiseDownAChain) {
+// The arithmetic of v3, v4 and v5 is v1's in the same order, so the outputs are v1's to the bit, at every token
+// count, for both layers, and down a chain whose every launch overlaps the one before (v5's, several before).
+TEST_F(TransformerGpu, GemvChainedVersionsGiveV1sOutputsBitwiseDownAChain) {
   if (!runs_v3()) return;
   constexpr int kLayers = 8;
   for (int tokens : {1, 2, 4, 8}) {
-    const auto v1 = chain_outputs("v1", tokens, kLayers), v3 = chain_outputs("v3", tokens, kLayers),
-               v4 = chain_outputs("v4", tokens, kLayers);
+    const auto v1 = chain_outputs("v1", tokens, kLayers);
+    for (const char* chained : {"v3", "v4", "v5"}) {
+      const auto got = chain_outputs(chained, tokens, kLayers);
+      for (int l = 0; l < kLayers; ++l)
+        EXPECT_TRUE(v1[l] == got[l]) << chained << ", layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at "
+                                     << tokens << " tokens";
+    }
     for (int l = 0; l < kLayers; ++l) {
-      EXPECT_TRUE(v1[l] == v3[l]) << "v3, layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
-      EXPECT_TRUE(v1[l] == v4[l]) << "v4, layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
       // Two bytes 0xFF are the poison (a NaN): v1's chain wrote every output.
       bool poisoned = false;
       for (std::size_t i = 0; i + 1 < v1[l].size(); i += 2) poisoned |= v1[l][i] == 0xFF && v1[l][i + 1] == 0xFF;
@@ -518,15 +525,16 @@ std::vector<unsigned char> one_layer_output(const std::string& version, std::int
   return bytes;
 }
 
-// v4's rows come 4 to a warp and 4 or more to a block: at every input width (one, two and four segments a row)
-// and at output sizes that leave the last block part-filled, its outputs are v1's to the bit.
-TEST_F(TransformerGpu, GemvV4GivesV1sOutputsBitwiseAtEveryWidthAndEdge) {
+// v4's and v5's rows come 4 to a warp and 4 or more to a block: at every input width (one, two and four segments
+// a row) and at output sizes that leave the last block part-filled, their outputs are v1's to the bit.
+TEST_F(TransformerGpu, GemvV4AndV5GiveV1sOutputsBitwiseAtEveryWidthAndEdge) {
   if (!runs_v3()) return;
-  for (std::int64_t in : {768, 1536, 3072})
-    for (std::int64_t out : {5, 1000})
-      for (int tokens : {1, 2, 4, 8})
-        EXPECT_TRUE(one_layer_output("v1", in, out, tokens) == one_layer_output("v4", in, out, tokens))
-            << in << "x" << out << " at " << tokens << " tokens";
+  for (const char* version : {"v4", "v5"})
+    for (std::int64_t in : {768, 1536, 3072})
+      for (std::int64_t out : {5, 1000})
+        for (int tokens : {1, 2, 4, 8})
+          EXPECT_TRUE(one_layer_output("v1", in, out, tokens) == one_layer_output(version, in, out, tokens))
+              << version << " " << in << "x" << out << " at " << tokens << " tokens";
 }
 
 #if CUDART_VERSION >= 12030
@@ -588,7 +596,7 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4"}) {
+  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5"}) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
     const bool chained = std::string(impl) != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
@@ -625,7 +633,7 @@ void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what)
 
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
-    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4"})
+    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
