@@ -58,10 +58,11 @@ __device__ __forceinline__ void release_next_then_wait_for_previous() {
 // copied there by cp.async (v5), which leaves a block few registers, so that more launches' blocks fit an SM.
 enum class WeightHold { registers, shared };
 
-__device__ __forceinline__ void copy_16_async(uint4* shared_destination, const uint4* source) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(
+// 16 bytes into shared memory, of which the first source_bytes (16 or 0) are read from source and the rest zeros.
+__device__ __forceinline__ void copy_16_async(uint4* shared_destination, const uint4* source, unsigned source_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(
                    shared_destination))),
-               "l"(source)
+               "l"(source), "r"(source_bytes)
                : "memory");
 }
 
@@ -94,14 +95,20 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
   uint4 raw[kShared ? 1 : kRowsPerWarp][kChunks] = {};
   uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;  // piece (r, c): + (r kChunks + c) 32
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-    if (first_row + r < out)
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    if constexpr (kShared) {  // rows past out are filled with zeros, read from nowhere, as v4's registers start
+      const bool in_w = first_row + r < out;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         const uint4* piece = w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32;
-        if constexpr (kShared) copy_16_async(held + (r * kChunks + c) * 32, piece);
-        else raw[r][c] = load_once(piece);
+        copy_16_async(held + (r * kChunks + c) * 32, in_w ? piece : w, in_w ? 16 : 0);
       }
+    } else if (first_row + r < out) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c)
+        raw[r][c] = load_once(w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32);
+    }
+  }
   if constexpr (kChained) release_next_then_wait_for_previous();
   if constexpr (kShared) wait_for_async_copies();
   float acc[kRowsPerWarp][kTokens] = {};
@@ -177,9 +184,10 @@ __global__ __launch_bounds__(32 * kWarps) void deep_chained_gemv_kernel(const ui
   gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp>(w, x, y, out);
 }
 
-// v5: v4's rows a warp, held in shared memory (24 KB a block) instead of registers: about 40 registers a
-// thread, so the blocks of about 6 launches fit an SM (shared memory binds: 9 blocks of 1.45 a launch) against
-// v4's 2.7, and the weight loads run that many layers ahead of the chain.
+// v5: v4's rows a warp, held in shared memory (24 KB a block) instead of registers: 45 and 50 registers a thread
+// at one token (in 768, 3072), so the blocks of about 6 launches fit an SM (9 blocks of 1.45 a launch)
+// against v4's 2.7, and the weight loads run that many layers ahead of the chain. (At 2, 4 and 8 tokens its
+// accumulators take 56, 74 and 105 registers: 9, 6 and 4 blocks an SM.)
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void staged_chained_gemv_kernel(const uint4* w, const uint4* x,
                                                                           __nv_bfloat16* y, int out) {
@@ -320,35 +328,73 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaSt
   ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
 }
 
+// v5's blocks are bound by shared memory: the carveout that gives an SM the most, for as many blocks as fit. At
+// every launch, since the setting belongs to the context, which a device reset replaces.
+template <typename Kernel>
+void prefer_shared_memory(Kernel* kernel) {
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                      cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+}
+
 // The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp) and v5 (v4's,
 // held in shared memory).
 enum class SegmentVersion { v1, v3, v4, v5 };
 
 // `version` for in = 768 x kSegmentsPerRow.
-template <int kSegmentsPerRow, SegmentVersion kVersion>
-void launch_for_tokens(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
-  constexpr bool kChained = kVersion != SegmentVersion::v1;
-  constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
-  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
-  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
-  for_tokens(tokens, [&]<int kTokens>() {
-    auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
-                  : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
-                  : kVersion == SegmentVersion::v4 ? deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>
-                                                   : staged_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
-    if constexpr (kVersion == SegmentVersion::v5)  // the most shared memory an SM has, for as many blocks as fit
-      ROOFBENCH_CUDA(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                          cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    launch(kernel, grid, block, kChained, stream, w, x, y, out);
-  });
+// `version`'s kernel for in = 768 x kSegmentsPerRow and kTokens tokens, its carveout set (v5).
+template <SegmentVersion kVersion, int kSegmentsPerRow, int kTokens>
+auto segment_kernel() {
+  auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
+                : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                : kVersion == SegmentVersion::v4 ? deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                                                 : staged_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
+  if constexpr (kVersion == SegmentVersion::v5) prefer_shared_memory(kernel);
+  return kernel;
+}
+
+// Calls go.template operator()<kSegmentsPerRow>() for in = 768, 1536 or 3072.
+template <typename Go>
+void for_segments(std::int64_t in, Go&& go) {
+  if (in == 768) go.template operator()<1>();
+  else if (in == 1536) go.template operator()<2>();
+  else go.template operator()<4>();
 }
 
 template <SegmentVersion kVersion>
 void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
                      cudaStream_t stream) {
-  if (in == 768) launch_for_tokens<1, kVersion>(w, x, y, out, tokens, stream);
-  else if (in == 1536) launch_for_tokens<2, kVersion>(w, x, y, out, tokens, stream);
-  else launch_for_tokens<4, kVersion>(w, x, y, out, tokens, stream);
+  constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
+  for_segments(in, [&]<int kSegmentsPerRow>() {
+    constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
+    const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
+    for_tokens(tokens, [&]<int kTokens>() {
+      launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, kVersion != SegmentVersion::v1, stream,
+             w, x, y, out);
+    });
+  });
+}
+
+template <SegmentVersion kVersion>
+int segment_blocks_per_sm(std::int64_t in, int tokens) {
+  int blocks = 0;
+  for_segments(in, [&]<int kSegmentsPerRow>() {
+    for_tokens(tokens, [&]<int kTokens>() {
+      ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), 32 * kWarps, 0));
+    });
+  });
+  return blocks;
+}
+
+// Calls go.template operator()<kVersion>() for a warp-per-segment version's name; false for another.
+template <typename Go>
+bool with_segment_version(const std::string& version, Go&& go) {
+  if (version == "v1") go.template operator()<SegmentVersion::v1>();
+  else if (version == "v3") go.template operator()<SegmentVersion::v3>();
+  else if (version == "v4") go.template operator()<SegmentVersion::v4>();
+  else if (version == "v5") go.template operator()<SegmentVersion::v5>();
+  else return false;
+  return true;
 }
 
 }  // namespace
@@ -376,6 +422,18 @@ bool gemv_launches_overlap(const std::string& version) {
   return version == "v3" || version == "v4" || version == "v5";
 }
 
+int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device) {
+  if (const std::string why = gemv_refusal(in, 1, tokens); !why.empty()) throw std::invalid_argument(why);
+  int blocks = 0;
+  const auto count = [&]<SegmentVersion kVersion>() {
+    const cuda::DeviceGuard scope(device);
+    blocks = segment_blocks_per_sm<kVersion>(in, int(tokens));
+  };
+  if (!with_segment_version(version, count))
+    throw std::invalid_argument("gemv: no blocks per SM for version '" + version + "'");
+  return blocks;
+}
+
 bool gemv_code_has_sm90(const std::string& version, int device) {
   const void* kernel = nullptr;
   if (version == "v2") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1>);
@@ -400,21 +458,15 @@ void gemv_bf16(const std::string& version, const void* w, const void* x, void* y
   const auto* wv = static_cast<const uint4*>(w);
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
-  if (version == "v1") {
-    launch_segments<SegmentVersion::v1>(wv, xv, yv, in, int(out), int(tokens), stream);
-  } else if (version == "v3") {
-    launch_segments<SegmentVersion::v3>(wv, xv, yv, in, int(out), int(tokens), stream);
-  } else if (version == "v4") {
-    launch_segments<SegmentVersion::v4>(wv, xv, yv, in, int(out), int(tokens), stream);
-  } else if (version == "v5") {
-    launch_segments<SegmentVersion::v5>(wv, xv, yv, in, int(out), int(tokens), stream);
-  } else if (version == "v2") {
+  const bool segments = with_segment_version(version, [&]<SegmentVersion kVersion>() {
+    launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream);
+  });
+  if (!segments && version != "v2") throw std::invalid_argument("gemv: no version '" + version + "'");
+  if (version == "v2") {
     // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
     if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);
     else if (in == 1536) launch_bulk<192, 2, 6>(wv, xv, yv, int(out), int(tokens), stream);
     else launch_bulk<384, 1, 6>(wv, xv, yv, int(out), int(tokens), stream);
-  } else {
-    throw std::invalid_argument("gemv: no version '" + version + "'");
   }
   ROOFBENCH_CUDA(cudaGetLastError());
 }

@@ -11,7 +11,7 @@
 // time per layer, not one kernel's alone. v4 (sm_90): v3 with 4 rows a warp, a quarter of its threads a launch
 // (120 registers a thread), so more of the chained launches' blocks fit on an SM at once and their weight loads
 // start further ahead. v5 (sm_90): v4 with its rows of W held in shared memory (cp.async, 24 KB a block) rather
-// than registers (about 45 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions' weight loads come before the wait, so W must not be written by any
+// than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions' weight loads come before the wait, so W must not be written by any
 // earlier launch on the stream that may still run (only x and y may be a neighbour's): PDL makes a grid's writes
 // visible to the next only at its wait. The host synchronizes after a case's setup, its copies and its poisoning.
 #pragma once
@@ -37,6 +37,10 @@ bool gemv_launches_overlap(const std::string& version);
 // leaves them out: v2's kernel traps, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, it could read x
 // before the launch before it has written it. True for a version without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
+// The blocks of a warp-per-segment version's (v1, v3, v4, v5) kernel for `in` and `tokens` that an SM of CUDA device
+// `device` holds at once: how many chained launches' blocks fit together. Throws std::invalid_argument for v2 or
+// a shape gemv_refusal refuses.
+int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device);
 // version: one of gemv_versions().
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
                std::int64_t tokens, cudaStream_t stream);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,8 @@ TEST(TransformerWork, GemvV3AndV4SayTheirLaunchesOverlap) {
   EXPECT_TRUE(gemv_code_has_sm90("v1", 0));  // asks no GPU: v1 has no sm_90 instructions to look for
   EXPECT_NE(gemv_sm90_feature("v3").find("programmatic dependent launch"), std::string::npos);
   EXPECT_THROW(make_linear(768, 3072, 16, "gemv_v3"), NotApplicable);
+  EXPECT_THROW(gemv_blocks_per_sm("v2", 768, 1, 0), std::invalid_argument);  // asks no GPU
+  EXPECT_THROW(gemv_blocks_per_sm("v5", 1000, 1, 0), std::invalid_argument);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
   for (const char* chained : {"gemv_v4", "gemv_v5"}) {
     const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
@@ -531,10 +534,26 @@ TEST_F(TransformerGpu, GemvV4AndV5GiveV1sOutputsBitwiseAtEveryWidthAndEdge) {
   if (!runs_v3()) return;
   for (const char* version : {"v4", "v5"})
     for (std::int64_t in : {768, 1536, 3072})
-      for (std::int64_t out : {5, 1000})
+      for (std::int64_t out : {5, 7, 1000, 1003})  // a last warp of 1, 3, 4 and 3 rows
         for (int tokens : {1, 2, 4, 8})
           EXPECT_TRUE(one_layer_output("v1", in, out, tokens) == one_layer_output(version, in, out, tokens))
               << version << " " << in << "x" << out << " at " << tokens << " tokens";
+}
+
+// v5 exists to fit more chained launches' blocks on an SM than v4 (shared memory, not registers, binds it): at
+// one token at least twice v4's, and the case says how many.
+TEST_F(TransformerGpu, GemvV5FitsMoreLaunchesBlocksAnSmThanV4) {
+  if (!runs_v3()) return;
+  for (std::int64_t in : {768, 3072}) {
+    const int v4 = gemv_blocks_per_sm("v4", in, 1, 0), v5 = gemv_blocks_per_sm("v5", in, 1, 0);
+    std::printf("in %lld: blocks an SM v4 %d, v5 %d\n", static_cast<long long>(in), v4, v5);
+    EXPECT_GE(v5, 2 * v4) << "in " << in;
+  }
+  CudaTestContext ctx(Params{});
+  const std::unique_ptr<Case> c = make_linear(768, 3072, 1, "gemv_v5");
+  c->setup(ctx);
+  EXPECT_EQ(fact(*c, "blocks_per_sm"), std::to_string(gemv_blocks_per_sm("v5", 768, 1, 0)));
+  c->teardown(ctx);
 }
 
 #if CUDART_VERSION >= 12030
