@@ -11,9 +11,10 @@
 // time per layer, not one kernel's alone. v4 (sm_90): v3 with 4 rows a warp, a quarter of its threads a launch
 // (120 registers a thread), so more of the chained launches' blocks fit on an SM at once and their weight loads
 // start further ahead. v5 (sm_90): v4 with its rows of W held in shared memory (cp.async, 24 KB a block) rather
-// than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions' weight loads come before the wait, so W must not be written by any
-// earlier launch on the stream that may still run (only x and y may be a neighbour's): PDL makes a grid's writes
-// visible to the next only at its wait. The host synchronizes after a case's setup, its copies and its poisoning.
+// than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions'
+// weight loads come before the wait, so W must not be written by any earlier launch on the stream that may still
+// run (only x and y may be a neighbour's): PDL makes a grid's writes visible to the next only at its wait. The
+// host synchronizes after a case's setup, its copies and its poisoning.
 #pragma once
 
 #include <cuda_runtime_api.h>
