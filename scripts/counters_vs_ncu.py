@@ -46,7 +46,7 @@ BENCHMARKS = [
     "conv/conv_bf16/layer:conv3_1x1_256to128/pass:fwd/layout:nhwc/impl:cudnn/n:256",
     "gpt/R3_batch_sweep/batch:64",
 ]
-# The same kernels at sizes whose data is about the L2's (40-55 MB): a kernel's writes still in the L2 when it
+# The same kernels at sizes whose data is about the L2's (40-80 MB): a kernel's writes still in the L2 when it
 # ends are not counted, and how many depends on where its buffers fall, which differs between processes, so
 # these rows set the spread (run them with REPEAT=3), not the agreement.
 NEAR_L2 = [
@@ -224,12 +224,19 @@ def main(roofbench, outdir, only=None):
     fields = metrics()
     print(f"{'benchmark':<72} {'DRAM B roofbench':>16} {'DRAM B ncu':>16} {'diff':>8} {'of them written, MB':>20} "
           f"{'FLOP roofbench':>15} {'FLOP ncu':>15} {'diff':>8}")
+    headed = False
     for i, bench in enumerate(BENCHMARKS + NEAR_L2):
         if only and not re.search(only, bench):
             continue
-        if bench == NEAR_L2[0] and i == len(BENCHMARKS):
+        if i >= len(BENCHMARKS) and not headed:
             print("near the L2 (the spread of the writes left in it, not the agreement):")
-        compare(roofbench, bench, os.path.join(outdir, f"counters{i}"), fields)
+            headed = True
+        compare(roofbench, bench, os.path.join(outdir, folder_of(bench)), fields)
+
+
+def folder_of(bench):
+    """A benchmark's folder under OUTDIR: its name, every run of other characters one underscore."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", bench)
 
 
 def compare(roofbench, bench, where, fields):

@@ -28,8 +28,8 @@ std::string ceilings_cache_path(const std::string& device_key);
 // the GEMM roofs as the best of the NN and TN layouts and streams 4 GiB for the memory roofs where it fits (an
 // H200's 4 GiB copy and TN fp32 GEMM beat 5's 2 GiB and NN roofs by 0.7% and 0.2%); 7 times the launches back
 // to back behind a busy wait (cuda_event_timing.hpp), so the host's launch time is no longer inside a roof's
-// events (with 6, an H100's fp8 GEMM case beat its roof by 0.2%); 8 adds micro's add vec16 and copy_kernel
-// shape (one step a thread) to both memory tables, so that they bound the copy kernel.
+// events (with 6, an H100's fp8 GEMM case beat its roof by 0.2%); 8 adds micro's copy_kernel in its own form
+// (one step a thread) to the copy table, so that the copy roof bounds it.
 inline constexpr int kCeilingsFormat = 8;
 
 // Why `c` cannot be a device of `kind`'s ceilings, on one line; empty when it can. Every figure must be

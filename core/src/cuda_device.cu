@@ -317,6 +317,35 @@ __global__ void memory_stream_kernel(const uint4* src, uint4* dst, std::size_t c
 
 using MemoryKernel = void (*)(const uint4*, uint4*, std::size_t, std::size_t, int, unsigned int*);
 
+// The copy table's one_step variant: micro's copy_kernel (kernels/cuda_elementwise, vec16 without the add) in
+// its own form, so that the copy roof bounds it: read-only loads through restrict pointers (ld.global.nc),
+// each thread's kLoads loads a grid apart, all issued before any store, once; the rest one at a time. `count`
+// words, one pass (the chunk, pass and sink parameters are memory_stream_kernel's, unused).
+template <int kLoads>
+__global__ void one_step_copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t count,
+                                     std::size_t, int, unsigned int*) {
+  const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  std::size_t i = thread;
+  for (; i + (kLoads - 1) * stride < count; i += kLoads * stride) {
+    uint4 v[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) v[u] = src[i + u * stride];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) dst[i + u * stride] = v[u];
+  }
+  for (; i < count; i += stride) dst[i] = src[i];
+}
+
+MemoryKernel one_step_kernel(int loads) {
+  switch (loads) {
+    case 4: return &one_step_copy_kernel<4>;
+    case 8: return &one_step_copy_kernel<8>;
+    case 16: return &one_step_copy_kernel<16>;
+    default: throw Error("memory roofs: no kernel with " + std::to_string(loads) + " loads in flight");
+  }
+}
+
 template <bool kCopy>
 MemoryKernel memory_kernel(int loads, bool streaming) {
   switch (loads) {
@@ -341,7 +370,10 @@ struct MemoryLaunch {
 MemoryLaunch plan_memory_launch(const MemoryVariant& v, bool copy, std::size_t count, int sms, bool as_asked = false) {
   MemoryLaunch l{{v, 0}};
   if (v.layout == MemoryLayout::memcpy) return l;
-  l.kernel = copy ? memory_kernel<true>(v.loads_in_flight, v.streaming) : memory_kernel<false>(v.loads_in_flight, v.streaming);
+  if (v.layout == MemoryLayout::one_step && !copy) throw Error("memory roofs: one_step is a copy variant");
+  l.kernel = v.layout == MemoryLayout::one_step ? one_step_kernel(v.loads_in_flight)
+             : copy ? memory_kernel<true>(v.loads_in_flight, v.streaming)
+                    : memory_kernel<false>(v.loads_in_flight, v.streaming);
   int fits = 0;
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, l.kernel, v.threads, 0));
   if (fits <= 0) return l;  // no block fits on an SM: no launch (blocks 0)

@@ -17,8 +17,8 @@ enum class MemoryLayout {
   memcpy,       // cudaMemcpyAsync device to device (copy only): the copy engine's or the driver's kernel
   grid_stride,  // thread i reads i, i + S, i + 2S, ... over the whole buffer (S: every thread launched)
   chunks,       // block b reads its own contiguous chunk, its threads side by side (coalesced)
-  one_step,     // grid_stride with a grid so large that each thread takes one step: its loads S apart once
-                // (S = words / loads in flight), in as many waves as that takes: micro's add vec16 and copy_kernel
+  one_step,     // copy only: a grid so large that each thread takes one step of a grid-stride loop (its loads a
+                // grid apart, once), in as many waves as that takes: micro's copy_kernel in its own form
 };
 
 struct MemoryVariant {

@@ -199,8 +199,8 @@ void add_elementwise_cases(Plugin& plugin) {
   for (const Copy& copy :
        {Copy{CopyPath::memcpy, "copy", "cudaMemcpyAsync device to device: the memory bandwidth roof (bytes read + written)"},
         Copy{CopyPath::kernel, "copy_kernel",
-             "a device-to-device copy by add vec16's kernel without the add (16-byte loads and stores, 4 in flight "
-             "per thread): a copy that `--counters` sees"}}) {
+             "the same copy by add vec16's kernel without the add (16-byte loads and stores, 4 in flight per "
+             "thread), a kernel that --counters sees (bytes read + written)"}}) {
     plugin.add(gpu_case(copy.name, copy.description,
                         Axis::powers("bytes", std::int64_t{1} << 20, std::int64_t{1} << 32, 4), Precision::fp32,
                         [path = copy.path](const Params& params) -> std::unique_ptr<Case> {

@@ -73,6 +73,18 @@ class CountersVsNcuTest(unittest.TestCase):
             self.assertTrue(any(b.startswith(case.split("/mnk")[0].split("/heads")[0]) for b in cv.BENCHMARKS), near)
             self.assertNotIn(near, cv.BENCHMARKS)
 
+    def test_a_filter_that_keeps_only_near_l2_rows_still_prints_their_heading(self):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            cv.main(None, str(self.path), r"conv.*n:32$")  # --table over a folder without files: "no counters"
+        lines = out.getvalue().splitlines()
+        self.assertEqual(len(lines), 3, lines)  # the columns, the heading, the row
+        self.assertTrue(lines[1].startswith("near the L2"), lines)
+        self.assertIn("n:32", lines[2])
+        self.assertEqual(cv.folder_of("micro/copy_kernel/bytes:1073741824"), "micro_copy_kernel_bytes_1073741824")
+
     def test_a_benchmark_without_counters_says_why(self):
         results = self.path / "latest.json"
         results.write_text(json.dumps({"benchmarks": [{"name": "lab/x", "roofbench": {"counters": {

@@ -1,7 +1,7 @@
 // The GPU's memory roofs bound what kernels do: the read roof is at least every variant it is the best of,
-// the copy roof at least every copy, and the split-KV decode's every version reads its KV cache below
-// the read roof at the largest decode shape the transformer plugin ships (B256 KV16384, where it reads
-// faster than the grid-stride read kernel alone).
+// the copy roof at least every copy (micro's copy_kernel among them), and the split-KV decode's every version
+// reads its KV cache below the read roof at the largest decode shape the transformer plugin ships (B256
+// KV16384, where it reads faster than the grid-stride read kernel alone).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@
 #include "memory_roofs.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/kernels/cuda_attention.hpp"
+#include "roofbench/kernels/cuda_elementwise.hpp"
 
 namespace roofbench {
 namespace {
@@ -65,6 +66,24 @@ TEST_F(MemoryRoofs, EachRoofIsAtLeastEveryVariantItIsTheBestOf) {
   EXPECT_NE(line("read_bandwidth: the best of " + std::to_string(read_variants().size()) + " kernels"), "");
   EXPECT_NE(line("bandwidth: the best of " + std::to_string(copy_variants().size()) + " ways"), "");
   for (const std::string& h : how) std::printf("how: %s\n", h.c_str());
+}
+
+// micro's copy_kernel, the kernel itself (not the roof's one_step form of it), over the roofs' bytes: at most
+// the copy roof, measured in the same process.
+TEST_F(MemoryRoofs, TheShippedCopyKernelCopiesBelowTheCopyRoof) {
+  const std::vector<MemoryRun> copies = measure(copy_variants(), true);
+  const double roof = copies[best_run(copies)].rate;
+  Buffer from(device(), kRoofBytes), to(device(), kRoofBytes);
+  device().fill_random(from.data, kRoofBytes / 4, ElementType::f32, -1, 1, 7);
+  const auto stream = static_cast<cudaStream_t>(device().stream());
+  const double s = best_event_seconds(stream, 3, 10, [&] {
+    kernels::launch_copy_vec16(static_cast<const float*>(from.data), static_cast<float*>(to.data), kRoofBytes / 4,
+                               stream);
+  });
+  const double rate = 2.0 * double(kRoofBytes) / s;
+  std::printf("copy_kernel: %.3f TB/s, %.1f%% of the copy roof %.3f TB/s (%s)\n", rate * 1e-12, 100 * rate / roof,
+              roof * 1e-12, describe(copies[best_run(copies)].variant).c_str());
+  EXPECT_LE(rate, roof * (1 + kNoise / 4)) << "micro's copy_kernel copies above the copy roof";
 }
 
 // attention_decode_bf16 at batch 256, kv 16384 (12 heads of 64): 12.9 GB of K and V read once.
