@@ -264,7 +264,8 @@ constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
                                       {"v6", 128, 128},
                                       {"v7", 128, 128},
                                       {"v8", 128, 128},
-                                      {"v9", 128, 128}};
+                                      {"v9", 128, 128},
+                                      {"v10", 128, 128}};
 static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {

@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v9 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v10 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
@@ -68,10 +68,10 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
-          int kConsumerGroups_ = 2, bool kPersistent_ = false>
+          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_;
+  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
@@ -93,6 +93,7 @@ struct Config {
   static constexpr bool kOverlap =
       kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : kEntryRegisters) - 40;
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
+  static_assert(!kPingPong || (kOverlap && kConsumerGroups == 2), "ping-pong takes turns between two overlapped groups");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 
@@ -410,12 +411,36 @@ __device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int
   c.issue_pv(sm.v[c.stage(i)], i > 0);
 }
 
+// Ping-pong (Config::kPingPong, v10; FlashAttention-3's warp scheduler barriers): the two consumer groups take
+// turns to issue an overlapped tile's products, so that one group's products run on the tensor cores while the
+// other's softmax runs. Group g waits for its turn on named barrier 1 + g (256 threads: its own 128 waiting,
+// the other group's 128 arriving) and, once its products are issued, gives the turn to the other group. Group
+// 1 gives group 0 the first turn (so no warp arrives twice on one barrier before it completes); both groups
+// walk the same items, so they take equally many turns, and the last turn given is never taken (arrivals left
+// on a barrier at the block's exit are harmless). A turn has no time-out: a count that differed would hang.
+// (Immediate barrier numbers: with a register operand ptxas counts all 16 of a block's barriers as used.)
+__device__ __forceinline__ void wait_for_turn(int group) {
+  if (group == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
+  else asm volatile("bar.sync 2, 256;\n" ::: "memory");
+}
+__device__ __forceinline__ void give_turn(int to_group) {
+  if (to_group == 0) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+  else asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+}
+
 // Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
 // softmax of tile i while P V runs; O rescaled once P V has finished, then tile i's probabilities packed.
+// Ping-pong: both tiles waited for before the turn, which is held only while the products are issued.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
+  if constexpr (Cfg::kPingPong) {
+    wait_or_trap<Cfg>(&sm.k_full[c.stage(i)], c.full_parity(i));
+    wait_or_trap<Cfg>(&sm.v_full[c.stage(i - 1)], c.full_parity(i - 1));
+    wait_for_turn(c.group);
+  }
   start_scores(c, sm, i);
   start_pv(c, sm, i - 1);
+  if constexpr (Cfg::kPingPong) give_turn(1 - c.group);
   hw::wgmma_wait_group<1>();  // the scores are in
   scores_landed(c, sm, a, i);
   float rescale[2];
@@ -468,6 +493,8 @@ template <typename T, typename Cfg>
 __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
   Consumer<T, Cfg> c;
   c.group = static_cast<int>(threadIdx.x) / 128 - 1;
+  if constexpr (Cfg::kPingPong)
+    if (c.group == 1) give_turn(0);
   if constexpr (Cfg::kPersistent) {
     for (int n = 0, item = work_item(a, 0); item >= 0; item = work_item(a, ++n)) {
       const Walk<Cfg> walk = item_walk<Cfg>(a, item);
@@ -589,6 +616,7 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //      on 64-key tiles in 4 stages, overlapped: 24 KB + 4 x 16 KB = 88 KB; d 128: v6's kernel.
 //   v9: persistent (Config::kPersistent), one block an SM: d 64 v4's shape with wide consumers, overlapped
 //      (80 KB); d 128 v6's (160 KB).
+//   v10: v9 with its consumer groups taking turns on the tensor cores (Config::kPingPong).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
@@ -596,6 +624,9 @@ void with_config(const std::string& version, int head_dim, Use&& use) {
   if (version == "v9")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true>>();
+  else if (version == "v10")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true>>();
   else if (version == "v7" && d64)
     use.template operator()<Config<64, 64, 4, true, 2>>();
   else if (version == "v8" && d64)

@@ -115,7 +115,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v9) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v10) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -124,9 +124,9 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9"})
+  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10"})
     EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
-  EXPECT_THROW(fused_unavailable_reason("v10", 0), std::invalid_argument);
+  EXPECT_THROW(fused_unavailable_reason("v11", 0), std::invalid_argument);
 }
 
 TEST(CudaAttention, FusedVersionsMatchTheReference) {
@@ -147,7 +147,7 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4 to v9: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v10: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
 // version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
 // d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
@@ -195,12 +195,12 @@ double worst_block_error(const std::vector<double>& got, const std::vector<doubl
   return worst;
 }
 
-// The persistent v9 where each block walks several work items, against v3 on the same inputs: heads chosen
+// The persistent v9 and v10 where each block walks several work items, against v3 on the same inputs: heads chosen
 // so that the items (B1 T1024: 8 a head) number between 3 and 4 times the SMs, each block walking 3 or 4 and
 // the last, part-full round of the snake running backwards (block c's fourth item is 4G - 1 - c). Each item's
 // 128 rows are checked on their own, over three launches, O poisoned before each: an item left out, given
 // another's rows or raced on shows in its block.
-TEST(CudaAttention, PersistentV9WalksSeveralItemsABlockAsV3Does) {
+TEST(CudaAttention, PersistentVersionsWalkSeveralItemsABlockAsV3Does) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   if (const std::string why = unavailable("v9"); !why.empty()) GTEST_SKIP() << why;
   int sms = 0;
@@ -220,9 +220,10 @@ TEST(CudaAttention, PersistentV9WalksSeveralItemsABlockAsV3Does) {
         return in.o.read();
       };
       const std::vector<double> v3 = run("v3");
-      for (int launch = 0; launch < 3; ++launch)
-        EXPECT_LT(worst_block_error(run("v9"), v3, d), 1e-2)
-            << "d" << d << (causal ? " causal" : " full") << ", launch " << launch;
+      for (const char* version : {"v9", "v10"})
+        for (int launch = 0; launch < 3; ++launch)
+          EXPECT_LT(worst_block_error(run(version), v3, d), 1e-2)
+              << version << " d" << d << (causal ? " causal" : " full") << ", launch " << launch;
     }
 }
 
