@@ -104,6 +104,7 @@ struct Smem {
   unsigned char v[Cfg::kStages][Cfg::kBoxes][Cfg::kKvBoxBytes];
   std::uint64_t q_full, k_full[Cfg::kStages], k_empty[Cfg::kStages], v_full[Cfg::kStages], v_empty[Cfg::kStages];
   std::uint64_t q_empty;  // persistent versions: Q's buffer free for the next work item
+  std::uint64_t turn[2];  // ping-pong: consumer group g's turn to issue products (the other group's arrivals)
 };
 template <typename Cfg>
 constexpr std::size_t kSmemBytes = sizeof(Smem<Cfg>) + kAtomBytes;  // room to align the start
@@ -255,6 +256,7 @@ struct Consumer {
   int group;  // 0 to kConsumerGroups - 1: rows 64 group .. of the block
   int ring = 0;   // the K and V tiles consumed before this work item: tile i's stage is (ring + i) % kStages
   int count = 0;  // the tiles this work item walks
+  int turns = 0;  // ping-pong: the turns this group has taken (its turn barrier's phase parity)
 
   __device__ __forceinline__ int stage(int i) const { return (ring + i) % Cfg::kStages; }
   __device__ __forceinline__ std::uint32_t full_parity(int i) const { return ((ring + i) / Cfg::kStages) & 1; }
@@ -411,21 +413,20 @@ __device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int
   c.issue_pv(sm.v[c.stage(i)], i > 0);
 }
 
-// Ping-pong (Config::kPingPong, v10; FlashAttention-3's warp scheduler barriers): the two consumer groups take
-// turns to issue an overlapped tile's products, so that one group's products run on the tensor cores while the
-// other's softmax runs. Group g waits for its turn on named barrier 1 + g (256 threads: its own 128 waiting,
-// the other group's 128 arriving) and, once its products are issued, gives the turn to the other group. Group
-// 1 gives group 0 the first turn (so no warp arrives twice on one barrier before it completes); both groups
-// walk the same items, so they take equally many turns, and the last turn given is never taken (arrivals left
-// on a barrier at the block's exit are harmless). A turn has no time-out: a count that differed would hang.
-// (Immediate barrier numbers: with a register operand ptxas counts all 16 of a block's barriers as used.)
-__device__ __forceinline__ void wait_for_turn(int group) {
-  if (group == 0) asm volatile("bar.sync 1, 256;\n" ::: "memory");
-  else asm volatile("bar.sync 2, 256;\n" ::: "memory");
+// Ping-pong (Config::kPingPong, v10; FlashAttention-3's warp scheduler barriers, here on mbarriers so that a
+// wait has wait_or_trap's time-out): the two consumer groups take turns to issue an overlapped tile's products,
+// so that one group's products run on the tensor cores while the other's softmax runs. Group g's n-th turn is
+// phase n of sm.turn[g], completed by the other group's 128 arrivals once that group has issued its own (group
+// 1 completes group 0's first at the start). Both groups walk the same items, so they take equally many
+// turns, strictly in turn; the last turn given is never taken.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void wait_for_turn(Consumer<T, Cfg>& c, Smem<Cfg>& sm) {
+  wait_or_trap<Cfg>(&sm.turn[c.group], c.turns & 1);
+  ++c.turns;
 }
-__device__ __forceinline__ void give_turn(int to_group) {
-  if (to_group == 0) asm volatile("bar.arrive 1, 256;\n" ::: "memory");
-  else asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+template <typename T, typename Cfg>
+__device__ __forceinline__ void give_turn(const Consumer<T, Cfg>& c, Smem<Cfg>& sm) {
+  hw::mbarrier_arrive(&sm.turn[1 - c.group]);
 }
 
 // Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
@@ -436,11 +437,11 @@ __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& 
   if constexpr (Cfg::kPingPong) {
     wait_or_trap<Cfg>(&sm.k_full[c.stage(i)], c.full_parity(i));
     wait_or_trap<Cfg>(&sm.v_full[c.stage(i - 1)], c.full_parity(i - 1));
-    wait_for_turn(c.group);
+    wait_for_turn(c, sm);
   }
   start_scores(c, sm, i);
   start_pv(c, sm, i - 1);
-  if constexpr (Cfg::kPingPong) give_turn(1 - c.group);
+  if constexpr (Cfg::kPingPong) give_turn(c, sm);
   hw::wgmma_wait_group<1>();  // the scores are in
   scores_landed(c, sm, a, i);
   float rescale[2];
@@ -494,7 +495,7 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
   Consumer<T, Cfg> c;
   c.group = static_cast<int>(threadIdx.x) / 128 - 1;
   if constexpr (Cfg::kPingPong)
-    if (c.group == 1) give_turn(0);
+    if (c.group == 1) give_turn(c, sm);  // group 0's first turn
   if constexpr (Cfg::kPersistent) {
     for (int n = 0, item = work_item(a, 0); item >= 0; item = work_item(a, ++n)) {
       const Walk<Cfg> walk = item_walk<Cfg>(a, item);
@@ -521,6 +522,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kBlocksPerSm)
       hw::mbarrier_init(&sm.v_empty[stage], Cfg::kConsumerThreads);
     }
     if constexpr (Cfg::kPersistent) hw::mbarrier_init(&sm.q_empty, Cfg::kConsumerThreads);
+    if constexpr (Cfg::kPingPong)
+      for (std::uint64_t& turn : sm.turn) hw::mbarrier_init(&turn, 128);
     hw::mbarrier_init_fence();
   }
   __syncthreads();
