@@ -39,6 +39,7 @@
 #include "roofbench/cuda.hpp"
 #include "roofbench/hopper.cuh"
 #include "roofbench/hopper_host.hpp"
+#include "roofbench/kernels/persistent_schedule.hpp"
 #include "roofbench/plugin.hpp"
 
 namespace roofbench::kernels::sm90a {
@@ -142,14 +143,11 @@ __device__ __forceinline__ Walk<Cfg> block_walk(const Args& a) {
 }
 
 // A persistent block's n-th work item, or -1 past the last. Items are ordered query block by query block, every
-// batch x head's first (the heaviest, causal) before any second; block c of G takes items c, 2G - 1 - c,
-// 2G + c, ...: a snake, so that a block given one of a round's heaviest is given one of the next round's
-// lightest (on 132 SMs at B8 H12 T1024 causal the longest block walks 3% over the mean; in rounds taken in the
-// same order, 15%).
+// batch x head's first (the heaviest, causal) before any second, and dealt in a snake (persistent_schedule.hpp:
+// on 132 SMs at B8 H12 T1024 causal the longest block walks 3% over the mean; in rounds taken in the same
+// order, 15%).
 __device__ __forceinline__ int work_item(const Args& a, int n) {
-  const int blocks = static_cast<int>(gridDim.x), c = static_cast<int>(blockIdx.x);
-  const int item = n * blocks + (n % 2 == 0 ? c : blocks - 1 - c);
-  return item < a.work_items ? item : -1;
+  return snake_work_item(n, static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), a.work_items);
 }
 
 template <typename Cfg>
