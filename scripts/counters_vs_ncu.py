@@ -48,7 +48,8 @@ BENCHMARKS = [
 ]
 # The same kernels at sizes whose data is about the L2's (40-80 MB): a kernel's writes still in the L2 when it
 # ends are not counted, and how many depends on where its buffers fall, which differs between processes, so
-# these rows set the spread (run them with REPEAT=3), not the agreement.
+# these rows set the spread, not the agreement (select them with COUNTERS_NCU_ONLY and run them with REPEAT=3:
+# REPEAT repeats every row selected).
 NEAR_L2 = [
     "micro/matmul_tiled_fp32/mnk:2048x2048x2048",
     "transformer/attention_prefill_bf16/impl:fused/mask:causal/heads:12x64/t:1024",

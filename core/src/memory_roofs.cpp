@@ -29,8 +29,8 @@ MemoryVariant one_step(int threads, int loads) { return {MemoryLayout::one_step,
 // and v4 64 KiB splits (256 keys of K and of V), v1 512 KiB ones, v4 with read-once loads. cuDNN's decode
 // is closed; its figures (above the grid-stride kernel's) fit many blocks each streaming a contiguous
 // chunk with several 16-byte loads in flight. The grid-stride shapes are the classic streaming kernels.
-// The copy table's one_step(256, 4) is micro's copy_kernel (kernels/cuda_elementwise), so the copy roof
-// bounds it.
+// The copy table's one_step(256, 4) runs a kernel of micro's copy_kernel's form (kernels/cuda_elementwise:
+// the same loads, loop and registers), so that the copy roof bounds it.
 const std::vector<MemoryVariant>& read_variants() {
   static const std::vector<MemoryVariant> table = {
       grid_stride(512, 4, 4),          grid_stride(256, 8, 8),         grid_stride(512, 4, 4, true),

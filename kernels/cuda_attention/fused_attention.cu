@@ -325,6 +325,15 @@ void check_fused_supports(const AttentionShape& shape, const std::string& versio
 
 bool fused_version_needs_sm90a(const std::string& version) { return sm90a::is_sm90a_version(version); }
 
+std::string fused_version_form(const std::string& version) {
+  find_version(version);
+  if (!sm90a::is_sm90a_version(version)) return "";
+  std::string form = "sm_90a: TMA + wgmma, warp specialised";
+  if (version == "v9" || version == "v10") form += ", persistent (one block an SM)";
+  if (version == "v10") form += ", its consumer groups taking turns on the tensor cores";
+  return form;
+}
+
 std::string fused_unavailable_reason(const std::string& version, int device) {
   find_version(version);
   return sm90a::is_sm90a_version(version) ? sm90a::fused_sm90a_unavailable(version, device) : "";

@@ -19,9 +19,9 @@
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
 // are listed above with_config.
 //
-// Persistent (Config::kPersistent, v9): one block an SM takes work items (query block, batch x head) in a
-// fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles' load)
-// is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
+// Persistent (Config::kPersistent, v9 and v10): one block an SM takes work items (query block, batch x head)
+// in a fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles'
+// load) is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
 // and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
 // item's last scores. At B8 H12 T1024 causal an item walks 4.5 tiles on average (1 to 8), so a start's latency
 // is a large share of one block's work.
@@ -77,7 +77,7 @@ struct Config {
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
-  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4 to v6's split
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's, v9's and v10's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
   static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
@@ -94,7 +94,7 @@ struct Config {
   static constexpr bool kOverlap =
       kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : kEntryRegisters) - 40;
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
-  static_assert(!kPingPong || (kOverlap && kConsumerGroups == 2), "ping-pong takes turns between two overlapped groups");
+  static_assert(!kPingPong || (kOverlap && kConsumerGroups == 2), "ping-pong: turns between two overlapped groups");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 

@@ -197,7 +197,8 @@ void add_elementwise_cases(Plugin& plugin) {
     const char* description;
   };
   for (const Copy& copy :
-       {Copy{CopyPath::memcpy, "copy", "cudaMemcpyAsync device to device: the memory bandwidth roof (bytes read + written)"},
+       {Copy{CopyPath::memcpy, "copy",
+             "cudaMemcpyAsync device to device: the memory bandwidth roof (bytes read + written)"},
         Copy{CopyPath::kernel, "copy_kernel",
              "the same copy by add vec16's kernel without the add (16-byte loads and stores, 4 in flight per "
              "thread), a kernel that --counters sees (bytes read + written)"}}) {

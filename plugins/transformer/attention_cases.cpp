@@ -226,8 +226,8 @@ class FusedAttention final : public AttentionCase {
     }
   }
   void add_kernel_fact() {
-    const bool sm90a = kernels::fused_version_needs_sm90a(version_);
-    facts_.push_back({"kernel", "fused_" + version_ + (sm90a ? " (sm_90a: TMA + wgmma, warp specialised)" : "")});
+    const std::string form = kernels::fused_version_form(version_);
+    facts_.push_back({"kernel", "fused_" + version_ + (form.empty() ? "" : " (" + form + ")")});
   }
 
   std::string version_;

@@ -77,26 +77,15 @@ __device__ __forceinline__ uint4 load_x(const uint4* p) {
   else return __ldg(p);
 }
 
-// A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
-// loads and the first read of x. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
-// so a grid has that many times fewer threads (the next launches' blocks fit beside it, their loads in flight)
-// and each lane's x is read once for all its rows; each row's sum is v1's in v1's order. kHold: v5, the rows
-// wait in `staged` (kWarps x kRowsPerWarp x kChunks x 32 pieces of shared memory) instead of registers.
-template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1, WeightHold kHold = WeightHold::registers>
-__device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
-                                           uint4* staged = nullptr) {
-  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
-  static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
-  constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
-  constexpr bool kShared = kHold == WeightHold::shared;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int first_row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow * kRowsPerWarp;
-  const int first_chunk = (warp % kSegmentsPerRow) * kChunks * 32 + lane;
-  uint4 raw[kShared ? 1 : kRowsPerWarp][kChunks] = {};
-  uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;  // piece (r, c): + (r kChunks + c) 32
+// A warp's rows of W (first_row .. + kRowsPerWarp - 1, its lanes' pieces from first_chunk on, kRowChunks pieces a
+// row) as they wait for x: into registers, or (kShared, v5) copied into shared memory at `held`, where rows
+// past out are filled with zeros, read from nowhere, as the registers start.
+template <int kRowChunks, int kRowsPerWarp, bool kShared>
+__device__ __forceinline__ void load_rows(uint4 (&raw)[kShared ? 1 : kRowsPerWarp][kChunks], uint4* held,
+                                          const uint4* w, int first_row, int first_chunk, int out) {
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    if constexpr (kShared) {  // rows past out are filled with zeros, read from nowhere, as v4's registers start
+    if constexpr (kShared) {
       const bool in_w = first_row + r < out;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
@@ -109,6 +98,28 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
         raw[r][c] = load_once(w + std::int64_t(first_row + r) * kRowChunks + first_chunk + c * 32);
     }
   }
+}
+
+// A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
+// loads and the first read of x. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
+// so a grid has that many times fewer threads (the next launches' blocks fit beside it, their loads in flight)
+// and each lane's x is read once for all its rows; each row's sum is v1's in v1's order. kHold: v5, the rows
+// wait in `staged` (kWarps x kRowsPerWarp x kChunks x 32 pieces of shared memory) instead of registers.
+template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1,
+          WeightHold kHold = WeightHold::registers>
+__device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
+                                           uint4* staged = nullptr) {
+  constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
+  static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
+  constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
+  constexpr bool kShared = kHold == WeightHold::shared;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int first_row = blockIdx.x * kRowsPerBlock + warp / kSegmentsPerRow * kRowsPerWarp;
+  const int first_chunk = (warp % kSegmentsPerRow) * kChunks * 32 + lane;
+  uint4 raw[kShared ? 1 : kRowsPerWarp][kChunks] = {};
+  // v5: this lane's piece c of row r is held[(r kChunks + c) 32].
+  uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;
+  load_rows<kRowChunks, kRowsPerWarp, kShared>(raw, held, w, first_row, first_chunk, out);
   if constexpr (kChained) release_next_then_wait_for_previous();
   if constexpr (kShared) wait_for_async_copies();
   float acc[kRowsPerWarp][kTokens] = {};
@@ -304,7 +315,7 @@ void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int 
   });
 }
 
-// A launch on `stream`. chained (v3, v4): with programmatic stream serialization (PDL), so the kernel may start
+// A launch on `stream`. chained (v3 to v5): with programmatic stream serialization (PDL), so the kernel may start
 // while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
 // into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
 // programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),

@@ -35,8 +35,8 @@ std::string gemv_sm90_feature(const std::string& version);
 bool gemv_launches_overlap(const std::string& version);
 // Whether the code this build gives CUDA device `device` for `version` has those sm_90 instructions: compiled
 // from compute_90 or later. Code JIT-compiled from an earlier PTX (a build for compute_80 alone, run on an H100)
-// leaves them out: v2's kernel traps, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, it could read x
-// before the launch before it has written it. True for a version without sm_90 features.
+// leaves them out: v2's kernel traps, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, they
+// could read x before the launch before it has written it. True for a version without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
 // The blocks of a warp-per-segment version's (v1, v3, v4, v5) kernel for `in` and `tokens` that an SM of CUDA device
 // `device` holds at once: how many chained launches' blocks fit together. Throws std::invalid_argument for v2 or

@@ -224,7 +224,7 @@ class GemvLinear final : public Linear {
     if (!has_bulk_copy(device)) throw NotApplicable(what + "sm_90 or later");
     if (!gemv_code_has_sm90(version_, device))
       throw NotApplicable(what + "code compiled for compute_90 or later, which this build does not give this GPU");
-    if (gemv_launches_overlap(version_) && !has_fact("blocks_per_sm"))  // how many chained launches fit together
+    if (gemv_launches_overlap(version_) && !has_fact("blocks_per_sm"))  // the blocks an SM holds at once
       facts_.push_back({"blocks_per_sm", std::to_string(gemv_blocks_per_sm(version_, in_, tokens_, device))});
   }
 

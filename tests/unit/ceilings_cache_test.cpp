@@ -106,7 +106,7 @@ TEST(CeilingsCache, AbsurdFiguresAreRefusedWithTheFigureNamed) {
 // A file of an earlier format holds roofs measured another way (3: a GPU's memory roofs from one kernel each,
 // lower than the best of the variants; 4: GEMM roofs the best of 10 after 3 warm-ups, which a cuBLAS GEMM of
 // the same shape beat; 5: the NN layout's GEMMs and 2 GiB memory roofs, which a TN GEMM and a 4 GiB copy beat; 6: each launch
-// timed with the host's time to launch it inside the events; 7: no roof of micro's own add and copy kernels' shape):
+// timed with the host's time to launch it inside the events; 7: no roof of micro's copy kernel's shape):
 // it is measured again, and says why.
 TEST(CeilingsCache, AFileOfAnEarlierFormatIsMeasuredAgain) {
   EXPECT_EQ(kCeilingsFormat, 8);

@@ -128,6 +128,10 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10"})
     EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
   EXPECT_THROW(fused_unavailable_reason("v11", 0), std::invalid_argument);
+  EXPECT_EQ(fused_version_form("v3"), "");
+  EXPECT_EQ(fused_version_form("v6"), "sm_90a: TMA + wgmma, warp specialised");
+  EXPECT_NE(fused_version_form("v9").find("persistent"), std::string::npos);
+  EXPECT_NE(fused_version_form("v10").find("taking turns"), std::string::npos);
 }
 
 TEST(CudaAttention, FusedVersionsMatchTheReference) {
@@ -186,8 +190,11 @@ TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
 std::vector<std::vector<int>> dealt(int blocks, int items) {
   std::vector<std::vector<int>> of_block(blocks);
   for (int c = 0; c < blocks; ++c)
-    for (int n = 0, item = snake_work_item(0, blocks, c, items); item >= 0; item = snake_work_item(++n, blocks, c, items))
+    for (int n = 0;; ++n) {
+      const int item = snake_work_item(n, blocks, c, items);
+      if (item < 0) break;
       of_block[c].push_back(item);
+    }
   return of_block;
 }
 
@@ -254,7 +261,8 @@ TEST(CudaAttention, PersistentVersionsWalkSeveralItemsABlockAsV3Does) {
   const std::int64_t heads = (7 * sms + 15) / 16;  // 3.5 x the SMs' items at 8 a head
   for (const std::int64_t d : {64, 128})
     for (const bool causal : {true, false}) {
-      const AttentionShape shape{.batch = 1, .heads = heads, .q_len = 1024, .kv_len = 1024, .head_dim = d, .causal = causal};
+      const AttentionShape shape{
+          .batch = 1, .heads = heads, .q_len = 1024, .kv_len = 1024, .head_dim = d, .causal = causal};
       ASSERT_GT(heads * 8, 3 * sms);
       ASSERT_LT(heads * 8, 4 * sms);
       AttentionInputs in(shape, AttentionType::bf16);

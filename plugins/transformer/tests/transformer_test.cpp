@@ -103,7 +103,7 @@ TEST(TransformerWork, FusedVersionsNameTheirKernelWhenMadeAndTheKeeperAtSetup) {
   EXPECT_EQ(fact(*make_prefill_attention("fused", AttentionType::bf16, shape), "kernel"), "");
 }
 
-TEST(TransformerWork, GemvV3AndV4SayTheirLaunchesOverlap) {
+TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   const std::unique_ptr<Case> v3 = make_linear(3072, 768, 1, "gemv_v3");
   EXPECT_EQ(fact(*v3, "kernel").rfind("gemv_v3", 0), 0u) << fact(*v3, "kernel");
   EXPECT_NE(fact(*v3, "launch").find("a chain's time per layer"), std::string::npos) << fact(*v3, "launch");
@@ -181,8 +181,8 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   const CaseSpec& prefill = p.cases.front();
   const auto& impls = prefill.axes.front().values;
   for (const char* impl :
-       {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "fused_v6", "fused_v7", "fused_v8", "fused_v9",
-        "fused_v10", "cudnn"})
+       {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "fused_v6", "fused_v7", "fused_v8",
+        "fused_v9", "fused_v10", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})

@@ -67,6 +67,9 @@ void check_fused_supports(const AttentionShape& shape, const std::string& versio
 // Whether `version` is sm_90a code (TMA, wgmma, warp specialisation: v4 to v10), which runs on compute
 // capability 9.0 alone and only in a build that has it.
 bool fused_version_needs_sm90a(const std::string& version);
+// How `version` runs, for the `kernel` fact: empty for the mma.sync versions, else "sm_90a: TMA + wgmma, warp
+// specialised" and what the version adds (persistent; ping-pong). Throws std::invalid_argument for an unknown one.
+std::string fused_version_form(const std::string& version);
 // Empty when `version` runs on `device`, else why not. Throws std::invalid_argument for an unknown version.
 std::string fused_unavailable_reason(const std::string& version, int device);
 void launch_fused_attention(const std::string& version, AttentionType type, const AttentionShape& shape,
