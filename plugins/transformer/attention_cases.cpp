@@ -50,13 +50,13 @@ kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, 
 }
 
 std::string best_fused_version(const AttentionShape& shape, int device_index) {
+  const std::string hopper = best_hopper_fused_version(shape.head_dim);
   try {
-    kernels::check_fused_supports(shape, kBestHopperFusedVersion);
+    kernels::check_fused_supports(shape, hopper);
   } catch (const std::invalid_argument&) {
     return kBestFusedVersion;
   }
-  return kernels::fused_unavailable_reason(kBestHopperFusedVersion, device_index).empty() ? kBestHopperFusedVersion
-                                                                                          : kBestFusedVersion;
+  return kernels::fused_unavailable_reason(hopper, device_index).empty() ? hopper : kBestFusedVersion;
 }
 
 std::string best_split_kv_version(const AttentionShape& shape, int sm_count, bool bulk_copy) {
