@@ -18,7 +18,7 @@ Usage: counters_vs_ncu.py ROOFBENCH OUTDIR [NAME_REGEX]
        counters_vs_ncu.py --table OUTDIR [NAME_REGEX]   (the table again from an earlier run's files)
   (environment: NCU=ncu, COUNTERS=auto|kernel|run: roofbench's --counters mode; REPEAT=N: both sides again in
    N-1 more processes each, and a line per benchmark with every process's DRAM writes per run, to set the
-   spread of one tool across processes (where its buffers fall in memory) beside the gap between the tools)
+   spread of one tool across processes beside the gap between the tools)
 Roughly 10-20 s a benchmark on an H200."""
 import csv
 import json
@@ -46,10 +46,10 @@ BENCHMARKS = [
     "conv/conv_bf16/layer:conv3_1x1_256to128/pass:fwd/layout:nhwc/impl:cudnn/n:256",
     "gpt/R3_batch_sweep/batch:64",
 ]
-# The same kernels at sizes whose data is about the L2's (40-80 MB): a kernel's writes still in the L2 when it
-# ends are not counted, and how many depends on where its buffers fall, which differs between processes, so
-# these rows set the spread, not the agreement (select them with COUNTERS_NCU_ONLY and run them with REPEAT=3:
-# REPEAT repeats every row selected).
+# The same kernels at sizes whose data is about the L2's (40-80 MB), where ncu counts 2-3 MB more writes than
+# roofbench (docs/method.md, "The hardware's counters"): a few percent of these kernels' bytes. They set the
+# gap and each tool's spread across processes, not the agreement (select them with COUNTERS_NCU_ONLY and run
+# them with REPEAT=3: REPEAT repeats every row selected).
 NEAR_L2 = [
     "micro/matmul_tiled_fp32/mnk:2048x2048x2048",
     "transformer/attention_prefill_bf16/impl:fused/mask:causal/heads:12x64/t:1024",
