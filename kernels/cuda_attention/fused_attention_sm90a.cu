@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v10 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v11 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
@@ -19,7 +19,7 @@
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
 // are listed above with_config.
 //
-// Persistent (Config::kPersistent, v9 and v10): one block an SM takes work items (query block, batch x head)
+// Persistent (Config::kPersistent, v9 to v11): one block an SM takes work items (query block, batch x head)
 // in a fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles'
 // load) is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
 // and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
@@ -69,15 +69,17 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
-          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false>
+          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_;
+  // kHeadMajor: persistent items ordered head by head (v11; item_walk).
+  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_,
+                        kHeadMajor = kHeadMajor_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
-  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's, v9's and v10's split
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v11's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
   static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
@@ -95,6 +97,7 @@ struct Config {
       kD / 2 + kBlockN * 3 / 4 <= (kWideConsumers ? kConsumerRegisters : kEntryRegisters) - 40;
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
   static_assert(!kPingPong || (kOverlap && kConsumerGroups == 2), "ping-pong: turns between two overlapped groups");
+  static_assert(!kHeadMajor || kPersistent, "an order of items is a persistent version's");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 
@@ -142,16 +145,22 @@ __device__ __forceinline__ Walk<Cfg> block_walk(const Args& a) {
   return Walk<Cfg>(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y));
 }
 
-// A persistent block's n-th work item, or -1 past the last. Items are ordered query block by query block, every
-// batch x head's first (the heaviest, causal) before any second, and dealt in a snake (persistent_schedule.hpp:
+// A persistent block's n-th work item, or -1 past the last. Items are ordered (item_walk, below) and dealt in a
+// snake (persistent_schedule.hpp:
 // on 132 SMs at B8 H12 T1024 causal the longest block walks 3% over the mean; in rounds taken in the same
 // order, 15%).
 __device__ __forceinline__ int work_item(const Args& a, int n) {
   return snake_work_item(n, static_cast<int>(gridDim.x), static_cast<int>(blockIdx.x), a.work_items);
 }
 
+// Item `item`'s walk. Query block by query block (v9, v10): every head's heaviest first, so the blocks running
+// at once work on as many heads. Head by head (Config::kHeadMajor, v11): each head's query blocks, heaviest
+// first, before the next head's, so the blocks running at once share a few heads' K and V in the L2 (about
+// 5 heads at B4 H16 T4096 on 132 SMs, against 64), as a grid of one head's query blocks after another does;
+// the snake still balances the walks (the longest block 3% over the mean there).
 template <typename Cfg>
 __device__ __forceinline__ Walk<Cfg> item_walk(const Args& a, int item) {
+  if constexpr (Cfg::kHeadMajor) return Walk<Cfg>(a, item % a.m_blocks, item / a.m_blocks);
   const int heads = a.work_items / a.m_blocks;
   return Walk<Cfg>(a, item / heads, item % heads);
 }
@@ -618,6 +627,7 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //   v9: persistent (Config::kPersistent), one block an SM: d 64 v4's shape with wide consumers, overlapped
 //      (80 KB); d 128 v6's (160 KB).
 //   v10: v9 with its consumer groups taking turns on the tensor cores (Config::kPingPong).
+//   v11: v9 with its items head by head (Config::kHeadMajor).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
@@ -625,6 +635,9 @@ void with_config(const std::string& version, int head_dim, Use&& use) {
   if (version == "v9")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true>>();
+  else if (version == "v11")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true>>();
   else if (version == "v10")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true>>();
