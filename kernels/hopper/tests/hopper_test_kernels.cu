@@ -71,6 +71,7 @@ __global__ void tma_tile_kernel(const __grid_constant__ CUtensorMap map, int row
   init_barriers(&bar, &one, 1);
   if (threadIdx.x == 0) {
     tma_prefetch_map(&map);
+    tma_prefetch_2d(&map, row, col);  // a hint: what lands must not change (edges and negative coordinates too)
     mbarrier_arrive_expect_tx(&bar, bytes);
     tma_load_2d(tile, &map, &bar, row, col);
   }

@@ -9,8 +9,9 @@
 
 namespace roofbench::hopper::test {
 
-// One TMA load of `map`'s box at (row, col) into shared memory, copied byte for byte to `out` (device
-// memory of `box_bytes`): the shared-memory image of the box, swizzled or not as the map says.
+// The box at (row, col) of `map` prefetched into the L2 (tma_prefetch_2d), then loaded by TMA into shared
+// memory and copied byte for byte to `out` (device memory of `box_bytes`): the shared-memory image of the
+// box, swizzled or not as the map says.
 void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes, void* out);
 
 // An mbarrier driven through kMbarrierSteps states; out (device) receives, per step, test_wait of parity 0

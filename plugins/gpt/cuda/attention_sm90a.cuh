@@ -25,13 +25,10 @@ namespace {
 namespace hw = roofbench::hopper;
 
 constexpr int kV10Threads = 256;  // two warp groups prepare a head (and compute it)
-constexpr int kV10Chunks = kMaxT * kChunksPerRow / kV10Threads;  // 16-byte chunks per thread and part
-constexpr int kV10RowsPerPass = kV10Threads / kChunksPerRow;
 constexpr std::uint32_t kSwizzleRow = 128;  // bytes per row of a 128-byte swizzled tile (64 bf16)
 constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: tiles start 1024-byte aligned
 constexpr std::uint32_t kHeadTileBytes = kMaxT * kSwizzleRow;  // q, k or v of one head: 16 KB
 static_assert(kHeadDim * 2 == kSwizzleRow, "a head row is one swizzled row");
-static_assert(kMaxT * kChunksPerRow % kV10Threads == 0);
 
 // One head's q, k and v as TMA writes them (then prepared in place).
 struct HeadTiles {
@@ -69,28 +66,36 @@ __device__ inline std::uint32_t swizzled(int row, int chunk) {
   return static_cast<std::uint32_t>(row) * kSwizzleRow + static_cast<std::uint32_t>((chunk ^ (row % 8)) * 16);
 }
 
-// The chunks the preparation gives each of the kV10Threads threads that prepare a head (v10 and v12: all of
-// them; v11: its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % kV10Threads is as good a
-// number). A row's kChunksPerRow chunks go to as many neighbouring lanes.
-__device__ inline int preparing_thread() { return static_cast<int>(threadIdx.x) % kV10Threads; }
-__device__ inline int v10_chunk_row(int it) { return preparing_thread() / kChunksPerRow + it * kV10RowsPerPass; }
-__device__ inline int v10_chunk_column() { return preparing_thread() % kChunksPerRow; }
+// The chunks the preparation gives each of the kThreads threads that prepare a head (v10 and v12: all 256 of
+// them; v11: its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % 256 is as good a number;
+// v14: its one warp group). A row's kChunksPerRow chunks go to as many neighbouring lanes.
+template <int kThreads>
+struct PreparedChunks {
+  static_assert(kMaxT * kChunksPerRow % kThreads == 0);
+  static constexpr int kPerThread = kMaxT * kChunksPerRow / kThreads;  // 16-byte chunks per thread and part
+  static constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  __device__ static int thread() { return static_cast<int>(threadIdx.x) % kThreads; }
+  __device__ static int row(int it) { return thread() / kChunksPerRow + it * kRowsPerPass; }
+  __device__ static int column() { return thread() % kChunksPerRow; }
+};
 
-// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, kV10Chunks rows): fetched while
-// the boxes are in flight (v10, v12) or once they have landed (v11).
-struct V10Preparation {
+// This thread's bias (q, k, v) and RoPE factors for its chunks (one column, PreparedChunks' rows): fetched
+// while the boxes are in flight (v10, v12, v14) or once they have landed (v11).
+template <int kThreads>
+struct HeadPreparationSm90a {
+  using Chunks = PreparedChunks<kThreads>;
   float bias[3][kChunk];
-  float cos[kV10Chunks][4], sin[kV10Chunks][4];
+  float cos[Chunks::kPerThread][4], sin[Chunks::kPerThread][4];
 
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
-    const int c = kChunk * v10_chunk_column();
+    const int c = kChunk * Chunks::column();
 #pragma unroll
     for (int part = 0; part < 3; ++part)
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(qkv_bias + part * at.C + at.h * kHeadDim + c + e);
 #pragma unroll
-    for (int it = 0; it < kV10Chunks; ++it) {
-      const int r = v10_chunk_row(it) < at.T ? v10_chunk_row(it) : 0;  // a padding row is not prepared
+    for (int it = 0; it < Chunks::kPerThread; ++it) {
+      const int r = Chunks::row(it) < at.T ? Chunks::row(it) : 0;  // a padding row is not prepared
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
@@ -104,10 +109,10 @@ struct V10Preparation {
   // shared-memory stores are too.
   template <typename StoreV>
   __device__ void apply(HeadTiles& tiles, int T, StoreV store_v) const {
-    const int c = v10_chunk_column();
+    const int c = Chunks::column();
 #pragma unroll
-    for (int it = 0; it < kV10Chunks; ++it) {
-      const int r = v10_chunk_row(it);
+    for (int it = 0; it < Chunks::kPerThread; ++it) {
+      const int r = Chunks::row(it);
       const std::uint32_t at = swizzled(r, c);
       uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
       uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
@@ -121,6 +126,7 @@ struct V10Preparation {
     hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
   }
 };
+using V10Preparation = HeadPreparationSm90a<kV10Threads>;
 
 __device__ inline HeadRows v10_head_rows(int head, const AttentionShape& s) {
   return HeadRows{head / s.heads, head % s.heads, s.T, s.channels()};

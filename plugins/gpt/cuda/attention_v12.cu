@@ -13,37 +13,25 @@
 //     boxes in the 128-byte swizzle into a stage, all on its mbarrier: the first head's before the loop, each
 //     next head's into the other stage as the loop turns to this one; every thread fetches this head's bias
 //     and RoPE factors and its lse (times log2(e), v9's log2 units) before waiting for the stage;
-//   - every thread prepares its chunks in place (v10's preparation: v9's operands, rows from T on zero),
-//     zeroes dout's rows from T on, and takes delta = rowsum(dout * out) as v9 does (chunk_row_dot);
-//   - key phase, warp group g: keys 64 g .. 64 g + 63 against the queries 64 g .. 127 (causal: no earlier
-//     query sees them; N = 128 queries for g = 0, 64 for g = 1), keys as the accumulators' rows:
-//       S^T = k q^T and dP^T = v dout^T (both operands K-major, as TMA wrote them), then v9's element-wise
-//       step (probabilities_and_ds: P^T = exp2(scale log2(e) S^T - lse), dS^T = P^T (dP^T - delta), the causal
-//       and T masks, ex2.approx), dS^T rounded to bf16 into shared memory for dq, then from registers (the
-//       accumulators are, element for element, the A fragments) dv = P^T dout and dk = dS^T q, dout and q read
-//       MN-major (imm-trans-b 1: the rows TMA wrote, no transposed copy);
-//   - query phase, after a barrier: dq = dS k for queries 64 g .., keys 0 .. 64 g + 63, dS^T and k both read
-//     MN-major (imm-trans-a 1, imm-trans-b 1). dS^T is kept [key][query] in two 128-byte swizzled tiles of 64
-//     queries each, written from the packed dS^T fragments (a warp's eight rows of one 16-byte column land in
-//     eight different chunks: no bank conflicts);
-//   - dv and dk are staged in the warp's own v rows (read by its own group's dP^T alone), dq in its q rows (no
-//     product reads q after the barrier), and leave as v9's do (store_head_block_staged: times scale, rotated
-//     back, 128-byte rows); a barrier ends the head, and its stage is free for the head after next.
+//   - every thread prepares its chunks in place and takes delta (attention_backward_sm90a.cuh's steps, which
+//     the lab's v14 shares);
+//   - key phase: warp group g takes key half g (keys 64 g .. against the queries 64 g .. 127: N = 128 queries
+//     for g = 0, 64 for g = 1): S^T, dP^T, the element-wise step, dS^T to shared memory, dv and dk;
+//   - query phase, after a barrier: warp group g takes query half g, dq = dS k;
+//   - a barrier ends the head, and its stage is free for the head after next.
 // Budget: shared memory two stages of q, k, v, dout, out (80 KB each) + dS^T 32 KB + lse, delta 1 KB + the
-// barriers = 193 KB of the 227 a block may have. Registers, warp group 0's key phase (the larger): S^T and
-// dP^T accumulators 64 + 64 fp32, then the P^T and dS^T fragments 32 + 32 and the dv and dk accumulators
-// 32 + 32, 128 live either way plus addresses and indices (ptxas: 234, no spills); 256 threads a block, one
-// block per SM. Warp group 0 does 9 of the head's 15 64 x 64 x 64 products (4 x 2 in the key phase, 1 in the
-// query phase), group 1 the other 6. The arithmetic is v9's (its operands, element-wise step and roundings),
-// the products summed in the tensor cores' order: dqkv agrees with v9's to bf16's rounding, not bit for bit,
-// and is deterministic (a fixed order, no atomics), as R4's recomputed backward needs.
+// barriers = 193 KB of the 227 a block may have. Registers: the larger key half's 128 live accumulators plus
+// addresses and indices (ptxas: 234, no spills); 256 threads a block, one block per SM. Warp group 0 does 9 of
+// the head's 15 64 x 64 x 64 products (4 x 2 in the key phase, 1 in the query phase), group 1 the other 6.
+// dqkv agrees with v9's to bf16's rounding, not bit for bit, and is deterministic (a fixed order, no atomics),
+// as R4's recomputed backward needs.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdint>
 
-#include "attention_sm90a.cuh"
+#include "attention_backward_sm90a.cuh"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -51,12 +39,6 @@ namespace {
 
 constexpr int kV12Threads = 2 * 128;  // two warp groups
 static_assert(kV12Threads == kV10Threads, "v10's preparation gives its chunks to 256 threads");
-// The descriptor of a 64-wide MN-major operand (head dim 64, or a warp group's 64 rows): its leading offset,
-// between 64-element blocks, is never read.
-__device__ __forceinline__ std::uint64_t mn_major(const void* tile, int ks) {
-  return hw::descriptor_mn_major_sw128(tile, ks, hw::kSingleMnBlock);
-}
-
 // One head's rows as the backward reads them: q, k, v prepared in place; dout raw, rows from T on zeroed; out.
 struct V12Stage {
   HeadTiles head;
@@ -85,169 +67,22 @@ __device__ inline void load_backward_head(V12Stage& stage, const V12Maps& maps, 
   hw::tma_load_2d(stage.out, maps.out, bar, at.b * at.T, at.h * kHeadDim);
 }
 
-// The 128 threads of warp group `group` meet (named barriers 1 and 2; __syncthreads is barrier 0).
-__device__ inline void warp_group_sync(int group) {
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory");
-}
-
-// threadIdx.x as the compiler sees it anew at each call. The key phase derives dozens of shared-memory
-// offsets from it (dS^T's stores, the staging); in the persistent loop they are the same for every head, and
-// hoisted out of it their registers push the kernel to 255 and 320 bytes of spills (ptxas -v).
-__device__ inline int thread_index_anew() {
-  unsigned tid = threadIdx.x;
-  asm volatile("" : "+r"(tid));
-  return static_cast<int>(tid);
-}
-
-// Where a warp stages a finished 16 x 64 block for store_head_block_staged: rows row0 .. row0 + 15 of a
-// 128-byte swizzled tile that only this warp still uses (row0 a multiple of 8: the rows keep their swizzle).
-struct SwizzledStage {
-  unsigned char* tile;
-  int row0;
-  __device__ bf16* at(int r, int c) const {
-    return reinterpret_cast<bf16*>(tile + swizzled(row0 + r, c / kChunk) + 2 * (c % kChunk));
-  }
-};
-
-// A warp's 16 rows of an m64n64 accumulator as store_head_block_staged takes them (the m16n8 layout per tile).
-__device__ inline const float (&as_tiles(const float (&d)[kHeadDim / 2]))[kHeadDim / 8][4] {
-  return reinterpret_cast<const float(&)[kHeadDim / 8][4]>(d);
-}
-
-// Queries qc .. qc + 31 of a key block's accumulators: n8 tiles 4 c .. 4 c + 3.
-template <int kTiles>
-__device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk / 8][4] {
-  return reinterpret_cast<float(&)[kQueryChunk / 8][4]>(x[kQueryChunk / 8 * c]);
-}
-
-// The head landed in `st`: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero
-// from T on).
-__device__ inline void prepare_backward_head(V12Stage& st, float* delta, const V10Preparation& prep, int T) {
-  prep.apply(st.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
-    *reinterpret_cast<uint4*>(st.head.v + at) = v;
-    uint4* dout = reinterpret_cast<uint4*>(st.dout + at);
-    const float dot = chunk_row_dot(*dout, *reinterpret_cast<const uint4*>(st.out + at));
-    if (c == 0) delta[r] = r < T ? dot : 0.0f;
-    if (r >= T) *dout = make_uint4(0, 0, 0, 0);
-  });
-}
-
-// dS^T of this warp's keys (key0 + lane / 4, + 8) and queries q_base .. q_base + 16 kSteps - 1 into the dS^T
-// tiles, from its A fragments (dsa[ks][2 j + half]: keys + 8 half, queries 16 ks + 8 j + 2 (lane % 4) and + 1),
-// each pair of adjacent queries one 4-byte store.
-template <int kSteps>
-__device__ inline void store_ds_t(V12Smem& sm, const unsigned (&dsa)[kSteps][4], int key0, int q_base, int lane) {
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = key0 + lane / 4 + 8 * (e % 2), query = q_base + 16 * ks + 8 * (e / 2) + 2 * (lane % 4);
-      *reinterpret_cast<unsigned*>(sm.ds_t[query / 64] + swizzled(key, (query % 64) / kChunk) +
-                                   2 * (query % kChunk)) = dsa[ks][e];
-    }
-}
-
-// Warp group `group`'s keys 64 group .. 64 group + 63 against the kQueries queries from kMaxT - kQueries on:
-// dv and dk to dqkv, dS^T to shared memory (the key phase above).
-template <int kQueries>
-__device__ __forceinline__ void backward_key_rows(V12Smem& sm, V12Stage& st, bf16* dqkv, const HeadRows& at,
-                                                  const FusedArgs& args, int group) {
-  constexpr int kTiles = kQueries / 8, kSteps = kQueries / 16, q_base = kMaxT - kQueries;
-  const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
-  const int key_base = 64 * group, key0 = key_base + kRows * warp;
-  float s[kTiles][4], dp[kTiles][4];  // S^T, then P^T; dP^T, then dS^T: keys key0 + g (+8), queries q_base + 8 n ..
-  float(&s_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(s);
-  float(&dp_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(dp);
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kHeadDim / 16; ++ks)
-    hw::wgmma_bf16_ss(s_flat, hw::descriptor_k_major_sw128(st.head.k + key_base * kSwizzleRow, ks),
-                      hw::descriptor_k_major_sw128(st.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
-#pragma unroll
-  for (int ks = 0; ks < kHeadDim / 16; ++ks)
-    hw::wgmma_bf16_ss(dp_flat, hw::descriptor_k_major_sw128(st.head.v + key_base * kSwizzleRow, ks),
-                      hw::descriptor_k_major_sw128(st.dout + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(s_flat);
-  hw::fence_accumulators(dp_flat);
-
-  // v9's element-wise step, 32 queries at a time: a chunk wholly right of the block's diagonal and below T
-  // needs no mask.
-#pragma unroll
-  for (int c = 0; c < kQueries / kQueryChunk; ++c) {
-    const int qc = q_base + kQueryChunk * c;
-    const bool masked = qc < key0 + kRows || qc + kQueryChunk > args.s.T;
-    probabilities_and_ds<Exponent::log2_approx>(query_chunk(s, c), query_chunk(dp, c), sm.lse, sm.delta, key0, qc,
-                                                masked, args.scale * kLog2e, args.s.T, lane);
-  }
-  // P^T and dS^T as bf16 A fragments (each fp32 pair dies as its word is made), dS^T also to shared memory.
-  unsigned pa[kSteps][4], dsa[kSteps][4];
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks) {
-    accumulators_as_a(pa[ks], s, ks);
-    accumulators_as_a(dsa[ks], dp, ks);
-  }
-  store_ds_t(sm, dsa, key0, q_base, lane);
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[ks][e]), "+r"(dsa[ks][e])::"memory");
-  float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks)
-    hw::wgmma_bf16_rs<1>(dv, pa[ks], mn_major(st.dout + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
-#pragma unroll
-  for (int ks = 0; ks < kSteps; ++ks)
-    hw::wgmma_bf16_rs<1>(dk, dsa[ks], mn_major(st.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(dv);
-  hw::fence_accumulators(dk);
-  hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the query phase's wgmmas
-  warp_group_sync(group);          // the group's dP^T has read all its v rows: they may hold the stages
-
-  const SwizzledStage stage{st.head.v, key0};
-  store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
-                          [&](int t) { return at.qkv_at(t, 2); });
-  store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane,
-                          [&](int t) { return at.qkv_at(t, 1); });
-}
-
-// Warp group `group`'s queries 64 group .. 64 group + 63 against keys 0 .. kKeys - 1 (kKeys = 64 (group + 1)):
-// dq = dS k to dqkv (the query phase above), staged in the group's q rows.
-template <int kKeys>
-__device__ __forceinline__ void backward_query_rows(V12Smem& sm, V12Stage& st, bf16* dqkv, const HeadRows& at,
-                                                    const FusedArgs& args, int group) {
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * group + kRows * warp;
-  float dq[kHeadDim / 2];
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kKeys / 16; ++ks)
-    hw::wgmma_bf16_ss<1, 1>(dq, mn_major(sm.ds_t[group], ks), mn_major(st.head.k, ks), ks > 0 ? 1u : 0u);
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(dq);
-  store_head_block_staged(dqkv, SwizzledStage{st.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
-                          args.s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
-}
-
 // One head: prepared, then both phases; ends at a barrier after which its stage may be refilled.
 __device__ __forceinline__ void backward_head(V12Smem& sm, V12Stage& st, const V10Preparation& prep, bf16* dqkv,
                                               const HeadRows& at, const FusedArgs& args) {
   const int T = args.s.T, group = static_cast<int>(threadIdx.x) / 128;
-  prepare_backward_head(st, sm.delta, prep, T);
+  const BackwardHead h{st.head, st.dout, sm.ds_t, sm.lse, sm.delta};
+  prepare_backward_head(h, st.out, prep, T);
   __syncthreads();
   if (group == 0)
-    backward_key_rows<kMaxT>(sm, st, dqkv, at, args, 0);
+    backward_key_rows<kMaxT>(h, dqkv, at, args, 0, 0);
   else if (T > 64)  // else keys 64 .. are all padding
-    backward_key_rows<kMaxT - 64>(sm, st, dqkv, at, args, 1);
+    backward_key_rows<kMaxT - 64>(h, dqkv, at, args, 1, 1);
   __syncthreads();  // every dS^T stored (and fenced); q, v, dout read for the last time
   if (group == 0)
-    backward_query_rows<64>(sm, st, dqkv, at, args, 0);
+    backward_query_rows<64>(h, dqkv, at, args, 0);
   else if (T > 64)  // else queries 64 .. are all padding
-    backward_query_rows<kMaxT>(sm, st, dqkv, at, args, 1);
+    backward_query_rows<kMaxT>(h, dqkv, at, args, 1);
   hw::fence_proxy_async_shared();  // this head's ordinary stores to the stage, before TMA writes it again
   __syncthreads();                 // the stage, dS^T, lse and delta are free
 }

@@ -54,6 +54,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v11_forward, fused_attention_sm90a_backward},
     {"v13", bf16_attention_keeper_name(true), true, attention_v13_configure, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v14", "v14 (v9's forward; v12's backward steps, a head a warp group, two blocks an SM, sm_90a)", false,
+     attention_v14_configure, keeper_forward<bf16>, attention_v14_backward},
 };
 
 }  // namespace

@@ -191,12 +191,13 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   EXPECT_EQ(linear_impls,
             (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
-  for (const char* keeper : {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128})
+  for (const char* keeper :
+       {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128Causal, kBestHopperFusedVersionD128Full})
     EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), keeper)) << keeper;
 }
 
-// The sm_90a keeper for the head dim (v9 at 64, v6 at 128) only where its code runs; a device that cannot run it
-// (here: none, or not compute capability 9.0) and a shape it does not take get fused_v3.
+// The sm_90a keeper for the head dim and mask (v9 at 64; v11 causal and v6 full at 128) only where its code runs; a
+// device that cannot run it (here: none, or not compute capability 9.0) and a shape it does not take get fused_v3.
 TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
   const AttentionShape shape{.batch = 8, .heads = 12, .q_len = 1024, .kv_len = 1024, .head_dim = 64, .causal = true};
   int device = 0;
@@ -206,7 +207,12 @@ TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
   EXPECT_EQ(best_fused_version(shape, device), hopper ? "v9" : "v3");
   AttentionShape d128 = shape;
   d128.head_dim = 128;
+  EXPECT_EQ(best_fused_version(d128, device), hopper ? "v11" : "v3");
+  d128.causal = false;
   EXPECT_EQ(best_fused_version(d128, device), hopper ? "v6" : "v3");
+  AttentionShape full = shape;
+  full.causal = false;
+  EXPECT_EQ(best_fused_version(full, device), hopper ? "v9" : "v3");
   AttentionShape decode = shape;
   decode.q_len = 1;
   EXPECT_EQ(best_fused_version(decode, device), "v3");

@@ -95,6 +95,14 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(shared_address(bar))
       : "memory");
 }
+// Fetches the box tma_load_2d(.., row, col) would load into the L2 alone (no shared memory, no barrier): a
+// hint, so that a later load of it reads the L2 rather than DRAM. Coordinates as tma_load_2d's.
+__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, std::int32_t row, std::int32_t col) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(col), "r"(row)
+               : "memory");
+}
 // Fetches the tensor map into the cache ahead of its first use (optional).
 __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");

@@ -178,6 +178,8 @@ TEST(GptLabAttentionTable, RowsRunTheBackwardTheirNamesSay) {
   EXPECT_TRUE(v13.forward == bf16_attention_version("v9").forward);
   EXPECT_FALSE(v13.backward == &fused_attention_v9_backward);
   EXPECT_FALSE(v13.backward == &fused_attention_sm90a_backward);
+  EXPECT_TRUE(bf16_attention_version("v14").backward == &attention_v14_backward);
+  EXPECT_TRUE(bf16_attention_version("v14").forward == v13.forward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -422,6 +424,30 @@ TEST_P(GptLabAttentionSm90a, KeeperBackwardIsV12s) {
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
   EXPECT_EQ(name.rfind("v13 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
+}
+
+// v14: v12's backward steps with a whole head in one warp group, two blocks an SM, on the keeper's forward. The
+// same steps in the same order per element, so dqkv equals v13's bit for bit on every head (768 heads, about
+// three a block, the block's barrier changing phase between them); and the kernel holds the two blocks an SM it
+// was made for.
+TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v14 = bf16_version("v14");
+  if (const std::string why = not_applicable_reason(v14); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_EQ(attention_v14_blocks_per_sm(), 2);
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 61, 62, 63);
+  const FusedAttentionRun v13 = in.run("v13");
+  const FusedAttentionRun run = in.run("v14");
+  expect_finite(run, "v14");
+  EXPECT_EQ(run.out, v13.out);
+  EXPECT_EQ(run.lse, v13.lse);
+  const double vs_double = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v14 worst head vs double: dqkv %.2e; vs v13 %.2e\n", T, B * H, vs_double,
+              rel_l2(run.dqkv, v13.dqkv));
+  EXPECT_LT(vs_double, kBf16Tolerance);
+  EXPECT_EQ(run.dqkv, v13.dqkv);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.

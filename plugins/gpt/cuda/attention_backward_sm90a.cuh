@@ -1,0 +1,203 @@
+// The sm_90a attention backward's steps on one head in shared memory (TMA boxes in the 128-byte swizzle, wgmma),
+// shared by the bf16 keeper's backward (attention_v12.cu: a head split between two warp groups) and the lab's
+// v14 (lab/attention_v14.cu: a whole head in one warp group, two heads an SM). Each step is run by one warp
+// group, whichever it is; the kernels decide which group runs which half of a head, and meet at their barriers.
+//   - prepare_backward_head: q, k, v prepared in place (v10's preparation: v9's operands, rows from T on zero),
+//     dout's rows from T on zeroed, delta = rowsum(dout * out) as v9 takes it (chunk_row_dot);
+//   - backward_key_rows, key half h (keys 64 h .. 64 h + 63) against the queries 64 h .. 127 (causal: no
+//     earlier query sees them), keys as the accumulators' rows: S^T = k q^T and dP^T = v dout^T (both operands
+//     K-major, as TMA wrote them), then v9's element-wise step (probabilities_and_ds: P^T = exp2(scale log2(e)
+//     S^T - lse), dS^T = P^T (dP^T - delta), the causal and T masks, ex2.approx), dS^T rounded to bf16 into
+//     shared memory for dq, then from registers (the accumulators are, element for element, the A fragments)
+//     dv = P^T dout and dk = dS^T q, dout and q read MN-major (imm-trans-b 1: the rows TMA wrote, no transposed
+//     copy); dv and dk staged in the half's own v rows (read by its own dP^T alone);
+//   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
+//     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
+//     half's q rows (no product reads q after the key phase).
+// dS^T is kept [key][query] in two 128-byte swizzled tiles of 64 queries each, written from the packed dS^T
+// fragments (a warp's eight rows of one 16-byte column land in eight different chunks: no bank conflicts). The
+// gradients leave as v9's do (store_head_block_staged: times scale, rotated back, 128-byte rows). The
+// arithmetic is v9's (its operands, element-wise step and roundings), the products summed in the tensor cores'
+// order: dqkv agrees with v9's to bf16's rounding, and every kernel built from these steps gives the same bits.
+// Registers, the larger key half (128 queries): S^T and dP^T accumulators 64 + 64 fp32, then the P^T and dS^T
+// fragments 32 + 32 and the dv and dk accumulators 32 + 32, 128 live either way plus addresses and indices.
+// Included by sm_90a translation units alone, after attention_sm90a.cuh's namespace.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "attention_sm90a.cuh"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+// The descriptor of a 64-wide MN-major operand (head dim 64, or a warp group's 64 rows): its leading offset,
+// between 64-element blocks, is never read.
+__device__ __forceinline__ std::uint64_t mn_major(const void* tile, int ks) {
+  return hw::descriptor_mn_major_sw128(tile, ks, hw::kSingleMnBlock);
+}
+
+// One head's rows in shared memory as the backward's steps read them, and its per-row figures.
+struct BackwardHead {
+  HeadTiles& head;                          // q, k, v: prepared in place
+  unsigned char* dout;                      // raw, rows from T on zeroed
+  unsigned char (*ds_t)[kHeadTileBytes];    // dS^T [key][query], queries 64 t .. in tile t (two tiles)
+  float* lse;                               // log2 units
+  float* delta;
+};
+
+// The 128 threads of warp group `group` meet (named barriers 1 and 2; __syncthreads is barrier 0).
+__device__ inline void warp_group_sync(int group) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory");
+}
+
+// threadIdx.x as the compiler sees it anew at each call. The key phase derives dozens of shared-memory
+// offsets from it (dS^T's stores, the staging); in a persistent loop they are the same for every head, and
+// hoisted out of it their registers push the kernel to 255 and 320 bytes of spills (ptxas -v).
+__device__ inline int thread_index_anew() {
+  unsigned tid = threadIdx.x;
+  asm volatile("" : "+r"(tid));
+  return static_cast<int>(tid);
+}
+
+// Where a warp stages a finished 16 x 64 block for store_head_block_staged: rows row0 .. row0 + 15 of a
+// 128-byte swizzled tile that only this warp still uses (row0 a multiple of 8: the rows keep their swizzle).
+struct SwizzledStage {
+  unsigned char* tile;
+  int row0;
+  __device__ bf16* at(int r, int c) const {
+    return reinterpret_cast<bf16*>(tile + swizzled(row0 + r, c / kChunk) + 2 * (c % kChunk));
+  }
+};
+
+// A warp's 16 rows of an m64n64 accumulator as store_head_block_staged takes them (the m16n8 layout per tile).
+__device__ inline const float (&as_tiles(const float (&d)[kHeadDim / 2]))[kHeadDim / 8][4] {
+  return reinterpret_cast<const float(&)[kHeadDim / 8][4]>(d);
+}
+
+// Queries qc .. qc + 31 of a key block's accumulators: n8 tiles 4 c .. 4 c + 3.
+template <int kTiles>
+__device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk / 8][4] {
+  return reinterpret_cast<float(&)[kQueryChunk / 8][4]>(x[kQueryChunk / 8 * c]);
+}
+
+// The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T
+// on) from dout and `out` (a tile of the head's out as TMA wrote it).
+template <int kThreads>
+__device__ inline void prepare_backward_head(const BackwardHead& h, const unsigned char* out,
+                                             const HeadPreparationSm90a<kThreads>& prep, int T) {
+  prep.apply(h.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
+    *reinterpret_cast<uint4*>(h.head.v + at) = v;
+    uint4* dout = reinterpret_cast<uint4*>(h.dout + at);
+    const float dot = chunk_row_dot(*dout, *reinterpret_cast<const uint4*>(out + at));
+    if (c == 0) h.delta[r] = r < T ? dot : 0.0f;
+    if (r >= T) *dout = make_uint4(0, 0, 0, 0);
+  });
+}
+
+// dS^T of this warp's keys (key0 + lane / 4, + 8) and queries q_base .. q_base + 16 kSteps - 1 into the dS^T
+// tiles, from its A fragments (dsa[ks][2 j + half]: keys + 8 half, queries 16 ks + 8 j + 2 (lane % 4) and + 1),
+// each pair of adjacent queries one 4-byte store.
+template <int kSteps>
+__device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[kSteps][4], int key0, int q_base,
+                                  int lane) {
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = key0 + lane / 4 + 8 * (e % 2), query = q_base + 16 * ks + 8 * (e / 2) + 2 * (lane % 4);
+      *reinterpret_cast<unsigned*>(h.ds_t[query / 64] + swizzled(key, (query % 64) / kChunk) +
+                                   2 * (query % kChunk)) = dsa[ks][e];
+    }
+}
+
+// Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
+// warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above).
+template <int kQueries>
+__device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                  const FusedArgs& args, int half, int group) {
+  constexpr int kTiles = kQueries / 8, kSteps = kQueries / 16, q_base = kMaxT - kQueries;
+  const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
+  const int key_base = 64 * half, key0 = key_base + kRows * warp;
+  float s[kTiles][4], dp[kTiles][4];  // S^T, then P^T; dP^T, then dS^T: keys key0 + g (+8), queries q_base + 8 n ..
+  float(&s_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(s);
+  float(&dp_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(dp);
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks)
+    hw::wgmma_bf16_ss(s_flat, hw::descriptor_k_major_sw128(h.head.k + key_base * kSwizzleRow, ks),
+                      hw::descriptor_k_major_sw128(h.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks)
+    hw::wgmma_bf16_ss(dp_flat, hw::descriptor_k_major_sw128(h.head.v + key_base * kSwizzleRow, ks),
+                      hw::descriptor_k_major_sw128(h.dout + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(s_flat);
+  hw::fence_accumulators(dp_flat);
+
+  // v9's element-wise step, 32 queries at a time: a chunk wholly right of the block's diagonal and below T
+  // needs no mask.
+#pragma unroll
+  for (int c = 0; c < kQueries / kQueryChunk; ++c) {
+    const int qc = q_base + kQueryChunk * c;
+    const bool masked = qc < key0 + kRows || qc + kQueryChunk > args.s.T;
+    probabilities_and_ds<Exponent::log2_approx>(query_chunk(s, c), query_chunk(dp, c), h.lse, h.delta, key0, qc,
+                                                masked, args.scale * kLog2e, args.s.T, lane);
+  }
+  // P^T and dS^T as bf16 A fragments (each fp32 pair dies as its word is made), dS^T also to shared memory.
+  unsigned pa[kSteps][4], dsa[kSteps][4];
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks) {
+    accumulators_as_a(pa[ks], s, ks);
+    accumulators_as_a(dsa[ks], dp, ks);
+  }
+  store_ds_t(h, dsa, key0, q_base, lane);
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[ks][e]), "+r"(dsa[ks][e])::"memory");
+  float dv[kHeadDim / 2], dk[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+    hw::wgmma_bf16_rs<1>(dv, pa[ks], mn_major(h.dout + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
+#pragma unroll
+  for (int ks = 0; ks < kSteps; ++ks)
+    hw::wgmma_bf16_rs<1>(dk, dsa[ks], mn_major(h.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(dv);
+  hw::fence_accumulators(dk);
+  hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the query phase's wgmmas
+  warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
+
+  const SwizzledStage stage{h.head.v, key0};
+  store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
+                          [&](int t) { return at.qkv_at(t, 2); });
+  store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane,
+                          [&](int t) { return at.qkv_at(t, 1); });
+}
+
+// Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
+// dS k to dqkv (the query phase above), staged in the half's q rows.
+template <int kKeys>
+__device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                    const FusedArgs& args, int half) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
+  float dq[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks)
+    hw::wgmma_bf16_ss<1, 1>(dq, mn_major(h.ds_t[half], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(dq);
+  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
+                          args.s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
