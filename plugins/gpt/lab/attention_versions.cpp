@@ -56,6 +56,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      keeper_backward<bf16>},
     {"v14", "v14 (v9's forward; v12's backward steps, a head a warp group, two blocks an SM, sm_90a)", false,
      attention_v14_configure, keeper_forward<bf16>, attention_v14_backward},
+    {"v15", "v15 (TMA + wgmma forward, a head a warp group, three blocks an SM, sm_90a; the keeper's backward)",
+     false, attention_v15_configure, attention_v15_forward, keeper_backward<bf16>},
 };
 
 }  // namespace

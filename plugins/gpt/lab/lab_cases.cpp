@@ -5,8 +5,8 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the tables; plugins/gpt/README.md keeps
 // their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|v11|v12|v13|v14/batch:64|512  the same on bf16 tensors, also at R3's
-//                                     batch (v10 to v14: sm_90a, compute capability 9.0 only)
+//   lab_attention_bf16/version:v7|v9|v10|...|v15/batch:64|512  the same on bf16 tensors, also at R3's batch
+//                                     (v10 to v15: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -739,7 +739,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "forward on TMA and wgmma with v9's backward, v11 v10 persistent with a producer "
                                    "warp group, v12 v11's forward with a persistent TMA and wgmma backward, v13 v9's "
                                    "forward with v12's backward (R2-R4's on sm_90a), v14 v9's forward with v12's "
-                                   "backward steps a head a warp group, two blocks an SM",
+                                   "backward steps a head a warp group, two blocks an SM, v15 v10's forward a "
+                                   "head a warp group, three blocks an SM, with the keeper's backward",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",

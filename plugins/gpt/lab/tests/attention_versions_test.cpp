@@ -180,6 +180,8 @@ TEST(GptLabAttentionTable, RowsRunTheBackwardTheirNamesSay) {
   EXPECT_FALSE(v13.backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(bf16_attention_version("v14").backward == &attention_v14_backward);
   EXPECT_TRUE(bf16_attention_version("v14").forward == v13.forward);
+  EXPECT_TRUE(bf16_attention_version("v15").forward == &attention_v15_forward);
+  EXPECT_TRUE(bf16_attention_version("v15").backward == v13.backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -448,6 +450,32 @@ TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
               rel_l2(run.dqkv, v13.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v13.dqkv);
+}
+
+// v15: v10's forward arithmetic with a whole head in one warp group, three blocks an SM, v read MN-major instead
+// of v10's transposed copy: every head's out against the double reference, out and lse against v10's (the
+// same products and softmax: equal to bf16's rounding, and the test says whether bit for bit), dqkv (the
+// keeper's backward on v15's out and lse) against double; and the kernel holds the blocks an SM it was made for.
+TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v15 = bf16_version("v15");
+  if (const std::string why = not_applicable_reason(v15); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_EQ(attention_v15_blocks_per_sm(), 3);
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 71, 72, 73);
+  const FusedAttentionRun v10 = in.run("v10");
+  const FusedAttentionRun run = in.run("v15");
+  expect_finite(run, "v15");
+  const double out_error = worst_head_error(run.out, in.ref.out, B, T, 1, H, hd);
+  const double dqkv_error = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v15 worst head vs double: out %.2e dqkv %.2e; vs v10: out %.2e lse %.2e (%s)\n", T,
+              B * H, out_error, dqkv_error, rel_l2(run.out, v10.out), rel_l2(run.lse, v10.lse),
+              run.out == v10.out && run.lse == v10.lse ? "bit for bit" : "not bit for bit");
+  EXPECT_LT(out_error, kBf16Tolerance);
+  EXPECT_LT(dqkv_error, kBf16Tolerance);
+  EXPECT_LT(rel_l2(run.out, v10.out), 1e-2);
+  EXPECT_LT(rel_l2(run.lse, v10.lse), 1e-4);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.

@@ -1,0 +1,185 @@
+// Fused causal attention with RoPE, version 15's forward (bf16, the kernel lab's lab_attention_bf16; its
+// backward is the keeper's): v10's arithmetic (TMA boxes in the 128-byte swizzle, S = q k^T and P V on wgmma, the
+// exact softmax in registers) with a whole head in one warp group and three blocks an SM. Compiled for sm_90a
+// alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+//
+// Why: at T <= 128 a head's work is a short chain of dependent steps (load, prepare, scores, softmax, P V,
+// store), so the SM needs several heads in flight; v10 gives each head two warp groups and two blocks an SM,
+// v11 one head at a time per SM (179 us a layer at batch 512 on the H200 against v7's 119). Here, as v7 does
+// with mma.sync, a block is one warp group and three share an SM, each walking its own heads (persistent:
+// blockIdx.x, then + gridDim.x, ...):
+//   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
+//     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
+//   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it
+//     MN-major, imm-trans-b 1, instead of v10's transposed copy);
+//   - query half 0 (rows 0 .. 63, keys 0 .. 63), then query half 1 (rows 64 .., keys 0 .. 127): S on wgmma,
+//     v9's softmax_row_block (exact: every key in registers), O = P V with P from registers; each warp's O,
+//     times 1 / sum, staged in its own q rows (which no product reads after S) and stored as 128-byte rows;
+//     lse in natural units for the rows below T;
+//   - a barrier ends the head; the next head's boxes land in the same tiles.
+// Budget: shared memory q, k, v 48 KB + the barrier, 49 KB with the alignment's spare; registers 158 (ptxas,
+// no spills; at four blocks an SM, 128 registers, ptxas spills 140 bytes), so three blocks an SM. The products and the softmax are v10's: out and lse agree
+// with v10's to bf16's rounding (bit for bit unless the tensor cores sum P V's terms in another order when v is
+// read MN-major).
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "attention_backward_sm90a.cuh"
+#include "attention_versions.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+constexpr int kV15Threads = 128;  // one warp group
+constexpr int kV15BlocksPerSm = 3;
+
+struct V15Smem {
+  HeadTiles head;
+  std::uint64_t loaded;  // the three boxes' bytes
+};
+constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
+
+// Query half `half` (rows 64 half ..) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1), causal): scores,
+// softmax, P V, then out (staged) and lse to global memory.
+template <int kKeys>
+__device__ __forceinline__ void attend_query_half(HeadTiles& tiles, bf16* out, float* lse, const HeadRows& at,
+                                                  const FusedArgs& args, int half) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half, row0 = q0 + kRows * warp;
+  // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
+  // m64nN accumulator's d[4 j ..] in this warp's 16 rows. A half with 64 keys leaves tiles 8 .. 15 zero.
+  float s[2 * kRowBlocks][4];
+  float(&d)[kMaxT / 2] = reinterpret_cast<float(&)[kMaxT / 2]>(s);
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks) {
+    const std::uint64_t a = hw::descriptor_k_major_sw128(tiles.q + q0 * kSwizzleRow, ks);
+    const std::uint64_t b = hw::descriptor_k_major_sw128(tiles.k, ks);
+    if constexpr (kKeys == kMaxT)
+      hw::wgmma_bf16_ss(d, a, b, ks > 0 ? 1u : 0u);
+    else
+      hw::wgmma_bf16_ss(reinterpret_cast<float(&)[kKeys / 2]>(d), a, b, ks > 0 ? 1u : 0u);
+  }
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(d);
+#pragma unroll
+  for (int i = kKeys / 2; i < kMaxT / 2; ++i) d[i] = 0.0f;
+
+  // The exact softmax of this warp's row block m; the tiles right of the diagonal block hold probability 0.
+  const int m = row0 / kRows;
+  float inv_sum[2], row_lse[2];
+  softmax_row_block<Exponent::log2_approx>(s, inv_sum, row_lse, m, args.s.T, args.scale, lane);
+#pragma unroll
+  for (int j = 0; j < 2 * kRowBlocks; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (j / 2 > m) s[j][e] = 0.0f;
+
+  unsigned p[kKeys / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) {
+    accumulators_as_a(p[ks], s, ks);  // P's A fragment: tiles 2 ks and 2 ks + 1
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
+  }
+  float o[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) hw::wgmma_bf16_rs<1>(o, p[ks], mn_major(tiles.v, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(o);
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + lane / 4 + 8 * h;
+    if (lane % 4 == 0 && row < args.s.T) lse[at.stats_at(row, args.s.heads)] = row_lse[h];
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 8; ++j) {
+      o[4 * j + 2 * h] *= inv_sum[h];
+      o[4 * j + 2 * h + 1] *= inv_sum[h];
+    }
+  }
+  // The S product read this warp's q rows for the last time: they take its O.
+  store_head_block_staged(out, SwizzledStage{tiles.q, row0}, as_tiles(o), 1.0f, false, args.rope, row0, args.s.T,
+                          lane, [&](int t) { return at.rows_at(t); });
+}
+
+__global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
+    fused_attention_v15_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                       const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  V15Smem& sm = aligned_smem<V15Smem>(raw);
+  const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.loaded, 1);
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
+    const HeadRows at = v10_head_rows(head, args.s);
+    if (threadIdx.x == 0) {
+      load_head(sm.head, &qkv_map, &sm.loaded, at);
+      if (head + stride < heads) {
+        const HeadRows next = v10_head_rows(head + stride, args.s);
+#pragma unroll
+        for (int part = 0; part < 3; ++part)
+          hw::tma_prefetch_2d(&qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
+      }
+    }
+    HeadPreparationSm90a<kV15Threads> prep;
+    prep.load(bias, args.rope, at);
+    wait_or_trap(&sm.loaded, n & 1);
+    prep.apply(sm.head, T, [&](int, int, std::uint32_t offset, const uint4& v) {
+      *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
+    });
+    __syncthreads();  // every chunk prepared (and fenced) before any wgmma reads it
+    attend_query_half<64>(sm.head, out, lse, at, args, 0);
+    if (T > 64) attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);  // else rows 64 .. are all padding
+    hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again
+    __syncthreads();                 // the tiles are free
+  }
+}
+
+// The persistent forward's grid: as many blocks as fit at once. Set by attention_v15_configure.
+int g_v15_grid = 0;
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::lab {
+
+void attention_v15_configure() {
+  const auto kernel = attention::fused_attention_v15_forward_kernel;
+  attention::configure_sm90a("v15's forward", kernel, attention::kV15SmemBytes);
+  // Three blocks of 49 KB need the carveout that gives an SM the most shared memory.
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      cudaSharedmemCarveoutMaxShared));
+  attention::g_v15_grid =
+      attention::persistent_grid("v15's forward", kernel, attention::kV15Threads, attention::kV15SmemBytes);
+  fused_attention_configure();  // the row's backward is the keeper's
+}
+
+int attention_v15_blocks_per_sm() {
+  int device = 0, sms = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return attention::g_v15_grid / sms;
+}
+
+void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  if (attention::g_v15_grid == 0) throw Error("gpt: attention v15's forward runs after attention_v15_configure()");
+  const attention::FusedArgs args = attention::fused_args(s, rope);
+  const CUtensorMap map = attention::qkv_tensor_map("v15", out, qkv, qkv_bias, rope, s);
+  attention::check_aligned16(out, "v15", "out");
+  const int blocks = std::min(s.batch * s.heads, attention::g_v15_grid);
+  attention::fused_attention_v15_forward_kernel<<<blocks, attention::kV15Threads, attention::kV15SmemBytes,
+                                                  stream>>>(map, out, lse, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace roofbench::gpt::cuda::lab
