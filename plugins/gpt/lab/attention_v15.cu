@@ -103,7 +103,8 @@ __device__ __forceinline__ void attend_query_half(HeadTiles& tiles, bf16* out, f
       o[4 * j + 2 * h + 1] *= inv_sum[h];
     }
   }
-  // The S product read this warp's q rows for the last time: they take its O.
+  // The S product read q for the last time (every warp waited for it before the group issued P V together):
+  // this warp's q rows take its O.
   store_head_block_staged(out, SwizzledStage{tiles.q, row0}, as_tiles(o), 1.0f, false, args.rope, row0, args.s.T,
                           lane, [&](int t) { return at.rows_at(t); });
 }
@@ -137,8 +138,10 @@ __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
       *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
     });
     __syncthreads();  // every chunk prepared (and fenced) before any wgmma reads it
+    // Half 1 runs at any T: with its call under `T > 64` ptxas serializes the wgmmas (C7511). Rows from T on
+    // are masked, and neither their out nor their lse is stored.
     attend_query_half<64>(sm.head, out, lse, at, args, 0);
-    if (T > 64) attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);  // else rows 64 .. are all padding
+    attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);
     hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again
     __syncthreads();                 // the tiles are free
   }

@@ -68,8 +68,8 @@ int attention_v14_blocks_per_sm();
 void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
-// v15 (attention_v15.cu, sm_90a): v10's forward arithmetic with a whole head in one warp group, four blocks an
-// SM; the keeper's backward. configure, blocks_per_sm as v14's.
+// v15 (attention_v15.cu, sm_90a): v10's forward arithmetic with a whole head in one warp group, three blocks
+// an SM; the keeper's backward. configure, blocks_per_sm as v14's.
 void attention_v15_configure();
 int attention_v15_blocks_per_sm();
 void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,

@@ -461,7 +461,7 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
   const AttentionVersion<bf16>& v15 = bf16_version("v15");
   if (const std::string why = not_applicable_reason(v15); !why.empty()) GTEST_SKIP() << why;
   EXPECT_EQ(attention_v15_blocks_per_sm(), 3);
-  constexpr int B = 64, H = 12, hd = 64;
+  constexpr int B = 128, H = 12, hd = 64;  // 1536 heads: about four a block at three blocks an SM
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 71, 72, 73);
   const FusedAttentionRun v10 = in.run("v10");
