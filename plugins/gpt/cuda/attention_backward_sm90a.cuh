@@ -199,5 +199,23 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
                           args.s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
 }
 
+// A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment
+// first: the raw qkv [N, 3C], dout and out [N, C]. `version` names the kernel in a refusal ("v14 backward").
+struct BackwardTensorMaps {
+  CUtensorMap qkv, dout, out;
+};
+inline BackwardTensorMaps backward_tensor_maps(const char* version, const bf16* dqkv, const bf16* dout,
+                                               const bf16* out, const bf16* qkv, const float* qkv_bias,
+                                               RopeTable rope, const AttentionShape& s) {
+  BackwardTensorMaps maps;
+  maps.qkv = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);
+  check_aligned16(dqkv, version, "dqkv");
+  check_aligned16(dout, version, "dout");
+  const auto cols = static_cast<std::uint64_t>(s.channels());
+  maps.dout = head_box_map(dout, s, cols);
+  maps.out = head_box_map(out, s, cols);
+  return maps;
+}
+
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention

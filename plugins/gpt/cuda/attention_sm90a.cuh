@@ -155,6 +155,24 @@ int persistent_grid(const char* what, Kernel kernel, int threads, std::size_t sm
   return sms * per_sm;
 }
 
+// A persistent kernel made to hold several blocks an SM: configure_sm90a's steps, the carveout that gives an SM
+// the most shared memory (its blocks need it together), then its grid (persistent_grid).
+template <typename Kernel>
+int configure_shared_sm90a(const char* what, Kernel kernel, int threads, std::size_t smem_bytes) {
+  configure_sm90a(what, kernel, smem_bytes);
+  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                      cudaSharedmemCarveoutMaxShared));
+  return persistent_grid(what, kernel, threads, smem_bytes);
+}
+
+// The blocks an SM holds of a persistent grid (persistent_grid's) on the current device.
+inline int grid_blocks_per_sm(int grid) {
+  int device = 0, sms = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return grid / sms;
+}
+
 // A [rows, cols] bf16 matrix as TMA reads one head's part of it: boxes of kMaxT rows x kHeadDim columns,
 // 128-byte swizzle.
 CUtensorMap head_box_map(const bf16* data, const AttentionShape& s, std::uint64_t cols) {

@@ -140,14 +140,12 @@ void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const 
   if (attention::g_v12_grid == 0)
     throw Error("gpt: attention v12's backward runs after fused_attention_sm90a_backward_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
-  const CUtensorMap qkv_map = attention::qkv_tensor_map("v12 backward", out, qkv, qkv_bias, rope, s);
-  attention::check_aligned16(dqkv, "v12 backward", "dqkv");
-  attention::check_aligned16(dout, "v12 backward", "dout");
-  const CUtensorMap dout_map = attention::head_box_map(dout, s, static_cast<std::uint64_t>(s.channels()));
-  const CUtensorMap out_map = attention::head_box_map(out, s, static_cast<std::uint64_t>(s.channels()));
+  const attention::BackwardTensorMaps maps =
+      attention::backward_tensor_maps("v12 backward", dqkv, dout, out, qkv, qkv_bias, rope, s);
   const int blocks = std::min(s.batch * s.heads, attention::g_v12_grid);
   attention::fused_attention_v12_backward_kernel<<<blocks, attention::kV12Threads, attention::kV12SmemBytes,
-                                                   stream>>>(qkv_map, dout_map, out_map, dqkv, lse, qkv_bias, args);
+                                                   stream>>>(maps.qkv, maps.dout, maps.out, dqkv, lse, qkv_bias,
+                                                             args);
   ROOFBENCH_CUDA_LAUNCH();
 }
 

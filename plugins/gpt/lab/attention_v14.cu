@@ -110,35 +110,25 @@ int g_v14_grid = 0;
 namespace roofbench::gpt::cuda::lab {
 
 void attention_v14_configure() {
-  const auto kernel = attention::fused_attention_v14_backward_kernel;
-  attention::configure_sm90a("v14's backward", kernel, attention::kV14SmemBytes);
   // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      cudaSharedmemCarveoutMaxShared));
-  attention::g_v14_grid =
-      attention::persistent_grid("v14's backward", kernel, attention::kV14Threads, attention::kV14SmemBytes);
+  attention::g_v14_grid = attention::configure_shared_sm90a(
+      "v14's backward", attention::fused_attention_v14_backward_kernel, attention::kV14Threads,
+      attention::kV14SmemBytes);
   fused_attention_configure();  // the row's forward is the keeper's
 }
 
-int attention_v14_blocks_per_sm() {
-  int device = 0, sms = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return attention::g_v14_grid / sms;
-}
+int attention_v14_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v14_grid); }
 
 void attention_v14_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   if (attention::g_v14_grid == 0) throw Error("gpt: attention v14's backward runs after attention_v14_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
-  const CUtensorMap qkv_map = attention::qkv_tensor_map("v14 backward", out, qkv, qkv_bias, rope, s);
-  attention::check_aligned16(dqkv, "v14 backward", "dqkv");
-  attention::check_aligned16(dout, "v14 backward", "dout");
-  const CUtensorMap dout_map = attention::head_box_map(dout, s, static_cast<std::uint64_t>(s.channels()));
-  const CUtensorMap out_map = attention::head_box_map(out, s, static_cast<std::uint64_t>(s.channels()));
+  const attention::BackwardTensorMaps maps =
+      attention::backward_tensor_maps("v14 backward", dqkv, dout, out, qkv, qkv_bias, rope, s);
   const int blocks = std::min(s.batch * s.heads, attention::g_v14_grid);
   attention::fused_attention_v14_backward_kernel<<<blocks, attention::kV14Threads, attention::kV14SmemBytes,
-                                                   stream>>>(qkv_map, dout_map, out_map, dqkv, lse, qkv_bias, args);
+                                                   stream>>>(maps.qkv, maps.dout, maps.out, dqkv, lse, qkv_bias,
+                                                             args);
   ROOFBENCH_CUDA_LAUNCH();
 }
 

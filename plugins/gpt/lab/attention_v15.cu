@@ -156,22 +156,14 @@ int g_v15_grid = 0;
 namespace roofbench::gpt::cuda::lab {
 
 void attention_v15_configure() {
-  const auto kernel = attention::fused_attention_v15_forward_kernel;
-  attention::configure_sm90a("v15's forward", kernel, attention::kV15SmemBytes);
   // Three blocks of 49 KB need the carveout that gives an SM the most shared memory.
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      cudaSharedmemCarveoutMaxShared));
-  attention::g_v15_grid =
-      attention::persistent_grid("v15's forward", kernel, attention::kV15Threads, attention::kV15SmemBytes);
+  attention::g_v15_grid = attention::configure_shared_sm90a(
+      "v15's forward", attention::fused_attention_v15_forward_kernel, attention::kV15Threads,
+      attention::kV15SmemBytes);
   fused_attention_configure();  // the row's backward is the keeper's
 }
 
-int attention_v15_blocks_per_sm() {
-  int device = 0, sms = 0;
-  ROOFBENCH_CUDA(cudaGetDevice(&device));
-  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return attention::g_v15_grid / sms;
-}
+int attention_v15_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v15_grid); }
 
 void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream) {
