@@ -26,7 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "attention_sm90a.cuh"
+#include "attention_forward_sm90a.cuh"
 #include "attention_versions.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -58,68 +58,24 @@ __device__ inline void prepare_head(const V10Preparation& prep, HeadTiles& tiles
 }
 
 // Warp group g's 64 query rows (64 g ..) against keys 0 .. kKeys - 1 (kKeys = 64 (g + 1), causal): scores,
-// softmax, P V, then out and lse to global memory.
+// softmax, P V (attention_forward_sm90a.cuh, v^T read K-major), then out and lse to global memory.
 template <int kKeys>
 __device__ __forceinline__ void attend_rows(const HeadTiles& tiles, const TransposedV& vt, bf16* out, float* lse,
                                             const HeadRows& at, const FusedArgs& args, int group) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * group;
-  // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
-  // m64nN accumulator's d[4 j ..] in this warp's 16 rows. A group with 64 keys leaves tiles 8 .. 15 zero.
-  float s[2 * kRowBlocks][4];
-  float(&d)[kMaxT / 2] = reinterpret_cast<float(&)[kMaxT / 2]>(s);
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kHeadDim / 16; ++ks) {
-    const std::uint64_t a = hw::descriptor_k_major_sw128(tiles.q + q0 * kSwizzleRow, ks);
-    const std::uint64_t b = hw::descriptor_k_major_sw128(tiles.k, ks);
-    if constexpr (kKeys == kMaxT)
-      hw::wgmma_bf16_ss(d, a, b, ks > 0 ? 1u : 0u);
-    else
-      hw::wgmma_bf16_ss(reinterpret_cast<float(&)[kKeys / 2]>(d), a, b, ks > 0 ? 1u : 0u);
-  }
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(d);
-#pragma unroll
-  for (int i = kKeys / 2; i < kMaxT / 2; ++i) d[i] = 0.0f;
-
-  // The exact softmax of this warp's row block m (rows 16 m ..): every key is in registers. It leaves the
-  // tiles right of the diagonal block as they were; their probabilities are zero.
-  const int m = q0 / kRows + warp;
-  float inv_sum[2], row_lse[2];
-  softmax_row_block<Exponent::log2_approx>(s, inv_sum, row_lse, m, args.s.T, args.scale, lane);
-#pragma unroll
-  for (int j = 0; j < 2 * kRowBlocks; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (j / 2 > m) s[j][e] = 0.0f;
+  AttendedRows r;
+  attend_query_rows<kKeys, 0>(
+      r, tiles, [&](int ks) { return hw::descriptor_k_major_sw128(vt[ks / 4], ks % 4); }, q0, args);
   const int rows[2] = {q0 + 16 * warp + lane / 4, q0 + 16 * warp + lane / 4 + 8};
-
-  unsigned p[kKeys / 16][4];
-#pragma unroll
-  for (int ks = 0; ks < kKeys / 16; ++ks) {
-    accumulators_as_a(p[ks], s, ks);  // P's A fragment: tiles 2 ks and 2 ks + 1
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
-  }
-  float o[kHeadDim / 2];
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kKeys / 16; ++ks)
-    hw::wgmma_bf16_rs(o, p[ks], hw::descriptor_k_major_sw128(vt[ks / 4], ks % 4), ks > 0 ? 1u : 0u);
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(o);
-
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (rows[h] >= args.s.T) continue;
-    if (lane % 4 == 0) lse[at.stats_at(rows[h], args.s.heads)] = row_lse[h];
+    if (lane % 4 == 0) lse[at.stats_at(rows[h], args.s.heads)] = r.row_lse[h];
     bf16* row = out + at.rows_at(rows[h]) + 2 * (lane % 4);
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j)
       *reinterpret_cast<unsigned*>(row + 8 * j) =
-          pack_bf16(o[4 * j + 2 * h] * inv_sum[h], o[4 * j + 2 * h + 1] * inv_sum[h]);
+          pack_bf16(r.o[4 * j + 2 * h] * r.inv_sum[h], r.o[4 * j + 2 * h + 1] * r.inv_sum[h]);
   }
 }
 

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "attention_backward_sm90a.cuh"
+#include "attention_forward_sm90a.cuh"
 #include "attention_versions.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -43,69 +44,27 @@ struct V15Smem {
 constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
 
 // Query half `half` (rows 64 half ..) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1), causal): scores,
-// softmax, P V, then out (staged) and lse to global memory.
+// softmax, P V (attention_forward_sm90a.cuh, v read MN-major in place), then out (staged) and lse to global
+// memory.
 template <int kKeys>
 __device__ __forceinline__ void attend_query_half(HeadTiles& tiles, bf16* out, float* lse, const HeadRows& at,
                                                   const FusedArgs& args, int half) {
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half, row0 = q0 + kRows * warp;
-  // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
-  // m64nN accumulator's d[4 j ..] in this warp's 16 rows. A half with 64 keys leaves tiles 8 .. 15 zero.
-  float s[2 * kRowBlocks][4];
-  float(&d)[kMaxT / 2] = reinterpret_cast<float(&)[kMaxT / 2]>(s);
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kHeadDim / 16; ++ks) {
-    const std::uint64_t a = hw::descriptor_k_major_sw128(tiles.q + q0 * kSwizzleRow, ks);
-    const std::uint64_t b = hw::descriptor_k_major_sw128(tiles.k, ks);
-    if constexpr (kKeys == kMaxT)
-      hw::wgmma_bf16_ss(d, a, b, ks > 0 ? 1u : 0u);
-    else
-      hw::wgmma_bf16_ss(reinterpret_cast<float(&)[kKeys / 2]>(d), a, b, ks > 0 ? 1u : 0u);
-  }
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(d);
-#pragma unroll
-  for (int i = kKeys / 2; i < kMaxT / 2; ++i) d[i] = 0.0f;
-
-  // The exact softmax of this warp's row block m; the tiles right of the diagonal block hold probability 0.
-  const int m = row0 / kRows;
-  float inv_sum[2], row_lse[2];
-  softmax_row_block<Exponent::log2_approx>(s, inv_sum, row_lse, m, args.s.T, args.scale, lane);
-#pragma unroll
-  for (int j = 0; j < 2 * kRowBlocks; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (j / 2 > m) s[j][e] = 0.0f;
-
-  unsigned p[kKeys / 16][4];
-#pragma unroll
-  for (int ks = 0; ks < kKeys / 16; ++ks) {
-    accumulators_as_a(p[ks], s, ks);  // P's A fragment: tiles 2 ks and 2 ks + 1
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
-  }
-  float o[kHeadDim / 2];
-  hw::wgmma_fence();
-#pragma unroll
-  for (int ks = 0; ks < kKeys / 16; ++ks) hw::wgmma_bf16_rs<1>(o, p[ks], mn_major(tiles.v, ks), ks > 0 ? 1u : 0u);
-  hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(o);
-
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, row0 = 64 * half + kRows * warp;
+  AttendedRows r;
+  attend_query_rows<kKeys, 1>(r, tiles, [&](int ks) { return mn_major(tiles.v, ks); }, 64 * half, args);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = row0 + lane / 4 + 8 * h;
-    if (lane % 4 == 0 && row < args.s.T) lse[at.stats_at(row, args.s.heads)] = row_lse[h];
+    if (lane % 4 == 0 && row < args.s.T) lse[at.stats_at(row, args.s.heads)] = r.row_lse[h];
 #pragma unroll
     for (int j = 0; j < kHeadDim / 8; ++j) {
-      o[4 * j + 2 * h] *= inv_sum[h];
-      o[4 * j + 2 * h + 1] *= inv_sum[h];
+      r.o[4 * j + 2 * h] *= r.inv_sum[h];
+      r.o[4 * j + 2 * h + 1] *= r.inv_sum[h];
     }
   }
   // The S product read q for the last time (every warp waited for it before the group issued P V together):
   // this warp's q rows take its O.
-  store_head_block_staged(out, SwizzledStage{tiles.q, row0}, as_tiles(o), 1.0f, false, args.rope, row0, args.s.T,
+  store_head_block_staged(out, SwizzledStage{tiles.q, row0}, as_tiles(r.o), 1.0f, false, args.rope, row0, args.s.T,
                           lane, [&](int t) { return at.rows_at(t); });
 }
 
