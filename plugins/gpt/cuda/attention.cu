@@ -5,11 +5,12 @@
 // softmax kernel, and the same pieces backwards. Those matmuls are issued by the trainer; this file holds
 // the kernels between.
 //
-// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v13 on bf16
-// ones (R2's and up: v9's forward, attention_v9.cu; the sm_90a backward, attention_v12.cu, on a device that
-// runs it, else v9's). All read the raw qkv and apply the bias and RoPE on load, keep the scores on chip,
-// write the output and one log-sum-exp per row, and recompute the probabilities from it in the backward
-// (FlashAttention's trick). The kernel lab's other versions live in plugins/gpt/lab.
+// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v16 on bf16
+// ones (R2's and up): on a device that runs this build's sm_90a code v15's forward and v14's backward
+// (attention_v15.cu, attention_v14.cu), elsewhere v9's forward and backward (attention_v9.cu). All read the
+// raw qkv and apply the bias and RoPE on load, keep the scores on chip, write the output and one log-sum-exp
+// per row, and recompute the probabilities from it in the backward (FlashAttention's trick). The kernel lab's
+// other versions live in plugins/gpt/lab.
 #include <string>
 
 #include "attention_common.cuh"
@@ -130,8 +131,8 @@ const char* fp32_attention_keeper_name() {
 
 namespace {
 
-// Whether the current device runs the bf16 keeper's sm_90a backward.
-bool sm90a_backward_runs_here() {
+// Whether the current device runs the bf16 keeper's sm_90a kernels.
+bool sm90a_runs_here() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   return hopper::hopper_path_available(device);
@@ -139,17 +140,21 @@ bool sm90a_backward_runs_here() {
 
 }  // namespace
 
-const char* bf16_attention_keeper_name(bool sm90a_backward) {
-  return sm90a_backward ? "v13 (v9's forward; v12's backward, sm_90a)"
-                        : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
+const char* bf16_attention_keeper_name(bool sm90a) {
+  return sm90a ? "v16 (v15's forward, v14's backward, sm_90a)"
+               : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
 }
 
-const char* bf16_attention_keeper_name() { return bf16_attention_keeper_name(sm90a_backward_runs_here()); }
+const char* bf16_attention_keeper_name() { return bf16_attention_keeper_name(sm90a_runs_here()); }
 
 void fused_attention_configure() {
   attention::configure_v8();
-  attention::configure_v9();
-  if (sm90a_backward_runs_here()) fused_attention_sm90a_backward_configure();
+  if (sm90a_runs_here()) {
+    fused_attention_sm90a_forward_configure();
+    fused_attention_sm90a_backward_configure();
+  } else {
+    fused_attention_v9_configure();
+  }
 }
 
 namespace attention {
@@ -172,14 +177,22 @@ void fused_attention_backward(float* dqkv, float*, const float* dout, const floa
 
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream) {
-  attention::forward_v9(out, lse, qkv, qkv_bias, attention::fused_args(s, table), stream);
+  const auto forward = sm90a_runs_here() ? fused_attention_sm90a_forward : fused_attention_v9_forward;
+  forward(out, lse, qkv, qkv_bias, table, s, stream);
 }
 
 void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                               const bf16* qkv, const float* qkv_bias, RopeTable table, const AttentionShape& s,
                               cudaStream_t stream) {
-  const auto backward = sm90a_backward_runs_here() ? fused_attention_sm90a_backward : fused_attention_v9_backward;
+  const auto backward = sm90a_runs_here() ? fused_attention_sm90a_backward : fused_attention_v9_backward;
   backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
+}
+
+void fused_attention_v9_configure() { attention::configure_v9(); }
+
+void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
+                                const AttentionShape& s, cudaStream_t stream) {
+  attention::forward_v9(out, lse, qkv, qkv_bias, attention::fused_args(s, table), stream);
 }
 
 void fused_attention_v9_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,

@@ -1,9 +1,10 @@
-// What the sm_90a attention code shares (the training library's attention_v12.cu: the bf16 keeper's sm_90a
-// backward, v12's in the lab; the lab's attention_v10.cu: v10's and v11's forwards): one head's q, k and v as
-// TMA brings them into shared memory in the 128-byte swizzle (kernels/hopper/README.md), their preparation in
-// place (bias added, q and k rotated, rounded to bf16: v9's prepare_chunk, so the products see v9's operands),
-// the time-limited mbarrier wait, and the host's device check and tensor maps. Included by sm_90a translation
-// units alone (roofbench_hopper_sm90a); device code in an unnamed namespace, as attention_rows.cuh's.
+// What the sm_90a attention code shares (the training library's attention_v15.cu and attention_v14.cu: the bf16
+// keeper's sm_90a forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards,
+// v12's backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
+// (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated, rounded to bf16: v9's
+// prepare_chunk, so the products see v9's operands), the time-limited mbarrier wait, and the host's device check and
+// tensor maps. Included by sm_90a translation units alone (roofbench_hopper_sm90a); device code in an unnamed
+// namespace, as attention_rows.cuh's.
 #pragma once
 
 #include <cuda.h>
@@ -68,7 +69,7 @@ __device__ inline std::uint32_t swizzled(int row, int chunk) {
 
 // The chunks the preparation gives each of the kThreads threads that prepare a head (v10 and v12: all 256 of
 // them; v11: its two consumer warp groups, threads 128 .. 383, for which threadIdx.x % 256 is as good a number;
-// v14: its one warp group). A row's kChunksPerRow chunks go to as many neighbouring lanes.
+// v14 and v15: their one warp group). A row's kChunksPerRow chunks go to as many neighbouring lanes.
 template <int kThreads>
 struct PreparedChunks {
   static_assert(kMaxT * kChunksPerRow % kThreads == 0);
@@ -80,7 +81,7 @@ struct PreparedChunks {
 };
 
 // This thread's bias (q, k, v) and RoPE factors for its chunks (one column, PreparedChunks' rows): fetched
-// while the boxes are in flight (v10, v12, v14) or once they have landed (v11).
+// while the boxes are in flight (v10, v12, v14, v15) or once they have landed (v11).
 template <int kThreads>
 struct HeadPreparationSm90a {
   using Chunks = PreparedChunks<kThreads>;

@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, version 9 (bf16): the forward of the bf16 keeper (v13, R2 and
-// up), and its backward on a device without the sm_90a path (attention_v12.cu's elsewhere): v4's products
+// Fused causal attention with RoPE, version 9 (bf16): the bf16 keeper's (v16's, R2 and up) forward and
+// backward on a device without the sm_90a path (attention_v15.cu's and attention_v14.cu's there): v4's products
 // (attention_mma.cuh: mma.sync m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a
 // backward without atomics) with the rows moved by cp.async (attention_rows.cuh). v4's blocks spent their
 // lives waiting on memory: scalar bias and RoPE loads (8.8 of 32 bytes used per loaded sector) with little to
@@ -206,7 +206,7 @@ int g_backward_v9_grid = 0;
 // they would fail with a bare "invalid argument".
 void require_configured(const char* version) {
   if (g_backward_v9_grid == 0)
-    throw Error(std::string("gpt: attention ") + version + " runs after fused_attention_configure()");
+    throw Error(std::string("gpt: attention ") + version + " runs after fused_attention_v9_configure()");
 }
 
 // What every launch needs: the kernels configured, and 16-byte aligned rows of out, qkv and the tables.

@@ -237,22 +237,23 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 //   fp32 tensors (R1): v8, mma.sync m16n8k8 on TF32 tensor cores (fp32 accumulation), the scores in
 //     registers through a permuted k, eight warps per block, the backward one kernel (attention_v8.cu);
-//   bf16 tensors (R2 and up): v13. Its forward is v9's (attention_v9.cu): mma.sync m16n8k16 with each warp's
-//     scores in registers and the rows moved by cp.async, one block per head with its softmax online. Its
-//     backward is chosen per device: on one where hopper_path_available (compute capability 9.0, a build with
-//     sm_90a code) v12's (attention_v12.cu): persistent, TMA and wgmma, one block of two warp groups per SM
-//     computing a whole head while the next head's rows land; elsewhere v9's: mma.sync, persistent (two
-//     blocks per SM walking the heads), each block fetching its next head's rows while it finishes one.
+//   bf16 tensors (R2 and up): v16, whose kernels are chosen per device. On one where hopper_path_available
+//     (compute capability 9.0, a build with sm_90a code): v15's forward (attention_v15.cu) and v14's backward
+//     (attention_v14.cu), TMA and wgmma, each block one warp group walking its own heads (three forward blocks
+//     an SM, two backward), asking the L2 for its next head's rows while it computes one. Elsewhere v9's
+//     (attention_v9.cu): mma.sync m16n8k16 with each warp's scores in registers and the rows moved by
+//     cp.async, the forward one block per head with its softmax online, the backward persistent (two blocks
+//     per SM walking the heads), each block fetching its next head's rows while it finishes one.
 // The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
 // The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results). The bf16
-// keeper's says which backward runs on the current device: v13 with the sm_90a backward, or v9 without it
-// (the overload: the name with that backward or without it).
+// keeper's says which kernels run on the current device: v16 with the sm_90a ones, or v9 without them (the
+// overload: the name with the sm_90a kernels or without them).
 const char* fp32_attention_keeper_name();
 const char* bf16_attention_keeper_name();
-const char* bf16_attention_keeper_name(bool sm90a_backward);
+const char* bf16_attention_keeper_name(bool sm90a);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-// Once per device, outside any graph capture: opts in to the shared memory (the sm_90a backward's too, on a
-// device that runs it).
+// Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v15's and
+// v14's or v9's), their shared memory and persistent grids.
 void fused_attention_configure();
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream);
@@ -270,14 +271,24 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream);
 
-// The bf16 keeper's two backwards on their own, with its backward's contract, for the lab's rows (v9's backward
-// is rows v9's, v10's and v11's; the sm_90a one rows v12's and v13's). The sm_90a backward's configure throws
-// NotApplicable on a device hopper_path_available rejects (attention_v12_absent.cpp: in every build without
-// sm_90a code) and sets up the current device only; fused_attention_configure sets up v9's.
+// The bf16 keeper's kernels on their own, with its contract, for the lab's rows, each configure setting up the
+// current device for its kernels alone (fused_attention_configure calls those of the kernels the keeper runs).
+// v9's forward (rows v9, v13 and v14) and backward (rows v9, v10 and v11):
+void fused_attention_v9_configure();
+void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                const AttentionShape& s, cudaStream_t stream);
 void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
+// The sm_90a ones, v15's forward (rows v15 and v16) and v14's backward (rows v14 and v16). Their configures throw
+// NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without
+// sm_90a code); blocks_per_sm: the blocks of the kernel an SM holds, after its configure.
+void fused_attention_sm90a_forward_configure();
+int fused_attention_sm90a_forward_blocks_per_sm();
+void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                   const AttentionShape& s, cudaStream_t stream);
 void fused_attention_sm90a_backward_configure();
+int fused_attention_sm90a_backward_blocks_per_sm();
 void fused_attention_sm90a_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream);

@@ -199,7 +199,7 @@ namespace roofbench::gpt::cuda::lab {
 
 void attention_v10_configure() {
   attention::configure_sm90a("v10", attention::fused_attention_v10_forward_kernel, attention::kV10SmemBytes);
-  fused_attention_configure();  // the backward, v9's
+  fused_attention_v9_configure();  // the backward, v9's
 }
 
 void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
@@ -214,7 +214,7 @@ void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v11_configure() {
   const auto kernel = attention::fused_attention_v11_forward_kernel;
   attention::configure_sm90a("v11", kernel, attention::kV11SmemBytes);
-  fused_attention_configure();  // the backward, v9's
+  fused_attention_v9_configure();  // the backward, v9's
   attention::g_v11_grid =
       attention::persistent_grid("v11's forward", kernel, attention::kV11Threads, attention::kV11SmemBytes);
 }

@@ -1,7 +1,7 @@
-// Versions 10's, 11's, 14's and 15's launchers in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
-// attention_v10.cu, attention_v14.cu and attention_v15.cu are not compiled, so the versions are not applicable
-// on any device and their benchmarks are listed as not run (v12's and v13's backward, the training library's,
-// refuses there as these do: attention_v12_absent.cpp).
+// Versions 10's and 11's forwards and 12's backward in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
+// attention_v10.cu and attention_v12.cu are not compiled, so the versions are not applicable on any device and
+// their benchmarks are listed as not run (the keeper's sm_90a kernels, v15's forward and v14's backward, refuse
+// there as these do: cuda/attention_sm90a_absent.cpp).
 #include <string>
 
 #include "attention_versions.hpp"
@@ -26,16 +26,10 @@ void attention_v11_configure() { refuse("v11"); }
 void attention_v11_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v11");
 }
-void attention_v15_configure() { refuse("v15"); }
-int attention_v15_blocks_per_sm() { refuse("v15"); }
-void attention_v15_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
-  refuse("v15");
-}
-void attention_v14_configure() { refuse("v14"); }
-int attention_v14_blocks_per_sm() { refuse("v14"); }
-void attention_v14_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+void attention_v12_backward_configure() { refuse("v12's backward"); }
+void attention_v12_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
-  refuse("v14");
+  refuse("v12's backward");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

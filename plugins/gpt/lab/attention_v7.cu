@@ -73,7 +73,7 @@ void configure_backward() {
 
 void launch_backward(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                      const float* qkv_bias, const FusedArgs& args, cudaStream_t stream) {
-  if (!g_backward_configured) throw Error("gpt: attention v7 backward runs after fused_attention_configure()");
+  if (!g_backward_configured) throw Error("gpt: attention v7 backward runs after attention_v7_configure()");
   check_head_operands_aligned("v7 backward", out, qkv, qkv_bias, args.rope);
   check_aligned16(dqkv, "v7 backward", "dqkv");
   check_aligned16(dout, "v7 backward", "dout");
@@ -88,7 +88,7 @@ void launch_backward(bf16* dqkv, const bf16* dout, const bf16* out, const float*
 namespace roofbench::gpt::cuda::lab {
 
 void attention_v7_configure() {
-  fused_attention_configure();  // the forward, v9's
+  fused_attention_v9_configure();  // the forward, v9's
   attention::configure_backward();
 }
 

@@ -22,17 +22,11 @@ void keeper_backward(Elem* dqkv, float* delta, const Elem* dout, const Elem* out
   fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-// v12: v11's forward and the training library's sm_90a backward; the backward's configure first, so that off
-// sm_90a the refusal names it.
-void attention_v12_configure() {
-  fused_attention_sm90a_backward_configure();
-  attention_v11_configure();
-}
-
-// v13, the keeper: refused where its backward would be v9's (no sm_90a path), so that the row always times v13.
-void attention_v13_configure() {
-  fused_attention_sm90a_backward_configure();
-  fused_attention_configure();
+// A row's configure: each step in order, the sm_90a ones first, so that off sm_90a the refusal names the first
+// kernel the row cannot run.
+template <void (*... kSteps)()>
+void configure_in_order() {
+  (kSteps(), ...);
 }
 
 const AttentionVersion<float> kFp32Versions[] = {
@@ -41,23 +35,31 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
+// v16, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v16.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
-    {"v9", "v9 (v7, backward persistent, the next head fetched ahead)", false, fused_attention_configure,
-     keeper_forward<bf16>, fused_attention_v9_backward},
+    {"v9", "v9 (v7, backward persistent, the next head fetched ahead)", false, fused_attention_v9_configure,
+     fused_attention_v9_forward, fused_attention_v9_backward},
     {"v10", "v10 (TMA + wgmma forward, sm_90a; v9's backward)", false, attention_v10_configure,
      attention_v10_forward, fused_attention_v9_backward},
     {"v11", "v11 (v10 persistent: producer warp group, two TMA head stages; v9's backward)", false,
      attention_v11_configure, attention_v11_forward, fused_attention_v9_backward},
-    {"v12", "v12 (v11's forward; persistent TMA + wgmma backward, sm_90a)", false, attention_v12_configure,
-     attention_v11_forward, fused_attention_sm90a_backward},
-    {"v13", bf16_attention_keeper_name(true), true, attention_v13_configure, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+    {"v12", "v12 (v11's forward; persistent TMA + wgmma backward, sm_90a)", false,
+     configure_in_order<attention_v12_backward_configure, attention_v11_configure>, attention_v11_forward,
+     attention_v12_backward},
+    {"v13", "v13 (v9's forward; v12's backward, sm_90a)", false,
+     configure_in_order<attention_v12_backward_configure, fused_attention_v9_configure>, fused_attention_v9_forward,
+     attention_v12_backward},
     {"v14", "v14 (v9's forward; v12's backward steps, a head a warp group, two blocks an SM, sm_90a)", false,
-     attention_v14_configure, keeper_forward<bf16>, attention_v14_backward},
-    {"v15", "v15 (TMA + wgmma forward, a head a warp group, three blocks an SM, sm_90a; the keeper's backward)",
-     false, attention_v15_configure, attention_v15_forward, keeper_backward<bf16>},
+     configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_v9_configure>,
+     fused_attention_v9_forward, fused_attention_sm90a_backward},
+    {"v15", "v15 (TMA + wgmma forward, a head a warp group, three blocks an SM, sm_90a; v12's backward)", false,
+     configure_in_order<fused_attention_sm90a_forward_configure, attention_v12_backward_configure>,
+     fused_attention_sm90a_forward, attention_v12_backward},
+    {"v16", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
 };
 
 }  // namespace

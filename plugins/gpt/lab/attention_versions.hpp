@@ -1,11 +1,12 @@
 // The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own
-// (v1 on fp32 tensors, attention_v1.cu; v7, v9, v10, v11, v12 and v14 on bf16 ones: attention_v7.cu, v9 the
-// keeper v13 replaced, attention_v10.cu, sm_90a code that runs on compute capability 9.0 alone, v12, v11's
-// forward with the training library's sm_90a backward, v14, the keeper's forward with an sm_90a backward of its
-// own, attention_v14.cu, and v15, an sm_90a forward of its own with the keeper's backward, attention_v15.cu) and the keepers the trainers run (v8 and v13, layers.hpp's
-// fused_attention_forward and _backward; v13's row refuses devices without the sm_90a backward). Every row
-// has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once,
-// outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
+// (v1 on fp32 tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the
+// sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
+// sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with the
+// keeper's sm_90a backward; v15, the keeper's sm_90a forward with v12's backward) and the keepers the trainers
+// run (v8 and v16, layers.hpp's fused_attention_forward and _backward; v16's row refuses devices without the
+// sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
+// Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
+// once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,7 +30,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9, v10, v11, v12, v13, v14, v15), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v16), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -60,19 +61,12 @@ void attention_v10_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v11_configure();
 void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
-// v14 (attention_v14.cu, sm_90a): the keeper's forward; v12's backward steps with a whole head in one warp
-// group, two blocks an SM. configure (v14's backward, then the keeper's forward) as v10's; blocks_per_sm: the
-// backward's blocks an SM holds, after configure.
-void attention_v14_configure();
-int attention_v14_blocks_per_sm();
-void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+// v12's backward (attention_v12.cu, sm_90a): persistent on TMA and wgmma, one block of two warp groups an SM
+// computing a whole head while the next head's rows land; rows v12, v13 and v15 run it. configure (this backward
+// alone) as v10's.
+void attention_v12_backward_configure();
+void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
-// v15 (attention_v15.cu, sm_90a): v10's forward arithmetic with a whole head in one warp group, three blocks
-// an SM; the keeper's backward. configure, blocks_per_sm as v14's.
-void attention_v15_configure();
-int attention_v15_blocks_per_sm();
-void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                           const AttentionShape& s, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

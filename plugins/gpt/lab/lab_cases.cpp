@@ -1,12 +1,12 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v13 for bf16, v9 where v13's sm_90a backward does not run,
-// elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the tables; plugins/gpt/README.md keeps
-// their figures.
+// run the keepers only (attention v8 for fp32 and v16 for bf16, v9 where v16's sm_90a kernels do not run,
+// elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
+// tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v15/batch:64|512  the same on bf16 tensors, also at R3's batch
-//                                     (v10 to v15: sm_90a, compute capability 9.0 only)
+//   lab_attention_bf16/version:v7|v9|v10|...|v16/batch:64|512  the same on bf16 tensors, also at R3's batch
+//                                     (v10 to v16: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -738,9 +738,10 @@ std::vector<CaseSpec> lab_cases() {
                                    "backward fetching each block's next head ahead, v10 (sm_90a) a "
                                    "forward on TMA and wgmma with v9's backward, v11 v10 persistent with a producer "
                                    "warp group, v12 v11's forward with a persistent TMA and wgmma backward, v13 v9's "
-                                   "forward with v12's backward (R2-R4's on sm_90a), v14 v9's forward with v12's "
-                                   "backward steps a head a warp group, two blocks an SM, v15 v10's forward a "
-                                   "head a warp group, three blocks an SM, with the keeper's backward",
+                                   "forward with v12's backward, v14 v9's forward with v12's backward steps a head a "
+                                   "warp group, two blocks an SM, v15 v10's forward a head a warp group, three "
+                                   "blocks an SM, with v12's backward, v16 v15's forward with v14's backward "
+                                   "(R2-R4's on sm_90a)",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0, {64, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.
       lab_case<ElementwiseLab<float>>("lab_elementwise",

@@ -160,28 +160,33 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v13
+  EXPECT_EQ(keepers, 2u);  // v8 and v16
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v13").keeper);
-  EXPECT_STREQ(bf16_attention_version("v13").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v16").keeper);
+  EXPECT_FALSE(bf16_attention_version("v13").keeper);
+  EXPECT_STREQ(bf16_attention_version("v16").kernel, bf16_attention_keeper_name(true));
 }
 
-// Each bf16 row runs the backward its name says, on any machine: v9's own for v9 and the rows built on it (v10,
-// v11), the training library's sm_90a one for v12 (on v11's forward), the keeper's (chosen per device: neither
-// of those two entry points) for v13, on v9's forward.
-TEST(GptLabAttentionTable, RowsRunTheBackwardTheirNamesSay) {
+// Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
+// for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
+// forward), v13 and v15; the keeper's sm_90a kernels, v15's forward and v14's backward, for the rows named
+// after them; and for v16 the keeper's entry points (chosen per device: none of those kernels on its own).
+TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
+  const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
+  for (const char* name : {"v9", "v13", "v14"})
+    EXPECT_TRUE(row(name).forward == &fused_attention_v9_forward) << name;
   for (const char* name : {"v9", "v10", "v11"})
-    EXPECT_TRUE(bf16_attention_version(name).backward == &fused_attention_v9_backward) << name;
-  EXPECT_TRUE(bf16_attention_version("v12").backward == &fused_attention_sm90a_backward);
-  EXPECT_TRUE(bf16_attention_version("v12").forward == &attention_v11_forward);
-  const AttentionVersion<bf16> v13 = bf16_attention_version("v13");  // a copy: the name is a temporary string
-  EXPECT_TRUE(v13.forward == bf16_attention_version("v9").forward);
-  EXPECT_FALSE(v13.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v13.backward == &fused_attention_sm90a_backward);
-  EXPECT_TRUE(bf16_attention_version("v14").backward == &attention_v14_backward);
-  EXPECT_TRUE(bf16_attention_version("v14").forward == v13.forward);
-  EXPECT_TRUE(bf16_attention_version("v15").forward == &attention_v15_forward);
-  EXPECT_TRUE(bf16_attention_version("v15").backward == v13.backward);
+    EXPECT_TRUE(row(name).backward == &fused_attention_v9_backward) << name;
+  for (const char* name : {"v12", "v13", "v15"})
+    EXPECT_TRUE(row(name).backward == &attention_v12_backward) << name;
+  EXPECT_TRUE(row("v12").forward == &attention_v11_forward);
+  EXPECT_TRUE(row("v14").backward == &fused_attention_sm90a_backward);
+  EXPECT_TRUE(row("v15").forward == &fused_attention_sm90a_forward);
+  const AttentionVersion<bf16> v16 = row("v16");
+  EXPECT_FALSE(v16.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v16.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v16.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v16.backward == &fused_attention_sm90a_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -374,8 +379,8 @@ TEST_P(GptLabAttentionSm90a, MatchDoubleAndV9OnEveryHead) {
   }
 }
 
-// v13, the keeper: v12's backward on v9's forward (the same out and lse as v9's own backward sees): dqkv of every
-// head against v9's and against the double reference, and twice for the same bits (no atomics, a fixed order). The
+// v13: v12's backward on v9's forward (the same out and lse as v9's own backward sees): dqkv of every head
+// against v9's and against the double reference, and twice for the same bits (no atomics, a fixed order). The
 // products sum in another order than v9's mma.sync and a few bf16 roundings of P and dS fall the other way,
 // so the two agree to bf16's rounding, not bit for bit; a wrong layout, mask or transpose errs by order 1 on
 // the heads (or rows past T) it touches.
@@ -400,43 +405,58 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper's backward is v12's row's, the same kernel: on the keeper's
-// forward, the keeper's backward (layers.hpp's fused_attention_backward, what the trainers call) and v12's
-// row's give the same bits, and the keeper's name, the rungs' "attention" fact, names v13 and sm_90a.
-TEST_P(GptLabAttentionSm90a, KeeperBackwardIsV12s) {
+// On a device with the sm_90a path the keeper, v16 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v15's forward and v14's backward: its out and lse equal v15's row's, and its dqkv equals v14's
+// row's backward run on v15's row's forward, bit for bit; every head within bf16's tolerance of the double
+// reference, v16's row the same bits again (R4's recomputed backward must equal R3's), and the keeper's name, the
+// rungs' "attention" fact, names v16 and sm_90a.
+TEST_P(GptLabAttentionSm90a, KeeperIsV15sForwardAndV14sBackward) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v12 = bf16_version("v12");
-  if (const std::string why = not_applicable_reason(v12); !why.empty()) GTEST_SKIP() << why;
-  constexpr int B = 64, H = 12;
-  const ManyHeadInputs in(B, H, GetParam(), 51, 52, 53);
+  const AttentionVersion<bf16>& v16 = bf16_version("v16");
+  if (const std::string why = not_applicable_reason(v16); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 51, 52, 53);
   const auto forward = [](auto... args) { fused_attention_forward(args...); };
   const auto backward = [](auto... args) { fused_attention_backward(args...); };
   const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape,
                                                              in.qkv, in.bias, in.dout, in.cos, in.sin);
+  const AttentionVersion<bf16>& v14 = bf16_version("v14");
+  const AttentionVersion<bf16>& v15 = bf16_version("v15");
   const auto configure = [&] {
-    v12.configure();
-    fused_attention_configure();
+    v15.configure();
+    v14.configure();
   };
-  const FusedAttentionRun row = run_fused_attention<bf16>(configure, forward, v12.backward, in.shape, in.qkv,
-                                                          in.bias, in.dout, in.cos, in.sin);
-  EXPECT_EQ(keeper.out, row.out);
-  EXPECT_EQ(keeper.lse, row.lse);
-  EXPECT_EQ(keeper.dqkv, row.dqkv);
+  const FusedAttentionRun rows = run_fused_attention<bf16>(configure, v15.forward, v14.backward, in.shape, in.qkv,
+                                                           in.bias, in.dout, in.cos, in.sin);
+  expect_finite(keeper, "v16");
+  EXPECT_EQ(keeper.out, rows.out);
+  EXPECT_EQ(keeper.lse, rows.lse);
+  EXPECT_EQ(keeper.dqkv, rows.dqkv);
+  const double out_error = worst_head_error(keeper.out, in.ref.out, B, T, 1, H, hd);
+  const double dqkv_error = worst_head_error(keeper.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v16 worst head vs double: out %.2e dqkv %.2e\n", T, B * H, out_error, dqkv_error);
+  EXPECT_LT(out_error, kBf16Tolerance);
+  EXPECT_LT(dqkv_error, kBf16Tolerance);
+  const FusedAttentionRun row = in.run("v16");
+  EXPECT_EQ(row.out, keeper.out);
+  EXPECT_EQ(row.lse, keeper.lse);
+  EXPECT_EQ(row.dqkv, keeper.dqkv);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v13 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v16 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
-// v14: v12's backward steps with a whole head in one warp group, two blocks an SM, on the keeper's forward. The
-// same steps in the same order per element, so dqkv equals v13's bit for bit on every head (768 heads, about
-// three a block, the block's barrier changing phase between them); and the kernel holds the two blocks an SM it
-// was made for.
+// v14, the keeper's sm_90a backward: v12's backward steps with a whole head in one warp group, two blocks an SM,
+// here on v9's forward. The same steps in the same order per element, so dqkv equals v13's (v12's backward on
+// v9's forward) bit for bit on every head (768 heads, about three a block, the block's barrier changing phase
+// between them); and the kernel holds the two blocks an SM it was made for.
 TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v14 = bf16_version("v14");
   if (const std::string why = not_applicable_reason(v14); !why.empty()) GTEST_SKIP() << why;
-  EXPECT_EQ(attention_v14_blocks_per_sm(), 2);
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
   constexpr int B = 64, H = 12, hd = 64;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 61, 62, 63);
@@ -450,15 +470,15 @@ TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, v13.dqkv);
 }
 
-// v15: v10's forward arithmetic with a whole head in one warp group, three blocks an SM, v read MN-major instead
-// of v10's transposed copy: every head's out against the double reference, out and lse against v10's (the
-// same products and softmax: equal to bf16's rounding, and the test says whether bit for bit), dqkv (the
-// keeper's backward on v15's out and lse) against double; and the kernel holds the blocks an SM it was made for.
+// v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an
+// SM, v read MN-major instead of v10's transposed copy: every head's out against the double reference, out and lse
+// against v10's (the same products and softmax: equal to bf16's rounding, and the test says whether bit for bit),
+// dqkv (v12's backward on v15's out and lse) against double; and the kernel holds the blocks an SM it was made for.
 TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v15 = bf16_version("v15");
   if (const std::string why = not_applicable_reason(v15); !why.empty()) GTEST_SKIP() << why;
-  EXPECT_EQ(attention_v15_blocks_per_sm(), 3);
+  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
   constexpr int B = 128, H = 12, hd = 64;  // 1536 heads: about four a block at three blocks an SM
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 71, 72, 73);

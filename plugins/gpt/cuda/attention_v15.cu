@@ -1,7 +1,9 @@
-// Fused causal attention with RoPE, version 15's forward (bf16, the kernel lab's lab_attention_bf16; its
-// backward is the keeper's): v10's arithmetic (TMA boxes in the 128-byte swizzle, S = q k^T and P V on wgmma, the
+// Fused causal attention with RoPE, version 15's forward (bf16): the bf16 keeper's (v16's) forward on a device
+// where hopper_path_available, beside v14's backward (attention_v14.cu); v9's forward runs elsewhere
+// (attention.cu chooses). v10's arithmetic (TMA boxes in the 128-byte swizzle, S = q k^T and P V on wgmma, the
 // exact softmax in registers) with a whole head in one warp group and three blocks an SM. Compiled for sm_90a
-// alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// alone, in the object library of the training library's sm_90a kernels; attention_sm90a_absent.cpp stands in
+// without sm_90a code.
 //
 // Why: at T <= 128 a head's work is a short chain of dependent steps (load, prepare, scores, softmax, P V,
 // store), so the SM needs several heads in flight; v10 gives each head two warp groups and two blocks an SM,
@@ -18,9 +20,9 @@
 //     lse in natural units for the rows below T;
 //   - a barrier ends the head; the next head's boxes land in the same tiles.
 // Budget: shared memory q, k, v 48 KB + the barrier, 49 KB with the alignment's spare; registers 158 (ptxas,
-// no spills; at four blocks an SM, 128 registers, ptxas spills 140 bytes), so three blocks an SM. The products and the softmax are v10's: out and lse agree
-// with v10's to bf16's rounding (bit for bit unless the tensor cores sum P V's terms in another order when v is
-// read MN-major).
+// no spills; at four blocks an SM, 128 registers, ptxas spills 140 bytes), so three blocks an SM. The products
+// and the softmax are v10's: out and lse agree with v10's to bf16's rounding (bit for bit unless the tensor
+// cores sum P V's terms in another order when v is read MN-major).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -29,7 +31,7 @@
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_forward_sm90a.cuh"
-#include "attention_versions.hpp"
+#include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -106,27 +108,27 @@ __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
   }
 }
 
-// The persistent forward's grid: as many blocks as fit at once. Set by attention_v15_configure.
+// The persistent forward's grid: as many blocks as fit at once. Set by fused_attention_sm90a_forward_configure.
 int g_v15_grid = 0;
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
-namespace roofbench::gpt::cuda::lab {
+namespace roofbench::gpt::cuda {
 
-void attention_v15_configure() {
+void fused_attention_sm90a_forward_configure() {
   // Three blocks of 49 KB need the carveout that gives an SM the most shared memory.
   attention::g_v15_grid = attention::configure_shared_sm90a(
       "v15's forward", attention::fused_attention_v15_forward_kernel, attention::kV15Threads,
       attention::kV15SmemBytes);
-  fused_attention_configure();  // the row's backward is the keeper's
 }
 
-int attention_v15_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v15_grid); }
+int fused_attention_sm90a_forward_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v15_grid); }
 
-void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                           const AttentionShape& s, cudaStream_t stream) {
-  if (attention::g_v15_grid == 0) throw Error("gpt: attention v15's forward runs after attention_v15_configure()");
+void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                   const AttentionShape& s, cudaStream_t stream) {
+  if (attention::g_v15_grid == 0)
+    throw Error("gpt: attention v15's forward runs after fused_attention_sm90a_forward_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
   const CUtensorMap map = attention::qkv_tensor_map("v15", out, qkv, qkv_bias, rope, s);
   attention::check_aligned16(out, "v15", "out");
@@ -136,4 +138,4 @@ void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* 
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-}  // namespace roofbench::gpt::cuda::lab
+}  // namespace roofbench::gpt::cuda

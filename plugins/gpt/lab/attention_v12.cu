@@ -1,9 +1,9 @@
-// Fused causal attention with RoPE, the bf16 keeper's sm_90a backward (v12's in the kernel lab, run by the
-// keeper, v13, on v9's forward): a backward on Hopper's own instructions (sm_90a: TMA boxes completing on an
-// mbarrier, wgmma on operands in shared memory or registers). Compiled for sm_90a alone, in an object library
-// of its own whose objects join the training library (attention_sm90a.cuh holds what it shares with the lab's
-// v10 and v11 forwards); attention_v12_absent.cpp stands in without sm_90a code. attention.cu runs it where
-// hopper_path_available says this build's sm_90a code runs, v9's backward elsewhere.
+// Fused causal attention with RoPE, version 12's backward (bf16, the kernel lab's lab_attention_bf16: rows v12,
+// on v11's forward, v13, on v9's, and v15, on v15's): a backward on Hopper's own instructions (sm_90a: TMA boxes
+// completing on an mbarrier, wgmma on operands in shared memory or registers). Compiled for sm_90a alone, in the
+// lab's sm_90a library (attention_sm90a.cuh holds what it shares with the lab's v10 and v11 forwards, and
+// attention_backward_sm90a.cuh its steps, which the keeper's backward, v14's, runs a head a warp group);
+// attention_v10_absent.cpp stands in without sm_90a code.
 //
 // At T <= 128 and head dim 64 one block holds a whole head, so the backward needs no loop over tiles and no
 // atomics: a block of two warp groups computes dq, dk and dv of all a head's rows. It is persistent (one block
@@ -14,7 +14,7 @@
 //     next head's into the other stage as the loop turns to this one; every thread fetches this head's bias
 //     and RoPE factors and its lse (times log2(e), v9's log2 units) before waiting for the stage;
 //   - every thread prepares its chunks in place and takes delta (attention_backward_sm90a.cuh's steps, which
-//     the lab's v14 shares);
+//     v14 shares);
 //   - key phase: warp group g takes key half g (keys 64 g .. against the queries 64 g .. 127: N = 128 queries
 //     for g = 0, 64 for g = 1): S^T, dP^T, the element-wise step, dS^T to shared memory, dv and dk;
 //   - query phase, after a barrier: warp group g takes query half g, dq = dS k;
@@ -32,7 +32,7 @@
 #include <cstdint>
 
 #include "attention_backward_sm90a.cuh"
-#include "layers.hpp"
+#include "attention_versions.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -118,27 +118,25 @@ __global__ void __launch_bounds__(kV12Threads, 1)
   }
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by
-// fused_attention_sm90a_backward_configure.
+// The persistent backward's grid: as many blocks as fit at once. Set by attention_v12_backward_configure.
 int g_v12_grid = 0;
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
-namespace roofbench::gpt::cuda {
+namespace roofbench::gpt::cuda::lab {
 
-void fused_attention_sm90a_backward_configure() {
+void attention_v12_backward_configure() {
   const auto kernel = attention::fused_attention_v12_backward_kernel;
   attention::configure_sm90a("v12's backward", kernel, attention::kV12SmemBytes);
   attention::g_v12_grid =
       attention::persistent_grid("v12's backward", kernel, attention::kV12Threads, attention::kV12SmemBytes);
 }
 
-void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                    cudaStream_t stream) {
+void attention_v12_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   if (attention::g_v12_grid == 0)
-    throw Error("gpt: attention v12's backward runs after fused_attention_sm90a_backward_configure()");
+    throw Error("gpt: attention v12's backward runs after attention_v12_backward_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
   const attention::BackwardTensorMaps maps =
       attention::backward_tensor_maps("v12 backward", dqkv, dout, out, qkv, qkv_bias, rope, s);
@@ -149,4 +147,4 @@ void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const 
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-}  // namespace roofbench::gpt::cuda
+}  // namespace roofbench::gpt::cuda::lab

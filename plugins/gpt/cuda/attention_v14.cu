@@ -1,7 +1,8 @@
-// Fused causal attention with RoPE, version 14's backward (bf16, the kernel lab's lab_attention_bf16; its
-// forward is the keeper's, v9's): v12's backward steps (cuda/attention_backward_sm90a.cuh) with a whole head in
-// one warp group and two heads an SM. Compiled for sm_90a alone, in the lab's sm_90a library;
-// attention_v10_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, version 14's backward (bf16): the bf16 keeper's (v16's) backward on a device
+// where hopper_path_available, beside v15's forward (attention_v15.cu); v9's backward runs elsewhere
+// (attention.cu chooses). v12's backward steps (attention_backward_sm90a.cuh, which the lab's v12 shares) with a
+// whole head in one warp group and two heads an SM. Compiled for sm_90a alone, in the object library of the
+// training library's sm_90a kernels; attention_sm90a_absent.cpp stands in without sm_90a code.
 //
 // Why: Nsight Compute on v12's backward at batch 512 (H100) shows it latency-bound: 8 warps an SM, 0.39 of 2 a
 // scheduler eligible, issue slots 31% busy, DRAM 49%. Its two warp groups split each head and meet at three
@@ -25,7 +26,7 @@
 #include <cstdint>
 
 #include "attention_backward_sm90a.cuh"
-#include "attention_versions.hpp"
+#include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -101,27 +102,29 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
   }
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by attention_v14_configure.
+// The persistent backward's grid: as many blocks as fit at once. Set by
+// fused_attention_sm90a_backward_configure.
 int g_v14_grid = 0;
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
-namespace roofbench::gpt::cuda::lab {
+namespace roofbench::gpt::cuda {
 
-void attention_v14_configure() {
+void fused_attention_sm90a_backward_configure() {
   // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
   attention::g_v14_grid = attention::configure_shared_sm90a(
       "v14's backward", attention::fused_attention_v14_backward_kernel, attention::kV14Threads,
       attention::kV14SmemBytes);
-  fused_attention_configure();  // the row's forward is the keeper's
 }
 
-int attention_v14_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v14_grid); }
+int fused_attention_sm90a_backward_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v14_grid); }
 
-void attention_v14_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  if (attention::g_v14_grid == 0) throw Error("gpt: attention v14's backward runs after attention_v14_configure()");
+void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
+                                    const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                    cudaStream_t stream) {
+  if (attention::g_v14_grid == 0)
+    throw Error("gpt: attention v14's backward runs after fused_attention_sm90a_backward_configure()");
   const attention::FusedArgs args = attention::fused_args(s, rope);
   const attention::BackwardTensorMaps maps =
       attention::backward_tensor_maps("v14 backward", dqkv, dout, out, qkv, qkv_bias, rope, s);
@@ -132,4 +135,4 @@ void attention_v14_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-}  // namespace roofbench::gpt::cuda::lab
+}  // namespace roofbench::gpt::cuda

@@ -1,0 +1,34 @@
+// The bf16 keeper's sm_90a kernels (v15's forward, v14's backward) in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v14.cu and attention_v15.cu are not compiled, hopper_path_available is
+// false on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v14, v15 and
+// v16 rows are listed as not run, with the reason).
+#include <string>
+
+#include "layers.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda {
+
+namespace {
+
+[[noreturn]] void refuse(const char* kernel) {
+  throw NotApplicable(std::string("gpt attention ") + kernel +
+                      " needs sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
+}
+
+}  // namespace
+
+void fused_attention_sm90a_forward_configure() { refuse("v15's forward"); }
+int fused_attention_sm90a_forward_blocks_per_sm() { refuse("v15's forward"); }
+void fused_attention_sm90a_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&,
+                                   cudaStream_t) {
+  refuse("v15's forward");
+}
+void fused_attention_sm90a_backward_configure() { refuse("v14's backward"); }
+int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v14's backward"); }
+void fused_attention_sm90a_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*,
+                                    RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v14's backward");
+}
+
+}  // namespace roofbench::gpt::cuda
