@@ -6,8 +6,9 @@
 // the kernels between.
 //
 // Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v16 on bf16
-// ones (R2's and up): on a device that runs this build's sm_90a code v15's forward and v14's backward
-// (attention_v15.cu, attention_v14.cu), elsewhere v9's forward and backward (attention_v9.cu). All read the
+// ones (R2's and up): on a device that runs this build's sm_90a code v14's backward (attention_v14.cu) and
+// v15's forward (attention_v15.cu) where a batch's heads fill v15's persistent grid several times over, else
+// v9's forward; elsewhere v9's forward and backward (attention_v9.cu). All read the
 // raw qkv and apply the bias and RoPE on load, keep the scores on chip, write the output and one log-sum-exp
 // per row, and recompute the probabilities from it in the backward (FlashAttention's trick). The kernel lab's
 // other versions live in plugins/gpt/lab.
@@ -140,8 +141,12 @@ bool sm90a_runs_here() {
 
 }  // namespace
 
+bool sm90a_forward_pays(int heads, int resident_blocks) {
+  return heads >= kSm90aForwardMinRounds * resident_blocks;
+}
+
 const char* bf16_attention_keeper_name(bool sm90a) {
-  return sm90a ? "v16 (v15's forward, v14's backward, sm_90a)"
+  return sm90a ? "v16 (v14's backward; v15's forward from 4 heads a resident block, else v9's; sm_90a)"
                : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
 }
 
@@ -149,11 +154,10 @@ const char* bf16_attention_keeper_name() { return bf16_attention_keeper_name(sm9
 
 void fused_attention_configure() {
   attention::configure_v8();
+  fused_attention_v9_configure();
   if (sm90a_runs_here()) {
     fused_attention_sm90a_forward_configure();
     fused_attention_sm90a_backward_configure();
-  } else {
-    fused_attention_v9_configure();
   }
 }
 
@@ -177,7 +181,8 @@ void fused_attention_backward(float* dqkv, float*, const float* dout, const floa
 
 void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable table,
                              const AttentionShape& s, cudaStream_t stream) {
-  const auto forward = sm90a_runs_here() ? fused_attention_sm90a_forward : fused_attention_v9_forward;
+  const bool sm90a = sm90a_runs_here() && sm90a_forward_pays(s.batch * s.heads, fused_attention_sm90a_forward_grid());
+  const auto forward = sm90a ? fused_attention_sm90a_forward : fused_attention_v9_forward;
   forward(out, lse, qkv, qkv_bias, table, s, stream);
 }
 

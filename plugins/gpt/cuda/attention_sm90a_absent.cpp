@@ -20,6 +20,7 @@ namespace {
 
 void fused_attention_sm90a_forward_configure() { refuse("v15's forward"); }
 int fused_attention_sm90a_forward_blocks_per_sm() { refuse("v15's forward"); }
+int fused_attention_sm90a_forward_grid() { refuse("v15's forward"); }
 void fused_attention_sm90a_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&,
                                    cudaStream_t) {
   refuse("v15's forward");

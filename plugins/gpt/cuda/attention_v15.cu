@@ -124,6 +124,7 @@ void fused_attention_sm90a_forward_configure() {
 }
 
 int fused_attention_sm90a_forward_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v15_grid); }
+int fused_attention_sm90a_forward_grid() { return attention::g_v15_grid; }
 
 void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                                    const AttentionShape& s, cudaStream_t stream) {

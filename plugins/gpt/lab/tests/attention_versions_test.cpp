@@ -406,42 +406,65 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
 }
 
 // On a device with the sm_90a path the keeper, v16 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v15's forward and v14's backward: its out and lse equal v15's row's, and its dqkv equals v14's
-// row's backward run on v15's row's forward, bit for bit; every head within bf16's tolerance of the double
-// reference, v16's row the same bits again (R4's recomputed backward must equal R3's), and the keeper's name, the
-// rungs' "attention" fact, names v16 and sm_90a.
-TEST_P(GptLabAttentionSm90a, KeeperIsV15sForwardAndV14sBackward) {
+// trainers call), is v14's backward on the forward the batch's heads pick: v9's with fewer than
+// kSm90aForwardMinRounds heads a block of v15's grid (R2's batch, 768 heads here), v15's from there (R3's, the
+// least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those rows' bit for bit,
+// every head is within bf16's tolerance of the double reference, v16's row gives the same bits again (R4's
+// recomputed backward must equal R3's), and the keeper's name, the rungs' "attention" fact, names v16 and sm_90a.
+class KeeperHeads {
+ public:
+  explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
+
+  // The keeper against the rows its rule names: out, lse and dqkv bit for bit, every head against double.
+  void expect_rows_of(bool v15_forward) const {
+    const auto forward = [](auto... args) { fused_attention_forward(args...); };
+    const auto backward = [](auto... args) { fused_attention_backward(args...); };
+    const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward,
+                                                               in_.shape, in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
+    const AttentionVersion<bf16>& rows_forward = bf16_version(v15_forward ? "v15" : "v9");
+    const AttentionVersion<bf16>& v14 = bf16_version("v14");
+    const auto configure = [&] {
+      rows_forward.configure();
+      v14.configure();
+    };
+    const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
+                                                             in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
+    const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
+    expect_finite(keeper, "v16");
+    EXPECT_EQ(keeper.out, rows.out);
+    EXPECT_EQ(keeper.lse, rows.lse);
+    EXPECT_EQ(keeper.dqkv, rows.dqkv);
+    const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
+    const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
+    std::printf("T %d, %d heads, %s's forward: v16 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+                v15_forward ? "v15" : "v9", out_error, dqkv_error);
+    EXPECT_LT(out_error, kBf16Tolerance);
+    EXPECT_LT(dqkv_error, kBf16Tolerance);
+    const FusedAttentionRun row = in_.run("v16");
+    EXPECT_EQ(row.out, keeper.out);
+    EXPECT_EQ(row.lse, keeper.lse);
+    EXPECT_EQ(row.dqkv, keeper.dqkv);
+  }
+
+  static constexpr int kHeads = 12;
+
+ private:
+  ManyHeadInputs in_;
+};
+
+TEST_P(GptLabAttentionSm90a, KeeperIsV14sBackwardOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v16 = bf16_version("v16");
   if (const std::string why = not_applicable_reason(v16); !why.empty()) GTEST_SKIP() << why;
-  constexpr int B = 64, H = 12, hd = 64;
   const int T = GetParam();
-  const ManyHeadInputs in(B, H, T, 51, 52, 53);
-  const auto forward = [](auto... args) { fused_attention_forward(args...); };
-  const auto backward = [](auto... args) { fused_attention_backward(args...); };
-  const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape,
-                                                             in.qkv, in.bias, in.dout, in.cos, in.sin);
-  const AttentionVersion<bf16>& v14 = bf16_version("v14");
-  const AttentionVersion<bf16>& v15 = bf16_version("v15");
-  const auto configure = [&] {
-    v15.configure();
-    v14.configure();
-  };
-  const FusedAttentionRun rows = run_fused_attention<bf16>(configure, v15.forward, v14.backward, in.shape, in.qkv,
-                                                           in.bias, in.dout, in.cos, in.sin);
-  expect_finite(keeper, "v16");
-  EXPECT_EQ(keeper.out, rows.out);
-  EXPECT_EQ(keeper.lse, rows.lse);
-  EXPECT_EQ(keeper.dqkv, rows.dqkv);
-  const double out_error = worst_head_error(keeper.out, in.ref.out, B, T, 1, H, hd);
-  const double dqkv_error = worst_head_error(keeper.dqkv, in.ref.dqkv, B, T, 3, H, hd);
-  std::printf("T %d, %d heads: v16 worst head vs double: out %.2e dqkv %.2e\n", T, B * H, out_error, dqkv_error);
-  EXPECT_LT(out_error, kBf16Tolerance);
-  EXPECT_LT(dqkv_error, kBf16Tolerance);
-  const FusedAttentionRun row = in.run("v16");
-  EXPECT_EQ(row.out, keeper.out);
-  EXPECT_EQ(row.lse, keeper.lse);
-  EXPECT_EQ(row.dqkv, keeper.dqkv);
+  fused_attention_configure();
+  const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
+  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v15's forward
+  ASSERT_FALSE(sm90a_forward_pays(few * H, grid)) << "grid " << grid;
+  ASSERT_FALSE(sm90a_forward_pays((many - 1) * H, grid));
+  ASSERT_TRUE(sm90a_forward_pays(many * H, grid));
+  KeeperHeads(few, T).expect_rows_of(false);
+  KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
   EXPECT_EQ(name.rfind("v16 ", 0), 0u) << name;
