@@ -211,11 +211,15 @@ __global__ __launch_bounds__(32 * kWarps) void staged_chained_gemv_kernel(const 
 // one per SM, for GPT-2's two layers); each of its warps takes kRowsPerWarp of them, and its lane 0 asks for
 // them in one bulk copy on the warp's own mbarrier, so the whole of W is requested by 128 x warps
 // instructions at the kernel's start, not by 16-byte loads, and each warp starts adding once its rows land.
+// kChained: v6, v2 under PDL as v3 is v1: the copies asked for, the next launch released, then the wait for the
+// previous grid before x is read (coherently: in a chain it is that grid's output). 128 blocks of 36 KB a
+// launch, so the blocks of about six launches fit an SM by shared memory, and a launch's whole weight read is
+// 128 x warps instructions, against v3's 768 blocks of 16-byte loads.
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock, int kTokens>
+template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock, int kTokens, bool kChained = false>
 __global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const uint4* w, const uint4* x,
                                                                         __nv_bfloat16* y, int out) {
   constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
@@ -241,6 +245,7 @@ __global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const ui
                  "l"(w + std::int64_t(first_row) * kInChunks), "r"(bytes), "r"(bar)
                  : "memory");
   }
+  if constexpr (kChained) release_next_then_wait_for_previous();
   // x while the rows are on their way: into registers when it is small (one token), else into L2 for the
   // loads in the loop below.
   uint4 xs[kXInRegisters ? kTokens : 1][kLaneChunks];
@@ -249,7 +254,7 @@ __global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const ui
 #pragma unroll
     for (int c = 0; c < kLaneChunks; ++c) {
       const uint4* p = x + t * kInChunks + c * 32 + lane;
-      if constexpr (kXInRegisters) xs[t][c] = __ldg(p);
+      if constexpr (kXInRegisters) xs[t][c] = load_x<kChained>(p);
       else asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
     }
   __syncwarp();  // the barrier is initialised before any lane waits on it
@@ -276,7 +281,7 @@ __global__ __launch_bounds__(32 * kWarpsPerBlock) void bulk_gemv_kernel(const ui
       for (int t = 0; t < kTokens; ++t) {
         float xf[8];
         if constexpr (kXInRegisters) unpack8(xs[t][c], xf);
-        else unpack8(__ldg(x + t * kInChunks + c * 32 + lane), xf);
+        else unpack8(load_x<kChained>(x + t * kInChunks + c * 32 + lane), xf);
 #pragma unroll
         for (int i = 0; i < 8; ++i) acc[t] += wf[i] * xf[i];
       }
@@ -302,29 +307,16 @@ void for_tokens(int tokens, Go&& go) {
   }
 }
 
-// in = kInChunks x 8; about 36 KB of W per block.
-template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>
-void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, int out, int tokens, cudaStream_t stream) {
-  constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
-  constexpr std::size_t kBytes = std::size_t(kRowsPerBlock) * kInChunks * 16;
-  const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
-  for_tokens(tokens, [&]<int kTokens>() {
-    auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>;
-    roofbench::cuda::allow_dynamic_shared_memory(kernel, kBytes);  // the stage may exceed the default 48 KB
-    kernel<<<grid, block, kBytes, stream>>>(w, x, y, out);
-  });
-}
-
 // A launch on `stream`. chained (v3 to v5): with programmatic stream serialization (PDL), so the kernel may start
 // while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
 // into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
 // programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),
 // not a full dependency, so a replayed graph overlaps them as the stream does (the plugin's tests check the edge).
 template <typename... Args>
-void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaStream_t stream,
-            std::type_identity_t<Args>... args) {
+void launch(void (*kernel)(Args...), dim3 grid, dim3 block, std::size_t shared_bytes, bool chained,
+            cudaStream_t stream, std::type_identity_t<Args>... args) {
   if (!chained) {
-    kernel<<<grid, block, 0, stream>>>(args...);
+    kernel<<<grid, block, shared_bytes, stream>>>(args...);
     return;
   }
   cudaLaunchAttribute overlap{};
@@ -333,10 +325,57 @@ void launch(void (*kernel)(Args...), dim3 grid, dim3 block, bool chained, cudaSt
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = stream;
   config.attrs = &overlap;
   config.numAttrs = 1;
   ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+// The bulk-copy versions' shape for `in`: go.template operator()<kInChunks, kRowsPerWarp, kWarpsPerBlock>(), in =
+// kInChunks x 8, 24 rows of 1536 bytes, 12 of 3072 or 6 of 6144 a block: 36 KB, 128 blocks at GPT-2's out sizes.
+template <typename Go>
+void for_bulk_shape(std::int64_t in, Go&& go) {
+  if (in == 768) go.template operator()<96, 3, 8>();
+  else if (in == 1536) go.template operator()<192, 2, 6>();
+  else go.template operator()<384, 1, 6>();
+}
+
+template <int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>
+constexpr std::size_t kBulkStageBytes = std::size_t(kRowsPerWarp) * kWarpsPerBlock * kInChunks * 16;
+
+// v2 (kChained false) or v6: the kernel for in = kInChunks x 8 and kTokens, its dynamic shared memory allowed.
+template <bool kChained, int kInChunks, int kRowsPerWarp, int kWarpsPerBlock, int kTokens>
+auto bulk_kernel() {
+  auto kernel = bulk_gemv_kernel<kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens, kChained>;
+  // The stage may exceed the default 48 KB.
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, kBulkStageBytes<kInChunks, kRowsPerWarp, kWarpsPerBlock>);
+  return kernel;
+}
+
+template <bool kChained>
+void launch_bulk(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
+                 cudaStream_t stream) {
+  for_bulk_shape(in, [&]<int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>() {
+    constexpr int kRowsPerBlock = kRowsPerWarp * kWarpsPerBlock;
+    const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarpsPerBlock);
+    for_tokens(tokens, [&]<int kTokens>() {
+      launch(bulk_kernel<kChained, kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>(), grid, block,
+             kBulkStageBytes<kInChunks, kRowsPerWarp, kWarpsPerBlock>, kChained, stream, w, x, y, out);
+    });
+  });
+}
+
+int bulk_blocks_per_sm(std::int64_t in, int tokens) {
+  int blocks = 0;
+  for_bulk_shape(in, [&]<int kInChunks, int kRowsPerWarp, int kWarpsPerBlock>() {
+    for_tokens(tokens, [&]<int kTokens>() {
+      ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks, bulk_kernel<true, kInChunks, kRowsPerWarp, kWarpsPerBlock, kTokens>(), 32 * kWarpsPerBlock,
+          kBulkStageBytes<kInChunks, kRowsPerWarp, kWarpsPerBlock>));
+    });
+  });
+  return blocks;
 }
 
 // v5's blocks are bound by shared memory: the carveout that gives an SM the most, for as many blocks as fit. At
@@ -379,8 +418,8 @@ void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int6
     constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
     const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
     for_tokens(tokens, [&]<int kTokens>() {
-      launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, kVersion != SegmentVersion::v1, stream,
-             w, x, y, out);
+      launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kVersion != SegmentVersion::v1,
+             stream, w, x, y, out);
     });
   });
 }
@@ -418,19 +457,22 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6"};
   return versions;
 }
 
 std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v2") return "copies through cp.async.bulk";
+  if (version == "v6")
+    return "copies through cp.async.bulk and overlaps the launch before it through programmatic dependent launch "
+           "(griddepcontrol)";
   if (gemv_launches_overlap(version))
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
   return {};
 }
 
 bool gemv_launches_overlap(const std::string& version) {
-  return version == "v3" || version == "v4" || version == "v5";
+  return version == "v3" || version == "v4" || version == "v5" || version == "v6";
 }
 
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device) {
@@ -440,6 +482,10 @@ int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t
     const cuda::DeviceGuard scope(device);
     blocks = segment_blocks_per_sm<kVersion>(in, int(tokens));
   };
+  if (version == "v6") {
+    const cuda::DeviceGuard scope(device);
+    return bulk_blocks_per_sm(in, int(tokens));
+  }
   if (!with_segment_version(version, count))
     throw std::invalid_argument("gemv: no blocks per SM for version '" + version + "'");
   return blocks;
@@ -451,6 +497,7 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   else if (version == "v3") kernel = reinterpret_cast<const void*>(chained_gemv_kernel<1, 1>);
   else if (version == "v4") kernel = reinterpret_cast<const void*>(deep_chained_gemv_kernel<1, 1>);
   else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
+  else if (version == "v6") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1, true>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -472,13 +519,9 @@ void gemv_bf16(const std::string& version, const void* w, const void* x, void* y
   const bool segments = with_segment_version(version, [&]<SegmentVersion kVersion>() {
     launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream);
   });
-  if (!segments && version != "v2") throw std::invalid_argument("gemv: no version '" + version + "'");
-  if (version == "v2") {
-    // 24 rows of 1536 bytes, 12 of 3072, 6 of 6144 per block: 36 KB, 128 blocks at GPT-2's out sizes.
-    if (in == 768) launch_bulk<96, 3, 8>(wv, xv, yv, int(out), int(tokens), stream);
-    else if (in == 1536) launch_bulk<192, 2, 6>(wv, xv, yv, int(out), int(tokens), stream);
-    else launch_bulk<384, 1, 6>(wv, xv, yv, int(out), int(tokens), stream);
-  }
+  if (version == "v2") launch_bulk<false>(wv, xv, yv, in, int(out), int(tokens), stream);
+  else if (version == "v6") launch_bulk<true>(wv, xv, yv, in, int(out), int(tokens), stream);
+  else if (!segments) throw std::invalid_argument("gemv: no version '" + version + "'");
   ROOFBENCH_CUDA(cudaGetLastError());
 }
 

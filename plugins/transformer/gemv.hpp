@@ -11,7 +11,9 @@
 // time per layer, not one kernel's alone. v4 (sm_90): v3 with 4 rows a warp, a quarter of its threads a launch
 // (120 registers a thread), so more of the chained launches' blocks fit on an SM at once and their weight loads
 // start further ahead. v5 (sm_90): v4 with its rows of W held in shared memory (cp.async, 24 KB a block) rather
-// than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. The chained versions'
+// than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. v6 (sm_90): v2 launched
+// with PDL as v3 is v1: a launch's whole weight read asked for by 128 x warps bulk copies before it waits, 36 KB
+// of shared memory a block, the blocks of about six launches an SM. The chained versions'
 // weight loads come before the wait, so W must not be written by any earlier launch on the stream that may still
 // run (only x and y may be a neighbour's): PDL makes a grid's writes visible to the next only at its wait. The
 // host synchronizes after a case's setup, its copies and its poisoning.
@@ -29,16 +31,16 @@ namespace roofbench::transformer {
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
 // What `version` uses that only sm_90 and later have, in words (v2: cp.async.bulk, elsewhere its kernel traps;
-// v3 to v5: PDL's griddepcontrol); empty for a version that runs on any GPU.
+// v3 to v5: PDL's griddepcontrol; v6: both); empty for a version that runs on any GPU.
 std::string gemv_sm90_feature(const std::string& version);
-// Whether `version`'s launches overlap the one before them on the stream (PDL): v3, v4 and v5.
+// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 to v6.
 bool gemv_launches_overlap(const std::string& version);
 // Whether the code this build gives CUDA device `device` for `version` has those sm_90 instructions: compiled
 // from compute_90 or later. Code JIT-compiled from an earlier PTX (a build for compute_80 alone, run on an H100)
-// leaves them out: v2's kernel traps, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, they
+// leaves them out: v2's and v6's kernels trap, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, they
 // could read x before the launch before it has written it. True for a version without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
-// The blocks of a warp-per-segment version's (v1, v3, v4, v5) kernel for `in` and `tokens` that an SM of CUDA device
+// The blocks of a version's (v1, v3 to v6) kernel for `in` and `tokens` that an SM of CUDA device
 // `device` holds at once: how many chained launches' blocks fit together. Throws std::invalid_argument for v2 or
 // a shape gemv_refusal refuses.
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device);

@@ -3,8 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v5, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
-// gemv_v5 says that their launches overlap).
+// gemv_v1 to gemv_v6, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
+// gemv_v6 says that their launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
@@ -191,7 +191,7 @@ class GemvLinear final : public Linear {
   void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
 
  private:
-  // What the `launch` fact says of v3 to v5: what their time per launch is.
+  // What the `launch` fact says of v3 to v6: what their time per launch is.
   static constexpr const char* kChainedLaunch =
       "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
@@ -207,6 +207,7 @@ class GemvLinear final : public Linear {
     if (version == "v2") return ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory";
     if (version == "v4") return ": gemv_v3 with 4 rows a warp, so the next launches' blocks fit beside it";
     if (version == "v5") return ": gemv_v4 with its rows of W held in shared memory, so more launches' blocks fit";
+    if (version == "v6") return ": gemv_v2 launched with PDL, its bulk copies issued before it waits for the launch before it";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 

@@ -115,7 +115,7 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_THROW(gemv_blocks_per_sm("v2", 768, 1, 0), std::invalid_argument);  // asks no GPU
   EXPECT_THROW(gemv_blocks_per_sm("v5", 1000, 1, 0), std::invalid_argument);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
-  for (const char* chained : {"gemv_v4", "gemv_v5"}) {
+  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6"}) {
     const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
     EXPECT_EQ(fact(*c, "kernel").rfind(chained, 0), 0u) << fact(*c, "kernel");
     EXPECT_EQ(fact(*c, "launch"), fact(*v3, "launch")) << chained;
@@ -460,8 +460,9 @@ TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v3", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v4", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v5", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v6", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"}) {
+  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"}) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -518,6 +519,18 @@ TEST_F(TransformerGpu, GemvChainedVersionsGiveV1sOutputsBitwiseDownAChain) {
       for (std::size_t i = 0; i + 1 < v1[l].size(); i += 2) poisoned |= v1[l][i] == 0xFF && v1[l][i + 1] == 0xFF;
       EXPECT_FALSE(poisoned) << "layer " << l << " at " << tokens << " tokens";
     }
+  }
+}
+
+// v6 is v2's copies and arithmetic under PDL: down the same chain, every layer's output is v2's to the bit (v2's
+// launches do not overlap), at every token count.
+TEST_F(TransformerGpu, GemvV6GivesV2sOutputsBitwiseDownAChain) {
+  if (!runs_v3()) return;
+  constexpr int kLayers = 8;
+  for (int tokens : {1, 2, 4, 8}) {
+    const auto v2 = chain_outputs("v2", tokens, kLayers), v6 = chain_outputs("v6", tokens, kLayers);
+    for (int l = 0; l < kLayers; ++l)
+      EXPECT_TRUE(v2[l] == v6[l]) << "layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at " << tokens << " tokens";
   }
 }
 
@@ -625,7 +638,7 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5"}) {
+  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"}) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
     const bool chained = std::string(impl) != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
@@ -662,7 +675,7 @@ void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what)
 
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
-    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5"})
+    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
