@@ -189,7 +189,8 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
     EXPECT_TRUE(std::count(decode_impls.begin(), decode_impls.end(), impl)) << impl;
   const auto& linear_impls = p.cases.back().axes.back().values;
   EXPECT_EQ(linear_impls,
-            (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"}));
+            (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5",
+                                      "gemv_v6"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   for (const char* keeper :
        {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128Causal, kBestHopperFusedVersionD128Full})
@@ -408,10 +409,10 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5"})
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 to v5 before sm_90
+        if (!r.applicable) {  // v2 to v6 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
