@@ -2,7 +2,8 @@
 // (v1 on fp32 tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the
 // sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
 // sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with the
-// keeper's sm_90a backward; v15, the keeper's sm_90a forward with v12's backward) and the keepers the trainers
+// keeper's sm_90a backward; v15, the keeper's sm_90a forward with v12's backward; v17, the keeper's forward with
+// v14's backward loading the next head's v and dout a phase earlier, attention_v17.cu) and the keepers the trainers
 // run (v8 and v16, layers.hpp's fused_attention_forward and _backward; v16's row refuses devices without the
 // sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
@@ -66,6 +67,12 @@ void attention_v11_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 // alone) as v10's.
 void attention_v12_backward_configure();
 void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+// v17's backward (attention_v17.cu, sm_90a): v14's with the next head's v and dout loaded during this head's
+// query phase; row v17 runs it on the keeper's forward. configure (this backward alone) as v10's.
+void attention_v17_backward_configure();
+void attention_v17_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -493,6 +493,27 @@ TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, v13.dqkv);
 }
 
+// v17, v14's backward with the next head's v and dout loaded during the query phase: the same steps in the same
+// order, so at 768 heads (about three a block: every load but the first of each block comes early) its dqkv equals
+// the keeper's (v16's, v14's backward on the same forward) bit for bit.
+TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v17 = bf16_version("v17");
+  if (const std::string why = not_applicable_reason(v17); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 71, 72, 73);
+  const FusedAttentionRun v16 = in.run("v16");
+  const FusedAttentionRun run = in.run("v17");
+  expect_finite(run, "v17");
+  const double vs_double = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v17 worst head vs double: dqkv %.2e; vs v16 %.2e\n", T, B * H, vs_double,
+              rel_l2(run.dqkv, v16.dqkv));
+  EXPECT_LT(vs_double, kBf16Tolerance);
+  EXPECT_EQ(run.dqkv, v16.dqkv);
+  EXPECT_EQ(run.out, v16.out);
+}
+
 // v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an
 // SM, v read MN-major instead of v10's transposed copy: every head's out against the double reference, out and lse
 // against v10's (the same products and softmax: equal to bf16's rounding, and the test says whether bit for bit),

@@ -1,0 +1,146 @@
+// The keeper's sm_90a backward walk (v14's) and the lab's v17, which changes when a head's rows are loaded: a
+// block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
+// attention_backward_sm90a.cuh's steps on each. Included by attention_v14.cu (the training library's sm_90a
+// objects) and lab/attention_v17.cu (the lab's), each instantiating the walk it launches, after
+// attention_backward_sm90a.cuh.
+//   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
+//     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
+//     boxes (tma_prefetch_2d); every thread fetches the head's bias, RoPE factors and lse while the boxes fly;
+//   - the group prepares the head and takes delta, runs key half 0 (128 queries) and key half 1 (64), then,
+//     after a barrier, query half 0 (64 keys) and query half 1 (128): all 15 products;
+//   - a barrier ends the head; the next head's boxes land in the same tiles.
+// kNextRowsEarly (v17): v and dout are read by the key phase alone (v also holds its dv and dk staging), so
+// once it has ended thread 0 loads the next head's v and dout into them on a second barrier, and they land
+// during the query phase; only q, k and out wait for the head's end.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+constexpr int kV14Threads = 128;  // one warp group
+constexpr int kV14BlocksPerSm = 2;
+
+// v14's shared memory, from the first 1024-byte aligned address of the dynamic allocation.
+struct V14Smem {
+  HeadTiles head;
+  unsigned char dout[kHeadTileBytes];
+  unsigned char ds_t[2][kHeadTileBytes];  // dS^T; out's tile lands in the first until delta is taken
+  float lse[kMaxT], delta[kMaxT];         // lse in log2 units
+  std::uint64_t full;                     // the head's five boxes' bytes
+};
+constexpr std::size_t kV14SmemBytes = sizeof(V14Smem) + kAtomBytes;  // room to align the start
+
+// The kernel's tensor maps (its __grid_constant__ parameters): the raw qkv [N, 3C], dout and out [N, C].
+struct V14Maps {
+  const CUtensorMap *qkv, *dout, *out;
+};
+
+// The head `at`'s five boxes, out into dS^T's first tile, completing on the block's barrier. One thread.
+__device__ inline void load_v14_head(V14Smem& sm, const V14Maps& maps, const HeadRows& at) {
+  load_head(sm.head, maps.qkv, &sm.full, at, 2 * kHeadTileBytes);
+  hw::tma_load_2d(sm.dout, maps.dout, &sm.full, at.b * at.T, at.h * kHeadDim);
+  hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.full, at.b * at.T, at.h * kHeadDim);
+}
+
+// The head `at`'s five boxes into the L2 ahead of load_v14_head. One thread.
+__device__ inline void prefetch_v14_head(const V14Maps& maps, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+#pragma unroll
+  for (int part = 0; part < 3; ++part) hw::tma_prefetch_2d(maps.qkv, row, part * at.C + col);
+  hw::tma_prefetch_2d(maps.dout, row, col);
+  hw::tma_prefetch_2d(maps.out, row, col);
+}
+
+// v17's: v14's and the barrier of the boxes it loads during the query phase before (v and dout).
+struct V17Smem : V14Smem {
+  std::uint64_t early;
+};
+constexpr std::size_t kV17SmemBytes = sizeof(V17Smem) + kAtomBytes;
+
+// v17: the head `at`'s q, k and out (into dS^T's first tile) on the block's barrier. One thread.
+__device__ inline void load_late_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(&sm.full, 3 * kHeadTileBytes);
+  hw::tma_load_2d(sm.head.q, maps.qkv, &sm.full, row, col);
+  hw::tma_load_2d(sm.head.k, maps.qkv, &sm.full, row, at.C + col);
+  hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.full, row, col);
+}
+
+// v17: the head `at`'s v and dout on the early barrier. One thread.
+__device__ inline void load_early_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(&sm.early, 2 * kHeadTileBytes);
+  hw::tma_load_2d(sm.head.v, maps.qkv, &sm.early, row, 2 * at.C + col);
+  hw::tma_load_2d(sm.dout, maps.dout, &sm.early, row, col);
+}
+
+// The walk over the block's heads: v14's (Smem V14Smem) or v17's (kNextRowsEarly, Smem V17Smem).
+template <bool kNextRowsEarly, typename Smem>
+__device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& maps, bf16* dqkv, const float* lse,
+                                                    const float* bias, const FusedArgs& args) {
+  const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
+  const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.full, 1);
+    if constexpr (kNextRowsEarly) hw::mbarrier_init(&sm.early, 1);
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
+    const HeadRows at = v10_head_rows(head, args.s);
+    if (threadIdx.x == 0) {
+      if constexpr (kNextRowsEarly) {
+        if (n == 0) load_early_boxes(sm, maps, at);
+        load_late_boxes(sm, maps, at);
+      } else {
+        load_v14_head(sm, maps, at);
+      }
+      if (head + stride < heads) prefetch_v14_head(maps, v10_head_rows(head + stride, args.s));
+    }
+    HeadPreparationSm90a<kV14Threads> prep;
+    prep.load(bias, args.rope, at);
+    load_lse_log2<kV14Threads>(sm.lse, lse, at, args.s.heads);
+    wait_or_trap(&sm.full, n & 1);
+    if constexpr (kNextRowsEarly) wait_or_trap(&sm.early, n & 1);
+    prepare_backward_head(h, sm.ds_t[0], prep, T);
+    __syncthreads();  // every chunk prepared, delta taken: out's tile may take dS^T
+    backward_key_rows<kMaxT>(h, dqkv, at, args, 0, 0);
+    if (T > 64) backward_key_rows<kMaxT - 64>(h, dqkv, at, args, 1, 0);  // else keys 64 .. are all padding
+    if constexpr (kNextRowsEarly) hw::fence_proxy_async_shared();  // v's staging, before TMA writes v again
+    __syncthreads();  // every dS^T stored (and fenced); v and dout no longer read
+    if constexpr (kNextRowsEarly)
+      if (threadIdx.x == 0 && head + stride < heads) load_early_boxes(sm, maps, v10_head_rows(head + stride, args.s));
+    backward_query_rows<64>(h, dqkv, at, args, 0);
+    if (T > 64) backward_query_rows<kMaxT>(h, dqkv, at, args, 1);  // else queries 64 .. are all padding
+    hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
+    __syncthreads();                 // the tiles, lse and delta are free
+  }
+}
+
+// A walk's kernel (v14's or v17's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
+                                    FusedArgs);
+
+// Host: `kernel` on `stream` over every head, at most `grid` blocks (its persistent grid, 0 before its
+// configure, named `configure`); `version` names it in a refusal ("v14 backward").
+inline void launch_backward_walk(const char* version, const char* configure, BackwardWalkKernel kernel, int grid,
+                                 std::size_t smem_bytes, bf16* dqkv, const bf16* dout, const bf16* out,
+                                 const float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                 const AttentionShape& s, cudaStream_t stream) {
+  if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure + "()");
+  const FusedArgs args = fused_args(s, rope);
+  const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
+  kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
+                                                                                  dqkv, lse, qkv_bias, args);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
