@@ -213,8 +213,9 @@ __global__ __launch_bounds__(32 * kWarps) void staged_chained_gemv_kernel(const 
 // instructions at the kernel's start, not by 16-byte loads, and each warp starts adding once its rows land.
 // kChained: v6, v2 under PDL as v3 is v1: the copies asked for, the next launch released, then the wait for the
 // previous grid before x is read (coherently: in a chain it is that grid's output). 128 blocks of 36 KB a
-// launch, so the blocks of about six launches fit an SM by shared memory, and a launch's whole weight read is
-// 128 x warps instructions, against v3's 768 blocks of 16-byte loads.
+// launch, and a launch's whole weight read is 128 x warps instructions, against v3's 768 blocks of 16-byte
+// loads. An SM holds 6 of its blocks at in = 768 (shared memory binds) but 2 at in = 3072, where registers bind
+// (118 a thread at one token, x held in registers, 12 chunks a lane; the blocks_per_sm fact on an H100).
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }

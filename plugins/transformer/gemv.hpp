@@ -13,7 +13,7 @@
 // start further ahead. v5 (sm_90): v4 with its rows of W held in shared memory (cp.async, 24 KB a block) rather
 // than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. v6 (sm_90): v2 launched
 // with PDL as v3 is v1: a launch's whole weight read asked for by 128 x warps bulk copies before it waits, 36 KB
-// of shared memory a block, the blocks of about six launches an SM; cold by rotation on an H100 it took 2.97 us
+// of shared memory a block (6 blocks an SM at in = 768, 2 at 3072); cold by rotation on an H100 it took 2.97 us
 // at 3072x768 against v3's 2.64. The chained versions'
 // weight loads come before the wait, so W must not be written by any earlier launch on the stream that may still
 // run (only x and y may be a neighbour's): PDL makes a grid's writes visible to the next only at its wait. The

@@ -207,7 +207,8 @@ class GemvLinear final : public Linear {
     if (version == "v2") return ": about 36 KB of rows of W per block, one bulk copy per warp into shared memory";
     if (version == "v4") return ": gemv_v3 with 4 rows a warp, so the next launches' blocks fit beside it";
     if (version == "v5") return ": gemv_v4 with its rows of W held in shared memory, so more launches' blocks fit";
-    if (version == "v6") return ": gemv_v2 launched with PDL, its bulk copies issued before it waits for the launch before it";
+    if (version == "v6")
+      return ": gemv_v2 launched with PDL, its bulk copies issued before it waits for the launch before it";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 

@@ -141,6 +141,8 @@ bool sm90a_runs_here() {
 
 }  // namespace
 
+static_assert(kSm90aForwardMinRounds == 4, "bf16_attention_keeper_name(true) says '4 heads a resident block'");
+
 bool sm90a_forward_pays(int heads, int resident_blocks) {
   return heads >= kSm90aForwardMinRounds * resident_blocks;
 }

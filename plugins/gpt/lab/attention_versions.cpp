@@ -61,9 +61,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
     {"v17", "v17 (v16's forward; v14's backward with the next head's v and dout loaded during the query phase, sm_90a)",
-     false, configure_in_order<attention_v17_backward_configure, fused_attention_sm90a_forward_configure,
-                               fused_attention_configure>,
-     keeper_forward<bf16>, attention_v17_backward},
+     false, configure_in_order<attention_v17_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v17_backward},
 };
 
 }  // namespace
