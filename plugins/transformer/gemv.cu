@@ -54,6 +54,65 @@ __device__ __forceinline__ void release_next_then_wait_for_previous() {
 #endif
 }
 
+// v7's chain: the launch before is waited for by counts in memory, not by griddepcontrol.wait, which returns
+// only once that grid has completed and its writes are flushed. Each block of a launch raises the chain's
+// `finished` count once its stores are made, and a block of the next launch goes on as soon as that count
+// covers every block before its own launch. Both counts (GemvChainCounts) only grow, in units: a launch's
+// blocks add kUnitsPerLaunch to each (block 0 the remainder of an even share), so the units of all earlier
+// launches are a multiple of it whatever their grids. A block takes its ticket from `arrived` before it lets
+// the next launch start (PDL schedules that launch's blocks once every block here has passed the trigger, so
+// each of its tickets comes after all of this launch's) and rounds it down to those earlier launches' units.
+struct GemvChainCounts {
+  unsigned long long arrived, finished;
+};
+static_assert(sizeof(GemvChainCounts) == kGemvChainBytes);
+constexpr unsigned long long kUnitsPerLaunch = 1ull << 32;  // a grid of up to 2^32 blocks
+constexpr unsigned long long kChainWaitLimitNs = 2'000'000'000;  // a wait this long is a broken chain: trap
+
+__device__ __forceinline__ unsigned long long block_units() {
+  const unsigned long long share = kUnitsPerLaunch / gridDim.x;
+  return blockIdx.x == 0 ? kUnitsPerLaunch - share * (gridDim.x - 1) : share;
+}
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  return ns;
+}
+
+// v7's place in its chain, once its weight loads are issued: its ticket, the next launch released, then the wait
+// for every earlier launch's blocks to have finished. Every thread passes both barriers.
+__device__ __forceinline__ void release_next_then_wait_for_counts(GemvChainCounts* chain) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __shared__ unsigned long long earlier;  // the units of every earlier launch of the chain
+  if (threadIdx.x == 0) earlier = atomicAdd(&chain->arrived, block_units()) & ~(kUnitsPerLaunch - 1);
+  __syncthreads();
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (threadIdx.x == 0) {
+    const unsigned long long start = global_timer_ns();
+    unsigned long long finished;
+    do {
+      asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(finished) : "l"(&chain->finished) : "memory");
+      if (global_timer_ns() - start > kChainWaitLimitNs) __trap();
+    } while (static_cast<long long>(finished - earlier) < 0);
+  }
+  __syncthreads();
+#endif
+}
+
+// v7: this block's stores of y are made; its units to `finished`, released to the next launch's waits.
+__device__ __forceinline__ void count_block_finished(GemvChainCounts* chain) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  __syncthreads();
+  if (threadIdx.x == 0)
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;\n" ::"l"(&chain->finished), "l"(block_units()) : "memory");
+#endif
+}
+
+// How a launch of the warp-per-segment kernels follows the one before it: not at all (v1: the stream orders
+// it), by griddepcontrol.wait (v3 to v5) or by the chain's counts (v7).
+enum class Chain { none, grid, counts };
+
 // Where a warp keeps its rows of W from their loads to the wait: in registers (v1, v3, v4), or in shared memory,
 // copied there by cp.async (v5), which leaves a block few registers, so that more launches' blocks fit an SM.
 enum class WeightHold { registers, shared };
@@ -75,6 +134,14 @@ template <bool kChained>
 __device__ __forceinline__ uint4 load_x(const uint4* p) {
   if constexpr (kChained) return *p;
   else return __ldg(p);
+}
+
+// x as a launch that follows `kChain` reads it; by the chain's counts (v7), from the L2, where the launch
+// before stored it, never from this SM's L1.
+template <Chain kChain>
+__device__ __forceinline__ uint4 load_chained_x(const uint4* p) {
+  if constexpr (kChain == Chain::counts) return __ldcg(p);
+  else return load_x<kChain == Chain::grid>(p);
 }
 
 // A warp's rows of W (first_row .. + kRowsPerWarp - 1, its lanes' pieces from first_chunk on, kRowChunks pieces a
@@ -100,15 +167,15 @@ __device__ __forceinline__ void load_rows(uint4 (&raw)[kShared ? 1 : kRowsPerWar
   }
 }
 
-// A block's rows of y. kChained: v3, v1's loads and arithmetic with the PDL trigger and wait between the weight
-// loads and the first read of x. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
+// A block's rows of y. kChain: v3 (grid), v1's loads and arithmetic with the PDL trigger and wait between the
+// weight loads and the first read of x; v7 (counts), the same with the chain's counts (`chain`) for the wait. kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows,
 // so a grid has that many times fewer threads (the next launches' blocks fit beside it, their loads in flight)
 // and each lane's x is read once for all its rows; each row's sum is v1's in v1's order. kHold: v5, the rows
 // wait in `staged` (kWarps x kRowsPerWarp x kChunks x 32 pieces of shared memory) instead of registers.
-template <int kSegmentsPerRow, int kTokens, bool kChained, int kRowsPerWarp = 1,
+template <int kSegmentsPerRow, int kTokens, Chain kChain, int kRowsPerWarp = 1,
           WeightHold kHold = WeightHold::registers>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
-                                           uint4* staged = nullptr) {
+                                           uint4* staged = nullptr, GemvChainCounts* chain = nullptr) {
   constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
   static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
@@ -120,7 +187,8 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
   // v5: this lane's piece c of row r is held[(r kChunks + c) 32].
   uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;
   load_rows<kRowChunks, kRowsPerWarp, kShared>(raw, held, w, first_row, first_chunk, out);
-  if constexpr (kChained) release_next_then_wait_for_previous();
+  if constexpr (kChain == Chain::grid) release_next_then_wait_for_previous();
+  if constexpr (kChain == Chain::counts) release_next_then_wait_for_counts(chain);
   if constexpr (kShared) wait_for_async_copies();
   float acc[kRowsPerWarp][kTokens] = {};
   if (first_row < out) {
@@ -129,7 +197,7 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
 #pragma unroll
       for (int t = 0; t < kTokens; ++t) {
         float xf[8];
-        unpack8(load_x<kChained>(x + t * kRowChunks + first_chunk + c * 32), xf);
+        unpack8(load_chained_x<kChain>(x + t * kRowChunks + first_chunk + c * 32), xf);
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) {
           float wf[8];
@@ -171,18 +239,19 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
       y[std::int64_t(t) * out + out_row] = __float2bfloat16_rn(s);
     }
   }
+  if constexpr (kChain == Chain::counts) count_block_finished(chain);
 }
 
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y, int out) {
-  gemv_block<kSegmentsPerRow, kTokens, false>(w, x, y, out);
+  gemv_block<kSegmentsPerRow, kTokens, Chain::none>(w, x, y, out);
 }
 
 // v3: its own kernel, so that a profile tells it from v1.
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void chained_gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y,
                                                                    int out) {
-  gemv_block<kSegmentsPerRow, kTokens, true>(w, x, y, out);
+  gemv_block<kSegmentsPerRow, kTokens, Chain::grid>(w, x, y, out);
 }
 
 // v4: v3 with kRowsPerWarp rows a warp. 4 rows: 192 blocks of 128 threads for GPT-2's layers, about 1.5 an SM
@@ -192,7 +261,7 @@ constexpr int kDeepRowsPerWarp = 4;
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void deep_chained_gemv_kernel(const uint4* w, const uint4* x,
                                                                         __nv_bfloat16* y, int out) {
-  gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp>(w, x, y, out);
+  gemv_block<kSegmentsPerRow, kTokens, Chain::grid, kDeepRowsPerWarp>(w, x, y, out);
 }
 
 // v5: v4's rows a warp, held in shared memory (24 KB a block) instead of registers: 45 and 50 registers a thread
@@ -203,7 +272,14 @@ template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void staged_chained_gemv_kernel(const uint4* w, const uint4* x,
                                                                           __nv_bfloat16* y, int out) {
   __shared__ uint4 staged[kWarps * kDeepRowsPerWarp * kChunks * 32];
-  gemv_block<kSegmentsPerRow, kTokens, true, kDeepRowsPerWarp, WeightHold::shared>(w, x, y, out, staged);
+  gemv_block<kSegmentsPerRow, kTokens, Chain::grid, kDeepRowsPerWarp, WeightHold::shared>(w, x, y, out, staged);
+}
+
+// v7: v3 with the chain's counts in place of the wait for the previous grid.
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void counted_gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y,
+                                                                   int out, GemvChainCounts* chain) {
+  gemv_block<kSegmentsPerRow, kTokens, Chain::counts>(w, x, y, out, nullptr, chain);
 }
 
 // ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
@@ -387,20 +463,24 @@ void prefer_shared_memory(Kernel* kernel) {
                                       cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
 }
 
-// The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp) and v5 (v4's,
-// held in shared memory).
-enum class SegmentVersion { v1, v3, v4, v5 };
+// The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp), v5 (v4's,
+// held in shared memory) and v7 (v3 chained by counts).
+enum class SegmentVersion { v1, v3, v4, v5, v7 };
 
 // `version` for in = 768 x kSegmentsPerRow.
 // `version`'s kernel for in = 768 x kSegmentsPerRow and kTokens tokens, its carveout set (v5).
 template <SegmentVersion kVersion, int kSegmentsPerRow, int kTokens>
 auto segment_kernel() {
-  auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
-                : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
-                : kVersion == SegmentVersion::v4 ? deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>
-                                                 : staged_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
-  if constexpr (kVersion == SegmentVersion::v5) prefer_shared_memory(kernel);
-  return kernel;
+  if constexpr (kVersion == SegmentVersion::v7) {
+    return counted_gemv_kernel<kSegmentsPerRow, kTokens>;
+  } else {
+    auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
+                  : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                  : kVersion == SegmentVersion::v4 ? deep_chained_gemv_kernel<kSegmentsPerRow, kTokens>
+                                                   : staged_chained_gemv_kernel<kSegmentsPerRow, kTokens>;
+    if constexpr (kVersion == SegmentVersion::v5) prefer_shared_memory(kernel);
+    return kernel;
+  }
 }
 
 // Calls go.template operator()<kSegmentsPerRow>() for in = 768, 1536 or 3072.
@@ -413,14 +493,17 @@ void for_segments(std::int64_t in, Go&& go) {
 
 template <SegmentVersion kVersion>
 void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
-                     cudaStream_t stream) {
+                     cudaStream_t stream, GemvChainCounts* chain) {
   constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
   for_segments(in, [&]<int kSegmentsPerRow>() {
     constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
     const dim3 grid(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), block(32 * kWarps);
     for_tokens(tokens, [&]<int kTokens>() {
-      launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kVersion != SegmentVersion::v1,
-             stream, w, x, y, out);
+      constexpr bool kChained = kVersion != SegmentVersion::v1;
+      if constexpr (kVersion == SegmentVersion::v7)
+        launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kChained, stream, w, x, y, out,
+               chain);
+      else launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kChained, stream, w, x, y, out);
     });
   });
 }
@@ -444,6 +527,7 @@ bool with_segment_version(const std::string& version, Go&& go) {
   else if (version == "v3") go.template operator()<SegmentVersion::v3>();
   else if (version == "v4") go.template operator()<SegmentVersion::v4>();
   else if (version == "v5") go.template operator()<SegmentVersion::v5>();
+  else if (version == "v7") go.template operator()<SegmentVersion::v7>();
   else return false;
   return true;
 }
@@ -458,7 +542,7 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7"};
   return versions;
 }
 
@@ -467,13 +551,19 @@ std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v6")
     return "copies through cp.async.bulk and overlaps the launch before it through programmatic dependent launch "
            "(griddepcontrol)";
+  if (version == "v7")
+    return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and waits for it "
+           "by acquire loads of the chain's counts";
   if (gemv_launches_overlap(version))
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
   return {};
 }
 
 bool gemv_launches_overlap(const std::string& version) {
-  return version == "v3" || version == "v4" || version == "v5" || version == "v6";
+  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7";
+}
+
+bool gemv_needs_chain(const std::string& version) { return version == "v7";
 }
 
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device) {
@@ -499,6 +589,7 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   else if (version == "v4") kernel = reinterpret_cast<const void*>(deep_chained_gemv_kernel<1, 1>);
   else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
   else if (version == "v6") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1, true>);
+  else if (version == "v7") kernel = reinterpret_cast<const void*>(counted_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -512,13 +603,15 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
 }
 
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
-               std::int64_t tokens, cudaStream_t stream) {
+               std::int64_t tokens, cudaStream_t stream, void* chain) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);
+  if (gemv_needs_chain(version) && chain == nullptr)
+    throw std::invalid_argument("gemv_" + version + " needs its chain's counts (kGemvChainBytes, zeroed once)");
   const auto* wv = static_cast<const uint4*>(w);
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
   const bool segments = with_segment_version(version, [&]<SegmentVersion kVersion>() {
-    launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream);
+    launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream, static_cast<GemvChainCounts*>(chain));
   });
   if (version == "v2") launch_bulk<false>(wv, xv, yv, in, int(out), int(tokens), stream);
   else if (version == "v6") launch_bulk<true>(wv, xv, yv, in, int(out), int(tokens), stream);

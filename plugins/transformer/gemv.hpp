@@ -14,7 +14,11 @@
 // than registers (45-50 a thread), so the blocks of about 6 launches fit an SM, not 2.7. v6 (sm_90): v2 launched
 // with PDL as v3 is v1: a launch's whole weight read asked for by 128 x warps bulk copies before it waits, 36 KB
 // of shared memory a block (6 blocks an SM at in = 768, 2 at 3072); cold by rotation on an H100 it took 2.97 us
-// at 3072x768 against v3's 2.64. The chained versions'
+// at 3072x768 against v3's 2.64. v7 (sm_90): v3 waiting for the launch before by counts in memory that each of
+// that launch's blocks raises after its stores (acquire loads), not by griddepcontrol.wait, which also waits for
+// the grid's completion; its launches share one chain state (kGemvChainBytes of device memory, zeroed once), and
+// every kernel that writes what a v7 launch reads must be a v7 launch of the same chain or complete before the
+// chain's first launch starts. The chained versions'
 // weight loads come before the wait, so W must not be written by any earlier launch on the stream that may still
 // run (only x and y may be a neighbour's): PDL makes a grid's writes visible to the next only at its wait. The
 // host synchronizes after a case's setup, its copies and its poisoning.
@@ -22,6 +26,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,21 +37,25 @@ namespace roofbench::transformer {
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
 // What `version` uses that only sm_90 and later have, in words (v2: cp.async.bulk, elsewhere its kernel traps;
-// v3 to v5: PDL's griddepcontrol; v6: both); empty for a version that runs on any GPU.
+// v3 to v5, v7: PDL's griddepcontrol; v6: both); empty for a version that runs on any GPU.
 std::string gemv_sm90_feature(const std::string& version);
-// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 to v6.
+// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 to v7.
 bool gemv_launches_overlap(const std::string& version);
 // Whether the code this build gives CUDA device `device` for `version` has those sm_90 instructions: compiled
 // from compute_90 or later. Code JIT-compiled from an earlier PTX (a build for compute_80 alone, run on an H100)
 // leaves them out: v2's and v6's kernels trap, and v3's to v5's have no griddepcontrol.wait, so, launched with PDL, they
 // could read x before the launch before it has written it. True for a version without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
-// The blocks of a version's (v1, v3 to v6) kernel for `in` and `tokens` that an SM of CUDA device
+// The blocks of a version's (v1, v3 to v7) kernel for `in` and `tokens` that an SM of CUDA device
 // `device` holds at once: how many chained launches' blocks fit together. Throws std::invalid_argument for v2 or
 // a shape gemv_refusal refuses.
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device);
-// version: one of gemv_versions().
+// The device memory a v7 chain's state takes; zeroed once, before the chain's first launch.
+inline constexpr std::size_t kGemvChainBytes = 16;
+// Whether `version`'s launches need a chain state (v7).
+bool gemv_needs_chain(const std::string& version);
+// version: one of gemv_versions(); chain: the chain's state where gemv_needs_chain(version), else unused.
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
-               std::int64_t tokens, cudaStream_t stream);
+               std::int64_t tokens, cudaStream_t stream, void* chain = nullptr);
 
 }  // namespace roofbench::transformer

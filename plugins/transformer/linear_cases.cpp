@@ -188,10 +188,12 @@ class GemvLinear final : public Linear {
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
     if (!version_.empty()) name_version();
   }
-  void run(Context& ctx) override { gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx)); }
+  void run(Context& ctx) override {
+    gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx), chain_);
+  }
 
  private:
-  // What the `launch` fact says of v3 to v6: what their time per launch is.
+  // What the `launch` fact says of v3 to v7: what their time per launch is.
   static constexpr const char* kChainedLaunch =
       "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
@@ -209,6 +211,9 @@ class GemvLinear final : public Linear {
     if (version == "v5") return ": gemv_v4 with its rows of W held in shared memory, so more launches' blocks fit";
     if (version == "v6")
       return ": gemv_v2 launched with PDL, its bulk copies issued before it waits for the launch before it";
+    if (version == "v7")
+      return ": gemv_v3 waiting for the launch before it by counts that launch's blocks raise after their stores, not "
+             "for its grid's completion";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 
@@ -228,6 +233,11 @@ class GemvLinear final : public Linear {
       throw NotApplicable(what + "code compiled for compute_90 or later, which this build does not give this GPU");
     if (gemv_launches_overlap(version_) && !has_fact("blocks_per_sm"))  // the blocks an SM holds at once
       facts_.push_back({"blocks_per_sm", std::to_string(gemv_blocks_per_sm(version_, in_, tokens_, device))});
+    if (gemv_needs_chain(version_)) {  // every run of the case is one chain, the gate's and the timed ones
+      chain_ = ctx.alloc(kGemvChainBytes, BufferRole::scratch);
+      const unsigned char zeros[kGemvChainBytes] = {};
+      ctx.copy_to_device(chain_, zeros, sizeof zeros);
+    }
   }
 
   bool has_fact(const std::string& name) const {
@@ -237,6 +247,7 @@ class GemvLinear final : public Linear {
   }
 
   std::string version_;
+  void* chain_ = nullptr;  // v7's chain state
 };
 
 }  // namespace

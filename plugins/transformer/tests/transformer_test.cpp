@@ -115,12 +115,15 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_THROW(gemv_blocks_per_sm("v2", 768, 1, 0), std::invalid_argument);  // asks no GPU
   EXPECT_THROW(gemv_blocks_per_sm("v5", 1000, 1, 0), std::invalid_argument);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
-  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6"}) {
+  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"}) {
     const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
     EXPECT_EQ(fact(*c, "kernel").rfind(chained, 0), 0u) << fact(*c, "kernel");
     EXPECT_EQ(fact(*c, "launch"), fact(*v3, "launch")) << chained;
   }
   EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v2"), "launch").empty());
+  EXPECT_TRUE(gemv_needs_chain("v7"));
+  EXPECT_FALSE(gemv_needs_chain("v3"));
+  EXPECT_THROW(gemv_bf16("v7", nullptr, nullptr, nullptr, 768, 3072, 1, nullptr), std::invalid_argument);  // no chain
 }
 
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
@@ -190,7 +193,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   const auto& linear_impls = p.cases.back().axes.back().values;
   EXPECT_EQ(linear_impls,
             (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5",
-                                      "gemv_v6"}));
+                                      "gemv_v6", "gemv_v7"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   for (const char* keeper :
        {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128Causal, kBestHopperFusedVersionD128Full})
@@ -409,7 +412,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"})
+    for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
         if (!r.applicable) {  // v2 to v6 before sm_90
@@ -462,8 +465,9 @@ TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v4", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v5", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v6", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v7", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"}) {
+  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"}) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -488,10 +492,16 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
   ctx.fill_random(activations.front(), std::size_t(tokens) * 768, ElementType::bf16);
   for (int l = 0; l < layers; ++l)
     activations.push_back(ctx.alloc(std::size_t(tokens * width[(l + 1) % 2]) * 2, BufferRole::output));
+  void* chain = nullptr;  // v7's counts, one state for the whole chain
+  if (gemv_needs_chain(version)) {
+    chain = ctx.alloc(kGemvChainBytes, BufferRole::scratch);
+    const unsigned char zeros[kGemvChainBytes] = {};
+    ctx.copy_to_device(chain, zeros, sizeof zeros);
+  }
   test_ctx.fill_outputs(0xFF);
   for (int l = 0; l < layers; ++l)
     gemv_bf16(version, weights[l % 2], activations[l], activations[l + 1], width[l % 2], width[(l + 1) % 2], tokens,
-              test_ctx.cuda_stream());
+              test_ctx.cuda_stream(), chain);
   ctx.synchronize();
   std::vector<std::vector<unsigned char>> outputs;
   for (int l = 0; l < layers; ++l) {
@@ -501,14 +511,15 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
   return outputs;
 }
 
-// The arithmetic of v3, v4 and v5 is v1's in the same order, so the outputs are v1's to the bit, at every token
-// count, for both layers, and down a chain whose every launch overlaps the one before (v5's, several before).
+// The arithmetic of v3, v4, v5 and v7 is v1's in the same order, so the outputs are v1's to the bit, at every
+// token count, for both layers, and down a chain whose every launch overlaps the one before (v5's, several
+// before; v7's waiting on counts, not on the grid before).
 TEST_F(TransformerGpu, GemvChainedVersionsGiveV1sOutputsBitwiseDownAChain) {
   if (!runs_v3()) return;
   constexpr int kLayers = 8;
   for (int tokens : {1, 2, 4, 8}) {
     const auto v1 = chain_outputs("v1", tokens, kLayers);
-    for (const char* chained : {"v3", "v4", "v5"}) {
+    for (const char* chained : {"v3", "v4", "v5", "v7"}) {
       const auto got = chain_outputs(chained, tokens, kLayers);
       for (int l = 0; l < kLayers; ++l)
         EXPECT_TRUE(v1[l] == got[l]) << chained << ", layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at "
@@ -583,7 +594,8 @@ TEST_F(TransformerGpu, GemvV5FitsMoreLaunchesBlocksAnSmThanV4) {
 #if CUDART_VERSION >= 12030
 // What a graph holds between two runs captured one after the other on the case's stream, as the host captures a
 // cold-by-rotation sample (each run pointed at the next copy first): one kernel node per run, and the kinds of the
-// edges between them. The graph is replayed too, and the last copy's outputs pass the gate.
+// edges between them. The graph is replayed three times (v7's chain counts carry from one replay to the next),
+// and the last copy's outputs pass the gate.
 struct CapturedRuns {
   std::size_t nodes = 0;
   std::vector<cudaGraphEdgeData> edges;
@@ -624,7 +636,7 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
   ROOFBENCH_CUDA(graph_edges(graph, from.data(), to.data(), captured.edges.data(), &count));
   cudaGraphExec_t exec = nullptr;
   ROOFBENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  ROOFBENCH_CUDA(cudaGraphLaunch(exec, stream));
+  for (int replay = 0; replay < 3; ++replay) ROOFBENCH_CUDA(cudaGraphLaunch(exec, stream));  // v7's counts carry over
   ctx.synchronize(0);
   ROOFBENCH_CUDA(cudaGraphExecDestroy(exec));
   ROOFBENCH_CUDA(cudaGraphDestroy(graph));
@@ -639,7 +651,7 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"}) {
+  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"}) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
     const bool chained = std::string(impl) != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
@@ -676,7 +688,7 @@ void expect_gate_on_every_copy(std::unique_ptr<Case> c, const std::string& what)
 
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
-    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6"})
+    for (const char* impl : {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
