@@ -98,7 +98,7 @@ class Shims:
         self.add.roofbench_copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         self.transformer = ctypes.CDLL(transformer_path)
         t, i64, p = self.transformer, ctypes.c_int64, ctypes.c_void_p
-        t.roofbench_gemv_bf16.argtypes = [ctypes.c_char_p, p, p, p, i64, i64, i64, p]
+        t.roofbench_gemv_bf16.argtypes = [ctypes.c_char_p, p, p, p, i64, i64, i64, p, p]
         t.roofbench_split_kv_create.argtypes = [ctypes.c_char_p, i64, i64, i64, ctypes.c_int]
         t.roofbench_split_kv_create.restype = p
         t.roofbench_split_kv_destroy.argtypes = [p]
@@ -139,9 +139,11 @@ def gemv_launcher(torch, shims, layer, version):
     w = (torch.rand(features_out, features_in, device="cuda") * 2 - 1).to(torch.bfloat16)
     x = (torch.rand(1, features_in, device="cuda") * 2 - 1).to(torch.bfloat16)
     y = torch.empty(1, features_out, device="cuda", dtype=torch.bfloat16)
+    chain = torch.zeros(2, device="cuda", dtype=torch.int64)  # a chained version's counts (16 bytes, zeroed once)
     name = version.encode()
     return (lambda: checked(shims.transformer.roofbench_gemv_bf16(
-                name, w.data_ptr(), x.data_ptr(), y.data_ptr(), features_in, features_out, 1, stream(torch)), "gemv"),
+                name, w.data_ptr(), x.data_ptr(), y.data_ptr(), features_in, features_out, 1, chain.data_ptr(),
+                stream(torch)), "gemv"),
             lambda: torch.allclose(y.float(), x.float() @ w.float().T, rtol=2e-2, atol=2e-2))
 
 

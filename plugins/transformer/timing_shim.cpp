@@ -45,11 +45,12 @@ struct SplitKvDecode {
 
 extern "C" {
 
-// y[tokens, out] = x[tokens, in] W^T, bf16; version: one of gemv_versions() ("v1").
+// y[tokens, out] = x[tokens, in] W^T, bf16; version: one of gemv_versions() ("v1"); chain: the chain's state
+// (kGemvChainBytes of device memory, zeroed once) for a version that needs one (gemv_needs_chain), else unused.
 int roofbench_gemv_bf16(const char* version, const void* w, const void* x, void* y, std::int64_t in,
-                        std::int64_t out, std::int64_t tokens, void* stream) {
+                        std::int64_t out, std::int64_t tokens, void* chain, void* stream) {
   return done("gemv_bf16", [&] {
-    roofbench::transformer::gemv_bf16(version, w, x, y, in, out, tokens, static_cast<cudaStream_t>(stream));
+    roofbench::transformer::gemv_bf16(version, w, x, y, in, out, tokens, static_cast<cudaStream_t>(stream), chain);
   });
 }
 
