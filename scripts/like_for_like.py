@@ -139,7 +139,8 @@ def gemv_launcher(torch, shims, layer, version):
     w = (torch.rand(features_out, features_in, device="cuda") * 2 - 1).to(torch.bfloat16)
     x = (torch.rand(1, features_in, device="cuda") * 2 - 1).to(torch.bfloat16)
     y = torch.empty(1, features_out, device="cuda", dtype=torch.bfloat16)
-    chain = torch.zeros(2, device="cuda", dtype=torch.int64)  # a chained version's counts (16 bytes, zeroed once)
+    chain = torch.zeros(32, device="cuda", dtype=torch.int64)  # a chained version's counts (256 bytes, zeroed once)
+    torch.cuda.synchronize()  # the zeros and the inputs are in place before a launch that does not wait for them
     name = version.encode()
     return (lambda: checked(shims.transformer.roofbench_gemv_bf16(
                 name, w.data_ptr(), x.data_ptr(), y.data_ptr(), features_in, features_out, 1, chain.data_ptr(),

@@ -3,8 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v6, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
-// gemv_v6 says that their launches overlap).
+// gemv_v1 to gemv_v7, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
+// gemv_v7 says that their launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two

@@ -415,7 +415,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
     for (const char* impl : {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 to v6 before sm_90
+        if (!r.applicable) {  // v2 to v7 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
