@@ -1,7 +1,7 @@
-// The keeper's sm_90a backward walk (v14's) and the lab's v17, which changes when a head's rows are loaded: a
+// The sm_90a backward walk of the lab's v14 and the keeper's v17, which changes when a head's rows are loaded: a
 // block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
-// attention_backward_sm90a.cuh's steps on each. Included by attention_v14.cu (the training library's sm_90a
-// objects) and lab/attention_v17.cu (the lab's), each instantiating the walk it launches, after
+// attention_backward_sm90a.cuh's steps on each. Included by attention_v17.cu (the training library's sm_90a
+// objects) and lab/attention_v14.cu (the lab's), each instantiating the walk it launches, after
 // attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's

@@ -35,7 +35,7 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v16, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v16.
+// v17, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v17.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
@@ -52,17 +52,17 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v12_backward_configure, fused_attention_v9_configure>, fused_attention_v9_forward,
      attention_v12_backward},
     {"v14", "v14 (v9's forward; v12's backward steps, a head a warp group, two blocks an SM, sm_90a)", false,
-     configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_v9_configure>,
-     fused_attention_v9_forward, fused_attention_sm90a_backward},
+     configure_in_order<attention_v14_backward_configure, fused_attention_v9_configure>, fused_attention_v9_forward,
+     attention_v14_backward},
     {"v15", "v15 (TMA + wgmma forward, a head a warp group, three blocks an SM, sm_90a; v12's backward)", false,
      configure_in_order<fused_attention_sm90a_forward_configure, attention_v12_backward_configure>,
      fused_attention_sm90a_forward, attention_v12_backward},
-    {"v16", bf16_attention_keeper_name(true), true,
+    {"v16", "v16 (v14's backward; v15's forward from 4 heads a resident block, else v9's; sm_90a)", false,
+     configure_in_order<attention_v14_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v14_backward},
+    {"v17", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
-    {"v17", "v17 (v16's forward; v14's backward with the next head's v and dout loaded during the query phase, sm_90a)",
-     false, configure_in_order<attention_v17_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v17_backward},
 };
 
 }  // namespace

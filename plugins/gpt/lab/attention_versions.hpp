@@ -1,11 +1,12 @@
 // The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own
 // (v1 on fp32 tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the
 // sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
-// sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with the
-// keeper's sm_90a backward; v15, the keeper's sm_90a forward with v12's backward; v17, the keeper's forward with
-// v14's backward loading the next head's v and dout a phase earlier, attention_v17.cu) and the keepers the trainers
-// run (v8 and v16, layers.hpp's fused_attention_forward and _backward; v16's row refuses devices without the
-// sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
+// sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an
+// sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
+// the keeper's forward with v14's backward) and the keepers the trainers run (v8 and v17, layers.hpp's
+// fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and dout a phase
+// earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
+// a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -31,7 +32,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v16), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v17), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -69,10 +70,11 @@ void attention_v12_backward_configure();
 void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
-// v17's backward (attention_v17.cu, sm_90a): v14's with the next head's v and dout loaded during this head's
-// query phase; row v17 runs it on the keeper's forward. configure (this backward alone) as v10's.
-void attention_v17_backward_configure();
-void attention_v17_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+// v14's backward (attention_v14.cu, sm_90a): v12's steps with a whole head in one warp group, two blocks an SM,
+// each walking its own heads; rows v14 (on v9's forward) and v16 (on the keeper's) run it. configure (this
+// backward alone) as v10's.
+void attention_v14_backward_configure();
+void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -160,18 +160,18 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v16
+  EXPECT_EQ(keepers, 2u);  // v8 and v17
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v16").keeper);
-  EXPECT_FALSE(bf16_attention_version("v13").keeper);
-  EXPECT_STREQ(bf16_attention_version("v16").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v17").keeper);
+  EXPECT_FALSE(bf16_attention_version("v16").keeper);
+  EXPECT_STREQ(bf16_attention_version("v17").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
-// forward), v13 and v15; the keeper's sm_90a kernels, v15's forward and v14's backward, for the rows named
-// after them; for v16 the keeper's entry points (chosen per device: none of those kernels on its own); and for
-// v17 the keeper's forward with its own backward.
+// forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
+// for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
+// keeper's forward with v14's backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -181,15 +181,15 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v12", "v13", "v15"})
     EXPECT_TRUE(row(name).backward == &attention_v12_backward) << name;
   EXPECT_TRUE(row("v12").forward == &attention_v11_forward);
-  EXPECT_TRUE(row("v14").backward == &fused_attention_sm90a_backward);
+  for (const char* name : {"v14", "v16"})
+    EXPECT_TRUE(row(name).backward == &attention_v14_backward) << name;
   EXPECT_TRUE(row("v15").forward == &fused_attention_sm90a_forward);
-  const AttentionVersion<bf16> v16 = row("v16");
-  EXPECT_FALSE(v16.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v16.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v16.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v16.backward == &fused_attention_sm90a_backward);
-  EXPECT_TRUE(row("v17").forward == v16.forward);
-  EXPECT_TRUE(row("v17").backward == &attention_v17_backward);
+  const AttentionVersion<bf16> v17 = row("v17");
+  EXPECT_FALSE(v17.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v17.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v17.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v17.backward == &fused_attention_sm90a_backward);
+  EXPECT_TRUE(row("v16").forward == v17.forward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -408,12 +408,13 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v16 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v14's backward on the forward the batch's heads pick: v9's with fewer than
-// kSm90aForwardMinRounds heads a block of v15's grid (R2's batch, 768 heads here), v15's from there (R3's, the
-// least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those rows' bit for bit,
-// every head is within bf16's tolerance of the double reference, v16's row gives the same bits again (R4's
-// recomputed backward must equal R3's), and the keeper's name, the rungs' "attention" fact, names v16 and sm_90a.
+// On a device with the sm_90a path the keeper, v17 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v14's backward with its loads moved (the same bits) on the forward the batch's heads pick:
+// v9's with fewer than kSm90aForwardMinRounds heads a block of v15's grid (R2's batch, 768 heads here), v15's
+// from there (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those
+// rows' with v14's backward bit for bit, every head is within bf16's tolerance of the double reference, v17's row
+// gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's name, the rungs'
+// "attention" fact, names v17 and sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -433,17 +434,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v16");
+    expect_finite(keeper, "v17");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v16 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+    std::printf("T %d, %d heads, %s's forward: v17 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
                 v15_forward ? "v15" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v16");
+    const FusedAttentionRun row = in_.run("v17");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -455,10 +456,10 @@ class KeeperHeads {
   ManyHeadInputs in_;
 };
 
-TEST_P(GptLabAttentionSm90a, KeeperIsV14sBackwardOnTheForwardItsHeadsPick) {
+TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v16 = bf16_version("v16");
-  if (const std::string why = not_applicable_reason(v16); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v17 = bf16_version("v17");
+  if (const std::string why = not_applicable_reason(v17); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
@@ -470,19 +471,17 @@ TEST_P(GptLabAttentionSm90a, KeeperIsV14sBackwardOnTheForwardItsHeadsPick) {
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v16 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v17 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
-// v14, the keeper's sm_90a backward: v12's backward steps with a whole head in one warp group, two blocks an SM,
-// here on v9's forward. The same steps in the same order per element, so dqkv equals v13's (v12's backward on
-// v9's forward) bit for bit on every head (768 heads, about three a block, the block's barrier changing phase
-// between them); and the kernel holds the two blocks an SM it was made for.
+// v14's backward: v12's backward steps with a whole head in one warp group, two blocks an SM, here on v9's
+// forward. The same steps in the same order per element, so dqkv equals v13's (v12's backward on v9's forward)
+// bit for bit on every head (768 heads, about three a block, the block's barrier changing phase between them).
 TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v14 = bf16_version("v14");
   if (const std::string why = not_applicable_reason(v14); !why.empty()) GTEST_SKIP() << why;
-  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
   constexpr int B = 64, H = 12, hd = 64;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 61, 62, 63);
@@ -496,9 +495,10 @@ TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, v13.dqkv);
 }
 
-// v17, v14's backward with the next head's v and dout loaded during the query phase: the same steps in the same
-// order, so at 768 heads (about three a block: every load but the first of each block comes early) its dqkv equals
-// the keeper's (v16's, v14's backward on the same forward) bit for bit.
+// v17, the keeper, v14's backward with the next head's v and dout loaded during the query phase: the same steps in
+// the same order, so at 768 heads (about three a block: every load but the first of each block comes early) its
+// dqkv equals v16's (v14's backward on the same forward) bit for bit; and its backward holds the two blocks an SM
+// it was made for.
 TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v17 = bf16_version("v17");
@@ -514,6 +514,7 @@ TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
               rel_l2(run.dqkv, v16.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v16.dqkv);
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
 // v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an
