@@ -1,7 +1,8 @@
-// Versions 10's and 11's forwards and 12's and 14's backwards in a build without sm_90a code (ROOFBENCH_HOPPER_90A
-// off): attention_v10.cu, attention_v12.cu and attention_v14.cu are not compiled, so the versions are not
-// applicable on any device and their benchmarks are listed as not run (the keeper's sm_90a kernels, v15's forward
-// and v17's backward, refuse there as these do: cuda/attention_sm90a_absent.cpp).
+// Versions 10's and 11's forwards and 12's, 14's and 18's backwards in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, attention_v12.cu, attention_v14.cu and attention_v18.cu are not
+// compiled, so the versions are not applicable on any device and their benchmarks are listed as not run (the
+// keeper's sm_90a kernels, v15's forward and v17's backward, refuse there as these do:
+// cuda/attention_sm90a_absent.cpp).
 #include <string>
 
 #include "attention_versions.hpp"
@@ -35,6 +36,11 @@ void attention_v14_backward_configure() { refuse("v14's backward"); }
 void attention_v14_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v14's backward");
+}
+void attention_v18_backward_configure() { refuse("v18's backward"); }
+void attention_v18_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v18's backward");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

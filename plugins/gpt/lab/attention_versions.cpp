@@ -63,6 +63,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v17", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v18", "v18 (v17 with the head's lse scaled after its boxes land and the next head's lse asked of the L2, sm_90a)",
+     false, configure_in_order<attention_v18_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v18_backward},
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
 // sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an
 // sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
-// the keeper's forward with v14's backward) and the keepers the trainers run (v8 and v17, layers.hpp's
+// the keeper's forward with v14's backward; v18, the keeper's forward with v17's backward scaling the head's lse
+// once its boxes have landed, attention_v18.cu) and the keepers the trainers run (v8 and v17, layers.hpp's
 // fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and dout a phase
 // earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
 // a row that needs it refuses other devices.
@@ -32,7 +33,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v17), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v18), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -75,6 +76,13 @@ void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 // backward alone) as v10's.
 void attention_v14_backward_configure();
 void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+// v18's backward (attention_v18.cu, sm_90a): v17's with the head's lse scaled into shared memory once its boxes
+// have landed and the next head's lse asked of the L2 with its boxes; row v18 runs it on the keeper's forward.
+// configure (this backward alone) as v10's.
+void attention_v18_backward_configure();
+void attention_v18_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -171,7 +171,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
 // for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
-// keeper's forward with v14's backward.
+// keeper's forward with v14's backward, for v18 with its own.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -190,6 +190,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_FALSE(v17.backward == &fused_attention_v9_backward);
   EXPECT_FALSE(v17.backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(row("v16").forward == v17.forward);
+  EXPECT_TRUE(row("v18").forward == v17.forward);
+  EXPECT_TRUE(row("v18").backward == &attention_v18_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -515,6 +517,26 @@ TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v16.dqkv);
   EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
+}
+
+// v18, v17's backward with each head's lse scaled into shared memory once its boxes have landed (and the next
+// head's asked of the L2): the same products of the same values in the same order, so at 768 heads its dqkv
+// equals the keeper's (v17's, on the same forward) bit for bit.
+TEST_P(GptLabAttentionSm90a, V18IsV17sBackwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v18 = bf16_version("v18");
+  if (const std::string why = not_applicable_reason(v18); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 81, 82, 83);
+  const FusedAttentionRun v17 = in.run("v17");
+  const FusedAttentionRun run = in.run("v18");
+  expect_finite(run, "v18");
+  const double vs_double = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v18 worst head vs double: dqkv %.2e; vs v17 %.2e\n", T, B * H, vs_double,
+              rel_l2(run.dqkv, v17.dqkv));
+  EXPECT_LT(vs_double, kBf16Tolerance);
+  EXPECT_EQ(run.dqkv, v17.dqkv);
 }
 
 // v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an

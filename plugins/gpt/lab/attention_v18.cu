@@ -1,0 +1,51 @@
+// Fused causal attention with RoPE, version 18's backward (bf16, the kernel lab's lab_attention_bf16: row v18, on
+// the keeper's forward): the keeper's (v17's) walk (attention_backward_walk_sm90a.cuh) with the head's lse scaled
+// into shared memory only once its boxes have landed, and the next head's lse asked of the L2 with its boxes.
+// Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+//
+// Why: Nsight Compute's warp samples on v17's backward at batch 512 (H100) put 8.5% on one multiply, the lse's
+// scaling to log2 units right after its load from global memory, where the L2 has not seen it: every head waits
+// there for a DRAM read before it waits for its boxes. The same steps in the same order: dqkv equals v17's bit
+// for bit. Budget: v17's shared memory and registers (one more float a thread across the wait).
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include "attention_backward_sm90a.cuh"
+#include "attention_backward_walk_sm90a.cuh"
+#include "attention_versions.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v18_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<true, true>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                  bias, args);
+}
+
+// The persistent backward's grid: as many blocks as fit at once. Set by attention_v18_backward_configure.
+int g_v18_grid = 0;
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::lab {
+
+void attention_v18_backward_configure() {
+  // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
+  attention::g_v18_grid = attention::configure_shared_sm90a("v18's backward", attention::attention_v18_backward_kernel,
+                                                            attention::kV14Threads, attention::kV17SmemBytes);
+}
+
+void attention_v18_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::launch_backward_walk("v18 backward", "attention_v18_backward_configure",
+                                  attention::attention_v18_backward_kernel, attention::g_v18_grid,
+                                  attention::kV17SmemBytes, dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+}  // namespace roofbench::gpt::cuda::lab
