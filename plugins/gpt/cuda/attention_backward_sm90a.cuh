@@ -200,7 +200,7 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment
-// first: the raw qkv [N, 3C], dout and out [N, C]. `version` names the kernel in a refusal ("v14 backward").
+// first: the raw qkv [N, 3C], dout and out [N, C]. `version` names the kernel in a refusal ("v17's backward").
 struct BackwardTensorMaps {
   CUtensorMap qkv, dout, out;
 };

@@ -153,19 +153,29 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 
-// Host: `kernel` on `stream` over every head, at most `grid` blocks (its persistent grid, 0 before its
-// configure, named `configure`); `version` names it in a refusal ("v14 backward").
-inline void launch_backward_walk(const char* version, const char* configure, BackwardWalkKernel kernel, int grid,
-                                 std::size_t smem_bytes, bf16* dqkv, const bf16* dout, const bf16* out,
-                                 const float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                                 const AttentionShape& s, cudaStream_t stream) {
-  if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure + "()");
-  const FusedArgs args = fused_args(s, rope);
-  const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
-  kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
-                                                                                  dqkv, lse, qkv_bias, args);
-  ROOFBENCH_CUDA_LAUNCH();
-}
+// A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers
+// export, its shared memory and its persistent grid (as many blocks as fit at once; 0 until configure).
+struct BackwardWalk {
+  const char* version;
+  const char* configure_name;
+  BackwardWalkKernel kernel;
+  std::size_t smem_bytes;
+  int grid = 0;
+
+  // Two blocks of about 98 KB need the carveout that gives an SM the most shared memory.
+  void configure() { grid = configure_shared_sm90a(version, kernel, kV14Threads, smem_bytes); }
+
+  // The kernel on `stream` over every head, at most `grid` blocks.
+  void launch(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+              const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) const {
+    if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
+    const FusedArgs args = fused_args(s, rope);
+    const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
+    kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
+                                                                                    dqkv, lse, qkv_bias, args);
+    ROOFBENCH_CUDA_LAUNCH();
+  }
+};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention

@@ -35,30 +35,22 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                    bias, args);
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by
-// fused_attention_sm90a_backward_configure.
-int g_v17_grid = 0;
+BackwardWalk g_v17_walk{"v17's backward", "fused_attention_sm90a_backward_configure",
+                        fused_attention_v17_backward_kernel, kV17SmemBytes};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
 namespace roofbench::gpt::cuda {
 
-void fused_attention_sm90a_backward_configure() {
-  // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
-  attention::g_v17_grid = attention::configure_shared_sm90a(
-      "v17's backward", attention::fused_attention_v17_backward_kernel, attention::kV14Threads,
-      attention::kV17SmemBytes);
-}
+void fused_attention_sm90a_backward_configure() { attention::g_v17_walk.configure(); }
 
-int fused_attention_sm90a_backward_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v17_grid); }
+int fused_attention_sm90a_backward_blocks_per_sm() { return attention::grid_blocks_per_sm(attention::g_v17_walk.grid); }
 
 void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream) {
-  attention::launch_backward_walk("v17 backward", "fused_attention_sm90a_backward_configure",
-                                  attention::fused_attention_v17_backward_kernel, attention::g_v17_grid,
-                                  attention::kV17SmemBytes, dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v17_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

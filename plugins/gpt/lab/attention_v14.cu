@@ -33,25 +33,19 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                     bias, args);
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by attention_v14_backward_configure.
-int g_v14_grid = 0;
+BackwardWalk g_v14_walk{"v14's backward", "attention_v14_backward_configure", attention_v14_backward_kernel,
+                        kV14SmemBytes};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v14_backward_configure() {
-  // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
-  attention::g_v14_grid = attention::configure_shared_sm90a("v14's backward", attention::attention_v14_backward_kernel,
-                                                            attention::kV14Threads, attention::kV14SmemBytes);
-}
+void attention_v14_backward_configure() { attention::g_v14_walk.configure(); }
 
 void attention_v14_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::launch_backward_walk("v14 backward", "attention_v14_backward_configure",
-                                  attention::attention_v14_backward_kernel, attention::g_v14_grid,
-                                  attention::kV14SmemBytes, dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v14_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -27,25 +27,19 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                   bias, args);
 }
 
-// The persistent backward's grid: as many blocks as fit at once. Set by attention_v18_backward_configure.
-int g_v18_grid = 0;
+BackwardWalk g_v18_walk{"v18's backward", "attention_v18_backward_configure", attention_v18_backward_kernel,
+                        kV17SmemBytes};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v18_backward_configure() {
-  // Two blocks of 98 KB need the carveout that gives an SM the most shared memory.
-  attention::g_v18_grid = attention::configure_shared_sm90a("v18's backward", attention::attention_v18_backward_kernel,
-                                                            attention::kV14Threads, attention::kV17SmemBytes);
-}
+void attention_v18_backward_configure() { attention::g_v18_walk.configure(); }
 
 void attention_v18_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::launch_backward_walk("v18 backward", "attention_v18_backward_configure",
-                                  attention::attention_v18_backward_kernel, attention::g_v18_grid,
-                                  attention::kV17SmemBytes, dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v18_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab
