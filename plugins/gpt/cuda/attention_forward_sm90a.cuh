@@ -20,11 +20,18 @@ struct AttendedRows {
   float inv_sum[2], row_lse[2];
 };
 
+// Nothing to do between the softmax and P V (attend_query_rows's default).
+struct NothingBeforePv {
+  __device__ void operator()() const {}
+};
+
 // Query rows q0 .. q0 + 63 against keys 0 .. kKeys - 1 (kKeys = q0 + 64, causal) of the prepared `tiles`; P V's
-// B operand is v_operand(ks) for keys 16 ks .., read with imm-trans-b kTransposeB.
-template <int kKeys, int kTransposeB, typename VOperand>
+// B operand is v_operand(ks) for keys 16 ks .., read with imm-trans-b kTransposeB. before_pv() runs, in every
+// thread, once the scores have been read and before P V reads v (the lab's v19: v's wait and preparation, or
+// the next head's q and k loads).
+template <int kKeys, int kTransposeB, typename VOperand, typename BeforePv = NothingBeforePv>
 __device__ __forceinline__ void attend_query_rows(AttendedRows& r, const HeadTiles& tiles, VOperand v_operand, int q0,
-                                                  const FusedArgs& args) {
+                                                  const FusedArgs& args, BeforePv before_pv = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
   // The scores as v9's softmax takes them: n8 tile j (keys 8 j ..) in s[j], the m16n8 layout, which is the
   // m64nN accumulator's d[4 j ..] in this warp's 16 rows. Rows with 64 keys leave tiles 8 .. 15 zero.
@@ -63,6 +70,7 @@ __device__ __forceinline__ void attend_query_rows(AttendedRows& r, const HeadTil
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(p[ks][e])::"memory");  // in registers before the fence
   }
+  before_pv();
   hw::wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < kKeys / 16; ++ks)

@@ -126,6 +126,33 @@ struct HeadPreparationSm90a {
     }
     hw::fence_proxy_async_shared();  // the tensor cores read these ordinary stores next
   }
+
+  // apply in two parts, for a kernel whose v lands later than its q and k (the lab's v19): q and k in place,
+  // then v in place (v15's form), each fenced for the async proxy.
+  __device__ void apply_qk(HeadTiles& tiles, int T) const {
+    const int c = Chunks::column();
+#pragma unroll
+    for (int it = 0; it < Chunks::kPerThread; ++it) {
+      const int r = Chunks::row(it);
+      const std::uint32_t at = swizzled(r, c);
+      uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
+      uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
+      const bool live = r < T;
+      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : make_uint4(0, 0, 0, 0);
+      *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : make_uint4(0, 0, 0, 0);
+    }
+    hw::fence_proxy_async_shared();
+  }
+  __device__ void apply_v(HeadTiles& tiles, int T) const {
+    const int c = Chunks::column();
+#pragma unroll
+    for (int it = 0; it < Chunks::kPerThread; ++it) {
+      const int r = Chunks::row(it);
+      uint4* v = reinterpret_cast<uint4*>(tiles.v + swizzled(r, c));
+      *v = r < T ? prepare_chunk(*v, bias[2], nullptr, nullptr) : make_uint4(0, 0, 0, 0);
+    }
+    hw::fence_proxy_async_shared();
+  }
 };
 using V10Preparation = HeadPreparationSm90a<kV10Threads>;
 

@@ -66,6 +66,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v18", "v18 (v17 with the head's lse scaled after its boxes land and the next head's lse asked of the L2, sm_90a)",
      false, configure_in_order<attention_v18_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
      attention_v18_backward},
+    {"v19", "v19 (v15's forward with the next head's q and k loaded during half 1 and v landing during half 0's "
+            "scores, sm_90a; the keeper's backward)",
+     false, configure_in_order<attention_v19_forward_configure, fused_attention_configure>, attention_v19_forward,
+     keeper_backward<bf16>},
 };
 
 }  // namespace

@@ -171,7 +171,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
 // for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
-// keeper's forward with v14's backward, for v18 with its own.
+// keeper's forward with v14's backward, for v18 with its own; for v19 its own forward with the keeper's backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -192,6 +192,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v16").forward == v17.forward);
   EXPECT_TRUE(row("v18").forward == v17.forward);
   EXPECT_TRUE(row("v18").backward == &attention_v18_backward);
+  EXPECT_TRUE(row("v19").forward == &attention_v19_forward);
+  EXPECT_TRUE(row("v19").backward == v17.backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -563,6 +565,28 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
   EXPECT_LT(dqkv_error, kBf16Tolerance);
   EXPECT_LT(rel_l2(run.out, v10.out), 1e-2);
   EXPECT_LT(rel_l2(run.lse, v10.lse), 1e-4);
+}
+
+// v19, v15's forward with its loads moved (a head's q and k during the head before, its v during half 0's
+// scores, half 1's out staged in v): the same products, softmax and roundings, so at 1536 heads (about four a
+// block, every load but each block's first moved) out and lse equal v15's bit for bit, and dqkv (the keeper's
+// backward on them) is within bf16's tolerance of double.
+TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v19 = bf16_version("v19");
+  if (const std::string why = not_applicable_reason(v19); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 128, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 91, 92, 93);
+  const FusedAttentionRun v15 = in.run("v15");
+  const FusedAttentionRun run = in.run("v19");
+  expect_finite(run, "v19");
+  const double dqkv_error = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v19 vs v15: out %.2e lse %.2e; dqkv worst head vs double %.2e\n", T, B * H,
+              rel_l2(run.out, v15.out), rel_l2(run.lse, v15.lse), dqkv_error);
+  EXPECT_EQ(run.out, v15.out);
+  EXPECT_EQ(run.lse, v15.lse);
+  EXPECT_LT(dqkv_error, kBf16Tolerance);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
