@@ -85,11 +85,13 @@ __device__ inline void load_early_boxes(V17Smem& sm, const V14Maps& maps, const 
   hw::tma_load_2d(sm.dout, maps.dout, &sm.early, row, col);
 }
 
-// The head `at`'s lse (T floats, contiguous) into the L2 ahead of its loads. One thread.
+// The head `at`'s lse (T floats, contiguous) into the L2 ahead of its loads, every 128-byte line it touches. One
+// thread.
 __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int heads) {
-  const char* first = reinterpret_cast<const char*>(lse + at.stats_at(0, heads));
-  for (int offset = 0; offset < at.T * static_cast<int>(sizeof(float)); offset += 128)
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(first + offset));
+  const auto first = reinterpret_cast<std::uintptr_t>(lse + at.stats_at(0, heads));
+  const std::uintptr_t last = first + at.T * sizeof(float) - 1;
+  for (std::uintptr_t line = first & ~std::uintptr_t(127); line <= last; line += 128)
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
 }
 
 // The walk over the block's heads: v14's (Smem V14Smem), v17's (kNextRowsEarly, Smem V17Smem) or v18's (both).

@@ -12,7 +12,8 @@
 //     staged in v's rows 64 .. 127 instead of q's (v is free once P V has read it);
 //   - v alone is loaded at the head's start.
 // The products, the softmax and the roundings are v15's: out and lse equal v15's bit for bit.
-// Budget: v15's shared memory and one more barrier; v15's registers and v's bias held across half 0's scores.
+// Budget: v15's shared memory and one more barrier; 154 registers (v15: 158; three blocks an SM allow 168),
+// with v's bias held across half 0's scores.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -89,13 +90,25 @@ __global__ void __launch_bounds__(kV19Threads, kV19BlocksPerSm)
     const HeadRows at = v10_head_rows(head, args.s);
     const bool has_next = head + stride < heads;
     if (threadIdx.x == 0) {
-      if (n == 0) load_qk(sm, &qkv_map, at);  // later heads' q and k were asked for during the head before
+      if (n == 0) {  // later heads' q and k were asked for during the head before
+        load_qk(sm, &qkv_map, at);
+        if (has_next) {
+          const HeadRows next = v10_head_rows(head + stride, args.s);
+          for (int part = 0; part < 2; ++part)
+            hw::tma_prefetch_2d(&qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
+        }
+      }
       load_v(sm, &qkv_map, at);
+      // Into the L2 ahead of their loads: the next head's v (loaded at its start) and q and k of the head after
+      // it (loaded during the next head's half 1).
       if (has_next) {
         const HeadRows next = v10_head_rows(head + stride, args.s);
-#pragma unroll
-        for (int part = 0; part < 3; ++part)
-          hw::tma_prefetch_2d(&qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
+        hw::tma_prefetch_2d(&qkv_map, next.b * next.T, 2 * next.C + next.h * kHeadDim);
+      }
+      if (head + 2 * stride < heads) {
+        const HeadRows after = v10_head_rows(head + 2 * stride, args.s);
+        for (int part = 0; part < 2; ++part)
+          hw::tma_prefetch_2d(&qkv_map, after.b * after.T, part * after.C + after.h * kHeadDim);
       }
     }
     HeadPreparationSm90a<kV19Threads> prep;

@@ -570,7 +570,7 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
 // v19, v15's forward with its loads moved (a head's q and k during the head before, its v during half 0's
 // scores, half 1's out staged in v): the same products, softmax and roundings, so at 1536 heads (about four a
 // block, every load but each block's first moved) out and lse equal v15's bit for bit, and dqkv (the keeper's
-// backward on them) is within bf16's tolerance of double.
+// backward on them) is within bf16's tolerance of double; and at 48 heads, a head a block, out again.
 TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v19 = bf16_version("v19");
@@ -587,6 +587,8 @@ TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   EXPECT_EQ(run.out, v15.out);
   EXPECT_EQ(run.lse, v15.lse);
   EXPECT_LT(dqkv_error, kBf16Tolerance);
+  const ManyHeadInputs few(4, H, T, 94, 95, 96);  // 48 heads: fewer than the grid, one head a block
+  EXPECT_EQ(few.run("v19").out, few.run("v15").out);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
