@@ -70,6 +70,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
             "scores, sm_90a; the keeper's backward)",
      false, configure_in_order<attention_v19_forward_configure, fused_attention_configure>, attention_v19_forward,
      keeper_backward<bf16>},
+    {"v20", "v20 (v19's forward; v18's backward; sm_90a)", false,
+     configure_in_order<attention_v19_forward_configure, attention_v18_backward_configure>, attention_v19_forward,
+     attention_v18_backward},
 };
 
 }  // namespace

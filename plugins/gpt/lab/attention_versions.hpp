@@ -5,7 +5,7 @@
 // sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
 // the keeper's forward with v14's backward; v18, the keeper's forward with v17's backward scaling the head's lse
 // once its boxes have landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and the
-// keeper's backward) and the keepers the trainers run (v8 and v17, layers.hpp's
+// keeper's backward; v20, v19's forward with v18's backward) and the keepers the trainers run (v8 and v17, layers.hpp's
 // fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and dout a phase
 // earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
 // a row that needs it refuses other devices.
@@ -34,7 +34,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v19), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v20), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.

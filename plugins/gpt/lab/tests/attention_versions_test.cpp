@@ -171,7 +171,8 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
 // for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
-// keeper's forward with v14's backward, for v18 with its own; for v19 its own forward with the keeper's backward.
+// keeper's forward with v14's backward, for v18 with its own; for v19 its own forward with the keeper's backward;
+// for v20 v19's forward with v18's backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -194,6 +195,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v18").backward == &attention_v18_backward);
   EXPECT_TRUE(row("v19").forward == &attention_v19_forward);
   EXPECT_TRUE(row("v19").backward == v17.backward);
+  EXPECT_TRUE(row("v20").forward == &attention_v19_forward);
+  EXPECT_TRUE(row("v20").backward == &attention_v18_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
