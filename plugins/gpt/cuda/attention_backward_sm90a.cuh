@@ -182,8 +182,9 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
 }
 
 // Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
-// dS k to dqkv (the query phase above), staged in the half's q rows.
-template <int kKeys>
+// dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
+// factors are fetched while the tensor cores compute dq, not after.
+template <int kKeys, bool kFactorsUnderProduct = false>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
@@ -193,10 +194,20 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   for (int ks = 0; ks < kKeys / 16; ++ks)
     hw::wgmma_bf16_ss<1, 1>(dq, mn_major(h.ds_t[half], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(dq);
-  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
-                          args.s.T, lane, [&](int t) { return at.qkv_at(t, 0); });
+  const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
+  if constexpr (kFactorsUnderProduct) {
+    RopeBackFactors factors;
+    factors.load(args.rope, q0, args.s.T, lane);
+    hw::wgmma_wait_group<0>();
+    hw::fence_accumulators(dq);
+    store_head_block_rotated(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, factors, q0,
+                             args.s.T, lane, q_rows);
+  } else {
+    hw::wgmma_wait_group<0>();
+    hw::fence_accumulators(dq);
+    store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
+                            args.s.T, lane, q_rows);
+  }
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment

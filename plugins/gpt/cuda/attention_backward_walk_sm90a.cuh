@@ -1,21 +1,23 @@
-// The sm_90a backward walk of the lab's v14 and the keeper's v17, which changes when a head's rows are loaded: a
-// block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
-// attention_backward_sm90a.cuh's steps on each. Included by attention_v17.cu (the training library's sm_90a
-// objects) and lab/attention_v14.cu (the lab's), each instantiating the walk it launches, after
-// attention_backward_sm90a.cuh.
+// The sm_90a backward walk of the lab's v14, v18 and v21 and the keeper's v17, which differ in when a head's rows
+// and figures are fetched: a block of one warp group walks its own heads (persistent: blockIdx.x, then +
+// gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included by attention_v17.cu (the
+// training library's sm_90a objects) and the lab's attention_v14.cu, _v18.cu and _v21.cu, each instantiating the
+// walk it launches, after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d); every thread fetches the head's bias, RoPE factors and lse while the boxes fly;
 //   - the group prepares the head and takes delta, runs key half 0 (128 queries) and key half 1 (64), then,
 //     after a barrier, query half 0 (64 keys) and query half 1 (128): all 15 products;
 //   - a barrier ends the head; the next head's boxes land in the same tiles.
-// kNextRowsEarly (v17): v and dout are read by the key phase alone (v also holds its dv and dk staging), so
+// next_rows_early (v17): v and dout are read by the key phase alone (v also holds its dv and dk staging), so
 // once it has ended thread 0 loads the next head's v and dout into them on a second barrier, and they land
 // during the query phase; only q, k and out wait for the head's end.
-// kLseAhead (v18): the head's lse, read from global memory where the L2 has not seen it, is scaled into shared
+// lse_ahead (v18): the head's lse, read from global memory where the L2 has not seen it, is scaled into shared
 // memory only once the boxes have landed (each thread holds its row's value across the wait), and thread 0 asks
 // the L2 for the next head's lse with its boxes. In v17 the scaling waits on the load at once: Nsight Compute
 // (H100, batch 512) puts 8.5% of the backward's warp samples on that one multiply.
+// factors_under_product (v21): each query half's RoPE factors, which rotate dq back, are fetched while the
+// tensor cores compute dq, not after (in v17 three of those multiplies wait on their loads, 5.6% of samples).
 #pragma once
 
 #include <cuda.h>
@@ -94,10 +96,20 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
 }
 
-// The walk over the block's heads: v14's (Smem V14Smem), v17's (kNextRowsEarly, Smem V17Smem) or v18's (both).
-template <bool kNextRowsEarly, bool kLseAhead, typename Smem>
+// Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's all three
+// (factors_under_product: backward_query_rows's kFactorsUnderProduct).
+struct WalkPolicy {
+  bool next_rows_early = false, lse_ahead = false, factors_under_product = false;
+};
+inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
+    kV18Walk{.next_rows_early = true, .lse_ahead = true},
+    kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true};
+
+// The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
+template <WalkPolicy kPolicy, typename Smem>
 __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& maps, bf16* dqkv, const float* lse,
                                                     const float* bias, const FusedArgs& args) {
+  constexpr bool kNextRowsEarly = kPolicy.next_rows_early, kLseAhead = kPolicy.lse_ahead;
   static_assert(!kLseAhead || kV14Threads == kMaxT, "v18: a thread holds one row's lse across the wait");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
@@ -144,14 +156,15 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     __syncthreads();  // every dS^T stored (and fenced); v and dout no longer read
     if constexpr (kNextRowsEarly)
       if (threadIdx.x == 0 && head + stride < heads) load_early_boxes(sm, maps, v10_head_rows(head + stride, args.s));
-    backward_query_rows<64>(h, dqkv, at, args, 0);
-    if (T > 64) backward_query_rows<kMaxT>(h, dqkv, at, args, 1);  // else queries 64 .. are all padding
+    backward_query_rows<64, kPolicy.factors_under_product>(h, dqkv, at, args, 0);
+    if (T > 64)  // else queries 64 .. are all padding
+      backward_query_rows<kMaxT, kPolicy.factors_under_product>(h, dqkv, at, args, 1);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // the tiles, lse and delta are free
   }
 }
 
-// A walk's kernel (v14's, v17's or v18's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+// A walk's kernel (v14's, v17's, v18's or v21's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

@@ -104,20 +104,15 @@ struct RowStage {
   __device__ bf16* at(int r, int c) const { return rows + r * kRowStride + c; }
 };
 
-// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
-// (q, k) rotated back to the raw qkv's frame, rounded to bf16 into the warp's own stage (free to
-// overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight neighbouring lanes; rows at or
-// past T are not written. The rotation's factors are all fetched (read-only path) before the first staging
-// store, so their round trips overlap instead of queueing behind the stores.
-template <typename Stage, typename Address>
-__device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
-                                        bool rotate_back, RopeTable rope, int row0, int T, int lane,
-                                        Address address) {
+// The factors that rotate a 16 x 64 accumulator block (rows row0 + lane/4 and + 8) back to the raw qkv's frame:
+// this lane's pairs of both rows, fetched by the read-only path (a padding row's as row 0's: it is not stored).
+struct RopeBackFactors {
   float cos[2][kHeadDim / 8], sin[2][kHeadDim / 8];
-  if (rotate_back) {
+
+  __device__ void load(RopeTable rope, int row0, int T, int lane) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int t = row0 + lane / 4 + 8 * half, row = t < T ? t : 0;  // a padding row is not stored
+      const int t = row0 + lane / 4 + 8 * half, row = t < T ? t : 0;
 #pragma unroll
       for (int n = 0; n < kHeadDim / 8; ++n) {
         const int pair = (8 * n + 2 * (lane % 4)) / 2;
@@ -126,6 +121,16 @@ __device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&ac
       }
     }
   }
+};
+
+// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
+// (q, k) rotated back by `factors` where rotate_back, rounded to bf16 into the warp's own stage (free to
+// overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight neighbouring lanes; rows at or
+// past T are not written.
+template <typename Stage, typename Address>
+__device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
+                                         bool rotate_back, const RopeBackFactors& factors, int row0, int T, int lane,
+                                         Address address) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int r = lane / 4 + 8 * half;
@@ -134,7 +139,7 @@ __device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&ac
       const int c = 8 * n + 2 * (lane % 4);
       float x0 = scale * acc[n][2 * half], x1 = scale * acc[n][2 * half + 1];
       if (rotate_back) {
-        const float2 g = rotate(x0, x1, cos[half][n], -sin[half][n]);
+        const float2 g = rotate(x0, x1, factors.cos[half][n], -factors.sin[half][n]);
         x0 = g.x;
         x1 = g.y;
       }
@@ -151,6 +156,18 @@ __device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&ac
           *reinterpret_cast<const uint4*>(stage.at(r, c));
   }
   __syncwarp();  // the stage may be written again
+}
+
+// store_head_block_rotated with the factors fetched here, all before the first staging store, so their round
+// trips overlap instead of queueing behind the stores (a caller that can fetch them earlier, under a product,
+// calls store_head_block_rotated itself).
+template <typename Stage, typename Address>
+__device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
+                                        bool rotate_back, RopeTable rope, int row0, int T, int lane,
+                                        Address address) {
+  RopeBackFactors factors;
+  if (rotate_back) factors.load(rope, row0, T, lane);
+  store_head_block_rotated(dst, stage, acc, scale, rotate_back, factors, row0, T, lane, address);
 }
 
 // One row's delta = rowsum(dout * out) in fp32: this thread's 16-byte chunks of dout and out (eight elements

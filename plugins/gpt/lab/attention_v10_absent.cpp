@@ -1,6 +1,6 @@
-// Versions 10's, 11's and 19's forwards and 12's, 14's and 18's backwards in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, attention_v12.cu, attention_v14.cu, attention_v18.cu and
-// attention_v19.cu are not compiled, so the versions are not applicable on any device and their benchmarks are
+// Versions 10's, 11's and 19's forwards and 12's, 14's, 18's and 21's backwards in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v18.cu, _v19.cu and _v21.cu are not
+// compiled, so the versions are not applicable on any device and their benchmarks are
 // listed as not run (the keeper's sm_90a kernels, v15's forward and v17's backward, refuse there as these do:
 // cuda/attention_sm90a_absent.cpp).
 #include <string>
@@ -38,6 +38,11 @@ void attention_v14_backward(bf16*, float*, const bf16*, const bf16*, const float
   refuse("v14's backward");
 }
 void attention_v18_backward_configure() { refuse("v18's backward"); }
+void attention_v21_backward_configure() { refuse("v21's backward"); }
+void attention_v21_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v21's backward");
+}
 void attention_v19_forward_configure() { refuse("v19's forward"); }
 void attention_v19_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v19's forward");

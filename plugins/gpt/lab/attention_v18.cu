@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<true, true>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+  walk_backward_heads<kV18Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
                                   bias, args);
 }
 

@@ -73,6 +73,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v20", "v20 (v19's forward; v18's backward; sm_90a)", false,
      configure_in_order<attention_v19_forward_configure, attention_v18_backward_configure>, attention_v19_forward,
      attention_v18_backward},
+    {"v21", "v21 (v17's forward; v18's backward with dq's RoPE factors fetched under the dq product, sm_90a)", false,
+     configure_in_order<attention_v21_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v21_backward},
 };
 
 }  // namespace

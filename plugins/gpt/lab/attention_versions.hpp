@@ -5,10 +5,11 @@
 // sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
 // the keeper's forward with v14's backward; v18, the keeper's forward with v17's backward scaling the head's lse
 // once its boxes have landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and the
-// keeper's backward; v20, v19's forward with v18's backward) and the keepers the trainers run (v8 and v17, layers.hpp's
-// fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and dout a phase
-// earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
-// a row that needs it refuses other devices.
+// keeper's backward; v20, v19's forward with v18's backward; v21, the keeper's forward with v18's backward
+// fetching dq's RoPE factors under the dq product, attention_v21.cu) and the keepers the trainers run (v8 and
+// v17, layers.hpp's fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and
+// dout a phase earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute
+// capability 9.0 alone; a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -34,7 +35,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v20), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v21), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -93,5 +94,13 @@ void attention_v18_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 void attention_v19_forward_configure();
 void attention_v19_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
+
+// v21's backward (attention_v21.cu, sm_90a): v18's with each query half's RoPE factors, which rotate dq back,
+// fetched while the tensor cores compute dq; row v21 runs it on the keeper's forward. configure (this backward
+// alone) as v10's.
+void attention_v21_backward_configure();
+void attention_v21_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v20/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v21/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v20: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v21: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -746,8 +746,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "head's v and dout loaded during the backward's query phase, v18 v17 with each "
                                    "head's lse scaled once its boxes land, v19 v15's forward with the next head's q "
                                    "and k loaded during half 1 and v during half 0's scores, v20 v19's forward with "
-                                   "v18's backward; batches 128 and 256 between R2's and R3's, where v17's forward "
-                                   "changes",
+                                   "v18's backward, v21 v18 with dq's RoPE factors fetched under the dq product; "
+                                   "batches 128 and 256 between R2's and R3's, where v17's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.

@@ -172,7 +172,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
 // for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
 // keeper's forward with v14's backward, for v18 with its own; for v19 its own forward with the keeper's backward;
-// for v20 v19's forward with v18's backward.
+// for v20 v19's forward with v18's backward; for v21 the keeper's forward with its own backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -197,6 +197,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v19").backward == v17.backward);
   EXPECT_TRUE(row("v20").forward == &attention_v19_forward);
   EXPECT_TRUE(row("v20").backward == &attention_v18_backward);
+  EXPECT_TRUE(row("v21").forward == v17.forward);
+  EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -568,6 +570,22 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
   EXPECT_LT(dqkv_error, kBf16Tolerance);
   EXPECT_LT(rel_l2(run.out, v10.out), 1e-2);
   EXPECT_LT(rel_l2(run.lse, v10.lse), 1e-4);
+}
+
+// v21, v18's backward with dq's RoPE factors fetched under the dq product: the same factors, products and
+// roundings, so at 768 heads its dqkv equals the keeper's (v17's, on the same forward) bit for bit.
+TEST_P(GptLabAttentionSm90a, V21IsV17sBackwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v21 = bf16_version("v21");
+  if (const std::string why = not_applicable_reason(v21); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 97, 98, 99);
+  const FusedAttentionRun v17 = in.run("v17");
+  const FusedAttentionRun run = in.run("v21");
+  expect_finite(run, "v21");
+  std::printf("T %d, %d heads: v21 vs v17: dqkv %.2e\n", T, B * H, rel_l2(run.dqkv, v17.dqkv));
+  EXPECT_EQ(run.dqkv, v17.dqkv);
 }
 
 // v19, v15's forward with its loads moved (a head's q and k during the head before, its v during half 0's
