@@ -31,6 +31,7 @@
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_forward_sm90a.cuh"
+#include "attention_forward_half_sm90a.cuh"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -44,31 +45,6 @@ struct V15Smem {
   std::uint64_t loaded;  // the three boxes' bytes
 };
 constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
-
-// Query half `half` (rows 64 half ..) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1), causal): scores,
-// softmax, P V (attention_forward_sm90a.cuh, v read MN-major in place), then out (staged) and lse to global
-// memory.
-template <int kKeys>
-__device__ __forceinline__ void attend_query_half(HeadTiles& tiles, bf16* out, float* lse, const HeadRows& at,
-                                                  const FusedArgs& args, int half) {
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, row0 = 64 * half + kRows * warp;
-  AttendedRows r;
-  attend_query_rows<kKeys, 1>(r, tiles, [&](int ks) { return mn_major(tiles.v, ks); }, 64 * half, args);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + lane / 4 + 8 * h;
-    if (lane % 4 == 0 && row < args.s.T) lse[at.stats_at(row, args.s.heads)] = r.row_lse[h];
-#pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j) {
-      r.o[4 * j + 2 * h] *= r.inv_sum[h];
-      r.o[4 * j + 2 * h + 1] *= r.inv_sum[h];
-    }
-  }
-  // The S product read q for the last time (every warp waited for it before the group issued P V together):
-  // this warp's q rows take its O.
-  store_head_block_staged(out, SwizzledStage{tiles.q, row0}, as_tiles(r.o), 1.0f, false, args.rope, row0, args.s.T,
-                          lane, [&](int t) { return at.rows_at(t); });
-}
 
 __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
     fused_attention_v15_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,

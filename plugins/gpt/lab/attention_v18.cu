@@ -5,8 +5,9 @@
 //
 // Why: Nsight Compute's warp samples on v17's backward at batch 512 (H100) put 8.5% on one multiply, the lse's
 // scaling to log2 units right after its load from global memory, where the L2 has not seen it: every head waits
-// there for a DRAM read before it waits for its boxes. The same steps in the same order: dqkv equals v17's bit
-// for bit. Budget: v17's shared memory and registers (one more float a thread across the wait).
+// there for a DRAM read before it waits for its boxes. The same steps in the same order, so its GPU test asks for
+// v17's dqkv bit for bit (not yet run on a GPU).
+// Budget: v17's shared memory and registers (one more float a thread across the wait).
 #include <cuda.h>
 #include <cuda_bf16.h>
 

@@ -11,8 +11,9 @@
 //     loads the next head's q and k then, and they land during half 1's softmax, P V and store; half 1's out is
 //     staged in v's rows 64 .. 127 instead of q's (v is free once P V has read it);
 //   - v alone is loaded at the head's start.
-// The products, the softmax and the roundings are v15's: out and lse equal v15's bit for bit.
-// Budget: v15's shared memory and one more barrier; 154 registers (v15: 158; three blocks an SM allow 168),
+// The products, the softmax and the roundings are v15's, so its GPU test asks for v15's out and lse bit for bit
+// (not yet run on a GPU).
+// Budget: v15's shared memory and one more barrier; 153 registers (v15: 158; three blocks an SM allow 168),
 // with v's bias held across half 0's scores.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -22,6 +23,7 @@
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_forward_sm90a.cuh"
+#include "attention_forward_half_sm90a.cuh"
 #include "attention_versions.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -44,34 +46,17 @@ __device__ inline void load_qk(V19Smem& sm, const CUtensorMap* map, const HeadRo
   hw::tma_load_2d(sm.head.k, map, &sm.qk_landed, row, at.C + col);
 }
 
+// Parts first .. first + count - 1 of the head `at`'s boxes (0 q, 1 k, 2 v) into the L2 ahead of their loads.
+// One thread.
+__device__ inline void prefetch_parts(const CUtensorMap* map, const HeadRows& at, int first, int count) {
+  for (int part = first; part < first + count; ++part)
+    hw::tma_prefetch_2d(map, at.b * at.T, part * at.C + at.h * kHeadDim);
+}
+
 // The head `at`'s v box on v_landed. One thread.
 __device__ inline void load_v(V19Smem& sm, const CUtensorMap* map, const HeadRows& at) {
   hw::mbarrier_arrive_expect_tx(&sm.v_landed, kHeadTileBytes);
   hw::tma_load_2d(sm.head.v, map, &sm.v_landed, at.b * at.T, 2 * at.C + at.h * kHeadDim);
-}
-
-// Query half `half` as v15 takes it (scores, softmax, P V with v read MN-major in place, then out and lse), with
-// before_pv between the softmax and P V, and the out staged in rows 64 half .. of q (v15's place) or, kStageInV,
-// of v, once every warp's P V has read it.
-template <int kKeys, bool kStageInV, typename BeforePv>
-__device__ __forceinline__ void attend_query_half(HeadTiles& tiles, bf16* out, float* lse, const HeadRows& at,
-                                                  const FusedArgs& args, int half, BeforePv before_pv) {
-  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, row0 = 64 * half + kRows * warp;
-  AttendedRows r;
-  attend_query_rows<kKeys, 1>(r, tiles, [&](int ks) { return mn_major(tiles.v, ks); }, 64 * half, args, before_pv);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + lane / 4 + 8 * h;
-    if (lane % 4 == 0 && row < args.s.T) lse[at.stats_at(row, args.s.heads)] = r.row_lse[h];
-#pragma unroll
-    for (int j = 0; j < kHeadDim / 8; ++j) {
-      r.o[4 * j + 2 * h] *= r.inv_sum[h];
-      r.o[4 * j + 2 * h + 1] *= r.inv_sum[h];
-    }
-  }
-  if constexpr (kStageInV) __syncthreads();  // every warp's P V has read v
-  store_head_block_staged(out, SwizzledStage{kStageInV ? tiles.v : tiles.q, row0}, as_tiles(r.o), 1.0f, false,
-                          args.rope, row0, args.s.T, lane, [&](int t) { return at.rows_at(t); });
 }
 
 __global__ void __launch_bounds__(kV19Threads, kV19BlocksPerSm)
@@ -90,26 +75,12 @@ __global__ void __launch_bounds__(kV19Threads, kV19BlocksPerSm)
     const HeadRows at = v10_head_rows(head, args.s);
     const bool has_next = head + stride < heads;
     if (threadIdx.x == 0) {
-      if (n == 0) {  // later heads' q and k were asked for during the head before
-        load_qk(sm, &qkv_map, at);
-        if (has_next) {
-          const HeadRows next = v10_head_rows(head + stride, args.s);
-          for (int part = 0; part < 2; ++part)
-            hw::tma_prefetch_2d(&qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
-        }
-      }
+      // Later heads' q and k were asked for during the head before; into the L2 ahead of their loads: the next
+      // head's v (loaded at its start) and its q and k at the first head, the q and k of the head after it.
+      if (n == 0) load_qk(sm, &qkv_map, at);
       load_v(sm, &qkv_map, at);
-      // Into the L2 ahead of their loads: the next head's v (loaded at its start) and q and k of the head after
-      // it (loaded during the next head's half 1).
-      if (has_next) {
-        const HeadRows next = v10_head_rows(head + stride, args.s);
-        hw::tma_prefetch_2d(&qkv_map, next.b * next.T, 2 * next.C + next.h * kHeadDim);
-      }
-      if (head + 2 * stride < heads) {
-        const HeadRows after = v10_head_rows(head + 2 * stride, args.s);
-        for (int part = 0; part < 2; ++part)
-          hw::tma_prefetch_2d(&qkv_map, after.b * after.T, part * after.C + after.h * kHeadDim);
-      }
+      if (has_next) prefetch_parts(&qkv_map, v10_head_rows(head + stride, args.s), n == 0 ? 0 : 2, n == 0 ? 3 : 1);
+      if (head + 2 * stride < heads) prefetch_parts(&qkv_map, v10_head_rows(head + 2 * stride, args.s), 0, 2);
     }
     HeadPreparationSm90a<kV19Threads> prep;
     prep.load(bias, args.rope, at);
