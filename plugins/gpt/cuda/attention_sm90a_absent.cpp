@@ -1,7 +1,7 @@
-// The bf16 keeper's sm_90a kernels (v15's forward, v17's backward) in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v15.cu and attention_v17.cu are not compiled, hopper_path_available is
-// false on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v15, v16 and
-// v17 rows are listed as not run, with the reason).
+// The bf16 keeper's sm_90a kernels (v15's forward, v18's backward) in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v15.cu and attention_v18.cu are not compiled, hopper_path_available is
+// false on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v15 and v18
+// rows are listed as not run, with the reason).
 #include <string>
 
 #include "layers.hpp"
@@ -25,11 +25,11 @@ void fused_attention_sm90a_forward(bf16*, float*, const bf16*, const float*, Rop
                                    cudaStream_t) {
   refuse("v15's forward");
 }
-void fused_attention_sm90a_backward_configure() { refuse("v17's backward"); }
-int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v17's backward"); }
+void fused_attention_sm90a_backward_configure() { refuse("v18's backward"); }
+int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v18's backward"); }
 void fused_attention_sm90a_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*,
                                     RopeTable, const AttentionShape&, cudaStream_t) {
-  refuse("v17's backward");
+  refuse("v18's backward");
 }
 
 }  // namespace roofbench::gpt::cuda

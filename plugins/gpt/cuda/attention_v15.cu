@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, version 15's forward (bf16): the bf16 keeper's (v17's) forward on a device
-// where hopper_path_available, beside v17's backward (attention_v17.cu); v9's forward runs elsewhere
+// Fused causal attention with RoPE, version 15's forward (bf16): the bf16 keeper's (v18's) forward on a device
+// where hopper_path_available, beside v18's backward (attention_v18.cu); v9's forward runs elsewhere
 // (attention.cu chooses). v10's arithmetic (TMA boxes in the 128-byte swizzle, S = q k^T and P V on wgmma, the
 // exact softmax in registers) with a whole head in one warp group and three blocks an SM. Compiled for sm_90a
 // alone, in the object library of the training library's sm_90a kernels; attention_sm90a_absent.cpp stands in

@@ -237,8 +237,8 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 //   fp32 tensors (R1): v8, mma.sync m16n8k8 on TF32 tensor cores (fp32 accumulation), the scores in
 //     registers through a permuted k, eight warps per block, the backward one kernel (attention_v8.cu);
-//   bf16 tensors (R2 and up): v17, whose kernels are chosen per device. On one where hopper_path_available
-//     (compute capability 9.0, a build with sm_90a code): v17's backward (attention_v17.cu) and v15's forward
+//   bf16 tensors (R2 and up): v18, whose kernels are chosen per device. On one where hopper_path_available
+//     (compute capability 9.0, a build with sm_90a code): v18's backward (attention_v18.cu) and v15's forward
 //     (attention_v15.cu), TMA and wgmma, each block one warp group walking its own heads (three forward blocks
 //     an SM, two backward), asking the L2 for its next head's rows while it computes one. v15's forward runs
 //     where a batch's heads number at least kSm90aForwardMinRounds per block of its persistent grid: with
@@ -250,7 +250,7 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 //     per SM walking the heads), each block fetching its next head's rows while it finishes one.
 // The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
 // The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results). The bf16
-// keeper's says which kernels run on the current device: v17 with the sm_90a ones, or v9 without them (the
+// keeper's says which kernels run on the current device: v18 with the sm_90a ones, or v9 without them (the
 // overload: the name with the sm_90a kernels or without them).
 const char* fp32_attention_keeper_name();
 const char* bf16_attention_keeper_name();
@@ -260,7 +260,7 @@ inline constexpr int kSm90aForwardMinRounds = 4;
 bool sm90a_forward_pays(int heads, int resident_blocks);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
 // Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v15's and
-// v17's or v9's), their shared memory and persistent grids.
+// v18's or v9's), their shared memory and persistent grids.
 void fused_attention_configure();
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream);
@@ -287,7 +287,7 @@ void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const fl
 void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
-// The sm_90a ones, v15's forward (rows v15 and v16) and v17's backward (row v17). Their configures throw
+// The sm_90a ones, v15's forward (rows v15 and v16) and v18's backward (rows v18 and v20). Their configures throw
 // NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without
 // sm_90a code); blocks_per_sm: the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();

@@ -1,7 +1,7 @@
-// Versions 10's, 11's and 19's forwards and 12's, 14's, 18's and 21's backwards in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v18.cu, _v19.cu and _v21.cu are not
+// Versions 10's, 11's and 19's forwards and 12's, 14's, 17's and 21's backwards in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v17.cu, _v19.cu and _v21.cu are not
 // compiled, so the versions are not applicable on any device and their benchmarks are
-// listed as not run (the keeper's sm_90a kernels, v15's forward and v17's backward, refuse there as these do:
+// listed as not run (the keeper's sm_90a kernels, v15's forward and v18's backward, refuse there as these do:
 // cuda/attention_sm90a_absent.cpp).
 #include <string>
 
@@ -37,7 +37,11 @@ void attention_v14_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v14's backward");
 }
-void attention_v18_backward_configure() { refuse("v18's backward"); }
+void attention_v17_backward_configure() { refuse("v17's backward"); }
+void attention_v17_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v17's backward");
+}
 void attention_v21_backward_configure() { refuse("v21's backward"); }
 void attention_v21_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
@@ -46,10 +50,6 @@ void attention_v21_backward(bf16*, float*, const bf16*, const bf16*, const float
 void attention_v19_forward_configure() { refuse("v19's forward"); }
 void attention_v19_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v19's forward");
-}
-void attention_v18_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
-                            const AttentionShape&, cudaStream_t) {
-  refuse("v18's backward");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

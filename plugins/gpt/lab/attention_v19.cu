@@ -1,7 +1,8 @@
-// Fused causal attention with RoPE, version 19's forward (bf16, the kernel lab's lab_attention_bf16: row v19, with
-// the keeper's backward): v15's forward (a whole head in one warp group, three blocks an SM, each walking its own
-// heads) with its loads moved so that a head starts with its q and k already in shared memory. Compiled for
-// sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, version 19's forward (bf16, the kernel lab's lab_attention_bf16: rows v19, with
+// v17's backward, and v20, with the keeper's): v15's forward (a whole head in one warp group, three blocks an SM,
+// each walking its own heads) with its loads moved so that a head starts with its q and k already in shared
+// memory. Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without
+// sm_90a code.
 //
 // Why: Nsight Compute's warp samples on v15's forward at batch 512 (H100) put 19.7% on the wait for a head's
 // boxes: all three are asked for only when the head starts. Here

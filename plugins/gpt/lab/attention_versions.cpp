@@ -35,7 +35,7 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v17, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v17.
+// v18, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v18.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
@@ -60,19 +60,20 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v16", "v16 (v14's backward; v15's forward from 4 heads a resident block, else v9's; sm_90a)", false,
      configure_in_order<attention_v14_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
      attention_v14_backward},
-    {"v17", bf16_attention_keeper_name(true), true,
+    {"v17", "v17 (v14's backward loading the next head's v and dout early; v15's forward from 4 heads a resident "
+            "block, else v9's; sm_90a)",
+     false, configure_in_order<attention_v17_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v17_backward},
+    {"v18", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
-    {"v18", "v18 (v17 with the head's lse scaled after its boxes land and the next head's lse asked of the L2, sm_90a)",
-     false, configure_in_order<attention_v18_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v18_backward},
     {"v19", "v19 (v15's forward with the next head's q and k loaded during half 1 and v landing during half 0's "
-            "scores, sm_90a; the keeper's backward)",
-     false, configure_in_order<attention_v19_forward_configure, fused_attention_configure>, attention_v19_forward,
-     keeper_backward<bf16>},
+            "scores, sm_90a; v17's backward)",
+     false, configure_in_order<attention_v19_forward_configure, attention_v17_backward_configure>,
+     attention_v19_forward, attention_v17_backward},
     {"v20", "v20 (v19's forward; v18's backward; sm_90a)", false,
-     configure_in_order<attention_v19_forward_configure, attention_v18_backward_configure>, attention_v19_forward,
-     attention_v18_backward},
+     configure_in_order<attention_v19_forward_configure, fused_attention_sm90a_backward_configure>,
+     attention_v19_forward, fused_attention_sm90a_backward},
     {"v21", "v21 (v17's forward; v18's backward with dq's RoPE factors fetched under the dq product, sm_90a)", false,
      configure_in_order<attention_v21_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
      attention_v21_backward},

@@ -3,13 +3,13 @@
 // sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
 // sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an
 // sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
-// the keeper's forward with v14's backward; v18, the keeper's forward with v17's backward scaling the head's lse
-// once its boxes have landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and the
-// keeper's backward; v20, v19's forward with v18's backward; v21, the keeper's forward with v18's backward
-// fetching dq's RoPE factors under the dq product, attention_v21.cu) and the keepers the trainers run (v8 and
-// v17, layers.hpp's fused_attention_forward and _backward: v17's backward is v14's loading the next head's v and
-// dout a phase earlier; v17's row refuses devices without the sm_90a path). sm_90a code runs on compute
-// capability 9.0 alone; a row that needs it refuses other devices.
+// the keeper's forward with v14's backward; v17, the keeper's forward with v14's backward loading the next head's
+// v and dout a phase earlier, attention_v17.cu; v19, v15's forward with its loads moved, attention_v19.cu, and
+// v17's backward; v20, v19's forward with the keeper's sm_90a backward; v21, the keeper's forward with v18's
+// backward fetching dq's RoPE factors under the dq product, attention_v21.cu) and the keepers the trainers run
+// (v8 and v18, layers.hpp's fused_attention_forward and _backward: v18's backward is v17's scaling the head's lse
+// once its boxes have landed and asking the L2 for the next head's; v18's row refuses devices without the sm_90a
+// path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -80,17 +80,17 @@ void attention_v14_backward_configure();
 void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
-// v18's backward (attention_v18.cu, sm_90a): v17's with the head's lse scaled into shared memory once its boxes
-// have landed and the next head's lse asked of the L2 with its boxes; row v18 runs it on the keeper's forward.
-// configure (this backward alone) as v10's.
-void attention_v18_backward_configure();
-void attention_v18_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+// v17's backward (attention_v17.cu, sm_90a): v14's with the next head's v and dout loaded during this head's
+// query phase; rows v17 (on the keeper's forward) and v19 (on v19's) run it. configure (this backward alone) as
+// v10's.
+void attention_v17_backward_configure();
+void attention_v17_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
 // v19's forward (attention_v19.cu, sm_90a): v15's with a head's q and k loaded during the head before's half 1
-// and its v landing during half 0's scores; row v19 runs it with the keeper's backward. configure (this forward
-// alone) as v10's.
+// and its v landing during half 0's scores; rows v19 (with v17's backward) and v20 (with the keeper's) run it.
+// configure (this forward alone) as v10's.
 void attention_v19_forward_configure();
 void attention_v19_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);

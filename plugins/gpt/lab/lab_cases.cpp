@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v17 for bf16, v9 where v17's sm_90a kernels do not run,
+// run the keepers only (attention v8 for fp32 and v18 for bf16, v9 where v18's sm_90a kernels do not run,
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
@@ -742,12 +742,13 @@ std::vector<CaseSpec> lab_cases() {
                                    "forward with v12's backward, v14 v9's forward with v12's backward steps a head a "
                                    "warp group, two blocks an SM, v15 v10's forward a head a warp group, three "
                                    "blocks an SM, with v12's backward, v16 v14's backward with v15's forward from 4 "
-                                   "heads a resident block, v9's below, v17 (R2-R4's on sm_90a) v16 with the next "
-                                   "head's v and dout loaded during the backward's query phase, v18 v17 with each "
+                                   "heads a resident block, v9's below, v17 v16 with the next head's v and dout "
+                                   "loaded during the backward's query phase, v18 (R2-R4's on sm_90a) v17 with each "
                                    "head's lse scaled once its boxes land, v19 v15's forward with the next head's q "
-                                   "and k loaded during half 1 and v during half 0's scores, v20 v19's forward with "
-                                   "v18's backward, v21 v18 with dq's RoPE factors fetched under the dq product; "
-                                   "batches 128 and 256 between R2's and R3's, where v17's forward changes",
+                                   "and k loaded during half 1 and v during half 0's scores, with v17's backward, "
+                                   "v20 v19's forward with v18's backward, v21 v18 with dq's RoPE factors fetched "
+                                   "under the dq product; batches 128 and 256 between R2's and R3's, where v18's "
+                                   "forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.

@@ -160,19 +160,20 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v17
+  EXPECT_EQ(keepers, 2u);  // v8 and v18
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v17").keeper);
-  EXPECT_FALSE(bf16_attention_version("v16").keeper);
-  EXPECT_STREQ(bf16_attention_version("v17").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v18").keeper);
+  EXPECT_FALSE(bf16_attention_version("v17").keeper);
+  EXPECT_STREQ(bf16_attention_version("v18").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
-// for v17 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
-// keeper's forward with v14's backward, for v18 with its own; for v19 its own forward with the keeper's backward;
-// for v20 v19's forward with v18's backward; for v21 the keeper's forward with its own backward.
+// for v18 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
+// keeper's forward with v14's backward, for v17 with the lab's v17 backward; for v19 its own forward with v17's
+// backward; for v20 v19's forward with the keeper's sm_90a backward, v18's; for v21 the keeper's forward with its
+// own backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -185,19 +186,18 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v14", "v16"})
     EXPECT_TRUE(row(name).backward == &attention_v14_backward) << name;
   EXPECT_TRUE(row("v15").forward == &fused_attention_sm90a_forward);
-  const AttentionVersion<bf16> v17 = row("v17");
-  EXPECT_FALSE(v17.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v17.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v17.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v17.backward == &fused_attention_sm90a_backward);
-  EXPECT_TRUE(row("v16").forward == v17.forward);
-  EXPECT_TRUE(row("v18").forward == v17.forward);
-  EXPECT_TRUE(row("v18").backward == &attention_v18_backward);
-  EXPECT_TRUE(row("v19").forward == &attention_v19_forward);
-  EXPECT_TRUE(row("v19").backward == v17.backward);
-  EXPECT_TRUE(row("v20").forward == &attention_v19_forward);
-  EXPECT_TRUE(row("v20").backward == &attention_v18_backward);
-  EXPECT_TRUE(row("v21").forward == v17.forward);
+  const AttentionVersion<bf16> v18 = row("v18");
+  EXPECT_FALSE(v18.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v18.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v18.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v18.backward == &fused_attention_sm90a_backward);
+  for (const char* name : {"v16", "v17", "v21"})
+    EXPECT_TRUE(row(name).forward == v18.forward) << name;
+  for (const char* name : {"v17", "v19"})
+    EXPECT_TRUE(row(name).backward == &attention_v17_backward) << name;
+  for (const char* name : {"v19", "v20"})
+    EXPECT_TRUE(row(name).forward == &attention_v19_forward) << name;
+  EXPECT_TRUE(row("v20").backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -417,13 +417,13 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v17 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v14's backward with its loads moved (the same bits) on the forward the batch's heads pick:
-// v9's with fewer than kSm90aForwardMinRounds heads a block of v15's grid (R2's batch, 768 heads here), v15's
-// from there (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those
-// rows' with v14's backward bit for bit, every head is within bf16's tolerance of the double reference, v17's row
-// gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's name, the rungs'
-// "attention" fact, names v17 and sm_90a.
+// On a device with the sm_90a path the keeper, v18 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v14's backward with its loads moved and its lse held across the wait (the same bits) on the
+// forward the batch's heads pick: v9's with fewer than kSm90aForwardMinRounds heads a block of v15's grid (R2's
+// batch, 768 heads here), v15's from there (R3's, the least batch that reaches it here). At both, the keeper's
+// out, lse and dqkv equal those rows' with v14's backward bit for bit, every head is within bf16's tolerance of
+// the double reference, v18's row gives the same bits again (R4's recomputed backward must equal R3's), and the
+// keeper's name, the rungs' "attention" fact, names v18 and sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -443,17 +443,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v17");
+    expect_finite(keeper, "v18");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v17 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+    std::printf("T %d, %d heads, %s's forward: v18 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
                 v15_forward ? "v15" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v17");
+    const FusedAttentionRun row = in_.run("v18");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -467,8 +467,8 @@ class KeeperHeads {
 
 TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v17 = bf16_version("v17");
-  if (const std::string why = not_applicable_reason(v17); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v18 = bf16_version("v18");
+  if (const std::string why = not_applicable_reason(v18); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
@@ -480,7 +480,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v17 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v18 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -504,10 +504,9 @@ TEST_P(GptLabAttentionSm90a, V14IsV13sBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, v13.dqkv);
 }
 
-// v17, the keeper, v14's backward with the next head's v and dout loaded during the query phase: the same steps in
-// the same order, so at 768 heads (about three a block: every load but the first of each block comes early) its
-// dqkv equals v16's (v14's backward on the same forward) bit for bit; and its backward holds the two blocks an SM
-// it was made for.
+// v17, v14's backward with the next head's v and dout loaded during the query phase: the same steps in the same
+// order, so at 768 heads (about three a block: every load but the first of each block comes early) its dqkv
+// equals v16's (v14's backward on the same forward) bit for bit.
 TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v17 = bf16_version("v17");
@@ -523,12 +522,12 @@ TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
               rel_l2(run.dqkv, v16.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v16.dqkv);
-  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
-// v18, v17's backward with each head's lse scaled into shared memory once its boxes have landed (and the next
-// head's asked of the L2): the same products of the same values in the same order, so at 768 heads its dqkv
-// equals the keeper's (v17's, on the same forward) bit for bit.
+// v18, the keeper, v17's backward with each head's lse scaled into shared memory once its boxes have landed (and
+// the next head's asked of the L2): the same products of the same values in the same order, so at 768 heads its
+// dqkv equals v17's (the lab's, on the same forward) bit for bit; and its backward holds the two blocks an SM it
+// was made for.
 TEST_P(GptLabAttentionSm90a, V18IsV17sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v18 = bf16_version("v18");
@@ -544,6 +543,7 @@ TEST_P(GptLabAttentionSm90a, V18IsV17sBackwardBitForBit) {
               rel_l2(run.dqkv, v17.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v17.dqkv);
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
 // v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an
@@ -573,7 +573,8 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
 }
 
 // v21, v18's backward with dq's RoPE factors fetched under the dq product: the same factors, products and
-// roundings, so at 768 heads its dqkv equals the keeper's (v17's, on the same forward) bit for bit.
+// roundings, so at 768 heads its dqkv equals v17's (the lab's, on the same forward) bit for bit, as the keeper's,
+// v18's, does.
 TEST_P(GptLabAttentionSm90a, V21IsV17sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v21 = bf16_version("v21");
@@ -590,8 +591,8 @@ TEST_P(GptLabAttentionSm90a, V21IsV17sBackwardBitForBit) {
 
 // v19, v15's forward with its loads moved (a head's q and k during the head before, its v during half 0's
 // scores, half 1's out staged in v): the same products, softmax and roundings, so at 1536 heads (about four a
-// block, every load but each block's first moved) out and lse equal v15's bit for bit, and dqkv (the keeper's
-// backward on them) is within bf16's tolerance of double; and at 48 heads, a head a block, out again.
+// block, every load but each block's first moved) out and lse equal v15's bit for bit, and dqkv (v17's backward
+// on them) is within bf16's tolerance of double; and at 48 heads, a head a block, out again.
 TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v19 = bf16_version("v19");
