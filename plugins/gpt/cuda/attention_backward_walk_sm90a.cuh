@@ -96,14 +96,16 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
 }
 
-// Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's all three
-// (factors_under_product: backward_query_rows's kFactorsUnderProduct).
+// Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
+// factors_under_product (backward_query_rows's kFactorsUnderProduct), v22's v18's and float4_preparation
+// (HeadPreparationSm90a::load's kFloat4).
 struct WalkPolicy {
-  bool next_rows_early = false, lse_ahead = false, factors_under_product = false;
+  bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
-    kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true};
+    kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true},
+    kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -134,7 +136,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
       }
     }
     HeadPreparationSm90a<kV14Threads> prep;
-    prep.load(bias, args.rope, at);
+    prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
     float held_lse = 0.0f;  // v18: this thread's row's, natural units
     if constexpr (kLseAhead) {
       const int row = static_cast<int>(threadIdx.x);
@@ -164,7 +166,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's or v21's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+// A walk's kernel (v14's, v17's, v18's, v21's or v22's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

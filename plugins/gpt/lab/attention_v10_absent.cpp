@@ -1,5 +1,5 @@
-// Versions 10's, 11's and 19's forwards and 12's, 14's, 17's and 21's backwards in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v17.cu, _v19.cu and _v21.cu are not
+// Versions 10's, 11's and 19's forwards, 12's, 14's, 17's and 21's backwards and v22 in a build without sm_90a
+// code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v17.cu, _v19.cu, _v21.cu and _v22.cu are not
 // compiled, so the versions are not applicable on any device and their benchmarks are
 // listed as not run (the keeper's sm_90a kernels, v15's forward and v18's backward, refuse there as these do:
 // cuda/attention_sm90a_absent.cpp).
@@ -50,6 +50,15 @@ void attention_v21_backward(bf16*, float*, const bf16*, const bf16*, const float
 void attention_v19_forward_configure() { refuse("v19's forward"); }
 void attention_v19_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v19's forward");
+}
+
+void attention_v22_configure() { refuse("v22"); }
+void attention_v22_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v22");
+}
+void attention_v22_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v22");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

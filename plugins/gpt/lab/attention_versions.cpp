@@ -77,6 +77,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v21", "v21 (v17's forward; v18's backward with dq's RoPE factors fetched under the dq product, sm_90a)", false,
      configure_in_order<attention_v21_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
      attention_v21_backward},
+    {"v22", "v22 (v18 with the bias and RoPE factors of the preparation fetched by 16-byte loads, sm_90a)", false,
+     attention_v22_configure, attention_v22_forward, attention_v22_backward},
 };
 
 }  // namespace

@@ -1,0 +1,99 @@
+// v15's forward walk (the keeper's sm_90a forward, attention_v15.cu, and the lab's v22, lab/attention_v22.cu):
+// a block is one warp group, three share an SM, each walking its own heads (persistent: blockIdx.x, then
+// + gridDim.x, ...):
+//   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
+//     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
+//   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it
+//     MN-major, imm-trans-b 1, instead of v10's transposed copy);
+//   - query half 0 (rows 0 .. 63, keys 0 .. 63), then query half 1 (rows 64 .., keys 0 .. 127): S on wgmma,
+//     v9's softmax_row_block (exact: every key in registers), O = P V with P from registers; each warp's O,
+//     times 1 / sum, staged in its own q rows (which no product reads after S) and stored as 128-byte rows;
+//     lse in natural units for the rows below T;
+//   - a barrier ends the head; the next head's boxes land in the same tiles.
+// Included by sm_90a translation units alone, after attention_sm90a.cuh.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "attention_forward_sm90a.cuh"
+#include "attention_forward_half_sm90a.cuh"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+constexpr int kV15Threads = 128;  // one warp group
+constexpr int kV15BlocksPerSm = 3;
+
+struct V15Smem {
+  HeadTiles head;
+  std::uint64_t loaded;  // the three boxes' bytes
+};
+constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
+
+// The walk over the block's heads; kFloat4Preparation: the bias and RoPE factors by 16-byte loads (v22).
+template <bool kFloat4Preparation>
+__device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMap* qkv_map, bf16* out, float* lse,
+                                                   const float* bias, const FusedArgs& args) {
+  const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.loaded, 1);
+    hw::mbarrier_init_fence();
+  }
+  __syncthreads();
+  for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
+    const HeadRows at = v10_head_rows(head, args.s);
+    if (threadIdx.x == 0) {
+      load_head(sm.head, qkv_map, &sm.loaded, at);
+      if (head + stride < heads) {
+        const HeadRows next = v10_head_rows(head + stride, args.s);
+#pragma unroll
+        for (int part = 0; part < 3; ++part)
+          hw::tma_prefetch_2d(qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
+      }
+    }
+    HeadPreparationSm90a<kV15Threads> prep;
+    prep.load<kFloat4Preparation>(bias, args.rope, at);
+    wait_or_trap(&sm.loaded, n & 1);
+    prep.apply(sm.head, T, [&](int, int, std::uint32_t offset, const uint4& v) {
+      *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
+    });
+    __syncthreads();  // every chunk prepared (and fenced) before any wgmma reads it
+    // Half 1 runs at any T: with its call under `T > 64` ptxas serializes the wgmmas (C7511). Rows from T on
+    // are masked, and neither their out nor their lse is stored.
+    attend_query_half<64>(sm.head, out, lse, at, args, 0);
+    attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);
+    hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again
+    __syncthreads();                 // the tiles are free
+  }
+}
+
+// A forward walk's kernel: qkv's tensor map, out, lse, qkv's bias and the arguments.
+using ForwardWalkKernel = void (*)(CUtensorMap, bf16*, float*, const float*, FusedArgs);
+
+// A forward walk kernel's host side: its name in messages ("v15's forward"), the name of the configure its
+// callers export, and its persistent grid (as many blocks as fit at once; 0 until configure).
+struct ForwardWalk {
+  const char* version;
+  const char* configure_name;
+  ForwardWalkKernel kernel;
+  int grid = 0;
+
+  // Three blocks of 49 KB need the carveout that gives an SM the most shared memory.
+  void configure() { grid = configure_shared_sm90a(version, kernel, kV15Threads, kV15SmemBytes); }
+
+  // The kernel on `stream` over every head, at most `grid` blocks.
+  void launch(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+              cudaStream_t stream) const {
+    if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
+    const FusedArgs args = fused_args(s, rope);
+    const CUtensorMap map = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);
+    check_aligned16(out, version, "out");
+    kernel<<<std::min(s.batch * s.heads, grid), kV15Threads, kV15SmemBytes, stream>>>(map, out, lse, qkv_bias, args);
+    ROOFBENCH_CUDA_LAUNCH();
+  }
+};
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
