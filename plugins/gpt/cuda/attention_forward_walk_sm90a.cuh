@@ -1,6 +1,6 @@
-// v15's forward walk (the keeper's sm_90a forward, attention_v15.cu, and the lab's v22, lab/attention_v22.cu):
-// a block is one warp group, three share an SM, each walking its own heads (persistent: blockIdx.x, then
-// + gridDim.x, ...):
+// v15's forward walk (the keeper's sm_90a forward, attention_v15.cu, and the lab's v22 to v24,
+// lab/attention_v22.cu): a block is one warp group, three (or four) share an SM, each walking its own heads
+// (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
 //   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it
@@ -32,8 +32,18 @@ struct V15Smem {
 };
 constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
 
-// The walk over the block's heads; kFloat4Preparation: the bias and RoPE factors by 16-byte loads (v22).
-template <bool kFloat4Preparation>
+// Which changes a walk makes to v15's: float4_preparation, the bias and RoPE factors by 16-byte loads
+// (HeadPreparationSm90a::load's kFloat4; v22, v23, v24); preparation_after_wait, those loads once the boxes have
+// landed rather than while they are in flight, so no thread holds their 88 floats across the wait (v24). The
+// blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers).
+struct ForwardWalkPolicy {
+  bool float4_preparation = false, preparation_after_wait = false;
+};
+inline constexpr ForwardWalkPolicy kV15ForwardWalk{}, kV22ForwardWalk{.float4_preparation = true},
+    kV24ForwardWalk{.float4_preparation = true, .preparation_after_wait = true};
+
+// The walk over the block's heads.
+template <ForwardWalkPolicy kPolicy>
 __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMap* qkv_map, bf16* out, float* lse,
                                                    const float* bias, const FusedArgs& args) {
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
@@ -54,8 +64,9 @@ __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMa
       }
     }
     HeadPreparationSm90a<kV15Threads> prep;
-    prep.load<kFloat4Preparation>(bias, args.rope, at);
+    if constexpr (!kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
     wait_or_trap(&sm.loaded, n & 1);
+    if constexpr (kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
     prep.apply(sm.head, T, [&](int, int, std::uint32_t offset, const uint4& v) {
       *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
     });
@@ -80,7 +91,7 @@ struct ForwardWalk {
   ForwardWalkKernel kernel;
   int grid = 0;
 
-  // Three blocks of 49 KB need the carveout that gives an SM the most shared memory.
+  // Three or four blocks of 49 KB need the carveout that gives an SM the most shared memory.
   void configure() { grid = configure_shared_sm90a(version, kernel, kV15Threads, kV15SmemBytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks.

@@ -9,7 +9,7 @@
 // store), so the SM needs several heads in flight; v10 gives each head two warp groups and two blocks an SM,
 // v11 one head at a time per SM (179 us a layer at batch 512 on the H200 against v7's 119). Here, as v7 does
 // with mma.sync, a block is one warp group and three share an SM, each walking its own heads
-// (attention_forward_walk_sm90a.cuh, which the lab's v22 shares).
+// (attention_forward_walk_sm90a.cuh, which the lab's v22 to v24 share).
 // Budget: shared memory q, k, v 48 KB + the barrier, 49 KB with the alignment's spare; registers 158 (ptxas,
 // no spills; at four blocks an SM, 128 registers, ptxas spills 140 bytes), so three blocks an SM. The products
 // and the softmax are v10's: out and lse agree with v10's to bf16's rounding (bit for bit unless the tensor
@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
     fused_attention_v15_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
                                        const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_forward_heads<false>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
+  walk_forward_heads<kV15ForwardWalk>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
 }
 
 ForwardWalk g_v15_walk{"v15's forward", "fused_attention_sm90a_forward_configure", fused_attention_v15_forward_kernel};

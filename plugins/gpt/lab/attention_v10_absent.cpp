@@ -1,4 +1,4 @@
-// Versions 10's, 11's and 19's forwards, 12's, 14's, 17's and 21's backwards and v22 in a build without sm_90a
+// Versions 10's, 11's and 19's forwards, 12's, 14's, 17's and 21's backwards and v22-v24 in a build without sm_90a
 // code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v17.cu, _v19.cu, _v21.cu and _v22.cu are not
 // compiled, so the versions are not applicable on any device and their benchmarks are
 // listed as not run (the keeper's sm_90a kernels, v15's forward and v18's backward, refuse there as these do:
@@ -53,8 +53,16 @@ void attention_v19_forward(bf16*, float*, const bf16*, const float*, RopeTable, 
 }
 
 void attention_v22_configure() { refuse("v22"); }
+void attention_v23_configure() { refuse("v23"); }
+void attention_v24_configure() { refuse("v24"); }
 void attention_v22_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v22");
+}
+void attention_v23_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v23");
+}
+void attention_v24_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v24");
 }
 void attention_v22_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {

@@ -1,14 +1,19 @@
-// Fused causal attention with RoPE, version 22 (bf16, the kernel lab's lab_attention_bf16: row v22): the
-// keeper's (v18's) kernels with each thread's bias and RoPE factors, which prepare its chunks of q, k and v,
-// fetched by 16-byte loads (HeadPreparationSm90a::load's kFloat4): v15's forward walk
-// (attention_forward_walk_sm90a.cuh) where a batch's heads number at least four per block of its grid, v9's
-// forward below, as the keeper chooses; v18's backward walk (attention_backward_walk_sm90a.cuh). Compiled for
-// sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, versions 22 to 24 (bf16, the kernel lab's lab_attention_bf16: rows v22, v23
+// and v24): the keeper's (v18's) kernels with each thread's bias and RoPE factors, which prepare its chunks of q,
+// k and v, fetched by 16-byte loads (HeadPreparationSm90a::load's kFloat4), v22 as they are, v23 with the
+// forward at four blocks an SM, v24 as v23 with the forward's loads after the wait for the boxes. The forwards
+// are v15's walk (attention_forward_walk_sm90a.cuh) where a batch's heads number at least four per block of its
+// grid, v9's forward below, as the keeper chooses; the backward (all three rows) is v18's walk
+// (attention_backward_walk_sm90a.cuh). Compiled for sm_90a alone, in the lab's sm_90a library;
+// attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: a thread fetches 24 bias floats and 64 RoPE factors a head one by one, 88 read-only loads where 22 fetch
 // the same bytes; Nsight Compute's warp samples on v15's forward (H100, batch 512) put about 7% on those loads.
-// The same values in the same arithmetic, so its GPU test asks for the keeper's out, lse and dqkv bit for bit.
-// Budget: the keeper's shared memory; the same floats live in registers.
+// With them, a quarter of v22's forward samples wait for the head's boxes: a fourth block an SM (v23, v24)
+// gives the SM more heads to run meanwhile, at 128 registers (ptxas spills 64 bytes a thread in v23, 40 in
+// v24, which holds no factors across the wait). The same values in the same arithmetic, so the GPU tests ask
+// for the keeper's out, lse and dqkv bit for bit.
+// Budget: the keeper's shared memory (four forward blocks of 49 KB fit an SM's 228 KB).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -20,11 +25,27 @@
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
+constexpr int kFourBlocks = 4;
+
 __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
     attention_v22_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
                                  const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_forward_heads<true>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
+  walk_forward_heads<kV22ForwardWalk>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV15Threads, kFourBlocks)
+    attention_v23_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                 const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_forward_heads<kV22ForwardWalk>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV15Threads, kFourBlocks)
+    attention_v24_forward_kernel(const __grid_constant__ CUtensorMap qkv_map, bf16* out, float* lse,
+                                 const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_forward_heads<kV24ForwardWalk>(aligned_smem<V15Smem>(raw), &qkv_map, out, lse, bias, args);
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
@@ -38,8 +59,21 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 ForwardWalk g_v22_forward{"v22's forward", "attention_v22_configure", attention_v22_forward_kernel};
+ForwardWalk g_v23_forward{"v23's forward", "attention_v23_configure", attention_v23_forward_kernel};
+ForwardWalk g_v24_forward{"v24's forward", "attention_v24_configure", attention_v24_forward_kernel};
 BackwardWalk g_v22_backward{"v22's backward", "attention_v22_configure", attention_v22_backward_kernel,
                             kV17SmemBytes};
+
+// `walk`'s forward where a batch's heads number at least four per block of its grid (the keeper's rule), v9's
+// below.
+void forward_as_the_keeper_chooses(const ForwardWalk& walk, bf16* out, float* lse, const bf16* qkv,
+                                   const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                   cudaStream_t stream) {
+  if (sm90a_forward_pays(s.batch * s.heads, walk.grid))
+    walk.launch(out, lse, qkv, qkv_bias, rope, s, stream);
+  else
+    fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);
+}
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -51,13 +85,26 @@ void attention_v22_configure() {
   attention::g_v22_backward.configure();
   fused_attention_v9_configure();
 }
+void attention_v23_configure() {
+  attention::g_v23_forward.configure();
+  attention_v22_configure();
+}
+void attention_v24_configure() {
+  attention::g_v24_forward.configure();
+  attention_v22_configure();
+}
 
 void attention_v22_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream) {
-  if (sm90a_forward_pays(s.batch * s.heads, attention::g_v22_forward.grid))
-    attention::g_v22_forward.launch(out, lse, qkv, qkv_bias, rope, s, stream);
-  else
-    fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::forward_as_the_keeper_chooses(attention::g_v22_forward, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  attention::forward_as_the_keeper_chooses(attention::g_v23_forward, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream) {
+  attention::forward_as_the_keeper_chooses(attention::g_v24_forward, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 void attention_v22_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,

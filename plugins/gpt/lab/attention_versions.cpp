@@ -79,6 +79,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v21_backward},
     {"v22", "v22 (v18 with the bias and RoPE factors of the preparation fetched by 16-byte loads, sm_90a)", false,
      attention_v22_configure, attention_v22_forward, attention_v22_backward},
+    {"v23", "v23 (v22 with its forward at four blocks an SM, sm_90a)", false, attention_v23_configure,
+     attention_v23_forward, attention_v22_backward},
+    {"v24", "v24 (v23 with the forward's bias and RoPE factors fetched once the boxes have landed, sm_90a)", false,
+     attention_v24_configure, attention_v24_forward, attention_v22_backward},
 };
 
 }  // namespace

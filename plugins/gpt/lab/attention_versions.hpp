@@ -7,7 +7,8 @@
 // v and dout a phase earlier, attention_v17.cu; v19, v15's forward with its loads moved, attention_v19.cu, and
 // v17's backward; v20, v19's forward with the keeper's sm_90a backward; v21, the keeper's forward with v18's
 // backward fetching dq's RoPE factors under the dq product, attention_v21.cu; v22, the keeper's kernels with
-// their preparation's bias and RoPE factors fetched by 16-byte loads, attention_v22.cu) and the keepers the trainers run
+// their preparation's bias and RoPE factors fetched by 16-byte loads, attention_v22.cu; v23 and v24, v22 with its
+// forward at four blocks an SM) and the keepers the trainers run
 // (v8 and v18, layers.hpp's fused_attention_forward and _backward: v18's backward is v17's scaling the head's lse
 // once its boxes have landed and asking the L2 for the next head's; v18's row refuses devices without the sm_90a
 // path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
@@ -105,9 +106,17 @@ void attention_v21_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             cudaStream_t stream);
 
 // v22 (attention_v22.cu, sm_90a): the keeper's kernels with each thread's bias and RoPE factors fetched by
-// 16-byte loads; its forward v9's where the keeper's would be. configure sets up both kernels and v9's.
+// 16-byte loads; its forward v9's where the keeper's would be. configure sets up both kernels and v9's. v23
+// and v24 (the same file): v22's backward; their forwards v22's at four blocks an SM, v24's fetching the
+// factors once the boxes have landed. Their configure also sets up v22's.
 void attention_v22_configure();
+void attention_v23_configure();
+void attention_v24_configure();
 void attention_v22_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 void attention_v22_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,

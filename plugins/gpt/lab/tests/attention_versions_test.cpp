@@ -173,7 +173,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // for v18 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
 // keeper's forward with v14's backward, for v17 with the lab's v17 backward; for v19 its own forward with v17's
 // backward; for v20 v19's forward with the keeper's sm_90a backward, v18's; for v21 the keeper's forward with its
-// own backward; for v22 its own forward and backward.
+// own backward; for v22 its own forward and backward, for v23 and v24 their own forwards with v22's backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -200,7 +200,10 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v20").backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
   EXPECT_TRUE(row("v22").forward == &attention_v22_forward);
-  EXPECT_TRUE(row("v22").backward == &attention_v22_backward);
+  EXPECT_TRUE(row("v23").forward == &attention_v23_forward);
+  EXPECT_TRUE(row("v24").forward == &attention_v24_forward);
+  for (const char* name : {"v22", "v23", "v24"})
+    EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -615,26 +618,30 @@ TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   EXPECT_EQ(few.run("v19").out, few.run("v15").out);
 }
 
-// v22, the keeper's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads: the same
-// values in the same arithmetic, so at 1536 heads (about four a block in both kernels: v15's forward walk runs)
-// out, lse and dqkv equal the keeper's (v18's row) bit for bit; and at 48 heads, v9's forward, dqkv again.
-TEST_P(GptLabAttentionSm90a, V22IsTheKeeperBitForBit) {
+// v22 to v24, the keeper's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads (v23's
+// and v24's forwards at four blocks an SM): the same values in the same arithmetic, so at 2112 heads (at least
+// four a block in every forward: the sm_90a forward walks run) out, lse and dqkv equal the keeper's (v18's row)
+// bit for bit; and at 48 heads, v9's forward, dqkv again.
+TEST_P(GptLabAttentionSm90a, V22ToV24AreTheKeeperBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v22 = bf16_version("v22");
-  if (const std::string why = not_applicable_reason(v22); !why.empty()) GTEST_SKIP() << why;
-  constexpr int B = 128, H = 12;
+  const AttentionVersion<bf16>& v24 = bf16_version("v24");
+  if (const std::string why = not_applicable_reason(v24); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 176, H = 12;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 101, 102, 103);
   const FusedAttentionRun keeper = in.run("v18");
-  const FusedAttentionRun run = in.run("v22");
-  expect_finite(run, "v22");
-  std::printf("T %d, %d heads: v22 vs v18: out %.2e lse %.2e dqkv %.2e\n", T, B * H, rel_l2(run.out, keeper.out),
-              rel_l2(run.lse, keeper.lse), rel_l2(run.dqkv, keeper.dqkv));
-  EXPECT_EQ(run.out, keeper.out);
-  EXPECT_EQ(run.lse, keeper.lse);
-  EXPECT_EQ(run.dqkv, keeper.dqkv);
   const ManyHeadInputs few(4, H, T, 104, 105, 106);
-  EXPECT_EQ(few.run("v22").dqkv, few.run("v18").dqkv);
+  const FusedAttentionRun few_keeper = few.run("v18");
+  for (const char* name : {"v22", "v23", "v24"}) {
+    const FusedAttentionRun run = in.run(name);
+    expect_finite(run, name);
+    std::printf("T %d, %d heads: %s vs v18: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name,
+                rel_l2(run.out, keeper.out), rel_l2(run.lse, keeper.lse), rel_l2(run.dqkv, keeper.dqkv));
+    EXPECT_EQ(run.out, keeper.out) << name;
+    EXPECT_EQ(run.lse, keeper.lse) << name;
+    EXPECT_EQ(run.dqkv, keeper.dqkv) << name;
+    EXPECT_EQ(few.run(name).dqkv, few_keeper.dqkv) << name;
+  }
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
