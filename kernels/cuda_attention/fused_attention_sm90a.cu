@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v11 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v12 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
@@ -19,7 +19,7 @@
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
 // are listed above with_config.
 //
-// Persistent (Config::kPersistent, v9 to v11): one block an SM takes work items (query block, batch x head)
+// Persistent (Config::kPersistent, v9 to v12): one block an SM takes work items (query block, batch x head)
 // in a fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles'
 // load) is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
 // and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
@@ -72,14 +72,14 @@ template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int
           int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  // kHeadMajor: persistent items ordered head by head (v11; item_walk).
+  // kHeadMajor: persistent items ordered head by head (v11, v12; item_walk).
   static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_,
                         kHeadMajor = kHeadMajor_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
-  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v11's split
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v12's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
   static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
@@ -154,7 +154,7 @@ __device__ __forceinline__ int work_item(const Args& a, int n) {
 }
 
 // Item `item`'s walk. Query block by query block (v9, v10): every head's heaviest first, so the blocks running
-// at once work on as many heads. Head by head (Config::kHeadMajor, v11): each head's query blocks, heaviest
+// at once work on as many heads. Head by head (Config::kHeadMajor, v11 and v12): each head's query blocks, heaviest
 // first, before the next head's, so the blocks running at once share a few heads' K and V in the L2 (about
 // 5 heads at B4 H16 T4096 on 132 SMs, against 64), as a grid of one head's query blocks after another does;
 // the snake still balances the walks (the longest block 3% over the mean there).
@@ -420,7 +420,7 @@ __device__ __forceinline__ void start_pv(Consumer<T, Cfg>& c, Smem<Cfg>& sm, int
   c.issue_pv(sm.v[c.stage(i)], i > 0);
 }
 
-// Ping-pong (Config::kPingPong, v10; FlashAttention-3's warp scheduler barriers, here on mbarriers so that a
+// Ping-pong (Config::kPingPong, v10 and v12; FlashAttention-3's warp scheduler barriers, here on mbarriers so that a
 // wait has wait_or_trap's time-out): the two consumer groups take turns to issue an overlapped tile's products,
 // so that one group's products run on the tensor cores while the other's softmax runs. Group g's n-th turn is
 // phase n of sm.turn[g], completed by the other group's 128 arrivals once that group has issued its own (group
@@ -628,6 +628,7 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //      (80 KB); d 128 v6's (160 KB).
 //   v10: v9 with its consumer groups taking turns on the tensor cores (Config::kPingPong).
 //   v11: v9 with its items head by head (Config::kHeadMajor).
+//   v12: v11 with v10's turns (Config::kHeadMajor and Config::kPingPong).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
@@ -638,6 +639,9 @@ void with_config(const std::string& version, int head_dim, Use&& use) {
   else if (version == "v11")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true>>();
+  else if (version == "v12")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true, true>>();
   else if (version == "v10")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true>>();

@@ -116,7 +116,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v11) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v12) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -125,9 +125,11 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"})
+  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"})
     EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
-  EXPECT_THROW(fused_unavailable_reason("v12", 0), std::invalid_argument);
+  EXPECT_THROW(fused_unavailable_reason("v13", 0), std::invalid_argument);
+  EXPECT_NE(fused_version_form("v12").find("head by head"), std::string::npos);
+  EXPECT_NE(fused_version_form("v12").find("taking turns"), std::string::npos);
   EXPECT_EQ(fused_version_form("v3"), "");
   EXPECT_EQ(fused_version_form("v6"), "sm_90a: TMA + wgmma, warp specialised");
   EXPECT_NE(fused_version_form("v9").find("persistent"), std::string::npos);
@@ -152,7 +154,7 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4 to v11: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v12: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
 // version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
 // d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
@@ -267,7 +269,7 @@ double worst_block_error(const std::vector<double>& got, const std::vector<doubl
   return worst;
 }
 
-// The persistent v9 to v11 where each block walks several work items, against v3 on the same inputs: heads chosen
+// The persistent v9 to v12 where each block walks several work items, against v3 on the same inputs: heads chosen
 // so that the items (B1 T1024: 8 a head) number between 3 and 4 times the SMs, each block walking 3 or 4 and
 // the last, part-full round of the snake running backwards (block c's fourth item is 4G - 1 - c). Each item's
 // 128 rows are checked on their own, over three launches, O poisoned before each: an item left out, given
@@ -293,7 +295,7 @@ TEST(CudaAttention, PersistentVersionsWalkSeveralItemsABlockAsV3Does) {
         return in.o.read();
       };
       const std::vector<double> v3 = run("v3");
-      for (const char* version : {"v9", "v10", "v11"})
+      for (const char* version : {"v9", "v10", "v11", "v12"})
         for (int launch = 0; launch < 3; ++launch)
           EXPECT_LT(worst_block_error(run(version), v3, d), 1e-2)
               << version << " d" << d << (causal ? " causal" : " full") << ", launch " << launch;
