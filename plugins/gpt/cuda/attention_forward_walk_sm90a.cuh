@@ -1,6 +1,6 @@
-// v15's forward walk (the keeper's sm_90a forward, attention_v15.cu, and the lab's v22 to v24,
-// lab/attention_v22.cu): a block is one warp group, three (or four) share an SM, each walking its own heads
-// (persistent: blockIdx.x, then + gridDim.x, ...):
+// v15's forward walk (the keeper's, v22's, sm_90a forward, attention_v22.cu, and the lab's v15, v23 and v24,
+// lab/attention_v15.cu and lab/attention_v23.cu): a block is one warp group, three (or four) share an SM, each
+// walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
 //   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it

@@ -1,6 +1,6 @@
-// What the sm_90a attention code shares (the training library's attention_v15.cu and attention_v18.cu: the bf16
-// keeper's sm_90a forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards,
-// v12's backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
+// What the sm_90a attention code shares (the training library's attention_v22.cu: the bf16 keeper's sm_90a
+// forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards, v12's
+// backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
 // (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated, rounded to bf16: v9's
 // prepare_chunk, so the products see v9's operands), the time-limited mbarrier wait, and the host's device check and
 // tensor maps. Included by sm_90a translation units alone (roofbench_hopper_sm90a); device code in an unnamed
@@ -81,7 +81,8 @@ struct PreparedChunks {
 };
 
 // This thread's bias (q, k, v) and RoPE factors for its chunks (one column, PreparedChunks' rows): fetched
-// while the boxes are in flight (v10, v12, v14, v15) or once they have landed (v11).
+// while the boxes are in flight (v10, v12 and the walks of a head a warp group) or once they have landed (v11,
+// v24).
 template <int kThreads>
 struct HeadPreparationSm90a {
   using Chunks = PreparedChunks<kThreads>;
@@ -90,7 +91,7 @@ struct HeadPreparationSm90a {
 
   // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (a chunk's 8 bias floats and its row's 4
   // factor pairs are 16-byte aligned: the host checks the bias and the tables, C and the columns are multiples
-  // of 4). The lab's v22 times them against the keeper's scalar loads.
+  // of 4). The keeper's v22 fetches so; the sm_90a versions before it (v10 to v21) one float at a time.
   template <bool kFloat4 = false>
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
     const int c = kChunk * Chunks::column();

@@ -1,5 +1,5 @@
 // Fused causal attention with RoPE, version 19's forward (bf16, the kernel lab's lab_attention_bf16: rows v19, with
-// v17's backward, and v20, with the keeper's): v15's forward (a whole head in one warp group, three blocks an SM,
+// v17's backward, and v20, with v18's): v15's forward (a whole head in one warp group, three blocks an SM,
 // each walking its own heads) with its loads moved so that a head starts with its q and k already in shared
 // memory. Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without
 // sm_90a code.

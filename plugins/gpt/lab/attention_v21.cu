@@ -1,5 +1,5 @@
 // Fused causal attention with RoPE, version 21's backward (bf16, the kernel lab's lab_attention_bf16: row v21, on
-// the keeper's forward): v18's walk (attention_backward_walk_sm90a.cuh) with each query half's RoPE factors,
+// v15's or v9's forward): v18's walk (attention_backward_walk_sm90a.cuh) with each query half's RoPE factors,
 // which rotate dq back to the raw qkv's frame, fetched while the tensor cores compute dq. Compiled for sm_90a
 // alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //

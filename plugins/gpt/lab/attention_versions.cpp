@@ -35,7 +35,9 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v18, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v18.
+// v22, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v22.
+// Rows v16 to v18 and v21 run v15's forward where a batch's heads number at least four per block of its grid and
+// v9's below, as the keeper did until v22.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
@@ -55,34 +57,42 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v14_backward_configure, fused_attention_v9_configure>, fused_attention_v9_forward,
      attention_v14_backward},
     {"v15", "v15 (TMA + wgmma forward, a head a warp group, three blocks an SM, sm_90a; v12's backward)", false,
-     configure_in_order<fused_attention_sm90a_forward_configure, attention_v12_backward_configure>,
-     fused_attention_sm90a_forward, attention_v12_backward},
+     configure_in_order<attention_v15_forward_configure, attention_v12_backward_configure>, attention_v15_forward,
+     attention_v12_backward},
     {"v16", "v16 (v14's backward; v15's forward from 4 heads a resident block, else v9's; sm_90a)", false,
-     configure_in_order<attention_v14_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v14_backward},
+     configure_in_order<attention_v14_backward_configure, attention_v15_forward_configure,
+                        fused_attention_v9_configure>,
+     attention_v15_or_v9_forward, attention_v14_backward},
     {"v17", "v17 (v14's backward loading the next head's v and dout early; v15's forward from 4 heads a resident "
             "block, else v9's; sm_90a)",
-     false, configure_in_order<attention_v17_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v17_backward},
-    {"v18", bf16_attention_keeper_name(true), true,
-     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+     false,
+     configure_in_order<attention_v17_backward_configure, attention_v15_forward_configure,
+                        fused_attention_v9_configure>,
+     attention_v15_or_v9_forward, attention_v17_backward},
+    {"v18", "v18 (v17's backward with the head's lse held across the box wait and the next head's lse asked of the "
+            "L2; v15's forward from 4 heads a resident block, else v9's; sm_90a)",
+     false,
+     configure_in_order<attention_v18_backward_configure, attention_v15_forward_configure,
+                        fused_attention_v9_configure>,
+     attention_v15_or_v9_forward, attention_v18_backward},
     {"v19", "v19 (v15's forward with the next head's q and k loaded during half 1 and v landing during half 0's "
             "scores, sm_90a; v17's backward)",
      false, configure_in_order<attention_v19_forward_configure, attention_v17_backward_configure>,
      attention_v19_forward, attention_v17_backward},
     {"v20", "v20 (v19's forward; v18's backward; sm_90a)", false,
-     configure_in_order<attention_v19_forward_configure, fused_attention_sm90a_backward_configure>,
-     attention_v19_forward, fused_attention_sm90a_backward},
+     configure_in_order<attention_v19_forward_configure, attention_v18_backward_configure>, attention_v19_forward,
+     attention_v18_backward},
     {"v21", "v21 (v17's forward; v18's backward with dq's RoPE factors fetched under the dq product, sm_90a)", false,
-     configure_in_order<attention_v21_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v21_backward},
-    {"v22", "v22 (v18 with the bias and RoPE factors of the preparation fetched by 16-byte loads, sm_90a)", false,
-     attention_v22_configure, attention_v22_forward, attention_v22_backward},
+     configure_in_order<attention_v21_backward_configure, attention_v15_forward_configure,
+                        fused_attention_v9_configure>,
+     attention_v15_or_v9_forward, attention_v21_backward},
+    {"v22", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
     {"v23", "v23 (v22 with its forward at four blocks an SM, sm_90a)", false, attention_v23_configure,
-     attention_v23_forward, attention_v22_backward},
+     attention_v23_forward, fused_attention_sm90a_backward},
     {"v24", "v24 (v23 with the forward's bias and RoPE factors fetched once the boxes have landed, sm_90a)", false,
-     attention_v24_configure, attention_v24_forward, attention_v22_backward},
+     attention_v24_configure, attention_v24_forward, fused_attention_sm90a_backward},
 };
 
 }  // namespace

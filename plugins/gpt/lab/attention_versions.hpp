@@ -2,16 +2,17 @@
 // (v1 on fp32 tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the
 // sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
 // sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an
-// sm_90a backward a head a warp group, attention_v14.cu; v15, the keeper's sm_90a forward with v12's backward; v16,
-// the keeper's forward with v14's backward; v17, the keeper's forward with v14's backward loading the next head's
-// v and dout a phase earlier, attention_v17.cu; v19, v15's forward with its loads moved, attention_v19.cu, and
-// v17's backward; v20, v19's forward with the keeper's sm_90a backward; v21, the keeper's forward with v18's
-// backward fetching dq's RoPE factors under the dq product, attention_v21.cu; v22, the keeper's kernels with
-// their preparation's bias and RoPE factors fetched by 16-byte loads, attention_v22.cu; v23 and v24, v22 with its
-// forward at four blocks an SM) and the keepers the trainers run
-// (v8 and v18, layers.hpp's fused_attention_forward and _backward: v18's backward is v17's scaling the head's lse
-// once its boxes have landed and asking the L2 for the next head's; v18's row refuses devices without the sm_90a
-// path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices.
+// sm_90a backward a head a warp group, attention_v14.cu; v15, an sm_90a forward a head a warp group,
+// attention_v15.cu, with v12's backward; v16, v15's forward (v9's where a batch's heads are too few for its grid)
+// with v14's backward; v17, the same forward with v14's backward loading the next head's v and dout a phase
+// earlier, attention_v17.cu; v18, the same forward with v17's backward scaling the head's lse once its boxes have
+// landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and v17's backward; v20,
+// v19's forward with v18's backward; v21, v18 with its backward fetching dq's RoPE factors under the dq product,
+// attention_v21.cu; v23 and v24, the keeper's kernels with its forward at four blocks an SM, attention_v23.cu)
+// and the keepers the trainers run (v8 and v22, layers.hpp's fused_attention_forward and _backward: v22's kernels
+// are v18's with the preparation's bias and RoPE factors fetched by 16-byte loads; v22's row refuses devices
+// without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other
+// devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -37,7 +38,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v21), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v24), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -76,50 +77,61 @@ void attention_v12_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 // v14's backward (attention_v14.cu, sm_90a): v12's steps with a whole head in one warp group, two blocks an SM,
-// each walking its own heads; rows v14 (on v9's forward) and v16 (on the keeper's) run it. configure (this
+// each walking its own heads; rows v14 (on v9's forward) and v16 (on v15's or v9's) run it. configure (this
 // backward alone) as v10's.
 void attention_v14_backward_configure();
 void attention_v14_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+// v15's forward (attention_v15.cu, sm_90a): v10's arithmetic with a whole head in one warp group, three blocks an
+// SM, each walking its own heads; row v15 runs it at any batch. attention_v15_or_v9_forward runs it where a batch's
+// heads number at least kSm90aForwardMinRounds per block of its grid and v9's forward below (the keeper's forward
+// until v22; rows v16, v17, v18 and v21): configure that with fused_attention_v9_configure too. configure (this
+// forward alone) as v10's.
+void attention_v15_forward_configure();
+void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v15_or_v9_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                 const AttentionShape& s, cudaStream_t stream);
 // v17's backward (attention_v17.cu, sm_90a): v14's with the next head's v and dout loaded during this head's
-// query phase; rows v17 (on the keeper's forward) and v19 (on v19's) run it. configure (this backward alone) as
+// query phase; rows v17 (on v15's or v9's forward) and v19 (on v19's) run it. configure (this backward alone) as
 // v10's.
 void attention_v17_backward_configure();
 void attention_v17_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+// v18's backward (attention_v18.cu, sm_90a): v17's with the head's lse held across the wait for its boxes and the
+// next head's lse asked of the L2 with them; rows v18 (on v15's or v9's forward) and v20 (on v19's) run it.
+// configure (this backward alone) as v10's.
+void attention_v18_backward_configure();
+void attention_v18_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
 
 // v19's forward (attention_v19.cu, sm_90a): v15's with a head's q and k loaded during the head before's half 1
-// and its v landing during half 0's scores; rows v19 (with v17's backward) and v20 (with the keeper's) run it.
+// and its v landing during half 0's scores; rows v19 (with v17's backward) and v20 (with v18's) run it.
 // configure (this forward alone) as v10's.
 void attention_v19_forward_configure();
 void attention_v19_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 
 // v21's backward (attention_v21.cu, sm_90a): v18's with each query half's RoPE factors, which rotate dq back,
-// fetched while the tensor cores compute dq; row v21 runs it on the keeper's forward. configure (this backward
+// fetched while the tensor cores compute dq; row v21 runs it on v15's or v9's forward. configure (this backward
 // alone) as v10's.
 void attention_v21_backward_configure();
 void attention_v21_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
-// v22 (attention_v22.cu, sm_90a): the keeper's kernels with each thread's bias and RoPE factors fetched by
-// 16-byte loads; its forward v9's where the keeper's would be. configure sets up both kernels and v9's. v23
-// and v24 (the same file): v22's backward; their forwards v22's at four blocks an SM, v24's fetching the
-// factors once the boxes have landed. Their configure also sets up v22's.
-void attention_v22_configure();
+// v23 and v24 (attention_v23.cu, sm_90a): the keeper's (v22's) forward at four blocks an SM, v24's fetching the
+// bias and RoPE factors once the boxes have landed, with v9's forward where the keeper's would be; rows v23 and
+// v24 run them with the keeper's backward (fused_attention_sm90a_backward). configure sets up the forward, the
+// keeper's backward and v9's.
 void attention_v23_configure();
 void attention_v24_configure();
-void attention_v22_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                           const AttentionShape& s, cudaStream_t stream);
 void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
-void attention_v22_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

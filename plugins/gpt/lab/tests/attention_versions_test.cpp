@@ -160,20 +160,20 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v18
+  EXPECT_EQ(keepers, 2u);  // v8 and v22
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v18").keeper);
-  EXPECT_FALSE(bf16_attention_version("v17").keeper);
-  EXPECT_STREQ(bf16_attention_version("v18").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v22").keeper);
+  EXPECT_FALSE(bf16_attention_version("v18").keeper);
+  EXPECT_STREQ(bf16_attention_version("v22").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
-// forward), v13 and v15; the lab's v14 backward for v14 and v16; the keeper's sm_90a forward, v15's, for v15;
-// for v18 the keeper's entry points (chosen per device: none of those kernels on its own); and for v16 the
-// keeper's forward with v14's backward, for v17 with the lab's v17 backward; for v19 its own forward with v17's
-// backward; for v20 v19's forward with the keeper's sm_90a backward, v18's; for v21 the keeper's forward with its
-// own backward; for v22 its own forward and backward, for v23 and v24 their own forwards with v22's backward.
+// forward), v13 and v15; the lab's v14 backward for v14 and v16; the lab's v15 forward for v15; v15's forward or
+// v9's, as the keeper chose until v22, for v16, v17, v18 and v21; the lab's v17 backward for v17 and v19, its v18
+// backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; for v22 the keeper's entry
+// points (chosen per device: none of those kernels on its own); for v23 and v24 their own forwards with the
+// keeper's sm_90a backward, v22's.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -185,25 +185,26 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v12").forward == &attention_v11_forward);
   for (const char* name : {"v14", "v16"})
     EXPECT_TRUE(row(name).backward == &attention_v14_backward) << name;
-  EXPECT_TRUE(row("v15").forward == &fused_attention_sm90a_forward);
-  const AttentionVersion<bf16> v18 = row("v18");
-  EXPECT_FALSE(v18.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v18.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v18.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v18.backward == &fused_attention_sm90a_backward);
-  for (const char* name : {"v16", "v17", "v21"})
-    EXPECT_TRUE(row(name).forward == v18.forward) << name;
+  EXPECT_TRUE(row("v15").forward == &attention_v15_forward);
+  for (const char* name : {"v16", "v17", "v18", "v21"})
+    EXPECT_TRUE(row(name).forward == &attention_v15_or_v9_forward) << name;
   for (const char* name : {"v17", "v19"})
     EXPECT_TRUE(row(name).backward == &attention_v17_backward) << name;
+  for (const char* name : {"v18", "v20"})
+    EXPECT_TRUE(row(name).backward == &attention_v18_backward) << name;
   for (const char* name : {"v19", "v20"})
     EXPECT_TRUE(row(name).forward == &attention_v19_forward) << name;
-  EXPECT_TRUE(row("v20").backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
-  EXPECT_TRUE(row("v22").forward == &attention_v22_forward);
+  const AttentionVersion<bf16> v22 = row("v22");
+  EXPECT_FALSE(v22.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v22.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v22.forward == &attention_v15_or_v9_forward);
+  EXPECT_FALSE(v22.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v22.backward == &fused_attention_sm90a_backward);
   EXPECT_TRUE(row("v23").forward == &attention_v23_forward);
   EXPECT_TRUE(row("v24").forward == &attention_v24_forward);
-  for (const char* name : {"v22", "v23", "v24"})
-    EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
+  for (const char* name : {"v23", "v24"})
+    EXPECT_TRUE(row(name).backward == &fused_attention_sm90a_backward) << name;
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -422,24 +423,25 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v18 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v14's backward with its loads moved and its lse held across the wait (the same bits) on the
-// forward the batch's heads pick: v9's with fewer than kSm90aForwardMinRounds heads a block of v15's grid (R2's
-// batch, 768 heads here), v15's from there (R3's, the least batch that reaches it here). At both, the keeper's
-// out, lse and dqkv equal those rows' with v14's backward bit for bit, every head is within bf16's tolerance of
-// the double reference, v18's row gives the same bits again (R4's recomputed backward must equal R3's), and the
-// keeper's name, the rungs' "attention" fact, names v18 and sm_90a.
+// On a device with the sm_90a path the keeper, v22 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v14's backward with its loads moved, its lse held across the wait and its preparation's
+// loads 16 bytes wide (the same bits) on the forward the batch's heads pick: v9's with fewer than
+// kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads here), from there
+// v22's, v15's with those 16-byte loads (R3's, the least batch that reaches it here). At both, the keeper's out,
+// lse and dqkv equal those of the v9 or v15 row's forward with v14's backward bit for bit, every head is within
+// bf16's tolerance of the double reference, v22's row gives the same bits again (R4's recomputed backward must
+// equal R3's), and the keeper's name, the rungs' "attention" fact, names v22 and sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
 
   // The keeper against the rows its rule names: out, lse and dqkv bit for bit, every head against double.
-  void expect_rows_of(bool v15_forward) const {
+  void expect_rows_of(bool sm90a_forward) const {
     const auto forward = [](auto... args) { fused_attention_forward(args...); };
     const auto backward = [](auto... args) { fused_attention_backward(args...); };
     const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward,
                                                                in_.shape, in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
-    const AttentionVersion<bf16>& rows_forward = bf16_version(v15_forward ? "v15" : "v9");
+    const AttentionVersion<bf16>& rows_forward = bf16_version(sm90a_forward ? "v15" : "v9");
     const AttentionVersion<bf16>& v14 = bf16_version("v14");
     const auto configure = [&] {
       rows_forward.configure();
@@ -448,17 +450,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v18");
+    expect_finite(keeper, "v22");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v18 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
-                v15_forward ? "v15" : "v9", out_error, dqkv_error);
+    std::printf("T %d, %d heads, %s's forward: v22 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+                sm90a_forward ? "v22" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v18");
+    const FusedAttentionRun row = in_.run("v22");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -472,12 +474,12 @@ class KeeperHeads {
 
 TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v18 = bf16_version("v18");
-  if (const std::string why = not_applicable_reason(v18); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v22 = bf16_version("v22");
+  if (const std::string why = not_applicable_reason(v22); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
-  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v15's forward
+  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v22's forward
   ASSERT_FALSE(sm90a_forward_pays(few * H, grid)) << "grid " << grid;
   ASSERT_FALSE(sm90a_forward_pays((many - 1) * H, grid));
   ASSERT_TRUE(sm90a_forward_pays(many * H, grid));
@@ -485,7 +487,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v18 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v22 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -529,10 +531,9 @@ TEST_P(GptLabAttentionSm90a, V17IsV16sBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, v16.dqkv);
 }
 
-// v18, the keeper, v17's backward with each head's lse scaled into shared memory once its boxes have landed (and
-// the next head's asked of the L2): the same products of the same values in the same order, so at 768 heads its
-// dqkv equals v17's (the lab's, on the same forward) bit for bit; and its backward holds the two blocks an SM it
-// was made for.
+// v18, v17's backward with each head's lse scaled into shared memory once its boxes have landed (and the next
+// head's asked of the L2): the same products of the same values in the same order, so at 768 heads its dqkv equals
+// v17's (on the same forward) bit for bit.
 TEST_P(GptLabAttentionSm90a, V18IsV17sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v18 = bf16_version("v18");
@@ -548,18 +549,16 @@ TEST_P(GptLabAttentionSm90a, V18IsV17sBackwardBitForBit) {
               rel_l2(run.dqkv, v17.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
   EXPECT_EQ(run.dqkv, v17.dqkv);
-  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
-// v15, the keeper's sm_90a forward: v10's forward arithmetic with a whole head in one warp group, three blocks an
-// SM, v read MN-major instead of v10's transposed copy: every head's out against the double reference, out and lse
-// against v10's (the same products and softmax: equal to bf16's rounding, and the test says whether bit for bit),
-// dqkv (v12's backward on v15's out and lse) against double; and the kernel holds the blocks an SM it was made for.
+// v15's forward: v10's forward arithmetic with a whole head in one warp group, three blocks an SM, v read MN-major
+// instead of v10's transposed copy: every head's out against the double reference, out and lse against v10's (the
+// same products and softmax: equal to bf16's rounding, and the test says whether bit for bit), dqkv (v12's
+// backward on v15's out and lse) against double.
 TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v15 = bf16_version("v15");
   if (const std::string why = not_applicable_reason(v15); !why.empty()) GTEST_SKIP() << why;
-  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
   constexpr int B = 128, H = 12, hd = 64;  // 1536 heads: about four a block at three blocks an SM
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 71, 72, 73);
@@ -578,8 +577,7 @@ TEST_P(GptLabAttentionSm90a, V15MatchesDoubleAndV10OnEveryHead) {
 }
 
 // v21, v18's backward with dq's RoPE factors fetched under the dq product: the same factors, products and
-// roundings, so at 768 heads its dqkv equals v17's (the lab's, on the same forward) bit for bit, as the keeper's,
-// v18's, does.
+// roundings, so at 768 heads its dqkv equals v17's (on the same forward) bit for bit, as v18's does.
 TEST_P(GptLabAttentionSm90a, V21IsV17sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v21 = bf16_version("v21");
@@ -618,30 +616,33 @@ TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   EXPECT_EQ(few.run("v19").out, few.run("v15").out);
 }
 
-// v22 to v24, the keeper's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads (v23's
-// and v24's forwards at four blocks an SM): the same values in the same arithmetic, so at 2112 heads (at least
-// four a block in every forward: the sm_90a forward walks run) out, lse and dqkv equal the keeper's (v18's row)
-// bit for bit; and at 48 heads, v9's forward, dqkv again.
-TEST_P(GptLabAttentionSm90a, V22ToV24AreTheKeeperBitForBit) {
+// v22, the keeper, and v23 and v24: v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte
+// loads (v23's and v24's forwards at four blocks an SM). The same values in the same arithmetic, so at 2112 heads
+// (at least four a block in every forward: the sm_90a forward walks run) out, lse and dqkv equal v18's row's (the
+// lab's v15 forward and v18 backward) bit for bit; and at 48 heads, v9's forward, dqkv again. The keeper's kernels
+// hold the blocks an SM they were made for: three forward, two backward.
+TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v24 = bf16_version("v24");
   if (const std::string why = not_applicable_reason(v24); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 176, H = 12;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 101, 102, 103);
-  const FusedAttentionRun keeper = in.run("v18");
+  const FusedAttentionRun v18 = in.run("v18");
   const ManyHeadInputs few(4, H, T, 104, 105, 106);
-  const FusedAttentionRun few_keeper = few.run("v18");
+  const FusedAttentionRun few_v18 = few.run("v18");
   for (const char* name : {"v22", "v23", "v24"}) {
     const FusedAttentionRun run = in.run(name);
     expect_finite(run, name);
-    std::printf("T %d, %d heads: %s vs v18: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name,
-                rel_l2(run.out, keeper.out), rel_l2(run.lse, keeper.lse), rel_l2(run.dqkv, keeper.dqkv));
-    EXPECT_EQ(run.out, keeper.out) << name;
-    EXPECT_EQ(run.lse, keeper.lse) << name;
-    EXPECT_EQ(run.dqkv, keeper.dqkv) << name;
-    EXPECT_EQ(few.run(name).dqkv, few_keeper.dqkv) << name;
+    std::printf("T %d, %d heads: %s vs v18: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name, rel_l2(run.out, v18.out),
+                rel_l2(run.lse, v18.lse), rel_l2(run.dqkv, v18.dqkv));
+    EXPECT_EQ(run.out, v18.out) << name;
+    EXPECT_EQ(run.lse, v18.lse) << name;
+    EXPECT_EQ(run.dqkv, v18.dqkv) << name;
+    EXPECT_EQ(few.run(name).dqkv, few_v18.dqkv) << name;
   }
+  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
