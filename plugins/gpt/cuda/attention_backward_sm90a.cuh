@@ -183,8 +183,9 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
 
 // Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
 // dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
-// factors are fetched while the tensor cores compute dq, not after.
-template <int kKeys, bool kFactorsUnderProduct = false>
+// factors are fetched while the tensor cores compute dq, not after. kDirect (v25): dq stored from the
+// registers, so q's tile is free once the key phase has ended.
+template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
@@ -195,7 +196,13 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
     hw::wgmma_bf16_ss<1, 1>(dq, mn_major(h.ds_t[half], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
   const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
-  if constexpr (kFactorsUnderProduct) {
+  if constexpr (kDirect) {
+    RopeBackFactors factors;
+    factors.load(args.rope, q0, args.s.T, lane);
+    hw::wgmma_wait_group<0>();
+    hw::fence_accumulators(dq);
+    store_head_block_direct(dqkv, as_tiles(dq), args.scale, true, factors, q0, args.s.T, lane, q_rows);
+  } else if constexpr (kFactorsUnderProduct) {
     RopeBackFactors factors;
     factors.load(args.rope, q0, args.s.T, lane);
     hw::wgmma_wait_group<0>();

@@ -18,6 +18,8 @@
 // (H100, batch 512) puts 8.5% of the backward's warp samples on that one multiply.
 // factors_under_product (v21): each query half's RoPE factors, which rotate dq back, are fetched while the
 // tensor cores compute dq, not after (in v17 three of those multiplies wait on their loads, 5.6% of samples).
+// q_early (v25): dq leaves from the registers instead of through q's rows, so the next head's q loads with its
+// v and dout during the query phase and only k and out wait for the head's end.
 #pragma once
 
 #include <cuda.h>
@@ -70,21 +72,24 @@ struct V17Smem : V14Smem {
 };
 constexpr std::size_t kV17SmemBytes = sizeof(V17Smem) + kAtomBytes;
 
-// v17: the head `at`'s q, k and out (into dS^T's first tile) on the block's barrier. One thread.
+// v17: the head `at`'s q (unless kQEarly), k and out (into dS^T's first tile) on the block's barrier. One thread.
+template <bool kQEarly = false>
 __device__ inline void load_late_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
   const int row = at.b * at.T, col = at.h * kHeadDim;
-  hw::mbarrier_arrive_expect_tx(&sm.full, 3 * kHeadTileBytes);
-  hw::tma_load_2d(sm.head.q, maps.qkv, &sm.full, row, col);
+  hw::mbarrier_arrive_expect_tx(&sm.full, (kQEarly ? 2 : 3) * kHeadTileBytes);
+  if constexpr (!kQEarly) hw::tma_load_2d(sm.head.q, maps.qkv, &sm.full, row, col);
   hw::tma_load_2d(sm.head.k, maps.qkv, &sm.full, row, at.C + col);
   hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.full, row, col);
 }
 
-// v17: the head `at`'s v and dout on the early barrier. One thread.
+// v17: the head `at`'s v and dout (and q where kQEarly, v25) on the early barrier. One thread.
+template <bool kQEarly = false>
 __device__ inline void load_early_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
   const int row = at.b * at.T, col = at.h * kHeadDim;
-  hw::mbarrier_arrive_expect_tx(&sm.early, 2 * kHeadTileBytes);
+  hw::mbarrier_arrive_expect_tx(&sm.early, (kQEarly ? 3 : 2) * kHeadTileBytes);
   hw::tma_load_2d(sm.head.v, maps.qkv, &sm.early, row, 2 * at.C + col);
   hw::tma_load_2d(sm.dout, maps.dout, &sm.early, row, col);
+  if constexpr (kQEarly) hw::tma_load_2d(sm.head.q, maps.qkv, &sm.early, row, col);
 }
 
 // The head `at`'s lse (T floats, contiguous) into the L2 ahead of its loads, every 128-byte line it touches. One
@@ -98,14 +103,17 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 
 // Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
 // factors_under_product (backward_query_rows's kFactorsUnderProduct), v22's v18's and float4_preparation
-// (HeadPreparationSm90a::load's kFloat4).
+// (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
+// backward_query_rows's kDirect, so q's tile is free for the next head's q with its v and dout).
 struct WalkPolicy {
-  bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false;
+  bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
+       q_early = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
     kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true},
-    kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true};
+    kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true},
+    kV25Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -113,6 +121,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
                                                     const float* bias, const FusedArgs& args) {
   constexpr bool kNextRowsEarly = kPolicy.next_rows_early, kLseAhead = kPolicy.lse_ahead;
   static_assert(!kLseAhead || kV14Threads == kMaxT, "v18: a thread holds one row's lse across the wait");
+  static_assert(!kPolicy.q_early || kNextRowsEarly, "v25: q joins the early boxes");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
@@ -125,8 +134,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     const HeadRows at = v10_head_rows(head, args.s);
     if (threadIdx.x == 0) {
       if constexpr (kNextRowsEarly) {
-        if (n == 0) load_early_boxes(sm, maps, at);
-        load_late_boxes(sm, maps, at);
+        if (n == 0) load_early_boxes<kPolicy.q_early>(sm, maps, at);
+        load_late_boxes<kPolicy.q_early>(sm, maps, at);
       } else {
         load_v14_head(sm, maps, at);
       }
@@ -157,10 +166,11 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kNextRowsEarly) hw::fence_proxy_async_shared();  // v's staging, before TMA writes v again
     __syncthreads();  // every dS^T stored (and fenced); v and dout no longer read
     if constexpr (kNextRowsEarly)
-      if (threadIdx.x == 0 && head + stride < heads) load_early_boxes(sm, maps, v10_head_rows(head + stride, args.s));
-    backward_query_rows<64, kPolicy.factors_under_product>(h, dqkv, at, args, 0);
+      if (threadIdx.x == 0 && head + stride < heads)
+        load_early_boxes<kPolicy.q_early>(sm, maps, v10_head_rows(head + stride, args.s));
+    backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0);
     if (T > 64)  // else queries 64 .. are all padding
-      backward_query_rows<kMaxT, kPolicy.factors_under_product>(h, dqkv, at, args, 1);
+      backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // the tiles, lse and delta are free
   }

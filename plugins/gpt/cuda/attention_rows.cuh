@@ -123,14 +123,13 @@ struct RopeBackFactors {
   }
 };
 
-// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: times scale,
-// (q, k) rotated back by `factors` where rotate_back, rounded to bf16 into the warp's own stage (free to
-// overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight neighbouring lanes; rows at or
-// past T are not written.
-template <typename Stage, typename Address>
-__device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
-                                         bool rotate_back, const RopeBackFactors& factors, int row0, int T, int lane,
-                                         Address address) {
+// This lane's pairs of a 16 x 64 accumulator block (rows lane/4 and + 8 of the block): times scale, (q, k)
+// rotated back by `factors` where rotate_back, rounded to a bf16 pair, handed to put(r, c, pair) (row r of the
+// block, columns c and c + 1).
+template <typename Put>
+__device__ __forceinline__ void for_each_scaled_pair(const float (&acc)[kHeadDim / 8][4], float scale,
+                                                     bool rotate_back, const RopeBackFactors& factors, int lane,
+                                                     Put put) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int r = lane / 4 + 8 * half;
@@ -143,9 +142,20 @@ __device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&a
         x0 = g.x;
         x1 = g.y;
       }
-      *reinterpret_cast<unsigned*>(stage.at(r, c)) = pack_bf16(x0, x1);
+      put(r, c, pack_bf16(x0, x1));
     }
   }
+}
+
+// A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: for_each_scaled_pair
+// into the warp's own stage (free to overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight
+// neighbouring lanes; rows at or past T are not written.
+template <typename Stage, typename Address>
+__device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
+                                         bool rotate_back, const RopeBackFactors& factors, int row0, int T, int lane,
+                                         Address address) {
+  for_each_scaled_pair(acc, scale, rotate_back, factors, lane,
+                       [&](int r, int c, unsigned pair) { *reinterpret_cast<unsigned*>(stage.at(r, c)) = pair; });
   __syncwarp();
   constexpr int kChunksPerLane = kRows * kChunksPerRow / 32;
 #pragma unroll
@@ -156,6 +166,18 @@ __device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&a
           *reinterpret_cast<const uint4*>(stage.at(r, c));
   }
   __syncwarp();  // the stage may be written again
+}
+
+// The same block straight from the registers, no stage: each pair a 4-byte store (a warp's store writes 16
+// bytes of each of 8 rows, against the staged copy's whole rows), for a kernel whose stage tile is wanted for
+// the next head's rows (the lab's v25).
+template <typename Address>
+__device__ void store_head_block_direct(bf16* dst, const float (&acc)[kHeadDim / 8][4], float scale,
+                                        bool rotate_back, const RopeBackFactors& factors, int row0, int T, int lane,
+                                        Address address) {
+  for_each_scaled_pair(acc, scale, rotate_back, factors, lane, [&](int r, int c, unsigned pair) {
+    if (row0 + r < T) *reinterpret_cast<unsigned*>(dst + address(row0 + r) + c) = pair;
+  });
 }
 
 // store_head_block_rotated with the factors fetched here, all before the first staging store, so their round

@@ -74,4 +74,10 @@ void attention_v24_forward(bf16*, float*, const bf16*, const float*, RopeTable, 
   refuse("v24");
 }
 
+void attention_v25_backward_configure() { refuse("v25's backward"); }
+void attention_v25_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v25's backward");
+}
+
 }  // namespace roofbench::gpt::cuda::lab

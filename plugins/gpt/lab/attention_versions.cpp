@@ -93,6 +93,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      attention_v23_forward, fused_attention_sm90a_backward},
     {"v24", "v24 (v23 with the forward's bias and RoPE factors fetched once the boxes have landed, sm_90a)", false,
      attention_v24_configure, attention_v24_forward, fused_attention_sm90a_backward},
+    {"v25", "v25 (v22 with dq stored from the registers and the next head's q loaded with its v and dout, sm_90a)",
+     false, configure_in_order<attention_v25_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     attention_v25_backward},
 };
 
 }  // namespace

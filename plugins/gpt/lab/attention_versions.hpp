@@ -134,4 +134,12 @@ void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 
+// v25's backward (attention_v25.cu, sm_90a): the keeper's with dq stored from the registers, so the next head's
+// q loads with its v and dout during the query phase; row v25 runs it on the keeper's forward. configure (this
+// backward alone) as v10's.
+void attention_v25_backward_configure();
+void attention_v25_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
 }  // namespace roofbench::gpt::cuda::lab

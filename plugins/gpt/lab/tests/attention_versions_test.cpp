@@ -205,6 +205,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v24").forward == &attention_v24_forward);
   for (const char* name : {"v23", "v24"})
     EXPECT_TRUE(row(name).backward == &fused_attention_sm90a_backward) << name;
+  EXPECT_TRUE(row("v25").forward == v22.forward);
+  EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -643,6 +645,28 @@ TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
   }
   EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
   EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
+}
+
+// v25, the keeper's backward with dq stored from the registers and the next head's q loaded with its v and
+// dout: the same values and roundings, so at 768 heads (about three a block: every q but each block's first
+// loaded early) its dqkv equals the keeper's bit for bit, and at 48 heads, a head a block, again.
+TEST_P(GptLabAttentionSm90a, V25IsTheKeepersBackwardBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v25 = bf16_version("v25");
+  if (const std::string why = not_applicable_reason(v25); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 64, H = 12, hd = 64;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 111, 112, 113);
+  const FusedAttentionRun keeper = in.run("v22");
+  const FusedAttentionRun run = in.run("v25");
+  expect_finite(run, "v25");
+  const double vs_double = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+  std::printf("T %d, %d heads: v25 worst head vs double: dqkv %.2e; vs v22 %.2e\n", T, B * H, vs_double,
+              rel_l2(run.dqkv, keeper.dqkv));
+  EXPECT_LT(vs_double, kBf16Tolerance);
+  EXPECT_EQ(run.dqkv, keeper.dqkv);
+  const ManyHeadInputs few(4, H, T, 114, 115, 116);
+  EXPECT_EQ(few.run("v25").dqkv, few.run("v22").dqkv);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
