@@ -104,16 +104,18 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
 // factors_under_product (backward_query_rows's kFactorsUnderProduct), v22's v18's and float4_preparation
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
-// backward_query_rows's kDirect, so q's tile is free for the next head's q with its v and dout).
+// backward_query_rows's kDirect, so q's tile is free for the next head's q with its v and dout), v26's v22's
+// without l2_prefetch (the next head's boxes not asked of the L2 ahead of their loads).
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
-       q_early = false;
+       q_early = false, l2_prefetch = true;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
     kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true},
     kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true},
-    kV25Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true};
+    kV25Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true},
+    kV26Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -140,7 +142,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         load_v14_head(sm, maps, at);
       }
       if (head + stride < heads) {
-        prefetch_v14_head(maps, v10_head_rows(head + stride, args.s));
+        if constexpr (kPolicy.l2_prefetch) prefetch_v14_head(maps, v10_head_rows(head + stride, args.s));
         if constexpr (kLseAhead) prefetch_lse(lse, v10_head_rows(head + stride, args.s), args.s.heads);
       }
     }

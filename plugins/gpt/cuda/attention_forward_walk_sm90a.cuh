@@ -35,12 +35,14 @@ constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to 
 // Which changes a walk makes to v15's: float4_preparation, the bias and RoPE factors by 16-byte loads
 // (HeadPreparationSm90a::load's kFloat4; v22, v23, v24); preparation_after_wait, those loads once the boxes have
 // landed rather than while they are in flight, so no thread holds their 88 floats across the wait (v24). The
-// blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers).
+// blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers). Without l2_prefetch (v26)
+// the next head's boxes are not asked of the L2 ahead of their loads.
 struct ForwardWalkPolicy {
-  bool float4_preparation = false, preparation_after_wait = false;
+  bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true;
 };
 inline constexpr ForwardWalkPolicy kV15ForwardWalk{}, kV22ForwardWalk{.float4_preparation = true},
-    kV24ForwardWalk{.float4_preparation = true, .preparation_after_wait = true};
+    kV24ForwardWalk{.float4_preparation = true, .preparation_after_wait = true},
+    kV26ForwardWalk{.float4_preparation = true, .l2_prefetch = false};
 
 // The walk over the block's heads.
 template <ForwardWalkPolicy kPolicy>
@@ -56,7 +58,7 @@ __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMa
     const HeadRows at = v10_head_rows(head, args.s);
     if (threadIdx.x == 0) {
       load_head(sm.head, qkv_map, &sm.loaded, at);
-      if (head + stride < heads) {
+      if (kPolicy.l2_prefetch && head + stride < heads) {
         const HeadRows next = v10_head_rows(head + stride, args.s);
 #pragma unroll
         for (int part = 0; part < 3; ++part)

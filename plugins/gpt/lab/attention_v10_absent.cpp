@@ -80,4 +80,13 @@ void attention_v25_backward(bf16*, float*, const bf16*, const bf16*, const float
   refuse("v25's backward");
 }
 
+void attention_v26_configure() { refuse("v26"); }
+void attention_v26_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v26");
+}
+void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v26");
+}
+
 }  // namespace roofbench::gpt::cuda::lab

@@ -96,6 +96,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v25", "v25 (v22 with dq stored from the registers and the next head's q loaded with its v and dout, sm_90a)",
      false, configure_in_order<attention_v25_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
      attention_v25_backward},
+    {"v26", "v26 (v22 without the L2 prefetch of the next head's boxes, sm_90a)", false, attention_v26_configure,
+     attention_v26_forward, attention_v26_backward},
 };
 
 }  // namespace

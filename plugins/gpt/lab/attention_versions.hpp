@@ -142,4 +142,13 @@ void attention_v25_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
+// v26 (attention_v26.cu, sm_90a): the keeper's kernels without the L2 prefetch of the next head's boxes; its
+// forward v9's where the keeper's would be. configure sets up both kernels and v9's.
+void attention_v26_configure();
+void attention_v26_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v26_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
 }  // namespace roofbench::gpt::cuda::lab

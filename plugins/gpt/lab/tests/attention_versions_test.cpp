@@ -207,6 +207,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
     EXPECT_TRUE(row(name).backward == &fused_attention_sm90a_backward) << name;
   EXPECT_TRUE(row("v25").forward == v22.forward);
   EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
+  EXPECT_TRUE(row("v26").forward == &attention_v26_forward);
+  EXPECT_TRUE(row("v26").backward == &attention_v26_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -667,6 +669,23 @@ TEST_P(GptLabAttentionSm90a, V25IsTheKeepersBackwardBitForBit) {
   EXPECT_EQ(run.dqkv, keeper.dqkv);
   const ManyHeadInputs few(4, H, T, 114, 115, 116);
   EXPECT_EQ(few.run("v25").dqkv, few.run("v22").dqkv);
+}
+
+// v26, the keeper's kernels without the L2 prefetch: the same loads into the same tiles, so at 2112 heads (at
+// least four a block: the forward walk runs) out, lse and dqkv equal the keeper's bit for bit.
+TEST_P(GptLabAttentionSm90a, V26IsTheKeeperBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  const AttentionVersion<bf16>& v26 = bf16_version("v26");
+  if (const std::string why = not_applicable_reason(v26); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 176, H = 12;
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 121, 122, 123);
+  const FusedAttentionRun keeper = in.run("v22");
+  const FusedAttentionRun run = in.run("v26");
+  expect_finite(run, "v26");
+  EXPECT_EQ(run.out, keeper.out);
+  EXPECT_EQ(run.lse, keeper.lse);
+  EXPECT_EQ(run.dqkv, keeper.dqkv);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
