@@ -1,8 +1,8 @@
-// The sm_90a backward walk of the lab's v14, v17, v18 and v21 and the keeper's v22, which differ in when and how
-// a head's rows and figures are fetched: a block of one warp group walks its own heads (persistent: blockIdx.x,
-// then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included by attention_v22.cu (the
-// training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu, _v18.cu and _v21.cu, each
-// instantiating the walk it launches, after attention_backward_sm90a.cuh.
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22 and v25 and the keeper's v26, which differ in when
+// and how a head's rows and figures are fetched: a block of one warp group walks its own heads (persistent:
+// blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included by
+// attention_v26.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu, _v18.cu,
+// _v21.cu, _v22.cu and _v25.cu, each instantiating the walk it launches, after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d); every thread fetches the head's bias, RoPE factors and lse while the boxes fly;
@@ -178,7 +178,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's or v22's): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's or v26's): its tensor maps, dqkv, lse, qkv's bias and
+// the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

@@ -1,5 +1,5 @@
-// v15's forward walk (the keeper's, v22's, sm_90a forward, attention_v22.cu, and the lab's v15, v23 and v24,
-// lab/attention_v15.cu and lab/attention_v23.cu): a block is one warp group, three (or four) share an SM, each
+// v15's forward walk (the keeper's, v26's, sm_90a forward, attention_v26.cu, and the lab's v15, v22, v23 and
+// v24, lab/attention_v15.cu, _v22.cu and _v23.cu): a block is one warp group, three (or four) share an SM, each
 // walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
@@ -33,7 +33,7 @@ struct V15Smem {
 constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to align the start
 
 // Which changes a walk makes to v15's: float4_preparation, the bias and RoPE factors by 16-byte loads
-// (HeadPreparationSm90a::load's kFloat4; v22, v23, v24); preparation_after_wait, those loads once the boxes have
+// (HeadPreparationSm90a::load's kFloat4; v22 to v24, v26); preparation_after_wait, those loads once the boxes have
 // landed rather than while they are in flight, so no thread holds their 88 floats across the wait (v24). The
 // blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers). Without l2_prefetch (v26)
 // the next head's boxes are not asked of the L2 ahead of their loads.

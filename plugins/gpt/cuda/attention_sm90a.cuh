@@ -1,4 +1,4 @@
-// What the sm_90a attention code shares (the training library's attention_v22.cu: the bf16 keeper's sm_90a
+// What the sm_90a attention code shares (the training library's attention_v26.cu: the bf16 keeper's sm_90a
 // forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards, v12's
 // backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
 // (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated, rounded to bf16: v9's
@@ -91,7 +91,8 @@ struct HeadPreparationSm90a {
 
   // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (a chunk's 8 bias floats and its row's 4
   // factor pairs are 16-byte aligned: the host checks the bias and the tables, C and the columns are multiples
-  // of 4). The keeper's v22 fetches so; the sm_90a versions before it (v10 to v21) one float at a time.
+  // of 4). v22 to v25 and the keeper's v26 fetch so; the sm_90a versions before them (v10 to v21) one float at a
+  // time.
   template <bool kFloat4 = false>
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
     const int c = kChunk * Chunks::column();

@@ -1,8 +1,8 @@
-// Versions 10's, 11's, 15's, 19's, 23's and 24's forwards and 12's, 14's, 17's, 18's and 21's backwards in a build
-// without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v15.cu, _v17.cu, _v18.cu,
-// _v19.cu, _v21.cu and _v23.cu are not compiled, so the versions are not applicable on any device and their
-// benchmarks are listed as not run (the keeper's sm_90a kernels, v22's forward and backward, refuse there as these
-// do: cuda/attention_sm90a_absent.cpp).
+// Versions 10's, 11's, 15's, 19's, 23's and 24's forwards, 12's, 14's, 17's, 18's, 21's and 25's backwards and v22
+// in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu, _v14.cu, _v15.cu, _v17.cu,
+// _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu and _v25.cu are not compiled, so the versions are not applicable on
+// any device and their benchmarks are listed as not run (the keeper's sm_90a kernels, v26's forward and backward,
+// refuse there as these do: cuda/attention_sm90a_absent.cpp).
 #include <string>
 
 #include "attention_versions.hpp"
@@ -65,6 +65,15 @@ void attention_v19_forward(bf16*, float*, const bf16*, const float*, RopeTable, 
   refuse("v19's forward");
 }
 
+void attention_v22_configure() { refuse("v22"); }
+void attention_v22_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v22");
+}
+void attention_v22_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v22");
+}
+
 void attention_v23_configure() { refuse("v23"); }
 void attention_v24_configure() { refuse("v24"); }
 void attention_v23_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
@@ -78,15 +87,6 @@ void attention_v25_backward_configure() { refuse("v25's backward"); }
 void attention_v25_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v25's backward");
-}
-
-void attention_v26_configure() { refuse("v26"); }
-void attention_v26_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
-  refuse("v26");
-}
-void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
-                            const AttentionShape&, cudaStream_t) {
-  refuse("v26");
 }
 
 }  // namespace roofbench::gpt::cuda::lab

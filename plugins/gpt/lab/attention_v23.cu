@@ -1,6 +1,6 @@
 // Fused causal attention with RoPE, versions 23's and 24's forwards (bf16, the kernel lab's lab_attention_bf16:
-// rows v23 and v24, with the keeper's backward, v22's): the keeper's (v22's) forward at four blocks an SM, v24's
-// also fetching each thread's bias and RoPE factors only once the head's boxes have landed. v15's walk
+// rows v23 and v24, with v22's backward, lab/attention_v22.cu): v22's forward at four blocks an SM, v24's also
+// fetching each thread's bias and RoPE factors only once the head's boxes have landed. v15's walk
 // (attention_forward_walk_sm90a.cuh) where a batch's heads number at least four per block of its grid, v9's
 // forward below, as the keeper chooses. Compiled for sm_90a alone, in the lab's sm_90a library;
 // attention_v10_absent.cpp stands in without sm_90a code.
@@ -8,8 +8,8 @@
 // Why: with its bias and RoPE factors fetched by 16-byte loads, a quarter of v22's forward samples (Nsight Compute,
 // H100, batch 512) wait for the head's boxes: a fourth block an SM gives the SM more heads to run meanwhile, at 128
 // registers (ptxas spills 64 bytes a thread in v23, 40 in v24, which holds no factors across the wait). The same
-// values in the same arithmetic, so the GPU tests ask for the keeper's out, lse and dqkv bit for bit.
-// Budget: the keeper's forward's shared memory (four blocks of 49 KB fit an SM's 228 KB).
+// values in the same arithmetic, so the GPU tests ask for v22's out, lse and dqkv bit for bit.
+// Budget: v22's forward's shared memory (four blocks of 49 KB fit an SM's 228 KB).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -57,13 +57,11 @@ namespace roofbench::gpt::cuda::lab {
 
 void attention_v23_configure() {
   attention::g_v23_forward.configure();
-  fused_attention_sm90a_backward_configure();
-  fused_attention_v9_configure();
+  attention_v22_configure();
 }
 void attention_v24_configure() {
   attention::g_v24_forward.configure();
-  fused_attention_sm90a_backward_configure();
-  fused_attention_v9_configure();
+  attention_v22_configure();
 }
 
 void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,

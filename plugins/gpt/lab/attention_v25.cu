@@ -1,13 +1,13 @@
 // Fused causal attention with RoPE, version 25's backward (bf16, the kernel lab's lab_attention_bf16: row v25, on
-// the keeper's forward): the keeper's (v22's) walk (attention_backward_walk_sm90a.cuh) with dq stored from the
-// registers instead of through q's rows, so that q's tile is free once the key phase has ended and the next
-// head's q loads with its v and dout during the query phase: only k and out wait for the head's end. Compiled
-// for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// v22's forward): v22's walk (attention_backward_walk_sm90a.cuh) with dq stored from the registers instead of
+// through q's rows, so that q's tile is free once the key phase has ended and the next head's q loads with its v
+// and dout during the query phase: only k and out wait for the head's end. Compiled for sm_90a alone, in the lab's
+// sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: with its read-only loads 16 bytes wide, 14% of v22's backward warp samples (H100, batch 512) wait for
 // the head's late boxes, q, k and out, asked for only when the head before has ended. The same values and
-// roundings, so its GPU test asks for the keeper's dqkv bit for bit.
-// Budget: the keeper's shared memory (98 KB), two blocks an SM; dq's 4-byte stores in place of its staging.
+// roundings, so its GPU test asks for v22's dqkv bit for bit.
+// Budget: v22's shared memory (98 KB), two blocks an SM; dq's 4-byte stores in place of its staging.
 #include <cuda.h>
 #include <cuda_bf16.h>
 

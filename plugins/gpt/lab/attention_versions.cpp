@@ -35,9 +35,10 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v22, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v22.
+// v26, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v26.
 // Rows v16 to v18 and v21 run v15's forward where a batch's heads number at least four per block of its grid and
-// v9's below, as the keeper did until v22.
+// v9's below, as the keeper did until v22; rows v22 and v25 run v22's forward by the same rule, as the keeper did
+// until v26.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
@@ -86,18 +87,19 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v21_backward_configure, attention_v15_forward_configure,
                         fused_attention_v9_configure>,
      attention_v15_or_v9_forward, attention_v21_backward},
-    {"v22", bf16_attention_keeper_name(true), true,
+    {"v22", "v22 (v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads; v22's forward "
+            "from 4 heads a resident block, else v9's; sm_90a)",
+     false, attention_v22_configure, attention_v22_forward, attention_v22_backward},
+    {"v23", "v23 (v22 with its forward at four blocks an SM, sm_90a)", false, attention_v23_configure,
+     attention_v23_forward, attention_v22_backward},
+    {"v24", "v24 (v23 with the forward's bias and RoPE factors fetched once the boxes have landed, sm_90a)", false,
+     attention_v24_configure, attention_v24_forward, attention_v22_backward},
+    {"v25", "v25 (v22 with dq stored from the registers and the next head's q loaded with its v and dout, sm_90a)",
+     false, configure_in_order<attention_v25_backward_configure, attention_v22_configure>, attention_v22_forward,
+     attention_v25_backward},
+    {"v26", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
-    {"v23", "v23 (v22 with its forward at four blocks an SM, sm_90a)", false, attention_v23_configure,
-     attention_v23_forward, fused_attention_sm90a_backward},
-    {"v24", "v24 (v23 with the forward's bias and RoPE factors fetched once the boxes have landed, sm_90a)", false,
-     attention_v24_configure, attention_v24_forward, fused_attention_sm90a_backward},
-    {"v25", "v25 (v22 with dq stored from the registers and the next head's q loaded with its v and dout, sm_90a)",
-     false, configure_in_order<attention_v25_backward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     attention_v25_backward},
-    {"v26", "v26 (v22 without the L2 prefetch of the next head's boxes, sm_90a)", false, attention_v26_configure,
-     attention_v26_forward, attention_v26_backward},
 };
 
 }  // namespace

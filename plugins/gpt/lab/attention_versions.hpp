@@ -8,11 +8,12 @@
 // earlier, attention_v17.cu; v18, the same forward with v17's backward scaling the head's lse once its boxes have
 // landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and v17's backward; v20,
 // v19's forward with v18's backward; v21, v18 with its backward fetching dq's RoPE factors under the dq product,
-// attention_v21.cu; v23 and v24, the keeper's kernels with its forward at four blocks an SM, attention_v23.cu)
-// and the keepers the trainers run (v8 and v22, layers.hpp's fused_attention_forward and _backward: v22's kernels
-// are v18's with the preparation's bias and RoPE factors fetched by 16-byte loads; v22's row refuses devices
-// without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other
-// devices.
+// attention_v21.cu; v22, v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads,
+// attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM, attention_v23.cu; v25, v22 with its
+// backward storing dq from the registers, attention_v25.cu) and the keepers the trainers run (v8 and v26,
+// layers.hpp's fused_attention_forward and _backward: v26's kernels are v22's without the L2 prefetch of the next
+// head's boxes; v26's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0
+// alone; a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -38,7 +39,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v24), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v26), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -123,10 +124,19 @@ void attention_v21_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
-// v23 and v24 (attention_v23.cu, sm_90a): the keeper's (v22's) forward at four blocks an SM, v24's fetching the
-// bias and RoPE factors once the boxes have landed, with v9's forward where the keeper's would be; rows v23 and
-// v24 run them with the keeper's backward (fused_attention_sm90a_backward). configure sets up the forward, the
-// keeper's backward and v9's.
+// v22 (attention_v22.cu, sm_90a): v18's kernels with each thread's bias and RoPE factors fetched by 16-byte loads
+// (the keeper's until v26); its forward v9's where a batch's heads are too few for its grid, as the keeper
+// chooses. Rows v23 and v24 run its backward, row v25 its forward. configure sets up both kernels and v9's.
+void attention_v22_configure();
+void attention_v22_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v22_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v23 and v24 (attention_v23.cu, sm_90a): v22's forward at four blocks an SM, v24's fetching the bias and RoPE
+// factors once the boxes have landed, with v9's forward where v22's would be; rows v23 and v24 run them with
+// v22's backward (attention_v22_backward). configure sets up the forward, v22's kernels and v9's.
 void attention_v23_configure();
 void attention_v24_configure();
 void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
@@ -134,20 +144,11 @@ void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 
-// v25's backward (attention_v25.cu, sm_90a): the keeper's with dq stored from the registers, so the next head's
-// q loads with its v and dout during the query phase; row v25 runs it on the keeper's forward. configure (this
-// backward alone) as v10's.
+// v25's backward (attention_v25.cu, sm_90a): v22's with dq stored from the registers, so the next head's q loads
+// with its v and dout during the query phase; row v25 runs it on v22's forward. configure (this backward alone) as
+// v10's.
 void attention_v25_backward_configure();
 void attention_v25_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
-
-// v26 (attention_v26.cu, sm_90a): the keeper's kernels without the L2 prefetch of the next head's boxes; its
-// forward v9's where the keeper's would be. configure sets up both kernels and v9's.
-void attention_v26_configure();
-void attention_v26_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                           const AttentionShape& s, cudaStream_t stream);
-void attention_v26_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -1,13 +1,13 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v22 for bf16, v9 where v22's sm_90a kernels do not run,
+// run the keepers only (attention v8 for fp32 and v26 for bf16, v9 where v26's sm_90a kernels do not run,
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
 //   lab_attention_bf16/version:v7|v9|v10|...|v26/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v24: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v26: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -747,10 +747,12 @@ std::vector<CaseSpec> lab_cases() {
                                    "once its boxes land, v19 v15's forward with the next head's q and k loaded "
                                    "during half 1 and v during half 0's scores, with v17's backward, v20 v19's "
                                    "forward with v18's backward, v21 v18 with dq's RoPE factors fetched under the "
-                                   "dq product, v22 (R2-R4's on sm_90a) v18 with the preparation's bias and RoPE "
-                                   "factors fetched by 16-byte loads, v23 v22 with its forward at four blocks an SM, "
-                                   "v24 v23 with those loads once the boxes have landed; batches 128 and 256 between "
-                                   "R2's and R3's, where v22's forward changes",
+                                   "dq product, v22 v18 with the preparation's bias and RoPE factors fetched by "
+                                   "16-byte loads, v23 v22 with its forward at four blocks an SM, v24 v23 with those "
+                                   "loads once the boxes have landed, v25 v22 with dq stored from the registers and "
+                                   "the next head's q loaded with its v and dout, v26 (R2-R4's on sm_90a) v22 "
+                                   "without the L2 prefetch of the next head's boxes; batches 128 and 256 between "
+                                   "R2's and R3's, where v26's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.

@@ -160,20 +160,21 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v22
+  EXPECT_EQ(keepers, 2u);  // v8 and v26
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v22").keeper);
-  EXPECT_FALSE(bf16_attention_version("v18").keeper);
-  EXPECT_STREQ(bf16_attention_version("v22").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v26").keeper);
+  EXPECT_FALSE(bf16_attention_version("v22").keeper);
+  EXPECT_STREQ(bf16_attention_version("v26").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the lab's v15 forward for v15; v15's forward or
 // v9's, as the keeper chose until v22, for v16, v17, v18 and v21; the lab's v17 backward for v17 and v19, its v18
-// backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; for v22 the keeper's entry
-// points (chosen per device: none of those kernels on its own); for v23 and v24 their own forwards with the
-// keeper's sm_90a backward, v22's.
+// backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
+// keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
+// forwards; v25's backward for v25; for v26 the keeper's entry points (chosen per device: none of those kernels
+// on its own).
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -195,20 +196,21 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v19", "v20"})
     EXPECT_TRUE(row(name).forward == &attention_v19_forward) << name;
   EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
-  const AttentionVersion<bf16> v22 = row("v22");
-  EXPECT_FALSE(v22.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v22.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v22.forward == &attention_v15_or_v9_forward);
-  EXPECT_FALSE(v22.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v22.backward == &fused_attention_sm90a_backward);
+  for (const char* name : {"v22", "v25"})
+    EXPECT_TRUE(row(name).forward == &attention_v22_forward) << name;
   EXPECT_TRUE(row("v23").forward == &attention_v23_forward);
   EXPECT_TRUE(row("v24").forward == &attention_v24_forward);
-  for (const char* name : {"v23", "v24"})
-    EXPECT_TRUE(row(name).backward == &fused_attention_sm90a_backward) << name;
-  EXPECT_TRUE(row("v25").forward == v22.forward);
+  for (const char* name : {"v22", "v23", "v24"})
+    EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
   EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
-  EXPECT_TRUE(row("v26").forward == &attention_v26_forward);
-  EXPECT_TRUE(row("v26").backward == &attention_v26_backward);
+  const AttentionVersion<bf16> v26 = row("v26");
+  EXPECT_FALSE(v26.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v26.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v26.forward == &attention_v15_or_v9_forward);
+  EXPECT_FALSE(v26.forward == &attention_v22_forward);
+  EXPECT_FALSE(v26.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v26.backward == &fused_attention_sm90a_backward);
+  EXPECT_FALSE(v26.backward == &attention_v22_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -427,14 +429,15 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v22 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v14's backward with its loads moved, its lse held across the wait and its preparation's
-// loads 16 bytes wide (the same bits) on the forward the batch's heads pick: v9's with fewer than
-// kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads here), from there
-// v22's, v15's with those 16-byte loads (R3's, the least batch that reaches it here). At both, the keeper's out,
-// lse and dqkv equal those of the v9 or v15 row's forward with v14's backward bit for bit, every head is within
-// bf16's tolerance of the double reference, v22's row gives the same bits again (R4's recomputed backward must
-// equal R3's), and the keeper's name, the rungs' "attention" fact, names v22 and sm_90a.
+// On a device with the sm_90a path the keeper, v26 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v14's backward with its loads moved, its lse held across the wait, its preparation's loads
+// 16 bytes wide and no L2 prefetch of the next head's boxes (the same bits) on the forward the batch's heads pick:
+// v9's with fewer than kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads
+// here), from there v26's, v15's with those 16-byte loads and no prefetch (R3's, the least batch that reaches it
+// here). At both, the keeper's out, lse and dqkv equal those of the v9 or v15 row's forward with v14's backward
+// bit for bit, every head is within bf16's tolerance of the double reference, v26's row gives the same bits again
+// (R4's recomputed backward must equal R3's), and the keeper's name, the rungs' "attention" fact, names v26 and
+// sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -454,17 +457,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v22");
+    expect_finite(keeper, "v26");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v22 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
-                sm90a_forward ? "v22" : "v9", out_error, dqkv_error);
+    std::printf("T %d, %d heads, %s's forward: v26 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+                sm90a_forward ? "v26" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v22");
+    const FusedAttentionRun row = in_.run("v26");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -478,12 +481,12 @@ class KeeperHeads {
 
 TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v22 = bf16_version("v22");
-  if (const std::string why = not_applicable_reason(v22); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v26 = bf16_version("v26");
+  if (const std::string why = not_applicable_reason(v26); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
-  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v22's forward
+  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v26's forward
   ASSERT_FALSE(sm90a_forward_pays(few * H, grid)) << "grid " << grid;
   ASSERT_FALSE(sm90a_forward_pays((many - 1) * H, grid));
   ASSERT_TRUE(sm90a_forward_pays(many * H, grid));
@@ -491,7 +494,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v22 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v26 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -620,11 +623,10 @@ TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   EXPECT_EQ(few.run("v19").out, few.run("v15").out);
 }
 
-// v22, the keeper, and v23 and v24: v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte
-// loads (v23's and v24's forwards at four blocks an SM). The same values in the same arithmetic, so at 2112 heads
-// (at least four a block in every forward: the sm_90a forward walks run) out, lse and dqkv equal v18's row's (the
-// lab's v15 forward and v18 backward) bit for bit; and at 48 heads, v9's forward, dqkv again. The keeper's kernels
-// hold the blocks an SM they were made for: three forward, two backward.
+// v22 to v24: v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads (v23's and v24's
+// forwards at four blocks an SM). The same values in the same arithmetic, so at 2112 heads (at least four a block
+// in every forward: the sm_90a forward walks run) out, lse and dqkv equal v18's row's (the lab's v15 forward and
+// v18 backward) bit for bit; and at 48 heads, v9's forward, dqkv again.
 TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v24 = bf16_version("v24");
@@ -645,47 +647,50 @@ TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
     EXPECT_EQ(run.dqkv, v18.dqkv) << name;
     EXPECT_EQ(few.run(name).dqkv, few_v18.dqkv) << name;
   }
-  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
-  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
-// v25, the keeper's backward with dq stored from the registers and the next head's q loaded with its v and
-// dout: the same values and roundings, so at 768 heads (about three a block: every q but each block's first
-// loaded early) its dqkv equals the keeper's bit for bit, and at 48 heads, a head a block, again.
-TEST_P(GptLabAttentionSm90a, V25IsTheKeepersBackwardBitForBit) {
+// v25, v22's backward with dq stored from the registers and the next head's q loaded with its v and dout: the
+// same values and roundings, so at 768 heads (about three a block: every q but each block's first loaded early)
+// its dqkv equals v22's (on the same forward) bit for bit, and at 48 heads, a head a block, again.
+TEST_P(GptLabAttentionSm90a, V25IsV22sBackwardBitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v25 = bf16_version("v25");
   if (const std::string why = not_applicable_reason(v25); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 64, H = 12, hd = 64;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 111, 112, 113);
-  const FusedAttentionRun keeper = in.run("v22");
+  const FusedAttentionRun v22 = in.run("v22");
   const FusedAttentionRun run = in.run("v25");
   expect_finite(run, "v25");
   const double vs_double = worst_head_error(run.dqkv, in.ref.dqkv, B, T, 3, H, hd);
   std::printf("T %d, %d heads: v25 worst head vs double: dqkv %.2e; vs v22 %.2e\n", T, B * H, vs_double,
-              rel_l2(run.dqkv, keeper.dqkv));
+              rel_l2(run.dqkv, v22.dqkv));
   EXPECT_LT(vs_double, kBf16Tolerance);
-  EXPECT_EQ(run.dqkv, keeper.dqkv);
+  EXPECT_EQ(run.dqkv, v22.dqkv);
   const ManyHeadInputs few(4, H, T, 114, 115, 116);
   EXPECT_EQ(few.run("v25").dqkv, few.run("v22").dqkv);
 }
 
-// v26, the keeper's kernels without the L2 prefetch: the same loads into the same tiles, so at 2112 heads (at
-// least four a block: the forward walk runs) out, lse and dqkv equal the keeper's bit for bit.
-TEST_P(GptLabAttentionSm90a, V26IsTheKeeperBitForBit) {
+// v26, the keeper, v22's kernels without the L2 prefetch of the next head's boxes: the same loads into the same
+// tiles, so at 2112 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit
+// for bit. The keeper's kernels hold the blocks an SM they were made for: three forward, two backward.
+TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v26 = bf16_version("v26");
   if (const std::string why = not_applicable_reason(v26); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 176, H = 12;
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 121, 122, 123);
-  const FusedAttentionRun keeper = in.run("v22");
+  const FusedAttentionRun v22 = in.run("v22");
   const FusedAttentionRun run = in.run("v26");
   expect_finite(run, "v26");
-  EXPECT_EQ(run.out, keeper.out);
-  EXPECT_EQ(run.lse, keeper.lse);
-  EXPECT_EQ(run.dqkv, keeper.dqkv);
+  std::printf("T %d, %d heads: v26 vs v22: out %.2e lse %.2e dqkv %.2e\n", T, B * H, rel_l2(run.out, v22.out),
+              rel_l2(run.lse, v22.lse), rel_l2(run.dqkv, v22.dqkv));
+  EXPECT_EQ(run.out, v22.out);
+  EXPECT_EQ(run.lse, v22.lse);
+  EXPECT_EQ(run.dqkv, v22.dqkv);
+  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
