@@ -13,7 +13,8 @@
 //     copy); dv and dk staged in the half's own v rows (read by its own dP^T alone);
 //   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
 //     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
-//     half's q rows (no product reads q after the key phase).
+//     half's q rows (no product reads q after the key phase), or stored from the registers (kDirect, the lab's
+//     v25).
 // dS^T is kept [key][query] in two 128-byte swizzled tiles of 64 queries each, written from the packed dS^T
 // fragments (a warp's eight rows of one 16-byte column land in eight different chunks: no bank conflicts). The
 // gradients leave as v9's do (store_head_block_staged: times scale, rotated back, 128-byte rows). The
@@ -184,7 +185,7 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
 // Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
 // dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
 // factors are fetched while the tensor cores compute dq, not after. kDirect (v25): dq stored from the
-// registers, so q's tile is free once the key phase has ended.
+// registers, so q's tile is free once the key phase has ended (its factors fetched under the product too).
 template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half) {
@@ -196,19 +197,16 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
     hw::wgmma_bf16_ss<1, 1>(dq, mn_major(h.ds_t[half], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
   const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
-  if constexpr (kDirect) {
+  if constexpr (kDirect || kFactorsUnderProduct) {
     RopeBackFactors factors;
     factors.load(args.rope, q0, args.s.T, lane);
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);
-    store_head_block_direct(dqkv, as_tiles(dq), args.scale, true, factors, q0, args.s.T, lane, q_rows);
-  } else if constexpr (kFactorsUnderProduct) {
-    RopeBackFactors factors;
-    factors.load(args.rope, q0, args.s.T, lane);
-    hw::wgmma_wait_group<0>();
-    hw::fence_accumulators(dq);
-    store_head_block_rotated(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, factors, q0,
-                             args.s.T, lane, q_rows);
+    if constexpr (kDirect)
+      store_head_block_direct(dqkv, as_tiles(dq), args.scale, true, factors, q0, args.s.T, lane, q_rows);
+    else
+      store_head_block_rotated(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, factors, q0,
+                               args.s.T, lane, q_rows);
   } else {
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);

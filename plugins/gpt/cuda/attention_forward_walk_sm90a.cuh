@@ -2,7 +2,8 @@
 // v24, lab/attention_v15.cu, _v22.cu and _v23.cu): a block is one warp group, three (or four) share an SM, each
 // walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
-//     L2 for the next head's (tma_prefetch_2d); every thread fetches its bias and RoPE factors meanwhile;
+//     L2 for the next head's (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches its bias
+//     and RoPE factors meanwhile;
 //   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it
 //     MN-major, imm-trans-b 1, instead of v10's transposed copy);
 //   - query half 0 (rows 0 .. 63, keys 0 .. 63), then query half 1 (rows 64 .., keys 0 .. 127): S on wgmma,
@@ -19,6 +20,7 @@
 
 #include "attention_forward_sm90a.cuh"
 #include "attention_forward_half_sm90a.cuh"
+#include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -101,10 +103,19 @@ struct ForwardWalk {
               cudaStream_t stream) const {
     if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
     const FusedArgs args = fused_args(s, rope);
-    const CUtensorMap map = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);
-    check_aligned16(out, version, "out");
+    const CUtensorMap map = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);  // out's alignment checked too
     kernel<<<std::min(s.batch * s.heads, grid), kV15Threads, kV15SmemBytes, stream>>>(map, out, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
+  }
+
+  // launch where a batch's heads number at least four per block of the grid (sm90a_forward_pays, the keeper's
+  // rule), v9's forward below (the lab's rows on these walks).
+  void launch_or_v9(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                    const AttentionShape& s, cudaStream_t stream) const {
+    if (sm90a_forward_pays(s.batch * s.heads, grid))
+      launch(out, lse, qkv, qkv_bias, rope, s, stream);
+    else
+      fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);
   }
 };
 

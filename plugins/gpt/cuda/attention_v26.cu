@@ -7,7 +7,7 @@
 // blocks an SM. The backward is v18's walk (attention_backward_walk_sm90a.cuh, which the lab's v14, v17, v18, v21,
 // v22 and v25 share) on v12's backward steps (attention_backward_sm90a.cuh): a whole head in one warp group, two
 // heads an SM, the next head's v and dout loaded as soon as the key phase has read them, each head's lse held
-// across the wait for its boxes and asked of the L2 ahead. Compiled for sm_90a alone, in the object library of
+// across the wait for its boxes and asked of the L2 ahead, its bias and RoPE factors fetched by 16-byte loads. Compiled for sm_90a alone, in the object library of
 // the training library's sm_90a kernels; attention_sm90a_absent.cpp stands in without sm_90a code.
 //
 // Why: with the L2 prefetch, v22's kernels read about half their bytes from DRAM twice: 781 MiB of reads a layer

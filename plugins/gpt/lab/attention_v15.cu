@@ -48,9 +48,7 @@ void attention_v15_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 // forward until v22.
 void attention_v15_or_v9_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                                  const AttentionShape& s, cudaStream_t stream) {
-  const bool v15 = sm90a_forward_pays(s.batch * s.heads, attention::g_v15_walk.grid);
-  const auto forward = v15 ? attention_v15_forward : fused_attention_v9_forward;
-  forward(out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v15_walk.launch_or_v9(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

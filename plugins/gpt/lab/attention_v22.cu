@@ -55,10 +55,7 @@ void attention_v22_configure() {
 
 void attention_v22_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream) {
-  if (sm90a_forward_pays(s.batch * s.heads, attention::g_v22_forward.grid))
-    attention::g_v22_forward.launch(out, lse, qkv, qkv_bias, rope, s, stream);
-  else
-    fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v22_forward.launch_or_v9(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 void attention_v22_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,

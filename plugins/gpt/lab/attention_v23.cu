@@ -39,17 +39,6 @@ __global__ void __launch_bounds__(kV15Threads, kFourBlocks)
 ForwardWalk g_v23_forward{"v23's forward", "attention_v23_configure", attention_v23_forward_kernel};
 ForwardWalk g_v24_forward{"v24's forward", "attention_v24_configure", attention_v24_forward_kernel};
 
-// `walk`'s forward where a batch's heads number at least four per block of its grid (the keeper's rule), v9's
-// below.
-void forward_as_the_keeper_chooses(const ForwardWalk& walk, bf16* out, float* lse, const bf16* qkv,
-                                   const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                   cudaStream_t stream) {
-  if (sm90a_forward_pays(s.batch * s.heads, walk.grid))
-    walk.launch(out, lse, qkv, qkv_bias, rope, s, stream);
-  else
-    fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
@@ -66,11 +55,11 @@ void attention_v24_configure() {
 
 void attention_v23_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream) {
-  attention::forward_as_the_keeper_chooses(attention::g_v23_forward, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v23_forward.launch_or_v9(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream) {
-  attention::forward_as_the_keeper_chooses(attention::g_v24_forward, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v24_forward.launch_or_v9(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

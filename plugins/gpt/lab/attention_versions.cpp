@@ -83,7 +83,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v20", "v20 (v19's forward; v18's backward; sm_90a)", false,
      configure_in_order<attention_v19_forward_configure, attention_v18_backward_configure>, attention_v19_forward,
      attention_v18_backward},
-    {"v21", "v21 (v17's forward; v18's backward with dq's RoPE factors fetched under the dq product, sm_90a)", false,
+    {"v21", "v21 (v15's forward from 4 heads a resident block, else v9's; v18's backward with dq's RoPE factors "
+            "fetched under the dq product, sm_90a)", false,
      configure_in_order<attention_v21_backward_configure, attention_v15_forward_configure,
                         fused_attention_v9_configure>,
      attention_v15_or_v9_forward, attention_v21_backward},

@@ -623,15 +623,26 @@ TEST_P(GptLabAttentionSm90a, V19IsV15sForwardBitForBit) {
   EXPECT_EQ(few.run("v19").out, few.run("v15").out);
 }
 
+// Whether a batch of `heads` heads runs the sm_90a forward walks of every lab row, at up to four blocks an SM
+// (sm90a_forward_pays on the largest of their grids), so that a bit-for-bit test of two rows compares those
+// walks and not v9's forward twice.
+bool every_forward_walk_runs(int heads) {
+  int device = 0, sms = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sm90a_forward_pays(heads, 4 * sms);
+}
+
 // v22 to v24: v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads (v23's and v24's
-// forwards at four blocks an SM). The same values in the same arithmetic, so at 2112 heads (at least four a block
+// forwards at four blocks an SM). The same values in the same arithmetic, so at 2304 heads (at least four a block
 // in every forward: the sm_90a forward walks run) out, lse and dqkv equal v18's row's (the lab's v15 forward and
 // v18 backward) bit for bit; and at 48 heads, v9's forward, dqkv again.
 TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v24 = bf16_version("v24");
   if (const std::string why = not_applicable_reason(v24); !why.empty()) GTEST_SKIP() << why;
-  constexpr int B = 176, H = 12;
+  constexpr int B = 192, H = 12;
+  ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 101, 102, 103);
   const FusedAttentionRun v18 = in.run("v18");
@@ -672,13 +683,14 @@ TEST_P(GptLabAttentionSm90a, V25IsV22sBackwardBitForBit) {
 }
 
 // v26, the keeper, v22's kernels without the L2 prefetch of the next head's boxes: the same loads into the same
-// tiles, so at 2112 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit
+// tiles, so at 2304 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit
 // for bit. The keeper's kernels hold the blocks an SM they were made for: three forward, two backward.
 TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v26 = bf16_version("v26");
   if (const std::string why = not_applicable_reason(v26); !why.empty()) GTEST_SKIP() << why;
-  constexpr int B = 176, H = 12;
+  constexpr int B = 192, H = 12;
+  ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
   const ManyHeadInputs in(B, H, T, 121, 122, 123);
   const FusedAttentionRun v22 = in.run("v22");
