@@ -53,6 +53,12 @@ __device__ inline uint4 prepare_chunk(uint4 raw, const float (&bias)[kChunk], co
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// to[0 .. 3] from a 16-byte aligned `from` by one read-only load.
+__device__ __forceinline__ void load_float4(float* to, const float* from) {
+  const float4 v = __ldg(reinterpret_cast<const float4*>(from));
+  to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
+}
+
 // The bias and RoPE factors of this thread's chunks (one column, kChunksPerThread rows), fetched 16 bytes
 // at a time while the rows are still in flight; apply() prepares the landed rows in place.
 struct HeadPreparation {
@@ -64,17 +70,14 @@ struct HeadPreparation {
 #pragma unroll
     for (int part = 0; part < 3; ++part) {
       const float* b = qkv_bias + part * at.C + at.h * kHeadDim + c;
-      const float4 lo = __ldg(reinterpret_cast<const float4*>(b)), hi = __ldg(reinterpret_cast<const float4*>(b + 4));
-      bias[part][0] = lo.x, bias[part][1] = lo.y, bias[part][2] = lo.z, bias[part][3] = lo.w;
-      bias[part][4] = hi.x, bias[part][5] = hi.y, bias[part][6] = hi.z, bias[part][7] = hi.w;
+      load_float4(bias[part], b);
+      load_float4(bias[part] + 4, b + 4);
     }
 #pragma unroll
     for (int it = 0; it < kChunksPerThread; ++it) {
       const int r = chunk_row(it) < at.T ? chunk_row(it) : 0;  // a padding row is not prepared
-      const float4 cs = __ldg(reinterpret_cast<const float4*>(rope.cos + r * kPairs + c / 2));
-      const float4 sn = __ldg(reinterpret_cast<const float4*>(rope.sin + r * kPairs + c / 2));
-      cos[it][0] = cs.x, cos[it][1] = cs.y, cos[it][2] = cs.z, cos[it][3] = cs.w;
-      sin[it][0] = sn.x, sin[it][1] = sn.y, sin[it][2] = sn.z, sin[it][3] = sn.w;
+      load_float4(cos[it], rope.cos + r * kPairs + c / 2);
+      load_float4(sin[it], rope.sin + r * kPairs + c / 2);
     }
   }
 

@@ -123,12 +123,6 @@ struct HeadPreparationSm90a {
     }
   }
 
-  // to[0 .. 3] from a 16-byte aligned `from` by one read-only load.
-  __device__ static void load_float4(float* to, const float* from) {
-    const float4 v = __ldg(reinterpret_cast<const float4*>(from));
-    to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
-  }
-
   // q and k prepared in place; v prepared and handed to store_v(r, c, at, chunk): row r, chunk column c, at
   // its swizzled byte offset in the tiles. Rows from T on are zero. Fenced for the async proxy, so store_v's
   // shared-memory stores are too.
