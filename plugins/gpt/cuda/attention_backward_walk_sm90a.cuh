@@ -5,7 +5,8 @@
 // _v21.cu, _v22.cu and _v25.cu, each instantiating the walk it launches, after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
-//     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE factors and lse while the boxes fly;
+//     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE
+//     factors and lse while the boxes fly;
 //   - the group prepares the head and takes delta, runs key half 0 (128 queries) and key half 1 (64), then,
 //     after a barrier, query half 0 (64 keys) and query half 1 (128): all 15 products;
 //   - a barrier ends the head; the next head's boxes land in the same tiles.
@@ -105,8 +106,9 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // factors_under_product (backward_query_rows's kFactorsUnderProduct), v22's v18's and float4_preparation
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
-// the next head's q with its v and dout), v26's v22's
-// without l2_prefetch (the next head's boxes not asked of the L2 ahead of their loads).
+// the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
+// the L2 ahead of their loads). Each version instantiates the walk in a __global__ of its own name, so that
+// --profile and Nsight Compute name the version that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true;

@@ -38,7 +38,8 @@ constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to 
 // (HeadPreparationSm90a::load's kFloat4; v22 to v24, v26); preparation_after_wait, those loads once the boxes have
 // landed rather than while they are in flight, so no thread holds their 88 floats across the wait (v24). The
 // blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers). Without l2_prefetch (v26)
-// the next head's boxes are not asked of the L2 ahead of their loads.
+// the next head's boxes are not asked of the L2 ahead of their loads. Each version instantiates the walk in a
+// __global__ of its own name, so that --profile and Nsight Compute name the version that ran.
 struct ForwardWalkPolicy {
   bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true;
 };

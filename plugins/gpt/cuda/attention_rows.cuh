@@ -1,7 +1,8 @@
 // The row movement of the bf16 mma.sync attention kernels that fetch rows by cp.async (v9, the bf16
-// keeper's forward and its backward off sm_90a, attention_v9.cu; the lab's v7 backward, plugins/gpt/lab/attention_v7.cu): rows into shared memory,
-// the bias and RoPE applied in place, a warp's finished 16 x 64 block staged and stored as 128-byte rows,
-// and delta. Device code only, in an unnamed namespace as each kernel file's own helpers are.
+// keeper's forward and its backward off sm_90a, attention_v9.cu; the lab's v7 backward,
+// plugins/gpt/lab/attention_v7.cu): rows into shared memory, the bias and RoPE applied in place, a warp's
+// finished 16 x 64 block staged and stored as 128-byte rows, and delta. Device code only, in an unnamed
+// namespace as each kernel file's own helpers are.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -7,11 +7,13 @@
 // blocks an SM. The backward is v18's walk (attention_backward_walk_sm90a.cuh, which the lab's v14, v17, v18, v21,
 // v22 and v25 share) on v12's backward steps (attention_backward_sm90a.cuh): a whole head in one warp group, two
 // heads an SM, the next head's v and dout loaded as soon as the key phase has read them, each head's lse held
-// across the wait for its boxes and asked of the L2 ahead, its bias and RoPE factors fetched by 16-byte loads. Compiled for sm_90a alone, in the object library of
-// the training library's sm_90a kernels; attention_sm90a_absent.cpp stands in without sm_90a code.
+// across the wait for its boxes and asked of the L2 ahead, its bias and RoPE factors fetched by 16-byte loads.
+// Compiled for sm_90a alone, in the object library of the training library's sm_90a kernels;
+// attention_sm90a_absent.cpp stands in without sm_90a code.
 //
-// Why: with the L2 prefetch, v22's kernels read about half their bytes from DRAM twice: 781 MiB of reads a layer
-// at batch 512 (H100) against v9's 514, which fetches each head once.
+// Why: v22's kernels read 781 MiB of DRAM a layer at batch 512 (H100, the counters pass) against v9's 514, which
+// fetch each head once and ask the L2 for nothing ahead; the lines prefetched a head ahead are the likely second
+// reads (v26's own bytes are not yet counted). Without the prefetch the layer took 5-6% less time.
 // The same loads into the same tiles: out, lse and dqkv equal v22's bit for bit.
 // Budget: forward, shared memory q, k, v 48 KB + the barrier, 49 KB with the alignment's spare, 167 registers
 // (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v, dout 64 KB + dS^T 32 KB + lse, delta
