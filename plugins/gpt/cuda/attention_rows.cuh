@@ -60,6 +60,41 @@ __device__ __forceinline__ void load_float4(float* to, const float* from) {
   to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
 }
 
+// A thread's bias (q, k, v) for its chunk column c (an element index, a multiple of kChunk) and the RoPE
+// factors of its rows row_of(it), it < kRows (a padding row's as row 0's: it is not prepared). kFloat4: by
+// 16-byte loads (the host checks the bias and the tables 16-byte aligned; C and c/2 are multiples of 4), else
+// one float at a time.
+template <bool kFloat4, int kRows, typename RowOf>
+__device__ __forceinline__ void load_bias_and_factors(float (&bias)[3][kChunk], float (&cos)[kRows][4],
+                                                      float (&sin)[kRows][4], const float* qkv_bias, RopeTable rope,
+                                                      const HeadRows& at, int c, RowOf row_of) {
+#pragma unroll
+  for (int part = 0; part < 3; ++part) {
+    const float* from = qkv_bias + part * at.C + at.h * kHeadDim + c;
+    if constexpr (kFloat4) {
+      load_float4(bias[part], from);
+      load_float4(bias[part] + 4, from + 4);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(from + e);
+    }
+  }
+#pragma unroll
+  for (int it = 0; it < kRows; ++it) {
+    const int r = row_of(it) < at.T ? row_of(it) : 0;
+    if constexpr (kFloat4) {
+      load_float4(cos[it], rope.cos + r * kPairs + c / 2);
+      load_float4(sin[it], rope.sin + r * kPairs + c / 2);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
+        sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
+      }
+    }
+  }
+}
+
 // The bias and RoPE factors of this thread's chunks (one column, kChunksPerThread rows), fetched 16 bytes
 // at a time while the rows are still in flight; apply() prepares the landed rows in place.
 struct HeadPreparation {
@@ -67,19 +102,7 @@ struct HeadPreparation {
   float cos[kChunksPerThread][4], sin[kChunksPerThread][4];
 
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
-    const int c = chunk_column(0);
-#pragma unroll
-    for (int part = 0; part < 3; ++part) {
-      const float* b = qkv_bias + part * at.C + at.h * kHeadDim + c;
-      load_float4(bias[part], b);
-      load_float4(bias[part] + 4, b + 4);
-    }
-#pragma unroll
-    for (int it = 0; it < kChunksPerThread; ++it) {
-      const int r = chunk_row(it) < at.T ? chunk_row(it) : 0;  // a padding row is not prepared
-      load_float4(cos[it], rope.cos + r * kPairs + c / 2);
-      load_float4(sin[it], rope.sin + r * kPairs + c / 2);
-    }
+    load_bias_and_factors<true>(bias, cos, sin, qkv_bias, rope, at, chunk_column(0), chunk_row);
   }
 
   // After this thread's cp_async_wait: its own chunks of q, k, v, bias added and q, k rotated.

@@ -89,38 +89,11 @@ struct HeadPreparationSm90a {
   float bias[3][kChunk];
   float cos[Chunks::kPerThread][4], sin[Chunks::kPerThread][4];
 
-  // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (a chunk's 8 bias floats and its row's 4
-  // factor pairs are 16-byte aligned: the host checks the bias and the tables, C and the columns are multiples
-  // of 4). v22 to v25 and the keeper's v26 fetch so; the sm_90a versions before them (v10 to v21) one float at a
-  // time.
+  // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (load_bias_and_factors). v22 to v25 and
+  // the keeper's v26 fetch so; the sm_90a versions before them (v10 to v21) one float at a time.
   template <bool kFloat4 = false>
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
-    const int c = kChunk * Chunks::column();
-#pragma unroll
-    for (int part = 0; part < 3; ++part) {
-      const float* from = qkv_bias + part * at.C + at.h * kHeadDim + c;
-      if constexpr (kFloat4) {
-        load_float4(bias[part], from);
-        load_float4(bias[part] + 4, from + 4);
-      } else {
-#pragma unroll
-        for (int e = 0; e < kChunk; ++e) bias[part][e] = __ldg(from + e);
-      }
-    }
-#pragma unroll
-    for (int it = 0; it < Chunks::kPerThread; ++it) {
-      const int r = Chunks::row(it) < at.T ? Chunks::row(it) : 0;  // a padding row is not prepared
-      if constexpr (kFloat4) {
-        load_float4(cos[it], rope.cos + r * kPairs + c / 2);
-        load_float4(sin[it], rope.sin + r * kPairs + c / 2);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          cos[it][e] = __ldg(rope.cos + r * kPairs + c / 2 + e);
-          sin[it][e] = __ldg(rope.sin + r * kPairs + c / 2 + e);
-        }
-      }
-    }
+    load_bias_and_factors<kFloat4>(bias, cos, sin, qkv_bias, rope, at, kChunk * Chunks::column(), Chunks::row);
   }
 
   // q and k prepared in place; v prepared and handed to store_v(r, c, at, chunk): row r, chunk column c, at
