@@ -267,7 +267,9 @@ constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
                                       {"v9", 128, 128},
                                       {"v10", 128, 128},
                                       {"v11", 128, 128},
-                                      {"v12", 128, 128}};
+                                      {"v12", 128, 128},
+                                      {"v13", 128, 128},
+                                      {"v14", 128, 128}};
 static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {
@@ -331,10 +333,12 @@ std::string fused_version_form(const std::string& version) {
   find_version(version);
   if (!sm90a::is_sm90a_version(version)) return "";
   std::string form = "sm_90a: TMA + wgmma, warp specialised";
-  if (version == "v9" || version == "v10" || version == "v11" || version == "v12")
-    form += ", persistent (one block an SM)";
-  if (version == "v11" || version == "v12") form += ", items head by head";
+  const int number = std::stoi(version.substr(1));
+  if (number >= 9) form += ", persistent (one block an SM)";
+  if (number >= 11) form += ", items head by head";
   if (version == "v10" || version == "v12") form += ", its consumer groups taking turns on the tensor cores";
+  if (number >= 13) form += ", O rescaled under the next scores' product";
+  if (number >= 14) form += ", row maxima of the raw scores";
   return form;
 }
 

@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v12 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v14 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
@@ -19,7 +19,7 @@
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
 // are listed above with_config.
 //
-// Persistent (Config::kPersistent, v9 to v12): one block an SM takes work items (query block, batch x head)
+// Persistent (Config::kPersistent, v9 to v14): one block an SM takes work items (query block, batch x head)
 // in a fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles'
 // load) is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
 // and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
@@ -69,17 +69,21 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
-          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false>
+          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false,
+          bool kRescaleUnderScores_ = false, bool kRawMaxima_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  // kHeadMajor: persistent items ordered head by head (v11, v12; item_walk).
+  // kHeadMajor: persistent items ordered head by head (v11 to v14; item_walk). kRescaleUnderScores (v13, v14):
+  // O rescaled while the next tile's scores are in flight (overlapped_tile). kRawMaxima (v14): a row's maximum
+  // taken over the raw scores, then scaled once (Consumer::softmax).
   static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_,
-                        kHeadMajor = kHeadMajor_;
+                        kHeadMajor = kHeadMajor_, kRescaleUnderScores = kRescaleUnderScores_,
+                        kRawMaxima = kRawMaxima_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
-  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v12's split
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v14's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
   static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
@@ -98,6 +102,7 @@ struct Config {
   static_assert(kBlockM % kBlockN == 0 && kBlockN % 16 == 0);
   static_assert(!kPingPong || (kOverlap && kConsumerGroups == 2), "ping-pong: turns between two overlapped groups");
   static_assert(!kHeadMajor || kPersistent, "an order of items is a persistent version's");
+  static_assert(!kRescaleUnderScores || (kOverlap && !kPingPong), "a rescale under the scores: overlapped, no turns");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 
@@ -260,6 +265,7 @@ struct Consumer {
   float s[kBlockN / 2];
   std::uint32_t p[kBlockN / 16][4];
   float row_max[2], row_sum[2];
+  float pending_rescale[2];  // Cfg::kRescaleUnderScores: the last softmax's factors, not yet applied to O
   int group;  // 0 to kConsumerGroups - 1: rows 64 group .. of the block
   int ring = 0;   // the K and V tiles consumed before this work item: tile i's stage is (ring + i) % kStages
   int count = 0;  // the tiles this work item walks
@@ -311,8 +317,16 @@ struct Consumer {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = row_max[h];
+      if constexpr (Cfg::kRawMaxima) {  // the scale is positive: the maximum of the scaled is the scaled maximum
+        float raw = -INFINITY;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]) * scale_log2);
+        for (int j = 0; j < kBlockN / 8; ++j) raw = fmaxf(raw, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+        mx = fmaxf(mx, raw * scale_log2);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kBlockN / 8; ++j)
+          mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]) * scale_log2);
+      }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float base = mx == -INFINITY ? 0.0f : mx;  // a row with every key masked so far
@@ -436,9 +450,20 @@ __device__ __forceinline__ void give_turn(const Consumer<T, Cfg>& c, Smem<Cfg>& 
   hw::mbarrier_arrive(&sm.turn[1 - c.group]);
 }
 
+// Rescale under the scores (Cfg::kRescaleUnderScores): O is multiplied by tile i - 1's factors after tile i's
+// scores are issued and before tile i - 1's P V is (FlashAttention-3's order), so the multiplies run beside the
+// scores' product instead of after the P V wait with no product in flight. The same multiplies of the same
+// values: the output is the other order's, bit for bit.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void rescale_before_pv(Consumer<T, Cfg>& c) {
+  c.rescale_output(c.pending_rescale);
+  hw::wgmma_fence();  // O's registers written since the last wgmma: ordered before the P V that accumulates them
+}
+
 // Tile i > 0 with the tensor cores overlapping the softmax: its scores issued, then tile i - 1's P V; the
-// softmax of tile i while P V runs; O rescaled once P V has finished, then tile i's probabilities packed.
-// Ping-pong: both tiles waited for before the turn, which is held only while the products are issued.
+// softmax of tile i while P V runs; O rescaled once P V has finished (or, Cfg::kRescaleUnderScores, before the
+// next P V), then tile i's probabilities packed. Ping-pong: both tiles waited for before the turn, which is
+// held only while the products are issued.
 template <typename T, typename Cfg>
 __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a, int i) {
   if constexpr (Cfg::kPingPong) {
@@ -447,6 +472,7 @@ __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& 
     wait_for_turn(c, sm);
   }
   start_scores(c, sm, i);
+  if constexpr (Cfg::kRescaleUnderScores) rescale_before_pv(c);
   start_pv(c, sm, i - 1);
   if constexpr (Cfg::kPingPong) give_turn(c, sm);
   hw::wgmma_wait_group<1>();  // the scores are in
@@ -454,7 +480,12 @@ __device__ __forceinline__ void overlapped_tile(Consumer<T, Cfg>& c, Smem<Cfg>& 
   float rescale[2];
   c.softmax(a.scale_log2, a.no_rescale, rescale);
   finish_pv(c, sm, i - 1);
-  c.rescale_output(rescale);
+  if constexpr (Cfg::kRescaleUnderScores) {
+    c.pending_rescale[0] = rescale[0];
+    c.pending_rescale[1] = rescale[1];
+  } else {
+    c.rescale_output(rescale);
+  }
   c.pack_probabilities();
 }
 
@@ -486,7 +517,9 @@ __device__ __forceinline__ void consume_walk(Consumer<T, Cfg>& c, Smem<Cfg>& sm,
     float unused[2];
     c.softmax(a.scale_log2, false, unused);
     c.pack_probabilities();
+    c.pending_rescale[0] = c.pending_rescale[1] = 1.0f;  // O is unset until the first P V overwrites it
     for (int i = 1; i < walk.count; ++i) overlapped_tile(c, sm, a, i);
+    if constexpr (Cfg::kRescaleUnderScores) c.rescale_output(c.pending_rescale);
     hw::wgmma_fence();
     start_pv(c, sm, walk.count - 1);
     finish_pv(c, sm, walk.count - 1);
@@ -629,6 +662,8 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //   v10: v9 with its consumer groups taking turns on the tensor cores (Config::kPingPong).
 //   v11: v9 with its items head by head (Config::kHeadMajor).
 //   v12: v11 with v10's turns (Config::kHeadMajor and Config::kPingPong).
+//   v13: v11 with O rescaled under the next tile's scores (Config::kRescaleUnderScores).
+//   v14: v13 with the rows' maxima taken over the raw scores (Config::kRawMaxima).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
@@ -642,6 +677,12 @@ void with_config(const std::string& version, int head_dim, Use&& use) {
   else if (version == "v12")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true, true>>();
+  else if (version == "v13")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true>>();
+  else if (version == "v14")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true>>();
   else if (version == "v10")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true>>();
