@@ -116,12 +116,14 @@ __device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[k
 
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
 // warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above).
-template <int kQueries>
+// kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products (prefetch_rope_back_factors).
+template <int kQueries, bool kPrefetchFactors = false>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                   const FusedArgs& args, int half, int group) {
   constexpr int kTiles = kQueries / 8, kSteps = kQueries / 16, q_base = kMaxT - kQueries;
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key_base = 64 * half, key0 = key_base + kRows * warp;
+  if constexpr (kPrefetchFactors) prefetch_rope_back_factors(args.rope, key0, args.s.T, lane);
   float s[kTiles][4], dp[kTiles][4];  // S^T, then P^T; dP^T, then dS^T: keys key0 + g (+8), queries q_base + 8 n ..
   float(&s_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(s);
   float(&dp_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(dp);

@@ -1,8 +1,9 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22 and v25 and the keeper's v26, which differ in when
-// and how a head's rows and figures are fetched: a block of one warp group walks its own heads (persistent:
-// blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included by
-// attention_v26.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu, _v18.cu,
-// _v21.cu, _v22.cu and _v25.cu, each instantiating the walk it launches, after attention_backward_sm90a.cuh.
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27 and v28 and the keeper's v26, which
+// differ in when and how a head's rows and figures are fetched: a block of one warp group walks its own heads
+// (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included
+// by attention_v26.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu, _v18.cu,
+// _v21.cu, _v22.cu, _v25.cu and _v27.cu, each instantiating the walk it launches, after
+// attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE
@@ -21,6 +22,13 @@
 // tensor cores compute dq, not after (in v17 three of those multiplies wait on their loads, 5.6% of samples).
 // q_early (v25): dq leaves from the registers instead of through q's rows, so the next head's q loads with its
 // v and dout during the query phase and only k and out wait for the head's end.
+// rope_l1_prefetch (v27): the RoPE factors that rotate dk and dq back are asked of the L1 (one prefetch a lane
+// for a warp's 16 rows) at the start of each key half and before the barrier that ends the key phase, so the
+// loads that follow the products find them there. In v26 three of those loads' first uses hold 7.7% of the
+// backward's warp samples (Nsight Compute, H100, batch 512), each waiting on the L2.
+// late_l2_prefetch (v28): the next head's late boxes (q, k, out) asked of the L2 when its early ones are loaded,
+// half a head ahead of their loads rather than a whole head (v22's l2_prefetch, whose lines were partly evicted
+// before use and read again: 1.32x the model's DRAM bytes); in v26 11.5% of the warp samples wait for them.
 #pragma once
 
 #include <cuda.h>
@@ -67,6 +75,14 @@ __device__ inline void prefetch_v14_head(const V14Maps& maps, const HeadRows& at
   hw::tma_prefetch_2d(maps.out, row, col);
 }
 
+// v28: the head `at`'s q, k and out (the boxes load_late_boxes loads) into the L2, half a head ahead. One thread.
+__device__ inline void prefetch_late_boxes(const V14Maps& maps, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::tma_prefetch_2d(maps.qkv, row, col);
+  hw::tma_prefetch_2d(maps.qkv, row, at.C + col);
+  hw::tma_prefetch_2d(maps.out, row, col);
+}
+
 // v17's: v14's and the barrier of the boxes it loads during the query phase before (v and dout).
 struct V17Smem : V14Smem {
   std::uint64_t early;
@@ -107,18 +123,23 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
 // the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
-// the L2 ahead of their loads). Each version instantiates the walk in a __global__ of its own name, so that
-// --profile and Nsight Compute name the version that ran.
+// the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch. Each version
+// instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
+// that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
-       q_early = false, l2_prefetch = true;
+       q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
     kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true},
     kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true},
     kV25Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true},
-    kV26Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false};
+    kV26Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false},
+    kV27Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .rope_l1_prefetch = true},
+    kV28Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .rope_l1_prefetch = true, .late_l2_prefetch = true};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -166,13 +187,20 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     }
     prepare_backward_head(h, sm.ds_t[0], prep, T);
     __syncthreads();  // every chunk prepared, delta taken: out's tile may take dS^T
-    backward_key_rows<kMaxT>(h, dqkv, at, args, 0, 0);
-    if (T > 64) backward_key_rows<kMaxT - 64>(h, dqkv, at, args, 1, 0);  // else keys 64 .. are all padding
+    constexpr bool kRopeL1 = kPolicy.rope_l1_prefetch;
+    backward_key_rows<kMaxT, kRopeL1>(h, dqkv, at, args, 0, 0);
+    if (T > 64) backward_key_rows<kMaxT - 64, kRopeL1>(h, dqkv, at, args, 1, 0);  // else keys 64 .. are all padding
+    if constexpr (kRopeL1)  // dq's factors, both query halves' rows of this warp, ahead of the barrier
+      for (int half = 0; half < 2; ++half)
+        prefetch_rope_back_factors(args.rope, 64 * half + kRows * (threadIdx.x / 32), T, threadIdx.x % 32);
     if constexpr (kNextRowsEarly) hw::fence_proxy_async_shared();  // v's staging, before TMA writes v again
     __syncthreads();  // every dS^T stored (and fenced); v and dout no longer read
     if constexpr (kNextRowsEarly)
-      if (threadIdx.x == 0 && head + stride < heads)
-        load_early_boxes<kPolicy.q_early>(sm, maps, v10_head_rows(head + stride, args.s));
+      if (threadIdx.x == 0 && head + stride < heads) {
+        const HeadRows next = v10_head_rows(head + stride, args.s);
+        load_early_boxes<kPolicy.q_early>(sm, maps, next);
+        if constexpr (kPolicy.late_l2_prefetch) prefetch_late_boxes(maps, next);
+      }
     backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0);
     if (T > 64)  // else queries 64 .. are all padding
       backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1);

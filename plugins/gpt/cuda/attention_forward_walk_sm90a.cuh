@@ -1,6 +1,6 @@
-// v15's forward walk (the keeper's, v26's, sm_90a forward, attention_v26.cu, and the lab's v15, v22, v23 and
-// v24, lab/attention_v15.cu, _v22.cu and _v23.cu): a block is one warp group, three (or four) share an SM, each
-// walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
+// v15's forward walk (the keeper's, v26's, sm_90a forward, attention_v26.cu, and the lab's v15, v22, v23, v24 and
+// v28, lab/attention_v15.cu, _v22.cu, _v23.cu and _v27.cu): a block is one warp group, three (or four) share an
+// SM, each walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches its bias
 //     and RoPE factors meanwhile;
@@ -40,12 +40,21 @@ constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to 
 // blocks an SM are the kernel's launch bounds (v23 and v24: four, at 128 registers). Without l2_prefetch (v26)
 // the next head's boxes are not asked of the L2 ahead of their loads. Each version instantiates the walk in a
 // __global__ of its own name, so that --profile and Nsight Compute name the version that ran.
+// mid_head_l2_prefetch (v28): the next head's boxes asked of the L2 once query half 0 has run, half a head ahead of
+// their loads instead of a whole head (l2_prefetch).
 struct ForwardWalkPolicy {
-  bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true;
+  bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true, mid_head_l2_prefetch = false;
 };
 inline constexpr ForwardWalkPolicy kV15ForwardWalk{}, kV22ForwardWalk{.float4_preparation = true},
     kV24ForwardWalk{.float4_preparation = true, .preparation_after_wait = true},
-    kV26ForwardWalk{.float4_preparation = true, .l2_prefetch = false};
+    kV26ForwardWalk{.float4_preparation = true, .l2_prefetch = false},
+    kV28ForwardWalk{.float4_preparation = true, .l2_prefetch = false, .mid_head_l2_prefetch = true};
+
+// The head `at`'s three boxes into the L2 ahead of load_head. One thread.
+__device__ inline void prefetch_head_boxes(const CUtensorMap* qkv_map, const HeadRows& at) {
+#pragma unroll
+  for (int part = 0; part < 3; ++part) hw::tma_prefetch_2d(qkv_map, at.b * at.T, part * at.C + at.h * kHeadDim);
+}
 
 // The walk over the block's heads.
 template <ForwardWalkPolicy kPolicy>
@@ -61,12 +70,8 @@ __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMa
     const HeadRows at = v10_head_rows(head, args.s);
     if (threadIdx.x == 0) {
       load_head(sm.head, qkv_map, &sm.loaded, at);
-      if (kPolicy.l2_prefetch && head + stride < heads) {
-        const HeadRows next = v10_head_rows(head + stride, args.s);
-#pragma unroll
-        for (int part = 0; part < 3; ++part)
-          hw::tma_prefetch_2d(qkv_map, next.b * next.T, part * next.C + next.h * kHeadDim);
-      }
+      if (kPolicy.l2_prefetch && head + stride < heads)
+        prefetch_head_boxes(qkv_map, v10_head_rows(head + stride, args.s));
     }
     HeadPreparationSm90a<kV15Threads> prep;
     if constexpr (!kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
@@ -79,6 +84,8 @@ __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMa
     // Half 1 runs at any T: with its call under `T > 64` ptxas serializes the wgmmas (C7511). Rows from T on
     // are masked, and neither their out nor their lse is stored.
     attend_query_half<64>(sm.head, out, lse, at, args, 0);
+    if (kPolicy.mid_head_l2_prefetch && threadIdx.x == 0 && head + stride < heads)
+      prefetch_head_boxes(qkv_map, v10_head_rows(head + stride, args.s));
     attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);
     hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again
     __syncthreads();                 // the tiles are free

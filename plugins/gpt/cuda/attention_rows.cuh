@@ -150,6 +150,16 @@ struct RopeBackFactors {
   }
 };
 
+// Asks the L1 for the lines RopeBackFactors::load reads for rows row0 .. row0 + 15 (one row's 32 cos, or its 32
+// sin, lane / 16 choosing which), so that those loads, issued after a product, find them there instead of each
+// waiting on the L2. A row's 128 bytes span two lines unless the table is 128-byte aligned, so both ends are asked.
+__device__ inline void prefetch_rope_back_factors(RopeTable rope, int row0, int T, int lane) {
+  const int t = row0 + lane % 16, row = t < T ? t : 0;
+  const float* first = (lane < 16 ? rope.cos : rope.sin) + row * kPairs;
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(first));
+  asm volatile("prefetch.global.L1 [%0];\n" ::"l"(first + kPairs - 1));
+}
+
 // This lane's pairs of a 16 x 64 accumulator block (rows lane/4 and + 8 of the block): times scale, (q, k)
 // rotated back by `factors` where rotate_back, rounded to a bf16 pair, handed to put(r, c, pair) (row r of the
 // block, columns c and c + 1).

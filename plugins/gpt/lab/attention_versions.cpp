@@ -101,6 +101,12 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v26", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v27", "v27 (v26 with dk's and dq's RoPE factors asked of the L1 ahead of their loads, sm_90a)", false,
+     configure_in_order<attention_v27_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v27_backward},
+    {"v28", "v28 (v27 with the next head's boxes asked of the L2 half a head ahead, forward and backward, sm_90a)",
+     false, attention_v28_configure, attention_v28_forward, attention_v28_backward},
 };
 
 }  // namespace

@@ -10,7 +10,9 @@
 // v19's forward with v18's backward; v21, v18 with its backward fetching dq's RoPE factors under the dq product,
 // attention_v21.cu; v22, v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads,
 // attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM, attention_v23.cu; v25, v22 with its
-// backward storing dq from the registers, attention_v25.cu) and the keepers the trainers run (v8 and v26,
+// backward storing dq from the registers, attention_v25.cu; v27, v26 with its backward asking the L1 for the
+// RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2 half a head
+// ahead, attention_v27.cu) and the keepers the trainers run (v8 and v26,
 // layers.hpp's fused_attention_forward and _backward: v26's kernels are v22's without the L2 prefetch of the next
 // head's boxes; v26's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0
 // alone; a row that needs it refuses other devices.
@@ -39,7 +41,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v26), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v28), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -149,6 +151,23 @@ void attention_v24_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 // v10's.
 void attention_v25_backward_configure();
 void attention_v25_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v27's backward (attention_v27.cu, sm_90a): v26's with the RoPE factors that rotate dk and dq back asked of the
+// L1 ahead of their loads; row v27 runs it on v26's forward. configure (this backward alone) as v10's.
+void attention_v27_backward_configure();
+void attention_v27_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v28 (attention_v27.cu, sm_90a): v27's backward and v26's forward, each asking the L2 for the next head's boxes
+// half a head ahead of their loads; its forward v9's where a batch's heads are too few for its grid, as the
+// keeper chooses. configure sets up both kernels and v9's.
+void attention_v28_configure();
+void attention_v28_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
+void attention_v28_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

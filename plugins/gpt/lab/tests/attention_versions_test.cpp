@@ -174,7 +174,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; for v26 the keeper's entry points (chosen per device: none of those kernels
-// on its own).
+// on its own), and for v27 the keeper's forward with v27's backward; v28's own forward and backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -211,6 +211,10 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_FALSE(v26.backward == &fused_attention_v9_backward);
   EXPECT_FALSE(v26.backward == &fused_attention_sm90a_backward);
   EXPECT_FALSE(v26.backward == &attention_v22_backward);
+  EXPECT_TRUE(row("v27").forward == v26.forward);
+  EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
+  EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
+  EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -703,6 +707,30 @@ TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   EXPECT_EQ(run.dqkv, v22.dqkv);
   EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
   EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
+}
+
+// v27 and v28, v26 with prefetches (the RoPE factors into the L1; v28 also the next head's boxes into the L2 half
+// a head ahead): no value changes, so at 2304 heads (every forward walk runs) out, lse and dqkv equal v26's bit
+// for bit, and at 48 heads (a head a block: no next head to prefetch) again.
+TEST_P(GptLabAttentionSm90a, V27AndV28AreV26BitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  for (const char* name : {"v26", "v27", "v28"})
+    if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
+  constexpr int B = 192, H = 12;
+  ASSERT_TRUE(every_forward_walk_runs(B * H));
+  const int T = GetParam();
+  const ManyHeadInputs in(B, H, T, 131, 132, 133), few(4, H, T, 134, 135, 136);
+  const FusedAttentionRun v26 = in.run("v26"), few_v26 = few.run("v26");
+  for (const char* name : {"v27", "v28"}) {
+    const FusedAttentionRun run = in.run(name);
+    expect_finite(run, name);
+    std::printf("T %d, %d heads: %s vs v26: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name, rel_l2(run.out, v26.out),
+                rel_l2(run.lse, v26.lse), rel_l2(run.dqkv, v26.dqkv));
+    EXPECT_EQ(run.out, v26.out) << name;
+    EXPECT_EQ(run.lse, v26.lse) << name;
+    EXPECT_EQ(run.dqkv, v26.dqkv) << name;
+    EXPECT_EQ(few.run(name).dqkv, few_v26.dqkv) << name;
+  }
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
