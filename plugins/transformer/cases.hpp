@@ -36,8 +36,8 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 
 // The versions `fused`, `split_kv` and `gemv` stand for, the fastest measured (the lab tables are in
 // plugins/transformer/README.md): where the sm_90a code runs, fused_v9 at head dim 64 (275.9 against v6's
-// 217.8 TFLOP/s at B8 H12 T1024 causal on an H100); at 128 fused_v11 causal (522.6 against v6's 506.4 at B4
-// H16 T4096) and fused_v6 full (577.1 against v11's 569.8); else fused_v3. split_kv: v3 (8 keys in flight)
+// 217.8 TFLOP/s at B8 H12 T1024 causal on an H100); at 128 fused_v14, causal and full (537 against v11's 531
+// and cuDNN's 532 causal at B4 H16 T4096 on an H100; full 601 against v6's 581); else fused_v3. split_kv: v3 (8 keys in flight)
 // when there are fewer (batch, head) pairs than SMs; v7 (balanced, pipelined) when its run per block would
 // be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
@@ -46,12 +46,10 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // per layer), else v1.
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestHopperFusedVersionD64 = "v9";
-inline constexpr const char* kBestHopperFusedVersionD128Causal = "v11";
-inline constexpr const char* kBestHopperFusedVersionD128Full = "v6";
-// The sm_90a keeper for the shape's head dim and mask.
-inline const char* best_hopper_fused_version(std::int64_t head_dim, bool causal) {
-  if (head_dim == 64) return kBestHopperFusedVersionD64;
-  return causal ? kBestHopperFusedVersionD128Causal : kBestHopperFusedVersionD128Full;
+inline constexpr const char* kBestHopperFusedVersionD128 = "v14";
+// The sm_90a keeper for the shape's head dim (either mask).
+inline const char* best_hopper_fused_version(std::int64_t head_dim) {
+  return head_dim == 64 ? kBestHopperFusedVersionD64 : kBestHopperFusedVersionD128;
 }
 // The sm_90a keeper on a device that runs its code and a shape it takes, else fused_v3.
 std::string best_fused_version(const kernels::AttentionShape& shape, int device_index);

@@ -12,8 +12,8 @@
 // attention_sm90a_absent.cpp stands in without sm_90a code.
 //
 // Why: v22's kernels read 781 MiB of DRAM a layer at batch 512 (H100, the counters pass) against v9's 514, which
-// fetch each head once and ask the L2 for nothing ahead; the lines prefetched a head ahead are the likely second
-// reads (v26's own bytes are not yet counted). Without the prefetch the layer took 5-6% less time.
+// fetch each head once and ask the L2 for nothing ahead; v26 reads 515 MiB, so the lines prefetched a head ahead
+// were the second reads. Without the prefetch the layer took 5-6% less time.
 // The same loads into the same tiles: out, lse and dqkv equal v22's bit for bit.
 // Budget: forward, shared memory q, k, v 48 KB + the barrier, 49 KB with the alignment's spare, 167 registers
 // (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v, dout 64 KB + dS^T 32 KB + lse, delta
