@@ -3,6 +3,8 @@
 // replay (the run repeated once per pass). Kernel names come from CUPTI's launch callbacks, in launch
 // order; a run that launches a CUDA graph is refused (the profiler does not count a graph's kernels), and
 // where the callbacks cannot subscribe (another tool holds CUPTI) ranges are named by their place in a run.
+// Each pass attaches CUPTI before its profiler starts and detaches it once everything is torn down
+// (cupti_attachment.hpp), so it may follow --profile's and --kernel-time's traces and precede them.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -17,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cupti_attachment.hpp"
 #include "kernel_counters.hpp"
 
 namespace roofbench {
@@ -242,7 +245,8 @@ class RangeProfiler {
     ROOFBENCH_CUPTI(cuptiRangeProfilerEnable(&p));
     object_ = p.pRangeProfilerObject;
   }
-  // Disabled and the profiler deinitialised, checked: nothing of the pass is left when the next case is timed.
+  // Disabled and the profiler deinitialised, checked, before CUPTI is detached (CuptiAttachment): only
+  // deinitialised, the profiler still taxed every launch after it.
   void close() {
     auto p = ROOFBENCH_PARAMS(CUpti_RangeProfiler_Disable_Params);
     p.pRangeProfilerObject = std::exchange(object_, nullptr);
@@ -367,11 +371,30 @@ std::string graph_refusal(int graph_launches) {
          "case that replays a graph of its own enqueues its kernels when Context::counting_kernels() says so";
 }
 
-// The counted run; the profiler torn down before this returns, whatever happens. A failure once the run
-// started is a CollectionError.
-Counted count_run(const PassRequest& request) {
+// CUPTI attached for one pass and detached after it (cupti_attachment.hpp): detach() once the pass has torn
+// down all it set up, checked; where the pass failed, detached all the same, its status left out (the
+// failure is the pass's answer).
+class CuptiAttachment {
+ public:
+  explicit CuptiAttachment(CUcontext ctx) { ROOFBENCH_CUPTI(attach_cupti(ctx)); }
+  ~CuptiAttachment() {
+    if (attached_) (void)detach_cupti();
+  }
+  CuptiAttachment(const CuptiAttachment&) = delete;
+  CuptiAttachment& operator=(const CuptiAttachment&) = delete;
+  void detach() {
+    attached_ = false;
+    ROOFBENCH_CUPTI(detach_cupti());
+  }
+
+ private:
+  bool attached_ = true;
+};
+
+// The counted run on `ctx`, CUPTI attached; the profiler, its host side and the launch callbacks torn down
+// before this returns, whatever happens. A failure once the run started is a CollectionError.
+Counted count_attached(const PassRequest& request, CUcontext ctx) {
   std::vector<const char*> names = metric_names();
-  const CUcontext ctx = current_context();
   RangeProfiler profiler;
   const HostSide host(chip_name(), counter_availability(ctx));
   profiler.enable(ctx);
@@ -405,6 +428,15 @@ Counted count_run(const PassRequest& request) {
                           " kernel and " + std::to_string(launches.graphs_seen()) + " graph launches in " +
                           std::to_string(counted.passes) + " pass(es), and " + to_string(request.replay) +
                           " replay counted none (copies by the copy engines, cudaMemcpy, are not counted)");
+  return counted;
+}
+
+// The counted run on the current context, with CUPTI attached for it and detached after it.
+Counted count_run(const PassRequest& request) {
+  const CUcontext ctx = current_context();
+  CuptiAttachment cupti(ctx);
+  Counted counted = count_attached(request, ctx);
+  cupti.detach();
   return counted;
 }
 

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "cupti_attachment.hpp"
 #include "kernel_profile.hpp"
 #include "text.hpp"
 
@@ -78,12 +79,16 @@ std::string start_tracing() {
   return trouble;
 }
 
-// Switched off in full, so the timing of the next case pays nothing for the passes: "" or what failed first.
+// Switched off in full, so the timing of the next case pays nothing for the passes and any pass may follow:
+// the kinds disabled, what CUPTI still holds delivered (a pass that failed before its own flush leaves
+// records), CUPTI detached (cupti_attachment.hpp). "" or what failed first.
 std::string stop_tracing() {
   std::string trouble;
   for (CUpti_ActivityKind kind : kTraced)
     if (std::string disabled = ROOFBENCH_CUPTI_FAILURE(cuptiActivityDisable(kind)); trouble.empty()) trouble = disabled;
-  if (std::string finalized = ROOFBENCH_CUPTI_FAILURE(cuptiFinalize()); trouble.empty()) trouble = finalized;
+  if (std::string flushed = ROOFBENCH_CUPTI_FAILURE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)); trouble.empty())
+    trouble = flushed;
+  if (std::string detached = ROOFBENCH_CUPTI_FAILURE(detach_cupti()); trouble.empty()) trouble = detached;
   return trouble;
 }
 

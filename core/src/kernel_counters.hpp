@@ -1,8 +1,10 @@
 // --counters: a pass after a GPU case's timing that reads the hardware's counters per kernel (CUPTI's
 // Range Profiler): DRAM bytes read and written, L2 bytes and the floating-point work
 // executed, summed per run. Set beside the plugin's modelled bytes and FLOPs they say why a case is as fast
-// as it is: whether it moves the minimum bytes or a multiple of them. The pass is torn down before the next
-// case is timed. Here: what is counted and the bookkeeping (pure C++); the CUPTI part is cupti_counters.cpp.
+// as it is: whether it moves the minimum bytes or a multiple of them. The pass is torn down, CUPTI detached,
+// before the next case is timed (cupti_attachment.hpp), and --profile's and --kernel-time's traces may
+// follow it or precede it. Here: what is counted and the bookkeeping (pure C++); the CUPTI part is
+// cupti_counters.cpp.
 #pragma once
 
 #include <functional>

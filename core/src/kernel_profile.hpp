@@ -1,7 +1,8 @@
 // CUPTI's kernel activity records over passes of a case's launches: where one run spends its GPU time,
 // kernel by kernel (--profile), and the kernels' own time per run (--kernel-time, kernel_time.hpp). A
-// traced pass runs after the case's timing and is torn down completely (flush, disable, finalize) before
-// the next case is timed, because CUPTI's instrumentation otherwise keeps taxing every launch.
+// traced pass runs after the case's timing and is torn down completely (flush, disable, CUPTI detached:
+// cupti_attachment.hpp) before the next case is timed, because CUPTI's instrumentation otherwise keeps taxing
+// every launch; --counters' pass may follow it or precede it.
 #pragma once
 
 #include <cstdint>

@@ -88,6 +88,16 @@ TEST_F(CommandLine, KernelTimeOnTheCpuKeepsTheTimingAndSaysWhyThereIsNone) {
   EXPECT_THAT(bad.err, HasSubstr("--kernel-time needs a whole number of samples from 1 to 1000, got '0'")) << bad;
 }
 
+// --profile, --kernel-time and --counters together on a CPU case, which none of CUPTI's passes can take: the
+// run keeps the timing, says why there is no kernel_time, and no pass reports a CUPTI failure.
+TEST_F(CommandLine, ProfileKernelTimeAndCountersTogetherOnTheCpuKeepTheTiming) {
+  const auto run = roofbench({"--benchmark_filter=^cpu/add/n:16384/", "--max-time=0.05", "--no-results", "--profile",
+                              "--kernel-time=2", "--counters"});
+  EXPECT_EQ(run.exit_code, 0) << run;
+  EXPECT_THAT(run.out, HasSubstr("no kernel_time for cpu/add/n:16384")) << run;
+  EXPECT_THAT(run.output(), Not(HasSubstr("CUPTI_ERROR"))) << run;
+}
+
 TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
   const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
   EXPECT_EQ(run.exit_code, 2) << run;

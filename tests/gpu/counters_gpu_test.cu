@@ -1,19 +1,24 @@
 // --counters on a real GPU, under kernel replay and under run replay each: a copy's DRAM bytes against its
 // exact traffic, passes in a row each naming its kernel, the kernels of a CUDA graph, a cuBLAS GEMM's FLOPs
 // against 2MNK (on the FP32 pipe and on the tensor cores); the pass inside a measurement; CUPTI's traced
-// passes (--profile, --kernel-time) where ranks in other processes agree on them. Skips without a GPU.
+// passes (--profile, --kernel-time) where ranks in other processes agree on them; every pass after every
+// other in one process, and all three in the measurements of two cases in a row. Skips without a GPU.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "device.hpp"
 #include "kernel_counters.hpp"
 #include "kernel_profile.hpp"
+#include "kernel_time.hpp"
 #include "measure.hpp"
 #include "roofbench/cuda.hpp"
 
@@ -250,8 +255,8 @@ class GpuCountersInAMeasurement : public GpuCounters, public ::testing::WithPara
 INSTANTIATE_TEST_SUITE_P(Timing, GpuCountersInAMeasurement, ::testing::Values(GraphMode::on, GraphMode::off),
                          [](const ::testing::TestParamInfo<GraphMode>& p) { return p.param == GraphMode::on ? "graph" : "stream"; });
 
-// A copy of n floats each way, timed in `graph` mode and counted under --counters=auto.
-Measurement counted_copy(std::size_t n, GraphMode graph) {
+// A copy of n floats each way, timed in `graph` mode, with the passes `passes` asks for after its samples.
+Measurement measured_copy(std::size_t n, GraphMode graph, const std::function<void(MeasureOptions&)>& passes) {
   std::string why;
   auto devices = make_cuda_devices(why);
   if (devices.empty()) {
@@ -266,9 +271,14 @@ Measurement counted_copy(std::size_t n, GraphMode graph) {
   MeasureOptions o;
   o.max_time = 0.3;
   o.gate = false;
-  o.counters = true;
   o.graph = graph;
+  passes(o);
   return take_measurement(b, {devices.front().get()}, ceilings, o);
+}
+
+// A copy of n floats each way, timed in `graph` mode and counted under --counters=auto.
+Measurement counted_copy(std::size_t n, GraphMode graph) {
+  return measured_copy(n, graph, [](MeasureOptions& o) { o.counters = true; });
 }
 
 TEST_P(GpuCountersInAMeasurement, ReportsMeasuredBytesBesideTheModel) {
@@ -302,6 +312,92 @@ TEST_P(GpuCountersInAMeasurement, ACopyThatFitsTheL2IsCountedFromCleanCaches) {
               r.counters.total.dram_read, r.counters.replay.c_str());
   EXPECT_EQ(r.counters.replay, "run");
   EXPECT_NEAR(r.counters.total.dram_read, 4.0 * n, 0.02 * 4 * n);
+}
+
+// --profile, --kernel-time and --counters together, as one roofbench run measures two cases: every pass of
+// each measurement has its figures, though the first case's traces precede its counters pass and the
+// second case's traces follow it.
+TEST_P(GpuCountersInAMeasurement, ProfileKernelTimeAndCountersTogetherInTwoCasesInARow) {
+  const std::size_t n = std::size_t{1} << 24;  // 64 MiB each way
+  for (int which = 1; which <= 2; ++which) {
+    const Measurement r = measured_copy(n, GetParam(), [](MeasureOptions& o) {
+      o.profile_runs = 2;
+      o.kernel_time_samples = 3;
+      o.counters = true;
+    });
+    ASSERT_TRUE(r.passed()) << "case " << which << ": " << r.message;
+    if (machine_refuses(r.kernel_time.error)) GTEST_SKIP() << "no CUPTI trace on this machine: " << r.kernel_time.error;
+    EXPECT_TRUE(r.kernel_time.measured()) << "case " << which << ": " << r.kernel_time.error;
+    EXPECT_EQ(r.profile.error, "") << "case " << which;
+    ASSERT_EQ(r.profile.kernels.size(), 1u) << "case " << which;
+    EXPECT_NE(r.profile.kernels.front().name.find("copy_kernel"), std::string::npos) << r.profile.kernels.front().name;
+    if (machine_refuses(r.counters.error)) GTEST_SKIP() << "no counters on this machine: " << r.counters.error;
+    ASSERT_EQ(r.counters.error, "") << "case " << which;
+    ASSERT_EQ(r.counters.kernels.size(), 1u) << "case " << which;
+    EXPECT_NE(r.counters.kernels.front().name.find("copy_kernel"), std::string::npos) << r.counters.kernels.front().name;
+    EXPECT_NEAR(r.counters.total.dram_read, 4.0 * n, 0.02 * 4 * n) << "case " << which;
+  }
+}
+
+// One copy of n floats, launched and waited for: the work of the passes below.
+std::function<void()> one_copy(const float* x, float* y, std::size_t n) {
+  return [=] {
+    copy_kernel<<<1056, 512>>>(x, y, n);
+    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+  };
+}
+
+// What one traced pass found in a copy's trace: "" where it recorded the copy once per call, else why not.
+std::string traced_copy_trouble(const KernelTrace& t, int calls) {
+  if (!t.error.empty()) return t.error;
+  const KernelProfile p = profile_of(t);
+  if (p.kernels.size() != 1 || p.kernels.front().name.find("copy_kernel") == std::string::npos)
+    return "the trace holds " + std::to_string(p.kernels.size()) + " kernel names, not the copy's alone";
+  if (p.kernels.front().launches_per_run != 1) return "launches per call: " + std::to_string(p.kernels.front().launches_per_run);
+  if (t.passes != calls || !kernel_time_of(t, 1).measured()) return "no kernel time over " + std::to_string(calls) + " calls";
+  return "";
+}
+
+// Each CUPTI pass after each other one in one process, as cases in a row make them: a counters pass after
+// a trace (--profile, then --counters), a trace after a counters pass (the next case's --kernel-time),
+// traces in a row and counters passes in a row. Each tears down what it set up and leaves CUPTI detached,
+// so each starts as the first would have.
+TEST_F(GpuCounters, EveryCuptiPassWorksAfterEveryOtherInOneProcess) {
+  const std::size_t n = std::size_t{1} << 26, bytes = n * sizeof(float);  // 256 MiB: read from DRAM
+  float *x = nullptr, *y = nullptr;
+  EXPECT_CUDA(cudaMalloc(&x, bytes));
+  EXPECT_CUDA(cudaMalloc(&y, bytes));
+  EXPECT_CUDA(cudaMemset(x, 1, bytes));
+  const std::function<void()> copy = one_copy(x, y, n);
+  copy();  // loads the kernel before the passes
+  std::vector<std::string> steps;    // "profile", "counters", "kernel time": the order they ran in
+  std::vector<std::string> trouble;  // per step: "" or what went wrong
+  auto trace = [&](const char* step, int calls) {
+    steps.push_back(step);
+    trouble.push_back(traced_copy_trouble(trace_kernels(copy, calls), calls));
+  };
+  auto count = [&] {
+    const CounterProfile c = collect_counters(copy);
+    steps.push_back("counters");
+    if (!c.error.empty()) trouble.push_back(c.error);
+    else if (c.kernels.size() != 1 || c.kernels.front().name.find("copy_kernel") == std::string::npos)
+      trouble.push_back("counted " + std::to_string(c.kernels.size()) + " kernel names, not the copy's alone");
+    else if (std::abs(c.total.dram_read - double(bytes)) > 0.05 * double(bytes))
+      trouble.push_back("DRAM read " + std::to_string(c.total.dram_read) + " B of a " + std::to_string(bytes) + " B copy");
+    else trouble.push_back("");
+  };
+  trace("profile", 3);
+  count();
+  trace("kernel time", 2);
+  trace("profile", 3);
+  count();
+  count();
+  cudaFree(x);
+  cudaFree(y);
+  ASSERT_EQ(steps.size(), trouble.size());
+  for (const std::string& t : trouble)
+    if (machine_refuses(t)) GTEST_SKIP() << "no CUPTI passes on this machine: " << t;
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(trouble[i], "") << "step " << i + 1 << ", " << steps[i];
 }
 
 // --profile and --kernel-time across processes: where CUPTI fails on another rank, this one runs no traced pass
