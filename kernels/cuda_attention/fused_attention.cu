@@ -270,7 +270,8 @@ constexpr FusedVersion kVersions[] = {{"v1", V1::kBlockM, V1::kBlockN},
                                       {"v12", 128, 128},
                                       {"v13", 128, 128},
                                       {"v14", 128, 128},
-                                      {"v15", 128, 128}};
+                                      {"v15", 128, 128},
+                                      {"v16", 128, 128}};
 static_assert(V3d64::kBlockM == V3d128::kBlockM && V3d128::kBlockN <= V3d64::kBlockN);
 
 const FusedVersion& find_version(const std::string& name) {
@@ -340,7 +341,8 @@ std::string fused_version_form(const std::string& version) {
   if (version == "v10" || version == "v12") form += ", its consumer groups taking turns on the tensor cores";
   if (number >= 13) form += ", O rescaled under the next scores' product";
   if (number >= 14) form += ", row maxima of the raw scores";
-  if (number >= 15) form += ", unit rescales skipped";
+  if (version == "v15") form += ", unit rescales skipped";
+  if (version == "v16") form += ", O stored under the next item's first scores";
   return form;
 }
 

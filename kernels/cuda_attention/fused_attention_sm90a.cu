@@ -1,4 +1,4 @@
-// Fused prefill attention v4 to v15 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
+// Fused prefill attention v4 to v16 in FlashAttention-3's form, on Hopper's own instructions (sm_90a;
 // compiled for that target alone, kernels/hopper/README.md). A block per (128 queries, batch x head) of three
 // warp groups (v8 at d 64: 192 queries, four; v9: one block an SM walking many such work items, below):
 //   - the producer (warp group 0, its registers given up by setmaxnreg) has one thread load Q (v9: once a
@@ -19,7 +19,7 @@
 // tiles are masked, and the heaviest blocks are issued first. The versions' tiles, stages and shared memory
 // are listed above with_config.
 //
-// Persistent (Config::kPersistent, v9 to v15): one block an SM takes work items (query block, batch x head)
+// Persistent (Config::kPersistent, v9 to v16): one block an SM takes work items (query block, batch x head)
 // in a fixed order, heaviest first, so that each block's start (barriers, register split, its first tiles'
 // load) is paid once, and the next item's K and Q load while the consumers finish the last tile and store O. The K
 // and V ring runs on across items; Q has an empty barrier of its own, released by the consumers after an
@@ -70,21 +70,24 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
           int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false,
-          bool kRescaleUnderScores_ = false, bool kRawMaxima_ = false, bool kSkipUnitRescale_ = false>
+          bool kRescaleUnderScores_ = false, bool kRawMaxima_ = false, bool kSkipUnitRescale_ = false,
+          bool kStoreUnderScores_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
   // kHeadMajor: persistent items ordered head by head (v11 to v14; item_walk). kRescaleUnderScores (v13, v14):
   // O rescaled while the next tile's scores are in flight (overlapped_tile). kRawMaxima (v14): a row's maximum
   // taken over the raw scores, then scaled once (Consumer::softmax). kSkipUnitRescale (v15): a warp whose rows'
-  // factors are all exactly 1 leaves O as it is (rescale_before_pv).
+  // factors are all exactly 1 leaves O as it is (rescale_before_pv). kStoreUnderScores (v16): a work item's O
+  // stored while the next item's first scores are in flight (consume_items_storing_under_scores).
   static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_,
                         kHeadMajor = kHeadMajor_, kRescaleUnderScores = kRescaleUnderScores_,
-                        kRawMaxima = kRawMaxima_, kSkipUnitRescale = kSkipUnitRescale_;
+                        kRawMaxima = kRawMaxima_, kSkipUnitRescale = kSkipUnitRescale_,
+                        kStoreUnderScores = kStoreUnderScores_;
   static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
-  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v15's split
+  static constexpr bool kClassic = kBlocksPerSm == 1 && kConsumerGroups == 2;  // v4-v6's and v9-v16's split
   static constexpr int kEntryRegisters = 65536 / (kThreads * kBlocksPerSm) / 8 * 8;
   static constexpr int kProducerRegisters = kClassic ? 40 : 24;
   static constexpr int kConsumerRegisters =
@@ -105,6 +108,7 @@ struct Config {
   static_assert(!kHeadMajor || kPersistent, "an order of items is a persistent version's");
   static_assert(!kRescaleUnderScores || (kOverlap && !kPingPong), "a rescale under the scores: overlapped, no turns");
   static_assert(!kSkipUnitRescale || kRescaleUnderScores, "the skipped rescale is the one under the scores");
+  static_assert(!kStoreUnderScores || (kPersistent && kRescaleUnderScores), "a store under the next item's scores");
   static_assert(kProducerRegisters * 128 + kConsumerRegisters * kConsumerThreads <= kEntryRegisters * kThreads);
 };
 
@@ -509,6 +513,23 @@ __device__ __forceinline__ void serial_tile(Consumer<T, Cfg>& c, Smem<Cfg>& sm, 
   finish_pv(c, sm, i);
 }
 
+// The overlapped walk of a work item whose first scores have been issued (start_scores(c, sm, 0)): the first
+// tile's scores waited for and its softmax, every later tile overlapped with its predecessor's P V, the last P V.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void overlapped_walk_from_first_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm, const Args& a) {
+  hw::wgmma_wait_group<0>();
+  scores_landed(c, sm, a, 0);
+  float unused[2];
+  c.softmax(a.scale_log2, false, unused);
+  c.pack_probabilities();
+  c.pending_rescale[0] = c.pending_rescale[1] = 1.0f;  // O is unset until the first P V overwrites it
+  for (int i = 1; i < c.count; ++i) overlapped_tile(c, sm, a, i);
+  if constexpr (Cfg::kRescaleUnderScores) c.rescale_output(c.pending_rescale);
+  hw::wgmma_fence();
+  start_pv(c, sm, c.count - 1);
+  finish_pv(c, sm, c.count - 1);
+}
+
 // A consumer warp group's work item (its Q waited for with `q_parity`): the walk's tiles, then O to global
 // memory. Overlapped (Cfg::kOverlap): the first tile's scores and softmax, every later tile overlapped with its
 // predecessor's P V, the last P V; else each tile in turn, the tensor cores then overlapping one warp group's
@@ -520,18 +541,39 @@ __device__ __forceinline__ void consume_walk(Consumer<T, Cfg>& c, Smem<Cfg>& sm,
   c.clear();
   wait_or_trap<Cfg>(&sm.q_full, q_parity);
   if constexpr (Cfg::kOverlap) {
-    scores(c, sm, a, 0);
-    float unused[2];
-    c.softmax(a.scale_log2, false, unused);
-    c.pack_probabilities();
-    c.pending_rescale[0] = c.pending_rescale[1] = 1.0f;  // O is unset until the first P V overwrites it
-    for (int i = 1; i < walk.count; ++i) overlapped_tile(c, sm, a, i);
-    if constexpr (Cfg::kRescaleUnderScores) c.rescale_output(c.pending_rescale);
-    hw::wgmma_fence();
-    start_pv(c, sm, walk.count - 1);
-    finish_pv(c, sm, walk.count - 1);
+    start_scores(c, sm, 0);
+    overlapped_walk_from_first_scores(c, sm, a);
   } else {
     for (int i = 0; i < walk.count; ++i) serial_tile(c, sm, a, i);
+  }
+  c.store(a, walk);
+}
+
+// Store under the next scores (Cfg::kStoreUnderScores, v16): a persistent block's items in turn, each item's
+// first scores issued (its Q waited for) before the item before stores its O, so that the store's multiplies
+// and global writes run beside that product instead of leaving the tensor cores to the other consumer group
+// alone; O and the row sums are cleared only after the store. The same arithmetic as each item walked apart.
+template <typename T, typename Cfg>
+__device__ __forceinline__ void consume_items_storing_under_scores(Consumer<T, Cfg>& c, Smem<Cfg>& sm,
+                                                                   const Args& a) {
+  int n = 0, item = work_item(a, 0);
+  if (item < 0) return;
+  Walk<Cfg> walk = item_walk<Cfg>(a, item);
+  c.count = walk.count;
+  wait_or_trap<Cfg>(&sm.q_full, 0);
+  start_scores(c, sm, 0);
+  for (;;) {
+    c.clear();
+    overlapped_walk_from_first_scores(c, sm, a);
+    c.ring += walk.count;
+    item = work_item(a, ++n);
+    if (item < 0) break;
+    const Walk<Cfg> next = item_walk<Cfg>(a, item);
+    c.count = next.count;
+    wait_or_trap<Cfg>(&sm.q_full, n & 1);
+    start_scores(c, sm, 0);
+    c.store(a, walk);
+    walk = next;
   }
   c.store(a, walk);
 }
@@ -543,7 +585,9 @@ __device__ __forceinline__ void consume(Smem<Cfg>& sm, const Args& a) {
   c.group = static_cast<int>(threadIdx.x) / 128 - 1;
   if constexpr (Cfg::kPingPong)
     if (c.group == 1) give_turn(c, sm);  // group 0's first turn
-  if constexpr (Cfg::kPersistent) {
+  if constexpr (Cfg::kStoreUnderScores) {
+    consume_items_storing_under_scores(c, sm, a);
+  } else if constexpr (Cfg::kPersistent) {
     for (int n = 0, item = work_item(a, 0); item >= 0; item = work_item(a, ++n)) {
       const Walk<Cfg> walk = item_walk<Cfg>(a, item);
       consume_walk(c, sm, a, walk, n & 1);
@@ -672,6 +716,7 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 //   v13: v11 with O rescaled under the next tile's scores (Config::kRescaleUnderScores).
 //   v14: v13 with the rows' maxima taken over the raw scores (Config::kRawMaxima).
 //   v15: v14 with the rescale skipped by a warp whose factors are all 1 (Config::kSkipUnitRescale).
+//   v16: v14 with each item's O stored under the next item's first scores (Config::kStoreUnderScores).
 // Calls `use.template operator()<Cfg>()` with the Config of `version` at `head_dim`.
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
@@ -691,6 +736,9 @@ void with_config(const std::string& version, int head_dim, Use&& use) {
   else if (version == "v14")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true>>();
+  else if (version == "v16")
+    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true, false, true>>()
+        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true, false, true>>();
   else if (version == "v15")
     d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true, true>>()
         : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true, true>>();

@@ -1,4 +1,4 @@
-// The fused prefill versions on Hopper's own instructions, v4 to v15 (sm_90a: TMA, wgmma, setmaxnreg), kept apart
+// The fused prefill versions on Hopper's own instructions, v4 to v16 (sm_90a: TMA, wgmma, setmaxnreg), kept apart
 // from fused_attention.cu because their translation unit is compiled for sm_90a alone. In a build without sm_90a
 // code (ROOFBENCH_HOPPER_90A off) fused_attention_sm90a_absent.cpp stands in: never available.
 #pragma once
@@ -15,7 +15,7 @@ namespace roofbench::kernels::sm90a {
 inline bool is_sm90a_version(const std::string& version) {
   return version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8" ||
          version == "v9" || version == "v10" || version == "v11" || version == "v12" || version == "v13" ||
-         version == "v14" || version == "v15";
+         version == "v14" || version == "v15" || version == "v16";
 }
 
 // Empty when the sm_90a version runs on `device`; else why not (no sm_90a code in this build, or not compute

@@ -1,5 +1,5 @@
 // The sm_90a versions' entry points in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
-// fused_attention_sm90a.cu is not compiled, so v4 to v15 are unavailable on every device and their benchmarks
+// fused_attention_sm90a.cu is not compiled, so v4 to v16 are unavailable on every device and their benchmarks
 // are listed as not run.
 #include "fused_attention_sm90a.hpp"
 #include "roofbench/plugin.hpp"

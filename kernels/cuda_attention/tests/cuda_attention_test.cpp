@@ -117,7 +117,7 @@ double whole_output_error(const AttentionShape& shape, Launch&& launch) {
 // Why `version` cannot run on device 0 (empty when it can).
 std::string unavailable(const std::string& version) { return fused_unavailable_reason(version, 0); }
 
-// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v15) not on a device that does
+// Without a GPU too: the mma.sync versions run anywhere, the sm_90a ones (v4 to v16) not on a device that does
 // not exist, and an unknown version is refused.
 TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   for (const std::string& version : fused_versions()) {
@@ -126,9 +126,9 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
     else
       EXPECT_EQ(fused_unavailable_reason(version, -1), "") << version;
   }
-  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15"})
+  for (const char* version : {"v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"})
     EXPECT_TRUE(fused_version_needs_sm90a(version)) << version;
-  EXPECT_THROW(fused_unavailable_reason("v16", 0), std::invalid_argument);
+  EXPECT_THROW(fused_unavailable_reason("v17", 0), std::invalid_argument);
   EXPECT_NE(fused_version_form("v12").find("head by head"), std::string::npos);
   EXPECT_NE(fused_version_form("v12").find("taking turns"), std::string::npos);
   EXPECT_EQ(fused_version_form("v3"), "");
@@ -139,6 +139,8 @@ TEST(CudaAttention, FusedVersionsSayWhereTheyRun) {
   EXPECT_EQ(fused_version_form("v13").find("taking turns"), std::string::npos);
   EXPECT_NE(fused_version_form("v14").find("raw scores"), std::string::npos);
   EXPECT_NE(fused_version_form("v15").find("unit rescales skipped"), std::string::npos);
+  EXPECT_NE(fused_version_form("v16").find("next item's first scores"), std::string::npos);
+  EXPECT_EQ(fused_version_form("v16").find("unit rescales skipped"), std::string::npos);
 }
 
 TEST(CudaAttention, FusedVersionsMatchTheReference) {
@@ -159,7 +161,7 @@ TEST(CudaAttention, FusedVersionsMatchTheReference) {
   }
 }
 
-// The sm_90a versions (v4 to v15: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
+// The sm_90a versions (v4 to v16: TMA, wgmma, warp specialised) at small shapes of odd head counts, one and
 // several query blocks, both masks, both head dims and both types, against fp64 and against the mma.sync
 // version v3 on the same inputs (T 640: five query blocks, so each K/V ring goes round more than once; v6's
 // d 128 walks its overlapped loop there, whose first and last tiles run apart from it).
@@ -300,18 +302,18 @@ TEST(CudaAttention, PersistentVersionsWalkSeveralItemsABlockAsV3Does) {
         return in.o.read();
       };
       const std::vector<double> v3 = run("v3");
-      for (const char* version : {"v9", "v10", "v11", "v12", "v13", "v14", "v15"})
+      for (const char* version : {"v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"})
         for (int launch = 0; launch < 3; ++launch)
           EXPECT_LT(worst_block_error(run(version), v3, d), 1e-2)
               << version << " d" << d << (causal ? " causal" : " full") << ", launch " << launch;
     }
 }
 
-// v13 to v15 move, merge or skip multiplies of v11's softmax without changing one result (O rescaled under the
-// next scores' product; the maximum of the scaled scores taken as the scaled maximum, the scale being positive;
-// multiplies by exactly 1 left out), so they give v11's output bit for bit: both head dims, both masks, walks of
-// one tile to 32 (T 4096).
-TEST(CudaAttention, V13ToV15GiveV11sOutputBitForBit) {
+// v13 to v16 move, merge or skip multiplies of v11's softmax and stores without changing one result (O rescaled
+// under the next scores' product; the maximum of the scaled scores taken as the scaled maximum, the scale being
+// positive; multiplies by exactly 1 left out; an item's O stored under the next item's first scores), so they
+// give v11's output bit for bit: both head dims, both masks, walks of one tile to 32 (T 4096).
+TEST(CudaAttention, V13ToV16GiveV11sOutputBitForBit) {
   if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
   if (const std::string why = unavailable("v13"); !why.empty()) GTEST_SKIP() << why;
   for (const std::int64_t d : {64, 128})
@@ -326,7 +328,7 @@ TEST(CudaAttention, V13ToV15GiveV11sOutputBitForBit) {
         return in.o.read();
       };
       const std::vector<double> v11 = run("v11");
-      for (const char* version : {"v13", "v14", "v15"}) {
+      for (const char* version : {"v13", "v14", "v15", "v16"}) {
         const std::vector<double> got = run(version);
         std::size_t differing = 0;
         for (std::size_t i = 0; i < got.size(); ++i) differing += std::memcmp(&got[i], &v11[i], sizeof(double)) != 0;

@@ -185,7 +185,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   const auto& impls = prefill.axes.front().values;
   for (const char* impl :
        {"naive", "fused", "fused_v1", "fused_v2", "fused_v3", "fused_v4", "fused_v5", "fused_v6", "fused_v7", "fused_v8",
-        "fused_v9", "fused_v10", "fused_v11", "fused_v12", "fused_v13", "fused_v14", "fused_v15", "cudnn"})
+        "fused_v9", "fused_v10", "fused_v11", "fused_v12", "fused_v13", "fused_v14", "fused_v15", "fused_v16", "cudnn"})
     EXPECT_TRUE(std::count(impls.begin(), impls.end(), impl)) << impl;
   const auto& decode_impls = p.cases[2].axes.front().values;
   for (const char* impl : {"naive", "split_kv", "split_kv_v1", "split_kv_v2", "split_kv_v3", "split_kv_v5", "cudnn"})
@@ -285,7 +285,7 @@ class TransformerGpu : public ::testing::Test {
 const std::vector<std::string> kPrefillImpls = {"naive",    "fused_v1", "fused_v2", "fused_v3", "fused_v4",
                                                 "fused_v5", "fused_v6", "fused_v7", "fused_v8", "fused_v9",
                                                 "fused_v10", "fused_v11", "fused_v12", "fused_v13", "fused_v14",
-                                                "fused_v15", "fused", "cudnn"};
+                                                "fused_v15", "fused_v16", "fused", "cudnn"};
 
 // Whether `impl` may be not applicable on this device: cuDNN's refusals, and the sm_90a versions off compute
 // capability 9.0 or in a build without sm_90a code.
@@ -359,7 +359,7 @@ TEST_F(TransformerGpu, GateCatchesBrokenPrefillKernels) {
         std::string("fused_v5"), std::string("fused_v6"), std::string("fused_v7"),
         std::string("fused_v8"), std::string("fused_v9"), std::string("fused_v10"), std::string("fused_v11"),
         std::string("fused_v12"), std::string("fused_v13"), std::string("fused_v14"),
-        std::string("fused_v15")})
+        std::string("fused_v15"), std::string("fused_v16")})
     for (const char* shape : {"2x3x512x64", "2x3x512x128"})
       for (AttentionFault fault :
            {AttentionFault::drop_causal_mask, AttentionFault::skip_last_kv_block, AttentionFault::no_rescale}) {

@@ -59,12 +59,12 @@ enum class AttentionFault {
   no_rescale,          // the online softmax does not rescale what it accumulated when the maximum rises
 };
 
-// ---- flash-attention forward (prefill), fp32 accumulation: mma.sync m16n8k16 (v1-v3) or wgmma (v4 to v15) ----
+// ---- flash-attention forward (prefill), fp32 accumulation: mma.sync m16n8k16 (v1-v3) or wgmma (v4 to v16) ----
 // Requires q_len == kv_len, a multiple of 128, and head_dim 64 or 128. version: one of fused_versions().
 const std::vector<std::string>& fused_versions();
 // Throws std::invalid_argument for a shape or version it does not take (the message says which).
 void check_fused_supports(const AttentionShape& shape, const std::string& version);
-// Whether `version` is sm_90a code (TMA, wgmma, warp specialisation: v4 to v15), which runs on compute
+// Whether `version` is sm_90a code (TMA, wgmma, warp specialisation: v4 to v16), which runs on compute
 // capability 9.0 alone and only in a build that has it.
 bool fused_version_needs_sm90a(const std::string& version);
 // How `version` runs, for the `kernel` fact: empty for the mma.sync versions, else "sm_90a: TMA + wgmma, warp
