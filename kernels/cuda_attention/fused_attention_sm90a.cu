@@ -74,8 +74,8 @@ template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int
           bool kStoreUnderScores_ = false>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  // kHeadMajor: persistent items ordered head by head (v11 to v14; item_walk). kRescaleUnderScores (v13, v14):
-  // O rescaled while the next tile's scores are in flight (overlapped_tile). kRawMaxima (v14): a row's maximum
+  // kHeadMajor: persistent items ordered head by head (v11 to v15; item_walk). kRescaleUnderScores (v13 to v15):
+  // O rescaled while the next tile's scores are in flight (overlapped_tile). kRawMaxima (v14, v15): a row's maximum
   // taken over the raw scores, then scaled once (Consumer::softmax). kSkipUnitRescale (v15): a warp whose rows'
   // factors are all exactly 1 leaves O as it is (rescale_before_pv). kStoreUnderScores (v16): a work item's O
   // stored while the next item's first scores are in flight (consume_items_storing_under_scores).
@@ -165,7 +165,7 @@ __device__ __forceinline__ int work_item(const Args& a, int n) {
 }
 
 // Item `item`'s walk. Query block by query block (v9, v10): every head's heaviest first, so the blocks running
-// at once work on as many heads. Head by head (Config::kHeadMajor, v11 and v12): each head's query blocks, heaviest
+// at once work on as many heads. Head by head (Config::kHeadMajor, v11 to v15): each head's query blocks, heaviest
 // first, before the next head's, so the blocks running at once share a few heads' K and V in the L2 (about
 // 5 heads at B4 H16 T4096 on 132 SMs, against 64), as a grid of one head's query blocks after another does;
 // the snake still balances the walks (the longest block 3% over the mean there).
@@ -522,7 +522,8 @@ __device__ __forceinline__ void overlapped_walk_from_first_scores(Consumer<T, Cf
   float unused[2];
   c.softmax(a.scale_log2, false, unused);
   c.pack_probabilities();
-  c.pending_rescale[0] = c.pending_rescale[1] = 1.0f;  // O is unset until the first P V overwrites it
+  if constexpr (Cfg::kRescaleUnderScores)
+    c.pending_rescale[0] = c.pending_rescale[1] = 1.0f;  // O is unset until the first P V overwrites it
   for (int i = 1; i < c.count; ++i) overlapped_tile(c, sm, a, i);
   if constexpr (Cfg::kRescaleUnderScores) c.rescale_output(c.pending_rescale);
   hw::wgmma_fence();

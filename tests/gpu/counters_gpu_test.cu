@@ -343,7 +343,7 @@ TEST_P(GpuCountersInAMeasurement, ProfileKernelTimeAndCountersTogetherInTwoCases
 std::function<void()> one_copy(const float* x, float* y, std::size_t n) {
   return [=] {
     copy_kernel<<<1056, 512>>>(x, y, n);
-    if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
+    if (cudaGetLastError() != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("copy failed");
   };
 }
 
@@ -392,8 +392,8 @@ TEST_F(GpuCounters, EveryCuptiPassWorksAfterEveryOtherInOneProcess) {
   trace("profile", 3);
   count();
   count();
-  cudaFree(x);
-  cudaFree(y);
+  EXPECT_CUDA(cudaFree(x));
+  EXPECT_CUDA(cudaFree(y));
   ASSERT_EQ(steps.size(), trouble.size());
   for (const std::string& t : trouble)
     if (machine_refuses(t)) GTEST_SKIP() << "no CUPTI passes on this machine: " << t;

@@ -95,14 +95,19 @@ class CudaTestContext final : public Context {
         encode_all.template operator()<std::int32_t>([](double x) { return std::int32_t(x); });
         break;
     }
-    ROOFBENCH_CUDA(cudaMemcpy(data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    copy_to_device(data, bytes.data(), bytes.size(), 0);
   }
 
+  // Copies on the case's stream, waited for, as the host's (cuda_device.cu): a plain cudaMemcpy from pageable
+  // memory runs on the legacy stream, which this non-blocking stream does not wait for, and may return before
+  // its last bytes have landed, so a kernel launched next on the stream could read the buffer unwritten.
   void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes, int) override {
-    ROOFBENCH_CUDA(cudaMemcpy(host_dst, device_src, bytes, cudaMemcpyDeviceToHost));
+    ROOFBENCH_CUDA(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, stream_));
+    synchronize(0);
   }
   void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes, int) override {
-    ROOFBENCH_CUDA(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+    ROOFBENCH_CUDA(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    synchronize(0);
   }
   void synchronize(int) override { ROOFBENCH_CUDA(cudaStreamSynchronize(stream_)); }
   std::uint64_t seed() const override { return 20261129; }

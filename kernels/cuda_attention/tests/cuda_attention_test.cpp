@@ -276,7 +276,7 @@ double worst_block_error(const std::vector<double>& got, const std::vector<doubl
   return worst;
 }
 
-// The persistent v9 to v14 where each block walks several work items, against v3 on the same inputs: heads chosen
+// The persistent v9 to v15 where each block walks several work items, against v3 on the same inputs: heads chosen
 // so that the items (B1 T1024: 8 a head) number between 3 and 4 times the SMs, each block walking 3 or 4 and
 // the last, part-full round of the snake running backwards (block c's fourth item is 4G - 1 - c). Each item's
 // 128 rows are checked on their own, over three launches, O poisoned before each: an item left out, given
