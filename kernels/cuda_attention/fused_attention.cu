@@ -334,15 +334,15 @@ bool fused_version_needs_sm90a(const std::string& version) { return sm90a::is_sm
 std::string fused_version_form(const std::string& version) {
   find_version(version);
   if (!sm90a::is_sm90a_version(version)) return "";
+  const sm90a::Form f = sm90a::form_of(version);
   std::string form = "sm_90a: TMA + wgmma, warp specialised";
-  const int number = std::stoi(version.substr(1));
-  if (number >= 9) form += ", persistent (one block an SM)";
-  if (number >= 11) form += ", items head by head";
-  if (version == "v10" || version == "v12") form += ", its consumer groups taking turns on the tensor cores";
-  if (number >= 13) form += ", O rescaled under the next scores' product";
-  if (number >= 14) form += ", row maxima of the raw scores";
-  if (version == "v15") form += ", unit rescales skipped";
-  if (version == "v16") form += ", O stored under the next item's first scores";
+  if (f.persistent) form += ", persistent (one block an SM)";
+  if (f.head_major) form += ", items head by head";
+  if (f.ping_pong) form += ", its consumer groups taking turns on the tensor cores";
+  if (f.rescale_under_scores) form += ", O rescaled under the next scores' product";
+  if (f.raw_maxima) form += ", row maxima of the raw scores";
+  if (f.skip_unit_rescale) form += ", unit rescales skipped";
+  if (f.store_under_scores) form += ", O stored under the next item's first scores";
   return form;
 }
 

@@ -68,22 +68,19 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
 // called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
-template <int kD_, int kBlockN_, int kStages_, bool kWideConsumers_ = false, int kBlocksPerSm_ = 1,
-          int kConsumerGroups_ = 2, bool kPersistent_ = false, bool kPingPong_ = false, bool kHeadMajor_ = false,
-          bool kRescaleUnderScores_ = false, bool kRawMaxima_ = false, bool kSkipUnitRescale_ = false,
-          bool kStoreUnderScores_ = false>
+template <int kD_, int kBlockN_, int kStages_, Form kForm = Form{}>
 struct Config {
   static constexpr int kD = kD_, kBlockN = kBlockN_, kStages = kStages_, kBoxes = kD / kBoxCols;
-  // kHeadMajor: persistent items ordered head by head (v11 to v15; item_walk). kRescaleUnderScores (v13 to v15):
-  // O rescaled while the next tile's scores are in flight (overlapped_tile). kRawMaxima (v14, v15): a row's maximum
-  // taken over the raw scores, then scaled once (Consumer::softmax). kSkipUnitRescale (v15): a warp whose rows'
-  // factors are all exactly 1 leaves O as it is (rescale_before_pv). kStoreUnderScores (v16): a work item's O
-  // stored while the next item's first scores are in flight (consume_items_storing_under_scores).
-  static constexpr bool kWideConsumers = kWideConsumers_, kPersistent = kPersistent_, kPingPong = kPingPong_,
-                        kHeadMajor = kHeadMajor_, kRescaleUnderScores = kRescaleUnderScores_,
-                        kRawMaxima = kRawMaxima_, kSkipUnitRescale = kSkipUnitRescale_,
-                        kStoreUnderScores = kStoreUnderScores_;
-  static constexpr int kBlocksPerSm = kBlocksPerSm_, kConsumerGroups = kConsumerGroups_;
+  // kHeadMajor: persistent items ordered head by head (item_walk). kRescaleUnderScores: O rescaled while the
+  // next tile's scores are in flight (overlapped_tile). kRawMaxima: a row's maximum taken over the raw scores,
+  // then scaled once (Consumer::softmax). kSkipUnitRescale: a warp whose rows' factors are all exactly 1 leaves
+  // O as it is (rescale_before_pv). kStoreUnderScores: a work item's O stored while the next item's first
+  // scores are in flight (consume_items_storing_under_scores). Which versions set which: kForms.
+  static constexpr bool kWideConsumers = kForm.wide_consumers, kPersistent = kForm.persistent,
+                        kPingPong = kForm.ping_pong, kHeadMajor = kForm.head_major,
+                        kRescaleUnderScores = kForm.rescale_under_scores, kRawMaxima = kForm.raw_maxima,
+                        kSkipUnitRescale = kForm.skip_unit_rescale, kStoreUnderScores = kForm.store_under_scores;
+  static constexpr int kBlocksPerSm = kForm.blocks_per_sm, kConsumerGroups = kForm.consumer_groups;
   static constexpr int kBlockM = 64 * kConsumerGroups;             // queries per block
   static constexpr int kConsumerThreads = 128 * kConsumerGroups;   // the empty barriers' arrivals
   static constexpr int kThreads = 128 + kConsumerThreads;          // the producer warp group, then the consumers
@@ -722,38 +719,34 @@ void launch(const AttentionShape& shape, const void* q, const void* k, const voi
 template <typename Use>
 void with_config(const std::string& version, int head_dim, Use&& use) {
   const bool d64 = head_dim == 64;
+  // The versions of 128-key tiles in two stages at both head dims, each with its form.
+  const auto two_stages = [&]<Form kForm>() {
+    d64 ? use.template operator()<Config<64, 128, 2, kForm>>() : use.template operator()<Config<128, 128, 2, kForm>>();
+  };
   if (version == "v9")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true>>();
-  else if (version == "v11")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true>>();
-  else if (version == "v12")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true, true>>();
-  else if (version == "v13")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true>>();
-  else if (version == "v14")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true>>();
-  else if (version == "v16")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true, false, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true, false, true>>();
-  else if (version == "v15")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, false, true, true, true, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, false, true, true, true, true>>();
+    two_stages.template operator()<form_of("v9")>();
   else if (version == "v10")
-    d64 ? use.template operator()<Config<64, 128, 2, true, 1, 2, true, true>>()
-        : use.template operator()<Config<128, 128, 2, true, 1, 2, true, true>>();
+    two_stages.template operator()<form_of("v10")>();
+  else if (version == "v11")
+    two_stages.template operator()<form_of("v11")>();
+  else if (version == "v12")
+    two_stages.template operator()<form_of("v12")>();
+  else if (version == "v13")
+    two_stages.template operator()<form_of("v13")>();
+  else if (version == "v14")
+    two_stages.template operator()<form_of("v14")>();
+  else if (version == "v15")
+    two_stages.template operator()<form_of("v15")>();
+  else if (version == "v16")
+    two_stages.template operator()<form_of("v16")>();
   else if (version == "v7" && d64)
-    use.template operator()<Config<64, 64, 4, true, 2>>();
+    use.template operator()<Config<64, 64, 4, Form{.wide_consumers = true, .blocks_per_sm = 2}>>();
   else if (version == "v8" && d64)
-    use.template operator()<Config<64, 64, 4, true, 1, 3>>();
+    use.template operator()<Config<64, 64, 4, Form{.wide_consumers = true, .consumer_groups = 3}>>();
   else if ((version == "v6" || version == "v7" || version == "v8") && !d64)
-    use.template operator()<Config<128, 128, 2, true>>();
+    use.template operator()<Config<128, 128, 2, kWideForm>>();
   else if (version == "v4" || version == "v6")
-    d64 ? use.template operator()<Config<64, 128, 2>>() : use.template operator()<Config<128, 128, 2>>();
+    two_stages.template operator()<form_of("v4")>();
   else
     d64 ? use.template operator()<Config<64, 128, 3>>() : use.template operator()<Config<128, 64, 4>>();
 }

@@ -6,16 +6,66 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <string_view>
 
 #include "roofbench/kernels/cuda_attention.hpp"
 
 namespace roofbench::kernels::sm90a {
 
+// What a version does beyond its tiles and stages (fused_attention_sm90a.cu's Config reads it, and
+// fused_version_form describes it). The fields are explained where Config uses them.
+struct Form {
+  bool wide_consumers = false;        // the consumers get setmaxnreg's registers (the time-out trap out of line)
+  int blocks_per_sm = 1;              // blocks an SM holds at once
+  int consumer_groups = 2;            // consumer warp groups of 64 query rows
+  bool persistent = false;            // one block an SM walking work items
+  bool ping_pong = false;             // the consumer groups taking turns to issue their products
+  bool head_major = false;            // a persistent block's items head by head
+  bool rescale_under_scores = false;  // O rescaled while the next tile's scores are in flight
+  bool raw_maxima = false;            // a row's maximum taken over the raw scores, then scaled once
+  bool skip_unit_rescale = false;     // a warp whose factors are all exactly 1 leaves O as it is
+  bool store_under_scores = false;    // an item's O stored while the next item's first scores are in flight
+};
+
+// Every sm_90a version and its form (at head dim 128; v7's and v8's own d 64 shapes are with_config's).
+struct NamedForm {
+  std::string_view version;
+  Form form;
+};
+inline constexpr Form kWideForm{.wide_consumers = true}, kPersistentForm{.wide_consumers = true, .persistent = true},
+    kHeadMajorForm{.wide_consumers = true, .persistent = true, .head_major = true},
+    kRawMaximaForm{.wide_consumers = true, .persistent = true, .head_major = true, .rescale_under_scores = true,
+                   .raw_maxima = true};
+inline constexpr NamedForm kForms[] = {
+    {"v4", {}},
+    {"v5", {}},
+    {"v6", kWideForm},
+    {"v7", kWideForm},
+    {"v8", kWideForm},
+    {"v9", kPersistentForm},
+    {"v10", {.wide_consumers = true, .persistent = true, .ping_pong = true}},
+    {"v11", kHeadMajorForm},
+    {"v12", {.wide_consumers = true, .persistent = true, .ping_pong = true, .head_major = true}},
+    {"v13", {.wide_consumers = true, .persistent = true, .head_major = true, .rescale_under_scores = true}},
+    {"v14", kRawMaximaForm},
+    {"v15", {.wide_consumers = true, .persistent = true, .head_major = true, .rescale_under_scores = true,
+             .raw_maxima = true, .skip_unit_rescale = true}},
+    {"v16", {.wide_consumers = true, .persistent = true, .head_major = true, .rescale_under_scores = true,
+             .raw_maxima = true, .store_under_scores = true}},
+};
+
+// The form of `version`, which must be one of kForms (a compile-time error in a constant expression).
+constexpr Form form_of(std::string_view version) {
+  for (const NamedForm& named : kForms)
+    if (named.version == version) return named.form;
+  throw "not an sm_90a version";
+}
+
 // Whether `version` is one of these.
 inline bool is_sm90a_version(const std::string& version) {
-  return version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8" ||
-         version == "v9" || version == "v10" || version == "v11" || version == "v12" || version == "v13" ||
-         version == "v14" || version == "v15" || version == "v16";
+  for (const NamedForm& named : kForms)
+    if (named.version == version) return true;
+  return false;
 }
 
 // Empty when the sm_90a version runs on `device`; else why not (no sm_90a code in this build, or not compute
