@@ -98,6 +98,20 @@ TEST_F(CommandLine, ProfileKernelTimeAndCountersTogetherOnTheCpuKeepTheTiming) {
   EXPECT_THAT(run.output(), Not(HasSubstr("CUPTI_ERROR"))) << run;
 }
 
+// The GPU tests read figures through python_rows: a results file's lines split at their tabs, empty fields
+// (inside a line and at its end) kept, on a run of the CPU plugin.
+TEST_F(CommandLine, PythonRowsSplitAResultsFilesLinesAtTheirTabsKeepingEmptyFields) {
+  const auto run = roofbench({"--benchmark_filter=^cpu/add/n:16384/", "--max-time=0.05"});
+  ASSERT_EQ(run.exit_code, 0) << run;
+  const char* script =
+      "import json, sys\n"
+      "for b in json.load(open(sys.argv[1]))['benchmarks']:\n"
+      "    print(b['name'], '', b['roofbench']['status'], '', sep='\\t')\n";
+  const auto rows = python_rows(script, latest_results().string());
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"cpu/add/n:16384", "", "ok", ""}));
+}
+
 TEST_F(CommandLine, AMissingPluginFolderExitsTwo) {
   const auto run = roofbench({"--plugin-dir", "/nonexistent/roofbench-plugins"});
   EXPECT_EQ(run.exit_code, 2) << run;

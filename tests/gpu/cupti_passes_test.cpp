@@ -3,7 +3,6 @@
 // traces follow the first case's counters pass and each case's counters pass follows its traces. Every
 // case gets every pass's figures: a kernel_time, a profile naming its kernel, counters of its kernel (both
 // cases run the micro plugin's vec16_kernel).
-#include <cuda_runtime_api.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "../support/roofbench_host.hpp"
+#include "gpu_roofbench_test.hpp"
 
 namespace {
 
@@ -19,13 +18,7 @@ using namespace roofbench::test_support;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class CuptiPasses : public RoofbenchTest {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU";
-  }
-};
+class CuptiPasses : public GpuRoofbenchTest {};
 
 // What the passes left in one benchmark's entry.
 struct Passes {
@@ -46,15 +39,9 @@ std::map<std::string, Passes> passes_in(const std::string& file) {
       "    names = lambda part: ';'.join(k['name'] for k in part.get('kernels', []))\n"
       "    print(b['name'], r['status'], int(isinstance(t, float) and math.isfinite(t)), p.get('error', ''), names(p),\n"
       "          c.get('error', ''), names(c), sep='\\t')\n";
-  const ProcessResult read = run_process({BuildPaths::python, "-c", script, file});
-  EXPECT_EQ(read.exit_code, 0) << read;
   std::map<std::string, Passes> out;
-  std::istringstream lines(read.out);
-  for (std::string name, status, timed, profile_error, profile_kernels, counters_error, counters_kernels;
-       std::getline(lines, name, '\t') && std::getline(lines, status, '\t') && std::getline(lines, timed, '\t') &&
-       std::getline(lines, profile_error, '\t') && std::getline(lines, profile_kernels, '\t') &&
-       std::getline(lines, counters_error, '\t') && std::getline(lines, counters_kernels);)
-    out[name] = {status, timed == "1", profile_error, profile_kernels, counters_error, counters_kernels};
+  for (const std::vector<std::string>& f : python_rows(script, file))
+    if (f.size() == 7) out[f[0]] = {f[1], f[2] == "1", f[3], f[4], f[5], f[6]};
   return out;
 }
 

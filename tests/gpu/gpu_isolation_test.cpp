@@ -13,20 +13,14 @@
 #include <regex>
 #include <string>
 
-#include "../support/roofbench_host.hpp"
+#include "gpu_roofbench_test.hpp"
 
 namespace roofbench::test_support {
 namespace {
 
 using ::testing::HasSubstr;
 
-class GpuIsolation : public RoofbenchTest {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU";
-  }
-};
+class GpuIsolation : public GpuRoofbenchTest {};
 
 // The case's own launches go to the device it was given, not to cuda:0, the thread's default.
 TEST_F(GpuIsolation, ASingleGpuCaseRunsOnTheDeviceItWasGiven) {

@@ -1,26 +1,19 @@
 // The memory roof each micro case is placed under on a real GPU (label gpu; skips without one): a hot case
 // whose bytes fit in L2 under the cache roof, the add that streams DRAM under the mixed roof of its 2/3
 // reads, and none of them over 100% of the roof it was placed under.
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <sstream>
 #include <string>
 
-#include "../support/roofbench_host.hpp"
+#include "gpu_roofbench_test.hpp"
 
 namespace {
 
 using namespace roofbench::test_support;
 
-class RoofPlacement : public RoofbenchTest {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA GPU";
-  }
-};
+class RoofPlacement : public GpuRoofbenchTest {};
 
 struct Placed {
   std::string roof;
@@ -33,13 +26,9 @@ std::map<std::string, Placed> placements(const std::string& file) {
       "import json, sys\n"
       "for b in json.load(open(sys.argv[1]))['benchmarks']:\n"
       "    print(b['name'], b.get('roofbench', {}).get('memory_roof', ''), b.get('roof_pct', -1), sep='\\t')\n";
-  const ProcessResult read = run_process({BuildPaths::python, "-c", script, file});
-  EXPECT_EQ(read.exit_code, 0) << read;
   std::map<std::string, Placed> out;
-  std::istringstream lines(read.out);
-  for (std::string name, roof, pct; std::getline(lines, name, '\t') && std::getline(lines, roof, '\t') &&
-                                    std::getline(lines, pct);)
-    out[name] = {roof, std::stod(pct)};
+  for (const std::vector<std::string>& f : python_rows(script, file))
+    if (f.size() == 3) out[f[0]] = {f[1], std::stod(f[2])};
   return out;
 }
 

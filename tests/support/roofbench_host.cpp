@@ -41,6 +41,20 @@ std::vector<std::string> ResultsSummary::names() const {
   return out;
 }
 
+std::vector<std::vector<std::string>> python_rows(const char* script, const std::string& file) {
+  const ProcessResult read = run_process({BuildPaths::python, "-c", script, file});
+  EXPECT_EQ(read.exit_code, 0) << read;
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(read.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string>& fields = rows.emplace_back();
+    std::istringstream parts(line);
+    for (std::string field; std::getline(parts, field, '\t');) fields.push_back(field);
+    if (!line.empty() && line.back() == '\t') fields.emplace_back();
+  }
+  return rows;
+}
+
 std::optional<ResultsSummary> read_results(const std::filesystem::path& file) {
   const ProcessResult reader = run_process({BuildPaths::python, BuildPaths::results_reader, file.string()});
   if (reader.exit_code != 0) {

@@ -47,6 +47,10 @@ struct ResultsSummary {
   std::vector<std::string> names() const;
 };
 
+// The lines `script` (Python, given the file as sys.argv[1]) prints about a results file, each split at its tabs:
+// for a test that wants figures read_results does not keep. Fails the current test where the script fails.
+std::vector<std::vector<std::string>> python_rows(const char* script, const std::string& file);
+
 // Reads a results file through Python's strict JSON parser (NaN or Infinity anywhere is an error).
 // Fails the current test and returns nothing when the file is missing or not valid.
 std::optional<ResultsSummary> read_results(const std::filesystem::path& file);

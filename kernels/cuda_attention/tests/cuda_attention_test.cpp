@@ -103,6 +103,15 @@ struct AttentionInputs {
   AttentionInputs(const AttentionShape& shape, AttentionType type)
       : q(shape.q_elements(), rng, 2, type), k(shape.kv_elements(), rng, 2, type), v(shape.kv_elements(), rng, 1, type),
         o(shape.q_elements(), rng, 1, type) {}
+
+  // Fused `version`'s output on these inputs, O poisoned first (0xFFFF: NaN in bf16 and fp16), so that an output
+  // a version leaves unwritten fails instead of passing with the previous version's values.
+  std::vector<double> fused_output(const std::string& version, AttentionType type, const AttentionShape& shape) {
+    ROOFBENCH_CUDA(cudaMemset(o.device, 0xFF, o.host.size() * 2));
+    launch_fused_attention(version, type, shape, q.device, k.device, v.device, o.device, nullptr);
+    ROOFBENCH_CUDA(cudaDeviceSynchronize());
+    return o.read();
+  }
 };
 
 // Relative L2 error of the whole output against the reference, every (batch, head) pair and row.
@@ -174,14 +183,7 @@ TEST(CudaAttention, FusedSm90aVersionsMatchTheReferenceAndV3) {
         for (const bool causal : {true, false}) {
           const AttentionShape shape{.batch = batch, .heads = heads, .q_len = t, .kv_len = t, .head_dim = d, .causal = causal};
           AttentionInputs in(shape, type);
-          // O is poisoned (0xFFFF: NaN in bf16 and fp16) before each version, so that an output a version leaves
-          // unwritten fails instead of passing with the previous version's values.
-          const auto run = [&](const std::string& version) {
-            ROOFBENCH_CUDA(cudaMemset(in.o.device, 0xFF, in.o.host.size() * 2));
-            launch_fused_attention(version, type, shape, in.q.device, in.k.device, in.v.device, in.o.device, nullptr);
-            ROOFBENCH_CUDA(cudaDeviceSynchronize());
-            return in.o.read();
-          };
+          const auto run = [&](const std::string& version) { return in.fused_output(version, type, shape); };
           const std::vector<double> v3 = run("v3"), reference = reference_output(shape, in.q, in.k, in.v);
           const std::string what = std::string(type == AttentionType::bf16 ? "bf16" : "fp16") + " B" +
                                    std::to_string(batch) + " H" + std::to_string(heads) + " T" + std::to_string(t) +
@@ -294,13 +296,7 @@ TEST(CudaAttention, PersistentVersionsWalkSeveralItemsABlockAsV3Does) {
       ASSERT_GT(heads * 8, 3 * sms);
       ASSERT_LT(heads * 8, 4 * sms);
       AttentionInputs in(shape, AttentionType::bf16);
-      const auto run = [&](const char* version) {
-        ROOFBENCH_CUDA(cudaMemset(in.o.device, 0xFF, in.o.host.size() * 2));
-        launch_fused_attention(version, AttentionType::bf16, shape, in.q.device, in.k.device, in.v.device, in.o.device,
-                               nullptr);
-        ROOFBENCH_CUDA(cudaDeviceSynchronize());
-        return in.o.read();
-      };
+      const auto run = [&](const char* version) { return in.fused_output(version, AttentionType::bf16, shape); };
       const std::vector<double> v3 = run("v3");
       for (const char* version : {"v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16"})
         for (int launch = 0; launch < 3; ++launch)
@@ -320,13 +316,7 @@ TEST(CudaAttention, V13ToV16GiveV11sOutputBitForBit) {
     for (const bool causal : {true, false}) {
       const AttentionShape shape{.batch = 1, .heads = 3, .q_len = 4096, .kv_len = 4096, .head_dim = d, .causal = causal};
       AttentionInputs in(shape, AttentionType::bf16);
-      const auto run = [&](const char* version) {
-        ROOFBENCH_CUDA(cudaMemset(in.o.device, 0xFF, in.o.host.size() * 2));
-        launch_fused_attention(version, AttentionType::bf16, shape, in.q.device, in.k.device, in.v.device, in.o.device,
-                               nullptr);
-        ROOFBENCH_CUDA(cudaDeviceSynchronize());
-        return in.o.read();
-      };
+      const auto run = [&](const char* version) { return in.fused_output(version, AttentionType::bf16, shape); };
       const std::vector<double> v11 = run("v11");
       for (const char* version : {"v13", "v14", "v15", "v16"}) {
         const std::vector<double> got = run(version);

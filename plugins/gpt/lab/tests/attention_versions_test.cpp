@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -637,6 +638,24 @@ bool every_forward_walk_runs(int heads) {
   return sm90a_forward_pays(heads, 4 * sms);
 }
 
+// Rows `names` give row `base`'s out, lse and dqkv bit for bit on `many` (every forward walk runs there), and
+// its dqkv on `few` (a head a block).
+void expect_rows_give_bits_of(std::initializer_list<const char*> names, const char* base, const ManyHeadInputs& many,
+                              const ManyHeadInputs& few) {
+  const FusedAttentionRun want = many.run(base), few_want = few.run(base);
+  for (const char* name : names) {
+    const FusedAttentionRun run = many.run(name);
+    expect_finite(run, name);
+    std::printf("T %d, %d heads: %s vs %s: out %.2e lse %.2e dqkv %.2e\n", many.shape.T,
+                many.shape.batch * many.shape.heads, name, base, rel_l2(run.out, want.out), rel_l2(run.lse, want.lse),
+                rel_l2(run.dqkv, want.dqkv));
+    EXPECT_EQ(run.out, want.out) << name;
+    EXPECT_EQ(run.lse, want.lse) << name;
+    EXPECT_EQ(run.dqkv, want.dqkv) << name;
+    EXPECT_EQ(few.run(name).dqkv, few_want.dqkv) << name;
+  }
+}
+
 // v22 to v24: v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads (v23's and v24's
 // forwards at four blocks an SM). The same values in the same arithmetic, so at 2304 heads (at least four a block
 // in every forward: the sm_90a forward walks run) out, lse and dqkv equal v18's row's (the lab's v15 forward and
@@ -648,20 +667,8 @@ TEST_P(GptLabAttentionSm90a, V22ToV24AreV18BitForBit) {
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  const ManyHeadInputs in(B, H, T, 101, 102, 103);
-  const FusedAttentionRun v18 = in.run("v18");
-  const ManyHeadInputs few(4, H, T, 104, 105, 106);
-  const FusedAttentionRun few_v18 = few.run("v18");
-  for (const char* name : {"v22", "v23", "v24"}) {
-    const FusedAttentionRun run = in.run(name);
-    expect_finite(run, name);
-    std::printf("T %d, %d heads: %s vs v18: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name, rel_l2(run.out, v18.out),
-                rel_l2(run.lse, v18.lse), rel_l2(run.dqkv, v18.dqkv));
-    EXPECT_EQ(run.out, v18.out) << name;
-    EXPECT_EQ(run.lse, v18.lse) << name;
-    EXPECT_EQ(run.dqkv, v18.dqkv) << name;
-    EXPECT_EQ(few.run(name).dqkv, few_v18.dqkv) << name;
-  }
+  expect_rows_give_bits_of({"v22", "v23", "v24"}, "v18", ManyHeadInputs(B, H, T, 101, 102, 103),
+                           ManyHeadInputs(4, H, T, 104, 105, 106));
 }
 
 // v25, v22's backward with dq stored from the registers and the next head's q loaded with its v and dout: the
@@ -719,18 +726,8 @@ TEST_P(GptLabAttentionSm90a, V27AndV28AreV26BitForBit) {
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  const ManyHeadInputs in(B, H, T, 131, 132, 133), few(4, H, T, 134, 135, 136);
-  const FusedAttentionRun v26 = in.run("v26"), few_v26 = few.run("v26");
-  for (const char* name : {"v27", "v28"}) {
-    const FusedAttentionRun run = in.run(name);
-    expect_finite(run, name);
-    std::printf("T %d, %d heads: %s vs v26: out %.2e lse %.2e dqkv %.2e\n", T, B * H, name, rel_l2(run.out, v26.out),
-                rel_l2(run.lse, v26.lse), rel_l2(run.dqkv, v26.dqkv));
-    EXPECT_EQ(run.out, v26.out) << name;
-    EXPECT_EQ(run.lse, v26.lse) << name;
-    EXPECT_EQ(run.dqkv, v26.dqkv) << name;
-    EXPECT_EQ(few.run(name).dqkv, few_v26.dqkv) << name;
-  }
+  expect_rows_give_bits_of({"v27", "v28"}, "v26", ManyHeadInputs(B, H, T, 131, 132, 133),
+                           ManyHeadInputs(4, H, T, 134, 135, 136));
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
