@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cupti_attachment.hpp"
 #include "kernel_profile.hpp"
@@ -86,8 +87,8 @@ std::string stop_tracing() {
   std::string trouble;
   for (CUpti_ActivityKind kind : kTraced)
     if (std::string disabled = ROOFBENCH_CUPTI_FAILURE(cuptiActivityDisable(kind)); trouble.empty()) trouble = disabled;
-  if (std::string flushed = ROOFBENCH_CUPTI_FAILURE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)); trouble.empty())
-    trouble = flushed;
+  const std::string flushed = ROOFBENCH_CUPTI_FAILURE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  if (trouble.empty()) trouble = flushed;
   if (std::string detached = ROOFBENCH_CUPTI_FAILURE(detach_cupti()); trouble.empty()) trouble = detached;
   return trouble;
 }
@@ -132,6 +133,9 @@ KernelTrace trace_kernels(const std::function<void()>& run_and_wait, int passes,
     trace.records.clear();
     return trace;
   }
+  // Records that reached only the final flush belong to no pass (each pass's own were flushed after its runs
+  // were waited for): dropped, so that the profile and kernel_time count the same records.
+  std::erase_if(trace.records, [passes](const KernelRecord& r) { return r.pass >= passes; });
   trace.passes = passes;
   return trace;
 }
