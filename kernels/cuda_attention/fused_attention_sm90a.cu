@@ -162,7 +162,7 @@ __device__ __forceinline__ int work_item(const Args& a, int n) {
 }
 
 // Item `item`'s walk. Query block by query block (v9, v10): every head's heaviest first, so the blocks running
-// at once work on as many heads. Head by head (Config::kHeadMajor, v11 to v15): each head's query blocks, heaviest
+// at once work on as many heads. Head by head (Config::kHeadMajor, v11 to v16): each head's query blocks, heaviest
 // first, before the next head's, so the blocks running at once share a few heads' K and V in the L2 (about
 // 5 heads at B4 H16 T4096 on 132 SMs, against 64), as a grid of one head's query blocks after another does;
 // the snake still balances the walks (the longest block 3% over the mean there).
