@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ __global__ void sum_kernel(const float* x, std::size_t n, float* sum) {
 
 #define EXPECT_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 #define EXPECT_CUBLAS(call) ASSERT_EQ((call), CUBLAS_STATUS_SUCCESS) << #call
+
+// A test's device buffers given back, each free checked (a failure here is a sticky error the test left).
+void free_all(std::initializer_list<void*> buffers) {
+  for (void* buffer : buffers) EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+}
 
 bool have_gpu(std::string& why) {
   int count = 0;
@@ -88,8 +94,7 @@ std::vector<CounterProfile> count_copies(std::size_t n, int passes, CounterRepla
       }, -1, replay));
   else
     ADD_FAILURE() << "no memory for a copy of " << bytes << " B: " << cudaGetErrorString(cudaGetLastError());
-  cudaFree(x);
-  cudaFree(y);
+  free_all({x, y});
   return profiles;
 }
 
@@ -135,7 +140,7 @@ TEST_P(GpuCountersReplay, TheCleansRangeIsDroppedAndTheRunCounted) {
     sum_kernel<<<1056, 512>>>(clean, clean_n, clean + clean_n);
     if (cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("clean failed");
   });
-  cudaFree(x), cudaFree(y), cudaFree(clean);
+  free_all({x, y, clean});
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   ASSERT_EQ(p.error, "");
   std::printf("copy of %zu B after a clean (%s replay): DRAM read %.0f, written %.0f\n", bytes, p.replay.c_str(),
@@ -186,7 +191,10 @@ TEST_P(GpuCountersReplay, RefusesARunThatLaunchesAGraph) {
     if (cudaGraphLaunch(exec, stream) != cudaSuccess || cudaStreamSynchronize(stream) != cudaSuccess)
       throw std::runtime_error("the graph failed");
   }, -1, GetParam());
-  cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream), cudaFree(x), cudaFree(y);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  free_all({x, y});
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   EXPECT_NE(p.error.find("launched CUDA graphs"), std::string::npos) << p.error;
   EXPECT_TRUE(p.kernels.empty());
@@ -212,8 +220,8 @@ void expect_gemm_flops(cublasComputeType_t compute, cudaDataType_t type, std::si
   const CounterProfile p = collect_counters([&] {
     if (gemm() != CUBLAS_STATUS_SUCCESS || cudaDeviceSynchronize() != cudaSuccess) throw std::runtime_error("GEMM failed");
   }, -1, replay);
-  cublasDestroy(handle);
-  cudaFree(a), cudaFree(b), cudaFree(c);
+  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  free_all({a, b, c});
   if (machine_refuses(p.error)) GTEST_SKIP() << "no counters on this machine: " << p.error;
   ASSERT_EQ(p.error, "");
   const double model = 2.0 * n * n * n;
@@ -392,8 +400,7 @@ TEST_F(GpuCounters, EveryCuptiPassWorksAfterEveryOtherInOneProcess) {
   trace("profile", 3);
   count();
   count();
-  EXPECT_CUDA(cudaFree(x));
-  EXPECT_CUDA(cudaFree(y));
+  free_all({x, y});
   ASSERT_EQ(steps.size(), trouble.size());
   for (const std::string& t : trouble)
     if (machine_refuses(t)) GTEST_SKIP() << "no CUPTI passes on this machine: " << t;
@@ -430,8 +437,7 @@ TEST_F(GpuCounters, ATraceStopsWhereAnotherRanksPassFailedAndTheNextTraceWorks) 
     return ++rounds == 3 && own.empty() ? std::string("rank 1: the traced runs failed: boom") : own;
   });
   const KernelTrace next = trace_kernels(pass, 2);
-  cudaFree(x);
-  cudaFree(y);
+  free_all({x, y});
   if (machine_refuses(stopped.error)) GTEST_SKIP() << "no CUPTI trace on this machine: " << stopped.error;
   EXPECT_EQ(rounds, 3) << "one round before the passes, one after each";
   EXPECT_EQ(passes_run, 2 + 2);
