@@ -1,5 +1,5 @@
-// v15's forward walk (the keeper's, v26's, sm_90a forward, attention_v26.cu, and the lab's v15, v22, v23, v24 and
-// v28, lab/attention_v15.cu, _v22.cu, _v23.cu and _v27.cu): a block is one warp group, three (or four) share an
+// v15's forward walk (the keeper's, v26's, sm_90a forward, attention_v26.cu, and the lab's v15, v22, v23, v24, v28
+// and v29, lab/attention_v15.cu, _v22.cu, _v23.cu, _v27.cu and _v29.cu): a block is one warp group, three (or four) share an
 // SM, each walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches its bias
@@ -41,14 +41,40 @@ constexpr std::size_t kV15SmemBytes = sizeof(V15Smem) + kAtomBytes;  // room to 
 // the next head's boxes are not asked of the L2 ahead of their loads. Each version instantiates the walk in a
 // __global__ of its own name, so that --profile and Nsight Compute name the version that ran.
 // mid_head_l2_prefetch (v28): the next head's boxes asked of the L2 once query half 0 has run, half a head ahead of
-// their loads instead of a whole head (l2_prefetch).
+// their loads instead of a whole head (l2_prefetch). q_ahead (v29): the next head's q loaded into a tile of its own
+// (V29Smem) as soon as this head's preparation has read that tile, a head ahead; the head then waits for its k
+// and v alone, and its preparation writes q, prepared, from that tile into the head's.
 struct ForwardWalkPolicy {
-  bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true, mid_head_l2_prefetch = false;
+  bool float4_preparation = false, preparation_after_wait = false, l2_prefetch = true, mid_head_l2_prefetch = false,
+       q_ahead = false;
 };
 inline constexpr ForwardWalkPolicy kV15ForwardWalk{}, kV22ForwardWalk{.float4_preparation = true},
     kV24ForwardWalk{.float4_preparation = true, .preparation_after_wait = true},
     kV26ForwardWalk{.float4_preparation = true, .l2_prefetch = false},
-    kV28ForwardWalk{.float4_preparation = true, .l2_prefetch = false, .mid_head_l2_prefetch = true};
+    kV28ForwardWalk{.float4_preparation = true, .l2_prefetch = false, .mid_head_l2_prefetch = true},
+    kV29ForwardWalk{.float4_preparation = true, .l2_prefetch = false, .q_ahead = true};
+
+// v29's: v15's tiles, the tile the next head's q lands in, and its barrier.
+struct V29Smem {
+  HeadTiles head;
+  unsigned char next_q[kHeadTileBytes];
+  std::uint64_t loaded, q_loaded;  // the head's k and v boxes' bytes; the next q's
+};
+constexpr std::size_t kV29SmemBytes = sizeof(V29Smem) + kAtomBytes;  // room to align the start
+
+// The head `at`'s k and v boxes on `bar`. One thread.
+__device__ inline void load_kv(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(bar, 2 * kHeadTileBytes);
+  hw::tma_load_2d(tiles.k, map, bar, row, at.C + col);
+  hw::tma_load_2d(tiles.v, map, bar, row, 2 * at.C + col);
+}
+
+// The head `at`'s q box into `tile` on `bar`. One thread.
+__device__ inline void load_q(unsigned char* tile, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
+  hw::mbarrier_arrive_expect_tx(bar, kHeadTileBytes);
+  hw::tma_load_2d(tile, map, bar, at.b * at.T, at.h * kHeadDim);
+}
 
 // The head `at`'s three boxes into the L2 ahead of load_head. One thread.
 __device__ inline void prefetch_head_boxes(const CUtensorMap* qkv_map, const HeadRows& at) {
@@ -56,20 +82,28 @@ __device__ inline void prefetch_head_boxes(const CUtensorMap* qkv_map, const Hea
   for (int part = 0; part < 3; ++part) hw::tma_prefetch_2d(qkv_map, at.b * at.T, part * at.C + at.h * kHeadDim);
 }
 
-// The walk over the block's heads.
-template <ForwardWalkPolicy kPolicy>
-__device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMap* qkv_map, bf16* out, float* lse,
+// The walk over the block's heads (Smem: V15Smem, or V29Smem where q comes a head ahead).
+template <ForwardWalkPolicy kPolicy, typename Smem>
+__device__ __forceinline__ void walk_forward_heads(Smem& sm, const CUtensorMap* qkv_map, bf16* out, float* lse,
                                                    const float* bias, const FusedArgs& args) {
+  constexpr bool kQAhead = kPolicy.q_ahead;
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
     hw::mbarrier_init(&sm.loaded, 1);
+    if constexpr (kQAhead) hw::mbarrier_init(&sm.q_loaded, 1);
     hw::mbarrier_init_fence();
+    if constexpr (kQAhead)  // the first head's q
+      if (static_cast<int>(blockIdx.x) < heads)
+        load_q(sm.next_q, qkv_map, &sm.q_loaded, v10_head_rows(static_cast<int>(blockIdx.x), args.s));
   }
   __syncthreads();
   for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
     const HeadRows at = v10_head_rows(head, args.s);
     if (threadIdx.x == 0) {
-      load_head(sm.head, qkv_map, &sm.loaded, at);
+      if constexpr (kQAhead)
+        load_kv(sm.head, qkv_map, &sm.loaded, at);
+      else
+        load_head(sm.head, qkv_map, &sm.loaded, at);
       if (kPolicy.l2_prefetch && head + stride < heads)
         prefetch_head_boxes(qkv_map, v10_head_rows(head + stride, args.s));
     }
@@ -77,10 +111,19 @@ __device__ __forceinline__ void walk_forward_heads(V15Smem& sm, const CUtensorMa
     if constexpr (!kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
     wait_or_trap(&sm.loaded, n & 1);
     if constexpr (kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
-    prep.apply(sm.head, T, [&](int, int, std::uint32_t offset, const uint4& v) {
+    const auto store_v = [&](int, int, std::uint32_t offset, const uint4& v) {
       *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
-    });
+    };
+    if constexpr (kQAhead) {
+      wait_or_trap(&sm.q_loaded, n & 1);
+      prep.apply_from(sm.next_q, sm.head, T, store_v);
+    } else {
+      prep.apply(sm.head, T, store_v);
+    }
     __syncthreads();  // every chunk prepared (and fenced) before any wgmma reads it
+    if constexpr (kQAhead)  // next_q has been read (and the reads fenced by apply): the next head's q may land
+      if (threadIdx.x == 0 && head + stride < heads)
+        load_q(sm.next_q, qkv_map, &sm.q_loaded, v10_head_rows(head + stride, args.s));
     // Half 1 runs at any T: with its call under `T > 64` ptxas serializes the wgmmas (C7511). Rows from T on
     // are masked, and neither their out nor their lse is stored.
     attend_query_half<64>(sm.head, out, lse, at, args, 0);
@@ -101,10 +144,11 @@ struct ForwardWalk {
   const char* version;
   const char* configure_name;
   ForwardWalkKernel kernel;
+  std::size_t smem_bytes = kV15SmemBytes;
   int grid = 0;
 
-  // Three or four blocks of 49 KB need the carveout that gives an SM the most shared memory.
-  void configure() { grid = configure_shared_sm90a(version, kernel, kV15Threads, kV15SmemBytes); }
+  // Three or four blocks of 49 KB (v29: three of 65 KB) need the carveout that gives an SM the most shared memory.
+  void configure() { grid = configure_shared_sm90a(version, kernel, kV15Threads, smem_bytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks.
   void launch(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
@@ -112,7 +156,7 @@ struct ForwardWalk {
     if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
     const FusedArgs args = fused_args(s, rope);
     const CUtensorMap map = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);  // out's alignment checked too
-    kernel<<<std::min(s.batch * s.heads, grid), kV15Threads, kV15SmemBytes, stream>>>(map, out, lse, qkv_bias, args);
+    kernel<<<std::min(s.batch * s.heads, grid), kV15Threads, smem_bytes, stream>>>(map, out, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
   }
 

@@ -101,6 +101,13 @@ struct HeadPreparationSm90a {
   // shared-memory stores are too.
   template <typename StoreV>
   __device__ void apply(HeadTiles& tiles, int T, StoreV store_v) const {
+    apply_from(tiles.q, tiles, T, store_v);
+  }
+
+  // apply with q's raw rows read from `raw_q` (a tile of the same swizzle; tiles.q in apply), for a kernel that
+  // loads the next head's q into a tile of its own while the head before still uses tiles.q (the lab's v29).
+  template <typename StoreV>
+  __device__ void apply_from(const unsigned char* raw_q, HeadTiles& tiles, int T, StoreV store_v) const {
     const int c = Chunks::column();
 #pragma unroll
     for (int it = 0; it < Chunks::kPerThread; ++it) {
@@ -110,7 +117,7 @@ struct HeadPreparationSm90a {
       uint4* k = reinterpret_cast<uint4*>(tiles.k + at);
       const uint4 zero = make_uint4(0, 0, 0, 0);
       const bool live = r < T;
-      *q = live ? prepare_chunk(*q, bias[0], cos[it], sin[it]) : zero;
+      *q = live ? prepare_chunk(*reinterpret_cast<const uint4*>(raw_q + at), bias[0], cos[it], sin[it]) : zero;
       *k = live ? prepare_chunk(*k, bias[1], cos[it], sin[it]) : zero;
       const uint4 raw_v = *reinterpret_cast<const uint4*>(tiles.v + at);
       store_v(r, c, at, live ? prepare_chunk(raw_v, bias[2], nullptr, nullptr) : zero);

@@ -107,6 +107,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      keeper_forward<bf16>, attention_v27_backward},
     {"v28", "v28 (v27 with the next head's boxes asked of the L2 half a head ahead, forward and backward, sm_90a)",
      false, attention_v28_configure, attention_v28_forward, attention_v28_backward},
+    {"v29", "v29 (v26 with the forward loading each head's q a head ahead into a tile of its own, sm_90a)", false,
+     configure_in_order<attention_v29_forward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     attention_v29_forward, keeper_backward<bf16>},
 };
 
 }  // namespace

@@ -12,7 +12,8 @@
 // attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM, attention_v23.cu; v25, v22 with its
 // backward storing dq from the registers, attention_v25.cu; v27, v26 with its backward asking the L1 for the
 // RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2 half a head
-// ahead, attention_v27.cu) and the keepers the trainers run (v8 and v26,
+// ahead, attention_v27.cu; v29, v26 with its forward loading each head's q a head ahead into a tile of its own,
+// attention_v29.cu) and the keepers the trainers run (v8 and v26,
 // layers.hpp's fused_attention_forward and _backward: v26's kernels are v22's without the L2 prefetch of the next
 // head's boxes; v26's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0
 // alone; a row that needs it refuses other devices.
@@ -41,7 +42,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v28), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v29), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -170,5 +171,12 @@ void attention_v28_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v28_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+
+// v29's forward (attention_v29.cu, sm_90a): v26's with each head's q loaded a head ahead into a tile of its own;
+// row v29 runs it on v26's backward. Its forward v9's where a batch's heads are too few for its grid, as the
+// keeper chooses; configure sets up this forward and v9's.
+void attention_v29_forward_configure();
+void attention_v29_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                           const AttentionShape& s, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

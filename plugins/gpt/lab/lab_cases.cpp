@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v28/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v29/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v28: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v29: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -753,7 +753,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "the next head's q loaded with its v and dout, v26 (R2-R4's on sm_90a) v22 "
                                    "without the L2 prefetch of the next head's boxes, v27 v26 with dk's and dq's RoPE "
                                    "factors asked of the L1 ahead of their loads, v28 v27 with the next head's boxes "
-                                   "asked of the L2 half a head ahead; batches 128 and 256 between "
+                                   "asked of the L2 half a head ahead, v29 v26 with the forward loading each head's q a "
+                                   "head ahead into a tile of its own; batches 128 and 256 between "
                                    "R2's and R3's, where v26's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),

@@ -175,7 +175,8 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; for v26 the keeper's entry points (chosen per device: none of those kernels
-// on its own), and for v27 the keeper's forward with v27's backward; v28's own forward and backward.
+// on its own), and for v27 the keeper's forward with v27's backward; v28's own forward and backward; v29's
+// forward with the keeper's backward.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -216,6 +217,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
+  EXPECT_TRUE(row("v29").forward == &attention_v29_forward);
+  EXPECT_TRUE(row("v29").backward == v26.backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -716,17 +719,18 @@ TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
-// v27 and v28, v26 with prefetches (the RoPE factors into the L1; v28 also the next head's boxes into the L2 half
-// a head ahead): no value changes, so at 2304 heads (every forward walk runs) out, lse and dqkv equal v26's bit
-// for bit, and at 48 heads (a head a block: no next head to prefetch) again.
-TEST_P(GptLabAttentionSm90a, V27AndV28AreV26BitForBit) {
+// v27 to v29, v26 with its loads moved (the RoPE factors asked of the L1; v28 also the next head's boxes asked of
+// the L2 half a head ahead; v29 each head's q loaded a head ahead into a tile of its own): no value changes, so
+// at 2304 heads (every forward walk runs) out, lse and dqkv equal v26's bit for bit, and at 48 heads (a head a
+// block: no next head) again.
+TEST_P(GptLabAttentionSm90a, V27ToV29AreV26BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v26", "v27", "v28"})
+  for (const char* name : {"v26", "v27", "v28", "v29"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v27", "v28"}, "v26", ManyHeadInputs(B, H, T, 131, 132, 133),
+  expect_rows_give_bits_of({"v27", "v28", "v29"}, "v26", ManyHeadInputs(B, H, T, 131, 132, 133),
                            ManyHeadInputs(4, H, T, 134, 135, 136));
 }
 
