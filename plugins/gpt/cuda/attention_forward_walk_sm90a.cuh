@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -61,6 +62,10 @@ struct V29Smem {
   std::uint64_t loaded, q_loaded;  // the head's k and v boxes' bytes; the next q's
 };
 constexpr std::size_t kV29SmemBytes = sizeof(V29Smem) + kAtomBytes;  // room to align the start
+// TMA's 128-byte swizzle and the wgmma descriptors (base offset 0) need next_q on a swizzle repeat; three blocks
+// of kV29SmemBytes, each with the 1 KB the hardware reserves a block, within an H100 SM's 228 KB.
+static_assert(offsetof(V29Smem, next_q) % kAtomBytes == 0, "next_q starts on a 1024-byte swizzle repeat");
+static_assert(kV15BlocksPerSm * (kV29SmemBytes + 1024) <= 228 * 1024, "three v29 blocks an SM");
 
 // The head `at`'s k and v boxes on `bar`. One thread.
 __device__ inline void load_kv(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at) {
