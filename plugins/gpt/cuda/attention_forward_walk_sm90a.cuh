@@ -3,7 +3,8 @@
 // SM, each walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the
 //     L2 for the next head's (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches its bias
-//     and RoPE factors meanwhile;
+//     and RoPE factors meanwhile (v29: the head's k and v alone, its q loaded a head ahead into a tile of its
+//     own);
 //   - the group prepares q, k and v in place (v10's preparation; v stays [key][dim] and P V reads it
 //     MN-major, imm-trans-b 1, instead of v10's transposed copy);
 //   - query half 0 (rows 0 .. 63, keys 0 .. 63), then query half 1 (rows 64 .., keys 0 .. 127): S on wgmma,
@@ -135,7 +136,7 @@ __device__ __forceinline__ void walk_forward_heads(Smem& sm, const CUtensorMap* 
     if (kPolicy.mid_head_l2_prefetch && threadIdx.x == 0 && head + stride < heads)
       prefetch_head_boxes(qkv_map, v10_head_rows(head + stride, args.s));
     attend_query_half<kMaxT>(sm.head, out, lse, at, args, 1);
-    hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again
+    hw::fence_proxy_async_shared();  // the staging stores into q, before TMA writes the tiles again (v29: k, v)
     __syncthreads();                 // the tiles are free
   }
 }
