@@ -459,8 +459,8 @@ __device__ __forceinline__ void give_turn(const Consumer<T, Cfg>& c, Smem<Cfg>& 
 // values: the output is the other order's, bit for bit.
 // Skip unit rescale (Cfg::kSkipUnitRescale): where no row of the warp has a new maximum, every factor is exactly 1
 // and the multiplies would leave O as it is, so the warp skips them (a vote, uniform across the warp). Late in a
-// long walk most warps' maxima stand (with random scores a warp's 16 rows all keep theirs at tile n of the walk
-// with probability (n / (n + 1))^16: 0.38 at n = 16), so this removes about a quarter of the rescales there.
+// long walk many warps' maxima stand (with random scores a warp's 16 rows all keep theirs at tile n of the walk
+// with probability (n / (n + 1))^16: 0.38 at n = 16; an estimate, the skips are not counted).
 template <typename T, typename Cfg>
 __device__ __forceinline__ void rescale_before_pv(Consumer<T, Cfg>& c) {
   const bool unit = c.pending_rescale[0] == 1.0f && c.pending_rescale[1] == 1.0f;

@@ -209,8 +209,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's or v26's): its tensor maps, dqkv, lse, qkv's bias and
-// the arguments.
+// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's or v28's): its tensor maps, dqkv, lse,
+// qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 
