@@ -50,7 +50,7 @@ kernels::AttentionShape prefill_shape(const std::string& heads, std::int64_t t, 
 }
 
 std::string best_fused_version(const AttentionShape& shape, int device_index) {
-  const std::string hopper = best_hopper_fused_version(shape.head_dim);
+  const std::string hopper = best_hopper_fused_version(shape.head_dim, shape.causal);
   try {
     kernels::check_fused_supports(shape, hopper);
   } catch (const std::invalid_argument&) {

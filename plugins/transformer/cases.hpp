@@ -36,9 +36,9 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 
 // The versions `fused`, `split_kv` and `gemv` stand for, the fastest measured (the lab tables are in
 // plugins/transformer/README.md): where the sm_90a code runs, fused_v9 at head dim 64 (275.9 against v6's
-// 217.8 TFLOP/s at B8 H12 T1024 causal on an H100); at 128 fused_v14, causal and full (536.9 against v11's
-// 528.2 and cuDNN's 534.4 causal at B4 H16 T4096 on an H100, means of five processes; full 601 against v6's
-// 581); else fused_v3. split_kv: v3 (8 keys in flight) when there are fewer (batch, head) pairs than SMs; v7
+// 217.8 TFLOP/s at B8 H12 T1024 causal on an H100); at 128 fused_v16 causal (538.5 against v14's 527.7 and
+// cuDNN's 521.4 at B4 H16 T4096 on an H100, means of three processes) and fused_v14 full (591.6 against v16's
+// 586.8 and cuDNN's 593.9 there); else fused_v3. split_kv: v3 (8 keys in flight) when there are fewer (batch, head) pairs than SMs; v7
 // (balanced, pipelined) when its run per block would
 // be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
@@ -47,10 +47,12 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // per layer), else v1.
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestHopperFusedVersionD64 = "v9";
-inline constexpr const char* kBestHopperFusedVersionD128 = "v14";
-// The sm_90a keeper for the shape's head dim (either mask).
-inline const char* best_hopper_fused_version(std::int64_t head_dim) {
-  return head_dim == 64 ? kBestHopperFusedVersionD64 : kBestHopperFusedVersionD128;
+inline constexpr const char* kBestHopperFusedVersionD128Causal = "v16";
+inline constexpr const char* kBestHopperFusedVersionD128Full = "v14";
+// The sm_90a keeper for the shape's head dim and mask.
+inline const char* best_hopper_fused_version(std::int64_t head_dim, bool causal) {
+  if (head_dim == 64) return kBestHopperFusedVersionD64;
+  return causal ? kBestHopperFusedVersionD128Causal : kBestHopperFusedVersionD128Full;
 }
 // The sm_90a keeper on a device that runs its code and a shape it takes, else fused_v3.
 std::string best_fused_version(const kernels::AttentionShape& shape, int device_index);

@@ -196,11 +196,11 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
                                       "gemv_v6", "gemv_v7"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   for (const char* keeper :
-       {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128})
+       {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128Causal, kBestHopperFusedVersionD128Full})
     EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), keeper)) << keeper;
 }
 
-// The sm_90a keeper for the head dim (v9 at 64, v14 at 128, either mask) only where its code runs; a
+// The sm_90a keeper for the head dim and mask (v9 at 64, v16 causal and v14 full at 128) only where its code runs; a
 // device that cannot run it (here: none, or not compute capability 9.0) and a shape it does not take get fused_v3.
 TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
   const AttentionShape shape{.batch = 8, .heads = 12, .q_len = 1024, .kv_len = 1024, .head_dim = 64, .causal = true};
@@ -211,7 +211,7 @@ TEST(TransformerPlugin, FusedPicksTheSm90aVersionOnlyWhereItRuns) {
   EXPECT_EQ(best_fused_version(shape, device), hopper ? "v9" : "v3");
   AttentionShape d128 = shape;
   d128.head_dim = 128;
-  EXPECT_EQ(best_fused_version(d128, device), hopper ? "v14" : "v3");
+  EXPECT_EQ(best_fused_version(d128, device), hopper ? "v16" : "v3");
   d128.causal = false;
   EXPECT_EQ(best_fused_version(d128, device), hopper ? "v14" : "v3");
   AttentionShape full = shape;
