@@ -1,8 +1,8 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27 and v28 and the keeper's v26, which
-// differ in when and how a head's rows and figures are fetched: a block of one warp group walks its own heads
-// (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each. Included
-// by attention_v26.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu, _v18.cu,
-// _v21.cu, _v22.cu, _v25.cu and _v27.cu, each instantiating the walk it launches, after
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27 and v28 and of v26, the keeper's (v29's)
+// backward, which differ in when and how a head's rows and figures are fetched: a block of one warp group walks
+// its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on
+// each. Included by attention_v29.cu (the training library's sm_90a objects) and the lab's attention_v14.cu,
+// _v17.cu, _v18.cu, _v21.cu, _v22.cu, _v25.cu and _v27.cu, each instantiating the walk it launches, after
 // attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's

@@ -1,6 +1,6 @@
 // One warp group's query half of a prepared head, as the sm_90a forwards that give a whole head to one warp group
-// take it (v15's walk, attention_forward_walk_sm90a.cuh, which the keeper's v26 and the lab's v15, v22, v23, v24,
-// v28 and v29 run, and the lab's v19, lab/attention_v19.cu): scores, softmax and P V (attention_forward_sm90a.cuh, v read
+// take it (v15's walk, attention_forward_walk_sm90a.cuh, which the keeper's v29 and the lab's v15, v22, v23, v24,
+// v26 and v28 run, and the lab's v19, lab/attention_v19.cu): scores, softmax and P V (attention_forward_sm90a.cuh, v read
 // MN-major in place), then out staged in shared memory and stored, and lse.
 // Included by sm_90a translation units alone, after attention_backward_sm90a.cuh (its staging) and
 // attention_forward_sm90a.cuh.

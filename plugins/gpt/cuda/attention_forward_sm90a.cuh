@@ -1,5 +1,5 @@
 // The sm_90a forwards' one step on a prepared head (the lab's v10 and v11, lab/attention_v10.cu, and v15's walk,
-// attention_forward_walk_sm90a.cuh, which the keeper's v26 runs): a warp group's 64 query rows against their
+// attention_forward_walk_sm90a.cuh, which the keeper's v29 runs): a warp group's 64 query rows against their
 // causal keys, S = q k^T on wgmma from the 128-byte swizzled tiles, v9's exact softmax in registers
 // (softmax_row_block: ex2.approx, log2 units, its masks; a warp's 16 rows of the m64nN accumulator are mma.sync's
 // m16n8 tiles), then O = P V with P from registers (the _rs form: the accumulator of S is, element for element,

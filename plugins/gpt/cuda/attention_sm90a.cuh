@@ -1,4 +1,4 @@
-// What the sm_90a attention code shares (the training library's attention_v26.cu: the bf16 keeper's sm_90a
+// What the sm_90a attention code shares (the training library's attention_v29.cu: the bf16 keeper's sm_90a
 // forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards, v12's
 // backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
 // (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated, rounded to bf16: v9's
@@ -89,8 +89,8 @@ struct HeadPreparationSm90a {
   float bias[3][kChunk];
   float cos[Chunks::kPerThread][4], sin[Chunks::kPerThread][4];
 
-  // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (load_bias_and_factors). v22 to v25 and
-  // the keeper's v26 fetch so; the sm_90a versions before them (v10 to v21) one float at a time.
+  // kFloat4: the same values by 16-byte loads, 22 a thread instead of 88 (load_bias_and_factors). v22 to v29 (the
+  // keeper's) fetch so; the sm_90a versions before them (v10 to v21) one float at a time.
   template <bool kFloat4 = false>
   __device__ void load(const float* qkv_bias, RopeTable rope, const HeadRows& at) {
     load_bias_and_factors<kFloat4>(bias, cos, sin, qkv_bias, rope, at, kChunk * Chunks::column(), Chunks::row);

@@ -1,6 +1,6 @@
-// The bf16 keeper's sm_90a kernels (v26's forward and backward) in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v26.cu is not compiled, hopper_path_available is false on every device, so
-// the keeper runs v9's forward and backward and these refuse (the lab's v26 row is listed as not run, with the
+// The bf16 keeper's sm_90a kernels (v29's forward, v26's backward) in a build without sm_90a code
+// (ROOFBENCH_HOPPER_90A off): attention_v29.cu is not compiled, hopper_path_available is false on every device, so
+// the keeper runs v9's forward and backward and these refuse (the lab's v29 row is listed as not run, with the
 // reason).
 #include <string>
 
@@ -18,12 +18,12 @@ namespace {
 
 }  // namespace
 
-void fused_attention_sm90a_forward_configure() { refuse("v26's forward"); }
-int fused_attention_sm90a_forward_blocks_per_sm() { refuse("v26's forward"); }
-int fused_attention_sm90a_forward_grid() { refuse("v26's forward"); }
+void fused_attention_sm90a_forward_configure() { refuse("v29's forward"); }
+int fused_attention_sm90a_forward_blocks_per_sm() { refuse("v29's forward"); }
+int fused_attention_sm90a_forward_grid() { refuse("v29's forward"); }
 void fused_attention_sm90a_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&,
                                    cudaStream_t) {
-  refuse("v26's forward");
+  refuse("v29's forward");
 }
 void fused_attention_sm90a_backward_configure() { refuse("v26's backward"); }
 int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v26's backward"); }

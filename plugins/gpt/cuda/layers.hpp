@@ -237,31 +237,32 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 //   fp32 tensors (R1): v8, mma.sync m16n8k8 on TF32 tensor cores (fp32 accumulation), the scores in
 //     registers through a permuted k, eight warps per block, the backward one kernel (attention_v8.cu);
-//   bf16 tensors (R2 and up): v26, whose kernels are chosen per device. On one where hopper_path_available
-//     (compute capability 9.0, a build with sm_90a code): v26's backward and forward (attention_v26.cu), TMA
-//     and wgmma, each block one warp group walking its own heads (three forward blocks an SM, two backward),
-//     each head's rows read from DRAM by its own loads alone (v22's asked the L2 for the next head's ahead,
-//     and read about half its bytes twice). v26's forward runs where a batch's heads number at least
+//   bf16 tensors (R2 and up): v29, whose kernels are chosen per device. On one where hopper_path_available
+//     (compute capability 9.0, a build with sm_90a code): v29's forward and v26's backward (attention_v29.cu),
+//     TMA and wgmma, each block one warp group walking its own heads (three forward blocks an SM, two
+//     backward), each head's rows read from DRAM by its own loads alone (v22's asked the L2 for the next
+//     head's ahead, and read about half its bytes twice), the forward loading each head's q a head ahead into
+//     a tile of its own. v29's forward runs where a batch's heads number at least
 //     kSm90aForwardMinRounds per block of its persistent grid: with fewer, the heads' last round leaves much
 //     of that grid idle, and v9's forward, a block per head at four blocks an SM, finishes first (R2's 512
-//     heads took 69.4 us forward and backward with v15's forward, whose grid v26's has, against 63.8 with
+//     heads took 69.4 us forward and backward with v15's forward, whose grid v29's has, against 63.8 with
 //     v9's on an H200). Elsewhere v9's
 //     (attention_v9.cu): mma.sync m16n8k16 with each warp's scores in registers and the rows moved by
 //     cp.async, the forward one block per head with its softmax online, the backward persistent (two blocks
 //     per SM walking the heads), each block fetching its next head's rows while it finishes one.
 // The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
 // The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results). The bf16
-// keeper's says which kernels run on the current device: v26 with the sm_90a ones, or v9 without them (the
+// keeper's says which kernels run on the current device: v29 with the sm_90a ones, or v9 without them (the
 // overload: the name with the sm_90a kernels or without them).
 const char* fp32_attention_keeper_name();
 const char* bf16_attention_keeper_name();
 const char* bf16_attention_keeper_name(bool sm90a);
-// Whether the keeper's forward is its sm_90a one (v26's) for `heads` heads (batch x heads) on a grid of
+// Whether the keeper's forward is its sm_90a one (v29's) for `heads` heads (batch x heads) on a grid of
 // `resident_blocks`.
 inline constexpr int kSm90aForwardMinRounds = 4;
 bool sm90a_forward_pays(int heads, int resident_blocks);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-// Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v26's or
+// Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v29's or
 // v9's), their shared memory and persistent grids.
 void fused_attention_configure();
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
@@ -289,7 +290,7 @@ void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const fl
 void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
-// The sm_90a ones, v26's forward and backward. Their configures throw NotApplicable on a device
+// The sm_90a ones, v29's forward and v26's backward. Their configures throw NotApplicable on a device
 // hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without sm_90a code); blocks_per_sm:
 // the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();

@@ -2,7 +2,7 @@
 // on v11's forward, v13, on v9's, and v15, on v15's): a backward on Hopper's own instructions (sm_90a: TMA boxes
 // completing on an mbarrier, wgmma on operands in shared memory or registers). Compiled for sm_90a alone, in the
 // lab's sm_90a library (attention_sm90a.cuh holds what it shares with the lab's v10 and v11 forwards, and
-// attention_backward_sm90a.cuh its steps, which v14's, v17's, v18's, v22's and the keeper's (v26's) backwards run
+// attention_backward_sm90a.cuh its steps, which v14's, v17's, v18's, v22's and v26's (the keeper's) backwards run
 // a head a warp group); attention_v10_absent.cpp stands in without sm_90a code.
 //
 // At T <= 128 and head dim 64 one block holds a whole head, so the backward needs no loop over tiles and no

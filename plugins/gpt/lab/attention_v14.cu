@@ -1,8 +1,8 @@
-// Fused causal attention with RoPE, version 14's backward (bf16, the kernel lab's lab_attention_bf16: rows v14,
-// on v9's forward, and v16, on v15's or v9's): v12's backward steps (attention_backward_sm90a.cuh) with a
-// whole head in one warp group and two heads an SM, each block walking its own heads (persistent: blockIdx.x,
-// then + gridDim.x, ...; attention_backward_walk_sm90a.cuh, which the keeper's v26 shares). Compiled for sm_90a
-// alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, version 14's backward (bf16, the kernel lab's lab_attention_bf16: rows v14, on v9's
+// forward, and v16, on v15's or v9's): v12's backward steps (attention_backward_sm90a.cuh) with a whole head in one
+// warp group and two heads an SM, each block walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...;
+// attention_backward_walk_sm90a.cuh, which the keeper's backward (v26's) shares). Compiled for sm_90a alone, in the
+// lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: Nsight Compute on v12's backward at batch 512 (H100) shows it latency-bound: 8 warps an SM, 0.39 of 2 a
 // scheduler eligible, issue slots 31% busy, DRAM 49%. Its two warp groups split each head and meet at three

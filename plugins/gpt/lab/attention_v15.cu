@@ -2,7 +2,7 @@
 // v12's backward, and rows v16, v17, v18 and v21 where a batch's heads number at least four per block of its grid,
 // v9's forward below; the keeper's until v22): v10's arithmetic (TMA boxes in the 128-byte swizzle, S = q k^T and
 // P V on wgmma, the exact softmax in registers) with a whole head in one warp group and three blocks an SM, each
-// walking its own heads (v15's walk, attention_forward_walk_sm90a.cuh, which the keeper's v26 shares). Compiled
+// walking its own heads (v15's walk, attention_forward_walk_sm90a.cuh, which the keeper's v29 shares). Compiled
 // for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: at T <= 128 a head's work is a short chain of dependent steps (load, prepare, scores, softmax, P V,

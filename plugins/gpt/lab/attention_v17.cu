@@ -1,7 +1,7 @@
 // Fused causal attention with RoPE, version 17's backward (bf16, the kernel lab's lab_attention_bf16: rows v17, on
-// v15's or v9's forward, and v19, on v19's): v14's walk (attention_backward_walk_sm90a.cuh, which the keeper's v26
-// shares) with the next head's v and dout loaded as soon as the key phase has read them, so they land during the
-// query phase and only q, k and out wait for the head's end. Compiled for sm_90a alone, in the lab's sm_90a
+// v15's or v9's forward, and v19, on v19's): v14's walk (attention_backward_walk_sm90a.cuh, which the keeper's backward
+// (v26's) shares) with the next head's v and dout loaded as soon as the key phase has read them, so they land during
+// the query phase and only q, k and out wait for the head's end. Compiled for sm_90a alone, in the lab's sm_90a
 // library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: v14's backward is latency-bound (Nsight Compute at batch 512 on an H200: two blocks an SM, 0.41 warps

@@ -1,9 +1,9 @@
 // Fused causal attention with RoPE, version 18's backward (bf16, the kernel lab's lab_attention_bf16: rows v18, on
-// v15's forward (v9's where a batch's heads are too few for v15's grid), and v20, on v19's; the keeper's until
-// v22): v17's walk (attention_backward_walk_sm90a.cuh, which the keeper's v26 shares) with each head's lse held in
-// a register across the wait for its boxes, scaled into shared memory after it, and the next head's lse asked of
-// the L2 with its boxes. Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands
-// in without sm_90a code.
+// v15's forward (v9's where a batch's heads are too few for v15's grid), and v20, on v19's; the keeper's until v22):
+// v17's walk (attention_backward_walk_sm90a.cuh, which the keeper's backward (v26's) shares) with each head's lse held
+// in a register across the wait for its boxes, scaled into shared memory after it, and the next head's lse asked of the
+// L2 with its boxes. Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without
+// sm_90a code.
 //
 // Why: in v17's walk every head waited on the lse's load from global memory, which the L2 had not seen, before
 // it waited for its boxes: Nsight Compute's warp samples on v17's backward at batch 512 (H100) put 8.5% on that

@@ -35,10 +35,10 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v26, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v26.
+// v29, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v29.
 // Rows v16 to v18 and v21 run v15's forward where a batch's heads number at least four per block of its grid and
 // v9's below, as the keeper did until v22; rows v22 and v25 run v22's forward by the same rule, as the keeper did
-// until v26.
+// until v26; rows v26 and v27 run v26's forward by the same rule, as the keeper did until v29.
 const AttentionVersion<bf16> kBf16Versions[] = {
     {"v7", "v7 (v6, forward softmax online, ex2.approx)", false, attention_v7_configure, attention_v7_forward,
      attention_v7_backward},
@@ -98,19 +98,21 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v25", "v25 (v22 with dq stored from the registers and the next head's q loaded with its v and dout, sm_90a)",
      false, configure_in_order<attention_v25_backward_configure, attention_v22_configure>, attention_v22_forward,
      attention_v25_backward},
-    {"v26", bf16_attention_keeper_name(true), true,
-     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     keeper_backward<bf16>},
-    {"v27", "v27 (v26 with dk's and dq's RoPE factors asked of the L1 ahead of their loads, sm_90a)", false,
-     configure_in_order<attention_v27_backward_configure, fused_attention_sm90a_forward_configure,
+    {"v26",
+     "v26 (v22's kernels without the L2 prefetch of the next head's boxes; v26's forward from 4 heads a resident "
+     "block, else v9's; sm_90a)",
+     false,
+     configure_in_order<attention_v26_forward_configure, fused_attention_sm90a_backward_configure,
                         fused_attention_configure>,
-     keeper_forward<bf16>, attention_v27_backward},
+     attention_v26_forward, keeper_backward<bf16>},
+    {"v27", "v27 (v26 with dk's and dq's RoPE factors asked of the L1 ahead of their loads, sm_90a)", false,
+     configure_in_order<attention_v27_backward_configure, attention_v26_forward_configure>, attention_v26_forward,
+     attention_v27_backward},
     {"v28", "v28 (v27 with the next head's boxes asked of the L2 half a head ahead, forward and backward, sm_90a)",
      false, attention_v28_configure, attention_v28_forward, attention_v28_backward},
-    {"v29", "v29 (v26 with the forward loading each head's q a head ahead into a tile of its own, sm_90a)", false,
-     configure_in_order<attention_v29_forward_configure, fused_attention_sm90a_forward_configure,
-                        fused_attention_configure>,
-     attention_v29_forward, keeper_backward<bf16>},
+    {"v29", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
 };
 
 }  // namespace

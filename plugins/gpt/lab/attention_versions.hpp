@@ -10,13 +10,13 @@
 // v19's forward with v18's backward; v21, v18 with its backward fetching dq's RoPE factors under the dq product,
 // attention_v21.cu; v22, v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads,
 // attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM, attention_v23.cu; v25, v22 with its
-// backward storing dq from the registers, attention_v25.cu; v27, v26 with its backward asking the L1 for the
-// RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2 half a head
-// ahead, attention_v27.cu; v29, v26 with its forward loading each head's q a head ahead into a tile of its own,
-// attention_v29.cu) and the keepers the trainers run (v8 and v26,
-// layers.hpp's fused_attention_forward and _backward: v26's kernels are v22's without the L2 prefetch of the next
-// head's boxes; v26's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0
-// alone; a row that needs it refuses other devices.
+// backward storing dq from the registers, attention_v25.cu; v26, v22's kernels without the L2 prefetch of the
+// next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27, v26 with its backward asking
+// the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2
+// half a head ahead, attention_v27.cu) and the keepers the trainers run (v8 and v29, layers.hpp's
+// fused_attention_forward and _backward: v29's forward is v26's loading each head's q a head ahead into a tile of
+// its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a code runs on compute
+// capability 9.0 alone; a row that needs it refuses other devices.
 // Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
 // once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
@@ -172,11 +172,11 @@ void attention_v28_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
-// v29's forward (attention_v29.cu, sm_90a): v26's with each head's q loaded a head ahead into a tile of its own;
-// row v29 runs it on v26's backward. Its forward v9's where a batch's heads are too few for its grid, as the
-// keeper chooses; configure sets up this forward and v9's.
-void attention_v29_forward_configure();
-void attention_v29_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+// v26's forward (attention_v26.cu, sm_90a; the keeper's until v29): v22's without the L2 prefetch of the next
+// head's boxes; rows v26 and v27 run it, on v26's backward and v27's. Its forward v9's where a batch's heads are
+// too few for its grid, as the keeper chooses; configure sets up this forward and v9's.
+void attention_v26_forward_configure();
+void attention_v26_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v26 for bf16, v9 where v26's sm_90a kernels do not run,
+// run the keepers only (attention v8 for fp32 and v29 for bf16, v9 where v29's sm_90a kernels do not run,
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
@@ -750,12 +750,12 @@ std::vector<CaseSpec> lab_cases() {
                                    "dq product, v22 v18 with the preparation's bias and RoPE factors fetched by "
                                    "16-byte loads, v23 v22 with its forward at four blocks an SM, v24 v23 with those "
                                    "loads once the boxes have landed, v25 v22 with dq stored from the registers and "
-                                   "the next head's q loaded with its v and dout, v26 (R2-R4's on sm_90a) v22 "
+                                   "the next head's q loaded with its v and dout, v26 v22 "
                                    "without the L2 prefetch of the next head's boxes, v27 v26 with dk's and dq's RoPE "
                                    "factors asked of the L1 ahead of their loads, v28 v27 with the next head's boxes "
-                                   "asked of the L2 half a head ahead, v29 v26 with the forward loading each head's q a "
-                                   "head ahead into a tile of its own; batches 128 and 256 between "
-                                   "R2's and R3's, where v26's forward changes",
+                                   "asked of the L2 half a head ahead, v29 (R2-R4's on sm_90a) v26 with the forward "
+                                   "loading each head's q a head ahead into a tile of its own; batches 128 and 256 "
+                                   "between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
       // fp32 arithmetic throughout; erff and the fp32 column sums over 8192 rows stay well inside 1e-4.

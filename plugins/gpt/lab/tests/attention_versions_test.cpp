@@ -161,11 +161,11 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v26
+  EXPECT_EQ(keepers, 2u);  // v8 and v29
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v26").keeper);
-  EXPECT_FALSE(bf16_attention_version("v22").keeper);
-  EXPECT_STREQ(bf16_attention_version("v26").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v29").keeper);
+  EXPECT_FALSE(bf16_attention_version("v26").keeper);
+  EXPECT_STREQ(bf16_attention_version("v29").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
@@ -174,9 +174,9 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // v9's, as the keeper chose until v22, for v16, v17, v18 and v21; the lab's v17 backward for v17 and v19, its v18
 // backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
-// forwards; v25's backward for v25; for v26 the keeper's entry points (chosen per device: none of those kernels
-// on its own), and for v27 the keeper's forward with v27's backward; v28's own forward and backward; v29's
-// forward with the keeper's backward.
+// forwards; v25's backward for v25; the lab's v26 forward with the keeper's backward (v26's) for v26, and with
+// v27's backward for v27; v28's own forward and backward; for v29 the keeper's entry points (chosen per device:
+// none of those kernels on its own).
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -205,20 +205,21 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v22", "v23", "v24"})
     EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
   EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
-  const AttentionVersion<bf16> v26 = row("v26");
-  EXPECT_FALSE(v26.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v26.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v26.forward == &attention_v15_or_v9_forward);
-  EXPECT_FALSE(v26.forward == &attention_v22_forward);
-  EXPECT_FALSE(v26.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v26.backward == &fused_attention_sm90a_backward);
-  EXPECT_FALSE(v26.backward == &attention_v22_backward);
-  EXPECT_TRUE(row("v27").forward == v26.forward);
+  const AttentionVersion<bf16> v29 = row("v29");
+  EXPECT_FALSE(v29.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(v29.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(v29.forward == &attention_v15_or_v9_forward);
+  EXPECT_FALSE(v29.forward == &attention_v22_forward);
+  EXPECT_FALSE(v29.forward == &attention_v26_forward);
+  EXPECT_FALSE(v29.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(v29.backward == &fused_attention_sm90a_backward);
+  EXPECT_FALSE(v29.backward == &attention_v22_backward);
+  for (const char* name : {"v26", "v27"})
+    EXPECT_TRUE(row(name).forward == &attention_v26_forward) << name;
+  EXPECT_TRUE(row("v26").backward == v29.backward);
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  EXPECT_TRUE(row("v29").forward == &attention_v29_forward);
-  EXPECT_TRUE(row("v29").backward == v26.backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -437,15 +438,15 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v26 (layers.hpp's fused_attention_forward and _backward, what the
+// On a device with the sm_90a path the keeper, v29 (layers.hpp's fused_attention_forward and _backward, what the
 // trainers call), is v14's backward with its loads moved, its lse held across the wait, its preparation's loads
 // 16 bytes wide and no L2 prefetch of the next head's boxes (the same bits) on the forward the batch's heads pick:
 // v9's with fewer than kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads
-// here), from there v26's, v15's with those 16-byte loads and no prefetch (R3's, the least batch that reaches it
-// here). At both, the keeper's out, lse and dqkv equal those of the v9 or v15 row's forward with v14's backward
-// bit for bit, every head is within bf16's tolerance of the double reference, v26's row gives the same bits again
-// (R4's recomputed backward must equal R3's), and the keeper's name, the rungs' "attention" fact, names v26 and
-// sm_90a.
+// here), from there v29's, v15's with those 16-byte loads, no prefetch and each head's q loaded a head ahead
+// (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those of the v9 or
+// v15 row's forward with v14's backward bit for bit, every head is within bf16's tolerance of the double
+// reference, v29's row gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's
+// name, the rungs' "attention" fact, names v29 and sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -465,17 +466,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v26");
+    expect_finite(keeper, "v29");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v26 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
-                sm90a_forward ? "v26" : "v9", out_error, dqkv_error);
+    std::printf("T %d, %d heads, %s's forward: v29 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+                sm90a_forward ? "v29" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v26");
+    const FusedAttentionRun row = in_.run("v29");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -489,12 +490,12 @@ class KeeperHeads {
 
 TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v26 = bf16_version("v26");
-  if (const std::string why = not_applicable_reason(v26); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v29 = bf16_version("v29");
+  if (const std::string why = not_applicable_reason(v29); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
-  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v26's forward
+  const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v29's forward
   ASSERT_FALSE(sm90a_forward_pays(few * H, grid)) << "grid " << grid;
   ASSERT_FALSE(sm90a_forward_pays((many - 1) * H, grid));
   ASSERT_TRUE(sm90a_forward_pays(many * H, grid));
@@ -502,7 +503,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v26 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v29 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -696,9 +697,9 @@ TEST_P(GptLabAttentionSm90a, V25IsV22sBackwardBitForBit) {
   EXPECT_EQ(few.run("v25").dqkv, few.run("v22").dqkv);
 }
 
-// v26, the keeper, v22's kernels without the L2 prefetch of the next head's boxes: the same loads into the same
-// tiles, so at 2304 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit
-// for bit. The keeper's kernels hold the blocks an SM they were made for: three forward, two backward.
+// v26, v22's kernels without the L2 prefetch of the next head's boxes: the same loads into the same tiles, so at
+// 2304 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit for bit. The
+// keeper's kernels hold the blocks an SM they were made for: three forward, two backward.
 TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v26 = bf16_version("v26");
