@@ -29,6 +29,10 @@
 // late_l2_prefetch (v28): the next head's late boxes (q, k, out) asked of the L2 when its early ones are loaded,
 // half a head ahead of their loads rather than a whole head (v22's l2_prefetch, whose lines were partly evicted
 // before use and read again: 1.32x the model's DRAM bytes); in v26 11.5% of the warp samples wait for them.
+// out_mid_query (v30): out is read by the preparation alone (for delta), into dS^T's first tile, which query half
+// 0 is the last to read; so the next head's out is loaded there as soon as query half 0 has ended, on the early
+// barrier (which then counts v, dout and out), and lands during query half 1: only q and k wait for the head's
+// end.
 #pragma once
 
 #include <cuda.h>
@@ -89,24 +93,32 @@ struct V17Smem : V14Smem {
 };
 constexpr std::size_t kV17SmemBytes = sizeof(V17Smem) + kAtomBytes;
 
-// v17: the head `at`'s q (unless kQEarly), k and out (into dS^T's first tile) on the block's barrier. One thread.
-template <bool kQEarly = false>
+// v17: the head `at`'s q (unless kQEarly), k and out (into dS^T's first tile; unless kOutEarly, v30) on the block's
+// barrier. One thread.
+template <bool kQEarly = false, bool kOutEarly = false>
 __device__ inline void load_late_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
   const int row = at.b * at.T, col = at.h * kHeadDim;
-  hw::mbarrier_arrive_expect_tx(&sm.full, (kQEarly ? 2 : 3) * kHeadTileBytes);
+  hw::mbarrier_arrive_expect_tx(&sm.full, (3 - (kQEarly ? 1 : 0) - (kOutEarly ? 1 : 0)) * kHeadTileBytes);
   if constexpr (!kQEarly) hw::tma_load_2d(sm.head.q, maps.qkv, &sm.full, row, col);
   hw::tma_load_2d(sm.head.k, maps.qkv, &sm.full, row, at.C + col);
-  hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.full, row, col);
+  if constexpr (!kOutEarly) hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.full, row, col);
 }
 
-// v17: the head `at`'s v and dout (and q where kQEarly, v25) on the early barrier. One thread.
-template <bool kQEarly = false>
+// v17: the head `at`'s v and dout (and q where kQEarly, v25) on the early barrier; where kOutEarly (v30) the
+// barrier also expects out's box, which load_out_early issues. One thread.
+template <bool kQEarly = false, bool kOutEarly = false>
 __device__ inline void load_early_boxes(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
   const int row = at.b * at.T, col = at.h * kHeadDim;
-  hw::mbarrier_arrive_expect_tx(&sm.early, (kQEarly ? 3 : 2) * kHeadTileBytes);
+  hw::mbarrier_arrive_expect_tx(&sm.early, (2 + (kQEarly ? 1 : 0) + (kOutEarly ? 1 : 0)) * kHeadTileBytes);
   hw::tma_load_2d(sm.head.v, maps.qkv, &sm.early, row, 2 * at.C + col);
   hw::tma_load_2d(sm.dout, maps.dout, &sm.early, row, col);
   if constexpr (kQEarly) hw::tma_load_2d(sm.head.q, maps.qkv, &sm.early, row, col);
+}
+
+// v30: the head `at`'s out into dS^T's first tile on the early barrier (load_early_boxes<_, true> expects it).
+// One thread.
+__device__ inline void load_out_early(V17Smem& sm, const V14Maps& maps, const HeadRows& at) {
+  hw::tma_load_2d(sm.ds_t[0], maps.out, &sm.early, at.b * at.T, at.h * kHeadDim);
 }
 
 // The head `at`'s lse (T floats, contiguous) into the L2 ahead of its loads, every 128-byte line it touches. One
@@ -123,12 +135,14 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
 // the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
-// the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch. Each version
+// the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch, v30's v26's
+// and out_mid_query. Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
-       q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false;
+       q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
+       out_mid_query = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -139,7 +153,9 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV27Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .rope_l1_prefetch = true},
     kV28Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .rope_l1_prefetch = true, .late_l2_prefetch = true};
+             .rope_l1_prefetch = true, .late_l2_prefetch = true},
+    kV30Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .out_mid_query = true};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -148,6 +164,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   constexpr bool kNextRowsEarly = kPolicy.next_rows_early, kLseAhead = kPolicy.lse_ahead;
   static_assert(!kLseAhead || kV14Threads == kMaxT, "v18: a thread holds one row's lse across the wait");
   static_assert(!kPolicy.q_early || kNextRowsEarly, "v25: q joins the early boxes");
+  constexpr bool kOutEarly = kPolicy.out_mid_query;
+  static_assert(!kOutEarly || kNextRowsEarly, "v30: out joins the early boxes");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
@@ -160,8 +178,11 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     const HeadRows at = v10_head_rows(head, args.s);
     if (threadIdx.x == 0) {
       if constexpr (kNextRowsEarly) {
-        if (n == 0) load_early_boxes<kPolicy.q_early>(sm, maps, at);
-        load_late_boxes<kPolicy.q_early>(sm, maps, at);
+        if (n == 0) {
+          load_early_boxes<kPolicy.q_early, kOutEarly>(sm, maps, at);
+          if constexpr (kOutEarly) load_out_early(sm, maps, at);
+        }
+        load_late_boxes<kPolicy.q_early, kOutEarly>(sm, maps, at);
       } else {
         load_v14_head(sm, maps, at);
       }
@@ -198,10 +219,15 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kNextRowsEarly)
       if (threadIdx.x == 0 && head + stride < heads) {
         const HeadRows next = v10_head_rows(head + stride, args.s);
-        load_early_boxes<kPolicy.q_early>(sm, maps, next);
+        load_early_boxes<kPolicy.q_early, kOutEarly>(sm, maps, next);
         if constexpr (kPolicy.late_l2_prefetch) prefetch_late_boxes(maps, next);
       }
     backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0);
+    if constexpr (kOutEarly)
+      if (head + stride < heads) {
+        __syncthreads();  // query half 0's products have read dS^T's first tile
+        if (threadIdx.x == 0) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
+      }
     if (T > 64)  // else queries 64 .. are all padding
       backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
@@ -209,7 +235,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's or v28's): its tensor maps, dqkv, lse,
+// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's or v30's): its tensor maps, dqkv, lse,
 // qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);

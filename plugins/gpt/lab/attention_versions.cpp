@@ -113,6 +113,11 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v29", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v30", "v30 (v29 with the backward loading the next head's out once query half 0 has read its tile, sm_90a)",
+     false,
+     configure_in_order<attention_v30_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v30_backward},
 };
 
 }  // namespace

@@ -13,7 +13,8 @@
 // backward storing dq from the registers, attention_v25.cu; v26, v22's kernels without the L2 prefetch of the
 // next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27, v26 with its backward asking
 // the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2
-// half a head ahead, attention_v27.cu) and the keepers the trainers run (v8 and v29, layers.hpp's
+// half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's out half a phase
+// earlier, attention_v30.cu) and the keepers the trainers run (v8 and v29, layers.hpp's
 // fused_attention_forward and _backward: v29's forward is v26's loading each head's q a head ahead into a tile of
 // its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a code runs on compute
 // capability 9.0 alone; a row that needs it refuses other devices.
@@ -169,6 +170,14 @@ void attention_v28_configure();
 void attention_v28_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
 void attention_v28_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v30's backward (attention_v30.cu, sm_90a): v26's with the next head's out loaded as soon as query half 0 has
+// read its tile, with the early boxes instead of the late ones; row v30 runs it on the keeper's forward (v29's).
+// configure (this backward alone) as v10's.
+void attention_v30_backward_configure();
+void attention_v30_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
