@@ -184,13 +184,20 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
                           [&](int t) { return at.qkv_at(t, 1); });
 }
 
+// Nothing to do once the dq product has completed (backward_query_rows's default).
+struct NothingAfterDq {
+  __device__ void operator()() const {}
+};
+
 // Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
 // dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
 // factors are fetched while the tensor cores compute dq, not after. kDirect (v25): dq stored from the
 // registers, so q's tile is free once the key phase has ended (its factors fetched under the product too).
-template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false>
+// after_dq() runs in every thread once the warp group's dq product has completed, so has read its dS^T tile
+// (the lab's v31: the next head's out loaded there), before dq is stored.
+template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false, typename AfterDq = NothingAfterDq>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
-                                                    const FusedArgs& args, int half) {
+                                                    const FusedArgs& args, int half, AfterDq after_dq = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
   float dq[kHeadDim / 2];
   hw::wgmma_fence();
@@ -204,6 +211,7 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
     factors.load(args.rope, q0, args.s.T, lane);
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);
+    after_dq();
     if constexpr (kDirect)
       store_head_block_direct(dqkv, as_tiles(dq), args.scale, true, factors, q0, args.s.T, lane, q_rows);
     else
@@ -212,6 +220,7 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   } else {
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);
+    after_dq();
     store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
                             args.s.T, lane, q_rows);
   }

@@ -30,9 +30,11 @@
 // half a head ahead of their loads rather than a whole head (v22's l2_prefetch, whose lines were partly evicted
 // before use and read again: 1.32x the model's DRAM bytes); in v26 11.5% of the warp samples wait for them.
 // out_mid_query (v30): out is read by the preparation alone (for delta), into dS^T's first tile, which query half
-// 0 is the last to read; so the next head's out is loaded there as soon as query half 0 has ended, on the early
-// barrier (which then counts v, dout and out), and lands during query half 1: only q and k wait for the head's
-// end.
+// 0 is the last to read; so the next head's out is loaded there as soon as query half 0 has ended (a block
+// barrier), on the early barrier (which then counts v, dout and out), and lands during query half 1: only q and
+// k wait for the head's end. out_after_dq (v31): the same load issued by thread 0 as soon as query half 0's dq
+// product has completed (a warp group's wgmma is one operation: once thread 0 has waited for it, every read of
+// the tile is done), with no block barrier.
 #pragma once
 
 #include <cuda.h>
@@ -136,13 +138,13 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
 // the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
 // the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch, v30's v26's
-// and out_mid_query. Each version
+// and out_mid_query, v31's v30's and out_after_dq. Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
-       out_mid_query = false;
+       out_mid_query = false, out_after_dq = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -155,7 +157,9 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV28Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .rope_l1_prefetch = true, .late_l2_prefetch = true},
     kV30Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .out_mid_query = true};
+             .out_mid_query = true},
+    kV31Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .out_mid_query = true, .out_after_dq = true};
 
 // The walk over the block's heads (Smem: V14Smem, or V17Smem where the next rows come early).
 template <WalkPolicy kPolicy, typename Smem>
@@ -222,12 +226,20 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         load_early_boxes<kPolicy.q_early, kOutEarly>(sm, maps, next);
         if constexpr (kPolicy.late_l2_prefetch) prefetch_late_boxes(maps, next);
       }
-    backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0);
-    if constexpr (kOutEarly)
-      if (head + stride < heads) {
+    const bool next_out = kOutEarly && head + stride < heads;
+    const auto load_next_out = [&] {
+      if constexpr (kOutEarly)
+        if (threadIdx.x == 0 && next_out) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
+    };
+    if constexpr (kPolicy.out_after_dq) {
+      backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out);
+    } else {
+      backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0);
+      if (next_out) {
         __syncthreads();  // query half 0's products have read dS^T's first tile
-        if (threadIdx.x == 0) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
+        load_next_out();
       }
+    }
     if (T > 64)  // else queries 64 .. are all padding
       backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
@@ -235,8 +247,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's or v30's): its tensor maps, dqkv, lse,
-// qkv's bias and the arguments.
+// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's, v30's or v31's): its tensor maps,
+// dqkv, lse, qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

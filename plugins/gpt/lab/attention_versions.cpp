@@ -118,6 +118,12 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v30_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v30_backward},
+    {"v31", "v31 (v30 with the next head's out loaded once query half 0's dq product has completed, no barrier, "
+            "sm_90a)",
+     false,
+     configure_in_order<attention_v31_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v31_backward},
 };
 
 }  // namespace

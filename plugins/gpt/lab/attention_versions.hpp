@@ -1,25 +1,24 @@
-// The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own
-// (v1 on fp32 tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the
-// sm_90a path; v10 and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an
-// sm_90a backward of its own, attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an
-// sm_90a backward a head a warp group, attention_v14.cu; v15, an sm_90a forward a head a warp group,
-// attention_v15.cu, with v12's backward; v16, v15's forward (v9's where a batch's heads are too few for its grid)
-// with v14's backward; v17, the same forward with v14's backward loading the next head's v and dout a phase
-// earlier, attention_v17.cu; v18, the same forward with v17's backward scaling the head's lse once its boxes have
-// landed, attention_v18.cu; v19, v15's forward with its loads moved, attention_v19.cu, and v17's backward; v20,
-// v19's forward with v18's backward; v21, v18 with its backward fetching dq's RoPE factors under the dq product,
-// attention_v21.cu; v22, v18's kernels with the preparation's bias and RoPE factors fetched by 16-byte loads,
-// attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM, attention_v23.cu; v25, v22 with its
-// backward storing dq from the registers, attention_v25.cu; v26, v22's kernels without the L2 prefetch of the
-// next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27, v26 with its backward asking
-// the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next head's boxes asked of the L2
-// half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's out half a phase
-// earlier, attention_v30.cu) and the keepers the trainers run (v8 and v29, layers.hpp's
-// fused_attention_forward and _backward: v29's forward is v26's loading each head's q a head ahead into a tile of
-// its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a code runs on compute
-// capability 9.0 alone; a row that needs it refuses other devices.
-// Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
-// once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
+// The fused attention's versions the kernel lab keeps, as rows of one table per precision: the lab's own (v1 on fp32
+// tensors, attention_v1.cu; on bf16 ones v7, attention_v7.cu; v9, the bf16 keeper's kernels off the sm_90a path; v10
+// and v11, attention_v10.cu, sm_90a forwards with v9's backward; v12, v11's forward with an sm_90a backward of its own,
+// attention_v12.cu; v13, v9's forward with v12's backward; v14, v9's forward with an sm_90a backward a head a warp
+// group, attention_v14.cu; v15, an sm_90a forward a head a warp group, attention_v15.cu, with v12's backward; v16,
+// v15's forward (v9's where a batch's heads are too few for its grid) with v14's backward; v17, the same forward with
+// v14's backward loading the next head's v and dout a phase earlier, attention_v17.cu; v18, the same forward with v17's
+// backward scaling the head's lse once its boxes have landed, attention_v18.cu; v19, v15's forward with its loads
+// moved, attention_v19.cu, and v17's backward; v20, v19's forward with v18's backward; v21, v18 with its backward
+// fetching dq's RoPE factors under the dq product, attention_v21.cu; v22, v18's kernels with the preparation's bias and
+// RoPE factors fetched by 16-byte loads, attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM,
+// attention_v23.cu; v25, v22 with its backward storing dq from the registers, attention_v25.cu; v26, v22's kernels
+// without the L2 prefetch of the next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27,
+// v26 with its backward asking the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next
+// head's boxes asked of the L2 half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's
+// out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu) and the keepers the trainers
+// run (v8 and v29, layers.hpp's fused_attention_forward and _backward: v29's forward is v26's loading each head's q a
+// head ahead into a tile of its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a
+// code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers'
+// contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
+// plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -178,6 +177,13 @@ void attention_v28_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 // configure (this backward alone) as v10's.
 void attention_v30_backward_configure();
 void attention_v30_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+// v31's backward (attention_v30.cu, sm_90a): v30's with that load issued once query half 0's dq product has
+// completed, with no block barrier between the halves; row v31 runs it on the keeper's forward. configure as
+// v30's.
+void attention_v31_backward_configure();
+void attention_v31_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
