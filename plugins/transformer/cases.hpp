@@ -38,9 +38,9 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // plugins/transformer/README.md): where the sm_90a code runs, fused_v9 at head dim 64 (275.9 against v6's
 // 217.8 TFLOP/s at B8 H12 T1024 causal on an H100); at 128 fused_v16 causal (538.5 against v14's 527.7 and
 // cuDNN's 521.4 at B4 H16 T4096 on an H100, means of three processes) and fused_v14 full (591.6 against v16's
-// 586.8 and cuDNN's 593.9 there); else fused_v3. split_kv: v3 (8 keys in flight) when there are fewer (batch, head) pairs than SMs; v7
-// (balanced, pipelined) when its run per block would
-// be at least kLongestRunForSplits keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
+// 586.8 and cuDNN's 593.9 there); else fused_v3. split_kv: v3 (8 keys in flight) when there are fewer (batch,
+// head) pairs than SMs; v7 (balanced, pipelined) when its run per block would be at least kLongestRunForSplits
+// keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
 // 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v3 where its sm_90 code
 // runs (1.72 against v1's 2.28 us at 768x3072 and one token on an H100; its time per launch is a chain's time

@@ -193,8 +193,8 @@ struct NothingAfterDq {
 // dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
 // factors are fetched while the tensor cores compute dq, not after. kDirect (v25): dq stored from the
 // registers, so q's tile is free once the key phase has ended (its factors fetched under the product too).
-// after_dq() runs in every thread once the warp group's dq product has completed, so has read its dS^T tile
-// (the lab's v31: the next head's out loaded there), before dq is stored.
+// after_dq() runs in every thread once its wait for the dq product has returned, before dq is stored (the lab's
+// v31: thread 0 loads the next head's out into the dS^T tile that product read).
 template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false, typename AfterDq = NothingAfterDq>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half, AfterDq after_dq = {}) {

@@ -1,8 +1,8 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27 and v28 and of v26, the keeper's (v29's)
-// backward, which differ in when and how a head's rows and figures are fetched: a block of one warp group walks
-// its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on
-// each. Included by attention_v29.cu (the training library's sm_90a objects) and the lab's attention_v14.cu,
-// _v17.cu, _v18.cu, _v21.cu, _v22.cu, _v25.cu and _v27.cu, each instantiating the walk it launches, after
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27, v28, v30 and v31 and of v26, the keeper's
+// (v29's) backward, which differ in when and how a head's rows and figures are fetched: a block of one warp group walks
+// its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each.
+// Included by attention_v29.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
+// _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v27.cu and _v30.cu, each instantiating the walk it launches, after
 // attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
@@ -32,9 +32,10 @@
 // out_mid_query (v30): out is read by the preparation alone (for delta), into dS^T's first tile, which query half
 // 0 is the last to read; so the next head's out is loaded there as soon as query half 0 has ended (a block
 // barrier), on the early barrier (which then counts v, dout and out), and lands during query half 1: only q and
-// k wait for the head's end. out_after_dq (v31): the same load issued by thread 0 as soon as query half 0's dq
-// product has completed (a warp group's wgmma is one operation: once thread 0 has waited for it, every read of
-// the tile is done), with no block barrier.
+// k wait for the head's end. out_after_dq (v31): the same load issued by thread 0 as soon as its own wait for
+// query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
+// wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
+// TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
 #pragma once
 
 #include <cuda.h>

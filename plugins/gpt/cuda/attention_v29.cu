@@ -1,15 +1,15 @@
-// Fused causal attention with RoPE, version 29 (bf16): the bf16 keeper's (v29's) forward and backward on a device
-// where hopper_path_available; v9's run elsewhere (attention.cu chooses, and runs v9's forward too where a batch's
-// heads are too few for this forward's persistent grid). The forward is v15's walk (attention_forward_walk_sm90a.cuh,
-// which the lab's v15, v22, v23, v24, v26 and v28 share) with each thread's bias and RoPE factors fetched by 16-byte
-// loads and each head's q loaded a head ahead into a tile of its own (q_ahead), so that a head waits for its k and
-// v alone: a whole head in one warp group, three blocks an SM. The backward is v26's: v18's walk
-// (attention_backward_walk_sm90a.cuh, which the lab's v14, v17, v18, v21, v22, v25, v27 and v28 share) on v12's
-// backward steps (attention_backward_sm90a.cuh): a whole head in one warp group, two heads an SM, the next head's
-// v and dout loaded as soon as the key phase has read them, each head's lse held across the wait for its boxes
-// and asked of the L2 ahead, its bias and RoPE factors fetched by 16-byte loads, no head's boxes asked of the L2
-// ahead of their loads. Compiled for sm_90a alone, in the object library of the training library's sm_90a
-// kernels; attention_sm90a_absent.cpp stands in without sm_90a code.
+// Fused causal attention with RoPE, version 29 (bf16): the bf16 keeper's (v29's) forward and backward on a device where
+// hopper_path_available; v9's run elsewhere (attention.cu chooses, and runs v9's forward too where a batch's heads are
+// too few for this forward's persistent grid). The forward is v15's walk (attention_forward_walk_sm90a.cuh, which the
+// lab's v15, v22, v23, v24, v26 and v28 share) with each thread's bias and RoPE factors fetched by 16-byte loads and
+// each head's q loaded a head ahead into a tile of its own (q_ahead), so that a head waits for its k and v alone: a
+// whole head in one warp group, three blocks an SM. The backward is v26's: v18's walk
+// (attention_backward_walk_sm90a.cuh, which the lab's v14, v17, v18, v21, v22, v25, v27, v28, v30 and v31 share) on
+// v12's backward steps (attention_backward_sm90a.cuh): a whole head in one warp group, two heads an SM, the next head's
+// v and dout loaded as soon as the key phase has read them, each head's lse held across the wait for its boxes and
+// asked of the L2 ahead, its bias and RoPE factors fetched by 16-byte loads, no head's boxes asked of the L2 ahead of
+// their loads. Compiled for sm_90a alone, in the object library of the training library's sm_90a kernels;
+// attention_sm90a_absent.cpp stands in without sm_90a code.
 //
 // Why: in v26's forward (Nsight Compute, H100, batch 512) 18.8% of the warp samples wait for the head's three
 // boxes, all asked for when the head starts; with q a head ahead the forward took 111.0 us a layer against v26's

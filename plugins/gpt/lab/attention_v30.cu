@@ -1,9 +1,9 @@
 // Fused causal attention with RoPE, versions 30's and 31's backwards (bf16, the kernel lab's lab_attention_bf16:
 // rows v30 and v31, on the keeper's forward, v29's):
-//   - v30: v26's walk (attention_backward_walk_sm90a.cuh) with the next head's out loaded into
-// dS^T's first tile as soon as query half 0 has read that tile, on the early barrier with its v and dout
-// (out_mid_query), instead of with the late boxes when the head ends: out lands during query half 1, and only q and
-// k wait for the head's end.
+//   - v30: v26's walk (attention_backward_walk_sm90a.cuh) with the next head's out loaded into dS^T's first tile
+//     as soon as query half 0 has read that tile (a block barrier), on the early barrier with its v and dout
+//     (out_mid_query), instead of with the late boxes when the head ends: out lands during query half 1, and
+//     only q and k wait for the head's end.
 //   - v31: v30 with that load issued by thread 0 once query half 0's dq product has completed, with no block
 //     barrier between the query halves (out_after_dq).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
@@ -11,9 +11,7 @@
 // Why: in v26's backward (Nsight Compute, H100, batch 512) 11.5% of the warp samples wait for the late boxes, q,
 // k and out (48 KB), asked for only when the head before has ended; out is read by the preparation alone (for
 // delta), and its tile is free half a phase earlier. The same loads into the same tiles, so its GPU test asks for
-// the keeper's dqkv bit for bit.
-// v30 lost: its backward took 307.8-309.6 us at batch 512 against v29's 300.2-301.0 (H100), and v31 asks whether
-// the block barrier between the halves is what it costs.
+// the keeper's dqkv bit for bit. v31 asks whether v30's block barrier between the halves is what v30 costs.
 // Budget: v26's shared memory (98 KB) and registers, two blocks an SM; v30 one more block barrier a head.
 #include <cuda.h>
 #include <cuda_bf16.h>

@@ -740,8 +740,8 @@ TEST_P(GptLabAttentionSm90a, V27ToV29AreV26BitForBit) {
 }
 
 // v30 and v31, the keeper with its backward loading the next head's out once query half 0 has read its tile:
-// the same loads into the same tiles, so at 2304 heads (each block's later heads' out loaded early) and at 48 (a
-// head a block: its first head's alone) out, lse and dqkv equal the keeper's row's bit for bit.
+// the same loads into the same tiles, so at 2304 heads (each block's later heads' out loaded early) out, lse and
+// dqkv equal the keeper's row's bit for bit, and at 48 (a head a block: its first head's alone) its dqkv.
 TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name : {"v29", "v30", "v31"})
