@@ -11,7 +11,7 @@
 // Why: in v26's backward (Nsight Compute, H100, batch 512) 11.5% of the warp samples wait for the late boxes, q,
 // k and out (48 KB), asked for only when the head before has ended; out is read by the preparation alone (for
 // delta), and its tile is free half a phase earlier. The same loads into the same tiles, so its GPU test asks for
-// the keeper's dqkv bit for bit. v31 asks whether v30's block barrier between the halves is what v30 costs.
+// the keeper's dqkv bit for bit. v31 drops v30's block barrier between the halves, there only to know the tile read.
 // Budget: v26's shared memory (98 KB) and registers, two blocks an SM; v30 one more block barrier a head.
 #include <cuda.h>
 #include <cuda_bf16.h>
