@@ -171,6 +171,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   static_assert(!kPolicy.q_early || kNextRowsEarly, "v25: q joins the early boxes");
   constexpr bool kOutEarly = kPolicy.out_mid_query;
   static_assert(!kOutEarly || kNextRowsEarly, "v30: out joins the early boxes");
+  static_assert(!kPolicy.out_after_dq || kOutEarly, "v31: v30's load, issued elsewhere");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
