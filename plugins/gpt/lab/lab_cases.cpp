@@ -12,9 +12,10 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4|v5/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass (kFcGeluVersions)
+//                                     moved from the GEMM into the GELU pass, v5 one sm_90a GEMM whose
+//                                     epilogue writes both outputs (kFcGeluVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -34,6 +35,7 @@
 #include "attention_versions.hpp"
 #include "bf16.hpp"
 #include "elementwise_versions.hpp"
+#include "fc_gelu_sm90a.hpp"
 #include "lab_cases.hpp"
 #include "lab_reference.hpp"
 #include "layers.hpp"
@@ -428,20 +430,25 @@ class WgradLab final : public Case {
 // ---------------------------------------------------------------------------------------------------
 // The MLP's fc layer with its bias and GELU on R2-R4's bf16 tensors: z = x w^T + b and gelu = GELU(z)
 // (exact erf form), both kept (the backward reads both); x [N, C], w [H, C], b [H], z and gelu [N, H], all
-// bf16. Both versions run the GEMM on cuBLASLt and the GELU table pass (plugins/gpt/README.md keeps the
-// retired cuDNN graphs, v2 and v3, which fused GELU into the GEMM and lost on the GEMM):
+// bf16. v1 and v4 run the GEMM on cuBLASLt and the GELU table pass (plugins/gpt/README.md keeps the retired
+// cuDNN graphs, v2 and v3, which fused GELU into the GEMM and lost on the GEMM):
 //   v1 (R2-R4's until v4): linear_forward_bias (the bias in cuBLASLt's epilogue) writes z, then
 //       gelu_forward (the table kernel) reads z and writes gelu;
 //   v4 (R2-R4's): linear_forward (no epilogue) writes x w^T into z, then gelu_forward_add_bias reads it and
-//       writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again).
+//       writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again);
+//   v5: v4's outputs from one sm_90a kernel, a wgmma GEMM whose epilogue writes both (fc_gelu_sm90a.hpp).
+enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
-  bool bias_in_epilogue;  // v1: cuBLASLt adds the bias; else the GELU pass does
-  const char* kernel;     // the "kernel" fact
+  FcGeluPath path;
+  const char* kernel;  // the "kernel" fact
+  bool bias_in_epilogue() const { return path == FcGeluPath::cublas_bias_epilogue; }
 };
 constexpr FcGeluVersion kFcGeluVersions[] = {
-    {"v1", true, "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"},
-    {"v4", false, "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"},
+    {"v1", FcGeluPath::cublas_bias_epilogue, "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"},
+    {"v4", FcGeluPath::cublas_then_bias_pass, "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"},
+    {"v5", FcGeluPath::own_gemm_sm90a,
+     "sm_90a wgmma GEMM, 128 x 128 tiles, two blocks an SM; its epilogue writes x w^T and GELU(x w^T + bias)"},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -464,6 +471,7 @@ class FcGeluLab final : public Case {
     ctx.fill_random(x_, N * C, ElementType::bf16);
     ctx.fill_random(w_, H * C, ElementType::bf16, -kWeightRange, kWeightRange);
     ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
+    if (version_.path == FcGeluPath::own_gemm_sm90a) lab::fc_gelu_v5_configure();  // NotApplicable off sm_90a
     lt_.create(ctx);
     // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
     run(ctx);
@@ -472,12 +480,19 @@ class FcGeluLab final : public Case {
 
   void run(Context& ctx) override {
     const LtContext lt = lt_.context(ctx);
-    if (version_.bias_in_epilogue) {
-      linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
-      lab::gelu_forward_table(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), roofbench::cuda::stream(ctx));
-    } else {
-      linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
-      gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), roofbench::cuda::stream(ctx));
+    const cudaStream_t stream = roofbench::cuda::stream(ctx);
+    switch (version_.path) {
+      case FcGeluPath::cublas_bias_epilogue:
+        linear_forward_bias(lt, CUDA_R_16BF, z_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden());
+        lab::gelu_forward_table(gelu_, z_, static_cast<std::size_t>(rows()) * hidden(), stream);
+        break;
+      case FcGeluPath::cublas_then_bias_pass:
+        linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
+        gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream);
+        break;
+      case FcGeluPath::own_gemm_sm90a:
+        lab::fc_gelu_v5(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
+        break;
     }
   }
 
@@ -516,13 +531,13 @@ class FcGeluLab final : public Case {
       for (const float v : download_as_float(ctx, gelu_ + r * H, H)) gelu.push_back(v);
     }
     const std::vector<float> w = download_as_float(ctx, w_, H * C), bias = download_as_float(ctx, bias_, H);
-    if (!version_.bias_in_epilogue)  // z holds x w^T: the pre-activation is bf16(z + bias)
+    if (!version_.bias_in_epilogue())  // z holds x w^T: the pre-activation is bf16(z + bias)
       for (std::size_t e = 0; e < z.size(); ++e) z[e] = round_to_bf16(z[e] + bias[e % H]);
     const auto ref =
         reference::fc_gelu_reference(x, w, bias, static_cast<int>(sampled), cfg_.channels, cfg_.hidden());
     const std::size_t not_finite = count_not_finite(ctx, z_, N * H) + count_not_finite(ctx, gelu_, N * H);
     WorstError errors;
-    errors.add(std::string(version_.bias_in_epilogue ? "z (" : "z + bias (") + std::to_string(sampled) + " rows)",
+    errors.add(std::string(version_.bias_in_epilogue() ? "z (" : "z + bias (") + std::to_string(sampled) + " rows)",
                relative_l2_error(z.data(), ref.z.data(), z.size()));
     errors.add("GELU", relative_l2_error(gelu.data(), ref.gelu.data(), gelu.size()));
     if (not_finite > 0) errors.add(std::to_string(not_finite) + " of z's and gelu's elements not finite", std::nan(""));
@@ -780,7 +795,8 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
-                          "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass",
+                          "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass, v5 one "
+                          "sm_90a GEMM whose epilogue writes both",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       step_gemms_case(),

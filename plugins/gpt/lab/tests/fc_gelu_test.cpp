@@ -1,0 +1,98 @@
+// lab_fc_gelu_bf16 v5 (fc_gelu_sm90a.hpp): x w^T against double, and its GELU against v4's GELU pass run on v5's own
+// x w^T, bit for bit, on shapes with partial tiles in rows and columns, one stage of K and more stages than the
+// ring holds. Skips with the reason where v5 cannot run (no sm_90a device or code).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "fc_gelu_sm90a.hpp"
+#include "gpu_test_util.hpp"
+#include "layers.hpp"
+
+namespace roofbench::gpt::cuda::lab {
+namespace {
+
+using testing::Device;
+using testing::from_bf16;
+using testing::random_floats;
+using testing::rel_l2;
+using testing::to_bf16;
+
+std::string v5_not_applicable() {
+  try {
+    fc_gelu_v5_configure();
+    return "";
+  } catch (const NotApplicable& e) {
+    return e.what();
+  }
+}
+
+std::vector<std::uint16_t> bits_of(const std::vector<bf16>& v) {
+  std::vector<std::uint16_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * sizeof(bf16));
+  return out;
+}
+
+struct FcShape {
+  int rows, in, out;
+};
+
+class GptLabFcGeluV5 : public ::testing::TestWithParam<FcShape> {};
+
+TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
+  const auto [rows, in, out] = GetParam();
+  const std::size_t n = static_cast<std::size_t>(rows) * out;
+  // Weights at the model's scale, so that x w^T + bias spans GELU's tails and its curved middle.
+  const auto x = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(rows) * in, 41)));
+  const auto w = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(out) * in, 42, -0.1f, 0.1f)));
+  const auto bias = from_bf16(to_bf16(random_floats(out, 43, -0.5f, 0.5f)));
+  Device dev;
+  bf16 *xw = dev.alloc<bf16>(n), *gelu = dev.alloc<bf16>(n), *gelu_v4 = dev.alloc<bf16>(n);
+  // Poisoned first: an element v5 leaves unwritten stays NaN and fails both checks.
+  const std::vector<bf16> nan(n, to_bf16({std::numeric_limits<float>::quiet_NaN()})[0]);
+  ROOFBENCH_CUDA(cudaMemcpy(xw, nan.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  ROOFBENCH_CUDA(cudaMemcpy(gelu, nan.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  const bf16 *x_dev = dev.upload(to_bf16(x)), *w_dev = dev.upload(to_bf16(w)), *bias_dev = dev.upload(to_bf16(bias));
+  fc_gelu_v5(xw, gelu, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
+  gelu_forward_add_bias(gelu_v4, xw, bias_dev, rows, out, nullptr);
+
+  std::vector<double> ref(n);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < out; ++c) {
+      double sum = 0;
+      for (int k = 0; k < in; ++k) sum += double{x[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(c) * in + k];
+      ref[static_cast<std::size_t>(r) * out + c] = sum;
+    }
+  const auto xw_host = Device::download(xw, n);
+  EXPECT_LT(rel_l2(from_bf16(xw_host), ref), 4e-3);  // bf16's rounding of each output, 2^-9 at most
+  EXPECT_EQ(bits_of(Device::download(gelu, n)), bits_of(Device::download(gelu_v4, n)));
+}
+
+// 300 rows: three tiles, the last partial; 200 columns: two tiles, the second partial; in 64: one stage, 512 (R2-R4's
+// channels): eight stages through the three-stage ring, so each stage is refilled.
+INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
+                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048}),
+                         [](const auto& info) {
+                           return "rows" + std::to_string(info.param.rows) + "_in" + std::to_string(info.param.in) +
+                                  "_out" + std::to_string(info.param.out);
+                         });
+
+TEST(GptLabFcGeluV5Shapes, RefusesWhatItCannotTile) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
+  Device dev;
+  bf16* buf = dev.alloc<bf16>(1 << 16);
+  EXPECT_THROW(fc_gelu_v5(buf, buf, buf, buf, buf, 128, 96, 128, nullptr), Error);   // in not a multiple of 64
+  EXPECT_THROW(fc_gelu_v5(buf, buf, buf, buf, buf, 128, 64, 100, nullptr), Error);   // out not a multiple of 8
+  EXPECT_THROW(fc_gelu_v5(buf + 1, buf, buf, buf, buf, 128, 64, 128, nullptr), Error);  // xw not 16-byte aligned
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::lab
