@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM of 128 x 128 output tiles whose
+// lab_fc_gelu_bf16 v5 and v6 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM of 128 x 128 output tiles whose
 // epilogue rounds x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that
 // from a per-block table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -8,10 +8,13 @@
 // The tile: two consumer warp groups, 64 rows each, m64n128k16 on 128-byte swizzled K-major tiles that one
 // producer thread loads by TMA, 64 columns of K a stage, three stages. Block: 288 threads (the two warp groups
 // and the producer's warp), 96 KB of stages + the 9.5 KB table, two blocks an SM, so one block's epilogue runs
-// beside the other's products.
+// beside the other's products. v5 launches a block a tile, each filling its table and barriers and its first
+// stages before its products; v6 launches two blocks an SM that walk the tiles, so each block does that once and
+// its producer loads the next tile's first stages during the epilogue.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -42,25 +45,35 @@ struct FcGeluSmem {
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem) + attention::kAtomBytes;  // room to align the start
 static_assert(kBlocksPerSm * (kSmemBytes + 1024) <= 228 * 1024, "two blocks an SM");
 
-// The producer: one thread loads each stage's x and w boxes once both warp groups have released it.
-__device__ void load_stages(FcGeluSmem& s, const CUtensorMap* x_map, const CUtensorMap* w_map, int row0, int col0,
-                            int k_blocks) {
-  for (int kb = 0; kb < k_blocks; ++kb) {
-    const int stage = kb % kStages;
-    if (kb >= kStages) attention::wait_or_trap(&s.empty[stage], (kb / kStages - 1) & 1);
-    hw::mbarrier_arrive_expect_tx(&s.full[stage], 2 * kOperandTileBytes);
-    hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], row0, kb * kTileK);
-    hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], col0, kb * kTileK);
-  }
+// The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns 128 (t % col_tiles) .., so the blocks at
+// work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
+struct TileWalk {
+  int col_tiles, tiles, k_blocks;
+  __device__ int row0(int t) const { return t / col_tiles * kTileRows; }
+  __device__ int col0(int t) const { return t % col_tiles * kTileCols; }
+};
+
+// The producer: one thread loads each stage's x and w boxes once both warp groups have released it. `step`
+// counts the block's stages over all its tiles: stage step % kStages, in its (step / kStages)-th round.
+__device__ void load_tiles(FcGeluSmem& s, const CUtensorMap* x_map, const CUtensorMap* w_map, const TileWalk& walk) {
+  int step = 0;
+  for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x)
+    for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
+      const int stage = step % kStages;
+      if (step >= kStages) attention::wait_or_trap(&s.empty[stage], (step / kStages - 1) & 1);
+      hw::mbarrier_arrive_expect_tx(&s.full[stage], 2 * kOperandTileBytes);
+      hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
+      hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], walk.col0(t), kb * kTileK);
+    }
 }
 
-// A consumer warp group's 64 x 128 part of the tile, over every stage; one thread of the group releases each
-// stage once the products that read it have completed (wait_group 1: all but the newest).
-__device__ void multiply_stages(FcGeluSmem& s, float (&acc)[64], int group, int k_blocks) {
+// A consumer warp group's 64 x 128 part of one tile, its stages from `step` on; one thread of the group releases
+// each stage once the products that read it have completed (wait_group 1: all but the newest; the last at the end).
+__device__ void multiply_tile(FcGeluSmem& s, float (&acc)[64], int group, int k_blocks, int step) {
   const bool releases = threadIdx.x % 128 == 0;
-  for (int kb = 0; kb < k_blocks; ++kb) {
-    const int stage = kb % kStages;
-    attention::wait_or_trap(&s.full[stage], (kb / kStages) & 1);
+  for (int kb = 0; kb < k_blocks; ++kb, ++step) {
+    const int stage = step % kStages;
+    attention::wait_or_trap(&s.full[stage], (step / kStages) & 1);
     hw::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kTileK / 16; ++k)
@@ -68,10 +81,11 @@ __device__ void multiply_stages(FcGeluSmem& s, float (&acc)[64], int group, int 
                         hw::descriptor_k_major_sw128(s.b[stage], k), kb > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
     hw::wgmma_wait_group<1>();
-    if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(kb - 1) % kStages]);
+    if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(step - 1) % kStages]);
   }
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(acc);
+  if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % kStages]);
 }
 
 // GELU's bf16 bits for a pre-activation's bits: the table where it covers the value, erff in place elsewhere.
@@ -113,11 +127,10 @@ __device__ void store_tile(const FcGeluSmem& s, const float (&acc)[64], bf16* xw
 }
 
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    fc_gelu_v5_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map, bf16* xw,
-                      bf16* gelu_out, const bf16* bias, int rows, int cols, int k_blocks) {
+    fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
+                         bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem& s = attention::aligned_smem<FcGeluSmem>(raw);
-  const int row0 = blockIdx.y * kTileRows, col0 = blockIdx.x * kTileCols;
   if (threadIdx.x == kConsumerThreads) {
     hw::tma_prefetch_map(&x_map);
     hw::tma_prefetch_map(&w_map);
@@ -130,17 +143,18 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
-    if (threadIdx.x == kConsumerThreads) load_stages(s, &x_map, &w_map, row0, col0, k_blocks);
+    if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
     return;
   }
   float acc[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
-  multiply_stages(s, acc, threadIdx.x / 128, k_blocks);
-  store_tile(s, acc, xw, gelu_out, bias, rows, cols, row0, col0);
+  int step = 0;
+  for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x, step += walk.k_blocks) {
+    multiply_tile(s, acc, threadIdx.x / 128, walk.k_blocks, step);
+    store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t));
+  }
 }
 
-bool g_configured = false;
+int g_persistent_grid = 0;  // set by fc_gelu_sm90a_configure: the blocks the device holds at once
 
 CUtensorMap operand_map(const bf16* data, int rows, int in) {
   const hopper::Matrix2d m{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(rows),
@@ -148,33 +162,42 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
   return hopper::make_tensor_map_2d(m, kTileRows, kTileK, hopper::TileSwizzle::bytes128);
 }
 
+// The kernel over every tile on at most `max_blocks` blocks (0: one block a tile).
+void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+            int max_blocks, cudaStream_t stream) {
+  if (g_persistent_grid == 0) throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 run after fc_gelu_sm90a_configure()");
+  if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
+    throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+                std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
+  if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
+    throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 need x, w, xw and gelu 16-byte aligned");
+  const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
+  const int col_tiles = (out + kTileCols - 1) / kTileCols;
+  const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
+  const int blocks = max_blocks > 0 ? std::min(walk.tiles, max_blocks) : walk.tiles;
+  fc_gelu_sm90a_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(x_map, w_map, xw, gelu_out, bias, rows, out, walk);
+  ROOFBENCH_CUDA_LAUNCH();
+}
+
 }  // namespace
 
-void fc_gelu_v5_configure() {
+void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5 needs sm_90a (wgmma): a compute capability 9.0 GPU");
-  roofbench::cuda::allow_dynamic_shared_memory(fc_gelu_v5_kernel, kSmemBytes);
-  ROOFBENCH_CUDA(cudaFuncSetAttribute(fc_gelu_v5_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                      cudaSharedmemCarveoutMaxShared));
-  g_configured = true;
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5 and v6 need sm_90a (wgmma): a compute capability 9.0 GPU");
+  g_persistent_grid = attention::configure_shared_sm90a("lab_fc_gelu_bf16 v6", fc_gelu_sm90a_kernel, kThreads,
+                                                        kSmemBytes);
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
-  if (!g_configured) throw Error("gpt: lab_fc_gelu_bf16 v5 runs after fc_gelu_v5_configure()");
-  if (rows < 1 || (rows + kTileRows - 1) / kTileRows > 65535 || in < kTileK || in % kTileK != 0 || out < 8 ||
-      out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5 needs 1 <= rows <= 65535 * 128, in a multiple of 64 and out a multiple of 8 "
-                "(got rows " +
-                std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
-  if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5 needs x, w, xw and gelu 16-byte aligned");
-  const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
-  const dim3 grid((out + kTileCols - 1) / kTileCols, (rows + kTileRows - 1) / kTileRows);
-  fc_gelu_v5_kernel<<<grid, kThreads, kSmemBytes, stream>>>(x_map, w_map, xw, gelu_out, bias, rows, out, in / kTileK);
-  ROOFBENCH_CUDA_LAUNCH();
+  launch(xw, gelu_out, x, w, bias, rows, in, out, 0, stream);
+}
+
+void fc_gelu_v6(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                cudaStream_t stream) {
+  launch(xw, gelu_out, x, w, bias, rows, in, out, g_persistent_grid, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

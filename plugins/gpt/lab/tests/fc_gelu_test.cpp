@@ -1,6 +1,7 @@
-// lab_fc_gelu_bf16 v5 (fc_gelu_sm90a.hpp): x w^T against double, and its GELU against v4's GELU pass run on v5's own
-// x w^T, bit for bit, on shapes with partial tiles in rows and columns, one stage of K and more stages than the
-// ring holds. Skips with the reason where v5 cannot run (no sm_90a device or code).
+// lab_fc_gelu_bf16 v5 and v6 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on the
+// same x w^T, bit for bit, and v6 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
+// the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,7 +26,7 @@ using testing::to_bf16;
 
 std::string v5_not_applicable() {
   try {
-    fc_gelu_v5_configure();
+    fc_gelu_sm90a_configure();
     return "";
   } catch (const NotApplicable& e) {
     return e.what();
@@ -54,31 +55,45 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   const auto w = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(out) * in, 42, -0.1f, 0.1f)));
   const auto bias = from_bf16(to_bf16(random_floats(out, 43, -0.5f, 0.5f)));
   Device dev;
-  bf16 *xw = dev.alloc<bf16>(n), *gelu = dev.alloc<bf16>(n), *gelu_v4 = dev.alloc<bf16>(n);
+  bf16 *xw = dev.alloc<bf16>(n), *gelu = dev.alloc<bf16>(n), *gelu_v4 = dev.alloc<bf16>(n),
+       *xw_v6 = dev.alloc<bf16>(n), *gelu_v6 = dev.alloc<bf16>(n);
   // Poisoned first: an element v5 leaves unwritten stays NaN and fails both checks.
   const std::vector<bf16> nan(n, to_bf16({std::numeric_limits<float>::quiet_NaN()})[0]);
   ROOFBENCH_CUDA(cudaMemcpy(xw, nan.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
-  ROOFBENCH_CUDA(cudaMemcpy(gelu, nan.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  for (bf16* p : {gelu, xw_v6, gelu_v6}) ROOFBENCH_CUDA(cudaMemcpy(p, nan.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
   const bf16 *x_dev = dev.upload(to_bf16(x)), *w_dev = dev.upload(to_bf16(w)), *bias_dev = dev.upload(to_bf16(bias));
   fc_gelu_v5(xw, gelu, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
   gelu_forward_add_bias(gelu_v4, xw, bias_dev, rows, out, nullptr);
+  fc_gelu_v6(xw_v6, gelu_v6, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
 
-  std::vector<double> ref(n);
-  for (int r = 0; r < rows; ++r)
+  // Against double on every row of the small shapes, every 37th row and the last of the large one.
+  std::vector<int> picks;
+  for (int r = 0; r < rows; r += rows > 1000 ? 37 : 1) picks.push_back(r);
+  if (picks.back() != rows - 1) picks.push_back(rows - 1);
+  const auto xw_host = Device::download(xw, n);
+  const auto xw_float = from_bf16(xw_host);
+  std::vector<double> ref, got;
+  for (const int r : picks)
     for (int c = 0; c < out; ++c) {
       double sum = 0;
-      for (int k = 0; k < in; ++k) sum += double{x[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(c) * in + k];
-      ref[static_cast<std::size_t>(r) * out + c] = sum;
+      for (int k = 0; k < in; ++k)
+        sum += double{x[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(c) * in + k];
+      ref.push_back(sum);
+      got.push_back(xw_float[static_cast<std::size_t>(r) * out + c]);
     }
-  const auto xw_host = Device::download(xw, n);
-  EXPECT_LT(rel_l2(from_bf16(xw_host), ref), 4e-3);  // bf16's rounding of each output, 2^-9 at most
-  EXPECT_EQ(bits_of(Device::download(gelu, n)), bits_of(Device::download(gelu_v4, n)));
+  EXPECT_LT(rel_l2(got, ref), 4e-3);  // bf16's rounding of each output, 2^-9 at most
+  const auto gelu_host = bits_of(Device::download(gelu, n));
+  EXPECT_EQ(gelu_host, bits_of(Device::download(gelu_v4, n)));
+  EXPECT_EQ(bits_of(xw_host), bits_of(Device::download(xw_v6, n)));
+  EXPECT_EQ(gelu_host, bits_of(Device::download(gelu_v6, n)));
 }
 
 // 300 rows: three tiles, the last partial; 200 columns: two tiles, the second partial; in 64: one stage, 512 (R2-R4's
-// channels): eight stages through the three-stage ring, so each stage is refilled.
+// channels): eight stages through the three-stage ring, so each stage is refilled; 8192 x 2048: 1024 tiles, about
+// four a v6 block on a 132-SM GPU.
 INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
-                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048}),
+                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048},
+                                           FcShape{8192, 512, 2048}),
                          [](const auto& info) {
                            return "rows" + std::to_string(info.param.rows) + "_in" + std::to_string(info.param.in) +
                                   "_out" + std::to_string(info.param.out);
