@@ -1,16 +1,20 @@
-// lab_fc_gelu_bf16 v5 and v6 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM of 128 x 128 output tiles whose
-// epilogue rounds x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that
-// from a per-block table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
+// lab_fc_gelu_bf16 v5, v6 and v7 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
+// table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
 // out of 512 inputs) that read is 268 MB, and the pass took 208 us a launch in R3's profile on an H100.
 //
-// The tile: two consumer warp groups, 64 rows each, m64n128k16 on 128-byte swizzled K-major tiles that one
-// producer thread loads by TMA, 64 columns of K a stage, three stages. Block: 288 threads (the two warp groups
-// and the producer's warp), 96 KB of stages + the 9.5 KB table, two blocks an SM, so one block's epilogue runs
-// beside the other's products. v5 launches a block a tile, each filling its table and barriers and its first
-// stages before its products; v6 launches two blocks an SM that walk the tiles, so each block does that once and
-// its producer loads the next tile's first stages during the epilogue.
+// The block: two consumer warp groups, 64 rows of the 128-row tile each, m64n128k16 on 128-byte swizzled K-major
+// tiles that one producer thread loads by TMA, 64 columns of K a stage; 288 threads (the two warp groups and the
+// producer's warp). The versions' tiles (TileShape):
+//   v5: 128 x 128, three stages (96 KB) + the 9.5 KB table, two blocks an SM, a block a tile, each filling its
+//       table and barriers and its first stages before its products;
+//   v6: v5's on two blocks an SM that walk the tiles, so each block does that once and its producer loads the
+//       next tile's first stages during the epilogue;
+//   v7: 128 x 256 (two m64n128 products a k16 step), four stages (192 KB), one block an SM walking the tiles: 48
+//       KB of operands a stage for 2^22 FLOPs where v5 loads 32 KB for 2^21, and three stages ahead of the
+//       products where v5's blocks have one or two.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -31,61 +35,82 @@ namespace {
 
 namespace hw = roofbench::hopper;
 
-constexpr int kTileRows = 128, kTileCols = 128, kTileK = 64, kStages = 3;
-constexpr int kConsumerThreads = 256, kThreads = kConsumerThreads + 32, kBlocksPerSm = 2;
-constexpr std::uint32_t kOperandTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
-static_assert(kTileRows == kTileCols, "the A and B tiles share one size");
+constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256, kThreads = kConsumerThreads + 32;
+constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 
-struct FcGeluSmem {
-  unsigned char a[kStages][kOperandTileBytes];  // x's rows of the tile, K-major, 128-byte swizzle
-  unsigned char b[kStages][kOperandTileBytes];  // w's rows (the tile's output columns), the same layout
-  unsigned short gelu_table[kBf16TableSize];    // bf16 bits of GELU of every covered bf16 value
-  std::uint64_t full[kStages], empty[kStages];  // a stage's bytes landed; both warp groups done with it
+// A version's tile and ring: the tile's output columns (128 or 256: one or two m64n128 products per warp group
+// and k16 step), the stages of K in the ring, and the blocks an SM holds.
+template <int kCols, int kStageCount, int kBlocks>
+struct TileShape {
+  static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks, col_halves = kCols / 128;
+  static constexpr std::uint32_t b_bytes = kCols * kTileK * sizeof(bf16);
 };
-constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem) + attention::kAtomBytes;  // room to align the start
-static_assert(kBlocksPerSm * (kSmemBytes + 1024) <= 228 * 1024, "two blocks an SM");
+using V5Shape = TileShape<128, 3, 2>;  // v5 and v6
+using V7Shape = TileShape<256, 4, 1>;
 
-// The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns 128 (t % col_tiles) .., so the blocks at
-// work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
+template <typename Shape>
+struct FcGeluSmem {
+  unsigned char a[Shape::stages][kRowTileBytes];   // x's rows of the tile, K-major, 128-byte swizzle
+  unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
+  unsigned short gelu_table[kBf16TableSize];       // bf16 bits of GELU of every covered bf16 value
+  std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; both warp groups done with it
+};
+template <typename Shape>
+constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
+static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
+static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
+
+// The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
+// at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
 struct TileWalk {
   int col_tiles, tiles, k_blocks;
   __device__ int row0(int t) const { return t / col_tiles * kTileRows; }
-  __device__ int col0(int t) const { return t % col_tiles * kTileCols; }
+  __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
 };
 
 // The producer: one thread loads each stage's x and w boxes once both warp groups have released it. `step`
-// counts the block's stages over all its tiles: stage step % kStages, in its (step / kStages)-th round.
-__device__ void load_tiles(FcGeluSmem& s, const CUtensorMap* x_map, const CUtensorMap* w_map, const TileWalk& walk) {
+// counts the block's stages over all its tiles: stage step % stages, in its (step / stages)-th round.
+template <typename Shape>
+__device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
+                           const TileWalk& walk) {
   int step = 0;
   for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x)
     for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
-      const int stage = step % kStages;
-      if (step >= kStages) attention::wait_or_trap(&s.empty[stage], (step / kStages - 1) & 1);
-      hw::mbarrier_arrive_expect_tx(&s.full[stage], 2 * kOperandTileBytes);
+      const int stage = step % Shape::stages;
+      if (step >= Shape::stages) attention::wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
+      hw::mbarrier_arrive_expect_tx(&s.full[stage], kRowTileBytes + Shape::b_bytes);
       hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
-      hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], walk.col0(t), kb * kTileK);
+#pragma unroll
+      for (int h = 0; h < Shape::col_halves; ++h)
+        hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
+                        kb * kTileK);
     }
 }
 
-// A consumer warp group's 64 x 128 part of one tile, its stages from `step` on; one thread of the group releases
+// A consumer warp group's 64-row part of one tile, its stages from `step` on; one thread of the group releases
 // each stage once the products that read it have completed (wait_group 1: all but the newest; the last at the end).
-__device__ void multiply_tile(FcGeluSmem& s, float (&acc)[64], int group, int k_blocks, int step) {
+template <typename Shape>
+__device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::col_halves][64], int group, int k_blocks,
+                              int step) {
   const bool releases = threadIdx.x % 128 == 0;
   for (int kb = 0; kb < k_blocks; ++kb, ++step) {
-    const int stage = step % kStages;
-    attention::wait_or_trap(&s.full[stage], (step / kStages) & 1);
+    const int stage = step % Shape::stages;
+    attention::wait_or_trap(&s.full[stage], (step / Shape::stages) & 1);
     hw::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kTileK / 16; ++k)
-      hw::wgmma_bf16_ss(acc, hw::descriptor_k_major_sw128(s.a[stage] + group * 64 * attention::kSwizzleRow, k),
-                        hw::descriptor_k_major_sw128(s.b[stage], k), kb > 0 || k > 0 ? 1u : 0u);
+#pragma unroll
+      for (int h = 0; h < Shape::col_halves; ++h)
+        hw::wgmma_bf16_ss(acc[h], hw::descriptor_k_major_sw128(s.a[stage] + group * 64 * attention::kSwizzleRow, k),
+                          hw::descriptor_k_major_sw128(s.b[stage] + h * kRowTileBytes, k), kb > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
     hw::wgmma_wait_group<1>();
-    if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(step - 1) % kStages]);
+    if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
   }
   hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(acc);
-  if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % kStages]);
+#pragma unroll
+  for (int h = 0; h < Shape::col_halves; ++h) hw::fence_accumulators(acc[h]);
+  if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
 }
 
 // GELU's bf16 bits for a pre-activation's bits: the table where it covers the value, erff in place elsewhere.
@@ -105,36 +130,40 @@ __device__ inline void store_pair(bf16* xw, bf16* gelu_out, const unsigned short
   *reinterpret_cast<std::uint32_t*>(gelu_out + at) = static_cast<std::uint32_t>(high) << 16 | low;
 }
 
-// Each thread's accumulators (hopper.cuh's m64n128 layout) to xw and gelu, rows and columns past the matrix
-// skipped.
-__device__ void store_tile(const FcGeluSmem& s, const float (&acc)[64], bf16* xw, bf16* gelu_out,
-                           const bf16* bias, int rows, int cols, int row0, int col0) {
+// Each thread's accumulators (hopper.cuh's m64n128 layout, once per 128 columns) to xw and gelu, rows and columns
+// past the matrix skipped.
+template <typename Shape>
+__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::col_halves][64], bf16* xw,
+                           bf16* gelu_out, const bf16* bias, int rows, int cols, int row0, int col0) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128;
   const int row = row0 + 64 * group + 16 * warp + lane / 4;
 #pragma unroll
-  for (int j = 0; j < kTileCols / 8; ++j) {
-    const int col = col0 + 8 * j + 2 * (lane % 4);
-    if (col >= cols) continue;
-    const __nv_bfloat162 b = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+  for (int h = 0; h < Shape::col_halves; ++h)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = row + 8 * half;
-      if (r < rows)
-        store_pair(xw, gelu_out, s.gelu_table, static_cast<std::size_t>(r) * cols + col, acc[4 * j + 2 * half],
-                   acc[4 * j + 2 * half + 1], b);
+    for (int j = 0; j < 16; ++j) {
+      const int col = col0 + 128 * h + 8 * j + 2 * (lane % 4);
+      if (col >= cols) continue;
+      const __nv_bfloat162 b = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = row + 8 * half;
+        if (r < rows)
+          store_pair(xw, gelu_out, s.gelu_table, static_cast<std::size_t>(r) * cols + col, acc[h][4 * j + 2 * half],
+                     acc[h][4 * j + 2 * half + 1], b);
+      }
     }
-  }
 }
 
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+template <typename Shape>
+__global__ void __launch_bounds__(kThreads, Shape::blocks_per_sm)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
   extern __shared__ unsigned char raw[];
-  FcGeluSmem& s = attention::aligned_smem<FcGeluSmem>(raw);
+  FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
   if (threadIdx.x == kConsumerThreads) {
     hw::tma_prefetch_map(&x_map);
     hw::tma_prefetch_map(&w_map);
-    for (int stage = 0; stage < kStages; ++stage) {
+    for (int stage = 0; stage < Shape::stages; ++stage) {
       hw::mbarrier_init(&s.full[stage], 1);
       hw::mbarrier_init(&s.empty[stage], 2);
     }
@@ -146,15 +175,17 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
     return;
   }
-  float acc[64];
+  float acc[Shape::col_halves][64];
   int step = 0;
   for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x, step += walk.k_blocks) {
     multiply_tile(s, acc, threadIdx.x / 128, walk.k_blocks, step);
-    store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t));
+    store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
   }
 }
 
-int g_persistent_grid = 0;  // set by fc_gelu_sm90a_configure: the blocks the device holds at once
+// Each shape's kernel's persistent grid, set by fc_gelu_sm90a_configure: the blocks the device holds at once.
+template <typename Shape>
+int g_persistent_grid = 0;
 
 CUtensorMap operand_map(const bf16* data, int rows, int in) {
   const hopper::Matrix2d m{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(rows),
@@ -162,21 +193,29 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
   return hopper::make_tensor_map_2d(m, kTileRows, kTileK, hopper::TileSwizzle::bytes128);
 }
 
-// The kernel over every tile on at most `max_blocks` blocks (0: one block a tile).
+// The kernel of `Shape` over every tile, on one block a tile or on its persistent grid.
+template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-            int max_blocks, cudaStream_t stream) {
-  if (g_persistent_grid == 0) throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 run after fc_gelu_sm90a_configure()");
+            bool persistent, cudaStream_t stream) {
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v7 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v7 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5 and v6 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v7 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
-  const int col_tiles = (out + kTileCols - 1) / kTileCols;
+  const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
-  const int blocks = max_blocks > 0 ? std::min(walk.tiles, max_blocks) : walk.tiles;
-  fc_gelu_sm90a_kernel<<<blocks, kThreads, kSmemBytes, stream>>>(x_map, w_map, xw, gelu_out, bias, rows, out, walk);
+  const int blocks = persistent ? std::min(walk.tiles, g_persistent_grid<Shape>) : walk.tiles;
+  fc_gelu_sm90a_kernel<Shape><<<blocks, kThreads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw, gelu_out, bias, rows,
+                                                                               out, walk);
   ROOFBENCH_CUDA_LAUNCH();
+}
+
+template <typename Shape>
+void configure(const char* version) {
+  g_persistent_grid<Shape> =
+      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, kThreads, kSmemBytes<Shape>);
 }
 
 }  // namespace
@@ -185,19 +224,24 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5 and v6 need sm_90a (wgmma): a compute capability 9.0 GPU");
-  g_persistent_grid = attention::configure_shared_sm90a("lab_fc_gelu_bf16 v6", fc_gelu_sm90a_kernel, kThreads,
-                                                        kSmemBytes);
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v7 need sm_90a (wgmma): a compute capability 9.0 GPU");
+  configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
+  configure<V7Shape>("lab_fc_gelu_bf16 v7");
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
-  launch(xw, gelu_out, x, w, bias, rows, in, out, 0, stream);
+  launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, false, stream);
 }
 
 void fc_gelu_v6(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
-  launch(xw, gelu_out, x, w, bias, rows, in, out, g_persistent_grid, stream);
+  launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v7(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                cudaStream_t stream) {
+  launch<V7Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -12,9 +12,9 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4|v5|v6/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v7/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass, v5 and v6 one sm_90a GEMM whose
+//                                     moved from the GEMM into the GELU pass, v5-v7 one sm_90a GEMM whose
 //                                     epilogue writes both outputs (kFcGeluVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
@@ -438,8 +438,9 @@ class WgradLab final : public Case {
 //       writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again);
 //   v5: v4's outputs from one sm_90a kernel, a wgmma GEMM whose epilogue writes both (fc_gelu_sm90a.hpp), a
 //       block a tile;
-//   v6: v5's kernel on two blocks an SM that walk the tiles.
-enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a, own_gemm_sm90a_persistent };
+//   v6: v5's kernel on two blocks an SM that walk the tiles;
+//   v7: 128 x 256 tiles and a four-stage ring, one block an SM walking the tiles.
+enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_v5, own_gemm_v6, own_gemm_v7 };
 struct FcGeluVersion {
   const char* name;
   FcGeluPath path;
@@ -449,10 +450,12 @@ struct FcGeluVersion {
 constexpr FcGeluVersion kFcGeluVersions[] = {
     {"v1", FcGeluPath::cublas_bias_epilogue, "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"},
     {"v4", FcGeluPath::cublas_then_bias_pass, "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"},
-    {"v5", FcGeluPath::own_gemm_sm90a,
+    {"v5", FcGeluPath::own_gemm_v5,
      "sm_90a wgmma GEMM, 128 x 128 tiles, a block a tile; its epilogue writes x w^T and GELU(x w^T + bias)"},
-    {"v6", FcGeluPath::own_gemm_sm90a_persistent,
+    {"v6", FcGeluPath::own_gemm_v6,
      "v5's kernel on two blocks an SM walking the tiles"},
+    {"v7", FcGeluPath::own_gemm_v7,
+     "v5's kernel on 128 x 256 tiles, a four-stage ring, one block an SM walking the tiles"},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -494,11 +497,14 @@ class FcGeluLab final : public Case {
         linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
         gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream);
         break;
-      case FcGeluPath::own_gemm_sm90a:
+      case FcGeluPath::own_gemm_v5:
         lab::fc_gelu_v5(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
         break;
-      case FcGeluPath::own_gemm_sm90a_persistent:
+      case FcGeluPath::own_gemm_v6:
         lab::fc_gelu_v6(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
+        break;
+      case FcGeluPath::own_gemm_v7:
+        lab::fc_gelu_v7(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
         break;
     }
   }
@@ -565,7 +571,7 @@ class FcGeluLab final : public Case {
   std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
   std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
   bool own_gemm() const {
-    return version_.path == FcGeluPath::own_gemm_sm90a || version_.path == FcGeluPath::own_gemm_sm90a_persistent;
+    return version_.path != FcGeluPath::cublas_bias_epilogue && version_.path != FcGeluPath::cublas_then_bias_pass;
   }
 
   Config cfg_;
@@ -806,7 +812,8 @@ std::vector<CaseSpec> lab_cases() {
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
                           "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass, v5 one "
-                          "sm_90a GEMM whose epilogue writes both, a block a tile, v6 v5 walking the tiles",
+                          "sm_90a GEMM whose epilogue writes both, a block a tile, v6 v5 walking the tiles, v7 on "
+                          "128 x 256 tiles",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       step_gemms_case(),
