@@ -113,10 +113,17 @@ __device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::col_halv
   if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
 }
 
+// GELU's bf16 bits for a value the table does not cover (|z| < 2^-16, |z| >= 8, NaN, infinity), out of line: the
+// epilogue looks up each of a thread's 64 or 128 elements in unrolled code, and erff inlined at each of them made
+// the kernel's code several times larger than the instruction caches.
+__device__ __noinline__ unsigned short gelu_bits_in_place(unsigned short pre) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(pre)))));
+}
+
 // GELU's bf16 bits for a pre-activation's bits: the table where it covers the value, erff in place elsewhere.
 __device__ inline unsigned short gelu_bits(const unsigned short* table, unsigned short pre) {
   const int slot = bf16_table_slot(pre);
-  return slot >= 0 ? table[slot] : __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(pre)))));
+  return slot >= 0 ? table[slot] : gelu_bits_in_place(pre);
 }
 
 // The epilogue of one accumulator pair: xw's two columns (col, col + 1) of `row`, and GELU of xw + bias.
