@@ -14,7 +14,8 @@
 //       next tile's first stages during the epilogue;
 //   v7: 128 x 256 (two m64n128 products a k16 step), four stages (192 KB), one block an SM walking the tiles: 48
 //       KB of operands a stage for 2^22 FLOPs where v5 loads 32 KB for 2^21, and three stages ahead of the
-//       products where v5's blocks have one or two.
+//       products where v5's blocks have one or two;
+//   v8: v7 with each thread's stores 16 bytes of a row, after the four lanes of a row trade their pairs.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -40,13 +41,17 @@ constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 1
 
 // A version's tile and ring: the tile's output columns (128 or 256: one or two m64n128 products per warp group
 // and k16 step), the stages of K in the ring, and the blocks an SM holds.
-template <int kCols, int kStageCount, int kBlocks>
+// kWideStores: the epilogue's stores 16 bytes a thread (8 columns of a row) after four lanes trade their pairs,
+// instead of each thread's 4-byte pairs (half of a 32-byte sector a store per row).
+template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks, col_halves = kCols / 128;
+  static constexpr bool wide_stores = kWideStores;
   static constexpr std::uint32_t b_bytes = kCols * kTileK * sizeof(bf16);
 };
 using V5Shape = TileShape<128, 3, 2>;  // v5 and v6
 using V7Shape = TileShape<256, 4, 1>;
+using V8Shape = TileShape<256, 4, 1, true>;
 
 template <typename Shape>
 struct FcGeluSmem {
@@ -59,6 +64,7 @@ template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
+static_assert(sizeof(FcGeluSmem<V8Shape>) == sizeof(FcGeluSmem<V7Shape>), "v8 is v7 with other stores");
 
 // The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
 // at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
@@ -126,37 +132,82 @@ __device__ inline unsigned short gelu_bits(const unsigned short* table, unsigned
   return slot >= 0 ? table[slot] : gelu_bits_in_place(pre);
 }
 
-// The epilogue of one accumulator pair: xw's two columns (col, col + 1) of `row`, and GELU of xw + bias.
-__device__ inline void store_pair(bf16* xw, bf16* gelu_out, const unsigned short* table, std::size_t at, float lo,
-                                  float hi, __nv_bfloat162 bias) {
+// The epilogue of one accumulator pair: xw's two columns as bf16 and GELU of those plus the bias, each a pair of
+// bf16 in 32 bits (the lower column in the low half).
+struct OutputPairs {
+  std::uint32_t xw, gelu;
+};
+__device__ inline OutputPairs output_pairs(const unsigned short* table, float lo, float hi, __nv_bfloat162 bias) {
   const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
   const __nv_bfloat162 pre = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
   const unsigned short low = gelu_bits(table, __bfloat16_as_ushort(pre.x)),
                        high = gelu_bits(table, __bfloat16_as_ushort(pre.y));
-  *reinterpret_cast<__nv_bfloat162*>(xw + at) = product;
-  *reinterpret_cast<std::uint32_t*>(gelu_out + at) = static_cast<std::uint32_t>(high) << 16 | low;
+  return {*reinterpret_cast<const std::uint32_t*>(&product), static_cast<std::uint32_t>(high) << 16 | low};
+}
+
+// v[i] for a run-time i in 0..3, by selects (an indexed register array would go to local memory).
+__device__ inline std::uint32_t pick(const std::uint32_t (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+
+// The four lanes of a row (lane % 4 = t) hold pair t of each of four 8-column chunks, p[c] for chunk c; afterwards
+// lane t holds chunk t whole, its pairs in column order: three exchanges, lane t giving lane t ^ i its pair of
+// chunk t ^ i.
+__device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
+  const std::uint32_t by_distance[4] = {pick(p, t), __shfl_xor_sync(kFullWarp, pick(p, t ^ 1), 1),
+                                        __shfl_xor_sync(kFullWarp, pick(p, t ^ 2), 2),
+                                        __shfl_xor_sync(kFullWarp, pick(p, t ^ 3), 3)};
+  return make_uint4(pick(by_distance, t), pick(by_distance, t ^ 1), pick(by_distance, t ^ 2),
+                    pick(by_distance, t ^ 3));
 }
 
 // Each thread's accumulators (hopper.cuh's m64n128 layout, once per 128 columns) to xw and gelu, rows and columns
-// past the matrix skipped.
+// past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk.
 template <typename Shape>
 __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::col_halves][64], bf16* xw,
                            bf16* gelu_out, const bf16* bias, int rows, int cols, int row0, int col0) {
-  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128;
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
   const int row = row0 + 64 * group + 16 * warp + lane / 4;
 #pragma unroll
   for (int h = 0; h < Shape::col_halves; ++h)
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const int col = col0 + 128 * h + 8 * j + 2 * (lane % 4);
-      if (col >= cols) continue;
-      const __nv_bfloat162 b = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+    for (int q = 0; q < 4; ++q) {  // chunks 4 q .. 4 q + 3 of the 16 in 128 columns
+      __nv_bfloat162 b[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int col = min(col0 + 128 * h + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
+        b[c] = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+      }
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = row + 8 * half;
-        if (r < rows)
-          store_pair(xw, gelu_out, s.gelu_table, static_cast<std::size_t>(r) * cols + col, acc[h][4 * j + 2 * half],
-                     acc[h][4 * j + 2 * half + 1], b);
+        std::uint32_t xw_pairs[4], gelu_pairs[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int j = 4 * q + c;
+          const OutputPairs o = output_pairs(s.gelu_table, acc[h][4 * j + 2 * half], acc[h][4 * j + 2 * half + 1], b[c]);
+          xw_pairs[c] = o.xw;
+          gelu_pairs[c] = o.gelu;
+        }
+        if constexpr (Shape::wide_stores) {
+          const uint4 xw_chunk = gather_chunk(xw_pairs, t), gelu_chunk = gather_chunk(gelu_pairs, t);
+          const int col = col0 + 128 * h + 8 * (4 * q + t);
+          if (r < rows && col < cols) {
+            const std::size_t at = static_cast<std::size_t>(r) * cols + col;
+            *reinterpret_cast<uint4*>(xw + at) = xw_chunk;
+            *reinterpret_cast<uint4*>(gelu_out + at) = gelu_chunk;
+          }
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int col = col0 + 128 * h + 8 * (4 * q + c) + 2 * t;
+            if (r < rows && col < cols) {
+              const std::size_t at = static_cast<std::size_t>(r) * cols + col;
+              *reinterpret_cast<std::uint32_t*>(xw + at) = xw_pairs[c];
+              *reinterpret_cast<std::uint32_t*>(gelu_out + at) = gelu_pairs[c];
+            }
+          }
+        }
       }
     }
 }
@@ -204,12 +255,12 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v7 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v8 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v7 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v8 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v7 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v8 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
@@ -231,9 +282,10 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v7 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v8 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
+  configure<V8Shape>("lab_fc_gelu_bf16 v8");
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
@@ -249,6 +301,11 @@ void fc_gelu_v6(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf
 void fc_gelu_v7(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
   launch<V7Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v8(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                cudaStream_t stream) {
+  launch<V8Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab
