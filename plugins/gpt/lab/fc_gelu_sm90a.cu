@@ -6,8 +6,9 @@
 // out of 512 inputs) that read is 268 MB, and the pass took 208 us a launch in R3's profile on an H100.
 //
 // The block: two consumer warp groups, 64 rows of the 128-row tile each, m64n128k16 on 128-byte swizzled K-major
-// tiles that one producer thread loads by TMA, 64 columns of K a stage; 288 threads (the two warp groups and the
-// producer's warp). The versions' tiles (TileShape):
+// tiles that one producer thread loads by TMA, 64 columns of K a stage; the two warp groups and the producer's warp
+// (two blocks an SM) or warp group (one block an SM, its registers given to the others). The versions' tiles
+// (TileShape):
 //   v5: 128 x 128, three stages (96 KB) + the 9.5 KB table, two blocks an SM, a block a tile, each filling its
 //       table and barriers and its first stages before its products;
 //   v6: v5's on two blocks an SM that walk the tiles, so each block does that once and its producer loads the
@@ -15,7 +16,9 @@
 //   v7: 128 x 256 (two m64n128 products a k16 step), four stages (192 KB), one block an SM walking the tiles: 48
 //       KB of operands a stage for 2^22 FLOPs where v5 loads 32 KB for 2^21, and three stages ahead of the
 //       products where v5's blocks have one or two;
-//   v8: v7 with each thread's stores 16 bytes of a row, after the four lanes of a row trade their pairs.
+//   v8: v7 with each thread's stores 16 bytes of a row, after the four lanes of a row trade their pairs;
+//   v9: v8's stores on 128 x 128 tiles, each warp group taking every other tile of the block whole (ping-pong), a
+//       six-stage ring (192 KB), one block an SM: a group's epilogue beside the other's products.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -36,35 +39,67 @@ namespace {
 
 namespace hw = roofbench::hopper;
 
-constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256, kThreads = kConsumerThreads + 32;
+constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // after setmaxnreg, where there is a producer group
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 
-// A version's tile and ring: the tile's output columns (128 or 256: one or two m64n128 products per warp group
-// and k16 step), the stages of K in the ring, and the blocks an SM holds.
+// A version's tile and ring: the tile's output columns (128 or 256), the stages of K in the ring, and the blocks an
+// SM holds. A warp group's part of a tile is `frags` fragments of 64 rows x 128 columns (an m64n128 product each
+// k16 step): with the two warp groups sharing each tile (cooperative), rows 64 group .. and each 128 columns; with
+// kPingpong each warp group takes every other tile of the block whole (128 x 128: rows 0 and 64), so that one
+// group's epilogue runs while the other's products use the tensor cores.
 // kWideStores: the epilogue's stores 16 bytes a thread (8 columns of a row) after four lanes trade their pairs,
 // instead of each thread's 4-byte pairs (half of a 32-byte sector a store per row).
-template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false>
+// The producer: one block an SM has a producer warp group, which setmaxnreg leaves 40 registers so that the
+// consumers have 232 (65,536 shared by 384 threads give 168 each at entry); two blocks an SM have a producer warp
+// (288 threads) and no setmaxnreg (ptxas refuses the consumers' products within the 80 registers that two blocks of
+// 384 threads would have at entry).
+template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false>
 struct TileShape {
-  static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks, col_halves = kCols / 128;
-  static constexpr bool wide_stores = kWideStores;
+  static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
+  static constexpr bool producer_group = kBlocks == 1;
+  static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
+  static constexpr int entry_registers = 65536 / (threads * kBlocks) / 8 * 8;
+  static constexpr bool wide_stores = kWideStores, pingpong = kPingpong;
+  static constexpr int frags = kPingpong ? 2 : kCols / 128;
   static constexpr std::uint32_t b_bytes = kCols * kTileK * sizeof(bf16);
+  static constexpr std::uint32_t releasers = kPingpong ? 1 : 2;  // the warp groups that read each stage
+  static_assert(!kPingpong || kCols == 128, "a ping-pong warp group's tile is 128 x 128");
+  __device__ static int frag_row(int f, int group) { return kPingpong ? 64 * f : 64 * group; }
+  __device__ static int frag_col(int f) { return kPingpong ? 0 : 128 * f; }
 };
 using V5Shape = TileShape<128, 3, 2>;  // v5 and v6
 using V7Shape = TileShape<256, 4, 1>;
 using V8Shape = TileShape<256, 4, 1, true>;
+using V9Shape = TileShape<128, 6, 1, true, true>;
 
 template <typename Shape>
 struct FcGeluSmem {
   unsigned char a[Shape::stages][kRowTileBytes];   // x's rows of the tile, K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
   unsigned short gelu_table[kBf16TableSize];       // bf16 bits of GELU of every covered bf16 value
-  std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; both warp groups done with it
+  std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
+  std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
 static_assert(sizeof(FcGeluSmem<V8Shape>) == sizeof(FcGeluSmem<V7Shape>), "v8 is v7 with other stores");
+static_assert(kSmemBytes<V9Shape> + 1024 <= 228 * 1024, "one v9 block an SM");
+
+// The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
+// registers of the kernel's entry instead of those setmaxnreg gives them.
+__device__ __noinline__ void timed_out() { __trap(); }
+
+// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that never
+// completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  if (hw::mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) timed_out();
+}
 
 // The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
 // at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
@@ -83,39 +118,43 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
   for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x)
     for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
       const int stage = step % Shape::stages;
-      if (step >= Shape::stages) attention::wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
+      if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
       hw::mbarrier_arrive_expect_tx(&s.full[stage], kRowTileBytes + Shape::b_bytes);
       hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
 #pragma unroll
-      for (int h = 0; h < Shape::col_halves; ++h)
+      for (int h = 0; h < Shape::cols / 128; ++h)
         hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
                         kb * kTileK);
     }
 }
 
-// A consumer warp group's 64-row part of one tile, its stages from `step` on; one thread of the group releases
-// each stage once the products that read it have completed (wait_group 1: all but the newest; the last at the end).
-template <typename Shape>
-__device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::col_halves][64], int group, int k_blocks,
-                              int step) {
+// A consumer warp group's fragments of one tile, its stages from `step` on; one thread of the group releases each
+// stage once the products that read it have completed (wait_group 1: all but the newest; the last at the end).
+// `issued()` runs once the last stage's products are issued.
+template <typename Shape, typename Issued>
+__device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][64], int group, int k_blocks, int step,
+                              Issued issued) {
   const bool releases = threadIdx.x % 128 == 0;
   for (int kb = 0; kb < k_blocks; ++kb, ++step) {
     const int stage = step % Shape::stages;
-    attention::wait_or_trap(&s.full[stage], (step / Shape::stages) & 1);
+    wait_or_trap(&s.full[stage], (step / Shape::stages) & 1);
     hw::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kTileK / 16; ++k)
 #pragma unroll
-      for (int h = 0; h < Shape::col_halves; ++h)
-        hw::wgmma_bf16_ss(acc[h], hw::descriptor_k_major_sw128(s.a[stage] + group * 64 * attention::kSwizzleRow, k),
-                          hw::descriptor_k_major_sw128(s.b[stage] + h * kRowTileBytes, k), kb > 0 || k > 0 ? 1u : 0u);
+      for (int f = 0; f < Shape::frags; ++f)
+        hw::wgmma_bf16_ss(
+            acc[f], hw::descriptor_k_major_sw128(s.a[stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k),
+            hw::descriptor_k_major_sw128(s.b[stage] + Shape::frag_col(f) * attention::kSwizzleRow, k),
+            kb > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
+    if (kb == k_blocks - 1) issued();
     hw::wgmma_wait_group<1>();
     if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
   }
   hw::wgmma_wait_group<0>();
 #pragma unroll
-  for (int h = 0; h < Shape::col_halves; ++h) hw::fence_accumulators(acc[h]);
+  for (int f = 0; f < Shape::frags; ++f) hw::fence_accumulators(acc[f]);
   if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
 }
 
@@ -161,21 +200,21 @@ __device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
                     pick(by_distance, t ^ 3));
 }
 
-// Each thread's accumulators (hopper.cuh's m64n128 layout, once per 128 columns) to xw and gelu, rows and columns
+// Each thread's accumulators (hopper.cuh's m64n128 layout, once per fragment) to xw and gelu, rows and columns
 // past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk.
 template <typename Shape>
-__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::col_halves][64], bf16* xw,
+__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], bf16* xw,
                            bf16* gelu_out, const bf16* bias, int rows, int cols, int row0, int col0) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
-  const int row = row0 + 64 * group + 16 * warp + lane / 4;
 #pragma unroll
-  for (int h = 0; h < Shape::col_halves; ++h)
+  for (int f = 0; f < Shape::frags; ++f)
 #pragma unroll
     for (int q = 0; q < 4; ++q) {  // chunks 4 q .. 4 q + 3 of the 16 in 128 columns
+      const int row = row0 + Shape::frag_row(f, group) + 16 * warp + lane / 4, cols0 = col0 + Shape::frag_col(f);
       __nv_bfloat162 b[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int col = min(col0 + 128 * h + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
+        const int col = min(cols0 + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
         b[c] = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
       }
 #pragma unroll
@@ -185,13 +224,13 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const int j = 4 * q + c;
-          const OutputPairs o = output_pairs(s.gelu_table, acc[h][4 * j + 2 * half], acc[h][4 * j + 2 * half + 1], b[c]);
+          const OutputPairs o = output_pairs(s.gelu_table, acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1], b[c]);
           xw_pairs[c] = o.xw;
           gelu_pairs[c] = o.gelu;
         }
         if constexpr (Shape::wide_stores) {
           const uint4 xw_chunk = gather_chunk(xw_pairs, t), gelu_chunk = gather_chunk(gelu_pairs, t);
-          const int col = col0 + 128 * h + 8 * (4 * q + t);
+          const int col = cols0 + 8 * (4 * q + t);
           if (r < rows && col < cols) {
             const std::size_t at = static_cast<std::size_t>(r) * cols + col;
             *reinterpret_cast<uint4*>(xw + at) = xw_chunk;
@@ -200,7 +239,7 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
         } else {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const int col = col0 + 128 * h + 8 * (4 * q + c) + 2 * t;
+            const int col = cols0 + 8 * (4 * q + c) + 2 * t;
             if (r < rows && col < cols) {
               const std::size_t at = static_cast<std::size_t>(r) * cols + col;
               *reinterpret_cast<std::uint32_t*>(xw + at) = xw_pairs[c];
@@ -213,7 +252,7 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
 }
 
 template <typename Shape>
-__global__ void __launch_bounds__(kThreads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
   extern __shared__ unsigned char raw[];
@@ -223,20 +262,34 @@ __global__ void __launch_bounds__(kThreads, Shape::blocks_per_sm)
     hw::tma_prefetch_map(&w_map);
     for (int stage = 0; stage < Shape::stages; ++stage) {
       hw::mbarrier_init(&s.full[stage], 1);
-      hw::mbarrier_init(&s.empty[stage], 2);
+      hw::mbarrier_init(&s.empty[stage], Shape::releasers);
     }
+    hw::mbarrier_init(&s.turn[0], 1);
+    hw::mbarrier_init(&s.turn[1], 1);
     hw::mbarrier_init_fence();
   }
   fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
+    if constexpr (Shape::producer_group) hw::setmaxnreg_dec<kProducerRegisters>();
     if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
     return;
   }
-  float acc[Shape::col_halves][64];
-  int step = 0;
-  for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x, step += walk.k_blocks) {
-    multiply_tile(s, acc, threadIdx.x / 128, walk.k_blocks, step);
+  if constexpr (Shape::producer_group) hw::setmaxnreg_inc<kConsumerRegisters>();
+  // The block's i-th tile is blockIdx.x + i gridDim.x, its stages from i k_blocks on; ping-pong warp groups take
+  // every other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
+  // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
+  const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
+  float acc[Shape::frags][64];
+  for (int i = first, n = 0; blockIdx.x + i * gridDim.x < walk.tiles; i += stride, ++n) {
+    const int t = blockIdx.x + i * gridDim.x;
+    if constexpr (Shape::pingpong) {
+      const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
+      if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
+    }
+    multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
+      if (Shape::pingpong && threadIdx.x % 128 == 0) hw::mbarrier_arrive(&s.turn[1 - group]);
+    });
     store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
   }
 }
@@ -255,25 +308,32 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v8 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v9 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v8 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v9 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v8 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v9 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
   const int blocks = persistent ? std::min(walk.tiles, g_persistent_grid<Shape>) : walk.tiles;
-  fc_gelu_sm90a_kernel<Shape><<<blocks, kThreads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw, gelu_out, bias, rows,
+  fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw, gelu_out, bias, rows,
                                                                                out, walk);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
+// setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to other than
+// Shape::entry_registers would leave the consumers' setmaxnreg.inc waiting forever, so configure refuses it.
 template <typename Shape>
 void configure(const char* version) {
+  cudaFuncAttributes attributes{};
+  ROOFBENCH_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(fc_gelu_sm90a_kernel<Shape>)));
+  if (Shape::producer_group && attributes.numRegs != Shape::entry_registers)
+    throw Error(std::string("gpt: ") + version + "'s kernel has " + std::to_string(attributes.numRegs) +
+                " registers a thread where its setmaxnreg split needs " + std::to_string(Shape::entry_registers));
   g_persistent_grid<Shape> =
-      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, kThreads, kSmemBytes<Shape>);
+      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, Shape::threads, kSmemBytes<Shape>);
 }
 
 }  // namespace
@@ -282,10 +342,11 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v8 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v9 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
   configure<V8Shape>("lab_fc_gelu_bf16 v8");
+  configure<V9Shape>("lab_fc_gelu_bf16 v9");
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
@@ -306,6 +367,11 @@ void fc_gelu_v7(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf
 void fc_gelu_v8(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
   launch<V8Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v9(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                cudaStream_t stream) {
+  launch<V9Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab
