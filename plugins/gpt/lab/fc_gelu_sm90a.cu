@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5, v6 and v7 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v11 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -18,7 +18,11 @@
 //       products where v5's blocks have one or two;
 //   v8: v7 with each thread's stores 16 bytes of a row, after the four lanes of a row trade their pairs;
 //   v9: v8's stores on 128 x 128 tiles, each warp group taking every other tile of the block whole (ping-pong), a
-//       six-stage ring (192 KB), one block an SM: a group's epilogue beside the other's products.
+//       six-stage ring (192 KB), one block an SM: a group's epilogue beside the other's products;
+//   v10: v6 with the epilogue's lookups batched (output_batch): in v5-v9 a branch per element kept the epilogue's
+//       instructions from interleaving, and it, not the products, took most of the time (Nsight Compute on v9: 7.3
+//       cycles a warp between instructions, SM and memory throughput both near 30%);
+//   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -54,9 +58,13 @@ constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 1
 // consumers have 232 (65,536 shared by 384 threads give 168 each at entry); two blocks an SM have a producer warp
 // (288 threads) and no setmaxnreg (ptxas refuses the consumers' products within the 80 registers that two blocks of
 // 384 threads would have at entry).
-template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false>
+// kBatchedLookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
+// vote) for values outside the table, instead of a branch per element (output_batch).
+template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
+          bool kBatchedLookup = false>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
+  static constexpr bool batched_lookup = kBatchedLookup;
   static constexpr bool producer_group = kBlocks == 1;
   static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * kBlocks) / 8 * 8;
@@ -72,6 +80,8 @@ using V5Shape = TileShape<128, 3, 2>;  // v5 and v6
 using V7Shape = TileShape<256, 4, 1>;
 using V8Shape = TileShape<256, 4, 1, true>;
 using V9Shape = TileShape<128, 6, 1, true, true>;
+using V10Shape = TileShape<128, 3, 2, false, false, true>;
+using V11Shape = TileShape<128, 6, 1, false, true, true>;
 
 template <typename Shape>
 struct FcGeluSmem {
@@ -87,6 +97,8 @@ static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 102
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
 static_assert(sizeof(FcGeluSmem<V8Shape>) == sizeof(FcGeluSmem<V7Shape>), "v8 is v7 with other stores");
 static_assert(kSmemBytes<V9Shape> + 1024 <= 228 * 1024, "one v9 block an SM");
+static_assert(sizeof(FcGeluSmem<V10Shape>) == sizeof(FcGeluSmem<V5Shape>), "v10 is v6 with another epilogue");
+static_assert(sizeof(FcGeluSmem<V11Shape>) == sizeof(FcGeluSmem<V9Shape>), "v11 is v9 with another epilogue");
 
 // The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
 // registers of the kernel's entry instead of those setmaxnreg gives them.
@@ -184,6 +196,37 @@ __device__ inline OutputPairs output_pairs(const unsigned short* table, float lo
   return {*reinterpret_cast<const std::uint32_t*>(&product), static_cast<std::uint32_t>(high) << 16 | low};
 }
 
+// The GELU pairs of four pre-activation pairs where the table does not cover them, one call out of line for a batch
+// (output_batch's rare path).
+__device__ __noinline__ void gelu_batch_in_place(const std::uint32_t (&pre)[4], std::uint32_t (&gelu)[4]) {
+  for (int c = 0; c < 4; ++c) {
+    const auto low = static_cast<unsigned short>(pre[c]), high = static_cast<unsigned short>(pre[c] >> 16);
+    if (bf16_table_slot(low) < 0) gelu[c] = (gelu[c] & 0xffff0000u) | gelu_bits_in_place(low);
+    if (bf16_table_slot(high) < 0) gelu[c] = (gelu[c] & 0xffffu) | std::uint32_t{gelu_bits_in_place(high)} << 16;
+  }
+}
+
+// Four pairs' outputs (output_pairs's) with the eight table lookups issued together, each unconditional (a value
+// the table does not cover reads slot 0), then one warp vote: a batch with such a value in any lane evaluates those
+// in place. Straight-line code, so that the eight elements' instructions interleave.
+__device__ inline void output_batch(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
+                                    const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4], std::uint32_t (&gelu)[4]) {
+  std::uint32_t pre[4];
+  bool outside = false;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const __nv_bfloat162 product = __floats2bfloat162_rn(lo[c], hi[c]);
+    const __nv_bfloat162 sum = __hadd2(product, bias[c]);  // round to nearest even once, as ColumnBias8::add_to
+    xw[c] = *reinterpret_cast<const std::uint32_t*>(&product);
+    pre[c] = *reinterpret_cast<const std::uint32_t*>(&sum);
+    const int low = bf16_table_slot(static_cast<unsigned short>(pre[c])),
+              high = bf16_table_slot(static_cast<unsigned short>(pre[c] >> 16));
+    outside |= (low | high) < 0;
+    gelu[c] = static_cast<std::uint32_t>(table[max(high, 0)]) << 16 | table[max(low, 0)];
+  }
+  if (__any_sync(kFullWarp, outside)) gelu_batch_in_place(pre, gelu);
+}
+
 // v[i] for a run-time i in 0..3, by selects (an indexed register array would go to local memory).
 __device__ inline std::uint32_t pick(const std::uint32_t (&v)[4], int i) {
   return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
@@ -221,12 +264,23 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
       for (int half = 0; half < 2; ++half) {
         const int r = row + 8 * half;
         std::uint32_t xw_pairs[4], gelu_pairs[4];
+        if constexpr (Shape::batched_lookup) {
+          float lo[4], hi[4];
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int j = 4 * q + c;
-          const OutputPairs o = output_pairs(s.gelu_table, acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1], b[c]);
-          xw_pairs[c] = o.xw;
-          gelu_pairs[c] = o.gelu;
+          for (int c = 0; c < 4; ++c) {
+            lo[c] = acc[f][4 * (4 * q + c) + 2 * half];
+            hi[c] = acc[f][4 * (4 * q + c) + 2 * half + 1];
+          }
+          output_batch(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int j = 4 * q + c;
+            const OutputPairs o =
+                output_pairs(s.gelu_table, acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1], b[c]);
+            xw_pairs[c] = o.xw;
+            gelu_pairs[c] = o.gelu;
+          }
         }
         if constexpr (Shape::wide_stores) {
           const uint4 xw_chunk = gather_chunk(xw_pairs, t), gelu_chunk = gather_chunk(gelu_pairs, t);
@@ -308,12 +362,12 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v9 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v11 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v9 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v11 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v9 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v11 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
@@ -342,11 +396,13 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v9 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v11 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
   configure<V8Shape>("lab_fc_gelu_bf16 v8");
   configure<V9Shape>("lab_fc_gelu_bf16 v9");
+  configure<V10Shape>("lab_fc_gelu_bf16 v10");
+  configure<V11Shape>("lab_fc_gelu_bf16 v11");
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
@@ -372,6 +428,16 @@ void fc_gelu_v8(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf
 void fc_gelu_v9(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                 cudaStream_t stream) {
   launch<V9Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v10(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                 cudaStream_t stream) {
+  launch<V10Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v11(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                 cudaStream_t stream) {
+  launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

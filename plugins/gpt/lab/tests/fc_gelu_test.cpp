@@ -1,5 +1,5 @@
-// lab_fc_gelu_bf16 v5-v9 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
-// the same x w^T, bit for bit, and v6-v9 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// lab_fc_gelu_bf16 v5-v11 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
+// the same x w^T, bit for bit, and v6-v11 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
 // stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
 // the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
@@ -56,7 +56,7 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   const auto bias = from_bf16(to_bf16(random_floats(out, 43, -0.5f, 0.5f)));
   Device dev;
   using Version = void (*)(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t);
-  const Version others[] = {fc_gelu_v6, fc_gelu_v7, fc_gelu_v8, fc_gelu_v9};
+  const Version others[] = {fc_gelu_v6, fc_gelu_v7, fc_gelu_v8, fc_gelu_v9, fc_gelu_v10, fc_gelu_v11};
   // Poisoned first: an element a version leaves unwritten stays NaN and fails the checks.
   const std::vector<bf16> nan(n, to_bf16({std::numeric_limits<float>::quiet_NaN()})[0]);
   const auto poisoned = [&] {
