@@ -19,9 +19,10 @@
 //   v8: v7 with each thread's stores 16 bytes of a row, after the four lanes of a row trade their pairs;
 //   v9: v8's stores on 128 x 128 tiles, each warp group taking every other tile of the block whole (ping-pong), a
 //       six-stage ring (192 KB), one block an SM: a group's epilogue beside the other's products;
-//   v10: v6 with the epilogue's lookups batched (output_batch): in v5-v9 a branch per element kept the epilogue's
-//       instructions from interleaving, and it, not the products, took most of the time (Nsight Compute on v9: 7.3
-//       cycles a warp between instructions, SM and memory throughput both near 30%);
+//   v10: v6 with the epilogue's lookups batched (output_batch) and a fragment's bias loaded before its stores, 112
+//       registers: in v5-v9 a branch per element kept the epilogue's instructions from interleaving, and it, not
+//       the products, took most of the time (Nsight Compute on v9: 7.3 cycles a warp between instructions, SM and
+//       memory throughput both near 30%);
 //   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -67,7 +68,10 @@ struct TileShape {
   static constexpr bool batched_lookup = kBatchedLookup;
   static constexpr bool producer_group = kBlocks == 1;
   static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
-  static constexpr int entry_registers = 65536 / (threads * kBlocks) / 8 * 8;
+  static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
+  // The kernel's register cap (__maxnreg__): entry_registers, but for v5's and v6's 96, what __launch_bounds__(288,
+  // 2) gave them when they were timed (v10 spilled 216 bytes at 96).
+  static constexpr int max_registers = kBlocks == 2 && !kBatchedLookup ? 96 : entry_registers;
   static constexpr bool wide_stores = kWideStores, pingpong = kPingpong;
   static constexpr int frags = kPingpong ? 2 : kCols / 128;
   static constexpr std::uint32_t b_bytes = kCols * kTileK * sizeof(bf16);
@@ -197,13 +201,15 @@ __device__ inline OutputPairs output_pairs(const unsigned short* table, float lo
 }
 
 // The GELU pairs of four pre-activation pairs where the table does not cover them, one call out of line for a batch
-// (output_batch's rare path).
-__device__ __noinline__ void gelu_batch_in_place(const std::uint32_t (&pre)[4], std::uint32_t (&gelu)[4]) {
-  for (int c = 0; c < 4; ++c) {
-    const auto low = static_cast<unsigned short>(pre[c]), high = static_cast<unsigned short>(pre[c] >> 16);
-    if (bf16_table_slot(low) < 0) gelu[c] = (gelu[c] & 0xffff0000u) | gelu_bits_in_place(low);
-    if (bf16_table_slot(high) < 0) gelu[c] = (gelu[c] & 0xffffu) | std::uint32_t{gelu_bits_in_place(high)} << 16;
-  }
+// (output_batch's rare path); by value, so that the batch stays in registers on the common path.
+__device__ __noinline__ uint4 gelu_batch_in_place(uint4 pre, uint4 gelu) {
+  const auto fix = [](std::uint32_t pre_pair, std::uint32_t gelu_pair) {
+    const auto low = static_cast<unsigned short>(pre_pair), high = static_cast<unsigned short>(pre_pair >> 16);
+    if (bf16_table_slot(low) < 0) gelu_pair = (gelu_pair & 0xffff0000u) | gelu_bits_in_place(low);
+    if (bf16_table_slot(high) < 0) gelu_pair = (gelu_pair & 0xffffu) | std::uint32_t{gelu_bits_in_place(high)} << 16;
+    return gelu_pair;
+  };
+  return make_uint4(fix(pre.x, gelu.x), fix(pre.y, gelu.y), fix(pre.z, gelu.z), fix(pre.w, gelu.w));
 }
 
 // Four pairs' outputs (output_pairs's) with the eight table lookups issued together, each unconditional (a value
@@ -224,7 +230,14 @@ __device__ inline void output_batch(const unsigned short* table, const float (&l
     outside |= (low | high) < 0;
     gelu[c] = static_cast<std::uint32_t>(table[max(high, 0)]) << 16 | table[max(low, 0)];
   }
-  if (__any_sync(kFullWarp, outside)) gelu_batch_in_place(pre, gelu);
+  if (__any_sync(kFullWarp, outside)) {
+    const uint4 fixed = gelu_batch_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                                            make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]));
+    gelu[0] = fixed.x;
+    gelu[1] = fixed.y;
+    gelu[2] = fixed.z;
+    gelu[3] = fixed.w;
+  }
 }
 
 // v[i] for a run-time i in 0..3, by selects (an indexed register array would go to local memory).
@@ -245,20 +258,40 @@ __device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
 
 // Each thread's accumulators (hopper.cuh's m64n128 layout, once per fragment) to xw and gelu, rows and columns
 // past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk.
+// The bias pairs of a thread's columns in 128 (cols0 + 8 j + 2 t, j = 0..15); past the matrix's edge, its last pair
+// (never stored). Two 2-byte loads a pair: the bias needs only bf16's alignment.
+__device__ inline void load_bias_pairs(__nv_bfloat162 (&b)[16], const bf16* __restrict__ bias, int cols0, int t,
+                                       int cols) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int col = min(cols0 + 8 * j + 2 * t, cols - 2);
+    b[j] = __halves2bfloat162(bias[col], bias[col + 1]);
+  }
+}
+
+// Shape::batched_lookup: a fragment's 16 bias pairs loaded before any of its stores (the outputs and the bias
+// declared unaliased), where the other versions load each q's four between the stores.
 template <typename Shape>
-__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], bf16* xw,
-                           bf16* gelu_out, const bf16* bias, int rows, int cols, int row0, int col0) {
+__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], bf16* __restrict__ xw,
+                           bf16* __restrict__ gelu_out, const bf16* __restrict__ bias, int rows, int cols, int row0,
+                           int col0) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
 #pragma unroll
-  for (int f = 0; f < Shape::frags; ++f)
+  for (int f = 0; f < Shape::frags; ++f) {
+    [[maybe_unused]] __nv_bfloat162 fragment_bias[16];
+    if constexpr (Shape::batched_lookup) load_bias_pairs(fragment_bias, bias, col0 + Shape::frag_col(f), t, cols);
 #pragma unroll
     for (int q = 0; q < 4; ++q) {  // chunks 4 q .. 4 q + 3 of the 16 in 128 columns
       const int row = row0 + Shape::frag_row(f, group) + 16 * warp + lane / 4, cols0 = col0 + Shape::frag_col(f);
       __nv_bfloat162 b[4];
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int col = min(cols0 + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
-        b[c] = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+        if constexpr (Shape::batched_lookup) {
+          b[c] = fragment_bias[4 * q + c];
+        } else {
+          const int col = min(cols0 + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
+          b[c] = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+        }
       }
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
@@ -303,10 +336,11 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
         }
       }
     }
+  }
 }
 
 template <typename Shape>
-__global__ void __launch_bounds__(Shape::threads, Shape::blocks_per_sm)
+__global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
   extern __shared__ unsigned char raw[];
