@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v11 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v12 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -23,7 +23,8 @@
 //       registers: in v5-v9 a branch per element kept the epilogue's instructions from interleaving, and it, not
 //       the products, took most of the time (Nsight Compute on v9: 7.3 cycles a warp between instructions, SM and
 //       memory throughput both near 30%);
-//   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores.
+//   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores;
+//   v12: v11 on a 16 KB table of |z| in [2^-16, 2^16) whose two slots a pair come from packed 32-bit operations.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -48,6 +49,23 @@ constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
 constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // after setmaxnreg, where there is a producer group
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 
+// The wide table (v12): slot m + 4096 sign for the bf16 magnitude bits 0x3780 + m, m < 4096, i.e. |z| in
+// [2^-16, 2^16); the values outside it (tiny, huge, NaN, infinity) are evaluated in place.
+constexpr std::uint32_t kWideTableLow = 0x3780, kWideTableHalf = 0x1000, kWideTableSize = 2 * kWideTableHalf;
+
+// The two slots of a bf16 pair's bits (low element in the low half), as byte offsets into the wide table, and
+// whether either element is off it (then its neighbour's slot may be off by one: a borrow from the low half; the
+// rare path evaluates both in place). Packed: the subtraction and masks work on both halves at once.
+struct WideSlots {
+  std::uint32_t low_bytes, high_bytes;
+  bool outside;
+};
+__device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
+  const std::uint32_t offset = (pair & 0x7fff7fffu) - (kWideTableLow << 16 | kWideTableLow);
+  const std::uint32_t slots = (offset & 0x0fff0fffu) | ((pair >> 3) & 0x10001000u);  // sign: + 4096
+  return {(slots << 1) & 0x3ffeu, (slots >> 15) & 0x3ffeu, (offset & 0xf000f000u) != 0};
+}
+
 // A version's tile and ring: the tile's output columns (128 or 256), the stages of K in the ring, and the blocks an
 // SM holds. A warp group's part of a tile is `frags` fragments of 64 rows x 128 columns (an m64n128 product each
 // k16 step): with the two warp groups sharing each tile (cooperative), rows 64 group .. and each 128 columns; with
@@ -61,11 +79,13 @@ constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 1
 // 384 threads would have at entry).
 // kBatchedLookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
 // vote) for values outside the table, instead of a branch per element (output_batch).
+// kWideTable: kBatchedLookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
+// bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
 template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
-          bool kBatchedLookup = false>
+          bool kBatchedLookup = false, bool kWideTable = false>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
-  static constexpr bool batched_lookup = kBatchedLookup;
+  static constexpr bool batched_lookup = kBatchedLookup || kWideTable, wide_table = kWideTable;
   static constexpr bool producer_group = kBlocks == 1;
   static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
@@ -86,12 +106,13 @@ using V8Shape = TileShape<256, 4, 1, true>;
 using V9Shape = TileShape<128, 6, 1, true, true>;
 using V10Shape = TileShape<128, 3, 2, false, false, true>;
 using V11Shape = TileShape<128, 6, 1, false, true, true>;
+using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
 
 template <typename Shape>
 struct FcGeluSmem {
   unsigned char a[Shape::stages][kRowTileBytes];   // x's rows of the tile, K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
-  unsigned short gelu_table[kBf16TableSize];       // bf16 bits of GELU of every covered bf16 value
+  unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
 };
@@ -103,6 +124,7 @@ static_assert(sizeof(FcGeluSmem<V8Shape>) == sizeof(FcGeluSmem<V7Shape>), "v8 is
 static_assert(kSmemBytes<V9Shape> + 1024 <= 228 * 1024, "one v9 block an SM");
 static_assert(sizeof(FcGeluSmem<V10Shape>) == sizeof(FcGeluSmem<V5Shape>), "v10 is v6 with another epilogue");
 static_assert(sizeof(FcGeluSmem<V11Shape>) == sizeof(FcGeluSmem<V9Shape>), "v11 is v9 with another epilogue");
+static_assert(kSmemBytes<V12Shape> + 1024 <= 228 * 1024, "one v12 block an SM");
 
 // The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
 // registers of the kernel's entry instead of those setmaxnreg gives them.
@@ -212,6 +234,45 @@ __device__ __noinline__ uint4 gelu_batch_in_place(uint4 pre, uint4 gelu) {
   return make_uint4(fix(pre.x, gelu.x), fix(pre.y, gelu.y), fix(pre.z, gelu.z), fix(pre.w, gelu.w));
 }
 
+// The GELU pairs of four pre-activation pairs evaluated in place where `outside` says (the wide table's rare path).
+__device__ __noinline__ uint4 gelu_pairs_in_place(uint4 pre, uint4 gelu, unsigned outside) {
+  const auto fix = [](std::uint32_t pre_pair, std::uint32_t gelu_pair, bool off) {
+    return off ? static_cast<std::uint32_t>(gelu_bits_in_place(static_cast<unsigned short>(pre_pair >> 16))) << 16 |
+                     gelu_bits_in_place(static_cast<unsigned short>(pre_pair))
+               : gelu_pair;
+  };
+  return make_uint4(fix(pre.x, gelu.x, outside & 1), fix(pre.y, gelu.y, outside & 2), fix(pre.z, gelu.z, outside & 4),
+                    fix(pre.w, gelu.w, outside & 8));
+}
+
+// output_batch on the wide table: two slots a pair from a few packed operations (wide_table_slots).
+__device__ inline void output_batch_wide(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
+                                         const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4],
+                                         std::uint32_t (&gelu)[4]) {
+  std::uint32_t pre[4];
+  unsigned outside = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const __nv_bfloat162 product = __floats2bfloat162_rn(lo[c], hi[c]);
+    const __nv_bfloat162 sum = __hadd2(product, bias[c]);  // round to nearest even once, as ColumnBias8::add_to
+    xw[c] = *reinterpret_cast<const std::uint32_t*>(&product);
+    pre[c] = *reinterpret_cast<const std::uint32_t*>(&sum);
+    const WideSlots slots = wide_table_slots(pre[c]);
+    outside |= slots.outside ? 1u << c : 0u;
+    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
+              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
+  }
+  if (__any_sync(kFullWarp, outside != 0)) {
+    const uint4 fixed = gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                                            make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside);
+    gelu[0] = fixed.x;
+    gelu[1] = fixed.y;
+    gelu[2] = fixed.z;
+    gelu[3] = fixed.w;
+  }
+}
+
 // Four pairs' outputs (output_pairs's) with the eight table lookups issued together, each unconditional (a value
 // the table does not cover reads slot 0), then one warp vote: a batch with such a value in any lane evaluates those
 // in place. Straight-line code, so that the eight elements' instructions interleave.
@@ -304,7 +365,10 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
             lo[c] = acc[f][4 * (4 * q + c) + 2 * half];
             hi[c] = acc[f][4 * (4 * q + c) + 2 * half + 1];
           }
-          output_batch(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+          if constexpr (Shape::wide_table)
+            output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+          else
+            output_batch(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
         } else {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
@@ -356,7 +420,13 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     hw::mbarrier_init(&s.turn[1], 1);
     hw::mbarrier_init_fence();
   }
-  fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
+  if constexpr (Shape::wide_table)
+    for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
+      const auto bits = static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
+      s.gelu_table[slot] = __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(bits)))));
+    }
+  else
+    fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     if constexpr (Shape::producer_group) hw::setmaxnreg_dec<kProducerRegisters>();
@@ -396,12 +466,12 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v11 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v12 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v11 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v12 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v11 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v12 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
@@ -430,13 +500,14 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v11 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v12 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
   configure<V8Shape>("lab_fc_gelu_bf16 v8");
   configure<V9Shape>("lab_fc_gelu_bf16 v9");
   configure<V10Shape>("lab_fc_gelu_bf16 v10");
   configure<V11Shape>("lab_fc_gelu_bf16 v11");
+  configure<V12Shape>("lab_fc_gelu_bf16 v12");
 }
 
 void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
@@ -472,6 +543,11 @@ void fc_gelu_v10(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const b
 void fc_gelu_v11(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
                  cudaStream_t stream) {
   launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+}
+
+void fc_gelu_v12(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
+                 cudaStream_t stream) {
+  launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

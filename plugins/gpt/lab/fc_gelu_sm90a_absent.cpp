@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v11 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): fc_gelu_sm90a.cu is not compiled,
+// lab_fc_gelu_bf16 v5-v12 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): fc_gelu_sm90a.cu is not compiled,
 // so they are not applicable on any device and its benchmarks are listed as not run.
 #include "fc_gelu_sm90a.hpp"
 #include "roofbench/plugin.hpp"
@@ -8,7 +8,7 @@ namespace roofbench::gpt::cuda::lab {
 namespace {
 
 [[noreturn]] void refuse() {
-  throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v11 need sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
+  throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v12 need sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
 }
 
 }  // namespace
@@ -21,5 +21,6 @@ void fc_gelu_v8(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, i
 void fc_gelu_v9(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
 void fc_gelu_v10(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
 void fc_gelu_v11(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
+void fc_gelu_v12(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
 
 }  // namespace roofbench::gpt::cuda::lab

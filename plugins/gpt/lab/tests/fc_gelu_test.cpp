@@ -1,5 +1,5 @@
-// lab_fc_gelu_bf16 v5-v11 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
-// the same x w^T, bit for bit, and v6-v11 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// lab_fc_gelu_bf16 v5-v12 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
+// the same x w^T, bit for bit, and v6-v12 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
 // stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
 // the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
@@ -53,10 +53,15 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   // Weights at the model's scale, so that x w^T + bias spans GELU's tails and its curved middle.
   const auto x = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(rows) * in, 41)));
   const auto w = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(out) * in, 42, -0.1f, 0.1f)));
-  const auto bias = from_bf16(to_bf16(random_floats(out, 43, -0.5f, 0.5f)));
+  // A few columns' bias far out, so that their pre-activations leave both tables (|z| >= 8, and >= 2^16) and the
+  // epilogues' in-place paths run.
+  auto bias_values = random_floats(out, 43, -0.5f, 0.5f);
+  const float far[] = {20.0f, -20.0f, 1e5f, -1e5f};
+  for (int i = 0; i < 4; ++i) bias_values[static_cast<std::size_t>(i) * out / 4 + 1] = far[i];
+  const auto bias = from_bf16(to_bf16(bias_values));
   Device dev;
   using Version = void (*)(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t);
-  const Version others[] = {fc_gelu_v6, fc_gelu_v7, fc_gelu_v8, fc_gelu_v9, fc_gelu_v10, fc_gelu_v11};
+  const Version others[] = {fc_gelu_v6, fc_gelu_v7, fc_gelu_v8, fc_gelu_v9, fc_gelu_v10, fc_gelu_v11, fc_gelu_v12};
   // Poisoned first: an element a version leaves unwritten stays NaN and fails the checks.
   const std::vector<bf16> nan(n, to_bf16({std::numeric_limits<float>::quiet_NaN()})[0]);
   const auto poisoned = [&] {
