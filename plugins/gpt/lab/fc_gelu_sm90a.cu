@@ -245,6 +245,21 @@ __device__ __noinline__ uint4 gelu_pairs_in_place(uint4 pre, uint4 gelu, unsigne
                     fix(pre.w, gelu.w, outside & 8));
 }
 
+// x w^T's pair rounded to bf16 (into xw) and the pre-activation pair bf16(xw + bias) returned, as 32-bit words.
+__device__ inline std::uint32_t rounded_pair(float lo, float hi, __nv_bfloat162 bias, std::uint32_t& xw) {
+  const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
+  const __nv_bfloat162 sum = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
+  xw = *reinterpret_cast<const std::uint32_t*>(&product);
+  return *reinterpret_cast<const std::uint32_t*>(&sum);
+}
+
+__device__ inline void unpack(uint4 v, std::uint32_t (&out)[4]) {
+  out[0] = v.x;
+  out[1] = v.y;
+  out[2] = v.z;
+  out[3] = v.w;
+}
+
 // output_batch on the wide table: two slots a pair from a few packed operations (wide_table_slots).
 __device__ inline void output_batch_wide(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
                                          const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4],
@@ -254,22 +269,16 @@ __device__ inline void output_batch_wide(const unsigned short* table, const floa
   const auto* bytes = reinterpret_cast<const unsigned char*>(table);
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const __nv_bfloat162 product = __floats2bfloat162_rn(lo[c], hi[c]);
-    const __nv_bfloat162 sum = __hadd2(product, bias[c]);  // round to nearest even once, as ColumnBias8::add_to
-    xw[c] = *reinterpret_cast<const std::uint32_t*>(&product);
-    pre[c] = *reinterpret_cast<const std::uint32_t*>(&sum);
+    pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
     const WideSlots slots = wide_table_slots(pre[c]);
     outside |= slots.outside ? 1u << c : 0u;
     gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
               *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
   }
   if (__any_sync(kFullWarp, outside != 0)) {
-    const uint4 fixed = gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
-                                            make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside);
-    gelu[0] = fixed.x;
-    gelu[1] = fixed.y;
-    gelu[2] = fixed.z;
-    gelu[3] = fixed.w;
+    unpack(gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside),
+           gelu);
   }
 }
 
@@ -282,22 +291,16 @@ __device__ inline void output_batch(const unsigned short* table, const float (&l
   bool outside = false;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const __nv_bfloat162 product = __floats2bfloat162_rn(lo[c], hi[c]);
-    const __nv_bfloat162 sum = __hadd2(product, bias[c]);  // round to nearest even once, as ColumnBias8::add_to
-    xw[c] = *reinterpret_cast<const std::uint32_t*>(&product);
-    pre[c] = *reinterpret_cast<const std::uint32_t*>(&sum);
+    pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
     const int low = bf16_table_slot(static_cast<unsigned short>(pre[c])),
               high = bf16_table_slot(static_cast<unsigned short>(pre[c] >> 16));
     outside |= (low | high) < 0;
     gelu[c] = static_cast<std::uint32_t>(table[max(high, 0)]) << 16 | table[max(low, 0)];
   }
   if (__any_sync(kFullWarp, outside)) {
-    const uint4 fixed = gelu_batch_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
-                                            make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]));
-    gelu[0] = fixed.x;
-    gelu[1] = fixed.y;
-    gelu[2] = fixed.z;
-    gelu[3] = fixed.w;
+    unpack(gelu_batch_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3])),
+           gelu);
   }
 }
 
@@ -510,44 +513,19 @@ void fc_gelu_sm90a_configure() {
   configure<V12Shape>("lab_fc_gelu_bf16 v12");
 }
 
-void fc_gelu_v5(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                cudaStream_t stream) {
-  launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, false, stream);
-}
-
-void fc_gelu_v6(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                cudaStream_t stream) {
-  launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v7(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                cudaStream_t stream) {
-  launch<V7Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v8(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                cudaStream_t stream) {
-  launch<V8Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v9(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                cudaStream_t stream) {
-  launch<V9Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v10(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                 cudaStream_t stream) {
-  launch<V10Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v11(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                 cudaStream_t stream) {
-  launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-}
-
-void fc_gelu_v12(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-                 cudaStream_t stream) {
-  launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
+                   int in, int out, cudaStream_t stream) {
+  switch (version) {
+    case 5: return launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, false, stream);
+    case 6: return launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 7: return launch<V7Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 8: return launch<V8Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 9: return launch<V9Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 10: return launch<V10Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 11: return launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 12: return launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
+  }
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -14,13 +14,6 @@ namespace {
 }  // namespace
 
 void fc_gelu_sm90a_configure() { refuse(); }
-void fc_gelu_v5(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v6(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v7(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v8(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v9(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v10(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v11(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
-void fc_gelu_v12(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
+void fc_gelu_sm90a(int, bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) { refuse(); }
 
 }  // namespace roofbench::gpt::cuda::lab

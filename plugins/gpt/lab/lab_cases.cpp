@@ -444,39 +444,30 @@ class WgradLab final : public Case {
 //   v9: v8's stores, each warp group taking every other 128 x 128 tile whole (ping-pong);
 //   v10, v11: v6 and v9 with the epilogue's GELU lookups eight at a time, one branch for values off the table;
 //   v12: v11 on a wider table whose slots come from packed 32-bit operations.
-enum class FcGeluPath {
-  cublas_bias_epilogue,
-  cublas_then_bias_pass,
-  own_gemm_v5,
-  own_gemm_v6,
-  own_gemm_v7,
-  own_gemm_v8,
-  own_gemm_v9,
-  own_gemm_v10,
-  own_gemm_v11,
-  own_gemm_v12
-};
+enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
   FcGeluPath path;
   const char* kernel;  // the "kernel" fact
+  int sm90a_version = 0;  // own_gemm_sm90a: fc_gelu_sm90a's version
   bool bias_in_epilogue() const { return path == FcGeluPath::cublas_bias_epilogue; }
 };
 constexpr FcGeluVersion kFcGeluVersions[] = {
     {"v1", FcGeluPath::cublas_bias_epilogue, "cuBLASLt GEMM, bias epilogue -> z; GELU table pass z -> gelu"},
     {"v4", FcGeluPath::cublas_then_bias_pass, "cuBLASLt GEMM -> x w^T; GELU table pass, bias added -> gelu"},
-    {"v5", FcGeluPath::own_gemm_v5,
-     "sm_90a wgmma GEMM, 128 x 128 tiles, a block a tile; its epilogue writes x w^T and GELU(x w^T + bias)"},
-    {"v6", FcGeluPath::own_gemm_v6,
-     "v5's kernel on two blocks an SM walking the tiles"},
-    {"v7", FcGeluPath::own_gemm_v7,
-     "v5's kernel on 128 x 256 tiles, a four-stage ring, one block an SM walking the tiles"},
-    {"v8", FcGeluPath::own_gemm_v8, "v7 with 16-byte stores, four lanes trading their column pairs first"},
-    {"v9", FcGeluPath::own_gemm_v9,
-     "v8's stores; each warp group every other 128 x 128 tile whole (ping-pong), a six-stage ring"},
-    {"v10", FcGeluPath::own_gemm_v10, "v6 with the epilogue's GELU lookups eight at a time, one branch off the table"},
-    {"v11", FcGeluPath::own_gemm_v11, "v9 (ping-pong) with v10's epilogue and 4-byte stores"},
-    {"v12", FcGeluPath::own_gemm_v12, "v11 on a 16 KB table of |z| in [2^-16, 2^16), its slots by packed operations"},
+    {"v5", FcGeluPath::own_gemm_sm90a,
+     "sm_90a wgmma GEMM, 128 x 128 tiles, a block a tile; its epilogue writes x w^T and GELU(x w^T + bias)", 5},
+    {"v6", FcGeluPath::own_gemm_sm90a, "v5's kernel on two blocks an SM walking the tiles", 6},
+    {"v7", FcGeluPath::own_gemm_sm90a,
+     "v5's kernel on 128 x 256 tiles, a four-stage ring, one block an SM walking the tiles", 7},
+    {"v8", FcGeluPath::own_gemm_sm90a, "v7 with 16-byte stores, four lanes trading their column pairs first", 8},
+    {"v9", FcGeluPath::own_gemm_sm90a,
+     "v8's stores; each warp group every other 128 x 128 tile whole (ping-pong), a six-stage ring", 9},
+    {"v10", FcGeluPath::own_gemm_sm90a,
+     "v6 with the epilogue's GELU lookups eight at a time, one branch off the table", 10},
+    {"v11", FcGeluPath::own_gemm_sm90a, "v9 (ping-pong) with v10's epilogue and 4-byte stores", 11},
+    {"v12", FcGeluPath::own_gemm_sm90a, "v11 on a 16 KB table of |z| in [2^-16, 2^16), its slots by packed operations",
+     12},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -499,7 +490,7 @@ class FcGeluLab final : public Case {
     ctx.fill_random(x_, N * C, ElementType::bf16);
     ctx.fill_random(w_, H * C, ElementType::bf16, -kWeightRange, kWeightRange);
     ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
-    if (own_gemm()) lab::fc_gelu_sm90a_configure();  // NotApplicable off sm_90a
+    if (version_.path == FcGeluPath::own_gemm_sm90a) lab::fc_gelu_sm90a_configure();  // NotApplicable off sm_90a
     lt_.create(ctx);
     // The first call times cuBLASLt's candidates (layers.hpp): here, outside the host's runs and captures.
     run(ctx);
@@ -518,29 +509,9 @@ class FcGeluLab final : public Case {
         linear_forward(lt, z_, CUDA_R_16BF, x_, w_, rows(), cfg_.channels, cfg_.hidden());
         gelu_forward_add_bias(gelu_, z_, bias_, rows(), cfg_.hidden(), stream);
         break;
-      case FcGeluPath::own_gemm_v5:
-        lab::fc_gelu_v5(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v6:
-        lab::fc_gelu_v6(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v7:
-        lab::fc_gelu_v7(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v8:
-        lab::fc_gelu_v8(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v9:
-        lab::fc_gelu_v9(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v10:
-        lab::fc_gelu_v10(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v11:
-        lab::fc_gelu_v11(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
-        break;
-      case FcGeluPath::own_gemm_v12:
-        lab::fc_gelu_v12(z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(), stream);
+      case FcGeluPath::own_gemm_sm90a:
+        lab::fc_gelu_sm90a(version_.sm90a_version, z_, gelu_, x_, w_, bias_, rows(), cfg_.channels, cfg_.hidden(),
+                           stream);
         break;
     }
   }
@@ -606,9 +577,6 @@ class FcGeluLab final : public Case {
   int rows() const { return cfg_.batch * cfg_.context; }
   std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
   std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
-  bool own_gemm() const {
-    return version_.path != FcGeluPath::cublas_bias_epilogue && version_.path != FcGeluPath::cublas_then_bias_pass;
-  }
 
   Config cfg_;
   const FcGeluVersion& version_;

@@ -60,8 +60,6 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   for (int i = 0; i < 4; ++i) bias_values[static_cast<std::size_t>(i) * out / 4 + 1] = far[i];
   const auto bias = from_bf16(to_bf16(bias_values));
   Device dev;
-  using Version = void (*)(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t);
-  const Version others[] = {fc_gelu_v6, fc_gelu_v7, fc_gelu_v8, fc_gelu_v9, fc_gelu_v10, fc_gelu_v11, fc_gelu_v12};
   // Poisoned first: an element a version leaves unwritten stays NaN and fails the checks.
   const std::vector<bf16> nan(n, to_bf16({std::numeric_limits<float>::quiet_NaN()})[0]);
   const auto poisoned = [&] {
@@ -71,7 +69,7 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   };
   bf16 *xw = poisoned(), *gelu = poisoned(), *gelu_v4 = dev.alloc<bf16>(n);
   const bf16 *x_dev = dev.upload(to_bf16(x)), *w_dev = dev.upload(to_bf16(w)), *bias_dev = dev.upload(to_bf16(bias));
-  fc_gelu_v5(xw, gelu, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
+  fc_gelu_sm90a(kFirstFcGeluSm90a, xw, gelu, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
   gelu_forward_add_bias(gelu_v4, xw, bias_dev, rows, out, nullptr);
 
   // Against double on every row of the small shapes, every 37th row and the last of the large one.
@@ -92,9 +90,10 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
   EXPECT_LT(rel_l2(got, ref), 4e-3);  // bf16's rounding of each output, 2^-9 at most
   const auto gelu_host = bits_of(Device::download(gelu, n));
   EXPECT_EQ(gelu_host, bits_of(Device::download(gelu_v4, n)));
-  for (const Version version : others) {
+  for (int version = kFirstFcGeluSm90a + 1; version <= kLastFcGeluSm90a; ++version) {
+    SCOPED_TRACE("v" + std::to_string(version));
     bf16 *xw_other = poisoned(), *gelu_other = poisoned();
-    version(xw_other, gelu_other, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
+    fc_gelu_sm90a(version, xw_other, gelu_other, x_dev, w_dev, bias_dev, rows, in, out, nullptr);
     EXPECT_EQ(bits_of(xw_host), bits_of(Device::download(xw_other, n)));
     EXPECT_EQ(gelu_host, bits_of(Device::download(gelu_other, n)));
   }
@@ -116,9 +115,13 @@ TEST(GptLabFcGeluV5Shapes, RefusesWhatItCannotTile) {
   if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
   Device dev;
   bf16* buf = dev.alloc<bf16>(1 << 16);
-  EXPECT_THROW(fc_gelu_v5(buf, buf, buf, buf, buf, 128, 96, 128, nullptr), Error);   // in not a multiple of 64
-  EXPECT_THROW(fc_gelu_v5(buf, buf, buf, buf, buf, 128, 64, 100, nullptr), Error);   // out not a multiple of 8
-  EXPECT_THROW(fc_gelu_v5(buf + 1, buf, buf, buf, buf, 128, 64, 128, nullptr), Error);  // xw not 16-byte aligned
+  const auto run = [&](int version, bf16* xw, int in, int out) {
+    fc_gelu_sm90a(version, xw, buf, buf, buf, buf, 128, in, out, nullptr);
+  };
+  EXPECT_THROW(run(kFirstFcGeluSm90a, buf, 96, 128), Error);          // in not a multiple of 64
+  EXPECT_THROW(run(kFirstFcGeluSm90a, buf, 64, 100), Error);          // out not a multiple of 8
+  EXPECT_THROW(run(kFirstFcGeluSm90a, buf + 1, 64, 128), Error);      // xw not 16-byte aligned
+  EXPECT_THROW(run(kLastFcGeluSm90a + 1, buf, 64, 128), Error);       // no such version
 }
 
 }  // namespace
