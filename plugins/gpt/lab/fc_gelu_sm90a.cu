@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v12 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v13 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -24,7 +24,9 @@
 //       the products, took most of the time (Nsight Compute on v9: 7.3 cycles a warp between instructions, SM and
 //       memory throughput both near 30%);
 //   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores;
-//   v12: v11 on a 16 KB table of |z| in [2^-16, 2^16) whose two slots a pair come from packed 32-bit operations.
+//   v12: v11 on a 16 KB table of |z| in [2^-16, 2^16) whose two slots a pair come from packed 32-bit operations;
+//   v13: v12 with each block's row blocks of x resident in shared memory (128 KB) while it walks their column
+//       tiles, a four-stage ring of w (Nsight Compute on v12: the L2 at 90% of its throughput, DRAM at 38%).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -48,6 +50,7 @@ namespace hw = roofbench::hopper;
 constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
 constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // after setmaxnreg, where there is a producer group
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
+constexpr int kMaxResidentK = 512;  // a resident row block of x: 128 rows x 512 columns, 128 KB
 
 // The wide table (v12): slot m + 4096 sign for the bf16 magnitude bits 0x3780 + m, m < 4096, i.e. |z| in
 // [2^-16, 2^16); the values outside it (tiny, huge, NaN, infinity) are evaluated in place.
@@ -81,11 +84,16 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // vote) for values outside the table, instead of a branch per element (output_batch).
 // kWideTable: kBatchedLookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
 // bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
+// kResidentX: each block takes whole row blocks of x (kMaxResidentK columns at most) and keeps one in shared memory
+// while it walks that row block's column tiles, the ring carrying w alone: x read from the L2 about once instead of
+// once a tile.
 template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
-          bool kBatchedLookup = false, bool kWideTable = false>
+          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
   static constexpr bool batched_lookup = kBatchedLookup || kWideTable, wide_table = kWideTable;
+  static constexpr bool resident_x = kResidentX;
+  static constexpr int a_boxes = kResidentX ? kMaxResidentK / kTileK : kStageCount;  // x's tiles in shared memory
   static constexpr bool producer_group = kBlocks == 1;
   static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
@@ -107,14 +115,17 @@ using V9Shape = TileShape<128, 6, 1, true, true>;
 using V10Shape = TileShape<128, 3, 2, false, false, true>;
 using V11Shape = TileShape<128, 6, 1, false, true, true>;
 using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
+using V13Shape = TileShape<128, 4, 1, false, true, true, true, true>;
 
 template <typename Shape>
 struct FcGeluSmem {
-  unsigned char a[Shape::stages][kRowTileBytes];   // x's rows of the tile, K-major, 128-byte swizzle
+  unsigned char a[Shape::a_boxes][kRowTileBytes];  // x's rows of the tile (a stage's, or every k of a resident row
+                                                   // block), K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
   unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
+  std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
@@ -125,6 +136,7 @@ static_assert(kSmemBytes<V9Shape> + 1024 <= 228 * 1024, "one v9 block an SM");
 static_assert(sizeof(FcGeluSmem<V10Shape>) == sizeof(FcGeluSmem<V5Shape>), "v10 is v6 with another epilogue");
 static_assert(sizeof(FcGeluSmem<V11Shape>) == sizeof(FcGeluSmem<V9Shape>), "v11 is v9 with another epilogue");
 static_assert(kSmemBytes<V12Shape> + 1024 <= 228 * 1024, "one v12 block an SM");
+static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
 
 // The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
 // registers of the kernel's entry instead of those setmaxnreg gives them.
@@ -141,11 +153,30 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
 
 // The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
 // at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
+// With `contiguous` (resident x) a block takes whole row blocks instead, its share of them in order: its i-th tile is
+// the i-th of its range, and i / col_tiles counts its row blocks.
 struct TileWalk {
   int col_tiles, tiles, k_blocks;
+  bool contiguous;
   __device__ int row0(int t) const { return t / col_tiles * kTileRows; }
   __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
+  __device__ int first_row_block() const { return blockIdx.x * (tiles / col_tiles) / gridDim.x; }
+  __device__ int block_tiles() const {
+    if (!contiguous) return (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
+    return ((blockIdx.x + 1) * (tiles / col_tiles) / gridDim.x - first_row_block()) * col_tiles;
+  }
+  __device__ int tile(int i) const {
+    return contiguous ? first_row_block() * col_tiles + i : blockIdx.x + i * gridDim.x;
+  }
 };
+
+// Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
+template <typename Shape>
+__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const TileWalk& walk, int t, int r) {
+  if (r > 0) wait_or_trap(&s.x_empty, (r - 1) & 1);
+  hw::mbarrier_arrive_expect_tx(&s.x_full, walk.k_blocks * kRowTileBytes);
+  for (int kb = 0; kb < walk.k_blocks; ++kb) hw::tma_load_2d(s.a[kb], x_map, &s.x_full, walk.row0(t), kb * kTileK);
+}
 
 // The producer: one thread loads each stage's x and w boxes once both warp groups have released it. `step`
 // counts the block's stages over all its tiles: stage step % stages, in its (step / stages)-th round.
@@ -153,17 +184,21 @@ template <typename Shape>
 __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
                            const TileWalk& walk) {
   int step = 0;
-  for (int t = blockIdx.x; t < walk.tiles; t += gridDim.x)
+  for (int i = 0; i < walk.block_tiles(); ++i) {
+    const int t = walk.tile(i);
+    if constexpr (Shape::resident_x)
+      if (i % walk.col_tiles == 0) load_row_block(s, x_map, walk, t, i / walk.col_tiles);
     for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
       const int stage = step % Shape::stages;
       if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
-      hw::mbarrier_arrive_expect_tx(&s.full[stage], kRowTileBytes + Shape::b_bytes);
-      hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
+      hw::mbarrier_arrive_expect_tx(&s.full[stage], (Shape::resident_x ? 0 : kRowTileBytes) + Shape::b_bytes);
+      if constexpr (!Shape::resident_x) hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
 #pragma unroll
       for (int h = 0; h < Shape::cols / 128; ++h)
         hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
                         kb * kTileK);
     }
+  }
 }
 
 // A consumer warp group's fragments of one tile, its stages from `step` on; one thread of the group releases each
@@ -182,7 +217,9 @@ __device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][6
 #pragma unroll
       for (int f = 0; f < Shape::frags; ++f)
         hw::wgmma_bf16_ss(
-            acc[f], hw::descriptor_k_major_sw128(s.a[stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k),
+            acc[f],
+            hw::descriptor_k_major_sw128(
+                s.a[Shape::resident_x ? kb : stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k),
             hw::descriptor_k_major_sw128(s.b[stage] + Shape::frag_col(f) * attention::kSwizzleRow, k),
             kb > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
@@ -421,6 +458,10 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     }
     hw::mbarrier_init(&s.turn[0], 1);
     hw::mbarrier_init(&s.turn[1], 1);
+    hw::mbarrier_init(&s.x_full, 1);
+    // Every warp group that multiplies in a row block releases it: both, unless ping-pong groups alternate whole row
+    // blocks (one column tile a row block).
+    hw::mbarrier_init(&s.x_empty, Shape::pingpong && walk.col_tiles == 1 ? 1 : 2);
     hw::mbarrier_init_fence();
   }
   if constexpr (Shape::wide_table)
@@ -440,17 +481,23 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   // The block's i-th tile is blockIdx.x + i gridDim.x, its stages from i k_blocks on; ping-pong warp groups take
   // every other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
   // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
+  // Resident x: a group waits for its tile's row block before multiplying, and releases it after its last tile in
+  // it, once the products have completed.
   const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
   float acc[Shape::frags][64];
-  for (int i = first, n = 0; blockIdx.x + i * gridDim.x < walk.tiles; i += stride, ++n) {
-    const int t = blockIdx.x + i * gridDim.x;
+  for (int i = first, n = 0; i < walk.block_tiles(); i += stride, ++n) {
+    const int t = walk.tile(i), row_block = i / walk.col_tiles;
     if constexpr (Shape::pingpong) {
       const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
       if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
     }
+    if constexpr (Shape::resident_x) wait_or_trap(&s.x_full, row_block & 1);
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
       if (Shape::pingpong && threadIdx.x % 128 == 0) hw::mbarrier_arrive(&s.turn[1 - group]);
     });
+    if constexpr (Shape::resident_x)
+      if (threadIdx.x % 128 == 0 && (i + stride >= walk.block_tiles() || (i + stride) / walk.col_tiles != row_block))
+        hw::mbarrier_arrive(&s.x_empty);
     store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
   }
 }
@@ -469,16 +516,22 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v12 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v13 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v12 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v13 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v12 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v13 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
-  const TileWalk walk{col_tiles, col_tiles * ((rows + kTileRows - 1) / kTileRows), in / kTileK};
-  const int blocks = persistent ? std::min(walk.tiles, g_persistent_grid<Shape>) : walk.tiles;
+  const int row_blocks = (rows + kTileRows - 1) / kTileRows;
+  const TileWalk walk{col_tiles, col_tiles * row_blocks, in / kTileK, Shape::resident_x};
+  if (Shape::resident_x && in > kMaxResidentK)
+    throw Error("gpt: lab_fc_gelu_bf16 v13 keeps at most " + std::to_string(kMaxResidentK) + " columns of x (got in " +
+                std::to_string(in) + ")");
+  const int blocks = !persistent          ? walk.tiles
+                     : Shape::resident_x ? std::min(row_blocks, g_persistent_grid<Shape>)
+                                          : std::min(walk.tiles, g_persistent_grid<Shape>);
   fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw, gelu_out, bias, rows,
                                                                                out, walk);
   ROOFBENCH_CUDA_LAUNCH();
@@ -503,7 +556,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v12 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v13 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
   configure<V8Shape>("lab_fc_gelu_bf16 v8");
@@ -511,6 +564,7 @@ void fc_gelu_sm90a_configure() {
   configure<V10Shape>("lab_fc_gelu_bf16 v10");
   configure<V11Shape>("lab_fc_gelu_bf16 v11");
   configure<V12Shape>("lab_fc_gelu_bf16 v12");
+  configure<V13Shape>("lab_fc_gelu_bf16 v13");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -524,6 +578,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 10: return launch<V10Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 11: return launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 12: return launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 13: return launch<V13Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

@@ -1,5 +1,5 @@
-// lab_fc_gelu_bf16 v5-v12 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
-// the same x w^T, bit for bit, and v6-v12 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// lab_fc_gelu_bf16 v5-v13 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
+// the same x w^T, bit for bit, and v6-v13 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
 // stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
 // the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
@@ -101,10 +101,11 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
 
 // 300 rows: three tiles, the last partial; 200 columns: two tiles of v5's, the second partial, one of v7's; in 64:
 // one stage, 512 (R2-R4's channels): eight stages through the rings of three and four stages, so each stage is
-// refilled; 8192 x 2048: 1024 tiles of v5's, about four a v6 block on a 132-SM GPU (512 of v7's, about four a block).
+// refilled; 64 columns: one column tile a row block (v13's ping-pong groups then take alternate row blocks); 8192 x
+// 2048: 1024 tiles of v5's, about four a v6 block on a 132-SM GPU (512 of v7's, about four a block).
 INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
-                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048},
-                                           FcShape{8192, 512, 2048}),
+                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{300, 128, 64},
+                                           FcShape{512, 512, 2048}, FcShape{8192, 512, 2048}),
                          [](const auto& info) {
                            return "rows" + std::to_string(info.param.rows) + "_in" + std::to_string(info.param.in) +
                                   "_out" + std::to_string(info.param.out);
