@@ -183,11 +183,13 @@ __device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, c
 template <typename Shape>
 __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
                            const TileWalk& walk) {
+  // Resident x: a row block's x is asked for after its first tile's first w stages (as many as the ring holds
+  // without that tile's products), so that the wait for the previous row block's readers holds back no w.
+  const int x_after = min(Shape::stages, walk.k_blocks) - 1;
   int step = 0;
   for (int i = 0; i < walk.block_tiles(); ++i) {
     const int t = walk.tile(i);
-    if constexpr (Shape::resident_x)
-      if (i % walk.col_tiles == 0) load_row_block(s, x_map, walk, t, i / walk.col_tiles);
+    const bool new_row_block = Shape::resident_x && i % walk.col_tiles == 0;
     for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
       const int stage = step % Shape::stages;
       if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
@@ -197,6 +199,7 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
       for (int h = 0; h < Shape::cols / 128; ++h)
         hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
                         kb * kTileK);
+      if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, i / walk.col_tiles);
     }
   }
 }
@@ -478,8 +481,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     return;
   }
   if constexpr (Shape::producer_group) hw::setmaxnreg_inc<kConsumerRegisters>();
-  // The block's i-th tile is blockIdx.x + i gridDim.x, its stages from i k_blocks on; ping-pong warp groups take
-  // every other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
+  // The block's i-th tile (TileWalk::tile) has its stages from i k_blocks on; ping-pong warp groups take every
+  // other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
   // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
   // Resident x: a group waits for its tile's row block before multiplying, and releases it after its last tile in
   // it, once the products have completed.

@@ -101,11 +101,13 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
 
 // 300 rows: three tiles, the last partial; 200 columns: two tiles of v5's, the second partial, one of v7's; in 64:
 // one stage, 512 (R2-R4's channels): eight stages through the rings of three and four stages, so each stage is
-// refilled; 64 columns: one column tile a row block (v13's ping-pong groups then take alternate row blocks); 8192 x
-// 2048: 1024 tiles of v5's, about four a v6 block on a 132-SM GPU (512 of v7's, about four a block).
+// refilled; 8192 x 2048: 1024 tiles of v5's, about four a v6 block on a 132-SM GPU (512 of v7's, about four a
+// block); 40000 rows: 313 row blocks, two or three a v13 block on a 132-SM GPU, with one, two and three column tiles
+// a row block (64, 256 and 320 columns; with one, v13's ping-pong groups take alternate row blocks).
 INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
-                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{300, 128, 64},
-                                           FcShape{512, 512, 2048}, FcShape{8192, 512, 2048}),
+                         ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048},
+                                           FcShape{8192, 512, 2048}, FcShape{40000, 128, 64}, FcShape{40000, 64, 256},
+                                           FcShape{40000, 64, 320}),
                          [](const auto& info) {
                            return "rows" + std::to_string(info.param.rows) + "_in" + std::to_string(info.param.in) +
                                   "_out" + std::to_string(info.param.out);
