@@ -152,6 +152,26 @@ TEST_F(HopperTest, TmaTileWith128ByteSwizzleMatchesTheDocumentedLayout) {
   expect_tile(m, 160, 96, 64, 64, true);  // partly outside: zeros land in the swizzled places too
 }
 
+// A box stored by TMA at the matrix's corner lands on the elements inside it and leaves every other word as it was.
+TEST_F(HopperTest, TmaStoreWritesTheBoxAndNothingPastTheEdge) {
+  constexpr int kRows = 40, kCols = 48, kBoxRows = 16, kBoxCols = 32, kRow = 32, kCol = 32;
+  const std::vector<std::uint16_t> poison(std::size_t(kRows) * kCols, 0xdead);
+  DeviceBuffer<std::uint16_t> global(poison);
+  const Matrix2d matrix{global.data, CU_TENSOR_MAP_DATA_TYPE_UINT16, kRows, kCols, kCols * 2};
+  test::tma_store_box(make_tensor_map_2d(matrix, kBoxRows, kBoxCols, TileSwizzle::none), kRow, kCol, kBoxRows,
+                      kBoxCols);
+  const std::vector<std::uint16_t> got = global.read();
+  int wrong = 0;
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kCols; ++c) {
+      const bool in_box = r >= kRow && c >= kCol;  // the box's rows and columns past the matrix are clipped
+      const std::uint16_t want = in_box ? std::uint16_t((r - kRow) * 256 + (c - kCol)) : 0xdead;
+      wrong += got[std::size_t(r) * kCols + c] != want;
+    }
+  EXPECT_EQ(wrong, 0) << "a " << kBoxRows << "x" << kBoxCols << " box stored at (" << kRow << ", " << kCol
+                      << ") of a " << kRows << "x" << kCols << " matrix";
+}
+
 TEST_F(HopperTest, MbarrierPhasesFlipAsExpected) {
   std::vector<std::uint32_t> src(4);
   for (auto& w : src) w = static_cast<std::uint32_t>(rng()());

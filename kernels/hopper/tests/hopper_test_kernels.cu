@@ -79,6 +79,22 @@ __global__ void tma_tile_kernel(const __grid_constant__ CUtensorMap map, int row
   for (std::uint32_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) out[i] = reinterpret_cast<const uint4*>(tile)[i];
 }
 
+__global__ void tma_store_box_kernel(const __grid_constant__ CUtensorMap map, int row, int col, int box_rows,
+                                     int box_cols) {
+  extern __shared__ unsigned char raw[];
+  auto* box = reinterpret_cast<std::uint16_t*>(aligned_shared(raw));
+  for (int i = threadIdx.x; i < box_rows * box_cols; i += blockDim.x)
+    box[i] = static_cast<std::uint16_t>(i / box_cols * 256 + i % box_cols);
+  fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tma_store_2d(&map, box, row, col);
+    bulk_commit_group();
+    bulk_wait_group_read<0>();
+    bulk_wait_group<0>();
+  }
+}
+
 // 64 threads step the barrier through its phases; thread 0 records both parities after each step.
 __global__ void mbarrier_phases_kernel(const uint4* src, int* out) {
   __shared__ std::uint64_t bars[2];  // [0]: 32 arrivals a phase; [1]: one arrival plus transaction bytes
@@ -399,6 +415,15 @@ void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes,
   arm_timeout_report();
   tma_tile_kernel<<<1, 128, shared>>>(map, row, col, box_bytes, static_cast<uint4*>(out));
   finish("tma_tile_kernel");
+}
+
+void tma_store_box(const CUtensorMap& map, int row, int col, int box_rows, int box_cols) {
+  const std::uint32_t shared = std::uint32_t(box_rows) * box_cols * 2 + kAtomBytes;
+  ROOFBENCH_CUDA(
+      cudaFuncSetAttribute(tma_store_box_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  arm_timeout_report();
+  tma_store_box_kernel<<<1, 128, shared>>>(map, row, col, box_rows, box_cols);
+  finish("tma_store_box_kernel");
 }
 
 void mbarrier_phases(const void* src, int* out) {

@@ -14,6 +14,11 @@ namespace roofbench::hopper::test {
 // box, swizzled or not as the map says.
 void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes, void* out);
 
+// A box_rows x box_cols box of 16-bit words written into shared memory by ordinary stores, word (r, c) = r * 256 +
+// c, as tma_load_2d would lay out that box of `map` (unswizzled), then stored by TMA at (row, col) of map's
+// matrix (tma_store_2d, waited for by bulk_wait_group).
+void tma_store_box(const CUtensorMap& map, int row, int col, int box_rows, int box_cols);
+
 // An mbarrier driven through kMbarrierSteps states; out (device) receives, per step, test_wait of parity 0
 // and of parity 1 (1 = that phase reads as completed), then the 16 bytes the bulk copy of step 5 brought
 // (from `src`, device memory of 16 bytes), as 4 ints.

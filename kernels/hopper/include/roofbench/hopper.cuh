@@ -1,5 +1,5 @@
 // Hopper device primitives (PTX ISA 8.0+, sm_90a): TMA tile loads (cp.async.bulk.tensor) completing on
-// mbarriers, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 or fp16 with fp32
+// mbarriers, TMA tile stores in bulk groups, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 or fp16 with fp32
 // accumulators (B K-major, or MN-major through the transpose bit), and warp-group register reallocation (setmaxnreg). kernels/hopper/README.md describes the
 // layouts; in short:
 //   - A shared-memory operand tile is K-major: each row (an M row of A, an N row of B) holds consecutive
@@ -114,6 +114,31 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                    shared_address(dst)),
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
+}
+
+// Stores the box of `map` whose first element is (row, col) from shared memory at `src` (128-byte aligned; 1024 for
+// the 128-byte swizzle), laid out as tma_load_2d writes that box. Elements past the matrix's edge are not written.
+// The writing threads make their shared-memory stores visible first (fence_proxy_async_shared, then a barrier);
+// the store joins the issuing thread's bulk group: bulk_commit_group closes the group, bulk_wait_group_read<n>
+// waits until at most n groups still read their shared memory (then `src` may be written again), and
+// bulk_wait_group<n> until at most n groups' global writes are still pending.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, std::int32_t row,
+                                             std::int32_t col) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(col), "r"(row), "r"(shared_address(src))
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  static_assert(kPending >= 0 && kPending <= 63);
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void bulk_wait_group() {
+  static_assert(kPending >= 0 && kPending <= 63);
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 // Orders this thread's ordinary shared-memory writes (st.shared, stmatrix) before later reads by the async
