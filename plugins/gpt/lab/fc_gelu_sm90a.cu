@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v13 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v14 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -26,7 +26,9 @@
 //   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores;
 //   v12: v11 on a 16 KB table of |z| in [2^-16, 2^16) whose two slots a pair come from packed 32-bit operations;
 //   v13: v12 with each block's row blocks of x resident in shared memory (128 KB) while it walks their column
-//       tiles, a four-stage ring of w (Nsight Compute on v12: the L2 at 90% of its throughput, DRAM at 38%).
+//       tiles, a four-stage ring of w (Nsight Compute on v12: the L2 at 90% of its throughput, DRAM at 38%);
+//   v14: v12 on a four-stage ring whose freed 64 KB stage each group's stores: a 64-column half of xw and gelu
+//       written into shared memory, then stored by TMA (v12's 4-byte stores write half sectors).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -87,10 +89,15 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // kResidentX: each block takes whole row blocks of x (kMaxResidentK columns at most) and keeps one in shared memory
 // while it walks that row block's column tiles, the ring carrying w alone: x read from the L2 about once instead of
 // once a tile.
+// kStagedStores: ping-pong's epilogue writes each 64-column half of a tile's xw and gelu into shared memory (a
+// 128 x 64 box each, 128-byte swizzle) and one thread stores both by TMA (whole sectors; no address arithmetic
+// per store).
 template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
-          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false>
+          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false, bool kStagedStores = false>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
+  static constexpr bool staged_stores = kStagedStores;
+  static_assert(!kStagedStores || (kPingpong && kBatchedLookup), "staged stores are a ping-pong epilogue's");
   static constexpr bool batched_lookup = kBatchedLookup || kWideTable, wide_table = kWideTable;
   static constexpr bool resident_x = kResidentX;
   static constexpr int a_boxes = kResidentX ? kMaxResidentK / kTileK : kStageCount;  // x's tiles in shared memory
@@ -116,12 +123,22 @@ using V10Shape = TileShape<128, 3, 2, false, false, true>;
 using V11Shape = TileShape<128, 6, 1, false, true, true>;
 using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
 using V13Shape = TileShape<128, 4, 1, false, true, true, true, true>;
+using V14Shape = TileShape<128, 4, 1, false, true, true, true, false, true>;
+
+// Each consumer group's two staging boxes (xw, gelu) for staged stores; nothing otherwise.
+template <bool kStaged>
+struct StagingBoxes {
+  unsigned char box[2][2][kRowTileBytes];  // [group][xw, gelu]: 128 rows x 64 columns of bf16, 128-byte swizzle
+};
+template <>
+struct StagingBoxes<false> {};
 
 template <typename Shape>
 struct FcGeluSmem {
   unsigned char a[Shape::a_boxes][kRowTileBytes];  // x's rows of the tile (a stage's, or every k of a resident row
                                                    // block), K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
+  [[no_unique_address]] StagingBoxes<Shape::staged_stores> staging;
   unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
@@ -137,6 +154,8 @@ static_assert(sizeof(FcGeluSmem<V10Shape>) == sizeof(FcGeluSmem<V5Shape>), "v10 
 static_assert(sizeof(FcGeluSmem<V11Shape>) == sizeof(FcGeluSmem<V9Shape>), "v11 is v9 with another epilogue");
 static_assert(kSmemBytes<V12Shape> + 1024 <= 228 * 1024, "one v12 block an SM");
 static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
+static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
+static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 // The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
 // registers of the kernel's entry instead of those setmaxnreg gives them.
@@ -446,9 +465,72 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
   }
 }
 
+// Staged stores: a ping-pong group's tile (its two fragments, rows 0-63 and 64-127) to xw and gelu through its two
+// staging boxes, one 64-column half at a time. The group's own named barrier (1 + group, 128 threads) orders its
+// threads' shared-memory writes before the TMA stores and the stores' reads before the next half's writes.
+struct OutputMaps {
+  const CUtensorMap* xw;
+  const CUtensorMap* gelu;
+};
+__device__ inline void group_barrier(int group) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory"); }
+
+// Byte offset of the pair at (row, col) (col even) in a 128 x 64 bf16 box in the 128-byte swizzle.
+__device__ inline std::uint32_t swizzled_pair_offset(int row, int col) {
+  return static_cast<std::uint32_t>(row * 128 + (((col / 8) ^ (row % 8)) * 16) + (col % 8) * 2);
+}
+
+template <typename Shape>
+__device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
+                                  const bf16* __restrict__ bias, int cols, int row0, int col0) {
+  static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
+  const bool issues = threadIdx.x % 128 == 0;
+  unsigned char* xw_box = s.staging.box[group][0];
+  unsigned char* gelu_box = s.staging.box[group][1];
+  __nv_bfloat162 tile_bias[16];
+  load_bias_pairs(tile_bias, bias, col0, t, cols);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63: chunks q = 2 h, 2 h + 1
+    if (issues) hw::bulk_wait_group_read<0>();  // the previous half's stores have read the boxes
+    group_barrier(group);
+#pragma unroll
+    for (int f = 0; f < Shape::frags; ++f)
+#pragma unroll
+      for (int q = 2 * h; q < 2 * h + 2; ++q) {
+        const __nv_bfloat162 b[4] = {tile_bias[4 * q], tile_bias[4 * q + 1], tile_bias[4 * q + 2], tile_bias[4 * q + 3]};
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          std::uint32_t xw_pairs[4], gelu_pairs[4];
+          float lo[4], hi[4];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            lo[c] = acc[f][4 * (4 * q + c) + 2 * half];
+            hi[c] = acc[f][4 * (4 * q + c) + 2 * half + 1];
+          }
+          output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+          const int row = Shape::frag_row(f, group) + 16 * warp + lane / 4 + 8 * half;
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const std::uint32_t at = swizzled_pair_offset(row, 8 * (4 * (q - 2 * h) + c) + 2 * t);
+            *reinterpret_cast<std::uint32_t*>(xw_box + at) = xw_pairs[c];
+            *reinterpret_cast<std::uint32_t*>(gelu_box + at) = gelu_pairs[c];
+          }
+        }
+      }
+    hw::fence_proxy_async_shared();
+    group_barrier(group);
+    if (issues) {
+      hw::tma_store_2d(maps.xw, xw_box, row0, col0 + 64 * h);
+      hw::tma_store_2d(maps.gelu, gelu_box, row0, col0 + 64 * h);
+      hw::bulk_commit_group();
+    }
+  }
+}
+
 template <typename Shape>
 __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
+                         const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap gelu_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
@@ -501,8 +583,13 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if constexpr (Shape::resident_x)
       if (threadIdx.x % 128 == 0 && (i + stride >= walk.block_tiles() || (i + stride) / walk.col_tiles != row_block))
         hw::mbarrier_arrive(&s.x_empty);
-    store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
+    if constexpr (Shape::staged_stores)
+      store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols));
+    else
+      store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
   }
+  if constexpr (Shape::staged_stores)
+    if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
 }
 
 // Each shape's kernel's persistent grid, set by fc_gelu_sm90a_configure: the blocks the device holds at once.
@@ -519,13 +606,15 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
 template <typename Shape>
 void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
             bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v13 run after fc_gelu_sm90a_configure()");
+  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v14 run after fc_gelu_sm90a_configure()");
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v13 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v13 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
+  // Staged stores' outputs: boxes of 128 rows x 64 columns (the other versions never read these maps).
+  const CUtensorMap xw_map = operand_map(xw, rows, out), gelu_map = operand_map(gelu_out, rows, out);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const int row_blocks = (rows + kTileRows - 1) / kTileRows;
   const TileWalk walk{col_tiles, col_tiles * row_blocks, in / kTileK, Shape::resident_x};
@@ -535,8 +624,8 @@ void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* 
   const int blocks = !persistent          ? walk.tiles
                      : Shape::resident_x ? std::min(row_blocks, g_persistent_grid<Shape>)
                                           : std::min(walk.tiles, g_persistent_grid<Shape>);
-  fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw, gelu_out, bias, rows,
-                                                                               out, walk);
+  fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw_map, gelu_map, xw,
+                                                                               gelu_out, bias, rows, out, walk);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
@@ -559,7 +648,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v13 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v14 need sm_90a (wgmma): a compute capability 9.0 GPU");
   configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
   configure<V7Shape>("lab_fc_gelu_bf16 v7");
   configure<V8Shape>("lab_fc_gelu_bf16 v8");
@@ -568,6 +657,7 @@ void fc_gelu_sm90a_configure() {
   configure<V11Shape>("lab_fc_gelu_bf16 v11");
   configure<V12Shape>("lab_fc_gelu_bf16 v12");
   configure<V13Shape>("lab_fc_gelu_bf16 v13");
+  configure<V14Shape>("lab_fc_gelu_bf16 v14");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -582,6 +672,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 11: return launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 12: return launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 13: return launch<V13Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 14: return launch<V14Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
