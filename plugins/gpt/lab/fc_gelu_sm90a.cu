@@ -125,9 +125,10 @@ using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
 using V13Shape = TileShape<128, 4, 1, false, true, true, true, true>;
 using V14Shape = TileShape<128, 4, 1, false, true, true, true, false, true>;
 
-// Each consumer group's two staging boxes (xw, gelu) for staged stores; nothing otherwise.
+// Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
+// empty member last in FcGeluSmem, so that it moves no other member).
 template <bool kStaged>
-struct StagingBoxes {
+struct alignas(1024) StagingBoxes {
   unsigned char box[2][2][kRowTileBytes];  // [group][xw, gelu]: 128 rows x 64 columns of bf16, 128-byte swizzle
 };
 template <>
@@ -138,11 +139,11 @@ struct FcGeluSmem {
   unsigned char a[Shape::a_boxes][kRowTileBytes];  // x's rows of the tile (a stage's, or every k of a resident row
                                                    // block), K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
-  [[no_unique_address]] StagingBoxes<Shape::staged_stores> staging;
   unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
+  StagingBoxes<Shape::staged_stores> staging;
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
@@ -491,6 +492,7 @@ __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape
   load_bias_pairs(tile_bias, bias, col0, t, cols);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63: chunks q = 2 h, 2 h + 1
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
     if (issues) hw::bulk_wait_group_read<0>();  // the previous half's stores have read the boxes
     group_barrier(group);
 #pragma unroll
