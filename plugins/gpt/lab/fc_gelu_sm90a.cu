@@ -594,7 +594,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
 }
 
-// Each shape's kernel's persistent grid, set by fc_gelu_sm90a_configure: the blocks the device holds at once.
+// Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once.
 template <typename Shape>
 int g_persistent_grid = 0;
 
@@ -604,11 +604,25 @@ CUtensorMap operand_map(const bf16* data, int rows, int in) {
   return hopper::make_tensor_map_2d(m, kTileRows, kTileK, hopper::TileSwizzle::bytes128);
 }
 
-// The kernel of `Shape` over every tile, on one block a tile or on its persistent grid.
+// setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to other than
+// Shape::entry_registers would leave the consumers' setmaxnreg.inc waiting forever, so configure refuses it.
 template <typename Shape>
-void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows, int in, int out,
-            bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) throw Error("gpt: lab_fc_gelu_bf16 v5-v14 run after fc_gelu_sm90a_configure()");
+void configure(const char* version) {
+  cudaFuncAttributes attributes{};
+  ROOFBENCH_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(fc_gelu_sm90a_kernel<Shape>)));
+  if (Shape::producer_group && attributes.numRegs != Shape::entry_registers)
+    throw Error(std::string("gpt: ") + version + "'s kernel has " + std::to_string(attributes.numRegs) +
+                " registers a thread where its setmaxnreg split needs " + std::to_string(Shape::entry_registers));
+  g_persistent_grid<Shape> =
+      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, Shape::threads, kSmemBytes<Shape>);
+}
+
+// The kernel of `Shape` over every tile, on one block a tile or on its persistent grid; the kernel configured at its
+// first launch (`version` names it in a refusal).
+template <typename Shape>
+void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
+            int in, int out, bool persistent, cudaStream_t stream) {
+  if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
     throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
@@ -631,19 +645,6 @@ void launch(bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* 
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-// setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to other than
-// Shape::entry_registers would leave the consumers' setmaxnreg.inc waiting forever, so configure refuses it.
-template <typename Shape>
-void configure(const char* version) {
-  cudaFuncAttributes attributes{};
-  ROOFBENCH_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(fc_gelu_sm90a_kernel<Shape>)));
-  if (Shape::producer_group && attributes.numRegs != Shape::entry_registers)
-    throw Error(std::string("gpt: ") + version + "'s kernel has " + std::to_string(attributes.numRegs) +
-                " registers a thread where its setmaxnreg split needs " + std::to_string(Shape::entry_registers));
-  g_persistent_grid<Shape> =
-      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, Shape::threads, kSmemBytes<Shape>);
-}
-
 }  // namespace
 
 void fc_gelu_sm90a_configure() {
@@ -651,30 +652,21 @@ void fc_gelu_sm90a_configure() {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v14 need sm_90a (wgmma): a compute capability 9.0 GPU");
-  configure<V5Shape>("lab_fc_gelu_bf16 v5 and v6");
-  configure<V7Shape>("lab_fc_gelu_bf16 v7");
-  configure<V8Shape>("lab_fc_gelu_bf16 v8");
-  configure<V9Shape>("lab_fc_gelu_bf16 v9");
-  configure<V10Shape>("lab_fc_gelu_bf16 v10");
-  configure<V11Shape>("lab_fc_gelu_bf16 v11");
-  configure<V12Shape>("lab_fc_gelu_bf16 v12");
-  configure<V13Shape>("lab_fc_gelu_bf16 v13");
-  configure<V14Shape>("lab_fc_gelu_bf16 v14");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
                    int in, int out, cudaStream_t stream) {
   switch (version) {
-    case 5: return launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, false, stream);
-    case 6: return launch<V5Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 7: return launch<V7Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 8: return launch<V8Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 9: return launch<V9Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 10: return launch<V10Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 11: return launch<V11Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 12: return launch<V12Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 13: return launch<V13Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 14: return launch<V14Shape>(xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 5: return launch<V5Shape>("lab_fc_gelu_bf16 v5", xw, gelu_out, x, w, bias, rows, in, out, false, stream);
+    case 6: return launch<V5Shape>("lab_fc_gelu_bf16 v6", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 7: return launch<V7Shape>("lab_fc_gelu_bf16 v7", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 8: return launch<V8Shape>("lab_fc_gelu_bf16 v8", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 9: return launch<V9Shape>("lab_fc_gelu_bf16 v9", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 10: return launch<V10Shape>("lab_fc_gelu_bf16 v10", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 11: return launch<V11Shape>("lab_fc_gelu_bf16 v11", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 12: return launch<V12Shape>("lab_fc_gelu_bf16 v12", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 13: return launch<V13Shape>("lab_fc_gelu_bf16 v13", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

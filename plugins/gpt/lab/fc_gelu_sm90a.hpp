@@ -13,8 +13,9 @@
 
 namespace roofbench::gpt::cuda::lab {
 
-// Checks the device (NotApplicable off sm_90a or without sm_90a code) and sets the kernel's shared memory;
-// before the first fc_gelu_sm90a, outside any graph capture.
+// Checks the device (NotApplicable off sm_90a or without sm_90a code), before the first fc_gelu_sm90a. Each
+// version's kernel is configured (its shared memory, its register split checked) at its first launch, which must be
+// outside any graph capture.
 void fc_gelu_sm90a_configure();
 
 // xw = x w^T (bf16, without the bias, as R2-R4's GEMM writes it) and gelu = GELU(bf16(xw + bias)) with the bits of
