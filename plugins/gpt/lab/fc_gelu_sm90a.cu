@@ -158,6 +158,10 @@ static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
 static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
+__device__ inline float float_of_bf16_bits(unsigned short bits) {
+  return __bfloat162float(__ushort_as_bfloat16(bits));
+}
+
 // The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
 // registers of the kernel's entry instead of those setmaxnreg gives them.
 __device__ __noinline__ void timed_out() { __trap(); }
@@ -499,7 +503,8 @@ __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape
     for (int f = 0; f < Shape::frags; ++f)
 #pragma unroll
       for (int q = 2 * h; q < 2 * h + 2; ++q) {
-        const __nv_bfloat162 b[4] = {tile_bias[4 * q], tile_bias[4 * q + 1], tile_bias[4 * q + 2], tile_bias[4 * q + 3]};
+        const __nv_bfloat162 b[4] = {tile_bias[4 * q], tile_bias[4 * q + 1], tile_bias[4 * q + 2],
+                                     tile_bias[4 * q + 3]};
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           std::uint32_t xw_pairs[4], gelu_pairs[4];
@@ -553,8 +558,9 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   }
   if constexpr (Shape::wide_table)
     for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
-      const auto bits = static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
-      s.gelu_table[slot] = __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(bits)))));
+      const auto bits =
+          static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
+      s.gelu_table[slot] = __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(bits))));
     }
   else
     fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });

@@ -1,10 +1,10 @@
-// lab_fc_gelu_bf16 v5-v14: the MLP's fc layer as one sm_90a kernel, a wgmma GEMM whose epilogue writes both
-// of the layer's outputs, so that no GELU pass reads the GEMM's output back (fc_gelu_sm90a.cu says how). v5
-// launches a block a 128 x 128 tile; v6 as many blocks as the GPU holds at once, each walking tiles; v7 walks
-// 128 x 256 tiles on one block an SM with a deeper ring; v8 is v7 storing 16 bytes a thread; v9 gives each warp
-// group every other 128 x 128 tile whole (ping-pong); v10 and v11 are v6 and v9 with a batched epilogue, v12 v11
-// on a wider table, v13 v12 with x's row blocks resident, v14 v12 storing through shared memory by TMA. Built for sm_90a alone where ROOFBENCH_HOPPER_90A is on; fc_gelu_sm90a_absent.cpp stands in
-// otherwise, and every call then throws NotApplicable.
+// lab_fc_gelu_bf16 v5-v14: the MLP's fc layer as one sm_90a kernel, a wgmma GEMM whose epilogue writes both of the
+// layer's outputs, so that no GELU pass reads the GEMM's output back (fc_gelu_sm90a.cu says how). v5 launches a block a
+// 128 x 128 tile; v6 as many blocks as the GPU holds at once, each walking tiles; v7 walks 128 x 256 tiles on one block
+// an SM with a deeper ring; v8 is v7 storing 16 bytes a thread; v9 gives each warp group every other 128 x 128 tile
+// whole (ping-pong); v10 and v11 are v6 and v9 with a batched epilogue, v12 v11 on a wider table, v13 v12 with x's row
+// blocks resident, v14 v12 storing through shared memory by TMA. Built for sm_90a alone where ROOFBENCH_HOPPER_90A is
+// on; fc_gelu_sm90a_absent.cpp stands in otherwise, and every call then throws NotApplicable.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -8,7 +8,8 @@ namespace roofbench::gpt::cuda::lab {
 namespace {
 
 [[noreturn]] void refuse() {
-  throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v14 need sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
+  throw NotApplicable(
+      "gpt lab_fc_gelu_bf16 v5-v14 need sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
 }
 
 }  // namespace

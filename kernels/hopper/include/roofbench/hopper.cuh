@@ -1,7 +1,7 @@
 // Hopper device primitives (PTX ISA 8.0+, sm_90a): TMA tile loads (cp.async.bulk.tensor) completing on
-// mbarriers, TMA tile stores in bulk groups, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 or fp16 with fp32
-// accumulators (B K-major, or MN-major through the transpose bit), and warp-group register reallocation (setmaxnreg). kernels/hopper/README.md describes the
-// layouts; in short:
+// mbarriers, TMA tile stores in bulk groups, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16
+// on bf16 or fp16 with fp32 accumulators (B K-major, or MN-major through the transpose bit), and warp-group
+// register reallocation (setmaxnreg). kernels/hopper/README.md describes the layouts; in short:
 //   - A shared-memory operand tile is K-major: each row (an M row of A, an N row of B) holds consecutive
 //     K elements. With Swizzle::bytes128 a row is 64 bf16 (128 bytes), 8 rows form a 1024-byte atom, and
 //     the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of that row: the layout a TMA load with
