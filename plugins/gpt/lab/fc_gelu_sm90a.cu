@@ -264,7 +264,7 @@ __device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][6
 // epilogue looks up each of a thread's 64 or 128 elements in unrolled code, and erff inlined at each of them made
 // the kernel's code several times larger than the instruction caches.
 __device__ __noinline__ unsigned short gelu_bits_in_place(unsigned short pre) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(__bfloat162float(__ushort_as_bfloat16(pre)))));
+  return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(pre))));
 }
 
 // GELU's bf16 bits for a pre-activation's bits: the table where it covers the value, erff in place elsewhere.
@@ -273,8 +273,17 @@ __device__ inline unsigned short gelu_bits(const unsigned short* table, unsigned
   return slot >= 0 ? table[slot] : gelu_bits_in_place(pre);
 }
 
+// x w^T's pair rounded to bf16 (into xw) and the pre-activation pair bf16(xw + bias) returned, as 32-bit words.
+__device__ inline std::uint32_t rounded_pair(float lo, float hi, __nv_bfloat162 bias, std::uint32_t& xw) {
+  const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
+  const __nv_bfloat162 sum = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
+  xw = *reinterpret_cast<const std::uint32_t*>(&product);
+  return *reinterpret_cast<const std::uint32_t*>(&sum);
+}
+
 // The epilogue of one accumulator pair: xw's two columns as bf16 and GELU of those plus the bias, each a pair of
-// bf16 in 32 bits (the lower column in the low half).
+// bf16 in 32 bits (the lower column in the low half). rounded_pair's arithmetic written out: through the helper,
+// ptxas gave the two-blocks-an-SM kernel (v5, v6) 228 bytes of spills against 160.
 struct OutputPairs {
   std::uint32_t xw, gelu;
 };
@@ -286,19 +295,9 @@ __device__ inline OutputPairs output_pairs(const unsigned short* table, float lo
   return {*reinterpret_cast<const std::uint32_t*>(&product), static_cast<std::uint32_t>(high) << 16 | low};
 }
 
-// The GELU pairs of four pre-activation pairs where the table does not cover them, one call out of line for a batch
-// (output_batch's rare path); by value, so that the batch stays in registers on the common path.
-__device__ __noinline__ uint4 gelu_batch_in_place(uint4 pre, uint4 gelu) {
-  const auto fix = [](std::uint32_t pre_pair, std::uint32_t gelu_pair) {
-    const auto low = static_cast<unsigned short>(pre_pair), high = static_cast<unsigned short>(pre_pair >> 16);
-    if (bf16_table_slot(low) < 0) gelu_pair = (gelu_pair & 0xffff0000u) | gelu_bits_in_place(low);
-    if (bf16_table_slot(high) < 0) gelu_pair = (gelu_pair & 0xffffu) | std::uint32_t{gelu_bits_in_place(high)} << 16;
-    return gelu_pair;
-  };
-  return make_uint4(fix(pre.x, gelu.x), fix(pre.y, gelu.y), fix(pre.z, gelu.z), fix(pre.w, gelu.w));
-}
-
-// The GELU pairs of four pre-activation pairs evaluated in place where `outside` says (the wide table's rare path).
+// The GELU pairs of four pre-activation pairs, those whose bit in `outside` is set evaluated in place (both elements:
+// in place and from a table they are the same bits), one call out of line for a batch (output_batch's and
+// output_batch_wide's rare path); by value, so that the batch stays in registers on the common path.
 __device__ __noinline__ uint4 gelu_pairs_in_place(uint4 pre, uint4 gelu, unsigned outside) {
   const auto fix = [](std::uint32_t pre_pair, std::uint32_t gelu_pair, bool off) {
     return off ? static_cast<std::uint32_t>(gelu_bits_in_place(static_cast<unsigned short>(pre_pair >> 16))) << 16 |
@@ -307,14 +306,6 @@ __device__ __noinline__ uint4 gelu_pairs_in_place(uint4 pre, uint4 gelu, unsigne
   };
   return make_uint4(fix(pre.x, gelu.x, outside & 1), fix(pre.y, gelu.y, outside & 2), fix(pre.z, gelu.z, outside & 4),
                     fix(pre.w, gelu.w, outside & 8));
-}
-
-// x w^T's pair rounded to bf16 (into xw) and the pre-activation pair bf16(xw + bias) returned, as 32-bit words.
-__device__ inline std::uint32_t rounded_pair(float lo, float hi, __nv_bfloat162 bias, std::uint32_t& xw) {
-  const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
-  const __nv_bfloat162 sum = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
-  xw = *reinterpret_cast<const std::uint32_t*>(&product);
-  return *reinterpret_cast<const std::uint32_t*>(&sum);
 }
 
 __device__ inline void unpack(uint4 v, std::uint32_t (&out)[4]) {
@@ -352,18 +343,18 @@ __device__ inline void output_batch_wide(const unsigned short* table, const floa
 __device__ inline void output_batch(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
                                     const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4], std::uint32_t (&gelu)[4]) {
   std::uint32_t pre[4];
-  bool outside = false;
+  unsigned outside = 0;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
     const int low = bf16_table_slot(static_cast<unsigned short>(pre[c])),
               high = bf16_table_slot(static_cast<unsigned short>(pre[c] >> 16));
-    outside |= (low | high) < 0;
+    outside |= (low | high) < 0 ? 1u << c : 0u;
     gelu[c] = static_cast<std::uint32_t>(table[max(high, 0)]) << 16 | table[max(low, 0)];
   }
-  if (__any_sync(kFullWarp, outside)) {
-    unpack(gelu_batch_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
-                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3])),
+  if (__any_sync(kFullWarp, outside != 0)) {
+    unpack(gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside),
            gelu);
   }
 }
@@ -384,8 +375,6 @@ __device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
                     pick(by_distance, t ^ 3));
 }
 
-// Each thread's accumulators (hopper.cuh's m64n128 layout, once per fragment) to xw and gelu, rows and columns
-// past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk.
 // The bias pairs of a thread's columns in 128 (cols0 + 8 j + 2 t, j = 0..15); past the matrix's edge, its last pair
 // (never stored). Two 2-byte loads a pair: the bias needs only bf16's alignment.
 __device__ inline void load_bias_pairs(__nv_bfloat162 (&b)[16], const bf16* __restrict__ bias, int cols0, int t,
@@ -397,7 +386,9 @@ __device__ inline void load_bias_pairs(__nv_bfloat162 (&b)[16], const bf16* __re
   }
 }
 
-// Shape::batched_lookup: a fragment's 16 bias pairs loaded before any of its stores (the outputs and the bias
+// Each thread's accumulators (hopper.cuh's m64n128 layout, once per fragment) to xw and gelu, rows and columns
+// past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk. With
+// Shape::batched_lookup a fragment's 16 bias pairs are loaded before any of its stores (the outputs and the bias
 // declared unaliased), where the other versions load each q's four between the stores.
 template <typename Shape>
 __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], bf16* __restrict__ xw,
@@ -635,8 +626,13 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
     throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need x, w, xw and gelu 16-byte aligned");
   const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
-  // Staged stores' outputs: boxes of 128 rows x 64 columns (the other versions never read these maps).
-  const CUtensorMap xw_map = operand_map(xw, rows, out), gelu_map = operand_map(gelu_out, rows, out);
+  // Staged stores' outputs: boxes of 128 rows x 64 columns; encoded for those versions alone (the others never read
+  // them).
+  CUtensorMap xw_map{}, gelu_map{};
+  if constexpr (Shape::staged_stores) {
+    xw_map = operand_map(xw, rows, out);
+    gelu_map = operand_map(gelu_out, rows, out);
+  }
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const int row_blocks = (rows + kTileRows - 1) / kTileRows;
   const TileWalk walk{col_tiles, col_tiles * row_blocks, in / kTileK, Shape::resident_x};
