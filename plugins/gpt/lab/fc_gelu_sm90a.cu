@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v14 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v15 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -25,10 +25,12 @@
 //       memory throughput both near 30%);
 //   v11: v9 (ping-pong) with v10's epilogue and its 4-byte stores;
 //   v12: v11 on a 16 KB table of |z| in [2^-16, 2^16) whose two slots a pair come from packed 32-bit operations;
-//   v13: v12 with each block's row blocks of x resident in shared memory (128 KB) while it walks their column
-//       tiles, a four-stage ring of w (Nsight Compute on v12: the L2 at 90% of its throughput, DRAM at 38%);
+//   v13: v12 on a range of consecutive tiles a block, its current row block of x resident in shared memory (128 KB)
+//       while it walks that row block's column tiles, a four-stage ring of w (Nsight Compute on v12: the L2 at 90% of
+//       its throughput, DRAM at 38%);
 //   v14: v12 on a four-stage ring whose freed 64 KB stage each group's stores: a 64-column half of xw and gelu
-//       written into shared memory, then stored by TMA (v12's 4-byte stores write half sectors).
+//       written into shared memory, then stored by TMA (v12's 4-byte stores write half sectors);
+//   v15: v13 and v14 together, in 227 KB: a three-stage ring of w and 64-row staging boxes (32 KB).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -86,18 +88,20 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // vote) for values outside the table, instead of a branch per element (output_batch).
 // kWideTable: kBatchedLookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
 // bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
-// kResidentX: each block takes whole row blocks of x (kMaxResidentK columns at most) and keeps one in shared memory
-// while it walks that row block's column tiles, the ring carrying w alone: x read from the L2 about once instead of
-// once a tile.
-// kStagedStores: ping-pong's epilogue writes each 64-column half of a tile's xw and gelu into shared memory (a
-// 128 x 64 box each, 128-byte swizzle) and one thread stores both by TMA (whole sectors; no address arithmetic
-// per store).
+// kResidentX: each block takes a range of consecutive tiles and keeps the current row block of x (kMaxResidentK
+// columns at most) in shared memory while it walks that row block's column tiles, the ring carrying w alone: x read
+// from the L2 about once instead of once a tile.
+// kStagedRows (staged stores, 128 or 64): ping-pong's epilogue writes each 64-column half of a tile's xw and gelu
+// into shared memory, kStagedRows rows at a time (a kStagedRows x 64 box each, 128-byte swizzle), and one thread
+// stores both by TMA (whole sectors; no address arithmetic per store).
 template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
-          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false, bool kStagedStores = false>
+          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false, int kStagedRows = 0>
 struct TileShape {
   static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
-  static constexpr bool staged_stores = kStagedStores;
-  static_assert(!kStagedStores || (kPingpong && kBatchedLookup), "staged stores are a ping-pong epilogue's");
+  static constexpr bool staged_stores = kStagedRows > 0;
+  static constexpr int staged_rows = kStagedRows;
+  static_assert(kStagedRows == 0 || kStagedRows == 64 || kStagedRows == 128, "a staging box is 64 or 128 rows");
+  static_assert(!staged_stores || (kPingpong && kBatchedLookup), "staged stores are a ping-pong epilogue's");
   static constexpr bool batched_lookup = kBatchedLookup || kWideTable, wide_table = kWideTable;
   static constexpr bool resident_x = kResidentX;
   static constexpr int a_boxes = kResidentX ? kMaxResidentK / kTileK : kStageCount;  // x's tiles in shared memory
@@ -123,16 +127,17 @@ using V10Shape = TileShape<128, 3, 2, false, false, true>;
 using V11Shape = TileShape<128, 6, 1, false, true, true>;
 using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
 using V13Shape = TileShape<128, 4, 1, false, true, true, true, true>;
-using V14Shape = TileShape<128, 4, 1, false, true, true, true, false, true>;
+using V14Shape = TileShape<128, 4, 1, false, true, true, true, false, 128>;
+using V15Shape = TileShape<128, 3, 1, false, true, true, true, true, 64>;
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
-template <bool kStaged>
+template <int kRows>
 struct alignas(1024) StagingBoxes {
-  unsigned char box[2][2][kRowTileBytes];  // [group][xw, gelu]: 128 rows x 64 columns of bf16, 128-byte swizzle
+  unsigned char box[2][2][kRows * 128];  // [group][xw, gelu]: kRows rows x 64 columns of bf16, 128-byte swizzle
 };
 template <>
-struct StagingBoxes<false> {};
+struct StagingBoxes<0> {};
 
 template <typename Shape>
 struct FcGeluSmem {
@@ -143,7 +148,7 @@ struct FcGeluSmem {
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
-  StagingBoxes<Shape::staged_stores> staging;
+  StagingBoxes<Shape::staged_rows> staging;
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
@@ -156,6 +161,7 @@ static_assert(sizeof(FcGeluSmem<V11Shape>) == sizeof(FcGeluSmem<V9Shape>), "v11 
 static_assert(kSmemBytes<V12Shape> + 1024 <= 228 * 1024, "one v12 block an SM");
 static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
 static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
+static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 __device__ inline float float_of_bf16_bits(unsigned short bits) {
@@ -177,21 +183,23 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
 
 // The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
 // at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
-// With `contiguous` (resident x) a block takes whole row blocks instead, its share of them in order: its i-th tile is
-// the i-th of its range, and i / col_tiles counts its row blocks.
+// With `contiguous` (resident x) a block takes a range of consecutive tiles instead (its share, within one tile of
+// the others'): a few row blocks, whole but for the range's ends, and row_block(i) counts the row blocks of its
+// range up to its i-th tile.
 struct TileWalk {
   int col_tiles, tiles, k_blocks;
   bool contiguous;
   __device__ int row0(int t) const { return t / col_tiles * kTileRows; }
   __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
-  __device__ int first_row_block() const { return blockIdx.x * (tiles / col_tiles) / gridDim.x; }
+  __device__ int first_tile() const {
+    return static_cast<int>(static_cast<long long>(blockIdx.x) * tiles / gridDim.x);
+  }
   __device__ int block_tiles() const {
     if (!contiguous) return (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
-    return ((blockIdx.x + 1) * (tiles / col_tiles) / gridDim.x - first_row_block()) * col_tiles;
+    return static_cast<int>((blockIdx.x + 1ll) * tiles / gridDim.x) - first_tile();
   }
-  __device__ int tile(int i) const {
-    return contiguous ? first_row_block() * col_tiles + i : blockIdx.x + i * gridDim.x;
-  }
+  __device__ int tile(int i) const { return contiguous ? first_tile() + i : blockIdx.x + i * gridDim.x; }
+  __device__ int row_block(int i) const { return tile(i) / col_tiles - first_tile() / col_tiles; }
 };
 
 // Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
@@ -213,7 +221,7 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
   int step = 0;
   for (int i = 0; i < walk.block_tiles(); ++i) {
     const int t = walk.tile(i);
-    const bool new_row_block = Shape::resident_x && i % walk.col_tiles == 0;
+    const bool new_row_block = Shape::resident_x && (i == 0 || t % walk.col_tiles == 0);
     for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
       const int stage = step % Shape::stages;
       if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
@@ -223,7 +231,7 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
       for (int h = 0; h < Shape::cols / 128; ++h)
         hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
                         kb * kTileK);
-      if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, i / walk.col_tiles);
+      if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, walk.row_block(i));
     }
   }
 }
@@ -462,65 +470,78 @@ __device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape:
 }
 
 // Staged stores: a ping-pong group's tile (its two fragments, rows 0-63 and 64-127) to xw and gelu through its two
-// staging boxes, one 64-column half at a time. The group's own named barrier (1 + group, 128 threads) orders its
-// threads' shared-memory writes before the TMA stores and the stores' reads before the next half's writes.
+// staging boxes, one 64-column half and Shape::staged_rows rows (both fragments, or one) at a time. The group's own
+// named barrier (1 + group, 128 threads) orders its threads' shared-memory writes before the TMA stores and the
+// stores' reads before the next box's writes.
 struct OutputMaps {
   const CUtensorMap* xw;
   const CUtensorMap* gelu;
 };
 __device__ inline void group_barrier(int group) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory"); }
 
-// Byte offset of the pair at (row, col) (col even) in a 128 x 64 bf16 box in the 128-byte swizzle.
+// Byte offset of the pair at (row, col) (col even) in a box of 64 bf16 columns in the 128-byte swizzle.
 __device__ inline std::uint32_t swizzled_pair_offset(int row, int col) {
   return static_cast<std::uint32_t>(row * 128 + (((col / 8) ^ (row % 8)) * 16) + (col % 8) * 2);
+}
+
+// One fragment's columns 64 h .. 64 h + 63 (chunks q = 2 h, 2 h + 1) into the staging boxes, its rows from box_row0.
+template <typename Shape>
+__device__ void stage_fragment_half(FcGeluSmem<Shape>& s, const float (&acc)[64], const __nv_bfloat162 (&bias)[16],
+                                    int h, int box_row0) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
+  unsigned char* xw_box = s.staging.box[group][0];
+  unsigned char* gelu_box = s.staging.box[group][1];
+#pragma unroll
+  for (int q = 2 * h; q < 2 * h + 2; ++q) {
+    const __nv_bfloat162 b[4] = {bias[4 * q], bias[4 * q + 1], bias[4 * q + 2], bias[4 * q + 3]};
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      std::uint32_t xw_pairs[4], gelu_pairs[4];
+      float lo[4], hi[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        lo[c] = acc[4 * (4 * q + c) + 2 * half];
+        hi[c] = acc[4 * (4 * q + c) + 2 * half + 1];
+      }
+      output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+      const int row = box_row0 + 16 * warp + lane / 4 + 8 * half;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const std::uint32_t at = swizzled_pair_offset(row, 8 * (4 * (q - 2 * h) + c) + 2 * t);
+        *reinterpret_cast<std::uint32_t*>(xw_box + at) = xw_pairs[c];
+        *reinterpret_cast<std::uint32_t*>(gelu_box + at) = gelu_pairs[c];
+      }
+    }
+  }
 }
 
 template <typename Shape>
 __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
                                   const bf16* __restrict__ bias, int cols, int row0, int col0) {
   static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
-  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
+  constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
+  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
   const bool issues = threadIdx.x % 128 == 0;
-  unsigned char* xw_box = s.staging.box[group][0];
-  unsigned char* gelu_box = s.staging.box[group][1];
   __nv_bfloat162 tile_bias[16];
   load_bias_pairs(tile_bias, bias, col0, t, cols);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63: chunks q = 2 h, 2 h + 1
+  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
-    if (issues) hw::bulk_wait_group_read<0>();  // the previous half's stores have read the boxes
-    group_barrier(group);
 #pragma unroll
-    for (int f = 0; f < Shape::frags; ++f)
+    for (int part = 0; part < kParts; ++part) {
+      if (issues) hw::bulk_wait_group_read<0>();  // the previous box's stores have read the boxes
+      group_barrier(group);
 #pragma unroll
-      for (int q = 2 * h; q < 2 * h + 2; ++q) {
-        const __nv_bfloat162 b[4] = {tile_bias[4 * q], tile_bias[4 * q + 1], tile_bias[4 * q + 2],
-                                     tile_bias[4 * q + 3]};
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          std::uint32_t xw_pairs[4], gelu_pairs[4];
-          float lo[4], hi[4];
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            lo[c] = acc[f][4 * (4 * q + c) + 2 * half];
-            hi[c] = acc[f][4 * (4 * q + c) + 2 * half + 1];
-          }
-          output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
-          const int row = Shape::frag_row(f, group) + 16 * warp + lane / 4 + 8 * half;
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const std::uint32_t at = swizzled_pair_offset(row, 8 * (4 * (q - 2 * h) + c) + 2 * t);
-            *reinterpret_cast<std::uint32_t*>(xw_box + at) = xw_pairs[c];
-            *reinterpret_cast<std::uint32_t*>(gelu_box + at) = gelu_pairs[c];
-          }
-        }
+      for (int f = part * kFragsPerPart; f < (part + 1) * kFragsPerPart; ++f)
+        stage_fragment_half(s, acc[f], tile_bias, h, Shape::frag_row(f, group) % Shape::staged_rows);
+      hw::fence_proxy_async_shared();
+      group_barrier(group);
+      if (issues) {
+        const int row = row0 + part * Shape::staged_rows;
+        hw::tma_store_2d(maps.xw, s.staging.box[group][0], row, col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, s.staging.box[group][1], row, col0 + 64 * h);
+        hw::bulk_commit_group();
       }
-    hw::fence_proxy_async_shared();
-    group_barrier(group);
-    if (issues) {
-      hw::tma_store_2d(maps.xw, xw_box, row0, col0 + 64 * h);
-      hw::tma_store_2d(maps.gelu, gelu_box, row0, col0 + 64 * h);
-      hw::bulk_commit_group();
     }
   }
 }
@@ -542,9 +563,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     hw::mbarrier_init(&s.turn[0], 1);
     hw::mbarrier_init(&s.turn[1], 1);
     hw::mbarrier_init(&s.x_full, 1);
-    // Every warp group that multiplies in a row block releases it: both, unless ping-pong groups alternate whole row
-    // blocks (one column tile a row block).
-    hw::mbarrier_init(&s.x_empty, Shape::pingpong && walk.col_tiles == 1 ? 1 : 2);
+    hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
     hw::mbarrier_init_fence();
   }
   if constexpr (Shape::wide_table)
@@ -565,23 +584,34 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   // The block's i-th tile (TileWalk::tile) has its stages from i k_blocks on; ping-pong warp groups take every
   // other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
   // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
-  // Resident x: a group waits for its tile's row block before multiplying, and releases it after its last tile in
-  // it, once the products have completed.
+  // Resident x: a group waits for its tile's row block before multiplying, and releases it once the products of its
+  // last tile in it have completed; a row block of the range without a tile of the group (one tile at the range's
+  // end, or every other with one column tile) it releases once that row block has landed, so that each release
+  // counts toward its own row block's phase.
   const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
+  const bool signals = threadIdx.x % 128 == 0;
   float acc[Shape::frags][64];
-  for (int i = first, n = 0; i < walk.block_tiles(); i += stride, ++n) {
-    const int t = walk.tile(i), row_block = i / walk.col_tiles;
+  for (int i = first, n = 0, released = 0; i < walk.block_tiles(); i += stride, ++n) {
+    const int t = walk.tile(i), row_block = walk.row_block(i);
     if constexpr (Shape::pingpong) {
       const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
       if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
     }
-    if constexpr (Shape::resident_x) wait_or_trap(&s.x_full, row_block & 1);
+    if constexpr (Shape::resident_x) {
+      for (; released < row_block; ++released) {
+        wait_or_trap(&s.x_full, released & 1);
+        if (signals) hw::mbarrier_arrive(&s.x_empty);
+      }
+      wait_or_trap(&s.x_full, row_block & 1);
+    }
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
-      if (Shape::pingpong && threadIdx.x % 128 == 0) hw::mbarrier_arrive(&s.turn[1 - group]);
+      if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
     });
     if constexpr (Shape::resident_x)
-      if (threadIdx.x % 128 == 0 && (i + stride >= walk.block_tiles() || (i + stride) / walk.col_tiles != row_block))
-        hw::mbarrier_arrive(&s.x_empty);
+      if (i + stride >= walk.block_tiles() || walk.row_block(i + stride) != row_block) {
+        if (signals) hw::mbarrier_arrive(&s.x_empty);
+        released = row_block + 1;
+      }
     if constexpr (Shape::staged_stores)
       store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols));
     else
@@ -595,10 +625,11 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
 template <typename Shape>
 int g_persistent_grid = 0;
 
-CUtensorMap operand_map(const bf16* data, int rows, int in) {
+// A row-major bf16 matrix's map in boxes of box_rows x 64 columns, 128-byte swizzle.
+CUtensorMap matrix_map(const bf16* data, int rows, int cols, int box_rows = kTileRows) {
   const hopper::Matrix2d m{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(rows),
-                           static_cast<std::uint64_t>(in), static_cast<std::uint64_t>(in) * sizeof(bf16)};
-  return hopper::make_tensor_map_2d(m, kTileRows, kTileK, hopper::TileSwizzle::bytes128);
+                           static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(cols) * sizeof(bf16)};
+  return hopper::make_tensor_map_2d(m, static_cast<std::uint32_t>(box_rows), kTileK, hopper::TileSwizzle::bytes128);
 }
 
 // setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to other than
@@ -621,27 +652,24 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
             int in, int out, bool persistent, cudaStream_t stream) {
   if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v15 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v14 need x, w, xw and gelu 16-byte aligned");
-  const CUtensorMap x_map = operand_map(x, rows, in), w_map = operand_map(w, out, in);
-  // Staged stores' outputs: boxes of 128 rows x 64 columns; encoded for those versions alone (the others never read
-  // them).
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v15 need x, w, xw and gelu 16-byte aligned");
+  const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in);
+  // Staged stores' outputs, in the staging boxes' shape; encoded for those versions alone (the others never read them).
   CUtensorMap xw_map{}, gelu_map{};
   if constexpr (Shape::staged_stores) {
-    xw_map = operand_map(xw, rows, out);
-    gelu_map = operand_map(gelu_out, rows, out);
+    xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
+    gelu_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
   }
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const int row_blocks = (rows + kTileRows - 1) / kTileRows;
   const TileWalk walk{col_tiles, col_tiles * row_blocks, in / kTileK, Shape::resident_x};
   if (Shape::resident_x && in > kMaxResidentK)
-    throw Error("gpt: lab_fc_gelu_bf16 v13 keeps at most " + std::to_string(kMaxResidentK) + " columns of x (got in " +
-                std::to_string(in) + ")");
-  const int blocks = !persistent          ? walk.tiles
-                     : Shape::resident_x ? std::min(row_blocks, g_persistent_grid<Shape>)
-                                          : std::min(walk.tiles, g_persistent_grid<Shape>);
+    throw Error(std::string("gpt: ") + version + " keeps at most " + std::to_string(kMaxResidentK) +
+                " columns of x (got in " + std::to_string(in) + ")");
+  const int blocks = persistent ? std::min(walk.tiles, g_persistent_grid<Shape>) : walk.tiles;
   fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw_map, gelu_map, xw,
                                                                                gelu_out, bias, rows, out, walk);
   ROOFBENCH_CUDA_LAUNCH();
@@ -653,7 +681,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v14 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v15 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -669,6 +697,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 12: return launch<V12Shape>("lab_fc_gelu_bf16 v12", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 13: return launch<V13Shape>("lab_fc_gelu_bf16 v13", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

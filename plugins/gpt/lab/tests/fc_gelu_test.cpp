@@ -1,5 +1,5 @@
-// lab_fc_gelu_bf16 v5-v14 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
-// the same x w^T, bit for bit, and v6-v14 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// lab_fc_gelu_bf16 v5-v15 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
+// the same x w^T, bit for bit, and v6-v15 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
 // stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
 // the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
@@ -102,8 +102,9 @@ TEST_P(GptLabFcGeluV5, MatchesDoubleAndV4sGeluPassBitForBit) {
 // 300 rows: three tiles, the last partial; 200 columns: two tiles of v5's, the second partial, one of v7's; in 64:
 // one stage, 512 (R2-R4's channels): eight stages through the rings of three and four stages, so each stage is
 // refilled; 8192 x 2048: 1024 tiles of v5's, about four a v6 block on a 132-SM GPU (512 of v7's, about four a
-// block); 40000 rows: 313 row blocks, two or three a v13 block on a 132-SM GPU, with one, two and three column tiles
-// a row block (64, 256 and 320 columns; with one, v13's ping-pong groups take alternate row blocks).
+// block); 40000 rows: 313 row blocks with one, two and three column tiles (64, 256 and 320 columns), so that on a
+// 132-SM GPU a v13 or v15 block's range of tiles starts and ends inside row blocks (with one column tile, its ping-pong
+// groups take alternate row blocks).
 INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
                          ::testing::Values(FcShape{300, 64, 200}, FcShape{300, 512, 200}, FcShape{512, 512, 2048},
                                            FcShape{8192, 512, 2048}, FcShape{40000, 128, 64}, FcShape{40000, 64, 256},
@@ -124,6 +125,7 @@ TEST(GptLabFcGeluV5Shapes, RefusesWhatItCannotTile) {
   EXPECT_THROW(run(kFirstFcGeluSm90a, buf, 96, 128), Error);          // in not a multiple of 64
   EXPECT_THROW(run(kFirstFcGeluSm90a, buf, 64, 100), Error);          // out not a multiple of 8
   EXPECT_THROW(run(kFirstFcGeluSm90a, buf + 1, 64, 128), Error);      // xw not 16-byte aligned
+  EXPECT_THROW(run(13, buf, 576, 128), Error);                       // x's rows too wide to keep resident
   EXPECT_THROW(run(kLastFcGeluSm90a + 1, buf, 64, 128), Error);       // no such version
 }
 
