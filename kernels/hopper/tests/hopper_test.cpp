@@ -172,6 +172,30 @@ TEST_F(HopperTest, TmaStoreWritesTheBoxAndNothingPastTheEdge) {
                       << ") of a " << kRows << "x" << kCols << " matrix";
 }
 
+// Each block of a two-block cluster multicasts one 128-byte swizzled box (the second partly past the matrix's last
+// row) into both; each block's landing area must hold both boxes as a plain load of each would leave them.
+TEST_F(HopperTest, ClusterMulticastLandsInEveryBlockOfTheMask) {
+  constexpr int kBoxRows = 64, kBoxCols = 64, kRow0 = 100;
+  constexpr std::uint32_t kBoxBytes = kBoxRows * kBoxCols * 2;
+  const WordMatrix m(200, 64, 64);
+  DeviceBuffer<std::uint16_t> global(m.words);
+  const Matrix2d matrix{global.data, CU_TENSOR_MAP_DATA_TYPE_UINT16, 200, 64, 128};
+  const CUtensorMap map = make_tensor_map_2d(matrix, kBoxRows, kBoxCols, TileSwizzle::bytes128);
+  DeviceBuffer<std::uint16_t> out(std::size_t(test::kClusterBlocks) * test::kClusterBlocks * kBoxRows * kBoxCols);
+  test::cluster_multicast(map, kRow0, kBoxRows, kBoxBytes, out.data);
+  const std::vector<std::uint16_t> got = out.read();
+  int wrong = 0;
+  for (int block = 0; block < test::kClusterBlocks; ++block)
+    for (int box = 0; box < test::kClusterBlocks; ++box)
+      for (int r = 0; r < kBoxRows; ++r)
+        for (int c = 0; c < kBoxCols; ++c) {
+          const std::size_t at = (std::size_t(block * test::kClusterBlocks + box) * kBoxRows + r) * kBoxCols +
+                                 ((c / 8) ^ (r % 8)) * 8 + c % 8;
+          wrong += got[at] != m.at(kRow0 + box * kBoxRows + r, c);
+        }
+  EXPECT_EQ(wrong, 0) << "elements of the multicast boxes wrong in some block";
+}
+
 TEST_F(HopperTest, MbarrierPhasesFlipAsExpected) {
   std::vector<std::uint32_t> src(4);
   for (auto& w : src) w = static_cast<std::uint32_t>(rng()());

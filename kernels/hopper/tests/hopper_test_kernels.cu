@@ -26,11 +26,22 @@ __device__ unsigned char* aligned_shared(unsigned char* raw) {
 }
 
 // The waits of these kernels, named in the error when one times out.
-enum class Wait { tma_box, bulk_copy, gemm_tiles, stage_filled, stage_emptied, mn_major_tiles, count };
+enum class Wait {
+  tma_box,
+  bulk_copy,
+  gemm_tiles,
+  stage_filled,
+  stage_emptied,
+  mn_major_tiles,
+  multicast_boxes,
+  peer_arrival,
+  count
+};
 constexpr const char* kWaitNames[int(Wait::count)] = {
     "tma_tile: the box's bytes", "mbarrier_phases: the bulk copy's 16 bytes", "gemm_warpgroup: A and B tiles",
     "producer_consumer: a stage filled by the producer", "producer_consumer: a stage emptied by both consumers",
-    "gemm_mn_major: the transposed A and B tiles"};
+    "gemm_mn_major: the transposed A and B tiles", "cluster_multicast: both blocks' boxes",
+    "cluster_multicast: the peer block's arrival"};
 
 // Mapped host memory (so that it stays readable after a trap) receiving 1 + the Wait that timed out.
 __device__ int* g_timed_out;
@@ -93,6 +104,34 @@ __global__ void tma_store_box_kernel(const __grid_constant__ CUtensorMap map, in
     bulk_wait_group_read<0>();
     bulk_wait_group<0>();
   }
+}
+
+// A cluster of kClusterBlocks blocks: block r loads box r (rows row0 + r box_rows ..) into every block of the
+// cluster, each block expecting all the boxes' bytes on its own barrier, then arrives on the next block's `peer`
+// barrier; each block waits for both, then copies its landing area (all the boxes) to out's r-th part.
+__global__ void cluster_multicast_kernel(const __grid_constant__ CUtensorMap map, int row0, int box_rows,
+                                         std::uint32_t box_bytes, uint4* out) {
+  extern __shared__ unsigned char raw[];
+  __shared__ std::uint64_t bars[2];  // [0]: the boxes landed; [1]: the previous block's arrival
+  unsigned char* landing = aligned_shared(raw);
+  const std::uint32_t rank = cluster_rank(), bytes = kClusterBlocks * box_bytes;
+  for (std::uint32_t i = threadIdx.x; i < bytes / 16; i += blockDim.x)
+    reinterpret_cast<uint4*>(landing)[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+  fence_proxy_async_shared();
+  const std::uint32_t arrivals[2] = {1, 1};
+  init_barriers(bars, arrivals, 2);
+  cluster_sync();  // every block's barriers initialised before any copy or arrival reaches them
+  if (threadIdx.x == 0) {
+    mbarrier_arrive_expect_tx(&bars[0], bytes);
+    tma_load_2d_multicast(landing + rank * box_bytes, &map, &bars[0], row0 + static_cast<int>(rank) * box_rows, 0,
+                          (1u << kClusterBlocks) - 1);
+    mbarrier_arrive_cluster(&bars[1], (rank + 1) % kClusterBlocks);
+  }
+  wait_or_trap(&bars[0], 0, Wait::multicast_boxes);
+  wait_or_trap(&bars[1], 0, Wait::peer_arrival);
+  uint4* mine = out + static_cast<std::size_t>(rank) * (bytes / 16);
+  for (std::uint32_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) mine[i] = reinterpret_cast<const uint4*>(landing)[i];
+  cluster_sync();  // no block exits while a peer's copy may still write into it
 }
 
 // 64 threads step the barrier through its phases; thread 0 records both parities after each step.
@@ -424,6 +463,26 @@ void tma_store_box(const CUtensorMap& map, int row, int col, int box_rows, int b
   arm_timeout_report();
   tma_store_box_kernel<<<1, 128, shared>>>(map, row, col, box_rows, box_cols);
   finish("tma_store_box_kernel");
+}
+
+void cluster_multicast(const CUtensorMap& map, int row0, int box_rows, std::uint32_t box_bytes, void* out) {
+  const std::uint32_t shared = kClusterBlocks * box_bytes + kAtomBytes;
+  ROOFBENCH_CUDA(
+      cudaFuncSetAttribute(cluster_multicast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kClusterBlocks;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kClusterBlocks);
+  config.blockDim = dim3(128);
+  config.dynamicSmemBytes = shared;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  arm_timeout_report();
+  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, cluster_multicast_kernel, map, row0, box_rows, box_bytes,
+                                    static_cast<uint4*>(out)));
+  finish("cluster_multicast_kernel");
 }
 
 void mbarrier_phases(const void* src, int* out) {

@@ -19,6 +19,13 @@ void tma_tile(const CUtensorMap& map, int row, int col, std::uint32_t box_bytes,
 // matrix (tma_store_2d, waited for by bulk_wait_group).
 void tma_store_box(const CUtensorMap& map, int row, int col, int box_rows, int box_cols);
 
+// A cluster of kClusterBlocks blocks, block r multicasting the box at (row0 + r box_rows, 0) of `map` into every
+// block's shared memory (tma_load_2d_multicast, the boxes side by side) and arriving on the next block's barrier
+// (mbarrier_arrive_cluster); each block waits for all the boxes and its peer's arrival, then copies its landing area
+// to part r of `out` (device memory of kClusterBlocks^2 box_bytes): each part the image of all the boxes.
+inline constexpr int kClusterBlocks = 2;
+void cluster_multicast(const CUtensorMap& map, int row0, int box_rows, std::uint32_t box_bytes, void* out);
+
 // An mbarrier driven through kMbarrierSteps states; out (device) receives, per step, test_wait of parity 0
 // and of parity 1 (1 = that phase reads as completed), then the 16 bytes the bulk copy of step 5 brought
 // (from `src`, device memory of 16 bytes), as 4 ints.

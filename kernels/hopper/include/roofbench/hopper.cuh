@@ -1,6 +1,7 @@
 // Hopper device primitives (PTX ISA 8.0+, sm_90a): TMA tile loads (cp.async.bulk.tensor) completing on
-// mbarriers, TMA tile stores in bulk groups, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16
-// on bf16 or fp16 with fp32 accumulators (B K-major, or MN-major through the transpose bit), and warp-group
+// mbarriers, also multicast to a cluster's blocks, TMA tile stores in bulk groups, cluster barriers and arrivals
+// on a peer's mbarriers, the wgmma shared-memory matrix descriptors, wgmma.mma_async m64nNk16 on bf16 or fp16
+// with fp32 accumulators (B K-major, or MN-major through the transpose bit), and warp-group
 // register reallocation (setmaxnreg). kernels/hopper/README.md describes the layouts; in short:
 //   - A shared-memory operand tile is K-major: each row (an M row of A, an N row of B) holds consecutive
 //     K elements. With Swizzle::bytes128 a row is 64 bf16 (128 bytes), 8 rows form a 1024-byte atom, and
@@ -114,6 +115,41 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, 
                    shared_address(dst)),
                "l"(src), "r"(bytes), "r"(shared_address(bar))
                : "memory");
+}
+
+// ---- Thread-block clusters (a launch with cudaLaunchAttributeClusterDimension): a cluster's blocks run at once on
+// one GPC, and a copy or an mbarrier arrival may reach a peer block's shared memory at the same offset as its own.
+
+// This block's rank in its cluster (0 .. cluster size - 1).
+__device__ __forceinline__ std::uint32_t cluster_rank() {
+  std::uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+// Every thread of every block of the cluster arrives, then waits for all the others (release, acquire): after each
+// block has initialised its barriers (before a peer's copy or arrival may reach them), and before a block exits
+// while a peer's copies or arrivals may still reach its shared memory.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// tma_load_2d's box, landing at dst's offset in every block of the cluster whose bit (1 << rank) is set in
+// cta_mask, each block's barrier at bar's offset counting the box's bytes (each expects them itself).
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, std::uint64_t* bar,
+                                                      std::int32_t row, std::int32_t col, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(shared_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(row), "r"(shared_address(bar)), "h"(cta_mask)
+      : "memory");
+}
+// One arrival on the barrier at bar's offset in block `rank` of the cluster (this block's own too), with release
+// semantics at cluster scope.
+__device__ __forceinline__ void mbarrier_arrive_cluster(std::uint64_t* bar, std::uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(shared_address(bar)),
+      "r"(rank)
+      : "memory");
 }
 
 // Stores the box of `map` whose first element is (row, col) from shared memory at `src` (128-byte aligned; 1024 for
