@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v15 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v16 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -30,7 +30,9 @@
 //       its throughput, DRAM at 38%);
 //   v14: v12 on a four-stage ring whose freed 64 KB stage each group's stores: a 64-column half of xw and gelu
 //       written into shared memory, then stored by TMA (v12's 4-byte stores write half sectors);
-//   v15: v13 and v14 together, in 227 KB: a three-stage ring of w and 64-row staging boxes (32 KB).
+//   v15: v13 and v14 together, in 227 KB: a three-stage ring of w and 64-row staging boxes (32 KB);
+//   v16: v15 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both
+//       (v13's L2 reads: w's 128 KB a tile against x's 128 KB a row block).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -73,62 +75,94 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
   return {(slots << 1) & 0x3ffeu, (slots >> 15) & 0x3ffeu, (offset & 0xf000f000u) != 0};
 }
 
-// A version's tile and ring: the tile's output columns (128 or 256), the stages of K in the ring, and the blocks an
+// A version's features (TileConfig, the kernel's template argument, so that each version reads by name):
+// cols: the tile's output columns (128 or 256); stages: the stages of K in the ring; blocks_per_sm: the blocks an
 // SM holds. A warp group's part of a tile is `frags` fragments of 64 rows x 128 columns (an m64n128 product each
 // k16 step): with the two warp groups sharing each tile (cooperative), rows 64 group .. and each 128 columns; with
-// kPingpong each warp group takes every other tile of the block whole (128 x 128: rows 0 and 64), so that one
+// pingpong each warp group takes every other tile of the block whole (128 x 128: rows 0 and 64), so that one
 // group's epilogue runs while the other's products use the tensor cores.
-// kWideStores: the epilogue's stores 16 bytes a thread (8 columns of a row) after four lanes trade their pairs,
+// wide_stores: the epilogue's stores 16 bytes a thread (8 columns of a row) after four lanes trade their pairs,
 // instead of each thread's 4-byte pairs (half of a 32-byte sector a store per row).
 // The producer: one block an SM has a producer warp group, which setmaxnreg leaves 40 registers so that the
 // consumers have 232 (65,536 shared by 384 threads give 168 each at entry); two blocks an SM have a producer warp
 // (288 threads) and no setmaxnreg (ptxas refuses the consumers' products within the 80 registers that two blocks of
 // 384 threads would have at entry).
-// kBatchedLookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
+// batched_lookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
 // vote) for values outside the table, instead of a branch per element (output_batch).
-// kWideTable: kBatchedLookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
+// wide_table: batched_lookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
 // bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
-// kResidentX: each block takes a range of consecutive tiles and keeps the current row block of x (kMaxResidentK
+// resident_x: each block takes a range of consecutive tiles and keeps the current row block of x (kMaxResidentK
 // columns at most) in shared memory while it walks that row block's column tiles, the ring carrying w alone: x read
 // from the L2 about once instead of once a tile.
-// kStagedRows (staged stores, 128 or 64): ping-pong's epilogue writes each 64-column half of a tile's xw and gelu
-// into shared memory, kStagedRows rows at a time (a kStagedRows x 64 box each, 128-byte swizzle), and one thread
+// staged_rows (staged stores, 128 or 64): ping-pong's epilogue writes each 64-column half of a tile's xw and gelu
+// into shared memory, staged_rows rows at a time (a staged_rows x 64 box each, 128-byte swizzle), and one thread
 // stores both by TMA (whole sectors; no address arithmetic per store).
-template <int kCols, int kStageCount, int kBlocks, bool kWideStores = false, bool kPingpong = false,
-          bool kBatchedLookup = false, bool kWideTable = false, bool kResidentX = false, int kStagedRows = 0>
+// paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
+// of 256 rows); each block loads half of every w stage and multicasts it to both, so that w is read from the L2
+// once for two row blocks.
+struct TileConfig {
+  int cols, stages, blocks_per_sm;
+  bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
+  int staged_rows = 0;
+  bool paired_w = false;
+};
+
+template <TileConfig kConfig>
 struct TileShape {
-  static constexpr int cols = kCols, stages = kStageCount, blocks_per_sm = kBlocks;
-  static constexpr bool staged_stores = kStagedRows > 0;
-  static constexpr int staged_rows = kStagedRows;
-  static_assert(kStagedRows == 0 || kStagedRows == 64 || kStagedRows == 128, "a staging box is 64 or 128 rows");
-  static_assert(!staged_stores || (kPingpong && kBatchedLookup), "staged stores are a ping-pong epilogue's");
-  static constexpr bool batched_lookup = kBatchedLookup || kWideTable, wide_table = kWideTable;
-  static constexpr bool resident_x = kResidentX;
-  static constexpr int a_boxes = kResidentX ? kMaxResidentK / kTileK : kStageCount;  // x's tiles in shared memory
-  static constexpr bool producer_group = kBlocks == 1;
+  static constexpr int cols = kConfig.cols, stages = kConfig.stages, blocks_per_sm = kConfig.blocks_per_sm;
+  static constexpr bool staged_stores = kConfig.staged_rows > 0, pingpong = kConfig.pingpong;
+  static constexpr int staged_rows = kConfig.staged_rows;
+  static_assert(staged_rows == 0 || staged_rows == 64 || staged_rows == 128, "a staging box is 64 or 128 rows");
+  static constexpr bool batched_lookup = kConfig.batched_lookup || kConfig.wide_table;
+  static_assert(!staged_stores || (pingpong && batched_lookup), "staged stores are a ping-pong epilogue's");
+  static constexpr bool wide_table = kConfig.wide_table, resident_x = kConfig.resident_x;
+  static constexpr int a_boxes = resident_x ? kMaxResidentK / kTileK : stages;  // x's tiles in shared memory
+  static constexpr bool producer_group = blocks_per_sm == 1;
   static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
   // The kernel's register cap (__maxnreg__): entry_registers, but for v5's and v6's 96, what __launch_bounds__(288,
   // 2) gave them when they were timed (v10 spilled 216 bytes at 96).
-  static constexpr int max_registers = kBlocks == 2 && !kBatchedLookup ? 96 : entry_registers;
-  static constexpr bool wide_stores = kWideStores, pingpong = kPingpong;
-  static constexpr int frags = kPingpong ? 2 : kCols / 128;
-  static constexpr std::uint32_t b_bytes = kCols * kTileK * sizeof(bf16);
-  static constexpr std::uint32_t releasers = kPingpong ? 1 : 2;  // the warp groups that read each stage
-  static_assert(!kPingpong || kCols == 128, "a ping-pong warp group's tile is 128 x 128");
-  __device__ static int frag_row(int f, int group) { return kPingpong ? 64 * f : 64 * group; }
-  __device__ static int frag_col(int f) { return kPingpong ? 0 : 128 * f; }
+  static constexpr int max_registers = blocks_per_sm == 2 && !batched_lookup ? 96 : entry_registers;
+  static constexpr bool wide_stores = kConfig.wide_stores;
+  static constexpr int frags = pingpong ? 2 : cols / 128;
+  static constexpr std::uint32_t b_bytes = cols * kTileK * sizeof(bf16);
+  static constexpr int cluster_blocks = kConfig.paired_w ? 2 : 1;
+  // The warp groups that release each stage: one (ping-pong) or both, of each block the stage's w lands in.
+  static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * cluster_blocks;
+  static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
+  static_assert(!kConfig.paired_w || (producer_group && cols == 128), "paired blocks: one an SM, 128 columns");
+  __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
+  __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
-using V5Shape = TileShape<128, 3, 2>;  // v5 and v6
-using V7Shape = TileShape<256, 4, 1>;
-using V8Shape = TileShape<256, 4, 1, true>;
-using V9Shape = TileShape<128, 6, 1, true, true>;
-using V10Shape = TileShape<128, 3, 2, false, false, true>;
-using V11Shape = TileShape<128, 6, 1, false, true, true>;
-using V12Shape = TileShape<128, 6, 1, false, true, true, true>;
-using V13Shape = TileShape<128, 4, 1, false, true, true, true, true>;
-using V14Shape = TileShape<128, 4, 1, false, true, true, true, false, 128>;
-using V15Shape = TileShape<128, 3, 1, false, true, true, true, true, 64>;
+using V5Shape = TileShape<TileConfig{.cols = 128, .stages = 3, .blocks_per_sm = 2}>;  // v5 and v6
+using V7Shape = TileShape<TileConfig{.cols = 256, .stages = 4, .blocks_per_sm = 1}>;
+using V8Shape = TileShape<TileConfig{.cols = 256, .stages = 4, .blocks_per_sm = 1, .wide_stores = true}>;
+using V9Shape =
+    TileShape<TileConfig{.cols = 128, .stages = 6, .blocks_per_sm = 1, .wide_stores = true, .pingpong = true}>;
+using V10Shape = TileShape<TileConfig{.cols = 128, .stages = 3, .blocks_per_sm = 2, .batched_lookup = true}>;
+using V11Shape =
+    TileShape<TileConfig{.cols = 128, .stages = 6, .blocks_per_sm = 1, .pingpong = true, .batched_lookup = true}>;
+using V12Shape =
+    TileShape<TileConfig{.cols = 128, .stages = 6, .blocks_per_sm = 1, .pingpong = true, .wide_table = true}>;
+using V13Shape = TileShape<TileConfig{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .resident_x = true}>;
+using V14Shape = TileShape<TileConfig{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128}>;
+using V15Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 3,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .resident_x = true,
+                                      .staged_rows = 64}>;
+using V16Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 3,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .resident_x = true,
+                                      .staged_rows = 64,
+                                      .paired_w = true}>;
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
@@ -162,6 +196,7 @@ static_assert(kSmemBytes<V12Shape> + 1024 <= 228 * 1024, "one v12 block an SM");
 static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
 static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
+static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16 is v15 in pairs");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 __device__ inline float float_of_bf16_bits(unsigned short bits) {
@@ -181,40 +216,62 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
     if (clock64() - start > (1ll << 31)) timed_out();
 }
 
-// The tiles a block walks: tile t is rows 128 (t / col_tiles) .., columns `cols` (t % col_tiles) .., so the blocks
-// at work at once share a few row blocks of x through the L2; a block takes blockIdx.x, then every gridDim.x-th.
-// With `contiguous` (resident x) a block takes a range of consecutive tiles instead (its share, within one tile of
-// the others'): a few row blocks, whole but for the range's ends, and row_block(i) counts the row blocks of its
-// range up to its i-th tile.
+// The tiles a block walks: tile t is the rows of unit t / col_tiles (a row block of 128 rows; with paired blocks,
+// row block 2 u + rank for the cluster's two blocks) and columns `cols` (t % col_tiles) .., so that the blocks at
+// work at once share a few row blocks of x through the L2. A block (a cluster, with paired blocks) takes its index,
+// then every one of the grid's. With `contiguous` (resident x) it takes a range of consecutive tiles instead (its
+// share, within one tile of the others'): a few units, whole but for the range's ends, and row_block(i) counts the
+// units of its range up to its i-th tile.
+// kPair: the blocks a cluster (1, or 2 with paired blocks).
+template <int kPair>
 struct TileWalk {
   int col_tiles, tiles, k_blocks;
   bool contiguous;
-  __device__ int row0(int t) const { return t / col_tiles * kTileRows; }
+  __device__ int unit_index() const { return static_cast<int>(blockIdx.x) / kPair; }
+  __device__ int units() const { return static_cast<int>(gridDim.x) / kPair; }
+  __device__ int row0(int t) const {
+    return (t / col_tiles * kPair + static_cast<int>(blockIdx.x) % kPair) * kTileRows;
+  }
   __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
-  __device__ int first_tile() const {
-    return static_cast<int>(static_cast<long long>(blockIdx.x) * tiles / gridDim.x);
-  }
+  __device__ int first_tile() const { return static_cast<int>(static_cast<long long>(unit_index()) * tiles / units()); }
   __device__ int block_tiles() const {
-    if (!contiguous) return (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x;
-    return static_cast<int>((blockIdx.x + 1ll) * tiles / gridDim.x) - first_tile();
+    if (!contiguous) return (tiles - unit_index() + units() - 1) / units();
+    return static_cast<int>((unit_index() + 1ll) * tiles / units()) - first_tile();
   }
-  __device__ int tile(int i) const { return contiguous ? first_tile() + i : blockIdx.x + i * gridDim.x; }
+  __device__ int tile(int i) const { return contiguous ? first_tile() + i : unit_index() + i * units(); }
   __device__ int row_block(int i) const { return tile(i) / col_tiles - first_tile() / col_tiles; }
 };
 
 // Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
 template <typename Shape>
-__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const TileWalk& walk, int t, int r) {
+__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const TileWalk<Shape::cluster_blocks>& walk, int t, int r) {
   if (r > 0) wait_or_trap(&s.x_empty, (r - 1) & 1);
   hw::mbarrier_arrive_expect_tx(&s.x_full, walk.k_blocks * kRowTileBytes);
   for (int kb = 0; kb < walk.k_blocks; ++kb) hw::tma_load_2d(s.a[kb], x_map, &s.x_full, walk.row0(t), kb * kTileK);
 }
 
-// The producer: one thread loads each stage's x and w boxes once both warp groups have released it. `step`
-// counts the block's stages over all its tiles: stage step % stages, in its (step / stages)-th round.
+// One stage's w: the tile's `cols` rows of w from col0, K columns 64 kb ..; with paired blocks, this block's half
+// (rows 64 rank ..) multicast into both blocks of the cluster.
+template <typename Shape>
+__device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int stage, int col0, int kb) {
+  if constexpr (Shape::cluster_blocks > 1) {
+    const int rank = static_cast<int>(hw::cluster_rank()), half_bytes = kRowTileBytes / 2;
+    hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
+                              0x3);
+  } else {
+#pragma unroll
+    for (int h = 0; h < Shape::cols / 128; ++h)
+      hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], col0 + 128 * h, kb * kTileK);
+  }
+}
+
+// The producer: one thread loads each stage's x and w boxes once its readers have released it. `step` counts the
+// block's stages over all its tiles: stage step % stages, in its (step / stages)-th round. Paired blocks: each loads
+// its half of the stage's w (64 rows) into both blocks, whose readers both release the stage; a block ends only once
+// its last stages are released, so that no peer arrives on its barriers after it has exited.
 template <typename Shape>
 __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
-                           const TileWalk& walk) {
+                           const TileWalk<Shape::cluster_blocks>& walk) {
   // Resident x: a row block's x is asked for after its first tile's first w stages (as many as the ring holds
   // without that tile's products), so that the wait for the previous row block's readers holds back no w.
   const int x_after = min(Shape::stages, walk.k_blocks) - 1;
@@ -227,12 +284,24 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
       if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
       hw::mbarrier_arrive_expect_tx(&s.full[stage], (Shape::resident_x ? 0 : kRowTileBytes) + Shape::b_bytes);
       if constexpr (!Shape::resident_x) hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
-#pragma unroll
-      for (int h = 0; h < Shape::cols / 128; ++h)
-        hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], walk.col0(t, Shape::cols) + 128 * h,
-                        kb * kTileK);
+      load_w_stage(s, w_map, stage, walk.col0(t, Shape::cols), kb);
       if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, walk.row_block(i));
     }
+  }
+  if constexpr (Shape::cluster_blocks > 1)
+    for (const int end = step + Shape::stages; step < end; ++step)
+      if (step >= Shape::stages) wait_or_trap(&s.empty[step % Shape::stages], (step / Shape::stages - 1) & 1);
+}
+
+// A reader's release of a stage: on this block's barrier, or with paired blocks on both blocks' (each block's w
+// half lands in both).
+template <typename Shape>
+__device__ void release_stage(FcGeluSmem<Shape>& s, int stage) {
+  if constexpr (Shape::cluster_blocks > 1) {
+    hw::mbarrier_arrive_cluster(&s.empty[stage], 0);
+    hw::mbarrier_arrive_cluster(&s.empty[stage], 1);
+  } else {
+    hw::mbarrier_arrive(&s.empty[stage]);
   }
 }
 
@@ -260,12 +329,12 @@ __device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][6
     hw::wgmma_commit_group();
     if (kb == k_blocks - 1) issued();
     hw::wgmma_wait_group<1>();
-    if (releases && kb > 0) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
+    if (releases && kb > 0) release_stage(s, (step - 1) % Shape::stages);
   }
   hw::wgmma_wait_group<0>();
 #pragma unroll
   for (int f = 0; f < Shape::frags; ++f) hw::fence_accumulators(acc[f]);
-  if (releases) hw::mbarrier_arrive(&s.empty[(step - 1) % Shape::stages]);
+  if (releases) release_stage(s, (step - 1) % Shape::stages);
 }
 
 // GELU's bf16 bits for a value the table does not cover (|z| < 2^-16, |z| >= 8, NaN, infinity), out of line: the
@@ -550,7 +619,8 @@ template <typename Shape>
 __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap gelu_map,
-                         bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols, TileWalk walk) {
+                         bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols,
+                         TileWalk<Shape::cluster_blocks> walk) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
   if (threadIdx.x == kConsumerThreads) {
@@ -575,6 +645,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   else
     fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
+  if constexpr (Shape::cluster_blocks > 1) hw::cluster_sync();  // both blocks' barriers before either's copies
   if (threadIdx.x >= kConsumerThreads) {
     if constexpr (Shape::producer_group) hw::setmaxnreg_dec<kProducerRegisters>();
     if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
@@ -621,9 +692,26 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
 }
 
-// Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once.
+// Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once
+// (in whole clusters, with paired blocks).
 template <typename Shape>
 int g_persistent_grid = 0;
+
+// A launch of `Shape`'s kernel on `blocks` blocks, in clusters of Shape::cluster_blocks.
+template <typename Shape>
+cudaLaunchConfig_t launch_config(int blocks, cudaStream_t stream, cudaLaunchAttribute& cluster) {
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = Shape::cluster_blocks;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(Shape::threads);
+  config.dynamicSmemBytes = kSmemBytes<Shape>;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = Shape::cluster_blocks > 1 ? 1 : 0;  // the other versions launch as <<<>>> would
+  return config;
+}
 
 // A row-major bf16 matrix's map in boxes of box_rows x 64 columns, 128-byte swizzle.
 CUtensorMap matrix_map(const bf16* data, int rows, int cols, int box_rows = kTileRows) {
@@ -643,6 +731,14 @@ void configure(const char* version) {
                 " registers a thread where its setmaxnreg split needs " + std::to_string(Shape::entry_registers));
   g_persistent_grid<Shape> =
       attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, Shape::threads, kSmemBytes<Shape>);
+  if constexpr (Shape::cluster_blocks > 1) {
+    cudaLaunchAttribute cluster{};
+    const cudaLaunchConfig_t config = launch_config<Shape>(Shape::cluster_blocks, nullptr, cluster);
+    int clusters = 0;
+    ROOFBENCH_CUDA(cudaOccupancyMaxActiveClusters(&clusters, fc_gelu_sm90a_kernel<Shape>, &config));
+    if (clusters < 1) throw Error(std::string("gpt: ") + version + "'s clusters of two blocks do not fit this GPU");
+    g_persistent_grid<Shape> = clusters * Shape::cluster_blocks;
+  }
 }
 
 // The kernel of `Shape` over every tile, on one block a tile or on its persistent grid; the kernel configured at its
@@ -652,11 +748,12 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
             int in, int out, bool persistent, cudaStream_t stream) {
   if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v15 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v16 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v15 need x, w, xw and gelu 16-byte aligned");
-  const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in);
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v16 need x, w, xw and gelu 16-byte aligned");
+  // Paired blocks load w in halves of a tile's columns.
+  const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in, kTileRows / Shape::cluster_blocks);
   // Staged stores' outputs, in the staging boxes' shape; encoded for those versions alone (the others never read them).
   CUtensorMap xw_map{}, gelu_map{};
   if constexpr (Shape::staged_stores) {
@@ -664,15 +761,18 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
     gelu_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
   }
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
-  const int row_blocks = (rows + kTileRows - 1) / kTileRows;
-  const TileWalk walk{col_tiles, col_tiles * row_blocks, in / kTileK, Shape::resident_x};
+  const int units = (rows + Shape::cluster_blocks * kTileRows - 1) / (Shape::cluster_blocks * kTileRows);
+  const TileWalk<Shape::cluster_blocks> walk{col_tiles, col_tiles * units, in / kTileK, Shape::resident_x};
   if (Shape::resident_x && in > kMaxResidentK)
     throw Error(std::string("gpt: ") + version + " keeps at most " + std::to_string(kMaxResidentK) +
                 " columns of x (got in " + std::to_string(in) + ")");
-  const int blocks = persistent ? std::min(walk.tiles, g_persistent_grid<Shape>) : walk.tiles;
-  fc_gelu_sm90a_kernel<Shape><<<blocks, Shape::threads, kSmemBytes<Shape>, stream>>>(x_map, w_map, xw_map, gelu_map, xw,
-                                                                               gelu_out, bias, rows, out, walk);
-  ROOFBENCH_CUDA_LAUNCH();
+  const int blocks = Shape::cluster_blocks * (persistent ? std::min(walk.tiles, g_persistent_grid<Shape> /
+                                                                                    Shape::cluster_blocks)
+                                                         : walk.tiles);
+  cudaLaunchAttribute cluster{};
+  const cudaLaunchConfig_t config = launch_config<Shape>(blocks, stream, cluster);
+  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, fc_gelu_sm90a_kernel<Shape>, x_map, w_map, xw_map, gelu_map, xw, gelu_out,
+                                    bias, rows, out, walk));
 }
 
 }  // namespace
@@ -681,7 +781,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v15 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v16 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -698,6 +798,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 13: return launch<V13Shape>("lab_fc_gelu_bf16 v13", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 16: return launch<V16Shape>("lab_fc_gelu_bf16 v16", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
