@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v16 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
+// lab_fc_gelu_bf16 v5-v17 (sm_90a): the MLP's fc layer in one kernel. A wgmma GEMM whose epilogue rounds
 // x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block
 // table of every bf16 value's (gelu.cuh): the same bits as v4's GELU pass on the same xw.
 //
@@ -32,7 +32,9 @@
 //       written into shared memory, then stored by TMA (v12's 4-byte stores write half sectors);
 //   v15: v13 and v14 together, in 227 KB: a three-stage ring of w and 64-row staging boxes (32 KB);
 //   v16: v15 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both
-//       (v13's L2 reads: w's 128 KB a tile against x's 128 KB a row block).
+//       (v13's L2 reads: w's 128 KB a tile against x's 128 KB a row block);
+//   v17: v14 with two buffers of 64-row staging boxes in its 64 KB, so that a group's writes of one box pair overlap
+//       the TMA stores of the other (v14's writes wait for its last stores to have read the boxes).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -96,14 +98,15 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // from the L2 about once instead of once a tile.
 // staged_rows (staged stores, 128 or 64): ping-pong's epilogue writes each 64-column half of a tile's xw and gelu
 // into shared memory, staged_rows rows at a time (a staged_rows x 64 box each, 128-byte swizzle), and one thread
-// stores both by TMA (whole sectors; no address arithmetic per store).
+// stores both by TMA (whole sectors; no address arithmetic per store). staged_buffers (1 or 2): the boxes a group
+// has of each output; with two, a group writes one pair while the TMA stores of the other still read it.
 // paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
 // of 256 rows); each block loads half of every w stage and multicasts it to both, so that w is read from the L2
 // once for two row blocks.
 struct TileConfig {
   int cols, stages, blocks_per_sm;
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
-  int staged_rows = 0;
+  int staged_rows = 0, staged_buffers = 1;
   bool paired_w = false;
 };
 
@@ -111,7 +114,8 @@ template <TileConfig kConfig>
 struct TileShape {
   static constexpr int cols = kConfig.cols, stages = kConfig.stages, blocks_per_sm = kConfig.blocks_per_sm;
   static constexpr bool staged_stores = kConfig.staged_rows > 0, pingpong = kConfig.pingpong;
-  static constexpr int staged_rows = kConfig.staged_rows;
+  static constexpr int staged_rows = kConfig.staged_rows, staged_buffers = kConfig.staged_buffers;
+  static_assert(staged_buffers == 1 || staged_buffers == 2, "one or two staging buffers");
   static_assert(staged_rows == 0 || staged_rows == 64 || staged_rows == 128, "a staging box is 64 or 128 rows");
   static constexpr bool batched_lookup = kConfig.batched_lookup || kConfig.wide_table;
   static_assert(!staged_stores || (pingpong && batched_lookup), "staged stores are a ping-pong epilogue's");
@@ -163,15 +167,23 @@ using V16Shape = TileShape<TileConfig{.cols = 128,
                                       .resident_x = true,
                                       .staged_rows = 64,
                                       .paired_w = true}>;
+using V17Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 4,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .staged_rows = 64,
+                                      .staged_buffers = 2}>;
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
-template <int kRows>
+template <int kRows, int kBuffers>
 struct alignas(1024) StagingBoxes {
-  unsigned char box[2][2][kRows * 128];  // [group][xw, gelu]: kRows rows x 64 columns of bf16, 128-byte swizzle
+  // [group][buffer][xw, gelu]: kRows rows x 64 columns of bf16, 128-byte swizzle
+  unsigned char box[2][kBuffers][2][kRows * 128];
 };
-template <>
-struct StagingBoxes<0> {};
+template <int kBuffers>
+struct StagingBoxes<0, kBuffers> {};
 
 template <typename Shape>
 struct FcGeluSmem {
@@ -182,7 +194,7 @@ struct FcGeluSmem {
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
-  StagingBoxes<Shape::staged_rows> staging;
+  StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
@@ -197,6 +209,7 @@ static_assert(kSmemBytes<V13Shape> + 1024 <= 228 * 1024, "one v13 block an SM");
 static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
 static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16 is v15 in pairs");
+static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17 stages in v14's 64 KB");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 __device__ inline float float_of_bf16_bits(unsigned short bits) {
@@ -555,11 +568,9 @@ __device__ inline std::uint32_t swizzled_pair_offset(int row, int col) {
 
 // One fragment's columns 64 h .. 64 h + 63 (chunks q = 2 h, 2 h + 1) into the staging boxes, its rows from box_row0.
 template <typename Shape>
-__device__ void stage_fragment_half(FcGeluSmem<Shape>& s, const float (&acc)[64], const __nv_bfloat162 (&bias)[16],
-                                    int h, int box_row0) {
-  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
-  unsigned char* xw_box = s.staging.box[group][0];
-  unsigned char* gelu_box = s.staging.box[group][1];
+__device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* xw_box, unsigned char* gelu_box,
+                                    const float (&acc)[64], const __nv_bfloat162 (&bias)[16], int h, int box_row0) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
 #pragma unroll
   for (int q = 2 * h; q < 2 * h + 2; ++q) {
     const __nv_bfloat162 b[4] = {bias[4 * q], bias[4 * q + 1], bias[4 * q + 2], bias[4 * q + 3]};
@@ -584,9 +595,11 @@ __device__ void stage_fragment_half(FcGeluSmem<Shape>& s, const float (&acc)[64]
   }
 }
 
+// `staged` counts the group's boxes stored so far: with two buffers, box n goes through buffer n % 2, and its writes
+// wait only for the stores of box n - 2 to have read it.
 template <typename Shape>
 __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
-                                  const bf16* __restrict__ bias, int cols, int row0, int col0) {
+                                  const bf16* __restrict__ bias, int cols, int row0, int col0, int& staged) {
   static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
   constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
   const int group = threadIdx.x / 128, t = threadIdx.x % 4;
@@ -597,18 +610,19 @@ __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape
   for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
 #pragma unroll
-    for (int part = 0; part < kParts; ++part) {
-      if (issues) hw::bulk_wait_group_read<0>();  // the previous box's stores have read the boxes
+    for (int part = 0; part < kParts; ++part, ++staged) {
+      auto& boxes = s.staging.box[group][staged % Shape::staged_buffers];  // [xw, gelu]
+      if (issues) hw::bulk_wait_group_read<Shape::staged_buffers - 1>();  // the buffer's last stores have read it
       group_barrier(group);
 #pragma unroll
       for (int f = part * kFragsPerPart; f < (part + 1) * kFragsPerPart; ++f)
-        stage_fragment_half(s, acc[f], tile_bias, h, Shape::frag_row(f, group) % Shape::staged_rows);
+        stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h, Shape::frag_row(f, group) % Shape::staged_rows);
       hw::fence_proxy_async_shared();
       group_barrier(group);
       if (issues) {
         const int row = row0 + part * Shape::staged_rows;
-        hw::tma_store_2d(maps.xw, s.staging.box[group][0], row, col0 + 64 * h);
-        hw::tma_store_2d(maps.gelu, s.staging.box[group][1], row, col0 + 64 * h);
+        hw::tma_store_2d(maps.xw, boxes[0], row, col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, boxes[1], row, col0 + 64 * h);
         hw::bulk_commit_group();
       }
     }
@@ -662,6 +676,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
   const bool signals = threadIdx.x % 128 == 0;
   float acc[Shape::frags][64];
+  int staged = 0;  // staged stores: the group's boxes stored
   for (int i = first, n = 0, released = 0; i < walk.block_tiles(); i += stride, ++n) {
     const int t = walk.tile(i), row_block = walk.row_block(i);
     if constexpr (Shape::pingpong) {
@@ -684,7 +699,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         released = row_block + 1;
       }
     if constexpr (Shape::staged_stores)
-      store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols));
+      store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
+                        staged);
     else
       store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
   }
@@ -748,10 +764,10 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
             int in, int out, bool persistent, cudaStream_t stream) {
   if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v16 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v17 need rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
                 std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error("gpt: lab_fc_gelu_bf16 v5-v16 need x, w, xw and gelu 16-byte aligned");
+    throw Error("gpt: lab_fc_gelu_bf16 v5-v17 need x, w, xw and gelu 16-byte aligned");
   // Paired blocks load w in halves of a tile's columns.
   const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in, kTileRows / Shape::cluster_blocks);
   // Staged stores' outputs, in the staging boxes' shape; encoded for those versions alone (the others never read them).
@@ -781,7 +797,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v16 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v17 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -799,6 +815,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 16: return launch<V16Shape>("lab_fc_gelu_bf16 v16", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

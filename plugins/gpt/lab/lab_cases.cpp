@@ -12,9 +12,9 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v16/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v17/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass, v5-v16 one sm_90a GEMM whose
+//                                     moved from the GEMM into the GELU pass, v5-v17 one sm_90a GEMM whose
 //                                     epilogue writes both outputs (kFcGeluVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
@@ -447,7 +447,8 @@ class WgradLab final : public Case {
 //   v13: v12 with each block's rows of x kept in shared memory while it walks their column tiles;
 //   v14: v12 storing xw and gelu through shared memory by TMA;
 //   v15: v13 and v14 together, on a three-stage ring and half-tile staging boxes;
-//   v16: v15 on clusters of two blocks, each loading half of every stage of w into both.
+//   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
+//   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -480,6 +481,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
      "v13's resident x and v14's staged stores, a three-stage ring, 64-row staging boxes", 15},
     {"v16", FcGeluPath::own_gemm_sm90a,
      "v15 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both", 16},
+    {"v17", FcGeluPath::own_gemm_sm90a,
+     "v14 with two buffers of 64-row staging boxes: a group writes one pair while the other's stores read it", 17},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
