@@ -28,10 +28,17 @@
 
 #include "activation_plan.hpp"
 #include "roofbench/cuda.hpp"
+#include "roofbench/hopper_host.hpp"
 #include "rungs.hpp"
 
 namespace roofbench::gpt::cuda {
 namespace {
+
+bool fc_gelu_sm90a_runs_here() {
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  return hopper::hopper_path_available(device);
+}
 
 class Bf16Trainer final : public Trainer {
  public:
@@ -41,6 +48,8 @@ class Bf16Trainer final : public Trainer {
         plan_{cfg_.layers, checkpoint} {
     check_fused_attention_shape(attention_shape(cfg_.batch));
     fused_attention_configure();
+    fc_gelu_sm90a_ = fc_gelu_sm90a_runs_here() && cfg_.channels % 64 == 0;
+    if (fc_gelu_sm90a_) fc_gelu_forward_sm90a_configure();
     const std::size_t N = static_cast<std::size_t>(N_), C = static_cast<std::size_t>(cfg_.channels);
     const std::size_t H = static_cast<std::size_t>(cfg_.hidden());
     const std::size_t stats = static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context;
@@ -197,10 +206,14 @@ class Bf16Trainer final : public Trainer {
     linear_forward(lt_context(), branch16_, CUDA_R_16BF, a.attn_out, weight(o.attn_proj_w), N, C, C);
     residual_layernorm_forward(a.mid, a.ln2, a.ln2_mean, a.ln2_rstd, resid_[l], branch16_, param(o.attn_proj_b),
                                param(o.ln2_w), param(o.ln2_b), N, C, eps, stream_);
-    // fc's bias (bf16, as autocast casts it) is added by the GELU passes, not in the GEMM's epilogue: cuBLASLt's
-    // BIAS epilogue made this GEMM the slowest of its shape (layers.hpp's gelu_forward_add_bias).
-    linear_forward(lt_context(), a.fc, CUDA_R_16BF, a.ln2, weight(o.fc_w), N, C, H);
-    gelu_forward_add_bias(a.gelu, a.fc, weight(o.fc_b), N, H, stream_);
+    // fc's bias (bf16, as autocast casts it) is added with GELU, not in cuBLASLt's epilogue, which made this GEMM
+    // the slowest of its shape (layers.hpp's gelu_forward_add_bias); on sm_90a one kernel writes both outputs.
+    if (fc_gelu_sm90a_) {
+      fc_gelu_forward_sm90a(a.fc, a.gelu, a.ln2, weight(o.fc_w), weight(o.fc_b), N, C, H, stream_);
+    } else {
+      linear_forward(lt_context(), a.fc, CUDA_R_16BF, a.ln2, weight(o.fc_w), N, C, H);
+      gelu_forward_add_bias(a.gelu, a.fc, weight(o.fc_b), N, H, stream_);
+    }
   }
 
   // R4: block l's activations again, from its input resid_[l] (kept through the step). Its LN1 runs on its
@@ -229,9 +242,16 @@ class Bf16Trainer final : public Trainer {
   bf16* d_fc16_ = nullptr;
   float* delta_ = nullptr;
   GradientOrder fc_proj_order_ = GradientOrder::input_first;
+  bool fc_gelu_sm90a_ = false;  // the fc + GELU forward as one sm_90a kernel (bf16_fc_gelu_keeper_name)
 };
 
 }  // namespace
+
+const char* bf16_fc_gelu_keeper_name() {
+  return fc_gelu_sm90a_runs_here()
+             ? "one sm_90a kernel, the GEMM's epilogue adding the bias and GELU (lab_fc_gelu_bf16 v14)"
+             : "cuBLASLt's GEMM, then the GELU pass adding the bias (lab_fc_gelu_bf16 v4; no sm_90a path here)";
+}
 
 std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,
                                            DeviceCorpus corpus, std::uint64_t data_seed, std::uint64_t init_seed,

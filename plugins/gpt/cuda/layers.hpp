@@ -361,6 +361,18 @@ void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows
 // element of dout is read once, by the thread that then writes that element of dz, and never read again.
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream);
+// gelu_forward_add_bias's output and the GEMM's before it in one sm_90a kernel (fc_gelu_sm90a.cu, lab_fc_gelu_bf16
+// v14): xw = x w^T rounded to bf16 and gelu = GELU(bf16(xw + bias)), x [rows, in], w [out, in], bias [out]; gelu
+// the same bits as gelu_forward_add_bias on this xw. in a multiple of 64, out of 8, x, w, xw and gelu 16-byte
+// aligned, else throws. configure once (outside any graph capture) before the first call; both refuse
+// (NotApplicable) where hopper_path_available does (fc_gelu_sm90a_absent.cpp: every device, in a build without
+// sm_90a code).
+void fc_gelu_forward_sm90a_configure();
+void fc_gelu_forward_sm90a(bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
+                           int out, cudaStream_t stream);
+// The bf16 trainers' fc + GELU forward on this device: "sm_90a" (the kernel above) or the portable pair.
+const char* bf16_fc_gelu_keeper_name();
+
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);
 

@@ -112,10 +112,12 @@ class GptTrainingStep final : public Case {
         return {{"compute", "fp32 storage, TF32 matmuls"}, {"attention", fused_attention}};
       case Rung::bf16:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
-                {"attention", bf16_attention}};
+                {"attention", bf16_attention},
+                {"mlp_fc", bf16_fc_gelu_keeper_name()}};
       case Rung::bf16_checkpoint:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
                 {"attention", bf16_attention},
+                {"mlp_fc", bf16_fc_gelu_keeper_name()},
                 {"activations", "each block's input kept, the rest recomputed in the backward"}};
     }
     return {};

@@ -1,0 +1,727 @@
+// The MLP's fc layer in one sm_90a kernel (the bf16 keeper's, fc_gelu_sm90a.cu beside this header, and the lab's
+// lab_fc_gelu_bf16 v5-v17, lab/fc_gelu_sm90a.cu, each a TileConfig): a wgmma GEMM whose epilogue rounds x w^T to
+// bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block table of
+// every bf16 value's (gelu.cuh): the same bits as the GELU pass on the same x w^T, without the pass's read of it.
+//
+// The block: two consumer warp groups, 64 rows of the 128-row tile each (or, ping-pong, every other tile whole),
+// m64n128k16 on 128-byte swizzled K-major tiles that one producer thread loads by TMA, 64 columns of K a stage; the
+// two warp groups and the producer's warp (two blocks an SM) or warp group (one block an SM, its registers given to
+// the others). launch<Shape> checks the operands and runs the kernel on its persistent grid (or a block a tile),
+// configuring it at its first launch.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "attention_sm90a.cuh"
+#include "gelu.cuh"
+#include "roofbench/cuda.hpp"
+#include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
+#include "roofbench/plugin.hpp"
+
+namespace roofbench::gpt::cuda::fc_gelu {
+namespace {
+
+namespace hw = roofbench::hopper;
+
+constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // after setmaxnreg, where there is a producer group
+constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
+constexpr int kMaxResidentK = 512;  // a resident row block of x: 128 rows x 512 columns, 128 KB
+
+// The wide table (v12): slot m + 4096 sign for the bf16 magnitude bits 0x3780 + m, m < 4096, i.e. |z| in
+// [2^-16, 2^16); the values outside it (tiny, huge, NaN, infinity) are evaluated in place.
+constexpr std::uint32_t kWideTableLow = 0x3780, kWideTableHalf = 0x1000, kWideTableSize = 2 * kWideTableHalf;
+
+// The two slots of a bf16 pair's bits (low element in the low half), as byte offsets into the wide table, and
+// whether either element is off it (then its neighbour's slot may be off by one: a borrow from the low half; the
+// rare path evaluates both in place). Packed: the subtraction and masks work on both halves at once.
+struct WideSlots {
+  std::uint32_t low_bytes, high_bytes;
+  bool outside;
+};
+__device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
+  const std::uint32_t offset = (pair & 0x7fff7fffu) - (kWideTableLow << 16 | kWideTableLow);
+  const std::uint32_t slots = (offset & 0x0fff0fffu) | ((pair >> 3) & 0x10001000u);  // sign: + 4096
+  return {(slots << 1) & 0x3ffeu, (slots >> 15) & 0x3ffeu, (offset & 0xf000f000u) != 0};
+}
+
+// A version's features (TileConfig, the kernel's template argument, so that each version reads by name):
+// cols: the tile's output columns (128 or 256); stages: the stages of K in the ring; blocks_per_sm: the blocks an
+// SM holds. A warp group's part of a tile is `frags` fragments of 64 rows x 128 columns (an m64n128 product each
+// k16 step): with the two warp groups sharing each tile (cooperative), rows 64 group .. and each 128 columns; with
+// pingpong each warp group takes every other tile of the block whole (128 x 128: rows 0 and 64), so that one
+// group's epilogue runs while the other's products use the tensor cores.
+// wide_stores: the epilogue's stores 16 bytes a thread (8 columns of a row) after four lanes trade their pairs,
+// instead of each thread's 4-byte pairs (half of a 32-byte sector a store per row).
+// The producer: one block an SM has a producer warp group, which setmaxnreg leaves 40 registers so that the
+// consumers have 232 (65,536 shared by 384 threads give 168 each at entry); two blocks an SM have a producer warp
+// (288 threads) and no setmaxnreg (ptxas refuses the consumers' products within the 80 registers that two blocks of
+// 384 threads would have at entry).
+// batched_lookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
+// vote) for values outside the table, instead of a branch per element (output_batch).
+// wide_table: batched_lookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
+// bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
+// resident_x: each block takes a range of consecutive tiles and keeps the current row block of x (kMaxResidentK
+// columns at most) in shared memory while it walks that row block's column tiles, the ring carrying w alone: x read
+// from the L2 about once instead of once a tile.
+// staged_rows (staged stores, 128 or 64): ping-pong's epilogue writes each 64-column half of a tile's xw and gelu
+// into shared memory, staged_rows rows at a time (a staged_rows x 64 box each, 128-byte swizzle), and one thread
+// stores both by TMA (whole sectors; no address arithmetic per store). staged_buffers (1 or 2): the boxes a group
+// has of each output; with two, a group writes one pair while the TMA stores of the other still read it.
+// paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
+// of 256 rows); each block loads half of every w stage and multicasts it to both, so that w is read from the L2
+// once for two row blocks.
+struct TileConfig {
+  int cols, stages, blocks_per_sm;
+  bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
+  int staged_rows = 0, staged_buffers = 1;
+  bool paired_w = false;
+};
+
+template <TileConfig kConfig>
+struct TileShape {
+  static constexpr int cols = kConfig.cols, stages = kConfig.stages, blocks_per_sm = kConfig.blocks_per_sm;
+  static constexpr bool staged_stores = kConfig.staged_rows > 0, pingpong = kConfig.pingpong;
+  static constexpr int staged_rows = kConfig.staged_rows, staged_buffers = kConfig.staged_buffers;
+  static_assert(staged_buffers == 1 || staged_buffers == 2, "one or two staging buffers");
+  static_assert(staged_rows == 0 || staged_rows == 64 || staged_rows == 128, "a staging box is 64 or 128 rows");
+  static constexpr bool batched_lookup = kConfig.batched_lookup || kConfig.wide_table;
+  static_assert(!staged_stores || (pingpong && batched_lookup), "staged stores are a ping-pong epilogue's");
+  static constexpr bool wide_table = kConfig.wide_table, resident_x = kConfig.resident_x;
+  static constexpr int a_boxes = resident_x ? kMaxResidentK / kTileK : stages;  // x's tiles in shared memory
+  static constexpr bool producer_group = blocks_per_sm == 1;
+  static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
+  static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
+  // The kernel's register cap (__maxnreg__): entry_registers, but for v5's and v6's 96, what __launch_bounds__(288,
+  // 2) gave them when they were timed (v10 spilled 216 bytes at 96).
+  static constexpr int max_registers = blocks_per_sm == 2 && !batched_lookup ? 96 : entry_registers;
+  static constexpr bool wide_stores = kConfig.wide_stores;
+  static constexpr int frags = pingpong ? 2 : cols / 128;
+  static constexpr std::uint32_t b_bytes = cols * kTileK * sizeof(bf16);
+  static constexpr int cluster_blocks = kConfig.paired_w ? 2 : 1;
+  // The warp groups that release each stage: one (ping-pong) or both, of each block the stage's w lands in.
+  static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * cluster_blocks;
+  static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
+  static_assert(!kConfig.paired_w || (producer_group && cols == 128), "paired blocks: one an SM, 128 columns");
+  __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
+  __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
+};
+
+// The bf16 keeper's tile (lab_fc_gelu_bf16 v14): ping-pong on 128 x 128 tiles, a four-stage ring, the wide table,
+// each group's outputs stored by TMA through 128-row staging boxes.
+constexpr TileConfig kKeeperTile{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
+
+// Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
+// empty member last in FcGeluSmem, so that it moves no other member).
+template <int kRows, int kBuffers>
+struct alignas(1024) StagingBoxes {
+  // [group][buffer][xw, gelu]: kRows rows x 64 columns of bf16, 128-byte swizzle
+  unsigned char box[2][kBuffers][2][kRows * 128];
+};
+template <int kBuffers>
+struct StagingBoxes<0, kBuffers> {};
+
+template <typename Shape>
+struct FcGeluSmem {
+  unsigned char a[Shape::a_boxes][kRowTileBytes];  // x's rows of the tile (a stage's, or every k of a resident row
+                                                   // block), K-major, 128-byte swizzle
+  unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
+  unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
+  std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
+  std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
+  std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
+  StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
+};
+template <typename Shape>
+constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
+
+__device__ inline float float_of_bf16_bits(unsigned short bits) {
+  return __bfloat162float(__ushort_as_bfloat16(bits));
+}
+
+// The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
+// registers of the kernel's entry instead of those setmaxnreg gives them.
+__device__ __noinline__ void timed_out() { __trap(); }
+
+// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that never
+// completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+__device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  if (hw::mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!hw::mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) timed_out();
+}
+
+// The tiles a block walks: tile t is the rows of unit t / col_tiles (a row block of 128 rows; with paired blocks,
+// row block 2 u + rank for the cluster's two blocks) and columns `cols` (t % col_tiles) .., so that the blocks at
+// work at once share a few row blocks of x through the L2. A block (a cluster, with paired blocks) takes its index,
+// then every one of the grid's. With `contiguous` (resident x) it takes a range of consecutive tiles instead (its
+// share, within one tile of the others'): a few units, whole but for the range's ends, and row_block(i) counts the
+// units of its range up to its i-th tile.
+// kPair: the blocks a cluster (1, or 2 with paired blocks).
+template <int kPair>
+struct TileWalk {
+  int col_tiles, tiles, k_blocks;
+  bool contiguous;
+  __device__ int unit_index() const { return static_cast<int>(blockIdx.x) / kPair; }
+  __device__ int units() const { return static_cast<int>(gridDim.x) / kPair; }
+  __device__ int row0(int t) const {
+    return (t / col_tiles * kPair + static_cast<int>(blockIdx.x) % kPair) * kTileRows;
+  }
+  __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
+  __device__ int first_tile() const { return static_cast<int>(static_cast<long long>(unit_index()) * tiles / units()); }
+  __device__ int block_tiles() const {
+    if (!contiguous) return (tiles - unit_index() + units() - 1) / units();
+    return static_cast<int>((unit_index() + 1ll) * tiles / units()) - first_tile();
+  }
+  __device__ int tile(int i) const { return contiguous ? first_tile() + i : unit_index() + i * units(); }
+  __device__ int row_block(int i) const { return tile(i) / col_tiles - first_tile() / col_tiles; }
+};
+
+// Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
+template <typename Shape>
+__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const TileWalk<Shape::cluster_blocks>& walk, int t, int r) {
+  if (r > 0) wait_or_trap(&s.x_empty, (r - 1) & 1);
+  hw::mbarrier_arrive_expect_tx(&s.x_full, walk.k_blocks * kRowTileBytes);
+  for (int kb = 0; kb < walk.k_blocks; ++kb) hw::tma_load_2d(s.a[kb], x_map, &s.x_full, walk.row0(t), kb * kTileK);
+}
+
+// One stage's w: the tile's `cols` rows of w from col0, K columns 64 kb ..; with paired blocks, this block's half
+// (rows 64 rank ..) multicast into both blocks of the cluster.
+template <typename Shape>
+__device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int stage, int col0, int kb) {
+  if constexpr (Shape::cluster_blocks > 1) {
+    const int rank = static_cast<int>(hw::cluster_rank()), half_bytes = kRowTileBytes / 2;
+    hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
+                              0x3);
+  } else {
+#pragma unroll
+    for (int h = 0; h < Shape::cols / 128; ++h)
+      hw::tma_load_2d(s.b[stage] + h * kRowTileBytes, w_map, &s.full[stage], col0 + 128 * h, kb * kTileK);
+  }
+}
+
+// The producer: one thread loads each stage's x and w boxes once its readers have released it. `step` counts the
+// block's stages over all its tiles: stage step % stages, in its (step / stages)-th round. Paired blocks: each loads
+// its half of the stage's w (64 rows) into both blocks, whose readers both release the stage; a block ends only once
+// its last stages are released, so that no peer arrives on its barriers after it has exited.
+template <typename Shape>
+__device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
+                           const TileWalk<Shape::cluster_blocks>& walk) {
+  // Resident x: a row block's x is asked for after its first tile's first w stages (as many as the ring holds
+  // without that tile's products), so that the wait for the previous row block's readers holds back no w.
+  const int x_after = min(Shape::stages, walk.k_blocks) - 1;
+  int step = 0;
+  for (int i = 0; i < walk.block_tiles(); ++i) {
+    const int t = walk.tile(i);
+    const bool new_row_block = Shape::resident_x && (i == 0 || t % walk.col_tiles == 0);
+    for (int kb = 0; kb < walk.k_blocks; ++kb, ++step) {
+      const int stage = step % Shape::stages;
+      if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
+      hw::mbarrier_arrive_expect_tx(&s.full[stage], (Shape::resident_x ? 0 : kRowTileBytes) + Shape::b_bytes);
+      if constexpr (!Shape::resident_x) hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
+      load_w_stage(s, w_map, stage, walk.col0(t, Shape::cols), kb);
+      if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, walk.row_block(i));
+    }
+  }
+  if constexpr (Shape::cluster_blocks > 1)
+    for (const int end = step + Shape::stages; step < end; ++step)
+      if (step >= Shape::stages) wait_or_trap(&s.empty[step % Shape::stages], (step / Shape::stages - 1) & 1);
+}
+
+// A reader's release of a stage: on this block's barrier, or with paired blocks on both blocks' (each block's w
+// half lands in both).
+template <typename Shape>
+__device__ void release_stage(FcGeluSmem<Shape>& s, int stage) {
+  if constexpr (Shape::cluster_blocks > 1) {
+    hw::mbarrier_arrive_cluster(&s.empty[stage], 0);
+    hw::mbarrier_arrive_cluster(&s.empty[stage], 1);
+  } else {
+    hw::mbarrier_arrive(&s.empty[stage]);
+  }
+}
+
+// A consumer warp group's fragments of one tile, its stages from `step` on; one thread of the group releases each
+// stage once the products that read it have completed (wait_group 1: all but the newest; the last at the end).
+// `issued()` runs once the last stage's products are issued.
+template <typename Shape, typename Issued>
+__device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][64], int group, int k_blocks, int step,
+                              Issued issued) {
+  const bool releases = threadIdx.x % 128 == 0;
+  for (int kb = 0; kb < k_blocks; ++kb, ++step) {
+    const int stage = step % Shape::stages;
+    wait_or_trap(&s.full[stage], (step / Shape::stages) & 1);
+    hw::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kTileK / 16; ++k)
+#pragma unroll
+      for (int f = 0; f < Shape::frags; ++f)
+        hw::wgmma_bf16_ss(
+            acc[f],
+            hw::descriptor_k_major_sw128(
+                s.a[Shape::resident_x ? kb : stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k),
+            hw::descriptor_k_major_sw128(s.b[stage] + Shape::frag_col(f) * attention::kSwizzleRow, k),
+            kb > 0 || k > 0 ? 1u : 0u);
+    hw::wgmma_commit_group();
+    if (kb == k_blocks - 1) issued();
+    hw::wgmma_wait_group<1>();
+    if (releases && kb > 0) release_stage(s, (step - 1) % Shape::stages);
+  }
+  hw::wgmma_wait_group<0>();
+#pragma unroll
+  for (int f = 0; f < Shape::frags; ++f) hw::fence_accumulators(acc[f]);
+  if (releases) release_stage(s, (step - 1) % Shape::stages);
+}
+
+// GELU's bf16 bits for a value the table does not cover (|z| < 2^-16, |z| >= 8, NaN, infinity), out of line: the
+// epilogue looks up each of a thread's 64 or 128 elements in unrolled code, and erff inlined at each of them made
+// the kernel's code several times larger than the instruction caches.
+__device__ __noinline__ unsigned short gelu_bits_in_place(unsigned short pre) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(pre))));
+}
+
+// GELU's bf16 bits for a pre-activation's bits: the table where it covers the value, erff in place elsewhere.
+__device__ inline unsigned short gelu_bits(const unsigned short* table, unsigned short pre) {
+  const int slot = bf16_table_slot(pre);
+  return slot >= 0 ? table[slot] : gelu_bits_in_place(pre);
+}
+
+// x w^T's pair rounded to bf16 (into xw) and the pre-activation pair bf16(xw + bias) returned, as 32-bit words.
+__device__ inline std::uint32_t rounded_pair(float lo, float hi, __nv_bfloat162 bias, std::uint32_t& xw) {
+  const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
+  const __nv_bfloat162 sum = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
+  xw = *reinterpret_cast<const std::uint32_t*>(&product);
+  return *reinterpret_cast<const std::uint32_t*>(&sum);
+}
+
+// The epilogue of one accumulator pair: xw's two columns as bf16 and GELU of those plus the bias, each a pair of
+// bf16 in 32 bits (the lower column in the low half). rounded_pair's arithmetic written out: through the helper,
+// ptxas gave the two-blocks-an-SM kernel (v5, v6) 228 bytes of spills against 160.
+struct OutputPairs {
+  std::uint32_t xw, gelu;
+};
+__device__ inline OutputPairs output_pairs(const unsigned short* table, float lo, float hi, __nv_bfloat162 bias) {
+  const __nv_bfloat162 product = __floats2bfloat162_rn(lo, hi);
+  const __nv_bfloat162 pre = __hadd2(product, bias);  // round to nearest even once, as ColumnBias8::add_to
+  const unsigned short low = gelu_bits(table, __bfloat16_as_ushort(pre.x)),
+                       high = gelu_bits(table, __bfloat16_as_ushort(pre.y));
+  return {*reinterpret_cast<const std::uint32_t*>(&product), static_cast<std::uint32_t>(high) << 16 | low};
+}
+
+// The GELU pairs of four pre-activation pairs, those whose bit in `outside` is set evaluated in place (both elements:
+// in place and from a table they are the same bits), one call out of line for a batch (output_batch's and
+// output_batch_wide's rare path); by value, so that the batch stays in registers on the common path.
+__device__ __noinline__ uint4 gelu_pairs_in_place(uint4 pre, uint4 gelu, unsigned outside) {
+  const auto fix = [](std::uint32_t pre_pair, std::uint32_t gelu_pair, bool off) {
+    return off ? static_cast<std::uint32_t>(gelu_bits_in_place(static_cast<unsigned short>(pre_pair >> 16))) << 16 |
+                     gelu_bits_in_place(static_cast<unsigned short>(pre_pair))
+               : gelu_pair;
+  };
+  return make_uint4(fix(pre.x, gelu.x, outside & 1), fix(pre.y, gelu.y, outside & 2), fix(pre.z, gelu.z, outside & 4),
+                    fix(pre.w, gelu.w, outside & 8));
+}
+
+__device__ inline void unpack(uint4 v, std::uint32_t (&out)[4]) {
+  out[0] = v.x;
+  out[1] = v.y;
+  out[2] = v.z;
+  out[3] = v.w;
+}
+
+// output_batch on the wide table: two slots a pair from a few packed operations (wide_table_slots).
+__device__ inline void output_batch_wide(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
+                                         const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4],
+                                         std::uint32_t (&gelu)[4]) {
+  std::uint32_t pre[4];
+  unsigned outside = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
+    const WideSlots slots = wide_table_slots(pre[c]);
+    outside |= slots.outside ? 1u << c : 0u;
+    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
+              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
+  }
+  if (__any_sync(kFullWarp, outside != 0)) {
+    unpack(gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside),
+           gelu);
+  }
+}
+
+// Four pairs' outputs (output_pairs's) with the eight table lookups issued together, each unconditional (a value
+// the table does not cover reads slot 0), then one warp vote: a batch with such a value in any lane evaluates those
+// in place. Straight-line code, so that the eight elements' instructions interleave.
+__device__ inline void output_batch(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
+                                    const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4], std::uint32_t (&gelu)[4]) {
+  std::uint32_t pre[4];
+  unsigned outside = 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
+    const int low = bf16_table_slot(static_cast<unsigned short>(pre[c])),
+              high = bf16_table_slot(static_cast<unsigned short>(pre[c] >> 16));
+    outside |= (low | high) < 0 ? 1u << c : 0u;
+    gelu[c] = static_cast<std::uint32_t>(table[max(high, 0)]) << 16 | table[max(low, 0)];
+  }
+  if (__any_sync(kFullWarp, outside != 0)) {
+    unpack(gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
+                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside),
+           gelu);
+  }
+}
+
+// v[i] for a run-time i in 0..3, by selects (an indexed register array would go to local memory).
+__device__ inline std::uint32_t pick(const std::uint32_t (&v)[4], int i) {
+  return i == 0 ? v[0] : i == 1 ? v[1] : i == 2 ? v[2] : v[3];
+}
+
+// The four lanes of a row (lane % 4 = t) hold pair t of each of four 8-column chunks, p[c] for chunk c; afterwards
+// lane t holds chunk t whole, its pairs in column order: three exchanges, lane t giving lane t ^ i its pair of
+// chunk t ^ i.
+__device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
+  const std::uint32_t by_distance[4] = {pick(p, t), __shfl_xor_sync(kFullWarp, pick(p, t ^ 1), 1),
+                                        __shfl_xor_sync(kFullWarp, pick(p, t ^ 2), 2),
+                                        __shfl_xor_sync(kFullWarp, pick(p, t ^ 3), 3)};
+  return make_uint4(pick(by_distance, t), pick(by_distance, t ^ 1), pick(by_distance, t ^ 2),
+                    pick(by_distance, t ^ 3));
+}
+
+// The bias pairs of a thread's columns in 128 (cols0 + 8 j + 2 t, j = 0..15); past the matrix's edge, its last pair
+// (never stored). Two 2-byte loads a pair: the bias needs only bf16's alignment.
+__device__ inline void load_bias_pairs(__nv_bfloat162 (&b)[16], const bf16* __restrict__ bias, int cols0, int t,
+                                       int cols) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int col = min(cols0 + 8 * j + 2 * t, cols - 2);
+    b[j] = __halves2bfloat162(bias[col], bias[col + 1]);
+  }
+}
+
+// Each thread's accumulators (hopper.cuh's m64n128 layout, once per fragment) to xw and gelu, rows and columns
+// past the matrix skipped: 4 bytes a thread a store, or with Shape::wide_stores 16 after gather_chunk. With
+// Shape::batched_lookup a fragment's 16 bias pairs are loaded before any of its stores (the outputs and the bias
+// declared unaliased), where the other versions load each q's four between the stores.
+template <typename Shape>
+__device__ void store_tile(const FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], bf16* __restrict__ xw,
+                           bf16* __restrict__ gelu_out, const bf16* __restrict__ bias, int rows, int cols, int row0,
+                           int col0) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, group = threadIdx.x / 128, t = lane % 4;
+#pragma unroll
+  for (int f = 0; f < Shape::frags; ++f) {
+    [[maybe_unused]] __nv_bfloat162 fragment_bias[16];
+    if constexpr (Shape::batched_lookup) load_bias_pairs(fragment_bias, bias, col0 + Shape::frag_col(f), t, cols);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {  // chunks 4 q .. 4 q + 3 of the 16 in 128 columns
+      const int row = row0 + Shape::frag_row(f, group) + 16 * warp + lane / 4, cols0 = col0 + Shape::frag_col(f);
+      __nv_bfloat162 b[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        if constexpr (Shape::batched_lookup) {
+          b[c] = fragment_bias[4 * q + c];
+        } else {
+          const int col = min(cols0 + 8 * (4 * q + c) + 2 * t, cols - 2);  // past the edge: never stored
+          b[c] = __halves2bfloat162(bias[col], bias[col + 1]);  // bias: 2-byte alignment only
+        }
+      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = row + 8 * half;
+        std::uint32_t xw_pairs[4], gelu_pairs[4];
+        if constexpr (Shape::batched_lookup) {
+          float lo[4], hi[4];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            lo[c] = acc[f][4 * (4 * q + c) + 2 * half];
+            hi[c] = acc[f][4 * (4 * q + c) + 2 * half + 1];
+          }
+          if constexpr (Shape::wide_table)
+            output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+          else
+            output_batch(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int j = 4 * q + c;
+            const OutputPairs o =
+                output_pairs(s.gelu_table, acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1], b[c]);
+            xw_pairs[c] = o.xw;
+            gelu_pairs[c] = o.gelu;
+          }
+        }
+        if constexpr (Shape::wide_stores) {
+          const uint4 xw_chunk = gather_chunk(xw_pairs, t), gelu_chunk = gather_chunk(gelu_pairs, t);
+          const int col = cols0 + 8 * (4 * q + t);
+          if (r < rows && col < cols) {
+            const std::size_t at = static_cast<std::size_t>(r) * cols + col;
+            *reinterpret_cast<uint4*>(xw + at) = xw_chunk;
+            *reinterpret_cast<uint4*>(gelu_out + at) = gelu_chunk;
+          }
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int col = cols0 + 8 * (4 * q + c) + 2 * t;
+            if (r < rows && col < cols) {
+              const std::size_t at = static_cast<std::size_t>(r) * cols + col;
+              *reinterpret_cast<std::uint32_t*>(xw + at) = xw_pairs[c];
+              *reinterpret_cast<std::uint32_t*>(gelu_out + at) = gelu_pairs[c];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Staged stores: a ping-pong group's tile (its two fragments, rows 0-63 and 64-127) to xw and gelu through its two
+// staging boxes, one 64-column half and Shape::staged_rows rows (both fragments, or one) at a time. The group's own
+// named barrier (1 + group, 128 threads) orders its threads' shared-memory writes before the TMA stores and the
+// stores' reads before the next box's writes.
+struct OutputMaps {
+  const CUtensorMap* xw;
+  const CUtensorMap* gelu;
+};
+__device__ inline void group_barrier(int group) { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory"); }
+
+// Byte offset of the pair at (row, col) (col even) in a box of 64 bf16 columns in the 128-byte swizzle.
+__device__ inline std::uint32_t swizzled_pair_offset(int row, int col) {
+  return static_cast<std::uint32_t>(row * 128 + (((col / 8) ^ (row % 8)) * 16) + (col % 8) * 2);
+}
+
+// One fragment's columns 64 h .. 64 h + 63 (chunks q = 2 h, 2 h + 1) into the staging boxes, its rows from box_row0.
+template <typename Shape>
+__device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* xw_box, unsigned char* gelu_box,
+                                    const float (&acc)[64], const __nv_bfloat162 (&bias)[16], int h, int box_row0) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+#pragma unroll
+  for (int q = 2 * h; q < 2 * h + 2; ++q) {
+    const __nv_bfloat162 b[4] = {bias[4 * q], bias[4 * q + 1], bias[4 * q + 2], bias[4 * q + 3]};
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      std::uint32_t xw_pairs[4], gelu_pairs[4];
+      float lo[4], hi[4];
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        lo[c] = acc[4 * (4 * q + c) + 2 * half];
+        hi[c] = acc[4 * (4 * q + c) + 2 * half + 1];
+      }
+      output_batch_wide(s.gelu_table, lo, hi, b, xw_pairs, gelu_pairs);
+      const int row = box_row0 + 16 * warp + lane / 4 + 8 * half;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const std::uint32_t at = swizzled_pair_offset(row, 8 * (4 * (q - 2 * h) + c) + 2 * t);
+        *reinterpret_cast<std::uint32_t*>(xw_box + at) = xw_pairs[c];
+        *reinterpret_cast<std::uint32_t*>(gelu_box + at) = gelu_pairs[c];
+      }
+    }
+  }
+}
+
+// `staged` counts the group's boxes stored so far: with two buffers, box n goes through buffer n % 2, and its writes
+// wait only for the stores of box n - 2 to have read it.
+template <typename Shape>
+__device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
+                                  const bf16* __restrict__ bias, int cols, int row0, int col0, int& staged) {
+  static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
+  constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
+  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
+  const bool issues = threadIdx.x % 128 == 0;
+  __nv_bfloat162 tile_bias[16];
+  load_bias_pairs(tile_bias, bias, col0, t, cols);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+#pragma unroll
+    for (int part = 0; part < kParts; ++part, ++staged) {
+      auto& boxes = s.staging.box[group][staged % Shape::staged_buffers];  // [xw, gelu]
+      if (issues) hw::bulk_wait_group_read<Shape::staged_buffers - 1>();  // the buffer's last stores have read it
+      group_barrier(group);
+#pragma unroll
+      for (int f = part * kFragsPerPart; f < (part + 1) * kFragsPerPart; ++f)
+        stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h, Shape::frag_row(f, group) % Shape::staged_rows);
+      hw::fence_proxy_async_shared();
+      group_barrier(group);
+      if (issues) {
+        const int row = row0 + part * Shape::staged_rows;
+        hw::tma_store_2d(maps.xw, boxes[0], row, col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, boxes[1], row, col0 + 64 * h);
+        hw::bulk_commit_group();
+      }
+    }
+  }
+}
+
+template <typename Shape>
+__global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
+    fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
+                         const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap gelu_map,
+                         bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols,
+                         TileWalk<Shape::cluster_blocks> walk) {
+  extern __shared__ unsigned char raw[];
+  FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
+  if (threadIdx.x == kConsumerThreads) {
+    hw::tma_prefetch_map(&x_map);
+    hw::tma_prefetch_map(&w_map);
+    for (int stage = 0; stage < Shape::stages; ++stage) {
+      hw::mbarrier_init(&s.full[stage], 1);
+      hw::mbarrier_init(&s.empty[stage], Shape::releasers);
+    }
+    hw::mbarrier_init(&s.turn[0], 1);
+    hw::mbarrier_init(&s.turn[1], 1);
+    hw::mbarrier_init(&s.x_full, 1);
+    hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
+    hw::mbarrier_init_fence();
+  }
+  if constexpr (Shape::wide_table)
+    for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
+      const auto bits =
+          static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
+      s.gelu_table[slot] = __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(bits))));
+    }
+  else
+    fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
+  __syncthreads();
+  if constexpr (Shape::cluster_blocks > 1) hw::cluster_sync();  // both blocks' barriers before either's copies
+  if (threadIdx.x >= kConsumerThreads) {
+    if constexpr (Shape::producer_group) hw::setmaxnreg_dec<kProducerRegisters>();
+    if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
+    return;
+  }
+  if constexpr (Shape::producer_group) hw::setmaxnreg_inc<kConsumerRegisters>();
+  // The block's i-th tile (TileWalk::tile) has its stages from i k_blocks on; ping-pong warp groups take every
+  // other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
+  // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
+  // Resident x: a group waits for its tile's row block before multiplying, and releases it once the products of its
+  // last tile in it have completed; a row block of the range without a tile of the group (one tile at the range's
+  // end, or every other with one column tile) it releases once that row block has landed, so that each release
+  // counts toward its own row block's phase.
+  const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
+  const bool signals = threadIdx.x % 128 == 0;
+  float acc[Shape::frags][64];
+  int staged = 0;  // staged stores: the group's boxes stored
+  for (int i = first, n = 0, released = 0; i < walk.block_tiles(); i += stride, ++n) {
+    const int t = walk.tile(i), row_block = walk.row_block(i);
+    if constexpr (Shape::pingpong) {
+      const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
+      if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
+    }
+    if constexpr (Shape::resident_x) {
+      for (; released < row_block; ++released) {
+        wait_or_trap(&s.x_full, released & 1);
+        if (signals) hw::mbarrier_arrive(&s.x_empty);
+      }
+      wait_or_trap(&s.x_full, row_block & 1);
+    }
+    multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
+      if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
+    });
+    if constexpr (Shape::resident_x)
+      if (i + stride >= walk.block_tiles() || walk.row_block(i + stride) != row_block) {
+        if (signals) hw::mbarrier_arrive(&s.x_empty);
+        released = row_block + 1;
+      }
+    if constexpr (Shape::staged_stores)
+      store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
+                        staged);
+    else
+      store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
+  }
+  if constexpr (Shape::staged_stores)
+    if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
+}
+
+// Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once
+// (in whole clusters, with paired blocks).
+template <typename Shape>
+int g_persistent_grid = 0;
+
+// A launch of `Shape`'s kernel on `blocks` blocks, in clusters of Shape::cluster_blocks.
+template <typename Shape>
+cudaLaunchConfig_t launch_config(int blocks, cudaStream_t stream, cudaLaunchAttribute& cluster) {
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = Shape::cluster_blocks;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(Shape::threads);
+  config.dynamicSmemBytes = kSmemBytes<Shape>;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = Shape::cluster_blocks > 1 ? 1 : 0;  // the other versions launch as <<<>>> would
+  return config;
+}
+
+// A row-major bf16 matrix's map in boxes of box_rows x 64 columns, 128-byte swizzle.
+CUtensorMap matrix_map(const bf16* data, int rows, int cols, int box_rows = kTileRows) {
+  const hopper::Matrix2d m{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(rows),
+                           static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(cols) * sizeof(bf16)};
+  return hopper::make_tensor_map_2d(m, static_cast<std::uint32_t>(box_rows), kTileK, hopper::TileSwizzle::bytes128);
+}
+
+// setmaxnreg moves registers within the block's pool, which ptxas sized: a kernel compiled to other than
+// Shape::entry_registers would leave the consumers' setmaxnreg.inc waiting forever, so configure refuses it.
+template <typename Shape>
+void configure(const char* version) {
+  cudaFuncAttributes attributes{};
+  ROOFBENCH_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(fc_gelu_sm90a_kernel<Shape>)));
+  if (Shape::producer_group && attributes.numRegs != Shape::entry_registers)
+    throw Error(std::string("gpt: ") + version + "'s kernel has " + std::to_string(attributes.numRegs) +
+                " registers a thread where its setmaxnreg split needs " + std::to_string(Shape::entry_registers));
+  g_persistent_grid<Shape> =
+      attention::configure_shared_sm90a(version, fc_gelu_sm90a_kernel<Shape>, Shape::threads, kSmemBytes<Shape>);
+  if constexpr (Shape::cluster_blocks > 1) {
+    cudaLaunchAttribute cluster{};
+    const cudaLaunchConfig_t config = launch_config<Shape>(Shape::cluster_blocks, nullptr, cluster);
+    int clusters = 0;
+    ROOFBENCH_CUDA(cudaOccupancyMaxActiveClusters(&clusters, fc_gelu_sm90a_kernel<Shape>, &config));
+    if (clusters < 1) throw Error(std::string("gpt: ") + version + "'s clusters of two blocks do not fit this GPU");
+    g_persistent_grid<Shape> = clusters * Shape::cluster_blocks;
+  }
+}
+
+// The kernel of `Shape` over every tile, on one block a tile or on its persistent grid; the kernel configured at its
+// first launch (`version` names it in a refusal).
+template <typename Shape>
+void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
+            int in, int out, bool persistent, cudaStream_t stream) {
+  if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
+  if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
+    throw Error(std::string("gpt: ") + version + " needs rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
+                std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
+  if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
+    throw Error(std::string("gpt: ") + version + " needs x, w, xw and gelu 16-byte aligned");
+  // Paired blocks load w in halves of a tile's columns.
+  const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in, kTileRows / Shape::cluster_blocks);
+  // Staged stores' outputs, in the staging boxes' shape; encoded for those versions alone (the others never read them).
+  CUtensorMap xw_map{}, gelu_map{};
+  if constexpr (Shape::staged_stores) {
+    xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
+    gelu_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
+  }
+  const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
+  const int units = (rows + Shape::cluster_blocks * kTileRows - 1) / (Shape::cluster_blocks * kTileRows);
+  const TileWalk<Shape::cluster_blocks> walk{col_tiles, col_tiles * units, in / kTileK, Shape::resident_x};
+  if (Shape::resident_x && in > kMaxResidentK)
+    throw Error(std::string("gpt: ") + version + " keeps at most " + std::to_string(kMaxResidentK) +
+                " columns of x (got in " + std::to_string(in) + ")");
+  const int blocks = Shape::cluster_blocks * (persistent ? std::min(walk.tiles, g_persistent_grid<Shape> /
+                                                                                    Shape::cluster_blocks)
+                                                         : walk.tiles);
+  cudaLaunchAttribute cluster{};
+  const cudaLaunchConfig_t config = launch_config<Shape>(blocks, stream, cluster);
+  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, fc_gelu_sm90a_kernel<Shape>, x_map, w_map, xw_map, gelu_map, xw, gelu_out,
+                                    bias, rows, out, walk));
+}
+
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::fc_gelu
