@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -213,6 +214,44 @@ TEST(GptLayers, Bf16KeeperNamesItsKernels) {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   EXPECT_STREQ(bf16_attention_keeper_name(), bf16_attention_keeper_name(hopper::hopper_path_available(device)));
+}
+
+// The keeper's sm_90a fc + GELU (fc_gelu_forward_sm90a) on R2's shape per 64 sequences' worth of rows and a ragged
+// one: x w^T against double, and gelu bit for bit gelu_forward_add_bias on that x w^T; its name matches the device.
+TEST(GptLayers, Bf16FcGeluKeeperMatchesTheGeluPassOnItsProduct) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  const bool sm90a = hopper::hopper_path_available(device);
+  EXPECT_EQ(std::string(bf16_fc_gelu_keeper_name()).find("sm_90a kernel") != std::string::npos, sm90a);
+  if (!sm90a) GTEST_SKIP() << "no sm_90a path on this device or in this build";
+  fc_gelu_forward_sm90a_configure();
+  for (const auto& [rows, in, out] : {std::array{1000, 512, 2048}, std::array{333, 128, 200}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(in) + " -> " + std::to_string(out));
+    const std::size_t n = static_cast<std::size_t>(rows) * out;
+    const auto x = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(rows) * in, 41, -1, 1)));
+    const auto w = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(out) * in, 42, -0.2f, 0.2f)));
+    Device dev;
+    bf16 *xw = dev.upload(to_bf16(std::vector<float>(n, std::nanf("")))), *gelu = dev.alloc<bf16>(n);
+    bf16* gelu_pass = dev.alloc<bf16>(n);
+    const bf16* bias = dev.upload(to_bf16(random_floats(out, 43, -1, 1)));
+    fc_gelu_forward_sm90a(xw, gelu, dev.upload(to_bf16(x)), dev.upload(to_bf16(w)), bias, rows, in, out, nullptr);
+    gelu_forward_add_bias(gelu_pass, xw, bias, rows, out, nullptr);
+    const auto got = from_bf16(Device::download(xw, n));
+    std::vector<double> ref(n);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < out; ++c)
+        for (int k = 0; k < in; ++k)
+          ref[static_cast<std::size_t>(r) * out + c] +=
+              double{x[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(c) * in + k];
+    EXPECT_LT(rel_l2(std::vector<double>(got.begin(), got.end()), ref), 4e-3);  // bf16's rounding of each output
+    const auto bits = [](const std::vector<bf16>& v) {
+      std::vector<std::uint16_t> out(v.size());
+      std::memcpy(out.data(), v.data(), v.size() * sizeof(bf16));
+      return out;
+    };
+    EXPECT_EQ(bits(Device::download(gelu, n)), bits(Device::download(gelu_pass, n)));
+  }
 }
 
 // 70: neither a multiple of 32 nor of 16; 128: the largest T, every tile full; 1: one position, all padding.
