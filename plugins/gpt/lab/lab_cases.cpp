@@ -13,9 +13,10 @@
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
 //   lab_fc_gelu_bf16/version:v1|v4-v17/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
-//                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's) the bias
-//                                     moved from the GEMM into the GELU pass, v5-v17 one sm_90a GEMM whose
-//                                     epilogue writes both outputs (kFcGeluVersions)
+//                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
+//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
+//                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
+//                                     (kFcGeluVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -434,8 +435,8 @@ class WgradLab final : public Case {
 // cuDNN graphs, v2 and v3, which fused GELU into the GEMM and lost on the GEMM):
 //   v1 (R2-R4's until v4): linear_forward_bias (the bias in cuBLASLt's epilogue) writes z, then
 //       gelu_forward (the table kernel) reads z and writes gelu;
-//   v4 (R2-R4's): linear_forward (no epilogue) writes x w^T into z, then gelu_forward_add_bias reads it and
-//       writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again);
+//   v4 (R2-R4's without sm_90a): linear_forward (no epilogue) writes x w^T into z, then gelu_forward_add_bias
+//       reads it and writes GELU(bf16(z + bias)); z is left without its bias (the backward adds it again);
 //   v5: v4's outputs from one sm_90a kernel, a wgmma GEMM whose epilogue writes both (fc_gelu_sm90a.hpp), a
 //       block a tile;
 //   v6: v5's kernel on two blocks an SM that walk the tiles;
@@ -445,7 +446,7 @@ class WgradLab final : public Case {
 //   v10, v11: v6 and v9 with the epilogue's GELU lookups eight at a time, one branch for values off the table;
 //   v12: v11 on a wider table whose slots come from packed 32-bit operations;
 //   v13: v12 with each block's rows of x kept in shared memory while it walks their column tiles;
-//   v14: v12 storing xw and gelu through shared memory by TMA;
+//   v14 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v12 storing xw and gelu through shared memory by TMA;
 //   v15: v13 and v14 together, on a three-stage ring and half-tile staging boxes;
 //   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
 //   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores.
@@ -830,11 +831,13 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<FcGeluLab>("lab_fc_gelu_bf16",
                           "kernel lab: the MLP's fc GEMM + bias + exact GELU forward on bf16 tensors, z and GELU(z) "
                           "both written; v1 cuBLASLt with the bias in its epilogue, then the GELU table pass, "
-                          "v4 (R2-R4's) cuBLASLt without the epilogue, the bias added by the GELU pass, v5 one "
+                          "v4 (R2-R4's without sm_90a) cuBLASLt without the epilogue, the bias added by the GELU "
+                          "pass, v5 one "
                           "sm_90a GEMM whose epilogue writes both, a block a tile, v6 v5 walking the tiles, v7 on "
                           "128 x 256 tiles, v8 v7 with 16-byte stores, v9 ping-pong warp groups, v10 and v11 v6 "
-                          "and v9 with a batched epilogue, v12 v11 on a wider table, v13 v12 with x resident, v14 v12 "
-                          "storing by TMA",
+                          "and v9 with a batched epilogue, v12 v11 on a wider table, v13 v12 with x resident, v14 "
+                          "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
+                          "double-buffering its stores",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       step_gemms_case(),
