@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "attention_sm90a.cuh"
 #include "gelu.cuh"
@@ -75,6 +76,12 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // into shared memory, staged_rows rows at a time (a staged_rows x 64 box each, 128-byte swizzle), and one thread
 // stores both by TMA (whole sectors; no address arithmetic per store). staged_buffers (1 or 2): the boxes a group
 // has of each output; with two, a group writes one pair while the TMA stores of the other still read it.
+// backward: the layer after GELU's input gradient with GELU's backward (fc_gelu_backward_sm90a): A = dy, B the
+// next layer's weight read MN-major (stored [in][out]: wgmma's imm-trans-b), and the epilogue loads the tile's
+// pre-activation product xw (fc's, without its bias) by TMA into the staging boxes as soon as its products are
+// issued, writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by TMA, and writes the tile's column
+// sums of the unrounded products (fc's bias gradient) to its row block's row of the partials: gelu_backward_add_bias's
+// arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as cuBLASLt's output is.
 // paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
 // of 256 rows); each block loads half of every w stage and multicasts it to both, so that w is read from the L2
 // once for two row blocks.
@@ -82,7 +89,7 @@ struct TileConfig {
   int cols, stages, blocks_per_sm;
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
-  bool paired_w = false;
+  bool paired_w = false, backward = false;
 };
 
 template <TileConfig kConfig>
@@ -110,6 +117,12 @@ struct TileShape {
   static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * cluster_blocks;
   static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
   static_assert(!kConfig.paired_w || (producer_group && cols == 128), "paired blocks: one an SM, 128 columns");
+  static constexpr bool backward = kConfig.backward;
+  static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x &&
+                              cluster_blocks == 1 && !wide_table),
+                "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
+  using TableEntry = std::conditional_t<backward, float, unsigned short>;  // GELU's bf16 bits, or GELU' in fp32
+  static constexpr int table_size = wide_table ? kWideTableSize : kBf16TableSize;
   __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
@@ -129,15 +142,25 @@ struct alignas(1024) StagingBoxes {
 template <int kBuffers>
 struct StagingBoxes<0, kBuffers> {};
 
+// Backward: each group's four warps' column sums of a tile, added in a fixed order; nothing otherwise.
+template <bool kBackward>
+struct ColumnScratch {
+  float sums[2][4][128];  // [group][warp][column of the tile]
+};
+template <>
+struct ColumnScratch<false> {};
+
 template <typename Shape>
 struct FcGeluSmem {
   unsigned char a[Shape::a_boxes][kRowTileBytes];  // x's rows of the tile (a stage's, or every k of a resident row
                                                    // block), K-major, 128-byte swizzle
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
-  unsigned short gelu_table[Shape::wide_table ? kWideTableSize : kBf16TableSize];  // GELU's bf16 bits
+  typename Shape::TableEntry gelu_table[Shape::table_size];  // GELU's bf16 bits (GELU' in fp32, backward)
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
+  std::uint64_t xw_full[2];       // backward: group g's tile of xw landed in its staging boxes
+  ColumnScratch<Shape::backward> columns;
   StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
 };
 template <typename Shape>
@@ -188,7 +211,8 @@ struct TileWalk {
 
 // Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
 template <typename Shape>
-__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const TileWalk<Shape::cluster_blocks>& walk, int t, int r) {
+__device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map,
+                               const TileWalk<Shape::cluster_blocks>& walk, int t, int r) {
   if (r > 0) wait_or_trap(&s.x_empty, (r - 1) & 1);
   hw::mbarrier_arrive_expect_tx(&s.x_full, walk.k_blocks * kRowTileBytes);
   for (int kb = 0; kb < walk.k_blocks; ++kb) hw::tma_load_2d(s.a[kb], x_map, &s.x_full, walk.row0(t), kb * kTileK);
@@ -202,6 +226,9 @@ __device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int
     const int rank = static_cast<int>(hw::cluster_rank()), half_bytes = kRowTileBytes / 2;
     hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
                               0x3);
+  } else if constexpr (Shape::backward) {  // w [in][out]: K rows 64 kb .., two boxes of 64 output columns
+    hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], kb * kTileK, col0);
+    hw::tma_load_2d(s.b[stage] + kRowTileBytes / 2, w_map, &s.full[stage], kb * kTileK, col0 + 64);
   } else {
 #pragma unroll
     for (int h = 0; h < Shape::cols / 128; ++h)
@@ -263,13 +290,17 @@ __device__ void multiply_tile(FcGeluSmem<Shape>& s, float (&acc)[Shape::frags][6
 #pragma unroll
     for (int k = 0; k < kTileK / 16; ++k)
 #pragma unroll
-      for (int f = 0; f < Shape::frags; ++f)
-        hw::wgmma_bf16_ss(
-            acc[f],
-            hw::descriptor_k_major_sw128(
-                s.a[Shape::resident_x ? kb : stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k),
-            hw::descriptor_k_major_sw128(s.b[stage] + Shape::frag_col(f) * attention::kSwizzleRow, k),
-            kb > 0 || k > 0 ? 1u : 0u);
+      for (int f = 0; f < Shape::frags; ++f) {
+        const std::uint64_t a = hw::descriptor_k_major_sw128(
+            s.a[Shape::resident_x ? kb : stage] + Shape::frag_row(f, group) * attention::kSwizzleRow, k);
+        if constexpr (Shape::backward)  // B MN-major: two 64-column boxes kRowTileBytes / 2 apart
+          hw::wgmma_bf16_ss<0, 1>(acc[f], a, hw::descriptor_mn_major_sw128(s.b[stage], k, kRowTileBytes / 2),
+                                  kb > 0 || k > 0 ? 1u : 0u);
+        else
+          hw::wgmma_bf16_ss(acc[f], a,
+                            hw::descriptor_k_major_sw128(s.b[stage] + Shape::frag_col(f) * attention::kSwizzleRow, k),
+                            kb > 0 || k > 0 ? 1u : 0u);
+      }
     hw::wgmma_commit_group();
     if (kb == k_blocks - 1) issued();
     hw::wgmma_wait_group<1>();
@@ -547,7 +578,8 @@ __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape
       group_barrier(group);
 #pragma unroll
       for (int f = part * kFragsPerPart; f < (part + 1) * kFragsPerPart; ++f)
-        stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h, Shape::frag_row(f, group) % Shape::staged_rows);
+        stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h,
+                            Shape::frag_row(f, group) % Shape::staged_rows);
       hw::fence_proxy_async_shared();
       group_barrier(group);
       if (issues) {
@@ -560,12 +592,132 @@ __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape
   }
 }
 
+// Backward: GELU' of four pre-activation pairs from the fp32 table (every element looked up, a value off the table
+// reading slot 0), the pairs with a value off it evaluated in place after one warp vote.
+__device__ __noinline__ float2 gelu_derivative_pair_in_place(std::uint32_t pre) {
+  return make_float2(gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre))),
+                     gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre >> 16))));
+}
+__device__ inline void derivative_batch(const float* table, const std::uint32_t (&pre)[4], float2 (&derivative)[4]) {
+  unsigned outside = 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int low = bf16_table_slot(static_cast<unsigned short>(pre[c])),
+              high = bf16_table_slot(static_cast<unsigned short>(pre[c] >> 16));
+    outside |= (low | high) < 0 ? 1u << c : 0u;
+    derivative[c] = make_float2(table[max(low, 0)], table[max(high, 0)]);
+  }
+  if (__any_sync(kFullWarp, outside != 0)) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (outside & (1u << c)) derivative[c] = gelu_derivative_pair_in_place(pre[c]);
+  }
+}
+
+// Backward: one 64-column half of a group's tile, its xw in `box` (landed), overwritten with the input gradient;
+// `sums` gathers the thread's unrounded products, per column pair (chunk j of the tile: columns 8 j + 2 t ..).
+template <typename Shape>
+__device__ void backward_half(const FcGeluSmem<Shape>& s, unsigned char* box, const float (&acc)[Shape::frags][64],
+                              const __nv_bfloat162 (&bias)[16], int h, float2 (&sums)[16]) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+#pragma unroll
+  for (int f = 0; f < Shape::frags; ++f)
+#pragma unroll
+    for (int q = 2 * h; q < 2 * h + 2; ++q)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = Shape::frag_row(f, 0) + 16 * warp + lane / 4 + 8 * half;
+        std::uint32_t at[4], pre[4];
+        __nv_bfloat162 dgelu[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int j = 4 * q + c;
+          at[c] = swizzled_pair_offset(row, 8 * (4 * (q - 2 * h) + c) + 2 * t);
+          const __nv_bfloat162 xw = *reinterpret_cast<const __nv_bfloat162*>(box + at[c]);
+          const __nv_bfloat162 sum = __hadd2(xw, bias[j]);  // round to nearest even once, as ColumnBias8::add_to
+          pre[c] = *reinterpret_cast<const std::uint32_t*>(&sum);
+          dgelu[c] = __floats2bfloat162_rn(acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1]);
+        }
+        float2 derivative[4];
+        derivative_batch(s.gelu_table, pre, derivative);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float lo = __low2float(dgelu[c]) * derivative[c].x, hi = __high2float(dgelu[c]) * derivative[c].y;
+          sums[4 * q + c].x += lo;
+          sums[4 * q + c].y += hi;
+          *reinterpret_cast<__nv_bfloat162*>(box + at[c]) = __floats2bfloat162_rn(lo, hi);
+        }
+      }
+}
+
+// Backward: the group's column sums of the tile, added across the lanes of a column (the rows of a warp), then
+// across its four warps in a fixed order, into its row block's row of the partials.
+__device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums)[16], float* partials, int cols,
+                                         int row_block, int col0, int group) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int mask = 4; mask < 32; mask *= 2) {
+      sums[j].x += __shfl_xor_sync(kFullWarp, sums[j].x, mask);
+      sums[j].y += __shfl_xor_sync(kFullWarp, sums[j].y, mask);
+    }
+  if (lane < 4)
+#pragma unroll
+    for (int j = 0; j < 16; ++j) *reinterpret_cast<float2*>(&scratch[warp][8 * j + 2 * lane]) = sums[j];
+  group_barrier(group);
+  const int c = static_cast<int>(threadIdx.x % 128);
+  if (col0 + c < cols)
+    partials[static_cast<std::size_t>(row_block) * cols + col0 + c] =
+        ((scratch[0][c] + scratch[1][c]) + scratch[2][c]) + scratch[3][c];
+}
+
+// Backward: the group's tile (its xw asked for by load_xw_tile) to the input gradient, by TMA from the staging
+// boxes, and its column sums to the partials. The scratch is written again only after the next tile's barriers,
+// which every thread reaches after its reads here.
+template <typename Shape>
+__device__ void store_tile_backward(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64],
+                                    const CUtensorMap* out_map, const bf16* __restrict__ bias, float* partials,
+                                    int cols, int row0, int col0, int n) {
+  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
+  const bool issues = threadIdx.x % 128 == 0;
+  __nv_bfloat162 tile_bias[16];
+  load_bias_pairs(tile_bias, bias, col0, t, cols);
+  float2 sums[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) sums[j] = make_float2(0.0f, 0.0f);
+  wait_or_trap(&s.xw_full[group], n & 1);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+    unsigned char* box = s.staging.box[group][0][h];
+    backward_half(s, box, acc, tile_bias, h, sums);
+    hw::fence_proxy_async_shared();
+    group_barrier(group);
+    if (issues) {
+      hw::tma_store_2d(out_map, box, row0, col0 + 64 * h);
+      hw::bulk_commit_group();
+    }
+  }
+  write_column_sums(s.columns.sums[group], sums, partials, cols, row0 / kTileRows, col0, group);
+}
+
+// Backward: one thread of the group asks for its tile's xw (two 64-column halves) in its staging boxes, once the
+// stores of its last tile have read them.
+template <typename Shape>
+__device__ void load_xw_tile(FcGeluSmem<Shape>& s, const CUtensorMap* xw_map, int group, int row0, int col0) {
+  hw::bulk_wait_group_read<0>();
+  hw::mbarrier_arrive_expect_tx(&s.xw_full[group], 2 * kRowTileBytes);
+  hw::tma_load_2d(s.staging.box[group][0][0], xw_map, &s.xw_full[group], row0, col0);
+  hw::tma_load_2d(s.staging.box[group][0][1], xw_map, &s.xw_full[group], row0, col0 + 64);
+}
+
 template <typename Shape>
 __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap gelu_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols,
-                         TileWalk<Shape::cluster_blocks> walk) {
+                         TileWalk<Shape::cluster_blocks> walk, float* partials) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
   if (threadIdx.x == kConsumerThreads) {
@@ -579,9 +731,13 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     hw::mbarrier_init(&s.turn[1], 1);
     hw::mbarrier_init(&s.x_full, 1);
     hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
+    hw::mbarrier_init(&s.xw_full[0], 1);
+    hw::mbarrier_init(&s.xw_full[1], 1);
     hw::mbarrier_init_fence();
   }
-  if constexpr (Shape::wide_table)
+  if constexpr (Shape::backward)
+    fill_bf16_table(s.gelu_table, [](float x) { return gelu_derivative(x); });
+  else if constexpr (Shape::wide_table)
     for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
       const auto bits =
           static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
@@ -617,19 +773,26 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if constexpr (Shape::resident_x) {
       for (; released < row_block; ++released) {
         wait_or_trap(&s.x_full, released & 1);
+        // Every warp of the group past this wait before the release: a release lets the next row block land, and
+        // a warp still to wait would then see its phase's parity two phases on, and wait forever.
+        group_barrier(group);
         if (signals) hw::mbarrier_arrive(&s.x_empty);
       }
       wait_or_trap(&s.x_full, row_block & 1);
     }
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
       if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
+      if constexpr (Shape::backward)
+        if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), walk.col0(t, Shape::cols));
     });
     if constexpr (Shape::resident_x)
       if (i + stride >= walk.block_tiles() || walk.row_block(i + stride) != row_block) {
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
-    if constexpr (Shape::staged_stores)
+    if constexpr (Shape::backward)
+      store_tile_backward(s, acc, &gelu_map, bias, partials, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
+    else if constexpr (Shape::staged_stores)
       store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
                         staged);
     else
@@ -688,25 +851,28 @@ void configure(const char* version) {
   }
 }
 
-// The kernel of `Shape` over every tile, on one block a tile or on its persistent grid; the kernel configured at its
-// first launch (`version` names it in a refusal).
-template <typename Shape>
-void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
-            int in, int out, bool persistent, cudaStream_t stream) {
-  if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
+// A launch's operands: the A (x, or dy) and B (w) maps, the epilogue's two maps (staged stores: xw and gelu stored;
+// backward: xw loaded, the input gradient stored), and the pointers the other epilogues write or read.
+struct KernelOperands {
+  CUtensorMap a_map, b_map, xw_map, out_map;
+  bf16* xw;
+  bf16* out;
+  const bf16* bias;
+  float* partials;  // backward: a row of column sums a row block
+};
+
+void check_shape(const char* version, int rows, int in, int out) {
   if (rows < 1 || in < kTileK || in % kTileK != 0 || out < 8 || out % 8 != 0)
-    throw Error(std::string("gpt: ") + version + " needs rows >= 1, in a multiple of 64 and out a multiple of 8 (got rows " +
-                std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
-  if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
-    throw Error(std::string("gpt: ") + version + " needs x, w, xw and gelu 16-byte aligned");
-  // Paired blocks load w in halves of a tile's columns.
-  const CUtensorMap x_map = matrix_map(x, rows, in), w_map = matrix_map(w, out, in, kTileRows / Shape::cluster_blocks);
-  // Staged stores' outputs, in the staging boxes' shape; encoded for those versions alone (the others never read them).
-  CUtensorMap xw_map{}, gelu_map{};
-  if constexpr (Shape::staged_stores) {
-    xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
-    gelu_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
-  }
+    throw Error(std::string("gpt: ") + version + " needs rows >= 1, in a multiple of 64 and out a multiple of 8 (got " +
+                "rows " + std::to_string(rows) + ", in " + std::to_string(in) + ", out " + std::to_string(out) + ")");
+}
+
+// The kernel of `Shape` over every tile of a rows x out product with `in` terms, on one block a tile or on its
+// persistent grid; the kernel configured at its first launch (`version` names it in a refusal).
+template <typename Shape>
+void run_kernel(const char* version, const KernelOperands& ops, int rows, int in, int out, bool persistent,
+                cudaStream_t stream) {
+  if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
   const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
   const int units = (rows + Shape::cluster_blocks * kTileRows - 1) / (Shape::cluster_blocks * kTileRows);
   const TileWalk<Shape::cluster_blocks> walk{col_tiles, col_tiles * units, in / kTileK, Shape::resident_x};
@@ -718,10 +884,50 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
                                                          : walk.tiles);
   cudaLaunchAttribute cluster{};
   const cudaLaunchConfig_t config = launch_config<Shape>(blocks, stream, cluster);
-  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, fc_gelu_sm90a_kernel<Shape>, x_map, w_map, xw_map, gelu_map, xw, gelu_out,
-                                    bias, rows, out, walk));
+  ROOFBENCH_CUDA(cudaLaunchKernelEx(&config, fc_gelu_sm90a_kernel<Shape>, ops.a_map, ops.b_map, ops.xw_map,
+                                    ops.out_map, ops.xw, ops.out, ops.bias, rows, out, walk, ops.partials));
 }
 
+// The forward: xw = x w^T and gelu = GELU(bf16(xw + bias)) (x [rows, in], w [out, in]).
+template <typename Shape>
+void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
+            int in, int out, bool persistent, cudaStream_t stream) {
+  static_assert(!Shape::backward);
+  check_shape(version, rows, in, out);
+  if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
+    throw Error(std::string("gpt: ") + version + " needs x, w, xw and gelu 16-byte aligned");
+  // Paired blocks load w in halves of a tile's columns. Staged stores' outputs, in the staging boxes' shape, are
+  // encoded for those versions alone (the others never read them).
+  KernelOperands ops{matrix_map(x, rows, in), matrix_map(w, out, in, kTileRows / Shape::cluster_blocks), {}, {},
+                     xw, gelu_out, bias, nullptr};
+  if constexpr (Shape::staged_stores) {
+    ops.xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
+    ops.out_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
+  }
+  run_kernel<Shape>(version, ops, rows, in, out, persistent, stream);
+}
+
+// The backward's partials: a row of `out` column sums for each 128 rows.
+inline std::size_t backward_partials_floats(int rows, int out) {
+  return static_cast<std::size_t>((rows + kTileRows - 1) / kTileRows) * static_cast<std::size_t>(out);
+}
+
+// The backward: dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy [rows, in], w
+// [in, out] (the next layer's weight as stored), xw [rows, out]; partials: backward_partials_floats(rows, out).
+template <typename Shape>
+void launch_backward(const char* version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,
+                     const bf16* xw, const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
+  static_assert(Shape::backward);
+  check_shape(version, rows, in, out);
+  if (!aligned16(dz) || !aligned16(dy) || !aligned16(w) || !aligned16(xw))
+    throw Error(std::string("gpt: ") + version + " needs dz, dy, w and xw 16-byte aligned");
+  const KernelOperands ops{matrix_map(dy, rows, in),      matrix_map(w, in, out, kTileK),
+                           matrix_map(xw, rows, out),     matrix_map(dz, rows, out),
+                           nullptr,                       dz,
+                           bias,                          partials};
+  run_kernel<Shape>(version, ops, rows, in, out, true, stream);
+  column_finish(ColumnOutputs{{dbias}, out}, partials, (rows + kTileRows - 1) / kTileRows, out, stream);
+}
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::fc_gelu

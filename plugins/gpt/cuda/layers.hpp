@@ -346,6 +346,9 @@ enum class GradientOrder { input_first, weight_first };
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw = 0,
                      GradientOrder order = GradientOrder::input_first);
+// linear_backward's dx alone.
+void linear_backward_input(const LtContext& lt, void* dx, cudaDataType_t dx_type, const bf16* dy, const bf16* w, int N,
+                           int in, int out);
 // R2-R4's MLP (lab_elementwise_bf16 v4; the lab keeps the versions before it,
 // plugins/gpt/lab/elementwise_versions.hpp), with fc's bias out of the GEMM (at R3's shape its cuBLASLt BIAS
 // epilogue kernel took 219 us against 185 without it, lab_fc_gelu_bf16 v1 and v4): xw [rows, cols] is x w^T

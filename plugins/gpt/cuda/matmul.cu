@@ -278,14 +278,18 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
   lt_matmul(lt, g);
 }
 
+void linear_backward_input(const LtContext& lt, void* dx, cudaDataType_t dx_type, const bf16* dy, const bf16* w, int N,
+                           int in, int out) {
+  RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
+  g.input_type = CUDA_R_16BF;
+  g.c_type = dx_type;
+  lt_matmul(lt, g);
+}
+
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw, GradientOrder order) {
   const auto input_gradient = [&] {
-    if (!dx) return;
-    RowMajorGemm g = input_gradient_gemm(dx, dy, w, N, in, out);
-    g.input_type = CUDA_R_16BF;
-    g.c_type = dx_type;
-    lt_matmul(lt, g);
+    if (dx) linear_backward_input(lt, dx, dx_type, dy, w, N, in, out);
   };
   if (order == GradientOrder::input_first) input_gradient();
   RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);  // dw fp32

@@ -76,6 +76,15 @@ using V16Shape = TileShape<TileConfig{.cols = 128,
                                       .resident_x = true,
                                       .staged_rows = 64,
                                       .paired_w = true}>;
+// lab_fc_gelu_backward_bf16 v2: v14's block (ping-pong, four stages, 128-row staging boxes) on the backward's
+// operands and epilogue, GELU' from bf16_table.hpp's fp32 table.
+using BackwardV2Shape = TileShape<TileConfig{.cols = 128,
+                                             .stages = 4,
+                                             .blocks_per_sm = 1,
+                                             .pingpong = true,
+                                             .batched_lookup = true,
+                                             .staged_rows = 128,
+                                             .backward = true}>;
 using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 4,
                                       .blocks_per_sm = 1,
@@ -97,6 +106,7 @@ static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
 static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16 is v15 in pairs");
 static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17 stages in v14's 64 KB");
+static_assert(kSmemBytes<BackwardV2Shape> + 1024 <= 228 * 1024, "one backward v2 block an SM");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 }  // namespace
@@ -126,6 +136,16 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
+}
+
+std::size_t fc_gelu_backward_sm90a_partials_floats(int rows, int out) {
+  return fc_gelu::backward_partials_floats(rows, out);
+}
+
+void fc_gelu_backward_sm90a(bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w, const bf16* xw,
+                            const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
+  fc_gelu::launch_backward<BackwardV2Shape>("lab_fc_gelu_backward_bf16 v2", dz, dbias, partials, dy, w, xw, bias, rows,
+                                            in, out, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -17,6 +17,9 @@
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
+//   lab_fc_gelu_backward_bf16/version:v1|v2/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
+//                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
+//                                     GEMM whose epilogue does the rest (kFcGeluBackwardVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -601,6 +604,147 @@ class FcGeluLab final : public Case {
 };
 
 // ---------------------------------------------------------------------------------------------------
+// The MLP's backward from fc_proj's output gradient to fc's pre-activation gradient, on R2-R4's bf16 tensors:
+// dz = bf16(bf16(dy w) GELU'(bf16(xw + b))) and db = its column sums (fp32), dy [N, C] (the residual stream's
+// gradient), w [C, H] (fc_proj's weight as stored), xw [N, H] (fc's x w^T, the bias left out), b [H]. fc_proj's
+// weight gradient is left out: every version runs the same cuBLASLt GEMM for it.
+//   v1 (R2-R4's): cuBLASLt's input-gradient GEMM writes d_gelu (bf16), then gelu_backward_add_bias reads it with xw
+//       and writes dz and the partial column sums (lab_elementwise_bf16 v4);
+//   v2: one sm_90a kernel, the forward's template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that
+//       loads the tile's xw by TMA, writes dz over it and stores it by TMA: d_gelu never leaves the SM.
+struct FcGeluBackwardVersion {
+  const char* name;
+  bool fused;
+  const char* kernel;  // the "kernel" fact
+};
+constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
+    {"v1", false, "cuBLASLt input-gradient GEMM -> d_gelu; GELU backward pass, bias added -> dz, column sums"},
+    {"v2", true,
+     "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
+};
+
+// GELU'(z) in double, exact erf form.
+double gelu_derivative_double(double z) {
+  constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+  return 0.5 * (1.0 + std::erf(z * kInvSqrt2)) + z * kInvSqrt2Pi * std::exp(-0.5 * z * z);
+}
+
+class FcGeluBackwardLab final : public Case {
+ public:
+  explicit FcGeluBackwardLab(const Params& params)
+      : cfg_(lab_config(params)),
+        version_(lab::find_version(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions),
+                                   params.str("version"), "lab_fc_gelu_backward_bf16")) {}
+
+  void setup(Context& ctx) override {
+    const std::size_t N = rows(), C = channels(), H = hidden();
+    dy_ = alloc(ctx, N * C, BufferRole::input);
+    w_ = alloc(ctx, C * H, BufferRole::input);
+    xw_ = alloc(ctx, N * H, BufferRole::input);
+    bias_ = alloc(ctx, H, BufferRole::input);
+    dz_ = alloc(ctx, N * H, BufferRole::output);
+    dbias_ = static_cast<float*>(ctx.alloc(H * sizeof(float), BufferRole::output));
+    ctx.fill_random(dy_, N * C, ElementType::bf16, -0.1, 0.1);
+    ctx.fill_random(w_, C * H, ElementType::bf16, -kWeightRange, kWeightRange);
+    ctx.fill_random(xw_, N * H, ElementType::bf16, -3, 3);  // over GELU's curved middle and both tails
+    ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
+    if (version_.fused) {
+      lab::fc_gelu_sm90a_configure();  // NotApplicable off sm_90a
+      partials_ = static_cast<float*>(
+          ctx.alloc(lab::fc_gelu_backward_sm90a_partials_floats(rows(), cfg_.hidden()) * sizeof(float),
+                    BufferRole::scratch));
+    } else {
+      dgelu_ = alloc(ctx, N * H, BufferRole::scratch);
+      partials_ = static_cast<float*>(
+          ctx.alloc(column_partials_floats(rows(), cfg_.hidden()) * sizeof(float), BufferRole::scratch));
+    }
+    lt_.create(ctx);
+    run(ctx);  // cuBLASLt's candidates timed here, outside the host's runs and captures
+    ctx.synchronize();
+  }
+
+  void run(Context& ctx) override {
+    const cudaStream_t stream = roofbench::cuda::stream(ctx);
+    const int N = rows(), C = cfg_.channels, H = cfg_.hidden();
+    if (version_.fused) {
+      lab::fc_gelu_backward_sm90a(dz_, dbias_, partials_, dy_, w_, xw_, bias_, N, C, H, stream);
+      return;
+    }
+    linear_backward_input(lt_.context(ctx), dgelu_, CUDA_R_16BF, dy_, w_, N, H, C);
+    gelu_backward_add_bias(dz_, dbias_, dgelu_, xw_, bias_, N, H, partials_, stream);
+  }
+
+  // The GEMM's 2 N C H; minimum traffic dy, w, xw and the bias read, dz and the fp32 bias gradient written.
+  Work work() const override {
+    const double N = rows(), C = channels(), H = hidden();
+    Work w;
+    w.flops = 2 * N * C * H;
+    w.bytes_read = static_cast<double>(sizeof(bf16)) * (N * C + C * H + N * H + H);
+    w.bytes = w.bytes_read + static_cast<double>(sizeof(bf16)) * N * H + sizeof(float) * H;
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Figure> figures() const override {
+    std::vector<Figure> out = {{"kernel", version_.kernel}};
+    const std::string choices = lt_.choices_line();
+    if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
+    return out;
+  }
+
+  // dz on kGateRows rows spread over the batch against double from the inputs as stored (GELU' at bf16(xw + b));
+  // the bias gradient against the double sum of every row of dz as written (the GEMM itself is checked on the
+  // sampled rows); every element of dz finite.
+  Check check(Context& ctx) override {
+    const std::size_t N = rows(), C = channels(), H = hidden();
+    const std::size_t sampled = std::min<std::size_t>(kGateRows, N);
+    const std::vector<float> w = download_as_float(ctx, w_, C * H), bias = download_as_float(ctx, bias_, H);
+    std::vector<double> ref, got;
+    for (std::size_t k = 0; k < sampled; ++k) {
+      const std::size_t r = sampled > 1 ? k * (N - 1) / (sampled - 1) : 0;
+      const auto dy = download_as_float(ctx, dy_ + r * C, C), xw = download_as_float(ctx, xw_ + r * H, H);
+      const auto dz = download_as_float(ctx, dz_ + r * H, H);
+      for (std::size_t h = 0; h < H; ++h) {
+        double dgelu = 0;
+        for (std::size_t c = 0; c < C; ++c) dgelu += double{dy[c]} * w[c * H + h];
+        ref.push_back(dgelu * gelu_derivative_double(round_to_bf16(xw[h] + bias[h])));
+        got.push_back(dz[h]);
+      }
+    }
+    const std::vector<float> dz_all = download_as_float(ctx, dz_, N * H);
+    std::vector<double> column_sums(H, 0.0);
+    for (std::size_t e = 0; e < N * H; ++e) column_sums[e % H] += dz_all[e];
+    std::vector<float> dbias(H);
+    ROOFBENCH_CUDA(cudaMemcpy(dbias.data(), dbias_, H * sizeof(float), cudaMemcpyDeviceToHost));
+    WorstError errors;
+    errors.add("dz (" + std::to_string(sampled) + " rows)", relative_l2_error(got.data(), ref.data(), got.size()));
+    errors.add("bias gradient", relative_l2_error(dbias.data(), column_sums.data(), H));
+    const std::size_t not_finite = count_not_finite(ctx, dz_, N * H);
+    if (not_finite > 0) errors.add(std::to_string(not_finite) + " of dz's elements not finite", std::nan(""));
+    return errors.result();
+  }
+
+  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.handle.destroy()); }
+
+ private:
+  static constexpr std::size_t kGateRows = 32;
+  static constexpr double kWeightRange = 0.1;
+  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
+  }
+  int rows() const { return cfg_.batch * cfg_.context; }
+  std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
+  std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
+
+  Config cfg_;
+  const FcGeluBackwardVersion& version_;
+  bf16 *dy_ = nullptr, *w_ = nullptr, *xw_ = nullptr, *bias_ = nullptr, *dz_ = nullptr, *dgelu_ = nullptr;
+  float *dbias_ = nullptr, *partials_ = nullptr;
+  LabLt lt_;
+};
+
+// ---------------------------------------------------------------------------------------------------
 // The blocks' GEMMs of R2's and R3's step and nothing else (R4 also runs the recompute's 15): for each of
 // the 6 blocks' four linear layers, the forward y = x w^T, the input gradient dx = dy w and the weight
 // gradient dw = dy^T x (bf16 operands, bf16 y and dx, fp32 dw), through the trainers' own linear_forward
@@ -840,6 +984,13 @@ std::vector<CaseSpec> lab_cases() {
                           "double-buffering its stores",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
+      lab_case<FcGeluBackwardLab>(
+          "lab_fc_gelu_backward_bf16",
+          "kernel lab: the MLP's backward from fc_proj's output gradient to fc's pre-activation gradient and bias "
+          "gradient on bf16 tensors; v1 (R2-R4's) cuBLASLt's input-gradient GEMM, then the GELU backward pass, v2 "
+          "one sm_90a GEMM whose epilogue applies GELU' and sums the columns",
+          lab::version_names(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions)), Precision::bf16, 0,
+          {64, 512}),
       step_gemms_case(),
   };
 }

@@ -119,6 +119,46 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
                                   "_out" + std::to_string(info.param.out);
                          });
 
+// lab_fc_gelu_backward_bf16 v2 against double on every element: dz = d_gelu GELU'(bf16(xw + bias)) with d_gelu =
+// dy w, and the bias gradient against the double column sums of that dz. 300 rows: a partial row block; out 200: a
+// partial column tile (and a whole half past the matrix); in 512: eight stages through the four-stage ring.
+TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
+  for (const FcShape shape : {FcShape{300, 512, 200}, FcShape{4096, 128, 2048}}) {
+    const auto [rows, in, out] = shape;
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(in) + " -> " + std::to_string(out));
+    const std::size_t n = static_cast<std::size_t>(rows) * out;
+    const auto dy = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(rows) * in, 51, -0.1f, 0.1f)));
+    const auto w = from_bf16(to_bf16(random_floats(static_cast<std::size_t>(in) * out, 52, -0.1f, 0.1f)));
+    const auto xw = from_bf16(to_bf16(random_floats(n, 53, -3, 3)));
+    const auto bias = from_bf16(to_bf16(random_floats(out, 54, -0.5f, 0.5f)));
+    Device dev;
+    bf16* dz = dev.upload(to_bf16(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())));
+    float* dbias = dev.alloc<float>(static_cast<std::size_t>(out));
+    float* partials = dev.alloc<float>(fc_gelu_backward_sm90a_partials_floats(rows, out));
+    fc_gelu_backward_sm90a(dz, dbias, partials, dev.upload(to_bf16(dy)), dev.upload(to_bf16(w)),
+                           dev.upload(to_bf16(xw)), dev.upload(to_bf16(bias)), rows, in, out, nullptr);
+    const auto got = from_bf16(Device::download(dz, n));
+    const auto dbias_got = Device::download(dbias, static_cast<std::size_t>(out));
+    std::vector<double> ref(n), dbias_ref(static_cast<std::size_t>(out), 0.0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < out; ++c) {
+        double dgelu = 0;
+        for (int k = 0; k < in; ++k)
+          dgelu += double{dy[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(k) * out + c];
+        const float pre = xw[static_cast<std::size_t>(r) * out + c] + bias[c];
+        const double z = from_bf16(to_bf16({pre}))[0];  // the bf16 pre-activation the kernel takes GELU' of
+        const double derivative =
+            0.5 * (1 + std::erf(z / std::sqrt(2.0))) + z * std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+        ref[static_cast<std::size_t>(r) * out + c] = dgelu * derivative;
+        dbias_ref[c] += dgelu * derivative;
+      }
+    EXPECT_LT(rel_l2(got, ref), 8e-3);  // d_gelu and dz each rounded to bf16
+    EXPECT_LT(rel_l2(dbias_got, dbias_ref), 4e-3);  // fp32 sums of unrounded products
+  }
+}
+
 TEST(GptLabFcGeluV5Shapes, RefusesWhatItCannotTile) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
