@@ -122,9 +122,18 @@ class Bf16Trainer final : public Trainer {
       const LayerOffsets& o = offsets_.layers[l];
       const Activations& a = sets_[plan_.set_of(l)];
       // The MLP half: fc_proj, GELU (with fc's bias gradient), fc, LN2.
-      linear_backward(lt_context(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
-                      weight(o.fc_proj_w), N_, H, C, 0.0f, fc_proj_order_);
-      gelu_backward_add_bias(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, weight(o.fc_b), N_, H, partials_, stream_);
+      if (fc_gelu_sm90a_) {
+        // fc_proj's weight gradient first (it reads gelu, whose memory R4's d_fc takes), then one kernel for its
+        // input gradient and GELU's backward.
+        linear_backward(lt_context(), nullptr, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
+                        weight(o.fc_proj_w), N_, H, C);
+        fc_gelu_backward_sm90a(d_fc16_, grad(o.fc_b), partials_, d_resid16_, weight(o.fc_proj_w), a.fc,
+                               weight(o.fc_b), N_, C, H, stream_);
+      } else {
+        linear_backward(lt_context(), d_gelu16_, CUDA_R_16BF, grad(o.fc_proj_w), d_resid16_, a.gelu,
+                        weight(o.fc_proj_w), N_, H, C, 0.0f, fc_proj_order_);
+        gelu_backward_add_bias(d_fc16_, grad(o.fc_b), d_gelu16_, a.fc, weight(o.fc_b), N_, H, partials_, stream_);
+      }
       linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.fc_w), d_fc16_, a.ln2, weight(o.fc_w), N_, C, H);
       // beta 1: the LayerNorm's input gradient lands on the residual stream's directly (and its bf16 copy).
       layernorm_backward(d_resid_, grad(o.ln2_w), grad(o.ln2_b), d_ln16_, a.mid, a.ln2_mean, a.ln2_rstd,
@@ -242,15 +251,17 @@ class Bf16Trainer final : public Trainer {
   bf16* d_fc16_ = nullptr;
   float* delta_ = nullptr;
   GradientOrder fc_proj_order_ = GradientOrder::input_first;
-  bool fc_gelu_sm90a_ = false;  // the fc + GELU forward as one sm_90a kernel (bf16_fc_gelu_keeper_name)
+  bool fc_gelu_sm90a_ = false;  // fc + GELU forward and backward as sm_90a kernels (bf16_fc_gelu_keeper_name)
 };
 
 }  // namespace
 
 const char* bf16_fc_gelu_keeper_name() {
   return fc_gelu_sm90a_runs_here()
-             ? "one sm_90a kernel, the GEMM's epilogue adding the bias and GELU (lab_fc_gelu_bf16 v14)"
-             : "cuBLASLt's GEMM, then the GELU pass adding the bias (lab_fc_gelu_bf16 v4; no sm_90a path here)";
+             ? "sm_90a: fc's GEMM with the bias and GELU in its epilogue (lab_fc_gelu_bf16 v14), fc_proj's input "
+               "gradient with GELU's backward in its (lab_fc_gelu_backward_bf16 v2)"
+             : "cuBLASLt's GEMMs, then the GELU passes adding the bias (lab_fc_gelu_bf16 v4, lab_fc_gelu_backward_bf16 "
+               "v1; no sm_90a path here)";
 }
 
 std::unique_ptr<Trainer> make_bf16_trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t stream,

@@ -21,6 +21,7 @@
 
 #include "attention_sm90a.cuh"
 #include "gelu.cuh"
+#include "layers.hpp"
 #include "roofbench/cuda.hpp"
 #include "roofbench/hopper.cuh"
 #include "roofbench/hopper_host.hpp"
@@ -131,6 +132,15 @@ struct TileShape {
 // each group's outputs stored by TMA through 128-row staging boxes.
 constexpr TileConfig kKeeperTile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
+// The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v2): v14's block on the backward's operands and epilogue,
+// GELU' from bf16_table.hpp's fp32 table.
+constexpr TileConfig kBackwardKeeperTile{.cols = 128,
+                                         .stages = 4,
+                                         .blocks_per_sm = 1,
+                                         .pingpong = true,
+                                         .batched_lookup = true,
+                                         .staged_rows = 128,
+                                         .backward = true};
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
@@ -909,7 +919,8 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
 
 // The backward's partials: a row of `out` column sums for each 128 rows.
 inline std::size_t backward_partials_floats(int rows, int out) {
-  return static_cast<std::size_t>((rows + kTileRows - 1) / kTileRows) * static_cast<std::size_t>(out);
+  static_assert(kTileRows == 128, "layers.hpp's fc_gelu_backward_partials_floats counts 128-row blocks");
+  return fc_gelu_backward_partials_floats(rows, out);
 }
 
 // The backward: dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy [rows, in], w

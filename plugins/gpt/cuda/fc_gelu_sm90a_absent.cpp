@@ -19,5 +19,9 @@ void fc_gelu_forward_sm90a_configure() { refuse(); }
 void fc_gelu_forward_sm90a(bf16*, bf16*, const bf16*, const bf16*, const bf16*, int, int, int, cudaStream_t) {
   refuse();
 }
+void fc_gelu_backward_sm90a(bf16*, float*, float*, const bf16*, const bf16*, const bf16*, const bf16*, int, int, int,
+                            cudaStream_t) {
+  refuse();
+}
 
 }  // namespace roofbench::gpt::cuda

@@ -373,6 +373,16 @@ void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16
 void fc_gelu_forward_sm90a_configure();
 void fc_gelu_forward_sm90a(bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                            int out, cudaStream_t stream);
+// fc_proj's input gradient and gelu_backward_add_bias's outputs in one sm_90a kernel (fc_gelu_sm90a.cu,
+// lab_fc_gelu_backward_bf16 v2): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy
+// [rows, in], w [in, out] (fc_proj's weight as stored), xw [rows, out] (fc's x w^T). dz may be xw (each tile of xw
+// is read before the same tile of dz is written). partials: fc_gelu_backward_partials_floats(rows, out). The same
+// requirements and refusals as fc_gelu_forward_sm90a, configured by fc_gelu_forward_sm90a_configure.
+inline std::size_t fc_gelu_backward_partials_floats(int rows, int out) {
+  return static_cast<std::size_t>((rows + 127) / 128) * static_cast<std::size_t>(out);
+}
+void fc_gelu_backward_sm90a(bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w, const bf16* xw,
+                            const bf16* bias, int rows, int in, int out, cudaStream_t stream);
 // The bf16 trainers' fc + GELU forward on this device: "sm_90a" (the kernel above) or the portable pair.
 const char* bf16_fc_gelu_keeper_name();
 

@@ -76,15 +76,7 @@ using V16Shape = TileShape<TileConfig{.cols = 128,
                                       .resident_x = true,
                                       .staged_rows = 64,
                                       .paired_w = true}>;
-// lab_fc_gelu_backward_bf16 v2: v14's block (ping-pong, four stages, 128-row staging boxes) on the backward's
-// operands and epilogue, GELU' from bf16_table.hpp's fp32 table.
-using BackwardV2Shape = TileShape<TileConfig{.cols = 128,
-                                             .stages = 4,
-                                             .blocks_per_sm = 1,
-                                             .pingpong = true,
-                                             .batched_lookup = true,
-                                             .staged_rows = 128,
-                                             .backward = true}>;
+using BackwardV2Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // lab_fc_gelu_backward_bf16 v2
 using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 4,
                                       .blocks_per_sm = 1,
