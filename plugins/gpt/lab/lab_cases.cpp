@@ -132,6 +132,12 @@ struct LabLt {
     for (const std::string& choice : choices) line += (line.empty() ? "" : "; ") + choice;
     return line;
   }
+  // A version's facts: its kernel, and cuBLASLt's choices where it made any.
+  std::vector<Figure> kernel_figures(const char* kernel) const {
+    std::vector<Figure> out = {{"kernel", kernel}};
+    if (const std::string line = choices_line(); !line.empty()) out.push_back({"matmul_algorithms", line});
+    return out;
+  }
 };
 
 // The largest of several relative errors, with each one named in the detail.
@@ -493,9 +499,38 @@ const FcGeluVersion& fc_gelu_version(const Params& params) {
   return lab::find_version(std::span<const FcGeluVersion>(kFcGeluVersions), params.str("version"), "lab_fc_gelu_bf16");
 }
 
-class FcGeluLab final : public Case {
+// The MLP labs' model shape and cuBLASLt context: rows N = batch x context, C channels, H hidden, bf16 buffers.
+class MlpLab : public Case {
  public:
-  explicit FcGeluLab(const Params& params) : cfg_(lab_config(params)), version_(fc_gelu_version(params)) {}
+  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.handle.destroy()); }
+
+ protected:
+  static constexpr double kWeightRange = 0.1;  // |w| at about the model's scale over 512 inputs
+  explicit MlpLab(const Params& params) : cfg_(lab_config(params)) {}
+  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
+  }
+  int rows() const { return cfg_.batch * cfg_.context; }
+  std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
+  std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
+  // An N x C x H GEMM's 2 N C H FLOPs with its case's minimum traffic, per token.
+  Work gemm_work(double bytes_read, double bytes_written) const {
+    Work w;
+    w.flops = 2.0 * rows() * channels() * hidden();
+    w.bytes_read = bytes_read;
+    w.bytes = bytes_read + bytes_written;
+    w.items = rows();
+    w.item_name = "tokens";
+    return w;
+  }
+
+  Config cfg_;
+  LabLt lt_;
+};
+
+class FcGeluLab final : public MlpLab {
+ public:
+  explicit FcGeluLab(const Params& params) : MlpLab(params), version_(fc_gelu_version(params)) {}
 
   void setup(Context& ctx) override {
     const std::size_t N = rows(), C = channels(), H = hidden();
@@ -538,22 +573,11 @@ class FcGeluLab final : public Case {
   // The GEMM's 2 N C H; minimum traffic x, w and the bias read, z and gelu written once each (the same for
   // every version, so their rates compare: v1 moves z once more, its GELU pass reading it back).
   Work work() const override {
-    const double N = rows(), C = channels(), H = hidden();
-    Work w;
-    w.flops = 2 * N * C * H;
-    w.bytes = static_cast<double>(sizeof(bf16)) * (N * C + H * C + H + 2 * N * H);
-    w.bytes_read = static_cast<double>(sizeof(bf16)) * (N * C + H * C + H);
-    w.items = N;
-    w.item_name = "tokens";
-    return w;
+    const double N = rows(), C = channels(), H = hidden(), bf16_bytes = sizeof(bf16);
+    return gemm_work(bf16_bytes * (N * C + H * C + H), bf16_bytes * 2 * N * H);
   }
 
-  std::vector<Figure> figures() const override {
-    std::vector<Figure> out = {{"kernel", version_.kernel}};
-    const std::string choices = lt_.choices_line();
-    if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
-    return out;
-  }
+  std::vector<Figure> figures() const override { return lt_.kernel_figures(version_.kernel); }
 
   // kGateRows rows spread over the batch (the first and the last among them) against the double reference
   // from the inputs as stored: z = x w^T + b and GELU of that z; and every element of z and gelu finite
@@ -583,24 +607,10 @@ class FcGeluLab final : public Case {
     return errors.result();
   }
 
-  void teardown(Context&) override {
-    ROOFBENCH_CUBLASLT(lt_.handle.destroy());
-  }
-
  private:
   static constexpr std::size_t kGateRows = 64;
-  static constexpr double kWeightRange = 0.1;
-  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
-    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
-  }
-  int rows() const { return cfg_.batch * cfg_.context; }
-  std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
-  std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
-
-  Config cfg_;
   const FcGeluVersion& version_;
   bf16 *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr, *gelu_ = nullptr;
-  LabLt lt_;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -629,10 +639,10 @@ double gelu_derivative_double(double z) {
   return 0.5 * (1.0 + std::erf(z * kInvSqrt2)) + z * kInvSqrt2Pi * std::exp(-0.5 * z * z);
 }
 
-class FcGeluBackwardLab final : public Case {
+class FcGeluBackwardLab final : public MlpLab {
  public:
   explicit FcGeluBackwardLab(const Params& params)
-      : cfg_(lab_config(params)),
+      : MlpLab(params),
         version_(lab::find_version(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions),
                                    params.str("version"), "lab_fc_gelu_backward_bf16")) {}
 
@@ -676,22 +686,11 @@ class FcGeluBackwardLab final : public Case {
 
   // The GEMM's 2 N C H; minimum traffic dy, w, xw and the bias read, dz and the fp32 bias gradient written.
   Work work() const override {
-    const double N = rows(), C = channels(), H = hidden();
-    Work w;
-    w.flops = 2 * N * C * H;
-    w.bytes_read = static_cast<double>(sizeof(bf16)) * (N * C + C * H + N * H + H);
-    w.bytes = w.bytes_read + static_cast<double>(sizeof(bf16)) * N * H + sizeof(float) * H;
-    w.items = N;
-    w.item_name = "tokens";
-    return w;
+    const double N = rows(), C = channels(), H = hidden(), bf16_bytes = sizeof(bf16);
+    return gemm_work(bf16_bytes * (N * C + C * H + N * H + H), bf16_bytes * N * H + sizeof(float) * H);
   }
 
-  std::vector<Figure> figures() const override {
-    std::vector<Figure> out = {{"kernel", version_.kernel}};
-    const std::string choices = lt_.choices_line();
-    if (!choices.empty()) out.push_back({"matmul_algorithms", choices});
-    return out;
-  }
+  std::vector<Figure> figures() const override { return lt_.kernel_figures(version_.kernel); }
 
   // dz on kGateRows rows spread over the batch against double from the inputs as stored (GELU' at bf16(xw + b));
   // the bias gradient against the double sum of every row of dz as written (the GEMM itself is checked on the
@@ -725,23 +724,11 @@ class FcGeluBackwardLab final : public Case {
     return errors.result();
   }
 
-  void teardown(Context&) override { ROOFBENCH_CUBLASLT(lt_.handle.destroy()); }
-
  private:
   static constexpr std::size_t kGateRows = 32;
-  static constexpr double kWeightRange = 0.1;
-  static bf16* alloc(Context& ctx, std::size_t count, BufferRole role) {
-    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
-  }
-  int rows() const { return cfg_.batch * cfg_.context; }
-  std::size_t channels() const { return static_cast<std::size_t>(cfg_.channels); }
-  std::size_t hidden() const { return static_cast<std::size_t>(cfg_.hidden()); }
-
-  Config cfg_;
   const FcGeluBackwardVersion& version_;
   bf16 *dy_ = nullptr, *w_ = nullptr, *xw_ = nullptr, *bias_ = nullptr, *dz_ = nullptr, *dgelu_ = nullptr;
   float *dbias_ = nullptr, *partials_ = nullptr;
-  LabLt lt_;
 };
 
 // ---------------------------------------------------------------------------------------------------
