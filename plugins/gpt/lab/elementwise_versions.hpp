@@ -10,7 +10,8 @@
 //       GEMM's epilogue), GELU's backward with the bias gradient, erff and expf per element;
 //   v2: the bias in the fc GEMM's epilogue, so the forward reads z and writes GELU only;
 //   v3: v2 with GELU and GELU' looked up in a per-block table of every bf16 value's (the same bits);
-//   v4 (R2-R4's): v3's tables with z the fc GEMM's x w^T alone, the bias (bf16, as the trainers hold it) added
+//   v4 (R2-R4's without sm_90a; on sm_90a both passes are folded into the GEMMs, lab_fc_gelu_bf16 v14 and
+//       lab_fc_gelu_backward_bf16 v2): v3's tables with z the fc GEMM's x w^T alone, the bias (bf16, as the trainers hold it) added
 //       by both passes, in fp32 and rounded to bf16, and never stored: the GEMM without cuBLASLt's BIAS
 //       epilogue is the faster (lab_fc_gelu_bf16 v1 against v4).
 // plugins/gpt/README.md keeps the figures.
