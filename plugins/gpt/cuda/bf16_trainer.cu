@@ -34,10 +34,11 @@
 namespace roofbench::gpt::cuda {
 namespace {
 
-bool fc_gelu_sm90a_runs_here() {
+// Whether the bf16 trainers' fc + GELU kernels run here on a model of `channels` (their K, a multiple of 64).
+bool fc_gelu_sm90a_runs(int channels) {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
-  return hopper::hopper_path_available(device);
+  return hopper::hopper_path_available(device) && channels % 64 == 0;
 }
 
 class Bf16Trainer final : public Trainer {
@@ -48,7 +49,7 @@ class Bf16Trainer final : public Trainer {
         plan_{cfg_.layers, checkpoint} {
     check_fused_attention_shape(attention_shape(cfg_.batch));
     fused_attention_configure();
-    fc_gelu_sm90a_ = fc_gelu_sm90a_runs_here() && cfg_.channels % 64 == 0;
+    fc_gelu_sm90a_ = fc_gelu_sm90a_runs(cfg_.channels);
     if (fc_gelu_sm90a_) fc_gelu_forward_sm90a_configure();
     const std::size_t N = static_cast<std::size_t>(N_), C = static_cast<std::size_t>(cfg_.channels);
     const std::size_t H = static_cast<std::size_t>(cfg_.hidden());
@@ -256,8 +257,8 @@ class Bf16Trainer final : public Trainer {
 
 }  // namespace
 
-const char* bf16_fc_gelu_keeper_name() {
-  return fc_gelu_sm90a_runs_here()
+const char* bf16_fc_gelu_keeper_name(int channels) {
+  return fc_gelu_sm90a_runs(channels)
              ? "sm_90a: fc's GEMM with the bias and GELU in its epilogue (lab_fc_gelu_bf16 v14), fc_proj's input "
                "gradient with GELU's backward in its (lab_fc_gelu_backward_bf16 v2)"
              : "cuBLASLt's GEMMs, then the GELU passes adding the bias (lab_fc_gelu_bf16 v4, lab_fc_gelu_backward_bf16 "

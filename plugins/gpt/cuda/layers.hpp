@@ -383,8 +383,9 @@ inline std::size_t fc_gelu_backward_partials_floats(int rows, int out) {
 }
 void fc_gelu_backward_sm90a(bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w, const bf16* xw,
                             const bf16* bias, int rows, int in, int out, cudaStream_t stream);
-// The bf16 trainers' fc + GELU forward on this device: "sm_90a" (the kernel above) or the portable pair.
-const char* bf16_fc_gelu_keeper_name();
+// The bf16 trainers' fc + GELU forward and backward on this device for a model of `channels`: "sm_90a: ..." (the
+// kernels above) or the portable pairs.
+const char* bf16_fc_gelu_keeper_name(int channels);
 
 // out[c] = sum over rows of x[r, c] in fp32, x bf16 (cols % 8 == 0, 16-byte aligned; else throws).
 void column_sum(float* out, const bf16* x, int rows, int cols, float* partials, cudaStream_t stream);

@@ -113,11 +113,11 @@ class GptTrainingStep final : public Case {
       case Rung::bf16:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
                 {"attention", bf16_attention},
-                {"mlp_fc", bf16_fc_gelu_keeper_name()}};
+                {"mlp_fc", bf16_fc_gelu_keeper_name(cfg_.channels)}};
       case Rung::bf16_checkpoint:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
                 {"attention", bf16_attention},
-                {"mlp_fc", bf16_fc_gelu_keeper_name()},
+                {"mlp_fc", bf16_fc_gelu_keeper_name(cfg_.channels)},
                 {"activations", "each block's input kept, the rest recomputed in the backward"}};
     }
     return {};

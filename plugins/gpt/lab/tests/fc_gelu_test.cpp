@@ -121,11 +121,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
 
 // lab_fc_gelu_backward_bf16 v2 against double on every element: dz = d_gelu GELU'(bf16(xw + bias)) with d_gelu =
 // dy w, and the bias gradient against the double column sums of that dz. 300 rows: a partial row block; out 200: a
-// partial column tile (and a whole half past the matrix); in 512: eight stages through the four-stage ring.
+// partial column tile; out 136: a whole 64-column half past the matrix; in 512: eight stages through the four-stage
+// ring; 8192 x 2048: 1024 tiles, about four a warp group on a 132-SM GPU (xw_full's parity wraps).
 TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
-  for (const FcShape shape : {FcShape{300, 512, 200}, FcShape{4096, 128, 2048}}) {
+  for (const FcShape shape : {FcShape{300, 512, 200}, FcShape{300, 512, 136}, FcShape{8192, 64, 2048}}) {
     const auto [rows, in, out] = shape;
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(in) + " -> " + std::to_string(out));
     const std::size_t n = static_cast<std::size_t>(rows) * out;
