@@ -101,7 +101,8 @@ struct TileShape {
   static_assert(staged_buffers == 1 || staged_buffers == 2, "one or two staging buffers");
   static_assert(staged_rows == 0 || staged_rows == 64 || staged_rows == 128, "a staging box is 64 or 128 rows");
   static constexpr bool batched_lookup = kConfig.batched_lookup || kConfig.wide_table;
-  static_assert(!staged_stores || (pingpong && batched_lookup), "staged stores are a ping-pong epilogue's");
+  static_assert(!staged_stores || (pingpong && (batched_lookup || kConfig.backward)),
+                "staged stores are a ping-pong epilogue's");
   static constexpr bool wide_table = kConfig.wide_table, resident_x = kConfig.resident_x;
   static constexpr int a_boxes = resident_x ? kMaxResidentK / kTileK : stages;  // x's tiles in shared memory
   static constexpr bool producer_group = blocks_per_sm == 1;
@@ -134,13 +135,8 @@ constexpr TileConfig kKeeperTile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
 // The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v2): v14's block on the backward's operands and epilogue,
 // GELU' from bf16_table.hpp's fp32 table.
-constexpr TileConfig kBackwardKeeperTile{.cols = 128,
-                                         .stages = 4,
-                                         .blocks_per_sm = 1,
-                                         .pingpong = true,
-                                         .batched_lookup = true,
-                                         .staged_rows = 128,
-                                         .backward = true};
+constexpr TileConfig kBackwardKeeperTile{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
@@ -725,7 +721,7 @@ __device__ void load_xw_tile(FcGeluSmem<Shape>& s, const CUtensorMap* xw_map, in
 template <typename Shape>
 __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
-                         const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap gelu_map,
+                         const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap out_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols,
                          TileWalk<Shape::cluster_blocks> walk, float* partials) {
   extern __shared__ unsigned char raw[];
@@ -801,9 +797,9 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         released = row_block + 1;
       }
     if constexpr (Shape::backward)
-      store_tile_backward(s, acc, &gelu_map, bias, partials, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
+      store_tile_backward(s, acc, &out_map, bias, partials, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
     else if constexpr (Shape::staged_stores)
-      store_tile_staged(s, acc, OutputMaps{&xw_map, &gelu_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
+      store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
                         staged);
     else
       store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
@@ -917,18 +913,14 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
   run_kernel<Shape>(version, ops, rows, in, out, persistent, stream);
 }
 
-// The backward's partials: a row of `out` column sums for each 128 rows.
-inline std::size_t backward_partials_floats(int rows, int out) {
-  static_assert(kTileRows == 128, "layers.hpp's fc_gelu_backward_partials_floats counts 128-row blocks");
-  return fc_gelu_backward_partials_floats(rows, out);
-}
-
 // The backward: dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy [rows, in], w
-// [in, out] (the next layer's weight as stored), xw [rows, out]; partials: backward_partials_floats(rows, out).
+// [in, out] (the next layer's weight as stored), xw [rows, out]; partials: layers.hpp's
+// fc_gelu_backward_partials_floats(rows, out), a row of column sums for each 128 rows.
 template <typename Shape>
 void launch_backward(const char* version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,
                      const bf16* xw, const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
   static_assert(Shape::backward);
+  static_assert(kTileRows == 128, "layers.hpp's fc_gelu_backward_partials_floats counts 128-row blocks");
   check_shape(version, rows, in, out);
   if (!aligned16(dz) || !aligned16(dy) || !aligned16(w) || !aligned16(xw))
     throw Error(std::string("gpt: ") + version + " needs dz, dy, w and xw 16-byte aligned");

@@ -60,7 +60,7 @@ using V12Shape =
     TileShape<TileConfig{.cols = 128, .stages = 6, .blocks_per_sm = 1, .pingpong = true, .wide_table = true}>;
 using V13Shape = TileShape<TileConfig{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .resident_x = true}>;
-using V14Shape = TileShape<fc_gelu::kKeeperTile>;  // the bf16 keeper's
+using V14Shape = TileShape<fc_gelu::kKeeperTile>;  // the bf16 keeper's: its rows run fc_gelu_forward_sm90a
 using V15Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 3,
                                       .blocks_per_sm = 1,
@@ -76,7 +76,6 @@ using V16Shape = TileShape<TileConfig{.cols = 128,
                                       .resident_x = true,
                                       .staged_rows = 64,
                                       .paired_w = true}>;
-using BackwardV2Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // lab_fc_gelu_backward_bf16 v2
 using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 4,
                                       .blocks_per_sm = 1,
@@ -84,7 +83,6 @@ using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .wide_table = true,
                                       .staged_rows = 64,
                                       .staged_buffers = 2}>;
-
 
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
@@ -98,7 +96,6 @@ static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
 static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16 is v15 in pairs");
 static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17 stages in v14's 64 KB");
-static_assert(kSmemBytes<BackwardV2Shape> + 1024 <= 228 * 1024, "one backward v2 block an SM");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 }  // namespace
@@ -122,22 +119,12 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 11: return launch<V11Shape>("lab_fc_gelu_bf16 v11", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 12: return launch<V12Shape>("lab_fc_gelu_bf16 v12", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 13: return launch<V13Shape>("lab_fc_gelu_bf16 v13", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 14: return fc_gelu_forward_sm90a(xw, gelu_out, x, w, bias, rows, in, out, stream);  // the keeper
     case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 16: return launch<V16Shape>("lab_fc_gelu_bf16 v16", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
-}
-
-std::size_t fc_gelu_backward_sm90a_partials_floats(int rows, int out) {
-  return fc_gelu::backward_partials_floats(rows, out);
-}
-
-void fc_gelu_backward_sm90a(bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w, const bf16* xw,
-                            const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
-  fc_gelu::launch_backward<BackwardV2Shape>("lab_fc_gelu_backward_bf16 v2", dz, dbias, partials, dy, w, xw, bias, rows,
-                                            in, out, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -10,8 +10,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstddef>
-
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::lab {
@@ -28,14 +26,5 @@ void fc_gelu_sm90a_configure();
 inline constexpr int kFirstFcGeluSm90a = 5, kLastFcGeluSm90a = 17;
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                    int out, cudaStream_t stream);
-
-// lab_fc_gelu_backward_bf16 v2: fc_proj's input gradient and GELU's backward in one sm_90a kernel (the same template,
-// its backward epilogue): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias = its column sums (fp32), dy
-// [rows, in], w [in, out] (fc_proj's weight as stored), xw [rows, out] (fc's x w^T), bias [out]; partials:
-// fc_gelu_backward_sm90a_partials_floats(rows, out). in a multiple of 64, out of 8; dz, dy, w, xw 16-byte aligned.
-// Refuses (NotApplicable) as fc_gelu_sm90a_configure does.
-std::size_t fc_gelu_backward_sm90a_partials_floats(int rows, int out);
-void fc_gelu_backward_sm90a(bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w, const bf16* xw,
-                            const bf16* bias, int rows, int in, int out, cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

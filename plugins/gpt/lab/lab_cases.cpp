@@ -618,10 +618,11 @@ class FcGeluLab final : public MlpLab {
 // dz = bf16(bf16(dy w) GELU'(bf16(xw + b))) and db = its column sums (fp32), dy [N, C] (the residual stream's
 // gradient), w [C, H] (fc_proj's weight as stored), xw [N, H] (fc's x w^T, the bias left out), b [H]. fc_proj's
 // weight gradient is left out: every version runs the same cuBLASLt GEMM for it.
-//   v1 (R2-R4's): cuBLASLt's input-gradient GEMM writes d_gelu (bf16), then gelu_backward_add_bias reads it with xw
+//   v1 (R2-R4's without sm_90a): cuBLASLt's input-gradient GEMM writes d_gelu (bf16), then gelu_backward_add_bias reads it with xw
 //       and writes dz and the partial column sums (lab_elementwise_bf16 v4);
-//   v2: one sm_90a kernel, the forward's template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that
-//       loads the tile's xw by TMA, writes dz over it and stores it by TMA: d_gelu never leaves the SM.
+//   v2 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): one sm_90a kernel, the forward's
+//       template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that loads the tile's xw by TMA, writes
+//       dz over it and stores it by TMA: d_gelu never leaves the SM.
 struct FcGeluBackwardVersion {
   const char* name;
   bool fused;
@@ -632,12 +633,6 @@ constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
     {"v2", true,
      "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
 };
-
-// GELU'(z) in double, exact erf form.
-double gelu_derivative_double(double z) {
-  constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
-  return 0.5 * (1.0 + std::erf(z * kInvSqrt2)) + z * kInvSqrt2Pi * std::exp(-0.5 * z * z);
-}
 
 class FcGeluBackwardLab final : public MlpLab {
  public:
@@ -661,7 +656,7 @@ class FcGeluBackwardLab final : public MlpLab {
     if (version_.fused) {
       lab::fc_gelu_sm90a_configure();  // NotApplicable off sm_90a
       partials_ = static_cast<float*>(
-          ctx.alloc(lab::fc_gelu_backward_sm90a_partials_floats(rows(), cfg_.hidden()) * sizeof(float),
+          ctx.alloc(fc_gelu_backward_partials_floats(rows(), cfg_.hidden()) * sizeof(float),
                     BufferRole::scratch));
     } else {
       dgelu_ = alloc(ctx, N * H, BufferRole::scratch);
@@ -677,7 +672,7 @@ class FcGeluBackwardLab final : public MlpLab {
     const cudaStream_t stream = roofbench::cuda::stream(ctx);
     const int N = rows(), C = cfg_.channels, H = cfg_.hidden();
     if (version_.fused) {
-      lab::fc_gelu_backward_sm90a(dz_, dbias_, partials_, dy_, w_, xw_, bias_, N, C, H, stream);
+      fc_gelu_backward_sm90a(dz_, dbias_, partials_, dy_, w_, xw_, bias_, N, C, H, stream);  // the keeper
       return;
     }
     linear_backward_input(lt_.context(ctx), dgelu_, CUDA_R_16BF, dy_, w_, N, H, C);
@@ -699,25 +694,29 @@ class FcGeluBackwardLab final : public MlpLab {
     const std::size_t N = rows(), C = channels(), H = hidden();
     const std::size_t sampled = std::min<std::size_t>(kGateRows, N);
     const std::vector<float> w = download_as_float(ctx, w_, C * H), bias = download_as_float(ctx, bias_, H);
-    std::vector<double> ref, got;
+    // GELU's backward by the lab's reference on the bf16 pre-activations, its bias already in them.
+    std::vector<float> pre, dgelu, got;
     for (std::size_t k = 0; k < sampled; ++k) {
       const std::size_t r = sampled > 1 ? k * (N - 1) / (sampled - 1) : 0;
       const auto dy = download_as_float(ctx, dy_ + r * C, C), xw = download_as_float(ctx, xw_ + r * H, H);
       const auto dz = download_as_float(ctx, dz_ + r * H, H);
       for (std::size_t h = 0; h < H; ++h) {
-        double dgelu = 0;
-        for (std::size_t c = 0; c < C; ++c) dgelu += double{dy[c]} * w[c * H + h];
-        ref.push_back(dgelu * gelu_derivative_double(round_to_bf16(xw[h] + bias[h])));
+        double sum = 0;
+        for (std::size_t c = 0; c < C; ++c) sum += double{dy[c]} * w[c * H + h];
+        dgelu.push_back(static_cast<float>(sum));
+        pre.push_back(round_to_bf16(xw[h] + bias[h]));
         got.push_back(dz[h]);
       }
     }
+    const auto ref = reference::bias_gelu_reference(pre, std::vector<float>(H, 0.0f), dgelu,
+                                                    static_cast<int>(sampled), cfg_.hidden());
     const std::vector<float> dz_all = download_as_float(ctx, dz_, N * H);
     std::vector<double> column_sums(H, 0.0);
     for (std::size_t e = 0; e < N * H; ++e) column_sums[e % H] += dz_all[e];
     std::vector<float> dbias(H);
     ROOFBENCH_CUDA(cudaMemcpy(dbias.data(), dbias_, H * sizeof(float), cudaMemcpyDeviceToHost));
     WorstError errors;
-    errors.add("dz (" + std::to_string(sampled) + " rows)", relative_l2_error(got.data(), ref.data(), got.size()));
+    errors.add("dz (" + std::to_string(sampled) + " rows)", relative_l2_error(got.data(), ref.dz.data(), got.size()));
     errors.add("bias gradient", relative_l2_error(dbias.data(), column_sums.data(), H));
     const std::size_t not_finite = count_not_finite(ctx, dz_, N * H);
     if (not_finite > 0) errors.add(std::to_string(not_finite) + " of dz's elements not finite", std::nan(""));

@@ -13,6 +13,7 @@
 
 #include "fc_gelu_sm90a.hpp"
 #include "gpu_test_util.hpp"
+#include "lab_reference.hpp"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::lab {
@@ -119,10 +120,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
                                   "_out" + std::to_string(info.param.out);
                          });
 
-// lab_fc_gelu_backward_bf16 v2 against double on every element: dz = d_gelu GELU'(bf16(xw + bias)) with d_gelu =
-// dy w, and the bias gradient against the double column sums of that dz. 300 rows: a partial row block; out 200: a
-// partial column tile; out 136: a whole 64-column half past the matrix; in 512: eight stages through the four-stage
-// ring; 8192 x 2048: 1024 tiles, about four a warp group on a 132-SM GPU (xw_full's parity wraps).
+// lab_fc_gelu_backward_bf16 v2 (the keeper, fc_gelu_backward_sm90a) against double on every element: dz = d_gelu
+// GELU'(bf16(xw + bias)) with d_gelu = dy w, and the bias gradient against the double column sums of that dz.
+// 300 rows: a partial row block; out 200: a partial column tile; out 136: a whole 64-column half past the matrix; in
+// 512: eight stages through the four-stage ring; 8192 x 2048: 1024 tiles, about four a warp group on a 132-SM GPU
+// (xw_full's parity wraps).
 TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
@@ -137,26 +139,26 @@ TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
     Device dev;
     bf16* dz = dev.upload(to_bf16(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())));
     float* dbias = dev.alloc<float>(static_cast<std::size_t>(out));
-    float* partials = dev.alloc<float>(fc_gelu_backward_sm90a_partials_floats(rows, out));
+    float* partials = dev.alloc<float>(fc_gelu_backward_partials_floats(rows, out));
     fc_gelu_backward_sm90a(dz, dbias, partials, dev.upload(to_bf16(dy)), dev.upload(to_bf16(w)),
                            dev.upload(to_bf16(xw)), dev.upload(to_bf16(bias)), rows, in, out, nullptr);
     const auto got = from_bf16(Device::download(dz, n));
     const auto dbias_got = Device::download(dbias, static_cast<std::size_t>(out));
-    std::vector<double> ref(n), dbias_ref(static_cast<std::size_t>(out), 0.0);
+    // GELU's backward by the lab's reference, on the bf16 pre-activations the kernel takes GELU' of (their bias
+    // already in them) and d_gelu = dy w in double.
+    std::vector<float> pre(n), dgelu(n);
+    for (std::size_t e = 0; e < n; ++e) pre[e] = xw[e] + bias[e % out];
+    pre = from_bf16(to_bf16(pre));
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < out; ++c) {
-        double dgelu = 0;
+        double sum = 0;
         for (int k = 0; k < in; ++k)
-          dgelu += double{dy[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(k) * out + c];
-        const float pre = xw[static_cast<std::size_t>(r) * out + c] + bias[c];
-        const double z = from_bf16(to_bf16({pre}))[0];  // the bf16 pre-activation the kernel takes GELU' of
-        const double derivative =
-            0.5 * (1 + std::erf(z / std::sqrt(2.0))) + z * std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
-        ref[static_cast<std::size_t>(r) * out + c] = dgelu * derivative;
-        dbias_ref[c] += dgelu * derivative;
+          sum += double{dy[static_cast<std::size_t>(r) * in + k]} * w[static_cast<std::size_t>(k) * out + c];
+        dgelu[static_cast<std::size_t>(r) * out + c] = static_cast<float>(sum);
       }
-    EXPECT_LT(rel_l2(got, ref), 8e-3);  // d_gelu and dz each rounded to bf16
-    EXPECT_LT(rel_l2(dbias_got, dbias_ref), 4e-3);  // fp32 sums of unrounded products
+    const auto ref = reference::bias_gelu_reference(pre, std::vector<float>(out, 0.0f), dgelu, rows, out);
+    EXPECT_LT(rel_l2(got, ref.dz), 8e-3);  // d_gelu and dz each rounded to bf16
+    EXPECT_LT(rel_l2(dbias_got, ref.dbias), 4e-3);  // fp32 sums of unrounded products
   }
 }
 
