@@ -84,8 +84,8 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // sums of the unrounded products (fc's bias gradient) to its row block's row of the partials: gelu_backward_add_bias's
 // arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as cuBLASLt's output is.
 // paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
-// of 256 rows); each block loads half of every w stage and multicasts it to both, so that w is read from the L2
-// once for two row blocks.
+// of 256 rows); each block loads half of every w stage (64 of the tile's rows of w; backward, one of its two
+// 64-column boxes) and multicasts it to both, so that w is read from the L2 once for two row blocks.
 struct TileConfig {
   int cols, stages, blocks_per_sm;
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
@@ -120,8 +120,7 @@ struct TileShape {
   static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
   static_assert(!kConfig.paired_w || (producer_group && cols == 128), "paired blocks: one an SM, 128 columns");
   static constexpr bool backward = kConfig.backward;
-  static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x &&
-                              cluster_blocks == 1 && !wide_table),
+  static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
   using TableEntry = std::conditional_t<backward, float, unsigned short>;  // GELU's bf16 bits, or GELU' in fp32
   static constexpr int table_size = wide_table ? kWideTableSize : kBf16TableSize;
@@ -230,8 +229,12 @@ template <typename Shape>
 __device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int stage, int col0, int kb) {
   if constexpr (Shape::cluster_blocks > 1) {
     const int rank = static_cast<int>(hw::cluster_rank()), half_bytes = kRowTileBytes / 2;
-    hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
-                              0x3);
+    if constexpr (Shape::backward)  // the rank-th of the two 64-column boxes
+      hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], kb * kTileK, col0 + 64 * rank,
+                                0x3);
+    else
+      hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
+                                0x3);
   } else if constexpr (Shape::backward) {  // w [in][out]: K rows 64 kb .., two boxes of 64 output columns
     hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], kb * kTileK, col0);
     hw::tma_load_2d(s.b[stage] + kRowTileBytes / 2, w_map, &s.full[stage], kb * kTileK, col0 + 64);
@@ -658,8 +661,8 @@ __device__ void backward_half(const FcGeluSmem<Shape>& s, unsigned char* box, co
 
 // Backward: the group's column sums of the tile, added across the lanes of a column (the rows of a warp), then
 // across its four warps in a fixed order, into its row block's row of the partials.
-__device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums)[16], float* partials, int cols,
-                                         int row_block, int col0, int group) {
+__device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums)[16], float* partials, int rows,
+                                         int cols, int row0, int col0, int group) {
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
 #pragma unroll
   for (int j = 0; j < 16; ++j)
@@ -673,8 +676,8 @@ __device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums
     for (int j = 0; j < 16; ++j) *reinterpret_cast<float2*>(&scratch[warp][8 * j + 2 * lane]) = sums[j];
   group_barrier(group);
   const int c = static_cast<int>(threadIdx.x % 128);
-  if (col0 + c < cols)
-    partials[static_cast<std::size_t>(row_block) * cols + col0 + c] =
+  if (row0 < rows && col0 + c < cols)  // paired blocks: the last unit's second row block may lie past the matrix
+    partials[static_cast<std::size_t>(row0 / kTileRows) * cols + col0 + c] =
         ((scratch[0][c] + scratch[1][c]) + scratch[2][c]) + scratch[3][c];
 }
 
@@ -684,7 +687,7 @@ __device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums
 template <typename Shape>
 __device__ void store_tile_backward(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64],
                                     const CUtensorMap* out_map, const bf16* __restrict__ bias, float* partials,
-                                    int cols, int row0, int col0, int n) {
+                                    int rows, int cols, int row0, int col0, int n) {
   const int group = threadIdx.x / 128, t = threadIdx.x % 4;
   const bool issues = threadIdx.x % 128 == 0;
   __nv_bfloat162 tile_bias[16];
@@ -705,7 +708,7 @@ __device__ void store_tile_backward(FcGeluSmem<Shape>& s, const float (&acc)[Sha
       hw::bulk_commit_group();
     }
   }
-  write_column_sums(s.columns.sums[group], sums, partials, cols, row0 / kTileRows, col0, group);
+  write_column_sums(s.columns.sums[group], sums, partials, rows, cols, row0, col0, group);
 }
 
 // Backward: one thread of the group asks for its tile's xw (two 64-column halves) in its staging boxes, once the
@@ -797,7 +800,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         released = row_block + 1;
       }
     if constexpr (Shape::backward)
-      store_tile_backward(s, acc, &out_map, bias, partials, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
+      store_tile_backward(s, acc, &out_map, bias, partials, rows, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
     else if constexpr (Shape::staged_stores)
       store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
                         staged);

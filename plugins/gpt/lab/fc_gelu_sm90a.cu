@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v17 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
+// lab_fc_gelu_bf16 v5-v19 and lab_fc_gelu_backward_bf16 v3 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
 // TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -31,6 +31,11 @@
 //       (v13's L2 reads: w's 128 KB a tile against x's 128 KB a row block);
 //   v17: v14 with two buffers of 64-row staging boxes in its 64 KB, so that a group's writes of one box pair overlap
 //       the TMA stores of the other (v14's writes wait for its last stores to have read the boxes).
+//   v18: v14 on v16's clusters (w multicast to two blocks on adjacent row blocks), x loaded a stage at a time: 192 KB
+//       of operands from the L2 a tile against v14's 256 (v16 paired v15's three-stage ring);
+//   v19: v18 on a five-stage ring, its room from 64-row staging boxes.
+// The backward's v3: v2 (kBackwardKeeperTile) on v18's clusters, each block multicasting one of a stage's two
+// 64-column boxes of w.
 #include "../cuda/fc_gelu_sm90a.cuh"
 
 #include <string>
@@ -84,6 +89,27 @@ using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .staged_rows = 64,
                                       .staged_buffers = 2}>;
 
+using V18Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 4,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .staged_rows = 128,
+                                      .paired_w = true}>;
+using V19Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 5,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .staged_rows = 64,
+                                      .paired_w = true}>;
+constexpr TileConfig kBackwardV3Tile = [] {
+  TileConfig tile = fc_gelu::kBackwardKeeperTile;
+  tile.paired_w = true;
+  return tile;
+}();
+using BackwardV3Shape = TileShape<kBackwardV3Tile>;
+
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
 static_assert(sizeof(FcGeluSmem<V8Shape>) == sizeof(FcGeluSmem<V7Shape>), "v8 is v7 with other stores");
@@ -96,6 +122,8 @@ static_assert(kSmemBytes<V14Shape> + 1024 <= 228 * 1024, "one v14 block an SM");
 static_assert(kSmemBytes<V15Shape> + 1024 <= 228 * 1024, "one v15 block an SM");
 static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16 is v15 in pairs");
 static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17 stages in v14's 64 KB");
+static_assert(sizeof(FcGeluSmem<V18Shape>) == sizeof(FcGeluSmem<V14Shape>), "v18 is v14 in pairs");
+static_assert(kSmemBytes<V19Shape> + 1024 <= 228 * 1024, "one v19 block an SM");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 }  // namespace
@@ -104,7 +132,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v17 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v19 and lab_fc_gelu_backward_bf16 v2-v3 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -123,7 +151,20 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 16: return launch<V16Shape>("lab_fc_gelu_bf16 v16", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 18: return launch<V18Shape>("lab_fc_gelu_bf16 v18", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 19: return launch<V19Shape>("lab_fc_gelu_bf16 v19", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
+  }
+}
+
+void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,
+                            const bf16* xw, const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
+  switch (version) {
+    case 2: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);
+    case 3:
+      return fc_gelu::launch_backward<BackwardV3Shape>("lab_fc_gelu_backward_bf16 v3", dz, dbias, partials, dy, w, xw,
+                                                        bias, rows, in, out, stream);
+    default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
 

@@ -12,14 +12,15 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v17/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v19/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
-//   lab_fc_gelu_backward_bf16/version:v1|v2/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
+//   lab_fc_gelu_backward_bf16/version:v1-v3/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
-//                                     GEMM whose epilogue does the rest (kFcGeluBackwardVersions)
+//                                     GEMM whose epilogue does the rest, v3 v2 on pairs of blocks
+//                                     sharing w (kFcGeluBackwardVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -458,7 +459,9 @@ class WgradLab final : public Case {
 //   v14 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v12 storing xw and gelu through shared memory by TMA;
 //   v15: v13 and v14 together, on a three-stage ring and half-tile staging boxes;
 //   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
-//   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores.
+//   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores;
+//   v18: v14 on v16's clusters of two blocks;
+//   v19: v18 on a five-stage ring and half-size staging boxes.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -493,6 +496,9 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
      "v15 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both", 16},
     {"v17", FcGeluPath::own_gemm_sm90a,
      "v14 with two buffers of 64-row staging boxes: a group writes one pair while the other's stores read it", 17},
+    {"v18", FcGeluPath::own_gemm_sm90a,
+     "v14 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both", 18},
+    {"v19", FcGeluPath::own_gemm_sm90a, "v18 on a five-stage ring and 64-row staging boxes", 19},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -622,16 +628,18 @@ class FcGeluLab final : public MlpLab {
 //       and writes dz and the partial column sums (lab_elementwise_bf16 v4);
 //   v2 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): one sm_90a kernel, the forward's
 //       template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that loads the tile's xw by TMA, writes
-//       dz over it and stores it by TMA: d_gelu never leaves the SM.
+//       dz over it and stores it by TMA: d_gelu never leaves the SM;
+//   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both.
 struct FcGeluBackwardVersion {
   const char* name;
-  bool fused;
+  int sm90a_version;  // lab::fc_gelu_backward_sm90a's version; 0: cuBLASLt and the pass
   const char* kernel;  // the "kernel" fact
+  bool fused() const { return sm90a_version != 0; }
 };
 constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
-    {"v1", false, "cuBLASLt input-gradient GEMM -> d_gelu; GELU backward pass, bias added -> dz, column sums"},
-    {"v2", true,
-     "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
+    {"v1", 0, "cuBLASLt input-gradient GEMM -> d_gelu; GELU backward pass, bias added -> dz, column sums"},
+    {"v2", 2, "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
+    {"v3", 3, "v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both"},
 };
 
 class FcGeluBackwardLab final : public MlpLab {
@@ -653,7 +661,7 @@ class FcGeluBackwardLab final : public MlpLab {
     ctx.fill_random(w_, C * H, ElementType::bf16, -kWeightRange, kWeightRange);
     ctx.fill_random(xw_, N * H, ElementType::bf16, -3, 3);  // over GELU's curved middle and both tails
     ctx.fill_random(bias_, H, ElementType::bf16, -0.5, 0.5);
-    if (version_.fused) {
+    if (version_.fused()) {
       lab::fc_gelu_sm90a_configure();  // NotApplicable off sm_90a
       partials_ = static_cast<float*>(
           ctx.alloc(fc_gelu_backward_partials_floats(rows(), cfg_.hidden()) * sizeof(float),
@@ -671,8 +679,8 @@ class FcGeluBackwardLab final : public MlpLab {
   void run(Context& ctx) override {
     const cudaStream_t stream = roofbench::cuda::stream(ctx);
     const int N = rows(), C = cfg_.channels, H = cfg_.hidden();
-    if (version_.fused) {
-      fc_gelu_backward_sm90a(dz_, dbias_, partials_, dy_, w_, xw_, bias_, N, C, H, stream);  // the keeper
+    if (version_.fused()) {
+      lab::fc_gelu_backward_sm90a(version_.sm90a_version, dz_, dbias_, partials_, dy_, w_, xw_, bias_, N, C, H, stream);
       return;
     }
     linear_backward_input(lt_.context(ctx), dgelu_, CUDA_R_16BF, dy_, w_, N, H, C);

@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLabFcGeluV5,
 // GELU'(bf16(xw + bias)) with d_gelu = dy w, and the bias gradient against the double column sums of that dz.
 // 300 rows: a partial row block; out 200: a partial column tile; out 136: a whole 64-column half past the matrix; in
 // 512: eight stages through the four-stage ring; 8192 x 2048: 1024 tiles, about four a warp group on a 132-SM GPU
-// (xw_full's parity wraps).
+// (xw_full's parity wraps). The later versions (v3: pairs of blocks) against v2 bit for bit, dz and the bias gradient.
 TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   if (const std::string why = v5_not_applicable(); !why.empty()) GTEST_SKIP() << why;
@@ -137,13 +137,25 @@ TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
     const auto xw = from_bf16(to_bf16(random_floats(n, 53, -3, 3)));
     const auto bias = from_bf16(to_bf16(random_floats(out, 54, -0.5f, 0.5f)));
     Device dev;
-    bf16* dz = dev.upload(to_bf16(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())));
-    float* dbias = dev.alloc<float>(static_cast<std::size_t>(out));
+    const bf16 *dy_dev = dev.upload(to_bf16(dy)), *w_dev = dev.upload(to_bf16(w)), *xw_dev = dev.upload(to_bf16(xw)),
+               *bias_dev = dev.upload(to_bf16(bias));
     float* partials = dev.alloc<float>(fc_gelu_backward_partials_floats(rows, out));
-    fc_gelu_backward_sm90a(dz, dbias, partials, dev.upload(to_bf16(dy)), dev.upload(to_bf16(w)),
-                           dev.upload(to_bf16(xw)), dev.upload(to_bf16(bias)), rows, in, out, nullptr);
-    const auto got = from_bf16(Device::download(dz, n));
-    const auto dbias_got = Device::download(dbias, static_cast<std::size_t>(out));
+    // dz poisoned (NaN) and the bias gradient too, so that an element a version leaves unwritten fails the checks.
+    const auto run = [&](int version) {
+      bf16* dz = dev.upload(to_bf16(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())));
+      float* dbias = dev.upload(std::vector<float>(static_cast<std::size_t>(out), std::numeric_limits<float>::quiet_NaN()));
+      fc_gelu_backward_sm90a(version, dz, dbias, partials, dy_dev, w_dev, xw_dev, bias_dev, rows, in, out, nullptr);
+      ROOFBENCH_CUDA(cudaDeviceSynchronize());
+      return std::pair{Device::download(dz, n), Device::download(dbias, static_cast<std::size_t>(out))};
+    };
+    const auto [dz_first, dbias_got] = run(kFirstFcGeluBackwardSm90a);
+    const auto got = from_bf16(dz_first);
+    for (int version = kFirstFcGeluBackwardSm90a + 1; version <= kLastFcGeluBackwardSm90a; ++version) {
+      SCOPED_TRACE("v" + std::to_string(version));
+      const auto [dz_other, dbias_other] = run(version);
+      EXPECT_EQ(bits_of(dz_first), bits_of(dz_other));
+      EXPECT_EQ(0, std::memcmp(dbias_got.data(), dbias_other.data(), dbias_got.size() * sizeof(float)));
+    }
     // GELU's backward by the lab's reference, on the bf16 pre-activations the kernel takes GELU' of (their bias
     // already in them) and d_gelu = dy w in double.
     std::vector<float> pre(n), dgelu(n);
