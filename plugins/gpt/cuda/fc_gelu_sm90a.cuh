@@ -83,14 +83,17 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // issued, writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by TMA, and writes the tile's column
 // sums of the unrounded products (fc's bias gradient) to its row block's row of the partials: gelu_backward_add_bias's
 // arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as cuBLASLt's output is.
-// paired_w: blocks run in clusters of two that walk the same column tiles on row blocks 2 u and 2 u + 1 (a unit u
-// of 256 rows); each block loads half of every w stage (64 of the tile's rows of w; backward, one of its two
-// 64-column boxes) and multicasts it to both, so that w is read from the L2 once for two row blocks.
+// cluster_rows, cluster_cols (1 or 2 each): blocks run in clusters of cluster_rows x cluster_cols that walk units of
+// that many adjacent row blocks and column tiles, a block each. The blocks of a unit's column tile (cluster_rows of
+// them) each load a half of every w stage (64 of the tile's rows of w; backward, one of its two 64-column boxes) and
+// multicast it to each other, so that w is read from the L2 once for two row blocks; the blocks of a row block
+// (cluster_cols) share x's stages in the same way.
 struct TileConfig {
   int cols, stages, blocks_per_sm;
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
-  bool paired_w = false, backward = false;
+  int cluster_rows = 1, cluster_cols = 1;
+  bool backward = false;
 };
 
 template <TileConfig kConfig>
@@ -114,11 +117,16 @@ struct TileShape {
   static constexpr bool wide_stores = kConfig.wide_stores;
   static constexpr int frags = pingpong ? 2 : cols / 128;
   static constexpr std::uint32_t b_bytes = cols * kTileK * sizeof(bf16);
-  static constexpr int cluster_blocks = kConfig.paired_w ? 2 : 1;
-  // The warp groups that release each stage: one (ping-pong) or both, of each block the stage's w lands in.
-  static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * cluster_blocks;
+  static constexpr int cluster_rows = kConfig.cluster_rows, cluster_cols = kConfig.cluster_cols;
+  static constexpr int cluster_blocks = cluster_rows * cluster_cols;
+  // The warp groups that release each stage: one (ping-pong) or both, of each block whose loads land in it (its
+  // own, its w partner's, its x partner's).
+  static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * (cluster_rows + cluster_cols - 1);
   static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
-  static_assert(!kConfig.paired_w || (producer_group && cols == 128), "paired blocks: one an SM, 128 columns");
+  static_assert((cluster_rows == 1 || cluster_rows == 2) && (cluster_cols == 1 || cluster_cols == 2),
+                "a cluster shares w between two row blocks at most, x between two column tiles");
+  static_assert(cluster_blocks == 1 || (producer_group && cols == 128), "clusters: one block an SM, 128 columns");
+  static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
   static constexpr bool backward = kConfig.backward;
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
@@ -188,23 +196,39 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
     if (clock64() - start > (1ll << 31)) timed_out();
 }
 
-// The tiles a block walks: tile t is the rows of unit t / col_tiles (a row block of 128 rows; with paired blocks,
-// row block 2 u + rank for the cluster's two blocks) and columns `cols` (t % col_tiles) .., so that the blocks at
-// work at once share a few row blocks of x through the L2. A block (a cluster, with paired blocks) takes its index,
-// then every one of the grid's. With `contiguous` (resident x) it takes a range of consecutive tiles instead (its
-// share, within one tile of the others'): a few units, whole but for the range's ends, and row_block(i) counts the
-// units of its range up to its i-th tile.
-// kPair: the blocks a cluster (1, or 2 with paired blocks).
-template <int kPair>
-struct TileWalk {
-  int col_tiles, tiles, k_blocks;
-  bool contiguous;
-  __device__ int unit_index() const { return static_cast<int>(blockIdx.x) / kPair; }
-  __device__ int units() const { return static_cast<int>(gridDim.x) / kPair; }
-  __device__ int row0(int t) const {
-    return (t / col_tiles * kPair + static_cast<int>(blockIdx.x) % kPair) * kTileRows;
+// A block's place in its cluster of kRows x kCols (rank = row_half + kRows col_half) and the ranks its loads land in:
+// its w half in the blocks of its column tile, its x half in the blocks of its row block.
+template <int kRows, int kCols>
+struct ClusterPlace {
+  int row_half, col_half;
+  std::uint16_t w_mask, x_mask;
+  __device__ static ClusterPlace here() {
+    const int rank = static_cast<int>(blockIdx.x) % (kRows * kCols), row_half = rank % kRows,
+              col_half = rank / kRows;
+    const auto w_mask = static_cast<std::uint16_t>(((1 << kRows) - 1) << (kRows * col_half));
+    const auto x_mask = static_cast<std::uint16_t>(kCols == 2 ? (1 << row_half) | (1 << (row_half + kRows)) : 1 << rank);
+    return {row_half, col_half, w_mask, x_mask};
   }
-  __device__ int col0(int t, int cols) const { return t % col_tiles * cols; }
+};
+
+// The tiles a block walks: tile t is unit t of row units t / col_tiles (kRows row blocks of 128 rows, the block's
+// row_half-th) and column units t % col_tiles (kCols column tiles of `cols`, its col_half-th), so that the blocks at
+// work at once share a few row blocks of x through the L2. A block (a cluster) takes its index, then every one of the
+// grid's. With `contiguous` (resident x) it takes a range of consecutive tiles instead (its share, within one tile of
+// the others'): a few units, whole but for the range's ends, and row_block(i) counts the units of its range up to
+// its i-th tile.
+template <int kRows, int kCols>
+struct TileWalk {
+  int col_tiles, tiles, k_blocks;  // col_tiles: column units
+  bool contiguous;
+  __device__ int unit_index() const { return static_cast<int>(blockIdx.x) / (kRows * kCols); }
+  __device__ int units() const { return static_cast<int>(gridDim.x) / (kRows * kCols); }
+  __device__ int row0(int t) const {
+    return (t / col_tiles * kRows + ClusterPlace<kRows, kCols>::here().row_half) * kTileRows;
+  }
+  __device__ int col0(int t, int cols) const {
+    return (t % col_tiles * kCols + ClusterPlace<kRows, kCols>::here().col_half) * cols;
+  }
   __device__ int first_tile() const { return static_cast<int>(static_cast<long long>(unit_index()) * tiles / units()); }
   __device__ int block_tiles() const {
     if (!contiguous) return (tiles - unit_index() + units() - 1) / units();
@@ -217,24 +241,37 @@ struct TileWalk {
 // Resident x: the block's r-th row block (tile t's) into `a`, once its readers are done with the (r - 1)-th.
 template <typename Shape>
 __device__ void load_row_block(FcGeluSmem<Shape>& s, const CUtensorMap* x_map,
-                               const TileWalk<Shape::cluster_blocks>& walk, int t, int r) {
+                               const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk, int t, int r) {
   if (r > 0) wait_or_trap(&s.x_empty, (r - 1) & 1);
   hw::mbarrier_arrive_expect_tx(&s.x_full, walk.k_blocks * kRowTileBytes);
   for (int kb = 0; kb < walk.k_blocks; ++kb) hw::tma_load_2d(s.a[kb], x_map, &s.x_full, walk.row0(t), kb * kTileK);
 }
 
-// One stage's w: the tile's `cols` rows of w from col0, K columns 64 kb ..; with paired blocks, this block's half
-// (rows 64 rank ..) multicast into both blocks of the cluster.
+// One stage's x: the tile's 128 rows from row0, K columns 64 kb ..; with x shared, this block's half (rows 64
+// col_half ..) multicast into the blocks of its row block.
+template <typename Shape>
+__device__ void load_x_stage(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, int stage, int row0, int kb) {
+  if constexpr (Shape::cluster_cols > 1) {
+    const auto place = ClusterPlace<Shape::cluster_rows, Shape::cluster_cols>::here();
+    hw::tma_load_2d_multicast(s.a[stage] + place.col_half * (kRowTileBytes / 2), x_map, &s.full[stage],
+                              row0 + 64 * place.col_half, kb * kTileK, place.x_mask);
+  } else {
+    hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], row0, kb * kTileK);
+  }
+}
+
+// One stage's w: the tile's `cols` rows of w from col0, K columns 64 kb ..; with w shared, this block's half (rows
+// 64 row_half ..; backward, the row_half-th of the two 64-column boxes) multicast into the blocks of its column tile.
 template <typename Shape>
 __device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int stage, int col0, int kb) {
-  if constexpr (Shape::cluster_blocks > 1) {
-    const int rank = static_cast<int>(hw::cluster_rank()), half_bytes = kRowTileBytes / 2;
-    if constexpr (Shape::backward)  // the rank-th of the two 64-column boxes
-      hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], kb * kTileK, col0 + 64 * rank,
-                                0x3);
+  if constexpr (Shape::cluster_rows > 1) {
+    const auto place = ClusterPlace<Shape::cluster_rows, Shape::cluster_cols>::here();
+    const int half = place.row_half;
+    unsigned char* box = s.b[stage] + half * (kRowTileBytes / 2);
+    if constexpr (Shape::backward)
+      hw::tma_load_2d_multicast(box, w_map, &s.full[stage], kb * kTileK, col0 + 64 * half, place.w_mask);
     else
-      hw::tma_load_2d_multicast(s.b[stage] + rank * half_bytes, w_map, &s.full[stage], col0 + 64 * rank, kb * kTileK,
-                                0x3);
+      hw::tma_load_2d_multicast(box, w_map, &s.full[stage], col0 + 64 * half, kb * kTileK, place.w_mask);
   } else if constexpr (Shape::backward) {  // w [in][out]: K rows 64 kb .., two boxes of 64 output columns
     hw::tma_load_2d(s.b[stage], w_map, &s.full[stage], kb * kTileK, col0);
     hw::tma_load_2d(s.b[stage] + kRowTileBytes / 2, w_map, &s.full[stage], kb * kTileK, col0 + 64);
@@ -246,12 +283,12 @@ __device__ void load_w_stage(FcGeluSmem<Shape>& s, const CUtensorMap* w_map, int
 }
 
 // The producer: one thread loads each stage's x and w boxes once its readers have released it. `step` counts the
-// block's stages over all its tiles: stage step % stages, in its (step / stages)-th round. Paired blocks: each loads
-// its half of the stage's w (64 rows) into both blocks, whose readers both release the stage; a block ends only once
-// its last stages are released, so that no peer arrives on its barriers after it has exited.
+// block's stages over all its tiles: stage step % stages, in its (step / stages)-th round. Clusters: each block loads
+// its halves of the stage into its partners too, whose readers all release the stage; a block ends only once its
+// last stages are released, so that no partner arrives on its barriers after it has exited.
 template <typename Shape>
 __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const CUtensorMap* w_map,
-                           const TileWalk<Shape::cluster_blocks>& walk) {
+                           const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk) {
   // Resident x: a row block's x is asked for after its first tile's first w stages (as many as the ring holds
   // without that tile's products), so that the wait for the previous row block's readers holds back no w.
   const int x_after = min(Shape::stages, walk.k_blocks) - 1;
@@ -263,7 +300,7 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
       const int stage = step % Shape::stages;
       if (step >= Shape::stages) wait_or_trap(&s.empty[stage], (step / Shape::stages - 1) & 1);
       hw::mbarrier_arrive_expect_tx(&s.full[stage], (Shape::resident_x ? 0 : kRowTileBytes) + Shape::b_bytes);
-      if constexpr (!Shape::resident_x) hw::tma_load_2d(s.a[stage], x_map, &s.full[stage], walk.row0(t), kb * kTileK);
+      if constexpr (!Shape::resident_x) load_x_stage(s, x_map, stage, walk.row0(t), kb);
       load_w_stage(s, w_map, stage, walk.col0(t, Shape::cols), kb);
       if (new_row_block && kb == x_after) load_row_block(s, x_map, walk, t, walk.row_block(i));
     }
@@ -273,13 +310,16 @@ __device__ void load_tiles(FcGeluSmem<Shape>& s, const CUtensorMap* x_map, const
       if (step >= Shape::stages) wait_or_trap(&s.empty[step % Shape::stages], (step / Shape::stages - 1) & 1);
 }
 
-// A reader's release of a stage: on this block's barrier, or with paired blocks on both blocks' (each block's w
-// half lands in both).
+// A reader's release of a stage: on this block's barrier, or in a cluster on those of every block whose loads land
+// in it (its own, its w and x partners').
 template <typename Shape>
 __device__ void release_stage(FcGeluSmem<Shape>& s, int stage) {
   if constexpr (Shape::cluster_blocks > 1) {
-    hw::mbarrier_arrive_cluster(&s.empty[stage], 0);
-    hw::mbarrier_arrive_cluster(&s.empty[stage], 1);
+    const auto place = ClusterPlace<Shape::cluster_rows, Shape::cluster_cols>::here();
+    const unsigned writers = place.w_mask | place.x_mask;
+#pragma unroll
+    for (int rank = 0; rank < Shape::cluster_blocks; ++rank)
+      if (writers & (1u << rank)) hw::mbarrier_arrive_cluster(&s.empty[stage], static_cast<std::uint32_t>(rank));
   } else {
     hw::mbarrier_arrive(&s.empty[stage]);
   }
@@ -676,7 +716,7 @@ __device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums
     for (int j = 0; j < 16; ++j) *reinterpret_cast<float2*>(&scratch[warp][8 * j + 2 * lane]) = sums[j];
   group_barrier(group);
   const int c = static_cast<int>(threadIdx.x % 128);
-  if (row0 < rows && col0 + c < cols)  // paired blocks: the last unit's second row block may lie past the matrix
+  if (row0 < rows && col0 + c < cols)  // clusters: a unit's second row block may lie past the matrix
     partials[static_cast<std::size_t>(row0 / kTileRows) * cols + col0 + c] =
         ((scratch[0][c] + scratch[1][c]) + scratch[2][c]) + scratch[3][c];
 }
@@ -726,7 +766,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                          const __grid_constant__ CUtensorMap xw_map, const __grid_constant__ CUtensorMap out_map,
                          bf16* xw, bf16* gelu_out, const bf16* bias, int rows, int cols,
-                         TileWalk<Shape::cluster_blocks> walk, float* partials) {
+                         TileWalk<Shape::cluster_rows, Shape::cluster_cols> walk, float* partials) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
   if (threadIdx.x == kConsumerThreads) {
@@ -812,7 +852,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
 }
 
 // Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once
-// (in whole clusters, with paired blocks).
+// (in whole clusters).
 template <typename Shape>
 int g_persistent_grid = 0;
 
@@ -882,9 +922,10 @@ template <typename Shape>
 void run_kernel(const char* version, const KernelOperands& ops, int rows, int in, int out, bool persistent,
                 cudaStream_t stream) {
   if (g_persistent_grid<Shape> == 0) configure<Shape>(version);
-  const int col_tiles = (out + Shape::cols - 1) / Shape::cols;
-  const int units = (rows + Shape::cluster_blocks * kTileRows - 1) / (Shape::cluster_blocks * kTileRows);
-  const TileWalk<Shape::cluster_blocks> walk{col_tiles, col_tiles * units, in / kTileK, Shape::resident_x};
+  const int col_units = (out + Shape::cluster_cols * Shape::cols - 1) / (Shape::cluster_cols * Shape::cols);
+  const int row_units = (rows + Shape::cluster_rows * kTileRows - 1) / (Shape::cluster_rows * kTileRows);
+  const TileWalk<Shape::cluster_rows, Shape::cluster_cols> walk{col_units, col_units * row_units, in / kTileK,
+                                                               Shape::resident_x};
   if (Shape::resident_x && in > kMaxResidentK)
     throw Error(std::string("gpt: ") + version + " keeps at most " + std::to_string(kMaxResidentK) +
                 " columns of x (got in " + std::to_string(in) + ")");
@@ -905,9 +946,10 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
   check_shape(version, rows, in, out);
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
     throw Error(std::string("gpt: ") + version + " needs x, w, xw and gelu 16-byte aligned");
-  // Paired blocks load w in halves of a tile's columns. Staged stores' outputs, in the staging boxes' shape, are
+  // Clusters load x and w in halves of a tile's rows and columns. Staged stores' outputs, in the staging boxes' shape, are
   // encoded for those versions alone (the others never read them).
-  KernelOperands ops{matrix_map(x, rows, in), matrix_map(w, out, in, kTileRows / Shape::cluster_blocks), {}, {},
+  KernelOperands ops{matrix_map(x, rows, in, kTileRows / Shape::cluster_cols),
+                     matrix_map(w, out, in, kTileRows / Shape::cluster_rows), {}, {},
                      xw, gelu_out, bias, nullptr};
   if constexpr (Shape::staged_stores) {
     ops.xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
@@ -927,7 +969,7 @@ void launch_backward(const char* version, bf16* dz, float* dbias, float* partial
   check_shape(version, rows, in, out);
   if (!aligned16(dz) || !aligned16(dy) || !aligned16(w) || !aligned16(xw))
     throw Error(std::string("gpt: ") + version + " needs dz, dy, w and xw 16-byte aligned");
-  const KernelOperands ops{matrix_map(dy, rows, in),      matrix_map(w, in, out, kTileK),
+  const KernelOperands ops{matrix_map(dy, rows, in, kTileRows / Shape::cluster_cols), matrix_map(w, in, out, kTileK),
                            matrix_map(xw, rows, out),     matrix_map(dz, rows, out),
                            nullptr,                       dz,
                            bias,                          partials};

@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v19 and lab_fc_gelu_backward_bf16 v3 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
+// lab_fc_gelu_bf16 v5-v20 and lab_fc_gelu_backward_bf16 v3-v4 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
 // TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -33,9 +33,11 @@
 //       the TMA stores of the other (v14's writes wait for its last stores to have read the boxes).
 //   v18: v14 on v16's clusters (w multicast to two blocks on adjacent row blocks), x loaded a stage at a time: 192 KB
 //       of operands from the L2 a tile against v14's 256 (v16 paired v15's three-stage ring);
-//   v19: v18 on a five-stage ring, its room from 64-row staging boxes.
-// The backward's v3: v2 (kBackwardKeeperTile) on v18's clusters, each block multicasting one of a stage's two
-// 64-column boxes of w.
+//   v19: v18 on a five-stage ring, its room from 64-row staging boxes;
+//   v20: v14 on clusters of 2 x 2 blocks (two row blocks by two column tiles), sharing w between a column tile's
+//       two blocks and x between a row block's: 128 KB of operands from the L2 a tile.
+// The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
+// 64-column boxes.
 #include "../cuda/fc_gelu_sm90a.cuh"
 
 #include <string>
@@ -80,7 +82,7 @@ using V16Shape = TileShape<TileConfig{.cols = 128,
                                       .wide_table = true,
                                       .resident_x = true,
                                       .staged_rows = 64,
-                                      .paired_w = true}>;
+                                      .cluster_rows = 2}>;
 using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 4,
                                       .blocks_per_sm = 1,
@@ -95,20 +97,31 @@ using V18Shape = TileShape<TileConfig{.cols = 128,
                                       .pingpong = true,
                                       .wide_table = true,
                                       .staged_rows = 128,
-                                      .paired_w = true}>;
+                                      .cluster_rows = 2}>;
 using V19Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 5,
                                       .blocks_per_sm = 1,
                                       .pingpong = true,
                                       .wide_table = true,
                                       .staged_rows = 64,
-                                      .paired_w = true}>;
-constexpr TileConfig kBackwardV3Tile = [] {
+                                      .cluster_rows = 2}>;
+using V20Shape = TileShape<TileConfig{.cols = 128,
+                                      .stages = 4,
+                                      .blocks_per_sm = 1,
+                                      .pingpong = true,
+                                      .wide_table = true,
+                                      .staged_rows = 128,
+                                      .cluster_rows = 2,
+                                      .cluster_cols = 2}>;
+// The backward keeper's tile on clusters of cluster_rows x cluster_cols.
+constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
   TileConfig tile = fc_gelu::kBackwardKeeperTile;
-  tile.paired_w = true;
+  tile.cluster_rows = cluster_rows;
+  tile.cluster_cols = cluster_cols;
   return tile;
-}();
-using BackwardV3Shape = TileShape<kBackwardV3Tile>;
+}
+using BackwardV3Shape = TileShape<backward_on_clusters(2, 1)>;
+using BackwardV4Shape = TileShape<backward_on_clusters(2, 2)>;
 
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
@@ -124,6 +137,7 @@ static_assert(sizeof(FcGeluSmem<V16Shape>) == sizeof(FcGeluSmem<V15Shape>), "v16
 static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17 stages in v14's 64 KB");
 static_assert(sizeof(FcGeluSmem<V18Shape>) == sizeof(FcGeluSmem<V14Shape>), "v18 is v14 in pairs");
 static_assert(kSmemBytes<V19Shape> + 1024 <= 228 * 1024, "one v19 block an SM");
+static_assert(sizeof(FcGeluSmem<V20Shape>) == sizeof(FcGeluSmem<V14Shape>), "v20 is v14 in clusters of four");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
 }  // namespace
@@ -132,7 +146,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v19 and lab_fc_gelu_backward_bf16 v2-v3 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v20 and lab_fc_gelu_backward_bf16 v2-v4 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -153,6 +167,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 18: return launch<V18Shape>("lab_fc_gelu_bf16 v18", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 19: return launch<V19Shape>("lab_fc_gelu_bf16 v19", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 20: return launch<V20Shape>("lab_fc_gelu_bf16 v20", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
@@ -163,6 +178,9 @@ void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials
     case 2: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);
     case 3:
       return fc_gelu::launch_backward<BackwardV3Shape>("lab_fc_gelu_backward_bf16 v3", dz, dbias, partials, dy, w, xw,
+                                                        bias, rows, in, out, stream);
+    case 4:
+      return fc_gelu::launch_backward<BackwardV4Shape>("lab_fc_gelu_backward_bf16 v4", dz, dbias, partials, dy, w, xw,
                                                         bias, rows, in, out, stream);
     default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }

@@ -12,15 +12,15 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v19/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v20/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
-//   lab_fc_gelu_backward_bf16/version:v1-v3/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
+//   lab_fc_gelu_backward_bf16/version:v1-v4/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
-//                                     GEMM whose epilogue does the rest, v3 v2 on pairs of blocks
-//                                     sharing w (kFcGeluBackwardVersions)
+//                                     GEMM whose epilogue does the rest, v3 and v4 v2 on clusters
+//                                     sharing w, and dy (kFcGeluBackwardVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -461,7 +461,8 @@ class WgradLab final : public Case {
 //   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
 //   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores;
 //   v18: v14 on v16's clusters of two blocks;
-//   v19: v18 on a five-stage ring and half-size staging boxes.
+//   v19: v18 on a five-stage ring and half-size staging boxes;
+//   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -499,6 +500,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
     {"v18", FcGeluPath::own_gemm_sm90a,
      "v14 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both", 18},
     {"v19", FcGeluPath::own_gemm_sm90a, "v18 on a five-stage ring and 64-row staging boxes", 19},
+    {"v20", FcGeluPath::own_gemm_sm90a,
+     "v14 on clusters of 2 x 2 blocks, multicasting halves of w's stages down columns and of x's along rows", 20},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -629,7 +632,8 @@ class FcGeluLab final : public MlpLab {
 //   v2 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): one sm_90a kernel, the forward's
 //       template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that loads the tile's xw by TMA, writes
 //       dz over it and stores it by TMA: d_gelu never leaves the SM;
-//   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both.
+//   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both;
+//   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's.
 struct FcGeluBackwardVersion {
   const char* name;
   int sm90a_version;  // lab::fc_gelu_backward_sm90a's version; 0: cuBLASLt and the pass
@@ -640,6 +644,7 @@ constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
     {"v1", 0, "cuBLASLt input-gradient GEMM -> d_gelu; GELU backward pass, bias added -> dz, column sums"},
     {"v2", 2, "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
     {"v3", 3, "v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both"},
+    {"v4", 4, "v2 on clusters of 2 x 2 blocks, multicasting halves of w's stages down columns and of dy's along rows"},
 };
 
 class FcGeluBackwardLab final : public MlpLab {
