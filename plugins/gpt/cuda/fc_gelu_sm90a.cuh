@@ -88,12 +88,14 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // them) each load a half of every w stage (64 of the tile's rows of w; backward, one of its two 64-column boxes) and
 // multicast it to each other, so that w is read from the L2 once for two row blocks; the blocks of a row block
 // (cluster_cols) share x's stages in the same way.
+// early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
+// before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
   int cols, stages, blocks_per_sm;
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
-  bool backward = false;
+  bool backward = false, early_bias = false;
 };
 
 template <TileConfig kConfig>
@@ -127,7 +129,8 @@ struct TileShape {
                 "a cluster shares w between two row blocks at most, x between two column tiles");
   static_assert(cluster_blocks == 1 || (producer_group && cols == 128), "clusters: one block an SM, 128 columns");
   static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
-  static constexpr bool backward = kConfig.backward;
+  static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
+  static_assert(!early_bias || staged_rows > 0, "early bias: the staged and backward epilogues");
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
   using TableEntry = std::conditional_t<backward, float, unsigned short>;  // GELU's bf16 bits, or GELU' in fp32
@@ -610,13 +613,11 @@ __device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* x
 // wait only for the stores of box n - 2 to have read it.
 template <typename Shape>
 __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
-                                  const bf16* __restrict__ bias, int cols, int row0, int col0, int& staged) {
+                                  const __nv_bfloat162 (&tile_bias)[16], int cols, int row0, int col0, int& staged) {
   static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
   constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
-  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
+  const int group = threadIdx.x / 128;
   const bool issues = threadIdx.x % 128 == 0;
-  __nv_bfloat162 tile_bias[16];
-  load_bias_pairs(tile_bias, bias, col0, t, cols);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
@@ -726,12 +727,10 @@ __device__ inline void write_column_sums(float (&scratch)[4][128], float2 (&sums
 // which every thread reaches after its reads here.
 template <typename Shape>
 __device__ void store_tile_backward(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64],
-                                    const CUtensorMap* out_map, const bf16* __restrict__ bias, float* partials,
-                                    int rows, int cols, int row0, int col0, int n) {
-  const int group = threadIdx.x / 128, t = threadIdx.x % 4;
+                                    const CUtensorMap* out_map, const __nv_bfloat162 (&tile_bias)[16],
+                                    float* partials, int rows, int cols, int row0, int col0, int n) {
+  const int group = threadIdx.x / 128;
   const bool issues = threadIdx.x % 128 == 0;
-  __nv_bfloat162 tile_bias[16];
-  load_bias_pairs(tile_bias, bias, col0, t, cols);
   float2 sums[16];
 #pragma unroll
   for (int j = 0; j < 16; ++j) sums[j] = make_float2(0.0f, 0.0f);
@@ -829,23 +828,26 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       }
       wait_or_trap(&s.x_full, row_block & 1);
     }
+    [[maybe_unused]] __nv_bfloat162 tile_bias[16];  // the staged and backward epilogues' bias pairs
+    const int col0 = walk.col0(t, Shape::cols);
+    if constexpr (Shape::early_bias) load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
       if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
       if constexpr (Shape::backward)
-        if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), walk.col0(t, Shape::cols));
+        if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), col0);
     });
     if constexpr (Shape::resident_x)
       if (i + stride >= walk.block_tiles() || walk.row_block(i + stride) != row_block) {
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
+    if constexpr (Shape::staged_stores && !Shape::early_bias) load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::backward)
-      store_tile_backward(s, acc, &out_map, bias, partials, rows, cols, walk.row0(t), walk.col0(t, Shape::cols), n);
+      store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
     else if constexpr (Shape::staged_stores)
-      store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), walk.col0(t, Shape::cols),
-                        staged);
+      store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, tile_bias, cols, walk.row0(t), col0, staged);
     else
-      store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), walk.col0(t, Shape::cols));
+      store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), col0);
   }
   if constexpr (Shape::staged_stores)
     if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends

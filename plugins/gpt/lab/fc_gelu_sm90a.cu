@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v20 and lab_fc_gelu_backward_bf16 v3-v4 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
+// lab_fc_gelu_bf16 v5-v21 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
 // TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -35,9 +35,10 @@
 //       of operands from the L2 a tile against v14's 256 (v16 paired v15's three-stage ring);
 //   v19: v18 on a five-stage ring, its room from 64-row staging boxes;
 //   v20: v14 on clusters of 2 x 2 blocks (two row blocks by two column tiles), sharing w between a column tile's
-//       two blocks and x between a row block's: 128 KB of operands from the L2 a tile.
+//       two blocks and x between a row block's: 128 KB of operands from the L2 a tile;
+//   v21: v14 asking for its epilogue's bias pairs (global loads) before the tile's products.
 // The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
-// 64-column boxes.
+// 64-column boxes; v5: v2 with v21's early bias.
 #include "../cuda/fc_gelu_sm90a.cuh"
 
 #include <string>
@@ -113,6 +114,12 @@ using V20Shape = TileShape<TileConfig{.cols = 128,
                                       .staged_rows = 128,
                                       .cluster_rows = 2,
                                       .cluster_cols = 2}>;
+constexpr TileConfig kV21Tile = [] {
+  TileConfig tile = fc_gelu::kKeeperTile;
+  tile.early_bias = true;
+  return tile;
+}();
+using V21Shape = TileShape<kV21Tile>;
 // The backward keeper's tile on clusters of cluster_rows x cluster_cols.
 constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
   TileConfig tile = fc_gelu::kBackwardKeeperTile;
@@ -122,6 +129,12 @@ constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
 }
 using BackwardV3Shape = TileShape<backward_on_clusters(2, 1)>;
 using BackwardV4Shape = TileShape<backward_on_clusters(2, 2)>;
+constexpr TileConfig kBackwardV5Tile = [] {
+  TileConfig tile = fc_gelu::kBackwardKeeperTile;
+  tile.early_bias = true;
+  return tile;
+}();
+using BackwardV5Shape = TileShape<kBackwardV5Tile>;
 
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
@@ -146,7 +159,7 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v20 and lab_fc_gelu_backward_bf16 v2-v4 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v21 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,
@@ -168,6 +181,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 18: return launch<V18Shape>("lab_fc_gelu_bf16 v18", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 19: return launch<V19Shape>("lab_fc_gelu_bf16 v19", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 20: return launch<V20Shape>("lab_fc_gelu_bf16 v20", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 21: return launch<V21Shape>("lab_fc_gelu_bf16 v21", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
@@ -181,6 +195,9 @@ void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials
                                                         bias, rows, in, out, stream);
     case 4:
       return fc_gelu::launch_backward<BackwardV4Shape>("lab_fc_gelu_backward_bf16 v4", dz, dbias, partials, dy, w, xw,
+                                                        bias, rows, in, out, stream);
+    case 5:
+      return fc_gelu::launch_backward<BackwardV5Shape>("lab_fc_gelu_backward_bf16 v5", dz, dbias, partials, dy, w, xw,
                                                         bias, rows, in, out, stream);
     default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }

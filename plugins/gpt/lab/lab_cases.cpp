@@ -12,12 +12,12 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v20/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v21/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
-//   lab_fc_gelu_backward_bf16/version:v1-v4/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
+//   lab_fc_gelu_backward_bf16/version:v1-v5/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
 //                                     GEMM whose epilogue does the rest, v3 and v4 v2 on clusters
 //                                     sharing w, and dy (kFcGeluBackwardVersions)
@@ -462,7 +462,8 @@ class WgradLab final : public Case {
 //   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores;
 //   v18: v14 on v16's clusters of two blocks;
 //   v19: v18 on a five-stage ring and half-size staging boxes;
-//   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's.
+//   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's;
+//   v21: v14 asking for its epilogue's bias before the tile's products.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -502,6 +503,7 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
     {"v19", FcGeluPath::own_gemm_sm90a, "v18 on a five-stage ring and 64-row staging boxes", 19},
     {"v20", FcGeluPath::own_gemm_sm90a,
      "v14 on clusters of 2 x 2 blocks, multicasting halves of w's stages down columns and of x's along rows", 20},
+    {"v21", FcGeluPath::own_gemm_sm90a, "v14 with its epilogue's bias pairs asked for before the tile's products", 21},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -633,7 +635,8 @@ class FcGeluLab final : public MlpLab {
 //       template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that loads the tile's xw by TMA, writes
 //       dz over it and stores it by TMA: d_gelu never leaves the SM;
 //   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both;
-//   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's.
+//   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's;
+//   v5: v2 asking for its epilogue's bias pairs before the tile's products.
 struct FcGeluBackwardVersion {
   const char* name;
   int sm90a_version;  // lab::fc_gelu_backward_sm90a's version; 0: cuBLASLt and the pass
@@ -645,6 +648,7 @@ constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
     {"v2", 2, "sm_90a wgmma GEMM (w MN-major), its epilogue loading xw by TMA and writing dz and its column sums"},
     {"v3", 3, "v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every w stage to both"},
     {"v4", 4, "v2 on clusters of 2 x 2 blocks, multicasting halves of w's stages down columns and of dy's along rows"},
+    {"v5", 5, "v2 with its epilogue's bias pairs asked for before the tile's products"},
 };
 
 class FcGeluBackwardLab final : public MlpLab {
