@@ -209,7 +209,8 @@ struct ClusterPlace {
     const int rank = static_cast<int>(blockIdx.x) % (kRows * kCols), row_half = rank % kRows,
               col_half = rank / kRows;
     const auto w_mask = static_cast<std::uint16_t>(((1 << kRows) - 1) << (kRows * col_half));
-    const auto x_mask = static_cast<std::uint16_t>(kCols == 2 ? (1 << row_half) | (1 << (row_half + kRows)) : 1 << rank);
+    const auto x_mask =
+        static_cast<std::uint16_t>(kCols == 2 ? (1 << row_half) | (1 << (row_half + kRows)) : 1 << rank);
     return {row_half, col_half, w_mask, x_mask};
   }
 };
@@ -841,7 +842,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
-    if constexpr (Shape::staged_stores && !Shape::early_bias) load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
+    if constexpr (Shape::staged_stores && !Shape::early_bias)
+      load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
     else if constexpr (Shape::staged_stores)
@@ -948,8 +950,8 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
   check_shape(version, rows, in, out);
   if (!aligned16(xw) || !aligned16(gelu_out) || !aligned16(x) || !aligned16(w))
     throw Error(std::string("gpt: ") + version + " needs x, w, xw and gelu 16-byte aligned");
-  // Clusters load x and w in halves of a tile's rows and columns. Staged stores' outputs, in the staging boxes' shape, are
-  // encoded for those versions alone (the others never read them).
+  // Clusters load x and w in halves of a tile's rows and columns. Staged stores' outputs, in the staging boxes' shape,
+  // are encoded for those versions alone (the others never read them).
   KernelOperands ops{matrix_map(x, rows, in, kTileRows / Shape::cluster_cols),
                      matrix_map(w, out, in, kTileRows / Shape::cluster_rows), {}, {},
                      xw, gelu_out, bias, nullptr};

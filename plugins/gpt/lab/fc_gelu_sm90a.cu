@@ -1,5 +1,5 @@
-// lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel, cuda/fc_gelu_sm90a.cuh's, each version a
-// TileConfig of its features.
+// lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel,
+// cuda/fc_gelu_sm90a.cuh's, each version a TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
 // out of 512 inputs) that read is 268 MB, and the pass took 208 us a launch in R3's profile on an H100.
@@ -163,7 +163,9 @@ void fc_gelu_sm90a_configure() {
   int device = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
-    throw NotApplicable("gpt lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 GPU");
+    throw NotApplicable(
+        "gpt lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 "
+        "GPU");
 }
 
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const bf16* w, const bf16* bias, int rows,

@@ -1,5 +1,6 @@
-// lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): fc_gelu_sm90a.cu is not compiled,
-// so they are not applicable on any device and its benchmarks are listed as not run.
+// lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 in a build without sm_90a code (ROOFBENCH_HOPPER_90A
+// off): fc_gelu_sm90a.cu is not compiled, so they are not applicable on any device and their benchmarks are listed as
+// not run.
 #include "fc_gelu_sm90a.hpp"
 #include "roofbench/plugin.hpp"
 
@@ -9,7 +10,8 @@ namespace {
 
 [[noreturn]] void refuse() {
   throw NotApplicable(
-      "gpt lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a code, which this build leaves out (ROOFBENCH_HOPPER_90A=OFF)");
+      "gpt lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a code, which this build leaves out "
+      "(ROOFBENCH_HOPPER_90A=OFF)");
 }
 
 }  // namespace

@@ -143,7 +143,8 @@ TEST(GptLabFcGeluBackwardV2, MatchesDouble) {
     // dz poisoned (NaN) and the bias gradient too, so that an element a version leaves unwritten fails the checks.
     const auto run = [&](int version) {
       bf16* dz = dev.upload(to_bf16(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())));
-      float* dbias = dev.upload(std::vector<float>(static_cast<std::size_t>(out), std::numeric_limits<float>::quiet_NaN()));
+      float* dbias =
+          dev.upload(std::vector<float>(static_cast<std::size_t>(out), std::numeric_limits<float>::quiet_NaN()));
       fc_gelu_backward_sm90a(version, dz, dbias, partials, dy_dev, w_dev, xw_dev, bias_dev, rows, in, out, nullptr);
       ROOFBENCH_CUDA(cudaDeviceSynchronize());
       return std::pair{Device::download(dz, n), Device::download(dbias, static_cast<std::size_t>(out))};
