@@ -33,7 +33,7 @@ namespace {
 namespace hw = roofbench::hopper;
 
 constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
-constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // after setmaxnreg, where there is a producer group
+constexpr int kHelperThreads = 96;  // gelu_helpers: the producer group's three warps after the producer's
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 constexpr int kMaxResidentK = 512;  // a resident row block of x: 128 rows x 512 columns, 128 KB
 
@@ -88,6 +88,10 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // them) each load a half of every w stage (64 of the tile's rows of w; backward, one of its two 64-column boxes) and
 // multicast it to each other, so that w is read from the L2 once for two row blocks; the blocks of a row block
 // (cluster_cols) share x's stages in the same way.
+// gelu_helpers: the consumers stage only xw (each 64-column half of their tile, rounded to bf16); the producer
+// group's three other warps (kHelperThreads, 64 registers after setmaxnreg against the consumers' 224) read it back,
+// write GELU(xw + bias) beside it and store both by TMA, so that the lookups run beside the consumers' next products
+// instead of in their epilogue.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -95,7 +99,7 @@ struct TileConfig {
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
-  bool backward = false, early_bias = false;
+  bool backward = false, early_bias = false, gelu_helpers = false;
 };
 
 template <TileConfig kConfig>
@@ -130,6 +134,14 @@ struct TileShape {
   static_assert(cluster_blocks == 1 || (producer_group && cols == 128), "clusters: one block an SM, 128 columns");
   static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
   static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
+  static constexpr bool gelu_helpers = kConfig.gelu_helpers;
+  static_assert(!gelu_helpers || (producer_group && pingpong && wide_table && staged_rows == 128 &&
+                                  staged_buffers == 1 && !backward && cluster_blocks == 1),
+                "GELU helpers: v14's ping-pong block and staging boxes");
+  // setmaxnreg's split of the block's 65,536 registers (with a producer group): 40 for the producer group and 232
+  // for the consumers, or with GELU helpers 64 and 224.
+  static constexpr int producer_registers = gelu_helpers ? 64 : 40, consumer_registers = gelu_helpers ? 224 : 232;
+  static_assert(128 * producer_registers + kConsumerThreads * consumer_registers <= 65536, "the register file");
   static_assert(!early_bias || staged_rows > 0, "early bias: the staged and backward epilogues");
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
@@ -176,6 +188,7 @@ struct FcGeluSmem {
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
   std::uint64_t xw_full[2];       // backward: group g's tile of xw landed in its staging boxes
+  std::uint64_t box_full[2], box_empty[2];  // GELU helpers: group g's xw box written; its stores have read it
   ColumnScratch<Shape::backward> columns;
   StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
 };
@@ -761,6 +774,99 @@ __device__ void load_xw_tile(FcGeluSmem<Shape>& s, const CUtensorMap* xw_map, in
   hw::tma_load_2d(s.staging.box[group][0][1], xw_map, &s.xw_full[group], row0, col0 + 64);
 }
 
+// GELU helpers, the consumers' side: each 64-column half of the group's tile rounded to bf16 into its xw box, handed to
+// the helpers (box_full) once the helpers' stores have read the box's last contents (box_empty). `handed` counts the
+// group's boxes.
+template <typename Shape>
+__device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], int cols, int col0, int& handed) {
+  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+  unsigned char* box = s.staging.box[group][0][0];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+    if (handed > 0) wait_or_trap(&s.box_empty[group], (handed - 1) & 1);
+#pragma unroll
+    for (int f = 0; f < Shape::frags; ++f)
+#pragma unroll
+      for (int j = 8 * h; j < 8 * h + 8; ++j)  // chunks of 8 columns
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = Shape::frag_row(f, group) + 16 * warp + lane / 4 + 8 * half;
+          const __nv_bfloat162 pair = __floats2bfloat162_rn(acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1]);
+          *reinterpret_cast<__nv_bfloat162*>(box + swizzled_pair_offset(row, 8 * (j - 8 * h) + 2 * t)) = pair;
+        }
+    hw::fence_proxy_async_shared();  // the helpers' TMA store reads the box
+    hw::mbarrier_arrive(&s.box_full[group]);
+    ++handed;
+  }
+}
+
+// GELU of eight bf16 pre-activations (four pairs) from the wide table, those off it evaluated in place.
+__device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
+  const std::uint32_t pairs[4] = {pre.x, pre.y, pre.z, pre.w};
+  std::uint32_t gelu[4];
+  unsigned outside = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const WideSlots slots = wide_table_slots(pairs[c]);
+    outside |= slots.outside ? 1u << c : 0u;
+    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
+              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
+  }
+  const uint4 out = make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]);
+  return __any_sync(kFullWarp, outside != 0) ? gelu_pairs_in_place(pre, out, outside) : out;
+}
+
+// GELU helpers, their side: the block's tiles in the consumers' order (tile i by group i % 2), each 64-column half's
+// xw box read back 16 bytes (8 columns of a row) at a time, GELU(bf16(xw + bias)) written into the group's gelu box
+// at the same offsets, both stored by TMA; the leader hands the box back once the stores have read it. Thread
+// k of the 96 takes chunk k % 8 of rows k / 8, k / 8 + 12, .., so that its eight bias values stay in registers.
+template <typename Shape>
+__device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf16* __restrict__ bias, int cols,
+                                 const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk) {
+  const int k = static_cast<int>(threadIdx.x) - (kConsumerThreads + 32), chunk = k % 8;
+  const bool leader = k == 0;
+  int handed[2] = {0, 0};
+  for (int i = 0; i < walk.block_tiles(); ++i) {
+    const int t = walk.tile(i), group = i % 2, col0 = walk.col0(t, Shape::cols);
+    unsigned char* xw_box = s.staging.box[group][0][0];
+    unsigned char* gelu_box = s.staging.box[group][0][1];
+    for (int h = 0; h < 2 && col0 + 64 * h < cols; ++h) {
+      std::uint32_t b[4];  // this thread's 8 columns' bias, pairs in column order (past the edge: the last pair)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int col = min(col0 + 64 * h + 8 * chunk + 2 * c, cols - 2);
+        const __nv_bfloat162 pair = __halves2bfloat162(bias[col], bias[col + 1]);
+        b[c] = *reinterpret_cast<const std::uint32_t*>(&pair);
+      }
+      wait_or_trap(&s.box_full[group], handed[group] & 1);
+      for (int row = k / 8; row < kTileRows; row += kHelperThreads / 8) {
+        const std::uint32_t at = static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row % 8)) * 16));
+        const uint4 xw = *reinterpret_cast<const uint4*>(xw_box + at);
+        const auto add = [](std::uint32_t a, std::uint32_t bias_pair) {  // round to nearest even once
+          const __nv_bfloat162 sum = __hadd2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                             *reinterpret_cast<const __nv_bfloat162*>(&bias_pair));
+          return *reinterpret_cast<const std::uint32_t*>(&sum);
+        };
+        const uint4 pre = make_uint4(add(xw.x, b[0]), add(xw.y, b[1]), add(xw.z, b[2]), add(xw.w, b[3]));
+        *reinterpret_cast<uint4*>(gelu_box + at) = gelu_chunk(s.gelu_table, pre);
+      }
+      hw::fence_proxy_async_shared();
+      asm volatile("bar.sync 3, %0;\n" ::"n"(kHelperThreads) : "memory");
+      if (leader) {
+        hw::tma_store_2d(maps.xw, xw_box, walk.row0(t), col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, gelu_box, walk.row0(t), col0 + 64 * h);
+        hw::bulk_commit_group();
+        hw::bulk_wait_group_read<0>();
+        hw::mbarrier_arrive(&s.box_empty[group]);
+      }
+      ++handed[group];
+    }
+  }
+  if (leader) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
+}
+
 template <typename Shape>
 __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registers)
     fc_gelu_sm90a_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
@@ -782,6 +888,10 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
     hw::mbarrier_init(&s.xw_full[0], 1);
     hw::mbarrier_init(&s.xw_full[1], 1);
+    for (int g = 0; g < 2; ++g) {
+      hw::mbarrier_init(&s.box_full[g], 128);  // every thread of the group, after its writes
+      hw::mbarrier_init(&s.box_empty[g], 1);   // the helpers' leader, once the box's stores have read it
+    }
     hw::mbarrier_init_fence();
   }
   if constexpr (Shape::backward)
@@ -797,11 +907,13 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   __syncthreads();
   if constexpr (Shape::cluster_blocks > 1) hw::cluster_sync();  // both blocks' barriers before either's copies
   if (threadIdx.x >= kConsumerThreads) {
-    if constexpr (Shape::producer_group) hw::setmaxnreg_dec<kProducerRegisters>();
+    if constexpr (Shape::producer_group) hw::setmaxnreg_dec<Shape::producer_registers>();
     if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
+    if constexpr (Shape::gelu_helpers)
+      if (threadIdx.x >= kConsumerThreads + 32) gelu_helper_loop(s, OutputMaps{&xw_map, &out_map}, bias, cols, walk);
     return;
   }
-  if constexpr (Shape::producer_group) hw::setmaxnreg_inc<kConsumerRegisters>();
+  if constexpr (Shape::producer_group) hw::setmaxnreg_inc<Shape::consumer_registers>();
   // The block's i-th tile (TileWalk::tile) has its stages from i k_blocks on; ping-pong warp groups take every
   // other one, in turns: a group waits for its stages only after the other has waited for all of its own, so
   // each stage's earlier phases have completed and the parity wait cannot pass on an earlier one.
@@ -842,16 +954,18 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
-    if constexpr (Shape::staged_stores && !Shape::early_bias)
+    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers)
       load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
-    if constexpr (Shape::backward)
+    if constexpr (Shape::gelu_helpers)
+      stage_xw(s, acc, cols, col0, staged);
+    else if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
     else if constexpr (Shape::staged_stores)
       store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, tile_bias, cols, walk.row0(t), col0, staged);
     else
       store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), col0);
   }
-  if constexpr (Shape::staged_stores)
+  if constexpr (Shape::staged_stores && !Shape::gelu_helpers)
     if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
 }
 

@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel,
+// lab_fc_gelu_bf16 v5-v23 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel,
 // cuda/fc_gelu_sm90a.cuh's, each version a TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -37,7 +37,9 @@
 //   v20: v14 on clusters of 2 x 2 blocks (two row blocks by two column tiles), sharing w between a column tile's
 //       two blocks and x between a row block's: 128 KB of operands from the L2 a tile;
 //   v21: v14 asking for its epilogue's bias pairs (global loads) before the tile's products;
-//   v22: v14 on a five-stage ring, its room from 64-row staging boxes (v19 on single blocks).
+//   v22: v14 on a five-stage ring, its room from 64-row staging boxes (v19 on single blocks);
+//   v23: v14 whose consumers stage only xw; the producer group's three idle warps add the bias, look GELU up and
+//       store both (Nsight Compute on v14: the tensor pipe 43% busy, one warp a scheduler issuing the epilogue).
 // The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
 // 64-column boxes; v5: v2 with v21's early bias.
 #include "../cuda/fc_gelu_sm90a.cuh"
@@ -123,6 +125,12 @@ constexpr TileConfig kV21Tile = [] {
 using V21Shape = TileShape<kV21Tile>;
 using V22Shape = TileShape<TileConfig{
     .cols = 128, .stages = 5, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 64}>;
+constexpr TileConfig kV23Tile = [] {
+  TileConfig tile = fc_gelu::kKeeperTile;
+  tile.gelu_helpers = true;
+  return tile;
+}();
+using V23Shape = TileShape<kV23Tile>;
 // The backward keeper's tile on clusters of cluster_rows x cluster_cols.
 constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
   TileConfig tile = fc_gelu::kBackwardKeeperTile;
@@ -154,6 +162,7 @@ static_assert(sizeof(FcGeluSmem<V17Shape>) == sizeof(FcGeluSmem<V14Shape>), "v17
 static_assert(sizeof(FcGeluSmem<V18Shape>) == sizeof(FcGeluSmem<V14Shape>), "v18 is v14 in pairs");
 static_assert(kSmemBytes<V19Shape> + 1024 <= 228 * 1024, "one v19 block an SM");
 static_assert(sizeof(FcGeluSmem<V22Shape>) == sizeof(FcGeluSmem<V19Shape>), "v22 is v19 on single blocks");
+static_assert(sizeof(FcGeluSmem<V23Shape>) == sizeof(FcGeluSmem<V14Shape>), "v23 stages in v14's boxes");
 static_assert(sizeof(FcGeluSmem<V20Shape>) == sizeof(FcGeluSmem<V14Shape>), "v20 is v14 in clusters of four");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
@@ -164,7 +173,7 @@ void fc_gelu_sm90a_configure() {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable(
-        "gpt lab_fc_gelu_bf16 v5-v22 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 "
+        "gpt lab_fc_gelu_bf16 v5-v23 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 "
         "GPU");
 }
 
@@ -189,6 +198,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 20: return launch<V20Shape>("lab_fc_gelu_bf16 v20", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 21: return launch<V21Shape>("lab_fc_gelu_bf16 v21", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 22: return launch<V22Shape>("lab_fc_gelu_bf16 v22", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 23: return launch<V23Shape>("lab_fc_gelu_bf16 v23", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

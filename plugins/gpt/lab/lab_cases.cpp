@@ -12,7 +12,7 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v22/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v23/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
@@ -464,7 +464,8 @@ class WgradLab final : public Case {
 //   v19: v18 on a five-stage ring and half-size staging boxes;
 //   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's;
 //   v21: v14 asking for its epilogue's bias before the tile's products;
-//   v22: v14 on a five-stage ring and half-size staging boxes.
+//   v22: v14 on a five-stage ring and half-size staging boxes;
+//   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -506,6 +507,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
      "v14 on clusters of 2 x 2 blocks, multicasting halves of w's stages down columns and of x's along rows", 20},
     {"v21", FcGeluPath::own_gemm_sm90a, "v14 with its epilogue's bias pairs asked for before the tile's products", 21},
     {"v22", FcGeluPath::own_gemm_sm90a, "v14 on a five-stage ring and 64-row staging boxes", 22},
+    {"v23", FcGeluPath::own_gemm_sm90a,
+     "v14 whose consumers stage xw alone; three helper warps add the bias, look GELU up and store both", 23},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
