@@ -89,7 +89,7 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // multicast it to each other, so that w is read from the L2 once for two row blocks; the blocks of a row block
 // (cluster_cols) share x's stages in the same way.
 // gelu_helpers: the consumers stage only xw (each 64-column half of their tile, rounded to bf16); the producer
-// group's three other warps (kHelperThreads, 64 registers after setmaxnreg against the consumers' 224) read it back,
+// group's three other warps (kHelperThreads, 72 registers after setmaxnreg against the consumers' 216) read it back,
 // write GELU(xw + bias) beside it and store both by TMA, so that the lookups run beside the consumers' next products
 // instead of in their epilogue.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
@@ -138,10 +138,13 @@ struct TileShape {
   static_assert(!gelu_helpers || (producer_group && pingpong && wide_table && staged_rows == 128 &&
                                   staged_buffers == 1 && !backward && cluster_blocks == 1),
                 "GELU helpers: v14's ping-pong block and staging boxes");
-  // setmaxnreg's split of the block's 65,536 registers (with a producer group): 40 for the producer group and 232
-  // for the consumers, or with GELU helpers 64 and 224.
-  static constexpr int producer_registers = gelu_helpers ? 64 : 40, consumer_registers = gelu_helpers ? 224 : 232;
-  static_assert(128 * producer_registers + kConsumerThreads * consumer_registers <= 65536, "the register file");
+  // setmaxnreg's split of the registers the block holds from its entry (its threads x entry_registers; an increase
+  // beyond them waits forever), with a producer group: 40 for the producer group and 232 for the consumers, or with
+  // GELU helpers 72 and 216.
+  static constexpr int producer_registers = gelu_helpers ? 72 : 40, consumer_registers = gelu_helpers ? 216 : 232;
+  static_assert(!producer_group || 128 * producer_registers + kConsumerThreads * consumer_registers ==
+                                       threads * entry_registers,
+                "setmaxnreg: the consumers take what the producer group gives back");
   static_assert(!early_bias || staged_rows > 0, "early bias: the staged and backward epilogues");
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
@@ -151,14 +154,24 @@ struct TileShape {
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
 
-// The bf16 keeper's tile (lab_fc_gelu_bf16 v14): ping-pong on 128 x 128 tiles, a four-stage ring, the wide table,
-// each group's outputs stored by TMA through 128-row staging boxes.
-constexpr TileConfig kKeeperTile{
-    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
-// The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v2): v14's block on the backward's operands and epilogue,
-// GELU' from bf16_table.hpp's fp32 table.
-constexpr TileConfig kBackwardKeeperTile{
-    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
+// The bf16 keeper's tile (lab_fc_gelu_bf16 v23): ping-pong on 128 x 128 tiles, a four-stage ring, the wide table,
+// 128-row staging boxes; the consumers stage xw and the producer group's three other warps GELU and the stores.
+constexpr TileConfig kKeeperTile{.cols = 128,
+                                 .stages = 4,
+                                 .blocks_per_sm = 1,
+                                 .pingpong = true,
+                                 .wide_table = true,
+                                 .staged_rows = 128,
+                                 .gelu_helpers = true};
+// The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v3): the same block on the backward's operands and
+// epilogue, GELU' from bf16_table.hpp's fp32 table, in clusters of two blocks sharing each stage of w.
+constexpr TileConfig kBackwardKeeperTile{.cols = 128,
+                                         .stages = 4,
+                                         .blocks_per_sm = 1,
+                                         .pingpong = true,
+                                         .staged_rows = 128,
+                                         .cluster_rows = 2,
+                                         .backward = true};
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).

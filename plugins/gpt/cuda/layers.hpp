@@ -365,7 +365,7 @@ void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream);
 // gelu_forward_add_bias's output and the GEMM's before it in one sm_90a kernel (fc_gelu_sm90a.cu, lab_fc_gelu_bf16
-// v14): xw = x w^T rounded to bf16 and gelu = GELU(bf16(xw + bias)), x [rows, in], w [out, in], bias [out]; gelu
+// v23): xw = x w^T rounded to bf16 and gelu = GELU(bf16(xw + bias)), x [rows, in], w [out, in], bias [out]; gelu
 // the same bits as gelu_forward_add_bias on this xw. in a multiple of 64, out of 8, x, w, xw and gelu 16-byte
 // aligned, else throws. configure once (outside any graph capture) before the first call; both refuse
 // (NotApplicable) where hopper_path_available does (fc_gelu_sm90a_absent.cpp: every device, in a build without
@@ -374,7 +374,7 @@ void fc_gelu_forward_sm90a_configure();
 void fc_gelu_forward_sm90a(bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                            int out, cudaStream_t stream);
 // fc_proj's input gradient and gelu_backward_add_bias's outputs in one sm_90a kernel (fc_gelu_sm90a.cu,
-// lab_fc_gelu_backward_bf16 v2): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy
+// lab_fc_gelu_backward_bf16 v3): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy
 // [rows, in], w [in, out] (fc_proj's weight as stored), xw [rows, out] (fc's x w^T). dz may be xw (each tile of xw
 // is read before the same tile of dz is written). partials: fc_gelu_backward_partials_floats(rows, out). The same
 // requirements and refusals as fc_gelu_forward_sm90a, configured by fc_gelu_forward_sm90a_configure.

@@ -45,6 +45,7 @@
 #include "../cuda/fc_gelu_sm90a.cuh"
 
 #include <string>
+#include <type_traits>
 
 #include "fc_gelu_sm90a.hpp"
 #include "roofbench/hopper_host.hpp"
@@ -71,7 +72,9 @@ using V12Shape =
     TileShape<TileConfig{.cols = 128, .stages = 6, .blocks_per_sm = 1, .pingpong = true, .wide_table = true}>;
 using V13Shape = TileShape<TileConfig{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .resident_x = true}>;
-using V14Shape = TileShape<fc_gelu::kKeeperTile>;  // the bf16 keeper's: its rows run fc_gelu_forward_sm90a
+constexpr TileConfig kV14Tile{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
+using V14Shape = TileShape<kV14Tile>;
 using V15Shape = TileShape<TileConfig{.cols = 128,
                                       .stages = 3,
                                       .blocks_per_sm = 1,
@@ -118,30 +121,35 @@ using V20Shape = TileShape<TileConfig{.cols = 128,
                                       .cluster_rows = 2,
                                       .cluster_cols = 2}>;
 constexpr TileConfig kV21Tile = [] {
-  TileConfig tile = fc_gelu::kKeeperTile;
+  TileConfig tile = kV14Tile;
   tile.early_bias = true;
   return tile;
 }();
 using V21Shape = TileShape<kV21Tile>;
 using V22Shape = TileShape<TileConfig{
     .cols = 128, .stages = 5, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 64}>;
-constexpr TileConfig kV23Tile = [] {
-  TileConfig tile = fc_gelu::kKeeperTile;
+using V23Shape = TileShape<fc_gelu::kKeeperTile>;  // the bf16 keeper's: its rows run fc_gelu_forward_sm90a
+constexpr TileConfig kV14WithHelpers = [] {
+  TileConfig tile = kV14Tile;
   tile.gelu_helpers = true;
   return tile;
 }();
-using V23Shape = TileShape<kV23Tile>;
-// The backward keeper's tile on clusters of cluster_rows x cluster_cols.
+static_assert(std::is_same_v<V23Shape, TileShape<kV14WithHelpers>>, "v23 is v14 with GELU helpers");
+// The backward's v2 and its tile on clusters of cluster_rows x cluster_cols.
+constexpr TileConfig kBackwardV2Tile{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
+using BackwardV2Shape = TileShape<kBackwardV2Tile>;
 constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
-  TileConfig tile = fc_gelu::kBackwardKeeperTile;
+  TileConfig tile = kBackwardV2Tile;
   tile.cluster_rows = cluster_rows;
   tile.cluster_cols = cluster_cols;
   return tile;
 }
-using BackwardV3Shape = TileShape<backward_on_clusters(2, 1)>;
+using BackwardV3Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // the keeper's: its rows run fc_gelu_backward_sm90a
+static_assert(std::is_same_v<BackwardV3Shape, TileShape<backward_on_clusters(2, 1)>>, "v3 is v2 in pairs");
 using BackwardV4Shape = TileShape<backward_on_clusters(2, 2)>;
 constexpr TileConfig kBackwardV5Tile = [] {
-  TileConfig tile = fc_gelu::kBackwardKeeperTile;
+  TileConfig tile = kBackwardV2Tile;
   tile.early_bias = true;
   return tile;
 }();
@@ -189,7 +197,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 11: return launch<V11Shape>("lab_fc_gelu_bf16 v11", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 12: return launch<V12Shape>("lab_fc_gelu_bf16 v12", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 13: return launch<V13Shape>("lab_fc_gelu_bf16 v13", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 14: return fc_gelu_forward_sm90a(xw, gelu_out, x, w, bias, rows, in, out, stream);  // the keeper
+    case 14: return launch<V14Shape>("lab_fc_gelu_bf16 v14", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 15: return launch<V15Shape>("lab_fc_gelu_bf16 v15", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 16: return launch<V16Shape>("lab_fc_gelu_bf16 v16", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 17: return launch<V17Shape>("lab_fc_gelu_bf16 v17", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
@@ -198,7 +206,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 20: return launch<V20Shape>("lab_fc_gelu_bf16 v20", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 21: return launch<V21Shape>("lab_fc_gelu_bf16 v21", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 22: return launch<V22Shape>("lab_fc_gelu_bf16 v22", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
-    case 23: return launch<V23Shape>("lab_fc_gelu_bf16 v23", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 23: return fc_gelu_forward_sm90a(xw, gelu_out, x, w, bias, rows, in, out, stream);  // the keeper
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
@@ -206,10 +214,10 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
 void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,
                             const bf16* xw, const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
   switch (version) {
-    case 2: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);
-    case 3:
-      return fc_gelu::launch_backward<BackwardV3Shape>("lab_fc_gelu_backward_bf16 v3", dz, dbias, partials, dy, w, xw,
+    case 2:
+      return fc_gelu::launch_backward<BackwardV2Shape>("lab_fc_gelu_backward_bf16 v2", dz, dbias, partials, dy, w, xw,
                                                         bias, rows, in, out, stream);
+    case 3: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);  // keeper
     case 4:
       return fc_gelu::launch_backward<BackwardV4Shape>("lab_fc_gelu_backward_bf16 v4", dz, dbias, partials, dy, w, xw,
                                                         bias, rows, in, out, stream);

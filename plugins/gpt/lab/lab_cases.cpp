@@ -14,13 +14,13 @@
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
 //   lab_fc_gelu_bf16/version:v1|v4-v23/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
-//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v17 one
-//                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
+//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v23 one
+//                                     sm_90a GEMM whose epilogue writes both outputs, v23 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
 //   lab_fc_gelu_backward_bf16/version:v1-v5/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
-//                                     GEMM whose epilogue does the rest, v3 and v4 v2 on clusters
-//                                     sharing w, and dy (kFcGeluBackwardVersions)
+//                                     GEMM whose epilogue does the rest, v3 (R2-R4's on sm_90a) and v4 v2
+//                                     on clusters sharing w, and dy (kFcGeluBackwardVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -456,7 +456,7 @@ class WgradLab final : public Case {
 //   v10, v11: v6 and v9 with the epilogue's GELU lookups eight at a time, one branch for values off the table;
 //   v12: v11 on a wider table whose slots come from packed 32-bit operations;
 //   v13: v12 with each block's rows of x kept in shared memory while it walks their column tiles;
-//   v14 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v12 storing xw and gelu through shared memory by TMA;
+//   v14: v12 storing xw and gelu through shared memory by TMA;
 //   v15: v13 and v14 together, on a three-stage ring and half-tile staging boxes;
 //   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
 //   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores;
@@ -465,7 +465,8 @@ class WgradLab final : public Case {
 //   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's;
 //   v21: v14 asking for its epilogue's bias before the tile's products;
 //   v22: v14 on a five-stage ring and half-size staging boxes;
-//   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps.
+//   v23 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v14 with GELU's lookups and the stores in the producer
+//       group's three idle warps.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -636,10 +637,10 @@ class FcGeluLab final : public MlpLab {
 // weight gradient is left out: every version runs the same cuBLASLt GEMM for it.
 //   v1 (R2-R4's without sm_90a): cuBLASLt's input-gradient GEMM writes d_gelu (bf16), then gelu_backward_add_bias reads it with xw
 //       and writes dz and the partial column sums (lab_elementwise_bf16 v4);
-//   v2 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): one sm_90a kernel, the forward's
-//       template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that loads the tile's xw by TMA, writes
-//       dz over it and stores it by TMA: d_gelu never leaves the SM;
-//   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both;
+//   v2: one sm_90a kernel, the forward's template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that
+//       loads the tile's xw by TMA, writes dz over it and stores it by TMA: d_gelu never leaves the SM;
+//   v3 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): v2 on clusters of two blocks on
+//       adjacent row blocks, each multicasting half of every stage of w to both;
 //   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's;
 //   v5: v2 asking for its epilogue's bias pairs before the tile's products.
 struct FcGeluBackwardVersion {
@@ -988,15 +989,17 @@ std::vector<CaseSpec> lab_cases() {
                           "sm_90a GEMM whose epilogue writes both, a block a tile, v6 v5 walking the tiles, v7 on "
                           "128 x 256 tiles, v8 v7 with 16-byte stores, v9 ping-pong warp groups, v10 and v11 v6 "
                           "and v9 with a batched epilogue, v12 v11 on a wider table, v13 v12 with x resident, v14 "
-                          "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
-                          "double-buffering its stores",
+                          "v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 double-buffering its "
+                          "stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, v21 v14 asking for its "
+                          "bias early, v22 v14 on five stages, v23 (R2-R4's on sm_90a) v14 with GELU in helper warps",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
           "lab_fc_gelu_backward_bf16",
           "kernel lab: the MLP's backward from fc_proj's output gradient to fc's pre-activation gradient and bias "
-          "gradient on bf16 tensors; v1 (R2-R4's) cuBLASLt's input-gradient GEMM, then the GELU backward pass, v2 "
-          "one sm_90a GEMM whose epilogue applies GELU' and sums the columns",
+          "gradient on bf16 tensors; v1 (R2-R4's without sm_90a) cuBLASLt's input-gradient GEMM, then the GELU "
+          "backward pass, v2 one sm_90a GEMM whose epilogue applies GELU' and sums the columns, v3 (R2-R4's on "
+          "sm_90a) and v4 v2 in clusters sharing w, or w and dy, v5 v2 asking for its bias early",
           lab::version_names(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions)), Precision::bf16, 0,
           {64, 512}),
       step_gemms_case(),
