@@ -154,15 +154,10 @@ struct TileShape {
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
 
-// The bf16 keeper's tile (lab_fc_gelu_bf16 v23): ping-pong on 128 x 128 tiles, a four-stage ring, the wide table,
-// 128-row staging boxes; the consumers stage xw and the producer group's three other warps GELU and the stores.
-constexpr TileConfig kKeeperTile{.cols = 128,
-                                 .stages = 4,
-                                 .blocks_per_sm = 1,
-                                 .pingpong = true,
-                                 .wide_table = true,
-                                 .staged_rows = 128,
-                                 .gelu_helpers = true};
+// The bf16 keeper's tile (lab_fc_gelu_bf16 v14): ping-pong on 128 x 128 tiles, a four-stage ring, the wide table,
+// each group's outputs stored by TMA through 128-row staging boxes.
+constexpr TileConfig kKeeperTile{
+    .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
 // The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v3): the same block on the backward's operands and
 // epilogue, GELU' from bf16_table.hpp's fp32 table, in clusters of two blocks sharing each stage of w.
 constexpr TileConfig kBackwardKeeperTile{.cols = 128,

@@ -365,7 +365,7 @@ void gelu_forward_add_bias(bf16* out, const bf16* xw, const bf16* bias, int rows
 void gelu_backward_add_bias(bf16* dz, float* dbias, const bf16* dout, const bf16* xw, const bf16* bias, int rows,
                             int cols, float* partials, cudaStream_t stream);
 // gelu_forward_add_bias's output and the GEMM's before it in one sm_90a kernel (fc_gelu_sm90a.cu, lab_fc_gelu_bf16
-// v23): xw = x w^T rounded to bf16 and gelu = GELU(bf16(xw + bias)), x [rows, in], w [out, in], bias [out]; gelu
+// v14): xw = x w^T rounded to bf16 and gelu = GELU(bf16(xw + bias)), x [rows, in], w [out, in], bias [out]; gelu
 // the same bits as gelu_forward_add_bias on this xw. in a multiple of 64, out of 8, x, w, xw and gelu 16-byte
 // aligned, else throws. configure once (outside any graph capture) before the first call; both refuse
 // (NotApplicable) where hopper_path_available does (fc_gelu_sm90a_absent.cpp: every device, in a build without

@@ -15,7 +15,7 @@
 //   lab_fc_gelu_bf16/version:v1|v4-v23/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v23 one
-//                                     sm_90a GEMM whose epilogue writes both outputs, v23 R2-R4's on sm_90a
+//                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
 //   lab_fc_gelu_backward_bf16/version:v1-v5/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
@@ -456,7 +456,7 @@ class WgradLab final : public Case {
 //   v10, v11: v6 and v9 with the epilogue's GELU lookups eight at a time, one branch for values off the table;
 //   v12: v11 on a wider table whose slots come from packed 32-bit operations;
 //   v13: v12 with each block's rows of x kept in shared memory while it walks their column tiles;
-//   v14: v12 storing xw and gelu through shared memory by TMA;
+//   v14 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v12 storing xw and gelu through shared memory by TMA;
 //   v15: v13 and v14 together, on a three-stage ring and half-tile staging boxes;
 //   v16: v15 on clusters of two blocks, each loading half of every stage of w into both;
 //   v17: v14 with two buffers of half-size staging boxes, a group's writes beside its last stores;
@@ -465,8 +465,7 @@ class WgradLab final : public Case {
 //   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's;
 //   v21: v14 asking for its epilogue's bias before the tile's products;
 //   v22: v14 on a five-stage ring and half-size staging boxes;
-//   v23 (R2-R4's on sm_90a, fc_gelu_forward_sm90a): v14 with GELU's lookups and the stores in the producer
-//       group's three idle warps.
+//   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -989,9 +988,10 @@ std::vector<CaseSpec> lab_cases() {
                           "sm_90a GEMM whose epilogue writes both, a block a tile, v6 v5 walking the tiles, v7 on "
                           "128 x 256 tiles, v8 v7 with 16-byte stores, v9 ping-pong warp groups, v10 and v11 v6 "
                           "and v9 with a batched epilogue, v12 v11 on a wider table, v13 v12 with x resident, v14 "
-                          "v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 double-buffering its "
-                          "stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, v21 v14 asking for its "
-                          "bias early, v22 v14 on five stages, v23 (R2-R4's on sm_90a) v14 with GELU in helper warps",
+                          "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
+                          "double-buffering its stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, "
+                          "v21 v14 asking for its bias early, v22 v14 on five stages, v23 v14 with GELU in helper "
+                          "warps",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
