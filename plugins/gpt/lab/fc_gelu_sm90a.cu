@@ -97,61 +97,35 @@ using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .staged_rows = 64,
                                       .staged_buffers = 2}>;
 
-using V18Shape = TileShape<TileConfig{.cols = 128,
-                                      .stages = 4,
-                                      .blocks_per_sm = 1,
-                                      .pingpong = true,
-                                      .wide_table = true,
-                                      .staged_rows = 128,
-                                      .cluster_rows = 2}>;
-using V19Shape = TileShape<TileConfig{.cols = 128,
-                                      .stages = 5,
-                                      .blocks_per_sm = 1,
-                                      .pingpong = true,
-                                      .wide_table = true,
-                                      .staged_rows = 64,
-                                      .cluster_rows = 2}>;
-using V20Shape = TileShape<TileConfig{.cols = 128,
-                                      .stages = 4,
-                                      .blocks_per_sm = 1,
-                                      .pingpong = true,
-                                      .wide_table = true,
-                                      .staged_rows = 128,
-                                      .cluster_rows = 2,
-                                      .cluster_cols = 2}>;
-constexpr TileConfig kV21Tile = [] {
-  TileConfig tile = kV14Tile;
-  tile.early_bias = true;
-  return tile;
-}();
-using V21Shape = TileShape<kV21Tile>;
-using V22Shape = TileShape<TileConfig{
-    .cols = 128, .stages = 5, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 64}>;
-constexpr TileConfig kV23Tile = [] {
-  TileConfig tile = kV14Tile;
-  tile.gelu_helpers = true;
-  return tile;
-}();
-using V23Shape = TileShape<kV23Tile>;
-// The backward's v2 and its tile on clusters of cluster_rows x cluster_cols.
+// `base` with `change` applied: v18-v23 and the backward's v3-v5 read as the version they change and what changed.
+template <typename Change>
+constexpr TileConfig changed(TileConfig base, Change change) {
+  change(base);
+  return base;
+}
+using V18Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.cluster_rows = 2; })>;
+using V19Shape = TileShape<changed(kV14Tile, [](TileConfig& t) {
+  t.cluster_rows = 2;
+  t.stages = 5;
+  t.staged_rows = 64;
+})>;
+using V20Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.cluster_rows = t.cluster_cols = 2; })>;
+using V21Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.early_bias = true; })>;
+using V22Shape = TileShape<changed(kV14Tile, [](TileConfig& t) {
+  t.stages = 5;
+  t.staged_rows = 64;
+})>;
+using V23Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.gelu_helpers = true; })>;
 constexpr TileConfig kBackwardV2Tile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
 using BackwardV2Shape = TileShape<kBackwardV2Tile>;
-constexpr TileConfig backward_on_clusters(int cluster_rows, int cluster_cols) {
-  TileConfig tile = kBackwardV2Tile;
-  tile.cluster_rows = cluster_rows;
-  tile.cluster_cols = cluster_cols;
-  return tile;
-}
 using BackwardV3Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // the keeper's: its rows run fc_gelu_backward_sm90a
-static_assert(std::is_same_v<BackwardV3Shape, TileShape<backward_on_clusters(2, 1)>>, "v3 is v2 in pairs");
-using BackwardV4Shape = TileShape<backward_on_clusters(2, 2)>;
-constexpr TileConfig kBackwardV5Tile = [] {
-  TileConfig tile = kBackwardV2Tile;
-  tile.early_bias = true;
-  return tile;
-}();
-using BackwardV5Shape = TileShape<kBackwardV5Tile>;
+static_assert(std::is_same_v<BackwardV3Shape, TileShape<changed(kBackwardV2Tile, [](TileConfig& t) {
+                t.cluster_rows = 2;
+              })>>,
+              "v3 is v2 in pairs");
+using BackwardV4Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t.cluster_rows = t.cluster_cols = 2; })>;
+using BackwardV5Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t.early_bias = true; })>;
 
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
