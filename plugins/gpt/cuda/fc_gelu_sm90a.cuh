@@ -835,7 +835,7 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
                                  const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk) {
   const int k = static_cast<int>(threadIdx.x) - (kConsumerThreads + 32), chunk = k % 8;
   const bool leader = k == 0;
-  int handed[2] = {0, 0};
+  int handed0 = 0, handed1 = 0;  // each group's boxes so far (scalars: an array indexed by group is local memory)
   for (int i = 0; i < walk.block_tiles(); ++i) {
     const int t = walk.tile(i), group = i % 2, col0 = walk.col0(t, Shape::cols);
     unsigned char* xw_box = s.staging.box[group][0][0];
@@ -848,7 +848,7 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
         const __nv_bfloat162 pair = __halves2bfloat162(bias[col], bias[col + 1]);
         b[c] = *reinterpret_cast<const std::uint32_t*>(&pair);
       }
-      wait_or_trap(&s.box_full[group], handed[group] & 1);
+      wait_or_trap(&s.box_full[group], (group == 0 ? handed0 : handed1) & 1);
       for (int row = k / 8; row < kTileRows; row += kHelperThreads / 8) {
         const std::uint32_t at = static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row % 8)) * 16));
         const uint4 xw = *reinterpret_cast<const uint4*>(xw_box + at);
@@ -869,7 +869,7 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
         hw::bulk_wait_group_read<0>();
         hw::mbarrier_arrive(&s.box_empty[group]);
       }
-      ++handed[group];
+      ++(group == 0 ? handed0 : handed1);
     }
   }
   if (leader) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
@@ -1021,7 +1021,9 @@ void configure(const char* version) {
     const cudaLaunchConfig_t config = launch_config<Shape>(Shape::cluster_blocks, nullptr, cluster);
     int clusters = 0;
     ROOFBENCH_CUDA(cudaOccupancyMaxActiveClusters(&clusters, fc_gelu_sm90a_kernel<Shape>, &config));
-    if (clusters < 1) throw Error(std::string("gpt: ") + version + "'s clusters of two blocks do not fit this GPU");
+    if (clusters < 1)
+      throw Error(std::string("gpt: ") + version + "'s clusters of " + std::to_string(Shape::cluster_blocks) +
+                  " blocks do not fit this GPU");
     g_persistent_grid<Shape> = clusters * Shape::cluster_blocks;
   }
 }
