@@ -221,7 +221,8 @@ __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t p
 }
 
 // A block's place in its cluster of kRows x kCols (rank = row_half + kRows col_half) and the ranks its loads land in:
-// its w half in the blocks of its column tile, its x half in the blocks of its row block.
+// its w half in the blocks of its column tile, its x half in the blocks of its row block. The rank is blockIdx.x's
+// place in its cluster, as %cluster_ctarank is for the one-dimensional clusters launch_config makes.
 template <int kRows, int kCols>
 struct ClusterPlace {
   int row_half, col_half;
