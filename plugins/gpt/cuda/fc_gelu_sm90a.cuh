@@ -92,6 +92,10 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // group's three other warps (kHelperThreads, 72 registers after setmaxnreg against the consumers' 216) read it back,
 // write GELU(xw + bias) beside it and store both by TMA, so that the lookups run beside the consumers' next products
 // instead of in their epilogue.
+// xw_box_a_half (with gelu_helpers): each group stages its tile's two halves in two xw boxes (the staging pair's
+// two boxes), so that its second half waits for no helper; the helpers write GELU into one box of their own (16 KB
+// more) and hand each xw box back, and reuse their box, once the stores of the box after it are issued, so that the
+// wait for a store's read overlaps the wait for the next box.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -99,7 +103,7 @@ struct TileConfig {
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
-  bool backward = false, early_bias = false, gelu_helpers = false;
+  bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false;
 };
 
 template <TileConfig kConfig>
@@ -134,7 +138,8 @@ struct TileShape {
   static_assert(cluster_blocks == 1 || (producer_group && cols == 128), "clusters: one block an SM, 128 columns");
   static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
   static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
-  static constexpr bool gelu_helpers = kConfig.gelu_helpers;
+  static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
+  static_assert(!xw_box_a_half || gelu_helpers, "an xw box a half: the GELU helpers' staging");
   static_assert(!gelu_helpers || (producer_group && pingpong && wide_table && staged_rows == 128 &&
                                   staged_buffers == 1 && !backward && cluster_blocks == 1),
                 "GELU helpers: v14's ping-pong block and staging boxes");
@@ -178,6 +183,14 @@ struct alignas(1024) StagingBoxes {
 template <int kBuffers>
 struct StagingBoxes<0, kBuffers> {};
 
+// xw_box_a_half: the helpers' own GELU box (128 rows x 64 columns, 128-byte swizzle); nothing otherwise.
+template <bool kHelperBox>
+struct alignas(1024) HelperGeluBox {
+  unsigned char box[kTileRows * 128];
+};
+template <>
+struct HelperGeluBox<false> {};
+
 // Backward: each group's four warps' column sums of a tile, added in a fixed order; nothing otherwise.
 template <bool kBackward>
 struct ColumnScratch {
@@ -196,9 +209,11 @@ struct FcGeluSmem {
   std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
   std::uint64_t xw_full[2];       // backward: group g's tile of xw landed in its staging boxes
-  std::uint64_t box_full[2], box_empty[2];  // GELU helpers: group g's xw box written; its stores have read it
+  // GELU helpers: group g's xw box (half h's, with xw_box_a_half; else [g][0]) written; its stores have read it.
+  std::uint64_t box_full[2][2], box_empty[2][2];
   ColumnScratch<Shape::backward> columns;
   StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
+  HelperGeluBox<Shape::xw_box_a_half> helper_gelu;
 };
 template <typename Shape>
 constexpr std::size_t kSmemBytes = sizeof(FcGeluSmem<Shape>) + attention::kAtomBytes;  // room to align the start
@@ -783,17 +798,20 @@ __device__ void load_xw_tile(FcGeluSmem<Shape>& s, const CUtensorMap* xw_map, in
   hw::tma_load_2d(s.staging.box[group][0][1], xw_map, &s.xw_full[group], row0, col0 + 64);
 }
 
-// GELU helpers, the consumers' side: each 64-column half of the group's tile rounded to bf16 into its xw box, handed to
-// the helpers (box_full) once the helpers' stores have read the box's last contents (box_empty). `handed` counts the
-// group's boxes.
+// GELU helpers, the consumers' side: each 64-column half of the group's tile rounded to bf16 into its xw box (with
+// xw_box_a_half, the half's own), handed to the helpers (box_full) once the helpers' stores have read the box's last
+// contents (box_empty). `handed` counts the group's boxes (with xw_box_a_half, each half's: handed[h]).
 template <typename Shape>
-__device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], int cols, int col0, int& handed) {
+__device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], int cols, int col0,
+                         int (&handed)[2]) {
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
-  unsigned char* box = s.staging.box[group][0][0];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
-    if (handed > 0) wait_or_trap(&s.box_empty[group], (handed - 1) & 1);
+    const int box_index = Shape::xw_box_a_half ? h : 0;
+    unsigned char* box = s.staging.box[group][0][box_index];
+    int& count = handed[box_index];
+    if (count > 0) wait_or_trap(&s.box_empty[group][box_index], (count - 1) & 1);
 #pragma unroll
     for (int f = 0; f < Shape::frags; ++f)
 #pragma unroll
@@ -805,8 +823,8 @@ __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][
           *reinterpret_cast<__nv_bfloat162*>(box + swizzled_pair_offset(row, 8 * (j - 8 * h) + 2 * t)) = pair;
         }
     hw::fence_proxy_async_shared();  // the helpers' TMA store reads the box
-    hw::mbarrier_arrive(&s.box_full[group]);
-    ++handed;
+    hw::mbarrier_arrive(&s.box_full[group][box_index]);
+    ++count;
   }
 }
 
@@ -827,21 +845,50 @@ __device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
   return __any_sync(kFullWarp, outside != 0) ? gelu_pairs_in_place(pre, out, outside) : out;
 }
 
+// GELU helpers: one box's GELU(bf16(xw + bias)), the xw box read back 16 bytes (8 columns of a row) at a time and the
+// results written at the same offsets of gelu_box. Thread k of the 96 takes chunk k % 8 of rows k / 8, k / 8 + 12, ..,
+// so that its eight bias values (b, the pairs of columns 8 chunk .. of the box) stay in registers.
+__device__ inline void gelu_box_from_xw(const unsigned short* table, const unsigned char* xw_box,
+                                        unsigned char* gelu_box, const std::uint32_t (&b)[4], int k) {
+  const int chunk = k % 8;
+  for (int row = k / 8; row < kTileRows; row += kHelperThreads / 8) {
+    const std::uint32_t at = static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row % 8)) * 16));
+    const uint4 xw = *reinterpret_cast<const uint4*>(xw_box + at);
+    const auto add = [](std::uint32_t a, std::uint32_t bias_pair) {  // round to nearest even once
+      const __nv_bfloat162 sum = __hadd2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                                         *reinterpret_cast<const __nv_bfloat162*>(&bias_pair));
+      return *reinterpret_cast<const std::uint32_t*>(&sum);
+    };
+    const uint4 pre = make_uint4(add(xw.x, b[0]), add(xw.y, b[1]), add(xw.z, b[2]), add(xw.w, b[3]));
+    *reinterpret_cast<uint4*>(gelu_box + at) = gelu_chunk(table, pre);
+  }
+}
+
+__device__ inline void helpers_barrier() { asm volatile("bar.sync 3, %0;\n" ::"n"(kHelperThreads) : "memory"); }
+
 // GELU helpers, their side: the block's tiles in the consumers' order (tile i by group i % 2), each 64-column half's
-// xw box read back 16 bytes (8 columns of a row) at a time, GELU(bf16(xw + bias)) written into the group's gelu box
-// at the same offsets, both stored by TMA; the leader hands the box back once the stores have read it. Thread
-// k of the 96 takes chunk k % 8 of rows k / 8, k / 8 + 12, .., so that its eight bias values stay in registers.
+// xw box turned into a gelu box (the group's, or with xw_box_a_half the helpers' own) and both stored by TMA. The
+// leader hands each xw box back once the stores have read it: at once, or with xw_box_a_half when the next box has
+// landed, before any helper writes the gelu box again.
 template <typename Shape>
 __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf16* __restrict__ bias, int cols,
                                  const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk) {
   const int k = static_cast<int>(threadIdx.x) - (kConsumerThreads + 32), chunk = k % 8;
   const bool leader = k == 0;
-  int handed0 = 0, handed1 = 0;  // each group's boxes so far (scalars: an array indexed by group is local memory)
+  // Each box's count so far, [group][box]: scalars, since an array indexed at run time (or a reference to one of
+  // them) would be local memory.
+  int handed00 = 0, handed01 = 0, handed10 = 0, handed11 = 0;
+  std::uint64_t* last_empty = nullptr;  // xw_box_a_half: the box whose stores were issued last, not yet handed back
   for (int i = 0; i < walk.block_tiles(); ++i) {
     const int t = walk.tile(i), group = i % 2, col0 = walk.col0(t, Shape::cols);
-    unsigned char* xw_box = s.staging.box[group][0][0];
-    unsigned char* gelu_box = s.staging.box[group][0][1];
     for (int h = 0; h < 2 && col0 + 64 * h < cols; ++h) {
+      const int box = Shape::xw_box_a_half ? h : 0;
+      unsigned char* xw_box = s.staging.box[group][0][box];
+      unsigned char* gelu_box;
+      if constexpr (Shape::xw_box_a_half)
+        gelu_box = s.helper_gelu.box;
+      else
+        gelu_box = s.staging.box[group][0][1];
       std::uint32_t b[4];  // this thread's 8 columns' bias, pairs in column order (past the edge: the last pair)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
@@ -849,28 +896,33 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
         const __nv_bfloat162 pair = __halves2bfloat162(bias[col], bias[col + 1]);
         b[c] = *reinterpret_cast<const std::uint32_t*>(&pair);
       }
-      wait_or_trap(&s.box_full[group], (group == 0 ? handed0 : handed1) & 1);
-      for (int row = k / 8; row < kTileRows; row += kHelperThreads / 8) {
-        const std::uint32_t at = static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row % 8)) * 16));
-        const uint4 xw = *reinterpret_cast<const uint4*>(xw_box + at);
-        const auto add = [](std::uint32_t a, std::uint32_t bias_pair) {  // round to nearest even once
-          const __nv_bfloat162 sum = __hadd2(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                                             *reinterpret_cast<const __nv_bfloat162*>(&bias_pair));
-          return *reinterpret_cast<const std::uint32_t*>(&sum);
-        };
-        const uint4 pre = make_uint4(add(xw.x, b[0]), add(xw.y, b[1]), add(xw.z, b[2]), add(xw.w, b[3]));
-        *reinterpret_cast<uint4*>(gelu_box + at) = gelu_chunk(s.gelu_table, pre);
+      const int count = group == 0 ? (box == 0 ? handed00 : handed01) : (box == 0 ? handed10 : handed11);
+      wait_or_trap(&s.box_full[group][box], count & 1);
+      if constexpr (Shape::xw_box_a_half) {  // the last box's stores have read the gelu box and their xw box
+        if (leader && last_empty != nullptr) {
+          hw::bulk_wait_group_read<0>();
+          hw::mbarrier_arrive(last_empty);
+        }
+        helpers_barrier();
       }
+      gelu_box_from_xw(s.gelu_table, xw_box, gelu_box, b, k);
       hw::fence_proxy_async_shared();
-      asm volatile("bar.sync 3, %0;\n" ::"n"(kHelperThreads) : "memory");
+      helpers_barrier();
       if (leader) {
         hw::tma_store_2d(maps.xw, xw_box, walk.row0(t), col0 + 64 * h);
         hw::tma_store_2d(maps.gelu, gelu_box, walk.row0(t), col0 + 64 * h);
         hw::bulk_commit_group();
-        hw::bulk_wait_group_read<0>();
-        hw::mbarrier_arrive(&s.box_empty[group]);
+        if constexpr (Shape::xw_box_a_half) {
+          last_empty = &s.box_empty[group][box];
+        } else {
+          hw::bulk_wait_group_read<0>();
+          hw::mbarrier_arrive(&s.box_empty[group][box]);
+        }
       }
-      ++(group == 0 ? handed0 : handed1);
+      if (group == 0)
+        (box == 0 ? handed00 : handed01) = count + 1;
+      else
+        (box == 0 ? handed10 : handed11) = count + 1;
     }
   }
   if (leader) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
@@ -897,10 +949,11 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
     hw::mbarrier_init(&s.xw_full[0], 1);
     hw::mbarrier_init(&s.xw_full[1], 1);
-    for (int g = 0; g < 2; ++g) {
-      hw::mbarrier_init(&s.box_full[g], 128);  // every thread of the group, after its writes
-      hw::mbarrier_init(&s.box_empty[g], 1);   // the helpers' leader, once the box's stores have read it
-    }
+    for (int g = 0; g < 2; ++g)
+      for (int box = 0; box < 2; ++box) {
+        hw::mbarrier_init(&s.box_full[g][box], 128);  // every thread of the group, after its writes
+        hw::mbarrier_init(&s.box_empty[g][box], 1);   // the helpers' leader, once the box's stores have read it
+      }
     hw::mbarrier_init_fence();
   }
   if constexpr (Shape::backward)
@@ -934,6 +987,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   const bool signals = threadIdx.x % 128 == 0;
   float acc[Shape::frags][64];
   int staged = 0;  // staged stores: the group's boxes stored
+  [[maybe_unused]] int handed[2] = {0, 0};  // GELU helpers: the group's xw boxes handed over (each box's)
   for (int i = first, n = 0, released = 0; i < walk.block_tiles(); i += stride, ++n) {
     const int t = walk.tile(i), row_block = walk.row_block(i);
     if constexpr (Shape::pingpong) {
@@ -966,7 +1020,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers)
       load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::gelu_helpers)
-      stage_xw(s, acc, cols, col0, staged);
+      stage_xw(s, acc, cols, col0, handed);
     else if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
     else if constexpr (Shape::staged_stores)

@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v23 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel,
+// lab_fc_gelu_bf16 v5-v24 and lab_fc_gelu_backward_bf16 v3-v5 (sm_90a): the MLP's fc layer in one kernel,
 // cuda/fc_gelu_sm90a.cuh's, each version a TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -39,7 +39,9 @@
 //   v21: v14 asking for its epilogue's bias pairs (global loads) before the tile's products;
 //   v22: v14 on a five-stage ring, its room from 64-row staging boxes (v19 on single blocks);
 //   v23: v14 whose consumers stage only xw; the producer group's three idle warps add the bias, look GELU up and
-//       store both (Nsight Compute on v14: the tensor pipe 43% busy, one warp a scheduler issuing the epilogue).
+//       store both (Nsight Compute on v14: the tensor pipe 43% busy, one warp a scheduler issuing the epilogue);
+//   v24: v23 with an xw box for each half of a group's tile and a GELU box of the helpers' own, each box handed back
+//       when the next has landed: neither the consumers' second half nor the helpers wait for a store's read.
 // The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
 // 64-column boxes; v5: v2 with v21's early bias.
 #include "../cuda/fc_gelu_sm90a.cuh"
@@ -116,6 +118,7 @@ using V22Shape = TileShape<changed(kV14Tile, [](TileConfig& t) {
   t.staged_rows = 64;
 })>;
 using V23Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.gelu_helpers = true; })>;
+using V24Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.gelu_helpers = t.xw_box_a_half = true; })>;
 constexpr TileConfig kBackwardV2Tile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
 using BackwardV2Shape = TileShape<kBackwardV2Tile>;
@@ -143,6 +146,7 @@ static_assert(sizeof(FcGeluSmem<V18Shape>) == sizeof(FcGeluSmem<V14Shape>), "v18
 static_assert(kSmemBytes<V19Shape> + 1024 <= 228 * 1024, "one v19 block an SM");
 static_assert(sizeof(FcGeluSmem<V22Shape>) == sizeof(FcGeluSmem<V19Shape>), "v22 is v19 on single blocks");
 static_assert(sizeof(FcGeluSmem<V23Shape>) == sizeof(FcGeluSmem<V14Shape>), "v23 stages in v14's boxes");
+static_assert(kSmemBytes<V24Shape> + 1024 <= 228 * 1024, "one v24 block an SM");
 static_assert(sizeof(FcGeluSmem<V20Shape>) == sizeof(FcGeluSmem<V14Shape>), "v20 is v14 in clusters of four");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 
@@ -153,7 +157,7 @@ void fc_gelu_sm90a_configure() {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable(
-        "gpt lab_fc_gelu_bf16 v5-v23 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 "
+        "gpt lab_fc_gelu_bf16 v5-v24 and lab_fc_gelu_backward_bf16 v2-v5 need sm_90a (wgmma): a compute capability 9.0 "
         "GPU");
 }
 
@@ -179,6 +183,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 21: return launch<V21Shape>("lab_fc_gelu_bf16 v21", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 22: return launch<V22Shape>("lab_fc_gelu_bf16 v22", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 23: return launch<V23Shape>("lab_fc_gelu_bf16 v23", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 24: return launch<V24Shape>("lab_fc_gelu_bf16 v24", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

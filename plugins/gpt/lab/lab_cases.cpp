@@ -12,9 +12,9 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v23/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v24/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
-//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v23 one
+//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v24 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
 //   lab_fc_gelu_backward_bf16/version:v1-v5/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
@@ -465,7 +465,8 @@ class WgradLab final : public Case {
 //   v20: v14 on clusters of 2 x 2 blocks sharing w's stages and x's;
 //   v21: v14 asking for its epilogue's bias before the tile's products;
 //   v22: v14 on a five-stage ring and half-size staging boxes;
-//   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps.
+//   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps;
+//   v24: v23 with a staging box for each half of a group's tile.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -509,6 +510,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
     {"v22", FcGeluPath::own_gemm_sm90a, "v14 on a five-stage ring and 64-row staging boxes", 22},
     {"v23", FcGeluPath::own_gemm_sm90a,
      "v14 whose consumers stage xw alone; three helper warps add the bias, look GELU up and store both", 23},
+    {"v24", FcGeluPath::own_gemm_sm90a,
+     "v23 with an xw box a half and a GELU box of the helpers' own, each handed back when the next has landed", 24},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -991,7 +994,7 @@ std::vector<CaseSpec> lab_cases() {
                           "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
                           "double-buffering its stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, "
                           "v21 v14 asking for its bias early, v22 v14 on five stages, v23 v14 with GELU in helper "
-                          "warps",
+                          "warps, v24 v23 with a box a half",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
