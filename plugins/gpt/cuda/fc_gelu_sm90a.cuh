@@ -457,26 +457,31 @@ __device__ inline void unpack(uint4 v, std::uint32_t (&out)[4]) {
   out[3] = v.w;
 }
 
+// GELU of eight bf16 pre-activations (four pairs) from the wide table, those off it evaluated in place.
+__device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
+  const std::uint32_t pairs[4] = {pre.x, pre.y, pre.z, pre.w};
+  std::uint32_t gelu[4];
+  unsigned outside = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const WideSlots slots = wide_table_slots(pairs[c]);
+    outside |= slots.outside ? 1u << c : 0u;
+    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
+              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
+  }
+  const uint4 out = make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]);
+  return __any_sync(kFullWarp, outside != 0) ? gelu_pairs_in_place(pre, out, outside) : out;
+}
+
 // output_batch on the wide table: two slots a pair from a few packed operations (wide_table_slots).
 __device__ inline void output_batch_wide(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
                                          const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4],
                                          std::uint32_t (&gelu)[4]) {
   std::uint32_t pre[4];
-  unsigned outside = 0;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
-    const WideSlots slots = wide_table_slots(pre[c]);
-    outside |= slots.outside ? 1u << c : 0u;
-    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
-              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
-  }
-  if (__any_sync(kFullWarp, outside != 0)) {
-    unpack(gelu_pairs_in_place(make_uint4(pre[0], pre[1], pre[2], pre[3]),
-                               make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]), outside),
-           gelu);
-  }
+  for (int c = 0; c < 4; ++c) pre[c] = rounded_pair(lo[c], hi[c], bias[c], xw[c]);
+  unpack(gelu_chunk(table, make_uint4(pre[0], pre[1], pre[2], pre[3])), gelu);
 }
 
 // Four pairs' outputs (output_pairs's) with the eight table lookups issued together, each unconditional (a value
@@ -828,22 +833,6 @@ __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][
   }
 }
 
-// GELU of eight bf16 pre-activations (four pairs) from the wide table, those off it evaluated in place.
-__device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
-  const std::uint32_t pairs[4] = {pre.x, pre.y, pre.z, pre.w};
-  std::uint32_t gelu[4];
-  unsigned outside = 0;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const WideSlots slots = wide_table_slots(pairs[c]);
-    outside |= slots.outside ? 1u << c : 0u;
-    gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
-              *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
-  }
-  const uint4 out = make_uint4(gelu[0], gelu[1], gelu[2], gelu[3]);
-  return __any_sync(kFullWarp, outside != 0) ? gelu_pairs_in_place(pre, out, outside) : out;
-}
 
 // GELU helpers: one box's GELU(bf16(xw + bias)), the xw box read back 16 bytes (8 columns of a row) at a time and the
 // results written at the same offsets of gelu_box. Thread k of the 96 takes chunk k % 8 of rows k / 8, k / 8 + 12, ..,
