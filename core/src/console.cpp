@@ -369,6 +369,9 @@ std::string profile_text(const std::string& name, const Result& r) {
   if (!r.profile.error.empty()) return wrap_text("profile of " + name + ": " + r.profile.error, kConsoleWidth, "  ", kContinuation) + "\n";
   std::string s = printf_string("  profile: %.1f us of kernels per run (run median %.1f us)\n",
                                 r.profile.kernel_seconds_per_run * 1e6, r.figure(fig::time_median) * 1e6);
+  if (r.profile.span_seconds_per_run > 0)
+    s += printf_string("  idle between launches: %.1f us of the %.1f us from the first start to the last end\n",
+                       r.profile.idle_seconds_per_run * 1e6, r.profile.span_seconds_per_run * 1e6);
   std::size_t shown = 0;
   for (const auto& k : r.profile.kernels) {
     if (++shown > 15) break;

@@ -48,11 +48,16 @@ struct KernelTime {
 struct KernelProfile {
   std::vector<KernelTime> kernels;  // most time first
   double kernel_seconds_per_run = 0;
+  // From a pass's first record's start to its last record's end, and the part of that span in which no kernel,
+  // memcpy or memset ran: the device waiting between launches (launch latency, a host in the loop, a graph's
+  // dependencies). Concurrent records count once.
+  double span_seconds_per_run = 0;
+  double idle_seconds_per_run = 0;
   std::string error;  // why there is no profile (no CUPTI, not a GPU case, ...)
 };
 
 // The trace's kernels (not its memcpys and memsets) by name (demangled), each one's time and launches per
-// call of run_and_wait.
+// call of run_and_wait; the span and idle time of each call over all its records.
 KernelProfile profile_of(const KernelTrace& trace);
 
 // Runs `run_and_wait` `runs` times under CUPTI and returns the breakdown per call.
@@ -62,6 +67,8 @@ KernelProfile profile_kernels(const std::function<void()>& run_and_wait, int run
 inline void scale_per_run(KernelProfile& profile, double factor) {
   for (auto& k : profile.kernels) k.seconds_per_run *= factor, k.launches_per_run *= factor;
   profile.kernel_seconds_per_run *= factor;
+  profile.span_seconds_per_run *= factor;
+  profile.idle_seconds_per_run *= factor;
 }
 
 }  // namespace roofbench

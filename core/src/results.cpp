@@ -265,6 +265,8 @@ void write_details(JsonWriter& j, const Result& r) {
   if (!r.profile.kernels.empty() || !r.profile.error.empty()) {
     j.key("profile").begin_object();
     j.field("kernel_seconds_per_run", r.profile.kernel_seconds_per_run);
+    j.field("span_seconds_per_run", r.profile.span_seconds_per_run);
+    j.field("idle_seconds_per_run", r.profile.idle_seconds_per_run);
     if (!r.profile.error.empty()) j.field("error", r.profile.error);
     j.key("kernels").begin_array();
     for (const auto& k : r.profile.kernels)

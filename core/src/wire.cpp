@@ -13,7 +13,7 @@ namespace roofbench::wire {
 // A field added to one of these types must be added to its field list below; the sizes make the
 // build say so (checked where they are known: x86-64 with libstdc++'s C++11 ABI).
 #if defined(__x86_64__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI
-static_assert(sizeof(Result) == 1048, "Result changed: encode the new field in wire.cpp, then update this size");
+static_assert(sizeof(Result) == 1064, "Result changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(Summary) == 120, "Summary changed: encode the new field in wire.cpp, then update this size");
 static_assert(sizeof(MemoryFigures) == 40, "MemoryFigures changed: encode it in wire.cpp, then update this size");
 static_assert(sizeof(MeasureOptions) == 88, "MeasureOptions changed: encode it in wire.cpp, then update this size");
@@ -225,6 +225,7 @@ void fields(Io& io, X& x) {
   io(x.name, x.plugin, x.case_name, x.ladder, x.sweep_axis, x.params, x.precision, x.device, x.status, x.message);
   io(x.summaries, x.samples, x.sample_clocks_mhz);
   io(x.work, x.case_facts, x.profile.kernels, x.profile.kernel_seconds_per_run, x.profile.error);
+  io(x.profile.span_seconds_per_run, x.profile.idle_seconds_per_run);
   io(x.kernel_time.seconds, x.kernel_time.samples, x.kernel_time.error);
   io(x.counters.kernels, x.counters.total, x.counters.seconds, x.counters.error, x.counters.replay,
      x.counters.replay_runs, x.counters.run_replay_failure);

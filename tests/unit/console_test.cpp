@@ -185,6 +185,18 @@ TEST(ConsoleTable, APassingRowHasTimeRateRoofBoundGateAndNoise) {
   EXPECT_EQ(header.find("noise") + 5, row.rfind("1.2%") + 4);
 }
 
+TEST(ConsoleTable, TheProfileSaysHowLongTheDeviceIdledBetweenLaunches) {
+  Result r = passing("p/c", 22e-6);
+  r.profile.kernels = {{"k", 20e-6, 2}};
+  r.profile.kernel_seconds_per_run = 20e-6;
+  r.profile.span_seconds_per_run = 21.5e-6;
+  r.profile.idle_seconds_per_run = 1.5e-6;
+  EXPECT_THAT(profile_text("p/c", r), AllOf(HasSubstr("profile: 20.0 us of kernels per run (run median 22.0 us)\n"),
+                                            HasSubstr("idle between launches: 1.5 us of the 21.5 us")));
+  r.profile.span_seconds_per_run = 0;  // no records with times: nothing to say about idle time
+  EXPECT_THAT(profile_text("p/c", r), Not(HasSubstr("idle")));
+}
+
 TEST(ConsoleTable, TheRateIsItemsElseFlopsElseBytes) {
   Result r = passing("p/c", 1e-3);
   EXPECT_THAT(table_row("p/c", ran(r), kTable), HasSubstr("1.00 G elements/s"));

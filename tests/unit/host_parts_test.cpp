@@ -60,6 +60,8 @@ Measurement every_field_set() {
   r.rates = {{"busbw", 38}};
   r.profile.kernels = {{"k", 39, 40}};
   r.profile.kernel_seconds_per_run = 41;
+  r.profile.span_seconds_per_run = 41.5;
+  r.profile.idle_seconds_per_run = 0.5;
   r.profile.error = "e";
   r.phases = {42, 43, 44, 45, 46, 47};
   r.quality_reason = "q";

@@ -197,6 +197,25 @@ TEST(KernelTime, TheProfileSumsEachKernelsRecordsPerPass) {
   EXPECT_NEAR(p.kernel_seconds_per_run, 4.5e-6, 1e-15);
 }
 
+// The span of a pass runs from its first record's start to its last's end; idle is what no record covers,
+// concurrent records and memcpys included, so two overlapping kernels leave no gap.
+TEST(KernelTime, TheProfileCountsTheIdleGapsInEachPass) {
+  KernelTrace t;
+  t.names = {"a", "b"};
+  t.passes = 2;
+  KernelRecord copy{1, 1, 12000, 13000};
+  copy.kernel = false;
+  t.records = {{0, 0, 1000, 3000}, {1, 0, 2000, 4000}, {0, 0, 4500, 5000},  // pass 0: span 4000, idle 500
+               {1, 1, 10000, 11000}, copy, {0, 1, 13500, 14000}};         // pass 1: span 4000, idle 1500
+  const KernelProfile p = profile_of(t);
+  EXPECT_NEAR(p.span_seconds_per_run, 4e-6, 1e-15);
+  EXPECT_NEAR(p.idle_seconds_per_run, 1e-6, 1e-15);
+  EXPECT_NEAR(p.kernel_seconds_per_run, 3e-6, 1e-15) << "the memcpy is busy time, not kernel time";
+  KernelProfile halved = p;
+  scale_per_run(halved, 0.5);
+  EXPECT_NEAR(halved.idle_seconds_per_run, 0.5e-6, 1e-15);
+}
+
 // Ranks that trace a collective together: whose trouble ends the passes on every rank, and how it is said.
 TEST(TracedPasses, RanksThatWorkTogetherStopOnTheFirstTroubleAnyOfThemHas) {
   std::vector<std::string> others;  // what the other rank of a two-process world says in each round
