@@ -118,6 +118,28 @@ __device__ __forceinline__ void count_block_finished(GemvChainCounts* chain) {
 #endif
 }
 
+// The next launch's weights, which v8 asks the L2 to fetch while this launch runs: as a decode engine knows its
+// next layer, the chain's next launch reads weights that do not depend on this one.
+struct NextWeights {
+  const void* bytes = nullptr;
+  unsigned long long size = 0;  // a multiple of 16, as the address is
+};
+
+// This block's share of `next` (gridDim.x shares of 16-byte multiples), fetched into the L2 by one bulk
+// prefetch from thread 0; nothing where next is empty. Before sm_90 it is left out.
+__device__ __forceinline__ void prefetch_share_to_l2(NextWeights next) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x != 0 || next.size == 0) return;
+  const unsigned long long share = (next.size / 16 + gridDim.x - 1) / gridDim.x * 16;
+  const unsigned long long first = share * blockIdx.x;
+  if (first >= next.size) return;
+  const unsigned bytes = static_cast<unsigned>(first + share <= next.size ? share : next.size - first);
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(static_cast<const char*>(next.bytes) + first),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+
 // How a launch of the warp-per-segment kernels follows the one before it: not at all (v1: the stream orders
 // it), by griddepcontrol.wait (v3 to v5) or by the chain's counts (v7).
 enum class Chain { none, grid, counts };
@@ -177,7 +199,8 @@ __device__ __forceinline__ void load_rows(uint4 (&raw)[kShared ? 1 : kRowsPerWar
 }
 
 // A block's rows of y. kChain: v3 (grid), v1's loads and arithmetic with the PDL trigger and wait between the
-// weight loads and the first read of x; v7 (counts), the same with the chain's counts (`chain`) for the wait.
+// weight loads and the first read of x (v8: and its share of `next` asked of the L2 between them); v7 (counts),
+// the same with the chain's counts (`chain`) for the wait.
 // kRowsPerWarp: v4, a warp takes the same segment of that many consecutive rows, so a grid has that many times
 // fewer threads (the next launches' blocks fit beside it, their loads in flight) and each lane's x is read once
 // for all its rows; each row's sum is v1's in v1's order. kHold: v5, the rows
@@ -185,7 +208,8 @@ __device__ __forceinline__ void load_rows(uint4 (&raw)[kShared ? 1 : kRowsPerWar
 template <int kSegmentsPerRow, int kTokens, Chain kChain, int kRowsPerWarp = 1,
           WeightHold kHold = WeightHold::registers>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
-                                           uint4* staged = nullptr, GemvChainCounts* chain = nullptr) {
+                                           uint4* staged = nullptr, GemvChainCounts* chain = nullptr,
+                                           NextWeights next = {}) {
   constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
   static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
@@ -197,6 +221,7 @@ __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_
   // v5: this lane's piece c of row r is held[(r kChunks + c) 32].
   uint4* held = kShared ? staged + warp * kRowsPerWarp * kChunks * 32 + lane : nullptr;
   load_rows<kRowChunks, kRowsPerWarp, kShared>(raw, held, w, first_row, first_chunk, out);
+  prefetch_share_to_l2(next);
   if constexpr (kChain == Chain::grid) release_next_then_wait_for_previous();
   if constexpr (kChain == Chain::counts) release_next_then_wait_for_counts(chain);
   if constexpr (kShared) wait_for_async_copies();
@@ -290,6 +315,13 @@ template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void counted_gemv_kernel(const uint4* w, const uint4* x, __nv_bfloat16* y,
                                                                    int out, GemvChainCounts* chain) {
   gemv_block<kSegmentsPerRow, kTokens, Chain::counts>(w, x, y, out, nullptr, chain);
+}
+
+// v8: v3 asking the L2 for its share of the next launch's weights once its own loads are issued.
+template <int kSegmentsPerRow, int kTokens>
+__global__ __launch_bounds__(32 * kWarps) void prefetching_gemv_kernel(const uint4* w, const uint4* x,
+                                                                       __nv_bfloat16* y, int out, NextWeights next) {
+  gemv_block<kSegmentsPerRow, kTokens, Chain::grid>(w, x, y, out, nullptr, nullptr, next);
 }
 
 // ---- v2: W staged into shared memory by the bulk-copy engine (cp.async.bulk, sm_90) ----
@@ -474,8 +506,8 @@ void prefer_shared_memory(Kernel* kernel) {
 }
 
 // The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp), v5 (v4's,
-// held in shared memory) and v7 (v3 chained by counts).
-enum class SegmentVersion { v1, v3, v4, v5, v7 };
+// held in shared memory), v7 (v3 chained by counts) and v8 (v3 prefetching the next launch's weights).
+enum class SegmentVersion { v1, v3, v4, v5, v7, v8 };
 
 // `version` for in = 768 x kSegmentsPerRow.
 // `version`'s kernel for in = 768 x kSegmentsPerRow and kTokens tokens, its carveout set (v5).
@@ -483,6 +515,8 @@ template <SegmentVersion kVersion, int kSegmentsPerRow, int kTokens>
 auto segment_kernel() {
   if constexpr (kVersion == SegmentVersion::v7) {
     return counted_gemv_kernel<kSegmentsPerRow, kTokens>;
+  } else if constexpr (kVersion == SegmentVersion::v8) {
+    return prefetching_gemv_kernel<kSegmentsPerRow, kTokens>;
   } else {
     auto kernel = kVersion == SegmentVersion::v1   ? gemv_kernel<kSegmentsPerRow, kTokens>
                   : kVersion == SegmentVersion::v3 ? chained_gemv_kernel<kSegmentsPerRow, kTokens>
@@ -503,7 +537,7 @@ void for_segments(std::int64_t in, Go&& go) {
 
 template <SegmentVersion kVersion>
 void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
-                     cudaStream_t stream, GemvChainCounts* chain) {
+                     cudaStream_t stream, GemvChainCounts* chain, NextWeights next) {
   constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
   for_segments(in, [&]<int kSegmentsPerRow>() {
     constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
@@ -513,6 +547,9 @@ void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int6
       if constexpr (kVersion == SegmentVersion::v7)
         launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kChained, stream, w, x, y, out,
                chain);
+      else if constexpr (kVersion == SegmentVersion::v8)
+        launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kChained, stream, w, x, y, out,
+               next);
       else launch(segment_kernel<kVersion, kSegmentsPerRow, kTokens>(), grid, block, 0, kChained, stream, w, x, y, out);
     });
   });
@@ -538,6 +575,7 @@ bool with_segment_version(const std::string& version, Go&& go) {
   else if (version == "v4") go.template operator()<SegmentVersion::v4>();
   else if (version == "v5") go.template operator()<SegmentVersion::v5>();
   else if (version == "v7") go.template operator()<SegmentVersion::v7>();
+  else if (version == "v8") go.template operator()<SegmentVersion::v8>();
   else return false;
   return true;
 }
@@ -552,7 +590,7 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"};
   return versions;
 }
 
@@ -564,13 +602,16 @@ std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v7")
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and waits for it "
            "by acquire loads of the chain's counts";
+  if (version == "v8")
+    return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and prefetches "
+           "through cp.async.bulk.prefetch";
   if (gemv_launches_overlap(version))
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol)";
   return {};
 }
 
 bool gemv_launches_overlap(const std::string& version) {
-  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7";
+  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8";
 }
 
 bool gemv_needs_chain(const std::string& version) { return version == "v7"; }
@@ -599,6 +640,7 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
   else if (version == "v6") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1, true>);
   else if (version == "v7") kernel = reinterpret_cast<const void*>(counted_gemv_kernel<1, 1>);
+  else if (version == "v8") kernel = reinterpret_cast<const void*>(prefetching_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -612,15 +654,19 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
 }
 
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
-               std::int64_t tokens, cudaStream_t stream, void* chain) {
+               std::int64_t tokens, cudaStream_t stream, void* chain, const void* next_w, std::size_t next_w_bytes) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);
+  if (next_w_bytes % 16 != 0 || reinterpret_cast<std::uintptr_t>(next_w) % 16 != 0)
+    throw std::invalid_argument("gemv: the next weights' address and size must be multiples of 16 bytes");
+  const NextWeights next{next_w, next_w == nullptr ? 0 : next_w_bytes};
   if (gemv_needs_chain(version) && chain == nullptr)
     throw std::invalid_argument("gemv_" + version + " needs its chain's counts (kGemvChainBytes, zeroed once)");
   const auto* wv = static_cast<const uint4*>(w);
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);
   const bool segments = with_segment_version(version, [&]<SegmentVersion kVersion>() {
-    launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream, static_cast<GemvChainCounts*>(chain));
+    launch_segments<kVersion>(wv, xv, yv, in, int(out), int(tokens), stream, static_cast<GemvChainCounts*>(chain),
+                              next);
   });
   if (version == "v2") launch_bulk<false>(wv, xv, yv, in, int(out), int(tokens), stream);
   else if (version == "v6") launch_bulk<true>(wv, xv, yv, in, int(out), int(tokens), stream);

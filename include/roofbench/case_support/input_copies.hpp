@@ -13,8 +13,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include "roofbench/cuda.hpp"
@@ -57,6 +59,18 @@ class InputCopies final : public Rotation {
 
   // How many sets each buffer has (1 until make_copies).
   int copies() const { return buffers_.empty() ? 0 : static_cast<int>(buffers_.front().sets.size()); }
+
+  // The set after the one `pointer` points at, of the buffer it belongs to, wrapping round: what the run after
+  // use(i) reads under use(i + 1). nullptr where that buffer has one set (no copies made) or pointer is no set.
+  const void* after(const void* pointer) const {
+    for (const Buffer& b : buffers_) {
+      const auto at = std::find(b.sets.begin(), b.sets.end(), pointer);
+      if (at == b.sets.end()) continue;
+      if (b.sets.size() < 2) return nullptr;
+      return std::next(at) == b.sets.end() ? b.sets.front() : *std::next(at);
+    }
+    return nullptr;
+  }
 
  private:
   struct Buffer {
