@@ -118,25 +118,32 @@ __device__ __forceinline__ void count_block_finished(GemvChainCounts* chain) {
 #endif
 }
 
-// The next launch's weights, which v8 asks the L2 to fetch while this launch runs: as a decode engine knows its
-// next layer, the chain's next launch reads weights that do not depend on this one.
-struct NextWeights {
-  const void* bytes = nullptr;
-  unsigned long long size = 0;  // a multiple of 16, as the address is
+// What v8 and v9 ask the L2 to fetch for the next launch while this one runs: as a decode engine knows its next
+// layer, the next launch's weights do not depend on this one (v8, v9); under --cold the next run's x is a copy of
+// its own, which in a chain would be this launch's output, in the L2 already (v9).
+struct NextRun {
+  const void* w = nullptr;
+  unsigned long long w_size = 0;  // 16-byte multiples, as the addresses are
+  const void* x = nullptr;
+  unsigned long long x_size = 0;
 };
 
-// This block's share of `next` (gridDim.x shares of 16-byte multiples), fetched into the L2 by one bulk
-// prefetch from thread 0; nothing where next is empty. Before sm_90 it is left out.
-__device__ __forceinline__ void prefetch_share_to_l2(NextWeights next) {
+__device__ __forceinline__ void prefetch_to_l2(const void* bytes, unsigned size) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(bytes), "r"(size) : "memory");
+}
+
+// This block's share of the next run's weights (gridDim.x shares of 16-byte multiples) and, from block 0, all of
+// its x, each by one bulk prefetch from thread 0. Before sm_90 it is left out.
+__device__ __forceinline__ void prefetch_share_to_l2(NextRun next) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (threadIdx.x != 0 || next.size == 0) return;
-  const unsigned long long share = (next.size / 16 + gridDim.x - 1) / gridDim.x * 16;
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0 && next.x_size != 0) prefetch_to_l2(next.x, static_cast<unsigned>(next.x_size));
+  if (next.w_size == 0) return;
+  const unsigned long long share = (next.w_size / 16 + gridDim.x - 1) / gridDim.x * 16;
   const unsigned long long first = share * blockIdx.x;
-  if (first >= next.size) return;
-  const unsigned bytes = static_cast<unsigned>(first + share <= next.size ? share : next.size - first);
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(static_cast<const char*>(next.bytes) + first),
-               "r"(bytes)
-               : "memory");
+  if (first >= next.w_size) return;
+  prefetch_to_l2(static_cast<const char*>(next.w) + first,
+                 static_cast<unsigned>(first + share <= next.w_size ? share : next.w_size - first));
 #endif
 }
 
@@ -209,7 +216,7 @@ template <int kSegmentsPerRow, int kTokens, Chain kChain, int kRowsPerWarp = 1,
           WeightHold kHold = WeightHold::registers>
 __device__ __forceinline__ void gemv_block(const uint4* w, const uint4* x, __nv_bfloat16* y, int out,
                                            uint4* staged = nullptr, GemvChainCounts* chain = nullptr,
-                                           NextWeights next = {}) {
+                                           NextRun next = {}) {
   constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kRowsPerWarp);
   static_assert(kSegmentsPerRow == 1 || kRowsPerBlock * kTokens <= 32 * kWarps, "a thread per row and token sums");
   constexpr int kRowChunks = kSegmentsPerRow * kChunks * 32;  // 16-byte pieces per row of W and of x
@@ -317,10 +324,11 @@ __global__ __launch_bounds__(32 * kWarps) void counted_gemv_kernel(const uint4* 
   gemv_block<kSegmentsPerRow, kTokens, Chain::counts>(w, x, y, out, nullptr, chain);
 }
 
-// v8: v3 asking the L2 for its share of the next launch's weights once its own loads are issued.
+// v8, v9: v3 asking the L2 for its share of the next launch's weights (v9: and its x) once its own loads are
+// issued; one kernel, the host passing v8 no x.
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void prefetching_gemv_kernel(const uint4* w, const uint4* x,
-                                                                       __nv_bfloat16* y, int out, NextWeights next) {
+                                                                       __nv_bfloat16* y, int out, NextRun next) {
   gemv_block<kSegmentsPerRow, kTokens, Chain::grid>(w, x, y, out, nullptr, nullptr, next);
 }
 
@@ -506,7 +514,7 @@ void prefer_shared_memory(Kernel* kernel) {
 }
 
 // The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp), v5 (v4's,
-// held in shared memory), v7 (v3 chained by counts) and v8 (v3 prefetching the next launch's weights).
+// held in shared memory), v7 (v3 chained by counts), v8 and v9 (v3 prefetching the next launch's weights, and x).
 enum class SegmentVersion { v1, v3, v4, v5, v7, v8 };
 
 // `version` for in = 768 x kSegmentsPerRow.
@@ -537,7 +545,7 @@ void for_segments(std::int64_t in, Go&& go) {
 
 template <SegmentVersion kVersion>
 void launch_segments(const uint4* w, const uint4* x, __nv_bfloat16* y, std::int64_t in, int out, int tokens,
-                     cudaStream_t stream, GemvChainCounts* chain, NextWeights next) {
+                     cudaStream_t stream, GemvChainCounts* chain, NextRun next) {
   constexpr bool kDeep = kVersion == SegmentVersion::v4 || kVersion == SegmentVersion::v5;
   for_segments(in, [&]<int kSegmentsPerRow>() {
     constexpr int kRowsPerBlock = rows_per_block(kSegmentsPerRow, kDeep ? kDeepRowsPerWarp : 1);
@@ -575,7 +583,7 @@ bool with_segment_version(const std::string& version, Go&& go) {
   else if (version == "v4") go.template operator()<SegmentVersion::v4>();
   else if (version == "v5") go.template operator()<SegmentVersion::v5>();
   else if (version == "v7") go.template operator()<SegmentVersion::v7>();
-  else if (version == "v8") go.template operator()<SegmentVersion::v8>();
+  else if (version == "v8" || version == "v9") go.template operator()<SegmentVersion::v8>();
   else return false;
   return true;
 }
@@ -590,7 +598,7 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"};
   return versions;
 }
 
@@ -602,7 +610,7 @@ std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v7")
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and waits for it "
            "by acquire loads of the chain's counts";
-  if (version == "v8")
+  if (version == "v8" || version == "v9")
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and prefetches "
            "through cp.async.bulk.prefetch";
   if (gemv_launches_overlap(version))
@@ -611,7 +619,8 @@ std::string gemv_sm90_feature(const std::string& version) {
 }
 
 bool gemv_launches_overlap(const std::string& version) {
-  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8";
+  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8" ||
+         version == "v9";
 }
 
 bool gemv_needs_chain(const std::string& version) { return version == "v7"; }
@@ -640,7 +649,7 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
   else if (version == "v6") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1, true>);
   else if (version == "v7") kernel = reinterpret_cast<const void*>(counted_gemv_kernel<1, 1>);
-  else if (version == "v8") kernel = reinterpret_cast<const void*>(prefetching_gemv_kernel<1, 1>);
+  else if (version == "v8" || version == "v9") kernel = reinterpret_cast<const void*>(prefetching_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};
@@ -654,13 +663,17 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
 }
 
 void gemv_bf16(const std::string& version, const void* w, const void* x, void* y, std::int64_t in, std::int64_t out,
-               std::int64_t tokens, cudaStream_t stream, void* chain, const void* next_w, std::size_t next_w_bytes) {
+               std::int64_t tokens, cudaStream_t stream, void* chain, const GemvNextRun& next_run) {
   if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw std::invalid_argument(why);
-  if (next_w_bytes % 16 != 0 || reinterpret_cast<std::uintptr_t>(next_w) % 16 != 0)
-    throw std::invalid_argument("gemv: the next weights' address and size must be multiples of 16 bytes");
-  const NextWeights next{next_w, next_w == nullptr ? 0 : next_w_bytes};
   if (gemv_needs_chain(version) && chain == nullptr)
     throw std::invalid_argument("gemv_" + version + " needs its chain's counts (kGemvChainBytes, zeroed once)");
+  const auto aligned = [](const void* p, std::size_t bytes) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && bytes % 16 == 0 && bytes < (std::size_t(1) << 32);
+  };
+  if (!aligned(next_run.w, next_run.w_bytes) || !aligned(next_run.x, next_run.x_bytes))
+    throw std::invalid_argument("gemv: the next run's addresses and sizes must be multiples of 16 bytes, under 4 GiB");
+  NextRun next{next_run.w, next_run.w == nullptr ? 0 : next_run.w_bytes};
+  if (version == "v9" && next_run.x != nullptr) next.x = next_run.x, next.x_size = next_run.x_bytes;
   const auto* wv = static_cast<const uint4*>(w);
   const auto* xv = static_cast<const uint4*>(x);
   auto* yv = static_cast<__nv_bfloat16*>(y);

@@ -3,8 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v8, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
-// gemv_v8 says that their launches overlap).
+// gemv_v1 to gemv_v9, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
+// gemv_v9 says that their launches overlap).
 //
 // One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
 // roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
@@ -188,10 +188,11 @@ class GemvLinear final : public Linear {
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
     if (!version_.empty()) name_version();
   }
-  // The next run's weights, for v8 to prefetch: the next copy's under --cold, none otherwise.
+  // What the next run reads, for v8 and v9 to prefetch: the next copies under --cold, nothing otherwise.
   void run(Context& ctx) override {
-    gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx), chain_, copies_.after(w_),
-              std::size_t(in_ * out_) * 2);
+    const GemvNextRun next{copies_.after(w_), std::size_t(in_ * out_) * 2, copies_.after(x_),
+                           std::size_t(in_ * tokens_) * 2};
+    gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx), chain_, next);
   }
 
  private:
@@ -219,6 +220,7 @@ class GemvLinear final : public Linear {
     if (version == "v8")
       return ": gemv_v3 asking the L2 for the next run's weights (the next copy's under --cold) once its own loads are "
              "issued";
+    if (version == "v9") return ": gemv_v8 asking the L2 for the next run's x as well (the next copy's under --cold)";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 
