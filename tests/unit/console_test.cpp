@@ -193,6 +193,8 @@ TEST(ConsoleTable, TheProfileSaysHowLongTheDeviceIdledBetweenLaunches) {
   r.profile.idle_seconds_per_run = 1.5e-6;
   EXPECT_THAT(profile_text("p/c", r), AllOf(HasSubstr("profile: 20.0 us of kernels per run (run median 22.0 us)\n"),
                                             HasSubstr("idle between launches: 1.5 us of the 21.5 us")));
+  r.profile.span_seconds_per_run = 30e-6;  // the traced run slower than the timed: the gaps are the tracer's
+  EXPECT_THAT(profile_text("p/c", r), HasSubstr("idle between launches: not shown: the traced run spanned 30.0 us"));
   r.profile.span_seconds_per_run = 0;  // no records with times: nothing to say about idle time
   EXPECT_THAT(profile_text("p/c", r), Not(HasSubstr("idle")));
 }
