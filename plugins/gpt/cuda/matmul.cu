@@ -100,6 +100,8 @@ void linear_backward(cublasHandle_t handle, float* dx, float* dw, const float* d
 }
 
 namespace {
+enum class LtVector { none, bias, bias_gradient };
+
 // One cuBLASLt matmul as the column-major D[m, n] = op(A) op(B) cuBLAS computes for a RowMajorGemm (operands
 // swapped, each keeping its op: gemm()'s mapping), and what its algorithm choice depends on.
 struct LtProblem {
@@ -108,7 +110,9 @@ struct LtProblem {
   std::int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   cudaDataType_t operand_type = CUDA_R_32F, c_type = CUDA_R_32F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-  bool bias = false;         // CUBLASLT_EPILOGUE_BIAS, the bias of type c_type along m
+  // CUBLASLT_EPILOGUE_BIAS (a bias of type c_type along m, added) or CUBLASLT_EPILOGUE_BGRADB (the sums of B'
+  // over k, one for each of D's n columns, written in c_type): the epilogue's vector, or none.
+  LtVector vector = LtVector::none;
   bool accumulates = false;  // beta != 0: C is read, so the call cannot be timed on its own operands
   std::uint32_t alignment = 16;  // the largest power of two up to 16 dividing every matrix's address
   std::uint32_t bias_alignment = 16;    // the same of the bias's
@@ -123,7 +127,7 @@ std::uint32_t common_alignment(std::initializer_list<const void*> pointers) {
   return alignment;
 }
 
-LtProblem lt_problem(const RowMajorGemm& g, const void* bias, std::size_t workspace_bytes) {
+LtProblem lt_problem(const RowMajorGemm& g, LtVector vector, const void* bias, std::size_t workspace_bytes) {
   if (g.batch != 1) throw Error("gpt: the cuBLASLt matmul runs unbatched GEMMs only");
   LtProblem p;
   ROOFBENCH_CUDA(cudaGetDevice(&p.device));
@@ -132,7 +136,7 @@ LtProblem lt_problem(const RowMajorGemm& g, const void* bias, std::size_t worksp
   p.m = g.N, p.n = g.M, p.k = g.K, p.lda = g.ldb, p.ldb = g.lda, p.ldc = g.ldc;
   p.operand_type = g.input_type, p.c_type = g.c_type;
   p.compute = g.input_type == CUDA_R_32F && g.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  p.bias = bias != nullptr;
+  p.vector = bias != nullptr ? vector : LtVector::none;
   p.accumulates = g.beta != 0;
   p.alignment = common_alignment({g.A, g.B, g.C});
   if (bias) p.bias_alignment = common_alignment({bias});
@@ -148,8 +152,9 @@ struct LtOperation {
     ROOFBENCH_CUBLASLT(cublasLtMatmulDescCreate(desc.replace(), p.compute, CUDA_R_32F));
     ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &p.op_a, sizeof p.op_a));
     ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &p.op_b, sizeof p.op_b));
-    if (p.bias) {
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    if (p.vector != LtVector::none) {
+      const cublasLtEpilogue_t epilogue =
+          p.vector == LtVector::bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
       ROOFBENCH_CUBLASLT(
           cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
       ROOFBENCH_CUBLASLT(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -206,9 +211,12 @@ const char* type_name(cudaDataType_t type) { return type == CUDA_R_16BF ? "bf16"
 // "m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 29, stages 35, split-k 1 (timed: candidate 7 of 8)"
 std::string choice_text(const LtProblem& p, const cublasLtMatmulAlgo_t& algo, std::size_t rank, std::size_t count,
                         const char* how) {
+  const char* vector = p.vector == LtVector::bias            ? " +bias"
+                       : p.vector == LtVector::bias_gradient ? " +bias gradient"
+                                                             : "";
   return "m " + std::to_string(p.m) + " n " + std::to_string(p.n) + " k " + std::to_string(p.k) + " " +
          (p.op_a == CUBLAS_OP_T ? "T" : "N") + (p.op_b == CUBLAS_OP_T ? "T" : "N") + " " + type_name(p.operand_type) +
-         "->" + type_name(p.c_type) + (p.bias ? " +bias" : "") + ": " + case_support::describe_lt_algorithm(algo) +
+         "->" + type_name(p.c_type) + vector + ": " + case_support::describe_lt_algorithm(algo) +
          " (" + how + ": candidate " + std::to_string(rank + 1) + " of " + std::to_string(count) + ")";
 }
 
@@ -256,8 +264,10 @@ LtChoice choose(const LtContext& ctx, const LtProblem& p, const LtOperation& op,
   return g_lt_choices.emplace(p, made).first->second;
 }
 
-void lt_matmul(const LtContext& ctx, const RowMajorGemm& g, const void* bias = nullptr) {
-  const LtProblem p = lt_problem(g, bias, ctx.workspace.bytes);
+// bias: the epilogue's vector (`vector` says which), or none.
+void lt_matmul(const LtContext& ctx, const RowMajorGemm& g, const void* bias = nullptr,
+               LtVector vector = LtVector::bias) {
+  const LtProblem p = lt_problem(g, vector, bias, ctx.workspace.bytes);
   const LtOperation op(p, bias);
   const auto launch = [&](const cublasLtMatmulAlgo_t& algo, cudaStream_t stream) {
     ROOFBENCH_CUBLASLT(cublasLtMatmul(ctx.handle, op.desc.get(), &g.alpha, g.B, op.a.get(), g.A, op.b.get(), &g.beta,
@@ -287,7 +297,7 @@ void linear_backward_input(const LtContext& lt, void* dx, cudaDataType_t dx_type
 }
 
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
-                     const bf16* w, int N, int in, int out, float beta_dw, GradientOrder order) {
+                     const bf16* w, int N, int in, int out, float beta_dw, GradientOrder order, float* dbias) {
   const auto input_gradient = [&] {
     if (dx) linear_backward_input(lt, dx, dx_type, dy, w, N, in, out);
   };
@@ -295,7 +305,7 @@ void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, floa
   RowMajorGemm g = weight_gradient_gemm(dw, dy, x, N, in, out);  // dw fp32
   g.beta = beta_dw;
   g.input_type = CUDA_R_16BF;
-  lt_matmul(lt, g);
+  lt_matmul(lt, g, dbias, LtVector::bias_gradient);  // dy is cuBLAS's B, summed over k = N for each of dw's rows
   if (order == GradientOrder::weight_first) input_gradient();
 }
 

@@ -756,6 +756,94 @@ class FcGeluBackwardLab final : public MlpLab {
 };
 
 // ---------------------------------------------------------------------------------------------------
+// The qkv layer's weight gradient dw = dy^T x and its bias gradient, dy's column sums (dy = d_qkv, [N, 3C] bf16;
+// x = ln1, [N, C] bf16; dw and the bias gradient fp32):
+//   v1 (R2-R4's): the weight-gradient GEMM, then column_sum's two passes over dy;
+//   v2: the GEMM alone, its BGRADB epilogue summing dy's columns as it reads dy.
+struct QkvWgradVersion {
+  const char* name;
+  bool epilogue_sums;  // v2: the bias gradient from the GEMM's epilogue
+  const char* kernel;
+};
+constexpr QkvWgradVersion kQkvWgradVersions[] = {
+    {"v1", false, "cuBLASLt weight-gradient GEMM, then column_sum's two passes over dy"},
+    {"v2", true, "cuBLASLt weight-gradient GEMM with the BGRADB epilogue summing dy's columns"},
+};
+
+class QkvWgradLab final : public MlpLab {
+ public:
+  explicit QkvWgradLab(const Params& params)
+      : MlpLab(params),
+        version_(lab::find_version(std::span<const QkvWgradVersion>(kQkvWgradVersions), params.str("version"),
+                                   "lab_qkv_wgrad_bf16")) {}
+
+  void setup(Context& ctx) override {
+    const std::size_t N = rows(), C = channels();
+    dy_ = alloc(ctx, N * 3 * C, BufferRole::input);
+    x_ = alloc(ctx, N * C, BufferRole::input);
+    dw_ = static_cast<float*>(ctx.alloc(3 * C * C * sizeof(float), BufferRole::output));
+    dbias_ = static_cast<float*>(ctx.alloc(3 * C * sizeof(float), BufferRole::output));
+    ctx.fill_random(dy_, N * 3 * C, ElementType::bf16, -0.1, 0.1);
+    ctx.fill_random(x_, N * C, ElementType::bf16, -2, 2);  // a LayerNorm's output
+    if (!version_.epilogue_sums)
+      partials_ = static_cast<float*>(
+          ctx.alloc(column_partials_floats(rows(), 3 * cfg_.channels) * sizeof(float), BufferRole::scratch));
+    lt_.create(ctx);
+    run(ctx);  // cuBLASLt's candidates timed here, outside the host's runs and captures
+    ctx.synchronize();
+  }
+
+  void run(Context& ctx) override {
+    const int N = rows(), C = cfg_.channels;
+    linear_backward(lt_.context(ctx), nullptr, CUDA_R_16BF, dw_, dy_, x_, nullptr, N, C, 3 * C, 0.0f,
+                    GradientOrder::input_first, version_.epilogue_sums ? dbias_ : nullptr);
+    if (!version_.epilogue_sums) column_sum(dbias_, dy_, N, 3 * C, partials_, roofbench::cuda::stream(ctx));
+  }
+
+  // The GEMM's 2 N C 3C; minimum traffic dy and x read, dw and the bias gradient written.
+  Work work() const override {
+    const double N = rows(), C = channels();
+    Work w = gemm_work(sizeof(bf16) * (N * 3 * C + N * C), sizeof(float) * (3 * C * C + 3 * C));
+    w.flops = 2.0 * N * C * 3 * C;
+    return w;
+  }
+
+  std::vector<Figure> figures() const override { return lt_.kernel_figures(version_.kernel); }
+
+  // kGateRows rows of dw (spread over its 3C) and the whole bias gradient against double sums over every row.
+  Check check(Context& ctx) override {
+    const std::size_t N = rows(), C = channels();
+    const std::vector<float> dy = download_as_float(ctx, dy_, N * 3 * C), x = download_as_float(ctx, x_, N * C);
+    std::vector<float> dw(3 * C * C), dbias(3 * C);
+    ROOFBENCH_CUDA(cudaMemcpy(dw.data(), dw_, dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    ROOFBENCH_CUDA(cudaMemcpy(dbias.data(), dbias_, dbias.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<double> sums(3 * C, 0.0);
+    for (std::size_t e = 0; e < N * 3 * C; ++e) sums[e % (3 * C)] += dy[e];
+    std::vector<double> ref;
+    std::vector<float> got;
+    for (std::size_t k = 0; k < kGateRows; ++k) {
+      const std::size_t o = k * (3 * C - 1) / (kGateRows - 1);
+      std::vector<double> row(C, 0.0);
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t i = 0; i < C; ++i) row[i] += double{dy[n * 3 * C + o]} * x[n * C + i];
+      ref.insert(ref.end(), row.begin(), row.end());
+      const auto first = dw.begin() + static_cast<std::ptrdiff_t>(o * C);
+      got.insert(got.end(), first, first + static_cast<std::ptrdiff_t>(C));
+    }
+    WorstError errors;
+    errors.add("dw (" + std::to_string(kGateRows) + " rows)", relative_l2_error(got.data(), ref.data(), got.size()));
+    errors.add("bias gradient", relative_l2_error(dbias.data(), sums.data(), dbias.size()));
+    return errors.result();
+  }
+
+ private:
+  static constexpr std::size_t kGateRows = 8;
+  const QkvWgradVersion& version_;
+  bf16 *dy_ = nullptr, *x_ = nullptr;
+  float *dw_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------------
 // The blocks' GEMMs of R2's and R3's step and nothing else (R4 also runs the recompute's 15): for each of
 // the 6 blocks' four linear layers, the forward y = x w^T, the input gradient dx = dy w and the weight
 // gradient dw = dy^T x (bf16 operands, bf16 y and dx, fp32 dw), through the trainers' own linear_forward
@@ -1005,6 +1093,12 @@ std::vector<CaseSpec> lab_cases() {
           "sm_90a) and v4 v2 in clusters sharing w, or w and dy, v5 v2 asking for its bias early",
           lab::version_names(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions)), Precision::bf16, 0,
           {64, 512}),
+      lab_case<QkvWgradLab>("lab_qkv_wgrad_bf16",
+                            "kernel lab: the qkv layer's weight gradient and bias gradient (dy's column sums) on bf16 "
+                            "tensors; v1 (R2-R4's) cuBLASLt's GEMM, then a column-sum pass over dy, v2 the GEMM "
+                            "summing dy's columns in its BGRADB epilogue",
+                            lab::version_names(std::span<const QkvWgradVersion>(kQkvWgradVersions)), Precision::bf16,
+                            0, {64, 512}),
       step_gemms_case(),
   };
 }
