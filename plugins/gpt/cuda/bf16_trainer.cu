@@ -144,9 +144,9 @@ class Bf16Trainer final : public Trainer {
                       weight(o.attn_proj_w), N_, C, C);
       fused_attention_backward(d_qkv16_, delta_, d_attn_out16_, a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape,
                                stream_);
-      // qkv's bias gradient, d_qkv's column sums, from its weight gradient's GEMM (lab_qkv_wgrad_bf16 v2).
+      column_sum(grad(o.qkv_b), d_qkv16_, N_, 3 * C, partials_, stream_);
       linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C,
-                      3 * C, 0.0f, GradientOrder::input_first, grad(o.qkv_b));
+                      3 * C);
       // The bf16 copy of the stream's gradient feeds the block below; the embedding's backward reads fp32.
       layernorm_backward(d_resid_, grad(o.ln1_w), grad(o.ln1_b), d_ln16_, resid_[l], a.ln1_mean, a.ln1_rstd,
                          param(o.ln1_w), N_, C, 1.0f, partials_, stream_, l > 0 ? d_resid16_ : nullptr,
