@@ -434,7 +434,7 @@ void for_tokens(int tokens, Go&& go) {
   }
 }
 
-// A launch on `stream`. chained (v3 to v7): with programmatic stream serialization (PDL), so the kernel may start
+// A launch on `stream`. chained (v3 to v9): with programmatic stream serialization (PDL), so the kernel may start
 // while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
 // into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
 // programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),
@@ -619,8 +619,8 @@ std::string gemv_sm90_feature(const std::string& version) {
 }
 
 bool gemv_launches_overlap(const std::string& version) {
-  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" || version == "v8" ||
-         version == "v9";
+  return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" ||
+         version == "v8" || version == "v9";
 }
 
 bool gemv_needs_chain(const std::string& version) { return version == "v7"; }

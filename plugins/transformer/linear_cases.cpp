@@ -196,7 +196,7 @@ class GemvLinear final : public Linear {
   }
 
  private:
-  // What the `launch` fact says of v3 to v7: what their time per launch is.
+  // What the `launch` fact says of v3 to v9: what their time per launch is.
   static constexpr const char* kChainedLaunch =
       "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "

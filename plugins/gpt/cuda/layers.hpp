@@ -341,8 +341,9 @@ void linear_forward(const LtContext& lt, void* y, cudaDataType_t y_type, const b
 // dx = dy w (bf16 or fp32 per dx_type; skipped when null) and dw = dy^T x (+ beta_dw dw) in fp32, from bf16
 // operands. On Hopper cuBLAS has sm90 bf16 kernels for the MN-major "nt" weight gradient, so no transpose.
 // weight_first runs dw's GEMM before dx's, so that dx may overwrite x (R4 writes fc_proj's dx over the GELU
-// output it reads, activation_plan.hpp); the same two GEMMs, the same bits. dbias, when given, receives the bias
-// gradient, dy's column sums in fp32, from dw's GEMM (cuBLASLt's BGRADB epilogue) instead of a pass over dy.
+// output it reads, activation_plan.hpp); the same two GEMMs, the same bits. dbias, when given, is overwritten
+// (whatever beta_dw) with the bias gradient, dy's column sums in fp32, from dw's GEMM (cuBLASLt's BGRADB epilogue)
+// instead of a pass over dy.
 enum class GradientOrder { input_first, weight_first };
 void linear_backward(const LtContext& lt, void* dx, cudaDataType_t dx_type, float* dw, const bf16* dy, const bf16* x,
                      const bf16* w, int N, int in, int out, float beta_dw = 0,

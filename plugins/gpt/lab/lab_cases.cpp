@@ -814,9 +814,7 @@ class QkvWgradLab final : public MlpLab {
   Check check(Context& ctx) override {
     const std::size_t N = rows(), C = channels();
     const std::vector<float> dy = download_as_float(ctx, dy_, N * 3 * C), x = download_as_float(ctx, x_, N * C);
-    std::vector<float> dw(3 * C * C), dbias(3 * C);
-    ROOFBENCH_CUDA(cudaMemcpy(dw.data(), dw_, dw.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    ROOFBENCH_CUDA(cudaMemcpy(dbias.data(), dbias_, dbias.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const std::vector<float> dw = download(ctx, dw_, 3 * C * C), dbias = download(ctx, dbias_, 3 * C);
     std::vector<double> sums(3 * C, 0.0);
     for (std::size_t e = 0; e < N * 3 * C; ++e) sums[e % (3 * C)] += dy[e];
     std::vector<double> ref;

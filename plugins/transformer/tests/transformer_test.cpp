@@ -125,6 +125,12 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_TRUE(gemv_needs_chain("v7"));
   EXPECT_FALSE(gemv_needs_chain("v3"));
   EXPECT_THROW(gemv_bf16("v7", nullptr, nullptr, nullptr, 768, 3072, 1, nullptr), std::invalid_argument);  // no chain
+  // What v8 and v9 prefetch must be 16-byte multiples under 4 GiB; refused before any launch.
+  alignas(16) static const unsigned char next[32] = {};
+  for (const GemvNextRun bad : {GemvNextRun{next + 8, 16}, GemvNextRun{next, 24}, GemvNextRun{next, 16, next + 4, 16},
+                                GemvNextRun{next, std::size_t(1) << 32}})
+    EXPECT_THROW(gemv_bf16("v9", nullptr, nullptr, nullptr, 768, 3072, 1, nullptr, nullptr, bad),
+                 std::invalid_argument);
 }
 
 TEST(TransformerGate, SamplesTheEdgesAndStaysInRange) {
@@ -420,7 +426,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
          {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 to v7 before sm_90
+        if (!r.applicable) {  // v2 to v9 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;

@@ -608,7 +608,7 @@ TEST(GptLayers, Bf16GeluBackwardAndColumnSumMatchDouble) {
 }
 
 // linear_backward's bias gradient from dw's GEMM (cuBLASLt's BGRADB epilogue, lab_qkv_wgrad_bf16 v2): dy's column
-// sums and dw against double on the same bf16 inputs, at qkv's width over 1000 rows (not a multiple of a tile).
+// sums and dw against double on the same bf16 inputs, out = 3 in as qkv's, over 1000 rows (not a multiple of a tile).
 TEST(GptLayers, Bf16WeightGradientSumsTheBiasGradientInItsEpilogue) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const int N = 1000, in = 64, out = 192;
