@@ -96,6 +96,9 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // two boxes), so that its second half waits for no helper; the helpers write GELU into one box of their own (16 KB
 // more) and hand each xw box back, and reuse their box, once the stores of the box after it are issued, so that the
 // wait for a store's read overlaps the wait for the next box.
+// computed_gelu: v14's staged epilogue with GELU computed, not looked up: each half's xw box is written first, then
+// the group's 128 threads read it back 16 bytes at a time in a loop that is not unrolled and evaluate GELU by erff
+// (the bits the table holds), trading the table's scattered 2-byte reads and their bank conflicts for arithmetic.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -103,7 +106,7 @@ struct TileConfig {
   bool wide_stores = false, pingpong = false, batched_lookup = false, wide_table = false, resident_x = false;
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
-  bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false;
+  bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false, computed_gelu = false;
 };
 
 template <TileConfig kConfig>
@@ -139,6 +142,10 @@ struct TileShape {
   static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
   static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
   static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
+  static constexpr bool computed_gelu = kConfig.computed_gelu;
+  static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !backward &&
+                                   !gelu_helpers && !early_bias),
+                "computed GELU: v14's ping-pong block and staging boxes");
   static_assert(!xw_box_a_half || gelu_helpers, "an xw box a half: the GELU helpers' staging");
   static_assert(!gelu_helpers || (producer_group && pingpong && wide_table && staged_rows == 128 &&
                                   staged_buffers == 1 && !backward && cluster_blocks == 1),
@@ -803,13 +810,29 @@ __device__ void load_xw_tile(FcGeluSmem<Shape>& s, const CUtensorMap* xw_map, in
   hw::tma_load_2d(s.staging.box[group][0][1], xw_map, &s.xw_full[group], row0, col0 + 64);
 }
 
+// The group's tile's columns 64 h .. 64 h + 63 rounded to bf16 into an xw box (128 rows, the 128-byte swizzle).
+template <typename Shape>
+__device__ void write_xw_half(unsigned char* box, const float (&acc)[Shape::frags][64], int h) {
+  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+#pragma unroll
+  for (int f = 0; f < Shape::frags; ++f)
+#pragma unroll
+    for (int j = 8 * h; j < 8 * h + 8; ++j)  // chunks of 8 columns
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = Shape::frag_row(f, group) + 16 * warp + lane / 4 + 8 * half;
+        const __nv_bfloat162 pair = __floats2bfloat162_rn(acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1]);
+        *reinterpret_cast<__nv_bfloat162*>(box + swizzled_pair_offset(row, 8 * (j - 8 * h) + 2 * t)) = pair;
+      }
+}
+
 // GELU helpers, the consumers' side: each 64-column half of the group's tile rounded to bf16 into its xw box (with
 // xw_box_a_half, the half's own), handed to the helpers (box_full) once the helpers' stores have read the box's last
 // contents (box_empty). `handed` counts the group's boxes (with xw_box_a_half, each half's: handed[h]).
 template <typename Shape>
 __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], int cols, int col0,
                          int (&handed)[2]) {
-  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, t = lane % 4;
+  const int group = threadIdx.x / 128;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
@@ -817,16 +840,7 @@ __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][
     unsigned char* box = s.staging.box[group][0][box_index];
     int& count = handed[box_index];
     if (count > 0) wait_or_trap(&s.box_empty[group][box_index], (count - 1) & 1);
-#pragma unroll
-    for (int f = 0; f < Shape::frags; ++f)
-#pragma unroll
-      for (int j = 8 * h; j < 8 * h + 8; ++j)  // chunks of 8 columns
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = Shape::frag_row(f, group) + 16 * warp + lane / 4 + 8 * half;
-          const __nv_bfloat162 pair = __floats2bfloat162_rn(acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1]);
-          *reinterpret_cast<__nv_bfloat162*>(box + swizzled_pair_offset(row, 8 * (j - 8 * h) + 2 * t)) = pair;
-        }
+    write_xw_half<Shape>(box, acc, h);
     hw::fence_proxy_async_shared();  // the helpers' TMA store reads the box
     hw::mbarrier_arrive(&s.box_full[group][box_index]);
     ++count;
@@ -834,13 +848,39 @@ __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][
 }
 
 
-// GELU helpers: one box's GELU(bf16(xw + bias)), the xw box read back 16 bytes (8 columns of a row) at a time and the
-// results written at the same offsets of gelu_box. Thread k of the 96 takes chunk k % 8 of rows k / 8, k / 8 + 12, ..,
-// so that its eight bias values (b, the pairs of columns 8 chunk .. of the box) stay in registers.
-__device__ inline void gelu_box_from_xw(const unsigned short* table, const unsigned char* xw_box,
-                                        unsigned char* gelu_box, const std::uint32_t (&b)[4], int k) {
+// GELU of eight bf16 pre-activations (four pairs) by erff in place: the bits the tables hold.
+__device__ inline uint4 gelu_chunk_computed(uint4 pre) {
+  const auto pair = [](std::uint32_t p) {
+    const float2 z = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&p));
+    const __nv_bfloat162 g = __floats2bfloat162_rn(gelu(z.x), gelu(z.y));
+    return *reinterpret_cast<const std::uint32_t*>(&g);
+  };
+  return make_uint4(pair(pre.x), pair(pre.y), pair(pre.z), pair(pre.w));
+}
+
+// The bias pairs of a box chunk's 8 columns (cols0 + 8 chunk ..), in column order; past the matrix's edge, its last
+// pair (never stored).
+__device__ inline void chunk_bias_pairs(std::uint32_t (&b)[4], const bf16* __restrict__ bias, int cols0, int chunk,
+                                        int cols) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const int col = min(cols0 + 8 * chunk + 2 * c, cols - 2);
+    const __nv_bfloat162 pair = __halves2bfloat162(bias[col], bias[col + 1]);
+    b[c] = *reinterpret_cast<const std::uint32_t*>(&pair);
+  }
+}
+
+// One box's GELU(bf16(xw + bias)) by kThreads threads: the xw box read back 16 bytes (8 columns of a row) at a time
+// and the results written at the same offsets of gelu_box. Thread k takes chunk k % 8 of rows k / 8, k / 8 +
+// kThreads / 8, .., so that its eight bias values (b, from chunk_bias_pairs) stay in registers. gelu_of: eight
+// pre-activations' GELU (gelu_chunk on a table, or gelu_chunk_computed); the loop is not unrolled, so that erff
+// appears once in the code.
+template <int kThreads, typename GeluOf>
+__device__ inline void gelu_box_from_xw(const unsigned char* xw_box, unsigned char* gelu_box,
+                                        const std::uint32_t (&b)[4], int k, GeluOf gelu_of) {
   const int chunk = k % 8;
-  for (int row = k / 8; row < kTileRows; row += kHelperThreads / 8) {
+#pragma unroll 1
+  for (int row = k / 8; row < kTileRows; row += kThreads / 8) {
     const std::uint32_t at = static_cast<std::uint32_t>(row * 128 + ((chunk ^ (row % 8)) * 16));
     const uint4 xw = *reinterpret_cast<const uint4*>(xw_box + at);
     const auto add = [](std::uint32_t a, std::uint32_t bias_pair) {  // round to nearest even once
@@ -849,7 +889,35 @@ __device__ inline void gelu_box_from_xw(const unsigned short* table, const unsig
       return *reinterpret_cast<const std::uint32_t*>(&sum);
     };
     const uint4 pre = make_uint4(add(xw.x, b[0]), add(xw.y, b[1]), add(xw.z, b[2]), add(xw.w, b[3]));
-    *reinterpret_cast<uint4*>(gelu_box + at) = gelu_chunk(table, pre);
+    *reinterpret_cast<uint4*>(gelu_box + at) = gelu_of(pre);
+  }
+}
+
+// computed_gelu: each half's xw box written from the accumulators, then turned into its GELU box by the group's 128
+// threads (GELU by erff), and both stored by TMA; the pair of boxes is written again once the last stores have read it.
+template <typename Shape>
+__device__ void store_tile_computed(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
+                                    const bf16* __restrict__ bias, int cols, int row0, int col0) {
+  const int group = threadIdx.x / 128, k = threadIdx.x % 128;
+  const bool issues = k == 0;
+  auto& boxes = s.staging.box[group][0];  // [xw, gelu]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+    std::uint32_t b[4];
+    chunk_bias_pairs(b, bias, col0 + 64 * h, k % 8, cols);
+    if (issues) hw::bulk_wait_group_read<0>();  // the last stores have read both boxes
+    group_barrier(group);
+    write_xw_half<Shape>(boxes[0], acc, h);
+    group_barrier(group);
+    gelu_box_from_xw<128>(boxes[0], boxes[1], b, k, gelu_chunk_computed);
+    hw::fence_proxy_async_shared();
+    group_barrier(group);
+    if (issues) {
+      hw::tma_store_2d(maps.xw, boxes[0], row0, col0 + 64 * h);
+      hw::tma_store_2d(maps.gelu, boxes[1], row0, col0 + 64 * h);
+      hw::bulk_commit_group();
+    }
   }
 }
 
@@ -878,13 +946,8 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
         gelu_box = s.helper_gelu.box;
       else
         gelu_box = s.staging.box[group][0][1];
-      std::uint32_t b[4];  // this thread's 8 columns' bias, pairs in column order (past the edge: the last pair)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int col = min(col0 + 64 * h + 8 * chunk + 2 * c, cols - 2);
-        const __nv_bfloat162 pair = __halves2bfloat162(bias[col], bias[col + 1]);
-        b[c] = *reinterpret_cast<const std::uint32_t*>(&pair);
-      }
+      std::uint32_t b[4];  // this thread's 8 columns' bias
+      chunk_bias_pairs(b, bias, col0 + 64 * h, chunk, cols);
       const int count = group == 0 ? (box == 0 ? handed00 : handed01) : (box == 0 ? handed10 : handed11);
       wait_or_trap(&s.box_full[group][box], count & 1);
       if constexpr (Shape::xw_box_a_half) {  // the last box's stores have read the gelu box and their xw box
@@ -894,7 +957,8 @@ __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf
         }
         helpers_barrier();
       }
-      gelu_box_from_xw(s.gelu_table, xw_box, gelu_box, b, k);
+      gelu_box_from_xw<kHelperThreads>(xw_box, gelu_box, b, k,
+                                       [&](uint4 pre) { return gelu_chunk(s.gelu_table, pre); });
       hw::fence_proxy_async_shared();
       helpers_barrier();
       if (leader) {
@@ -1006,10 +1070,12 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
-    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers)
+    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers && !Shape::computed_gelu)
       load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::gelu_helpers)
       stage_xw(s, acc, cols, col0, handed);
+    else if constexpr (Shape::computed_gelu)
+      store_tile_computed(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), col0);
     else if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
     else if constexpr (Shape::staged_stores)

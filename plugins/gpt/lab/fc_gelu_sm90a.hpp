@@ -25,8 +25,8 @@ void fc_gelu_sm90a_configure();
 // xw = x w^T (bf16, without the bias, as R2-R4's GEMM writes it) and gelu = GELU(bf16(xw + bias)) with the bits of
 // gelu_forward_add_bias: x [rows, in], w [out, in], bias [out], xw and gelu [rows, out], all bf16. in a multiple of
 // 64, out of 8; x, w, xw and gelu 16-byte aligned; else throws. v6-v24 give the same bits.
-// `version` 5 to 24 (kFirstFcGeluSm90a..kLastFcGeluSm90a); another throws. v13, v15 and v16 take in <= 512.
-inline constexpr int kFirstFcGeluSm90a = 5, kLastFcGeluSm90a = 24;
+// `version` 5 to 25 (kFirstFcGeluSm90a..kLastFcGeluSm90a); another throws. v13, v15 and v16 take in <= 512.
+inline constexpr int kFirstFcGeluSm90a = 5, kLastFcGeluSm90a = 25;
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                    int out, cudaStream_t stream);
 

@@ -512,6 +512,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
      "v14 whose consumers stage xw alone; three helper warps add the bias, look GELU up and store both", 23},
     {"v24", FcGeluPath::own_gemm_sm90a,
      "v23 with an xw box a half and a GELU box of the helpers' own, each handed back when the next has landed", 24},
+    {"v25", FcGeluPath::own_gemm_sm90a,
+     "v14 with GELU computed by erff from each half's staged xw box, not looked up in the table", 25},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -1080,7 +1082,7 @@ std::vector<CaseSpec> lab_cases() {
                           "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
                           "double-buffering its stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, "
                           "v21 v14 asking for its bias early, v22 v14 on five stages, v23 v14 with GELU in helper "
-                          "warps, v24 v23 with a box a half",
+                          "warps, v24 v23 with a box a half, v25 v14 computing GELU by erff",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
