@@ -12,15 +12,17 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v24/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v25/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
-//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v24 one
+//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v25 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
 //   lab_fc_gelu_backward_bf16/version:v1-v5/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
 //                                     GEMM whose epilogue does the rest, v3 (R2-R4's on sm_90a) and v4 v2
 //                                     on clusters sharing w, and dy (kFcGeluBackwardVersions)
+//   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's) the
+//                                     GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue (kQkvWgradVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -466,7 +468,8 @@ class WgradLab final : public Case {
 //   v21: v14 asking for its epilogue's bias before the tile's products;
 //   v22: v14 on a five-stage ring and half-size staging boxes;
 //   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps;
-//   v24: v23 with a staging box for each half of a group's tile.
+//   v24: v23 with a staging box for each half of a group's tile;
+//   v25: v14 with GELU computed by erff from each half's staged xw box, not looked up.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
