@@ -99,6 +99,7 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // computed_gelu: v14's staged epilogue with GELU computed, not looked up: each half's xw box is written first, then
 // the group's 128 threads read it back 16 bytes at a time in a loop that is not unrolled and evaluate GELU by erff
 // (the bits the table holds), trading the table's scattered 2-byte reads and their bank conflicts for arithmetic.
+// Backward: GELU' evaluated in place for every element (erff and expf, the bits the table holds), no table.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -143,8 +144,8 @@ struct TileShape {
   static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
   static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
   static constexpr bool computed_gelu = kConfig.computed_gelu;
-  static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !backward &&
-                                   !gelu_helpers && !early_bias),
+  static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !gelu_helpers &&
+                                   !early_bias),
                 "computed GELU: v14's ping-pong block and staging boxes");
   static_assert(!xw_box_a_half || gelu_helpers, "an xw box a half: the GELU helpers' staging");
   static_assert(!gelu_helpers || (producer_group && pingpong && wide_table && staged_rows == 128 &&
@@ -739,7 +740,15 @@ __device__ void backward_half(const FcGeluSmem<Shape>& s, unsigned char* box, co
           dgelu[c] = __floats2bfloat162_rn(acc[f][4 * j + 2 * half], acc[f][4 * j + 2 * half + 1]);
         }
         float2 derivative[4];
-        derivative_batch(s.gelu_table, pre, derivative);
+        if constexpr (Shape::computed_gelu) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const float2 z = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pre[c]));
+            derivative[c] = make_float2(gelu_derivative(z.x), gelu_derivative(z.y));
+          }
+        } else {
+          derivative_batch(s.gelu_table, pre, derivative);
+        }
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const float lo = __low2float(dgelu[c]) * derivative[c].x, hi = __high2float(dgelu[c]) * derivative[c].y;
@@ -1009,7 +1018,9 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       }
     hw::mbarrier_init_fence();
   }
-  if constexpr (Shape::backward)
+  if constexpr (Shape::computed_gelu)
+    ;  // no table
+  else if constexpr (Shape::backward)
     fill_bf16_table(s.gelu_table, [](float x) { return gelu_derivative(x); });
   else if constexpr (Shape::wide_table)
     for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
