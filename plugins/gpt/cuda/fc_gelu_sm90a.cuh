@@ -1081,11 +1081,12 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         if (signals) hw::mbarrier_arrive(&s.x_empty);
         released = row_block + 1;
       }
-    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers && !Shape::computed_gelu)
+    constexpr bool computed_forward = Shape::computed_gelu && !Shape::backward;  // its bias read by chunks
+    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers && !computed_forward)
       load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::gelu_helpers)
       stage_xw(s, acc, cols, col0, handed);
-    else if constexpr (Shape::computed_gelu)
+    else if constexpr (computed_forward)
       store_tile_computed(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), col0);
     else if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
