@@ -100,6 +100,8 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // the group's 128 threads read it back 16 bytes at a time in a loop that is not unrolled and evaluate GELU by erff
 // (the bits the table holds), trading the table's scattered 2-byte reads and their bank conflicts for arithmetic.
 // Backward: GELU' evaluated in place for every element (erff and expf, the bits the table holds), no table.
+// early_xw (backward): a group asks for its tile's xw before it waits for its turn at the tensor cores, not once its
+// products are issued, so that the load has the other group's products and its own to land under.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -108,6 +110,7 @@ struct TileConfig {
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
   bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false, computed_gelu = false;
+  bool early_xw = false;
 };
 
 template <TileConfig kConfig>
@@ -143,7 +146,8 @@ struct TileShape {
   static_assert(cluster_cols == 1 || !resident_x, "x shared by multicast a stage at a time, not resident");
   static constexpr bool backward = kConfig.backward, early_bias = kConfig.early_bias;
   static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
-  static constexpr bool computed_gelu = kConfig.computed_gelu;
+  static constexpr bool computed_gelu = kConfig.computed_gelu, early_xw = kConfig.early_xw;
+  static_assert(!early_xw || kConfig.backward, "early xw: the backward's load of its tile's xw");
   static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !gelu_helpers &&
                                    !early_bias),
                 "computed GELU: v14's ping-pong block and staging boxes");
@@ -1054,6 +1058,9 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   [[maybe_unused]] int handed[2] = {0, 0};  // GELU helpers: the group's xw boxes handed over (each box's)
   for (int i = first, n = 0, released = 0; i < walk.block_tiles(); i += stride, ++n) {
     const int t = walk.tile(i), row_block = walk.row_block(i);
+    const int col0 = walk.col0(t, Shape::cols);
+    if constexpr (Shape::early_xw)
+      if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), col0);
     if constexpr (Shape::pingpong) {
       const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
       if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
@@ -1069,11 +1076,10 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       wait_or_trap(&s.x_full, row_block & 1);
     }
     [[maybe_unused]] __nv_bfloat162 tile_bias[16];  // the staged and backward epilogues' bias pairs
-    const int col0 = walk.col0(t, Shape::cols);
     if constexpr (Shape::early_bias) load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
       if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
-      if constexpr (Shape::backward)
+      if constexpr (Shape::backward && !Shape::early_xw)
         if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), col0);
     });
     if constexpr (Shape::resident_x)
