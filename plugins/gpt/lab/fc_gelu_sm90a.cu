@@ -200,23 +200,17 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
 
 void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,
                             const bf16* xw, const bf16* bias, int rows, int in, int out, cudaStream_t stream) {
+  const auto run = [&](auto shape, const char* name) {
+    using Shape = typename decltype(shape)::type;
+    fc_gelu::launch_backward<Shape>(name, dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);
+  };
   switch (version) {
-    case 2:
-      return fc_gelu::launch_backward<BackwardV2Shape>("lab_fc_gelu_backward_bf16 v2", dz, dbias, partials, dy, w, xw,
-                                                        bias, rows, in, out, stream);
+    case 2: return run(std::type_identity<BackwardV2Shape>{}, "lab_fc_gelu_backward_bf16 v2");
     case 3: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);  // keeper
-    case 4:
-      return fc_gelu::launch_backward<BackwardV4Shape>("lab_fc_gelu_backward_bf16 v4", dz, dbias, partials, dy, w, xw,
-                                                        bias, rows, in, out, stream);
-    case 5:
-      return fc_gelu::launch_backward<BackwardV5Shape>("lab_fc_gelu_backward_bf16 v5", dz, dbias, partials, dy, w, xw,
-                                                        bias, rows, in, out, stream);
-    case 6:
-      return fc_gelu::launch_backward<BackwardV6Shape>("lab_fc_gelu_backward_bf16 v6", dz, dbias, partials, dy, w, xw,
-                                                        bias, rows, in, out, stream);
-    case 7:
-      return fc_gelu::launch_backward<BackwardV7Shape>("lab_fc_gelu_backward_bf16 v7", dz, dbias, partials, dy, w, xw,
-                                                        bias, rows, in, out, stream);
+    case 4: return run(std::type_identity<BackwardV4Shape>{}, "lab_fc_gelu_backward_bf16 v4");
+    case 5: return run(std::type_identity<BackwardV5Shape>{}, "lab_fc_gelu_backward_bf16 v5");
+    case 6: return run(std::type_identity<BackwardV6Shape>{}, "lab_fc_gelu_backward_bf16 v6");
+    case 7: return run(std::type_identity<BackwardV7Shape>{}, "lab_fc_gelu_backward_bf16 v7");
     default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }
