@@ -54,6 +54,16 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
   return {(slots << 1) & 0x3ffeu, (slots >> 15) & 0x3ffeu, (offset & 0xf000f000u) != 0};
 }
 
+// The backward's packed table (packed_slots): GELU' in fp32 at slot m + 2048 sign for the bf16 magnitude bits
+// 0x3900 + m, m < 2048, i.e. |z| in [2^-13, 8), 16 KB; the values outside it are evaluated in place. Its half a power
+// of two, so that a pair's two byte offsets come from its bits as wide_table_slots' do (the same borrow caveat).
+constexpr std::uint32_t kPackedTableLow = 0x3900, kPackedTableHalf = 0x800, kPackedTableSize = 2 * kPackedTableHalf;
+__device__ inline WideSlots packed_derivative_slots(std::uint32_t pair) {
+  const std::uint32_t offset = (pair & 0x7fff7fffu) - (kPackedTableLow << 16 | kPackedTableLow);
+  const std::uint32_t slots = (offset & 0x07ff07ffu) | ((pair >> 4) & 0x08000800u);  // sign: + 2048
+  return {(slots << 2) & 0x3ffcu, (slots >> 14) & 0x3ffcu, (offset & 0xf800f800u) != 0};
+}
+
 // A version's features (TileConfig, the kernel's template argument, so that each version reads by name):
 // cols: the tile's output columns (128 or 256); stages: the stages of K in the ring; blocks_per_sm: the blocks an
 // SM holds. A warp group's part of a tile is `frags` fragments of 64 rows x 128 columns (an m64n128 product each
@@ -100,6 +110,9 @@ __device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
 // the group's 128 threads read it back 16 bytes at a time in a loop that is not unrolled and evaluate GELU by erff
 // (the bits the table holds), trading the table's scattered 2-byte reads and their bank conflicts for arithmetic.
 // Backward: GELU' evaluated in place for every element (erff and expf, the bits the table holds), no table.
+// packed_slots (backward): GELU' from kPackedTableSize fp32 entries whose two byte offsets a pair's bits give in a few
+// 32-bit operations (packed_derivative_slots), instead of bf16_table.hpp's table, a slot per element and a range check
+// each (Nsight Compute on v3: integer operations about half of the epilogue's 24 instructions an element).
 // early_xw (backward): a group asks for its tile's xw before it waits for its turn at the tensor cores, not once its
 // products are issued, so that the load has the other group's products and its own to land under.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
@@ -110,7 +123,7 @@ struct TileConfig {
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
   bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false, computed_gelu = false;
-  bool early_xw = false;
+  bool early_xw = false, packed_slots = false;
 };
 
 template <TileConfig kConfig>
@@ -148,6 +161,8 @@ struct TileShape {
   static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
   static constexpr bool computed_gelu = kConfig.computed_gelu, early_xw = kConfig.early_xw;
   static_assert(!early_xw || kConfig.backward, "early xw: the backward's load of its tile's xw");
+  static constexpr bool packed_slots = kConfig.packed_slots;
+  static_assert(!packed_slots || (kConfig.backward && !computed_gelu), "packed slots: the backward's table");
   static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !gelu_helpers &&
                                    !early_bias),
                 "computed GELU: v14's ping-pong block and staging boxes");
@@ -166,7 +181,9 @@ struct TileShape {
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
   using TableEntry = std::conditional_t<backward, float, unsigned short>;  // GELU's bf16 bits, or GELU' in fp32
-  static constexpr int table_size = wide_table ? kWideTableSize : kBf16TableSize;
+  static constexpr int table_size = wide_table     ? static_cast<int>(kWideTableSize)
+                                    : packed_slots ? static_cast<int>(kPackedTableSize)
+                                                   : kBf16TableSize;
   __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
@@ -703,6 +720,24 @@ __device__ __noinline__ float2 gelu_derivative_pair_in_place(std::uint32_t pre) 
   return make_float2(gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre))),
                      gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre >> 16))));
 }
+// packed_slots: derivative_batch on the packed table.
+__device__ inline void packed_derivative_batch(const float* table, const std::uint32_t (&pre)[4],
+                                               float2 (&derivative)[4]) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(table);
+  unsigned outside = 0;
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const WideSlots at = packed_derivative_slots(pre[c]);
+    outside |= at.outside ? 1u << c : 0u;
+    derivative[c] = make_float2(*reinterpret_cast<const float*>(bytes + at.low_bytes),
+                                *reinterpret_cast<const float*>(bytes + at.high_bytes));
+  }
+  if (__any_sync(kFullWarp, outside != 0)) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (outside & (1u << c)) derivative[c] = gelu_derivative_pair_in_place(pre[c]);
+  }
+}
 __device__ inline void derivative_batch(const float* table, const std::uint32_t (&pre)[4], float2 (&derivative)[4]) {
   unsigned outside = 0;
 #pragma unroll
@@ -750,6 +785,8 @@ __device__ void backward_half(const FcGeluSmem<Shape>& s, unsigned char* box, co
             const float2 z = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pre[c]));
             derivative[c] = make_float2(gelu_derivative(z.x), gelu_derivative(z.y));
           }
+        } else if constexpr (Shape::packed_slots) {
+          packed_derivative_batch(s.gelu_table, pre, derivative);
         } else {
           derivative_batch(s.gelu_table, pre, derivative);
         }
@@ -1024,6 +1061,12 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   }
   if constexpr (Shape::computed_gelu)
     ;  // no table
+  else if constexpr (Shape::packed_slots)
+    for (int slot = threadIdx.x; slot < static_cast<int>(kPackedTableSize); slot += blockDim.x) {
+      const auto bits =
+          static_cast<unsigned short>((slot / kPackedTableHalf) << 15 | (kPackedTableLow + slot % kPackedTableHalf));
+      s.gelu_table[slot] = gelu_derivative(float_of_bf16_bits(bits));
+    }
   else if constexpr (Shape::backward)
     fill_bf16_table(s.gelu_table, [](float x) { return gelu_derivative(x); });
   else if constexpr (Shape::wide_table)

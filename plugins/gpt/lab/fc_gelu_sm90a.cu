@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v25 and lab_fc_gelu_backward_bf16 v3-v7 (sm_90a): the MLP's fc layer in one kernel,
+// lab_fc_gelu_bf16 v5-v25 and lab_fc_gelu_backward_bf16 v3-v9 (sm_90a): the MLP's fc layer in one kernel,
 // cuda/fc_gelu_sm90a.cuh's, each version a TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -49,7 +49,9 @@
 // The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
 // 64-column boxes; v5: v2 with v21's early bias; v6: v3 with GELU' computed by erff and expf for every element, not
 // looked up (v25's trade on the backward); v7: v3 asking for its tile's xw before its turn at the tensor cores
-// (Nsight Compute on v3: 7% of the warp samples wait for xw, asked for once the tile's products are issued).
+// (Nsight Compute on v3: 7% of the warp samples wait for xw, asked for once the tile's products are issued); v8: v3
+// with GELU' from a 16 KB table over [2^-13, 8) whose slots a pair's bits give by packed 32-bit operations (v12's
+// trick on the backward); v9: v7 and v8 together.
 #include "../cuda/fc_gelu_sm90a.cuh"
 
 #include <string>
@@ -105,7 +107,7 @@ using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .staged_rows = 64,
                                       .staged_buffers = 2}>;
 
-// `base` with `change` applied: v18-v25 and the backward's v3-v7 read as the version they change and what changed.
+// `base` with `change` applied: v18-v25 and the backward's v3-v9 read as the version they change and what changed.
 template <typename Change>
 constexpr TileConfig changed(TileConfig base, Change change) {
   change(base);
@@ -138,6 +140,11 @@ using BackwardV4Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t
 using BackwardV5Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t.early_bias = true; })>;
 using BackwardV6Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.computed_gelu = true; })>;
 using BackwardV7Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.early_xw = true; })>;
+using BackwardV8Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.packed_slots = true; })>;
+using BackwardV9Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) {
+  t.early_xw = true;
+  t.packed_slots = true;
+})>;
 
 static_assert(V5Shape::blocks_per_sm * (kSmemBytes<V5Shape> + 1024) <= 228 * 1024, "two v5 blocks an SM");
 static_assert(kSmemBytes<V7Shape> + 1024 <= 228 * 1024, "one v7 block an SM");
@@ -166,7 +173,7 @@ void fc_gelu_sm90a_configure() {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable(
-        "gpt lab_fc_gelu_bf16 v5-v25 and lab_fc_gelu_backward_bf16 v2-v7 need sm_90a (wgmma): a compute capability 9.0 "
+        "gpt lab_fc_gelu_bf16 v5-v25 and lab_fc_gelu_backward_bf16 v2-v9 need sm_90a (wgmma): a compute capability 9.0 "
         "GPU");
 }
 
@@ -211,6 +218,8 @@ void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials
     case 5: return run(std::type_identity<BackwardV5Shape>{}, "lab_fc_gelu_backward_bf16 v5");
     case 6: return run(std::type_identity<BackwardV6Shape>{}, "lab_fc_gelu_backward_bf16 v6");
     case 7: return run(std::type_identity<BackwardV7Shape>{}, "lab_fc_gelu_backward_bf16 v7");
+    case 8: return run(std::type_identity<BackwardV8Shape>{}, "lab_fc_gelu_backward_bf16 v8");
+    case 9: return run(std::type_identity<BackwardV9Shape>{}, "lab_fc_gelu_backward_bf16 v9");
     default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

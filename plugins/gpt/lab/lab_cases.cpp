@@ -17,7 +17,7 @@
 //                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v25 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
-//   lab_fc_gelu_backward_bf16/version:v1-v7/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
+//   lab_fc_gelu_backward_bf16/version:v1-v9/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
 //                                     GEMM whose epilogue does the rest, v3 (R2-R4's on sm_90a) and v4 v2
 //                                     on clusters sharing w, and dy (kFcGeluBackwardVersions)
@@ -664,6 +664,8 @@ constexpr FcGeluBackwardVersion kFcGeluBackwardVersions[] = {
     {"v5", 5, "v2 with its epilogue's bias pairs asked for before the tile's products"},
     {"v6", 6, "v3 with GELU' evaluated by erff and expf for every element instead of looked up in a table"},
     {"v7", 7, "v3 asking for its tile's xw before its turn at the tensor cores, not once its products are issued"},
+    {"v8", 8, "v3 with GELU' from a 16 KB fp32 table whose two slots a bf16 pair's bits give by packed operations"},
+    {"v9", 9, "v7's early xw and v8's packed table together"},
 };
 
 class FcGeluBackwardLab final : public MlpLab {
@@ -1096,7 +1098,7 @@ std::vector<CaseSpec> lab_cases() {
           "gradient on bf16 tensors; v1 (R2-R4's without sm_90a) cuBLASLt's input-gradient GEMM, then the GELU "
           "backward pass, v2 one sm_90a GEMM whose epilogue applies GELU' and sums the columns, v3 (R2-R4's on "
           "sm_90a) and v4 v2 in clusters sharing w, or w and dy, v5 v2 asking for its bias early, v6 v3 "
-          "computing GELU', v7 v3 asking for xw early",
+          "computing GELU', v7 v3 asking for xw early, v8 v3 on a packed table, v9 both",
           lab::version_names(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions)), Precision::bf16, 0,
           {64, 512}),
       lab_case<QkvWgradLab>("lab_qkv_wgrad_bf16",
