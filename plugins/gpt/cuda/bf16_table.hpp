@@ -32,4 +32,32 @@ ROOFBENCH_GPT_HOST_DEVICE inline std::uint16_t bf16_of_table_slot(int slot) {
   return static_cast<std::uint16_t>((negative << 15) | ((kBf16TableExponentLo << 7) + offset));
 }
 
+// A pair table: a table whose half (one sign) is a power of two of consecutive bf16 magnitudes from kLow on, so that
+// the two slots of a bf16 pair's bits (low element in the low half) come from packed 32-bit operations, the
+// subtraction and masks working on both halves at once: slot m + half for a negative value of magnitude kLow + m.
+// fc_gelu_sm90a.cuh's wide table (GELU's bf16 bits, [2^-16, 2^16)) and packed table (GELU' in fp32, [2^-13, 8)).
+template <std::uint32_t kLow, int kHalfLog2, int kEntryLog2>
+struct PairTable {
+  static constexpr std::uint32_t low = kLow, half = 1u << kHalfLog2, size = 2 * half;
+  static constexpr int entry_bytes = 1 << kEntryLog2;
+  // The bits of the bf16 value slot `slot` holds the function of.
+  ROOFBENCH_GPT_HOST_DEVICE static std::uint16_t bits_of_slot(std::uint32_t slot) {
+    return static_cast<std::uint16_t>((slot / half) << 15 | (kLow + slot % half));
+  }
+  // The pair's two slots as byte offsets into the table, and whether either element is off it (then its neighbour's
+  // slot may be off by one, a borrow from the low half: evaluate both in place).
+  struct Slots {
+    std::uint32_t low_bytes, high_bytes;
+    bool outside;
+  };
+  ROOFBENCH_GPT_HOST_DEVICE static Slots slots(std::uint32_t pair) {
+    constexpr std::uint32_t in_half = (half - 1) << 16 | (half - 1), signs = half << 16 | half;
+    constexpr std::uint32_t byte_mask = (size - 1) << kEntryLog2;
+    const std::uint32_t offset = (pair & 0x7fff7fffu) - (kLow << 16 | kLow);
+    const std::uint32_t slot_pair = (offset & in_half) | ((pair >> (15 - kHalfLog2)) & signs);  // sign: + half
+    return {(slot_pair << kEntryLog2) & byte_mask, (slot_pair >> (16 - kEntryLog2)) & byte_mask,
+            (offset & ~in_half) != 0};
+  }
+};
+
 }  // namespace roofbench::gpt

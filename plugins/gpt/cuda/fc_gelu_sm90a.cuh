@@ -37,32 +37,11 @@ constexpr int kHelperThreads = 96;  // gelu_helpers: the producer group's three 
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 constexpr int kMaxResidentK = 512;  // a resident row block of x: 128 rows x 512 columns, 128 KB
 
-// The wide table (v12): slot m + 4096 sign for the bf16 magnitude bits 0x3780 + m, m < 4096, i.e. |z| in
-// [2^-16, 2^16); the values outside it (tiny, huge, NaN, infinity) are evaluated in place.
-constexpr std::uint32_t kWideTableLow = 0x3780, kWideTableHalf = 0x1000, kWideTableSize = 2 * kWideTableHalf;
-
-// The two slots of a bf16 pair's bits (low element in the low half), as byte offsets into the wide table, and
-// whether either element is off it (then its neighbour's slot may be off by one: a borrow from the low half; the
-// rare path evaluates both in place). Packed: the subtraction and masks work on both halves at once.
-struct WideSlots {
-  std::uint32_t low_bytes, high_bytes;
-  bool outside;
-};
-__device__ inline WideSlots wide_table_slots(std::uint32_t pair) {
-  const std::uint32_t offset = (pair & 0x7fff7fffu) - (kWideTableLow << 16 | kWideTableLow);
-  const std::uint32_t slots = (offset & 0x0fff0fffu) | ((pair >> 3) & 0x10001000u);  // sign: + 4096
-  return {(slots << 1) & 0x3ffeu, (slots >> 15) & 0x3ffeu, (offset & 0xf000f000u) != 0};
-}
-
-// The backward's packed table (packed_slots): GELU' in fp32 at slot m + 2048 sign for the bf16 magnitude bits
-// 0x3900 + m, m < 2048, i.e. |z| in [2^-13, 8), 16 KB; the values outside it are evaluated in place. Its half a power
-// of two, so that a pair's two byte offsets come from its bits as wide_table_slots' do (the same borrow caveat).
-constexpr std::uint32_t kPackedTableLow = 0x3900, kPackedTableHalf = 0x800, kPackedTableSize = 2 * kPackedTableHalf;
-__device__ inline WideSlots packed_derivative_slots(std::uint32_t pair) {
-  const std::uint32_t offset = (pair & 0x7fff7fffu) - (kPackedTableLow << 16 | kPackedTableLow);
-  const std::uint32_t slots = (offset & 0x07ff07ffu) | ((pair >> 4) & 0x08000800u);  // sign: + 2048
-  return {(slots << 2) & 0x3ffcu, (slots >> 14) & 0x3ffcu, (offset & 0xf800f800u) != 0};
-}
+// The wide table (v12): GELU's bf16 bits for the magnitudes 0x3780 + m, m < 4096, i.e. |z| in [2^-16, 2^16), 16 KB.
+// The backward's packed table (packed_slots): GELU' in fp32 for 0x3900 + m, m < 2048, i.e. |z| in [2^-13, 8), 16 KB.
+// The values outside either (tiny, huge, NaN, infinity) are evaluated in place.
+using WideTable = PairTable<0x3780, 12, 1>;
+using PackedTable = PairTable<0x3900, 11, 2>;
 
 // A version's features (TileConfig, the kernel's template argument, so that each version reads by name):
 // cols: the tile's output columns (128 or 256); stages: the stages of K in the ring; blocks_per_sm: the blocks an
@@ -78,7 +57,7 @@ __device__ inline WideSlots packed_derivative_slots(std::uint32_t pair) {
 // 384 threads would have at entry).
 // batched_lookup: the epilogue looks up eight elements' GELU at once, unconditionally, and branches once (a warp
 // vote) for values outside the table, instead of a branch per element (output_batch).
-// wide_table: batched_lookup on a table of every magnitude in [2^-16, 2^16) (wide_table_slots: two slots from a
+// wide_table: batched_lookup on a table of every magnitude in [2^-16, 2^16) (WideTable::slots: two slots from a
 // bf16 pair in a few 32-bit operations, 16 KB) instead of bf16_table.hpp's [2^-16, 8).
 // resident_x: each block takes a range of consecutive tiles and keeps the current row block of x (kMaxResidentK
 // columns at most) in shared memory while it walks that row block's column tiles, the ring carrying w alone: x read
@@ -110,8 +89,8 @@ __device__ inline WideSlots packed_derivative_slots(std::uint32_t pair) {
 // the group's 128 threads read it back 16 bytes at a time in a loop that is not unrolled and evaluate GELU by erff
 // (the bits the table holds), trading the table's scattered 2-byte reads and their bank conflicts for arithmetic.
 // Backward: GELU' evaluated in place for every element (erff and expf, the bits the table holds), no table.
-// packed_slots (backward): GELU' from kPackedTableSize fp32 entries whose two byte offsets a pair's bits give in a few
-// 32-bit operations (packed_derivative_slots), instead of bf16_table.hpp's table, a slot per element and a range check
+// packed_slots (backward): GELU' from PackedTable's 4096 fp32 entries, whose two byte offsets a pair's bits give in a
+// few 32-bit operations (PackedTable::slots), instead of bf16_table.hpp's table, a slot per element and a range check
 // each (Nsight Compute on v3: integer operations about half of the epilogue's 24 instructions an element).
 // early_xw (backward): a group asks for its tile's xw before it waits for its turn at the tensor cores, not once its
 // products are issued, so that the load has the other group's products and its own to land under.
@@ -181,8 +160,8 @@ struct TileShape {
   static_assert(!backward || (pingpong && staged_rows == 128 && staged_buffers == 1 && !resident_x && !wide_table),
                 "the backward epilogue is a ping-pong group's on one pair of 128-row staging boxes");
   using TableEntry = std::conditional_t<backward, float, unsigned short>;  // GELU's bf16 bits, or GELU' in fp32
-  static constexpr int table_size = wide_table     ? static_cast<int>(kWideTableSize)
-                                    : packed_slots ? static_cast<int>(kPackedTableSize)
+  static constexpr int table_size = wide_table     ? static_cast<int>(WideTable::size)
+                                    : packed_slots ? static_cast<int>(PackedTable::size)
                                                    : kBf16TableSize;
   __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
@@ -494,7 +473,7 @@ __device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(table);
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const WideSlots slots = wide_table_slots(pairs[c]);
+    const WideTable::Slots slots = WideTable::slots(pairs[c]);
     outside |= slots.outside ? 1u << c : 0u;
     gelu[c] = static_cast<std::uint32_t>(*reinterpret_cast<const unsigned short*>(bytes + slots.high_bytes)) << 16 |
               *reinterpret_cast<const unsigned short*>(bytes + slots.low_bytes);
@@ -503,7 +482,7 @@ __device__ inline uint4 gelu_chunk(const unsigned short* table, uint4 pre) {
   return __any_sync(kFullWarp, outside != 0) ? gelu_pairs_in_place(pre, out, outside) : out;
 }
 
-// output_batch on the wide table: two slots a pair from a few packed operations (wide_table_slots).
+// output_batch on the wide table: two slots a pair from a few packed operations (WideTable::slots).
 __device__ inline void output_batch_wide(const unsigned short* table, const float (&lo)[4], const float (&hi)[4],
                                          const __nv_bfloat162 (&bias)[4], std::uint32_t (&xw)[4],
                                          std::uint32_t (&gelu)[4]) {
@@ -727,7 +706,7 @@ __device__ inline void packed_derivative_batch(const float* table, const std::ui
   unsigned outside = 0;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const WideSlots at = packed_derivative_slots(pre[c]);
+    const PackedTable::Slots at = PackedTable::slots(pre[c]);
     outside |= at.outside ? 1u << c : 0u;
     derivative[c] = make_float2(*reinterpret_cast<const float*>(bytes + at.low_bytes),
                                 *reinterpret_cast<const float*>(bytes + at.high_bytes));
@@ -1062,19 +1041,14 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   if constexpr (Shape::computed_gelu)
     ;  // no table
   else if constexpr (Shape::packed_slots)
-    for (int slot = threadIdx.x; slot < static_cast<int>(kPackedTableSize); slot += blockDim.x) {
-      const auto bits =
-          static_cast<unsigned short>((slot / kPackedTableHalf) << 15 | (kPackedTableLow + slot % kPackedTableHalf));
-      s.gelu_table[slot] = gelu_derivative(float_of_bf16_bits(bits));
-    }
+    for (std::uint32_t slot = threadIdx.x; slot < PackedTable::size; slot += blockDim.x)
+      s.gelu_table[slot] = gelu_derivative(float_of_bf16_bits(PackedTable::bits_of_slot(slot)));
   else if constexpr (Shape::backward)
     fill_bf16_table(s.gelu_table, [](float x) { return gelu_derivative(x); });
   else if constexpr (Shape::wide_table)
-    for (int slot = threadIdx.x; slot < static_cast<int>(kWideTableSize); slot += blockDim.x) {
-      const auto bits =
-          static_cast<unsigned short>((slot / kWideTableHalf) << 15 | (kWideTableLow + slot % kWideTableHalf));
-      s.gelu_table[slot] = __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(bits))));
-    }
+    for (std::uint32_t slot = threadIdx.x; slot < WideTable::size; slot += blockDim.x)
+      s.gelu_table[slot] =
+          __bfloat16_as_ushort(__float2bfloat16_rn(gelu(float_of_bf16_bits(WideTable::bits_of_slot(slot)))));
   else
     fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
