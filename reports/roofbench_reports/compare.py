@@ -35,6 +35,11 @@ OBVIOUS_FACTOR = 2.0
 # runs; preempted but otherwise steady runs (matmuls, small adds) stayed at 0.92-1.0.
 UNSETTLED_FAST_EDGE = 0.8
 FAILED_GATES = ("fail", "error")
+# Mean SM clocks of the two sides further apart than this are noted on the row: under a power limit a GPU's time
+# follows the clock the limit leaves, which moves with how long and how hard the run drew power (a training step
+# at 700 W: 19.5 ms at 1545 MHz in 2 s runs, 20.4 ms at 1472 MHz in a 5 s run), so a change of about the
+# clocks' size may be theirs.
+CLOCK_NOTE_FRACTION = 0.01
 
 SLOWER, FASTER, SAME, CANNOT_JUDGE, NO_TIMING, NOT_COMPARABLE = (
     "slower", "faster", "unchanged", "cannot judge", "no timing", "not comparable")
@@ -186,6 +191,10 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
         if base_energy and new_energy:  # --energy on both sides: at the power limit, what sets the time
             comparison.notes.append(f"energy {format_si(base_energy, 'J')} -> {format_si(new_energy, 'J')} per run "
                                     f"(×{new_energy / base_energy:.2f})")
+        base_clock, new_clock = base.counter("sm_clock_mhz"), new.counter("sm_clock_mhz")
+        if base_clock and new_clock and abs(new_clock / base_clock - 1) > CLOCK_NOTE_FRACTION:
+            comparison.notes.append(f"mean SM clock {base_clock:.0f} -> {new_clock:.0f} MHz "
+                                    f"({100 * (new_clock / base_clock - 1):+.1f}%): the time follows it at a power limit")
         if ignored:
             comparison.notes.append(f"differs, ignored: {ignored}")
         if comparison.base is None or comparison.new is None:

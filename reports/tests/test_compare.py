@@ -241,6 +241,22 @@ class RunProblemsTest(unittest.TestCase):
                                 self.folder.write_json("energy_new.json", with_energy(3.0, 3.0)(self.document)))
         self.assertIn("energy 2 J -> 3 J per run (×1.50)", rows(out)["cpu/matmul_blas/n:128"][7])
 
+    def test_mean_clocks_apart_on_both_sides_are_noted_per_row(self):
+        def with_clock(mhz, factor=1.0):
+            def change(document):
+                changed = slowed(document, factor)
+                for entry in changed["benchmarks"]:
+                    entry["sm_clock_mhz"] = mhz
+                return changed
+            return change
+
+        base = self.folder.write_json("clock_base.json", with_clock(1549.0)(self.document))
+        _, out, _ = run_compare(base, self.folder.write_json("clock_near.json", with_clock(1555.0)(self.document)))
+        self.assertNotIn("mean SM clock", out)  # within 1%: not worth a note
+        _, out, _ = run_compare(base, self.folder.write_json("clock_far.json", with_clock(1597.0, 0.98)(self.document)))
+        self.assertIn("mean SM clock 1549 -> 1597 MHz (+3.1%): the time follows it at a power limit",
+                      rows(out)["cpu/matmul_blas/n:128"][7])
+
     def test_a_fact_of_many_parts_shows_only_the_parts_that_differ(self):
         shapes = [f"m {m} n 65536 k 512 TN bf16->bf16: algo 66, tile 29" for m in (512, 1536, 2048)]
         changed = shapes[:1] + ["m 1536 n 65536 k 512 TN bf16->bf16: algo 66, tile 20"] + shapes[2:]
