@@ -99,7 +99,11 @@ def ladder_blocks(device):
                 for key in keys]
         columns = ([Column("rung")] + [Column(series_name(name), numeric=True) for name, _ in series]
                    + [Column("roofbench / best other", numeric=True)])
-        blocks += [Heading(3, f"{device.device.name}: the {title} ladder, every series"), Table(columns, rows)]
+        blocks += [Heading(3, f"{device.device.name}: the {title} ladder, every series"),
+                   Paragraph("Each cell: the rung's rate, what ran and, where recorded, its mean SM clock over the "
+                             "samples. At the power limit a step that does more work a second draws the clock down, "
+                             "so the series' clocks differ; the ratio is of the rates as measured."),
+                   Table(columns, rows)]
     return blocks
 
 
@@ -114,10 +118,13 @@ def _fastest_per_key(rungs):
 
 
 def _rung_text(rung):
+    """The rung's rate, what ran, and its mean SM clock where recorded: at a power limit the rate follows the clock
+    the limit leaves, so a ratio between series is read beside their clocks."""
     if rung is None:
         return "—"
-    where = ", ".join(part for part in (rung.title, rung.detail) if part)
-    return f"{format_si(rung.rate, rung.benchmark.items_counter)} ({where})"
+    clock = rung.benchmark.counter("sm_clock_mhz")
+    parts = [part for part in (rung.title, rung.detail) if part] + ([f"{clock:.0f} MHz"] if clock else [])
+    return f"{format_si(rung.rate, rung.benchmark.items_counter)} ({', '.join(parts)})"
 
 
 def _ratio_text(key, rates):

@@ -45,6 +45,18 @@ class PageTest(unittest.TestCase):
                       ladder)
         self.assertIn("| R3 | — | 2.26 Mtokens/s (R3_batch, batch:512) | — |", ladder)
 
+    def test_a_rung_shows_its_mean_clock_where_recorded(self):
+        document = load_fixture(TORCH_LADDER)
+        for entry in document["benchmarks"]:
+            if entry["name"].startswith("torch/R3_batch/"):
+                entry["sm_clock_mhz"] = 1793.4
+        (self.folder.path / TORCH_LADDER.name).unlink()
+        self.folder.write_json("torch_clocked.json", document)
+        page = reference.reference_page([str(self.folder.path)])
+        ladder = page[page.index("### NVIDIA H200: the gpt ladder, every series"):]
+        self.assertIn("| R3 | — | 2.26 Mtokens/s (R3_batch, batch:512, 1793 MHz) | — |", ladder)
+        self.assertIn("| R1 | 382 ktokens/s (R1_fused, batch:64) |", ladder)  # none recorded: none shown
+
     def test_a_named_series_is_a_column_and_the_ratio_is_to_the_fastest_other(self):
         document = load_fixture(TORCH_LADDER)
         for entry in document["benchmarks"]:
