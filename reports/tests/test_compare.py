@@ -60,6 +60,14 @@ def slowed(document, factor):
     return result
 
 
+def with_counter(document, name, value, factor=1.0):
+    """slowed(document, factor) with counter `name` set to value on every benchmark."""
+    changed = slowed(document, factor)
+    for entry in changed["benchmarks"]:
+        entry[name] = value
+    return changed
+
+
 def compare_sides(base_files, new_files, *options):
     """roofbench-compare with the first file of each side as its positional argument, the rest as
     --base / --new."""
@@ -227,33 +235,22 @@ class RunProblemsTest(unittest.TestCase):
 
     def test_energy_on_both_sides_is_noted_per_row(self):
         def with_energy(joules, factor=1.0):
-            def change(document):
-                changed = slowed(document, factor)
-                for entry in changed["benchmarks"]:
-                    entry["energy_per_run"] = joules
-                return changed
-            return change
+            return with_counter(self.document, "energy_per_run", joules, factor)
 
-        _, out, _ = run_compare(self.base[0], self.folder.write_json("energy_base.json",
-                                                                     with_energy(2.0)(self.document)))
+        _, out, _ = run_compare(self.base[0], self.folder.write_json("energy_base.json", with_energy(2.0)))
         self.assertNotIn("per run (×", out)  # only one side has it
-        _, out, _ = run_compare(self.folder.write_json("energy_base.json", with_energy(2.0)(self.document)),
-                                self.folder.write_json("energy_new.json", with_energy(3.0, 3.0)(self.document)))
+        _, out, _ = run_compare(self.folder.write_json("energy_base.json", with_energy(2.0)),
+                                self.folder.write_json("energy_new.json", with_energy(3.0, 3.0)))
         self.assertIn("energy 2 J -> 3 J per run (×1.50)", rows(out)["cpu/matmul_blas/n:128"][7])
 
     def test_mean_clocks_apart_on_both_sides_are_noted_per_row(self):
         def with_clock(mhz, factor=1.0):
-            def change(document):
-                changed = slowed(document, factor)
-                for entry in changed["benchmarks"]:
-                    entry["sm_clock_mhz"] = mhz
-                return changed
-            return change
+            return with_counter(self.document, "sm_clock_mhz", mhz, factor)
 
-        base = self.folder.write_json("clock_base.json", with_clock(1549.0)(self.document))
-        _, out, _ = run_compare(base, self.folder.write_json("clock_near.json", with_clock(1555.0)(self.document)))
+        base = self.folder.write_json("clock_base.json", with_clock(1549.0))
+        _, out, _ = run_compare(base, self.folder.write_json("clock_near.json", with_clock(1555.0)))
         self.assertNotIn("mean SM clock", out)  # within 1%: not worth a note
-        _, out, _ = run_compare(base, self.folder.write_json("clock_far.json", with_clock(1597.0, 0.98)(self.document)))
+        _, out, _ = run_compare(base, self.folder.write_json("clock_far.json", with_clock(1597.0, 0.98)))
         self.assertIn("mean SM clock 1549 -> 1597 MHz (+3.1%): the time follows it at a power limit",
                       rows(out)["cpu/matmul_blas/n:128"][7])
 
