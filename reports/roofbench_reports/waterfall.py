@@ -55,6 +55,12 @@ class Rung:
         """Joules per run (--energy; PyTorch's script measures it the same way), None if not measured."""
         return self.benchmark.counter("energy_per_run")
 
+    @property
+    def clock(self):
+        """The mean SM clock over its samples in MHz (both frameworks record it), None if not recorded: at the power
+        limit a rung's rate follows it."""
+        return self.benchmark.counter("sm_clock_mhz")
+
 
 def source_of(benchmark):
     """'' for roofbench's own results, else the framework the figures come from ('pytorch')."""
@@ -211,6 +217,8 @@ class Bar:
             parts.append(f"peak memory {_memory_text(self.rung)}")
         if self.energy:
             parts.append(self.energy)
+        if self.rung.clock:
+            parts.append(f"mean SM clock {self.rung.clock:.0f} MHz")
         return ", ".join(parts)
 
 

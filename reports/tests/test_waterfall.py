@@ -195,6 +195,16 @@ class WaterfallTest(unittest.TestCase):
         self.assertNotIn("energy", plain.subtitle)
         self.assertNotIn("J/run", plain_svg)
 
+    def test_a_bars_hover_names_its_mean_clock_where_recorded(self):
+        mine, torch = gpt_ladder_run(), load_fixture(TORCH_RUN)
+        for entry in mine["benchmarks"]:
+            if entry["name"].startswith("gpt/R3_batch/"):
+                entry["sm_clock_mhz"] = 1495.2
+        figure, _ = drawn(waterfall.ladder_groups(device_of(mine, torch)))
+        hovers = [bar.hover(figure.counter) for bar in figure.bars]
+        self.assertEqual([text for text in hovers if "MHz" in text and "gpt/R3_batch/" not in text], [])
+        self.assertTrue(any(text.endswith("mean SM clock 1495 MHz") for text in hovers), hovers)
+
     def test_the_other_series_follows_the_declared_order_whatever_order_it_ran_in(self):
         torch = load_fixture(TORCH_RUN)
         torch["benchmarks"].reverse()  # as when the script is given --rungs R4_checkpoint,...,R0_eager
