@@ -36,9 +36,9 @@ OBVIOUS_FACTOR = 2.0
 UNSETTLED_FAST_EDGE = 0.8
 FAILED_GATES = ("fail", "error")
 # Mean SM clocks of the two sides further apart than this are noted on the row: under a power limit a GPU's time
-# follows the clock the limit leaves, which moves with how long and how hard the run drew power (a training step
-# at 700 W: 19.5 ms at 1545 MHz in 2 s runs, 20.4 ms at 1472 MHz in a 5 s run), so a change of about the
-# clocks' size may be theirs.
+# follows the clock the limit leaves, which moves with how long and how hard the GPU drew power before and during
+# the samples (a training step at 700 W: 19.5 ms at 1545 MHz in short ungated runs, 20.4 ms at 1472 MHz in a gated
+# 5 s run), so a change of about the clocks' size may be theirs.
 CLOCK_NOTE_FRACTION = 0.01
 
 SLOWER, FASTER, SAME, CANNOT_JUDGE, NO_TIMING, NOT_COMPARABLE = (
@@ -193,8 +193,9 @@ def compare_benchmarks(base_benchmarks, new_benchmarks, threshold, alpha, ignore
                                     f"(×{new_energy / base_energy:.2f})")
         base_clock, new_clock = base.counter("sm_clock_mhz"), new.counter("sm_clock_mhz")
         if base_clock and new_clock and abs(new_clock / base_clock - 1) > CLOCK_NOTE_FRACTION:
-            comparison.notes.append(f"mean SM clock {base_clock:.0f} -> {new_clock:.0f} MHz "
-                                    f"({100 * (new_clock / base_clock - 1):+.1f}%): the time follows it at a power limit")
+            change = 100 * (new_clock / base_clock - 1)
+            comparison.notes.append(f"mean SM clock {base_clock:.0f} -> {new_clock:.0f} MHz ({change:+.1f}%): "
+                                    "the time follows it at a power limit")
         if ignored:
             comparison.notes.append(f"differs, ignored: {ignored}")
         if comparison.base is None or comparison.new is None:
