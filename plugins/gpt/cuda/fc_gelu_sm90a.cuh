@@ -69,7 +69,7 @@ using PackedTable = PairTable<0x3900, 11, 2>;
 // backward: the layer after GELU's input gradient with GELU's backward (fc_gelu_backward_sm90a): A = dy, B the
 // next layer's weight read MN-major (stored [in][out]: wgmma's imm-trans-b), and the epilogue loads the tile's
 // pre-activation product xw (fc's, without its bias) by TMA into the staging boxes as soon as its products are
-// issued, writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by TMA, and writes the tile's column
+// issued (early_xw: before its turn), writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by TMA, and writes the tile's column
 // sums of the unrounded products (fc's bias gradient) to its row block's row of the partials: gelu_backward_add_bias's
 // arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as cuBLASLt's output is.
 // cluster_rows, cluster_cols (1 or 2 each): blocks run in clusters of cluster_rows x cluster_cols that walk units of
@@ -1038,8 +1038,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       }
     hw::mbarrier_init_fence();
   }
-  if constexpr (Shape::computed_gelu)
-    ;  // no table
+  if constexpr (Shape::computed_gelu && Shape::backward)
+    ;  // no table (v25, the forward's, fills the wide table it does not read, as when it was timed)
   else if constexpr (Shape::packed_slots)
     for (std::uint32_t slot = threadIdx.x; slot < PackedTable::size; slot += blockDim.x)
       s.gelu_table[slot] = gelu_derivative(float_of_bf16_bits(PackedTable::bits_of_slot(slot)));

@@ -163,6 +163,8 @@ static_assert(kSmemBytes<V19Shape> + 1024 <= 228 * 1024, "one v19 block an SM");
 static_assert(sizeof(FcGeluSmem<V22Shape>) == sizeof(FcGeluSmem<V19Shape>), "v22 is v19 on single blocks");
 static_assert(sizeof(FcGeluSmem<V23Shape>) == sizeof(FcGeluSmem<V14Shape>), "v23 stages in v14's boxes");
 static_assert(kSmemBytes<V24Shape> + 1024 <= 228 * 1024, "one v24 block an SM");
+static_assert(kSmemBytes<BackwardV3Shape> + 1024 <= 228 * 1024, "one backward v3 block an SM");
+static_assert(kSmemBytes<BackwardV9Shape> + 1024 <= 228 * 1024, "one backward v9 block an SM");
 static_assert(sizeof(FcGeluSmem<V20Shape>) == sizeof(FcGeluSmem<V14Shape>), "v20 is v14 in clusters of four");
 static_assert(offsetof(FcGeluSmem<V14Shape>, staging) % attention::kAtomBytes == 0, "staging on a swizzle repeat");
 

@@ -20,7 +20,7 @@
 //   lab_fc_gelu_backward_bf16/version:v1-v9/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
 //                                     GEMM whose epilogue does the rest, v3 (R2-R4's on sm_90a) and v4 v2
-//                                     on clusters sharing w, and dy (kFcGeluBackwardVersions)
+//                                     on clusters sharing w, and dy, v5-v9 (kFcGeluBackwardVersions)
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's) the
 //                                     GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue (kQkvWgradVersions)
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -649,7 +649,9 @@ class FcGeluLab final : public MlpLab {
 //   v3 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): v2 on clusters of two blocks on
 //       adjacent row blocks, each multicasting half of every stage of w to both;
 //   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's;
-//   v5: v2 asking for its epilogue's bias pairs before the tile's products.
+//   v5: v2 asking for its epilogue's bias pairs before the tile's products;
+//   v6: v3 with GELU' computed for every element; v7: v3 asking for xw before its turn; v8: v3 on a packed table;
+//       v9: v7 and v8 (lab/fc_gelu_sm90a.cu says each one's why).
 struct FcGeluBackwardVersion {
   const char* name;
   int sm90a_version;  // lab::fc_gelu_backward_sm90a's version; 0: cuBLASLt and the pass
