@@ -69,9 +69,10 @@ using PackedTable = PairTable<0x3900, 11, 2>;
 // backward: the layer after GELU's input gradient with GELU's backward (fc_gelu_backward_sm90a): A = dy, B the
 // next layer's weight read MN-major (stored [in][out]: wgmma's imm-trans-b), and the epilogue loads the tile's
 // pre-activation product xw (fc's, without its bias) by TMA into the staging boxes as soon as its products are
-// issued (early_xw: before its turn), writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by TMA, and writes the tile's column
-// sums of the unrounded products (fc's bias gradient) to its row block's row of the partials: gelu_backward_add_bias's
-// arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as cuBLASLt's output is.
+// issued (early_xw: before its turn), writes bf16(bf16(dy w) GELU'(bf16(xw + bias))) over it and stores that by
+// TMA, and writes the tile's column sums of the unrounded products (fc's bias gradient) to its row block's row of
+// the partials: gelu_backward_add_bias's arithmetic, its d_gelu the GEMM's accumulators rounded to bf16 as
+// cuBLASLt's output is.
 // cluster_rows, cluster_cols (1 or 2 each): blocks run in clusters of cluster_rows x cluster_cols that walk units of
 // that many adjacent row blocks and column tiles, a block each. The blocks of a unit's column tile (cluster_rows of
 // them) each load a half of every w stage (64 of the tile's rows of w; backward, one of its two 64-column boxes) and
@@ -699,6 +700,17 @@ __device__ __noinline__ float2 gelu_derivative_pair_in_place(std::uint32_t pre) 
   return make_float2(gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre))),
                      gelu_derivative(float_of_bf16_bits(static_cast<unsigned short>(pre >> 16))));
 }
+// The pairs a lookup found off its table (bit c of `outside` for pair c) evaluated in place, once a warp vote says
+// any lane has one.
+__device__ inline void derivatives_off_the_table(const std::uint32_t (&pre)[4], unsigned outside,
+                                                 float2 (&derivative)[4]) {
+  if (__any_sync(kFullWarp, outside != 0)) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (outside & (1u << c)) derivative[c] = gelu_derivative_pair_in_place(pre[c]);
+  }
+}
+
 // packed_slots: derivative_batch on the packed table.
 __device__ inline void packed_derivative_batch(const float* table, const std::uint32_t (&pre)[4],
                                                float2 (&derivative)[4]) {
@@ -711,11 +723,7 @@ __device__ inline void packed_derivative_batch(const float* table, const std::ui
     derivative[c] = make_float2(*reinterpret_cast<const float*>(bytes + at.low_bytes),
                                 *reinterpret_cast<const float*>(bytes + at.high_bytes));
   }
-  if (__any_sync(kFullWarp, outside != 0)) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      if (outside & (1u << c)) derivative[c] = gelu_derivative_pair_in_place(pre[c]);
-  }
+  derivatives_off_the_table(pre, outside, derivative);
 }
 __device__ inline void derivative_batch(const float* table, const std::uint32_t (&pre)[4], float2 (&derivative)[4]) {
   unsigned outside = 0;
@@ -726,11 +734,7 @@ __device__ inline void derivative_batch(const float* table, const std::uint32_t 
     outside |= (low | high) < 0 ? 1u << c : 0u;
     derivative[c] = make_float2(table[max(low, 0)], table[max(high, 0)]);
   }
-  if (__any_sync(kFullWarp, outside != 0)) {
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      if (outside & (1u << c)) derivative[c] = gelu_derivative_pair_in_place(pre[c]);
-  }
+  derivatives_off_the_table(pre, outside, derivative);
 }
 
 // Backward: one 64-column half of a group's tile, its xw in `box` (landed), overwritten with the input gradient;
