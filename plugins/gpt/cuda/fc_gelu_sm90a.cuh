@@ -95,6 +95,9 @@ using PackedTable = PairTable<0x3900, 11, 2>;
 // each (Nsight Compute on v3: integer operations about half of the epilogue's 24 instructions an element).
 // early_xw (backward): a group asks for its tile's xw before it waits for its turn at the tensor cores, not once its
 // products are issued, so that the load has the other group's products and its own to land under.
+// warp_stores (staged stores, 128-row boxes): each warp stages its own 16 rows of each fragment and stores them by
+// TMA itself (16-row boxes), so that no warp waits at the group's barriers for the slowest of the four (Nsight
+// Compute on v14: 14% of the warp samples at those two barriers).
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -103,7 +106,7 @@ struct TileConfig {
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
   bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false, computed_gelu = false;
-  bool early_xw = false, packed_slots = false;
+  bool early_xw = false, packed_slots = false, warp_stores = false;
 };
 
 template <TileConfig kConfig>
@@ -141,7 +144,12 @@ struct TileShape {
   static constexpr bool gelu_helpers = kConfig.gelu_helpers, xw_box_a_half = kConfig.xw_box_a_half;
   static constexpr bool computed_gelu = kConfig.computed_gelu, early_xw = kConfig.early_xw;
   static_assert(!early_xw || kConfig.backward, "early xw: the backward's load of its tile's xw");
-  static constexpr bool packed_slots = kConfig.packed_slots;
+  static constexpr bool packed_slots = kConfig.packed_slots, warp_stores = kConfig.warp_stores;
+  static_assert(!warp_stores || (staged_rows == 128 && !kConfig.backward && !kConfig.gelu_helpers &&
+                                 !kConfig.computed_gelu),
+                "warp stores: v14's staged epilogue");
+  // The rows of an output box the TMA stores: a warp's 16 (warp_stores) or the staging box's.
+  static constexpr int store_box_rows = warp_stores ? 16 : staged_rows;
   static_assert(!packed_slots || (kConfig.backward && !computed_gelu), "packed slots: the backward's table");
   static_assert(!computed_gelu || (pingpong && staged_rows == 128 && staged_buffers == 1 && !gelu_helpers &&
                                    !early_bias),
@@ -661,12 +669,46 @@ __device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* x
   }
 }
 
+// warp_stores: store_tile_staged with each warp's 16 rows of each fragment staged and stored by the warp alone (its
+// lane 0 issues and waits for its own stores), so that the group's warps never wait for one another.
+template <typename Shape>
+__device__ void store_tile_staged_by_warp(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
+                                          const __nv_bfloat162 (&tile_bias)[16], int cols, int row0, int col0) {
+  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
+  const bool issues = threadIdx.x % 32 == 0;
+  auto& boxes = s.staging.box[group][0];  // [xw, gelu]
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
+    if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+    if (issues) hw::bulk_wait_group_read<0>();  // this warp's last stores have read its rows
+    __syncwarp();
+#pragma unroll
+    for (int f = 0; f < Shape::frags; ++f)
+      stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h, Shape::frag_row(f, group));
+    hw::fence_proxy_async_shared();
+    __syncwarp();
+    if (issues) {
+#pragma unroll
+      for (int f = 0; f < Shape::frags; ++f) {
+        const int box_row = Shape::frag_row(f, group) + 16 * warp;  // a multiple of 8: the swizzle holds
+        hw::tma_store_2d(maps.xw, boxes[0] + box_row * 128, row0 + box_row, col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, boxes[1] + box_row * 128, row0 + box_row, col0 + 64 * h);
+      }
+      hw::bulk_commit_group();
+    }
+  }
+}
+
 // `staged` counts the group's boxes stored so far: with two buffers, box n goes through buffer n % 2, and its writes
 // wait only for the stores of box n - 2 to have read it.
 template <typename Shape>
 __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
                                   const __nv_bfloat162 (&tile_bias)[16], int cols, int row0, int col0, int& staged) {
   static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
+  if constexpr (Shape::warp_stores) {
+    store_tile_staged_by_warp(s, acc, maps, tile_bias, cols, row0, col0);
+    return;
+  }
   constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
   const int group = threadIdx.x / 128;
   const bool issues = threadIdx.x % 128 == 0;
@@ -1123,7 +1165,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       store_tile(s, acc, xw, gelu_out, bias, rows, cols, walk.row0(t), col0);
   }
   if constexpr (Shape::staged_stores && !Shape::gelu_helpers)
-    if (threadIdx.x % 128 == 0) hw::bulk_wait_group<0>();  // the last stores' writes, before the block ends
+    if (threadIdx.x % (Shape::warp_stores ? 32 : 128) == 0) hw::bulk_wait_group<0>();  // the last stores' writes
 }
 
 // Each shape's kernel's persistent grid, set by configure at its first launch: the blocks the device holds at once
@@ -1229,8 +1271,8 @@ void launch(const char* version, bf16* xw, bf16* gelu_out, const bf16* x, const 
                      matrix_map(w, out, in, kTileRows / Shape::cluster_rows), {}, {},
                      xw, gelu_out, bias, nullptr};
   if constexpr (Shape::staged_stores) {
-    ops.xw_map = matrix_map(xw, rows, out, Shape::staged_rows);
-    ops.out_map = matrix_map(gelu_out, rows, out, Shape::staged_rows);
+    ops.xw_map = matrix_map(xw, rows, out, Shape::store_box_rows);
+    ops.out_map = matrix_map(gelu_out, rows, out, Shape::store_box_rows);
   }
   run_kernel<Shape>(version, ops, rows, in, out, persistent, stream);
 }
