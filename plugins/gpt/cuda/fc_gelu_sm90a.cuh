@@ -98,6 +98,10 @@ using PackedTable = PairTable<0x3900, 11, 2>;
 // warp_stores (staged stores, 128-row boxes): each warp stages its own 16 rows of each fragment and stores them by
 // TMA itself (16-row boxes), so that no warp waits at the group's barriers for the slowest of the four (Nsight
 // Compute on v14: 14% of the warp samples at those two barriers).
+// paired_groups (ping-pong, warp stores): four consumer warp groups in two pairs; a pair shares each 128 x 128 tile
+// (64 rows a group, 64 accumulators a thread) and the pairs take every other tile in turns, so that two warps a
+// scheduler run the epilogue beside the other pair's products, not one (Nsight Compute on v14: a tile's epilogue
+// took about three times its products with one warp a scheduler issuing it). A producer warp, 544 threads.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -106,7 +110,7 @@ struct TileConfig {
   int staged_rows = 0, staged_buffers = 1;
   int cluster_rows = 1, cluster_cols = 1;
   bool backward = false, early_bias = false, gelu_helpers = false, xw_box_a_half = false, computed_gelu = false;
-  bool early_xw = false, packed_slots = false, warp_stores = false;
+  bool early_xw = false, packed_slots = false, warp_stores = false, paired_groups = false;
 };
 
 template <TileConfig kConfig>
@@ -121,20 +125,26 @@ struct TileShape {
                 "staged stores are a ping-pong epilogue's");
   static constexpr bool wide_table = kConfig.wide_table, resident_x = kConfig.resident_x;
   static constexpr int a_boxes = resident_x ? kMaxResidentK / kTileK : stages;  // x's tiles in shared memory
-  static constexpr bool producer_group = blocks_per_sm == 1;
-  static constexpr int threads = kConsumerThreads + (producer_group ? 128 : 32);
+  static constexpr bool paired_groups = kConfig.paired_groups;
+  static_assert(!paired_groups || (pingpong && kConfig.warp_stores && blocks_per_sm == 1 && !resident_x &&
+                                   kConfig.cluster_rows * kConfig.cluster_cols == 1),
+                "paired groups: v26's ping-pong block and stores");
+  static constexpr int groups = paired_groups ? 4 : 2;  // consumer warp groups
+  static constexpr int consumer_threads = 128 * groups;
+  static constexpr bool producer_group = blocks_per_sm == 1 && !paired_groups;
+  static constexpr int threads = consumer_threads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
   // The kernel's register cap (__maxnreg__): entry_registers, but for v5's and v6's 96, what __launch_bounds__(288,
   // 2) gave them when they were timed (v10 spilled 216 bytes at 96).
   static constexpr int max_registers = blocks_per_sm == 2 && !batched_lookup ? 96 : entry_registers;
   static constexpr bool wide_stores = kConfig.wide_stores;
-  static constexpr int frags = pingpong ? 2 : cols / 128;
+  static constexpr int frags = paired_groups ? 1 : pingpong ? 2 : cols / 128;
   static constexpr std::uint32_t b_bytes = cols * kTileK * sizeof(bf16);
   static constexpr int cluster_rows = kConfig.cluster_rows, cluster_cols = kConfig.cluster_cols;
   static constexpr int cluster_blocks = cluster_rows * cluster_cols;
   // The warp groups that release each stage: one (ping-pong) or both, of each block whose loads land in it (its
   // own, its w partner's, its x partner's).
-  static constexpr std::uint32_t releasers = (pingpong ? 1 : 2) * (cluster_rows + cluster_cols - 1);
+  static constexpr std::uint32_t releasers = (pingpong && !paired_groups ? 1 : 2) * (cluster_rows + cluster_cols - 1);
   static_assert(!pingpong || cols == 128, "a ping-pong warp group's tile is 128 x 128");
   static_assert((cluster_rows == 1 || cluster_rows == 2) && (cluster_cols == 1 || cluster_cols == 2),
                 "a cluster shares w between two row blocks at most, x between two column tiles");
@@ -145,8 +155,8 @@ struct TileShape {
   static constexpr bool computed_gelu = kConfig.computed_gelu, early_xw = kConfig.early_xw;
   static_assert(!early_xw || kConfig.backward, "early xw: the backward's load of its tile's xw");
   static constexpr bool packed_slots = kConfig.packed_slots, warp_stores = kConfig.warp_stores;
-  static_assert(!warp_stores || (staged_rows == 128 && !kConfig.backward && !kConfig.gelu_helpers &&
-                                 !kConfig.computed_gelu),
+  static_assert(!warp_stores || (staged_rows == (paired_groups ? 64 : 128) && !kConfig.backward &&
+                                 !kConfig.gelu_helpers && !kConfig.computed_gelu),
                 "warp stores: v14's staged epilogue");
   // The rows of an output box the TMA stores: a warp's 16 (warp_stores) or the staging box's.
   static constexpr int store_box_rows = warp_stores ? 16 : staged_rows;
@@ -162,7 +172,7 @@ struct TileShape {
   // beyond them waits forever), with a producer group: 40 for the producer group and 232 for the consumers, or with
   // GELU helpers 72 and 216.
   static constexpr int producer_registers = gelu_helpers ? 72 : 40, consumer_registers = gelu_helpers ? 216 : 232;
-  static_assert(!producer_group || 128 * producer_registers + kConsumerThreads * consumer_registers ==
+  static_assert(!producer_group || 128 * producer_registers + consumer_threads * consumer_registers ==
                                        threads * entry_registers,
                 "setmaxnreg: the consumers take what the producer group gives back");
   static_assert(!early_bias || staged_rows > 0, "early bias: the staged and backward epilogues");
@@ -172,7 +182,11 @@ struct TileShape {
   static constexpr int table_size = wide_table     ? static_cast<int>(WideTable::size)
                                     : packed_slots ? static_cast<int>(PackedTable::size)
                                                    : kBf16TableSize;
-  __device__ static int frag_row(int f, int group) { return pingpong ? 64 * f : 64 * group; }
+  __device__ static int frag_row(int f, int group) {
+    return paired_groups ? 64 * (group % 2) : pingpong ? 64 * f : 64 * group;
+  }
+  // The warp groups that take turns at the tensor cores, each a tile at a time: a group, or (paired_groups) a pair.
+  __device__ static int team(int group) { return paired_groups ? group / 2 : group; }
   __device__ static int frag_col(int f) { return pingpong ? 0 : 128 * f; }
 };
 
@@ -192,13 +206,13 @@ constexpr TileConfig kBackwardKeeperTile{.cols = 128,
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).
-template <int kRows, int kBuffers>
+template <int kRows, int kBuffers, int kGroups>
 struct alignas(1024) StagingBoxes {
   // [group][buffer][xw, gelu]: kRows rows x 64 columns of bf16, 128-byte swizzle
-  unsigned char box[2][kBuffers][2][kRows * 128];
+  unsigned char box[kGroups][kBuffers][2][kRows * 128];
 };
-template <int kBuffers>
-struct StagingBoxes<0, kBuffers> {};
+template <int kBuffers, int kGroups>
+struct StagingBoxes<0, kBuffers, kGroups> {};
 
 // xw_box_a_half: the helpers' own GELU box (128 rows x 64 columns, 128-byte swizzle); nothing otherwise.
 template <bool kHelperBox>
@@ -229,7 +243,7 @@ struct FcGeluSmem {
   // GELU helpers: group g's xw box (half h's, with xw_box_a_half; else [g][0]) written; its stores have read it.
   std::uint64_t box_full[2][2], box_empty[2][2];
   ColumnScratch<Shape::backward> columns;
-  StagingBoxes<Shape::staged_rows, Shape::staged_buffers> staging;
+  StagingBoxes<Shape::staged_rows, Shape::staged_buffers, Shape::groups> staging;
   HelperGeluBox<Shape::xw_box_a_half> helper_gelu;
 };
 template <typename Shape>
@@ -541,10 +555,12 @@ __device__ inline uint4 gather_chunk(const std::uint32_t (&p)[4], int t) {
 
 // The bias pairs of a thread's columns in 128 (cols0 + 8 j + 2 t, j = 0..15); past the matrix's edge, its last pair
 // (never stored). Two 2-byte loads a pair: the bias needs only bf16's alignment.
+// kFirst, kCount: those of columns cols0 + 8 kFirst .. alone (b[kFirst] ..), the others left unset.
+template <int kFirst = 0, int kCount = 16>
 __device__ inline void load_bias_pairs(__nv_bfloat162 (&b)[16], const bf16* __restrict__ bias, int cols0, int t,
                                        int cols) {
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = kFirst; j < kFirst + kCount; ++j) {
     const int col = min(cols0 + 8 * j + 2 * t, cols - 2);
     b[j] = __halves2bfloat162(bias[col], bias[col + 1]);
   }
@@ -671,28 +687,40 @@ __device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* x
 
 // warp_stores: store_tile_staged with each warp's 16 rows of each fragment staged and stored by the warp alone (its
 // lane 0 issues and waits for its own stores), so that the group's warps never wait for one another.
+// With paired_groups each half's bias pairs are loaded at the half's start (eight registers, not sixteen: at the
+// 120 registers of 544 threads the tile's sixteen spilled), tile_bias unused.
 template <typename Shape>
 __device__ void store_tile_staged_by_warp(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
-                                          const __nv_bfloat162 (&tile_bias)[16], int cols, int row0, int col0) {
+                                          const __nv_bfloat162 (&tile_bias)[16], const bf16* __restrict__ bias,
+                                          int cols, int row0, int col0) {
+  static_assert(Shape::warp_stores && Shape::batched_lookup && Shape::wide_table, "v14's epilogue, stored by warp");
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4;
   const bool issues = threadIdx.x % 32 == 0;
   auto& boxes = s.staging.box[group][0];  // [xw, gelu]
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // columns 64 h .. 64 h + 63
     if (col0 + 64 * h >= cols) break;  // the whole half past the matrix (uniform across the group)
+    [[maybe_unused]] __nv_bfloat162 half_bias[16];
+    if constexpr (Shape::paired_groups) {
+      if (h == 0) load_bias_pairs<0, 8>(half_bias, bias, col0, threadIdx.x % 4, cols);
+      else load_bias_pairs<8, 8>(half_bias, bias, col0, threadIdx.x % 4, cols);
+    }
     if (issues) hw::bulk_wait_group_read<0>();  // this warp's last stores have read its rows
     __syncwarp();
+    const __nv_bfloat162(&loaded)[16] = half_bias;
+    const __nv_bfloat162(&b)[16] = Shape::paired_groups ? loaded : tile_bias;
 #pragma unroll
     for (int f = 0; f < Shape::frags; ++f)
-      stage_fragment_half(s, boxes[0], boxes[1], acc[f], tile_bias, h, Shape::frag_row(f, group));
+      stage_fragment_half(s, boxes[0], boxes[1], acc[f], b, h, Shape::frag_row(f, group) % Shape::staged_rows);
     hw::fence_proxy_async_shared();
     __syncwarp();
     if (issues) {
 #pragma unroll
       for (int f = 0; f < Shape::frags; ++f) {
-        const int box_row = Shape::frag_row(f, group) + 16 * warp;  // a multiple of 8: the swizzle holds
-        hw::tma_store_2d(maps.xw, boxes[0] + box_row * 128, row0 + box_row, col0 + 64 * h);
-        hw::tma_store_2d(maps.gelu, boxes[1] + box_row * 128, row0 + box_row, col0 + 64 * h);
+        const int tile_row = Shape::frag_row(f, group) + 16 * warp;
+        const int box_row = tile_row % Shape::staged_rows;  // a multiple of 8: the swizzle holds
+        hw::tma_store_2d(maps.xw, boxes[0] + box_row * 128, row0 + tile_row, col0 + 64 * h);
+        hw::tma_store_2d(maps.gelu, boxes[1] + box_row * 128, row0 + tile_row, col0 + 64 * h);
       }
       hw::bulk_commit_group();
     }
@@ -705,10 +733,6 @@ template <typename Shape>
 __device__ void store_tile_staged(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
                                   const __nv_bfloat162 (&tile_bias)[16], int cols, int row0, int col0, int& staged) {
   static_assert(Shape::batched_lookup && Shape::wide_table && !Shape::wide_stores, "v12's epilogue, staged");
-  if constexpr (Shape::warp_stores) {
-    store_tile_staged_by_warp(s, acc, maps, tile_bias, cols, row0, col0);
-    return;
-  }
   constexpr int kParts = kTileRows / Shape::staged_rows, kFragsPerPart = Shape::frags / kParts;
   const int group = threadIdx.x / 128;
   const bool issues = threadIdx.x % 128 == 0;
@@ -1064,15 +1088,15 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
                          TileWalk<Shape::cluster_rows, Shape::cluster_cols> walk, float* partials) {
   extern __shared__ unsigned char raw[];
   FcGeluSmem<Shape>& s = attention::aligned_smem<FcGeluSmem<Shape>>(raw);
-  if (threadIdx.x == kConsumerThreads) {
+  if (threadIdx.x == Shape::consumer_threads) {
     hw::tma_prefetch_map(&x_map);
     hw::tma_prefetch_map(&w_map);
     for (int stage = 0; stage < Shape::stages; ++stage) {
       hw::mbarrier_init(&s.full[stage], 1);
       hw::mbarrier_init(&s.empty[stage], Shape::releasers);
     }
-    hw::mbarrier_init(&s.turn[0], 1);
-    hw::mbarrier_init(&s.turn[1], 1);
+    hw::mbarrier_init(&s.turn[0], Shape::groups / 2);  // a team's groups each arrive
+    hw::mbarrier_init(&s.turn[1], Shape::groups / 2);
     hw::mbarrier_init(&s.x_full, 1);
     hw::mbarrier_init(&s.x_empty, 2);  // both warp groups release each row block
     hw::mbarrier_init(&s.xw_full[0], 1);
@@ -1099,11 +1123,11 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     fill_bf16_table(s.gelu_table, [](float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(gelu(x))); });
   __syncthreads();
   if constexpr (Shape::cluster_blocks > 1) hw::cluster_sync();  // both blocks' barriers before either's copies
-  if (threadIdx.x >= kConsumerThreads) {
+  if (threadIdx.x >= Shape::consumer_threads) {
     if constexpr (Shape::producer_group) hw::setmaxnreg_dec<Shape::producer_registers>();
-    if (threadIdx.x == kConsumerThreads) load_tiles(s, &x_map, &w_map, walk);
+    if (threadIdx.x == Shape::consumer_threads) load_tiles(s, &x_map, &w_map, walk);
     if constexpr (Shape::gelu_helpers)
-      if (threadIdx.x >= kConsumerThreads + 32) gelu_helper_loop(s, OutputMaps{&xw_map, &out_map}, bias, cols, walk);
+      if (threadIdx.x >= Shape::consumer_threads + 32) gelu_helper_loop(s, OutputMaps{&xw_map, &out_map}, bias, cols, walk);
     return;
   }
   if constexpr (Shape::producer_group) hw::setmaxnreg_inc<Shape::consumer_registers>();
@@ -1114,7 +1138,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
   // last tile in it have completed; a row block of the range without a tile of the group (one tile at the range's
   // end, or every other with one column tile) it releases once that row block has landed, so that each release
   // counts toward its own row block's phase.
-  const int group = threadIdx.x / 128, first = Shape::pingpong ? group : 0, stride = Shape::pingpong ? 2 : 1;
+  const int group = threadIdx.x / 128, team = Shape::team(group);
+  const int first = Shape::pingpong ? team : 0, stride = Shape::pingpong ? 2 : 1;
   const bool signals = threadIdx.x % 128 == 0;
   float acc[Shape::frags][64];
   int staged = 0;  // staged stores: the group's boxes stored
@@ -1125,8 +1150,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if constexpr (Shape::early_xw)
       if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), col0);
     if constexpr (Shape::pingpong) {
-      const int turn = group == 0 ? n - 1 : n;  // group 0 starts without waiting
-      if (turn >= 0) wait_or_trap(&s.turn[group], turn & 1);
+      const int turn = team == 0 ? n - 1 : n;  // team 0 starts without waiting
+      if (turn >= 0) wait_or_trap(&s.turn[team], turn & 1);
     }
     if constexpr (Shape::resident_x) {
       for (; released < row_block; ++released) {
@@ -1141,7 +1166,7 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     [[maybe_unused]] __nv_bfloat162 tile_bias[16];  // the staged and backward epilogues' bias pairs
     if constexpr (Shape::early_bias) load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     multiply_tile(s, acc, group, walk.k_blocks, i * walk.k_blocks, [&] {
-      if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - group]);
+      if (Shape::pingpong && signals) hw::mbarrier_arrive(&s.turn[1 - team]);
       if constexpr (Shape::backward && !Shape::early_xw)
         if (signals) load_xw_tile(s, &xw_map, group, walk.row0(t), col0);
     });
@@ -1151,7 +1176,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
         released = row_block + 1;
       }
     constexpr bool computed_forward = Shape::computed_gelu && !Shape::backward;  // its bias read by chunks
-    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers && !computed_forward)
+    if constexpr (Shape::staged_stores && !Shape::early_bias && !Shape::gelu_helpers && !computed_forward &&
+                  !Shape::paired_groups)
       load_bias_pairs(tile_bias, bias, col0, threadIdx.x % 4, cols);
     if constexpr (Shape::gelu_helpers)
       stage_xw(s, acc, cols, col0, handed);
@@ -1159,6 +1185,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
       store_tile_computed(s, acc, OutputMaps{&xw_map, &out_map}, bias, cols, walk.row0(t), col0);
     else if constexpr (Shape::backward)
       store_tile_backward(s, acc, &out_map, tile_bias, partials, rows, cols, walk.row0(t), col0, n);
+    else if constexpr (Shape::warp_stores)
+      store_tile_staged_by_warp(s, acc, OutputMaps{&xw_map, &out_map}, tile_bias, bias, cols, walk.row0(t), col0);
     else if constexpr (Shape::staged_stores)
       store_tile_staged(s, acc, OutputMaps{&xw_map, &out_map}, tile_bias, cols, walk.row0(t), col0, staged);
     else

@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v26 and lab_fc_gelu_backward_bf16 v3-v9 (sm_90a): the MLP's fc layer in one kernel,
+// lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v3-v9 (sm_90a): the MLP's fc layer in one kernel,
 // cuda/fc_gelu_sm90a.cuh's, each version a TileConfig of its features.
 //
 // Why: v4 writes xw with cuBLASLt, then its GELU pass reads xw back and writes gelu. At R3's shape (65536 x 2048
@@ -47,7 +47,10 @@
 //       eight warps stay the ones that evaluate GELU; Nsight Compute on v14: the LSU data pipe 60% busy, the tensor
 //       pipe 43%);
 //   v26: v14 with each warp staging its own 16 rows of each fragment and storing them by TMA itself (16-row boxes),
-//       no barrier of the group around the stores (Nsight Compute on v14: 14% of the warp samples wait at them).
+//       no barrier of the group around the stores (Nsight Compute on v14: 14% of the warp samples wait at them);
+//   v27: v26 on four consumer warp groups in two pairs, a pair sharing each tile (64 rows a group) and the pairs taking
+//       every other tile in turns: two warps a scheduler for each epilogue, where v14's has one (Nsight Compute on
+//       v14: a tile's epilogue about three times as long as its products).
 // The backward's v3 and v4: v2 (kBackwardKeeperTile) on v18's and v20's clusters, w's stage shared as its two
 // 64-column boxes; v5: v2 with v21's early bias; v6: v3 with GELU' computed by erff and expf for every element, not
 // looked up (v25's trade on the backward); v7: v3 asking for its tile's xw before its turn at the tensor cores
@@ -109,7 +112,7 @@ using V17Shape = TileShape<TileConfig{.cols = 128,
                                       .staged_rows = 64,
                                       .staged_buffers = 2}>;
 
-// `base` with `change` applied: v18-v26 and the backward's v3-v9 read as the version they change and what changed.
+// `base` with `change` applied: v18-v27 and the backward's v3-v9 read as the version they change and what changed.
 template <typename Change>
 constexpr TileConfig changed(TileConfig base, Change change) {
   change(base);
@@ -131,6 +134,10 @@ using V23Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.gelu_helpers 
 using V24Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.gelu_helpers = t.xw_box_a_half = true; })>;
 using V25Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.computed_gelu = true; })>;
 using V26Shape = TileShape<changed(kV14Tile, [](TileConfig& t) { t.warp_stores = true; })>;
+using V27Shape = TileShape<changed(kV14Tile, [](TileConfig& t) {
+  t.warp_stores = t.paired_groups = true;
+  t.staged_rows = 64;  // a group's 64 rows of the tile
+})>;
 constexpr TileConfig kBackwardV2Tile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
 using BackwardV2Shape = TileShape<kBackwardV2Tile>;
@@ -178,7 +185,7 @@ void fc_gelu_sm90a_configure() {
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   if (!hopper::hopper_path_available(device))
     throw NotApplicable(
-        "gpt lab_fc_gelu_bf16 v5-v26 and lab_fc_gelu_backward_bf16 v2-v9 need sm_90a (wgmma): a compute capability 9.0 "
+        "gpt lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9 need sm_90a (wgmma): a compute capability 9.0 "
         "GPU");
 }
 
@@ -207,6 +214,7 @@ void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu_out, const bf16* x, const b
     case 24: return launch<V24Shape>("lab_fc_gelu_bf16 v24", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 25: return launch<V25Shape>("lab_fc_gelu_bf16 v25", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     case 26: return launch<V26Shape>("lab_fc_gelu_bf16 v26", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
+    case 27: return launch<V27Shape>("lab_fc_gelu_bf16 v27", xw, gelu_out, x, w, bias, rows, in, out, true, stream);
     default: throw Error("gpt: lab_fc_gelu_bf16 has no sm_90a version v" + std::to_string(version));
   }
 }

@@ -1,4 +1,4 @@
-// lab_fc_gelu_bf16 v5-v26 and lab_fc_gelu_backward_bf16 v2-v9 in a build without sm_90a code (ROOFBENCH_HOPPER_90A
+// lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9 in a build without sm_90a code (ROOFBENCH_HOPPER_90A
 // off): fc_gelu_sm90a.cu is not compiled, so they are not applicable on any device and their benchmarks are listed as
 // not run.
 #include "fc_gelu_sm90a.hpp"
@@ -10,7 +10,7 @@ namespace {
 
 [[noreturn]] void refuse() {
   throw NotApplicable(
-      "gpt lab_fc_gelu_bf16 v5-v26 and lab_fc_gelu_backward_bf16 v2-v9 need sm_90a code, which this build leaves out "
+      "gpt lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9 need sm_90a code, which this build leaves out "
       "(ROOFBENCH_HOPPER_90A=OFF)");
 }
 

@@ -12,9 +12,9 @@
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
 //   lab_wgrad/version:v1|v2|v3     the four weight-gradient GEMMs of a block (wgrad_versions.hpp)
-//   lab_fc_gelu_bf16/version:v1|v4-v26/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
+//   lab_fc_gelu_bf16/version:v1|v4-v27/batch:64|512  the MLP's fc GEMM + bias + GELU forward, bf16: v1
 //                                     cuBLASLt with its bias epilogue + GELU pass, v4 (R2-R4's without
-//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v26 one
+//                                     sm_90a) the bias moved from the GEMM into the GELU pass, v5-v27 one
 //                                     sm_90a GEMM whose epilogue writes both outputs, v14 R2-R4's on sm_90a
 //                                     (kFcGeluVersions)
 //   lab_fc_gelu_backward_bf16/version:v1-v9/batch:64|512  fc_proj's input gradient + GELU's backward + fc's
@@ -470,7 +470,8 @@ class WgradLab final : public Case {
 //   v23: v14 with GELU's lookups and the stores in the producer group's three idle warps;
 //   v24: v23 with a staging box for each half of a group's tile;
 //   v25: v14 with GELU computed by erff from each half's staged xw box, not looked up;
-//   v26: v14 with each warp staging and storing its own rows, no barrier of the group between its stores.
+//   v26: v14 with each warp staging and storing its own rows, no barrier of the group between its stores;
+//   v27: v26 on two pairs of warp groups, a pair sharing each tile, the pairs taking every other tile in turns.
 enum class FcGeluPath { cublas_bias_epilogue, cublas_then_bias_pass, own_gemm_sm90a };
 struct FcGeluVersion {
   const char* name;
@@ -520,6 +521,8 @@ constexpr FcGeluVersion kFcGeluVersions[] = {
      "v14 with GELU computed by erff from each half's staged xw box, not looked up in the table", 25},
     {"v26", FcGeluPath::own_gemm_sm90a,
      "v14 with each warp staging its own 16 rows of each fragment and storing them by TMA, no group barrier", 26},
+    {"v27", FcGeluPath::own_gemm_sm90a,
+     "v26 on four warp groups in two pairs, each pair a 128 x 128 tile (64 rows a group), the pairs in turns", 27},
 };
 
 const FcGeluVersion& fc_gelu_version(const Params& params) {
@@ -1094,7 +1097,7 @@ std::vector<CaseSpec> lab_cases() {
                           "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
                           "double-buffering its stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, "
                           "v21 v14 asking for its bias early, v22 v14 on five stages, v23 v14 with GELU in helper "
-                          "warps, v24 v23 with a box a half, v25 v14 computing GELU by erff, v26 v14 storing by warp",
+                          "warps, v24 v23 with a box a half, v25 v14 computing GELU by erff, v26 v14 storing by warp, v27 v26 on pairs of warp groups",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
