@@ -1127,7 +1127,8 @@ __global__ void __launch_bounds__(Shape::threads) __maxnreg__(Shape::max_registe
     if constexpr (Shape::producer_group) hw::setmaxnreg_dec<Shape::producer_registers>();
     if (threadIdx.x == Shape::consumer_threads) load_tiles(s, &x_map, &w_map, walk);
     if constexpr (Shape::gelu_helpers)
-      if (threadIdx.x >= Shape::consumer_threads + 32) gelu_helper_loop(s, OutputMaps{&xw_map, &out_map}, bias, cols, walk);
+      if (threadIdx.x >= Shape::consumer_threads + 32)
+        gelu_helper_loop(s, OutputMaps{&xw_map, &out_map}, bias, cols, walk);
     return;
   }
   if constexpr (Shape::producer_group) hw::setmaxnreg_inc<Shape::consumer_registers>();

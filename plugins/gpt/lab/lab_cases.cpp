@@ -1097,7 +1097,8 @@ std::vector<CaseSpec> lab_cases() {
                           "(R2-R4's on sm_90a) v12 storing by TMA, v15 both, v16 v15 in pairs sharing w, v17 v14 "
                           "double-buffering its stores, v18-v20 v14 in clusters sharing w (v19 deeper) or w and x, "
                           "v21 v14 asking for its bias early, v22 v14 on five stages, v23 v14 with GELU in helper "
-                          "warps, v24 v23 with a box a half, v25 v14 computing GELU by erff, v26 v14 storing by warp, v27 v26 on pairs of warp groups",
+                          "warps, v24 v23 with a box a half, v25 v14 computing GELU by erff, v26 v14 storing by warp, "
+                          "v27 v26 on pairs of warp groups",
                           lab::version_names(std::span<const FcGeluVersion>(kFcGeluVersions)), Precision::bf16, 0,
                           {64, 512}),
       lab_case<FcGeluBackwardLab>(
