@@ -6,10 +6,9 @@
 // gemv_v1 to gemv_v9, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
 // gemv_v9 says that their launches overlap).
 //
-// One token is a 4.72 MB weight read: hot in a graph on an H200, gemv takes about 2.0 us, half the read
-// roof, where cuBLASLt takes 3.6 us at 768x3072. Cold (--cold: L2 flushed, one graph replay between two
-// events) no kernel comes near: even in the graph, events around one kernel keep its launch, and an empty
-// kernel between two event nodes right after the flush takes about 2.6 us (plugins/transformer/README.md).
+// One token is a 4.72 MB weight read. Cold (--cold), the runs read W from copies exceeding twice the L2 in turn,
+// x and y staying in place (Linear::rotation), and a chained gemv's time per run is a chain's time per layer
+// (plugins/transformer/README.md has the figures).
 //
 // Stored as PyTorch stores them: x [tokens, in] and y [tokens, out] row-major, W [out, in] row-major. In
 // cuBLAS's column-major terms y^T = W x^T is C (out x tokens) = A^T B with A = W^T (in x out), the "TN" form
@@ -47,9 +46,7 @@ class Linear : public Case {
     y_ = ctx.alloc(std::size_t(out_ * tokens_) * 2, BufferRole::output);
     ctx.fill_random(w_, std::size_t(in_ * out_), ElementType::bf16);
     ctx.fill_random(x_, std::size_t(in_ * tokens_), ElementType::bf16);
-    copies_.add(w_, std::size_t(in_ * out_) * 2, BufferRole::input);
-    copies_.add(x_, std::size_t(in_ * tokens_) * 2, BufferRole::input);
-    copies_.add(y_, std::size_t(out_ * tokens_) * 2, BufferRole::output);
+    copies_.add(w_, std::size_t(in_ * out_) * 2, BufferRole::input);  // cold: W alone rotates (rotation())
     scan_.setup(ctx);
     prepare(ctx);
   }
@@ -81,15 +78,19 @@ class Linear : public Case {
     return case_support::check_matmul_sampled(ctx, operands, scan_, gate_figures_);
   }
 
-  // Cold, runs read W and x from copies in turn and write y to copies of it (input_copies.hpp). The host
-  // captures the runs one after another on the case's stream, with nothing between them (use() only moves the
-  // pointers), so the consecutive runs of gemv_v3 to gemv_v5 are joined in the graph by programmatic edges and
+  // Cold, runs read W from copies in turn (input_copies.hpp); x and y stay in place, as a chain of layers leaves
+  // its activations in the L2 for the next layer (the `cold_rotation` fact says so). Rotating x too put its read,
+  // after the chained GEMVs' wait, in main memory: on an H100, gemv_v9 at one token 2.53 us against 2.38. The
+  // host captures the runs one after another on the case's stream, with nothing between them (use() only moves
+  // the pointers), so the consecutive runs of gemv_v3 to gemv_v9 are joined in the graph by programmatic edges and
   // overlap.
   Rotation* rotation() override { return &copies_; }
 
   // The weights' size, the gate's counts, then how the point ran.
   std::vector<Figure> figures() const override {
-    std::vector<Figure> figures{{"weight_bytes", 2.0 * double(in_ * out_)}};
+    std::vector<Figure> figures{
+        {"weight_bytes", 2.0 * double(in_ * out_)},
+        {"cold_rotation", "W alone; x and y stay in place, in the L2 as a layer chain's activations"}};
     figures.insert(figures.end(), gate_figures_.begin(), gate_figures_.end());
     figures.insert(figures.end(), facts_.begin(), facts_.end());
     return figures;

@@ -260,7 +260,7 @@ class Bf16Trainer final : public Trainer {
 const char* bf16_fc_gelu_keeper_name(int channels) {
   return fc_gelu_sm90a_runs(channels)
              ? "sm_90a: fc's GEMM with the bias and GELU in its epilogue (lab_fc_gelu_bf16 v14), fc_proj's input "
-               "gradient with GELU's backward in its (lab_fc_gelu_backward_bf16 v3)"
+               "gradient with GELU's backward in its (lab_fc_gelu_backward_bf16 v8)"
              : "cuBLASLt's GEMMs, then the GELU passes adding the bias (lab_fc_gelu_bf16 v4, lab_fc_gelu_backward_bf16 "
                "v1; no sm_90a path here)";
 }

@@ -1,5 +1,5 @@
 // The bf16 keepers' fc + bias + GELU forward and fc_proj dgrad + GELU backward on sm_90a: fc_gelu_sm90a.cuh's kernel
-// on kKeeperTile (lab_fc_gelu_bf16 v14) and kBackwardKeeperTile (lab_fc_gelu_backward_bf16 v3), one launch each
+// on kKeeperTile (lab_fc_gelu_bf16 v14) and kBackwardKeeperTile (lab_fc_gelu_backward_bf16 v8), one launch each
 // where the portable path runs a cuBLASLt GEMM and then a GELU pass (layers.hpp).
 #include "fc_gelu_sm90a.cuh"
 #include "layers.hpp"
@@ -10,7 +10,7 @@ namespace {
 using KeeperShape = fc_gelu::TileShape<fc_gelu::kKeeperTile>;
 using BackwardKeeperShape = fc_gelu::TileShape<fc_gelu::kBackwardKeeperTile>;
 constexpr const char* kKeeperName = "the fc + GELU keeper (lab_fc_gelu_bf16 v14)";
-constexpr const char* kBackwardKeeperName = "the fc_proj dgrad + GELU backward keeper (lab_fc_gelu_backward_bf16 v3)";
+constexpr const char* kBackwardKeeperName = "the fc_proj dgrad + GELU backward keeper (lab_fc_gelu_backward_bf16 v8)";
 
 }  // namespace
 

@@ -101,7 +101,8 @@ using PackedTable = PairTable<0x3900, 11, 2>;
 // paired_groups (ping-pong, warp stores): four consumer warp groups in two pairs; a pair shares each 128 x 128 tile
 // (64 rows a group, 64 accumulators a thread) and the pairs take every other tile in turns, so that two warps a
 // scheduler run the epilogue beside the other pair's products, not one (Nsight Compute on v14: a tile's epilogue
-// took about three times its products with one warp a scheduler issuing it). A producer warp, 544 threads.
+// took about three times its products with one warp a scheduler issuing it). 640 threads: 96 registers at entry
+// (five warps a scheduler), then setmaxnreg's 32 for the producer group and 112 for the consumers.
 // early_bias: the staged and backward epilogues' bias pairs (16 a thread, global loads from the L2) are asked for
 // before the tile's products instead of at the epilogue's start, so that their latency hides under the products.
 struct TileConfig {
@@ -131,7 +132,7 @@ struct TileShape {
                 "paired groups: v26's ping-pong block and stores");
   static constexpr int groups = paired_groups ? 4 : 2;  // consumer warp groups
   static constexpr int consumer_threads = 128 * groups;
-  static constexpr bool producer_group = blocks_per_sm == 1 && !paired_groups;
+  static constexpr bool producer_group = blocks_per_sm == 1;
   static constexpr int threads = consumer_threads + (producer_group ? 128 : 32);
   static constexpr int entry_registers = 65536 / (threads * blocks_per_sm) / 8 * 8;
   // The kernel's register cap (__maxnreg__): entry_registers, but for v5's and v6's 96, what __launch_bounds__(288,
@@ -169,9 +170,10 @@ struct TileShape {
                                   staged_buffers == 1 && !backward && cluster_blocks == 1),
                 "GELU helpers: v14's ping-pong block and staging boxes");
   // setmaxnreg's split of the registers the block holds from its entry (its threads x entry_registers; an increase
-  // beyond them waits forever), with a producer group: 40 for the producer group and 232 for the consumers, or with
-  // GELU helpers 72 and 216.
-  static constexpr int producer_registers = gelu_helpers ? 72 : 40, consumer_registers = gelu_helpers ? 216 : 232;
+  // beyond them waits forever), with a producer group: 40 for the producer group and 232 for the consumers, with
+  // GELU helpers 72 and 216, with paired groups 32 and 112.
+  static constexpr int producer_registers = gelu_helpers ? 72 : paired_groups ? 32 : 40;
+  static constexpr int consumer_registers = gelu_helpers ? 216 : paired_groups ? 112 : 232;
   static_assert(!producer_group || 128 * producer_registers + consumer_threads * consumer_registers ==
                                        threads * entry_registers,
                 "setmaxnreg: the consumers take what the producer group gives back");
@@ -194,15 +196,16 @@ struct TileShape {
 // each group's outputs stored by TMA through 128-row staging boxes.
 constexpr TileConfig kKeeperTile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .wide_table = true, .staged_rows = 128};
-// The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v3): the same block on the backward's operands and
-// epilogue, GELU' from bf16_table.hpp's fp32 table, in clusters of two blocks sharing each stage of w.
+// The bf16 backward keeper's (lab_fc_gelu_backward_bf16 v8): the same block on the backward's operands and
+// epilogue, in clusters of two blocks sharing each stage of w, GELU' from the packed table (packed_slots).
 constexpr TileConfig kBackwardKeeperTile{.cols = 128,
                                          .stages = 4,
                                          .blocks_per_sm = 1,
                                          .pingpong = true,
                                          .staged_rows = 128,
                                          .cluster_rows = 2,
-                                         .backward = true};
+                                         .backward = true,
+                                         .packed_slots = true};
 
 // Each consumer group's two staging boxes (xw, gelu) for staged stores, on a swizzle repeat; nothing otherwise (an
 // empty member last in FcGeluSmem, so that it moves no other member).

@@ -376,7 +376,7 @@ void fc_gelu_forward_sm90a_configure();
 void fc_gelu_forward_sm90a(bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                            int out, cudaStream_t stream);
 // fc_proj's input gradient and gelu_backward_add_bias's outputs in one sm_90a kernel (fc_gelu_sm90a.cu,
-// lab_fc_gelu_backward_bf16 v3): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy
+// lab_fc_gelu_backward_bf16 v8): dz = bf16(bf16(dy w) GELU'(bf16(xw + bias))) and dbias its column sums (fp32), dy
 // [rows, in], w [in, out] (fc_proj's weight as stored), xw [rows, out] (fc's x w^T). dz may be xw (each tile of xw
 // is read before the same tile of dz is written). partials: fc_gelu_backward_partials_floats(rows, out). The same
 // requirements and refusals as fc_gelu_forward_sm90a, configured by fc_gelu_forward_sm90a_configure.

@@ -141,17 +141,18 @@ using V27Shape = TileShape<changed(kV14Tile, [](TileConfig& t) {
 constexpr TileConfig kBackwardV2Tile{
     .cols = 128, .stages = 4, .blocks_per_sm = 1, .pingpong = true, .staged_rows = 128, .backward = true};
 using BackwardV2Shape = TileShape<kBackwardV2Tile>;
-using BackwardV3Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // the keeper's: its rows run fc_gelu_backward_sm90a
-static_assert(std::is_same_v<BackwardV3Shape, TileShape<changed(kBackwardV2Tile, [](TileConfig& t) {
-                t.cluster_rows = 2;
-              })>>,
-              "v3 is v2 in pairs");
+constexpr TileConfig kBackwardV3Tile = changed(kBackwardV2Tile, [](TileConfig& t) { t.cluster_rows = 2; });
+using BackwardV3Shape = TileShape<kBackwardV3Tile>;
 using BackwardV4Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t.cluster_rows = t.cluster_cols = 2; })>;
 using BackwardV5Shape = TileShape<changed(kBackwardV2Tile, [](TileConfig& t) { t.early_bias = true; })>;
-using BackwardV6Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.computed_gelu = true; })>;
-using BackwardV7Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.early_xw = true; })>;
-using BackwardV8Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) { t.packed_slots = true; })>;
-using BackwardV9Shape = TileShape<changed(fc_gelu::kBackwardKeeperTile, [](TileConfig& t) {
+using BackwardV6Shape = TileShape<changed(kBackwardV3Tile, [](TileConfig& t) { t.computed_gelu = true; })>;
+using BackwardV7Shape = TileShape<changed(kBackwardV3Tile, [](TileConfig& t) { t.early_xw = true; })>;
+using BackwardV8Shape = TileShape<fc_gelu::kBackwardKeeperTile>;  // the keeper's: its rows run fc_gelu_backward_sm90a
+static_assert(std::is_same_v<BackwardV8Shape, TileShape<changed(kBackwardV3Tile, [](TileConfig& t) {
+                t.packed_slots = true;
+              })>>,
+              "v8 is v3 on the packed table");
+using BackwardV9Shape = TileShape<changed(kBackwardV3Tile, [](TileConfig& t) {
   t.early_xw = true;
   t.packed_slots = true;
 })>;
@@ -227,12 +228,12 @@ void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials
   };
   switch (version) {
     case 2: return run(std::type_identity<BackwardV2Shape>{}, "lab_fc_gelu_backward_bf16 v2");
-    case 3: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);  // keeper
+    case 3: return run(std::type_identity<BackwardV3Shape>{}, "lab_fc_gelu_backward_bf16 v3");
     case 4: return run(std::type_identity<BackwardV4Shape>{}, "lab_fc_gelu_backward_bf16 v4");
     case 5: return run(std::type_identity<BackwardV5Shape>{}, "lab_fc_gelu_backward_bf16 v5");
     case 6: return run(std::type_identity<BackwardV6Shape>{}, "lab_fc_gelu_backward_bf16 v6");
     case 7: return run(std::type_identity<BackwardV7Shape>{}, "lab_fc_gelu_backward_bf16 v7");
-    case 8: return run(std::type_identity<BackwardV8Shape>{}, "lab_fc_gelu_backward_bf16 v8");
+    case 8: return cuda::fc_gelu_backward_sm90a(dz, dbias, partials, dy, w, xw, bias, rows, in, out, stream);  // keeper
     case 9: return run(std::type_identity<BackwardV9Shape>{}, "lab_fc_gelu_backward_bf16 v9");
     default: throw Error("gpt: lab_fc_gelu_backward_bf16 has no sm_90a version v" + std::to_string(version));
   }

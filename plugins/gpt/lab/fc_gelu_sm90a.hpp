@@ -31,9 +31,9 @@ inline constexpr int kFirstFcGeluSm90a = 5, kLastFcGeluSm90a = 27;
 void fc_gelu_sm90a(int version, bf16* xw, bf16* gelu, const bf16* x, const bf16* w, const bf16* bias, int rows, int in,
                    int out, cudaStream_t stream);
 
-// lab_fc_gelu_backward_bf16's sm_90a versions, 2, 3 (the keeper, fc_gelu_backward_sm90a in layers.hpp: v2 on
-// pairs of blocks sharing each stage of w), 4 (on clusters of four sharing dy and w) and 5 (its bias asked for before
-// its products), 6 (v3 with GELU' computed, not looked up), 7 (v3 asking for xw early), 8 (v3 on a packed table) and 9
+// lab_fc_gelu_backward_bf16's sm_90a versions, 2, 3 (v2 on pairs of blocks sharing each stage of w), 4 (on clusters
+// of four sharing dy and w) and 5 (its bias asked for before its products), 6 (v3 with GELU' computed, not looked
+// up), 7 (v3 asking for xw early), 8 (the keeper, fc_gelu_backward_sm90a in layers.hpp: v3 on a packed table) and 9
 // (v7 and v8), with the keeper's arguments and bits; another version throws.
 inline constexpr int kFirstFcGeluBackwardSm90a = 2, kLastFcGeluBackwardSm90a = 9;
 void fc_gelu_backward_sm90a(int version, bf16* dz, float* dbias, float* partials, const bf16* dy, const bf16* w,

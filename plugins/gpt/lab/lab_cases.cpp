@@ -652,12 +652,12 @@ class FcGeluLab final : public MlpLab {
 //       and writes dz and the partial column sums (lab_elementwise_bf16 v4);
 //   v2: one sm_90a kernel, the forward's template (fc_gelu_sm90a.cuh) with B read MN-major and an epilogue that
 //       loads the tile's xw by TMA, writes dz over it and stores it by TMA: d_gelu never leaves the SM;
-//   v3 (R2-R4's on sm_90a; its rows run the keeper, fc_gelu_backward_sm90a): v2 on clusters of two blocks on
-//       adjacent row blocks, each multicasting half of every stage of w to both;
+//   v3: v2 on clusters of two blocks on adjacent row blocks, each multicasting half of every stage of w to both;
 //   v4: v2 on clusters of 2 x 2 blocks, w shared between a column tile's two blocks and dy between a row block's;
 //   v5: v2 asking for its epilogue's bias pairs before the tile's products;
-//   v6: v3 with GELU' computed for every element; v7: v3 asking for xw before its turn; v8: v3 on a packed table;
-//       v9: v7 and v8 (lab/fc_gelu_sm90a.cu says each one's why).
+//   v6: v3 with GELU' computed for every element; v7: v3 asking for xw before its turn; v8 (R2-R4's on sm_90a; its
+//       rows run the keeper, fc_gelu_backward_sm90a): v3 on a packed table; v9: v7 and v8 (lab/fc_gelu_sm90a.cu
+//       says each one's why).
 struct FcGeluBackwardVersion {
   const char* name;
   int sm90a_version;  // lab::fc_gelu_backward_sm90a's version; 0: cuBLASLt and the pass
@@ -1105,9 +1105,9 @@ std::vector<CaseSpec> lab_cases() {
           "lab_fc_gelu_backward_bf16",
           "kernel lab: the MLP's backward from fc_proj's output gradient to fc's pre-activation gradient and bias "
           "gradient on bf16 tensors; v1 (R2-R4's without sm_90a) cuBLASLt's input-gradient GEMM, then the GELU "
-          "backward pass, v2 one sm_90a GEMM whose epilogue applies GELU' and sums the columns, v3 (R2-R4's on "
-          "sm_90a) and v4 v2 in clusters sharing w, or w and dy, v5 v2 asking for its bias early, v6 v3 "
-          "computing GELU', v7 v3 asking for xw early, v8 v3 on a packed table, v9 both",
+          "backward pass, v2 one sm_90a GEMM whose epilogue applies GELU' and sums the columns, v3 and v4 v2 in "
+          "clusters sharing w, or w and dy, v5 v2 asking for its bias early, v6 v3 computing GELU', v7 v3 asking "
+          "for xw early, v8 (R2-R4's on sm_90a) v3 on a packed table, v9 both",
           lab::version_names(std::span<const FcGeluBackwardVersion>(kFcGeluBackwardVersions)), Precision::bf16, 0,
           {64, 512}),
       lab_case<QkvWgradLab>("lab_qkv_wgrad_bf16",
