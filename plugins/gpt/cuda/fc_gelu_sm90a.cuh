@@ -1,9 +1,10 @@
 // The MLP's fc layer in one sm_90a kernel (the bf16 keeper's, fc_gelu_sm90a.cu beside this header, and the lab's
-// lab_fc_gelu_bf16 v5-v17, lab/fc_gelu_sm90a.cu, each a TileConfig): a wgmma GEMM whose epilogue rounds x w^T to
+// lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9, lab/fc_gelu_sm90a.cu, each a TileConfig): a wgmma GEMM whose epilogue rounds x w^T to
 // bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block table of
 // every bf16 value's (gelu.cuh): the same bits as the GELU pass on the same x w^T, without the pass's read of it.
 //
-// The block: two consumer warp groups, 64 rows of the 128-row tile each (or, ping-pong, every other tile whole),
+// The block: two consumer warp groups, 64 rows of the 128-row tile each (or, ping-pong, every other tile whole; or,
+// paired_groups, four in two pairs that take every other tile, 64 rows a group),
 // m64n128k16 on 128-byte swizzled K-major tiles that one producer thread loads by TMA, 64 columns of K a stage; the
 // two warp groups and the producer's warp (two blocks an SM) or warp group (one block an SM, its registers given to
 // the others). launch<Shape> checks the operands and runs the kernel on its persistent grid (or a block a tile),
@@ -240,7 +241,7 @@ struct FcGeluSmem {
   unsigned char b[Shape::stages][Shape::b_bytes];  // w's rows (the tile's output columns), the same layout
   typename Shape::TableEntry gelu_table[Shape::table_size];  // GELU's bf16 bits (GELU' in fp32, backward)
   std::uint64_t full[Shape::stages], empty[Shape::stages];  // a stage landed; its readers done with it
-  std::uint64_t turn[2];  // ping-pong: warp group g's turn to multiply (the other has issued its products)
+  std::uint64_t turn[2];  // ping-pong: team g's turn to multiply (the other has issued its products)
   std::uint64_t x_full, x_empty;  // resident x: a row block landed; its readers done with it
   std::uint64_t xw_full[2];       // backward: group g's tile of xw landed in its staging boxes
   // GELU helpers: group g's xw box (half h's, with xw_box_a_half; else [g][0]) written; its stores have read it.
@@ -690,8 +691,8 @@ __device__ void stage_fragment_half(const FcGeluSmem<Shape>& s, unsigned char* x
 
 // warp_stores: store_tile_staged with each warp's 16 rows of each fragment staged and stored by the warp alone (its
 // lane 0 issues and waits for its own stores), so that the group's warps never wait for one another.
-// With paired_groups each half's bias pairs are loaded at the half's start (eight registers, not sixteen: at the
-// 120 registers of 544 threads the tile's sixteen spilled), tile_bias unused.
+// With paired_groups each half's bias pairs are loaded at the half's start (eight registers live, not sixteen, in the
+// consumers' 112), tile_bias unused.
 template <typename Shape>
 __device__ void store_tile_staged_by_warp(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][64], OutputMaps maps,
                                           const __nv_bfloat162 (&tile_bias)[16], const bf16* __restrict__ bias,
