@@ -1,7 +1,8 @@
-// The MLP's fc layer in one sm_90a kernel (the bf16 keeper's, fc_gelu_sm90a.cu beside this header, and the lab's
-// lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9, lab/fc_gelu_sm90a.cu, each a TileConfig): a wgmma GEMM whose epilogue rounds x w^T to
-// bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of that from a per-block table of
-// every bf16 value's (gelu.cuh): the same bits as the GELU pass on the same x w^T, without the pass's read of it.
+// The MLP's fc layer in one sm_90a kernel (the bf16 keepers', fc_gelu_sm90a.cu beside this header, and the lab's
+// lab_fc_gelu_bf16 v5-v27 and lab_fc_gelu_backward_bf16 v2-v9, lab/fc_gelu_sm90a.cu, each a TileConfig): a wgmma
+// GEMM whose epilogue rounds x w^T to bf16, stores it, adds the bias as gelu_forward_add_bias does and stores GELU of
+// that from a per-block table of every bf16 value's (gelu.cuh): the same bits as the GELU pass on the same x w^T,
+// without the pass's read of it.
 //
 // The block: two consumer warp groups, 64 rows of the 128-row tile each (or, ping-pong, every other tile whole; or,
 // paired_groups, four in two pairs that take every other tile, 64 rows a group),
