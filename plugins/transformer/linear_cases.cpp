@@ -79,8 +79,8 @@ class Linear : public Case {
   }
 
   // Cold, runs read W from copies in turn (input_copies.hpp); x and y stay in place, as a chain of layers leaves
-  // its activations in the L2 for the next layer (the `cold_rotation` fact says so). Rotating x too put its read,
-  // after the chained GEMVs' wait, in main memory: on an H100, gemv_v9 at one token 2.53 us against 2.38. The
+  // its activations in the L2 for the next layer (the `cold_rotation` fact says so). Rotating x too made its read,
+  // after the chained GEMVs' wait, a cold one: on an H100, gemv_v9 at one token 2.53 us against 2.38. The
   // host captures the runs one after another on the case's stream, with nothing between them (use() only moves
   // the pointers), so the consecutive runs of gemv_v3 to gemv_v9 are joined in the graph by programmatic edges and
   // overlap.

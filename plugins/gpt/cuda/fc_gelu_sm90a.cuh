@@ -34,7 +34,7 @@ namespace {
 
 namespace hw = roofbench::hopper;
 
-constexpr int kTileRows = 128, kTileK = 64, kConsumerThreads = 256;
+constexpr int kTileRows = 128, kTileK = 64;
 constexpr int kHelperThreads = 96;  // gelu_helpers: the producer group's three warps after the producer's
 constexpr std::uint32_t kRowTileBytes = kTileRows * kTileK * sizeof(bf16);  // 16 KB: 128 rows of 128 bytes
 constexpr int kMaxResidentK = 512;  // a resident row block of x: 128 rows x 512 columns, 128 KB
@@ -1034,7 +1034,7 @@ __device__ inline void helpers_barrier() { asm volatile("bar.sync 3, %0;\n" ::"n
 template <typename Shape>
 __device__ void gelu_helper_loop(FcGeluSmem<Shape>& s, OutputMaps maps, const bf16* __restrict__ bias, int cols,
                                  const TileWalk<Shape::cluster_rows, Shape::cluster_cols>& walk) {
-  const int k = static_cast<int>(threadIdx.x) - (kConsumerThreads + 32), chunk = k % 8;
+  const int k = static_cast<int>(threadIdx.x) - (Shape::consumer_threads + 32), chunk = k % 8;
   const bool leader = k == 0;
   // Each box's count so far, [group][box]: scalars, since an array indexed at run time (or a reference to one of
   // them) would be local memory.
