@@ -118,9 +118,9 @@ __device__ __forceinline__ void count_block_finished(GemvChainCounts* chain) {
 #endif
 }
 
-// What v8 and v9 ask the L2 to fetch for the next launch while this one runs: as a decode engine knows its next
-// layer, the next launch's weights do not depend on this one (v8, v9); under --cold the next run's x is a copy of
-// its own, which in a chain would be this launch's output, in the L2 already (v9).
+// What v8 to v10 ask the L2 to fetch for a later launch while this one runs: as a decode engine knows its next
+// layers, their weights do not depend on this one (v8, v9 the next launch's; v10 the one after it); under --cold the
+// next run's x is a copy of its own, which in a chain would be this launch's output, in the L2 already (v9).
 struct NextRun {
   const void* w = nullptr;
   unsigned long long w_size = 0;  // 16-byte multiples, as the addresses are
@@ -324,8 +324,8 @@ __global__ __launch_bounds__(32 * kWarps) void counted_gemv_kernel(const uint4* 
   gemv_block<kSegmentsPerRow, kTokens, Chain::counts>(w, x, y, out, nullptr, chain);
 }
 
-// v8, v9: v3 asking the L2 for its share of the next launch's weights (v9: and its x) once its own loads are
-// issued; one kernel, the host passing v8 no x.
+// v8 to v10: v3 asking the L2 for its share of a later launch's weights (v9: and its x) once its own loads are
+// issued; one kernel, the host passing v8 and v10 no x and v10 the weights of the launch after next.
 template <int kSegmentsPerRow, int kTokens>
 __global__ __launch_bounds__(32 * kWarps) void prefetching_gemv_kernel(const uint4* w, const uint4* x,
                                                                        __nv_bfloat16* y, int out, NextRun next) {
@@ -434,7 +434,7 @@ void for_tokens(int tokens, Go&& go) {
   }
 }
 
-// A launch on `stream`. chained (v3 to v9): with programmatic stream serialization (PDL), so the kernel may start
+// A launch on `stream`. chained (v3 to v10): with programmatic stream serialization (PDL), so the kernel may start
 // while the kernel before it on the stream still runs; its griddepcontrol.wait orders what must wait. Captured
 // into a graph (CUDA 12.3 and later), two consecutive such launches become kernel nodes joined by a
 // programmatic edge (type cudaGraphDependencyTypeProgrammatic from port cudaGraphKernelNodePortProgrammatic),
@@ -514,7 +514,7 @@ void prefer_shared_memory(Kernel* kernel) {
 }
 
 // The warp-per-segment versions: v1, v3 (chained), v4 (chained, kDeepRowsPerWarp rows a warp), v5 (v4's,
-// held in shared memory), v7 (v3 chained by counts), v8 and v9 (v3 prefetching the next launch's weights, and x).
+// held in shared memory), v7 (v3 chained by counts), v8 to v10 (v3 prefetching a later launch's weights, and x).
 enum class SegmentVersion { v1, v3, v4, v5, v7, v8 };
 
 // `version` for in = 768 x kSegmentsPerRow.
@@ -583,7 +583,7 @@ bool with_segment_version(const std::string& version, Go&& go) {
   else if (version == "v4") go.template operator()<SegmentVersion::v4>();
   else if (version == "v5") go.template operator()<SegmentVersion::v5>();
   else if (version == "v7") go.template operator()<SegmentVersion::v7>();
-  else if (version == "v8" || version == "v9") go.template operator()<SegmentVersion::v8>();
+  else if (gemv_prefetch_distance(version) > 0) go.template operator()<SegmentVersion::v8>();
   else return false;
   return true;
 }
@@ -598,7 +598,7 @@ std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens)
 }
 
 const std::vector<std::string>& gemv_versions() {
-  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"};
+  static const std::vector<std::string> versions = {"v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"};
   return versions;
 }
 
@@ -610,7 +610,7 @@ std::string gemv_sm90_feature(const std::string& version) {
   if (version == "v7")
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and waits for it "
            "by acquire loads of the chain's counts";
-  if (version == "v8" || version == "v9")
+  if (gemv_prefetch_distance(version) > 0)
     return "overlaps the launch before it through programmatic dependent launch (griddepcontrol) and prefetches "
            "through cp.async.bulk.prefetch";
   if (gemv_launches_overlap(version))
@@ -620,10 +620,15 @@ std::string gemv_sm90_feature(const std::string& version) {
 
 bool gemv_launches_overlap(const std::string& version) {
   return version == "v3" || version == "v4" || version == "v5" || version == "v6" || version == "v7" ||
-         version == "v8" || version == "v9";
+         gemv_prefetch_distance(version) > 0;
 }
 
 bool gemv_needs_chain(const std::string& version) { return version == "v7"; }
+
+int gemv_prefetch_distance(const std::string& version) {
+  if (version == "v8" || version == "v9") return 1;
+  return version == "v10" ? 2 : 0;
+}
 
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device) {
   if (const std::string why = gemv_refusal(in, 1, tokens); !why.empty()) throw std::invalid_argument(why);
@@ -649,7 +654,8 @@ bool gemv_code_has_sm90(const std::string& version, int device) {
   else if (version == "v5") kernel = reinterpret_cast<const void*>(staged_chained_gemv_kernel<1, 1>);
   else if (version == "v6") kernel = reinterpret_cast<const void*>(bulk_gemv_kernel<96, 3, 8, 1, true>);
   else if (version == "v7") kernel = reinterpret_cast<const void*>(counted_gemv_kernel<1, 1>);
-  else if (version == "v8" || version == "v9") kernel = reinterpret_cast<const void*>(prefetching_gemv_kernel<1, 1>);
+  else if (gemv_prefetch_distance(version) > 0)
+    kernel = reinterpret_cast<const void*>(prefetching_gemv_kernel<1, 1>);
   else return true;
   const cuda::DeviceGuard scope(device);
   cudaFuncAttributes attributes{};

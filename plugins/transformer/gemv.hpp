@@ -15,7 +15,9 @@
 //   v8  (sm_90) v3 asking the L2 for the next launch's weights (a bulk prefetch, a share a block) once its own
 //       loads are issued, so the next layer's weight read runs under this layer's chained wait;
 //   v9  (sm_90) v8 asking for the next launch's x as well: under --cold each run's x is a copy of its own, where
-//       in a chain it is the previous layer's output, still in the L2, read after the wait.
+//       in a chain it is the previous layer's output, still in the L2, read after the wait;
+//   v10 (sm_90) v8 asking for the weights of the launch after next, two layers ahead, so each prefetch has two
+//       chained launches' time to land.
 // A v7 chain's launches share one chain state (kGemvChainBytes of device memory, zeroed once) and one stream.
 // Since a v7 launch never waits for the grid before it, no kernel but the chain's own launches may still run when
 // it starts and write what it reads or touch its y: put a synchronization, or a copy or memset on the stream,
@@ -38,13 +40,13 @@ namespace roofbench::transformer {
 std::string gemv_refusal(std::int64_t in, std::int64_t out, std::int64_t tokens);
 const std::vector<std::string>& gemv_versions();
 // What `version` uses that only sm_90 and later have, in words (v2: cp.async.bulk, elsewhere its kernel traps;
-// v3 to v5, v7: PDL's griddepcontrol; v6, v8, v9: both); empty for a version that runs on any GPU.
+// v3 to v5, v7: PDL's griddepcontrol; v6, v8 to v10: both); empty for a version that runs on any GPU.
 std::string gemv_sm90_feature(const std::string& version);
-// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 to v9.
+// Whether `version`'s launches overlap the one before them on the stream (PDL): v3 to v10.
 bool gemv_launches_overlap(const std::string& version);
 // Whether the code this build gives CUDA device `device` for `version` has those sm_90 instructions: compiled
 // from compute_90 or later. Code JIT-compiled from an earlier PTX (a build for compute_80 alone, run on an H100)
-// leaves them out: v2's and v6's kernels trap, v3's to v5's, v8's and v9's have no griddepcontrol.wait and v7's no
+// leaves them out: v2's and v6's kernels trap, v3's to v5's and v8's to v10's have no griddepcontrol.wait and v7's no
 // counts, so, launched with PDL, they could read x before the launch before it has written it. True for a version
 // without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
@@ -56,8 +58,11 @@ int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t
 inline constexpr std::size_t kGemvChainBytes = 256;
 // Whether `version`'s launches need a chain state (v7).
 bool gemv_needs_chain(const std::string& version);
-// What the next launch on the stream reads, for the versions that prefetch it (16-byte multiples, under 4 GiB):
-// v8 asks the L2 for w, v9 for w and x, once their own weight loads are issued. Empty: nothing to prefetch.
+// How many launches ahead `version` prefetches (GemvNextRun): 1 for v8 and v9, 2 for v10, else 0.
+int gemv_prefetch_distance(const std::string& version);
+// What a later launch on the stream reads, for the versions that prefetch it (16-byte multiples, under 4 GiB): the
+// launch gemv_prefetch_distance(version) launches ahead; v8 and v10 ask the L2 for w, v9 for w and x, once their
+// own weight loads are issued. Empty: nothing to prefetch.
 struct GemvNextRun {
   const void* w = nullptr;
   std::size_t w_bytes = 0;

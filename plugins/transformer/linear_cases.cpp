@@ -3,8 +3,8 @@
 // (prefill). Two implementations: `cublaslt`, one cuBLASLt call at every token count with the algorithm
 // chosen in setup (the heuristic's top candidates timed as CUDA-graph groups of launches, the fastest kept and
 // named in the facts), and `gemv`, a hand GEMV for 1 to 8 tokens (gemv.hpp; the lab's versions are
-// gemv_v1 to gemv_v9, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
-// gemv_v9 says that their launches overlap).
+// gemv_v1 to gemv_v10, `gemv` the best on the device, best_gemv_version; the `launch` fact of gemv_v3 to
+// gemv_v10 says that their launches overlap).
 //
 // One token is a 4.72 MB weight read. Cold (--cold), the runs read W from copies exceeding twice the L2 in turn,
 // x and y staying in place (Linear::rotation), and a chained gemv's time per run is a chain's time per layer
@@ -82,7 +82,7 @@ class Linear : public Case {
   // its activations in the L2 for the next layer (the `cold_rotation` fact says so). Rotating x too made its read,
   // after the chained GEMVs' wait, a cold one: on an H100, gemv_v9 at one token 2.53 us against 2.38. The
   // host captures the runs one after another on the case's stream, with nothing between them (use() only moves
-  // the pointers), so the consecutive runs of gemv_v3 to gemv_v9 are joined in the graph by programmatic edges and
+  // the pointers), so the consecutive runs of gemv_v3 to gemv_v10 are joined in the graph by programmatic edges and
   // overlap.
   Rotation* rotation() override { return &copies_; }
 
@@ -189,15 +189,18 @@ class GemvLinear final : public Linear {
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
     if (!version_.empty()) name_version();
   }
-  // What the next run reads, for v8 and v9 to prefetch: the next copies under --cold, nothing otherwise.
+  // What a later run reads, for v8 to v10 to prefetch: under --cold the copies gemv_prefetch_distance runs ahead,
+  // nothing otherwise.
   void run(Context& ctx) override {
-    const GemvNextRun next{copies_.after(w_), std::size_t(in_ * out_) * 2, copies_.after(x_),
+    const void *w = w_, *x = x_;
+    for (int ahead = gemv_prefetch_distance(version_); ahead > 0; --ahead) w = copies_.after(w), x = copies_.after(x);
+    const GemvNextRun next{w == w_ ? nullptr : w, std::size_t(in_ * out_) * 2, x == x_ ? nullptr : x,
                            std::size_t(in_ * tokens_) * 2};
     gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx), chain_, next);
   }
 
  private:
-  // What the `launch` fact says of v3 to v9: what their time per launch is.
+  // What the `launch` fact says of v3 to v10: what their time per launch is.
   static constexpr const char* kChainedLaunch =
       "programmatic dependent launch (PDL): each launch may start while the one before it runs, issuing its weight "
       "loads before it waits for that one to finish, so back-to-back launches overlap and the time per launch is a "
@@ -222,6 +225,9 @@ class GemvLinear final : public Linear {
       return ": gemv_v3 asking the L2 for the next run's weights (the next copy's under --cold) once its own loads are "
              "issued";
     if (version == "v9") return ": gemv_v8 asking the L2 for the next run's x as well (the next copy's under --cold)";
+    if (version == "v10")
+      return ": gemv_v8 asking the L2 for the weights of the run after next (that copy's under --cold), two layers "
+             "ahead";
     return ": gemv_v1 launched with PDL, its weight loads issued before it waits for the launch before it";
   }
 

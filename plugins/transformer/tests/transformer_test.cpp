@@ -116,7 +116,7 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_THROW(gemv_blocks_per_sm("v2", 768, 1, 0), std::invalid_argument);  // asks no GPU
   EXPECT_THROW(gemv_blocks_per_sm("v5", 1000, 1, 0), std::invalid_argument);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
-  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"}) {
+  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
     const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
     EXPECT_EQ(fact(*c, "kernel").rfind(chained, 0), 0u) << fact(*c, "kernel");
     EXPECT_EQ(fact(*c, "launch"), fact(*v3, "launch")) << chained;
@@ -125,7 +125,7 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_TRUE(gemv_needs_chain("v7"));
   EXPECT_FALSE(gemv_needs_chain("v3"));
   EXPECT_THROW(gemv_bf16("v7", nullptr, nullptr, nullptr, 768, 3072, 1, nullptr), std::invalid_argument);  // no chain
-  // What v8 and v9 prefetch must be 16-byte multiples under 4 GiB; refused before any launch.
+  // What v8 to v10 prefetch must be 16-byte multiples under 4 GiB; refused before any launch.
   alignas(16) static const unsigned char next[32] = {};
   for (const GemvNextRun bad : {GemvNextRun{next + 8, 16}, GemvNextRun{next, 24}, GemvNextRun{next, 16, next + 4, 16},
                                 GemvNextRun{next, std::size_t(1) << 32}})
@@ -200,7 +200,7 @@ TEST(TransformerPlugin, DescribesTheCasesOfTheIssue) {
   const auto& linear_impls = p.cases.back().axes.back().values;
   EXPECT_EQ(linear_impls,
             (std::vector<std::string>{"cublaslt", "gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5",
-                                      "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"}));
+                                      "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}));
   EXPECT_TRUE(std::count(kernels::fused_versions().begin(), kernels::fused_versions().end(), kBestFusedVersion));
   for (const char* keeper :
        {kBestHopperFusedVersionD64, kBestHopperFusedVersionD128Causal, kBestHopperFusedVersionD128Full})
@@ -423,10 +423,11 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
     for (const char* impl :
-         {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"})
+         {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9",
+          "gemv_v10"})
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
-        if (!r.applicable) {  // v2 to v9 before sm_90
+        if (!r.applicable) {  // v2 to v10 before sm_90
           const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
@@ -479,8 +480,10 @@ TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v7", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v8", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v9", 0));
+  EXPECT_TRUE(gemv_code_has_sm90("v10", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl : {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"}) {
+  for (const char* impl :
+       {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -512,10 +515,11 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
     ctx.copy_to_device(chain, zeros, sizeof zeros);
   }
   test_ctx.fill_outputs(0xFF);
-  for (int l = 0; l < layers; ++l)  // each layer's next: the other layer's weights and this one's output
+  const int ahead = gemv_prefetch_distance(version);  // the weights prefetched: the layer's that many ahead
+  for (int l = 0; l < layers; ++l)  // and x: this layer's output, the next one's x
     gemv_bf16(version, weights[l % 2], activations[l], activations[l + 1], width[l % 2], width[(l + 1) % 2], tokens,
               test_ctx.cuda_stream(), chain,
-              {weights[(l + 1) % 2], std::size_t(768 * 3072) * 2, activations[l + 1],
+              {weights[(l + ahead) % 2], std::size_t(768 * 3072) * 2, activations[l + 1],
                std::size_t(tokens * width[(l + 1) % 2]) * 2});
   ctx.synchronize();
   std::vector<std::vector<unsigned char>> outputs;
@@ -526,15 +530,15 @@ std::vector<std::vector<unsigned char>> chain_outputs(const std::string& version
   return outputs;
 }
 
-// The arithmetic of v3, v4, v5, v7, v8 and v9 is v1's in the same order, so the outputs are v1's to the bit, at every
+// The arithmetic of v3, v4, v5 and v7 to v10 is v1's in the same order, so the outputs are v1's to the bit, at every
 // token count, for both layers, and down a chain whose every launch overlaps the one before (v5's, several
-// before; v7's waiting on counts, not on the grid before; v8's and v9's prefetching the next layer's weights).
+// before; v7's waiting on counts, not on the grid before; v8's to v10's prefetching a later layer's weights).
 TEST_F(TransformerGpu, GemvChainedVersionsGiveV1sOutputsBitwiseDownAChain) {
   if (!runs_v3()) return;
   constexpr int kLayers = 8;
   for (int tokens : {1, 2, 4, 8}) {
     const auto v1 = chain_outputs("v1", tokens, kLayers);
-    for (const char* chained : {"v3", "v4", "v5", "v7", "v8", "v9"}) {
+    for (const char* chained : {"v3", "v4", "v5", "v7", "v8", "v9", "v10"}) {
       const auto got = chain_outputs(chained, tokens, kLayers);
       for (int l = 0; l < kLayers; ++l)
         EXPECT_TRUE(v1[l] == got[l]) << chained << ", layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at "
@@ -666,7 +670,8 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl : {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"}) {
+  for (const char* impl :
+       {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
     const bool chained = std::string(impl) != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
@@ -722,7 +727,8 @@ TEST_F(TransformerGpu, InputCopiesNameTheSetAfterTheOneInUse) {
 TEST_F(TransformerGpu, RotatingCasesPassTheirGateOnEveryCopy) {
   for (const auto& [in, out] : {std::pair{768, 3072}, std::pair{3072, 768}})
     for (const char* impl :
-         {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9"})
+         {"cublaslt", "gemv", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9",
+          "gemv_v10"})
       expect_gate_on_every_copy(make_linear(in, out, 1, impl), std::string(impl) + " " + std::to_string(in));
   for (const std::string& impl : decode_impls_to_gate())
     expect_gate_on_every_copy(make_decode_attention(impl, decode_shape(3, 1000)), impl + " B3 KV1000");
