@@ -475,6 +475,55 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptWeightGradient,
 
 // The per-step bf16 weight copy rounds exactly as the host's bf16.hpp does (nearest, ties to even), also
 // on a length that leaves a tail after the last four-element group.
+// Every drawn row is a window of the corpus, its targets the same window one token on; the draw advances its
+// counter by one, so two draws differ; rows of one draw start at different places.
+TEST(GptLayers, DrawBatchTakesWindowsOfTheCorpusAndAdvancesItsCounter) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int kBatch = 37, kT = 200;  // T above the block's 128 threads
+  std::vector<std::uint8_t> corpus(5000);
+  for (std::size_t i = 0; i < corpus.size(); ++i) corpus[i] = static_cast<std::uint8_t>((i * 7 + i / 256) % 251);
+  Device dev;
+  const std::uint8_t* d_corpus = dev.upload(corpus);
+  auto* counter = dev.upload(std::vector<unsigned long long>{5});
+  std::uint8_t *inputs = dev.alloc<std::uint8_t>(kBatch * kT), *targets = dev.alloc<std::uint8_t>(kBatch * kT);
+  std::vector<std::vector<std::uint8_t>> draws;
+  for (int draw = 0; draw < 2; ++draw) {
+    draw_batch(inputs, targets, d_corpus, corpus.size(), kBatch, kT, 11, counter, nullptr);
+    const auto in = Device::download(inputs, kBatch * kT), out = Device::download(targets, kBatch * kT);
+    std::vector<std::size_t> starts;
+    for (int row = 0; row < kBatch; ++row) {
+      const auto window = in.begin() + row * kT;
+      const auto at = std::search(corpus.begin(), corpus.end() - 1, window, window + kT);
+      ASSERT_NE(at, corpus.end() - 1) << "draw " << draw << ", row " << row << " is no window of the corpus";
+      ASSERT_TRUE(std::equal(at + 1, at + 1 + kT, out.begin() + row * kT)) << "draw " << draw << ", row " << row;
+      starts.push_back(static_cast<std::size_t>(at - corpus.begin()));
+    }
+    std::sort(starts.begin(), starts.end());
+    EXPECT_GT(std::unique(starts.begin(), starts.end()) - starts.begin(), kBatch / 2) << "draw " << draw;
+    draws.push_back(in);
+  }
+  EXPECT_NE(draws[0], draws[1]);
+  EXPECT_EQ(Device::download(counter, 1)[0], 7u);
+}
+
+// x's rows are wte's rows of the tokens, by 16-byte pieces (C = 512) and by floats (C = 6).
+TEST(GptLayers, EmbeddingForwardGathersTheTokensRows) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  constexpr int kN = 300, kV = 65;
+  for (int C : {512, 6}) {
+    const auto wte = random_floats(std::size_t(kV) * C, 43);
+    std::vector<std::uint8_t> tokens(kN);
+    for (int n = 0; n < kN; ++n) tokens[n] = static_cast<std::uint8_t>((n * 31 + 7) % kV);
+    Device dev;
+    float* x = dev.alloc<float>(std::size_t(kN) * C);
+    embedding_forward(x, dev.upload(tokens), dev.upload(wte), kN, C, nullptr);
+    const auto got = Device::download(x, std::size_t(kN) * C);
+    for (int n = 0; n < kN; ++n)
+      ASSERT_TRUE(std::equal(got.begin() + n * C, got.begin() + (n + 1) * C, wte.begin() + tokens[n] * C))
+          << "C " << C << ", row " << n;
+  }
+}
+
 TEST(GptLayers, CastToBf16RoundsLikeTheHost) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   std::vector<float> x = random_floats(1003, 41, -100, 100);
