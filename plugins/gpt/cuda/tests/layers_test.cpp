@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -475,13 +476,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptWeightGradient,
 
 // The per-step bf16 weight copy rounds exactly as the host's bf16.hpp does (nearest, ties to even), also
 // on a length that leaves a tail after the last four-element group.
-// Every drawn row is a window of the corpus, its targets the same window one token on; the draw advances its
-// counter by one, so two draws differ; rows of one draw start at different places.
+// Every drawn row is a window of T + 1 corpus tokens: its inputs the first T, its targets the last T; the draw
+// advances its counter by one, so two draws differ; rows of one draw start at different places.
 TEST(GptLayers, DrawBatchTakesWindowsOfTheCorpusAndAdvancesItsCounter) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   constexpr int kBatch = 37, kT = 200;  // T above the block's 128 threads
+  std::mt19937 rng(11);
   std::vector<std::uint8_t> corpus(5000);
-  for (std::size_t i = 0; i < corpus.size(); ++i) corpus[i] = static_cast<std::uint8_t>((i * 7 + i / 256) % 251);
+  for (auto& token : corpus) token = static_cast<std::uint8_t>(rng() % 65);
   Device dev;
   const std::uint8_t* d_corpus = dev.upload(corpus);
   auto* counter = dev.upload(std::vector<unsigned long long>{5});
@@ -492,10 +494,12 @@ TEST(GptLayers, DrawBatchTakesWindowsOfTheCorpusAndAdvancesItsCounter) {
     const auto in = Device::download(inputs, kBatch * kT), out = Device::download(targets, kBatch * kT);
     std::vector<std::size_t> starts;
     for (int row = 0; row < kBatch; ++row) {
-      const auto window = in.begin() + row * kT;
-      const auto at = std::search(corpus.begin(), corpus.end() - 1, window, window + kT);
-      ASSERT_NE(at, corpus.end() - 1) << "draw " << draw << ", row " << row << " is no window of the corpus";
-      ASSERT_TRUE(std::equal(at + 1, at + 1 + kT, out.begin() + row * kT)) << "draw " << draw << ", row " << row;
+      std::vector<std::uint8_t> window(in.begin() + row * kT, in.begin() + (row + 1) * kT);
+      window.push_back(out[(row + 1) * kT - 1]);
+      ASSERT_TRUE(std::equal(in.begin() + row * kT + 1, in.begin() + (row + 1) * kT, out.begin() + row * kT))
+          << "draw " << draw << ", row " << row << ": targets are not the inputs one token on";
+      const auto at = std::search(corpus.begin(), corpus.end(), window.begin(), window.end());
+      ASSERT_NE(at, corpus.end()) << "draw " << draw << ", row " << row << " is no window of the corpus";
       starts.push_back(static_cast<std::size_t>(at - corpus.begin()));
     }
     std::sort(starts.begin(), starts.end());
