@@ -50,7 +50,7 @@ bool gemv_launches_overlap(const std::string& version);
 // counts, so, launched with PDL, they could read x before the launch before it has written it. True for a version
 // without sm_90 features.
 bool gemv_code_has_sm90(const std::string& version, int device);
-// The blocks of a version's (v1, v3 to v9) kernel for `in` and `tokens` that an SM of CUDA device
+// The blocks of a version's (v1, v3 to v10) kernel for `in` and `tokens` that an SM of CUDA device
 // `device` holds at once: how many chained launches' blocks fit together. Throws std::invalid_argument for v2 or
 // a shape gemv_refusal refuses.
 int gemv_blocks_per_sm(const std::string& version, std::int64_t in, std::int64_t tokens, int device);

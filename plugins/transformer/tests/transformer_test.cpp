@@ -124,6 +124,9 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_TRUE(fact(*make_linear(3072, 768, 1, "gemv_v2"), "launch").empty());
   EXPECT_TRUE(gemv_needs_chain("v7"));
   EXPECT_FALSE(gemv_needs_chain("v3"));
+  for (const auto& [version, ahead] : {std::pair{"v3", 0}, std::pair{"v7", 0}, std::pair{"v8", 1}, std::pair{"v9", 1},
+                                       std::pair{"v10", 2}, std::pair{"v99", 0}})
+    EXPECT_EQ(gemv_prefetch_distance(version), ahead) << version;
   EXPECT_THROW(gemv_bf16("v7", nullptr, nullptr, nullptr, 768, 3072, 1, nullptr), std::invalid_argument);  // no chain
   // What v8 to v10 prefetch must be 16-byte multiples under 4 GiB; refused before any launch.
   alignas(16) static const unsigned char next[32] = {};
