@@ -119,8 +119,8 @@ __device__ __forceinline__ void count_block_finished(GemvChainCounts* chain) {
 }
 
 // What v8 to v10 ask the L2 to fetch for a later launch while this one runs: as a decode engine knows its next
-// layers, their weights do not depend on this one (v8, v9 the next launch's; v10 the one after it); under --cold the
-// next run's x is a copy of its own, which in a chain would be this launch's output, in the L2 already (v9).
+// layers, their weights do not depend on this one (v8, v9 the next launch's; v10 the one after it); v9 asks for the
+// next launch's x as well where the caller names one (in a chain, this launch's output, in the L2 already).
 struct NextRun {
   const void* w = nullptr;
   unsigned long long w_size = 0;  // 16-byte multiples, as the addresses are

@@ -14,8 +14,8 @@
 //       not by griddepcontrol.wait;
 //   v8  (sm_90) v3 asking the L2 for the next launch's weights (a bulk prefetch, a share a block) once its own
 //       loads are issued, so the next layer's weight read runs under this layer's chained wait;
-//   v9  (sm_90) v8 asking for the next launch's x as well: under --cold each run's x is a copy of its own, where
-//       in a chain it is the previous layer's output, still in the L2, read after the wait;
+//   v9  (sm_90) v8 asking for the next launch's x as well, where the caller names one (the linear case does not:
+//       in a chain x is the previous layer's output, still in the L2, and under --cold it stays in place);
 //   v10 (sm_90) v8 asking for the weights of the launch after next, two layers ahead, so each prefetch has two
 //       chained launches' time to land.
 // A v7 chain's launches share one chain state (kGemvChainBytes of device memory, zeroed once) and one stream.

@@ -189,13 +189,12 @@ class GemvLinear final : public Linear {
     if (const std::string why = gemv_refusal(in, out, tokens); !why.empty()) throw NotApplicable(why);
     if (!version_.empty()) name_version();
   }
-  // What a later run reads, for v8 to v10 to prefetch: under --cold the copies gemv_prefetch_distance runs ahead,
-  // nothing otherwise.
+  // What a later run reads, for v8 to v10 to prefetch: under --cold the copy of W gemv_prefetch_distance runs
+  // ahead, nothing otherwise. x stays in place (rotation()), so v9 has no other x to ask for and runs as v8.
   void run(Context& ctx) override {
-    const void *w = w_, *x = x_;
-    for (int ahead = gemv_prefetch_distance(version_); ahead > 0; --ahead) w = copies_.after(w), x = copies_.after(x);
-    const GemvNextRun next{w == w_ ? nullptr : w, std::size_t(in_ * out_) * 2, x == x_ ? nullptr : x,
-                           std::size_t(in_ * tokens_) * 2};
+    const void* w = w_;
+    for (int ahead = gemv_prefetch_distance(version_); ahead > 0; --ahead) w = copies_.after(w);
+    const GemvNextRun next{w == w_ ? nullptr : w, std::size_t(in_ * out_) * 2};
     gemv_bf16(version_, w_, x_, y_, in_, out_, tokens_, cuda::stream(ctx), chain_, next);
   }
 
@@ -224,7 +223,8 @@ class GemvLinear final : public Linear {
     if (version == "v8")
       return ": gemv_v3 asking the L2 for the next run's weights (the next copy's under --cold) once its own loads are "
              "issued";
-    if (version == "v9") return ": gemv_v8 asking the L2 for the next run's x as well (the next copy's under --cold)";
+    if (version == "v9")
+      return ": gemv_v8 asking the L2 for the next run's x as well (none here: x stays in place, so it runs as v8)";
     if (version == "v10")
       return ": gemv_v8 asking the L2 for the weights of the run after next (that copy's under --cold), two layers "
              "ahead";

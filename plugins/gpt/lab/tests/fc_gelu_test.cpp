@@ -1,5 +1,5 @@
 // lab_fc_gelu_bf16 v5-v27 (fc_gelu_sm90a.hpp): x w^T against double, its GELU against v4's GELU pass run on
-// the same x w^T, bit for bit, and v6-v24 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
+// the same x w^T, bit for bit, and v6-v27 against v5 bit for bit, on shapes with partial tiles in rows and columns, one
 // stage of K, more stages than the ring holds, and more tiles than v6's blocks (so each walks several). Skips with
 // the reason where they cannot run (no sm_90a device or code).
 #include <gtest/gtest.h>
