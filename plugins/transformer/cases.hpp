@@ -57,8 +57,8 @@ inline const char* best_hopper_fused_version(std::int64_t head_dim, bool causal)
 // The sm_90a keeper on a device that runs its code and a shape it takes, else fused_v3.
 std::string best_fused_version(const kernels::AttentionShape& shape, int device_index);
 inline constexpr const char* kBestGemvVersion = "v1";
-inline constexpr const char* kBestSm90GemvVersion = "v3";
-// gemv_v3 on a device that runs its sm_90 code, else gemv_v1.
+inline constexpr const char* kBestSm90GemvVersion = "v8";
+// kBestSm90GemvVersion on a device that runs its sm_90 code, else kBestGemvVersion.
 std::string best_gemv_version(int device_index);
 inline constexpr std::int64_t kLongestRunForSplits = 8192;
 // bulk_copy: the GPU has cp.async.bulk (sm_90 and later), which v9-v11 stage the cache through.

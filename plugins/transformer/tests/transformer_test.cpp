@@ -443,7 +443,7 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
   }
 }
 
-// `gemv` runs v3 where its sm_90 code runs, else v1, and names the one it resolved to at setup.
+// `gemv` runs the sm_90 keeper where its sm_90 code runs, else v1, and names the one it resolved to at setup.
 TEST_F(TransformerGpu, GemvNamesTheVersionItResolvesAtSetup) {
   const std::unique_ptr<Case> c = make_linear(768, 3072, 1, "gemv");
   CudaTestContext ctx(Params{});
@@ -451,7 +451,8 @@ TEST_F(TransformerGpu, GemvNamesTheVersionItResolvesAtSetup) {
   int device = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   const std::string version = best_gemv_version(device);
-  EXPECT_EQ(version, has_bulk_copy(device) && gemv_code_has_sm90("v3", device) ? "v3" : "v1");
+  EXPECT_EQ(version, has_bulk_copy(device) && gemv_code_has_sm90(kBestSm90GemvVersion, device) ? kBestSm90GemvVersion
+                                                                                           : kBestGemvVersion);
   EXPECT_EQ(fact(*c, "kernel").rfind("gemv_" + version + ":", 0), 0u) << fact(*c, "kernel") << " against " << version;
   std::printf("gemv resolves to %s: %s\n", version.c_str(), fact(*c, "kernel").c_str());
   const Check check = gate_after_setup(*c, ctx, {.runs = 2}).check;
