@@ -12,6 +12,7 @@
 // raw qkv and apply the bias and RoPE on load, keep the scores on chip, write the output and one log-sum-exp
 // per row, and recompute the probabilities from it in the backward (FlashAttention's trick). The kernel lab's
 // other versions live in plugins/gpt/lab.
+#include <algorithm>
 #include <string>
 
 #include "attention_common.cuh"
@@ -194,6 +195,31 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
                               cudaStream_t stream) {
   const auto backward = sm90a_runs_here() ? fused_attention_sm90a_backward : fused_attention_v9_backward;
   backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
+}
+
+void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
+                                                const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                                                const float* qkv_bias, RopeTable table, const AttentionShape& s,
+                                                cudaStream_t stream) {
+  if (sm90a_runs_here()) {
+    fused_attention_sm90a_backward_and_bias_gradient(dqkv, dbias, partials, delta, dout, out, lse, qkv, qkv_bias,
+                                                     table, s, stream);
+    return;
+  }
+  fused_attention_v9_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
+  column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
+}
+
+const char* bf16_qkv_bias_gradient_name() {
+  return sm90a_runs_here()
+             ? "summed by the attention backward as it stores dqkv (lab_attention_qkv_bias_bf16 v2, sm_90a)"
+             : "a column-sum pass over dqkv after the attention backward (lab_attention_qkv_bias_bf16 v1)";
+}
+
+std::size_t attention_bias_partials_floats(const AttentionShape& s) {
+  const int cols = 3 * s.channels();
+  return std::max(column_partials_floats(s.batch * s.T, cols),
+                  static_cast<std::size_t>(s.batch) * static_cast<std::size_t>(cols));
 }
 
 void fused_attention_v9_configure() { attention::configure_v9(); }

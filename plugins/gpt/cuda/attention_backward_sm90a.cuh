@@ -28,6 +28,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "attention_sm90a.cuh"
 
@@ -78,6 +79,16 @@ __device__ inline const float (&as_tiles(const float (&d)[kHeadDim / 2]))[kHeadD
   return reinterpret_cast<const float(&)[kHeadDim / 8][4]>(d);
 }
 
+// The head's gradients' column sums: none (the steps' default), or, for qkv's bias gradient (qkv_bias_sums),
+// each 16-row block's sums of dq, dk and dv (parts 0, 1, 2) as stored, into shared memory [part][row block][column].
+struct NoHeadColumnSums {
+  __device__ NoColumnSums block(int, int) const { return {}; }
+};
+struct HeadColumnSums {
+  float (*slots)[kRowBlocks][kHeadDim];
+  __device__ BlockColumnSums block(int part, int row0) const { return {slots[part][row0 / kRows]}; }
+};
+
 // Queries qc .. qc + 31 of a key block's accumulators: n8 tiles 4 c .. 4 c + 3.
 template <int kTiles>
 __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk / 8][4] {
@@ -117,9 +128,10 @@ __device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[k
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
 // warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above).
 // kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products (prefetch_rope_back_factors).
-template <int kQueries, bool kPrefetchFactors = false>
+template <int kQueries, bool kPrefetchFactors = false, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
-                                                  const FusedArgs& args, int half, int group) {
+                                                  const FusedArgs& args, int half, int group,
+                                                  HeadSums column_sums = {}) {
   constexpr int kTiles = kQueries / 8, kSteps = kQueries / 16, q_base = kMaxT - kQueries;
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key_base = 64 * half, key0 = key_base + kRows * warp;
@@ -179,9 +191,9 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
 
   const SwizzledStage stage{h.head.v, key0};
   store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
-                          [&](int t) { return at.qkv_at(t, 2); });
+                          [&](int t) { return at.qkv_at(t, 2); }, column_sums.block(2, key0));
   store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane,
-                          [&](int t) { return at.qkv_at(t, 1); });
+                          [&](int t) { return at.qkv_at(t, 1); }, column_sums.block(1, key0));
 }
 
 // Nothing to do once the dq product has completed (backward_query_rows's default).
@@ -195,9 +207,12 @@ struct NothingAfterDq {
 // registers, so q's tile is free once the key phase has ended (its factors fetched under the product too).
 // after_dq() runs in every thread once its wait for the dq product has returned, before dq is stored (the lab's
 // v31: thread 0 loads the next head's out into the dS^T tile that product read).
-template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false, typename AfterDq = NothingAfterDq>
+template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false, typename AfterDq = NothingAfterDq,
+          typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
-                                                    const FusedArgs& args, int half, AfterDq after_dq = {}) {
+                                                    const FusedArgs& args, int half, AfterDq after_dq = {},
+                                                    HeadSums column_sums = {}) {
+  static_assert(!kDirect || std::is_same_v<HeadSums, NoHeadColumnSums>, "kDirect stores no column sums");
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
   float dq[kHeadDim / 2];
   hw::wgmma_fence();
@@ -216,13 +231,13 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
       store_head_block_direct(dqkv, as_tiles(dq), args.scale, true, factors, q0, args.s.T, lane, q_rows);
     else
       store_head_block_rotated(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, factors, q0,
-                               args.s.T, lane, q_rows);
+                               args.s.T, lane, q_rows, column_sums.block(0, q0));
   } else {
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);
     after_dq();
     store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
-                            args.s.T, lane, q_rows);
+                            args.s.T, lane, q_rows, column_sums.block(0, q0));
   }
 }
 

@@ -49,6 +49,7 @@ struct FusedArgs {
   AttentionShape s;
   float scale;
   RopeTable rope;
+  float* column_partials = nullptr;  // a backward that sums dqkv's columns (qkv_bias_sums): [batch][3C]
 };
 
 // The fused attention's arguments for shape s, the shape checked (check_fused_attention_shape).

@@ -184,24 +184,68 @@ __device__ __forceinline__ void for_each_scaled_pair(const float (&acc)[kHeadDim
   }
 }
 
+// No column sums of a stored block (store_head_block_rotated's default).
+struct NoColumnSums {
+  static constexpr bool kOn = false;
+  __device__ void put(const float (&)[kChunk], int, int) const {}
+};
+
+// The column sums of a stored 16 x 64 block, as stored (bf16, widened), to slot[0 .. 63] (shared memory): each
+// lane adds its kChunk columns over its four rows (rows lane / 8 + 4 j, in j's order), then the lanes holding the
+// same columns are added by two shuffles (8 apart, then 16), and lanes 0 .. 7 write them. A fixed order.
+struct BlockColumnSums {
+  static constexpr bool kOn = true;
+  float* slot;
+  __device__ void put(float (&sums)[kChunk], int lane, int c) const {
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) {
+      sums[i] += __shfl_xor_sync(kFullWarp, sums[i], 8);
+      sums[i] += __shfl_xor_sync(kFullWarp, sums[i], 16);
+    }
+    if (lane < kChunksPerRow) {
+      float4* to = reinterpret_cast<float4*>(slot + c);
+      to[0] = make_float4(sums[0], sums[1], sums[2], sums[3]);
+      to[1] = make_float4(sums[4], sums[5], sums[6], sums[7]);
+    }
+  }
+};
+
+// sums[i] += the eight bf16 of `chunk`, widened.
+__device__ __forceinline__ void add_chunk(float (&sums)[kChunk], const uint4& chunk) {
+  const unsigned w[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    sums[2 * i] += x.x;
+    sums[2 * i + 1] += x.y;
+  }
+}
+
 // A 16 x 64 accumulator block (rows row0 + lane/4 and + 8) to rows row0 .. row0+15 of dst: for_each_scaled_pair
 // into the warp's own stage (free to overwrite), then copied out as 16-byte chunks, a row's eight chunks in eight
-// neighbouring lanes; rows at or past T are not written.
-template <typename Stage, typename Address>
+// neighbouring lanes; rows at or past T are not written. Sums (BlockColumnSums) also takes the block's column sums
+// of the rows written.
+template <typename Stage, typename Address, typename Sums = NoColumnSums>
 __device__ void store_head_block_rotated(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
                                          bool rotate_back, const RopeBackFactors& factors, int row0, int T, int lane,
-                                         Address address) {
+                                         Address address, Sums column_sums = {}) {
   for_each_scaled_pair(acc, scale, rotate_back, factors, lane,
                        [&](int r, int c, unsigned pair) { *reinterpret_cast<unsigned*>(stage.at(r, c)) = pair; });
   __syncwarp();
   constexpr int kChunksPerLane = kRows * kChunksPerRow / 32;
+  static_assert(kChunksPerRow == 8 && kChunksPerLane == 4, "BlockColumnSums: a lane's column, rows 4 apart");
+  const int c = kChunk * (lane % kChunksPerRow);
+  [[maybe_unused]] float sums[kChunk] = {};
 #pragma unroll
   for (int j = 0; j < kChunksPerLane; ++j) {
-    const int id = lane + 32 * j, r = id / kChunksPerRow, c = kChunk * (id % kChunksPerRow);
-    if (row0 + r < T)
-      *reinterpret_cast<uint4*>(dst + address(row0 + r) + c) =
-          *reinterpret_cast<const uint4*>(stage.at(r, c));
+    const int r = (lane + 32 * j) / kChunksPerRow;
+    if (row0 + r < T) {
+      const uint4 chunk = *reinterpret_cast<const uint4*>(stage.at(r, c));
+      *reinterpret_cast<uint4*>(dst + address(row0 + r) + c) = chunk;
+      if constexpr (Sums::kOn) add_chunk(sums, chunk);
+    }
   }
+  if constexpr (Sums::kOn) column_sums.put(sums, lane, c);
   __syncwarp();  // the stage may be written again
 }
 
@@ -220,13 +264,13 @@ __device__ void store_head_block_direct(bf16* dst, const float (&acc)[kHeadDim /
 // store_head_block_rotated with the factors fetched here, all before the first staging store, so their round
 // trips overlap instead of queueing behind the stores (a caller that can fetch them earlier, under a product,
 // calls store_head_block_rotated itself).
-template <typename Stage, typename Address>
+template <typename Stage, typename Address, typename Sums = NoColumnSums>
 __device__ void store_head_block_staged(bf16* dst, Stage stage, const float (&acc)[kHeadDim / 8][4], float scale,
                                         bool rotate_back, RopeTable rope, int row0, int T, int lane,
-                                        Address address) {
+                                        Address address, Sums column_sums = {}) {
   RopeBackFactors factors;
   if (rotate_back) factors.load(rope, row0, T, lane);
-  store_head_block_rotated(dst, stage, acc, scale, rotate_back, factors, row0, T, lane, address);
+  store_head_block_rotated(dst, stage, acc, scale, rotate_back, factors, row0, T, lane, address, column_sums);
 }
 
 // One row's delta = rowsum(dout * out) in fp32: this thread's 16-byte chunks of dout and out (eight elements

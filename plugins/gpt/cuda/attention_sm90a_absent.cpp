@@ -32,4 +32,10 @@ void fused_attention_sm90a_backward(bf16*, float*, const bf16*, const bf16*, con
   refuse("v26's backward");
 }
 
+void fused_attention_sm90a_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*,
+                                                     const float*, const bf16*, const float*, RopeTable,
+                                                     const AttentionShape&, cudaStream_t) {
+  refuse("v26's backward with qkv's bias sums");
+}
+
 }  // namespace roofbench::gpt::cuda

@@ -27,6 +27,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
+#include "column_reduce.cuh"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -49,10 +50,24 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
+// v26's walk summing dqkv's columns as it stores them (kQkvBiasWalk): the trainers' backward, with qkv's bias
+// gradient, on this path (lab_attention_qkv_bias_bf16's v2).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    fused_attention_v26_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                                 const __grid_constant__ CUtensorMap dout_map,
+                                                 const __grid_constant__ CUtensorMap out_map, bf16* dqkv,
+                                                 const float* lse, const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kQkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                    lse, bias, args);
+}
+
 ForwardWalk g_v29_forward{"v29's forward", "fused_attention_sm90a_forward_configure",
                           fused_attention_v29_forward_kernel, kV29SmemBytes};
 BackwardWalk g_v26_backward{"v26's backward", "fused_attention_sm90a_backward_configure",
                             fused_attention_v26_backward_kernel, kV17SmemBytes};
+BackwardWalk g_qkv_bias_backward{"v26's backward with qkv's bias sums", "fused_attention_sm90a_backward_configure",
+                                 fused_attention_v26_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -71,7 +86,10 @@ void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const
   attention::g_v29_forward.launch(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void fused_attention_sm90a_backward_configure() { attention::g_v26_backward.configure(); }
+void fused_attention_sm90a_backward_configure() {
+  attention::g_v26_backward.configure();
+  attention::g_qkv_bias_backward.configure();
+}
 
 int fused_attention_sm90a_backward_blocks_per_sm() {
   return attention::grid_blocks_per_sm(attention::g_v26_backward.grid);
@@ -81,6 +99,15 @@ void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const 
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream) {
   attention::g_v26_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*,
+                                                     const bf16* dout, const bf16* out, const float* lse,
+                                                     const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                                     const AttentionShape& s, cudaStream_t stream) {
+  attention::g_qkv_bias_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
+  const int cols = 3 * s.channels();
+  column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

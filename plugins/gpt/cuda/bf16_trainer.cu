@@ -19,9 +19,9 @@
 // graph, as in R1.
 // The weight-gradient GEMMs stay on the one stream: these rungs run at the 700 W power limit, so work moved
 // beside other work is paid for in clock (on a second stream R3 took 21.49 ms against 21.63, within the
-// noise); only less energy per step makes the step shorter. For the same reason qkv's bias gradient is a
-// column-sum pass and not a cuBLASLt BGRADB epilogue, whose GEMM costs what the pass saves
-// (plugins/gpt/README.md lists these measurements).
+// noise); only less energy per step makes the step shorter. For the same reason qkv's bias gradient is not a
+// cuBLASLt BGRADB epilogue, whose GEMM costs what a column-sum pass saves (plugins/gpt/README.md lists these
+// measurements); on the sm_90a path the attention backward sums dqkv's columns as it stores them.
 #include <array>
 #include <utility>
 #include <vector>
@@ -142,9 +142,8 @@ class Bf16Trainer final : public Trainer {
       // The attention half: attn_proj, attention, qkv, LN1.
       linear_backward(lt_context(), d_attn_out16_, CUDA_R_16BF, grad(o.attn_proj_w), d_resid16_, a.attn_out,
                       weight(o.attn_proj_w), N_, C, C);
-      fused_attention_backward(d_qkv16_, delta_, d_attn_out16_, a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape,
-                               stream_);
-      column_sum(grad(o.qkv_b), d_qkv16_, N_, 3 * C, partials_, stream_);
+      fused_attention_backward_and_bias_gradient(d_qkv16_, grad(o.qkv_b), partials_, delta_, d_attn_out16_,
+                                                 a.attn_out, a.lse, a.qkv, param(o.qkv_b), rope_, shape, stream_);
       linear_backward(lt_context(), d_ln16_, CUDA_R_16BF, grad(o.qkv_w), d_qkv16_, a.ln1, weight(o.qkv_w), N_, C,
                       3 * C);
       // The bf16 copy of the stream's gradient feeds the block below; the embedding's backward reads fp32.

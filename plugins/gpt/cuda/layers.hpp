@@ -281,6 +281,18 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
                               const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream);
 
+// The bf16 backward and qkv's bias gradient: dbias [3C] = dqkv's column sums as stored (the kernels add the bias
+// before RoPE, so its gradient is the raw qkv's), partials: attention_bias_partials_floats(s) floats of scratch.
+// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v2), else
+// column_sum reads dqkv again (v1). The same fixed order in every run either way.
+void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
+                                                const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                                                const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                                cudaStream_t stream);
+std::size_t attention_bias_partials_floats(const AttentionShape& s);
+// How fused_attention_backward_and_bias_gradient takes the bias gradient on the current device (the rungs' fact).
+const char* bf16_qkv_bias_gradient_name();
+
 // The bf16 keeper's kernels on their own, with its contract, for the lab's rows, each configure setting up the
 // current device for its kernels alone (fused_attention_configure calls those of the kernels the keeper runs).
 // v9's forward (rows v9, v13 and v14) and backward (rows v9, v10 and v11):
@@ -303,6 +315,12 @@ int fused_attention_sm90a_backward_blocks_per_sm();
 void fused_attention_sm90a_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream);
+// v26's backward summing dqkv's columns as it stores them, each (sequence, head)'s into partials [batch][3C], then
+// column_finish: fused_attention_backward_and_bias_gradient's sm_90a path (its configure is the one above).
+void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
+                                                     const bf16* dout, const bf16* out, const float* lse,
+                                                     const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                                     const AttentionShape& s, cudaStream_t stream);
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

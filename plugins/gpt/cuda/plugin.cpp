@@ -105,6 +105,7 @@ class GptTrainingStep final : public Case {
   std::vector<Figure> rung_facts() const {
     const std::string fused_attention = std::string("fused, ") + fp32_attention_keeper_name();
     const std::string bf16_attention = std::string("fused, ") + bf16_attention_keeper_name();
+    const Figure qkv_bias{"qkv_bias_gradient", bf16_qkv_bias_gradient_name()};
     switch (rung_) {
       case Rung::eager:
         return {{"compute", "fp32 storage, TF32 matmuls"}, {"attention", "T x T scores in memory (eager)"}};
@@ -113,10 +114,12 @@ class GptTrainingStep final : public Case {
       case Rung::bf16:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
                 {"attention", bf16_attention},
+                qkv_bias,
                 {"mlp_fc", bf16_fc_gelu_keeper_name(cfg_.channels)}};
       case Rung::bf16_checkpoint:
         return {{"compute", "bf16 autocast: bf16 matmuls and attention, fp32 master weights"},
                 {"attention", bf16_attention},
+                qkv_bias,
                 {"mlp_fc", bf16_fc_gelu_keeper_name(cfg_.channels)},
                 {"activations", "each block's input kept, the rest recomputed in the backward"}};
     }

@@ -118,7 +118,8 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   const std::size_t widest = std::max({2 * C, 3 * C, H});
   partials_ = alloc_floats(std::max({column_partials_floats(N_, static_cast<int>(widest)),
                                      layernorm_partials_floats(N_, static_cast<int>(C)),
-                                     fc_gelu_backward_partials_floats(N_, static_cast<int>(H))}),
+                                     fc_gelu_backward_partials_floats(N_, static_cast<int>(H)),
+                                     attention_bias_partials_floats(attention_shape(cfg_.batch))}),
                            BufferRole::scratch);
   upload_rope_table(cfg_, rope_, stream_);
   if (storage == ActivationStorage::bf16) return;  // the bf16 rungs allocate their own activations

@@ -23,6 +23,9 @@
 //                                     on clusters sharing w, and dy, v5-v9 (kFcGeluBackwardVersions)
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's) the
 //                                     GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue (kQkvWgradVersions)
+//   lab_attention_qkv_bias_bf16/version:v1|v2/batch:64|512  the attention's backward with qkv's bias gradient:
+//                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 (R2-R4's on
+//                                     sm_90a) v26's backward summing dqkv's columns as it stores them
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -247,6 +250,122 @@ class AttentionLab final : public Case {
   const lab::AttentionVersion<Elem>& version_;
   Elem *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
   float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr;
+  RopeTable rope_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// The bf16 attention's backward with qkv's bias gradient (dqkv's column sums as stored), the forward's out and
+// lse made once in setup by the keeper:
+//   v1: the keeper's backward, then column_sum's two passes over dqkv (R2-R4's off the sm_90a path, and on it
+//       before v2);
+//   v2 (R2-R4's on sm_90a): v26's backward summing dqkv's columns as it stores them, then column_finish.
+struct QkvBiasVersion {
+  const char* name;
+  const char* kernel;
+  void (*configure)();
+  void (*backward)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout, const bf16* out,
+                   const float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                   cudaStream_t stream);
+};
+
+void keeper_backward_then_column_sum(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                     const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
+                                     RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
+}
+
+void sm90a_backward_configure_first() {
+  fused_attention_sm90a_backward_configure();  // off sm_90a the refusal names this kernel
+  fused_attention_configure();
+}
+
+constexpr QkvBiasVersion kQkvBiasVersions[] = {
+    {"v1", "the keeper's backward, then column_sum's two passes over dqkv", fused_attention_configure,
+     keeper_backward_then_column_sum},
+    {"v2", "v26's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     sm90a_backward_configure_first, fused_attention_sm90a_backward_and_bias_gradient},
+};
+
+class QkvBiasLab final : public Case {
+ public:
+  explicit QkvBiasLab(const Params& params)
+      : cfg_(lab_config(params)),
+        version_(lab::find_version(std::span<const QkvBiasVersion>(kQkvBiasVersions), params.str("version"),
+                                   "lab_attention_qkv_bias_bf16")) {}
+
+  void setup(Context& ctx) override {
+    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
+    const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2) * cfg_.context;
+    qkv_ = alloc_bf16(ctx, N * 3 * C, BufferRole::input);
+    bias_ = alloc_floats(ctx, 3 * C, BufferRole::input);
+    dout_ = alloc_bf16(ctx, N * C, BufferRole::input);
+    out_ = alloc_bf16(ctx, N * C, BufferRole::input);  // the forward's, made here
+    lse_ = alloc_floats(ctx, stats, BufferRole::input);
+    delta_ = alloc_floats(ctx, stats, BufferRole::scratch);
+    dqkv_ = alloc_bf16(ctx, N * 3 * C, BufferRole::output);
+    dbias_ = alloc_floats(ctx, 3 * C, BufferRole::output);
+    partials_ = alloc_floats(ctx, attention_bias_partials_floats(shape()), BufferRole::scratch);
+    rope_ = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
+    ctx.fill_random(qkv_, N * 3 * C, ElementType::bf16);
+    ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
+    ctx.fill_random(dout_, N * C, ElementType::bf16);
+    upload_rope_table(cfg_, rope_, roofbench::cuda::stream(ctx));
+    version_.configure();
+    fused_attention_forward(out_, lse_, qkv_, bias_, rope_, shape(), roofbench::cuda::stream(ctx));
+    ctx.synchronize();
+  }
+
+  void run(Context& ctx) override {
+    version_.backward(dqkv_, dbias_, partials_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, shape(),
+                      roofbench::cuda::stream(ctx));
+  }
+
+  // lab_attention's count for the backward alone (twice the forward's); minimum traffic qkv, out, dout and lse
+  // read, dqkv and the bias gradient written.
+  Work work() const override {
+    const double N = static_cast<double>(positions()), C = cfg_.channels;
+    const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
+    Work w;
+    w.flops = 8.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
+    w.bytes = static_cast<double>(sizeof(bf16)) * (N * 3 * C * 2 + N * C * 2) +
+              4.0 * (static_cast<double>(stat_count()) + 3 * C);
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Figure> figures() const override { return {{"kernel", version_.kernel}}; }
+
+  // dqkv of the first kGateSequences sequences against the double reference; the bias gradient against double
+  // sums of every row of dqkv as stored.
+  Check check(Context& ctx) override {
+    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels);
+    const std::size_t rows = static_cast<std::size_t>(kGateSequences) * cfg_.context;
+    const auto qkv = download_as_float(ctx, qkv_, rows * 3 * C), dout = download_as_float(ctx, dout_, rows * C);
+    const auto ref = reference::attention_reference(qkv, download(ctx, bias_, 3 * C), dout, kGateSequences,
+                                                    cfg_.heads, cfg_.context, cfg_.head_dim(), cfg_.rope_base);
+    const std::vector<float> dqkv = download_as_float(ctx, dqkv_, N * 3 * C);
+    std::vector<double> sums(3 * C, 0.0);
+    for (std::size_t e = 0; e < N * 3 * C; ++e) sums[e % (3 * C)] += dqkv[e];
+    WorstError errors;
+    errors.add("dqkv", relative_l2_error(dqkv.data(), ref.dqkv.data(), rows * 3 * C));
+    errors.add("bias gradient", relative_l2_error(download(ctx, dbias_, 3 * C).data(), sums.data(), 3 * C));
+    return errors.result();
+  }
+
+ private:
+  static bf16* alloc_bf16(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
+  }
+  std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
+  std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
+  AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
+
+  Config cfg_;
+  const QkvBiasVersion& version_;
+  bf16 *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
+  float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
   RopeTable rope_;
 };
 
@@ -1116,6 +1235,12 @@ std::vector<CaseSpec> lab_cases() {
                             "summing dy's columns in its BGRADB epilogue",
                             lab::version_names(std::span<const QkvWgradVersion>(kQkvWgradVersions)), Precision::bf16,
                             0, {64, 512}),
+      lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",
+                           "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
+                           "v1 the keeper's backward, then a column-sum pass over dqkv, v2 (R2-R4's on sm_90a) v26's "
+                           "backward summing the columns as it stores dqkv",
+                           lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
+                           {64, 512}),
       step_gemms_case(),
   };
 }
