@@ -103,7 +103,7 @@ constexpr std::size_t kV17SmemBytes = sizeof(V17Smem) + kAtomBytes;
 
 // qkv_bias_sums': v17's and the column sums of the head's dq, dk and dv, a slot for each warp's 16-row block.
 struct QkvBiasSmem : V17Smem {
-  float column_sums[3][kRowBlocks][kHeadDim];
+  alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
 };
 constexpr std::size_t kQkvBiasSmemBytes = sizeof(QkvBiasSmem) + kAtomBytes;
 
