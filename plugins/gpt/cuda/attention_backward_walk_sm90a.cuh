@@ -36,11 +36,11 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2, the keeper's with qkv's bias gradient): as each warp stores a 16-row block of dq, dk or dv it adds the block's columns as stored
-// (BlockColumnSums) into a slot of its own in shared memory; after the head's last barrier the group adds a head's
-// eight blocks of each column in row order and writes the head's 3 x 64 sums to args.column_partials[b][3C]
-// (each (b, h) once), which column_finish adds over the batch in a fixed order: qkv's bias gradient without the
-// pass that read dqkv again (54 us a layer on an H200 at batch 512).
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2, the keeper's backward with qkv's bias gradient): as each warp
+// stores a 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its
+// own in shared memory; after the head's last barrier the group adds the head's blocks below T of each column in
+// row order and writes the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which
+// column_finish adds over the batch in a fixed order: qkv's bias gradient without a pass that reads dqkv again.
 #pragma once
 
 #include <cuda.h>
@@ -173,7 +173,7 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV31Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .out_mid_query = true, .out_after_dq = true},
     kQkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .qkv_bias_sums = true};
+                 .qkv_bias_sums = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -187,7 +187,8 @@ __device__ inline void store_head_column_sums(const QkvBiasSmem& sm, float* part
   }
 }
 
-// The walk over the block's heads (Smem: V14Smem, V17Smem where the next rows come early, QkvBiasSmem with qkv_bias_sums).
+// The walk over the block's heads (Smem: V14Smem, V17Smem where the next rows come early, QkvBiasSmem with
+// qkv_bias_sums).
 template <WalkPolicy kPolicy, typename Smem>
 __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& maps, bf16* dqkv, const float* lse,
                                                     const float* bias, const FusedArgs& args) {
@@ -286,8 +287,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's, v30's, v31's or the keeper's with qkv's
-// bias sums): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's, v30's, v31's or the keeper's with
+// qkv's bias sums): its tensor maps, dqkv, lse, qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

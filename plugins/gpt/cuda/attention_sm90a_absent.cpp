@@ -1,4 +1,4 @@
-// The bf16 keeper's sm_90a kernels (v29's forward, v26's backward) in a build without sm_90a code
+// The bf16 keeper's sm_90a kernels (v29's forward, v26's backward, without and with qkv's bias sums) in a build without sm_90a code
 // (ROOFBENCH_HOPPER_90A off): attention_v29.cu is not compiled, hopper_path_available is false on every device, so
 // the keeper runs v9's forward and backward and these refuse (the lab's v29 row is listed as not run, with the
 // reason).
@@ -32,6 +32,9 @@ void fused_attention_sm90a_backward(bf16*, float*, const bf16*, const bf16*, con
   refuse("v26's backward");
 }
 
+int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm() {
+  refuse("v26's backward with qkv's bias sums");
+}
 void fused_attention_sm90a_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*,
                                                      const float*, const bf16*, const float*, RopeTable,
                                                      const AttentionShape&, cudaStream_t) {

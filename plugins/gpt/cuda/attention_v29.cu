@@ -18,7 +18,8 @@
 // Budget: forward, shared memory q, k, v and the next head's q 64 KB + two barriers, 65 KB with the alignment's
 // spare, 167 registers (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v, dout 64 KB + dS^T
 // 32 KB + lse, delta 1 KB + two barriers, 98 KB with the alignment's spare, 254 registers, two blocks an SM; 128
-// threads a block.
+// threads a block. The trainers' backward is v26's summing dqkv's columns as it stores them (qkv_bias_sums, for
+// qkv's bias gradient): 6 KB more shared memory, 104 KB, 248 registers, still two blocks an SM.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -99,6 +100,10 @@ void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const 
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream) {
   attention::g_v26_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm() {
+  return attention::grid_blocks_per_sm(attention::g_qkv_bias_backward.grid);
 }
 
 void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*,

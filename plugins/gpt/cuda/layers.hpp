@@ -302,7 +302,7 @@ void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const fl
 void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
-// The sm_90a ones, v29's forward and v26's backward. Their configures throw NotApplicable on a device
+// The sm_90a ones, v29's forward and v26's backward (with qkv's bias sums below). Their configures throw NotApplicable on a device
 // hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without sm_90a code); blocks_per_sm:
 // the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();
@@ -316,11 +316,13 @@ void fused_attention_sm90a_backward(bf16* dqkv, float* delta, const bf16* dout, 
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream);
 // v26's backward summing dqkv's columns as it stores them, each (sequence, head)'s into partials [batch][3C], then
-// column_finish: fused_attention_backward_and_bias_gradient's sm_90a path (its configure is the one above).
+// column_finish: fused_attention_backward_and_bias_gradient's sm_90a path, what R2-R4 run there (its configure is
+// the one above; blocks_per_sm as above).
 void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
                                                      const bf16* dout, const bf16* out, const float* lse,
                                                      const bf16* qkv, const float* qkv_bias, RopeTable rope,
                                                      const AttentionShape& s, cudaStream_t stream);
+int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm();
 
 // ---------------------------------------------------------------------------------------------------
 // crossentropy.cu

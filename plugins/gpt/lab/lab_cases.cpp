@@ -21,8 +21,9 @@
 //                                     bias gradient, bf16: v1 cuBLASLt + the GELU backward pass, v2 one sm_90a
 //                                     GEMM whose epilogue does the rest, v3 (R2-R4's on sm_90a) and v4 v2
 //                                     on clusters sharing w, and dy, v5-v9 (kFcGeluBackwardVersions)
-//   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's) the
-//                                     GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue (kQkvWgradVersions)
+//   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
+//                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
+//                                     (kQkvWgradVersions)
 //   lab_attention_qkv_bias_bf16/version:v1|v2/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 (R2-R4's on
 //                                     sm_90a) v26's backward summing dqkv's columns as it stores them
@@ -350,11 +351,20 @@ class QkvBiasLab final : public Case {
     for (std::size_t e = 0; e < N * 3 * C; ++e) sums[e % (3 * C)] += dqkv[e];
     WorstError errors;
     errors.add("dqkv", relative_l2_error(dqkv.data(), ref.dqkv.data(), rows * 3 * C));
-    errors.add("bias gradient", relative_l2_error(download(ctx, dbias_, 3 * C).data(), sums.data(), 3 * C));
-    return errors.result();
+    const double bias_error = relative_l2_error(download(ctx, dbias_, 3 * C).data(), sums.data(), 3 * C);
+    errors.add("bias gradient", bias_error);
+    Check check = errors.result();
+    // fp32 sums of the stored values: a block of rows left out or counted twice errs far above kBiasTolerance
+    // and still inside the bf16 gate's.
+    if (!(bias_error < kBiasTolerance)) {
+      check.passed_extra = false;
+      check.detail += "bias gradient above " + format_gate_number(kBiasTolerance) + " of dqkv's sums; ";
+    }
+    return check;
   }
 
  private:
+  static constexpr double kBiasTolerance = 1e-5;
   static bf16* alloc_bf16(Context& ctx, std::size_t count, BufferRole role) {
     return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
   }
@@ -894,7 +904,8 @@ class FcGeluBackwardLab final : public MlpLab {
 // ---------------------------------------------------------------------------------------------------
 // The qkv layer's weight gradient dw = dy^T x and its bias gradient, dy's column sums (dy = d_qkv, [N, 3C] bf16;
 // x = ln1, [N, C] bf16; dw and the bias gradient fp32):
-//   v1 (R2-R4's): the weight-gradient GEMM, then column_sum's two passes over dy;
+//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v2 does not run): the weight-gradient GEMM, then
+//       column_sum's two passes over dy;
 //   v2: the GEMM alone, its BGRADB epilogue summing dy's columns as it reads dy.
 struct QkvWgradVersion {
   const char* name;
@@ -1231,8 +1242,8 @@ std::vector<CaseSpec> lab_cases() {
           {64, 512}),
       lab_case<QkvWgradLab>("lab_qkv_wgrad_bf16",
                             "kernel lab: the qkv layer's weight gradient and bias gradient (dy's column sums) on bf16 "
-                            "tensors; v1 (R2-R4's) cuBLASLt's GEMM, then a column-sum pass over dy, v2 the GEMM "
-                            "summing dy's columns in its BGRADB epilogue",
+                            "tensors; v1 (R2-R4's off sm_90a) cuBLASLt's GEMM, then a column-sum pass over dy, v2 the "
+                            "GEMM summing dy's columns in its BGRADB epilogue",
                             lab::version_names(std::span<const QkvWgradVersion>(kQkvWgradVersions)), Precision::bf16,
                             0, {64, 512}),
       lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",

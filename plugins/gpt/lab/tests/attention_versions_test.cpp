@@ -753,49 +753,55 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
                            ManyHeadInputs(4, H, T, 144, 145, 146));
 }
 
-// The trainers' backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2): v26's
-// walk summing dqkv's columns as it stores them, each (sequence, head)'s sums added over the batch by
-// column_finish. Its dqkv equals the keeper's bit for bit; its bias gradient is within fp32's rounding of the double
-// column sums of that dqkv over every row (rows from T on, which no block stores, add nothing), and the same bits
-// again in a second run; at 2304 heads (several a block) and at 48 (a head a block).
+// The trainers' backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2) on B
+// sequences of T: its dqkv equals the keeper's bit for bit; its bias gradient is within fp32's rounding of the
+// double column sums of that dqkv over every row (rows from T on, which no block stores, add nothing), and the
+// same bits in a second run. The bias gradient and the partials are poisoned before each run, so a (sequence,
+// head) left unwritten shows.
+void expect_qkv_bias_backward(int B, int T) {
+  const ManyHeadInputs in(B, 12, T, 151, 152, 153);
+  const FusedAttentionRun keeper = in.run("v29");
+  const int cols = 3 * in.shape.channels();
+  const std::size_t partial_floats = attention_bias_partials_floats(in.shape);
+  testing::Device dev;
+  float* dbias = dev.alloc<float>(cols);
+  float* partials = dev.alloc<float>(partial_floats);
+  const auto forward = [](auto... args) { fused_attention_forward(args...); };
+  const auto backward = [&](bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream) {
+    fused_attention_sm90a_backward_and_bias_gradient(dqkv, dbias, partials, delta, dout, out, lse, qkv, bias, rope, s,
+                                                     stream);
+  };
+  const auto run = [&] {
+    ROOFBENCH_CUDA(cudaMemset(dbias, 0xff, cols * sizeof(float)));
+    ROOFBENCH_CUDA(cudaMemset(partials, 0xff, partial_floats * sizeof(float)));
+    return run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape, in.qkv, in.bias, in.dout,
+                                     in.cos, in.sin);
+  };
+  const FusedAttentionRun first = run();
+  const std::vector<float> first_bias = testing::Device::download(dbias, cols);
+  EXPECT_EQ(first.dqkv, keeper.dqkv) << "batch " << B << ", T " << T;
+  std::vector<double> sums(cols, 0.0);
+  for (std::size_t e = 0; e < first.dqkv.size(); ++e) sums[e % cols] += first.dqkv[e];
+  const double error = relative_l2_error(first_bias.data(), sums.data(), sums.size());
+  std::printf("T %d, %d heads: the bias gradient vs double sums of dqkv: rel L2 %.2e\n", T, B * 12, error);
+  EXPECT_LT(error, 1e-5) << "batch " << B << ", T " << T;  // NaN (a poisoned sum) fails too
+  run();
+  EXPECT_EQ(testing::Device::download(dbias, cols), first_bias) << "batch " << B << ", T " << T;
+}
+
+// At 2304 heads (several a block) and at 48 (a head a block); at T 128 also T 17 (one row in the second block)
+// and T 1 (one block, one row). Its kernel holds two blocks an SM, as v26's backward.
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   if (const std::string why = not_applicable_reason(bf16_version("v29")); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
-  for (const int B : {192, 4}) {
-    const ManyHeadInputs in(B, 12, T, 151, 152, 153);
-    const FusedAttentionRun keeper = in.run("v29");
-    const int cols = 3 * in.shape.channels();
-    testing::Device dev;
-    float* dbias = dev.alloc<float>(cols);
-    float* partials = dev.alloc<float>(attention_bias_partials_floats(in.shape));
-    const auto forward = [](auto... args) { fused_attention_forward(args...); };
-    const auto backward = [&](bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                              const bf16* qkv, const float* bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream) {
-      fused_attention_sm90a_backward_and_bias_gradient(dqkv, dbias, partials, delta, dout, out, lse, qkv, bias, rope,
-                                                       s, stream);
-    };
-    const auto run = [&] {
-      return run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape, in.qkv, in.bias,
-                                       in.dout, in.cos, in.sin);
-    };
-    const FusedAttentionRun first = run();
-    const std::vector<float> first_bias = testing::Device::download(dbias, cols);
-    EXPECT_EQ(first.dqkv, keeper.dqkv) << "batch " << B;
-    std::vector<double> sums(cols, 0.0);
-    for (std::size_t e = 0; e < first.dqkv.size(); ++e) sums[e % cols] += first.dqkv[e];
-    double error = 0, norm = 0;
-    for (int c = 0; c < cols; ++c) {
-      error += (first_bias[c] - sums[c]) * (first_bias[c] - sums[c]);
-      norm += sums[c] * sums[c];
-    }
-    std::printf("T %d, %d heads: the bias gradient vs double sums of dqkv: rel L2 %.2e\n", T, B * 12,
-                std::sqrt(error / norm));
-    EXPECT_LT(std::sqrt(error / norm), 1e-5) << "batch " << B;
-    run();
-    EXPECT_EQ(testing::Device::download(dbias, cols), first_bias) << "batch " << B;
-  }
+  expect_qkv_bias_backward(192, T);
+  expect_qkv_bias_backward(4, T);
+  if (T == 128)
+    for (const int short_T : {17, 1}) expect_qkv_bias_backward(4, short_T);
+  EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 
 // 128: every tile full; 70: the second warp group's rows partly padding; 50: its rows all padding.
