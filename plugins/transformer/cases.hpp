@@ -42,9 +42,9 @@ std::unique_ptr<Case> make_linear(std::int64_t in_features, std::int64_t out_fea
 // head) pairs than SMs; v7 (balanced, pipelined) when its run per block would be at least kLongestRunForSplits
 // keys (B256 KV4096, 23832 keys: 4.60 TB/s against v2's 4.43); v9
 // (balanced, staged by cp.async.bulk) in between, measured at B64 KV1024 only (1490 keys a run); between
-// 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v3 where its sm_90 code
-// runs (1.72 against v1's 2.28 us at 768x3072 and one token on an H100; its time per launch is a chain's time
-// per layer), else v1.
+// 1490 and 23832 keys the threshold is a guess (the geometric middle, rounded). gemv: v8 where its sm_90 code
+// runs (cold by rotation at 768x3072 and one token on an H100, 2.38 us against v3's 2.59; its time per launch is
+// a chain's time per layer), else v1.
 inline constexpr const char* kBestFusedVersion = "v3";
 inline constexpr const char* kBestHopperFusedVersionD64 = "v9";
 inline constexpr const char* kBestHopperFusedVersionD128Causal = "v16";
