@@ -27,6 +27,8 @@
 //   lab_attention_qkv_bias_bf16/version:v1|v2/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 (R2-R4's on
 //                                     sm_90a) v26's backward summing dqkv's columns as it stores them
+//   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
+//                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
 //                                     share of a step's energy only the GEMMs can change (--energy)
 #include <cublas_v2.h>
@@ -36,6 +38,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <set>
 #include <span>
 #include <sstream>
@@ -377,6 +380,105 @@ class QkvBiasLab final : public Case {
   bf16 *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
   float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
   RopeTable rope_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// The token embedding's backward: dwte += the rows of dx summed by their token (dx [N, C] fp32, tokens [N],
+// dwte [V, C] fp32, which holds the head's share first: each run copies it in, then adds):
+//   v1 (R0-R5's): a one-hot matrix [N, V], then cuBLAS's fp32 GEMM onehot^T dx (embedding_backward);
+//   v2: dx's rows gathered by token into sums in shared memory, then the chunks added (embedding_backward_gather).
+struct EmbeddingBackwardVersion {
+  const char* name;
+  const char* kernel;
+  bool gather;
+};
+constexpr EmbeddingBackwardVersion kEmbeddingBackwardVersions[] = {
+    {"v1", "a one-hot matrix, then cuBLAS's fp32 GEMM onehot^T dx", false},
+    {"v2", "dx's rows gathered by token into sums in shared memory, then the chunks added in order", true},
+};
+
+class EmbeddingBackwardLab final : public Case {
+ public:
+  explicit EmbeddingBackwardLab(const Params& params)
+      : cfg_(lab_config(params)),
+        version_(lab::find_version(std::span<const EmbeddingBackwardVersion>(kEmbeddingBackwardVersions),
+                                   params.str("version"), "lab_embedding_backward")) {}
+
+  void setup(Context& ctx) override {
+    const std::size_t N = rows(), C = cfg_.channels, V = cfg_.vocab;
+    if (version_.gather && !embedding_gather_fits(cfg_.channels, cfg_.vocab))
+      throw NotApplicable("v2's sums of " + std::to_string(V) + " tokens do not fit a block");
+    dx_ = alloc_floats(ctx, N * C, BufferRole::input);
+    head_share_ = alloc_floats(ctx, V * C, BufferRole::input);
+    dwte_ = alloc_floats(ctx, V * C, BufferRole::output);
+    tokens_ = static_cast<std::uint8_t*>(ctx.alloc(N, BufferRole::input));
+    ctx.fill_random(dx_, N * C, ElementType::f32);
+    ctx.fill_random(head_share_, V * C, ElementType::f32);
+    std::mt19937 draw(std::random_device{}());
+    std::uniform_int_distribution<int> token(0, cfg_.vocab - 1);
+    tokens_host_.resize(N);
+    for (std::uint8_t& t : tokens_host_) t = static_cast<std::uint8_t>(token(draw));
+    ctx.copy_to_device(tokens_, tokens_host_.data(), N);
+    if (version_.gather) {
+      partials_ = alloc_floats(ctx, embedding_gather_partials_floats(rows(), cfg_.channels, cfg_.vocab),
+                               BufferRole::scratch);
+    } else {
+      onehot_ = alloc_floats(ctx, N * V, BufferRole::scratch);
+      ROOFBENCH_CUBLAS(cublasCreate(cublas_.replace()));
+      workspace_ = ctx.alloc(kWorkspaceBytes, BufferRole::scratch);  // cuBLAS allocates nothing in a capture
+      ROOFBENCH_CUBLAS(cublasSetStream(cublas_.get(), roofbench::cuda::stream(ctx)));
+      ROOFBENCH_CUBLAS(cublasSetWorkspace(cublas_.get(), workspace_, kWorkspaceBytes));
+    }
+  }
+
+  void run(Context& ctx) override {
+    const cudaStream_t stream = roofbench::cuda::stream(ctx);
+    const int N = rows(), C = cfg_.channels, V = cfg_.vocab;
+    ROOFBENCH_CUDA(cudaMemcpyAsync(dwte_, head_share_, static_cast<std::size_t>(V) * C * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream));
+    if (version_.gather)
+      embedding_backward_gather(dwte_, dx_, tokens_, partials_, N, C, V, stream);
+    else
+      embedding_backward(cublas_.get(), dwte_, dx_, tokens_, onehot_, N, C, V, stream);
+  }
+
+  // Minimum traffic: dx and the tokens read, the head's share read and dwte written.
+  Work work() const override {
+    const double N = rows(), C = cfg_.channels, V = cfg_.vocab;
+    Work w;
+    w.bytes = 4.0 * N * C + N + 2 * 4.0 * V * C;
+    w.items = N;
+    w.item_name = "tokens";
+    return w;
+  }
+
+  std::vector<Figure> figures() const override { return {{"kernel", version_.kernel}}; }
+
+  // Every entry of dwte against double sums of the rows of dx by token, on the head's share.
+  Check check(Context& ctx) override {
+    const std::size_t N = rows(), C = cfg_.channels, V = cfg_.vocab;
+    const std::vector<float> dx = download(ctx, dx_, N * C), share = download(ctx, head_share_, V * C);
+    std::vector<double> want(share.begin(), share.end());
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t c = 0; c < C; ++c) want[tokens_host_[n] * C + c] += dx[n * C + c];
+    WorstError errors;
+    errors.add("dwte", relative_l2_error(download(ctx, dwte_, V * C).data(), want.data(), V * C));
+    return errors.result();
+  }
+
+  void teardown(Context&) override { ROOFBENCH_CUBLAS(cublas_.destroy()); }
+
+ private:
+  static constexpr std::size_t kWorkspaceBytes = 32u << 20;
+  int rows() const { return cfg_.batch * cfg_.context; }
+
+  Config cfg_;
+  const EmbeddingBackwardVersion& version_;
+  float *dx_ = nullptr, *head_share_ = nullptr, *dwte_ = nullptr, *partials_ = nullptr, *onehot_ = nullptr;
+  std::uint8_t* tokens_ = nullptr;
+  std::vector<std::uint8_t> tokens_host_;
+  case_support::CublasHandle cublas_;  // a setup that throws half way gives it back through the destructor
+  void* workspace_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -1252,6 +1354,14 @@ std::vector<CaseSpec> lab_cases() {
                            "backward summing the columns as it stores dqkv",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
+      // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.
+      lab_case<EmbeddingBackwardLab>("lab_embedding_backward",
+                                     "kernel lab: the token embedding's backward, dx's rows summed by their token "
+                                     "onto the head's share of dwte; v1 (every rung's) a one-hot matrix and cuBLAS's "
+                                     "fp32 GEMM, v2 the rows gathered by token into sums in shared memory",
+                                     lab::version_names(std::span<const EmbeddingBackwardVersion>(
+                                         kEmbeddingBackwardVersions)),
+                                     Precision::fp32, 1e-5, {64, 512}),
       step_gemms_case(),
   };
 }
