@@ -101,7 +101,7 @@ struct V17Smem : V14Smem {
 };
 constexpr std::size_t kV17SmemBytes = sizeof(V17Smem) + kAtomBytes;
 
-// qkv_bias_sums': v17's and the column sums of the head's dq, dk and dv, a slot for each warp's 16-row block.
+// With qkv_bias_sums: v17's, and the column sums of the head's dq, dk and dv, a slot for each warp's 16-row block.
 struct QkvBiasSmem : V17Smem {
   alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
 };
