@@ -1,6 +1,7 @@
 // The input side: a fresh batch drawn on the device every step, the token embedding and its backward.
 #include <cstdint>
 
+#include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
 
@@ -53,10 +54,14 @@ __global__ void one_hot_kernel(float* onehot, const std::uint8_t* tokens, int N,
     onehot[i] = tokens[i / V] == static_cast<int>(i % V) ? 1.0f : 0.0f;
 }
 
-// Columns of 4 floats a thread, kEmbeddingGroupPieces threads a block: a block's sums are V x 1 KB.
+// The gathered embedding backward: a block takes kEmbeddingChunkRows rows and kEmbeddingGroupPieces pieces of 4
+// columns (a thread each), so its sums are V x 1 KB of shared memory.
+inline constexpr int kEmbeddingChunkRows = 256;
 inline constexpr int kEmbeddingGroupPieces = 64;
 inline constexpr int kEmbeddingRowsInFlight = 8;  // rows whose loads a thread issues before it adds them
-inline constexpr std::size_t kEmbeddingSumsBytes = 48 * 1024;  // dynamic shared memory that needs no opt-in
+inline constexpr std::size_t kSharedBytesWithoutOptIn = 48 * 1024;
+
+int embedding_chunks(int N) { return static_cast<int>(ceil_div(N, kEmbeddingChunkRows)); }
 
 __device__ inline void add_to(float4& sum, const float4& x) {
   sum.x += x.x;
@@ -65,44 +70,34 @@ __device__ inline void add_to(float4& sum, const float4& x) {
   sum.w += x.w;
 }
 
-// Block (chunk, group): rows [chunk R, chunk R + R) of dx, pieces [group G, group G + G) of each row (a piece:
-// 4 columns), each row added into its token's row of sums; then partials[chunk][v][piece] = the sums.
+// Block (chunk, group): rows [chunk R, chunk R + R) of dx, pieces [group G, group G + G) of each row, each row added
+// into its token's row of sums (a thread's own slot of each), then sums[v][piece] to partials[chunk][v][piece].
 __global__ void __launch_bounds__(kEmbeddingGroupPieces)
     embedding_partials_kernel(float4* partials, const float4* dx, const std::uint8_t* tokens, int N, int width,
                               int V) {
   extern __shared__ float4 sums[];  // [V][kEmbeddingGroupPieces]
-  const int piece = static_cast<int>(blockIdx.y) * kEmbeddingGroupPieces + static_cast<int>(threadIdx.x);
-  const int own = static_cast<int>(threadIdx.x);
-  for (int v = 0; v < V; ++v) sums[v * kEmbeddingGroupPieces + own] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const int slot = static_cast<int>(threadIdx.x);
+  const int piece = static_cast<int>(blockIdx.y) * kEmbeddingGroupPieces + slot;
+  for (int v = 0; v < V; ++v) sums[v * kEmbeddingGroupPieces + slot] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   const int begin = static_cast<int>(blockIdx.x) * kEmbeddingChunkRows;
   const int end = min(N, begin + kEmbeddingChunkRows);
-  if (piece < width) {
-    int row = begin;
-    for (; row + kEmbeddingRowsInFlight <= end; row += kEmbeddingRowsInFlight) {
-      float4 x[kEmbeddingRowsInFlight];
-      int token[kEmbeddingRowsInFlight];
+  if (piece >= width) return;
+  int row = begin;
+  for (; row + kEmbeddingRowsInFlight <= end; row += kEmbeddingRowsInFlight) {
+    float4 x[kEmbeddingRowsInFlight];
+    int token[kEmbeddingRowsInFlight];
 #pragma unroll
-      for (int i = 0; i < kEmbeddingRowsInFlight; ++i) {
-        x[i] = dx[static_cast<std::size_t>(row + i) * width + piece];
-        token[i] = tokens[row + i];
-      }
-#pragma unroll
-      for (int i = 0; i < kEmbeddingRowsInFlight; ++i) add_to(sums[token[i] * kEmbeddingGroupPieces + own], x[i]);
+    for (int i = 0; i < kEmbeddingRowsInFlight; ++i) {
+      x[i] = dx[static_cast<std::size_t>(row + i) * width + piece];
+      token[i] = tokens[row + i];
     }
-    for (; row < end; ++row)
-      add_to(sums[tokens[row] * kEmbeddingGroupPieces + own], dx[static_cast<std::size_t>(row) * width + piece]);
-    float4* out = partials + static_cast<std::size_t>(blockIdx.x) * V * width + piece;
-    for (int v = 0; v < V; ++v) out[static_cast<std::size_t>(v) * width] = sums[v * kEmbeddingGroupPieces + own];
+#pragma unroll
+    for (int i = 0; i < kEmbeddingRowsInFlight; ++i) add_to(sums[token[i] * kEmbeddingGroupPieces + slot], x[i]);
   }
-}
-
-// dwte[i] += the chunks' partials[c][i], c in order (i over V x width pieces).
-__global__ void embedding_finish_kernel(float4* dwte, const float4* partials, int chunks, int pieces) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= pieces) return;
-  float4 total = dwte[i];
-  for (int c = 0; c < chunks; ++c) add_to(total, partials[static_cast<std::size_t>(c) * pieces + i]);
-  dwte[i] = total;
+  for (; row < end; ++row)
+    add_to(sums[tokens[row] * kEmbeddingGroupPieces + slot], dx[static_cast<std::size_t>(row) * width + piece]);
+  float4* out = partials + static_cast<std::size_t>(blockIdx.x) * V * width + piece;
+  for (int v = 0; v < V; ++v) out[static_cast<std::size_t>(v) * width] = sums[v * kEmbeddingGroupPieces + slot];
 }
 
 }  // namespace
@@ -145,32 +140,32 @@ void embedding_backward(cublasHandle_t handle, float* dwte, const float* dx, con
 }
 
 bool embedding_gather_fits(int C, int V) {
-  return C % 4 == 0 && V >= 1 &&
-         static_cast<std::size_t>(V) * kEmbeddingGroupPieces * sizeof(float4) <= kEmbeddingSumsBytes;
+  return C >= 4 && C % 4 == 0 && V >= 1 &&
+         static_cast<std::size_t>(V) * kEmbeddingGroupPieces * sizeof(float4) <= kSharedBytesWithoutOptIn;
 }
 
 std::size_t embedding_gather_partials_floats(int N, int C, int V) {
-  return static_cast<std::size_t>(ceil_div(N, kEmbeddingChunkRows)) * static_cast<std::size_t>(V) * C;
+  return static_cast<std::size_t>(embedding_chunks(N) + 1) * static_cast<std::size_t>(V) * C;
 }
 
 void embedding_backward_gather(float* dwte, const float* dx, const std::uint8_t* tokens, float* partials, int N,
                                int C, int V, cudaStream_t stream) {
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  if (!embedding_gather_fits(C, V))
-    throw Error("gpt: the gathered embedding backward takes C a multiple of 4 and V sums rows a block can hold");
+  if (N < 1 || !embedding_gather_fits(C, V))
+    throw Error("gpt: the gathered embedding backward takes rows, C a multiple of 4 and V sums rows a block holds");
   if (!aligned(dwte) || !aligned(dx) || !aligned(partials))
     throw Error("gpt: the gathered embedding backward needs dwte, dx and partials 16-byte aligned");
-  const int width = C / 4, chunks = static_cast<int>(ceil_div(N, kEmbeddingChunkRows));
+  // Row 0 of the partials is dwte as it stands (the head's share); the chunks' sums follow, and column_finish adds
+  // all of them into dwte in its fixed order.
+  const std::size_t table = static_cast<std::size_t>(V) * C;
+  ROOFBENCH_CUDA(cudaMemcpyAsync(partials, dwte, table * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  const int width = C / 4, chunks = embedding_chunks(N);
   const dim3 grid(chunks, ceil_div(width, kEmbeddingGroupPieces));
   const std::size_t sums_bytes = static_cast<std::size_t>(V) * kEmbeddingGroupPieces * sizeof(float4);
-  auto* partials4 = reinterpret_cast<float4*>(partials);
   embedding_partials_kernel<<<grid, kEmbeddingGroupPieces, sums_bytes, stream>>>(
-      partials4, reinterpret_cast<const float4*>(dx), tokens, N, width, V);
+      reinterpret_cast<float4*>(partials + table), reinterpret_cast<const float4*>(dx), tokens, N, width, V);
   ROOFBENCH_CUDA_LAUNCH();
-  const int pieces = V * width;
-  embedding_finish_kernel<<<ceil_div(pieces, 256), 256, 0, stream>>>(reinterpret_cast<float4*>(dwte), partials4,
-                                                                     chunks, pieces);
-  ROOFBENCH_CUDA_LAUNCH();
+  column_finish(ColumnOutputs{{dwte}, static_cast<int>(table)}, partials, chunks + 1, static_cast<int>(table), stream);
 }
 
 }  // namespace roofbench::gpt::cuda

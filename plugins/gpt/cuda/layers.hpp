@@ -149,12 +149,12 @@ void embedding_forward(float* x, const std::uint8_t* tokens, const float* wte, i
 // dwte += onehot(tokens)^T dx, as a GEMM over a one-hot matrix [N, V] (deterministic, no atomics).
 void embedding_backward(cublasHandle_t handle, float* dwte, const float* dx, const std::uint8_t* tokens,
                         float* onehot, int N, int C, int V, cudaStream_t stream);
-// The same sums gathered by token, no one-hot matrix (lab_embedding_backward's v2): blocks of
-// kEmbeddingChunkRows rows add each row of dx into their token's row of sums in shared memory, a thread owning 4
-// columns of every token's row (so each sum is one thread's, in row order), and write them to partials
-// [chunk][V][C]; a second pass adds the chunks to dwte in order. Deterministic, no atomics. dx and dwte 16-byte
-// aligned; embedding_gather_fits(C, V) says whether a block's sums fit.
-inline constexpr int kEmbeddingChunkRows = 256;
+// The same sums gathered by token, no one-hot matrix (lab_embedding_backward's v2): blocks of 256 rows add each
+// row of dx into their token's row of sums in shared memory, a thread owning 4 columns of every token's row (so
+// each sum is one thread's, in row order), and write them to partials [chunk][V][C] after a copy of dwte; then
+// column_finish adds them into dwte in its fixed order. Deterministic, no atomics. Every token < V; dwte, dx and
+// partials (embedding_gather_partials_floats(N, C, V) floats) 16-byte aligned; embedding_gather_fits(C, V) says
+// whether a block's sums fit.
 bool embedding_gather_fits(int C, int V);
 std::size_t embedding_gather_partials_floats(int N, int C, int V);
 void embedding_backward_gather(float* dwte, const float* dx, const std::uint8_t* tokens, float* partials, int N,

@@ -414,7 +414,7 @@ class EmbeddingBackwardLab final : public Case {
     tokens_ = static_cast<std::uint8_t*>(ctx.alloc(N, BufferRole::input));
     ctx.fill_random(dx_, N * C, ElementType::f32);
     ctx.fill_random(head_share_, V * C, ElementType::f32);
-    std::mt19937 draw(std::random_device{}());
+    std::mt19937_64 draw(ctx.seed());
     std::uniform_int_distribution<int> token(0, cfg_.vocab - 1);
     tokens_host_.resize(N);
     for (std::uint8_t& t : tokens_host_) t = static_cast<std::uint8_t>(token(draw));

@@ -534,17 +534,22 @@ TEST(GptLayers, EmbeddingForwardGathersTheTokensRows) {
 }
 
 // The gathered embedding backward adds dx's rows by token onto dwte's share: against double sums, and against
-// the one-hot GEMM (embedding_backward), at R3's width and vocabulary, a width under one block's 64 pieces, the
-// largest vocabulary a block's sums hold (V 48) and rows that leave a chunk and the rows in flight a tail; the
-// same bits in a second run, and a vocabulary one too large refused.
+// the one-hot GEMM (embedding_backward), at R3's width and vocabulary, a width under one block's 64 pieces, one a
+// piece over them (the second block nearly idle), the largest vocabulary a block's sums hold (V 48), and rows that
+// leave a chunk and the rows in flight a tail. The partials are poisoned before each run (a piece left unwritten
+// shows), sized for the chunks and dwte's copy, and the second run gives the same bits. A vocabulary one too large
+// and a misaligned dx are refused.
 TEST(GptLayers, EmbeddingBackwardGatherSumsTheRowsByToken) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   EXPECT_FALSE(embedding_gather_fits(512, 49));
   EXPECT_FALSE(embedding_gather_fits(6, 28));
+  EXPECT_EQ(embedding_gather_partials_floats(1003, 512, 28), std::size_t(4 + 1) * 28 * 512);
+  EXPECT_THROW(embedding_backward_gather(nullptr, nullptr, nullptr, nullptr, 256, 512, 49, nullptr), Error);
   cublasHandle_t raw = nullptr;
   ROOFBENCH_CUBLAS(cublasCreate(&raw));
   const std::unique_ptr<std::remove_pointer_t<cublasHandle_t>, decltype(&cublasDestroy)> cublas(raw, cublasDestroy);
-  for (const auto& [N, C, V] : {std::tuple{1003, 512, 28}, std::tuple{300, 100, 28}, std::tuple{2053, 64, 48}}) {
+  for (const auto& [N, C, V] : {std::tuple{1003, 512, 28}, std::tuple{300, 100, 28}, std::tuple{517, 260, 28},
+                                std::tuple{2053, 64, 48}}) {
     ASSERT_TRUE(embedding_gather_fits(C, V));
     const auto dx = random_floats(std::size_t(N) * C, 44), share = random_floats(std::size_t(V) * C, 45);
     std::vector<std::uint8_t> tokens(N);
@@ -553,24 +558,30 @@ TEST(GptLayers, EmbeddingBackwardGatherSumsTheRowsByToken) {
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c) want[std::size_t(tokens[n]) * C + c] += dx[std::size_t(n) * C + c];
     Device dev;
-    const float* d_dx = dev.upload(dx);
+    float* d_dx = dev.upload(dx);
     const std::uint8_t* d_tokens = dev.upload(tokens);
-    float* partials = dev.alloc<float>(embedding_gather_partials_floats(N, C, V));
+    const std::size_t partial_floats = embedding_gather_partials_floats(N, C, V);
+    float* partials = dev.alloc<float>(partial_floats);
     const auto gathered = [&] {
       float* dwte = dev.upload(share);
+      ROOFBENCH_CUDA(cudaMemset(partials, 0xff, partial_floats * sizeof(float)));
       embedding_backward_gather(dwte, d_dx, d_tokens, partials, N, C, V, nullptr);
       return Device::download(dwte, share.size());
     };
     const std::vector<float> first = gathered();
     float* gemm_dwte = dev.upload(share);
-    embedding_backward(cublas.get(), gemm_dwte, d_dx, d_tokens, dev.alloc<float>(std::size_t(N) * V), N, C, V, nullptr);
+    embedding_backward(raw, gemm_dwte, d_dx, d_tokens, dev.alloc<float>(std::size_t(N) * V), N, C, V, nullptr);
     const std::vector<float> gemm = Device::download(gemm_dwte, share.size());
     const double error = relative_l2_error(first.data(), want.data(), want.size());
     std::printf("N %d C %d V %d: gathered vs double %.2e, one-hot GEMM vs double %.2e\n", N, C, V, error,
                 relative_l2_error(gemm.data(), want.data(), want.size()));
-    EXPECT_LT(error, 1e-6) << "N " << N << " C " << C << " V " << V;
+    EXPECT_LT(error, 1e-6) << "N " << N << " C " << C << " V " << V;  // NaN (a poisoned partial) fails too
     EXPECT_LT(relative_l2_error(first.data(), gemm.data(), gemm.size()), 1e-6);
-    EXPECT_EQ(gathered(), first) << "N " << N << " C " << C << " V " << V;
+    const std::vector<float> second = gathered();
+    EXPECT_EQ(std::memcmp(second.data(), first.data(), first.size() * sizeof(float)), 0)
+        << "N " << N << " C " << C << " V " << V;
+    EXPECT_THROW(embedding_backward_gather(dev.upload(share), d_dx + 1, d_tokens, partials, N - 1, C, V, nullptr),
+                 Error);
   }
 }
 
