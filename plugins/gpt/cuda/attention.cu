@@ -206,7 +206,7 @@ void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float*
                                                      table, s, stream);
     return;
   }
-  fused_attention_v9_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
+  fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, table, s, stream);
   column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
 }
 

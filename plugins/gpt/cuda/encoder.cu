@@ -4,6 +4,7 @@
 #include "column_reduce.cuh"
 #include "common.cuh"
 #include "layers.hpp"
+#include "storage.cuh"
 
 namespace roofbench::gpt::cuda {
 namespace {
@@ -114,8 +115,7 @@ void draw_batch(std::uint8_t* inputs, std::uint8_t* targets, const std::uint8_t*
 
 void embedding_forward(float* x, const std::uint8_t* tokens, const float* wte, int N, int C, cudaStream_t stream) {
   const std::size_t n = static_cast<std::size_t>(N) * C;
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  if (C % 4 == 0 && aligned(x) && aligned(wte))  // rows of 16-byte pieces
+  if (C % 4 == 0 && aligned16(x) && aligned16(wte))  // rows of 16-byte pieces
     embedding_forward_kernel<<<elementwise_blocks(n / 4), kElementwiseThreads, 0, stream>>>(
         reinterpret_cast<float4*>(x), tokens, reinterpret_cast<const float4*>(wte), N, C / 4);
   else
@@ -150,10 +150,9 @@ std::size_t embedding_gather_partials_floats(int N, int C, int V) {
 
 void embedding_backward_gather(float* dwte, const float* dx, const std::uint8_t* tokens, float* partials, int N,
                                int C, int V, cudaStream_t stream) {
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   if (N < 1 || !embedding_gather_fits(C, V))
     throw Error("gpt: the gathered embedding backward takes rows, C a multiple of 4 and V sums rows a block holds");
-  if (!aligned(dwte) || !aligned(dx) || !aligned(partials))
+  if (!aligned16(dwte) || !aligned16(dx) || !aligned16(partials))
     throw Error("gpt: the gathered embedding backward needs dwte, dx and partials 16-byte aligned");
   // Row 0 of the partials is dwte as it stands (the head's share); the chunks' sums follow, and column_finish adds
   // all of them into dwte in its fixed order.
