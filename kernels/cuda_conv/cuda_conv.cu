@@ -7,6 +7,7 @@
 #include <string>
 
 #include "roofbench/cuda.hpp"
+#include "roofbench/hopper_host.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::kernels {
@@ -270,5 +271,17 @@ void launch_conv2d_implicit_gemm_bf16(const bf16* x, const bf16* w, bf16* y, con
     vec ? launch_tile<128, 64, 32, true>(args, stream) : launch_tile<128, 64, 32, false>(args, stream);
   }
 }
+
+std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& s) {
+  if (s.c % 64 != 0)
+    return "cuda_conv: the wgmma kernel gathers 64 channels at a time and needs C % 64 == 0, got C = " +
+           std::to_string(s.c);
+  if (s.k % 2 != 0) return "cuda_conv: the wgmma kernel stores channel pairs and needs an even K, got " + std::to_string(s.k);
+  for (const std::int64_t extent : {s.n * s.h * s.w, s.k, s.r * s.s * s.c, s.out_h() * s.out_w()})
+    if (extent > INT_MAX) return "cuda_conv: a dimension exceeds the wgmma kernel's 32-bit indexing";
+  return "";
+}
+
+bool conv2d_implicit_gemm_wgmma_available(int device) { return roofbench::hopper::hopper_path_available(device); }
 
 }  // namespace roofbench::kernels

@@ -17,7 +17,8 @@ namespace {
 Implementation parse_implementation(const std::string& text) {
   if (text == "cudnn") return Implementation::cudnn;
   if (text == "implicit_gemm") return Implementation::implicit_gemm;
-  throw Error("conv: impl must be cudnn or implicit_gemm, got '" + text + "'");
+  if (text == "implicit_gemm_wgmma") return Implementation::implicit_gemm_wgmma;
+  throw Error("conv: impl must be cudnn, implicit_gemm or implicit_gemm_wgmma, got '" + text + "'");
 }
 
 std::vector<Pass> passes_of(Pass pass) { return {pass}; }
@@ -133,6 +134,9 @@ std::vector<Figure> LayerCase::texts() const {
   if (implementation_ == Implementation::implicit_gemm)
     return {{"implementation", "hand-written implicit GEMM (kernels/cuda_conv)"},
             {"algorithm", kernels::conv2d_implicit_gemm_bf16_variant(conv_.shape())}};
+  if (implementation_ == Implementation::implicit_gemm_wgmma)
+    return {{"implementation", "hand-written implicit GEMM on wgmma (kernels/cuda_conv, sm_90a)"},
+            {"algorithm", kernels::conv2d_implicit_gemm_wgmma_bf16_variant(conv_.shape())}};
   std::vector<Figure> facts = cudnn_facts();
   if (const auto& choice = conv_.choice(pass_)) {
     facts.push_back({"cudnn_api", choice->chosen.plan ? "backend (cudnnBackendExecute of an engine plan)"
@@ -278,7 +282,7 @@ void describe(Plugin& plugin) {
     std::vector<std::string> layouts;
     for (const auto layout : format.layouts) layouts.push_back(to_string(layout));
     std::vector<std::string> implementations{"cudnn"};
-    if (format.precision == Precision::bf16) implementations.push_back("implicit_gemm");
+    if (format.precision == Precision::bf16) implementations.insert(implementations.end(), {"implicit_gemm", "implicit_gemm_wgmma"});
     spec.axes = {Axis::strings("layer", resnet50_layer_names()), Axis::strings("pass", {"fwd", "bwd_data", "bwd_filter"}),
                  Axis::strings("layout", layouts), Axis::strings("impl", implementations), batch};
     spec.device = DeviceNeed::gpu();

@@ -108,9 +108,17 @@ Convolution::Convolution(const Layer& layer, std::int64_t batch, const DataForma
       layout_(layout),
       implementation_(implementation),
       passes_(std::move(passes)) {
-  if (implementation_ == Implementation::implicit_gemm &&
+  if (implementation_ != Implementation::cudnn &&
       (format_.precision != Precision::bf16 || layout_ != ConvLayout::nhwc || passes_ != std::vector<Pass>{Pass::fwd}))
-    throw NotApplicable("conv: the hand-written implicit-GEMM kernel computes the bf16 NHWC forward pass only");
+    throw NotApplicable("conv: the hand-written implicit-GEMM kernels compute the bf16 NHWC forward pass only");
+  if (implementation_ == Implementation::implicit_gemm_wgmma) {
+    if (const std::string why = kernels::conv2d_implicit_gemm_wgmma_unsupported(shape_); !why.empty())
+      throw NotApplicable(why);
+    int device = 0;
+    ROOFBENCH_CUDA(cudaGetDevice(&device));
+    if (!kernels::conv2d_implicit_gemm_wgmma_available(device))
+      throw NotApplicable("conv: the wgmma kernel runs on compute capability 9.0 with sm_90a code in the build");
+  }
 }
 
 bool Convolution::has(Pass pass) const { return std::find(passes_.begin(), passes_.end(), pass) != passes_.end(); }
@@ -317,9 +325,11 @@ void Convolution::copy_algorithms(const Convolution& same_shape) {
 
 void Convolution::enqueue(Pass pass, cudnnHandle_t handle, void* workspace, std::size_t workspace_bytes,
                           cudaStream_t stream) const {
-  if (implementation_ == Implementation::implicit_gemm) {
-    kernels::launch_conv2d_implicit_gemm_bf16(static_cast<const __nv_bfloat16*>(x_), static_cast<const __nv_bfloat16*>(w_),
-                                              static_cast<__nv_bfloat16*>(y_), shape_, stream);
+  if (implementation_ != Implementation::cudnn) {
+    const auto launch = implementation_ == Implementation::implicit_gemm ? kernels::launch_conv2d_implicit_gemm_bf16
+                                                                         : kernels::launch_conv2d_implicit_gemm_wgmma_bf16;
+    launch(static_cast<const __nv_bfloat16*>(x_), static_cast<const __nv_bfloat16*>(w_), static_cast<__nv_bfloat16*>(y_),
+           shape_, stream);
     return;
   }
   const auto& choice = choices_[std::size_t(pass)];

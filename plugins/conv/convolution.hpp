@@ -26,7 +26,8 @@ inline constexpr std::array<Pass, 3> kPasses = {Pass::fwd, Pass::bwd_data, Pass:
 const char* to_string(Pass pass);
 Pass parse_pass(const std::string& text);
 
-enum class Implementation { cudnn, implicit_gemm };
+// cuDNN, or a hand-written kernel of kernels/cuda_conv: WMMA (any GPU) or wgmma (sm_90a).
+enum class Implementation { cudnn, implicit_gemm, implicit_gemm_wgmma };
 
 // The storage and arithmetic of one precision value of the plugin.
 struct DataFormat {

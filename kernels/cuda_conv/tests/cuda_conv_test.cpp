@@ -216,15 +216,15 @@ struct KernelCase {
 
 void PrintTo(const KernelCase& c, std::ostream* out) { *out << c.what; }
 
-class ImplicitGemmKernel : public ::testing::TestWithParam<KernelCase> {};
+using Launch = void (*)(const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*, const ConvShape&, cudaStream_t);
 
-TEST_P(ImplicitGemmKernel, MatchesTheReferenceEverywhere) {
-  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
-  const ConvShape s = GetParam().shape;
+// Runs `launch` on random bf16 x and w with y poisoned, and compares every output with the fp64 reference.
+void expect_matches_reference(const KernelCase& c, Launch launch) {
+  const ConvShape s = c.shape;
   DeviceBf16 x(s.input_elements()), w(s.filter_elements()), y(s.output_elements());
   const auto xv = upload_random(x, s.input_elements(), 11), wv = upload_random(w, s.filter_elements(), 12);
   ROOFBENCH_CUDA(cudaMemset(y.data, 0xFF, std::size_t(s.output_elements()) * 2));  // NaN where never written
-  launch_conv2d_implicit_gemm_bf16(x.data, w.data, y.data, s, nullptr);
+  launch(x.data, w.data, y.data, s, nullptr);
   ROOFBENCH_CUDA(cudaDeviceSynchronize());
   std::vector<__nv_bfloat16> out(std::size_t(s.output_elements()));
   ROOFBENCH_CUDA(cudaMemcpy(out.data(), y.data, out.size() * 2, cudaMemcpyDeviceToHost));
@@ -243,8 +243,15 @@ TEST_P(ImplicitGemmKernel, MatchesTheReferenceEverywhere) {
     ref2 += ref * ref;
     worst = std::max(worst, std::abs(got - ref));
   });
-  EXPECT_EQ(bad, 0) << GetParam().what << ": worst absolute error " << worst;
-  EXPECT_LT(std::sqrt(err2 / ref2), 5e-3) << GetParam().what;
+  EXPECT_EQ(bad, 0) << c.what << ": worst absolute error " << worst;
+  EXPECT_LT(std::sqrt(err2 / ref2), 5e-3) << c.what;
+}
+
+class ImplicitGemmKernel : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(ImplicitGemmKernel, MatchesTheReferenceEverywhere) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  expect_matches_reference(GetParam(), launch_conv2d_implicit_gemm_bf16);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -259,6 +266,37 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"1x1 40->36: channels not a multiple of the chunk",
                    {.n = 1, .c = 40, .h = 9, .w = 7, .k = 36, .r = 1, .s = 1, .stride = 1, .pad = 0}},
         KernelCase{"1x1 13->20: odd channels", {.n = 2, .c = 13, .h = 5, .w = 5, .k = 20, .r = 1, .s = 1, .stride = 1, .pad = 0}}));
+
+class WgmmaImplicitGemmKernel : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(WgmmaImplicitGemmKernel, MatchesTheReferenceEverywhere) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA device";
+  if (!conv2d_implicit_gemm_wgmma_available(0)) GTEST_SKIP() << "device 0 does not run sm_90a code";
+  ASSERT_EQ(conv2d_implicit_gemm_wgmma_unsupported(GetParam().shape), "");
+  expect_matches_reference(GetParam(), launch_conv2d_implicit_gemm_wgmma_bf16);
+}
+
+// Partial row tiles (M not a multiple of 128), partial and 64-wide column tiles, padding on every edge, stride 2,
+// one to nine taps, several slabs a tap.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, WgmmaImplicitGemmKernel,
+    ::testing::Values(
+        KernelCase{"3x3 64->64 (128x64 tiles)", {.n = 3, .c = 64, .h = 14, .w = 13, .k = 64, .r = 3, .s = 3, .stride = 1, .pad = 1}},
+        KernelCase{"3x3/2 128->192 (three 64-wide tiles)",
+                   {.n = 2, .c = 128, .h = 15, .w = 15, .k = 192, .r = 3, .s = 3, .stride = 2, .pad = 1}},
+        KernelCase{"1x1/2 256->512 (128x128 tiles)", {.n = 2, .c = 256, .h = 14, .w = 14, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}},
+        KernelCase{"3x3 192->128, 5x6 images", {.n = 5, .c = 192, .h = 5, .w = 6, .k = 128, .r = 3, .s = 3, .stride = 1, .pad = 1}},
+        KernelCase{"1x1 128->36: a partial column tile", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 36, .r = 1, .s = 1, .stride = 1, .pad = 0}}));
+
+TEST(WgmmaImplicitGemmShapes, SaysWhichTheKernelCannotTake) {
+  const ConvShape stem{.n = 1, .c = 3, .h = 224, .w = 224, .k = 64, .r = 7, .s = 7, .stride = 2, .pad = 3};
+  const ConvShape odd_k{.n = 1, .c = 64, .h = 8, .w = 8, .k = 63, .r = 1, .s = 1, .stride = 1, .pad = 0};
+  const ConvShape wide{.n = 1, .c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1};
+  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(stem).find("C % 64"), std::string::npos);
+  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(odd_k).find("even K"), std::string::npos);
+  EXPECT_EQ(conv2d_implicit_gemm_wgmma_unsupported(wide), "");
+  EXPECT_FALSE(conv2d_implicit_gemm_wgmma_available(-1));
+}
 
 TEST(ImplicitGemmKernelVariant, NamesTheTile) {
   const ConvShape wide{.n = 1, .c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1};

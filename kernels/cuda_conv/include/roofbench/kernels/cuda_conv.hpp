@@ -24,4 +24,21 @@ void launch_conv2d_implicit_gemm_bf16(const __nv_bfloat16* x, const __nv_bfloat1
 // Which tile configuration the launch picks for `shape`, for the results (e.g. "wmma 128x64x32, 3 stages, cp.async").
 std::string conv2d_implicit_gemm_bf16_variant(const ConvShape& shape);
 
+// The same convolution on Hopper's warp-group MMA (wgmma, sm_90a code): a producer warp group gathers x and w
+// slabs of 64 channels into a 4-stage ring of swizzled tiles, two consumer warp groups multiply them.
+// It takes C % 64 == 0 (every ResNet-50 layer but the stem), an even K and 16-byte aligned tensors.
+// Only enqueues on `stream`; throws roofbench::Error when it cannot run (the reason as below).
+void launch_conv2d_implicit_gemm_wgmma_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                                            const ConvShape& shape, cudaStream_t stream);
+
+// Why the wgmma kernel cannot compute `shape`, or "" when it can (shape limits only, not the device).
+std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& shape);
+
+// Whether `device` runs the wgmma kernel: compute capability 9.0 and a build with sm_90a code
+// (roofbench::hopper::hopper_path_available). Never throws.
+bool conv2d_implicit_gemm_wgmma_available(int device);
+
+// The wgmma kernel's tile configuration for `shape`, for the results.
+std::string conv2d_implicit_gemm_wgmma_bf16_variant(const ConvShape& shape);
+
 }  // namespace roofbench::kernels
