@@ -2,13 +2,16 @@
 // CMakeLists.txt). The GEMM is cuda_conv.cu's: Y (M x K) = A (M x RSC) B (RSC x K), M = N Ho Wo, A's row m the
 // receptive field of output pixel m gathered from x on the fly, B the KRSC filter.
 //
-// A block of three warp groups computes a 128 x BN tile of Y. The producer group gathers each reduction slab
-// (64 channels of one filter tap: 128 bytes a row, so a row of A is one contiguous 128-byte run of x, or zeros
-// where the tap falls in the padding) and the filter's matching slab with 16-byte cp.async copies, written in
-// the 128-byte swizzle the wgmma descriptors read, into a ring of kStages stages; each copy's completion
-// arrives on the stage's mbarrier (cp.async.mbarrier.arrive.noinc). The two consumer groups each multiply
-// 64 rows of the stage by the BN filter rows with four m64nBNk16 wgmmas, keep one slab's products in flight,
-// and free the stage before (an mbarrier the producer waits on) once its products have completed.
+// A block of three warp groups computes a 128 x BN tile of Y. The producer group fills a ring of stages, each
+// one reduction slab: 64 channels of one filter tap, 128 bytes a row, so that a row of A is one contiguous run
+// of x (or zeros where the tap falls in the padding), gathered by 16-byte cp.async copies written in the
+// 128-byte swizzle the wgmma descriptors read, and the filter's matching BN x 64 box, which the copy engine
+// (TMA) brings in that swizzle. A stage is full when every producer thread's copies have landed
+// (cp.async.mbarrier.arrive.noinc) and the box's bytes have. The two consumer groups each multiply 64 rows of
+// the stage by the BN filter rows (m64n128k16 or m64n64k16 wgmmas), keep one slab's products in flight and free
+// the stage before once its products have completed. At the end each group stages its 64 x BN part of the tile
+// as bf16 in the ring's rows of A that it alone reads, then stores it row by row with 16-byte stores.
+#include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <climits>
@@ -17,6 +20,7 @@
 
 #include "roofbench/cuda.hpp"
 #include "roofbench/hopper.cuh"
+#include "roofbench/hopper_host.hpp"
 #include "roofbench/kernels/cuda_conv.hpp"
 
 namespace roofbench::kernels {
@@ -27,26 +31,37 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kBlockM = 128;              // two consumer warp groups of 64 rows
 constexpr int kSlab = 64;                 // reduction elements a stage: 64 channels of one tap, 128-byte rows
+constexpr int kRowBytes = kSlab * 2;
 constexpr int kStages = 4;
 constexpr int kGroupThreads = 128;
 constexpr int kThreads = 3 * kGroupThreads;  // the producer group, then two consumer groups
-constexpr int kRowChunks = kSlab / 8;        // 16-byte chunks a row
+constexpr int kRowChunks = kRowBytes / 16;   // 16-byte chunks a row
 constexpr int kRowsAPass = kGroupThreads / kRowChunks;  // rows the producer group copies at once: 16
 constexpr int kSwizzleAtomBytes = 1024;
+constexpr int kGroupABytes = 64 * kRowBytes;  // a consumer group's rows of A in a stage
 
+// A tile of BN filter rows (64, 128 or 256): BN 256 multiplies two 128-column parts, each its own m64n128
+// accumulators, and moves registers from the producer group to the consumer groups (setmaxnreg).
 template <int BN>
 struct WgmmaTile {
-  static_assert(BN == 64 || BN == 128);
-  static constexpr int kABytes = kBlockM * kSlab * 2;
-  static constexpr int kBBytes = BN * kSlab * 2;
+  static_assert(BN == 64 || BN == 128 || BN == 256);
+  static constexpr int kParts = BN > 128 ? BN / 128 : 1;
+  static constexpr int kPartN = BN / kParts;
+  static constexpr int kABytes = kBlockM * kRowBytes;
+  static constexpr int kBBytes = BN * kRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   // The ring and its barriers, with room to align the ring to the swizzle's 1024-byte atom.
   static constexpr int kSharedBytes = kStages * kStageBytes + kBarrierBytes + kSwizzleAtomBytes;
   static constexpr int kARowsPerThread = kBlockM / kRowsAPass;
-  static constexpr int kBRowsPerThread = BN / kRowsAPass;
-  static constexpr int kAccumulators = BN / 2;  // floats a thread holds for m64nBN
+  // The output a consumer group stages fits its rows of A over the ring's stages.
+  static constexpr int kOutRowBytes = BN * 2;
+  static constexpr int kOutRowsPerStage = kGroupABytes / kOutRowBytes;
+  static_assert(64 * kOutRowBytes <= kStages * kGroupABytes);
+  static constexpr bool kReallocate = BN == 256;
 };
+// What setmaxnreg leaves each group where a tile reallocates: 128 x 56 + 256 x 224 <= 64 K registers.
+constexpr int kProducerRegisters = 56, kConsumerRegisters = 224;
 
 struct WgmmaArgs {
   const bf16* x;
@@ -83,10 +98,11 @@ __device__ __forceinline__ void wait_phase(std::uint64_t* bar, std::uint32_t par
     if (clock64() - start > (1ll << 32)) wait_timed_out();
 }
 
-// The producer group's thread `t` copies chunk t % 8 of rows t / 8 + 16 i of each slab.
+// The producer group's thread `t` copies chunk t % 8 of rows t / 8 + 16 i of each slab of A; thread 0 also
+// asks the copy engine for the filter's box.
 template <int BN>
-__device__ void produce(const WgmmaArgs& a, char* ring, std::uint64_t* full, std::uint64_t* empty, long long m0,
-                        int n0, int t) {
+__device__ void produce(const WgmmaArgs& a, const CUtensorMap* filter, char* ring, std::uint64_t* full,
+                        std::uint64_t* empty, long long m0, int n0, int t) {
   using Tile = WgmmaTile<BN>;
   const int chunk = t % kRowChunks, first_row = t / kRowChunks;
   // Each of this thread's A rows as the window's first input row and column and the pixel index (n H + h0) W + w0;
@@ -111,7 +127,10 @@ __device__ void produce(const WgmmaArgs& a, char* ring, std::uint64_t* full, std
   for (int slab = 0; slab < a.slabs; ++slab) {
     wait_phase(&empty[stage], phase ^ 1);
     char* a_tile = ring + stage * Tile::kStageBytes;
-    char* b_tile = a_tile + Tile::kABytes;
+    if (t == 0) {
+      hw::mbarrier_arrive_expect_tx(&full[stage], Tile::kBBytes);
+      hw::tma_load_2d(a_tile + Tile::kABytes, filter, &full[stage], n0, slab * kSlab);
+    }
     const int tap = r * a.w_in + s;
 #pragma unroll
     for (int i = 0; i < Tile::kARowsPerThread; ++i) {
@@ -119,13 +138,6 @@ __device__ void produce(const WgmmaArgs& a, char* ring, std::uint64_t* full, std
       const bool valid = unsigned(h0[i] + r) < unsigned(a.h) && unsigned(w0[i] + s) < unsigned(a.w_in);
       const bf16* src = valid ? a.x + (long long)(pixel[i] + tap) * a.c + c0 + chunk * 8 : a.x;
       cp_async_16(a_tile + swizzled(row, chunk), src, valid);
-    }
-#pragma unroll
-    for (int i = 0; i < Tile::kBRowsPerThread; ++i) {
-      const int row = first_row + i * kRowsAPass;
-      const bool valid = n0 + row < a.k;  // slab `slab` of filter row k starts at k R S C + slab * 64
-      const bf16* src = valid ? a.w + (long long)(n0 + row) * a.rsc + slab * kSlab + chunk * 8 : a.w;
-      cp_async_16(b_tile + swizzled(row, chunk), src, valid);
     }
     cp_async_arrive(&full[stage]);
     if ((c0 += kSlab) == a.c) {
@@ -136,52 +148,72 @@ __device__ void produce(const WgmmaArgs& a, char* ring, std::uint64_t* full, std
   }
 }
 
+// Synchronises the 128 threads of consumer group `group` alone (named barriers 1 and 2).
+__device__ __forceinline__ void group_sync(int group) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(1 + group), "n"(kGroupThreads) : "memory");
+}
+
 // Consumer group `group` (0, 1) multiplies rows 64 group .. 64 group + 63 of each stage, then stores its
 // 64 x BN part of the tile.
 template <int BN>
 __device__ void consume(const WgmmaArgs& a, char* ring, std::uint64_t* full, std::uint64_t* empty, long long m0,
                         int n0, int group, int t) {
   using Tile = WgmmaTile<BN>;
-  float d[Tile::kAccumulators];
-#pragma unroll
-  for (int i = 0; i < Tile::kAccumulators; ++i) d[i] = 0.f;
+  float d[Tile::kParts][Tile::kPartN / 2];  // the first product overwrites them (no other instruction may define them)
   int stage = 0, previous = 0;
   std::uint32_t phase = 0;
   for (int slab = 0; slab < a.slabs; ++slab) {
     wait_phase(&full[stage], phase);
-    const char* a_tile = ring + stage * Tile::kStageBytes + group * 64 * 128;
+    const char* a_tile = ring + stage * Tile::kStageBytes + group * kGroupABytes;
     const char* b_tile = ring + stage * Tile::kStageBytes + Tile::kABytes;
     hw::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kSlab / 16; ++k)
-      hw::wgmma_ss<bf16>(d, hw::descriptor_k_major_sw128(a_tile, k), hw::descriptor_k_major_sw128(b_tile, k), 1);
+#pragma unroll
+      for (int p = 0; p < Tile::kParts; ++p)
+        hw::wgmma_ss<bf16>(d[p], hw::descriptor_k_major_sw128(a_tile, k),
+                           hw::descriptor_k_major_sw128(b_tile + p * Tile::kPartN * kRowBytes, k),
+                           slab > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
     hw::wgmma_wait_group<1>();  // the slab before has been read: its stage goes back to the producer
-    hw::fence_accumulators(d);
     if (slab > 0 && t == 0) hw::mbarrier_arrive(&empty[previous]);
     previous = stage;
     if (++stage == kStages) stage = 0, phase ^= 1;
   }
   hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(d);
-  // d[4 j + 0..1] at (row 16 w + g, cols 8 j + 2 q ..), d[4 j + 2..3] eight rows below (hopper.cuh).
+#pragma unroll
+  for (int p = 0; p < Tile::kParts; ++p) hw::fence_accumulators(d[p]);
+  // Every slab has landed and this group's products have read them, so its rows of A in every stage are free:
+  // output row r goes to stage r / kOutRowsPerStage, its 16-byte chunks XOR-swizzled by r % 8 against bank
+  // conflicts. d[4 j + 0..1] sits at (row 16 w + g, cols 8 j + 2 q ..), d[4 j + 2..3] eight rows below (hopper.cuh).
+  const auto staged = [&](int row, int chunk) {
+    return ring + (row / Tile::kOutRowsPerStage) * Tile::kStageBytes + group * kGroupABytes +
+           (row % Tile::kOutRowsPerStage) * Tile::kOutRowBytes + ((chunk ^ (row & 7)) << 4);
+  };
   const int warp = t / 32, g = (t % 32) / 4, q = t % 4;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const long long m = m0 + group * 64 + warp * 16 + g + half * 8;
-    if (m >= a.m) continue;
-    bf16* out = a.y + m * a.k + n0;
+  for (int p = 0; p < Tile::kParts; ++p)
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-      const int col = j * 8 + 2 * q;
-      if (n0 + col < a.k)
-        *reinterpret_cast<__nv_bfloat162*>(out + col) = __floats2bfloat162_rn(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
-    }
+    for (int j = 0; j < Tile::kPartN / 8; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int row = warp * 16 + g + half * 8, chunk = p * Tile::kPartN / 8 + j;
+        *reinterpret_cast<__nv_bfloat162*>(staged(row, chunk) + 4 * q) =
+            __floats2bfloat162_rn(d[p][4 * j + 2 * half], d[p][4 * j + 2 * half + 1]);
+      }
+  group_sync(group);
+  constexpr int kChunks = BN / 8;  // 16-byte chunks an output row
+  for (int index = t; index < 64 * kChunks; index += kGroupThreads) {
+    const int row = index / kChunks, chunk = index % kChunks;
+    const long long m = m0 + group * 64 + row;
+    const int col = n0 + chunk * 8;
+    if (m < a.m && col < a.k)
+      *reinterpret_cast<uint4*>(a.y + m * a.k + col) = *reinterpret_cast<const uint4*>(staged(row, chunk));
   }
 }
 
 template <int BN>
-__global__ void __launch_bounds__(kThreads, 1) conv2d_wgmma_kernel(const WgmmaArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap filter) {
   using Tile = WgmmaTile<BN>;
   extern __shared__ char raw[];
   char* ring = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + kSwizzleAtomBytes - 1) &
@@ -189,9 +221,10 @@ __global__ void __launch_bounds__(kThreads, 1) conv2d_wgmma_kernel(const WgmmaAr
   auto* full = reinterpret_cast<std::uint64_t*>(ring + kStages * Tile::kStageBytes);
   std::uint64_t* empty = full + kStages;
   if (threadIdx.x == 0) {
+    hw::tma_prefetch_map(&filter);
     for (int i = 0; i < kStages; ++i) {
-      hw::mbarrier_init(&full[i], kGroupThreads);  // one cp.async arrival from each producer thread
-      hw::mbarrier_init(&empty[i], 2);             // one from each consumer group
+      hw::mbarrier_init(&full[i], kGroupThreads + 1);  // each producer thread's copies, and the filter's box
+      hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
     }
     hw::mbarrier_init_fence();
   }
@@ -199,10 +232,13 @@ __global__ void __launch_bounds__(kThreads, 1) conv2d_wgmma_kernel(const WgmmaAr
   const long long m0 = (long long)blockIdx.y * kBlockM;
   const int n0 = int(blockIdx.x) * BN;
   const int group = int(threadIdx.x) / kGroupThreads, t = int(threadIdx.x) % kGroupThreads;
-  if (group == 0)
-    produce<BN>(a, ring, full, empty, m0, n0, t);
-  else
+  if (group == 0) {
+    if constexpr (Tile::kReallocate) hw::setmaxnreg_dec<kProducerRegisters>();
+    produce<BN>(a, &filter, ring, full, empty, m0, n0, t);
+  } else {
+    if constexpr (Tile::kReallocate) hw::setmaxnreg_inc<kConsumerRegisters>();
     consume<BN>(a, ring, full, empty, m0, n0, group - 1, t);
+  }
 }
 
 template <int BN>
@@ -211,20 +247,24 @@ void launch_tile(const WgmmaArgs& args, cudaStream_t stream) {
   roofbench::cuda::allow_dynamic_shared_memory(kernel, WgmmaTile<BN>::kSharedBytes);
   const long long row_tiles = (args.m + kBlockM - 1) / kBlockM;
   if (row_tiles > 65535) throw Error("cuda_conv: too many row tiles for the wgmma kernel's grid");
+  // The filter as a K x RSC matrix, read in BN x 64 boxes.
+  const CUtensorMap filter = hw::make_tensor_map_2d(
+      {args.w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(args.k), std::uint64_t(args.rsc), std::uint64_t(args.rsc) * 2},
+      BN, kSlab, hw::TileSwizzle::bytes128);
   // The filter's column tiles vary fastest, so that the blocks reading one row tile of x run together.
   const dim3 grid(unsigned((args.k + BN - 1) / BN), unsigned(row_tiles));
-  kernel<<<grid, kThreads, WgmmaTile<BN>::kSharedBytes, stream>>>(args);
+  kernel<<<grid, kThreads, WgmmaTile<BN>::kSharedBytes, stream>>>(args, filter);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-// Output channels that a 128-wide tile would leave partly idle take 64-wide tiles.
-bool wide_tile(const ConvShape& s) { return s.k % 128 == 0; }
+// The widest filter tile that divides K: a tile past the last output channel would multiply zeros.
+int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 == 0 ? 128 : 64; }
 
 }  // namespace
 
 std::string conv2d_implicit_gemm_wgmma_bf16_variant(const ConvShape& shape) {
-  return std::string("wgmma bf16 128x") + (wide_tile(shape) ? "128" : "64") + "x" + std::to_string(kSlab) +
-         " tile, " + std::to_string(kStages) + "-stage ring filled by a cp.async producer warp group";
+  return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, " +
+         std::to_string(kStages) + "-stage ring: x gathered by cp.async, w by TMA";
 }
 
 void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* y, const ConvShape& s,
@@ -248,7 +288,11 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
                        int(s.r * s.s * s.c),
                        int(s.r * s.s * s.c / kSlab),
                        (long long)(s.n * s.out_h() * s.out_w())};
-  wide_tile(s) ? launch_tile<128>(args, stream) : launch_tile<64>(args, stream);
+  switch (tile_columns(s)) {
+    case 256: return launch_tile<256>(args, stream);
+    case 128: return launch_tile<128>(args, stream);
+    default: return launch_tile<64>(args, stream);
+  }
 }
 
 }  // namespace roofbench::kernels

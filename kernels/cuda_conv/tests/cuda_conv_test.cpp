@@ -286,14 +286,17 @@ INSTANTIATE_TEST_SUITE_P(
                    {.n = 2, .c = 128, .h = 15, .w = 15, .k = 192, .r = 3, .s = 3, .stride = 2, .pad = 1}},
         KernelCase{"1x1/2 256->512 (128x128 tiles)", {.n = 2, .c = 256, .h = 14, .w = 14, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}},
         KernelCase{"3x3 192->128, 5x6 images", {.n = 5, .c = 192, .h = 5, .w = 6, .k = 128, .r = 3, .s = 3, .stride = 1, .pad = 1}},
-        KernelCase{"1x1 128->36: a partial column tile", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 36, .r = 1, .s = 1, .stride = 1, .pad = 0}}));
+        KernelCase{"1x1 128->40: a partial column tile", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 40, .r = 1, .s = 1, .stride = 1, .pad = 0}},
+        KernelCase{"3x3 64->256 (128x256 tiles)", {.n = 2, .c = 64, .h = 11, .w = 12, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1}},
+        KernelCase{"1x1/2 192->512, three slabs (128x256 tiles)",
+                   {.n = 3, .c = 192, .h = 9, .w = 9, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}}));
 
 TEST(WgmmaImplicitGemmShapes, SaysWhichTheKernelCannotTake) {
   const ConvShape stem{.n = 1, .c = 3, .h = 224, .w = 224, .k = 64, .r = 7, .s = 7, .stride = 2, .pad = 3};
-  const ConvShape odd_k{.n = 1, .c = 64, .h = 8, .w = 8, .k = 63, .r = 1, .s = 1, .stride = 1, .pad = 0};
+  const ConvShape odd_k{.n = 1, .c = 64, .h = 8, .w = 8, .k = 60, .r = 1, .s = 1, .stride = 1, .pad = 0};
   const ConvShape wide{.n = 1, .c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1};
   EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(stem).find("C % 64"), std::string::npos);
-  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(odd_k).find("even K"), std::string::npos);
+  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(odd_k).find("K % 8"), std::string::npos);
   EXPECT_EQ(conv2d_implicit_gemm_wgmma_unsupported(wide), "");
   EXPECT_FALSE(conv2d_implicit_gemm_wgmma_available(-1));
 }
