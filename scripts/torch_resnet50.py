@@ -138,9 +138,11 @@ def print_comparison(torch_results, figures):
                                for k, b in figures.items() if "impl:cudnn" in k})) or "no cuDNN case"))
     print()
     print("| layer | N=32 roofbench | N=32 PyTorch | ratio | N=256 roofbench | N=256 PyTorch | ratio | cuDNN algorithm (N=256) "
-          "| hand-written N=256 | hand / cuDNN |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| hand-written N=256 | hand / cuDNN | wgmma N=256 | wgmma / cuDNN |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     totals = {n: {"flops": 0.0, "rb": 0.0, "pt": 0.0, "rb_ok": True} for n in BATCHES}
+    # FLOP-weighted hand-written / cuDNN at N=256 over the shapes both ran: (seconds of cuDNN, of the kernel).
+    hand_totals = {impl: [0.0, 0.0] for impl in ("implicit_gemm", "implicit_gemm_wgmma")}
     for layer in LAYERS:
         name = layer[0]
         row = [name]
@@ -156,8 +158,13 @@ def print_comparison(torch_results, figures):
                 totals[n]["rb_ok"] = False
         b256 = rb(name, 256)
         algorithm = "-" if b256 is None else b256.get("roofbench", {}).get("facts", {}).get("algorithm", "-")
-        hand = tflops(rb(name, 256, "implicit_gemm"))
-        row += [algorithm, fmt(hand), fmt(ratio(hand, tflops(b256)), 2)]
+        row.append(algorithm)
+        for impl, sums in hand_totals.items():
+            hand = tflops(rb(name, 256, impl))
+            row += [fmt(hand), fmt(ratio(hand, tflops(b256)), 2)]
+            if hand and b256 is not None:
+                sums[0] += flops(layer, 256) / (tflops(b256) * 1e12)
+                sums[1] += flops(layer, 256) / (hand * 1e12)
         print("| " + " | ".join(row) + " |")
     row = ["all 23, once each (total FLOP / total time)"]
     for n in BATCHES:
@@ -165,7 +172,10 @@ def print_comparison(torch_results, figures):
         r = t["flops"] / t["rb"] / 1e12 if t["rb_ok"] and t["rb"] > 0 else None
         p = t["flops"] / t["pt"] / 1e12
         row += [fmt(r), fmt(p), fmt(ratio(r, p), 3)]
-    print("| " + " | ".join(row + ["", "", ""]) + " |")
+    row.append("")
+    for cudnn_s, hand_s in hand_totals.values():
+        row += ["", fmt(cudnn_s / hand_s if hand_s > 0 else None, 2) + " (FLOP-weighted)"]
+    print("| " + " | ".join(row) + " |")
     print()
     print("| network | roofbench images/s | PyTorch images/s (whole model) |")
     print("|---|---|---|")

@@ -279,7 +279,7 @@ std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& s) {
   if (s.k % 8 != 0)
     return "cuda_conv: the wgmma kernel stores 8 output channels at a time and needs K % 8 == 0, got K = " +
            std::to_string(s.k);
-  for (const std::int64_t extent : {s.n * s.h * s.w, s.k, s.r * s.s * s.c, s.out_h() * s.out_w()})
+  for (const std::int64_t extent : {s.n * s.h * s.w, s.k, s.r * s.s * s.c, s.n * s.out_h() * s.out_w()})
     if (extent > INT_MAX) return "cuda_conv: a dimension exceeds the wgmma kernel's 32-bit indexing";
   return "";
 }

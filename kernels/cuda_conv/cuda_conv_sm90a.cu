@@ -2,18 +2,21 @@
 // CMakeLists.txt). The GEMM is cuda_conv.cu's: Y (M x K) = A (M x RSC) B (RSC x K), M = N Ho Wo, A's row m the
 // receptive field of output pixel m gathered from x on the fly, B the KRSC filter.
 //
-// A block of three warp groups computes a 128 x BN tile of Y. The producer group fills a ring of stages, each
-// one reduction slab: 64 channels of one filter tap, 128 bytes a row, so that a row of A is one contiguous run
-// of x (or zeros where the tap falls in the padding), gathered by 16-byte cp.async copies written in the
-// 128-byte swizzle the wgmma descriptors read, and the filter's matching BN x 64 box, which the copy engine
-// (TMA) brings in that swizzle. A stage is full when every producer thread's copies have landed
-// (cp.async.mbarrier.arrive.noinc) and the box's bytes have. The two consumer groups each multiply 64 rows of
-// the stage by the BN filter rows (m64n128k16 or m64n64k16 wgmmas), keep one slab's products in flight and free
-// the stage before once its products have completed. At the end each group stages its 64 x BN part of the tile
-// as bf16 in the ring's rows of A that it alone reads, then stores it row by row with 16-byte stores.
+// A persistent grid (as many blocks as the SMs hold) walks the 128 x BN tiles of Y, the filter's column tiles
+// fastest so that the blocks reading one row tile of x run together. A block is three warp groups. The
+// producer group fills a ring of stages, each one reduction slab: 64 channels of one filter tap, 128 bytes a
+// row, so that a row of A is one contiguous run of x (or zeros where the tap falls in the padding), gathered by
+// 16-byte cp.async copies written in the 128-byte swizzle the wgmma descriptors read, and the filter's matching
+// BN x 64 box, which the copy engine (TMA) brings in that swizzle. A stage is full when every producer thread's
+// copies have landed (cp.async.mbarrier.arrive.noinc) and the box's bytes have. The two consumer groups each
+// multiply 64 rows of the stage by the BN filter rows (m64n128k16 or m64n64k16 wgmmas), keep one slab's products
+// in flight and free the stage before once its products have completed. At a tile's end each group stages its
+// 64 x BN part as bf16 in shared memory of its own and stores it row by row with 16-byte stores, while the
+// producer already fills the ring with the next tile's slabs.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -32,7 +35,6 @@ using bf16 = __nv_bfloat16;
 constexpr int kBlockM = 128;              // two consumer warp groups of 64 rows
 constexpr int kSlab = 64;                 // reduction elements a stage: 64 channels of one tap, 128-byte rows
 constexpr int kRowBytes = kSlab * 2;
-constexpr int kStages = 4;
 constexpr int kGroupThreads = 128;
 constexpr int kThreads = 3 * kGroupThreads;  // the producer group, then two consumer groups
 constexpr int kRowChunks = kRowBytes / 16;   // 16-byte chunks a row
@@ -47,17 +49,16 @@ struct WgmmaTile {
   static_assert(BN == 64 || BN == 128 || BN == 256);
   static constexpr int kParts = BN > 128 ? BN / 128 : 1;
   static constexpr int kPartN = BN / kParts;
+  static constexpr int kStages = BN == 256 ? 3 : 4;  // 3 x 48 KB of ring and 64 KB of output fit 227 KB
   static constexpr int kABytes = kBlockM * kRowBytes;
   static constexpr int kBBytes = BN * kRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kBarrierBytes = 2 * kStages * 8;
-  // The ring and its barriers, with room to align the ring to the swizzle's 1024-byte atom.
-  static constexpr int kSharedBytes = kStages * kStageBytes + kBarrierBytes + kSwizzleAtomBytes;
-  static constexpr int kARowsPerThread = kBlockM / kRowsAPass;
-  // The output a consumer group stages fits its rows of A over the ring's stages.
   static constexpr int kOutRowBytes = BN * 2;
-  static constexpr int kOutRowsPerStage = kGroupABytes / kOutRowBytes;
-  static_assert(64 * kOutRowBytes <= kStages * kGroupABytes);
+  static constexpr int kOutGroupBytes = 64 * kOutRowBytes;  // a consumer group's staged output
+  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  // The ring, the two groups' staged outputs and the barriers, with room to align the ring to the swizzle's atom.
+  static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kOutGroupBytes + kBarrierBytes + kSwizzleAtomBytes;
+  static constexpr int kARowsPerThread = kBlockM / kRowsAPass;
   static constexpr bool kReallocate = BN == 256;
 };
 // What setmaxnreg leaves each group where a tile reallocates: 128 x 56 + 256 x 224 <= 64 K registers.
@@ -71,7 +72,18 @@ struct WgmmaArgs {
   int rsc;    // the reduction length R S C
   int slabs;  // R S C / kSlab
   long long m;
+  int col_tiles, tiles;  // BN-wide column tiles, and all tiles of Y
 };
+
+// Tile `tile` of Y: its first row and first column.
+struct TileOrigin {
+  long long m0;
+  int n0;
+};
+template <int BN>
+__device__ __forceinline__ TileOrigin tile_origin(const WgmmaArgs& a, int tile) {
+  return {(long long)(tile / a.col_tiles) * kBlockM, (tile % a.col_tiles) * BN};
+}
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a K-major tile of 128-byte rows in the 128-byte swizzle.
 __device__ __forceinline__ int swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row & 7)) << 4); }
@@ -98,11 +110,21 @@ __device__ __forceinline__ void wait_phase(std::uint64_t* bar, std::uint32_t par
     if (clock64() - start > (1ll << 32)) wait_timed_out();
 }
 
+// A stage of the ring, counted over the whole walk: the producer and the consumers step through the same slabs.
+template <int BN>
+struct RingPosition {
+  int stage = 0;
+  std::uint32_t phase = 0;
+  __device__ void advance() {
+    if (++stage == WgmmaTile<BN>::kStages) stage = 0, phase ^= 1;
+  }
+};
+
 // The producer group's thread `t` copies chunk t % 8 of rows t / 8 + 16 i of each slab of A; thread 0 also
 // asks the copy engine for the filter's box.
 template <int BN>
-__device__ void produce(const WgmmaArgs& a, const CUtensorMap* filter, char* ring, std::uint64_t* full,
-                        std::uint64_t* empty, long long m0, int n0, int t) {
+__device__ __forceinline__ void produce_tile(const WgmmaArgs& a, const CUtensorMap* filter, char* ring, std::uint64_t* full,
+                             std::uint64_t* empty, TileOrigin origin, int t, RingPosition<BN>& at) {
   using Tile = WgmmaTile<BN>;
   const int chunk = t % kRowChunks, first_row = t / kRowChunks;
   // Each of this thread's A rows as the window's first input row and column and the pixel index (n H + h0) W + w0;
@@ -111,25 +133,24 @@ __device__ void produce(const WgmmaArgs& a, const CUtensorMap* filter, char* rin
   const int hw_out = a.ho * a.wo;
 #pragma unroll
   for (int i = 0; i < Tile::kARowsPerThread; ++i) {
-    const long long m = m0 + first_row + i * kRowsAPass;
+    const int m = int(origin.m0) + first_row + i * kRowsAPass;  // M < 2^31 (conv2d_implicit_gemm_wgmma_unsupported)
     h0[i] = -(1 << 20);
     w0[i] = 0;
     pixel[i] = 0;
     if (m < a.m) {
-      const int image = int(m / hw_out), rem = int(m % hw_out);
+      const int image = m / hw_out, rem = m % hw_out;
       h0[i] = (rem / a.wo) * a.stride - a.pad;
       w0[i] = (rem % a.wo) * a.stride - a.pad;
       pixel[i] = (image * a.h + h0[i]) * a.w_in + w0[i];
     }
   }
-  int r = 0, s = 0, c0 = 0, stage = 0;
-  std::uint32_t phase = 0;
-  for (int slab = 0; slab < a.slabs; ++slab) {
-    wait_phase(&empty[stage], phase ^ 1);
-    char* a_tile = ring + stage * Tile::kStageBytes;
+  int r = 0, s = 0, c0 = 0;
+  for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
+    wait_phase(&empty[at.stage], at.phase ^ 1);
+    char* a_tile = ring + at.stage * Tile::kStageBytes;
     if (t == 0) {
-      hw::mbarrier_arrive_expect_tx(&full[stage], Tile::kBBytes);
-      hw::tma_load_2d(a_tile + Tile::kABytes, filter, &full[stage], n0, slab * kSlab);
+      hw::mbarrier_arrive_expect_tx(&full[at.stage], Tile::kBBytes);
+      hw::tma_load_2d(a_tile + Tile::kABytes, filter, &full[at.stage], origin.n0, slab * kSlab);
     }
     const int tap = r * a.w_in + s;
 #pragma unroll
@@ -139,12 +160,11 @@ __device__ void produce(const WgmmaArgs& a, const CUtensorMap* filter, char* rin
       const bf16* src = valid ? a.x + (long long)(pixel[i] + tap) * a.c + c0 + chunk * 8 : a.x;
       cp_async_16(a_tile + swizzled(row, chunk), src, valid);
     }
-    cp_async_arrive(&full[stage]);
+    cp_async_arrive(&full[at.stage]);
     if ((c0 += kSlab) == a.c) {
       c0 = 0;
       if (++s == a.s) s = 0, ++r;
     }
-    if (++stage == kStages) stage = 0, phase ^= 1;
   }
 }
 
@@ -153,19 +173,19 @@ __device__ __forceinline__ void group_sync(int group) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(1 + group), "n"(kGroupThreads) : "memory");
 }
 
-// Consumer group `group` (0, 1) multiplies rows 64 group .. 64 group + 63 of each stage, then stores its
-// 64 x BN part of the tile.
+// Consumer group `group` (0, 1) multiplies rows 64 group .. 64 group + 63 of each of the tile's stages into d,
+// freeing each stage once the products that read it have completed.
 template <int BN>
-__device__ void consume(const WgmmaArgs& a, char* ring, std::uint64_t* full, std::uint64_t* empty, long long m0,
-                        int n0, int group, int t) {
+__device__ __forceinline__ void multiply_tile(const WgmmaArgs& a, char* ring, std::uint64_t* full, std::uint64_t* empty, int group,
+                              int t, RingPosition<BN>& at,
+                              float (&d)[WgmmaTile<BN>::kParts][WgmmaTile<BN>::kPartN / 2]) {
   using Tile = WgmmaTile<BN>;
-  float d[Tile::kParts][Tile::kPartN / 2];  // the first product overwrites them (no other instruction may define them)
-  int stage = 0, previous = 0;
-  std::uint32_t phase = 0;
-  for (int slab = 0; slab < a.slabs; ++slab) {
-    wait_phase(&full[stage], phase);
-    const char* a_tile = ring + stage * Tile::kStageBytes + group * kGroupABytes;
-    const char* b_tile = ring + stage * Tile::kStageBytes + Tile::kABytes;
+  const bool releases = t == 0;
+  int previous = 0;
+  for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
+    wait_phase(&full[at.stage], at.phase);
+    const char* a_tile = ring + at.stage * Tile::kStageBytes + group * kGroupABytes;
+    const char* b_tile = ring + at.stage * Tile::kStageBytes + Tile::kABytes;
     hw::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kSlab / 16; ++k)
@@ -176,84 +196,111 @@ __device__ void consume(const WgmmaArgs& a, char* ring, std::uint64_t* full, std
                            slab > 0 || k > 0 ? 1u : 0u);
     hw::wgmma_commit_group();
     hw::wgmma_wait_group<1>();  // the slab before has been read: its stage goes back to the producer
-    if (slab > 0 && t == 0) hw::mbarrier_arrive(&empty[previous]);
-    previous = stage;
-    if (++stage == kStages) stage = 0, phase ^= 1;
+    if (releases && slab > 0) hw::mbarrier_arrive(&empty[previous]);
+    previous = at.stage;
   }
   hw::wgmma_wait_group<0>();
 #pragma unroll
   for (int p = 0; p < Tile::kParts; ++p) hw::fence_accumulators(d[p]);
-  // Every slab has landed and this group's products have read them, so its rows of A in every stage are free:
-  // output row r goes to stage r / kOutRowsPerStage, its 16-byte chunks XOR-swizzled by r % 8 against bank
-  // conflicts. d[4 j + 0..1] sits at (row 16 w + g, cols 8 j + 2 q ..), d[4 j + 2..3] eight rows below (hopper.cuh).
-  const auto staged = [&](int row, int chunk) {
-    return ring + (row / Tile::kOutRowsPerStage) * Tile::kStageBytes + group * kGroupABytes +
-           (row % Tile::kOutRowsPerStage) * Tile::kOutRowBytes + ((chunk ^ (row & 7)) << 4);
-  };
+  if (releases) hw::mbarrier_arrive(&empty[previous]);
+}
+
+// Consumer group `group` stages its 64 x BN part of the tile in `out` (its 16-byte chunks XOR-swizzled by the row
+// against bank conflicts), then stores it row by row, 16 bytes a thread. d[4 j + 0..1] sits at (row 16 w + g,
+// cols 8 j + 2 q ..), d[4 j + 2..3] eight rows below (hopper.cuh). Shared addresses are 32-bit offsets of the
+// shared window: generic pointers would take two registers for each of the 64 stores ptxas schedules together.
+template <int BN>
+__device__ __forceinline__ void store_tile(const WgmmaArgs& a, char* out, int group, int t, TileOrigin origin,
+                                           const float (&d)[WgmmaTile<BN>::kParts][WgmmaTile<BN>::kPartN / 2]) {
+  using Tile = WgmmaTile<BN>;
+  const std::uint32_t base = hw::shared_address(out);
+  group_sync(group);  // the group's stores of the tile before have read `out`
   const int warp = t / 32, g = (t % 32) / 4, q = t % 4;
+  // Rows 16 w + g and eight below share row % 8 = g, so one swizzle serves both halves.
+  const std::uint32_t row_base = base + (warp * 16 + g) * Tile::kOutRowBytes + 4 * q;
 #pragma unroll
   for (int p = 0; p < Tile::kParts; ++p)
 #pragma unroll
-    for (int j = 0; j < Tile::kPartN / 8; ++j)
+    for (int j = 0; j < Tile::kPartN / 8; ++j) {
+      const std::uint32_t at = row_base + (((p * Tile::kPartN / 8 + j) ^ g) << 4);
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = warp * 16 + g + half * 8, chunk = p * Tile::kPartN / 8 + j;
-        *reinterpret_cast<__nv_bfloat162*>(staged(row, chunk) + 4 * q) =
-            __floats2bfloat162_rn(d[p][4 * j + 2 * half], d[p][4 * j + 2 * half + 1]);
+        const __nv_bfloat162 pair = __floats2bfloat162_rn(d[p][4 * j + 2 * half], d[p][4 * j + 2 * half + 1]);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + half * 8 * Tile::kOutRowBytes),
+                     "r"(*reinterpret_cast<const std::uint32_t*>(&pair))
+                     : "memory");
       }
+    }
   group_sync(group);
   constexpr int kChunks = BN / 8;  // 16-byte chunks an output row
   for (int index = t; index < 64 * kChunks; index += kGroupThreads) {
     const int row = index / kChunks, chunk = index % kChunks;
-    const long long m = m0 + group * 64 + row;
-    const int col = n0 + chunk * 8;
-    if (m < a.m && col < a.k)
-      *reinterpret_cast<uint4*>(a.y + m * a.k + col) = *reinterpret_cast<const uint4*>(staged(row, chunk));
+    const long long m = origin.m0 + group * 64 + row;
+    const int col = origin.n0 + chunk * 8;
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(base + row * Tile::kOutRowBytes + ((chunk ^ (row & 7)) << 4))
+                 : "memory");
+    if (m < a.m && col < a.k) *reinterpret_cast<uint4*>(a.y + m * a.k + col) = v;
   }
 }
 
 template <int BN>
-__global__ void __launch_bounds__(kThreads, 1) conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap filter) {
+__global__ void __launch_bounds__(kThreads, 1)
+    conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap filter) {
   using Tile = WgmmaTile<BN>;
   extern __shared__ char raw[];
   char* ring = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + kSwizzleAtomBytes - 1) &
                                        ~std::uintptr_t(kSwizzleAtomBytes - 1));
-  auto* full = reinterpret_cast<std::uint64_t*>(ring + kStages * Tile::kStageBytes);
-  std::uint64_t* empty = full + kStages;
+  char* out = ring + Tile::kStages * Tile::kStageBytes;
+  auto* full = reinterpret_cast<std::uint64_t*>(out + 2 * Tile::kOutGroupBytes);
+  std::uint64_t* empty = full + Tile::kStages;
   if (threadIdx.x == 0) {
     hw::tma_prefetch_map(&filter);
-    for (int i = 0; i < kStages; ++i) {
+    for (int i = 0; i < Tile::kStages; ++i) {
       hw::mbarrier_init(&full[i], kGroupThreads + 1);  // each producer thread's copies, and the filter's box
       hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
     }
     hw::mbarrier_init_fence();
   }
   __syncthreads();
-  const long long m0 = (long long)blockIdx.y * kBlockM;
-  const int n0 = int(blockIdx.x) * BN;
   const int group = int(threadIdx.x) / kGroupThreads, t = int(threadIdx.x) % kGroupThreads;
+  RingPosition<BN> at;
   if (group == 0) {
     if constexpr (Tile::kReallocate) hw::setmaxnreg_dec<kProducerRegisters>();
-    produce<BN>(a, &filter, ring, full, empty, m0, n0, t);
+    for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x))
+      produce_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
   } else {
     if constexpr (Tile::kReallocate) hw::setmaxnreg_inc<kConsumerRegisters>();
-    consume<BN>(a, ring, full, empty, m0, n0, group - 1, t);
+    for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x)) {
+      float d[Tile::kParts][Tile::kPartN / 2];  // the tile's first product overwrites them (no other
+                                                // instruction may define them, or ptxas serialises the wgmmas)
+      multiply_tile<BN>(a, ring, full, empty, group - 1, t, at, d);
+      store_tile<BN>(a, out + (group - 1) * Tile::kOutGroupBytes, group - 1, t, tile_origin<BN>(a, tile), d);
+    }
   }
 }
 
 template <int BN>
-void launch_tile(const WgmmaArgs& args, cudaStream_t stream) {
+void launch_tile(WgmmaArgs args, cudaStream_t stream) {
+  using Tile = WgmmaTile<BN>;
   auto* kernel = conv2d_wgmma_kernel<BN>;
-  roofbench::cuda::allow_dynamic_shared_memory(kernel, WgmmaTile<BN>::kSharedBytes);
-  const long long row_tiles = (args.m + kBlockM - 1) / kBlockM;
-  if (row_tiles > 65535) throw Error("cuda_conv: too many row tiles for the wgmma kernel's grid");
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, Tile::kSharedBytes);
+  args.col_tiles = (args.k + BN - 1) / BN;
+  const long long tiles = (args.m + kBlockM - 1) / kBlockM * args.col_tiles;
+  if (tiles > INT_MAX) throw Error("cuda_conv: too many tiles for the wgmma kernel");
+  args.tiles = int(tiles);
   // The filter as a K x RSC matrix, read in BN x 64 boxes.
   const CUtensorMap filter = hw::make_tensor_map_2d(
       {args.w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(args.k), std::uint64_t(args.rsc), std::uint64_t(args.rsc) * 2},
       BN, kSlab, hw::TileSwizzle::bytes128);
-  // The filter's column tiles vary fastest, so that the blocks reading one row tile of x run together.
-  const dim3 grid(unsigned((args.k + BN - 1) / BN), unsigned(row_tiles));
-  kernel<<<grid, kThreads, WgmmaTile<BN>::kSharedBytes, stream>>>(args, filter);
+  int device = 0, sms = 0, per_sm = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, Tile::kSharedBytes));
+  const int blocks = int(std::min<long long>(tiles, (long long)sms * std::max(per_sm, 1)));
+  kernel<<<blocks, kThreads, Tile::kSharedBytes, stream>>>(args, filter);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
@@ -264,7 +311,7 @@ int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 =
 
 std::string conv2d_implicit_gemm_wgmma_bf16_variant(const ConvShape& shape) {
   return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, " +
-         std::to_string(kStages) + "-stage ring: x gathered by cp.async, w by TMA";
+         "persistent, x gathered by cp.async, w by TMA";
 }
 
 void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* y, const ConvShape& s,
@@ -287,7 +334,9 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
                        int(s.out_w()),
                        int(s.r * s.s * s.c),
                        int(s.r * s.s * s.c / kSlab),
-                       (long long)(s.n * s.out_h() * s.out_w())};
+                       (long long)(s.n * s.out_h() * s.out_w()),
+                       0,
+                       0};  // the tiles: launch_tile<BN>
   switch (tile_columns(s)) {
     case 256: return launch_tile<256>(args, stream);
     case 128: return launch_tile<128>(args, stream);
