@@ -120,6 +120,22 @@ struct RingPosition {
   }
 };
 
+// A 1x1 convolution at stride 1 without padding reads x as it is: A is x viewed as an (N H W) x C matrix, and the
+// copy engine brings its 128 x 64 boxes as it brings the filter's, so the producer is one thread.
+template <int BN>
+__device__ __forceinline__ void produce_pointwise_tile(const WgmmaArgs& a, const CUtensorMap* input,
+                                                      const CUtensorMap* filter, char* ring, std::uint64_t* full,
+                                                      std::uint64_t* empty, TileOrigin origin, RingPosition<BN>& at) {
+  using Tile = WgmmaTile<BN>;
+  for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
+    wait_phase(&empty[at.stage], at.phase ^ 1);
+    char* a_tile = ring + at.stage * Tile::kStageBytes;
+    hw::mbarrier_arrive_expect_tx(&full[at.stage], Tile::kABytes + Tile::kBBytes);
+    hw::tma_load_2d(a_tile, input, &full[at.stage], int(origin.m0), slab * kSlab);
+    hw::tma_load_2d(a_tile + Tile::kABytes, filter, &full[at.stage], origin.n0, slab * kSlab);
+  }
+}
+
 // The producer group's thread `t` copies chunk t % 8 of rows t / 8 + 16 i of each slab of A; thread 0 also
 // asks the copy engine for the filter's box.
 template <int BN>
@@ -246,9 +262,11 @@ __device__ __forceinline__ void store_tile(const WgmmaArgs& a, char* out, int gr
   }
 }
 
-template <int BN>
+// kPointwise: A by TMA (produce_pointwise_tile), `input` its map; otherwise gathered and `input` unused.
+template <int BN, bool kPointwise>
 __global__ void __launch_bounds__(kThreads, 1)
-    conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap filter) {
+    conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap input,
+                        const __grid_constant__ CUtensorMap filter) {
   using Tile = WgmmaTile<BN>;
   extern __shared__ char raw[];
   char* ring = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(raw) + kSwizzleAtomBytes - 1) &
@@ -258,8 +276,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   std::uint64_t* empty = full + Tile::kStages;
   if (threadIdx.x == 0) {
     hw::tma_prefetch_map(&filter);
+    if constexpr (kPointwise) hw::tma_prefetch_map(&input);
     for (int i = 0; i < Tile::kStages; ++i) {
-      hw::mbarrier_init(&full[i], kGroupThreads + 1);  // each producer thread's copies, and the filter's box
+      // The boxes' thread, and each gathering producer thread's copies.
+      hw::mbarrier_init(&full[i], kPointwise ? 1 : kGroupThreads + 1);
       hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
     }
     hw::mbarrier_init_fence();
@@ -270,7 +290,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (group == 0) {
     if constexpr (Tile::kReallocate) hw::setmaxnreg_dec<kProducerRegisters>();
     for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x))
-      produce_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
+      if constexpr (!kPointwise)
+        produce_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
+      else if (t == 0)
+        produce_pointwise_tile<BN>(a, &input, &filter, ring, full, empty, tile_origin<BN>(a, tile), at);
   } else {
     if constexpr (Tile::kReallocate) hw::setmaxnreg_inc<kConsumerRegisters>();
     for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x)) {
@@ -282,27 +305,40 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int BN>
+template <int BN, bool kPointwise>
 void launch_tile(WgmmaArgs args, cudaStream_t stream) {
   using Tile = WgmmaTile<BN>;
-  auto* kernel = conv2d_wgmma_kernel<BN>;
+  auto* kernel = conv2d_wgmma_kernel<BN, kPointwise>;
   roofbench::cuda::allow_dynamic_shared_memory(kernel, Tile::kSharedBytes);
   args.col_tiles = (args.k + BN - 1) / BN;
   const long long tiles = (args.m + kBlockM - 1) / kBlockM * args.col_tiles;
   if (tiles > INT_MAX) throw Error("cuda_conv: too many tiles for the wgmma kernel");
   args.tiles = int(tiles);
-  // The filter as a K x RSC matrix, read in BN x 64 boxes.
-  const CUtensorMap filter = hw::make_tensor_map_2d(
-      {args.w, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(args.k), std::uint64_t(args.rsc), std::uint64_t(args.rsc) * 2},
-      BN, kSlab, hw::TileSwizzle::bytes128);
+  // The filter as a K x RSC matrix read in BN x 64 boxes; x, for a pointwise convolution, as an M x C one in
+  // 128 x 64 boxes.
+  const auto matrix = [](const bf16* data, long long rows, int cols) {
+    return hw::Matrix2d{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(rows), std::uint64_t(cols),
+                        std::uint64_t(cols) * 2};
+  };
+  const CUtensorMap filter = hw::make_tensor_map_2d(matrix(args.w, args.k, args.rsc), BN, kSlab, hw::TileSwizzle::bytes128);
+  const CUtensorMap input =
+      kPointwise ? hw::make_tensor_map_2d(matrix(args.x, args.m, args.c), kBlockM, kSlab, hw::TileSwizzle::bytes128) : filter;
   int device = 0, sms = 0, per_sm = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, Tile::kSharedBytes));
   const int blocks = int(std::min<long long>(tiles, (long long)sms * std::max(per_sm, 1)));
-  kernel<<<blocks, kThreads, Tile::kSharedBytes, stream>>>(args, filter);
+  kernel<<<blocks, kThreads, Tile::kSharedBytes, stream>>>(args, input, filter);
   ROOFBENCH_CUDA_LAUNCH();
 }
+
+template <int BN>
+void launch_tile(const WgmmaArgs& args, bool pointwise, cudaStream_t stream) {
+  pointwise ? launch_tile<BN, true>(args, stream) : launch_tile<BN, false>(args, stream);
+}
+
+// A 1x1 convolution at stride 1 without padding, whose A is x itself (produce_pointwise_tile).
+bool pointwise(const ConvShape& s) { return s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0; }
 
 // The widest filter tile that divides K: a tile past the last output channel would multiply zeros.
 int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 == 0 ? 128 : 64; }
@@ -310,8 +346,8 @@ int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 =
 }  // namespace
 
 std::string conv2d_implicit_gemm_wgmma_bf16_variant(const ConvShape& shape) {
-  return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, " +
-         "persistent, x gathered by cp.async, w by TMA";
+  return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, persistent, x " +
+         (pointwise(shape) ? "by TMA" : "gathered by cp.async") + ", w by TMA";
 }
 
 void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* y, const ConvShape& s,
@@ -338,9 +374,9 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
                        0,
                        0};  // the tiles: launch_tile<BN>
   switch (tile_columns(s)) {
-    case 256: return launch_tile<256>(args, stream);
-    case 128: return launch_tile<128>(args, stream);
-    default: return launch_tile<64>(args, stream);
+    case 256: return launch_tile<256>(args, pointwise(s), stream);
+    case 128: return launch_tile<128>(args, pointwise(s), stream);
+    default: return launch_tile<64>(args, pointwise(s), stream);
   }
 }
 

@@ -277,7 +277,7 @@ TEST_P(WgmmaImplicitGemmKernel, MatchesTheReferenceEverywhere) {
 }
 
 // Partial row tiles (M not a multiple of 128), partial and 64-wide column tiles, padding on every edge, stride 2,
-// one to nine taps, several slabs a tap.
+// one to nine taps, several slabs a tap, x gathered and (1x1 at stride 1) read by TMA.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, WgmmaImplicitGemmKernel,
     ::testing::Values(
@@ -286,7 +286,9 @@ INSTANTIATE_TEST_SUITE_P(
                    {.n = 2, .c = 128, .h = 15, .w = 15, .k = 192, .r = 3, .s = 3, .stride = 2, .pad = 1}},
         KernelCase{"1x1/2 256->512 (128x128 tiles)", {.n = 2, .c = 256, .h = 14, .w = 14, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}},
         KernelCase{"3x3 192->128, 5x6 images", {.n = 5, .c = 192, .h = 5, .w = 6, .k = 128, .r = 3, .s = 3, .stride = 1, .pad = 1}},
-        KernelCase{"1x1 128->40: a partial column tile", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 40, .r = 1, .s = 1, .stride = 1, .pad = 0}},
+        KernelCase{"1x1 256->256, x read by TMA (128x256 tiles, a partial row tile)",
+                   {.n = 2, .c = 256, .h = 13, .w = 11, .k = 256, .r = 1, .s = 1, .stride = 1, .pad = 0}},
+        KernelCase{"1x1 128->40: a partial column tile, x read by TMA", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 40, .r = 1, .s = 1, .stride = 1, .pad = 0}},
         KernelCase{"3x3 64->256 (128x256 tiles)", {.n = 2, .c = 64, .h = 11, .w = 12, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1}},
         KernelCase{"1x1/2 192->512, three slabs (128x256 tiles)",
                    {.n = 3, .c = 192, .h = 9, .w = 9, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}}));
