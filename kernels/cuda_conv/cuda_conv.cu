@@ -272,10 +272,13 @@ void launch_conv2d_implicit_gemm_bf16(const bf16* x, const bf16* w, bf16* y, con
   }
 }
 
+// The wgmma kernel's element gather (C % 64 != 0) keeps two ints of shared memory per reduction index.
+constexpr std::int64_t kWgmmaMaxElementReduction = 2048;
+
 std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& s) {
-  if (s.c % 64 != 0)
-    return "cuda_conv: the wgmma kernel gathers 64 channels at a time and needs C % 64 == 0, got C = " +
-           std::to_string(s.c);
+  if (s.c % 64 != 0 && s.r * s.s * s.c > kWgmmaMaxElementReduction)
+    return "cuda_conv: the wgmma kernel gathers C % 64 != 0 element by element through a table of R S C <= " +
+           std::to_string(kWgmmaMaxElementReduction) + " entries, got " + std::to_string(s.r * s.s * s.c);
   if (s.k % 8 != 0)
     return "cuda_conv: the wgmma kernel stores 8 output channels at a time and needs K % 8 == 0, got K = " +
            std::to_string(s.k);

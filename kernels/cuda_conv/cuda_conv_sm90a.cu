@@ -64,6 +64,10 @@ struct WgmmaTile {
 // What setmaxnreg leaves each group where a tile reallocates: 128 x 56 + 256 x 224 <= 64 K registers.
 constexpr int kProducerRegisters = 56, kConsumerRegisters = 224;
 
+// How the producer brings A: 64-channel slabs of one tap by cp.async (C % 64 == 0), x itself by TMA (a 1x1
+// convolution at stride 1, no padding), or element by element through a table of the taps (any C, the stem's 3).
+enum class ReadA { channel_slabs, pointwise, elements };
+
 struct WgmmaArgs {
   const bf16* x;
   const bf16* w;
@@ -133,6 +137,73 @@ __device__ __forceinline__ void produce_pointwise_tile(const WgmmaArgs& a, const
     hw::mbarrier_arrive_expect_tx(&full[at.stage], Tile::kABytes + Tile::kBBytes);
     hw::tma_load_2d(a_tile, input, &full[at.stage], int(origin.m0), slab * kSlab);
     hw::tma_load_2d(a_tile + Tile::kABytes, filter, &full[at.stage], origin.n0, slab * kSlab);
+  }
+}
+
+// Any C: producer thread t gathers row t of A element by element: reduction index k of a slab is tap
+// (r, s) = tap_rs[k] and channel c, x's element window + tap_offset[k] (tables built by the kernel, indices past
+// R S C marked as a tap outside every image); each 8 elements go to shared memory in one 16-byte store. The filter's
+// rows are copied the same way, 8 elements a chunk (R S C need not keep TMA's 16-byte rows). Shared-memory writes
+// of the generic proxy, so each thread fences them for wgmma's async proxy before it arrives on the stage.
+template <int BN>
+__device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* ring, std::uint64_t* full,
+                                                     std::uint64_t* empty, TileOrigin origin, int t,
+                                                     RingPosition<BN>& at, const int* tap_offset, const int* tap_rs) {
+  using Tile = WgmmaTile<BN>;
+  const auto* x = reinterpret_cast<const unsigned short*>(a.x);
+  const auto* w = reinterpret_cast<const unsigned short*>(a.w);
+  const int m = int(origin.m0) + t, hw_out = a.ho * a.wo;
+  int h0 = -(1 << 20), w0 = 0;
+  long long window = 0;  // x's element at (n, h0, w0, 0)
+  if (m < a.m) {
+    const int image = m / hw_out, rem = m % hw_out;
+    h0 = (rem / a.wo) * a.stride - a.pad;
+    w0 = (rem % a.wo) * a.stride - a.pad;
+    window = (long long)((image * a.h + h0) * a.w_in + w0) * a.c;
+  }
+  for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
+    wait_phase(&empty[at.stage], at.phase ^ 1);
+    char* a_tile = ring + at.stage * Tile::kStageBytes;
+#pragma unroll  // all 64 loads of the row in flight at once
+    for (int chunk = 0; chunk < kRowChunks; ++chunk) {
+      std::uint32_t packed[4];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int k = slab * kSlab + chunk * 8 + e, rs = tap_rs[k];
+        const bool valid = unsigned(h0 + (rs >> 16)) < unsigned(a.h) && unsigned(w0 + (rs & 0xFFFF)) < unsigned(a.w_in);
+        const std::uint32_t bits = valid ? x[window + tap_offset[k]] : 0u;
+        packed[e / 2] = e % 2 ? packed[e / 2] | bits << 16 : bits;
+      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(hw::shared_address(a_tile + swizzled(t, chunk))),
+                   "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3])
+                   : "memory");
+    }
+    for (int index = t; index < BN * kRowChunks; index += kGroupThreads) {
+      const int row = index / kRowChunks, chunk = index % kRowChunks, k0 = slab * kSlab + chunk * 8;
+      std::uint32_t packed[4];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const bool valid = origin.n0 + row < a.k && k0 + e < a.rsc;
+        const std::uint32_t bits = valid ? w[(long long)(origin.n0 + row) * a.rsc + k0 + e] : 0u;
+        packed[e / 2] = e % 2 ? packed[e / 2] | bits << 16 : bits;
+      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(hw::shared_address(a_tile + Tile::kABytes +
+                                                                                        swizzled(row, chunk))),
+                   "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3])
+                   : "memory");
+    }
+    hw::fence_proxy_async_shared();
+    hw::mbarrier_arrive(&full[at.stage]);
+  }
+}
+
+// The element gather's tables for reduction indices 0 .. slabs x 64 - 1, built by the block's threads.
+__device__ __forceinline__ void build_tap_tables(const WgmmaArgs& a, int* tap_offset, int* tap_rs) {
+  for (int k = int(threadIdx.x); k < a.slabs * kSlab; k += int(blockDim.x)) {
+    const int r = k / (a.s * a.c), rem = k % (a.s * a.c), s = rem / a.c, c = rem % a.c;
+    const bool inside = k < a.rsc;
+    tap_offset[k] = inside ? (r * a.w_in + s) * a.c + c : 0;
+    tap_rs[k] = inside ? r << 16 | s : 0x7FFF << 16;  // row 32767 of the window: outside every image
   }
 }
 
@@ -262,8 +333,9 @@ __device__ __forceinline__ void store_tile(const WgmmaArgs& a, char* out, int gr
   }
 }
 
-// kPointwise: A by TMA (produce_pointwise_tile), `input` its map; otherwise gathered and `input` unused.
-template <int BN, bool kPointwise>
+// kRead: how A comes (ReadA); `input` is x's map for ReadA::pointwise, unused otherwise. ReadA::elements keeps
+// its tables after the barriers (WgmmaTile::kSharedBytes plus tap_table_bytes).
+template <int BN, ReadA kRead>
 __global__ void __launch_bounds__(kThreads, 1)
     conv2d_wgmma_kernel(const WgmmaArgs a, const __grid_constant__ CUtensorMap input,
                         const __grid_constant__ CUtensorMap filter) {
@@ -274,12 +346,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   char* out = ring + Tile::kStages * Tile::kStageBytes;
   auto* full = reinterpret_cast<std::uint64_t*>(out + 2 * Tile::kOutGroupBytes);
   std::uint64_t* empty = full + Tile::kStages;
+  int* tap_offset = reinterpret_cast<int*>(empty + Tile::kStages);
+  int* tap_rs = tap_offset + a.slabs * kSlab;
+  if constexpr (kRead == ReadA::elements) build_tap_tables(a, tap_offset, tap_rs);
   if (threadIdx.x == 0) {
-    hw::tma_prefetch_map(&filter);
-    if constexpr (kPointwise) hw::tma_prefetch_map(&input);
+    if constexpr (kRead != ReadA::elements) hw::tma_prefetch_map(&filter);
+    if constexpr (kRead == ReadA::pointwise) hw::tma_prefetch_map(&input);
     for (int i = 0; i < Tile::kStages; ++i) {
-      // The boxes' thread, and each gathering producer thread's copies.
-      hw::mbarrier_init(&full[i], kPointwise ? 1 : kGroupThreads + 1);
+      // The boxes' thread (and each cp.async thread's copies), or each element-gathering thread.
+      hw::mbarrier_init(&full[i], kRead == ReadA::pointwise ? 1 : kRead == ReadA::elements ? kGroupThreads : kGroupThreads + 1);
       hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
     }
     hw::mbarrier_init_fence();
@@ -290,8 +365,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (group == 0) {
     if constexpr (Tile::kReallocate) hw::setmaxnreg_dec<kProducerRegisters>();
     for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x))
-      if constexpr (!kPointwise)
+      if constexpr (kRead == ReadA::channel_slabs)
         produce_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
+      else if constexpr (kRead == ReadA::elements)
+        produce_elements_tile<BN>(a, ring, full, empty, tile_origin<BN>(a, tile), t, at, tap_offset, tap_rs);
       else if (t == 0)
         produce_pointwise_tile<BN>(a, &input, &filter, ring, full, empty, tile_origin<BN>(a, tile), at);
   } else {
@@ -305,40 +382,54 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int BN, bool kPointwise>
+// The element gather's two tables, for reduction indices up to slabs x 64.
+int tap_table_bytes(int slabs) { return 2 * slabs * kSlab * int(sizeof(int)); }
+
+template <int BN, ReadA kRead>
 void launch_tile(WgmmaArgs args, cudaStream_t stream) {
   using Tile = WgmmaTile<BN>;
-  auto* kernel = conv2d_wgmma_kernel<BN, kPointwise>;
-  roofbench::cuda::allow_dynamic_shared_memory(kernel, Tile::kSharedBytes);
+  auto* kernel = conv2d_wgmma_kernel<BN, kRead>;
+  const int shared_bytes = Tile::kSharedBytes + (kRead == ReadA::elements ? tap_table_bytes(args.slabs) : 0);
+  roofbench::cuda::allow_dynamic_shared_memory(kernel, shared_bytes);
   args.col_tiles = (args.k + BN - 1) / BN;
   const long long tiles = (args.m + kBlockM - 1) / kBlockM * args.col_tiles;
   if (tiles > INT_MAX) throw Error("cuda_conv: too many tiles for the wgmma kernel");
   args.tiles = int(tiles);
   // The filter as a K x RSC matrix read in BN x 64 boxes; x, for a pointwise convolution, as an M x C one in
-  // 128 x 64 boxes.
+  // 128 x 64 boxes. The element gather reads both itself.
   const auto matrix = [](const bf16* data, long long rows, int cols) {
     return hw::Matrix2d{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, std::uint64_t(rows), std::uint64_t(cols),
                         std::uint64_t(cols) * 2};
   };
-  const CUtensorMap filter = hw::make_tensor_map_2d(matrix(args.w, args.k, args.rsc), BN, kSlab, hw::TileSwizzle::bytes128);
-  const CUtensorMap input =
-      kPointwise ? hw::make_tensor_map_2d(matrix(args.x, args.m, args.c), kBlockM, kSlab, hw::TileSwizzle::bytes128) : filter;
+  CUtensorMap filter{}, input{};
+  if constexpr (kRead != ReadA::elements)
+    filter = hw::make_tensor_map_2d(matrix(args.w, args.k, args.rsc), BN, kSlab, hw::TileSwizzle::bytes128);
+  if constexpr (kRead == ReadA::pointwise)
+    input = hw::make_tensor_map_2d(matrix(args.x, args.m, args.c), kBlockM, kSlab, hw::TileSwizzle::bytes128);
   int device = 0, sms = 0, per_sm = 0;
   ROOFBENCH_CUDA(cudaGetDevice(&device));
   ROOFBENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, Tile::kSharedBytes));
+  ROOFBENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared_bytes));
   const int blocks = int(std::min<long long>(tiles, (long long)sms * std::max(per_sm, 1)));
-  kernel<<<blocks, kThreads, Tile::kSharedBytes, stream>>>(args, input, filter);
+  kernel<<<blocks, kThreads, shared_bytes, stream>>>(args, input, filter);
   ROOFBENCH_CUDA_LAUNCH();
 }
 
-template <int BN>
-void launch_tile(const WgmmaArgs& args, bool pointwise, cudaStream_t stream) {
-  pointwise ? launch_tile<BN, true>(args, stream) : launch_tile<BN, false>(args, stream);
+// A 1x1 convolution at stride 1 without padding reads x as it is (produce_pointwise_tile); C % 64 == 0 reads
+// channel slabs (produce_tile); any other C, elements (produce_elements_tile).
+ReadA read_a(const ConvShape& s) {
+  if (s.c % kSlab != 0) return ReadA::elements;
+  return s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0 ? ReadA::pointwise : ReadA::channel_slabs;
 }
 
-// A 1x1 convolution at stride 1 without padding, whose A is x itself (produce_pointwise_tile).
-bool pointwise(const ConvShape& s) { return s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0; }
+template <int BN>
+void launch_tile(const WgmmaArgs& args, ReadA read, cudaStream_t stream) {
+  switch (read) {
+    case ReadA::pointwise: return launch_tile<BN, ReadA::pointwise>(args, stream);
+    case ReadA::channel_slabs: return launch_tile<BN, ReadA::channel_slabs>(args, stream);
+    case ReadA::elements: return launch_tile<BN, ReadA::elements>(args, stream);
+  }
+}
 
 // The widest filter tile that divides K: a tile past the last output channel would multiply zeros.
 int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 == 0 ? 128 : 64; }
@@ -346,8 +437,11 @@ int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 =
 }  // namespace
 
 std::string conv2d_implicit_gemm_wgmma_bf16_variant(const ConvShape& shape) {
-  return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, persistent, x " +
-         (pointwise(shape) ? "by TMA" : "gathered by cp.async") + ", w by TMA";
+  const ReadA read = read_a(shape);
+  return "wgmma bf16 128x" + std::to_string(tile_columns(shape)) + "x" + std::to_string(kSlab) + " tile, persistent, " +
+         (read == ReadA::pointwise       ? "x and w by TMA"
+          : read == ReadA::channel_slabs ? "x's channel slabs by cp.async, w by TMA"
+                                         : "x and w gathered element by element");
 }
 
 void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* y, const ConvShape& s,
@@ -369,14 +463,14 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
                        int(s.out_h()),
                        int(s.out_w()),
                        int(s.r * s.s * s.c),
-                       int(s.r * s.s * s.c / kSlab),
+                       int((s.r * s.s * s.c + kSlab - 1) / kSlab),
                        (long long)(s.n * s.out_h() * s.out_w()),
                        0,
                        0};  // the tiles: launch_tile<BN>
   switch (tile_columns(s)) {
-    case 256: return launch_tile<256>(args, pointwise(s), stream);
-    case 128: return launch_tile<128>(args, pointwise(s), stream);
-    default: return launch_tile<64>(args, pointwise(s), stream);
+    case 256: return launch_tile<256>(args, read_a(s), stream);
+    case 128: return launch_tile<128>(args, read_a(s), stream);
+    default: return launch_tile<64>(args, read_a(s), stream);
   }
 }
 

@@ -115,7 +115,7 @@ Convolution::Convolution(const Layer& layer, std::int64_t batch, const DataForma
     if (const std::string why = kernels::conv2d_implicit_gemm_wgmma_unsupported(shape_); !why.empty())
       throw NotApplicable(why);
     int device = 0;
-    ROOFBENCH_CUDA(cudaGetDevice(&device));
+    if (cudaGetDevice(&device) != cudaSuccess) (void)cudaGetLastError();  // no device: not available below
     if (!kernels::conv2d_implicit_gemm_wgmma_available(device))
       throw NotApplicable("conv: the wgmma kernel runs on compute capability 9.0 with sm_90a code in the build");
   }

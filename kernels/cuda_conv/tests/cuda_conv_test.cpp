@@ -277,7 +277,7 @@ TEST_P(WgmmaImplicitGemmKernel, MatchesTheReferenceEverywhere) {
 }
 
 // Partial row tiles (M not a multiple of 128), partial and 64-wide column tiles, padding on every edge, stride 2,
-// one to nine taps, several slabs a tap, x gathered and (1x1 at stride 1) read by TMA.
+// one to 49 taps, several slabs a tap, x read each of the three ways.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, WgmmaImplicitGemmKernel,
     ::testing::Values(
@@ -289,15 +289,20 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"1x1 256->256, x read by TMA (128x256 tiles, a partial row tile)",
                    {.n = 2, .c = 256, .h = 13, .w = 11, .k = 256, .r = 1, .s = 1, .stride = 1, .pad = 0}},
         KernelCase{"1x1 128->40: a partial column tile, x read by TMA", {.n = 1, .c = 128, .h = 9, .w = 7, .k = 40, .r = 1, .s = 1, .stride = 1, .pad = 0}},
+        KernelCase{"stem 7x7/2, 3 channels (element gather, three slabs, the last partial)",
+                   {.n = 2, .c = 3, .h = 37, .w = 35, .k = 64, .r = 7, .s = 7, .stride = 2, .pad = 3}},
+        KernelCase{"3x3 40->128, element gather", {.n = 3, .c = 40, .h = 10, .w = 9, .k = 128, .r = 3, .s = 3, .stride = 1, .pad = 1}},
         KernelCase{"3x3 64->256 (128x256 tiles)", {.n = 2, .c = 64, .h = 11, .w = 12, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1}},
         KernelCase{"1x1/2 192->512, three slabs (128x256 tiles)",
                    {.n = 3, .c = 192, .h = 9, .w = 9, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}}));
 
 TEST(WgmmaImplicitGemmShapes, SaysWhichTheKernelCannotTake) {
   const ConvShape stem{.n = 1, .c = 3, .h = 224, .w = 224, .k = 64, .r = 7, .s = 7, .stride = 2, .pad = 3};
+  const ConvShape long_gather{.n = 1, .c = 100, .h = 9, .w = 9, .k = 64, .r = 5, .s = 5, .stride = 1, .pad = 2};
   const ConvShape odd_k{.n = 1, .c = 64, .h = 8, .w = 8, .k = 60, .r = 1, .s = 1, .stride = 1, .pad = 0};
   const ConvShape wide{.n = 1, .c = 256, .h = 14, .w = 14, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1};
-  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(stem).find("C % 64"), std::string::npos);
+  EXPECT_EQ(conv2d_implicit_gemm_wgmma_unsupported(stem), "");
+  EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(long_gather).find("R S C <= 2048"), std::string::npos);
   EXPECT_NE(conv2d_implicit_gemm_wgmma_unsupported(odd_k).find("K % 8"), std::string::npos);
   EXPECT_EQ(conv2d_implicit_gemm_wgmma_unsupported(wide), "");
   EXPECT_FALSE(conv2d_implicit_gemm_wgmma_available(-1));

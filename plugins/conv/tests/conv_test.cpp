@@ -139,9 +139,6 @@ TEST(ConvCases, HandWrittenKernelIsBf16ForwardOnly) {
   EXPECT_THROW(spec("resnet50_train").make(params({{"impl", "implicit_gemm"}, {"n", "8"}})), NotApplicable);
   EXPECT_THROW(spec("conv_bf16").make(layer_point("conv2_3x3_64", "bwd_filter", "nhwc", "implicit_gemm_wgmma", 8)),
                NotApplicable);
-  // The stem's 3 channels are not a 64-channel slab (whatever the device).
-  EXPECT_THROW(spec("conv_bf16").make(layer_point("conv1_7x7s2_3to64", "fwd", "nhwc", "implicit_gemm_wgmma", 8)),
-               NotApplicable);
   EXPECT_THROW(spec("conv_bf16").make(layer_point("conv2_3x3_64", "sideways", "nhwc", "cudnn", 8)), Error);
 }
 
@@ -382,6 +379,7 @@ INSTANTIATE_TEST_SUITE_P(
         GatePoint{"conv_bf16", point("conv1_7x7s2_3to64", "fwd", "nhwc", "implicit_gemm", 2)},
         GatePoint{"conv_bf16", point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm", 8)},
         GatePoint{"conv_bf16", point("conv5_3x3s2_512", "fwd", "nhwc", "implicit_gemm", 8)},
+        GatePoint{"conv_bf16", point("conv1_7x7s2_3to64", "fwd", "nhwc", "implicit_gemm_wgmma", 2)},
         GatePoint{"conv_bf16", point("conv2_3x3_64", "fwd", "nhwc", "implicit_gemm_wgmma", 8)},
         GatePoint{"conv_bf16", point("conv4_1x1s2_512to1024", "fwd", "nhwc", "implicit_gemm_wgmma", 8)},
         GatePoint{"conv_bf16", point("conv5_3x3s2_512", "fwd", "nhwc", "implicit_gemm_wgmma", 8)},

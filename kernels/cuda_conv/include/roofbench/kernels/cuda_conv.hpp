@@ -24,9 +24,11 @@ void launch_conv2d_implicit_gemm_bf16(const __nv_bfloat16* x, const __nv_bfloat1
 // Which tile configuration the launch picks for `shape`, for the results (e.g. "wmma 128x64x32, 3 stages, cp.async").
 std::string conv2d_implicit_gemm_bf16_variant(const ConvShape& shape);
 
-// The same convolution on Hopper's warp-group MMA (wgmma, sm_90a code): a producer warp group gathers slabs of
-// 64 channels of x (cp.async) and of w (TMA) into a 4-stage ring of swizzled tiles, two consumer warp groups
-// multiply them. It takes C % 64 == 0 (every ResNet-50 layer but the stem), K % 8 == 0 and 16-byte aligned tensors.
+// The same convolution on Hopper's warp-group MMA (wgmma, sm_90a code), on a persistent grid: a producer warp
+// group brings slabs of 64 reduction elements of x and w into a ring of swizzled tiles (64 channels of a tap by
+// cp.async and w by TMA where C % 64 == 0, both by TMA for a 1x1 convolution at stride 1, element by element for
+// any other C with R S C <= 2048, the stem's 3 channels), two consumer warp groups multiply them. It takes
+// K % 8 == 0 and 16-byte aligned tensors.
 // Only enqueues on `stream`; throws roofbench::Error when it cannot run (the reason as below).
 void launch_conv2d_implicit_gemm_wgmma_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                             const ConvShape& shape, cudaStream_t stream);
