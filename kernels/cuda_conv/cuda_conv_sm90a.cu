@@ -74,7 +74,7 @@ struct WgmmaArgs {
   bf16* y;
   int h, w_in, c, k, s, stride, pad, ho, wo;
   int rsc;    // the reduction length R S C
-  int slabs;  // R S C / kSlab
+  int slabs;  // R S C / kSlab, rounded up (the element gather pads the last slab with zeros)
   long long m;
   int col_tiles, tiles;  // BN-wide column tiles, and all tiles of Y
 };
@@ -105,7 +105,8 @@ __device__ __forceinline__ void cp_async_arrive(std::uint64_t* bar) {
 }
 
 // A wait that ends the kernel with a trap after about 2^32 cycles (a second or two) instead of hanging the
-// GPU, should a phase never complete. Out of line, so that the spin loop's registers stay out of the callers.
+// GPU, should a phase never complete. Out of line: with an inline trap ptxas keeps the consumers within the
+// registers a thread has at entry instead of those setmaxnreg gives them.
 __device__ __noinline__ void wait_timed_out() { __trap(); }
 __device__ __forceinline__ void wait_phase(std::uint64_t* bar, std::uint32_t parity) {
   if (hw::mbarrier_try_wait(bar, parity)) return;
