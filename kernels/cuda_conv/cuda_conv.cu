@@ -272,10 +272,9 @@ void launch_conv2d_implicit_gemm_bf16(const bf16* x, const bf16* w, bf16* y, con
   }
 }
 
-// The wgmma kernel's element gather (C % 64 != 0) keeps two ints of shared memory per reduction index.
-constexpr std::int64_t kWgmmaMaxElementReduction = 2048;
-
 std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& s) {
+  for (const std::int64_t extent : {s.n, s.c, s.h, s.w, s.k, s.r, s.s, s.stride, s.out_h(), s.out_w()})
+    if (extent <= 0) return "cuda_conv: the wgmma kernel needs every extent of the convolution positive";
   if (s.c % 64 != 0 && s.r * s.s * s.c > kWgmmaMaxElementReduction)
     return "cuda_conv: the wgmma kernel gathers C % 64 != 0 element by element through a table of R S C <= " +
            std::to_string(kWgmmaMaxElementReduction) + " entries, got " + std::to_string(s.r * s.s * s.c);

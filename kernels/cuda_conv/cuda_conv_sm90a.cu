@@ -10,7 +10,7 @@
 // BN x 64 box, which the copy engine (TMA) brings in that swizzle. A stage is full when every producer thread's
 // copies have landed (cp.async.mbarrier.arrive.noinc) and the box's bytes have. The two consumer groups each
 // multiply 64 rows of the stage by the BN filter rows (m64n128k16 or m64n64k16 wgmmas), keep one slab's products
-// in flight and free the stage before once its products have completed. At a tile's end each group stages its
+// in flight and free each stage once the products that read it have completed. At a tile's end each group stages its
 // 64 x BN part as bf16 in shared memory of its own and stores it row by row with 16-byte stores, while the
 // producer already fills the ring with the next tile's slabs.
 #include <cuda.h>
@@ -40,7 +40,8 @@ constexpr int kThreads = 3 * kGroupThreads;  // the producer group, then two con
 constexpr int kRowChunks = kRowBytes / 16;   // 16-byte chunks a row
 constexpr int kRowsAPass = kGroupThreads / kRowChunks;  // rows the producer group copies at once: 16
 constexpr int kSwizzleAtomBytes = 1024;
-constexpr int kGroupABytes = 64 * kRowBytes;  // a consumer group's rows of A in a stage
+constexpr int kGroupRows = 64;                        // rows of A (and of the tile) a consumer group multiplies
+constexpr int kGroupABytes = kGroupRows * kRowBytes;  // a consumer group's rows of A in a stage
 
 // A tile of BN filter rows (64, 128 or 256): BN 256 multiplies two 128-column parts, each its own m64n128
 // accumulators, and moves registers from the producer group to the consumer groups (setmaxnreg).
@@ -54,7 +55,7 @@ struct WgmmaTile {
   static constexpr int kBBytes = BN * kRowBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kOutRowBytes = BN * 2;
-  static constexpr int kOutGroupBytes = 64 * kOutRowBytes;  // a consumer group's staged output
+  static constexpr int kOutGroupBytes = kGroupRows * kOutRowBytes;  // a consumer group's staged output
   static constexpr int kBarrierBytes = 2 * kStages * 8;
   // The ring, the two groups' staged outputs and the barriers, with room to align the ring to the swizzle's atom.
   static constexpr int kSharedBytes = kStages * kStageBytes + 2 * kOutGroupBytes + kBarrierBytes + kSwizzleAtomBytes;
@@ -115,6 +116,25 @@ __device__ __forceinline__ void wait_phase(std::uint64_t* bar, std::uint32_t par
     if (clock64() - start > (1ll << 32)) wait_timed_out();
 }
 
+// Output pixel m's window: its first input row and column, and the index (n H + h0) W + w0 of its first pixel. A
+// row past the last output pixel gets a window far outside the image, so every tap reads as padding.
+struct Window {
+  int h0 = -(1 << 20), w0 = 0, pixel = 0;
+};
+__device__ __forceinline__ Window window_of(const WgmmaArgs& a, int m) {
+  if (m >= a.m) return {};
+  const int hw_out = a.ho * a.wo, image = m / hw_out, rem = m % hw_out;
+  const int h0 = (rem / a.wo) * a.stride - a.pad, w0 = (rem % a.wo) * a.stride - a.pad;
+  return {h0, w0, (image * a.h + h0) * a.w_in + w0};
+}
+
+// 16 bytes of registers to shared memory.
+__device__ __forceinline__ void store_shared_16(const char* at, const std::uint32_t (&v)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(hw::shared_address(at)), "r"(v[0]), "r"(v[1]),
+               "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+
 // A stage of the ring, counted over the whole walk: the producer and the consumers step through the same slabs.
 template <int BN>
 struct RingPosition {
@@ -141,11 +161,11 @@ __device__ __forceinline__ void produce_pointwise_tile(const WgmmaArgs& a, const
   }
 }
 
-// Any C: producer thread t gathers row t of A element by element: reduction index k of a slab is tap
-// (r, s) = tap_rs[k] and channel c, x's element window + tap_offset[k] (tables built by the kernel, indices past
-// R S C marked as a tap outside every image); each 8 elements go to shared memory in one 16-byte store. The filter's
-// rows are copied the same way, 8 elements a chunk (R S C need not keep TMA's 16-byte rows). Shared-memory writes
-// of the generic proxy, so each thread fences them for wgmma's async proxy before it arrives on the stage.
+// Any C: producer thread t gathers row t of A element by element: reduction index k < R S C of a slab is tap
+// (r, s) = tap_rs[k] and channel c, x's element window + tap_offset[k] (tables built by the kernel), and each 8
+// elements go to shared memory in one 16-byte store. The filter's rows are copied the same way (R S C need not
+// give TMA's 16-byte rows). Shared-memory writes of the generic proxy, so each thread fences them for wgmma's
+// async proxy before it arrives on the stage.
 template <int BN>
 __device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* ring, std::uint64_t* full,
                                                      std::uint64_t* empty, TileOrigin origin, int t,
@@ -153,15 +173,8 @@ __device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* 
   using Tile = WgmmaTile<BN>;
   const auto* x = reinterpret_cast<const unsigned short*>(a.x);
   const auto* w = reinterpret_cast<const unsigned short*>(a.w);
-  const int m = int(origin.m0) + t, hw_out = a.ho * a.wo;
-  int h0 = -(1 << 20), w0 = 0;
-  long long window = 0;  // x's element at (n, h0, w0, 0)
-  if (m < a.m) {
-    const int image = m / hw_out, rem = m % hw_out;
-    h0 = (rem / a.wo) * a.stride - a.pad;
-    w0 = (rem % a.wo) * a.stride - a.pad;
-    window = (long long)((image * a.h + h0) * a.w_in + w0) * a.c;
-  }
+  const Window window = window_of(a, int(origin.m0) + t);
+  const long long first = (long long)window.pixel * a.c;  // x's element at (n, h0, w0, 0)
   for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
     wait_phase(&empty[at.stage], at.phase ^ 1);
     char* a_tile = ring + at.stage * Tile::kStageBytes;
@@ -171,13 +184,12 @@ __device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* 
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int k = slab * kSlab + chunk * 8 + e, rs = tap_rs[k];
-        const bool valid = unsigned(h0 + (rs >> 16)) < unsigned(a.h) && unsigned(w0 + (rs & 0xFFFF)) < unsigned(a.w_in);
-        const std::uint32_t bits = valid ? x[window + tap_offset[k]] : 0u;
+        const bool valid = k < a.rsc && unsigned(window.h0 + (rs >> 16)) < unsigned(a.h) &&
+                           unsigned(window.w0 + (rs & 0xFFFF)) < unsigned(a.w_in);
+        const std::uint32_t bits = valid ? x[first + tap_offset[k]] : 0u;
         packed[e / 2] = e % 2 ? packed[e / 2] | bits << 16 : bits;
       }
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(hw::shared_address(a_tile + swizzled(t, chunk))),
-                   "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3])
-                   : "memory");
+      store_shared_16(a_tile + swizzled(t, chunk), packed);
     }
     for (int index = t; index < BN * kRowChunks; index += kGroupThreads) {
       const int row = index / kRowChunks, chunk = index % kRowChunks, k0 = slab * kSlab + chunk * 8;
@@ -188,50 +200,35 @@ __device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* 
         const std::uint32_t bits = valid ? w[(long long)(origin.n0 + row) * a.rsc + k0 + e] : 0u;
         packed[e / 2] = e % 2 ? packed[e / 2] | bits << 16 : bits;
       }
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(hw::shared_address(a_tile + Tile::kABytes +
-                                                                                        swizzled(row, chunk))),
-                   "r"(packed[0]), "r"(packed[1]), "r"(packed[2]), "r"(packed[3])
-                   : "memory");
+      store_shared_16(a_tile + Tile::kABytes + swizzled(row, chunk), packed);
     }
     hw::fence_proxy_async_shared();
     hw::mbarrier_arrive(&full[at.stage]);
   }
 }
 
-// The element gather's tables for reduction indices 0 .. slabs x 64 - 1, built by the block's threads.
+// The element gather's tables for reduction indices 0 .. slabs x 64 - 1 (those from R S C on read nothing),
+// built by the block's threads.
 __device__ __forceinline__ void build_tap_tables(const WgmmaArgs& a, int* tap_offset, int* tap_rs) {
   for (int k = int(threadIdx.x); k < a.slabs * kSlab; k += int(blockDim.x)) {
     const int r = k / (a.s * a.c), rem = k % (a.s * a.c), s = rem / a.c, c = rem % a.c;
     const bool inside = k < a.rsc;
     tap_offset[k] = inside ? (r * a.w_in + s) * a.c + c : 0;
-    tap_rs[k] = inside ? r << 16 | s : 0x7FFF << 16;  // row 32767 of the window: outside every image
+    tap_rs[k] = inside ? r << 16 | s : 0;
   }
 }
 
 // The producer group's thread `t` copies chunk t % 8 of rows t / 8 + 16 i of each slab of A; thread 0 also
 // asks the copy engine for the filter's box.
 template <int BN>
-__device__ __forceinline__ void produce_tile(const WgmmaArgs& a, const CUtensorMap* filter, char* ring, std::uint64_t* full,
-                             std::uint64_t* empty, TileOrigin origin, int t, RingPosition<BN>& at) {
+__device__ __forceinline__ void produce_channel_slabs_tile(const WgmmaArgs& a, const CUtensorMap* filter, char* ring,
+                                                          std::uint64_t* full, std::uint64_t* empty, TileOrigin origin,
+                                                          int t, RingPosition<BN>& at) {
   using Tile = WgmmaTile<BN>;
   const int chunk = t % kRowChunks, first_row = t / kRowChunks;
-  // Each of this thread's A rows as the window's first input row and column and the pixel index (n H + h0) W + w0;
-  // a row past the last output pixel gets a window far outside the image, so every tap reads as padding.
-  int h0[Tile::kARowsPerThread], w0[Tile::kARowsPerThread], pixel[Tile::kARowsPerThread];
-  const int hw_out = a.ho * a.wo;
+  Window window[Tile::kARowsPerThread];  // of this thread's rows (M < 2^31: conv2d_implicit_gemm_wgmma_unsupported)
 #pragma unroll
-  for (int i = 0; i < Tile::kARowsPerThread; ++i) {
-    const int m = int(origin.m0) + first_row + i * kRowsAPass;  // M < 2^31 (conv2d_implicit_gemm_wgmma_unsupported)
-    h0[i] = -(1 << 20);
-    w0[i] = 0;
-    pixel[i] = 0;
-    if (m < a.m) {
-      const int image = m / hw_out, rem = m % hw_out;
-      h0[i] = (rem / a.wo) * a.stride - a.pad;
-      w0[i] = (rem % a.wo) * a.stride - a.pad;
-      pixel[i] = (image * a.h + h0[i]) * a.w_in + w0[i];
-    }
-  }
+  for (int i = 0; i < Tile::kARowsPerThread; ++i) window[i] = window_of(a, int(origin.m0) + first_row + i * kRowsAPass);
   int r = 0, s = 0, c0 = 0;
   for (int slab = 0; slab < a.slabs; ++slab, at.advance()) {
     wait_phase(&empty[at.stage], at.phase ^ 1);
@@ -244,8 +241,8 @@ __device__ __forceinline__ void produce_tile(const WgmmaArgs& a, const CUtensorM
 #pragma unroll
     for (int i = 0; i < Tile::kARowsPerThread; ++i) {
       const int row = first_row + i * kRowsAPass;
-      const bool valid = unsigned(h0[i] + r) < unsigned(a.h) && unsigned(w0[i] + s) < unsigned(a.w_in);
-      const bf16* src = valid ? a.x + (long long)(pixel[i] + tap) * a.c + c0 + chunk * 8 : a.x;
+      const bool valid = unsigned(window[i].h0 + r) < unsigned(a.h) && unsigned(window[i].w0 + s) < unsigned(a.w_in);
+      const bf16* src = valid ? a.x + (long long)(window[i].pixel + tap) * a.c + c0 + chunk * 8 : a.x;
       cp_async_16(a_tile + swizzled(row, chunk), src, valid);
     }
     cp_async_arrive(&full[at.stage]);
@@ -321,9 +318,9 @@ __device__ __forceinline__ void store_tile(const WgmmaArgs& a, char* out, int gr
     }
   group_sync(group);
   constexpr int kChunks = BN / 8;  // 16-byte chunks an output row
-  for (int index = t; index < 64 * kChunks; index += kGroupThreads) {
+  for (int index = t; index < kGroupRows * kChunks; index += kGroupThreads) {
     const int row = index / kChunks, chunk = index % kChunks;
-    const long long m = origin.m0 + group * 64 + row;
+    const long long m = origin.m0 + group * kGroupRows + row;
     const int col = origin.n0 + chunk * 8;
     uint4 v;
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
@@ -332,6 +329,11 @@ __device__ __forceinline__ void store_tile(const WgmmaArgs& a, char* out, int gr
                  : "memory");
     if (m < a.m && col < a.k) *reinterpret_cast<uint4*>(a.y + m * a.k + col) = v;
   }
+}
+
+// The arrivals that fill a stage: the boxes' thread, and each producer thread whose copies or stores are its own.
+constexpr unsigned full_arrivals(ReadA read) {
+  return read == ReadA::pointwise ? 1 : read == ReadA::elements ? kGroupThreads : kGroupThreads + 1;
 }
 
 // kRead: how A comes (ReadA); `input` is x's map for ReadA::pointwise, unused otherwise. ReadA::elements keeps
@@ -354,8 +356,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kRead != ReadA::elements) hw::tma_prefetch_map(&filter);
     if constexpr (kRead == ReadA::pointwise) hw::tma_prefetch_map(&input);
     for (int i = 0; i < Tile::kStages; ++i) {
-      // The boxes' thread (and each cp.async thread's copies), or each element-gathering thread.
-      hw::mbarrier_init(&full[i], kRead == ReadA::pointwise ? 1 : kRead == ReadA::elements ? kGroupThreads : kGroupThreads + 1);
+      hw::mbarrier_init(&full[i], full_arrivals(kRead));
       hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
     }
     hw::mbarrier_init_fence();
@@ -367,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (Tile::kReallocate) hw::setmaxnreg_dec<kProducerRegisters>();
     for (int tile = int(blockIdx.x); tile < a.tiles; tile += int(gridDim.x))
       if constexpr (kRead == ReadA::channel_slabs)
-        produce_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
+        produce_channel_slabs_tile<BN>(a, &filter, ring, full, empty, tile_origin<BN>(a, tile), t, at);
       else if constexpr (kRead == ReadA::elements)
         produce_elements_tile<BN>(a, ring, full, empty, tile_origin<BN>(a, tile), t, at, tap_offset, tap_rs);
       else if (t == 0)
@@ -384,7 +385,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // The element gather's two tables, for reduction indices up to slabs x 64.
-int tap_table_bytes(int slabs) { return 2 * slabs * kSlab * int(sizeof(int)); }
+constexpr int tap_table_bytes(int slabs) { return 2 * slabs * kSlab * int(sizeof(int)); }
+constexpr int kMaxSharedBytes = 227 * 1024;  // a block's dynamic shared memory on compute capability 9.0
+static_assert(kWgmmaMaxElementReduction % kSlab == 0 &&
+              WgmmaTile<256>::kSharedBytes + tap_table_bytes(int(kWgmmaMaxElementReduction / kSlab)) <= kMaxSharedBytes);
 
 template <int BN, ReadA kRead>
 void launch_tile(WgmmaArgs args, cudaStream_t stream) {
@@ -424,7 +428,7 @@ ReadA read_a(const ConvShape& s) {
 }
 
 template <int BN>
-void launch_tile(const WgmmaArgs& args, ReadA read, cudaStream_t stream) {
+void launch_reading(const WgmmaArgs& args, ReadA read, cudaStream_t stream) {
   switch (read) {
     case ReadA::pointwise: return launch_tile<BN, ReadA::pointwise>(args, stream);
     case ReadA::channel_slabs: return launch_tile<BN, ReadA::channel_slabs>(args, stream);
@@ -432,7 +436,8 @@ void launch_tile(const WgmmaArgs& args, ReadA read, cudaStream_t stream) {
   }
 }
 
-// The widest filter tile that divides K: a tile past the last output channel would multiply zeros.
+// The widest filter tile (256, 128) that divides K, else 64: a tile reaching past the last output channel multiplies
+// zeros there.
 int tile_columns(const ConvShape& s) { return s.k % 256 == 0 ? 256 : s.k % 128 == 0 ? 128 : 64; }
 
 }  // namespace
@@ -469,9 +474,9 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
                        0,
                        0};  // the tiles: launch_tile<BN>
   switch (tile_columns(s)) {
-    case 256: return launch_tile<256>(args, read_a(s), stream);
-    case 128: return launch_tile<128>(args, read_a(s), stream);
-    default: return launch_tile<64>(args, read_a(s), stream);
+    case 256: return launch_reading<256>(args, read_a(s), stream);
+    case 128: return launch_reading<128>(args, read_a(s), stream);
+    default: return launch_reading<64>(args, read_a(s), stream);
   }
 }
 

@@ -156,6 +156,8 @@ NetworkCase::NetworkCase(const Params& p, bool training)
     : training_(training),
       implementation_(p.has("impl") ? parse_implementation(p.str("impl")) : Implementation::cudnn),
       batch_(p.integer("n")) {
+  if (implementation_ == Implementation::implicit_gemm_wgmma)
+    throw Error("conv: the network runs impl cudnn or implicit_gemm");
   const DataFormat& bf16 = data_formats().front();
   const auto& layers = resnet50_layers();
   for (std::size_t i = 0; i < resnet50_network().size(); ++i) {
@@ -270,19 +272,20 @@ std::vector<Figure> NetworkCase::texts() const {
 void describe(Plugin& plugin) {
   plugin.name = "conv";
   plugin.description =
-      "ResNet-50 v1.5's convolutions through cuDNN (all 23 shapes, three passes, four precisions) beside a "
-      "hand-written implicit-GEMM kernel, and the whole network's convolutions in sequence";
+      "ResNet-50 v1.5's convolutions through cuDNN (all 23 shapes, three passes, four precisions) beside "
+      "hand-written implicit-GEMM kernels (WMMA; wgmma on Hopper), and the whole network's convolutions in sequence";
   const Axis batch = Axis::ints("n", {1, 8, 32, 128, 256});
   for (const DataFormat& format : data_formats()) {
     CaseSpec spec;
     spec.name = std::string("conv_") + format.name;
     spec.description = std::string("one ResNet-50 convolution per layer, pass and batch: ") + format.description +
                        "; cuDNN's fastest algorithm by its own search" +
-                       (format.precision == Precision::bf16 ? ", or the hand-written kernel (forward)" : "");
+                       (format.precision == Precision::bf16 ? ", or a hand-written kernel (forward)" : "");
     std::vector<std::string> layouts;
     for (const auto layout : format.layouts) layouts.push_back(to_string(layout));
     std::vector<std::string> implementations{"cudnn"};
-    if (format.precision == Precision::bf16) implementations.insert(implementations.end(), {"implicit_gemm", "implicit_gemm_wgmma"});
+    if (format.precision == Precision::bf16)
+      implementations.insert(implementations.end(), {"implicit_gemm", "implicit_gemm_wgmma"});
     spec.axes = {Axis::strings("layer", resnet50_layer_names()), Axis::strings("pass", {"fwd", "bwd_data", "bwd_filter"}),
                  Axis::strings("layout", layouts), Axis::strings("impl", implementations), batch};
     spec.device = DeviceNeed::gpu();

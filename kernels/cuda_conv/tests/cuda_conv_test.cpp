@@ -277,7 +277,7 @@ TEST_P(WgmmaImplicitGemmKernel, MatchesTheReferenceEverywhere) {
 }
 
 // Partial row tiles (M not a multiple of 128), partial and 64-wide column tiles, padding on every edge, stride 2,
-// one to 49 taps, several slabs a tap, x read each of the three ways.
+// one to 49 taps, several slabs a tap, x read each of the three ways, and more tiles than an H100 or H200 has SMs.
 INSTANTIATE_TEST_SUITE_P(
     Shapes, WgmmaImplicitGemmKernel,
     ::testing::Values(
@@ -292,6 +292,12 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"stem 7x7/2, 3 channels (element gather, three slabs, the last partial)",
                    {.n = 2, .c = 3, .h = 37, .w = 35, .k = 64, .r = 7, .s = 7, .stride = 2, .pad = 3}},
         KernelCase{"3x3 40->128, element gather", {.n = 3, .c = 40, .h = 10, .w = 9, .k = 128, .r = 3, .s = 3, .stride = 1, .pad = 1}},
+        KernelCase{"7x7 40->256, element gather with the longest table (31 slabs) and 128x256 tiles",
+                   {.n = 1, .c = 40, .h = 9, .w = 10, .k = 256, .r = 7, .s = 7, .stride = 1, .pad = 3}},
+        KernelCase{"1x1 64->64 over 196 row tiles: blocks of the persistent grid walk two tiles",
+                   {.n = 2, .c = 64, .h = 112, .w = 112, .k = 64, .r = 1, .s = 1, .stride = 1, .pad = 0}},
+        KernelCase{"3x3 64->64 over 144 row tiles: blocks walk two tiles, the ring carried between them",
+                   {.n = 2, .c = 64, .h = 96, .w = 96, .k = 64, .r = 3, .s = 3, .stride = 1, .pad = 1}},
         KernelCase{"3x3 64->256 (128x256 tiles)", {.n = 2, .c = 64, .h = 11, .w = 12, .k = 256, .r = 3, .s = 3, .stride = 1, .pad = 1}},
         KernelCase{"1x1/2 192->512, three slabs (128x256 tiles)",
                    {.n = 3, .c = 192, .h = 9, .w = 9, .k = 512, .r = 1, .s = 1, .stride = 2, .pad = 0}}));

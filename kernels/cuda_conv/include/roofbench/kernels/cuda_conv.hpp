@@ -1,5 +1,5 @@
-// A hand-written implicit-GEMM convolution for CUDA in the llm.c spirit: one kernel, bf16 in and out,
-// fp32 accumulation on tensor cores through WMMA, to set beside cuDNN on the same shapes.
+// Hand-written implicit-GEMM convolutions for CUDA in the llm.c spirit, bf16 in and out, fp32 accumulation on
+// tensor cores, to set beside cuDNN on the same shapes: one through WMMA for any GPU, one on Hopper's wgmma.
 //
 // The convolution is the GEMM Y (M x K) = A (M x RSC) B (RSC x K) with M = N Ho Wo, where row m of A is
 // the receptive field of output pixel m gathered from x on the fly (never materialised) and B is the
@@ -32,6 +32,10 @@ std::string conv2d_implicit_gemm_bf16_variant(const ConvShape& shape);
 // Only enqueues on `stream`; throws roofbench::Error when it cannot run (the reason as below).
 void launch_conv2d_implicit_gemm_wgmma_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                             const ConvShape& shape, cudaStream_t stream);
+
+// The longest reduction R S C the wgmma kernel's element gather (C % 64 != 0) takes: its table of taps keeps
+// two ints of shared memory per reduction index.
+inline constexpr std::int64_t kWgmmaMaxElementReduction = 2048;
 
 // Why the wgmma kernel cannot compute `shape`, or "" when it can (shape limits only, not the device).
 std::string conv2d_implicit_gemm_wgmma_unsupported(const ConvShape& shape);
