@@ -456,23 +456,12 @@ void launch_conv2d_implicit_gemm_wgmma_bf16(const bf16* x, const bf16* w, bf16* 
   for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(w), static_cast<const void*>(y)})
     if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) throw Error("cuda_conv: the wgmma kernel needs 16-byte aligned tensors");
   if (s.output_elements() == 0) return;
-  const WgmmaArgs args{x,
-                       w,
-                       y,
-                       int(s.h),
-                       int(s.w),
-                       int(s.c),
-                       int(s.k),
-                       int(s.s),
-                       int(s.stride),
-                       int(s.pad),
-                       int(s.out_h()),
-                       int(s.out_w()),
-                       int(s.r * s.s * s.c),
-                       int((s.r * s.s * s.c + kSlab - 1) / kSlab),
-                       (long long)(s.n * s.out_h() * s.out_w()),
-                       0,
-                       0};  // the tiles: launch_tile<BN>
+  const int reduction = int(s.r * s.s * s.c);
+  // The tiles are counted by launch_tile<BN>, which knows BN.
+  const WgmmaArgs args{.x = x, .w = w, .y = y, .h = int(s.h), .w_in = int(s.w), .c = int(s.c), .k = int(s.k),
+                       .s = int(s.s), .stride = int(s.stride), .pad = int(s.pad), .ho = int(s.out_h()),
+                       .wo = int(s.out_w()), .rsc = reduction, .slabs = (reduction + kSlab - 1) / kSlab,
+                       .m = s.n * s.out_h() * s.out_w(), .col_tiles = 0, .tiles = 0};
   switch (tile_columns(s)) {
     case 256: return launch_reading<256>(args, read_a(s), stream);
     case 128: return launch_reading<128>(args, read_a(s), stream);
