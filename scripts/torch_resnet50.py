@@ -7,7 +7,7 @@ autocast, channels_last): inference at N=1/32/256 and a training step (SGD) at N
   torch_resnet50.py [--json OUT.json] [--roofbench RESULTS.json]
 
 Writes the figures as JSON (--json) and, given roofbench's results file from the same GPU, prints a
-Markdown table of both side by side (roofbench's cuDNN and hand-written kernel, PyTorch, ratios)."""
+Markdown table of both side by side (roofbench's cuDNN and hand-written kernels, PyTorch, ratios)."""
 import argparse
 import json
 import statistics
@@ -138,7 +138,7 @@ def print_comparison(torch_results, figures):
                                for k, b in figures.items() if "impl:cudnn" in k})) or "no cuDNN case"))
     print()
     print("| layer | N=32 roofbench | N=32 PyTorch | ratio | N=256 roofbench | N=256 PyTorch | ratio | cuDNN algorithm (N=256) "
-          "| hand-written N=256 | hand / cuDNN | wgmma N=256 | wgmma / cuDNN |")
+          "| WMMA N=256 | WMMA / cuDNN | wgmma N=256 | wgmma / cuDNN |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     totals = {n: {"flops": 0.0, "rb": 0.0, "pt": 0.0, "rb_ok": True} for n in BATCHES}
     # FLOP-weighted hand-written / cuDNN at N=256 over the shapes both ran: (seconds of cuDNN, of the kernel).
@@ -180,7 +180,8 @@ def print_comparison(torch_results, figures):
     print("| network | roofbench images/s | PyTorch images/s (whole model) |")
     print("|---|---|---|")
     net = torch_results.get("network", {})
-    for key, label in (("resnet50/impl:cudnn", "conv forward, cuDNN"), ("resnet50/impl:implicit_gemm", "conv forward, hand-written")):
+    for key, label in (("resnet50/impl:cudnn", "conv forward, cuDNN"), ("resnet50/impl:implicit_gemm", "conv forward, WMMA"),
+                       ("resnet50/impl:implicit_gemm_wgmma", "conv forward, wgmma")):
         for n in (1, 32, 256):
             b = figures.get(f"{key}/n:{n}")
             p = net.get(f"inference/n:{n}", {}).get("images_per_s")

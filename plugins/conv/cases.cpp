@@ -23,6 +23,13 @@ Implementation parse_implementation(const std::string& text) {
 
 std::vector<Pass> passes_of(Pass pass) { return {pass}; }
 
+// The `implementation` fact of a hand-written kernel.
+const char* hand_written(Implementation implementation) {
+  return implementation == Implementation::implicit_gemm
+             ? "hand-written implicit GEMM on WMMA (kernels/cuda_conv)"
+             : "hand-written implicit GEMM on wgmma (kernels/cuda_conv, sm_90a)";
+}
+
 constexpr const char* kTimedChoice =
     ", and for bf16 and fp16 the backend API's engine plans (heuristics modes A, B and fallback) unless "
     "cudnn_backend_plans says off, then every "
@@ -131,12 +138,11 @@ std::vector<Figure> LayerCase::figures() const {
 }
 
 std::vector<Figure> LayerCase::texts() const {
-  if (implementation_ == Implementation::implicit_gemm)
-    return {{"implementation", "hand-written implicit GEMM (kernels/cuda_conv)"},
-            {"algorithm", kernels::conv2d_implicit_gemm_bf16_variant(conv_.shape())}};
-  if (implementation_ == Implementation::implicit_gemm_wgmma)
-    return {{"implementation", "hand-written implicit GEMM on wgmma (kernels/cuda_conv, sm_90a)"},
-            {"algorithm", kernels::conv2d_implicit_gemm_wgmma_bf16_variant(conv_.shape())}};
+  if (implementation_ != Implementation::cudnn)
+    return {{"implementation", hand_written(implementation_)},
+            {"algorithm", implementation_ == Implementation::implicit_gemm
+                              ? kernels::conv2d_implicit_gemm_bf16_variant(conv_.shape())
+                              : kernels::conv2d_implicit_gemm_wgmma_bf16_variant(conv_.shape())}};
   std::vector<Figure> facts = cudnn_facts();
   if (const auto& choice = conv_.choice(pass_)) {
     facts.push_back({"cudnn_api", choice->chosen.plan ? "backend (cudnnBackendExecute of an engine plan)"
@@ -156,8 +162,6 @@ NetworkCase::NetworkCase(const Params& p, bool training)
     : training_(training),
       implementation_(p.has("impl") ? parse_implementation(p.str("impl")) : Implementation::cudnn),
       batch_(p.integer("n")) {
-  if (implementation_ == Implementation::implicit_gemm_wgmma)
-    throw Error("conv: the network runs impl cudnn or implicit_gemm");
   const DataFormat& bf16 = data_formats().front();
   const auto& layers = resnet50_layers();
   for (std::size_t i = 0; i < resnet50_network().size(); ++i) {
@@ -245,8 +249,7 @@ std::vector<Figure> NetworkCase::figures() const {
 }
 
 std::vector<Figure> NetworkCase::texts() const {
-  if (implementation_ == Implementation::implicit_gemm)
-    return {{"implementation", "hand-written implicit GEMM (kernels/cuda_conv)"}};
+  if (implementation_ != Implementation::cudnn) return {{"implementation", hand_written(implementation_)}};
   // layer pass: algorithm/math, once per distinct layer, in network order.
   std::ostringstream algorithms;
   std::map<std::string, bool> seen;
@@ -299,7 +302,7 @@ void describe(Plugin& plugin) {
   network.description =
       "the 53 convolutions of ResNet-50's forward pass in network order, bf16 NHWC (convolutions only: no batch "
       "norm, ReLU, pooling or classifier)";
-  network.axes = {Axis::strings("impl", {"cudnn", "implicit_gemm"}), batch};
+  network.axes = {Axis::strings("impl", {"cudnn", "implicit_gemm", "implicit_gemm_wgmma"}), batch};
   network.device = DeviceNeed::gpu();
   network.precision = Precision::bf16;
   network.sweep_axis = "n";

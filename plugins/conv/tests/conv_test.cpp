@@ -111,7 +111,7 @@ TEST(ConvCases, AxesAndSweep) {
   EXPECT_EQ(benchmarks["conv_bf16"], 23u * 3 * 1 * 3 * 5);  // impl: cudnn and the two hand-written kernels
   EXPECT_EQ(benchmarks["conv_fp16"], 23u * 3 * 5);
   EXPECT_EQ(benchmarks["conv_fp32"], 23u * 3 * 2 * 5);
-  EXPECT_EQ(benchmarks["resnet50"], 10u);
+  EXPECT_EQ(benchmarks["resnet50"], 15u);
   EXPECT_EQ(benchmarks["resnet50_train"], 5u);
   EXPECT_EQ(spec("conv_tf32").precision, Precision::tf32);
 }
@@ -390,6 +390,7 @@ INSTANTIATE_TEST_SUITE_P(
         GatePoint{"conv_fp32", point("conv3_3x3_128", "bwd_filter", "nchw", "cudnn", 32)},
         GatePoint{"resnet50", {{"impl", "cudnn"}, {"n", "2"}}},
         GatePoint{"resnet50", {{"impl", "implicit_gemm"}, {"n", "2"}}},
+        GatePoint{"resnet50", {{"impl", "implicit_gemm_wgmma"}, {"n", "2"}}},
         GatePoint{"resnet50_train", {{"n", "2"}}}));
 
 TEST(ConvGateFailures, AWrongFilterFailsTheGate) {
