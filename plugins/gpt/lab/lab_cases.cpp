@@ -176,51 +176,87 @@ struct WorstError {
 };
 
 // ---------------------------------------------------------------------------------------------------
+// The attention labs' tensors at one configuration: qkv, its bias, dout, the forward's out and lse, the backward's
+// delta and dqkv, and RoPE's table, with the double reference their gates compare the first kGateSequences
+// sequences against (those sequences' outputs and gradients depend on themselves only).
+template <typename Elem>
+struct AttentionTensors {
+  Config cfg;
+  Elem *qkv = nullptr, *dout = nullptr, *out = nullptr, *dqkv = nullptr;
+  float *bias = nullptr, *lse = nullptr, *delta = nullptr;
+  RopeTable rope;
+
+  std::size_t positions() const { return static_cast<std::size_t>(cfg.batch) * cfg.context; }
+  std::size_t stat_count() const { return static_cast<std::size_t>(cfg.batch) * cfg.heads * cfg.context; }
+  std::size_t channels() const { return static_cast<std::size_t>(cfg.channels); }
+  std::size_t gate_rows() const { return static_cast<std::size_t>(kGateSequences) * cfg.context; }
+  AttentionShape shape() const { return AttentionShape{cfg.batch, cfg.context, cfg.heads, cfg.head_dim()}; }
+
+  // Allocates and fills them (random qkv, bias and dout at the tensors' precision, RoPE's table uploaded): out
+  // and lse in `forward_role`, outputs where the timed run writes them, inputs where setup makes them once.
+  void allocate(Context& ctx, BufferRole forward_role) {
+    const std::size_t N = positions(), C = channels(), half = static_cast<std::size_t>(cfg.head_dim() / 2) * cfg.context;
+    qkv = alloc<Elem>(ctx, N * 3 * C, BufferRole::input);
+    bias = alloc_floats(ctx, 3 * C, BufferRole::input);
+    dout = alloc<Elem>(ctx, N * C, BufferRole::input);
+    out = alloc<Elem>(ctx, N * C, forward_role);
+    lse = alloc_floats(ctx, stat_count(), forward_role);
+    delta = alloc_floats(ctx, stat_count(), BufferRole::scratch);
+    dqkv = alloc<Elem>(ctx, N * 3 * C, BufferRole::output);
+    rope = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
+    const ElementType type = std::is_same_v<Elem, bf16> ? ElementType::bf16 : ElementType::f32;
+    ctx.fill_random(qkv, N * 3 * C, type);
+    ctx.fill_random(bias, 3 * C, ElementType::f32, -0.2, 0.2);
+    ctx.fill_random(dout, N * C, type);
+    upload_rope_table(cfg, rope, roofbench::cuda::stream(ctx));
+  }
+
+  // The reference of the first kGateSequences sequences, fed the inputs as stored.
+  reference::AttentionReference gate_reference(Context& ctx) const {
+    const std::size_t rows = gate_rows(), C = channels();
+    return reference::attention_reference(download_as_float(ctx, qkv, rows * 3 * C), download(ctx, bias, 3 * C),
+                                          download_as_float(ctx, dout, rows * C), kGateSequences, cfg.heads,
+                                          cfg.context, cfg.head_dim(), cfg.rope_base);
+  }
+
+  template <typename T>
+  static T* alloc(Context& ctx, std::size_t count, BufferRole role) {
+    return static_cast<T*>(ctx.alloc(count * sizeof(T), role));
+  }
+};
+
+// ---------------------------------------------------------------------------------------------------
 // Elem float: lab_attention (R1's tensors); Elem bf16: lab_attention_bf16 (R2's tensors, qkv and dout drawn as
 // bf16, the reference fed the same values), each gated at its own precision. The version is a row of
 // attention_versions.hpp's tables.
 template <typename Elem>
 class AttentionLab final : public Case {
  public:
-  static constexpr bool kBf16 = std::is_same_v<Elem, bf16>;
-
-  explicit AttentionLab(const Params& params) : cfg_(lab_config(params)), version_(version_row(params)) {}
+  explicit AttentionLab(const Params& params) : version_(version_row(params)) { t_.cfg = lab_config(params); }
 
   void setup(Context& ctx) override {
-    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
-    const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2) * cfg_.context;
-    qkv_ = alloc<Elem>(ctx, N * 3 * C, BufferRole::input);
-    bias_ = alloc_floats(ctx, 3 * C, BufferRole::input);
-    dout_ = alloc<Elem>(ctx, N * C, BufferRole::input);
-    out_ = alloc<Elem>(ctx, N * C, BufferRole::output);
-    lse_ = alloc_floats(ctx, stats, BufferRole::output);
-    delta_ = alloc_floats(ctx, stats, BufferRole::scratch);
-    dqkv_ = alloc<Elem>(ctx, N * 3 * C, BufferRole::output);
-    rope_ = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
-    const ElementType type = kBf16 ? ElementType::bf16 : ElementType::f32;
-    ctx.fill_random(qkv_, N * 3 * C, type);
-    ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
-    ctx.fill_random(dout_, N * C, type);
-    upload_rope_table(cfg_, rope_, roofbench::cuda::stream(ctx));
+    t_.allocate(ctx, BufferRole::output);
     version_.configure();
   }
 
   void run(Context& ctx) override {
-    const AttentionShape s = shape();
-    version_.forward(out_, lse_, qkv_, bias_, rope_, s, roofbench::cuda::stream(ctx));
-    version_.backward(dqkv_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, s, roofbench::cuda::stream(ctx));
+    const AttentionShape s = t_.shape();
+    version_.forward(t_.out, t_.lse, t_.qkv, t_.bias, t_.rope, s, roofbench::cuda::stream(ctx));
+    version_.backward(t_.dqkv, t_.delta, t_.dout, t_.out, t_.lse, t_.qkv, t_.bias, t_.rope, s,
+                      roofbench::cuda::stream(ctx));
   }
 
   // A kernel's count, as the transformer plugin's: only the query-key pairs the causal kernel computes,
   // T (T + 1) / 2 per head (the training step counts the full T x T, the MFU convention), backward twice
   // the forward. Bytes: qkv, out and lse written and read back, dout read, dqkv written.
   Work work() const override {
-    const double N = static_cast<double>(positions()), C = cfg_.channels;
-    const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
+    const Config& cfg = t_.cfg;
+    const double N = static_cast<double>(t_.positions()), C = cfg.channels;
+    const double T = cfg.context, causal_pairs = T * (T + 1) / 2;
     Work w;
-    w.flops = 3 * 4.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
+    w.flops = 3 * 4.0 * cfg.batch * cfg.heads * causal_pairs * cfg.head_dim();
     w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 3) +
-              4 * 2.0 * static_cast<double>(stat_count());
+              4 * 2.0 * static_cast<double>(t_.stat_count());
     w.items = N;
     w.item_name = "tokens";
     return w;
@@ -228,42 +264,26 @@ class AttentionLab final : public Case {
 
   std::vector<Figure> figures() const override { return {{"kernel", version_.kernel}}; }
 
-  // The first kGateSequences sequences of the batch against the double reference (their outputs and
-  // gradients depend on themselves only), fed the inputs as stored.
   Check check(Context& ctx) override {
-    const std::size_t C = static_cast<std::size_t>(cfg_.channels);
-    const std::size_t rows = static_cast<std::size_t>(kGateSequences) * cfg_.context;
-    const auto qkv = download_as_float(ctx, qkv_, rows * 3 * C), dout = download_as_float(ctx, dout_, rows * C);
-    const auto bias = download(ctx, bias_, 3 * C);
-    const auto ref = reference::attention_reference(qkv, bias, dout, kGateSequences, cfg_.heads, cfg_.context,
-                                                    cfg_.head_dim(), cfg_.rope_base);
+    const std::size_t rows = t_.gate_rows(), C = t_.channels();
+    const auto ref = t_.gate_reference(ctx);
     WorstError errors;
-    errors.add("out", relative_l2_error(download_as_float(ctx, out_, rows * C).data(), ref.out.data(), rows * C));
-    errors.add("dqkv", relative_l2_error(download_as_float(ctx, dqkv_, rows * 3 * C).data(), ref.dqkv.data(),
+    errors.add("out", relative_l2_error(download_as_float(ctx, t_.out, rows * C).data(), ref.out.data(), rows * C));
+    errors.add("dqkv", relative_l2_error(download_as_float(ctx, t_.dqkv, rows * 3 * C).data(), ref.dqkv.data(),
                                          rows * 3 * C));
     return errors.result();
   }
 
  private:
-  template <typename T>
-  static T* alloc(Context& ctx, std::size_t count, BufferRole role) {
-    return static_cast<T*>(ctx.alloc(count * sizeof(T), role));
-  }
-  std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
-  std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
-  AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
   static const lab::AttentionVersion<Elem>& version_row(const Params& params) {
-    if constexpr (kBf16)
+    if constexpr (std::is_same_v<Elem, bf16>)
       return lab::bf16_attention_version(params.str("version"));
     else
       return lab::fp32_attention_version(params.str("version"));
   }
 
-  Config cfg_;
+  AttentionTensors<Elem> t_;
   const lab::AttentionVersion<Elem>& version_;
-  Elem *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
-  float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr;
-  RopeTable rope_;
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -303,46 +323,35 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
 class QkvBiasLab final : public Case {
  public:
   explicit QkvBiasLab(const Params& params)
-      : cfg_(lab_config(params)),
-        version_(lab::find_version(std::span<const QkvBiasVersion>(kQkvBiasVersions), params.str("version"),
-                                   "lab_attention_qkv_bias_bf16")) {}
+      : version_(lab::find_version(std::span<const QkvBiasVersion>(kQkvBiasVersions), params.str("version"),
+                                   "lab_attention_qkv_bias_bf16")) {
+    t_.cfg = lab_config(params);
+  }
 
   void setup(Context& ctx) override {
-    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels), stats = stat_count();
-    const std::size_t half = static_cast<std::size_t>(cfg_.head_dim() / 2) * cfg_.context;
-    qkv_ = alloc_bf16(ctx, N * 3 * C, BufferRole::input);
-    bias_ = alloc_floats(ctx, 3 * C, BufferRole::input);
-    dout_ = alloc_bf16(ctx, N * C, BufferRole::input);
-    out_ = alloc_bf16(ctx, N * C, BufferRole::input);  // the forward's, made here
-    lse_ = alloc_floats(ctx, stats, BufferRole::input);
-    delta_ = alloc_floats(ctx, stats, BufferRole::scratch);
-    dqkv_ = alloc_bf16(ctx, N * 3 * C, BufferRole::output);
-    dbias_ = alloc_floats(ctx, 3 * C, BufferRole::output);
-    partials_ = alloc_floats(ctx, attention_bias_partials_floats(shape()), BufferRole::scratch);
-    rope_ = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
-    ctx.fill_random(qkv_, N * 3 * C, ElementType::bf16);
-    ctx.fill_random(bias_, 3 * C, ElementType::f32, -0.2, 0.2);
-    ctx.fill_random(dout_, N * C, ElementType::bf16);
-    upload_rope_table(cfg_, rope_, roofbench::cuda::stream(ctx));
+    t_.allocate(ctx, BufferRole::input);  // out and lse: the forward's, made here
+    dbias_ = alloc_floats(ctx, 3 * t_.channels(), BufferRole::output);
+    partials_ = alloc_floats(ctx, attention_bias_partials_floats(t_.shape()), BufferRole::scratch);
     version_.configure();
-    fused_attention_forward(out_, lse_, qkv_, bias_, rope_, shape(), roofbench::cuda::stream(ctx));
+    fused_attention_forward(t_.out, t_.lse, t_.qkv, t_.bias, t_.rope, t_.shape(), roofbench::cuda::stream(ctx));
     ctx.synchronize();
   }
 
   void run(Context& ctx) override {
-    version_.backward(dqkv_, dbias_, partials_, delta_, dout_, out_, lse_, qkv_, bias_, rope_, shape(),
-                      roofbench::cuda::stream(ctx));
+    version_.backward(t_.dqkv, dbias_, partials_, t_.delta, t_.dout, t_.out, t_.lse, t_.qkv, t_.bias, t_.rope,
+                      t_.shape(), roofbench::cuda::stream(ctx));
   }
 
   // lab_attention's count for the backward alone (twice the forward's); minimum traffic qkv, out, dout and lse
   // read, dqkv and the bias gradient written.
   Work work() const override {
-    const double N = static_cast<double>(positions()), C = cfg_.channels;
-    const double T = cfg_.context, causal_pairs = T * (T + 1) / 2;
+    const Config& cfg = t_.cfg;
+    const double N = static_cast<double>(t_.positions()), C = cfg.channels;
+    const double T = cfg.context, causal_pairs = T * (T + 1) / 2;
     Work w;
-    w.flops = 8.0 * cfg_.batch * cfg_.heads * causal_pairs * cfg_.head_dim();
+    w.flops = 8.0 * cfg.batch * cfg.heads * causal_pairs * cfg.head_dim();
     w.bytes = static_cast<double>(sizeof(bf16)) * (N * 3 * C * 2 + N * C * 2) +
-              4.0 * (static_cast<double>(stat_count()) + 3 * C);
+              4.0 * (static_cast<double>(t_.stat_count()) + 3 * C);
     w.items = N;
     w.item_name = "tokens";
     return w;
@@ -353,12 +362,9 @@ class QkvBiasLab final : public Case {
   // dqkv of the first kGateSequences sequences against the double reference; the bias gradient against double
   // sums of every row of dqkv as stored.
   Check check(Context& ctx) override {
-    const std::size_t N = positions(), C = static_cast<std::size_t>(cfg_.channels);
-    const std::size_t rows = static_cast<std::size_t>(kGateSequences) * cfg_.context;
-    const auto qkv = download_as_float(ctx, qkv_, rows * 3 * C), dout = download_as_float(ctx, dout_, rows * C);
-    const auto ref = reference::attention_reference(qkv, download(ctx, bias_, 3 * C), dout, kGateSequences,
-                                                    cfg_.heads, cfg_.context, cfg_.head_dim(), cfg_.rope_base);
-    const std::vector<float> dqkv = download_as_float(ctx, dqkv_, N * 3 * C);
+    const std::size_t N = t_.positions(), C = t_.channels(), rows = t_.gate_rows();
+    const auto ref = t_.gate_reference(ctx);
+    const std::vector<float> dqkv = download_as_float(ctx, t_.dqkv, N * 3 * C);
     std::vector<double> sums(3 * C, 0.0);
     for (std::size_t e = 0; e < N * 3 * C; ++e) sums[e % (3 * C)] += dqkv[e];
     WorstError errors;
@@ -372,18 +378,10 @@ class QkvBiasLab final : public Case {
 
  private:
   static constexpr double kBiasTolerance = 1e-5;
-  static bf16* alloc_bf16(Context& ctx, std::size_t count, BufferRole role) {
-    return static_cast<bf16*>(ctx.alloc(count * sizeof(bf16), role));
-  }
-  std::size_t positions() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.context; }
-  std::size_t stat_count() const { return static_cast<std::size_t>(cfg_.batch) * cfg_.heads * cfg_.context; }
-  AttentionShape shape() const { return AttentionShape{cfg_.batch, cfg_.context, cfg_.heads, cfg_.head_dim()}; }
 
-  Config cfg_;
+  AttentionTensors<bf16> t_;
   const QkvBiasVersion& version_;
-  bf16 *qkv_ = nullptr, *dout_ = nullptr, *out_ = nullptr, *dqkv_ = nullptr;
-  float *bias_ = nullptr, *lse_ = nullptr, *delta_ = nullptr, *dbias_ = nullptr, *partials_ = nullptr;
-  RopeTable rope_;
+  float *dbias_ = nullptr, *partials_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------------------------------
