@@ -31,6 +31,19 @@ using case_support::testing::CudaTestContext;
 using case_support::testing::gate_after_setup;
 using case_support::testing::gpu_present;
 
+// The linear case's impl name ("gemv_v1" ...) of each GEMV version that `keep` takes, in gemv_versions()'s order.
+std::vector<std::string> gemv_impls(bool (*keep)(const std::string& version)) {
+  std::vector<std::string> impls;
+  for (const std::string& version : gemv_versions())
+    if (keep(version)) impls.push_back("gemv_" + version);
+  return impls;
+}
+bool any_gemv(const std::string&) { return true; }
+bool needs_sm90(const std::string& version) { return !gemv_sm90_feature(version).empty(); }
+// v6 is v2 launched with PDL, v2's arithmetic and not v1's: every other version that overlaps gives v1's bits.
+bool gives_v1s_bits(const std::string& version) { return version == "v1" || (gemv_launches_overlap(version) && version != "v6"); }
+bool v1_or_overlapping(const std::string& version) { return version == "v1" || gemv_launches_overlap(version); }
+
 // ---- CPU only ----
 
 TEST(TransformerShapes, PrefillShapeParses) {
@@ -116,7 +129,7 @@ TEST(TransformerWork, GemvChainedVersionsSayTheirLaunchesOverlap) {
   EXPECT_THROW(gemv_blocks_per_sm("v2", 768, 1, 0), std::invalid_argument);  // asks no GPU
   EXPECT_THROW(gemv_blocks_per_sm("v5", 1000, 1, 0), std::invalid_argument);
   EXPECT_EQ(fact(*make_linear(3072, 768, 1, "gemv"), "kernel"), "");  // named at setup, for its device
-  for (const char* chained : {"gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
+  for (const std::string& chained : gemv_impls(gemv_launches_overlap)) {
     const std::unique_ptr<Case> c = make_linear(3072, 768, 1, chained);
     EXPECT_EQ(fact(*c, "kernel").rfind(chained, 0), 0u) << fact(*c, "kernel");
     EXPECT_EQ(fact(*c, "launch"), fact(*v3, "launch")) << chained;
@@ -425,16 +438,16 @@ TEST_F(TransformerGpu, LinearLayersPassTheirGate) {
       const GateRun r = gate(make_linear(in, out, tokens, "cublaslt"));
       EXPECT_TRUE(passes(r.check, Precision::bf16)) << in << "x" << out << " at " << tokens << ": " << r.check.detail;
     }
-    for (const char* impl :
-         {"gemv", "gemv_v1", "gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9",
-          "gemv_v10"})
+    std::vector<std::string> impls = gemv_impls(any_gemv);
+    impls.insert(impls.begin(), "gemv");
+    for (const std::string& impl : impls)
       for (int tokens : {1, 2, 4, 8}) {
         const GateRun r = gate(make_linear(in, out, tokens, impl), 2);
         if (!r.applicable) {  // v2 to v10 before sm_90
-          const std::string version = std::string(impl) == "gemv" ? best_gemv_version(0) : std::string(impl).substr(5);
+          const std::string version = impl == "gemv" ? best_gemv_version(0) : impl.substr(5);
           EXPECT_FALSE(gemv_sm90_feature(version).empty()) << impl << ": " << r.why_not;
           EXPECT_FALSE(has_bulk_copy(0) && gemv_code_has_sm90(version, 0)) << impl << ": " << r.why_not;
-          std::printf("[ not applicable ] %s: %s\n", impl, r.why_not.c_str());
+          std::printf("[ not applicable ] %s: %s\n", impl.c_str(), r.why_not.c_str());
           continue;
         }
         EXPECT_TRUE(passes(r.check, Precision::bf16)) << impl << " " << in << "x" << out << " at " << tokens << ": "
@@ -486,8 +499,7 @@ TEST_F(TransformerGpu, GemvSm90VersionsFindTheirCodeOnSm90) {
   EXPECT_TRUE(gemv_code_has_sm90("v9", 0));
   EXPECT_TRUE(gemv_code_has_sm90("v10", 0));
   CudaTestContext ctx(Params{});
-  for (const char* impl :
-       {"gemv_v2", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
+  for (const std::string& impl : gemv_impls(needs_sm90)) {
     const std::unique_ptr<Case> c = make_linear(768, 3072, 1, impl);
     EXPECT_NO_THROW(c->setup(ctx)) << impl;
     c->teardown(ctx);
@@ -542,7 +554,8 @@ TEST_F(TransformerGpu, GemvChainedVersionsGiveV1sOutputsBitwiseDownAChain) {
   constexpr int kLayers = 8;
   for (int tokens : {1, 2, 4, 8}) {
     const auto v1 = chain_outputs("v1", tokens, kLayers);
-    for (const char* chained : {"v3", "v4", "v5", "v7", "v8", "v9", "v10"}) {
+    for (const std::string& impl : gemv_impls(gives_v1s_bits)) {
+      const std::string chained = impl.substr(5);
       const auto got = chain_outputs(chained, tokens, kLayers);
       for (int l = 0; l < kLayers; ++l)
         EXPECT_TRUE(v1[l] == got[l]) << chained << ", layer " << l << " (" << (l % 2 ? "proj" : "fc") << ") at "
@@ -674,10 +687,9 @@ CapturedRuns capture_rotated_runs(const std::string& impl, int runs) {
 TEST_F(TransformerGpu, ChainedGemvsCapturedRunsAreJoinedByProgrammaticEdges) {
   if (!runs_v3()) return;
   constexpr int kRuns = 5;
-  for (const char* impl :
-       {"gemv_v1", "gemv_v3", "gemv_v4", "gemv_v5", "gemv_v6", "gemv_v7", "gemv_v8", "gemv_v9", "gemv_v10"}) {
+  for (const std::string& impl : gemv_impls(v1_or_overlapping)) {
     const CapturedRuns captured = capture_rotated_runs(impl, kRuns);
-    const bool chained = std::string(impl) != "gemv_v1";
+    const bool chained = impl != "gemv_v1";
     EXPECT_EQ(captured.nodes, std::size_t(kRuns)) << impl;
     ASSERT_EQ(captured.edges.size(), std::size_t(kRuns - 1)) << impl;
     for (const cudaGraphEdgeData& edge : captured.edges) {
