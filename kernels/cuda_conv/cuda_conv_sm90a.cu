@@ -8,7 +8,9 @@
 // row, so that a row of A is one contiguous run of x (or zeros where the tap falls in the padding), gathered by
 // 16-byte cp.async copies written in the 128-byte swizzle the wgmma descriptors read, and the filter's matching
 // BN x 64 box, which the copy engine (TMA) brings in that swizzle. A stage is full when every producer thread's
-// copies have landed (cp.async.mbarrier.arrive.noinc) and the box's bytes have. The two consumer groups each
+// copies have landed (cp.async.mbarrier.arrive.noinc) and the box's bytes have. That is for C % 64 == 0; a 1x1
+// convolution at stride 1 reads x by TMA too, and any other C (the stem's 3) is gathered element by element
+// (ReadA). The two consumer groups each
 // multiply 64 rows of the stage by the BN filter rows (m64n128k16 or m64n64k16 wgmmas), keep one slab's products
 // in flight and free each stage once the products that read it have completed. At a tile's end each group stages its
 // 64 x BN part as bf16 in shared memory of its own and stores it row by row with 16-byte stores, while the
