@@ -1,7 +1,10 @@
 """scripts/torch_timing.py, and the timing discipline of the scripts that use it, against a stand-in torch
-whose CUDA events read a virtual clock that each timed call advances: no GPU or PyTorch needed.
+whose CUDA events read a virtual clock that each timed call advances, and torch_resnet50.py's table of the
+hand-written convolutions against cuDNN: no GPU or PyTorch needed.
 Run from this folder: python3 -B -m unittest -v test_torch_timing"""
+import contextlib
 import enum
+import io
 import os
 import importlib
 import pathlib
@@ -280,6 +283,40 @@ class ScriptsKeepTheirDiscipline(unittest.TestCase):
         fn = Workload(self.cuda, [1.0] * 5 + [500.0] * 10)
         self.assertAlmostEqual(script.seconds_per_call(fn, repeats=3), 500.0e-3)
         self.assertEqual(self.bursts(), (5, [1, 3, 3, 3]))
+
+
+class ResnetComparison(unittest.TestCase):
+    """torch_resnet50.py's table from roofbench's figures alone: each hand-written kernel against cuDNN."""
+
+    def setUp(self):
+        self.saved = dict(sys.modules)
+        install_fake_torch()
+        self.script = load("torch_resnet50")
+
+    def tearDown(self):
+        sys.modules.clear()
+        sys.modules.update(self.saved)
+
+    def test_each_kernel_is_weighted_by_flops_over_the_shapes_it_ran(self):
+        # cuDNN at 400 TFLOP/s everywhere; the wgmma kernel at 200 on every shape but the stem, which it left out;
+        # the WMMA kernel at 100 on the stem alone.
+        def figure(layer, impl):
+            return f"conv_bf16/layer:{layer}/pass:fwd/layout:nhwc/impl:{impl}/n:256"
+        figures = {}
+        for layer in self.script.LAYERS:
+            figures[figure(layer[0], "cudnn")] = {"FLOP/s": 400e12}
+            if layer[0] != "conv1_7x7s2_3to64":
+                figures[figure(layer[0], "implicit_gemm_wgmma")] = {"FLOP/s": 200e12}
+        figures[figure("conv1_7x7s2_3to64", "implicit_gemm")] = {"FLOP/s": 100e12}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.script.print_comparison({"per_shape": {}}, figures)
+        last_row = next(line for line in out.getvalue().splitlines() if line.startswith("| all 23"))
+        self.assertEqual(last_row.count("(FLOP-weighted)"), 2)
+        wmma, wgmma = (cell.split()[0] for cell in last_row.split("|") if "FLOP-weighted" in cell)
+        self.assertEqual((wmma, wgmma), ("0.25", "0.50"))
+        stem_row = next(line for line in out.getvalue().splitlines() if line.startswith("| conv1_7x7s2_3to64"))
+        self.assertTrue(stem_row.rstrip(" |").endswith("| - | -"), stem_row)
 
 
 if __name__ == "__main__":
