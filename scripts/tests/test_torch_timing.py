@@ -87,7 +87,10 @@ class Workload:
         self.calls += 1
 
 
-class TorchTiming(unittest.TestCase):
+class FakeTorchTest(unittest.TestCase):
+    """A test against the stand-in torch (self.cuda its clock, self.timing torch_timing loaded against it); the
+    modules as they were are put back after it."""
+
     def setUp(self):
         self.saved = dict(sys.modules)
         self.cuda = install_fake_torch()
@@ -96,6 +99,9 @@ class TorchTiming(unittest.TestCase):
     def tearDown(self):
         sys.modules.clear()
         sys.modules.update(self.saved)
+
+
+class TorchTiming(FakeTorchTest):
 
     def test_burst_is_seconds_per_call_between_the_events(self):
         fn = Workload(self.cuda, [1.0, 2.0, 3.0, 6.0])
@@ -117,17 +123,8 @@ class TorchTiming(unittest.TestCase):
         self.assertEqual(self.cuda.log[:3], ["call", "call", "sync"])
 
 
-class EnergyWindow(unittest.TestCase):
+class EnergyWindow(FakeTorchTest):
     """energy_per_call against counters made up here, as tests/unit/energy_test.cpp checks roofbench's."""
-
-    def setUp(self):
-        self.saved = dict(sys.modules)
-        install_fake_torch()
-        self.timing = load("torch_timing")
-
-    def tearDown(self):
-        sys.modules.clear()
-        sys.modules.update(self.saved)
 
     @staticmethod
     def steps(start, stop, interval, watts_at):
@@ -197,13 +194,11 @@ class EnergyWindow(unittest.TestCase):
         self.assertIn("cannot load libroofbench-no-such-nvml.so", energy.why_not)
 
 
-class SmClockSamples(unittest.TestCase):
+class SmClockSamples(FakeTorchTest):
     """SmClock against a stand-in nvidia-smi on PATH that prints three samples (and one blank line)."""
 
     def setUp(self):
-        self.saved = dict(sys.modules)
-        install_fake_torch()
-        self.timing = load("torch_timing")
+        super().setUp()
         self.bin = tempfile.TemporaryDirectory()
         smi = pathlib.Path(self.bin.name) / "nvidia-smi"
         smi.write_text("#!/bin/sh\nprintf '1500\\n1600\\n\\n1700\\n'\nexec sleep 5\n")
@@ -213,8 +208,7 @@ class SmClockSamples(unittest.TestCase):
     def tearDown(self):
         os.environ["PATH"] = self.path
         self.bin.cleanup()
-        sys.modules.clear()
-        sys.modules.update(self.saved)
+        super().tearDown()
 
     def test_mean_of_the_samples_printed_during_the_block(self):
         os.environ["PATH"] = self.bin.name + os.pathsep + self.path
@@ -235,16 +229,8 @@ class SmClockSamples(unittest.TestCase):
         self.assertIsNone(clock.mean_mhz)
 
 
-class ScriptsKeepTheirDiscipline(unittest.TestCase):
+class ScriptsKeepTheirDiscipline(FakeTorchTest):
     """Warm-up calls, calls per burst and bursts of each script, as they were before torch_timing."""
-
-    def setUp(self):
-        self.saved = dict(sys.modules)
-        self.cuda = install_fake_torch()
-
-    def tearDown(self):
-        sys.modules.clear()
-        sys.modules.update(self.saved)
 
     def bursts(self):
         """The number of calls between each pair of record events, and the calls before the first sync."""
@@ -285,17 +271,12 @@ class ScriptsKeepTheirDiscipline(unittest.TestCase):
         self.assertEqual(self.bursts(), (5, [1, 3, 3, 3]))
 
 
-class ResnetComparison(unittest.TestCase):
+class ResnetComparison(FakeTorchTest):
     """torch_resnet50.py's table from roofbench's figures alone: each hand-written kernel against cuDNN."""
 
     def setUp(self):
-        self.saved = dict(sys.modules)
-        install_fake_torch()
+        super().setUp()
         self.script = load("torch_resnet50")
-
-    def tearDown(self):
-        sys.modules.clear()
-        sys.modules.update(self.saved)
 
     def test_each_kernel_is_weighted_by_flops_over_the_shapes_it_ran(self):
         # cuDNN at 400 TFLOP/s everywhere; the wgmma kernel at 200 on every shape but the stem, which it left out;
