@@ -263,9 +263,9 @@ __device__ __forceinline__ void group_sync(int group) {
 // Consumer group `group` (0, 1) multiplies rows 64 group .. 64 group + 63 of each of the tile's stages into d,
 // freeing each stage once the products that read it have completed.
 template <int BN>
-__device__ __forceinline__ void multiply_tile(const WgmmaArgs& a, char* ring, std::uint64_t* full, std::uint64_t* empty, int group,
-                              int t, RingPosition<BN>& at,
-                              float (&d)[WgmmaTile<BN>::kParts][WgmmaTile<BN>::kPartN / 2]) {
+__device__ __forceinline__ void multiply_tile(const WgmmaArgs& a, char* ring, std::uint64_t* full,
+                                              std::uint64_t* empty, int group, int t, RingPosition<BN>& at,
+                                              float (&d)[WgmmaTile<BN>::kParts][WgmmaTile<BN>::kPartN / 2]) {
   using Tile = WgmmaTile<BN>;
   const bool releases = t == 0;
   int previous = 0;
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (kRead == ReadA::pointwise) hw::tma_prefetch_map(&input);
     for (int i = 0; i < Tile::kStages; ++i) {
       hw::mbarrier_init(&full[i], full_arrivals(kRead));
-      hw::mbarrier_init(&empty[i], 2);                 // one from each consumer group
+      hw::mbarrier_init(&empty[i], 2);  // one from each consumer group
     }
     hw::mbarrier_init_fence();
   }
@@ -423,7 +423,7 @@ void launch_tile(WgmmaArgs args, cudaStream_t stream) {
 }
 
 // A 1x1 convolution at stride 1 without padding reads x as it is (produce_pointwise_tile); C % 64 == 0 reads
-// channel slabs (produce_tile); any other C, elements (produce_elements_tile).
+// channel slabs (produce_channel_slabs_tile); any other C, elements (produce_elements_tile).
 ReadA read_a(const ConvShape& s) {
   if (s.c % kSlab != 0) return ReadA::elements;
   return s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0 ? ReadA::pointwise : ReadA::channel_slabs;
