@@ -186,8 +186,9 @@ __device__ __forceinline__ void produce_elements_tile(const WgmmaArgs& a, char* 
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         const int k = slab * kSlab + chunk * 8 + e, rs = tap_rs[k];
-        const bool valid = k < a.rsc && unsigned(window.h0 + (rs >> 16)) < unsigned(a.h) &&
-                           unsigned(window.w0 + (rs & 0xFFFF)) < unsigned(a.w_in);
+        // Bitwise, not &&: short-circuit tests branch around each load, and the gather ran at 0.6x its speed.
+        const bool valid = (k < a.rsc) & (unsigned(window.h0 + (rs >> 16)) < unsigned(a.h)) &
+                           (unsigned(window.w0 + (rs & 0xFFFF)) < unsigned(a.w_in));
         const std::uint32_t bits = valid ? x[first + tap_offset[k]] : 0u;
         packed[e / 2] = e % 2 ? packed[e / 2] | bits << 16 : bits;
       }
