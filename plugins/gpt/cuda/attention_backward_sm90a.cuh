@@ -96,11 +96,13 @@ __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk
 }
 
 // The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T
-// on) from dout and `out` (a tile of the head's out as TMA wrote it).
+// on) from dout and `out` (a tile of the head's out as TMA wrote it). q's raw rows are read from `raw_q` where
+// given (a tile of its own, the lab's v32), else from the head's q tile.
 template <int kThreads>
 __device__ inline void prepare_backward_head(const BackwardHead& h, const unsigned char* out,
-                                             const HeadPreparationSm90a<kThreads>& prep, int T) {
-  prep.apply(h.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
+                                             const HeadPreparationSm90a<kThreads>& prep, int T,
+                                             const unsigned char* raw_q = nullptr) {
+  prep.apply_from(raw_q != nullptr ? raw_q : h.head.q, h.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
     *reinterpret_cast<uint4*>(h.head.v + at) = v;
     uint4* dout = reinterpret_cast<uint4*>(h.dout + at);
     const float dot = chunk_row_dot(*dout, *reinterpret_cast<const uint4*>(out + at));
@@ -239,6 +241,34 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
     store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq), args.scale, true, args.rope, q0,
                             args.s.T, lane, q_rows, column_sums.block(0, q0));
   }
+}
+
+// Both query halves at once (the lab's v33): half 1's dq product (queries 64 .. 127 against every key) is issued
+// right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its own q
+// rows, as backward_query_rows does. Half 1's product runs at any T: its rows from T on are not stored.
+__device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                               const FusedArgs& args) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+  float dq0[kHeadDim / 2], dq1[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 64 / 16; ++ks)
+    hw::wgmma_bf16_ss<1, 1>(dq0, mn_major(h.ds_t[0], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+#pragma unroll
+  for (int ks = 0; ks < kMaxT / 16; ++ks)
+    hw::wgmma_bf16_ss<1, 1>(dq1, mn_major(h.ds_t[1], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
+  const int q0 = kRows * warp, q1 = 64 + kRows * warp;
+  hw::wgmma_wait_group<1>();
+  hw::fence_accumulators(dq0);
+  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq0), args.scale, true, args.rope, q0, args.s.T,
+                          lane, q_rows);
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(dq1);
+  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q1}, as_tiles(dq1), args.scale, true, args.rope, q1, args.s.T,
+                          lane, q_rows);
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment

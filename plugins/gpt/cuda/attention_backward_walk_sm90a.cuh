@@ -287,6 +287,109 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   }
 }
 
+// v32: v26's walk with each head's q loaded a head ahead, into a tile of its own (the forward's q_ahead, v29):
+// a head's preparation reads its q from that tile and writes it, prepared, into the head's, and the next head's
+// q is loaded as soon as that has been read, so only k and out wait for the head's end. The tile's 16 KB fit
+// beside two blocks an SM because causal attention leaves half of dS^T's first tile unused (queries 0 .. 63
+// see keys 0 .. 63 alone): the head's lse, delta and barriers live there, and out lands in dS^T's second tile,
+// which query half 1 is the last to read.
+struct V32Smem {
+  HeadTiles head;
+  unsigned char dout[kHeadTileBytes];
+  unsigned char ds_t[2][kHeadTileBytes];  // dS^T; out's tile lands in the second until delta is taken
+  unsigned char next_q[kHeadTileBytes];
+};
+struct V32Figures {  // in dS^T's first tile, from row 64 on
+  float lse[kMaxT], delta[kMaxT];  // lse in log2 units
+  std::uint64_t full, early, q_loaded;  // k's and out's boxes; v's and dout's; q's
+};
+constexpr std::size_t kV32SmemBytes = sizeof(V32Smem) + kAtomBytes;  // room to align the start
+static_assert(sizeof(V32Figures) <= kHeadTileBytes / 2, "the figures fit the rows dS^T's first tile leaves unused");
+static_assert(kV14BlocksPerSm * (kV32SmemBytes + 1024) <= 228 * 1024, "two v32 blocks an SM");
+__device__ inline V32Figures& v32_figures(V32Smem& sm) {
+  return *reinterpret_cast<V32Figures*>(sm.ds_t[0] + kHeadTileBytes / 2);
+}
+
+// v32: the head `at`'s k and out (into dS^T's second tile) on `bar`. One thread.
+__device__ inline void load_k_and_out(V32Smem& sm, const V14Maps& maps, std::uint64_t* bar, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(bar, 2 * kHeadTileBytes);
+  hw::tma_load_2d(sm.head.k, maps.qkv, bar, row, at.C + col);
+  hw::tma_load_2d(sm.ds_t[1], maps.out, bar, row, col);
+}
+
+// v32: the head `at`'s v and dout on `bar`, and its q into next_q on `q_bar`. One thread.
+__device__ inline void load_v_and_dout(V32Smem& sm, const V14Maps& maps, std::uint64_t* bar, const HeadRows& at) {
+  const int row = at.b * at.T, col = at.h * kHeadDim;
+  hw::mbarrier_arrive_expect_tx(bar, 2 * kHeadTileBytes);
+  hw::tma_load_2d(sm.head.v, maps.qkv, bar, row, 2 * at.C + col);
+  hw::tma_load_2d(sm.dout, maps.dout, bar, row, col);
+}
+__device__ inline void load_next_q(V32Smem& sm, const V14Maps& maps, std::uint64_t* bar, const HeadRows& at) {
+  hw::mbarrier_arrive_expect_tx(bar, kHeadTileBytes);
+  hw::tma_load_2d(sm.next_q, maps.qkv, bar, at.b * at.T, at.h * kHeadDim);
+}
+
+// v32's walk over the block's heads: v26's steps (walk_backward_heads with kV26Walk) and loads, q a head ahead;
+// kDqTogether (v33): both query halves' dq products issued at once (backward_query_halves_together).
+template <bool kDqTogether = false>
+__device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V14Maps& maps, bf16* dqkv,
+                                                            const float* lse, const float* bias,
+                                                            const FusedArgs& args) {
+  static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
+  V32Figures& f = v32_figures(sm);
+  const BackwardHead h{sm.head, sm.dout, sm.ds_t, f.lse, f.delta};
+  const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&f.full, 1);
+    hw::mbarrier_init(&f.early, 1);
+    hw::mbarrier_init(&f.q_loaded, 1);
+    hw::mbarrier_init_fence();
+    if (static_cast<int>(blockIdx.x) < heads) {  // the first head's early boxes and q
+      const HeadRows first = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
+      load_v_and_dout(sm, maps, &f.early, first);
+      load_next_q(sm, maps, &f.q_loaded, first);
+    }
+  }
+  __syncthreads();
+  for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
+    const HeadRows at = v10_head_rows(head, args.s);
+    const bool has_next = head + stride < heads;
+    if (threadIdx.x == 0) {
+      load_k_and_out(sm, maps, &f.full, at);
+      if (has_next) prefetch_lse(lse, v10_head_rows(head + stride, args.s), args.s.heads);
+    }
+    HeadPreparationSm90a<kV14Threads> prep;
+    prep.load<true>(bias, args.rope, at);
+    const int row = static_cast<int>(threadIdx.x);
+    const float held_lse = row < at.T ? lse[at.stats_at(row, args.s.heads)] : 0.0f;  // natural units
+    wait_or_trap(&f.full, n & 1);
+    wait_or_trap(&f.early, n & 1);
+    wait_or_trap(&f.q_loaded, n & 1);
+    float scaled = held_lse;
+    asm volatile("" : "+f"(scaled));  // the scaling stays after the waits (v18's lse_ahead)
+    f.lse[threadIdx.x] = kLog2e * scaled;  // rows from T on: zero
+    prepare_backward_head(h, sm.ds_t[1], prep, T, sm.next_q);
+    __syncthreads();  // every chunk prepared (and fenced), delta taken, next_q read: q's next box may land
+    if (threadIdx.x == 0 && has_next) load_next_q(sm, maps, &f.q_loaded, v10_head_rows(head + stride, args.s));
+    backward_key_rows<kMaxT>(h, dqkv, at, args, 0, 0);
+    if (T > 64)  // else keys 64 .. are all padding
+      backward_key_rows<kMaxT - 64>(h, dqkv, at, args, 1, 0);
+    hw::fence_proxy_async_shared();  // v's staging, before TMA writes v again
+    __syncthreads();                 // every dS^T stored (and fenced); v and dout no longer read
+    if (threadIdx.x == 0 && has_next) load_v_and_dout(sm, maps, &f.early, v10_head_rows(head + stride, args.s));
+    if constexpr (kDqTogether) {
+      backward_query_halves_together(h, dqkv, at, args);
+    } else {
+      backward_query_rows<64>(h, dqkv, at, args, 0);
+      if (T > 64)  // else queries 64 .. are all padding
+        backward_query_rows<kMaxT>(h, dqkv, at, args, 1);
+    }
+    hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
+    __syncthreads();                 // k, dS^T's second tile, lse and delta are free
+  }
+}
+
 // A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's, v30's, v31's or the keeper's with
 // qkv's bias sums): its tensor maps, dqkv, lse, qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,

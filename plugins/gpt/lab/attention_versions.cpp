@@ -124,6 +124,14 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v31_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v31_backward},
+    {"v32", "v32 (v29 with the backward loading each head's q a head ahead into a tile of its own, sm_90a)", false,
+     configure_in_order<attention_v32_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v32_backward},
+    {"v33", "v33 (v32 with both query halves' dq products issued at once, sm_90a)", false,
+     configure_in_order<attention_v33_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v33_backward},
 };
 
 }  // namespace

@@ -13,7 +13,9 @@
 // without the L2 prefetch of the next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27,
 // v26 with its backward asking the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next
 // head's boxes asked of the L2 half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's
-// out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu) and the keepers the trainers
+// out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu; v32, v29 with its backward
+// loading each head's q a head ahead into a tile of its own, and v33, v32 with both query halves' dq products issued
+// at once, attention_v32.cu) and the keepers the trainers
 // run (v8 and v29, layers.hpp's fused_attention_forward and _backward: v29's forward is v26's loading each head's q a
 // head ahead into a tile of its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a
 // code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers'
@@ -184,6 +186,20 @@ void attention_v30_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 // v30's.
 void attention_v31_backward_configure();
 void attention_v31_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v32's backward (attention_v32.cu, sm_90a): v26's with each head's q loaded a head ahead into a tile of its own;
+// row v32 runs it on the keeper's forward (v29's).
+void attention_v32_backward_configure();
+void attention_v32_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v33's backward (attention_v32.cu, sm_90a): v32's with both query halves' dq products issued at once; row v33 runs
+// it on the keeper's forward.
+void attention_v33_backward_configure();
+void attention_v33_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

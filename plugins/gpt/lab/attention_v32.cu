@@ -1,0 +1,70 @@
+// Fused causal attention with RoPE, versions 32's and 33's backwards (bf16, the kernel lab's lab_attention_bf16:
+// rows v32 and v33, on the keeper's forward, v29's):
+//   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
+//     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
+//     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
+//     leaves half of dS^T's first tile unused; the head's lse, delta and barriers move there.
+//   - v33: v32 with both query halves' dq products issued at once, half 1's computed while half 0's dq is stored
+//     (backward_query_halves_together).
+// Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+//
+// Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
+// out (48 KB), asked for only when the head before has ended. In every version up to v32 each of the head's 15
+// products waits for the one before. The same values in the same arithmetic, so their GPU test asks for the
+// keeper's dqkv bit for bit.
+// Budget: 112 KB of shared memory a block (two fill an H100 SM's 228 KB exactly), v26's registers.
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include "attention_backward_sm90a.cuh"
+#include "attention_backward_walk_sm90a.cuh"
+#include "attention_versions.hpp"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v32_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_q_ahead(aligned_smem<V32Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias,
+                              args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v33_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_q_ahead<true>(aligned_smem<V32Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                    bias, args);
+}
+
+BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
+                        kV32SmemBytes};
+BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
+                        kV32SmemBytes};
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
+
+namespace roofbench::gpt::cuda::lab {
+
+void attention_v32_backward_configure() { attention::g_v32_walk.configure(); }
+
+void attention_v32_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v32_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v33_backward_configure() { attention::g_v33_walk.configure(); }
+
+void attention_v33_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v33_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+}  // namespace roofbench::gpt::cuda::lab
