@@ -127,20 +127,21 @@ __device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[k
     }
 }
 
-// Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
-// warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above).
-// kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products (prefetch_rope_back_factors).
-template <int kQueries, bool kPrefetchFactors = false, typename HeadSums = NoHeadColumnSums>
-__device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
-                                                  const FusedArgs& args, int half, int group,
-                                                  HeadSums column_sums = {}) {
-  constexpr int kTiles = kQueries / 8, kSteps = kQueries / 16, q_base = kMaxT - kQueries;
-  const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
-  const int key_base = 64 * half, key0 = key_base + kRows * warp;
-  if constexpr (kPrefetchFactors) prefetch_rope_back_factors(args.rope, key0, args.s.T, lane);
-  float s[kTiles][4], dp[kTiles][4];  // S^T, then P^T; dP^T, then dS^T: keys key0 + g (+8), queries q_base + 8 n ..
-  float(&s_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(s);
-  float(&dp_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(dp);
+// A key half's S^T and dP^T accumulators: keys key0 + g (+8), queries kMaxT - kQueries + 8 n ..; S^T becomes P^T
+// and dP^T becomes dS^T in place.
+template <int kQueries>
+struct KeyHalfScores {
+  float s[kQueries / 8][4], dp[kQueries / 8][4];
+};
+
+// The first step of key half `half`: S^T = k q^T and dP^T = v dout^T issued to the tensor cores (one commit
+// group), not waited for.
+template <int kQueries>
+__device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half, KeyHalfScores<kQueries>& x) {
+  constexpr int q_base = kMaxT - kQueries;
+  const int key_base = 64 * half;
+  float(&s_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(x.s);
+  float(&dp_flat)[kQueries / 2] = reinterpret_cast<float(&)[kQueries / 2]>(x.dp);
   hw::wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < kHeadDim / 16; ++ks)
@@ -151,9 +152,21 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
     hw::wgmma_bf16_ss(dp_flat, hw::descriptor_k_major_sw128(h.head.v + key_base * kSwizzleRow, ks),
                       hw::descriptor_k_major_sw128(h.dout + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
-  hw::wgmma_wait_group<0>();
-  hw::fence_accumulators(s_flat);
-  hw::fence_accumulators(dp_flat);
+}
+
+// The second step, once the scores have completed (every commit group but the newest kPending): the element-wise
+// step, dS^T to shared memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the
+// warp group meets so that its v rows may hold the half's staging.
+template <int kQueries, int kPending = 0>
+__device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
+                                              KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
+                                              float (&dk)[kHeadDim / 2]) {
+  constexpr int kSteps = kQueries / 16, q_base = kMaxT - kQueries;
+  const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
+  const int key0 = 64 * half + kRows * warp;
+  hw::wgmma_wait_group<kPending>();
+  hw::fence_accumulators(reinterpret_cast<float(&)[kQueries / 2]>(x.s));
+  hw::fence_accumulators(reinterpret_cast<float(&)[kQueries / 2]>(x.dp));
 
   // v9's element-wise step, 32 queries at a time: a chunk wholly right of the block's diagonal and below T
   // needs no mask.
@@ -161,22 +174,21 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
   for (int c = 0; c < kQueries / kQueryChunk; ++c) {
     const int qc = q_base + kQueryChunk * c;
     const bool masked = qc < key0 + kRows || qc + kQueryChunk > args.s.T;
-    probabilities_and_ds<Exponent::log2_approx>(query_chunk(s, c), query_chunk(dp, c), h.lse, h.delta, key0, qc,
+    probabilities_and_ds<Exponent::log2_approx>(query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc,
                                                 masked, args.scale * kLog2e, args.s.T, lane);
   }
   // P^T and dS^T as bf16 A fragments (each fp32 pair dies as its word is made), dS^T also to shared memory.
   unsigned pa[kSteps][4], dsa[kSteps][4];
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
-    accumulators_as_a(pa[ks], s, ks);
-    accumulators_as_a(dsa[ks], dp, ks);
+    accumulators_as_a(pa[ks], x.s, ks);
+    accumulators_as_a(dsa[ks], x.dp, ks);
   }
   store_ds_t(h, dsa, key0, q_base, lane);
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(pa[ks][e]), "+r"(dsa[ks][e])::"memory");
-  float dv[kHeadDim / 2], dk[kHeadDim / 2];
   hw::wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks)
@@ -190,12 +202,61 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
   hw::fence_accumulators(dk);
   hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the query phase's wgmmas
   warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
+}
 
+// The last step: dv and dk of the half's keys to dqkv, staged in the half's own v rows.
+template <typename HeadSums>
+__device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                    const FusedArgs& args, int half, const float (&dv)[kHeadDim / 2],
+                                                    const float (&dk)[kHeadDim / 2], HeadSums column_sums) {
+  const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
+  const int key0 = 64 * half + kRows * warp;
   const SwizzledStage stage{h.head.v, key0};
   store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
                           [&](int t) { return at.qkv_at(t, 2); }, column_sums.block(2, key0));
   store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane,
                           [&](int t) { return at.qkv_at(t, 1); }, column_sums.block(1, key0));
+}
+
+// Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
+// warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above), each step waiting for the one
+// before. kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products
+// (prefetch_rope_back_factors).
+template <int kQueries, bool kPrefetchFactors = false, typename HeadSums = NoHeadColumnSums>
+__device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                  const FusedArgs& args, int half, int group,
+                                                  HeadSums column_sums = {}) {
+  if constexpr (kPrefetchFactors) {
+    const int tid = thread_index_anew();
+    prefetch_rope_back_factors(args.rope, 64 * half + kRows * ((tid / 32) % 4), args.s.T, tid % 32);
+  }
+  KeyHalfScores<kQueries> x;
+  issue_key_scores(h, half, x);
+  float dv[kHeadDim / 2], dk[kHeadDim / 2];
+  key_gradients(h, args, half, group, x, dv, dk);
+  store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums);
+}
+
+// Both key halves with half 1's scores issued before half 0's gradients are stored (the lab's v35), so the tensor
+// cores compute them meanwhile: half 1's S^T and dP^T (64 queries, 64 registers) live beside half 0's dv and dk.
+// Half 1's scores are issued and waited for at any T (a conditional wgmma makes ptxas serialize them); from T <= 64
+// on nothing else of half 1 runs.
+template <typename HeadSums = NoHeadColumnSums>
+__device__ __forceinline__ void backward_key_halves_overlapped(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
+                                                               const FusedArgs& args, HeadSums column_sums = {}) {
+  KeyHalfScores<kMaxT> x0;
+  issue_key_scores(h, 0, x0);
+  float dv[kHeadDim / 2], dk[kHeadDim / 2];
+  key_gradients(h, args, 0, 0, x0, dv, dk);
+  KeyHalfScores<kMaxT - 64> x1;
+  issue_key_scores(h, 1, x1);
+  store_key_gradients(h, dqkv, at, args, 0, dv, dk, column_sums);
+  if (args.s.T > 64) {
+    key_gradients(h, args, 1, 0, x1, dv, dk);
+    store_key_gradients(h, dqkv, at, args, 1, dv, dk, column_sums);
+  } else {
+    hw::wgmma_wait_group<0>();
+  }
 }
 
 // Nothing to do once the dq product has completed (backward_query_rows's default).
@@ -243,11 +304,12 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   }
 }
 
-// Both query halves at once (the lab's v33): half 1's dq product (queries 64 .. 127 against every key) is issued
-// right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its own q
-// rows, as backward_query_rows does. Half 1's product runs at any T: its rows from T on are not stored.
+// Both query halves at once (the lab's v33 and v34): half 1's dq product (queries 64 .. 127 against every key) is
+// issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its
+// own q rows, as backward_query_rows does. Half 1's product runs at any T: its rows from T on are not stored.
+template <typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
-                                                               const FusedArgs& args) {
+                                                               const FusedArgs& args, HeadSums column_sums = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
   float dq0[kHeadDim / 2], dq1[kHeadDim / 2];
   hw::wgmma_fence();
@@ -264,11 +326,11 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   hw::wgmma_wait_group<1>();
   hw::fence_accumulators(dq0);
   store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq0), args.scale, true, args.rope, q0, args.s.T,
-                          lane, q_rows);
+                          lane, q_rows, column_sums.block(0, q0));
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq1);
   store_head_block_staged(dqkv, SwizzledStage{h.head.q, q1}, as_tiles(dq1), args.scale, true, args.rope, q1, args.s.T,
-                          lane, q_rows);
+                          lane, q_rows, column_sums.block(0, q1));
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment

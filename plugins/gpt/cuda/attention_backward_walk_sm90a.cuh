@@ -150,13 +150,16 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
 // the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
 // the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch, v30's v26's
-// and out_mid_query, v31's v30's and out_after_dq, kQkvBiasWalk v26's and qkv_bias_sums. Each version
+// and out_mid_query, v31's v30's and out_after_dq, kQkvBiasWalk v26's and qkv_bias_sums, v34's v26's and
+// dq_together (backward_query_halves_together), v35's v34's and key_halves_overlapped
+// (backward_key_halves_overlapped). Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
-       out_mid_query = false, out_after_dq = false, qkv_bias_sums = false;
+       out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
+       key_halves_overlapped = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -173,7 +176,11 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV31Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .out_mid_query = true, .out_after_dq = true},
     kQkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                 .qkv_bias_sums = true};
+                 .qkv_bias_sums = true},
+    kV34Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true},
+    kV35Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .key_halves_overlapped = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -198,6 +205,9 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   constexpr bool kOutEarly = kPolicy.out_mid_query;
   static_assert(!kOutEarly || kNextRowsEarly, "v30: out joins the early boxes");
   static_assert(!kPolicy.out_after_dq || kOutEarly, "v31: v30's load, issued elsewhere");
+  static_assert(!kPolicy.dq_together || !(kOutEarly || kPolicy.q_early || kPolicy.factors_under_product),
+                "v34: both query halves in one step, each as v26's");
+  static_assert(!kPolicy.key_halves_overlapped || !kPolicy.rope_l1_prefetch, "v35: the key halves as v26's");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const auto column_sums = [&] {
     if constexpr (kPolicy.qkv_bias_sums)
@@ -247,9 +257,13 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     prepare_backward_head(h, sm.ds_t[0], prep, T);
     __syncthreads();  // every chunk prepared, delta taken: out's tile may take dS^T
     constexpr bool kRopeL1 = kPolicy.rope_l1_prefetch;
-    backward_key_rows<kMaxT, kRopeL1>(h, dqkv, at, args, 0, 0, column_sums);
-    if (T > 64)  // else keys 64 .. are all padding
-      backward_key_rows<kMaxT - 64, kRopeL1>(h, dqkv, at, args, 1, 0, column_sums);
+    if constexpr (kPolicy.key_halves_overlapped) {
+      backward_key_halves_overlapped(h, dqkv, at, args, column_sums);
+    } else {
+      backward_key_rows<kMaxT, kRopeL1>(h, dqkv, at, args, 0, 0, column_sums);
+      if (T > 64)  // else keys 64 .. are all padding
+        backward_key_rows<kMaxT - 64, kRopeL1>(h, dqkv, at, args, 1, 0, column_sums);
+    }
     if constexpr (kRopeL1)  // dq's factors, both query halves' rows of this warp, ahead of the barrier
       for (int half = 0; half < 2; ++half)
         prefetch_rope_back_factors(args.rope, 64 * half + kRows * (threadIdx.x / 32), T, threadIdx.x % 32);
@@ -266,7 +280,9 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
       if constexpr (kOutEarly)
         if (threadIdx.x == 0 && next_out) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
     };
-    if constexpr (kPolicy.out_after_dq) {
+    if constexpr (kPolicy.dq_together) {
+      backward_query_halves_together(h, dqkv, at, args, column_sums);
+    } else if constexpr (kPolicy.out_after_dq) {
       backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
                                                                               column_sums);
     } else {
@@ -277,7 +293,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         load_next_out();
       }
     }
-    if (T > 64)  // else queries 64 .. are all padding
+    if (!kPolicy.dq_together && T > 64)  // else queries 64 .. are all padding, or half 1 has run
       backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1,
                                                                                  NothingAfterDq{}, column_sums);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again

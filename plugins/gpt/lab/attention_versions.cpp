@@ -132,6 +132,14 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v33_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v33_backward},
+    {"v34", "v34 (v29 with the backward issuing both query halves' dq products at once, sm_90a)", false,
+     configure_in_order<attention_v34_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v34_backward},
+    {"v35", "v35 (v34 with key half 1's scores issued before key half 0's gradients are stored, sm_90a)", false,
+     configure_in_order<attention_v35_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v35_backward},
 };
 
 }  // namespace
