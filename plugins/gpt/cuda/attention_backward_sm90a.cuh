@@ -304,10 +304,13 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   }
 }
 
-// Both query halves at once (the lab's v33 and v34): half 1's dq product (queries 64 .. 127 against every key) is
+// Both query halves at once (the lab's v33 to v36): half 1's dq product (queries 64 .. 127 against every key) is
 // issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its
-// own q rows, as backward_query_rows does. Half 1's product runs at any T: its rows from T on are not stored.
-template <typename HeadSums = NoHeadColumnSums>
+// own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
+// dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
+// once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows
+// from T on are not stored.
+template <bool kStageInDsT = false, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                                const FusedArgs& args, HeadSums column_sums = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -323,14 +326,17 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   hw::wgmma_commit_group();
   const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
   const int q0 = kRows * warp, q1 = 64 + kRows * warp;
+  const SwizzledStage stage0 = kStageInDsT ? SwizzledStage{h.ds_t[0], q1} : SwizzledStage{h.head.q, q0};
+  const SwizzledStage stage1 = kStageInDsT ? SwizzledStage{h.ds_t[0], q0} : SwizzledStage{h.head.q, q1};
   hw::wgmma_wait_group<1>();
   hw::fence_accumulators(dq0);
-  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q0}, as_tiles(dq0), args.scale, true, args.rope, q0, args.s.T,
-                          lane, q_rows, column_sums.block(0, q0));
+  store_head_block_staged(dqkv, stage0, as_tiles(dq0), args.scale, true, args.rope, q0, args.s.T, lane, q_rows,
+                          column_sums.block(0, q0));
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq1);
-  store_head_block_staged(dqkv, SwizzledStage{h.head.q, q1}, as_tiles(dq1), args.scale, true, args.rope, q1, args.s.T,
-                          lane, q_rows, column_sums.block(0, q1));
+  if constexpr (kStageInDsT) warp_group_sync(0);  // every warp's half 0 product has read dS^T's first tile
+  store_head_block_staged(dqkv, stage1, as_tiles(dq1), args.scale, true, args.rope, q1, args.s.T, lane, q_rows,
+                          column_sums.block(0, q1));
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment

@@ -152,14 +152,15 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch, v30's v26's
 // and out_mid_query, v31's v30's and out_after_dq, kQkvBiasWalk v26's and qkv_bias_sums, v34's v26's and
 // dq_together (backward_query_halves_together), v35's v34's and key_halves_overlapped
-// (backward_key_halves_overlapped). Each version
+// (backward_key_halves_overlapped), v36's v34's with q_early and dq_staged_in_ds_t (dq staged in dS^T's first tile,
+// not q's, so the next head's q loads with its v and dout and only k and out wait for the head's end). Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
-       key_halves_overlapped = false;
+       key_halves_overlapped = false, dq_staged_in_ds_t = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -180,7 +181,9 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV34Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true},
     kV35Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .key_halves_overlapped = true};
+             .dq_together = true, .key_halves_overlapped = true},
+    kV36Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true,
+             .l2_prefetch = false, .dq_together = true, .dq_staged_in_ds_t = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -205,8 +208,10 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   constexpr bool kOutEarly = kPolicy.out_mid_query;
   static_assert(!kOutEarly || kNextRowsEarly, "v30: out joins the early boxes");
   static_assert(!kPolicy.out_after_dq || kOutEarly, "v31: v30's load, issued elsewhere");
-  static_assert(!kPolicy.dq_together || !(kOutEarly || kPolicy.q_early || kPolicy.factors_under_product),
+  static_assert(!kPolicy.dq_together || !(kOutEarly || kPolicy.factors_under_product),
                 "v34: both query halves in one step, each as v26's");
+  static_assert(kPolicy.dq_staged_in_ds_t == (kPolicy.dq_together && kPolicy.q_early),
+                "v36: q early with both query halves at once, dq staged clear of q's tile");
   static_assert(!kPolicy.key_halves_overlapped || !kPolicy.rope_l1_prefetch, "v35: the key halves as v26's");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const auto column_sums = [&] {
@@ -281,7 +286,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         if (threadIdx.x == 0 && next_out) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
     };
     if constexpr (kPolicy.dq_together) {
-      backward_query_halves_together(h, dqkv, at, args, column_sums);
+      backward_query_halves_together<kPolicy.dq_staged_in_ds_t>(h, dqkv, at, args, column_sums);
     } else if constexpr (kPolicy.out_after_dq) {
       backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
                                                                               column_sums);

@@ -1,5 +1,5 @@
 // Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's, 14's, 17's, 18's, 21's, 25's, 27's, 30's,
-// 31's, 32's, 33's, 34's and 35's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu,
+// 31's and 32's to 36's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu,
 // _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu are not
 // compiled, so the versions are not applicable on any device and their benchmarks are listed as not run (the keeper's
 // sm_90a kernels, v29's forward and v26's backward, refuse there as these do: cuda/attention_sm90a_absent.cpp).
@@ -122,6 +122,11 @@ void attention_v35_backward_configure() { refuse("v35's backward"); }
 void attention_v35_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v35's backward");
+}
+void attention_v36_backward_configure() { refuse("v36's backward"); }
+void attention_v36_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v36's backward");
 }
 void attention_v26_forward_configure() { refuse("v26's forward"); }
 void attention_v26_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {

@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 32's to 35's backwards (bf16, the kernel lab's lab_attention_bf16:
-// rows v32 to v35, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's to 36's backwards (bf16, the kernel lab's lab_attention_bf16:
+// rows v32 to v36, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
@@ -9,6 +9,9 @@
 //   - v34: v26's walk (q loaded with the late boxes, as the keeper's) with v33's query phase (dq_together).
 //   - v35: v34 with key half 1's scores issued before key half 0's dv and dk are stored, so the tensor cores
 //     compute them meanwhile (key_halves_overlapped, backward_key_halves_overlapped).
+//   - v36: v34 with dq staged in dS^T's first tile instead of q's (dq_staged_in_ds_t), so the next head's q loads
+//     with its v and dout once the key phase has ended (q_early, as v25's, whose dq left unstaged) and only k and out
+//     wait for the head's end, without v32's 16 KB (which leaves the L1 about 2 KB beside two blocks).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -66,6 +69,16 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v36_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV36Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
 BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
@@ -73,6 +86,8 @@ BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", at
 BackwardWalk g_v34_walk{"v34's backward", "attention_v34_backward_configure", attention_v34_backward_kernel,
                         kV17SmemBytes};
 BackwardWalk g_v35_walk{"v35's backward", "attention_v35_backward_configure", attention_v35_backward_kernel,
+                        kV17SmemBytes};
+BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", attention_v36_backward_kernel,
                         kV17SmemBytes};
 
 }  // namespace
@@ -106,6 +121,13 @@ void attention_v35_backward_configure() { attention::g_v35_walk.configure(); }
 void attention_v35_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v35_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v36_backward_configure() { attention::g_v36_walk.configure(); }
+
+void attention_v36_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v36_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -140,6 +140,11 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v35_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v35_backward},
+    {"v36", "v36 (v34 with dq staged in dS^T's first tile and the next head's q loaded with its v and dout, sm_90a)",
+     false,
+     configure_in_order<attention_v36_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v36_backward},
 };
 
 }  // namespace

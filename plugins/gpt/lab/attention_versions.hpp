@@ -15,8 +15,9 @@
 // head's boxes asked of the L2 half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's
 // out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu; v32, v29 with its backward
 // loading each head's q a head ahead into a tile of its own, v33, v32 with both query halves' dq products issued at
-// once, v34, v29 with those products issued at once, and v35, v34 with key half 1's scores issued before key half 0's
-// gradients are stored, attention_v32.cu) and the keepers the trainers
+// once, v34, v29 with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's
+// gradients are stored, and v36, v34 with dq staged in dS^T's first tile and the next head's q loaded with its v and
+// dout, attention_v32.cu) and the keepers the trainers
 // run (v8 and v29, layers.hpp's fused_attention_forward and _backward: v29's forward is v26's loading each head's q a
 // head ahead into a tile of its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a
 // code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers'
@@ -213,6 +214,13 @@ void attention_v34_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             cudaStream_t stream);
 void attention_v35_backward_configure();
 void attention_v35_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v36's backward (attention_v32.cu, sm_90a): v34's with dq staged in dS^T's first tile, so the next head's q loads
+// with its v and dout; row v36 runs it on the keeper's forward.
+void attention_v36_backward_configure();
+void attention_v36_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -220,7 +220,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  for (const char* name : {"v30", "v31", "v32", "v33", "v34", "v35"})
+  for (const char* name : {"v30", "v31", "v32", "v33", "v34", "v35", "v36"})
     EXPECT_TRUE(row(name).forward == v29.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -228,6 +228,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v33").backward == &attention_v33_backward);
   EXPECT_TRUE(row("v34").backward == &attention_v34_backward);
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
+  EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -759,17 +760,18 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
 
 // v32, the keeper with its backward loading each head's q a head ahead into a tile of its own (and the head's lse,
 // delta and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34, the
-// keeper with those products issued at once, and v35, v34 with key half 1's scores issued before key half 0's
-// gradients are stored: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads) and at
-// 48 (a head a block) dqkv equals the keeper's bit for bit.
-TEST_P(GptLabAttentionSm90a, V32ToV35AreV29BitForBit) {
+// keeper with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's gradients
+// are stored, and v36, v34 with dq staged in dS^T's first tile and q loaded early: the same values in the same
+// arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) dqkv equals the keeper's bit
+// for bit.
+TEST_P(GptLabAttentionSm90a, V32ToV36AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v32", "v33", "v34", "v35"})
+  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v32", "v33", "v34", "v35"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
+  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
 // The trainers' backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2) on B
