@@ -1,5 +1,5 @@
 // The sm_90a attention backward's steps on one head in shared memory (TMA boxes in the 128-byte swizzle, wgmma),
-// shared by the bf16 keeper's sm_90a backward (v26's, attention_v29.cu: a whole head in one warp group, two heads an
+// shared by the bf16 keeper's sm_90a backward (v34's, attention_v34.cu: a whole head in one warp group, two heads an
 // SM) and the lab's v12 (lab/attention_v12.cu: a head split between two warp groups). Each step is run by one warp
 // group, whichever it is; the kernels decide which group runs which half of a head, and meet at their barriers.
 //   - prepare_backward_head: q, k, v prepared in place (v10's preparation: v9's operands, rows from T on zero),

@@ -1,9 +1,10 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25, v27, v28, v30 and v31 and of v26, the keeper's
-// (v29's) backward, which differ in when and how a head's rows and figures are fetched: a block of one warp group walks
-// its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running attention_backward_sm90a.cuh's steps on each.
-// Included by attention_v29.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
-// _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v27.cu and _v30.cu, each instantiating the walk it launches, after
-// attention_backward_sm90a.cuh.
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v35 and v36 and of v34, the keeper's
+// backward, which differ in when and how a head's rows and figures are fetched and in how the steps overlap: a block of
+// one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
+// attention_backward_sm90a.cuh's steps on each (v32 and v33 walk their own way, walk_backward_heads_q_ahead below).
+// Included by attention_v34.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
+// _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu, each instantiating the walk it launches,
+// after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE
@@ -36,7 +37,7 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2, the keeper's backward with qkv's bias gradient): as each warp
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3 on the keeper's, v34's): as each warp
 // stores a 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its
 // own in shared memory; after the head's last barrier the group adds the head's blocks below T of each column in
 // row order and writes the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which
@@ -152,7 +153,8 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // the L2 ahead of their loads), v27's v26's and rope_l1_prefetch, v28's v27's and late_l2_prefetch, v30's v26's
 // and out_mid_query, v31's v30's and out_after_dq, kQkvBiasWalk v26's and qkv_bias_sums, v34's v26's and
 // dq_together (backward_query_halves_together), v35's v34's and key_halves_overlapped
-// (backward_key_halves_overlapped), v36's v34's with q_early and dq_staged_in_ds_t (dq staged in dS^T's first tile,
+// (backward_key_halves_overlapped), kV34QkvBiasWalk v34's and qkv_bias_sums, v36's v34's with q_early and
+// dq_staged_in_ds_t (dq staged in dS^T's first tile,
 // not q's, so the next head's q loads with its v and dout and only k and out wait for the head's end). Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
@@ -180,6 +182,8 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
                  .qkv_bias_sums = true},
     kV34Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true},
+    kV34QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true},
     kV35Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .key_halves_overlapped = true},
     kV36Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true,
@@ -411,8 +415,8 @@ __device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V
   }
 }
 
-// A walk's kernel (v14's, v17's, v18's, v21's, v22's, v25's, v26's, v27's, v28's, v30's, v31's or the keeper's with
-// qkv's bias sums): its tensor maps, dqkv, lse, qkv's bias and the arguments.
+// A walk's kernel (the lab's versions', the keeper's, with or without qkv's bias sums): its tensor maps, dqkv, lse,
+// qkv's bias and the arguments.
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 

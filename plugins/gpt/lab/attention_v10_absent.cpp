@@ -1,8 +1,9 @@
-// Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's, 14's, 17's, 18's, 21's, 25's, 27's, 30's,
-// 31's and 32's to 36's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu, _v12.cu,
-// _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu are not
-// compiled, so the versions are not applicable on any device and their benchmarks are listed as not run (the keeper's
-// sm_90a kernels, v29's forward and v26's backward, refuse there as these do: cuda/attention_sm90a_absent.cpp).
+// Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's, 14's, 17's, 18's, 21's, 25's, 26's, 27's, 30's
+// to 33's, 35's and 36's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
+// attention_v10.cu, _v12.cu, _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu,
+// _v27.cu, _v30.cu and _v32.cu are not compiled, so the versions are not applicable on any device and their benchmarks
+// are listed as not run (the keeper's sm_90a kernels, v29's forward and v34's backward, refuse there as these do:
+// cuda/attention_sm90a_absent.cpp).
 #include <string>
 
 #include "attention_versions.hpp"
@@ -113,11 +114,6 @@ void attention_v33_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v33's backward");
 }
-void attention_v34_backward_configure() { refuse("v34's backward"); }
-void attention_v34_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
-                            const AttentionShape&, cudaStream_t) {
-  refuse("v34's backward");
-}
 void attention_v35_backward_configure() { refuse("v35's backward"); }
 void attention_v35_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
@@ -127,6 +123,16 @@ void attention_v36_backward_configure() { refuse("v36's backward"); }
 void attention_v36_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v36's backward");
+}
+void attention_v26_backward_configure() { refuse("v26's backward"); }
+void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v26's backward");
+}
+void attention_v26_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v26's backward with qkv's bias sums");
 }
 void attention_v26_forward_configure() { refuse("v26's forward"); }
 void attention_v26_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {

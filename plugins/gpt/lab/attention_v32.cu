@@ -1,12 +1,13 @@
-// Fused causal attention with RoPE, versions 32's to 36's backwards (bf16, the kernel lab's lab_attention_bf16:
-// rows v32 to v36, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's, 33's, 35's and 36's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32, v33, v35 and v36, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
 //     leaves half of dS^T's first tile unused; the head's lse, delta and barriers move there.
 //   - v33: v32 with both query halves' dq products issued at once, half 1's computed while half 0's dq is stored
 //     (backward_query_halves_together).
-//   - v34: v26's walk (q loaded with the late boxes, as the keeper's) with v33's query phase (dq_together).
+//   - (v34, the keeper's, is attention_v34.cu in the training library: v26's walk, q loaded with the late boxes,
+//     with v33's query phase, dq_together.)
 //   - v35: v34 with key half 1's scores issued before key half 0's dv and dk are stored, so the tensor cores
 //     compute them meanwhile (key_halves_overlapped, backward_key_halves_overlapped).
 //   - v36: v34 with dq staged in dS^T's first tile instead of q's (dq_staged_in_ds_t), so the next head's q loads
@@ -18,7 +19,8 @@
 // out (48 KB), asked for only when the head before has ended. In every version up to v32 each of the head's 15
 // products waits for the one before. The same values in the same arithmetic, so their GPU test asks for the
 // keeper's dqkv bit for bit.
-// Budget: 112 KB of shared memory a block (two fill an H100 SM's 228 KB exactly), v26's registers.
+// Budget: v32 and v33 112 KB of shared memory a block (two fill an H100 SM's 228 KB exactly), v35 and v36 v26's 98
+// KB; 252 to 254 registers (ptxas, no spills), two blocks an SM.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -50,16 +52,6 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v34_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV34Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
-                                bias, args);
-}
-
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
     attention_v35_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                   const __grid_constant__ CUtensorMap dout_map,
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
@@ -83,8 +75,6 @@ BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", at
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
                         kV32SmemBytes};
-BackwardWalk g_v34_walk{"v34's backward", "attention_v34_backward_configure", attention_v34_backward_kernel,
-                        kV17SmemBytes};
 BackwardWalk g_v35_walk{"v35's backward", "attention_v35_backward_configure", attention_v35_backward_kernel,
                         kV17SmemBytes};
 BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", attention_v36_backward_kernel,
@@ -107,13 +97,6 @@ void attention_v33_backward_configure() { attention::g_v33_walk.configure(); }
 void attention_v33_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v33_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v34_backward_configure() { attention::g_v34_walk.configure(); }
-
-void attention_v34_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v34_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 void attention_v35_backward_configure() { attention::g_v35_walk.configure(); }

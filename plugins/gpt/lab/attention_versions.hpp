@@ -10,16 +10,17 @@
 // fetching dq's RoPE factors under the dq product, attention_v21.cu; v22, v18's kernels with the preparation's bias and
 // RoPE factors fetched by 16-byte loads, attention_v22.cu; v23 and v24, v22 with its forward at four blocks an SM,
 // attention_v23.cu; v25, v22 with its backward storing dq from the registers, attention_v25.cu; v26, v22's kernels
-// without the L2 prefetch of the next head's boxes, its forward attention_v26.cu and its backward the keeper's; v27,
+// without the L2 prefetch of the next head's boxes, attention_v26.cu; v27,
 // v26 with its backward asking the L1 for the RoPE factors that rotate dk and dq back, and v28, v27 with the next
 // head's boxes asked of the L2 half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's
 // out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu; v32, v29 with its backward
 // loading each head's q a head ahead into a tile of its own, v33, v32 with both query halves' dq products issued at
-// once, v34, v29 with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's
-// gradients are stored, and v36, v34 with dq staged in dS^T's first tile and the next head's q loaded with its v and
-// dout, attention_v32.cu) and the keepers the trainers
-// run (v8 and v29, layers.hpp's fused_attention_forward and _backward: v29's forward is v26's loading each head's q a
-// head ahead into a tile of its own, its backward v26's; v29's row refuses devices without the sm_90a path). sm_90a
+// once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored, and v36, v34 with dq
+// staged in dS^T's first tile and the next head's q loaded with its v and dout, attention_v32.cu; v29, the keeper's
+// forward with v26's backward, attention_v26.cu) and the keepers the trainers run (v8 and v34, layers.hpp's
+// fused_attention_forward and _backward: v34's forward is v29's, v26's loading each head's q a head ahead into a tile
+// of its own, its backward v26's issuing both query halves' dq products at once; v34's row refuses devices without
+// the sm_90a path). sm_90a
 // code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers'
 // contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
@@ -205,13 +206,8 @@ void attention_v33_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
-// v34's backward (attention_v32.cu, sm_90a): v26's with both query halves' dq products issued at once; v35's, v34's
-// with key half 1's scores issued before key half 0's dv and dk are stored. Rows v34 and v35 run them on the keeper's
-// forward.
-void attention_v34_backward_configure();
-void attention_v34_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
+// v35's backward (attention_v32.cu, sm_90a): the keeper's (v34's) with key half 1's scores issued before key half
+// 0's dv and dk are stored; row v35 runs it on the keeper's forward.
 void attention_v35_backward_configure();
 void attention_v35_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
@@ -230,5 +226,17 @@ void attention_v36_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 void attention_v26_forward_configure();
 void attention_v26_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                            const AttentionShape& s, cudaStream_t stream);
+
+// v26's backward (attention_v26.cu, sm_90a; the keeper's until v34): rows v26 and v29 run it; and the same summing
+// dqkv's columns as it stores them, then column_finish (lab_attention_qkv_bias_bf16's v2; partials as the keeper's
+// fused_attention_backward_and_bias_gradient takes them). configure sets up both.
+void attention_v26_backward_configure();
+void attention_v26_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v26_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
 
 }  // namespace roofbench::gpt::cuda::lab

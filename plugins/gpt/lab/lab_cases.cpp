@@ -24,7 +24,7 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1|v2/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1|v2|v3/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 (R2-R4's on
 //                                     sm_90a) v26's backward summing dqkv's columns as it stores them
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
@@ -291,7 +291,8 @@ class AttentionLab final : public Case {
 // lse made once in setup by the keeper:
 //   v1: the keeper's backward, then column_sum's two passes over dqkv (R2-R4's off the sm_90a path, and on it
 //       before v2);
-//   v2 (R2-R4's on sm_90a): v26's backward summing dqkv's columns as it stores them, then column_finish.
+//   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
+//   v3 (R2-R4's on sm_90a): the keeper's backward (v34's) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -308,8 +309,14 @@ void keeper_backward_then_column_sum(bf16* dqkv, float* dbias, float* partials, 
   column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
 }
 
+// The sm_90a backward's configure first, so that off sm_90a the refusal names that kernel: v2's (the lab's v26),
+// v3's (the keeper's).
+void v26_backward_configure_first() {
+  lab::attention_v26_backward_configure();
+  fused_attention_configure();
+}
 void sm90a_backward_configure_first() {
-  fused_attention_sm90a_backward_configure();  // off sm_90a the refusal names this kernel
+  fused_attention_sm90a_backward_configure();
   fused_attention_configure();
 }
 
@@ -317,6 +324,8 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v1", "the keeper's backward, then column_sum's two passes over dqkv", fused_attention_configure,
      keeper_backward_then_column_sum},
     {"v2", "v26's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     v26_backward_configure_first, lab::attention_v26_backward_and_bias_gradient},
+    {"v3", "v34's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      sm90a_backward_configure_first, fused_attention_sm90a_backward_and_bias_gradient},
 };
 
@@ -1008,7 +1017,7 @@ class FcGeluBackwardLab final : public MlpLab {
 // ---------------------------------------------------------------------------------------------------
 // The qkv layer's weight gradient dw = dy^T x and its bias gradient, dy's column sums (dy = d_qkv, [N, 3C] bf16;
 // x = ln1, [N, C] bf16; dw and the bias gradient fp32):
-//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v2 does not run): the weight-gradient GEMM, then
+//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v3 does not run): the weight-gradient GEMM, then
 //       column_sum's two passes over dy;
 //   v2: the GEMM alone, its BGRADB epilogue summing dy's columns as it reads dy.
 struct QkvWgradVersion {
@@ -1296,12 +1305,12 @@ std::vector<CaseSpec> lab_cases() {
                                    "the next head's q loaded with its v and dout, v26 v22 "
                                    "without the L2 prefetch of the next head's boxes, v27 v26 with dk's and dq's RoPE "
                                    "factors asked of the L1 ahead of their loads, v28 v27 with the next head's boxes "
-                                   "asked of the L2 half a head ahead, v29 (R2-R4's on sm_90a) v26 with the forward "
+                                   "asked of the L2 half a head ahead, v29 v26 with the forward "
                                    "loading each head's q a head ahead into a tile of its own, v30 v29 with the "
                                    "backward loading the next head's out once query half 0 has read its tile, v31 v30 "
                                    "without a block barrier for it, v32 v29 with the backward loading each head's q a head "
                                    "ahead into a tile of its own, v33 v32 with both query halves' dq products issued at once, "
-                                   "v34 v29 with those products issued at once, v35 v34 with key half 1's scores "
+                                   "v34 (R2-R4's on sm_90a) v29 with those products issued at once, v35 v34 with key half 1's scores "
                                    "issued before key half 0's gradients are stored, v36 v34 with dq staged in dS^T's first "
                                    "tile and the next head's q loaded with its v and dout; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
@@ -1356,8 +1365,9 @@ std::vector<CaseSpec> lab_cases() {
                             0, {64, 512}),
       lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
-                           "v1 the keeper's backward, then a column-sum pass over dqkv, v2 (R2-R4's on sm_90a) v26's "
-                           "backward summing the columns as it stores dqkv",
+                           "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
+                           "columns as it stores dqkv, v3 (R2-R4's on sm_90a) the keeper's backward (v34's) summing "
+                           "them",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.

@@ -161,11 +161,11 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v29
+  EXPECT_EQ(keepers, 2u);  // v8 and v34
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v29").keeper);
-  EXPECT_FALSE(bf16_attention_version("v26").keeper);
-  EXPECT_STREQ(bf16_attention_version("v29").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v34").keeper);
+  EXPECT_FALSE(bf16_attention_version("v29").keeper);
+  EXPECT_STREQ(bf16_attention_version("v34").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
@@ -174,9 +174,10 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // v9's, as the keeper chose until v22, for v16, v17, v18 and v21; the lab's v17 backward for v17 and v19, its v18
 // backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
-// forwards; v25's backward for v25; the lab's v26 forward with the keeper's backward (v26's) for v26, and with
-// v27's backward for v27; v28's own forward and backward; for v29 the keeper's entry points (chosen per device:
-// none of those kernels on its own), and for v30 to v33 the keeper's forward with their backwards.
+// forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
+// backward for v27; v28's own forward and backward; for v34 the keeper's entry points (chosen per device: none of
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v33, v35 and v36 the
+// keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -205,28 +206,29 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v22", "v23", "v24"})
     EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
   EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
-  const AttentionVersion<bf16> v29 = row("v29");
-  EXPECT_FALSE(v29.forward == &fused_attention_v9_forward);
-  EXPECT_FALSE(v29.forward == &fused_attention_sm90a_forward);
-  EXPECT_FALSE(v29.forward == &attention_v15_or_v9_forward);
-  EXPECT_FALSE(v29.forward == &attention_v22_forward);
-  EXPECT_FALSE(v29.forward == &attention_v26_forward);
-  EXPECT_FALSE(v29.backward == &fused_attention_v9_backward);
-  EXPECT_FALSE(v29.backward == &fused_attention_sm90a_backward);
-  EXPECT_FALSE(v29.backward == &attention_v22_backward);
+  const AttentionVersion<bf16> keeper = row("v34");
+  EXPECT_FALSE(keeper.forward == &fused_attention_v9_forward);
+  EXPECT_FALSE(keeper.forward == &fused_attention_sm90a_forward);
+  EXPECT_FALSE(keeper.forward == &attention_v15_or_v9_forward);
+  EXPECT_FALSE(keeper.forward == &attention_v22_forward);
+  EXPECT_FALSE(keeper.forward == &attention_v26_forward);
+  EXPECT_FALSE(keeper.backward == &fused_attention_v9_backward);
+  EXPECT_FALSE(keeper.backward == &fused_attention_sm90a_backward);
+  EXPECT_FALSE(keeper.backward == &attention_v22_backward);
+  EXPECT_FALSE(keeper.backward == &attention_v26_backward);
   for (const char* name : {"v26", "v27"})
     EXPECT_TRUE(row(name).forward == &attention_v26_forward) << name;
-  EXPECT_TRUE(row("v26").backward == v29.backward);
+  for (const char* name : {"v26", "v29"})
+    EXPECT_TRUE(row(name).backward == &attention_v26_backward) << name;
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  for (const char* name : {"v30", "v31", "v32", "v33", "v34", "v35", "v36"})
-    EXPECT_TRUE(row(name).forward == v29.forward) << name;
+  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v35", "v36"})
+    EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
   EXPECT_TRUE(row("v32").backward == &attention_v32_backward);
   EXPECT_TRUE(row("v33").backward == &attention_v33_backward);
-  EXPECT_TRUE(row("v34").backward == &attention_v34_backward);
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
   EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
 }
@@ -447,15 +449,16 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v29 (layers.hpp's fused_attention_forward and _backward, what the
+// On a device with the sm_90a path the keeper, v34 (layers.hpp's fused_attention_forward and _backward, what the
 // trainers call), is v14's backward with its loads moved, its lse held across the wait, its preparation's loads
-// 16 bytes wide and no L2 prefetch of the next head's boxes (the same bits) on the forward the batch's heads pick:
+// 16 bytes wide, no L2 prefetch of the next head's boxes and its two dq products issued at once (the same bits) on
+// the forward the batch's heads pick:
 // v9's with fewer than kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads
 // here), from there v29's, v15's with those 16-byte loads, no prefetch and each head's q loaded a head ahead
 // (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those of the v9 or
 // v15 row's forward with v14's backward bit for bit, every head is within bf16's tolerance of the double
-// reference, v29's row gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's
-// name, the rungs' "attention" fact, names v29 and sm_90a.
+// reference, v34's row gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's
+// name, the rungs' "attention" fact, names v34 and sm_90a.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -475,17 +478,17 @@ class KeeperHeads {
     const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v29");
+    expect_finite(keeper, "v34");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v29 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+    std::printf("T %d, %d heads, %s's forward: v34 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
                 sm90a_forward ? "v29" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v29");
+    const FusedAttentionRun row = in_.run("v34");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -499,8 +502,8 @@ class KeeperHeads {
 
 TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v29 = bf16_version("v29");
-  if (const std::string why = not_applicable_reason(v29); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v34 = bf16_version("v34");
+  if (const std::string why = not_applicable_reason(v34); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
@@ -512,7 +515,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v29 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v34 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -774,14 +777,17 @@ TEST_P(GptLabAttentionSm90a, V32ToV36AreV29BitForBit) {
   expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
-// The trainers' backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2) on B
-// sequences of T: its dqkv equals the keeper's bit for bit; its bias gradient is within fp32's rounding of the
-// double column sums of that dqkv over every row (rows from T on, which no block stores, add nothing), and the
-// same bits in a second run. The bias gradient and the partials are poisoned before each run, so a (sequence,
-// head) left unwritten shows.
-void expect_qkv_bias_backward(int B, int T) {
+// A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, and v3,
+// the trainers', on the keeper's) on B sequences of T: its dqkv equals the keeper's bit for bit; its bias gradient is
+// within fp32's rounding of the double column sums of that dqkv over every row (rows from T on, which no block
+// stores, add nothing), and the same bits in a second run. The bias gradient and the partials are poisoned before
+// each run, so a (sequence, head) left unwritten shows.
+using QkvBiasBackward = void (*)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                 const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
+                                 RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), int B, int T) {
   const ManyHeadInputs in(B, 12, T, 151, 152, 153);
-  const FusedAttentionRun keeper = in.run("v29");
+  const FusedAttentionRun keeper = in.run("v34");
   const int cols = 3 * in.shape.channels();
   const std::size_t partial_floats = attention_bias_partials_floats(in.shape);
   testing::Device dev;
@@ -791,14 +797,12 @@ void expect_qkv_bias_backward(int B, int T) {
   const auto backward = [&](bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream) {
-    fused_attention_sm90a_backward_and_bias_gradient(dqkv, dbias, partials, delta, dout, out, lse, qkv, bias, rope, s,
-                                                     stream);
+    with_sums(dqkv, dbias, partials, delta, dout, out, lse, qkv, bias, rope, s, stream);
   };
   const auto run = [&] {
     ROOFBENCH_CUDA(cudaMemset(dbias, 0xff, cols * sizeof(float)));
     ROOFBENCH_CUDA(cudaMemset(partials, 0xff, partial_floats * sizeof(float)));
-    return run_fused_attention<bf16>(fused_attention_configure, forward, backward, in.shape, in.qkv, in.bias, in.dout,
-                                     in.cos, in.sin);
+    return run_fused_attention<bf16>(configure, forward, backward, in.shape, in.qkv, in.bias, in.dout, in.cos, in.sin);
   };
   const FusedAttentionRun first = run();
   const std::vector<float> first_bias = testing::Device::download(dbias, cols);
@@ -813,15 +817,24 @@ void expect_qkv_bias_backward(int B, int T) {
 }
 
 // At 2304 heads (several a block) and at 48 (a head a block); at T 128 also T 17 (one row in the second block)
-// and T 1 (one block, one row). Its kernel holds two blocks an SM, as v26's backward.
+// and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
+void configure_v26_sums() {
+  fused_attention_configure();
+  attention_v26_backward_configure();
+}
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  if (const std::string why = not_applicable_reason(bf16_version("v29")); !why.empty()) GTEST_SKIP() << why;
+  for (const char* name : {"v26", "v34"})
+    if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
-  expect_qkv_bias_backward(192, T);
-  expect_qkv_bias_backward(4, T);
-  if (T == 128)
-    for (const int short_T : {17, 1}) expect_qkv_bias_backward(4, short_T);
+  for (const auto& [with_sums, configure] : {std::pair{&fused_attention_sm90a_backward_and_bias_gradient,
+                                                       &fused_attention_configure},
+                                             std::pair{&attention_v26_backward_and_bias_gradient, &configure_v26_sums}}) {
+    expect_qkv_bias_backward(with_sums, configure, 192, T);
+    expect_qkv_bias_backward(with_sums, configure, 4, T);
+    if (T == 128)
+      for (const int short_T : {17, 1}) expect_qkv_bias_backward(with_sums, configure, 4, short_T);
+  }
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 
