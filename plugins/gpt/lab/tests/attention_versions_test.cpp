@@ -457,8 +457,9 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
 // here), from there v29's, v15's with those 16-byte loads, no prefetch and each head's q loaded a head ahead
 // (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those of the v9 or
 // v15 row's forward with v14's backward bit for bit, every head is within bf16's tolerance of the double
-// reference, v34's row gives the same bits again (R4's recomputed backward must equal R3's), and the keeper's
-// name, the rungs' "attention" fact, names v34 and sm_90a.
+// reference, v34's row gives the same bits again (R4's recomputed backward must equal R3's), the keeper's
+// name, the rungs' "attention" fact, names v34 and sm_90a, and its kernels hold three forward blocks an SM and two
+// backward.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -506,6 +507,8 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   if (const std::string why = not_applicable_reason(v34); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
+  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);  // the blocks an SM the kernels were made for
+  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
   const int grid = fused_attention_sm90a_forward_grid(), H = KeeperHeads::kHeads;
   const int few = 64, many = (kSm90aForwardMinRounds * grid + H - 1) / H;  // the least batch for v29's forward
   ASSERT_FALSE(sm90a_forward_pays(few * H, grid)) << "grid " << grid;
@@ -710,8 +713,7 @@ TEST_P(GptLabAttentionSm90a, V25IsV22sBackwardBitForBit) {
 }
 
 // v26, v22's kernels without the L2 prefetch of the next head's boxes: the same loads into the same tiles, so at
-// 2304 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit for bit. The
-// keeper's kernels hold the blocks an SM they were made for: three forward, two backward.
+// 2304 heads (at least four a block: the forward walks run) out, lse and dqkv equal v22's row's bit for bit.
 TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   const AttentionVersion<bf16>& v26 = bf16_version("v26");
@@ -728,8 +730,6 @@ TEST_P(GptLabAttentionSm90a, V26IsV22BitForBit) {
   EXPECT_EQ(run.out, v22.out);
   EXPECT_EQ(run.lse, v22.lse);
   EXPECT_EQ(run.dqkv, v22.dqkv);
-  EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);
-  EXPECT_EQ(fused_attention_sm90a_backward_blocks_per_sm(), 2);
 }
 
 // v27 to v29, v26 with its loads moved (the RoPE factors asked of the L1; v28 also the next head's boxes asked of
