@@ -154,17 +154,17 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
   hw::wgmma_commit_group();
 }
 
-// The second step, once the scores have completed (every commit group but the newest kPending): the element-wise
-// step, dS^T to shared memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the
-// warp group meets so that its v rows may hold the half's staging.
-template <int kQueries, int kPending = 0>
+// The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
+// memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
+// its v rows may hold the half's staging.
+template <int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
                                               float (&dk)[kHeadDim / 2]) {
   constexpr int kSteps = kQueries / 16, q_base = kMaxT - kQueries;
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key0 = 64 * half + kRows * warp;
-  hw::wgmma_wait_group<kPending>();
+  hw::wgmma_wait_group<0>();
   hw::fence_accumulators(reinterpret_cast<float(&)[kQueries / 2]>(x.s));
   hw::fence_accumulators(reinterpret_cast<float(&)[kQueries / 2]>(x.dp));
 

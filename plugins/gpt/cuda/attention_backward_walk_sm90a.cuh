@@ -154,8 +154,8 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // and out_mid_query, v31's v30's and out_after_dq, kQkvBiasWalk v26's and qkv_bias_sums, v34's v26's and
 // dq_together (backward_query_halves_together), v35's v34's and key_halves_overlapped
 // (backward_key_halves_overlapped), kV34QkvBiasWalk v34's and qkv_bias_sums, v36's v34's with q_early and
-// dq_staged_in_ds_t (dq staged in dS^T's first tile,
-// not q's, so the next head's q loads with its v and dout and only k and out wait for the head's end). Each version
+// dq_staged_in_ds_t (dq staged in dS^T's first tile, not q's, so the next head's q loads with its v and dout and
+// only k and out wait for the head's end). Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
@@ -343,13 +343,15 @@ __device__ inline void load_k_and_out(V32Smem& sm, const V14Maps& maps, std::uin
   hw::tma_load_2d(sm.ds_t[1], maps.out, bar, row, col);
 }
 
-// v32: the head `at`'s v and dout on `bar`, and its q into next_q on `q_bar`. One thread.
+// v32: the head `at`'s v and dout on `bar`. One thread.
 __device__ inline void load_v_and_dout(V32Smem& sm, const V14Maps& maps, std::uint64_t* bar, const HeadRows& at) {
   const int row = at.b * at.T, col = at.h * kHeadDim;
   hw::mbarrier_arrive_expect_tx(bar, 2 * kHeadTileBytes);
   hw::tma_load_2d(sm.head.v, maps.qkv, bar, row, 2 * at.C + col);
   hw::tma_load_2d(sm.dout, maps.dout, bar, row, col);
 }
+
+// v32: the head `at`'s q into next_q on `bar`. One thread.
 __device__ inline void load_next_q(V32Smem& sm, const V14Maps& maps, std::uint64_t* bar, const HeadRows& at) {
   hw::mbarrier_arrive_expect_tx(bar, kHeadTileBytes);
   hw::tma_load_2d(sm.next_q, maps.qkv, bar, at.b * at.T, at.h * kHeadDim);

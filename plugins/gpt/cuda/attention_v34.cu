@@ -13,13 +13,13 @@
 // attention_sm90a_absent.cpp stands in without sm_90a code.
 //
 // Why: in v26's backward each of a head's 15 products waited for the one before; with the two dq products issued
-// together the backward took 296 us a layer against v26's 301.6 (H100, batch 512, back to back).
+// together the backward took 295-297 us a layer against v26's 301-302 (H100, batch 512, back to back).
 // The same loads and the same arithmetic: out, lse and dqkv equal v26's and v29's bit for bit.
 // Budget: forward, shared memory q, k, v and the next head's q 64 KB + two barriers, 65 KB with the alignment's
 // spare, 167 registers (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v, dout 64 KB + dS^T
 // 32 KB + lse, delta 1 KB + two barriers, 98 KB with the alignment's spare, 252 registers, two blocks an SM; 128
 // threads a block. The trainers' backward is v34's summing dqkv's columns as it stores them (qkv_bias_sums, for
-// qkv's bias gradient): 6 KB more shared memory, 104 KB, still two blocks an SM.
+// qkv's bias gradient): 6 KB more shared memory, 104 KB, 254 registers, still two blocks an SM.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
