@@ -179,24 +179,11 @@ __device__ inline Smem& aligned_smem(unsigned char* raw) {
   return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
 }
 
-// The trap of a wait that timed out, as a call: out of line, so that ptxas allocates the consumers the
-// registers setmaxnreg gives them (Config::kWideConsumers).
-__device__ __noinline__ void timed_out() { __trap(); }
-
-// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that
-// never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang. The trap is
-// inline unless Cfg::kWideConsumers.
+// Every wait of a Cfg's kernel: the trap out of line where its consumers raise their registers with setmaxnreg
+// (Cfg::kWideConsumers).
 template <typename Cfg>
 __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
-  if (hw::mbarrier_try_wait(bar, parity)) return;
-  const long long start = clock64();
-  while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 31)) {
-      if constexpr (Cfg::kWideConsumers)
-        timed_out();
-      else
-        __trap();
-    }
+  hw::mbarrier_wait_or_trap<Cfg::kWideConsumers>(bar, parity);
 }
 
 // One tile (its kBoxes boxes of kBytes) of the map's rows from `row` into `boxes`, completing on `bar`.

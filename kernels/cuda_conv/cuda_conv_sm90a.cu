@@ -107,15 +107,9 @@ __device__ __forceinline__ void cp_async_arrive(std::uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(hw::shared_address(bar)) : "memory");
 }
 
-// A wait that ends the kernel with a trap after about 2^32 cycles (a second or two) instead of hanging the
-// GPU, should a phase never complete. Out of line: with an inline trap ptxas keeps the consumers within the
-// registers a thread has at entry instead of those setmaxnreg gives them.
-__device__ __noinline__ void wait_timed_out() { __trap(); }
+// Every wait of the kernel: its consumers use setmaxnreg, so the trap is out of line.
 __device__ __forceinline__ void wait_phase(std::uint64_t* bar, std::uint32_t parity) {
-  if (hw::mbarrier_try_wait(bar, parity)) return;
-  const long long start = clock64();
-  while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 32)) wait_timed_out();
+  hw::mbarrier_wait_or_trap<true>(bar, parity);
 }
 
 // Output pixel m's window: its first input row and column, and the index (n H + h0) W + w0 of its first pixel. A

@@ -257,8 +257,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     } else {
       load_lse_log2<kV14Threads>(sm.lse, lse, at, args.s.heads);
     }
-    wait_or_trap(&sm.full, n & 1);
-    if constexpr (kNextRowsEarly) wait_or_trap(&sm.early, n & 1);
+    hw::mbarrier_wait_or_trap(&sm.full, n & 1);
+    if constexpr (kNextRowsEarly) hw::mbarrier_wait_or_trap(&sm.early, n & 1);
     if constexpr (kLseAhead) {
       asm volatile("" : "+f"(held_lse));  // the scaling stays after the wait
       sm.lse[threadIdx.x] = kLog2e * held_lse;  // rows from T on: zero, as load_lse_log2 leaves them
@@ -390,9 +390,9 @@ __device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V
     prep.load<true>(bias, args.rope, at);
     const int row = static_cast<int>(threadIdx.x);
     const float held_lse = row < at.T ? lse[at.stats_at(row, args.s.heads)] : 0.0f;  // natural units
-    wait_or_trap(&f.full, n & 1);
-    wait_or_trap(&f.early, n & 1);
-    wait_or_trap(&f.q_loaded, n & 1);
+    hw::mbarrier_wait_or_trap(&f.full, n & 1);
+    hw::mbarrier_wait_or_trap(&f.early, n & 1);
+    hw::mbarrier_wait_or_trap(&f.q_loaded, n & 1);
     float scaled = held_lse;
     asm volatile("" : "+f"(scaled));  // the scaling stays after the waits (v18's lse_ahead)
     f.lse[threadIdx.x] = kLog2e * scaled;  // rows from T on: zero

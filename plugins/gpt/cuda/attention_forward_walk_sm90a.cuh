@@ -115,13 +115,13 @@ __device__ __forceinline__ void walk_forward_heads(Smem& sm, const CUtensorMap* 
     }
     HeadPreparationSm90a<kV15Threads> prep;
     if constexpr (!kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
-    wait_or_trap(&sm.loaded, n & 1);
+    hw::mbarrier_wait_or_trap(&sm.loaded, n & 1);
     if constexpr (kPolicy.preparation_after_wait) prep.load<kPolicy.float4_preparation>(bias, args.rope, at);
     const auto store_v = [&](int, int, std::uint32_t offset, const uint4& v) {
       *reinterpret_cast<uint4*>(sm.head.v + offset) = v;
     };
     if constexpr (kQAhead) {
-      wait_or_trap(&sm.q_loaded, n & 1);
+      hw::mbarrier_wait_or_trap(&sm.q_loaded, n & 1);
       prep.apply_from(sm.next_q, sm.head, T, store_v);
     } else {
       prep.apply(sm.head, T, store_v);

@@ -43,14 +43,6 @@ __device__ inline Smem& aligned_smem(unsigned char* raw) {
   return *reinterpret_cast<Smem*>(raw + (kAtomBytes - base % kAtomBytes) % kAtomBytes);
 }
 
-// mbarrier_wait with a time limit of about a second (2^31 cycles; a real wait takes microseconds): a phase
-// that never completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
-__device__ inline void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
-  const long long start = clock64();
-  while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 31)) __trap();
-}
-
 // The three boxes of the head `at` (rows b T .., columns of q, k and v) into `tiles`, completing on `bar`
 // with `extra_bytes` more announced there (boxes the caller issues itself). One thread issues them.
 __device__ inline void load_head(HeadTiles& tiles, const CUtensorMap* map, std::uint64_t* bar, const HeadRows& at,

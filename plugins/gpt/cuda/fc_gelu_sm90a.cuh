@@ -258,17 +258,9 @@ __device__ inline float float_of_bf16_bits(unsigned short bits) {
   return __bfloat162float(__ushort_as_bfloat16(bits));
 }
 
-// The trap of a wait that timed out, out of line: with the trap inline ptxas keeps the consumers within the
-// registers of the kernel's entry instead of those setmaxnreg gives them.
-__device__ __noinline__ void timed_out() { __trap(); }
-
-// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that never
-// completes (a wrong byte count or parity) ends the kernel with an error instead of a hang.
+// Every wait of the kernel: its consumers use setmaxnreg, so the trap is out of line.
 __device__ __forceinline__ void wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
-  if (hw::mbarrier_try_wait(bar, parity)) return;
-  const long long start = clock64();
-  while (!hw::mbarrier_try_wait(bar, parity))
-    if (clock64() - start > (1ll << 31)) timed_out();
+  hw::mbarrier_wait_or_trap<true>(bar, parity);
 }
 
 // A block's place in its cluster of kRows x kCols (rank = row_half + kRows col_half) and the ranks its loads land in:

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kV10Threads, 2)
   if (threadIdx.x == 0) load_head(sm.head, &qkv_map, &sm.loaded, at);
   V10Preparation prep;
   prep.load(bias, args.rope, at);
-  wait_or_trap(&sm.loaded, 0);
+  hw::mbarrier_wait_or_trap(&sm.loaded, 0);
   prepare_head(prep, sm.head, sm.vt, args.s.T);
   __syncthreads();
   attend_head(sm.head, sm.vt, out, lse, at, args, static_cast<int>(threadIdx.x) / 128);
@@ -135,7 +135,7 @@ __device__ __forceinline__ void produce_heads(V11Smem& sm, const CUtensorMap* ma
   int n = 0;
   for (int head = static_cast<int>(blockIdx.x); head < s.batch * s.heads; head += static_cast<int>(gridDim.x), ++n) {
     const int stage = n % kV11Stages;
-    wait_or_trap(&sm.empty[stage], ((n / kV11Stages) & 1) ^ 1);  // a fresh barrier passes parity 1
+    hw::mbarrier_wait_or_trap(&sm.empty[stage], ((n / kV11Stages) & 1) ^ 1);  // a fresh barrier passes parity 1
     load_head(sm.stage[stage], map, &sm.full[stage], v10_head_rows(head, s));
   }
 }
@@ -148,7 +148,7 @@ __device__ __forceinline__ void consume_heads(V11Smem& sm, bf16* out, float* lse
        head += static_cast<int>(gridDim.x), ++n) {
     const int stage = n % kV11Stages;
     const HeadRows at = v10_head_rows(head, args.s);
-    wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
+    hw::mbarrier_wait_or_trap(&sm.full[stage], (n / kV11Stages) & 1);
     // The bias and RoPE factors after the wait: fetched before it, they stay live across the loop, and
     // ptxas (C7511) then serializes the wgmmas for want of registers.
     V10Preparation prep;

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kV12Threads, 1)
     V10Preparation prep;
     prep.load(bias, args.rope, at);
     load_lse_log2<kV12Threads>(sm.lse, lse, at, args.s.heads);
-    wait_or_trap(&sm.full[stage], (n / kV12Stages) & 1);
+    hw::mbarrier_wait_or_trap(&sm.full[stage], (n / kV12Stages) & 1);
     backward_head(sm, sm.stage[stage], prep, dqkv, at, args);
   }
 }

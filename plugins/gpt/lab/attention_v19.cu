@@ -84,12 +84,12 @@ __global__ void __launch_bounds__(kV19Threads, kV19BlocksPerSm)
     }
     HeadPreparationSm90a<kV19Threads> prep;
     prep.load(bias, args.rope, at);
-    wait_or_trap(&sm.qk_landed, n & 1);
+    hw::mbarrier_wait_or_trap(&sm.qk_landed, n & 1);
     prep.apply_qk(sm.head, T);
     __syncthreads();  // q and k prepared (and fenced) before any wgmma reads them
     // Half 1 runs at any T, as in v15 (under `T > 64` ptxas would serialize the wgmmas).
     attend_query_half<64, false>(sm.head, out, lse, at, args, 0, [&] {
-      wait_or_trap(&sm.v_landed, n & 1);
+      hw::mbarrier_wait_or_trap(&sm.v_landed, n & 1);
       prep.apply_v(sm.head, T);
       __syncthreads();  // v prepared (and fenced) before P V reads it
     });

@@ -81,6 +81,25 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t 
   while (!mbarrier_try_wait(bar, parity)) {
   }
 }
+// The trap of a wait that timed out, as a call: out of line, so that in a kernel whose consumers raise their
+// registers with setmaxnreg ptxas allocates them the registers setmaxnreg gives (with an inline trap it keeps them
+// within the registers a thread has at entry).
+static __device__ __noinline__ void mbarrier_wait_timed_out() { __trap(); }
+// mbarrier_wait with a limit of about a second (2^31 cycles; a real wait takes microseconds): a phase that never
+// completes (a wrong byte count or parity) ends the kernel with an error instead of a hang. kOutOfLineTrap: the
+// trap as mbarrier_wait_timed_out's call, for kernels that use setmaxnreg.
+template <bool kOutOfLineTrap = false>
+__device__ __forceinline__ void mbarrier_wait_or_trap(std::uint64_t* bar, std::uint32_t parity) {
+  if (mbarrier_try_wait(bar, parity)) return;
+  const long long start = clock64();
+  while (!mbarrier_try_wait(bar, parity))
+    if (clock64() - start > (1ll << 31)) {
+      if constexpr (kOutOfLineTrap)
+        mbarrier_wait_timed_out();
+      else
+        __trap();
+    }
+}
 
 // ---- Copies through the copy engine (TMA), completing on an mbarrier as transaction bytes.
 
