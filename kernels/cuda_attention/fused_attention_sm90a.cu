@@ -66,7 +66,7 @@ constexpr std::uint32_t kAtomBytes = 1024;  // the swizzle's repeat: boxes start
 // ptxas (CUDA 13.0) does so only when the consumer branch holds no inline trap: wait_or_trap's time-out trap,
 // inline (v4, v5), keeps the whole kernel within the 168 registers that 384 threads leave each at entry
 // (d 128 overlapped with 128-key tiles: C7512, wgmma serialized, and 216 bytes of spills at any setmaxnreg);
-// called out of line (timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
+// called out of line (hw::mbarrier_wait_timed_out, v6) it lets the consumers have their 232 (the same form compiles spill-free
 // at setmaxnreg 200 and spills 56 bytes at 184). v4 and v5 keep the inline trap, so their code stays as timed.
 template <int kD_, int kBlockN_, int kStages_, Form kForm = Form{}>
 struct Config {

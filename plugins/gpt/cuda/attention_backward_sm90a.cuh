@@ -10,18 +10,24 @@
 //     S^T - lse), dS^T = P^T (dP^T - delta), the causal and T masks, ex2.approx), dS^T rounded to bf16 into
 //     shared memory for dq, then from registers (the accumulators are, element for element, the A fragments)
 //     dv = P^T dout and dk = dS^T q, dout and q read MN-major (imm-trans-b 1: the rows TMA wrote, no transposed
-//     copy); dv and dk staged in the half's own v rows (read by its own dP^T alone);
+//     copy); dv and dk staged in the half's own v rows (read by its own dP^T alone). Its three steps are functions
+//     of their own (issue_key_scores, key_gradients, store_key_gradients), so that backward_key_halves_overlapped
+//     (the lab's v35) can issue key half 1's scores before key half 0's gradients are stored;
 //   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
 //     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
 //     half's q rows (no product reads q after the key phase), or stored from the registers (kDirect, the lab's
-//     v25).
+//     v25); backward_query_halves_together (the keeper's, v34's) issues both halves' products before it stores
+//     either.
+// backward_key_halves_overlapped and backward_query_halves_together serve kernels whose block is one warp group
+// (group 0), as the keeper's and the lab's v32 to v36 are.
 // dS^T is kept [key][query] in two 128-byte swizzled tiles of 64 queries each, written from the packed dS^T
 // fragments (a warp's eight rows of one 16-byte column land in eight different chunks: no bank conflicts). The
 // gradients leave as v9's do (store_head_block_staged: times scale, rotated back, 128-byte rows). The
 // arithmetic is v9's (its operands, element-wise step and roundings), the products summed in the tensor cores'
 // order: dqkv agrees with v9's to bf16's rounding, and every kernel built from these steps gives the same bits.
 // Registers, the larger key half (128 queries): S^T and dP^T accumulators 64 + 64 fp32, then the P^T and dS^T
-// fragments 32 + 32 and the dv and dk accumulators 32 + 32, 128 live either way plus addresses and indices.
+// fragments 32 + 32 and the dv and dk accumulators 32 + 32, 128 live either way plus addresses and indices (v35
+// keeps key half 1's 64 score accumulators beside key half 0's dv and dk as those are stored).
 // Included by sm_90a translation units alone, after attention_sm90a.cuh's namespace.
 #pragma once
 
@@ -230,29 +236,29 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
     const int tid = thread_index_anew();
     prefetch_rope_back_factors(args.rope, 64 * half + kRows * ((tid / 32) % 4), args.s.T, tid % 32);
   }
-  KeyHalfScores<kQueries> x;
-  issue_key_scores(h, half, x);
+  KeyHalfScores<kQueries> scores;
+  issue_key_scores(h, half, scores);
   float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  key_gradients(h, args, half, group, x, dv, dk);
+  key_gradients(h, args, half, group, scores, dv, dk);
   store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums);
 }
 
 // Both key halves with half 1's scores issued before half 0's gradients are stored (the lab's v35), so the tensor
 // cores compute them meanwhile: half 1's S^T and dP^T (64 queries, 64 registers) live beside half 0's dv and dk.
-// Half 1's scores are issued and waited for at any T (a conditional wgmma makes ptxas serialize them); from T <= 64
-// on nothing else of half 1 runs.
+// Half 1's scores are issued and waited for at any T (a conditional wgmma makes ptxas serialize them); at T <= 64
+// nothing else of half 1 runs.
 template <typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_halves_overlapped(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                                const FusedArgs& args, HeadSums column_sums = {}) {
-  KeyHalfScores<kMaxT> x0;
-  issue_key_scores(h, 0, x0);
+  KeyHalfScores<kMaxT> scores0;
+  issue_key_scores(h, 0, scores0);
   float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  key_gradients(h, args, 0, 0, x0, dv, dk);
-  KeyHalfScores<kMaxT - 64> x1;
-  issue_key_scores(h, 1, x1);
+  key_gradients(h, args, 0, 0, scores0, dv, dk);
+  KeyHalfScores<kMaxT - 64> scores1;
+  issue_key_scores(h, 1, scores1);
   store_key_gradients(h, dqkv, at, args, 0, dv, dk, column_sums);
   if (args.s.T > 64) {
-    key_gradients(h, args, 1, 0, x1, dv, dk);
+    key_gradients(h, args, 1, 0, scores1, dv, dk);
     store_key_gradients(h, dqkv, at, args, 1, dv, dk, column_sums);
   } else {
     hw::wgmma_wait_group<0>();

@@ -324,7 +324,9 @@ struct V32Smem {
   unsigned char ds_t[2][kHeadTileBytes];  // dS^T; out's tile lands in the second until delta is taken
   unsigned char next_q[kHeadTileBytes];
 };
-struct V32Figures {  // in dS^T's first tile, from row 64 on
+// In dS^T's first tile, from row 64 on: so v32's walk stages no dq there (backward_query_halves_together's
+// kStageInDsT, v36's, would overwrite them).
+struct V32Figures {
   float lse[kMaxT], delta[kMaxT];  // lse in log2 units
   std::uint64_t full, early, q_loaded;  // k's and out's boxes; v's and dout's; q's
 };
@@ -364,18 +366,18 @@ __device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V
                                                             const float* lse, const float* bias,
                                                             const FusedArgs& args) {
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
-  V32Figures& f = v32_figures(sm);
-  const BackwardHead h{sm.head, sm.dout, sm.ds_t, f.lse, f.delta};
+  V32Figures& figures = v32_figures(sm);
+  const BackwardHead h{sm.head, sm.dout, sm.ds_t, figures.lse, figures.delta};
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
-    hw::mbarrier_init(&f.full, 1);
-    hw::mbarrier_init(&f.early, 1);
-    hw::mbarrier_init(&f.q_loaded, 1);
+    hw::mbarrier_init(&figures.full, 1);
+    hw::mbarrier_init(&figures.early, 1);
+    hw::mbarrier_init(&figures.q_loaded, 1);
     hw::mbarrier_init_fence();
     if (static_cast<int>(blockIdx.x) < heads) {  // the first head's early boxes and q
       const HeadRows first = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
-      load_v_and_dout(sm, maps, &f.early, first);
-      load_next_q(sm, maps, &f.q_loaded, first);
+      load_v_and_dout(sm, maps, &figures.early, first);
+      load_next_q(sm, maps, &figures.q_loaded, first);
     }
   }
   __syncthreads();
@@ -383,28 +385,28 @@ __device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V
     const HeadRows at = v10_head_rows(head, args.s);
     const bool has_next = head + stride < heads;
     if (threadIdx.x == 0) {
-      load_k_and_out(sm, maps, &f.full, at);
+      load_k_and_out(sm, maps, &figures.full, at);
       if (has_next) prefetch_lse(lse, v10_head_rows(head + stride, args.s), args.s.heads);
     }
     HeadPreparationSm90a<kV14Threads> prep;
     prep.load<true>(bias, args.rope, at);
     const int row = static_cast<int>(threadIdx.x);
     const float held_lse = row < at.T ? lse[at.stats_at(row, args.s.heads)] : 0.0f;  // natural units
-    hw::mbarrier_wait_or_trap(&f.full, n & 1);
-    hw::mbarrier_wait_or_trap(&f.early, n & 1);
-    hw::mbarrier_wait_or_trap(&f.q_loaded, n & 1);
+    hw::mbarrier_wait_or_trap(&figures.full, n & 1);
+    hw::mbarrier_wait_or_trap(&figures.early, n & 1);
+    hw::mbarrier_wait_or_trap(&figures.q_loaded, n & 1);
     float scaled = held_lse;
     asm volatile("" : "+f"(scaled));  // the scaling stays after the waits (v18's lse_ahead)
-    f.lse[threadIdx.x] = kLog2e * scaled;  // rows from T on: zero
+    figures.lse[threadIdx.x] = kLog2e * scaled;  // rows from T on: zero
     prepare_backward_head(h, sm.ds_t[1], prep, T, sm.next_q);
     __syncthreads();  // every chunk prepared (and fenced), delta taken, next_q read: q's next box may land
-    if (threadIdx.x == 0 && has_next) load_next_q(sm, maps, &f.q_loaded, v10_head_rows(head + stride, args.s));
+    if (threadIdx.x == 0 && has_next) load_next_q(sm, maps, &figures.q_loaded, v10_head_rows(head + stride, args.s));
     backward_key_rows<kMaxT>(h, dqkv, at, args, 0, 0);
     if (T > 64)  // else keys 64 .. are all padding
       backward_key_rows<kMaxT - 64>(h, dqkv, at, args, 1, 0);
     hw::fence_proxy_async_shared();  // v's staging, before TMA writes v again
     __syncthreads();                 // every dS^T stored (and fenced); v and dout no longer read
-    if (threadIdx.x == 0 && has_next) load_v_and_dout(sm, maps, &f.early, v10_head_rows(head + stride, args.s));
+    if (threadIdx.x == 0 && has_next) load_v_and_dout(sm, maps, &figures.early, v10_head_rows(head + stride, args.s));
     if constexpr (kDqTogether) {
       backward_query_halves_together(h, dqkv, at, args);
     } else {
@@ -433,7 +435,7 @@ struct BackwardWalk {
   bool column_partials = false;
   int grid = 0;
 
-  // Two blocks of about 98 KB need the carveout that gives an SM the most shared memory.
+  // Two blocks of about 98 KB (v32's and v33's 113 KB) need the carveout that gives an SM the most shared memory.
   void configure() { grid = configure_shared_sm90a(version, kernel, kV14Threads, smem_bytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks; partials [batch][3C] where it writes them.

@@ -1,7 +1,7 @@
-// The bf16 keeper's sm_90a kernels (v29's forward, v34's backward, without and with qkv's bias sums) in a build without sm_90a code
-// (ROOFBENCH_HOPPER_90A off): attention_v34.cu is not compiled, hopper_path_available is false on every device, so
-// the keeper runs v9's forward and backward and these refuse (the lab's v34 row is listed as not run, with the
-// reason).
+// The bf16 keeper's sm_90a kernels (v29's forward, v34's backward, without and with qkv's bias sums) in a build
+// without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v34.cu is not compiled, hopper_path_available is false
+// on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v34 row is listed as not
+// run, with the reason).
 #include <string>
 
 #include "layers.hpp"

@@ -47,7 +47,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v29), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v36), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -193,7 +193,7 @@ void attention_v31_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             cudaStream_t stream);
 
 // v32's backward (attention_v32.cu, sm_90a): v26's with each head's q loaded a head ahead into a tile of its own;
-// row v32 runs it on the keeper's forward (v29's).
+// row v32 runs it on the keeper's forward (v29's). Each configure below sets up its version's backward alone.
 void attention_v32_backward_configure();
 void attention_v32_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,

@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v29 for bf16, v9 where v29's sm_90a kernels do not run,
+// run the keepers only (attention v8 for fp32 and v34 for bf16, v9 where v34's sm_90a kernels do not run,
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
@@ -25,8 +25,9 @@
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
 //   lab_attention_qkv_bias_bf16/version:v1|v2|v3/batch:64|512  the attention's backward with qkv's bias gradient:
-//                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 (R2-R4's on
-//                                     sm_90a) v26's backward summing dqkv's columns as it stores them
+//                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
+//                                     summing dqkv's columns as it stores them, v3 (R2-R4's on sm_90a) the
+//                                     keeper's (v34's) summing them
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -1308,11 +1309,12 @@ std::vector<CaseSpec> lab_cases() {
                                    "asked of the L2 half a head ahead, v29 v26 with the forward "
                                    "loading each head's q a head ahead into a tile of its own, v30 v29 with the "
                                    "backward loading the next head's out once query half 0 has read its tile, v31 v30 "
-                                   "without a block barrier for it, v32 v29 with the backward loading each head's q a head "
-                                   "ahead into a tile of its own, v33 v32 with both query halves' dq products issued at once, "
-                                   "v34 (R2-R4's on sm_90a) v29 with those products issued at once, v35 v34 with key half 1's scores "
-                                   "issued before key half 0's gradients are stored, v36 v34 with dq staged in dS^T's first "
-                                   "tile and the next head's q loaded with its v and dout; "
+                                   "without a block barrier for it, v32 v29 with the backward loading each head's "
+                                   "q a head ahead into a tile of its own, v33 v32 with both query halves' dq "
+                                   "products issued at once, v34 (R2-R4's on sm_90a) v29 with those products issued "
+                                   "at once, v35 v34 with key half 1's scores issued before key half 0's gradients "
+                                   "are stored, v36 v34 with dq staged in dS^T's first tile and the next head's q "
+                                   "loaded with its v and dout; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),

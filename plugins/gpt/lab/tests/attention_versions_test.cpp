@@ -761,12 +761,12 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
                            ManyHeadInputs(4, H, T, 144, 145, 146));
 }
 
-// v32, the keeper with its backward loading each head's q a head ahead into a tile of its own (and the head's lse,
-// delta and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34, the
-// keeper with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's gradients
-// are stored, and v36, v34 with dq staged in dS^T's first tile and q loaded early: the same values in the same
-// arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) dqkv equals the keeper's bit
-// for bit.
+// v32, v29 with its backward loading each head's q a head ahead into a tile of its own (and the head's lse, delta
+// and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34 (the
+// keeper), v29 with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's
+// gradients are stored, and v36, v34 with dq staged in dS^T's first tile and q loaded early: the same values in the
+// same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out, lse and dqkv equal
+// v29's row's bit for bit.
 TEST_P(GptLabAttentionSm90a, V32ToV36AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36"})
@@ -774,7 +774,8 @@ TEST_P(GptLabAttentionSm90a, V32ToV36AreV29BitForBit) {
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
+  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153),
+                           ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, and v3,
@@ -818,18 +819,19 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 
 // At 2304 heads (several a block) and at 48 (a head a block); at T 128 also T 17 (one row in the second block)
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
-void configure_v26_sums() {
-  fused_attention_configure();
+void configure_v26_sums() {  // as lab_attention_qkv_bias_bf16's v2 does: off sm_90a the refusal names v26's backward
   attention_v26_backward_configure();
+  fused_attention_configure();
 }
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name : {"v26", "v34"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
-  for (const auto& [with_sums, configure] : {std::pair{&fused_attention_sm90a_backward_and_bias_gradient,
-                                                       &fused_attention_configure},
-                                             std::pair{&attention_v26_backward_and_bias_gradient, &configure_v26_sums}}) {
+  const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
+      {&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure},
+      {&attention_v26_backward_and_bias_gradient, &configure_v26_sums}};
+  for (const auto& [with_sums, configure] : kernels) {
     expect_qkv_bias_backward(with_sums, configure, 192, T);
     expect_qkv_bias_backward(with_sums, configure, 4, T);
     if (T == 128)
