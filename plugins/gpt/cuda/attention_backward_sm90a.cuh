@@ -162,11 +162,12 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
 // memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
-// its v rows may hold the half's staging.
+// its v rows may hold the half's staging. Where dk_factors is given (the lab's v37), dk's RoPE factors are fetched
+// into it while the tensor cores compute dv and dk.
 template <int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
-                                              float (&dk)[kHeadDim / 2]) {
+                                              float (&dk)[kHeadDim / 2], RopeBackFactors* dk_factors = nullptr) {
   constexpr int kSteps = kQueries / 16, q_base = kMaxT - kQueries;
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key0 = 64 * half + kRows * warp;
@@ -203,6 +204,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   for (int ks = 0; ks < kSteps; ++ks)
     hw::wgmma_bf16_rs<1>(dk, dsa[ks], mn_major(h.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
+  if (dk_factors != nullptr) dk_factors->load(args.rope, key0, args.s.T, lane);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
@@ -210,25 +212,34 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
 }
 
-// The last step: dv and dk of the half's keys to dqkv, staged in the half's own v rows.
+// The last step: dv and dk of the half's keys to dqkv, staged in the half's own v rows; dk rotated back by
+// dk_factors where key_gradients fetched them, else by factors fetched here.
 template <typename HeadSums>
 __device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half, const float (&dv)[kHeadDim / 2],
-                                                    const float (&dk)[kHeadDim / 2], HeadSums column_sums) {
+                                                    const float (&dk)[kHeadDim / 2], HeadSums column_sums,
+                                                    const RopeBackFactors* dk_factors = nullptr) {
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key0 = 64 * half + kRows * warp;
   const SwizzledStage stage{h.head.v, key0};
+  const auto k_rows = [&](int t) { return at.qkv_at(t, 1); };
   store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
                           [&](int t) { return at.qkv_at(t, 2); }, column_sums.block(2, key0));
-  store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane,
-                          [&](int t) { return at.qkv_at(t, 1); }, column_sums.block(1, key0));
+  if (dk_factors != nullptr)
+    store_head_block_rotated(dqkv, stage, as_tiles(dk), args.scale, true, *dk_factors, key0, args.s.T, lane, k_rows,
+                             column_sums.block(1, key0));
+  else
+    store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane, k_rows,
+                            column_sums.block(1, key0));
 }
 
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
 // warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above), each step waiting for the one
 // before. kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products
-// (prefetch_rope_back_factors).
-template <int kQueries, bool kPrefetchFactors = false, typename HeadSums = NoHeadColumnSums>
+// (prefetch_rope_back_factors). kFactorsUnderProducts (the lab's v37): dk's RoPE factors fetched while the tensor
+// cores compute dv and dk, not after.
+template <int kQueries, bool kPrefetchFactors = false, bool kFactorsUnderProducts = false,
+          typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                   const FusedArgs& args, int half, int group,
                                                   HeadSums column_sums = {}) {
@@ -239,8 +250,14 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
   KeyHalfScores<kQueries> scores;
   issue_key_scores(h, half, scores);
   float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  key_gradients(h, args, half, group, scores, dv, dk);
-  store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums);
+  if constexpr (kFactorsUnderProducts) {
+    RopeBackFactors dk_factors;
+    key_gradients(h, args, half, group, scores, dv, dk, &dk_factors);
+    store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums, &dk_factors);
+  } else {
+    key_gradients(h, args, half, group, scores, dv, dk);
+    store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums);
+  }
 }
 
 // Both key halves with half 1's scores issued before half 0's gradients are stored (the lab's v35), so the tensor
@@ -315,8 +332,9 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
 // own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
 // dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
 // once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows
-// from T on are not stored.
-template <bool kStageInDsT = false, typename HeadSums = NoHeadColumnSums>
+// from T on are not stored. kFactorsUnderProducts (v37): both halves' RoPE factors fetched while the tensor cores
+// compute the products, not after.
+template <bool kStageInDsT = false, bool kFactorsUnderProducts = false, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                                const FusedArgs& args, HeadSums column_sums = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -334,15 +352,27 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   const int q0 = kRows * warp, q1 = 64 + kRows * warp;
   const SwizzledStage stage0 = kStageInDsT ? SwizzledStage{h.ds_t[0], q1} : SwizzledStage{h.head.q, q0};
   const SwizzledStage stage1 = kStageInDsT ? SwizzledStage{h.ds_t[0], q0} : SwizzledStage{h.head.q, q1};
+  const auto store = [&](const SwizzledStage& stage, const float(&dq)[kHeadDim / 2], int row0,
+                         const RopeBackFactors* factors) {
+    if (factors != nullptr)
+      store_head_block_rotated(dqkv, stage, as_tiles(dq), args.scale, true, *factors, row0, args.s.T, lane, q_rows,
+                               column_sums.block(0, row0));
+    else
+      store_head_block_staged(dqkv, stage, as_tiles(dq), args.scale, true, args.rope, row0, args.s.T, lane, q_rows,
+                              column_sums.block(0, row0));
+  };
+  RopeBackFactors factors[2];  // each half's, where kFactorsUnderProducts
+  if constexpr (kFactorsUnderProducts) {
+    factors[0].load(args.rope, q0, args.s.T, lane);
+    factors[1].load(args.rope, q1, args.s.T, lane);
+  }
   hw::wgmma_wait_group<1>();
   hw::fence_accumulators(dq0);
-  store_head_block_staged(dqkv, stage0, as_tiles(dq0), args.scale, true, args.rope, q0, args.s.T, lane, q_rows,
-                          column_sums.block(0, q0));
+  store(stage0, dq0, q0, kFactorsUnderProducts ? &factors[0] : nullptr);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq1);
   if constexpr (kStageInDsT) warp_group_sync(0);  // every warp's half 0 product has read dS^T's first tile
-  store_head_block_staged(dqkv, stage1, as_tiles(dq1), args.scale, true, args.rope, q1, args.s.T, lane, q_rows,
-                          column_sums.block(0, q1));
+  store(stage1, dq1, q1, kFactorsUnderProducts ? &factors[1] : nullptr);
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment

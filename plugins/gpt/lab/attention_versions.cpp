@@ -147,6 +147,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v36_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v36_backward},
+    {"v37", "v37 (v34 with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq, sm_90a)", false,
+     configure_in_order<attention_v37_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v37_backward},
 };
 
 }  // namespace

@@ -15,8 +15,9 @@
 // head's boxes asked of the L2 half a head ahead, attention_v27.cu; v30, v29 with its backward loading the next head's
 // out half a phase earlier, and v31, v30 without a block barrier for it, attention_v30.cu; v32, v29 with its backward
 // loading each head's q a head ahead into a tile of its own, v33, v32 with both query halves' dq products issued at
-// once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored, and v36, v34 with dq
-// staged in dS^T's first tile and the next head's q loaded with its v and dout, attention_v32.cu; v29, the keeper's
+// once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored, v36, v34 with dq staged
+// in dS^T's first tile and the next head's q loaded with its v and dout, and v37, v34 with dk's and dq's RoPE factors
+// fetched under their products, attention_v32.cu; v29, the keeper's
 // forward with v26's backward, attention_v26.cu) and the keepers the trainers run (v8 and v34, layers.hpp's
 // fused_attention_forward and _backward: v34's forward is v29's, v26's loading each head's q a head ahead into a tile
 // of its own, its backward v26's issuing both query halves' dq products at once; v34's row refuses devices without
@@ -47,7 +48,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v36), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v37), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -217,6 +218,13 @@ void attention_v35_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 // with its v and dout; row v36 runs it on the keeper's forward.
 void attention_v36_backward_configure();
 void attention_v36_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v37's backward (attention_v32.cu, sm_90a): v34's with dk's and dq's RoPE factors fetched while the tensor cores
+// compute dk and dq; row v37 runs it on the keeper's forward.
+void attention_v37_backward_configure();
+void attention_v37_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v36/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v37/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v36: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v37: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -1314,7 +1314,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "products issued at once, v34 (R2-R4's on sm_90a) v29 with those products issued "
                                    "at once, v35 v34 with key half 1's scores issued before key half 0's gradients "
                                    "are stored, v36 v34 with dq staged in dS^T's first tile and the next head's q "
-                                   "loaded with its v and dout; "
+                                   "loaded with its v and dout, v37 v34 with dk's and dq's RoPE factors fetched "
+                                   "under their products; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),

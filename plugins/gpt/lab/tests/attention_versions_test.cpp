@@ -176,7 +176,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v34 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v33, v35 and v36 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v33 and v35 to v37 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -223,7 +223,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v35", "v36"})
+  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v35", "v36", "v37"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -231,6 +231,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v33").backward == &attention_v33_backward);
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
   EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
+  EXPECT_TRUE(row("v37").backward == &attention_v37_backward);
 }
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
@@ -764,17 +765,17 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
 // v32, v29 with its backward loading each head's q a head ahead into a tile of its own (and the head's lse, delta
 // and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34 (the
 // keeper), v29 with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's
-// gradients are stored, and v36, v34 with dq staged in dS^T's first tile and q loaded early: the same values in the
-// same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out, lse and dqkv equal
+// gradients are stored, v36, v34 with dq staged in dS^T's first tile and q loaded early, and v37, v34 with dk's and
+// dq's RoPE factors fetched under their products: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out, lse and dqkv equal
 // v29's row's bit for bit.
-TEST_P(GptLabAttentionSm90a, V32ToV36AreV29BitForBit) {
+TEST_P(GptLabAttentionSm90a, V32ToV37AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36"})
+  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153),
+  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153),
                            ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
