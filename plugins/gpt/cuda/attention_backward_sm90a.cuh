@@ -212,6 +212,21 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
 }
 
+// A warp's 16-row block of dk or dq (times scale, rotated back) to dqkv through `stage`: by `factors` where the
+// caller fetched them ahead (the lab's v37), else by factors fetched here.
+template <typename Address, typename Sums>
+__device__ __forceinline__ void store_rotated_block(bf16* dqkv, const SwizzledStage& stage,
+                                                    const float (&acc)[kHeadDim / 2], const FusedArgs& args, int row0,
+                                                    int lane, Address address, Sums sums,
+                                                    const RopeBackFactors* factors) {
+  if (factors != nullptr)
+    store_head_block_rotated(dqkv, stage, as_tiles(acc), args.scale, true, *factors, row0, args.s.T, lane, address,
+                             sums);
+  else
+    store_head_block_staged(dqkv, stage, as_tiles(acc), args.scale, true, args.rope, row0, args.s.T, lane, address,
+                            sums);
+}
+
 // The last step: dv and dk of the half's keys to dqkv, staged in the half's own v rows; dk rotated back by
 // dk_factors where key_gradients fetched them, else by factors fetched here.
 template <typename HeadSums>
@@ -222,15 +237,10 @@ __device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16*
   const int tid = thread_index_anew(), lane = tid % 32, warp = (tid / 32) % 4;
   const int key0 = 64 * half + kRows * warp;
   const SwizzledStage stage{h.head.v, key0};
-  const auto k_rows = [&](int t) { return at.qkv_at(t, 1); };
   store_head_block_staged(dqkv, stage, as_tiles(dv), 1.0f, false, args.rope, key0, args.s.T, lane,
                           [&](int t) { return at.qkv_at(t, 2); }, column_sums.block(2, key0));
-  if (dk_factors != nullptr)
-    store_head_block_rotated(dqkv, stage, as_tiles(dk), args.scale, true, *dk_factors, key0, args.s.T, lane, k_rows,
-                             column_sums.block(1, key0));
-  else
-    store_head_block_staged(dqkv, stage, as_tiles(dk), args.scale, true, args.rope, key0, args.s.T, lane, k_rows,
-                            column_sums.block(1, key0));
+  store_rotated_block(dqkv, stage, dk, args, key0, lane, [&](int t) { return at.qkv_at(t, 1); },
+                      column_sums.block(1, key0), dk_factors);
 }
 
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
@@ -352,15 +362,6 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   const int q0 = kRows * warp, q1 = 64 + kRows * warp;
   const SwizzledStage stage0 = kStageInDsT ? SwizzledStage{h.ds_t[0], q1} : SwizzledStage{h.head.q, q0};
   const SwizzledStage stage1 = kStageInDsT ? SwizzledStage{h.ds_t[0], q0} : SwizzledStage{h.head.q, q1};
-  const auto store = [&](const SwizzledStage& stage, const float(&dq)[kHeadDim / 2], int row0,
-                         const RopeBackFactors* factors) {
-    if (factors != nullptr)
-      store_head_block_rotated(dqkv, stage, as_tiles(dq), args.scale, true, *factors, row0, args.s.T, lane, q_rows,
-                               column_sums.block(0, row0));
-    else
-      store_head_block_staged(dqkv, stage, as_tiles(dq), args.scale, true, args.rope, row0, args.s.T, lane, q_rows,
-                              column_sums.block(0, row0));
-  };
   RopeBackFactors factors[2];  // each half's, where kFactorsUnderProducts
   if constexpr (kFactorsUnderProducts) {
     factors[0].load(args.rope, q0, args.s.T, lane);
@@ -368,11 +369,13 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   }
   hw::wgmma_wait_group<1>();
   hw::fence_accumulators(dq0);
-  store(stage0, dq0, q0, kFactorsUnderProducts ? &factors[0] : nullptr);
+  store_rotated_block(dqkv, stage0, dq0, args, q0, lane, q_rows, column_sums.block(0, q0),
+                      kFactorsUnderProducts ? &factors[0] : nullptr);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq1);
   if constexpr (kStageInDsT) warp_group_sync(0);  // every warp's half 0 product has read dS^T's first tile
-  store(stage1, dq1, q1, kFactorsUnderProducts ? &factors[1] : nullptr);
+  store_rotated_block(dqkv, stage1, dq1, args, q1, lane, q_rows, column_sums.block(0, q1),
+                      kFactorsUnderProducts ? &factors[1] : nullptr);
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment
