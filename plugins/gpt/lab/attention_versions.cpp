@@ -22,13 +22,6 @@ void keeper_backward(Elem* dqkv, float* delta, const Elem* dout, const Elem* out
   fused_attention_backward(dqkv, delta, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-// A row's configure: each step in order, the sm_90a ones first, so that off sm_90a the refusal names the first
-// kernel the row cannot run.
-template <void (*... kSteps)()>
-void configure_in_order() {
-  (kSteps(), ...);
-}
-
 const AttentionVersion<float> kFp32Versions[] = {
     {"v1", "v1 (SIMT fp32)", false, attention_v1_configure, attention_v1_forward, attention_v1_backward},
     {"v8", fp32_attention_keeper_name(), true, fused_attention_configure, keeper_forward<float>,

@@ -36,6 +36,13 @@
 
 namespace roofbench::gpt::cuda::lab {
 
+// A lab row's configure (the attention versions' and lab_attention_qkv_bias_bf16's): each step in order, the
+// sm_90a ones first, so that off sm_90a the refusal names the first kernel the row cannot run.
+template <void (*... kSteps)()>
+void configure_in_order() {
+  (kSteps(), ...);
+}
+
 template <typename Elem>
 struct AttentionVersion {
   const char* name;    // the lab's axis value, "v1"

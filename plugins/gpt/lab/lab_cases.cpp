@@ -310,24 +310,15 @@ void keeper_backward_then_column_sum(bf16* dqkv, float* dbias, float* partials, 
   column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
 }
 
-// The sm_90a backward's configure first, so that off sm_90a the refusal names that kernel: v2's (the lab's v26),
-// v3's (the keeper's).
-void v26_backward_configure_first() {
-  lab::attention_v26_backward_configure();
-  fused_attention_configure();
-}
-void sm90a_backward_configure_first() {
-  fused_attention_sm90a_backward_configure();
-  fused_attention_configure();
-}
-
 constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v1", "the keeper's backward, then column_sum's two passes over dqkv", fused_attention_configure,
      keeper_backward_then_column_sum},
     {"v2", "v26's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     v26_backward_configure_first, lab::attention_v26_backward_and_bias_gradient},
+     lab::configure_in_order<lab::attention_v26_backward_configure, fused_attention_configure>,
+     lab::attention_v26_backward_and_bias_gradient},
     {"v3", "v34's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     sm90a_backward_configure_first, fused_attention_sm90a_backward_and_bias_gradient},
+     lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
+     fused_attention_sm90a_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {

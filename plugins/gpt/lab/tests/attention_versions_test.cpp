@@ -820,10 +820,6 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 
 // At 2304 heads (several a block) and at 48 (a head a block); at T 128 also T 17 (one row in the second block)
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
-void configure_v26_sums() {  // as lab_attention_qkv_bias_bf16's v2 does: off sm_90a the refusal names v26's backward
-  attention_v26_backward_configure();
-  fused_attention_configure();
-}
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name : {"v26", "v34"})
@@ -831,7 +827,8 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
       {&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure},
-      {&attention_v26_backward_and_bias_gradient, &configure_v26_sums}};
+      {&attention_v26_backward_and_bias_gradient,
+       &configure_in_order<attention_v26_backward_configure, fused_attention_configure>}};
   for (const auto& [with_sums, configure] : kernels) {
     expect_qkv_bias_backward(with_sums, configure, 192, T);
     expect_qkv_bias_backward(with_sums, configure, 4, T);
