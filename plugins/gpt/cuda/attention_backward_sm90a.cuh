@@ -160,11 +160,23 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
   hw::wgmma_commit_group();
 }
 
+// When and how a block's RoPE rotate-back factors are fetched for dk's and dq's stores: by the store, after the
+// product (after_product); while the tensor cores compute the product (under_product, the lab's v37); the same from
+// RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, v38).
+enum class FactorFetch { after_product, under_product, under_product_lane_ordered };
+
+template <FactorFetch kFetch>
+__device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& factors, RopeTable rope, int row0, int T,
+                                                            int lane) {
+  if constexpr (kFetch != FactorFetch::after_product)
+    factors.load<kFetch == FactorFetch::under_product_lane_ordered>(rope, row0, T, lane);
+}
+
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
 // memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
-// its v rows may hold the half's staging. Where dk_factors is given (the lab's v37), dk's RoPE factors are fetched
-// into it while the tensor cores compute dv and dk.
-template <int kQueries>
+// its v rows may hold the half's staging. Unless kFetch is after_product (the lab's v37, v38), dk's RoPE factors
+// are fetched into dk_factors while the tensor cores compute dv and dk.
+template <FactorFetch kFetch = FactorFetch::after_product, int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
                                               float (&dk)[kHeadDim / 2], RopeBackFactors* dk_factors = nullptr) {
@@ -204,7 +216,8 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   for (int ks = 0; ks < kSteps; ++ks)
     hw::wgmma_bf16_rs<1>(dk, dsa[ks], mn_major(h.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
-  if (dk_factors != nullptr) dk_factors->load(args.rope, key0, args.s.T, lane);
+  if constexpr (kFetch != FactorFetch::after_product)
+    fetch_factors_under_product<kFetch>(*dk_factors, args.rope, key0, args.s.T, lane);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
@@ -246,9 +259,8 @@ __device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16*
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
 // warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above), each step waiting for the one
 // before. kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products
-// (prefetch_rope_back_factors). kFactorsUnderProducts (the lab's v37): dk's RoPE factors fetched while the tensor
-// cores compute dv and dk, not after.
-template <int kQueries, bool kPrefetchFactors = false, bool kFactorsUnderProducts = false,
+// (prefetch_rope_back_factors). kFetch: when dk's RoPE factors are fetched (key_gradients).
+template <int kQueries, bool kPrefetchFactors = false, FactorFetch kFetch = FactorFetch::after_product,
           typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                   const FusedArgs& args, int half, int group,
@@ -260,9 +272,9 @@ __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* d
   KeyHalfScores<kQueries> scores;
   issue_key_scores(h, half, scores);
   float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  if constexpr (kFactorsUnderProducts) {
+  if constexpr (kFetch != FactorFetch::after_product) {
     RopeBackFactors dk_factors;
-    key_gradients(h, args, half, group, scores, dv, dk, &dk_factors);
+    key_gradients<kFetch>(h, args, half, group, scores, dv, dk, &dk_factors);
     store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums, &dk_factors);
   } else {
     key_gradients(h, args, half, group, scores, dv, dk);
@@ -342,9 +354,10 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
 // own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
 // dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
 // once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows
-// from T on are not stored. kFactorsUnderProducts (v37): both halves' RoPE factors fetched while the tensor cores
-// compute the products, not after.
-template <bool kStageInDsT = false, bool kFactorsUnderProducts = false, typename HeadSums = NoHeadColumnSums>
+// from T on are not stored. kFetch: when both halves' RoPE factors are fetched (v37, v38: while the tensor cores
+// compute the products).
+template <bool kStageInDsT = false, FactorFetch kFetch = FactorFetch::after_product,
+          typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                                const FusedArgs& args, HeadSums column_sums = {}) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -362,11 +375,10 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
   const int q0 = kRows * warp, q1 = 64 + kRows * warp;
   const SwizzledStage stage0 = kStageInDsT ? SwizzledStage{h.ds_t[0], q1} : SwizzledStage{h.head.q, q0};
   const SwizzledStage stage1 = kStageInDsT ? SwizzledStage{h.ds_t[0], q0} : SwizzledStage{h.head.q, q1};
+  constexpr bool kFactorsUnderProducts = kFetch != FactorFetch::after_product;
   RopeBackFactors factors[2];  // each half's, where kFactorsUnderProducts
-  if constexpr (kFactorsUnderProducts) {
-    factors[0].load(args.rope, q0, args.s.T, lane);
-    factors[1].load(args.rope, q1, args.s.T, lane);
-  }
+  fetch_factors_under_product<kFetch>(factors[0], args.rope, q0, args.s.T, lane);
+  fetch_factors_under_product<kFetch>(factors[1], args.rope, q1, args.s.T, lane);
   hw::wgmma_wait_group<1>();
   hw::fence_accumulators(dq0);
   store_rotated_block(dqkv, stage0, dq0, args, q0, lane, q_rows, column_sums.block(0, q0),

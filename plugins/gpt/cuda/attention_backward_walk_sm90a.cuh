@@ -157,14 +157,16 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // dq_staged_in_ds_t (dq staged in dS^T's first tile, not q's, so the next head's q loads with its v and dout and
 // only k and out wait for the head's end), v37's v34's and factors_under_products (dk's and dq's RoPE factors
 // fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold about 9% of
-// the warp samples). Each version
+// the warp samples), v38's v37's and lane_ordered_factors (those factors from RopeTable's lane-ordered copy, four
+// 16-byte loads a row instead of sixteen 4-byte ones). Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
-       key_halves_overlapped = false, dq_staged_in_ds_t = false, factors_under_products = false;
+       key_halves_overlapped = false, dq_staged_in_ds_t = false, factors_under_products = false,
+       lane_ordered_factors = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -191,7 +193,9 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV36Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true,
              .l2_prefetch = false, .dq_together = true, .dq_staged_in_ds_t = true},
     kV37Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .factors_under_products = true};
+             .dq_together = true, .factors_under_products = true},
+    kV38Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .factors_under_products = true, .lane_ordered_factors = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -223,6 +227,10 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   static_assert(!kPolicy.key_halves_overlapped || !kPolicy.rope_l1_prefetch, "v35: the key halves as v26's");
   static_assert(!kPolicy.factors_under_products || (kPolicy.dq_together && !kPolicy.key_halves_overlapped),
                 "v37: v34's steps with the factors fetched under the products");
+  static_assert(!kPolicy.lane_ordered_factors || kPolicy.factors_under_products, "v38: v37's fetch, vectorised");
+  constexpr FactorFetch kFetch = !kPolicy.factors_under_products ? FactorFetch::after_product
+                                 : kPolicy.lane_ordered_factors  ? FactorFetch::under_product_lane_ordered
+                                                                 : FactorFetch::under_product;
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const auto column_sums = [&] {
     if constexpr (kPolicy.qkv_bias_sums)
@@ -275,10 +283,9 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kPolicy.key_halves_overlapped) {
       backward_key_halves_overlapped(h, dqkv, at, args, column_sums);
     } else {
-      constexpr bool kUnder = kPolicy.factors_under_products;
-      backward_key_rows<kMaxT, kRopeL1, kUnder>(h, dqkv, at, args, 0, 0, column_sums);
+      backward_key_rows<kMaxT, kRopeL1, kFetch>(h, dqkv, at, args, 0, 0, column_sums);
       if (T > 64)  // else keys 64 .. are all padding
-        backward_key_rows<kMaxT - 64, kRopeL1, kUnder>(h, dqkv, at, args, 1, 0, column_sums);
+        backward_key_rows<kMaxT - 64, kRopeL1, kFetch>(h, dqkv, at, args, 1, 0, column_sums);
     }
     if constexpr (kRopeL1)  // dq's factors, both query halves' rows of this warp, ahead of the barrier
       for (int half = 0; half < 2; ++half)
@@ -297,8 +304,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         if (threadIdx.x == 0 && next_out) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
     };
     if constexpr (kPolicy.dq_together) {
-      backward_query_halves_together<kPolicy.dq_staged_in_ds_t, kPolicy.factors_under_products>(h, dqkv, at, args,
-                                                                                                column_sums);
+      backward_query_halves_together<kPolicy.dq_staged_in_ds_t, kFetch>(h, dqkv, at, args, column_sums);
     } else if constexpr (kPolicy.out_after_dq) {
       backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
                                                                               column_sums);

@@ -132,19 +132,35 @@ struct RowStage {
 };
 
 // The factors that rotate a 16 x 64 accumulator block (rows row0 + lane/4 and + 8) back to the raw qkv's frame:
-// this lane's pairs of both rows, fetched by the read-only path (a padding row's as row 0's: it is not stored).
+// this lane's pairs of both rows (pairs lane % 4, + 4, .. + 28), fetched by the read-only path (a padding row's as
+// row 0's: it is not stored). kLaneOrdered: from RopeTable's lane-ordered copy, where those 8 cos and 8 sin lie
+// side by side, in four 16-byte loads a row instead of sixteen 4-byte ones.
 struct RopeBackFactors {
   float cos[2][kHeadDim / 8], sin[2][kHeadDim / 8];
 
+  template <bool kLaneOrdered = false>
   __device__ void load(RopeTable rope, int row0, int T, int lane) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int t = row0 + lane / 4 + 8 * half, row = t < T ? t : 0;
+      if constexpr (kLaneOrdered) {
+        static_assert(kHeadDim / 8 == 8, "a lane's 8 cos, then its 8 sin, as two float4 each");
+        const float4* at = reinterpret_cast<const float4*>(rope.lane_ordered + rope_lane_ordered_at(row, lane % 4));
+        const float4 c0 = __ldg(at), c1 = __ldg(at + 1), s0 = __ldg(at + 2), s1 = __ldg(at + 3);
+        const float cs[2][8] = {{c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w},
+                                {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w}};
 #pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n) {
-        const int pair = (8 * n + 2 * (lane % 4)) / 2;
-        cos[half][n] = __ldg(rope.cos + row * kPairs + pair);
-        sin[half][n] = __ldg(rope.sin + row * kPairs + pair);
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+          cos[half][n] = cs[0][n];
+          sin[half][n] = cs[1][n];
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+          const int pair = (8 * n + 2 * (lane % 4)) / 2;
+          cos[half][n] = __ldg(rope.cos + row * kPairs + pair);
+          sin[half][n] = __ldg(rope.sin + row * kPairs + pair);
+        }
       }
     }
   }

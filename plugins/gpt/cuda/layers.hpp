@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "layernorm_chunks.hpp"
 #include "model.hpp"
@@ -219,10 +220,19 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
 // attention.cu
 
 // cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double.
+// lane_ordered (optional, hd = 64 only; the lab's v38 reads it): the same values grouped as an mma fragment's lane
+// holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8 cos then 8 sin from rope_lane_ordered_at(t, j).
 struct RopeTable {
   const float* cos = nullptr;
   const float* sin = nullptr;
+  const float* lane_ordered = nullptr;
 };
+inline constexpr int kRopeLaneOrderedPairs = 32;  // hd / 2 for the head dim that has a lane-ordered table
+ROOFBENCH_GPT_HOST_DEVICE inline int rope_lane_ordered_at(int t, int quad) {
+  return (4 * t + quad) * kRopeLaneOrderedPairs / 2;
+}
+// The lane-ordered copy of a [T, 32] cos and sin table (2 T 32 floats).
+std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::vector<float>& sin);
 
 struct AttentionShape {
   int batch = 0, T = 0, heads = 0, head_dim = 0;

@@ -44,7 +44,7 @@ class DeviceArena {
 };
 
 // RoPE's cos/sin tables of cfg ([T, head_dim / 2] each) computed in double on the host and copied into
-// `table`'s device buffers; synchronous on `stream`.
+// `table`'s device buffers, and their lane-ordered copy where table.lane_ordered is given; synchronous on `stream`.
 void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream);
 
 // eager: R0; fused: R1; bf16: R2 and R3 (R1 with autocast's bf16); bf16_checkpoint: R4 (bf16 with each

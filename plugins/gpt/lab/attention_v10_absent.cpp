@@ -129,6 +129,11 @@ void attention_v37_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v37's backward");
 }
+void attention_v38_backward_configure() { refuse("v38's backward"); }
+void attention_v38_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v38's backward");
+}
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {

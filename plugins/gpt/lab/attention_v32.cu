@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 32's, 33's and 35's to 37's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32, v33 and v35 to v37, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's, 33's and 35's to 38's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32, v33 and v35 to v38, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
@@ -16,6 +16,8 @@
 //   - v37: v34 with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq
 //     (factors_under_products): in v26's backward three of those factors' first uses hold about 9% of the warp
 //     samples, each waiting on the L2; v21 did so for dq alone, one half at a time.
+//   - v38: v37 with those factors read from RopeTable's lane-ordered copy (lane_ordered_factors): a lane's 8 cos and
+//     8 sin of a row side by side, so four 16-byte loads a row instead of sixteen 4-byte ones (8 against 32 a block).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -26,6 +28,8 @@
 // exactly), v35 and v36 v26's 98 KB; 252 to 254 registers (ptxas, no spills), two blocks an SM.
 #include <cuda.h>
 #include <cuda_bf16.h>
+
+#include <stdexcept>
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
@@ -84,6 +88,16 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v38_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV38Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
 BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
@@ -93,6 +107,8 @@ BackwardWalk g_v35_walk{"v35's backward", "attention_v35_backward_configure", at
 BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", attention_v36_backward_kernel,
                         kV17SmemBytes};
 BackwardWalk g_v37_walk{"v37's backward", "attention_v37_backward_configure", attention_v37_backward_kernel,
+                        kV17SmemBytes};
+BackwardWalk g_v38_walk{"v38's backward", "attention_v38_backward_configure", attention_v38_backward_kernel,
                         kV17SmemBytes};
 
 }  // namespace
@@ -133,6 +149,15 @@ void attention_v37_backward_configure() { attention::g_v37_walk.configure(); }
 void attention_v37_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v37_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v38_backward_configure() { attention::g_v38_walk.configure(); }
+
+void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  if (rope.lane_ordered == nullptr)
+    throw std::invalid_argument("v38's backward: the RoPE table has no lane-ordered copy (RopeTable::lane_ordered)");
+  attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

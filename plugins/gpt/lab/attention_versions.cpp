@@ -144,6 +144,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v37_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v37_backward},
+    {"v38", "v38 (v37 with those factors from the RoPE table's lane-ordered copy, 16-byte loads, sm_90a)", false,
+     configure_in_order<attention_v38_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v38_backward},
 };
 
 }  // namespace

@@ -55,7 +55,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v37), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v38), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -232,6 +232,13 @@ void attention_v36_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 // compute dk and dq; row v37 runs it on the keeper's forward.
 void attention_v37_backward_configure();
 void attention_v37_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v38's backward (attention_v32.cu, sm_90a): v37's with those factors from the RoPE table's lane-ordered copy,
+// which rope must have (else std::invalid_argument); row v38 runs it on the keeper's forward.
+void attention_v38_backward_configure();
+void attention_v38_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

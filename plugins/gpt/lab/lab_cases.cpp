@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v37/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v38/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v37: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v38: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -204,7 +204,9 @@ struct AttentionTensors {
     lse = alloc_floats(ctx, stat_count(), forward_role);
     delta = alloc_floats(ctx, stat_count(), BufferRole::scratch);
     dqkv = alloc<Elem>(ctx, N * 3 * C, BufferRole::output);
-    rope = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input)};
+    rope = RopeTable{alloc_floats(ctx, half, BufferRole::input), alloc_floats(ctx, half, BufferRole::input),
+                     cfg.head_dim() == 2 * kRopeLaneOrderedPairs ? alloc_floats(ctx, 2 * half, BufferRole::input)
+                                                                  : nullptr};
     const ElementType type = std::is_same_v<Elem, bf16> ? ElementType::bf16 : ElementType::f32;
     ctx.fill_random(qkv, N * 3 * C, type);
     ctx.fill_random(bias, 3 * C, ElementType::f32, -0.2, 0.2);
@@ -1306,7 +1308,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "at once, v35 v34 with key half 1's scores issued before key half 0's gradients "
                                    "are stored, v36 v34 with dq staged in dS^T's first tile and the next head's q "
                                    "loaded with its v and dout, v37 v34 with dk's and dq's RoPE factors fetched "
-                                   "under their products; "
+                                   "under their products, v38 v37 with those factors from a lane-ordered copy of "
+                                   "the table, 16 bytes a load; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),

@@ -37,7 +37,9 @@ FusedAttentionRun run_fused_attention(Configure configure, Forward forward, Back
     return out;
   };
   Device dev;
-  const RopeTable rope{dev.upload(cos), dev.upload(sin)};
+  const bool has_lane_order = shape.head_dim == 2 * kRopeLaneOrderedPairs;
+  const RopeTable rope{dev.upload(cos), dev.upload(sin),
+                       has_lane_order ? dev.upload(rope_lane_ordered(cos, sin)) : nullptr};
   const std::size_t n = static_cast<std::size_t>(shape.batch) * shape.T, c = shape.channels();
   const std::size_t stats = static_cast<std::size_t>(shape.batch) * shape.heads * shape.T;
   Elem *d_qkv = dev.upload(to_elem(qkv)), *d_dout = dev.upload(to_elem(dout));

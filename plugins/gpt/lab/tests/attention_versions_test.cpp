@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -176,7 +177,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v34 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v33 and v35 to v37 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v33 and v35 to v38 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -223,7 +224,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v35", "v36", "v37"})
+  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v35", "v36", "v37", "v38"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -232,7 +233,29 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
   EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
   EXPECT_TRUE(row("v37").backward == &attention_v37_backward);
+  EXPECT_TRUE(row("v38").backward == &attention_v38_backward);
 }
+// The RoPE table's lane-ordered copy (v38's): lane l of an mma fragment finds its 8 cos and 8 sin of row t, pairs
+// l % 4, + 4, .. + 28 as RopeBackFactors's scalar loads read them, side by side at rope_lane_ordered_at(t, l % 4);
+// a table of another width is refused.
+TEST(GptLabAttentionTable, LaneOrderedRopeTableHoldsEachLanesPairsSideBySide) {
+  constexpr int T = 7, hd = 64;
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, 10000);
+  const std::vector<float> ordered = rope_lane_ordered(cos, sin);
+  ASSERT_EQ(ordered.size(), 2 * cos.size());
+  for (int t = 0; t < T; ++t)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int n = 0; n < hd / 8; ++n) {
+        const int pair = (8 * n + 2 * (lane % 4)) / 2, at = rope_lane_ordered_at(t, lane % 4);
+        EXPECT_EQ(ordered[at + n], cos[t * hd / 2 + pair]) << t << " " << lane << " " << n;
+        EXPECT_EQ(ordered[at + hd / 8 + n], sin[t * hd / 2 + pair]) << t << " " << lane << " " << n;
+      }
+  std::vector<float> narrow_cos, narrow_sin;
+  rope_table(narrow_cos, narrow_sin, T, 32, 10000);
+  EXPECT_THROW(rope_lane_ordered(narrow_cos, narrow_sin), std::invalid_argument);
+}
+
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
 // outgrow it by more than 2^8) never runs on the other tests' inputs, whose scores spread under one unit in
 // log2 terms. Here qkv is drawn from [-6, 6], about 36 times their variance, so a row's maximum typically
@@ -765,18 +788,19 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
 // v32, v29 with its backward loading each head's q a head ahead into a tile of its own (and the head's lse, delta
 // and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34 (the
 // keeper), v29 with those products issued at once, v35, v34 with key half 1's scores issued before key half 0's
-// gradients are stored, v36, v34 with dq staged in dS^T's first tile and q loaded early, and v37, v34 with dk's and
-// dq's RoPE factors fetched under their products: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out, lse and dqkv equal
-// v29's row's bit for bit.
-TEST_P(GptLabAttentionSm90a, V32ToV37AreV29BitForBit) {
+// gradients are stored, v36, v34 with dq staged in dS^T's first tile and q loaded early, v37, v34 with dk's and
+// dq's RoPE factors fetched under their products, and v38, v37 with them from the table's lane-ordered copy: the
+// same values in the same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out,
+// lse and dqkv equal v29's row's bit for bit.
+TEST_P(GptLabAttentionSm90a, V32ToV38AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37"})
+  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37", "v38"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37"}, "v29", ManyHeadInputs(B, H, T, 151, 152, 153),
-                           ManyHeadInputs(4, H, T, 154, 155, 156));
+  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37", "v38"}, "v29",
+                           ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, and v3,
