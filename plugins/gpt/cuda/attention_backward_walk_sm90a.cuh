@@ -158,7 +158,8 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // only k and out wait for the head's end), v37's v34's and factors_under_products (dk's and dq's RoPE factors
 // fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold about 9% of
 // the warp samples), v38's v37's and lane_ordered_factors (those factors from RopeTable's lane-ordered copy, four
-// 16-byte loads a row instead of sixteen 4-byte ones). Each version
+// 16-byte loads a row instead of sixteen 4-byte ones), kV37QkvBiasWalk and kV38QkvBiasWalk theirs and
+// qkv_bias_sums. Each version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
@@ -195,7 +196,12 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV37Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .factors_under_products = true},
     kV38Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .factors_under_products = true, .lane_ordered_factors = true};
+             .dq_together = true, .factors_under_products = true, .lane_ordered_factors = true},
+    kV37QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true},
+    kV38QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true,
+                    .lane_ordered_factors = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.

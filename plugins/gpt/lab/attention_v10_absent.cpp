@@ -129,10 +129,20 @@ void attention_v37_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v37's backward");
 }
+void attention_v37_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v37's backward with qkv's bias sums");
+}
 void attention_v38_backward_configure() { refuse("v38's backward"); }
 void attention_v38_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v38's backward");
+}
+void attention_v38_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v38's backward with qkv's bias sums");
 }
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,

@@ -18,6 +18,8 @@
 //     samples, each waiting on the L2; v21 did so for dq alone, one half at a time.
 //   - v38: v37 with those factors read from RopeTable's lane-ordered copy (lane_ordered_factors): a lane's 8 cos and
 //     8 sin of a row side by side, so four 16-byte loads a row instead of sixteen 4-byte ones (8 against 32 a block).
+//   - v37's and v38's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v4 and v5), for
+//     the trainers' kernel beside the keeper's (v3).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -30,10 +32,12 @@
 #include <cuda_bf16.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "column_reduce.cuh"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -98,6 +102,26 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v37_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV37QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v38_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV38QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
 BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
@@ -110,6 +134,26 @@ BackwardWalk g_v37_walk{"v37's backward", "attention_v37_backward_configure", at
                         kV17SmemBytes};
 BackwardWalk g_v38_walk{"v38's backward", "attention_v38_backward_configure", attention_v38_backward_kernel,
                         kV17SmemBytes};
+BackwardWalk g_v37_qkv_bias_walk{"v37's backward with qkv's bias sums", "attention_v37_backward_configure",
+                                 attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
+BackwardWalk g_v38_qkv_bias_walk{"v38's backward with qkv's bias sums", "attention_v38_backward_configure",
+                                 attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
+
+// The lane-ordered table v38's kernels read, or std::invalid_argument.
+void require_lane_ordered(RopeTable rope, const char* version) {
+  if (rope.lane_ordered == nullptr)
+    throw std::invalid_argument(std::string(version) +
+                                ": the RoPE table has no lane-ordered copy (RopeTable::lane_ordered)");
+}
+
+// A walk with qkv's bias sums, then column_finish of the partials into dbias.
+void backward_and_bias_gradient(BackwardWalk& walk, bf16* dqkv, float* dbias, float* partials, const bf16* dout,
+                                const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
+                                RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
+  const int cols = 3 * s.channels();
+  column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
+}
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -144,20 +188,42 @@ void attention_v36_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v36_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v37_backward_configure() { attention::g_v37_walk.configure(); }
+void attention_v37_backward_configure() {
+  attention::g_v37_walk.configure();
+  attention::g_v37_qkv_bias_walk.configure();
+}
 
 void attention_v37_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v37_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v38_backward_configure() { attention::g_v38_walk.configure(); }
+void attention_v38_backward_configure() {
+  attention::g_v38_walk.configure();
+  attention::g_v38_qkv_bias_walk.configure();
+}
 
 void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  if (rope.lane_ordered == nullptr)
-    throw std::invalid_argument("v38's backward: the RoPE table has no lane-ordered copy (RopeTable::lane_ordered)");
+  attention::require_lane_ordered(rope, "v38's backward");
   attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::backward_and_bias_gradient(attention::g_v37_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+                                        qkv_bias, rope, s, stream);
+}
+
+void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::require_lane_ordered(rope, "v38's backward with qkv's bias sums");
+  attention::backward_and_bias_gradient(attention::g_v38_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+                                        qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

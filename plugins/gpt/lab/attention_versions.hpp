@@ -229,18 +229,29 @@ void attention_v36_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             cudaStream_t stream);
 
 // v37's backward (attention_v32.cu, sm_90a): v34's with dk's and dq's RoPE factors fetched while the tensor cores
-// compute dk and dq; row v37 runs it on the keeper's forward.
+// compute dk and dq; row v37 runs it on the keeper's forward. The same summing dqkv's columns as it stores them,
+// then column_finish (lab_attention_qkv_bias_bf16's v4). configure sets up both.
 void attention_v37_backward_configure();
 void attention_v37_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
+void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
 // v38's backward (attention_v32.cu, sm_90a): v37's with those factors from the RoPE table's lane-ordered copy,
-// which rope must have (else std::invalid_argument); row v38 runs it on the keeper's forward.
+// which rope must have (else std::invalid_argument); row v38 runs it on the keeper's forward. The same summing
+// dqkv's columns (lab_attention_qkv_bias_bf16's v5). configure sets up both.
 void attention_v38_backward_configure();
 void attention_v38_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
 
 // v26's forward (attention_v26.cu, sm_90a; the keeper's until v29): v22's without the L2 prefetch of the next
 // head's boxes; rows v26 and v27 run it, on v26's backward and v27's. Its forward v9's where a batch's heads are

@@ -24,10 +24,10 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1|v2|v3/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1-v5/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
 //                                     summing dqkv's columns as it stores them, v3 (R2-R4's on sm_90a) the
-//                                     keeper's (v34's) summing them
+//                                     keeper's (v34's) summing them, v4 and v5 v37's and v38's summing them
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -295,7 +295,9 @@ class AttentionLab final : public Case {
 //   v1: the keeper's backward, then column_sum's two passes over dqkv (R2-R4's off the sm_90a path, and on it
 //       before v2);
 //   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
-//   v3 (R2-R4's on sm_90a): the keeper's backward (v34's) summing them the same way.
+//   v3 (R2-R4's on sm_90a): the keeper's backward (v34's) summing them the same way;
+//   v4, v5: lab_attention_bf16's v37 and v38 (v34 with the RoPE factors fetched under the products; v38's from the
+//       table's lane-ordered copy) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -321,6 +323,12 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v3", "v34's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
      fused_attention_sm90a_backward_and_bias_gradient},
+    {"v4", "v37's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v37_backward_configure, fused_attention_configure>,
+     lab::attention_v37_backward_and_bias_gradient},
+    {"v5", "v38's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v38_backward_configure, fused_attention_configure>,
+     lab::attention_v38_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {
@@ -1364,7 +1372,7 @@ std::vector<CaseSpec> lab_cases() {
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
                            "columns as it stores dqkv, v3 (R2-R4's on sm_90a) the keeper's backward (v34's) summing "
-                           "them",
+                           "them, v4 and v5 lab_attention_bf16's v37 and v38 summing them",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.

@@ -803,8 +803,8 @@ TEST_P(GptLabAttentionSm90a, V32ToV38AreV29BitForBit) {
                            ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
-// A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, and v3,
-// the trainers', on the keeper's) on B sequences of T: its dqkv equals the keeper's bit for bit; its bias gradient is
+// A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3, the
+// trainers', on the keeper's, v4 and v5 on v37's and v38's) on B sequences of T: its dqkv equals the keeper's bit for bit; its bias gradient is
 // within fp32's rounding of the double column sums of that dqkv over every row (rows from T on, which no block
 // stores, add nothing), and the same bits in a second run. The bias gradient and the partials are poisoned before
 // each run, so a (sequence, head) left unwritten shows.
@@ -846,13 +846,17 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v26", "v34"})
+  for (const char* name : {"v26", "v34", "v37", "v38"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
       {&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure},
       {&attention_v26_backward_and_bias_gradient,
-       &configure_in_order<attention_v26_backward_configure, fused_attention_configure>}};
+       &configure_in_order<attention_v26_backward_configure, fused_attention_configure>},
+      {&attention_v37_backward_and_bias_gradient,
+       &configure_in_order<attention_v37_backward_configure, fused_attention_configure>},
+      {&attention_v38_backward_and_bias_gradient,
+       &configure_in_order<attention_v38_backward_configure, fused_attention_configure>}};
   for (const auto& [with_sums, configure] : kernels) {
     expect_qkv_bias_backward(with_sums, configure, 192, T);
     expect_qkv_bias_backward(with_sums, configure, 4, T);
