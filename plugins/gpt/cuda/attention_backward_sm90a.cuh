@@ -172,11 +172,20 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
     factors.load<kFetch == FactorFetch::under_product_lane_ordered>(rope, row0, T, lane);
 }
 
+// The key phase's choices: dk's RoPE factors asked of the L1 before the products (prefetch_factors, the lab's v27,
+// prefetch_rope_back_factors); when they are fetched (fetch); a masked chunk's exponents as straight-line code
+// (select_masked, v39: probabilities_and_ds's kSelectMasked).
+struct KeyPhase {
+  bool prefetch_factors = false;
+  FactorFetch fetch = FactorFetch::after_product;
+  bool select_masked = false;
+};
+
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
 // memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
-// its v rows may hold the half's staging. Unless kFetch is after_product (the lab's v37, v38), dk's RoPE factors
-// are fetched into dk_factors while the tensor cores compute dv and dk.
-template <FactorFetch kFetch = FactorFetch::after_product, int kQueries>
+// its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the lab's v37, v38), dk's RoPE
+// factors are fetched into dk_factors while the tensor cores compute dv and dk.
+template <KeyPhase kPhase = KeyPhase{}, int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
                                               float (&dk)[kHeadDim / 2], RopeBackFactors* dk_factors = nullptr) {
@@ -193,8 +202,9 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   for (int c = 0; c < kQueries / kQueryChunk; ++c) {
     const int qc = q_base + kQueryChunk * c;
     const bool masked = qc < key0 + kRows || qc + kQueryChunk > args.s.T;
-    probabilities_and_ds<Exponent::log2_approx>(query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc,
-                                                masked, args.scale * kLog2e, args.s.T, lane);
+    probabilities_and_ds<Exponent::log2_approx, kQueryChunk / 8, kPhase.select_masked>(
+        query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc, masked, args.scale * kLog2e, args.s.T,
+        lane);
   }
   // P^T and dS^T as bf16 A fragments (each fp32 pair dies as its word is made), dS^T also to shared memory.
   unsigned pa[kSteps][4], dsa[kSteps][4];
@@ -216,8 +226,8 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   for (int ks = 0; ks < kSteps; ++ks)
     hw::wgmma_bf16_rs<1>(dk, dsa[ks], mn_major(h.head.q + q_base * kSwizzleRow, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
-  if constexpr (kFetch != FactorFetch::after_product)
-    fetch_factors_under_product<kFetch>(*dk_factors, args.rope, key0, args.s.T, lane);
+  if constexpr (kPhase.fetch != FactorFetch::after_product)
+    fetch_factors_under_product<kPhase.fetch>(*dk_factors, args.rope, key0, args.s.T, lane);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
@@ -258,26 +268,24 @@ __device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16*
 
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
 // warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above), each step waiting for the one
-// before. kPrefetchFactors (the lab's v27): dk's RoPE factors asked of the L1 before the products
-// (prefetch_rope_back_factors). kFetch: when dk's RoPE factors are fetched (key_gradients).
-template <int kQueries, bool kPrefetchFactors = false, FactorFetch kFetch = FactorFetch::after_product,
-          typename HeadSums = NoHeadColumnSums>
+// before, as kPhase chooses.
+template <int kQueries, KeyPhase kPhase = KeyPhase{}, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                   const FusedArgs& args, int half, int group,
                                                   HeadSums column_sums = {}) {
-  if constexpr (kPrefetchFactors) {
+  if constexpr (kPhase.prefetch_factors) {
     const int tid = thread_index_anew();
     prefetch_rope_back_factors(args.rope, 64 * half + kRows * ((tid / 32) % 4), args.s.T, tid % 32);
   }
   KeyHalfScores<kQueries> scores;
   issue_key_scores(h, half, scores);
   float dv[kHeadDim / 2], dk[kHeadDim / 2];
-  if constexpr (kFetch != FactorFetch::after_product) {
+  if constexpr (kPhase.fetch != FactorFetch::after_product) {
     RopeBackFactors dk_factors;
-    key_gradients<kFetch>(h, args, half, group, scores, dv, dk, &dk_factors);
+    key_gradients<kPhase>(h, args, half, group, scores, dv, dk, &dk_factors);
     store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums, &dk_factors);
   } else {
-    key_gradients(h, args, half, group, scores, dv, dk);
+    key_gradients<kPhase>(h, args, half, group, scores, dv, dk);
     store_key_gradients(h, dqkv, at, args, half, dv, dk, column_sums);
   }
 }

@@ -158,8 +158,10 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // only k and out wait for the head's end), v37's v34's and factors_under_products (dk's and dq's RoPE factors
 // fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold about 9% of
 // the warp samples), v38's v37's and lane_ordered_factors (those factors from RopeTable's lane-ordered copy, four
-// 16-byte loads a row instead of sixteen 4-byte ones), kV37QkvBiasWalk and kV38QkvBiasWalk theirs and
-// qkv_bias_sums. Each version
+// 16-byte loads a row instead of sixteen 4-byte ones), v39's v34's and select_masked (a masked chunk's exponents
+// computed for every pair and dropped by a select, not branched around: v26's backward spends about 16% of its
+// instructions on its masked chunks), kV37QkvBiasWalk, kV38QkvBiasWalk and kV39QkvBiasWalk theirs and qkv_bias_sums. Each
+// version
 // instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
 // that ran.
 struct WalkPolicy {
@@ -167,7 +169,7 @@ struct WalkPolicy {
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
        key_halves_overlapped = false, dq_staged_in_ds_t = false, factors_under_products = false,
-       lane_ordered_factors = false;
+       lane_ordered_factors = false, select_masked = false;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -201,7 +203,11 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
                     .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true},
     kV38QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
                     .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true,
-                    .lane_ordered_factors = true};
+                    .lane_ordered_factors = true},
+    kV39Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .select_masked = true},
+    kV39QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -230,7 +236,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
                 "v34: both query halves in one step, each as v26's");
   static_assert(kPolicy.dq_staged_in_ds_t == (kPolicy.dq_together && kPolicy.q_early),
                 "v36: q early with both query halves at once, dq staged clear of q's tile");
-  static_assert(!kPolicy.key_halves_overlapped || !kPolicy.rope_l1_prefetch, "v35: the key halves as v26's");
+  static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch || kPolicy.select_masked),
+                "v35: the key halves as v26's");
   static_assert(!kPolicy.factors_under_products || (kPolicy.dq_together && !kPolicy.key_halves_overlapped),
                 "v37: v34's steps with the factors fetched under the products");
   static_assert(!kPolicy.lane_ordered_factors || kPolicy.factors_under_products, "v38: v37's fetch, vectorised");
@@ -289,9 +296,11 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kPolicy.key_halves_overlapped) {
       backward_key_halves_overlapped(h, dqkv, at, args, column_sums);
     } else {
-      backward_key_rows<kMaxT, kRopeL1, kFetch>(h, dqkv, at, args, 0, 0, column_sums);
+      constexpr KeyPhase kKeyPhase{.prefetch_factors = kRopeL1, .fetch = kFetch,
+                                   .select_masked = kPolicy.select_masked};
+      backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
       if (T > 64)  // else keys 64 .. are all padding
-        backward_key_rows<kMaxT - 64, kRopeL1, kFetch>(h, dqkv, at, args, 1, 0, column_sums);
+        backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
     }
     if constexpr (kRopeL1)  // dq's factors, both query halves' rows of this warp, ahead of the barrier
       for (int half = 0; half < 2; ++half)

@@ -320,8 +320,10 @@ struct BackwardSmem {
 // dp^T = v dout^T (keys key0 + g and + 8, queries qc + 8n + 2t and + 1, the m16n8 accumulator layout), shared
 // by the bf16 versions and v8 (TF32): p^T = exp2(score_scale k q^T - lse) and ds^T = p^T (dp^T - delta) in
 // place, lse (in log2 units) and delta per query; masked: the causal and T masks applied (else every pair
-// is kept).
-template <Exponent kExp, int kTiles>
+// is kept). kSelectMasked (the lab's v39): a masked chunk's exponents computed for every pair and the masked ones
+// dropped by a select, straight-line code; else the compiler branches around each masked pair's exponent, about
+// four times an unmasked pair's instructions. The same values either way.
+template <Exponent kExp, int kTiles, bool kSelectMasked = false>
 __device__ __forceinline__ void probabilities_and_ds(float (&pt)[kTiles][4], float (&dst)[kTiles][4],
                                                      const float* lse, const float* delta, int key0, int qc,
                                                      bool masked, float score_scale, int T, int lane) {
@@ -333,9 +335,14 @@ __device__ __forceinline__ void probabilities_and_ds(float (&pt)[kTiles][4], flo
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int key = key0 + lane / 4 + 8 * (e / 2), q = query + e % 2;
-      const float p = !masked || (key <= q && q < T)
-                          ? exp2_of<kExp>(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x))
-                          : 0.0f;
+      const bool keep = !masked || (key <= q && q < T);
+      float p;
+      if constexpr (kSelectMasked) {
+        const float x = exp2_of<kExp>(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x));
+        p = keep ? x : 0.0f;
+      } else {
+        p = keep ? exp2_of<kExp>(score_scale * pt[n][e] - (e % 2 ? lse2.y : lse2.x)) : 0.0f;
+      }
       pt[n][e] = p;
       dst[n][e] = p * (dst[n][e] - (e % 2 ? delta2.y : delta2.x));
     }

@@ -144,6 +144,16 @@ void attention_v38_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               cudaStream_t) {
   refuse("v38's backward with qkv's bias sums");
 }
+void attention_v39_backward_configure() { refuse("v39's backward"); }
+void attention_v39_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v39's backward");
+}
+void attention_v39_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v39's backward with qkv's bias sums");
+}
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {

@@ -148,6 +148,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v38_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v38_backward},
+    {"v39", "v39 (v34 with a masked chunk's exponents dropped by a select, not branched around, sm_90a)", false,
+     configure_in_order<attention_v39_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v39_backward},
 };
 
 }  // namespace

@@ -55,7 +55,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v38), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v39), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -249,6 +249,18 @@ void attention_v38_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
+// v39's backward (attention_v32.cu, sm_90a): v34's with a masked chunk's exponents computed for every pair and the
+// masked ones dropped by a select, not branched around; row v39 runs it on the keeper's forward. The same summing
+// dqkv's columns (lab_attention_qkv_bias_bf16's v6). configure sets up both.
+void attention_v39_backward_configure();
+void attention_v39_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
