@@ -155,21 +155,20 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // dq_together (backward_query_halves_together), v35's v34's and key_halves_overlapped
 // (backward_key_halves_overlapped), kV34QkvBiasWalk v34's and qkv_bias_sums, v36's v34's with q_early and
 // dq_staged_in_ds_t (dq staged in dS^T's first tile, not q's, so the next head's q loads with its v and dout and
-// only k and out wait for the head's end), v37's v34's and factors_under_products (dk's and dq's RoPE factors
-// fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold about 9% of
-// the warp samples), v38's v37's and lane_ordered_factors (those factors from RopeTable's lane-ordered copy, four
-// 16-byte loads a row instead of sixteen 4-byte ones), v39's v34's and select_masked (a masked chunk's exponents
+// only k and out wait for the head's end), v37's v34's with dk_factors and dq_factors under_product (dk's and dq's
+// RoPE factors fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold
+// about 9% of the warp samples), v38's v37's with both under_product_lane_ordered (those factors from RopeTable's
+// lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones), v39's v34's and select_masked (a masked chunk's exponents
 // computed for every pair and dropped by a select, not branched around: v26's backward spends about 16% of its
-// instructions on its masked chunks), kV37QkvBiasWalk, kV38QkvBiasWalk and kV39QkvBiasWalk theirs and qkv_bias_sums. Each
-// version
-// instantiates the walk in a __global__ of its own name, so that --profile and Nsight Compute name the version
-// that ran.
+// instructions on its masked chunks), v40's v38's and v39's together, v41's v40's with dk's factors as v37's (v40's
+// key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
+// Compute name the version that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
-       key_halves_overlapped = false, dq_staged_in_ds_t = false, factors_under_products = false,
-       lane_ordered_factors = false, select_masked = false;
+       key_halves_overlapped = false, dq_staged_in_ds_t = false, select_masked = false;
+  FactorFetch dk_factors = FactorFetch::after_product, dq_factors = FactorFetch::after_product;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
@@ -196,18 +195,31 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV36Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true,
              .l2_prefetch = false, .dq_together = true, .dq_staged_in_ds_t = true},
     kV37Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .factors_under_products = true},
+             .dq_together = true, .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product},
     kV38Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .factors_under_products = true, .lane_ordered_factors = true},
+             .dq_together = true, .dk_factors = FactorFetch::under_product_lane_ordered,
+             .dq_factors = FactorFetch::under_product_lane_ordered},
     kV37QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true},
+                    .qkv_bias_sums = true, .dq_together = true, .dk_factors = FactorFetch::under_product,
+                    .dq_factors = FactorFetch::under_product},
     kV38QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .factors_under_products = true,
-                    .lane_ordered_factors = true},
+                    .qkv_bias_sums = true, .dq_together = true, .dk_factors = FactorFetch::under_product_lane_ordered,
+                    .dq_factors = FactorFetch::under_product_lane_ordered},
     kV39Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .select_masked = true},
     kV39QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true};
+                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true},
+    kV40Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product_lane_ordered,
+             .dq_factors = FactorFetch::under_product_lane_ordered},
+    kV40QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
+                    .dk_factors = FactorFetch::under_product_lane_ordered, .dq_factors = FactorFetch::under_product_lane_ordered},
+    kV41Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered},
+    kV41QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
+                    .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered};
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -238,12 +250,10 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
                 "v36: q early with both query halves at once, dq staged clear of q's tile");
   static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch || kPolicy.select_masked),
                 "v35: the key halves as v26's");
-  static_assert(!kPolicy.factors_under_products || (kPolicy.dq_together && !kPolicy.key_halves_overlapped),
+  constexpr bool kFactorsUnderProducts =
+      kPolicy.dk_factors != FactorFetch::after_product || kPolicy.dq_factors != FactorFetch::after_product;
+  static_assert(!kFactorsUnderProducts || (kPolicy.dq_together && !kPolicy.key_halves_overlapped),
                 "v37: v34's steps with the factors fetched under the products");
-  static_assert(!kPolicy.lane_ordered_factors || kPolicy.factors_under_products, "v38: v37's fetch, vectorised");
-  constexpr FactorFetch kFetch = !kPolicy.factors_under_products ? FactorFetch::after_product
-                                 : kPolicy.lane_ordered_factors  ? FactorFetch::under_product_lane_ordered
-                                                                 : FactorFetch::under_product;
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const auto column_sums = [&] {
     if constexpr (kPolicy.qkv_bias_sums)
@@ -296,7 +306,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kPolicy.key_halves_overlapped) {
       backward_key_halves_overlapped(h, dqkv, at, args, column_sums);
     } else {
-      constexpr KeyPhase kKeyPhase{.prefetch_factors = kRopeL1, .fetch = kFetch,
+      constexpr KeyPhase kKeyPhase{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
                                    .select_masked = kPolicy.select_masked};
       backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
       if (T > 64)  // else keys 64 .. are all padding
@@ -319,7 +329,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
         if (threadIdx.x == 0 && next_out) load_out_early(sm, maps, v10_head_rows(head + stride, args.s));
     };
     if constexpr (kPolicy.dq_together) {
-      backward_query_halves_together<kPolicy.dq_staged_in_ds_t, kFetch>(h, dqkv, at, args, column_sums);
+      backward_query_halves_together<kPolicy.dq_staged_in_ds_t, kPolicy.dq_factors>(h, dqkv, at, args, column_sums);
     } else if constexpr (kPolicy.out_after_dq) {
       backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
                                                                               column_sums);

@@ -154,6 +154,26 @@ void attention_v39_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               cudaStream_t) {
   refuse("v39's backward with qkv's bias sums");
 }
+void attention_v40_backward_configure() { refuse("v40's backward"); }
+void attention_v40_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v40's backward");
+}
+void attention_v40_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v40's backward with qkv's bias sums");
+}
+void attention_v41_backward_configure() { refuse("v41's backward"); }
+void attention_v41_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v41's backward");
+}
+void attention_v41_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v41's backward with qkv's bias sums");
+}
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {

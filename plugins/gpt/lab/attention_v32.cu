@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 32's, 33's and 35's to 39's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32, v33 and v35 to v39, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's, 33's and 35's to 41's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32, v33 and v35 to v41, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
@@ -22,7 +22,9 @@
 //     (select_masked): v26's backward branches around each masked pair's exponent, about eight instructions a pair
 //     against an unmasked pair's two, and its masked chunks take about 16% of its instructions and of its warp
 //     samples (Nsight Compute, H100, batch 512).
-//   - v37's to v39's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v4 to v6), for
+//   - v40: v38 and v39 together (88 bytes spilled: its key phase holds too much).
+//   - v41: v40 with dk's factors fetched as v37 fetches them, 4 bytes a load, which spills nothing.
+//   - v37's to v41's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v4 to v8), for
 //     the trainers' kernel beside the keeper's (v3).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
@@ -146,6 +148,46 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                        lse, bias, args);
 }
 
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v40_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV40Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v40_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV40QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v41_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV41Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v41_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV41QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
 BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
@@ -162,6 +204,14 @@ BackwardWalk g_v39_walk{"v39's backward", "attention_v39_backward_configure", at
                         kV17SmemBytes};
 BackwardWalk g_v39_qkv_bias_walk{"v39's backward with qkv's bias sums", "attention_v39_backward_configure",
                                  attention_v39_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
+BackwardWalk g_v40_walk{"v40's backward", "attention_v40_backward_configure", attention_v40_backward_kernel,
+                        kV17SmemBytes};
+BackwardWalk g_v40_qkv_bias_walk{"v40's backward with qkv's bias sums", "attention_v40_backward_configure",
+                                 attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
+BackwardWalk g_v41_walk{"v41's backward", "attention_v41_backward_configure", attention_v41_backward_kernel,
+                        kV17SmemBytes};
+BackwardWalk g_v41_qkv_bias_walk{"v41's backward with qkv's bias sums", "attention_v41_backward_configure",
+                                 attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v37_qkv_bias_walk{"v37's backward with qkv's bias sums", "attention_v37_backward_configure",
                                  attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v38_qkv_bias_walk{"v38's backward with qkv's bias sums", "attention_v38_backward_configure",
@@ -269,6 +319,46 @@ void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::backward_and_bias_gradient(attention::g_v39_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+                                        qkv_bias, rope, s, stream);
+}
+
+void attention_v40_backward_configure() {
+  attention::g_v40_walk.configure();
+  attention::g_v40_qkv_bias_walk.configure();
+}
+
+void attention_v40_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::require_lane_ordered(rope, "v40's backward");
+  attention::g_v40_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::require_lane_ordered(rope, "v40's backward with qkv's bias sums");
+  attention::backward_and_bias_gradient(attention::g_v40_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+                                        qkv_bias, rope, s, stream);
+}
+
+void attention_v41_backward_configure() {
+  attention::g_v41_walk.configure();
+  attention::g_v41_qkv_bias_walk.configure();
+}
+
+void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::require_lane_ordered(rope, "v41's backward");
+  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::require_lane_ordered(rope, "v41's backward with qkv's bias sums");
+  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 

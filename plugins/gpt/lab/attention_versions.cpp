@@ -152,6 +152,14 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v39_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v39_backward},
+    {"v40", "v40 (v38 and v39 together, sm_90a)", false,
+     configure_in_order<attention_v40_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v40_backward},
+    {"v41", "v41 (v40 with dk's RoPE factors fetched as v37's, sm_90a)", false,
+     configure_in_order<attention_v41_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v41_backward},
 };
 
 }  // namespace

@@ -55,7 +55,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v39), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v41), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -261,6 +261,27 @@ void attention_v39_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
+// v40's backward (attention_v32.cu, sm_90a): v38's and v39's changes together; v41's: v40's with dk's RoPE factors
+// fetched as v37's are. Both need rope's lane-ordered copy (else std::invalid_argument); rows v40 and v41 run them on
+// the keeper's forward. The same summing dqkv's columns (lab_attention_qkv_bias_bf16's v7 and v8). Each configure
+// sets up both of its kernels.
+void attention_v40_backward_configure();
+void attention_v40_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+void attention_v41_backward_configure();
+void attention_v41_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);

@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v39/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v41/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v39: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v41: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -24,10 +24,10 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1-v6/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1-v8/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
 //                                     summing dqkv's columns as it stores them, v3 (R2-R4's on sm_90a) the
-//                                     keeper's (v34's) summing them, v4 to v6 v37's to v39's summing them
+//                                     keeper's (v34's) summing them, v4 to v8 v37's to v41's summing them
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -296,8 +296,9 @@ class AttentionLab final : public Case {
 //       before v2);
 //   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
 //   v3 (R2-R4's on sm_90a): the keeper's backward (v34's) summing them the same way;
-//   v4 to v6: lab_attention_bf16's v37 to v39 (v34 with the RoPE factors fetched under the products; v38's from the
-//       table's lane-ordered copy; v39's masked exponents dropped by a select) summing them the same way.
+//   v4 to v8: lab_attention_bf16's v37 to v41 (v34 with the RoPE factors fetched under the products; v38's from the
+//       table's lane-ordered copy; v39's masked exponents dropped by a select; v40 both; v41 v40 with dk's factors as
+//       v37's) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -332,6 +333,12 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v6", "v39's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<lab::attention_v39_backward_configure, fused_attention_configure>,
      lab::attention_v39_backward_and_bias_gradient},
+    {"v7", "v40's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v40_backward_configure, fused_attention_configure>,
+     lab::attention_v40_backward_and_bias_gradient},
+    {"v8", "v41's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v41_backward_configure, fused_attention_configure>,
+     lab::attention_v41_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {
@@ -1321,7 +1328,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "loaded with its v and dout, v37 v34 with dk's and dq's RoPE factors fetched "
                                    "under their products, v38 v37 with those factors from a lane-ordered copy of "
                                    "the table, 16 bytes a load, v39 v34 with a masked chunk's exponents dropped by a "
-                                   "select, not branched around; "
+                                   "select, not branched around, v40 v38 and v39 together, v41 v40 with dk's factors "
+                                   "fetched as v37's; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
@@ -1376,7 +1384,7 @@ std::vector<CaseSpec> lab_cases() {
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
                            "columns as it stores dqkv, v3 (R2-R4's on sm_90a) the keeper's backward (v34's) summing "
-                           "them, v4 to v6 lab_attention_bf16's v37 to v39 summing them",
+                           "them, v4 to v8 lab_attention_bf16's v37 to v41 summing them",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.
