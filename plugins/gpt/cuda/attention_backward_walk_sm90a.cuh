@@ -1,8 +1,8 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v35 and v36 and of v34, the keeper's
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31 and v34 to v40 and of v41, the keeper's
 // backward, which differ in when and how a head's rows and figures are fetched and in how the steps overlap: a block of
 // one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
 // attention_backward_sm90a.cuh's steps on each (v32 and v33 walk their own way, walk_backward_heads_q_ahead below).
-// Included by attention_v34.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
+// Included by attention_v41.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
 // _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu, each instantiating the walk it launches,
 // after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
@@ -37,7 +37,8 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3 on the keeper's, v34's): as each warp
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3 to v7 on the lab's v34 and v37 to v40, v8 on
+// the keeper's, v41's): as each warp
 // stores a 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its
 // own in shared memory; after the head's last barrier the group adds the head's blocks below T of each column in
 // row order and writes the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which
@@ -160,8 +161,8 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // about 9% of the warp samples), v38's v37's with both under_product_lane_ordered (those factors from RopeTable's
 // lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones), v39's v34's and select_masked (a masked chunk's exponents
 // computed for every pair and dropped by a select, not branched around: v26's backward spends about 16% of its
-// instructions on its masked chunks), v40's v38's and v39's together, v41's v40's with dk's factors as v37's (v40's
-// key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
+// instructions on its masked chunks), v40's v38's and v39's together, v41's (the keeper's) v40's with dk's factors
+// as v37's (v40's key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
 // Compute name the version that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
@@ -464,14 +465,16 @@ using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*
                                     FusedArgs);
 
 // A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers
-// export, its shared memory, whether it writes dqkv's column partials (qkv_bias_sums) and its persistent grid (as
-// many blocks as fit at once; 0 until configure).
+// export, its shared memory, whether it writes dqkv's column partials (qkv_bias_sums), whether it reads the RoPE
+// table's lane-ordered copy (a walk with under_product_lane_ordered factors) and its persistent grid (as many blocks
+// as fit at once; 0 until configure).
 struct BackwardWalk {
   const char* version;
   const char* configure_name;
   BackwardWalkKernel kernel;
   std::size_t smem_bytes;
   bool column_partials = false;
+  bool lane_ordered_rope = false;
   int grid = 0;
 
   // Two blocks of about 98 KB (v32's and v33's 113 KB) need the carveout that gives an SM the most shared memory.
@@ -484,6 +487,9 @@ struct BackwardWalk {
     if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
     if (column_partials && partials == nullptr)
       throw Error(std::string("gpt: attention ") + version + " writes column partials and was given none");
+    if (lane_ordered_rope && rope.lane_ordered == nullptr)
+      throw Error(std::string("gpt: attention ") + version +
+                  " reads the RoPE table's lane-ordered copy and was given none (RopeTable::lane_ordered)");
     FusedArgs args = fused_args(s, rope);
     args.column_partials = partials;
     const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);

@@ -123,7 +123,10 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   loss_history_ = alloc_floats(kLossHistory, BufferRole::output);
   float* rope_cos = alloc_floats(T * half, BufferRole::input);
   float* rope_sin = alloc_floats(T * half, BufferRole::input);
-  rope_ = RopeTable{rope_cos, rope_sin};
+  // The bf16 keeper's sm_90a backward reads the lane-ordered copy (layers.hpp's RopeTable).
+  float* rope_lane_ordered =
+      half == kRopeLaneOrderedPairs ? alloc_floats(2 * T * half, BufferRole::input) : nullptr;
+  rope_ = RopeTable{rope_cos, rope_sin, rope_lane_ordered};
   inputs_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
   targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
 

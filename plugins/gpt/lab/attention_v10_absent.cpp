@@ -164,15 +164,15 @@ void attention_v40_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               cudaStream_t) {
   refuse("v40's backward with qkv's bias sums");
 }
-void attention_v41_backward_configure() { refuse("v41's backward"); }
-void attention_v41_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+void attention_v34_backward_configure() { refuse("v34's backward"); }
+void attention_v34_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
-  refuse("v41's backward");
+  refuse("v34's backward");
 }
-void attention_v41_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+void attention_v34_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {
-  refuse("v41's backward with qkv's bias sums");
+  refuse("v34's backward with qkv's bias sums");
 }
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,

@@ -1,13 +1,12 @@
-// Fused causal attention with RoPE, versions 32's, 33's and 35's to 41's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32, v33 and v35 to v41, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's to 40's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32 to v40, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
 //     leaves half of dS^T's first tile unused; the head's lse, delta and barriers move there.
 //   - v33: v32 with both query halves' dq products issued at once, half 1's computed while half 0's dq is stored
 //     (backward_query_halves_together).
-//   - (v34, the keeper's, is attention_v34.cu in the training library: v26's walk, q loaded with the late boxes,
-//     with v33's query phase, dq_together.)
+//   - v34 (the keeper's before v41): v26's walk, q loaded with the late boxes, with v33's query phase, dq_together.
 //   - v35: v34 with key half 1's scores issued before key half 0's dv and dk are stored, so the tensor cores
 //     compute them meanwhile (key_halves_overlapped, backward_key_halves_overlapped).
 //   - v36: v34 with dq staged in dS^T's first tile instead of q's (dq_staged_in_ds_t), so the next head's q loads
@@ -23,9 +22,10 @@
 //     against an unmasked pair's two, and its masked chunks take about 16% of its instructions and of its warp
 //     samples (Nsight Compute, H100, batch 512).
 //   - v40: v38 and v39 together (88 bytes spilled: its key phase holds too much).
-//   - v41: v40 with dk's factors fetched as v37 fetches them, 4 bytes a load, which spills nothing.
-//   - v37's to v41's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v4 to v8), for
-//     the trainers' kernel beside the keeper's (v3).
+//   - (v41, the keeper's, is attention_v41.cu in the training library: v40 with dk's factors fetched as v37 fetches
+//     them, 4 bytes a load, which spills nothing.)
+//   - v34's and v37's to v40's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v3 to
+//     v7), for the trainers' kernel beside the keeper's (v8).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -37,8 +37,6 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
-#include <stdexcept>
-#include <string>
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
@@ -169,22 +167,22 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v41_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v34_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                   const __grid_constant__ CUtensorMap dout_map,
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV41Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+  walk_backward_heads<kV34Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
                                 bias, args);
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v41_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v34_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                            const __grid_constant__ CUtensorMap dout_map,
                                            const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                            const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV41QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+  walk_backward_heads<kV34QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
                                        lse, bias, args);
 }
 
@@ -199,30 +197,23 @@ BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", at
 BackwardWalk g_v37_walk{"v37's backward", "attention_v37_backward_configure", attention_v37_backward_kernel,
                         kV17SmemBytes};
 BackwardWalk g_v38_walk{"v38's backward", "attention_v38_backward_configure", attention_v38_backward_kernel,
-                        kV17SmemBytes};
+                        kV17SmemBytes, false, true};
 BackwardWalk g_v39_walk{"v39's backward", "attention_v39_backward_configure", attention_v39_backward_kernel,
                         kV17SmemBytes};
 BackwardWalk g_v39_qkv_bias_walk{"v39's backward with qkv's bias sums", "attention_v39_backward_configure",
                                  attention_v39_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v40_walk{"v40's backward", "attention_v40_backward_configure", attention_v40_backward_kernel,
-                        kV17SmemBytes};
+                        kV17SmemBytes, false, true};
 BackwardWalk g_v40_qkv_bias_walk{"v40's backward with qkv's bias sums", "attention_v40_backward_configure",
-                                 attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-BackwardWalk g_v41_walk{"v41's backward", "attention_v41_backward_configure", attention_v41_backward_kernel,
+                                 attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
+BackwardWalk g_v34_walk{"v34's backward", "attention_v34_backward_configure", attention_v34_backward_kernel,
                         kV17SmemBytes};
-BackwardWalk g_v41_qkv_bias_walk{"v41's backward with qkv's bias sums", "attention_v41_backward_configure",
-                                 attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
+BackwardWalk g_v34_qkv_bias_walk{"v34's backward with qkv's bias sums", "attention_v34_backward_configure",
+                                 attention_v34_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v37_qkv_bias_walk{"v37's backward with qkv's bias sums", "attention_v37_backward_configure",
                                  attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v38_qkv_bias_walk{"v38's backward with qkv's bias sums", "attention_v38_backward_configure",
-                                 attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-
-// The lane-ordered table v38's kernels read, or std::invalid_argument.
-void require_lane_ordered(RopeTable rope, const char* version) {
-  if (rope.lane_ordered == nullptr)
-    throw std::invalid_argument(std::string(version) +
-                                ": the RoPE table has no lane-ordered copy (RopeTable::lane_ordered)");
-}
+                                 attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
 
 // A walk with qkv's bias sums, then column_finish of the partials into dbias.
 void backward_and_bias_gradient(BackwardWalk& walk, bf16* dqkv, float* dbias, float* partials, const bf16* dout,
@@ -283,7 +274,6 @@ void attention_v38_backward_configure() {
 
 void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v38's backward");
   attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
@@ -299,7 +289,6 @@ void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v38's backward with qkv's bias sums");
   attention::backward_and_bias_gradient(attention::g_v38_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
@@ -329,7 +318,6 @@ void attention_v40_backward_configure() {
 
 void attention_v40_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v40's backward");
   attention::g_v40_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
@@ -337,28 +325,25 @@ void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v40's backward with qkv's bias sums");
   attention::backward_and_bias_gradient(attention::g_v40_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 
-void attention_v41_backward_configure() {
-  attention::g_v41_walk.configure();
-  attention::g_v41_qkv_bias_walk.configure();
+void attention_v34_backward_configure() {
+  attention::g_v34_walk.configure();
+  attention::g_v34_qkv_bias_walk.configure();
 }
 
-void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+void attention_v34_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v41's backward");
-  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v34_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+void attention_v34_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::require_lane_ordered(rope, "v41's backward with qkv's bias sums");
-  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+  attention::backward_and_bias_gradient(attention::g_v34_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 

@@ -128,9 +128,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v33_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v33_backward},
-    {"v34", bf16_attention_keeper_name(true), true,
-     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+    {"v34", "v34 (v29 with both query halves' dq products issued at once, sm_90a)", false,
+     configure_in_order<attention_v34_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v34_backward},
     {"v35", "v35 (v34 with key half 1's scores issued before key half 0's gradients are stored, sm_90a)", false,
      configure_in_order<attention_v35_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
@@ -156,10 +157,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v40_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v40_backward},
-    {"v41", "v41 (v40 with dk's RoPE factors fetched as v37's, sm_90a)", false,
-     configure_in_order<attention_v41_backward_configure, fused_attention_sm90a_forward_configure,
-                        fused_attention_configure>,
-     keeper_forward<bf16>, attention_v41_backward},
+    {"v41", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
 };
 
 }  // namespace
