@@ -6,7 +6,7 @@
 //     leaves half of dS^T's first tile unused; the head's lse, delta and barriers move there.
 //   - v33: v32 with both query halves' dq products issued at once, half 1's computed while half 0's dq is stored
 //     (backward_query_halves_together).
-//   - v34 (the keeper's before v41): v26's walk, q loaded with the late boxes, with v33's query phase, dq_together.
+//   - v34 (the keeper's until v41): v26's walk, q loaded with the late boxes, with v33's query phase, dq_together.
 //   - v35: v34 with key half 1's scores issued before key half 0's dv and dk are stored, so the tensor cores
 //     compute them meanwhile (key_halves_overlapped, backward_key_halves_overlapped).
 //   - v36: v34 with dq staged in dS^T's first tile instead of q's (dq_staged_in_ds_t), so the next head's q loads

@@ -295,7 +295,7 @@ class AttentionLab final : public Case {
 //   v1: the keeper's backward, then column_sum's two passes over dqkv (R2-R4's off the sm_90a path, and on it
 //       before v2);
 //   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
-//   v3: v34's backward (the keeper's before v41) summing them the same way;
+//   v3: v34's backward (the keeper's until v41) summing them the same way;
 //   v4 to v8: lab_attention_bf16's v37 to v41 (v34 with the RoPE factors fetched under the products; v38's from the
 //       table's lane-ordered copy; v39's masked exponents dropped by a select; v40 both; v41, the keeper's and R2-R4's
 //       on sm_90a, v40 with dk's factors as v37's) summing them the same way.
