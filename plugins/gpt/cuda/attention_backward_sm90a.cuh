@@ -1,5 +1,5 @@
 // The sm_90a attention backward's steps on one head in shared memory (TMA boxes in the 128-byte swizzle, wgmma),
-// shared by the bf16 keeper's sm_90a backward (v41's, attention_v41.cu: a whole head in one warp group, two heads an
+// shared by the bf16 keeper's sm_90a backward (v38's, attention_v38.cu: a whole head in one warp group, two heads an
 // SM) and the lab's v12 (lab/attention_v12.cu: a head split between two warp groups). Each step is run by one warp
 // group, whichever it is; the kernels decide which group runs which half of a head, and meet at their barriers.
 //   - prepare_backward_head: q, k, v prepared in place (v10's preparation: v9's operands, rows from T on zero),
@@ -16,7 +16,8 @@
 //   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
 //     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
 //     half's q rows (no product reads q after the key phase), or stored from the registers (kDirect, the lab's
-//     v25); backward_query_halves_together (the keeper's, v41's, and the lab's from v33) issues both halves' products before it stores
+//     v25); backward_query_halves_together (the keeper's, v38's, and the lab's from v33) issues both halves' products
+//     before it stores
 //     either.
 // backward_key_halves_overlapped and backward_query_halves_together serve kernels whose block is one warp group
 // (group 0), as the keeper's and the lab's v32 to v36 are.
@@ -161,9 +162,8 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
 }
 
 // When and how a block's RoPE rotate-back factors are fetched for dk's and dq's stores: by the store, after the
-// product (after_product); while the tensor cores compute the product (under_product, the lab's v37, the keeper's
-// dk); the same from RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, v38, the keeper's
-// dq).
+// product (after_product); while the tensor cores compute the product (under_product, the lab's v37); the same from
+// RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, the keeper's, v38's).
 enum class FactorFetch { after_product, under_product, under_product_lane_ordered };
 
 template <FactorFetch kFetch>
@@ -184,8 +184,8 @@ struct KeyPhase {
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
 // memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
-// its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the keeper's, the lab's v37 on), dk's RoPE
-// factors are fetched into dk_factors while the tensor cores compute dv and dk.
+// its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the keeper, the lab's v37 and from
+// v40), dk's RoPE factors are fetched into dk_factors while the tensor cores compute dv and dk.
 template <KeyPhase kPhase = KeyPhase{}, int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
@@ -237,7 +237,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
 }
 
 // A warp's 16-row block of dk or dq (times scale, rotated back) to dqkv through `stage`: by `factors` where the
-// caller fetched them ahead (the keeper, the lab's v37 on), else by factors fetched here.
+// caller fetched them ahead (the keeper, the lab's v37 and from v40), else by factors fetched here.
 template <typename Address, typename Sums>
 __device__ __forceinline__ void store_rotated_block(bf16* dqkv, const SwizzledStage& stage,
                                                     const float (&acc)[kHeadDim / 2], const FusedArgs& args, int row0,
@@ -363,8 +363,8 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
 // own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
 // dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
 // once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows
-// from T on are not stored. kFetch: when both halves' RoPE factors are fetched (the keeper, v37 on: while the tensor cores
-// compute the products).
+// from T on are not stored. kFetch: when both halves' RoPE factors are fetched (the keeper, the lab's v37 and from
+// v40: while the tensor cores compute the products).
 template <bool kStageInDsT = false, FactorFetch kFetch = FactorFetch::after_product,
           typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,

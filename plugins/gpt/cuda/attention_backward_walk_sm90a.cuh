@@ -1,8 +1,8 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31 and v34 to v40 and of v41, the keeper's
-// backward, which differ in when and how a head's rows and figures are fetched and in how the steps overlap: a block of
-// one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v34 to v37 and v39 to v41 and of v38,
+// the keeper's backward, which differ in when and how a head's rows and figures are fetched and in how the steps
+// overlap: a block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
 // attention_backward_sm90a.cuh's steps on each (v32 and v33 walk their own way, walk_backward_heads_q_ahead below).
-// Included by attention_v41.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
+// Included by attention_v38.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
 // _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu, each instantiating the walk it launches,
 // after attention_backward_sm90a.cuh.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
@@ -37,12 +37,12 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3 to v7 on the lab's v34 and v37 to v40, v8 on
-// the keeper's, v41's): as each warp
-// stores a 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its
-// own in shared memory; after the head's last barrier the group adds the head's blocks below T of each column in
-// row order and writes the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which
-// column_finish adds over the batch in a fixed order: qkv's bias gradient without a pass that reads dqkv again.
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3, v4 and v6 to v8 on the lab's v34, v37 and v39
+// to v41, v5 on the keeper's, v38's): as each warp stores a 16-row block of dq, dk or dv it adds the block's
+// columns as stored (BlockColumnSums) into a slot of its own in shared memory; after the head's last barrier the
+// group adds the head's blocks below T of each column in row order and writes the head's 3 x 64 sums to
+// args.column_partials[b][3C] (each (b, h) once), which column_finish adds over the batch in a fixed order: qkv's
+// bias gradient without a pass that reads dqkv again.
 #pragma once
 
 #include <cuda.h>
@@ -159,10 +159,11 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // only k and out wait for the head's end), v37's v34's with dk_factors and dq_factors under_product (dk's and dq's
 // RoPE factors fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold
 // about 9% of the warp samples), v38's v37's with both under_product_lane_ordered (those factors from RopeTable's
-// lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones), v39's v34's and select_masked (a masked chunk's exponents
-// computed for every pair and dropped by a select, not branched around: v26's backward spends about 16% of its
-// instructions on its masked chunks), v40's v38's and v39's together, v41's (the keeper's) v40's with dk's factors
-// as v37's (v40's key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
+// lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones; the keeper's), v39's v34's and
+// select_masked (a masked chunk's exponents computed for every pair and dropped by a select, not branched around:
+// v26's backward spends about 16% of its instructions on its masked chunks), v40's v38's and v39's together, v41's
+// v40's with dk's factors as v37's (v40's key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and
+// qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
 // Compute name the version that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
@@ -215,9 +216,11 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
              .dq_factors = FactorFetch::under_product_lane_ordered},
     kV40QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
                     .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
-                    .dk_factors = FactorFetch::under_product_lane_ordered, .dq_factors = FactorFetch::under_product_lane_ordered},
+                    .dk_factors = FactorFetch::under_product_lane_ordered,
+                    .dq_factors = FactorFetch::under_product_lane_ordered},
     kV41Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered},
+             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product,
+             .dq_factors = FactorFetch::under_product_lane_ordered},
     kV41QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
                     .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
                     .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered};

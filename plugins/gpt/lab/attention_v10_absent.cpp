@@ -134,15 +134,15 @@ void attention_v37_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               cudaStream_t) {
   refuse("v37's backward with qkv's bias sums");
 }
-void attention_v38_backward_configure() { refuse("v38's backward"); }
-void attention_v38_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+void attention_v41_backward_configure() { refuse("v41's backward"); }
+void attention_v41_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
-  refuse("v38's backward");
+  refuse("v41's backward");
 }
-void attention_v38_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+void attention_v41_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {
-  refuse("v38's backward with qkv's bias sums");
+  refuse("v41's backward with qkv's bias sums");
 }
 void attention_v39_backward_configure() { refuse("v39's backward"); }
 void attention_v39_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,

@@ -1,31 +1,31 @@
-// Fused causal attention with RoPE, versions 32's to 40's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32 to v40, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's to 37's and 39's to 41's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32 to v37 and v39 to v41, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
 //     leaves half of dS^T's first tile unused; the head's lse, delta and barriers move there.
 //   - v33: v32 with both query halves' dq products issued at once, half 1's computed while half 0's dq is stored
 //     (backward_query_halves_together).
-//   - v34 (the keeper's until v41): v26's walk, q loaded with the late boxes, with v33's query phase, dq_together.
+//   - v34 (the keeper's until v38): v26's walk, q loaded with the late boxes, with v33's query phase, dq_together.
 //   - v35: v34 with key half 1's scores issued before key half 0's dv and dk are stored, so the tensor cores
 //     compute them meanwhile (key_halves_overlapped, backward_key_halves_overlapped).
 //   - v36: v34 with dq staged in dS^T's first tile instead of q's (dq_staged_in_ds_t), so the next head's q loads
 //     with its v and dout once the key phase has ended (q_early, as v25's, whose dq left unstaged) and only k and out
 //     wait for the head's end, without v32's 16 KB (which leaves the L1 about 2 KB beside two blocks).
-//   - v37: v34 with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq
-//     (factors_under_products): in v26's backward three of those factors' first uses hold about 9% of the warp
+//   - v37: v34 with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq (dk_factors and
+//     dq_factors under_product): in v26's backward three of those factors' first uses hold about 9% of the warp
 //     samples, each waiting on the L2; v21 did so for dq alone, one half at a time.
-//   - v38: v37 with those factors read from RopeTable's lane-ordered copy (lane_ordered_factors): a lane's 8 cos and
-//     8 sin of a row side by side, so four 16-byte loads a row instead of sixteen 4-byte ones (8 against 32 a block).
+//   - (v38, the keeper's, is attention_v38.cu in the training library: v37 with those factors read from RopeTable's
+//     lane-ordered copy, a lane's 8 cos and 8 sin of a row side by side, so four 16-byte loads a row instead of
+//     sixteen 4-byte ones.)
 //   - v39: v34 with a masked chunk's exponents computed for every pair and the masked ones dropped by a select
 //     (select_masked): v26's backward branches around each masked pair's exponent, about eight instructions a pair
 //     against an unmasked pair's two, and its masked chunks take about 16% of its instructions and of its warp
 //     samples (Nsight Compute, H100, batch 512).
 //   - v40: v38 and v39 together (88 bytes spilled: its key phase holds too much).
-//   - (v41, the keeper's, is attention_v41.cu in the training library: v40 with dk's factors fetched as v37 fetches
-//     them, 4 bytes a load, which spills nothing.)
-//   - v34's and v37's to v40's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v3 to
-//     v7), for the trainers' kernel beside the keeper's (v8).
+//   - v41: v40 with dk's factors fetched as v37 fetches them, 4 bytes a load, which spills nothing.
+//   - v34's, v37's and v39's to v41's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's
+//     v3, v4 and v6 to v8), for the trainers' kernel beside the keeper's (v5).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -97,12 +97,12 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v38_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v41_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                   const __grid_constant__ CUtensorMap dout_map,
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV38Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+  walk_backward_heads<kV41Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
                                 bias, args);
 }
 
@@ -117,12 +117,12 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v38_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v41_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                            const __grid_constant__ CUtensorMap dout_map,
                                            const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                            const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV38QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+  walk_backward_heads<kV41QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
                                        lse, bias, args);
 }
 
@@ -196,7 +196,7 @@ BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", at
                         kV17SmemBytes};
 BackwardWalk g_v37_walk{"v37's backward", "attention_v37_backward_configure", attention_v37_backward_kernel,
                         kV17SmemBytes};
-BackwardWalk g_v38_walk{"v38's backward", "attention_v38_backward_configure", attention_v38_backward_kernel,
+BackwardWalk g_v41_walk{"v41's backward", "attention_v41_backward_configure", attention_v41_backward_kernel,
                         kV17SmemBytes, false, true};
 BackwardWalk g_v39_walk{"v39's backward", "attention_v39_backward_configure", attention_v39_backward_kernel,
                         kV17SmemBytes};
@@ -212,8 +212,8 @@ BackwardWalk g_v34_qkv_bias_walk{"v34's backward with qkv's bias sums", "attenti
                                  attention_v34_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 BackwardWalk g_v37_qkv_bias_walk{"v37's backward with qkv's bias sums", "attention_v37_backward_configure",
                                  attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-BackwardWalk g_v38_qkv_bias_walk{"v38's backward with qkv's bias sums", "attention_v38_backward_configure",
-                                 attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
+BackwardWalk g_v41_qkv_bias_walk{"v41's backward with qkv's bias sums", "attention_v41_backward_configure",
+                                 attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
 
 // A walk with qkv's bias sums, then column_finish of the partials into dbias.
 void backward_and_bias_gradient(BackwardWalk& walk, bf16* dqkv, float* dbias, float* partials, const bf16* dout,
@@ -267,14 +267,14 @@ void attention_v37_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v37_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v38_backward_configure() {
-  attention::g_v38_walk.configure();
-  attention::g_v38_qkv_bias_walk.configure();
+void attention_v41_backward_configure() {
+  attention::g_v41_walk.configure();
+  attention::g_v41_qkv_bias_walk.configure();
 }
 
-void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
@@ -285,11 +285,11 @@ void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                         qkv_bias, rope, s, stream);
 }
 
-void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v38_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 

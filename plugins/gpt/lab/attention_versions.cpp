@@ -145,10 +145,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v37_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v37_backward},
-    {"v38", "v38 (v37 with those factors from the RoPE table's lane-ordered copy, 16-byte loads, sm_90a)", false,
-     configure_in_order<attention_v38_backward_configure, fused_attention_sm90a_forward_configure,
-                        fused_attention_configure>,
-     keeper_forward<bf16>, attention_v38_backward},
+    {"v38", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
     {"v39", "v39 (v34 with a masked chunk's exponents dropped by a select, not branched around, sm_90a)", false,
      configure_in_order<attention_v39_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
@@ -157,9 +156,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v40_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v40_backward},
-    {"v41", bf16_attention_keeper_name(true), true,
-     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+    {"v41", "v41 (v40 with dk's RoPE factors fetched as v37's, sm_90a)", false,
+     configure_in_order<attention_v41_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v41_backward},
 };
 
 }  // namespace

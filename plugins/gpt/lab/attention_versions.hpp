@@ -17,12 +17,12 @@
 // loading each head's q a head ahead into a tile of its own, v33, v32 with both query halves' dq products issued at
 // once, v34, v29 with both query halves' dq products issued at once, v35, v34 with key half 1's scores issued before
 // key half 0's gradients are stored, v36, v34 with dq staged in dS^T's first tile and the next head's q loaded with
-// its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v38, v37 with them from the
-// table's lane-ordered copy, v39, v34 with a masked chunk's exponents dropped by a select, and v40, v38 and v39
-// together, attention_v32.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the
-// trainers run (v8 and v41, layers.hpp's fused_attention_forward and _backward: v41's forward is v29's, v26's
-// loading each head's q a head ahead into a tile of its own, its backward v40's with dk's factors fetched as v37's;
-// v41's row refuses devices without the sm_90a path). sm_90a
+// its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v39, v34 with a masked
+// chunk's exponents dropped by a select, v40, v38 and v39 together, and v41, v40 with dk's factors fetched as v37's,
+// attention_v32.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
+// (v8 and v38, layers.hpp's fused_attention_forward and _backward: v38's forward is v29's, v26's loading each head's
+// q a head ahead into a tile of its own, its backward v37's with the factors from the table's lane-ordered copy,
+// 16 bytes a load; v38's row refuses devices without the sm_90a path). sm_90a
 // code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers'
 // contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
@@ -215,7 +215,7 @@ void attention_v33_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 
-// v34's backward (attention_v32.cu, sm_90a; the keeper's until v41): v26's with both query halves' dq products issued
+// v34's backward (attention_v32.cu, sm_90a; the keeper's until v38): v26's with both query halves' dq products issued
 // at once; row v34 runs it on the keeper's forward. The same summing dqkv's columns (lab_attention_qkv_bias_bf16's
 // v3). configure sets up both.
 void attention_v34_backward_configure();
@@ -254,18 +254,6 @@ void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
 
-// v38's backward (attention_v32.cu, sm_90a): v37's with those factors from the RoPE table's lane-ordered copy,
-// which rope must have (else an Error); row v38 runs it on the keeper's forward. The same summing
-// dqkv's columns (lab_attention_qkv_bias_bf16's v5). configure sets up both.
-void attention_v38_backward_configure();
-void attention_v38_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
-void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream);
-
 // v39's backward (attention_v32.cu, sm_90a): v34's with a masked chunk's exponents computed for every pair and the
 // masked ones dropped by a select, not branched around; row v39 runs it on the keeper's forward. The same summing
 // dqkv's columns (lab_attention_qkv_bias_bf16's v6). configure sets up both.
@@ -278,14 +266,23 @@ void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
 
-// v40's backward (attention_v32.cu, sm_90a): v38's and v39's changes together, which need rope's lane-ordered copy
-// (else an Error); row v40 runs it on the keeper's forward. The same summing dqkv's columns
-// (lab_attention_qkv_bias_bf16's v7). configure sets up both.
+// v40's backward (attention_v32.cu, sm_90a): v38's and v39's changes together, and v41's, v40's with dk's factors
+// fetched as v37's; both need rope's lane-ordered copy (else an Error); rows v40 and v41 run them on the keeper's
+// forward. The same summing dqkv's columns (lab_attention_qkv_bias_bf16's v7 and v8). Each configure sets up both of
+// its kernels.
 void attention_v40_backward_configure();
 void attention_v40_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+void attention_v41_backward_configure();
+void attention_v41_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
