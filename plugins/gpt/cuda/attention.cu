@@ -14,6 +14,7 @@
 // other versions live in plugins/gpt/lab.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "attention_common.cuh"
 #include "common.cuh"
@@ -210,9 +211,27 @@ void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float*
   column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
 }
 
+std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::vector<float>& sin, int head_dim) {
+  constexpr int kPairs = kRopeLaneOrderedPairs, kPerLane = kPairs / 4;
+  if (head_dim != 2 * kPairs) throw Error("rope_lane_ordered: head dim " + std::to_string(head_dim) + ", not 64");
+  const std::size_t T = cos.size() / kPairs;
+  if (cos.size() != T * kPairs || sin.size() != cos.size())
+    throw Error("rope_lane_ordered: cos and sin must both be [T, 32]");
+  std::vector<float> out(2 * cos.size());
+  for (std::size_t t = 0; t < T; ++t)
+    for (int quad = 0; quad < 4; ++quad) {
+      const std::size_t at = rope_lane_ordered_at(static_cast<int>(t), quad);
+      for (int n = 0; n < kPerLane; ++n) {
+        out[at + n] = cos[t * kPairs + 4 * n + quad];
+        out[at + kPerLane + n] = sin[t * kPairs + 4 * n + quad];
+      }
+    }
+  return out;
+}
+
 const char* bf16_qkv_bias_gradient_name() {
   return sm90a_runs_here()
-             ? "summed by the attention backward as it stores dqkv (lab_attention_qkv_bias_bf16 v3, sm_90a)"
+             ? "summed by the attention backward as it stores dqkv (lab_attention_qkv_bias_bf16 v5, sm_90a)"
              : "a column-sum pass over dqkv after the attention backward (lab_attention_qkv_bias_bf16 v1)";
 }
 

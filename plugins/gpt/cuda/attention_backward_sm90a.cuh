@@ -16,11 +16,10 @@
 //   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
 //     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
 //     half's q rows (no product reads q after the key phase), or stored from the registers (kDirect, the lab's
-//     v25); backward_query_halves_together (the keeper's, v38's, and the lab's from v33) issues both halves' products
-//     before it stores
-//     either.
+//     v25); backward_query_halves_together (the keeper's, v38's, and the lab's from v33) issues both halves'
+//     products before it stores either.
 // backward_key_halves_overlapped and backward_query_halves_together serve kernels whose block is one warp group
-// (group 0), as the keeper's and the lab's v32 to v36 are.
+// (group 0), as the keeper's and the lab's from v32 are.
 // dS^T is kept [key][query] in two 128-byte swizzled tiles of 64 queries each, written from the packed dS^T
 // fragments (a warp's eight rows of one 16-byte column land in eight different chunks: no bank conflicts). The
 // gradients leave as v9's do (store_head_block_staged: times scale, rotated back, 128-byte rows). The
@@ -162,8 +161,8 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
 }
 
 // When and how a block's RoPE rotate-back factors are fetched for dk's and dq's stores: by the store, after the
-// product (after_product); while the tensor cores compute the product (under_product, the lab's v37); the same from
-// RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, the keeper's, v38's).
+// product (after_product); while the tensor cores compute the product (under_product, the lab's v37, v41's dk); the
+// same from RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, the keeper's, v38's).
 enum class FactorFetch { after_product, under_product, under_product_lane_ordered };
 
 template <FactorFetch kFetch>
@@ -358,7 +357,7 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   }
 }
 
-// Both query halves at once (the lab's v33 to v36): half 1's dq product (queries 64 .. 127 against every key) is
+// Both query halves at once (the keeper's and the lab's from v33): half 1's dq product (queries 64 .. 127 against every key) is
 // issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its
 // own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
 // dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63

@@ -490,9 +490,12 @@ struct BackwardWalk {
     if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
     if (column_partials && partials == nullptr)
       throw Error(std::string("gpt: attention ") + version + " writes column partials and was given none");
-    if (lane_ordered_rope && rope.lane_ordered == nullptr)
-      throw Error(std::string("gpt: attention ") + version +
-                  " reads the RoPE table's lane-ordered copy and was given none (RopeTable::lane_ordered)");
+    if (lane_ordered_rope) {
+      if (rope.lane_ordered == nullptr)
+        throw Error(std::string("gpt: attention ") + version +
+                    " reads the RoPE table's lane-ordered copy and was given none (RopeTable::lane_ordered)");
+      check_aligned16(rope.lane_ordered, version, "RoPE lane-ordered");
+    }
     FusedArgs args = fused_args(s, rope);
     args.column_partials = partials;
     const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);

@@ -220,7 +220,7 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
 // attention.cu
 
 // cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double.
-// lane_ordered (optional, hd = 64 only; the lab's v38 reads it): the same values grouped as an mma fragment's lane
+// lane_ordered (optional, hd = 64 only; the bf16 keeper's sm_90a backward and the lab's v40 and v41 read it): the same values grouped as an mma fragment's lane
 // holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8 cos then 8 sin from rope_lane_ordered_at(t, j).
 struct RopeTable {
   const float* cos = nullptr;
@@ -231,8 +231,8 @@ inline constexpr int kRopeLaneOrderedPairs = 32;  // hd / 2 for the head dim tha
 ROOFBENCH_GPT_HOST_DEVICE inline int rope_lane_ordered_at(int t, int quad) {
   return (4 * t + quad) * kRopeLaneOrderedPairs / 2;
 }
-// The lane-ordered copy of a [T, 32] cos and sin table (2 T 32 floats).
-std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::vector<float>& sin);
+// The lane-ordered copy of a [T, 32] cos and sin table (2 T 32 floats) for head_dim 64 (else roofbench::Error).
+std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::vector<float>& sin, int head_dim);
 
 struct AttentionShape {
   int batch = 0, T = 0, heads = 0, head_dim = 0;
@@ -264,8 +264,7 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 //     head's ahead, and read about half its bytes twice), the forward loading each head's q a head ahead into
 //     a tile of its own, the backward computing one query half's dq while it stores the other's and fetching its
 //     RoPE factors while the tensor cores compute dk and dq, 16 bytes a load from the table's lane-ordered copy
-//     (which `rope` must then have). v29's forward
-//     runs where a batch's heads number at least
+//     (which `rope` must then have). v29's forward runs where a batch's heads number at least
 //     kSm90aForwardMinRounds per block of its persistent grid: with fewer, the heads' last round leaves much
 //     of that grid idle, and v9's forward, a block per head at four blocks an SM, finishes first (R2's 512
 //     heads took 69.4 us forward and backward with v15's forward, whose grid v29's has, against 63.8 with
@@ -306,7 +305,7 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
 
 // The bf16 backward and qkv's bias gradient: dbias [3C] = dqkv's column sums as stored (the kernels add the bias
 // before RoPE, so its gradient is the raw qkv's), partials: attention_bias_partials_floats(s) floats of scratch.
-// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v3), else
+// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v5), else
 // column_sum reads dqkv again (v1). The same fixed order in every run either way.
 void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
                                                 const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
@@ -326,8 +325,7 @@ void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, con
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
 // The sm_90a ones, v29's forward and v38's backward (with qkv's bias sums below). Their configures throw
-// NotApplicable on a device
-// hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without sm_90a code); blocks_per_sm:
+// NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without sm_90a code); blocks_per_sm:
 // the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();
 int fused_attention_sm90a_forward_blocks_per_sm();

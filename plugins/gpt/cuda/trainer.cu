@@ -2,7 +2,6 @@
 // same in both (linear layers, GELU, the output head).
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 
 #include "reference.hpp"
@@ -41,27 +40,11 @@ void upload_rope_table(const Config& cfg, RopeTable table, cudaStream_t stream) 
   ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.sin), sin_table.data(), sin_table.size() * sizeof(float),
                                  cudaMemcpyHostToDevice, stream));
   const std::vector<float> lane_ordered =
-      table.lane_ordered != nullptr ? rope_lane_ordered(cos_table, sin_table) : std::vector<float>{};
+      table.lane_ordered != nullptr ? rope_lane_ordered(cos_table, sin_table, cfg.head_dim()) : std::vector<float>{};
   if (!lane_ordered.empty())
     ROOFBENCH_CUDA(cudaMemcpyAsync(const_cast<float*>(table.lane_ordered), lane_ordered.data(),
                                    lane_ordered.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
   ROOFBENCH_CUDA(cudaStreamSynchronize(stream));  // the host tables go out of scope
-}
-
-std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::vector<float>& sin) {
-  constexpr int kPairs = kRopeLaneOrderedPairs, kPerLane = kPairs / 4;
-  const int T = static_cast<int>(cos.size() / kPairs);
-  if (cos.size() != static_cast<std::size_t>(T) * kPairs || sin.size() != cos.size())
-    throw std::invalid_argument("rope_lane_ordered: cos and sin must both be [T, 32]");
-  std::vector<float> out(2 * cos.size());
-  for (int t = 0; t < T; ++t)
-    for (int quad = 0; quad < 4; ++quad)
-      for (int n = 0; n < kPerLane; ++n) {
-        const std::size_t from = static_cast<std::size_t>(t) * kPairs + 4 * n + quad;
-        out[rope_lane_ordered_at(t, quad) + n] = cos[from];
-        out[rope_lane_ordered_at(t, quad) + kPerLane + n] = sin[from];
-      }
-  return out;
 }
 
 const char* to_string(Rung rung) {
@@ -124,9 +107,8 @@ Trainer::Trainer(const Config& cfg, const DeviceAllocator& alloc, cudaStream_t s
   float* rope_cos = alloc_floats(T * half, BufferRole::input);
   float* rope_sin = alloc_floats(T * half, BufferRole::input);
   // The bf16 keeper's sm_90a backward reads the lane-ordered copy (layers.hpp's RopeTable).
-  float* rope_lane_ordered =
-      half == kRopeLaneOrderedPairs ? alloc_floats(2 * T * half, BufferRole::input) : nullptr;
-  rope_ = RopeTable{rope_cos, rope_sin, rope_lane_ordered};
+  float* rope_by_lane = half == kRopeLaneOrderedPairs ? alloc_floats(2 * T * half, BufferRole::input) : nullptr;
+  rope_ = RopeTable{rope_cos, rope_sin, rope_by_lane};
   inputs_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
   targets_ = static_cast<std::uint8_t*>(alloc(N, BufferRole::output));
 

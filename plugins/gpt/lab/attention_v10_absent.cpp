@@ -1,8 +1,8 @@
 // Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's, 14's, 17's, 18's, 21's, 25's, 26's, 27's, 30's
-// to 33's and 35's to 37's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
+// to 37's and 39's to 41's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
 // attention_v10.cu, _v12.cu, _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu,
 // _v27.cu, _v30.cu and _v32.cu are not compiled, so the versions are not applicable on any device and their benchmarks
-// are listed as not run (the keeper's sm_90a kernels, v29's forward and v34's backward, refuse there as these do:
+// are listed as not run (the keeper's sm_90a kernels, v29's forward and v38's backward, refuse there as these do:
 // cuda/attention_sm90a_absent.cpp).
 #include <string>
 

@@ -33,10 +33,10 @@
 // products waits for the one before. The same values in the same arithmetic, so their GPU test asks for the
 // keeper's dqkv bit for bit.
 // Budget: v32 and v33 113 KB of shared memory a block with the alignment's spare (two fill an H100 SM's 228 KB
-// exactly), v35 and v36 v26's 98 KB; 252 to 254 registers (ptxas, no spills), two blocks an SM.
+// exactly), the others v26's 98 KB (104 KB with qkv's bias sums); 242 to 255 registers (ptxas), two blocks an SM;
+// v40 spills 88 bytes (188 with the sums), v41 with the sums 36, the others nothing.
 #include <cuda.h>
 #include <cuda_bf16.h>
-
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"

@@ -39,7 +39,7 @@ FusedAttentionRun run_fused_attention(Configure configure, Forward forward, Back
   Device dev;
   const bool has_lane_order = shape.head_dim == 2 * kRopeLaneOrderedPairs;
   const RopeTable rope{dev.upload(cos), dev.upload(sin),
-                       has_lane_order ? dev.upload(rope_lane_ordered(cos, sin)) : nullptr};
+                       has_lane_order ? dev.upload(rope_lane_ordered(cos, sin, shape.head_dim)) : nullptr};
   const std::size_t n = static_cast<std::size_t>(shape.batch) * shape.T, c = shape.channels();
   const std::size_t stats = static_cast<std::size_t>(shape.batch) * shape.heads * shape.T;
   Elem *d_qkv = dev.upload(to_elem(qkv)), *d_dout = dev.upload(to_elem(dout));

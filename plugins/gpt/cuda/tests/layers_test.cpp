@@ -262,6 +262,43 @@ TEST(GptLayers, Bf16FcGeluKeeperMatchesTheGeluPassOnItsProduct) {
 INSTANTIATE_TEST_SUITE_P(T, GptFusedAttention, ::testing::Values(70, 128, 1),
                          [](const ::testing::TestParamInfo<int>& info) { return "T" + std::to_string(info.param); });
 
+// The RoPE table's lane-ordered copy (the bf16 keeper's sm_90a backward reads it): lane l of an mma fragment finds
+// its 8 cos and 8 sin of row t, pairs l % 4, + 4, .. + 28 as RopeBackFactors's scalar loads read them, side by side
+// at rope_lane_ordered_at(t, l % 4); another head dim is refused.
+TEST(GptLayers, LaneOrderedRopeTableHoldsEachLanesPairsSideBySide) {
+  constexpr int T = 7, hd = 64;
+  std::vector<float> cos, sin;
+  rope_table(cos, sin, T, hd, 10000);
+  const std::vector<float> ordered = rope_lane_ordered(cos, sin, hd);
+  ASSERT_EQ(ordered.size(), 2 * cos.size());
+  for (int t = 0; t < T; ++t)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int n = 0; n < hd / 8; ++n) {
+        const int pair = (8 * n + 2 * (lane % 4)) / 2, at = rope_lane_ordered_at(t, lane % 4);
+        EXPECT_EQ(ordered[at + n], cos[t * hd / 2 + pair]) << t << " " << lane << " " << n;
+        EXPECT_EQ(ordered[at + hd / 8 + n], sin[t * hd / 2 + pair]) << t << " " << lane << " " << n;
+      }
+  std::vector<float> narrow_cos, narrow_sin;
+  rope_table(narrow_cos, narrow_sin, 2 * T, 32, 10000);  // as many floats as a [T, 32] table's
+  EXPECT_THROW(rope_lane_ordered(narrow_cos, narrow_sin, 32), Error);
+}
+
+// On the sm_90a path the keeper's backward refuses a RoPE table without its lane-ordered copy before it launches.
+TEST(GptLayers, Bf16KeeperRefusesATableWithoutItsLaneOrderedCopy) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  int device = 0;
+  ROOFBENCH_CUDA(cudaGetDevice(&device));
+  if (!hopper::hopper_path_available(device)) GTEST_SKIP() << "no sm_90a path on this device";
+  fused_attention_configure();
+  const AttentionShape shape{2, 128, 2, 64};
+  Device dev;
+  const float* table = dev.alloc<float>(128 * 32);
+  const RopeTable without{table, table, nullptr};
+  EXPECT_THROW(fused_attention_sm90a_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, without,
+                                              shape, nullptr),
+               Error);
+}
+
 TEST(GptLayers, FusedAttentionRejectsShapes) {
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 129, 2, 64}), Error);
   EXPECT_THROW(check_fused_attention_shape(AttentionShape{2, 70, 2, 32}), Error);

@@ -234,29 +234,9 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
   EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
   EXPECT_TRUE(row("v37").backward == &attention_v37_backward);
-  EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
   EXPECT_TRUE(row("v39").backward == &attention_v39_backward);
   EXPECT_TRUE(row("v40").backward == &attention_v40_backward);
-}
-// The RoPE table's lane-ordered copy (the keeper's, v38's): lane l of an mma fragment finds its 8 cos and 8 sin of
-// row t, pairs l % 4, + 4, .. + 28 as RopeBackFactors's scalar loads read them, side by side at
-// rope_lane_ordered_at(t, l % 4); a table of another width is refused.
-TEST(GptLabAttentionTable, LaneOrderedRopeTableHoldsEachLanesPairsSideBySide) {
-  constexpr int T = 7, hd = 64;
-  std::vector<float> cos, sin;
-  rope_table(cos, sin, T, hd, 10000);
-  const std::vector<float> ordered = rope_lane_ordered(cos, sin);
-  ASSERT_EQ(ordered.size(), 2 * cos.size());
-  for (int t = 0; t < T; ++t)
-    for (int lane = 0; lane < 32; ++lane)
-      for (int n = 0; n < hd / 8; ++n) {
-        const int pair = (8 * n + 2 * (lane % 4)) / 2, at = rope_lane_ordered_at(t, lane % 4);
-        EXPECT_EQ(ordered[at + n], cos[t * hd / 2 + pair]) << t << " " << lane << " " << n;
-        EXPECT_EQ(ordered[at + hd / 8 + n], sin[t * hd / 2 + pair]) << t << " " << lane << " " << n;
-      }
-  std::vector<float> narrow_cos, narrow_sin;
-  rope_table(narrow_cos, narrow_sin, T, 32, 10000);
-  EXPECT_THROW(rope_lane_ordered(narrow_cos, narrow_sin), std::invalid_argument);
+  EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
