@@ -186,12 +186,8 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
              .out_mid_query = true},
     kV31Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .out_mid_query = true, .out_after_dq = true},
-    kQkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                 .qkv_bias_sums = true},
     kV34Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true},
-    kV34QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true},
     kV35Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .key_halves_overlapped = true},
     kV36Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true,
@@ -201,29 +197,27 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV38Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .dk_factors = FactorFetch::under_product_lane_ordered,
              .dq_factors = FactorFetch::under_product_lane_ordered},
-    kV37QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .dk_factors = FactorFetch::under_product,
-                    .dq_factors = FactorFetch::under_product},
-    kV38QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .dk_factors = FactorFetch::under_product_lane_ordered,
-                    .dq_factors = FactorFetch::under_product_lane_ordered},
     kV39Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .select_masked = true},
-    kV39QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true},
     kV40Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product_lane_ordered,
              .dq_factors = FactorFetch::under_product_lane_ordered},
-    kV40QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
-                    .dk_factors = FactorFetch::under_product_lane_ordered,
-                    .dq_factors = FactorFetch::under_product_lane_ordered},
     kV41Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
              .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product,
-             .dq_factors = FactorFetch::under_product_lane_ordered},
-    kV41QkvBiasWalk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-                    .qkv_bias_sums = true, .dq_together = true, .select_masked = true,
-                    .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered};
+             .dq_factors = FactorFetch::under_product_lane_ordered};
+
+// A walk's policy with qkv_bias_sums: the trainers' kernel beside the lab row it sums on.
+constexpr WalkPolicy with_qkv_bias_sums(WalkPolicy policy) {
+  policy.qkv_bias_sums = true;
+  return policy;
+}
+inline constexpr WalkPolicy kQkvBiasWalk = with_qkv_bias_sums(kV26Walk),
+                            kV34QkvBiasWalk = with_qkv_bias_sums(kV34Walk),
+                            kV37QkvBiasWalk = with_qkv_bias_sums(kV37Walk),
+                            kV38QkvBiasWalk = with_qkv_bias_sums(kV38Walk),
+                            kV39QkvBiasWalk = with_qkv_bias_sums(kV39Walk),
+                            kV40QkvBiasWalk = with_qkv_bias_sums(kV40Walk),
+                            kV41QkvBiasWalk = with_qkv_bias_sums(kV41Walk);
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -504,6 +498,21 @@ struct BackwardWalk {
     ROOFBENCH_CUDA_LAUNCH();
   }
 };
+
+// Whether a walk reads the RoPE table's lane-ordered copy (a phase with under_product_lane_ordered factors).
+constexpr bool reads_lane_ordered_rope(WalkPolicy p) {
+  return p.dk_factors == FactorFetch::under_product_lane_ordered ||
+         p.dq_factors == FactorFetch::under_product_lane_ordered;
+}
+
+// The host side of a walk_backward_heads<kPolicy> kernel, its column partials and lane-ordered table as the policy
+// says.
+template <WalkPolicy kPolicy>
+BackwardWalk policy_walk(const char* version, const char* configure_name, BackwardWalkKernel kernel,
+                         std::size_t smem_bytes) {
+  return BackwardWalk{version, configure_name, kernel, smem_bytes, kPolicy.qkv_bias_sums,
+                      reads_lane_ordered_rope(kPolicy)};
+}
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention

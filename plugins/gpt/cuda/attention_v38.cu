@@ -66,10 +66,11 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 
 ForwardWalk g_v29_forward{"v29's forward", "fused_attention_sm90a_forward_configure",
                           fused_attention_v29_forward_kernel, kV29SmemBytes};
-BackwardWalk g_v38_backward{"v38's backward", "fused_attention_sm90a_backward_configure",
-                            fused_attention_v38_backward_kernel, kV17SmemBytes, false, true};
-BackwardWalk g_qkv_bias_backward{"v38's backward with qkv's bias sums", "fused_attention_sm90a_backward_configure",
-                                 fused_attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
+BackwardWalk g_v38_backward = policy_walk<kV38Walk>("v38's backward", "fused_attention_sm90a_backward_configure",
+                                                   fused_attention_v38_backward_kernel, kV17SmemBytes);
+BackwardWalk g_qkv_bias_backward =
+    policy_walk<kV38QkvBiasWalk>("v38's backward with qkv's bias sums", "fused_attention_sm90a_backward_configure",
+                                 fused_attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention

@@ -114,6 +114,16 @@ void attention_v33_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v33's backward");
 }
+void attention_v34_backward_configure() { refuse("v34's backward"); }
+void attention_v34_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v34's backward");
+}
+void attention_v34_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+                                              const bf16*, const float*, RopeTable, const AttentionShape&,
+                                              cudaStream_t) {
+  refuse("v34's backward with qkv's bias sums");
+}
 void attention_v35_backward_configure() { refuse("v35's backward"); }
 void attention_v35_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
@@ -133,16 +143,6 @@ void attention_v37_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {
   refuse("v37's backward with qkv's bias sums");
-}
-void attention_v41_backward_configure() { refuse("v41's backward"); }
-void attention_v41_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
-                            const AttentionShape&, cudaStream_t) {
-  refuse("v41's backward");
-}
-void attention_v41_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
-                                              const bf16*, const float*, RopeTable, const AttentionShape&,
-                                              cudaStream_t) {
-  refuse("v41's backward with qkv's bias sums");
 }
 void attention_v39_backward_configure() { refuse("v39's backward"); }
 void attention_v39_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
@@ -164,15 +164,15 @@ void attention_v40_backward_and_bias_gradient(bf16*, float*, float*, float*, con
                                               cudaStream_t) {
   refuse("v40's backward with qkv's bias sums");
 }
-void attention_v34_backward_configure() { refuse("v34's backward"); }
-void attention_v34_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+void attention_v41_backward_configure() { refuse("v41's backward"); }
+void attention_v41_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
-  refuse("v34's backward");
+  refuse("v41's backward");
 }
-void attention_v34_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
+void attention_v41_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {
-  refuse("v34's backward with qkv's bias sums");
+  refuse("v41's backward with qkv's bias sums");
 }
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,

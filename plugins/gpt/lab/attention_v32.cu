@@ -67,6 +67,26 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v34_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV34Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v34_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV34QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
     attention_v35_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                   const __grid_constant__ CUtensorMap dout_map,
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
@@ -97,32 +117,12 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v41_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV41Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
-                                bias, args);
-}
-
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
     attention_v37_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                            const __grid_constant__ CUtensorMap dout_map,
                                            const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                            const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
   walk_backward_heads<kV37QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
-                                       lse, bias, args);
-}
-
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v41_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                           const __grid_constant__ CUtensorMap dout_map,
-                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                           const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV41QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
                                        lse, bias, args);
 }
 
@@ -167,22 +167,22 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v34_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v41_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                   const __grid_constant__ CUtensorMap dout_map,
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV34Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+  walk_backward_heads<kV41Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
                                 bias, args);
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v34_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    attention_v41_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                            const __grid_constant__ CUtensorMap dout_map,
                                            const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                            const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV34QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+  walk_backward_heads<kV41QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
                                        lse, bias, args);
 }
 
@@ -190,30 +190,35 @@ BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", at
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
                         kV32SmemBytes};
-BackwardWalk g_v35_walk{"v35's backward", "attention_v35_backward_configure", attention_v35_backward_kernel,
-                        kV17SmemBytes};
-BackwardWalk g_v36_walk{"v36's backward", "attention_v36_backward_configure", attention_v36_backward_kernel,
-                        kV17SmemBytes};
-BackwardWalk g_v37_walk{"v37's backward", "attention_v37_backward_configure", attention_v37_backward_kernel,
-                        kV17SmemBytes};
-BackwardWalk g_v41_walk{"v41's backward", "attention_v41_backward_configure", attention_v41_backward_kernel,
-                        kV17SmemBytes, false, true};
-BackwardWalk g_v39_walk{"v39's backward", "attention_v39_backward_configure", attention_v39_backward_kernel,
-                        kV17SmemBytes};
-BackwardWalk g_v39_qkv_bias_walk{"v39's backward with qkv's bias sums", "attention_v39_backward_configure",
-                                 attention_v39_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-BackwardWalk g_v40_walk{"v40's backward", "attention_v40_backward_configure", attention_v40_backward_kernel,
-                        kV17SmemBytes, false, true};
-BackwardWalk g_v40_qkv_bias_walk{"v40's backward with qkv's bias sums", "attention_v40_backward_configure",
-                                 attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
-BackwardWalk g_v34_walk{"v34's backward", "attention_v34_backward_configure", attention_v34_backward_kernel,
-                        kV17SmemBytes};
-BackwardWalk g_v34_qkv_bias_walk{"v34's backward with qkv's bias sums", "attention_v34_backward_configure",
-                                 attention_v34_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-BackwardWalk g_v37_qkv_bias_walk{"v37's backward with qkv's bias sums", "attention_v37_backward_configure",
-                                 attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
-BackwardWalk g_v41_qkv_bias_walk{"v41's backward with qkv's bias sums", "attention_v41_backward_configure",
-                                 attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true, true};
+BackwardWalk g_v34_walk = policy_walk<kV34Walk>("v34's backward", "attention_v34_backward_configure",
+                                               attention_v34_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v34_qkv_bias_walk =
+    policy_walk<kV34QkvBiasWalk>("v34's backward with qkv's bias sums", "attention_v34_backward_configure",
+                                 attention_v34_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+BackwardWalk g_v35_walk = policy_walk<kV35Walk>("v35's backward", "attention_v35_backward_configure",
+                                               attention_v35_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v36_walk = policy_walk<kV36Walk>("v36's backward", "attention_v36_backward_configure",
+                                               attention_v36_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v37_walk = policy_walk<kV37Walk>("v37's backward", "attention_v37_backward_configure",
+                                               attention_v37_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v37_qkv_bias_walk =
+    policy_walk<kV37QkvBiasWalk>("v37's backward with qkv's bias sums", "attention_v37_backward_configure",
+                                 attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+BackwardWalk g_v39_walk = policy_walk<kV39Walk>("v39's backward", "attention_v39_backward_configure",
+                                               attention_v39_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v39_qkv_bias_walk =
+    policy_walk<kV39QkvBiasWalk>("v39's backward with qkv's bias sums", "attention_v39_backward_configure",
+                                 attention_v39_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+BackwardWalk g_v40_walk = policy_walk<kV40Walk>("v40's backward", "attention_v40_backward_configure",
+                                               attention_v40_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v40_qkv_bias_walk =
+    policy_walk<kV40QkvBiasWalk>("v40's backward with qkv's bias sums", "attention_v40_backward_configure",
+                                 attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+BackwardWalk g_v41_walk = policy_walk<kV41Walk>("v41's backward", "attention_v41_backward_configure",
+                                               attention_v41_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v41_qkv_bias_walk =
+    policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "attention_v41_backward_configure",
+                                 attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 
 // A walk with qkv's bias sums, then column_finish of the partials into dbias.
 void backward_and_bias_gradient(BackwardWalk& walk, bf16* dqkv, float* dbias, float* partials, const bf16* dout,
@@ -243,6 +248,24 @@ void attention_v33_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v33_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
+void attention_v34_backward_configure() {
+  attention::g_v34_walk.configure();
+  attention::g_v34_qkv_bias_walk.configure();
+}
+
+void attention_v34_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v34_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v34_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::backward_and_bias_gradient(attention::g_v34_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+                                        qkv_bias, rope, s, stream);
+}
+
 void attention_v35_backward_configure() { attention::g_v35_walk.configure(); }
 
 void attention_v35_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
@@ -267,29 +290,11 @@ void attention_v37_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v37_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v41_backward_configure() {
-  attention::g_v41_walk.configure();
-  attention::g_v41_qkv_bias_walk.configure();
-}
-
-void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
 void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::backward_and_bias_gradient(attention::g_v37_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
-}
-
-void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 
@@ -329,21 +334,21 @@ void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                         qkv_bias, rope, s, stream);
 }
 
-void attention_v34_backward_configure() {
-  attention::g_v34_walk.configure();
-  attention::g_v34_qkv_bias_walk.configure();
+void attention_v41_backward_configure() {
+  attention::g_v41_walk.configure();
+  attention::g_v41_qkv_bias_walk.configure();
 }
 
-void attention_v34_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v34_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v34_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v34_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
+  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
                                         qkv_bias, rope, s, stream);
 }
 
