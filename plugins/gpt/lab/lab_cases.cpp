@@ -1029,7 +1029,7 @@ class FcGeluBackwardLab final : public MlpLab {
 // ---------------------------------------------------------------------------------------------------
 // The qkv layer's weight gradient dw = dy^T x and its bias gradient, dy's column sums (dy = d_qkv, [N, 3C] bf16;
 // x = ln1, [N, C] bf16; dw and the bias gradient fp32):
-//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v3 does not run): the weight-gradient GEMM, then
+//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v5 does not run): the weight-gradient GEMM, then
 //       column_sum's two passes over dy;
 //   v2: the GEMM alone, its BGRADB epilogue summing dy's columns as it reads dy.
 struct QkvWgradVersion {
