@@ -318,13 +318,13 @@ struct NothingAfterDq {
 };
 
 // Query half `half` (queries 64 half .. 64 half + 63) against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): dq =
-// dS k to dqkv (the query phase above), staged in the half's q rows. kFactorsUnderProduct (v21): dq's RoPE
-// factors are fetched while the tensor cores compute dq, not after. kDirect (v25): dq stored from the
-// registers, so q's tile is free once the key phase has ended (its factors fetched under the product too).
+// dS k to dqkv (the query phase above), staged in the half's q rows. kFetch: when dq's RoPE factors are fetched
+// (v21: under_product, while the tensor cores compute dq, not after). kDirect (v25): dq stored from the registers,
+// so q's tile is free once the key phase has ended (its factors fetched under the product too).
 // after_dq() runs in every thread once its wait for the dq product has returned, before dq is stored (the lab's
 // v31: thread 0 loads the next head's out into the dS^T tile that product read).
-template <int kKeys, bool kFactorsUnderProduct = false, bool kDirect = false, typename AfterDq = NothingAfterDq,
-          typename HeadSums = NoHeadColumnSums>
+template <int kKeys, FactorFetch kFetch = FactorFetch::after_product, bool kDirect = false,
+          typename AfterDq = NothingAfterDq, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                     const FusedArgs& args, int half, AfterDq after_dq = {},
                                                     HeadSums column_sums = {}) {
@@ -337,9 +337,9 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
     hw::wgmma_bf16_ss<1, 1>(dq, mn_major(h.ds_t[half], ks), mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
   hw::wgmma_commit_group();
   const auto q_rows = [&](int t) { return at.qkv_at(t, 0); };
-  if constexpr (kDirect || kFactorsUnderProduct) {
+  if constexpr (kDirect || kFetch != FactorFetch::after_product) {
     RopeBackFactors factors;
-    factors.load(args.rope, q0, args.s.T, lane);
+    factors.load<kFetch == FactorFetch::under_product_lane_ordered>(args.rope, q0, args.s.T, lane);
     hw::wgmma_wait_group<0>();
     hw::fence_accumulators(dq);
     after_dq();
@@ -357,8 +357,9 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   }
 }
 
-// Both query halves at once (the keeper's and the lab's from v33): half 1's dq product (queries 64 .. 127 against every key) is
-// issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its
+// Both query halves at once (the keeper's and the lab's from v33): half 1's dq product (queries 64 .. 127 against
+// every key) is issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half
+// staged in its
 // own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
 // dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
 // once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows

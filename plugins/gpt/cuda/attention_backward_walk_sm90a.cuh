@@ -19,7 +19,7 @@
 // memory only once the boxes have landed (each thread holds its row's value across the wait), and thread 0 asks
 // the L2 for the next head's lse with its boxes. In v17 the scaling waits on the load at once: Nsight Compute
 // (H100, batch 512) puts 8.5% of the backward's warp samples on that one multiply.
-// factors_under_product (v21): each query half's RoPE factors, which rotate dq back, are fetched while the
+// dq_factors under_product (v21): each query half's RoPE factors, which rotate dq back, are fetched while the
 // tensor cores compute dq, not after (in v17 three of those multiplies wait on their loads, 5.6% of samples).
 // q_early (v25): dq leaves from the registers instead of through q's rows, so the next head's q loads with its
 // v and dout during the query phase and only k and out wait for the head's end.
@@ -51,6 +51,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+
+#include "column_reduce.cuh"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -147,7 +149,7 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 }
 
 // Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
-// factors_under_product (backward_query_rows's kFactorsUnderProduct), v22's v18's and float4_preparation
+// dq_factors under_product (backward_query_rows's kFetch), v22's v18's and float4_preparation
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
 // backward_query_rows's kDirect, its RoPE factors fetched under the product as v21's, so q's tile is free for
 // the next head's q with its v and dout), v26's v22's without l2_prefetch (the next head's boxes not asked of
@@ -166,7 +168,7 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
 // Compute name the version that ran.
 struct WalkPolicy {
-  bool next_rows_early = false, lse_ahead = false, factors_under_product = false, float4_preparation = false,
+  bool next_rows_early = false, lse_ahead = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
        key_halves_overlapped = false, dq_staged_in_ds_t = false, select_masked = false;
@@ -174,7 +176,7 @@ struct WalkPolicy {
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
     kV18Walk{.next_rows_early = true, .lse_ahead = true},
-    kV21Walk{.next_rows_early = true, .lse_ahead = true, .factors_under_product = true},
+    kV21Walk{.next_rows_early = true, .lse_ahead = true, .dq_factors = FactorFetch::under_product},
     kV22Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true},
     kV25Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .q_early = true},
     kV26Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false},
@@ -242,16 +244,12 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   constexpr bool kOutEarly = kPolicy.out_mid_query;
   static_assert(!kOutEarly || kNextRowsEarly, "v30: out joins the early boxes");
   static_assert(!kPolicy.out_after_dq || kOutEarly, "v31: v30's load, issued elsewhere");
-  static_assert(!kPolicy.dq_together || !(kOutEarly || kPolicy.factors_under_product),
-                "v34: both query halves in one step, each as v26's");
+  static_assert(!kPolicy.dq_together || !kOutEarly, "v34: both query halves in one step, each as v26's");
   static_assert(kPolicy.dq_staged_in_ds_t == (kPolicy.dq_together && kPolicy.q_early),
                 "v36: q early with both query halves at once, dq staged clear of q's tile");
-  static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch || kPolicy.select_masked),
+  static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch || kPolicy.select_masked ||
+                                                    kPolicy.dk_factors != FactorFetch::after_product),
                 "v35: the key halves as v26's");
-  constexpr bool kFactorsUnderProducts =
-      kPolicy.dk_factors != FactorFetch::after_product || kPolicy.dq_factors != FactorFetch::after_product;
-  static_assert(!kFactorsUnderProducts || (kPolicy.dq_together && !kPolicy.key_halves_overlapped),
-                "v37: v34's steps with the factors fetched under the products");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
   const auto column_sums = [&] {
     if constexpr (kPolicy.qkv_bias_sums)
@@ -329,10 +327,10 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kPolicy.dq_together) {
       backward_query_halves_together<kPolicy.dq_staged_in_ds_t, kPolicy.dq_factors>(h, dqkv, at, args, column_sums);
     } else if constexpr (kPolicy.out_after_dq) {
-      backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
+      backward_query_rows<64, kPolicy.dq_factors, kPolicy.q_early>(h, dqkv, at, args, 0, load_next_out,
                                                                               column_sums);
     } else {
-      backward_query_rows<64, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 0, NothingAfterDq{},
+      backward_query_rows<64, kPolicy.dq_factors, kPolicy.q_early>(h, dqkv, at, args, 0, NothingAfterDq{},
                                                                               column_sums);
       if (next_out) {
         __syncthreads();  // query half 0's products have read dS^T's first tile
@@ -340,7 +338,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
       }
     }
     if (!kPolicy.dq_together && T > 64)  // else queries 64 .. are all padding, or half 1 has run
-      backward_query_rows<kMaxT, kPolicy.factors_under_product, kPolicy.q_early>(h, dqkv, at, args, 1,
+      backward_query_rows<kMaxT, kPolicy.dq_factors, kPolicy.q_early>(h, dqkv, at, args, 1,
                                                                                  NothingAfterDq{}, column_sums);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // the tiles, lse and delta are free
@@ -496,6 +494,15 @@ struct BackwardWalk {
     kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
                                                                                     dqkv, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
+  }
+
+  // A walk with qkv's bias sums (column_partials), then column_finish of its partials into dbias [3C].
+  void launch_with_bias_gradient(bf16* dqkv, float* dbias, float* partials, const bf16* dout, const bf16* out,
+                                 const float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
+                                 const AttentionShape& s, cudaStream_t stream) const {
+    launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
+    const int cols = 3 * s.channels();
+    column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
   }
 };
 

@@ -29,7 +29,6 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
-#include "column_reduce.cuh"
 #include "layers.hpp"
 
 namespace roofbench::gpt::cuda::attention {
@@ -112,9 +111,8 @@ void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, 
                                                      const bf16* dout, const bf16* out, const float* lse,
                                                      const bf16* qkv, const float* qkv_bias, RopeTable rope,
                                                      const AttentionShape& s, cudaStream_t stream) {
-  attention::g_qkv_bias_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
-  const int cols = 3 * s.channels();
-  column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
+  attention::g_qkv_bias_backward.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias, rope,
+                                                          s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda

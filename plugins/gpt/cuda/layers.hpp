@@ -220,8 +220,9 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
 // attention.cu
 
 // cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double.
-// lane_ordered (optional, hd = 64 only; the bf16 keeper's sm_90a backward and the lab's v40 and v41 read it): the same values grouped as an mma fragment's lane
-// holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8 cos then 8 sin from rope_lane_ordered_at(t, j).
+// lane_ordered (optional, hd = 64 only; the bf16 keeper's sm_90a backward and the lab's v40 and v41 read it): the
+// same values grouped as an mma fragment's lane holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8
+// cos then 8 sin from rope_lane_ordered_at(t, j).
 struct RopeTable {
   const float* cos = nullptr;
   const float* sin = nullptr;
@@ -325,8 +326,8 @@ void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, con
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
 // The sm_90a ones, v29's forward and v38's backward (with qkv's bias sums below). Their configures throw
-// NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without sm_90a code); blocks_per_sm:
-// the blocks of the kernel an SM holds, after its configure.
+// NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without
+// sm_90a code); blocks_per_sm: the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();
 int fused_attention_sm90a_forward_blocks_per_sm();
 int fused_attention_sm90a_forward_grid();  // its persistent grid: blocks_per_sm x the SMs

@@ -18,7 +18,6 @@
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
-#include "column_reduce.cuh"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -85,9 +84,8 @@ void attention_v26_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::g_v26_qkv_bias_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
-  const int cols = 3 * s.channels();
-  column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
+  attention::g_v26_qkv_bias_backward.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                               rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -41,7 +41,6 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
-#include "column_reduce.cuh"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -220,15 +219,6 @@ BackwardWalk g_v41_qkv_bias_walk =
     policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "attention_v41_backward_configure",
                                  attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 
-// A walk with qkv's bias sums, then column_finish of the partials into dbias.
-void backward_and_bias_gradient(BackwardWalk& walk, bf16* dqkv, float* dbias, float* partials, const bf16* dout,
-                                const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
-                                RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream, partials);
-  const int cols = 3 * s.channels();
-  column_finish(ColumnOutputs{{dbias}, cols}, partials, s.batch, cols, stream);
-}
-
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
@@ -262,8 +252,8 @@ void attention_v34_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v34_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
+  attention::g_v34_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 void attention_v35_backward_configure() { attention::g_v35_walk.configure(); }
@@ -294,8 +284,8 @@ void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v37_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
+  attention::g_v37_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 void attention_v39_backward_configure() {
@@ -312,8 +302,8 @@ void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v39_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
+  attention::g_v39_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 void attention_v40_backward_configure() {
@@ -330,8 +320,8 @@ void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v40_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
+  attention::g_v40_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 void attention_v41_backward_configure() {
@@ -348,8 +338,8 @@ void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
-  attention::backward_and_bias_gradient(attention::g_v41_qkv_bias_walk, dqkv, dbias, partials, dout, out, lse, qkv,
-                                        qkv_bias, rope, s, stream);
+  attention::g_v41_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab
