@@ -148,6 +148,11 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
     asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
 }
 
+// Which key halves compute a masked chunk's exponents for every pair and drop the masked ones by a select (v39's
+// select_masked) instead of branching around them: v42 selects in key half 1 alone, whose 64 queries leave the
+// registers that key half 0's 128 lack beside v38's factors (v40 spills).
+enum class SelectMasked { in_no_half, in_both_halves, in_half_1 };
+
 // Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
 // dq_factors under_product (backward_query_rows's kFetch), v22's v18's and float4_preparation
 // (HeadPreparationSm90a::load's kFloat4), v25's v22's and q_early (dq stored from the registers,
@@ -164,14 +169,15 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones; the keeper's), v39's v34's and
 // select_masked (a masked chunk's exponents computed for every pair and dropped by a select, not branched around:
 // v26's backward spends about 16% of its instructions on its masked chunks), v40's v38's and v39's together, v41's
-// v40's with dk's factors as v37's (v40's key phase spills), kV37QkvBiasWalk to kV41QkvBiasWalk theirs and
-// qkv_bias_sums. Each version instantiates the walk in a __global__ of its own name, so that --profile and Nsight
-// Compute name the version that ran.
+// v40's with dk's factors as v37's (v40's key phase spills), v42's v38's with select_masked in key half 1 alone,
+// kV37QkvBiasWalk to kV42QkvBiasWalk theirs and qkv_bias_sums. Each version instantiates the walk in a __global__
+// of its own name, so that --profile and Nsight Compute name the version that ran.
 struct WalkPolicy {
   bool next_rows_early = false, lse_ahead = false, float4_preparation = false,
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
-       key_halves_overlapped = false, dq_staged_in_ds_t = false, select_masked = false;
+       key_halves_overlapped = false, dq_staged_in_ds_t = false;
+  SelectMasked select_masked = SelectMasked::in_no_half;
   FactorFetch dk_factors = FactorFetch::after_product, dq_factors = FactorFetch::after_product;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
@@ -200,12 +206,17 @@ inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
              .dq_together = true, .dk_factors = FactorFetch::under_product_lane_ordered,
              .dq_factors = FactorFetch::under_product_lane_ordered},
     kV39Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .select_masked = true},
+             .dq_together = true, .select_masked = SelectMasked::in_both_halves},
     kV40Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product_lane_ordered,
+             .dq_together = true, .select_masked = SelectMasked::in_both_halves,
+             .dk_factors = FactorFetch::under_product_lane_ordered,
              .dq_factors = FactorFetch::under_product_lane_ordered},
     kV41Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
-             .dq_together = true, .select_masked = true, .dk_factors = FactorFetch::under_product,
+             .dq_together = true, .select_masked = SelectMasked::in_both_halves,
+             .dk_factors = FactorFetch::under_product, .dq_factors = FactorFetch::under_product_lane_ordered},
+    kV42Walk{.next_rows_early = true, .lse_ahead = true, .float4_preparation = true, .l2_prefetch = false,
+             .dq_together = true, .select_masked = SelectMasked::in_half_1,
+             .dk_factors = FactorFetch::under_product_lane_ordered,
              .dq_factors = FactorFetch::under_product_lane_ordered};
 
 // A walk's policy with qkv_bias_sums: the trainers' kernel beside the lab row it sums on.
@@ -219,7 +230,8 @@ inline constexpr WalkPolicy kQkvBiasWalk = with_qkv_bias_sums(kV26Walk),
                             kV38QkvBiasWalk = with_qkv_bias_sums(kV38Walk),
                             kV39QkvBiasWalk = with_qkv_bias_sums(kV39Walk),
                             kV40QkvBiasWalk = with_qkv_bias_sums(kV40Walk),
-                            kV41QkvBiasWalk = with_qkv_bias_sums(kV41Walk);
+                            kV41QkvBiasWalk = with_qkv_bias_sums(kV41Walk),
+                            kV42QkvBiasWalk = with_qkv_bias_sums(kV42Walk);
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
@@ -247,7 +259,8 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   static_assert(!kPolicy.dq_together || !kOutEarly, "v34: both query halves in one step, each as v26's");
   static_assert(kPolicy.dq_staged_in_ds_t == (kPolicy.dq_together && kPolicy.q_early),
                 "v36: q early with both query halves at once, dq staged clear of q's tile");
-  static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch || kPolicy.select_masked ||
+  static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch ||
+                                                    kPolicy.select_masked != SelectMasked::in_no_half ||
                                                     kPolicy.dk_factors != FactorFetch::after_product),
                 "v35: the key halves as v26's");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
@@ -302,11 +315,13 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
     if constexpr (kPolicy.key_halves_overlapped) {
       backward_key_halves_overlapped(h, dqkv, at, args, column_sums);
     } else {
-      constexpr KeyPhase kKeyPhase{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
-                                   .select_masked = kPolicy.select_masked};
-      backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
+      constexpr KeyPhase kHalf0{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
+                                .select_masked = kPolicy.select_masked == SelectMasked::in_both_halves};
+      constexpr KeyPhase kHalf1{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
+                                .select_masked = kPolicy.select_masked != SelectMasked::in_no_half};
+      backward_key_rows<kMaxT, kHalf0>(h, dqkv, at, args, 0, 0, column_sums);
       if (T > 64)  // else keys 64 .. are all padding
-        backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
+        backward_key_rows<kMaxT - 64, kHalf1>(h, dqkv, at, args, 1, 0, column_sums);
     }
     if constexpr (kRopeL1)  // dq's factors, both query halves' rows of this warp, ahead of the barrier
       for (int half = 0; half < 2; ++half)

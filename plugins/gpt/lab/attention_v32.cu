@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 32's to 37's and 39's to 41's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32 to v37 and v39 to v41, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's to 37's and 39's to 42's backwards (bf16, the kernel lab's
+// lab_attention_bf16: rows v32 to v37 and v39 to v42, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
@@ -24,8 +24,10 @@
 //     samples (Nsight Compute, H100, batch 512).
 //   - v40: v38 and v39 together (88 bytes spilled: its key phase holds too much).
 //   - v41: v40 with dk's factors fetched as v37 fetches them, 4 bytes a load, which spills nothing.
-//   - v34's, v37's and v39's to v41's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's
-//     v3, v4 and v6 to v8), for the trainers' kernel beside the keeper's (v5).
+//   - v42: v38 with v39's select in key half 1 alone (SelectMasked::in_half_1), whose 64 queries leave the
+//     registers that key half 0's 128 lack beside v38's 16-byte factor loads.
+//   - v34's, v37's and v39's to v42's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's
+//     v3, v4 and v6 to v9), for the trainers' kernel beside the keeper's (v5).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
@@ -185,6 +187,26 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                        lse, bias, args);
 }
 
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v42_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV42Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v42_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV42QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
 BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
                         kV32SmemBytes};
 BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
@@ -219,6 +241,11 @@ BackwardWalk g_v41_qkv_bias_walk =
     policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "attention_v41_backward_configure",
                                  attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 
+BackwardWalk g_v42_walk = policy_walk<kV42Walk>("v42's backward", "attention_v42_backward_configure",
+                                               attention_v42_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v42_qkv_bias_walk =
+    policy_walk<kV42QkvBiasWalk>("v42's backward with qkv's bias sums", "attention_v42_backward_configure",
+                                 attention_v42_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
@@ -339,6 +366,24 @@ void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::g_v41_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
+}
+
+void attention_v42_backward_configure() {
+  attention::g_v42_walk.configure();
+  attention::g_v42_qkv_bias_walk.configure();
+}
+
+void attention_v42_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v42_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v42_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
                                                            rope, s, stream);
 }
 

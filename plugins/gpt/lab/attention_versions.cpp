@@ -160,6 +160,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v41_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v41_backward},
+    {"v42", "v42 (v38 with v39's select in key half 1 alone, sm_90a)", false,
+     configure_in_order<attention_v42_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v42_backward},
 };
 
 }  // namespace

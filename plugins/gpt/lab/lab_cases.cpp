@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v41/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v42/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v41: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v42: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -24,9 +24,9 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1-v8/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1-v9/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
-//                                     summing dqkv's columns as it stores them, v3 to v8 v34's and v37's to v41's
+//                                     summing dqkv's columns as it stores them, v3 to v9 v34's and v37's to v42's
 //                                     summing them (v5, the keeper's, R2-R4's on sm_90a)
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
@@ -296,9 +296,10 @@ class AttentionLab final : public Case {
 //       before v2);
 //   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
 //   v3: v34's backward (the keeper's until v38) summing them the same way;
-//   v4 to v8: lab_attention_bf16's v37 to v41 (v34 with the RoPE factors fetched under the products; v38, the
+//   v4 to v9: lab_attention_bf16's v37 to v42 (v34 with the RoPE factors fetched under the products; v38, the
 //       keeper's and R2-R4's on sm_90a, with them from the table's lane-ordered copy; v39's masked exponents dropped
-//       by a select; v40 both; v41 v40 with dk's factors as v37's) summing them the same way.
+//       by a select; v40 both; v41 v40 with dk's factors as v37's; v42 v38 with the select in key half 1 alone)
+//       summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -339,6 +340,9 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v8", "v41's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<lab::attention_v41_backward_configure, fused_attention_configure>,
      lab::attention_v41_backward_and_bias_gradient},
+    {"v9", "v42's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v42_backward_configure, fused_attention_configure>,
+     lab::attention_v42_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {
@@ -1329,7 +1333,8 @@ std::vector<CaseSpec> lab_cases() {
                                    "under their products, v38 (R2-R4's on sm_90a) v37 with those factors from a "
                                    "lane-ordered copy of the table, 16 bytes a load, v39 v34 with a masked chunk's "
                                    "exponents dropped by a select, not branched around, v40 v38 and v39 together, v41 "
-                                   "v40 with dk's factors fetched as v37's; "
+                                   "v40 with dk's factors fetched as v37's, v42 v38 with that select in key half 1 "
+                                   "alone; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
@@ -1383,7 +1388,7 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
-                           "columns as it stores dqkv, v3 to v8 lab_attention_bf16's v34 and v37 to v41 summing them "
+                           "columns as it stores dqkv, v3 to v9 lab_attention_bf16's v34 and v37 to v42 summing them "
                            "(v5, the keeper's, R2-R4's on sm_90a)",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),

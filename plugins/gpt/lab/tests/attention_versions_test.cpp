@@ -177,7 +177,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v38 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v41 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v42 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -224,7 +224,8 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
-  for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41"})
+  for (const char* name :
+       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -237,6 +238,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v39").backward == &attention_v39_backward);
   EXPECT_TRUE(row("v40").backward == &attention_v40_backward);
   EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
+  EXPECT_TRUE(row("v42").backward == &attention_v42_backward);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -773,22 +775,22 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
 // those products issued at once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored,
 // v36, v34 with dq staged in dS^T's first tile and q loaded early, v37, v34 with dk's and dq's RoPE factors fetched
 // under their products, v38 (the keeper), v37 with them from the table's lane-ordered copy, v39, v34 with a masked
-// chunk's exponents dropped by a select, v40, both, and v41, v40 with dk's factors as v37's: the same values in the
-// same arithmetic, so at 2304 heads (blocks walking many heads) and at 48 (a head a block) out, lse and dqkv equal
-// v29's row's bit for bit.
-TEST_P(GptLabAttentionSm90a, V32ToV41AreV29BitForBit) {
+// chunk's exponents dropped by a select, v40, both, v41, v40 with dk's factors as v37's, and v42, v38 with the
+// select in key half 1 alone: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads)
+// and at 48 (a head a block) out, lse and dqkv equal v29's row's bit for bit.
+TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41"})
+  for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int B = 192, H = 12;
   ASSERT_TRUE(every_forward_walk_runs(B * H));
   const int T = GetParam();
-  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41"}, "v29",
+  expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42"}, "v29",
                            ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3, v4
-// and v6 to v8 on v34's, v37's and v39's to v41's, and v5, the trainers', on the keeper's, v38's) on B sequences of
+// and v6 to v9 on v34's, v37's and v39's to v42's, and v5, the trainers', on the keeper's, v38's) on B sequences of
 // T: its dqkv equals the keeper's bit for bit; its bias gradient is within fp32's rounding of the double column sums
 // of that dqkv over every row (rows from T on, which no block stores, add nothing), and the same bits in a second
 // run. The bias gradient and the partials are poisoned before
@@ -831,7 +833,7 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41"})
+  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
@@ -847,7 +849,9 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
       {&attention_v40_backward_and_bias_gradient,
        &configure_in_order<attention_v40_backward_configure, fused_attention_configure>},
       {&attention_v41_backward_and_bias_gradient,
-       &configure_in_order<attention_v41_backward_configure, fused_attention_configure>}};
+       &configure_in_order<attention_v41_backward_configure, fused_attention_configure>},
+      {&attention_v42_backward_and_bias_gradient,
+       &configure_in_order<attention_v42_backward_configure, fused_attention_configure>}};
   for (const auto& [with_sums, configure] : kernels) {
     expect_qkv_bias_backward(with_sums, configure, 192, T);
     expect_qkv_bias_backward(with_sums, configure, 4, T);
