@@ -102,17 +102,20 @@ __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk
 }
 
 // The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T
-// on) from dout and `out` (a tile of the head's out as TMA wrote it). q's raw rows are read from `raw_q` where
-// given (a tile of its own, the lab's v32), else from the head's q tile.
-template <int kThreads>
+// on) from dout and `out` (a tile of the head's out as TMA wrote it) unless kTakeDelta is false (the lab's v43, which
+// takes delta from the scores; out is then unread). q's raw rows are read from `raw_q` where given (a tile of its
+// own, the lab's v32), else from the head's q tile.
+template <int kThreads, bool kTakeDelta = true>
 __device__ inline void prepare_backward_head(const BackwardHead& h, const unsigned char* out,
                                              const HeadPreparationSm90a<kThreads>& prep, int T,
                                              const unsigned char* raw_q = nullptr) {
   prep.apply_from(raw_q != nullptr ? raw_q : h.head.q, h.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
     *reinterpret_cast<uint4*>(h.head.v + at) = v;
     uint4* dout = reinterpret_cast<uint4*>(h.dout + at);
-    const float dot = chunk_row_dot(*dout, *reinterpret_cast<const uint4*>(out + at));
-    if (c == 0) h.delta[r] = r < T ? dot : 0.0f;
+    if constexpr (kTakeDelta) {
+      const float dot = chunk_row_dot(*dout, *reinterpret_cast<const uint4*>(out + at));
+      if (c == 0) h.delta[r] = r < T ? dot : 0.0f;
+    }
     if (r >= T) *dout = make_uint4(0, 0, 0, 0);
   });
 }
@@ -174,11 +177,13 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
 
 // The key phase's choices: dk's RoPE factors asked of the L1 before the products (prefetch_factors, the lab's v27,
 // prefetch_rope_back_factors); when they are fetched (fetch); a masked chunk's exponents as straight-line code
-// (select_masked, v39: probabilities_and_ds's kSelectMasked).
+// (select_masked, v39: probabilities_and_ds's kSelectMasked); dS^T stored for the dq products (store_ds_t; not by the
+// lab's v43, whose query phase makes dq from its own dS).
 struct KeyPhase {
   bool prefetch_factors = false;
   FactorFetch fetch = FactorFetch::after_product;
   bool select_masked = false;
+  bool store_ds_t = true;
 };
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
@@ -213,7 +218,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
     accumulators_as_a(pa[ks], x.s, ks);
     accumulators_as_a(dsa[ks], x.dp, ks);
   }
-  store_ds_t(h, dsa, key0, q_base, lane);
+  if constexpr (kPhase.store_ds_t) store_ds_t(h, dsa, key0, q_base, lane);
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks)
 #pragma unroll
@@ -231,7 +236,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
-  hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the query phase's wgmmas
+  if constexpr (kPhase.store_ds_t) hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the dq products
   warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
 }
 

@@ -179,6 +179,11 @@ void attention_v42_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v42's backward");
 }
+void attention_v43_backward_configure() { refuse("v43's backward"); }
+void attention_v43_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v43's backward");
+}
 void attention_v42_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {

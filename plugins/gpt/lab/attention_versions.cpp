@@ -164,6 +164,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v42_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v42_backward},
+    {"v43", "v43 (v38 with delta from the scores, out unread, sm_90a)", false,
+     configure_in_order<attention_v43_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v43_backward},
 };
 
 }  // namespace

@@ -177,7 +177,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v38 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v42 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v43 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -225,7 +225,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name :
-       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42"})
+       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42", "v43"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -239,6 +239,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v40").backward == &attention_v40_backward);
   EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
   EXPECT_TRUE(row("v42").backward == &attention_v42_backward);
+  EXPECT_TRUE(row("v43").backward == &attention_v43_backward);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -787,6 +788,33 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
   const int T = GetParam();
   expect_rows_give_bits_of({"v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42"}, "v29",
                            ManyHeadInputs(B, H, T, 151, 152, 153), ManyHeadInputs(4, H, T, 154, 155, 156));
+}
+
+// v43, v38 with each row's delta taken from its scores (rowsum(P dP) in fp32) instead of from the bf16 out, and dq
+// made by a query phase of its own: out and lse are the keeper's forward's (v29's row's) bit for bit; dqkv agrees
+// with v29's to bf16's rounding, not bit for bit, and every head is within bf16's tolerance of the double reference
+// (a wrong mask, layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. At 2304
+// heads (blocks walking many heads, both dout tiles in turn) and at 48 (a head a block).
+TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScores) {
+  ROOFBENCH_GPT_REQUIRE_GPU();
+  for (const char* name : {"v29", "v43"})
+    if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
+  constexpr int H = 12, hd = 64;
+  const int T = GetParam();
+  for (const int B : {192, 4}) {
+    const ManyHeadInputs in(B, H, T, 161, 162, 163);
+    const FusedAttentionRun v29 = in.run("v29"), v43 = in.run("v43");
+    expect_finite(v43, "v43");
+    ASSERT_EQ(v43.out, v29.out);
+    ASSERT_EQ(v43.lse, v29.lse);
+    const double vs_v29 = worst_head_error(v43.dqkv, v29.dqkv, B, T, 3, H, hd);
+    const double vs_double = worst_head_error(v43.dqkv, in.ref.dqkv, B, T, 3, H, hd);
+    std::printf("T %d, %d heads: v43's dqkv, worst head: vs v29 %.2e, vs double %.2e (v29 %.2e)\n", T, B * H, vs_v29,
+                vs_double, worst_head_error(v29.dqkv, in.ref.dqkv, B, T, 3, H, hd));
+    EXPECT_LT(vs_v29, 1e-2) << B << " sequences";
+    EXPECT_LT(vs_double, kBf16Tolerance) << B << " sequences";
+    EXPECT_EQ(in.run("v43").dqkv, v43.dqkv) << B << " sequences";
+  }
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3, v4
