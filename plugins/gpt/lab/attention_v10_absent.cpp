@@ -184,6 +184,11 @@ void attention_v43_backward(bf16*, float*, const bf16*, const bf16*, const float
                             const AttentionShape&, cudaStream_t) {
   refuse("v43's backward");
 }
+void attention_v44_backward_configure() { refuse("v44's backward"); }
+void attention_v44_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v44's backward");
+}
 void attention_v42_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*, const float*,
                                               const bf16*, const float*, RopeTable, const AttentionShape&,
                                               cudaStream_t) {

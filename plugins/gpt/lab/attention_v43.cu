@@ -1,6 +1,7 @@
-// Fused causal attention with RoPE, version 43's backward (bf16, the kernel lab's lab_attention_bf16 row v43, on the
-// keeper's forward, v29's): v38's backward with each row's delta taken from its scores instead of from out, so out is
-// never read.
+// Fused causal attention with RoPE, versions 43's and 44's backwards (bf16, the kernel lab's lab_attention_bf16 rows
+// v43 and v44, on the keeper's forward, v29's): v43 is v38's backward with each row's delta taken from its scores
+// instead of from out, so out is never read; v44 is v43 with a masked chunk's exponents in the key phase dropped by a
+// select, as v39's (v40 spilled with it beside v38's dS^T stores; without them v44 holds 248 registers, no spills).
 //   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
 //     queries as the accumulators' rows): S = q k^T and dP = dout v^T, P = exp2(scale log2(e) S - lse) under the
 //     causal and T masks, delta = rowsum(P dP), dS = P (dP - delta), then dq = dS k with dS from the registers,
@@ -14,7 +15,7 @@
 // of the backward's 128 KB a head. The price: S and dP computed twice (21 products a head instead of 15) and the
 // exponents twice. The arithmetic differs from v38's (delta in fp32 from P dP, not from the bf16 out), so its GPU
 // test asks for v29's dqkv within bf16's rounding, not bit for bit.
-// Budget: shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage 16 KB, lse and delta 1 KB and three barriers,
+// Budget (v43's 246 registers, v44's 248, no spills): shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage 16 KB, lse and delta 1 KB and three barriers,
 // 98 KB with the alignment's spare, as v38's: two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the
 // lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
@@ -134,7 +135,8 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
 }
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on
-// its delta.
+// its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select.
+template <bool kSelectMasked>
 __device__ __forceinline__ void walk_backward_heads_query_first(V43Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
@@ -152,7 +154,8 @@ __device__ __forceinline__ void walk_backward_heads_query_first(V43Smem& sm, con
     }
   }
   __syncthreads();
-  constexpr KeyPhase kKeyPhase{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
+  constexpr KeyPhase kKeyPhase{
+      .fetch = FactorFetch::under_product_lane_ordered, .select_masked = kSelectMasked, .store_ds_t = false};
   for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
     const HeadRows at = v10_head_rows(head, args.s);
     const bool has_next = head + stride < heads;
@@ -192,11 +195,23 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
-                                  bias, args);
+  walk_backward_heads_query_first<false>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                         lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v44_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<true>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                        lse, bias, args);
 }
 
 BackwardWalk g_v43_walk{"v43's backward", "attention_v43_backward_configure", attention_v43_backward_kernel,
+                        kV43SmemBytes, false, true};
+BackwardWalk g_v44_walk{"v44's backward", "attention_v44_backward_configure", attention_v44_backward_kernel,
                         kV43SmemBytes, false, true};
 
 }  // namespace
@@ -209,6 +224,13 @@ void attention_v43_backward_configure() { attention::g_v43_walk.configure(); }
 void attention_v43_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v43_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v44_backward_configure() { attention::g_v44_walk.configure(); }
+
+void attention_v44_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v44_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -168,6 +168,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v43_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v43_backward},
+    {"v44", "v44 (v43 with the key phase's masked exponents dropped by a select, sm_90a)", false,
+     configure_in_order<attention_v44_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v44_backward},
 };
 
 }  // namespace

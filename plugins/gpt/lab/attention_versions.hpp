@@ -20,7 +20,7 @@
 // its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v39, v34 with a masked
 // chunk's exponents dropped by a select, v40, v38 and v39 together, v41, v40 with dk's factors fetched as v37's, and
 // v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread,
-// attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
+// and v44, v43 with v39's select, attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
 // (v8 and v38, layers.hpp's fused_attention_forward and _backward: v38's forward is v29's, v26's loading each head's q
 // a head ahead into a tile of its own, its backward v37's with the factors from the table's lane-ordered copy, 16 bytes
 // a load; v38's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row
@@ -57,7 +57,7 @@ struct AttentionVersion {
                    const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream);
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v43), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v44), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -290,9 +290,14 @@ void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
 
 // v43's backward (attention_v43.cu, sm_90a): v38's with each row's delta taken from its scores (rowsum(P dP), in a
 // query phase run first that also makes dq), so out is never read; it needs rope's lane-ordered copy (else an Error);
-// row v43 runs it on the keeper's forward.
+// row v43 runs it on the keeper's forward. v44's: v43's with the key phase's masked exponents dropped by a select,
+// as v39's; row v44.
 void attention_v43_backward_configure();
 void attention_v43_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v44_backward_configure();
+void attention_v44_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -177,7 +177,7 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v38 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v43 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v44 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -225,7 +225,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name :
-       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42", "v43"})
+       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42", "v43", "v44"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -240,6 +240,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
   EXPECT_TRUE(row("v42").backward == &attention_v42_backward);
   EXPECT_TRUE(row("v43").backward == &attention_v43_backward);
+  EXPECT_TRUE(row("v44").backward == &attention_v44_backward);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -793,11 +794,12 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
 // v43, v38 with each row's delta taken from its scores (rowsum(P dP) in fp32) instead of from the bf16 out, and dq
 // made by a query phase of its own: out and lse are the keeper's forward's (v29's row's) bit for bit; dqkv agrees
 // with v29's to bf16's rounding, not bit for bit, and every head is within bf16's tolerance of the double reference
-// (a wrong mask, layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. At 2304
-// heads (blocks walking many heads, both dout tiles in turn) and at 48 (a head a block).
-TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScores) {
+// (a wrong mask, layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44, v43 with
+// v39's select, gives v43's bits. At 2304 heads (blocks walking many heads, both dout tiles in turn) and at 48 (a
+// head a block).
+TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44GivesItsBits) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v43"})
+  for (const char* name : {"v29", "v43", "v44"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int H = 12, hd = 64;
   const int T = GetParam();
@@ -814,6 +816,7 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScores) {
     EXPECT_LT(vs_v29, 1e-2) << B << " sequences";
     EXPECT_LT(vs_double, kBf16Tolerance) << B << " sequences";
     EXPECT_EQ(in.run("v43").dqkv, v43.dqkv) << B << " sequences";
+    EXPECT_EQ(in.run("v44").dqkv, v43.dqkv) << B << " sequences";
   }
 }
 
