@@ -234,8 +234,10 @@ inline constexpr WalkPolicy kQkvBiasWalk = with_qkv_bias_sums(kV26Walk),
                             kV42QkvBiasWalk = with_qkv_bias_sums(kV42Walk);
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
-// partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head.
-__device__ inline void store_head_column_sums(const QkvBiasSmem& sm, float* partials, const HeadRows& at) {
+// partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head. Smem: QkvBiasSmem, or
+// another walk's shared memory with the same column_sums (the lab's v44).
+template <typename Smem>
+__device__ inline void store_head_column_sums(const Smem& sm, float* partials, const HeadRows& at) {
   const int blocks = min(kRowBlocks, (at.T + kRows - 1) / kRows);  // a block at or past T was never written
   for (int i = static_cast<int>(threadIdx.x); i < 3 * kHeadDim; i += kV14Threads) {
     const int part = i / kHeadDim, c = i % kHeadDim;

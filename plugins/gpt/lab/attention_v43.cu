@@ -15,11 +15,14 @@
 // of the backward's 128 KB a head. The price: S and dP computed twice (21 products a head instead of 15) and the
 // exponents twice. The arithmetic differs from v38's (delta in fp32 from P dP, not from the bf16 out), so its GPU
 // test asks for v29's dqkv within bf16's rounding, not bit for bit.
-// Budget (v43's 246 registers, v44's 248, no spills): shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage 16 KB, lse and delta 1 KB and three barriers,
-// 98 KB with the alignment's spare, as v38's: two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the
-// lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// Budget (v43's 246 registers, v44's 248, no spills): shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage
+// 16 KB, lse and delta 1 KB and three barriers, 98 KB with the alignment's spare, as v38's (104 KB with the qkv-bias
+// sums): two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the lab's sm_90a library;
+// attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
+
+#include <type_traits>
 
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
@@ -37,6 +40,14 @@ struct V43Smem {
 };
 constexpr std::size_t kV43SmemBytes = sizeof(V43Smem) + kAtomBytes;  // room to align the start
 static_assert(kV14BlocksPerSm * (kV43SmemBytes + 1024) <= 228 * 1024, "two v43 blocks an SM");
+
+// With qkv_bias_sums (v44's, for the trainers' kernel): v43's, and the column sums of the head's dq, dk and dv, a slot
+// for each warp's 16-row block, as QkvBiasSmem's.
+struct V43QkvBiasSmem : V43Smem {
+  alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
+};
+constexpr std::size_t kV43QkvBiasSmemBytes = sizeof(V43QkvBiasSmem) + kAtomBytes;
+static_assert(kV14BlocksPerSm * (kV43QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v44 blocks with the sums an SM");
 
 // The head `at`'s dout into dout[slot] on dout_landed[slot]. One thread.
 __device__ inline void load_v43_dout(V43Smem& sm, const V14Maps& maps, int slot, const HeadRows& at) {
@@ -106,10 +117,11 @@ __device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys
 
 // Query half `half` against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): its scores, P, delta and dS, then dq = dS k
 // from the registers (k read MN-major), its RoPE factors fetched from the lane-ordered table under the product, and
-// dq (times scale, rotated back) to dqkv through `stage`.
-template <int kKeys>
+// dq (times scale, rotated back) to dqkv through `stage`, and to column_sums' dq slots (HeadColumnSums) where given.
+template <int kKeys, typename HeadSums>
 __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h, unsigned char* stage, bf16* dqkv,
-                                                          const HeadRows& at, const FusedArgs& args, int half) {
+                                                          const HeadRows& at, const FusedArgs& args, int half,
+                                                          HeadSums column_sums) {
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
   QueryHalfScores<kKeys> x;
   query_scores(h, half, x);
@@ -120,7 +132,7 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
 #pragma unroll
   for (int ks = 0; ks < kKeys / 16; ++ks)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(dsa[ks][e])::"memory");  // made before the fence, as the key phase's
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(dsa[ks][e])::"memory");  // made before the fence
   float dq[kHeadDim / 2];
   hw::wgmma_fence();
 #pragma unroll
@@ -131,15 +143,23 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq);
   store_rotated_block(dqkv, SwizzledStage{stage, q0}, dq, args, q0, lane, [&](int t) { return at.qkv_at(t, 0); },
-                      NoColumnSums{}, &factors);
+                      column_sums.block(0, q0), &factors);
 }
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on
-// its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select.
-template <bool kSelectMasked>
-__device__ __forceinline__ void walk_backward_heads_query_first(V43Smem& sm, const V14Maps& maps, bf16* dqkv,
+// its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's
+// column sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums).
+template <bool kSelectMasked, typename Smem = V43Smem>
+__device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
+  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>;
+  const auto column_sums = [&] {
+    if constexpr (kSums)
+      return HeadColumnSums{sm.column_sums};
+    else
+      return NoHeadColumnSums{};
+  }();
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
@@ -176,16 +196,19 @@ __device__ __forceinline__ void walk_backward_heads_query_first(V43Smem& sm, con
     const BackwardHead h{sm.head, sm.dout[n % 2], nullptr, sm.lse, sm.delta};
     prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
     __syncthreads();  // every chunk prepared, every lse stored
-    backward_query_half_first<64>(h, sm.dq_stage, dqkv, at, args, 0);
+    backward_query_half_first<64>(h, sm.dq_stage, dqkv, at, args, 0, column_sums);
     if (T > 64)  // else queries 64 .. are all padding
-      backward_query_half_first<kMaxT>(h, sm.dq_stage, dqkv, at, args, 1);
+      backward_query_half_first<kMaxT>(h, sm.dq_stage, dqkv, at, args, 1, column_sums);
     __syncthreads();  // every row's delta taken
-    backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0);
+    backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
     if (T > 64)  // else keys 64 .. are all padding
-      backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0);
+      backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // q, k, v, this dout, lse and delta are free
-    if (threadIdx.x == 0 && has_next) load_head(sm.head, maps.qkv, &sm.qkv_landed, v10_head_rows(head + stride, args.s));
+    if (threadIdx.x == 0 && has_next)
+      load_head(sm.head, maps.qkv, &sm.qkv_landed, v10_head_rows(head + stride, args.s));
+    // The next head's blocks write their slots only after its preparation's barrier.
+    if constexpr (kSums) store_head_column_sums(sm, args.column_partials, at);
   }
 }
 
@@ -209,10 +232,23 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                         lse, bias, args);
 }
 
+// v44's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v10).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v44_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<true>(aligned_smem<V43QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
+                                        dqkv, lse, bias, args);
+}
+
 BackwardWalk g_v43_walk{"v43's backward", "attention_v43_backward_configure", attention_v43_backward_kernel,
                         kV43SmemBytes, false, true};
 BackwardWalk g_v44_walk{"v44's backward", "attention_v44_backward_configure", attention_v44_backward_kernel,
                         kV43SmemBytes, false, true};
+BackwardWalk g_v44_qkv_bias_walk{"v44's backward with qkv's bias sums", "attention_v44_backward_configure",
+                                 attention_v44_qkv_bias_backward_kernel, kV43QkvBiasSmemBytes, true, true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -226,11 +262,22 @@ void attention_v43_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v43_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v44_backward_configure() { attention::g_v44_walk.configure(); }
+void attention_v44_backward_configure() {
+  attention::g_v44_walk.configure();
+  attention::g_v44_qkv_bias_walk.configure();
+}
 
 void attention_v44_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v44_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v44_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v44_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -19,13 +19,13 @@
 // key half 0's gradients are stored, v36, v34 with dq staged in dS^T's first tile and the next head's q loaded with
 // its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v39, v34 with a masked
 // chunk's exponents dropped by a select, v40, v38 and v39 together, v41, v40 with dk's factors fetched as v37's, and
-// v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread,
-// and v44, v43 with v39's select, attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
-// (v8 and v38, layers.hpp's fused_attention_forward and _backward: v38's forward is v29's, v26's loading each head's q
-// a head ahead into a tile of its own, its backward v37's with the factors from the table's lane-ordered copy, 16 bytes
-// a load; v38's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row
-// that needs it refuses other devices. Every row has the keepers' contract (layers.hpp): forward writes out and lse,
-// backward dqkv; configure runs once, outside any capture.
+// v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread, and
+// v44, v43 with v39's select, attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and
+// the keepers the trainers run (v8 and v38, layers.hpp's fused_attention_forward and _backward: v38's forward is v29's,
+// v26's loading each head's q a head ahead into a tile of its own, its backward v37's with the factors from the table's
+// lane-ordered copy, 16 bytes a load; v38's row refuses devices without the sm_90a path). sm_90a code runs on compute
+// capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers' contract (layers.hpp):
+// forward writes out and lse, backward dqkv; configure runs once, outside any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
@@ -291,7 +291,8 @@ void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
 // v43's backward (attention_v43.cu, sm_90a): v38's with each row's delta taken from its scores (rowsum(P dP), in a
 // query phase run first that also makes dq), so out is never read; it needs rope's lane-ordered copy (else an Error);
 // row v43 runs it on the keeper's forward. v44's: v43's with the key phase's masked exponents dropped by a select,
-// as v39's; row v44.
+// as v39's; row v44, and summing dqkv's columns (lab_attention_qkv_bias_bf16's v10). v44's configure sets up both of
+// its kernels.
 void attention_v43_backward_configure();
 void attention_v43_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
@@ -300,6 +301,10 @@ void attention_v44_backward_configure();
 void attention_v44_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+void attention_v44_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
 
 // v42's backward (attention_v32.cu, sm_90a): v38's with v39's select in key half 1 alone; it needs rope's lane-ordered
 // copy (else an Error); row v42 runs it on the keeper's forward. The same summing dqkv's columns

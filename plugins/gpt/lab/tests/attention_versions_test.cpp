@@ -821,17 +821,18 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44GivesItsBits) {
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3, v4
-// and v6 to v9 on v34's, v37's and v39's to v42's, and v5, the trainers', on the keeper's, v38's) on B sequences of
-// T: its dqkv equals the keeper's bit for bit; its bias gradient is within fp32's rounding of the double column sums
-// of that dqkv over every row (rows from T on, which no block stores, add nothing), and the same bits in a second
-// run. The bias gradient and the partials are poisoned before
-// each run, so a (sequence, head) left unwritten shows.
+// and v6 to v9 on v34's, v37's and v39's to v42's, v5, the trainers', on the keeper's, v38's, and v10 on v44's) on B
+// sequences of T: its dqkv equals the plain backward's bit for bit (the keeper's; v10 v44's row's, whose arithmetic
+// differs); its bias gradient is within fp32's rounding of the double column sums of that dqkv over every row (rows
+// from T on, which no block stores, add nothing), and the same bits in a second run. The bias gradient and the
+// partials are poisoned before each run, so a (sequence, head) left unwritten shows.
 using QkvBiasBackward = void (*)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                  const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
                                  RopeTable rope, const AttentionShape& s, cudaStream_t stream);
-void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), int B, int T) {
+void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), int B, int T,
+                              const char* same_dqkv_as = "v38") {
   const ManyHeadInputs in(B, 12, T, 151, 152, 153);
-  const FusedAttentionRun keeper = in.run("v38");
+  const FusedAttentionRun keeper = in.run(same_dqkv_as);
   const int cols = 3 * in.shape.channels();
   const std::size_t partial_floats = attention_bias_partials_floats(in.shape);
   testing::Device dev;
@@ -864,7 +865,7 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42"})
+  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
@@ -883,12 +884,15 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
        &configure_in_order<attention_v41_backward_configure, fused_attention_configure>},
       {&attention_v42_backward_and_bias_gradient,
        &configure_in_order<attention_v42_backward_configure, fused_attention_configure>}};
-  for (const auto& [with_sums, configure] : kernels) {
-    expect_qkv_bias_backward(with_sums, configure, 192, T);
-    expect_qkv_bias_backward(with_sums, configure, 4, T);
+  const auto expect_at_every_shape = [T](QkvBiasBackward with_sums, void (*configure)(), const char* same_dqkv_as) {
+    expect_qkv_bias_backward(with_sums, configure, 192, T, same_dqkv_as);
+    expect_qkv_bias_backward(with_sums, configure, 4, T, same_dqkv_as);
     if (T == 128)
-      for (const int short_T : {17, 1}) expect_qkv_bias_backward(with_sums, configure, 4, short_T);
-  }
+      for (const int short_T : {17, 1}) expect_qkv_bias_backward(with_sums, configure, 4, short_T, same_dqkv_as);
+  };
+  for (const auto& [with_sums, configure] : kernels) expect_at_every_shape(with_sums, configure, "v38");
+  expect_at_every_shape(&attention_v44_backward_and_bias_gradient,
+                        &configure_in_order<attention_v44_backward_configure, fused_attention_configure>, "v44");
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 
