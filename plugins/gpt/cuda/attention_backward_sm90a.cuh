@@ -3,7 +3,8 @@
 // SM) and the lab's v12 (lab/attention_v12.cu: a head split between two warp groups). Each step is run by one warp
 // group, whichever it is; the kernels decide which group runs which half of a head, and meet at their barriers.
 //   - prepare_backward_head: q, k, v prepared in place (v10's preparation: v9's operands, rows from T on zero),
-//     dout's rows from T on zeroed, delta = rowsum(dout * out) as v9 takes it (chunk_row_dot);
+//     dout's rows from T on zeroed, delta = rowsum(dout * out) as v9 takes it (chunk_row_dot; not by the lab's v43,
+//     which takes delta from its scores);
 //   - backward_key_rows, key half h (keys 64 h .. 64 h + 63) against the queries 64 h .. 127 (causal: no
 //     earlier query sees them), keys as the accumulators' rows: S^T = k q^T and dP^T = v dout^T (both operands
 //     K-major, as TMA wrote them), then v9's element-wise step (probabilities_and_ds: P^T = exp2(scale log2(e)
@@ -187,9 +188,9 @@ struct KeyPhase {
 };
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
-// memory, then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the warp group meets so that
-// its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the keeper, the lab's v37 and from
-// v40), dk's RoPE factors are fetched into dk_factors while the tensor cores compute dv and dk.
+// memory (where kPhase.store_ds_t), then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the
+// warp group meets so that its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the keeper,
+// the lab's v37 and from v40), dk's RoPE factors are fetched into dk_factors while the tensor cores compute dv and dk.
 template <KeyPhase kPhase = KeyPhase{}, int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
@@ -237,7 +238,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
   if constexpr (kPhase.store_ds_t) hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the dq products
-  warp_group_sync(group);          // the half's dP^T has read all its v rows: they may hold the stages
+  warp_group_sync(group);  // the half's dP^T has read all its v rows: they may hold the stages
 }
 
 // A warp's 16-row block of dk or dq (times scale, rotated back) to dqkv through `stage`: by `factors` where the
@@ -272,8 +273,8 @@ __device__ __forceinline__ void store_key_gradients(const BackwardHead& h, bf16*
 }
 
 // Key half `half` (keys 64 half .. 64 half + 63) against the kQueries queries from kMaxT - kQueries on, run by
-// warp group `group`: dv and dk to dqkv, dS^T to shared memory (the key phase above), each step waiting for the one
-// before, as kPhase chooses.
+// warp group `group`: dv and dk to dqkv, dS^T to shared memory where kPhase.store_ds_t (the key phase above), each
+// step waiting for the one before, as kPhase chooses.
 template <int kQueries, KeyPhase kPhase = KeyPhase{}, typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_key_rows(const BackwardHead& h, bf16* dqkv, const HeadRows& at,
                                                   const FusedArgs& args, int half, int group,

@@ -1,10 +1,10 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v34 to v37 and v39 to v41 and of v38,
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v34 to v37 and v39 to v42 and of v38,
 // the keeper's backward, which differ in when and how a head's rows and figures are fetched and in how the steps
 // overlap: a block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
 // attention_backward_sm90a.cuh's steps on each (v32 and v33 walk their own way, walk_backward_heads_q_ahead below).
 // Included by attention_v38.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
 // _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu, each instantiating the walk it launches,
-// after attention_backward_sm90a.cuh.
+// after attention_backward_sm90a.cuh; the lab's attention_v43.cu walks its own way (v43, v44) on its helpers.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE
@@ -37,12 +37,12 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3, v4 and v6 to v8 on the lab's v34, v37 and v39
-// to v41, v5 on the keeper's, v38's): as each warp stores a 16-row block of dq, dk or dv it adds the block's
-// columns as stored (BlockColumnSums) into a slot of its own in shared memory; after the head's last barrier the
-// group adds the head's blocks below T of each column in row order and writes the head's 3 x 64 sums to
-// args.column_partials[b][3C] (each (b, h) once), which column_finish adds over the batch in a fixed order: qkv's
-// bias gradient without a pass that reads dqkv again.
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3, v4 and v6 to v9 on the lab's v34, v37 and v39 to
+// v42, v5 on the keeper's, v38's; v10 on v44's walk, which uses store_head_column_sums too): as each warp stores a
+// 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its own in shared
+// memory; after the head's last barrier the group adds the head's blocks below T of each column in row order and writes
+// the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which column_finish adds over the batch in
+// a fixed order: qkv's bias gradient without a pass that reads dqkv again.
 #pragma once
 
 #include <cuda.h>
@@ -151,7 +151,7 @@ __device__ inline void prefetch_lse(const float* lse, const HeadRows& at, int he
 // Which key halves compute a masked chunk's exponents for every pair and drop the masked ones by a select (v39's
 // select_masked) instead of branching around them: v42 selects in key half 1 alone, whose 64 queries leave the
 // registers that key half 0's 128 lack beside v38's factors (v40 spills).
-enum class SelectMasked { in_no_half, in_both_halves, in_half_1 };
+enum class SelectMasked { in_neither_half, in_both_halves, in_half_1 };
 
 // Which of the changes above a walk makes: v14's none, v17's the first, v18's the first two, v21's those and
 // dq_factors under_product (backward_query_rows's kFetch), v22's v18's and float4_preparation
@@ -177,7 +177,7 @@ struct WalkPolicy {
        q_early = false, l2_prefetch = true, rope_l1_prefetch = false, late_l2_prefetch = false,
        out_mid_query = false, out_after_dq = false, qkv_bias_sums = false, dq_together = false,
        key_halves_overlapped = false, dq_staged_in_ds_t = false;
-  SelectMasked select_masked = SelectMasked::in_no_half;
+  SelectMasked select_masked = SelectMasked::in_neither_half;
   FactorFetch dk_factors = FactorFetch::after_product, dq_factors = FactorFetch::after_product;
 };
 inline constexpr WalkPolicy kV14Walk{}, kV17Walk{.next_rows_early = true},
@@ -262,7 +262,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
   static_assert(kPolicy.dq_staged_in_ds_t == (kPolicy.dq_together && kPolicy.q_early),
                 "v36: q early with both query halves at once, dq staged clear of q's tile");
   static_assert(!kPolicy.key_halves_overlapped || !(kPolicy.rope_l1_prefetch ||
-                                                    kPolicy.select_masked != SelectMasked::in_no_half ||
+                                                    kPolicy.select_masked != SelectMasked::in_neither_half ||
                                                     kPolicy.dk_factors != FactorFetch::after_product),
                 "v35: the key halves as v26's");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
@@ -320,7 +320,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
       constexpr KeyPhase kHalf0{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
                                 .select_masked = kPolicy.select_masked == SelectMasked::in_both_halves};
       constexpr KeyPhase kHalf1{.prefetch_factors = kRopeL1, .fetch = kPolicy.dk_factors,
-                                .select_masked = kPolicy.select_masked != SelectMasked::in_no_half};
+                                .select_masked = kPolicy.select_masked != SelectMasked::in_neither_half};
       backward_key_rows<kMaxT, kHalf0>(h, dqkv, at, args, 0, 0, column_sums);
       if (T > 64)  // else keys 64 .. are all padding
         backward_key_rows<kMaxT - 64, kHalf1>(h, dqkv, at, args, 1, 0, column_sums);

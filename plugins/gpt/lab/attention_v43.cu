@@ -9,8 +9,8 @@
 //     before its rounding to bf16: delta without out.
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
 //     products), storing no dS^T: no product reads it.
-//   - Loads: a head's q, k and v at the end of the head before; its dout a whole head ahead, into the second of two
-//     dout tiles (both phases read dout, so no tile frees earlier).
+//   - Loads: a head's q, k and v at the end of the head before; its dout a whole head ahead, into the other of two
+//     dout tiles, which alternate (both phases read dout, so no tile frees earlier).
 // Why: at batch 512 v38's layer moves its 1.21 GB at the H100's measured DRAM roof (380 us), and out's box is 16 KB
 // of the backward's 128 KB a head. The price: S and dP computed twice (21 products a head instead of 15) and the
 // exponents twice. The arithmetic differs from v38's (delta in fp32 from P dP, not from the bf16 out), so its GPU
@@ -33,7 +33,7 @@ namespace {
 
 struct V43Smem {
   HeadTiles head;
-  unsigned char dout[2][kHeadTileBytes];  // head n's in dout[n % 2]
+  unsigned char dout[2][kHeadTileBytes];  // the block's n-th head's in dout[n % 2]
   unsigned char dq_stage[kHeadTileBytes];
   float lse[kMaxT], delta[kMaxT];  // lse in log2 units
   std::uint64_t qkv_landed, dout_landed[2];
@@ -91,8 +91,8 @@ template <int kKeys>
 __device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys>& x, const float* lse, float* delta,
                                                            int q0, float score_scale, int T, int lane) {
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int query = q0 + lane / 4 + 8 * half;
+  for (int row_half = 0; row_half < 2; ++row_half) {
+    const int query = q0 + lane / 4 + 8 * row_half;
     const float row_lse = lse[query];  // zero from T on
     float sum = 0.0f;
 #pragma unroll
@@ -100,10 +100,10 @@ __device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int key = 8 * n + 2 * (lane % 4) + e;
-        float& s = x.s[n][2 * half + e];
+        float& s = x.s[n][2 * row_half + e];
         const float p = exp2_of<Exponent::log2_approx>(score_scale * s - row_lse);
         s = key <= query && query < T ? p : 0.0f;
-        sum += s * x.dp[n][2 * half + e];
+        sum += s * x.dp[n][2 * row_half + e];
       }
     sum += __shfl_xor_sync(kFullWarp, sum, 1);
     sum += __shfl_xor_sync(kFullWarp, sum, 2);
@@ -111,7 +111,10 @@ __device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) x.dp[n][2 * half + e] = x.s[n][2 * half + e] * (x.dp[n][2 * half + e] - sum);
+      for (int e = 0; e < 2; ++e) {
+        float& ds = x.dp[n][2 * row_half + e];
+        ds = x.s[n][2 * row_half + e] * (ds - sum);
+      }
   }
 }
 

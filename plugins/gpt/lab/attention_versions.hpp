@@ -288,6 +288,18 @@ void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
 
+// v42's backward (attention_v32.cu, sm_90a): v38's with v39's select in key half 1 alone; it needs rope's lane-ordered
+// copy (else an Error); row v42 runs it on the keeper's forward. The same summing dqkv's columns
+// (lab_attention_qkv_bias_bf16's v9). Its configure sets up both of its kernels.
+void attention_v42_backward_configure();
+void attention_v42_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
 // v43's backward (attention_v43.cu, sm_90a): v38's with each row's delta taken from its scores (rowsum(P dP), in a
 // query phase run first that also makes dq), so out is never read; it needs rope's lane-ordered copy (else an Error);
 // row v43 runs it on the keeper's forward. v44's: v43's with the key phase's masked exponents dropped by a select,
@@ -302,18 +314,6 @@ void attention_v44_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 void attention_v44_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream);
-
-// v42's backward (attention_v32.cu, sm_90a): v38's with v39's select in key half 1 alone; it needs rope's lane-ordered
-// copy (else an Error); row v42 runs it on the keeper's forward. The same summing dqkv's columns
-// (lab_attention_qkv_bias_bf16's v9). Its configure sets up both of its kernels.
-void attention_v42_backward_configure();
-void attention_v42_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
-void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                               const bf16* out, const float* lse, const bf16* qkv,
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);

@@ -27,8 +27,7 @@
 //   lab_attention_qkv_bias_bf16/version:v1-v10/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
 //                                     summing dqkv's columns as it stores them, v3 to v10 v34's, v37's to v42's
-//                                     and v44's
-//                                     summing them (v5, the keeper's, R2-R4's on sm_90a)
+//                                     and v44's summing them (v5, the keeper's, R2-R4's on sm_90a)
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -252,14 +251,16 @@ class AttentionLab final : public Case {
 
   // A kernel's count, as the transformer plugin's: only the query-key pairs the causal kernel computes,
   // T (T + 1) / 2 per head (the training step counts the full T x T, the MFU convention), backward twice
-  // the forward. Bytes: qkv, out and lse written and read back, dout read, dqkv written.
+  // the forward. Minimum bytes: qkv read by both kernels, out written, lse written and read back, dout read, dqkv
+  // written. out is not read back: a backward that holds a row's keys can take delta = rowsum(P dP) from its scores
+  // (the bf16 row v43 does), so a version that reads it moves more than the count.
   Work work() const override {
     const Config& cfg = t_.cfg;
     const double N = static_cast<double>(t_.positions()), C = cfg.channels;
     const double T = cfg.context, causal_pairs = T * (T + 1) / 2;
     Work w;
     w.flops = 3 * 4.0 * cfg.batch * cfg.heads * causal_pairs * cfg.head_dim();
-    w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 3) +
+    w.bytes = static_cast<double>(sizeof(Elem)) * (N * 3 * C * 3 + N * C * 2) +
               4 * 2.0 * static_cast<double>(t_.stat_count());
     w.items = N;
     w.item_name = "tokens";
@@ -371,15 +372,15 @@ class QkvBiasLab final : public Case {
                       t_.shape(), roofbench::cuda::stream(ctx));
   }
 
-  // lab_attention's count for the backward alone (twice the forward's); minimum traffic qkv, out, dout and lse
-  // read, dqkv and the bias gradient written.
+  // lab_attention's count for the backward alone (twice the forward's); minimum traffic qkv, dout and lse read, dqkv
+  // and the bias gradient written (out unread, as lab_attention's count has it).
   Work work() const override {
     const Config& cfg = t_.cfg;
     const double N = static_cast<double>(t_.positions()), C = cfg.channels;
     const double T = cfg.context, causal_pairs = T * (T + 1) / 2;
     Work w;
     w.flops = 8.0 * cfg.batch * cfg.heads * causal_pairs * cfg.head_dim();
-    w.bytes = static_cast<double>(sizeof(bf16)) * (N * 3 * C * 2 + N * C * 2) +
+    w.bytes = static_cast<double>(sizeof(bf16)) * (N * 3 * C * 2 + N * C) +
               4.0 * (static_cast<double>(t_.stat_count()) + 3 * C);
     w.items = N;
     w.item_name = "tokens";
