@@ -96,6 +96,15 @@ struct HeadColumnSums {
   __device__ BlockColumnSums block(int part, int row0) const { return {slots[part][row0 / kRows]}; }
 };
 
+// A walk's column sums: into sm.column_sums where kOn (qkv_bias_sums), else none.
+template <bool kOn, typename Smem>
+__device__ __forceinline__ auto head_column_sums(Smem& sm) {
+  if constexpr (kOn)
+    return HeadColumnSums{sm.column_sums};
+  else
+    return NoHeadColumnSums{};
+}
+
 // Queries qc .. qc + 31 of a key block's accumulators: n8 tiles 4 c .. 4 c + 3.
 template <int kTiles>
 __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk / 8][4] {
@@ -138,7 +147,7 @@ __device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[k
 }
 
 // A key half's S^T and dP^T accumulators: keys key0 + g (+8), queries kMaxT - kQueries + 8 n ..; S^T becomes P^T
-// and dP^T becomes dS^T in place.
+// and dP^T becomes dS^T in place. (The lab's v43 holds a query half's S and dP in the same form, QueryHalfScores.)
 template <int kQueries>
 struct KeyHalfScores {
   float s[kQueries / 8][4], dp[kQueries / 8][4];

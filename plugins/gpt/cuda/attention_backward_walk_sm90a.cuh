@@ -266,12 +266,7 @@ __device__ __forceinline__ void walk_backward_heads(Smem& sm, const V14Maps& map
                                                     kPolicy.dk_factors != FactorFetch::after_product),
                 "v35: the key halves as v26's");
   const BackwardHead h{sm.head, sm.dout, sm.ds_t, sm.lse, sm.delta};
-  const auto column_sums = [&] {
-    if constexpr (kPolicy.qkv_bias_sums)
-      return HeadColumnSums{sm.column_sums};
-    else
-      return NoHeadColumnSums{};
-  }();
+  const auto column_sums = head_column_sums<kPolicy.qkv_bias_sums>(sm);
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
     hw::mbarrier_init(&sm.full, 1);

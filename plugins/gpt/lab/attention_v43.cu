@@ -11,10 +11,10 @@
 //     products), storing no dS^T: no product reads it.
 //   - Loads: a head's q, k and v at the end of the head before; its dout a whole head ahead, into the other of two
 //     dout tiles, which alternate (both phases read dout, so no tile frees earlier).
-// Why: at batch 512 v38's layer moves its 1.21 GB at the H100's measured DRAM roof (380 us), and out's box is 16 KB
-// of the backward's 128 KB a head. The price: S and dP computed twice (21 products a head instead of 15) and the
-// exponents twice. The arithmetic differs from v38's (delta in fp32 from P dP, not from the bf16 out), so its GPU
-// test asks for v29's dqkv within bf16's rounding, not bit for bit.
+// Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
+// 16 KB of the backward's 128 KB a head. The price: S and dP computed twice (21 products a head instead of 15) and the
+// exponents twice. The arithmetic differs from v38's (delta in fp32 from P dP, not from the bf16 out), so its GPU test
+// asks for v29's dqkv within bf16's rounding, not bit for bit.
 // Budget (v43's 246 registers, v44's 248, no spills): shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage
 // 16 KB, lse and delta 1 KB and three barriers, 98 KB with the alignment's spare, as v38's (104 KB with the qkv-bias
 // sums): two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the lab's sm_90a library;
@@ -55,12 +55,10 @@ __device__ inline void load_v43_dout(V43Smem& sm, const V14Maps& maps, int slot,
   hw::tma_load_2d(sm.dout[slot], maps.dout, &sm.dout_landed[slot], at.b * at.T, at.h * kHeadDim);
 }
 
-// A query half's S and dP accumulators: queries 64 half + 16 warp + lane / 4 (+ 8), keys 8 n + 2 (lane % 4) (+ 1);
-// S becomes P and dP becomes dS in place.
+// A query half's S and dP accumulators, in a key half's form: queries 64 half + 16 warp + lane / 4 (+ 8), keys
+// 8 n + 2 (lane % 4) (+ 1); S becomes P and dP becomes dS in place.
 template <int kKeys>
-struct QueryHalfScores {
-  float s[kKeys / 8][4], dp[kKeys / 8][4];
-};
+using QueryHalfScores = KeyHalfScores<kKeys>;
 
 // S = q k^T and dP = dout v^T of query half `half` against keys 0 .. kKeys - 1 (all four operands K-major, as TMA
 // wrote them), issued as one commit group and waited for.
@@ -157,12 +155,7 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
   constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>;
-  const auto column_sums = [&] {
-    if constexpr (kSums)
-      return HeadColumnSums{sm.column_sums};
-    else
-      return NoHeadColumnSums{};
-  }();
+  const auto column_sums = head_column_sums<kSums>(sm);
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
   if (threadIdx.x == 0) {
@@ -246,12 +239,17 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                         dqkv, lse, bias, args);
 }
 
-BackwardWalk g_v43_walk{"v43's backward", "attention_v43_backward_configure", attention_v43_backward_kernel,
-                        kV43SmemBytes, false, true};
-BackwardWalk g_v44_walk{"v44's backward", "attention_v44_backward_configure", attention_v44_backward_kernel,
-                        kV43SmemBytes, false, true};
-BackwardWalk g_v44_qkv_bias_walk{"v44's backward with qkv's bias sums", "attention_v44_backward_configure",
-                                 attention_v44_qkv_bias_backward_kernel, kV43QkvBiasSmemBytes, true, true};
+// Every v43 and v44 kernel reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
+BackwardWalk g_v43_walk{.version = "v43's backward", .configure_name = "attention_v43_backward_configure",
+                        .kernel = attention_v43_backward_kernel, .smem_bytes = kV43SmemBytes,
+                        .lane_ordered_rope = true};
+BackwardWalk g_v44_walk{.version = "v44's backward", .configure_name = "attention_v44_backward_configure",
+                        .kernel = attention_v44_backward_kernel, .smem_bytes = kV43SmemBytes,
+                        .lane_ordered_rope = true};
+BackwardWalk g_v44_qkv_bias_walk{.version = "v44's backward with qkv's bias sums",
+                                 .configure_name = "attention_v44_backward_configure",
+                                 .kernel = attention_v44_qkv_bias_backward_kernel, .smem_bytes = kV43QkvBiasSmemBytes,
+                                 .column_partials = true, .lane_ordered_rope = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
