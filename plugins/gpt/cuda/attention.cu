@@ -5,9 +5,9 @@
 // softmax kernel, and the same pieces backwards. Those matmuls are issued by the trainer; this file holds
 // the kernels between.
 //
-// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v38 on bf16
-// ones (R2's and up): on a device that runs this build's sm_90a code v38's backward and v29's forward
-// (attention_v38.cu) where a batch's heads fill that forward's persistent grid several times over, else
+// Fused (what a compiler emits): the keepers, v8 on fp32 tensors (attention_v8.cu, R1's) and v44 on bf16
+// ones (R2's and up): on a device that runs this build's sm_90a code v44's backward and v29's forward
+// (attention_v44.cu) where a batch's heads fill that forward's persistent grid several times over, else
 // v9's forward; elsewhere v9's forward and backward (attention_v9.cu). All read the
 // raw qkv and apply the bias and RoPE on load, keep the scores on chip, write the output and one log-sum-exp
 // per row, and recompute the probabilities from it in the backward (FlashAttention's trick). The kernel lab's
@@ -150,8 +150,9 @@ bool sm90a_forward_pays(int heads, int resident_blocks) {
 }
 
 const char* bf16_attention_keeper_name(bool sm90a) {
-  return sm90a ? "v38 (v29's forward, loading each head's q a head ahead, from 4 heads a resident block, else v9's; "
-                 "v34's backward with its RoPE factors fetched under the products, 16 bytes a load; sm_90a)"
+  return sm90a ? "v44 (v29's forward, loading each head's q a head ahead, from 4 heads a resident block, else v9's; "
+                 "v38's backward with each row's delta from its scores, out unread, and its masked exponents "
+                 "selected; sm_90a)"
                : "v9 (v7, backward persistent, the next head fetched ahead; no sm_90a path on this device)";
 }
 

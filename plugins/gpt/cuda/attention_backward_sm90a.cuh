@@ -1,10 +1,11 @@
 // The sm_90a attention backward's steps on one head in shared memory (TMA boxes in the 128-byte swizzle, wgmma),
-// shared by the bf16 keeper's sm_90a backward (v38's, attention_v38.cu: a whole head in one warp group, two heads an
-// SM) and the lab's v12 (lab/attention_v12.cu: a head split between two warp groups). Each step is run by one warp
-// group, whichever it is; the kernels decide which group runs which half of a head, and meet at their barriers.
+// shared by the bf16 keeper's sm_90a backward (v44's, attention_v44.cu, on attention_backward_query_first_sm90a.cuh's
+// walk: a whole head in one warp group, two heads an SM) and the lab's (v12, lab/attention_v12.cu, a head split
+// between two warp groups). Each step is run by one warp group, whichever it is; the kernels decide which group runs
+// which half of a head, and meet at their barriers.
 //   - prepare_backward_head: q, k, v prepared in place (v10's preparation: v9's operands, rows from T on zero),
-//     dout's rows from T on zeroed, delta = rowsum(dout * out) as v9 takes it (chunk_row_dot; not by the lab's v43,
-//     which takes delta from its scores);
+//     dout's rows from T on zeroed, delta = rowsum(dout * out) as v9 takes it (chunk_row_dot; not by the keeper's
+//     v44 and the lab's v43, which take delta from their scores);
 //   - backward_key_rows, key half h (keys 64 h .. 64 h + 63) against the queries 64 h .. 127 (causal: no
 //     earlier query sees them), keys as the accumulators' rows: S^T = k q^T and dP^T = v dout^T (both operands
 //     K-major, as TMA wrote them), then v9's element-wise step (probabilities_and_ds: P^T = exp2(scale log2(e)
@@ -17,10 +18,10 @@
 //   - backward_query_rows, query half h (queries 64 h .. 64 h + 63) against keys 0 .. 64 h + 63, once every
 //     dS^T is stored: dq = dS k, dS^T and k both read MN-major (imm-trans-a 1, imm-trans-b 1), staged in the
 //     half's q rows (no product reads q after the key phase), or stored from the registers (kDirect, the lab's
-//     v25); backward_query_halves_together (the keeper's, v38's, and the lab's from v33) issues both halves'
-//     products before it stores either.
+//     v25); backward_query_halves_together (the lab's from v33) issues both halves' products before it stores
+//     either.
 // backward_key_halves_overlapped and backward_query_halves_together serve kernels whose block is one warp group
-// (group 0), as the keeper's and the lab's from v32 are.
+// (group 0), as the lab's from v32 are.
 // dS^T is kept [key][query] in two 128-byte swizzled tiles of 64 queries each, written from the packed dS^T
 // fragments (a warp's eight rows of one 16-byte column land in eight different chunks: no bank conflicts). The
 // gradients leave as v9's do (store_head_block_staged: times scale, rotated back, 128-byte rows). The
@@ -175,7 +176,8 @@ __device__ __forceinline__ void issue_key_scores(const BackwardHead& h, int half
 
 // When and how a block's RoPE rotate-back factors are fetched for dk's and dq's stores: by the store, after the
 // product (after_product); while the tensor cores compute the product (under_product, the lab's v37, v41's dk); the
-// same from RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, the keeper's, v38's).
+// same from RopeTable's lane-ordered copy, in 16-byte loads (under_product_lane_ordered, the lab's v38, the
+// keeper's, v44's).
 enum class FactorFetch { after_product, under_product, under_product_lane_ordered };
 
 template <FactorFetch kFetch>

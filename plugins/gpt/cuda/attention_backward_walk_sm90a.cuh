@@ -1,10 +1,11 @@
-// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31, v34 to v37 and v39 to v42 and of v38,
-// the keeper's backward, which differ in when and how a head's rows and figures are fetched and in how the steps
-// overlap: a block of one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
+// The sm_90a backward walk of the lab's v14, v17, v18, v21, v22, v25 to v31 and v34 to v42 (v38 the keeper's until
+// v44), which differ in when and how a head's rows and figures are fetched and in how the steps overlap: a block of
+// one warp group walks its own heads (persistent: blockIdx.x, then + gridDim.x, ...) running
 // attention_backward_sm90a.cuh's steps on each (v32 and v33 walk their own way, walk_backward_heads_q_ahead below).
-// Included by attention_v38.cu (the training library's sm_90a objects) and the lab's attention_v14.cu, _v17.cu,
-// _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and _v32.cu, each instantiating the walk it launches,
-// after attention_backward_sm90a.cuh; the lab's attention_v43.cu walks its own way (v43, v44) on its helpers.
+// Included by the lab's attention_v14.cu, _v17.cu, _v18.cu, _v21.cu, _v22.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu and
+// _v32.cu, each instantiating the walk it launches, after attention_backward_sm90a.cuh, and by attention_v44.cu (the
+// training library's sm_90a objects) and the lab's attention_v43.cu for the pieces that
+// attention_backward_query_first_sm90a.cuh's walk (the keeper's, v44's, and v43's) shares with these.
 //   - thread 0 loads the head's q, k, v (the raw qkv map), dout and out as five 128 x 64 boxes, out into the
 //     dS^T tiles (read for delta before the key phase writes dS^T there), then asks the L2 for the next head's
 //     boxes (tma_prefetch_2d; not where l2_prefetch is off, v26); every thread fetches the head's bias, RoPE
@@ -37,12 +38,12 @@
 // query half 0's dq product returns, with no block barrier: PTX promises that wait for the calling warp's
 // wgmma groups only, and v31 relies on the hardware running a warp group's wgmma as one operation (CUTLASS's
 // TMA pipeline releases a stage on one arrival a consumer warp group, after that thread's wait, likewise).
-// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3, v4 and v6 to v9 on the lab's v34, v37 and v39 to
-// v42, v5 on the keeper's, v38's; v10 on v44's walk, which uses store_head_column_sums too): as each warp stores a
-// 16-row block of dq, dk or dv it adds the block's columns as stored (BlockColumnSums) into a slot of its own in shared
-// memory; after the head's last barrier the group adds the head's blocks below T of each column in row order and writes
-// the head's 3 x 64 sums to args.column_partials[b][3C] (each (b, h) once), which column_finish adds over the batch in
-// a fixed order: qkv's bias gradient without a pass that reads dqkv again.
+// qkv_bias_sums (lab_attention_qkv_bias_bf16's v2 on v26's walk, v3 to v9 on the lab's v34 and v37 to v42; v10, the
+// keeper's, on v44's walk, which uses store_head_column_sums too): as each warp stores a 16-row block of dq, dk or dv
+// it adds the block's columns as stored (BlockColumnSums) into a slot of its own in shared memory; after the head's
+// last barrier the group adds the head's blocks below T of each column in row order and writes the head's 3 x 64 sums
+// to args.column_partials[b][3C] (each (b, h) once), which column_finish adds over the batch in a fixed order: qkv's
+// bias gradient without a pass that reads dqkv again.
 #pragma once
 
 #include <cuda.h>
@@ -166,7 +167,7 @@ enum class SelectMasked { in_neither_half, in_both_halves, in_half_1 };
 // only k and out wait for the head's end), v37's v34's with dk_factors and dq_factors under_product (dk's and dq's
 // RoPE factors fetched while the tensor cores compute dk and dq, not after: in v26's backward their first uses hold
 // about 9% of the warp samples), v38's v37's with both under_product_lane_ordered (those factors from RopeTable's
-// lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones; the keeper's), v39's v34's and
+// lane-ordered copy, four 16-byte loads a row instead of sixteen 4-byte ones; the keeper's until v44), v39's v34's and
 // select_masked (a masked chunk's exponents computed for every pair and dropped by a select, not branched around:
 // v26's backward spends about 16% of its instructions on its masked chunks), v40's v38's and v39's together, v41's
 // v40's with dk's factors as v37's (v40's key phase spills), v42's v38's with select_masked in key half 1 alone,

@@ -4,8 +4,8 @@
 //      through a permuted k, 8 warps per block: R1's keeper.
 //   v9 (attention_v9.cu): bf16 only, mma.sync m16n8k16 with the scores in registers (attention_mma.cuh),
 //      rows moved by cp.async (attention_rows.cuh), the forward one block per head with its softmax online,
-//      the backward persistent, fetching each block's next head ahead: the bf16 keeper's (v38's, R2 and up)
-//      forward and backward on a device without the sm_90a path (attention_v38.cu's there).
+//      the backward persistent, fetching each block's next head ahead: the bf16 keeper's (v44's, R2 and up)
+//      forward and backward on a device without the sm_90a path (attention_v44.cu's there).
 // The kernel lab's other versions (plugins/gpt/lab) build on the same pieces.
 #pragma once
 

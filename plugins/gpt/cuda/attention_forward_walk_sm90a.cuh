@@ -1,4 +1,4 @@
-// v15's forward walk (the keeper's, v29's, sm_90a forward, attention_v38.cu, and the lab's v15, v22, v23, v24, v26
+// v15's forward walk (the keeper's, v29's, sm_90a forward, attention_v44.cu, and the lab's v15, v22, v23, v24, v26
 // and v28, lab/attention_v15.cu, _v22.cu, _v23.cu, _v26.cu and _v27.cu): a block is one warp group, three (or
 // four) share an SM, each walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...):
 //   - thread 0 loads the head's q, k, v (the raw qkv map) as three boxes on the block's mbarrier, then asks the

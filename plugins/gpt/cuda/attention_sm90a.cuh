@@ -1,4 +1,4 @@
-// What the sm_90a attention code shares (the training library's attention_v38.cu: the bf16 keeper's sm_90a
+// What the sm_90a attention code shares (the training library's attention_v44.cu: the bf16 keeper's sm_90a
 // forward and backward; the lab's attention_v10.cu and attention_v12.cu: v10's and v11's forwards, v12's
 // backward): one head's q, k and v as TMA brings them into shared memory in the 128-byte swizzle
 // (kernels/hopper/README.md), their preparation in place (bias added, q and k rotated, rounded to bf16: v9's

@@ -1,6 +1,6 @@
-// The bf16 keeper's sm_90a kernels (v29's forward, v38's backward, without and with qkv's bias sums) in a build
-// without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v38.cu is not compiled, hopper_path_available is false
-// on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v38 row is listed as not
+// The bf16 keeper's sm_90a kernels (v29's forward, v44's backward, without and with qkv's bias sums) in a build
+// without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v44.cu is not compiled, hopper_path_available is false
+// on every device, so the keeper runs v9's forward and backward and these refuse (the lab's v44 row is listed as not
 // run, with the reason).
 #include <string>
 
@@ -25,20 +25,20 @@ void fused_attention_sm90a_forward(bf16*, float*, const bf16*, const float*, Rop
                                    cudaStream_t) {
   refuse("v29's forward");
 }
-void fused_attention_sm90a_backward_configure() { refuse("v38's backward"); }
-int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v38's backward"); }
+void fused_attention_sm90a_backward_configure() { refuse("v44's backward"); }
+int fused_attention_sm90a_backward_blocks_per_sm() { refuse("v44's backward"); }
 void fused_attention_sm90a_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*,
                                     RopeTable, const AttentionShape&, cudaStream_t) {
-  refuse("v38's backward");
+  refuse("v44's backward");
 }
 
 int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm() {
-  refuse("v38's backward with qkv's bias sums");
+  refuse("v44's backward with qkv's bias sums");
 }
 void fused_attention_sm90a_backward_and_bias_gradient(bf16*, float*, float*, float*, const bf16*, const bf16*,
                                                      const float*, const bf16*, const float*, RopeTable,
                                                      const AttentionShape&, cudaStream_t) {
-  refuse("v38's backward with qkv's bias sums");
+  refuse("v44's backward with qkv's bias sums");
 }
 
 }  // namespace roofbench::gpt::cuda

@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, version 9 (bf16): the bf16 keeper's (v38's, R2 and up) forward and
-// backward on a device without the sm_90a path (attention_v38.cu's there): v4's products
+// Fused causal attention with RoPE, version 9 (bf16): the bf16 keeper's (v44's, R2 and up) forward and
+// backward on a device without the sm_90a path (attention_v44.cu's there): v4's products
 // (attention_mma.cuh: mma.sync m16n8k16, the scores in registers, warp w on the row blocks w and 7 - w, a
 // backward without atomics) with the rows moved by cp.async (attention_rows.cuh). v4's blocks spent their
 // lives waiting on memory: scalar bias and RoPE loads (8.8 of 32 bytes used per loaded sector) with little to

@@ -1,7 +1,7 @@
 // R2 (bf16), R3 (bf16 at a bigger batch) and R4 (bf16 with activation checkpointing): R1's fused step with
 // bf16 compute as torch.autocast(dtype=torch.bfloat16) applies it.
 //   bf16: every matmul's operands (cuBLASLt bf16 tensor cores, fp32 accumulation, algorithms timed) and
-//         the attention's (v38, the keeper layers.hpp names, on bf16 tensor cores); the
+//         the attention's (v44, the keeper layers.hpp names, on bf16 tensor cores); the
 //         tensors those read are stored bf16: the LayerNorm outputs, qkv, the attention output, fc's x w^T
 //         (its bias added, in fp32 and rounded to bf16 as a separate bias add is, by both GELU passes: so the
 //         pre-activation is rounded twice, where autocast's addmm rounds x w^T + bias once: apart by up to

@@ -258,14 +258,15 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 // backward recomputes the probabilities from. Requires T <= 128, hd == 64.
 //   fp32 tensors (R1): v8, mma.sync m16n8k8 on TF32 tensor cores (fp32 accumulation), the scores in
 //     registers through a permuted k, eight warps per block, the backward one kernel (attention_v8.cu);
-//   bf16 tensors (R2 and up): v38, whose kernels are chosen per device. On one where hopper_path_available
-//     (compute capability 9.0, a build with sm_90a code): v29's forward and v38's backward (attention_v38.cu),
+//   bf16 tensors (R2 and up): v44, whose kernels are chosen per device. On one where hopper_path_available
+//     (compute capability 9.0, a build with sm_90a code): v29's forward and v44's backward (attention_v44.cu),
 //     TMA and wgmma, each block one warp group walking its own heads (three forward blocks an SM, two
 //     backward), each head's rows read from DRAM by its own loads alone (v22's asked the L2 for the next
 //     head's ahead, and read about half its bytes twice), the forward loading each head's q a head ahead into
-//     a tile of its own, the backward computing one query half's dq while it stores the other's and fetching its
-//     RoPE factors while the tensor cores compute dk and dq, 16 bytes a load from the table's lane-ordered copy
-//     (which `rope` must then have). v29's forward runs where a batch's heads number at least
+//     a tile of its own, the backward taking each row's delta from its scores (so it never reads out), computing
+//     dq before the key phase, fetching its RoPE factors while the tensor cores compute dk and dq, 16 bytes a load
+//     from the table's lane-ordered copy (which `rope` must then have), and dropping masked exponents by a select.
+//     v29's forward runs where a batch's heads number at least
 //     kSm90aForwardMinRounds per block of its persistent grid: with fewer, the heads' last round leaves much
 //     of that grid idle, and v9's forward, a block per head at four blocks an SM, finishes first (R2's 512
 //     heads took 69.4 us forward and backward with v15's forward, whose grid v29's has, against 63.8 with
@@ -275,7 +276,7 @@ void causal_softmax_backward(float* dscores, const float* dprobs, const float* p
 //     per SM walking the heads), each block fetching its next head's rows while it finishes one.
 // The kernel lab (plugins/gpt/lab) times the versions these replaced; its table is in plugins/gpt/README.md.
 // The keepers' names, as the rungs' facts give them (so a change of keeper shows in the results). The bf16
-// keeper's says which kernels run on the current device: v38 with the sm_90a ones, or v9 without them (the
+// keeper's says which kernels run on the current device: v44 with the sm_90a ones, or v9 without them (the
 // overload: the name with the sm_90a kernels or without them).
 const char* fp32_attention_keeper_name();
 const char* bf16_attention_keeper_name();
@@ -285,7 +286,7 @@ const char* bf16_attention_keeper_name(bool sm90a);
 inline constexpr int kSm90aForwardMinRounds = 4;
 bool sm90a_forward_pays(int heads, int resident_blocks);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
-// Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v38's or
+// Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v44's or
 // v9's), their shared memory and persistent grids.
 void fused_attention_configure();
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
@@ -325,7 +326,7 @@ void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const fl
 void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                  const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                  cudaStream_t stream);
-// The sm_90a ones, v29's forward and v38's backward (with qkv's bias sums below). Their configures throw
+// The sm_90a ones, v29's forward and v44's backward (with qkv's bias sums below). Their configures throw
 // NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without
 // sm_90a code); blocks_per_sm: the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();
@@ -338,7 +339,7 @@ int fused_attention_sm90a_backward_blocks_per_sm();
 void fused_attention_sm90a_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream);
-// v38's backward summing dqkv's columns as it stores them, each (sequence, head)'s into partials [batch][3C], then
+// v44's backward summing dqkv's columns as it stores them, each (sequence, head)'s into partials [batch][3C], then
 // column_finish: fused_attention_backward_and_bias_gradient's sm_90a path, what R2-R4 run there (its configure is
 // the one above; blocks_per_sm as above).
 void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,

@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 32's to 37's and 39's to 42's backwards (bf16, the kernel lab's
-// lab_attention_bf16: rows v32 to v37 and v39 to v42, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 32's to 42's backwards (bf16, the kernel lab's lab_attention_bf16: rows
+// v32 to v42, on the keeper's forward, v29's):
 //   - v32: v26's walk with each head's q loaded a head ahead into a tile of its own
 //     (attention_backward_walk_sm90a.cuh's walk_backward_heads_q_ahead), as v29's forward loads its q, so that a
 //     head waits at its start for k and out alone. The tile fits beside two blocks an SM because causal attention
@@ -15,9 +15,9 @@
 //   - v37: v34 with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq (dk_factors and
 //     dq_factors under_product): in v26's backward three of those factors' first uses hold about 9% of the warp
 //     samples, each waiting on the L2; v21 did so for dq alone, one half at a time.
-//   - (v38, the keeper's, is attention_v38.cu in the training library: v37 with those factors read from RopeTable's
-//     lane-ordered copy, a lane's 8 cos and 8 sin of a row side by side, so four 16-byte loads a row instead of
-//     sixteen 4-byte ones.)
+//   - v38 (the keeper's until v44): v37 with those factors read from RopeTable's lane-ordered copy (dk_factors and
+//     dq_factors under_product_lane_ordered), a lane's 8 cos and 8 sin of a row side by side, so four 16-byte loads
+//     a row instead of sixteen 4-byte ones.
 //   - v39: v34 with a masked chunk's exponents computed for every pair and the masked ones dropped by a select
 //     (select_masked): v26's backward branches around each masked pair's exponent, about eight instructions a pair
 //     against an unmasked pair's two, and its masked chunks take about 16% of its instructions and of its warp
@@ -26,17 +26,17 @@
 //   - v41: v40 with dk's factors fetched as v37 fetches them, 4 bytes a load, which spills nothing.
 //   - v42: v38 with v39's select in key half 1 alone (SelectMasked::in_half_1), whose 64 queries leave the
 //     registers that key half 0's 128 lack beside v38's 16-byte factor loads.
-//   - v34's, v37's and v39's to v42's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's
-//     v3, v4 and v6 to v9), for the trainers' kernel beside the keeper's (v5).
+//   - v34's and v37's to v42's walks summing dqkv's columns as they store them (lab_attention_qkv_bias_bf16's v3 to
+//     v9), for the trainers' kernel beside the keeper's (v10).
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 //
 // Why: 11.5% of v26's backward warp samples (Nsight Compute, H100, batch 512) wait for the late boxes, q, k and
 // out (48 KB), asked for only when the head before has ended. In every version up to v32 each of the head's 15
-// products waits for the one before. The same values in the same arithmetic, so their GPU test asks for the
-// keeper's dqkv bit for bit.
+// products waits for the one before. The same values in the same arithmetic, so their GPU test asks for v29's
+// row's dqkv bit for bit.
 // Budget: v32 and v33 113 KB of shared memory a block with the alignment's spare (two fill an H100 SM's 228 KB
 // exactly), the others v26's 98 KB (104 KB with qkv's bias sums); 242 to 255 registers (ptxas), two blocks an SM;
-// v40 spills 88 bytes (188 with the sums), v41 with the sums 36, the others nothing.
+// v40 spills 88 bytes (188 with the sums), v41, v38 and v42 with the sums 36, 8 and 12, the others nothing.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -124,6 +124,26 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                            const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
   walk_backward_heads<kV37QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                       lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v38_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV38Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
+                                bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v38_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads<kV38QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
                                        lse, bias, args);
 }
 
@@ -225,6 +245,11 @@ BackwardWalk g_v37_walk = policy_walk<kV37Walk>("v37's backward", "attention_v37
 BackwardWalk g_v37_qkv_bias_walk =
     policy_walk<kV37QkvBiasWalk>("v37's backward with qkv's bias sums", "attention_v37_backward_configure",
                                  attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+BackwardWalk g_v38_walk = policy_walk<kV38Walk>("v38's backward", "attention_v38_backward_configure",
+                                               attention_v38_backward_kernel, kV17SmemBytes);
+BackwardWalk g_v38_qkv_bias_walk =
+    policy_walk<kV38QkvBiasWalk>("v38's backward with qkv's bias sums", "attention_v38_backward_configure",
+                                 attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 BackwardWalk g_v39_walk = policy_walk<kV39Walk>("v39's backward", "attention_v39_backward_configure",
                                                attention_v39_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v39_qkv_bias_walk =
@@ -240,12 +265,12 @@ BackwardWalk g_v41_walk = policy_walk<kV41Walk>("v41's backward", "attention_v41
 BackwardWalk g_v41_qkv_bias_walk =
     policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "attention_v41_backward_configure",
                                  attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-
 BackwardWalk g_v42_walk = policy_walk<kV42Walk>("v42's backward", "attention_v42_backward_configure",
                                                attention_v42_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v42_qkv_bias_walk =
     policy_walk<kV42QkvBiasWalk>("v42's backward with qkv's bias sums", "attention_v42_backward_configure",
                                  attention_v42_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
@@ -312,6 +337,24 @@ void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::g_v37_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
+}
+
+void attention_v38_backward_configure() {
+  attention::g_v38_walk.configure();
+  attention::g_v38_qkv_bias_walk.configure();
+}
+
+void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v38_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
                                                            rope, s, stream);
 }
 

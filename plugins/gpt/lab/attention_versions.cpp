@@ -145,9 +145,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v37_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v37_backward},
-    {"v38", bf16_attention_keeper_name(true), true,
-     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
-     keeper_backward<bf16>},
+    {"v38", "v38 (v37 with those factors from the RoPE table's lane-ordered copy, 16-byte loads, sm_90a)", false,
+     configure_in_order<attention_v38_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v38_backward},
     {"v39", "v39 (v34 with a masked chunk's exponents dropped by a select, not branched around, sm_90a)", false,
      configure_in_order<attention_v39_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
@@ -168,10 +169,9 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v43_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v43_backward},
-    {"v44", "v44 (v43 with the key phase's masked exponents dropped by a select, sm_90a)", false,
-     configure_in_order<attention_v44_backward_configure, fused_attention_sm90a_forward_configure,
-                        fused_attention_configure>,
-     keeper_forward<bf16>, attention_v44_backward},
+    {"v44", bf16_attention_keeper_name(true), true,
+     configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
+     keeper_backward<bf16>},
 };
 
 }  // namespace

@@ -17,15 +17,15 @@
 // loading each head's q a head ahead into a tile of its own, v33, v32 with both query halves' dq products issued at
 // once, v34, v29 with both query halves' dq products issued at once, v35, v34 with key half 1's scores issued before
 // key half 0's gradients are stored, v36, v34 with dq staged in dS^T's first tile and the next head's q loaded with
-// its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v39, v34 with a masked
-// chunk's exponents dropped by a select, v40, v38 and v39 together, v41, v40 with dk's factors fetched as v37's, and
-// v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread, and
-// v44, v43 with v39's select, attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and
-// the keepers the trainers run (v8 and v38, layers.hpp's fused_attention_forward and _backward: v38's forward is v29's,
-// v26's loading each head's q a head ahead into a tile of its own, its backward v37's with the factors from the table's
-// lane-ordered copy, 16 bytes a load; v38's row refuses devices without the sm_90a path). sm_90a code runs on compute
-// capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers' contract (layers.hpp):
-// forward writes out and lse, backward dqkv; configure runs once, outside any capture.
+// its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v38, v37 with them from the
+// table's lane-ordered copy, v39, v34 with a masked chunk's exponents dropped by a select, v40, v38 and v39 together,
+// v41, v40 with dk's factors fetched as v37's, and v42, v38 with that select in key half 1 alone, attention_v32.cu;
+// v43, v38 with delta from the scores, out unread, attention_v43.cu; v29, the keeper's forward with v26's backward,
+// attention_v26.cu) and the keepers the trainers run (v8 and v44, layers.hpp's fused_attention_forward and _backward:
+// v44's forward is v29's, v26's loading each head's q a head ahead into a tile of its own, its backward v43's with
+// v39's select; v44's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
+// a row that needs it refuses other devices. Every row has the keepers' contract (layers.hpp): forward writes out and
+// lse, backward dqkv; configure runs once, outside any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
@@ -255,6 +255,18 @@ void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream);
 
+// v38's backward (attention_v32.cu, sm_90a; the keeper's until v44): v37's with those factors from the RoPE table's
+// lane-ordered copy, which rope must have (else an Error); row v38 runs it on the keeper's forward. The same summing
+// dqkv's columns (lab_attention_qkv_bias_bf16's v5). configure sets up both.
+void attention_v38_backward_configure();
+void attention_v38_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
 // v39's backward (attention_v32.cu, sm_90a): v34's with a masked chunk's exponents computed for every pair and the
 // masked ones dropped by a select, not branched around; row v39 runs it on the keeper's forward. The same summing
 // dqkv's columns (lab_attention_qkv_bias_bf16's v6). configure sets up both.
@@ -302,21 +314,12 @@ void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
 
 // v43's backward (attention_v43.cu, sm_90a): v38's with each row's delta taken from its scores (rowsum(P dP), in a
 // query phase run first that also makes dq), so out is never read; it needs rope's lane-ordered copy (else an Error);
-// row v43 runs it on the keeper's forward. v44's: v43's with the key phase's masked exponents dropped by a select,
-// as v39's; row v44, and summing dqkv's columns (lab_attention_qkv_bias_bf16's v10). v44's configure sets up both of
-// its kernels.
+// row v43 runs it on the keeper's forward. The keeper's backward, v44's, is this walk with the key phase's masked
+// exponents dropped by a select.
 void attention_v43_backward_configure();
 void attention_v43_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
-void attention_v44_backward_configure();
-void attention_v44_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                            cudaStream_t stream);
-void attention_v44_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream);
 
 // v26's forward (attention_v26.cu, sm_90a; the keeper's until v29): v22's without the L2 prefetch of the next
 // head's boxes; rows v26 and v27 run it, on v26's backward and v27's. Its forward v9's where a batch's heads are

@@ -1,7 +1,7 @@
 // The kernel lab, out of the training path (llm.c keeps its numbered kernels apart from the training code):
 // each numbered version of a piece of R1's step is a benchmark of its own, named by its version, timed at
 // the training shape and gated against a double-precision CPU reference (lab_reference.hpp). The trainers
-// run the keepers only (attention v8 for fp32 and v38 for bf16, v9 where v38's sm_90a kernels do not run,
+// run the keepers only (attention v8 for fp32 and v44 for bf16, v9 where v44's sm_90a kernels do not run,
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
@@ -27,7 +27,7 @@
 //   lab_attention_qkv_bias_bf16/version:v1-v10/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
 //                                     summing dqkv's columns as it stores them, v3 to v10 v34's, v37's to v42's
-//                                     and v44's summing them (v5, the keeper's, R2-R4's on sm_90a)
+//                                     and v44's summing them (v10, the keeper's, R2-R4's on sm_90a)
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -298,10 +298,10 @@ class AttentionLab final : public Case {
 //       before v2);
 //   v2: v26's backward summing dqkv's columns as it stores them, then column_finish (R2-R4's on sm_90a before v3);
 //   v3: v34's backward (the keeper's until v38) summing them the same way;
-//   v4 to v10: lab_attention_bf16's v37 to v42 and v44 (v34 with the RoPE factors fetched under the products; v38, the
-//       keeper's and R2-R4's on sm_90a, with them from the table's lane-ordered copy; v39's masked exponents dropped
-//       by a select; v40 both; v41 v40 with dk's factors as v37's; v42 v38 with the select in key half 1 alone; v44
-//       v43, delta from the scores and out unread, with v39's select) summing them the same way.
+//   v4 to v10: lab_attention_bf16's v37 to v42 and v44 (v34 with the RoPE factors fetched under the products; v38 (the
+//       keeper's until v44) with them from the table's lane-ordered copy; v39's masked exponents dropped by a select;
+//       v40 both; v41 v40 with dk's factors as v37's; v42 v38 with the select in key half 1 alone; v44, the keeper's
+//       and R2-R4's on sm_90a, v43 (delta from the scores, out unread) with v39's select) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -330,9 +330,9 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v4", "v37's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<lab::attention_v37_backward_configure, fused_attention_configure>,
      lab::attention_v37_backward_and_bias_gradient},
-    {"v5", "v38's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
-     fused_attention_sm90a_backward_and_bias_gradient},
+    {"v5", "v38's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v38_backward_configure, fused_attention_configure>,
+     lab::attention_v38_backward_and_bias_gradient},
     {"v6", "v39's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<lab::attention_v39_backward_configure, fused_attention_configure>,
      lab::attention_v39_backward_and_bias_gradient},
@@ -345,9 +345,9 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v9", "v42's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<lab::attention_v42_backward_configure, fused_attention_configure>,
      lab::attention_v42_backward_and_bias_gradient},
-    {"v10", "v44's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::attention_v44_backward_configure, fused_attention_configure>,
-     lab::attention_v44_backward_and_bias_gradient},
+    {"v10", "v44's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
+     fused_attention_sm90a_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {
@@ -1038,7 +1038,7 @@ class FcGeluBackwardLab final : public MlpLab {
 // ---------------------------------------------------------------------------------------------------
 // The qkv layer's weight gradient dw = dy^T x and its bias gradient, dy's column sums (dy = d_qkv, [N, 3C] bf16;
 // x = ln1, [N, C] bf16; dw and the bias gradient fp32):
-//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v5 does not run): the weight-gradient GEMM, then
+//   v1 (R2-R4's off sm_90a, where lab_attention_qkv_bias_bf16's v10 does not run): the weight-gradient GEMM, then
 //       column_sum's two passes over dy;
 //   v2: the GEMM alone, its BGRADB epilogue summing dy's columns as it reads dy.
 struct QkvWgradVersion {
@@ -1335,12 +1335,12 @@ std::vector<CaseSpec> lab_cases() {
                                    "at once, v35 v34 with key half 1's scores issued before key half 0's gradients "
                                    "are stored, v36 v34 with dq staged in dS^T's first tile and the next head's q "
                                    "loaded with its v and dout, v37 v34 with dk's and dq's RoPE factors fetched "
-                                   "under their products, v38 (R2-R4's on sm_90a) v37 with those factors from a "
+                                   "under their products, v38 v37 with those factors from a "
                                    "lane-ordered copy of the table, 16 bytes a load, v39 v34 with a masked chunk's "
                                    "exponents dropped by a select, not branched around, v40 v38 and v39 together, v41 "
                                    "v40 with dk's factors fetched as v37's, v42 v38 with that select in key half 1 "
-                                   "alone, v43 v38 with each row's delta from its scores, out unread, v44 v43 with "
-                                   "v39's select; "
+                                   "alone, v43 v38 with each row's delta from its scores, out unread, v44 (R2-R4's on "
+                                   "sm_90a) v43 with v39's select; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
@@ -1395,7 +1395,7 @@ std::vector<CaseSpec> lab_cases() {
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
                            "columns as it stores dqkv, v3 to v10 lab_attention_bf16's v34, v37 to v42 and v44 summing "
-                           "them (v5, the keeper's, R2-R4's on sm_90a)",
+                           "them (v10, the keeper's, R2-R4's on sm_90a)",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.

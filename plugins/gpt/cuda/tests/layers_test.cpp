@@ -129,7 +129,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GptLayerNorm,
                          });
 
 
-// The fused attention's keepers (v8 on fp32 tensors; v38 on bf16 ones, v29's forward and v38's backward on a
+// The fused attention's keepers (v8 on fp32 tensors; v44 on bf16 ones, v29's forward and v44's backward on a
 // device that runs sm_90a code and v9's elsewhere) against the double reference, on T not a multiple of the
 // 32-row tile (nor of the 16-row tile), on the largest T, and on a single position. v8's products round their
 // inputs to TF32 (10-bit mantissa), like the cuBLAS TF32 GEMMs, so it is held to the TF32 tolerance the trainer
@@ -204,11 +204,11 @@ TEST_P(GptFusedAttention, Bf16KeeperMatchesDouble) {
               rel_l2(keeper.out, ref.out), rel_l2(keeper.dqkv, ref.dqkv));
 }
 
-// The bf16 keeper's name, the rungs' "attention" fact, names the kernels this device runs: v38 (sm_90a) where
+// The bf16 keeper's name, the rungs' "attention" fact, names the kernels this device runs: v44 (sm_90a) where
 // hopper_path_available, else v9's with the reason.
 TEST(GptLayers, Bf16KeeperNamesItsKernels) {
   const std::string with = bf16_attention_keeper_name(true), without = bf16_attention_keeper_name(false);
-  EXPECT_EQ(with.rfind("v38 ", 0), 0u) << with;
+  EXPECT_EQ(with.rfind("v44 ", 0), 0u) << with;
   EXPECT_NE(with.find("sm_90a"), std::string::npos) << with;
   EXPECT_EQ(without.rfind("v9 ", 0), 0u) << without;
   EXPECT_NE(without.find("no sm_90a path"), std::string::npos) << without;

@@ -162,11 +162,11 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   std::size_t keepers = 0;
   for (const auto& version : fp32_attention_versions()) keepers += version.keeper ? 1 : 0;
   for (const auto& version : bf16_attention_versions()) keepers += version.keeper ? 1 : 0;
-  EXPECT_EQ(keepers, 2u);  // v8 and v38
+  EXPECT_EQ(keepers, 2u);  // v8 and v44
   EXPECT_TRUE(fp32_attention_version("v8").keeper);
-  EXPECT_TRUE(bf16_attention_version("v38").keeper);
-  EXPECT_FALSE(bf16_attention_version("v34").keeper);
-  EXPECT_STREQ(bf16_attention_version("v38").kernel, bf16_attention_keeper_name(true));
+  EXPECT_TRUE(bf16_attention_version("v44").keeper);
+  EXPECT_FALSE(bf16_attention_version("v38").keeper);
+  EXPECT_STREQ(bf16_attention_version("v44").kernel, bf16_attention_keeper_name(true));
 }
 
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
@@ -176,9 +176,9 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
 // backward for v18 and v20; v19's forward for v19 and v20; v21's backward for v21; v22's forward or v9's, as the
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
-// backward for v27; v28's own forward and backward; for v38 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v37 and v39 to v44 the
-// keeper's forward with their own backwards.
+// backward for v27; v28's own forward and backward; for v44 the keeper's entry points (chosen per device: none of
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v43 the keeper's
+// forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -207,7 +207,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   for (const char* name : {"v22", "v23", "v24"})
     EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
   EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
-  const AttentionVersion<bf16> keeper = row("v38");
+  const AttentionVersion<bf16> keeper = row("v44");
   EXPECT_FALSE(keeper.forward == &fused_attention_v9_forward);
   EXPECT_FALSE(keeper.forward == &fused_attention_sm90a_forward);
   EXPECT_FALSE(keeper.forward == &attention_v15_or_v9_forward);
@@ -225,7 +225,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name :
-       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v39", "v40", "v41", "v42", "v43", "v44"})
+       {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42", "v43"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
   EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
@@ -235,12 +235,12 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
   EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
   EXPECT_TRUE(row("v37").backward == &attention_v37_backward);
+  EXPECT_TRUE(row("v38").backward == &attention_v38_backward);
   EXPECT_TRUE(row("v39").backward == &attention_v39_backward);
   EXPECT_TRUE(row("v40").backward == &attention_v40_backward);
   EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
   EXPECT_TRUE(row("v42").backward == &attention_v42_backward);
   EXPECT_TRUE(row("v43").backward == &attention_v43_backward);
-  EXPECT_TRUE(row("v44").backward == &attention_v44_backward);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -460,17 +460,14 @@ TEST_P(GptLabAttentionSm90a, V13IsV9sForwardWithV12sBackward) {
   EXPECT_EQ(in.run("v13").dqkv, mixed.dqkv);
 }
 
-// On a device with the sm_90a path the keeper, v38 (layers.hpp's fused_attention_forward and _backward, what the
-// trainers call), is v14's backward with its loads moved, its lse held across the wait, its preparation's loads
-// 16 bytes wide, no L2 prefetch of the next head's boxes, its two dq products issued at once and its RoPE factors
-// fetched under the products, 16 bytes a load (the same bits) on the forward the batch's heads pick:
-// v9's with fewer than kSm90aForwardMinRounds heads a block of its sm_90a forward's grid (R2's batch, 768 heads
-// here), from there v29's, v15's with those 16-byte loads, no prefetch and each head's q loaded a head ahead
-// (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those of the v9 or
-// v15 row's forward with v14's backward bit for bit, every head is within bf16's tolerance of the double
-// reference, v38's row gives the same bits again (R4's recomputed backward must equal R3's), the keeper's
-// name, the rungs' "attention" fact, names v38 and sm_90a, and its kernels hold three forward blocks an SM and two
-// backward.
+// On a device with the sm_90a path the keeper, v44 (layers.hpp's fused_attention_forward and _backward, what the
+// trainers call), is v43's backward with the key phase's masked exponents dropped by a select (the same bits) on the
+// forward the batch's heads pick: v9's with fewer than kSm90aForwardMinRounds heads a block of its sm_90a forward's
+// grid (R2's batch, 768 heads here), from there v29's, v15's with 16-byte loads, no prefetch and each head's q loaded
+// a head ahead (R3's, the least batch that reaches it here). At both, the keeper's out, lse and dqkv equal those of
+// the v9 or v15 row's forward with v43's backward bit for bit, every head is within bf16's tolerance of the double
+// reference, v44's row gives the same bits again (R4's recomputed backward must equal R3's), the keeper's name, the
+// rungs' "attention" fact, names v44 and sm_90a, and its kernels hold three forward blocks an SM and two backward.
 class KeeperHeads {
  public:
   explicit KeeperHeads(int batch, int T) : in_(batch, kHeads, T, 51, 52, 53) {}
@@ -482,25 +479,25 @@ class KeeperHeads {
     const FusedAttentionRun keeper = run_fused_attention<bf16>(fused_attention_configure, forward, backward,
                                                                in_.shape, in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const AttentionVersion<bf16>& rows_forward = bf16_version(sm90a_forward ? "v15" : "v9");
-    const AttentionVersion<bf16>& v14 = bf16_version("v14");
+    const AttentionVersion<bf16>& v43 = bf16_version("v43");
     const auto configure = [&] {
       rows_forward.configure();
-      v14.configure();
+      v43.configure();
     };
-    const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v14.backward, in_.shape,
+    const FusedAttentionRun rows = run_fused_attention<bf16>(configure, rows_forward.forward, v43.backward, in_.shape,
                                                              in_.qkv, in_.bias, in_.dout, in_.cos, in_.sin);
     const int B = in_.shape.batch, T = in_.shape.T, hd = in_.shape.head_dim;
-    expect_finite(keeper, "v38");
+    expect_finite(keeper, "v44");
     EXPECT_EQ(keeper.out, rows.out);
     EXPECT_EQ(keeper.lse, rows.lse);
     EXPECT_EQ(keeper.dqkv, rows.dqkv);
     const double out_error = worst_head_error(keeper.out, in_.ref.out, B, T, 1, kHeads, hd);
     const double dqkv_error = worst_head_error(keeper.dqkv, in_.ref.dqkv, B, T, 3, kHeads, hd);
-    std::printf("T %d, %d heads, %s's forward: v38 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
+    std::printf("T %d, %d heads, %s's forward: v44 worst head vs double: out %.2e dqkv %.2e\n", T, B * kHeads,
                 sm90a_forward ? "v29" : "v9", out_error, dqkv_error);
     EXPECT_LT(out_error, kBf16Tolerance);
     EXPECT_LT(dqkv_error, kBf16Tolerance);
-    const FusedAttentionRun row = in_.run("v38");
+    const FusedAttentionRun row = in_.run("v44");
     EXPECT_EQ(row.out, keeper.out);
     EXPECT_EQ(row.lse, keeper.lse);
     EXPECT_EQ(row.dqkv, keeper.dqkv);
@@ -512,10 +509,10 @@ class KeeperHeads {
   ManyHeadInputs in_;
 };
 
-TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick) {
+TEST_P(GptLabAttentionSm90a, KeeperGivesV43sBackwardBitsOnTheForwardItsHeadsPick) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  const AttentionVersion<bf16>& v38 = bf16_version("v38");
-  if (const std::string why = not_applicable_reason(v38); !why.empty()) GTEST_SKIP() << why;
+  const AttentionVersion<bf16>& v44 = bf16_version("v44");
+  if (const std::string why = not_applicable_reason(v44); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   fused_attention_configure();
   EXPECT_EQ(fused_attention_sm90a_forward_blocks_per_sm(), 3);  // the blocks an SM the kernels were made for
@@ -529,7 +526,7 @@ TEST_P(GptLabAttentionSm90a, KeeperGivesV14sBackwardBitsOnTheForwardItsHeadsPick
   KeeperHeads(many, T).expect_rows_of(true);
   const std::string name = bf16_attention_keeper_name();
   EXPECT_EQ(name, bf16_attention_keeper_name(true));
-  EXPECT_EQ(name.rfind("v38 ", 0), 0u) << name;
+  EXPECT_EQ(name.rfind("v44 ", 0), 0u) << name;
   EXPECT_NE(name.find("sm_90a"), std::string::npos) << name;
 }
 
@@ -772,14 +769,14 @@ TEST_P(GptLabAttentionSm90a, V30AndV31AreV29BitForBit) {
                            ManyHeadInputs(4, H, T, 144, 145, 146));
 }
 
-// v32, v29 with its backward loading each head's q a head ahead into a tile of its own (and the head's lse, delta
-// and barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34, v29 with
-// those products issued at once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored,
-// v36, v34 with dq staged in dS^T's first tile and q loaded early, v37, v34 with dk's and dq's RoPE factors fetched
-// under their products, v38 (the keeper), v37 with them from the table's lane-ordered copy, v39, v34 with a masked
-// chunk's exponents dropped by a select, v40, both, v41, v40 with dk's factors as v37's, and v42, v38 with the
-// select in key half 1 alone: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads)
-// and at 48 (a head a block) out, lse and dqkv equal v29's row's bit for bit.
+// v32, v29 with its backward loading each head's q a head ahead into a tile of its own (and the head's lse, delta and
+// barriers in dS^T's unused rows), v33, v32 with both query halves' dq products issued at once, v34, v29 with those
+// products issued at once, v35, v34 with key half 1's scores issued before key half 0's gradients are stored, v36, v34
+// with dq staged in dS^T's first tile and q loaded early, v37, v34 with dk's and dq's RoPE factors fetched under their
+// products, v38 (the keeper's until v44), v37 with them from the table's lane-ordered copy, v39, v34 with a masked
+// chunk's exponents dropped by a select, v40, both, v41, v40 with dk's factors as v37's, and v42, v38 with the select
+// in key half 1 alone: the same values in the same arithmetic, so at 2304 heads (blocks walking many heads) and at 48
+// (a head a block) out, lse and dqkv equal v29's row's bit for bit.
 TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name : {"v29", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41", "v42"})
@@ -794,8 +791,8 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
 // v43, v38 with each row's delta taken from its scores (rowsum(P dP) in fp32) instead of from the bf16 out, and dq
 // made by a query phase of its own: out and lse are the keeper's forward's (v29's row's) bit for bit; dqkv agrees
 // with v29's to bf16's rounding, not bit for bit, and every head is within bf16's tolerance of the double reference
-// (a wrong mask, layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44, v43 with
-// v39's select, gives v43's bits. At 2304 heads (blocks walking many heads, both dout tiles in turn) and at 48 (a
+// (a wrong mask, layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44 (the
+// keeper), v43 with v39's select, gives v43's bits. At 2304 heads (blocks walking many heads, both dout tiles in turn) and at 48 (a
 // head a block).
 TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44GivesItsBits) {
   ROOFBENCH_GPT_REQUIRE_GPU();
@@ -820,10 +817,10 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44GivesItsBits) {
   }
 }
 
-// A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3, v4
-// and v6 to v9 on v34's, v37's and v39's to v42's, v5, the trainers', on the keeper's, v38's, and v10 on v44's) on B
-// sequences of T: its dqkv equals the plain backward's bit for bit (the keeper's; v10 v44's row's, whose arithmetic
-// differs); its bias gradient is within fp32's rounding of the double column sums of that dqkv over every row (rows
+// A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3 to v9
+// on v34's and v37's to v42's, and v10, the trainers', on the keeper's, v44's) on B sequences of T: its dqkv equals
+// the plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10 the keeper's, v44's row's, whose
+// arithmetic differs); its bias gradient is within fp32's rounding of the double column sums of that dqkv over every row (rows
 // from T on, which no block stores, add nothing), and the same bits in a second run. The bias gradient and the
 // partials are poisoned before each run, so a (sequence, head) left unwritten shows.
 using QkvBiasBackward = void (*)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
@@ -869,13 +866,14 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
-      {&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure},
       {&attention_v26_backward_and_bias_gradient,
        &configure_in_order<attention_v26_backward_configure, fused_attention_configure>},
       {&attention_v34_backward_and_bias_gradient,
        &configure_in_order<attention_v34_backward_configure, fused_attention_configure>},
       {&attention_v37_backward_and_bias_gradient,
        &configure_in_order<attention_v37_backward_configure, fused_attention_configure>},
+      {&attention_v38_backward_and_bias_gradient,
+       &configure_in_order<attention_v38_backward_configure, fused_attention_configure>},
       {&attention_v39_backward_and_bias_gradient,
        &configure_in_order<attention_v39_backward_configure, fused_attention_configure>},
       {&attention_v40_backward_and_bias_gradient,
@@ -891,8 +889,7 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
       for (const int short_T : {17, 1}) expect_qkv_bias_backward(with_sums, configure, 4, short_T, same_dqkv_as);
   };
   for (const auto& [with_sums, configure] : kernels) expect_at_every_shape(with_sums, configure, "v38");
-  expect_at_every_shape(&attention_v44_backward_and_bias_gradient,
-                        &configure_in_order<attention_v44_backward_configure, fused_attention_configure>, "v44");
+  expect_at_every_shape(&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure, "v44");
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 

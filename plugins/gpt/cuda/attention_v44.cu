@@ -1,33 +1,32 @@
-// Fused causal attention with RoPE, version 38 (bf16): the bf16 keeper's (v38's) forward and backward on a device where
+// Fused causal attention with RoPE, version 44 (bf16): the bf16 keeper's (v44's) forward and backward on a device where
 // hopper_path_available; v9's run elsewhere (attention.cu chooses, and runs v9's forward too where a batch's heads are
 // too few for this forward's persistent grid). The forward is v29's: v15's walk (attention_forward_walk_sm90a.cuh,
 // which the lab's v15, v22, v23, v24, v26 and v28 share) with each thread's bias and RoPE factors fetched by 16-byte
 // loads and each head's q loaded a head ahead into a tile of its own (q_ahead), so that a head waits for its k and v
-// alone: a whole head in one warp group, three blocks an SM. The backward is v34's (v26's with both query halves' dq
-// products issued at once) with dk's and dq's RoPE factors fetched while the tensor cores compute dk and dq, from the
-// table's lane-ordered copy in 16-byte loads: v18's walk (attention_backward_walk_sm90a.cuh, which the lab's
-// backwards from v14 on share) on v12's backward steps (attention_backward_sm90a.cuh): a whole head in one warp
-// group, two heads an SM, the next head's v and dout loaded as soon as the key phase has read them, each head's lse
-// held across the wait for its boxes. Compiled for sm_90a alone, in the object library of the training library's
-// sm_90a kernels; attention_sm90a_absent.cpp stands in without sm_90a code.
+// alone: a whole head in one warp group, three blocks an SM. The backward is v43's walk
+// (attention_backward_query_first_sm90a.cuh): each row's delta taken from its scores in a query phase that runs first
+// and computes dq, so out is never read, then v38's key phase (its RoPE factors fetched under the products from the
+// table's lane-ordered copy, 16 bytes a load) with a masked chunk's exponents dropped by a select, as v39's, storing
+// no dS^T: a whole head in one warp group, two heads an SM, each head's dout loaded a whole head ahead. Compiled for
+// sm_90a alone, in the object library of the training library's sm_90a kernels; attention_sm90a_absent.cpp stands in
+// without sm_90a code.
 //
-// Why: three first uses of the RoPE factors, each a 4-byte load waiting on the L2 after a product, held about 9% of
-// v26's backward warp samples (Nsight Compute, H100, batch 512); fetched under the products, 16 bytes a load, the
-// layer took 381 us against v34's 413 (H100, batch 512, back to back). The same arithmetic: out, lse and dqkv equal
-// v29's bit for bit.
+// Why: at batch 512 v38's backward moved its bytes at about the H100's measured read roof; v44 reads no out (16 KB of
+// a head's 128 KB) and, without dS^T's stores, holds the select that spilled beside v38's key phase: 366 against v38's
+// 378 us a layer (H100, batch 512, back to back). Out and lse equal v29's bit for bit; dqkv is v43's, within bf16's
+// rounding of v38's (delta in fp32 from P dP, not from the bf16 out).
 // Budget: forward, shared memory q, k, v and the next head's q 64 KB + two barriers, 65 KB with the alignment's
-// spare, 167 registers (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v, dout 64 KB + dS^T
-// 32 KB + lse, delta 1 KB + two barriers, 98 KB with the alignment's spare, 255 registers, no spills, two blocks an
-// SM; 128 threads a block. The trainers' backward is v38's summing dqkv's columns as it stores them (qkv_bias_sums,
-// for qkv's bias gradient): 6 KB more shared memory, 104 KB, 255 registers and 8 bytes spilled, still two blocks an
-// SM. Both read the RoPE table's lane-ordered copy (RopeTable::lane_ordered).
+// spare, 167 registers (ptxas, no spills), three blocks an SM; backward, shared memory q, k, v 48 KB, two dout tiles
+// 32 KB, dq's stage 16 KB, lse and delta 1 KB and three barriers, 98 KB with the alignment's spare, 248 registers, no
+// spills, two blocks an SM; 128 threads a block. The trainers' backward is v44's summing dqkv's columns as it stores
+// them (qkv_bias_sums, for qkv's bias gradient): 6 KB more shared memory, 104 KB, 252 registers, no spills, still two
+// blocks an SM. Both read the RoPE table's lane-ordered copy (RopeTable::lane_ordered).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
-#include "attention_backward_sm90a.cuh"
-#include "attention_backward_walk_sm90a.cuh"
+#include "attention_backward_query_first_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
 #include "layers.hpp"
 
@@ -42,34 +41,38 @@ __global__ void __launch_bounds__(kV15Threads, kV15BlocksPerSm)
 }
 
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    fused_attention_v38_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    fused_attention_v44_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                         const __grid_constant__ CUtensorMap dout_map,
                                         const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                         const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV38Walk>(aligned_smem<V17Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse,
-                                bias, args);
+  walk_backward_heads_query_first<true>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
+                                        lse, bias, args);
 }
 
-// v38's walk summing dqkv's columns as it stores them (kV38QkvBiasWalk): the trainers' backward, with qkv's bias
-// gradient, on this path (lab_attention_qkv_bias_bf16's v5).
+// v44's walk summing dqkv's columns as it stores them: the trainers' backward, with qkv's bias gradient, on this path
+// (lab_attention_qkv_bias_bf16's v10).
 __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    fused_attention_v38_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+    fused_attention_v44_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
                                                  const __grid_constant__ CUtensorMap dout_map,
                                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv,
                                                  const float* lse, const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads<kV38QkvBiasWalk>(aligned_smem<QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
-                                       lse, bias, args);
+  walk_backward_heads_query_first<true>(aligned_smem<V43QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
+                                        dqkv, lse, bias, args);
 }
 
 ForwardWalk g_v29_forward{"v29's forward", "fused_attention_sm90a_forward_configure",
                           fused_attention_v29_forward_kernel, kV29SmemBytes};
-BackwardWalk g_v38_backward = policy_walk<kV38Walk>("v38's backward", "fused_attention_sm90a_backward_configure",
-                                                   fused_attention_v38_backward_kernel, kV17SmemBytes);
-BackwardWalk g_qkv_bias_backward =
-    policy_walk<kV38QkvBiasWalk>("v38's backward with qkv's bias sums", "fused_attention_sm90a_backward_configure",
-                                 fused_attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
+// Both backwards read the RoPE table's lane-ordered copy (the key phase's and dq's factors).
+BackwardWalk g_v44_backward{.version = "v44's backward", .configure_name = "fused_attention_sm90a_backward_configure",
+                            .kernel = fused_attention_v44_backward_kernel, .smem_bytes = kV43SmemBytes,
+                            .lane_ordered_rope = true};
+BackwardWalk g_qkv_bias_backward{.version = "v44's backward with qkv's bias sums",
+                                 .configure_name = "fused_attention_sm90a_backward_configure",
+                                 .kernel = fused_attention_v44_qkv_bias_backward_kernel,
+                                 .smem_bytes = kV43QkvBiasSmemBytes, .column_partials = true,
+                                 .lane_ordered_rope = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -89,18 +92,18 @@ void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const
 }
 
 void fused_attention_sm90a_backward_configure() {
-  attention::g_v38_backward.configure();
+  attention::g_v44_backward.configure();
   attention::g_qkv_bias_backward.configure();
 }
 
 int fused_attention_sm90a_backward_blocks_per_sm() {
-  return attention::grid_blocks_per_sm(attention::g_v38_backward.grid);
+  return attention::grid_blocks_per_sm(attention::g_v44_backward.grid);
 }
 
 void fused_attention_sm90a_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse,
                                     const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                     cudaStream_t stream) {
-  attention::g_v38_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+  attention::g_v44_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm() {

@@ -1,0 +1,212 @@
+// The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read:
+// the bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 (lab/attention_v43.cu), a block of one warp
+// group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on attention_backward_sm90a.cuh's key
+// phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
+//   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
+//     queries as the accumulators' rows): S = q k^T and dP = dout v^T, P = exp2(scale log2(e) S - lse) under the
+//     causal and T masks, delta = rowsum(P dP), dS = P (dP - delta), then dq = dS k with dS from the registers,
+//     staged in a tile of its own. A row's keys all lie in the block, so rowsum(P dP) is dout . (P v), out's row
+//     before its rounding to bf16: delta without out.
+//   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
+//     products), storing no dS^T: no product reads it. kSelectMasked (v44's): its masked exponents are dropped by a
+//     select, as v39's.
+//   - Loads: a head's q, k and v at the end of the head before; its dout a whole head ahead, into the other of two
+//     dout tiles, which alternate (both phases read dout, so no tile frees earlier).
+// The price against v38's walk: S and dP computed twice (21 products a head instead of 15) and the exponents twice;
+// out's 16 KB box a head (of the backward's 128 KB) is saved. The arithmetic differs from v38's (delta in fp32 from
+// P dP, not from the bf16 out): the same values within bf16's rounding, not the same bits.
+// Budget: shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage 16 KB, lse and delta 1 KB and three
+// barriers, 98 KB with the alignment's spare (104 KB with qkv's bias sums): two blocks an SM, 128 threads a block.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "attention_backward_sm90a.cuh"
+#include "attention_backward_walk_sm90a.cuh"
+
+namespace roofbench::gpt::cuda::attention {
+namespace {
+
+struct V43Smem {
+  HeadTiles head;
+  unsigned char dout[2][kHeadTileBytes];  // the block's n-th head's in dout[n % 2]
+  unsigned char dq_stage[kHeadTileBytes];
+  float lse[kMaxT], delta[kMaxT];  // lse in log2 units
+  std::uint64_t qkv_landed, dout_landed[2];
+};
+constexpr std::size_t kV43SmemBytes = sizeof(V43Smem) + kAtomBytes;  // room to align the start
+static_assert(kV14BlocksPerSm * (kV43SmemBytes + 1024) <= 228 * 1024, "two v43 blocks an SM");
+
+// With qkv_bias_sums (v44's, for the trainers' kernel): v43's, and the column sums of the head's dq, dk and dv, a slot
+// for each warp's 16-row block, as QkvBiasSmem's.
+struct V43QkvBiasSmem : V43Smem {
+  alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
+};
+constexpr std::size_t kV43QkvBiasSmemBytes = sizeof(V43QkvBiasSmem) + kAtomBytes;
+static_assert(kV14BlocksPerSm * (kV43QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v44 blocks with the sums an SM");
+
+// The head `at`'s dout into dout[slot] on dout_landed[slot]. One thread.
+__device__ inline void load_v43_dout(V43Smem& sm, const V14Maps& maps, int slot, const HeadRows& at) {
+  hw::mbarrier_arrive_expect_tx(&sm.dout_landed[slot], kHeadTileBytes);
+  hw::tma_load_2d(sm.dout[slot], maps.dout, &sm.dout_landed[slot], at.b * at.T, at.h * kHeadDim);
+}
+
+// A query half's S and dP accumulators, in a key half's form: queries 64 half + 16 warp + lane / 4 (+ 8), keys
+// 8 n + 2 (lane % 4) (+ 1); S becomes P and dP becomes dS in place.
+template <int kKeys>
+using QueryHalfScores = KeyHalfScores<kKeys>;
+
+// S = q k^T and dP = dout v^T of query half `half` against keys 0 .. kKeys - 1 (all four operands K-major, as TMA
+// wrote them), issued as one commit group and waited for.
+template <int kKeys>
+__device__ __forceinline__ void query_scores(const BackwardHead& h, int half, QueryHalfScores<kKeys>& x) {
+  const std::uint32_t q_rows = 64 * half * kSwizzleRow;
+  float(&s)[kKeys / 2] = reinterpret_cast<float(&)[kKeys / 2]>(x.s);
+  float(&dp)[kKeys / 2] = reinterpret_cast<float(&)[kKeys / 2]>(x.dp);
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks)
+    hw::wgmma_bf16_ss(s, hw::descriptor_k_major_sw128(h.head.q + q_rows, ks),
+                      hw::descriptor_k_major_sw128(h.head.k, ks), ks > 0 ? 1u : 0u);
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 16; ++ks)
+    hw::wgmma_bf16_ss(dp, hw::descriptor_k_major_sw128(h.dout + q_rows, ks),
+                      hw::descriptor_k_major_sw128(h.head.v, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(s);
+  hw::fence_accumulators(dp);
+}
+
+// The element-wise step of this warp's 16 queries from q0: P = exp2(score_scale S - lse) where key <= query < T
+// (computed for every pair, the masked ones dropped by a select, as v39's), delta = rowsum(P dP) (a row's pairs lie
+// in the lanes of one quad) to delta[query], and dS = P (dP - delta) in place.
+template <int kKeys>
+__device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys>& x, const float* lse, float* delta,
+                                                           int q0, float score_scale, int T, int lane) {
+#pragma unroll
+  for (int row_half = 0; row_half < 2; ++row_half) {
+    const int query = q0 + lane / 4 + 8 * row_half;
+    const float row_lse = lse[query];  // zero from T on
+    float sum = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int key = 8 * n + 2 * (lane % 4) + e;
+        float& s = x.s[n][2 * row_half + e];
+        const float p = exp2_of<Exponent::log2_approx>(score_scale * s - row_lse);
+        s = key <= query && query < T ? p : 0.0f;
+        sum += s * x.dp[n][2 * row_half + e];
+      }
+    sum += __shfl_xor_sync(kFullWarp, sum, 1);
+    sum += __shfl_xor_sync(kFullWarp, sum, 2);
+    if (lane % 4 == 0) delta[query] = sum;  // zero from T on: every P of the row is
+#pragma unroll
+    for (int n = 0; n < kKeys / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& ds = x.dp[n][2 * row_half + e];
+        ds = x.s[n][2 * row_half + e] * (ds - sum);
+      }
+  }
+}
+
+// Query half `half` against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): its scores, P, delta and dS, then dq = dS k
+// from the registers (k read MN-major), its RoPE factors fetched from the lane-ordered table under the product, and
+// dq (times scale, rotated back) to dqkv through `stage`, and to column_sums' dq slots (HeadColumnSums) where given.
+template <int kKeys, typename HeadSums>
+__device__ __forceinline__ void backward_query_half_first(const BackwardHead& h, unsigned char* stage, bf16* dqkv,
+                                                          const HeadRows& at, const FusedArgs& args, int half,
+                                                          HeadSums column_sums) {
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
+  QueryHalfScores<kKeys> x;
+  query_scores(h, half, x);
+  query_probabilities_and_ds(x, h.lse, h.delta, q0, args.scale * kLog2e, args.s.T, lane);
+  unsigned dsa[kKeys / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) accumulators_as_a(dsa[ks], x.dp, ks);
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(dsa[ks][e])::"memory");  // made before the fence
+  float dq[kHeadDim / 2];
+  hw::wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < kKeys / 16; ++ks) hw::wgmma_bf16_rs<1>(dq, dsa[ks], mn_major(h.head.k, ks), ks > 0 ? 1u : 0u);
+  hw::wgmma_commit_group();
+  RopeBackFactors factors;
+  factors.load<true>(args.rope, q0, args.s.T, lane);
+  hw::wgmma_wait_group<0>();
+  hw::fence_accumulators(dq);
+  store_rotated_block(dqkv, SwizzledStage{stage, q0}, dq, args, q0, lane, [&](int t) { return at.qkv_at(t, 0); },
+                      column_sums.block(0, q0), &factors);
+}
+
+// v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on
+// its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's
+// column sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums).
+template <bool kSelectMasked, typename Smem = V43Smem>
+__device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
+                                                                const float* lse, const float* bias,
+                                                                const FusedArgs& args) {
+  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>;
+  const auto column_sums = head_column_sums<kSums>(sm);
+  static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
+  const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
+  if (threadIdx.x == 0) {
+    hw::mbarrier_init(&sm.qkv_landed, 1);
+    hw::mbarrier_init(&sm.dout_landed[0], 1);
+    hw::mbarrier_init(&sm.dout_landed[1], 1);
+    hw::mbarrier_init_fence();
+    if (static_cast<int>(blockIdx.x) < heads) {
+      const HeadRows first = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
+      load_head(sm.head, maps.qkv, &sm.qkv_landed, first);
+      load_v43_dout(sm, maps, 0, first);
+    }
+  }
+  __syncthreads();
+  constexpr KeyPhase kKeyPhase{
+      .fetch = FactorFetch::under_product_lane_ordered, .select_masked = kSelectMasked, .store_ds_t = false};
+  for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
+    const HeadRows at = v10_head_rows(head, args.s);
+    const bool has_next = head + stride < heads;
+    if (threadIdx.x == 0 && has_next) {  // into the tile the head before read
+      const HeadRows next = v10_head_rows(head + stride, args.s);
+      load_v43_dout(sm, maps, (n + 1) % 2, next);
+      prefetch_lse(lse, next, args.s.heads);
+    }
+    HeadPreparationSm90a<kV14Threads> prep;
+    prep.load<true>(bias, args.rope, at);
+    const int row = static_cast<int>(threadIdx.x);
+    float held_lse = row < T ? lse[at.stats_at(row, args.s.heads)] : 0.0f;  // natural units
+    hw::mbarrier_wait_or_trap(&sm.qkv_landed, n & 1);
+    hw::mbarrier_wait_or_trap(&sm.dout_landed[n % 2], (n / 2) & 1);
+    asm volatile("" : "+f"(held_lse));  // the scaling stays after the waits
+    sm.lse[row] = kLog2e * held_lse;
+    if (T <= 64 && row >= 64) sm.delta[row] = 0.0f;  // query half 1 does not run; the key phase reads them
+    const BackwardHead h{sm.head, sm.dout[n % 2], nullptr, sm.lse, sm.delta};
+    prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
+    __syncthreads();  // every chunk prepared, every lse stored
+    backward_query_half_first<64>(h, sm.dq_stage, dqkv, at, args, 0, column_sums);
+    if (T > 64)  // else queries 64 .. are all padding
+      backward_query_half_first<kMaxT>(h, sm.dq_stage, dqkv, at, args, 1, column_sums);
+    __syncthreads();  // every row's delta taken
+    backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
+    if (T > 64)  // else keys 64 .. are all padding
+      backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
+    hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
+    __syncthreads();                 // q, k, v, this dout, lse and delta are free
+    if (threadIdx.x == 0 && has_next)
+      load_head(sm.head, maps.qkv, &sm.qkv_landed, v10_head_rows(head + stride, args.s));
+    // The next head's blocks write their slots only after its preparation's barrier.
+    if constexpr (kSums) store_head_column_sums(sm, args.column_partials, at);
+  }
+}
+
+}  // namespace
+}  // namespace roofbench::gpt::cuda::attention
