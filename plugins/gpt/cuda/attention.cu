@@ -232,7 +232,7 @@ std::vector<float> rope_lane_ordered(const std::vector<float>& cos, const std::v
 
 const char* bf16_qkv_bias_gradient_name() {
   return sm90a_runs_here()
-             ? "summed by the attention backward as it stores dqkv (lab_attention_qkv_bias_bf16 v5, sm_90a)"
+             ? "summed by the attention backward as it stores dqkv (lab_attention_qkv_bias_bf16 v10, sm_90a)"
              : "a column-sum pass over dqkv after the attention backward (lab_attention_qkv_bias_bf16 v1)";
 }
 

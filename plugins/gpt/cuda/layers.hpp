@@ -307,7 +307,7 @@ void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const 
 
 // The bf16 backward and qkv's bias gradient: dbias [3C] = dqkv's column sums as stored (the kernels add the bias
 // before RoPE, so its gradient is the raw qkv's), partials: attention_bias_partials_floats(s) floats of scratch.
-// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v5), else
+// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v10), else
 // column_sum reads dqkv again (v1). The same fixed order in every run either way.
 void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
                                                 const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
