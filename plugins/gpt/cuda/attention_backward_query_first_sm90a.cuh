@@ -49,6 +49,28 @@ struct V43QkvBiasSmem : V43Smem {
 constexpr std::size_t kV43QkvBiasSmemBytes = sizeof(V43QkvBiasSmem) + kAtomBytes;
 static_assert(kV14BlocksPerSm * (kV43QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v44 blocks with the sums an SM");
 
+// The lab's v45: v43's, with the rows 64 .. 127 of q, k and v landing on a barrier of their own (rows 0 .. 63 on
+// qkv_landed), so that a head's query half 0 starts once its first rows have landed.
+struct V45Smem : V43Smem {
+  std::uint64_t upper_rows_landed;
+};
+constexpr std::size_t kV45SmemBytes = sizeof(V45Smem) + kAtomBytes;
+static_assert(kV14BlocksPerSm * (kV45SmemBytes + 1024) <= 228 * 1024, "two v45 blocks an SM");
+constexpr int kHalfHeadPasses = PreparedChunks<kV14Threads>::kPerThread / 2;  // the preparation's passes ..
+static_assert(PreparedChunks<kV14Threads>::kRowsPerPass * kHalfHeadPasses == kMaxT / 2, ".. over rows 0 .. 63");
+
+// Rows 64 half .. 64 half + 63 of the head `at`'s q, k and v into the same rows of `tiles`, on `bar`, from qkv's map
+// in half-head boxes (BackwardWalk::qkv_half_boxes). One thread.
+__device__ inline void load_head_half(HeadTiles& tiles, const CUtensorMap* half_box_map, std::uint64_t* bar,
+                                      const HeadRows& at, int half) {
+  const int row = at.b * at.T + kMaxT / 2 * half, col = at.h * kHeadDim;
+  const std::uint32_t offset = half * kHeadTileBytes / 2;  // a whole number of the swizzle's 1024-byte atoms
+  hw::mbarrier_arrive_expect_tx(bar, 3 * kHeadTileBytes / 2);
+  hw::tma_load_2d(tiles.q + offset, half_box_map, bar, row, col);
+  hw::tma_load_2d(tiles.k + offset, half_box_map, bar, row, at.C + col);
+  hw::tma_load_2d(tiles.v + offset, half_box_map, bar, row, 2 * at.C + col);
+}
+
 // The head `at`'s dout into dout[slot] on dout_landed[slot]. One thread.
 __device__ inline void load_v43_dout(V43Smem& sm, const V14Maps& maps, int slot, const HeadRows& at) {
   hw::mbarrier_arrive_expect_tx(&sm.dout_landed[slot], kHeadTileBytes);
@@ -149,12 +171,15 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on
 // its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's
-// column sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums).
+// column sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums). Smem V45Smem
+// (v45): a head's q, k and v land in two parts, rows 0 .. 63 (all that query half 0 reads) loaded as soon as key
+// half 0 has ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the head's end, from maps.out, which is
+// then qkv's map in half-head boxes; the head prepares its rows 64 .. once query half 0 has run.
 template <bool kSelectMasked, typename Smem = V43Smem>
 __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
-  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>;
+  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>, kSplit = std::is_same_v<Smem, V45Smem>;
   const auto column_sums = head_column_sums<kSums>(sm);
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
@@ -162,10 +187,16 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     hw::mbarrier_init(&sm.qkv_landed, 1);
     hw::mbarrier_init(&sm.dout_landed[0], 1);
     hw::mbarrier_init(&sm.dout_landed[1], 1);
+    if constexpr (kSplit) hw::mbarrier_init(&sm.upper_rows_landed, 1);
     hw::mbarrier_init_fence();
     if (static_cast<int>(blockIdx.x) < heads) {
       const HeadRows first = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
-      load_head(sm.head, maps.qkv, &sm.qkv_landed, first);
+      if constexpr (kSplit) {
+        load_head_half(sm.head, maps.out, &sm.qkv_landed, first, 0);
+        load_head_half(sm.head, maps.out, &sm.upper_rows_landed, first, 1);
+      } else {
+        load_head(sm.head, maps.qkv, &sm.qkv_landed, first);
+      }
       load_v43_dout(sm, maps, 0, first);
     }
   }
@@ -190,19 +221,38 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     sm.lse[row] = kLog2e * held_lse;
     if (T <= 64 && row >= 64) sm.delta[row] = 0.0f;  // query half 1 does not run; the key phase reads them
     const BackwardHead h{sm.head, sm.dout[n % 2], nullptr, sm.lse, sm.delta};
-    prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
-    __syncthreads();  // every chunk prepared, every lse stored
+    if constexpr (kSplit)
+      prepare_backward_head<kV14Threads, false, 0, kHalfHeadPasses>(h, nullptr, prep, T);
+    else
+      prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
+    __syncthreads();  // every chunk prepared (kSplit: of rows 0 .. 63), every lse stored
     backward_query_half_first<64>(h, sm.dq_stage, dqkv, at, args, 0, column_sums);
+    if constexpr (kSplit) {
+      hw::mbarrier_wait_or_trap(&sm.upper_rows_landed, n & 1);
+      prepare_backward_head<kV14Threads, false, kHalfHeadPasses>(h, nullptr, prep, T);
+      __syncthreads();  // rows 64 .. prepared
+    }
     if (T > 64)  // else queries 64 .. are all padding
       backward_query_half_first<kMaxT>(h, sm.dq_stage, dqkv, at, args, 1, column_sums);
     __syncthreads();  // every row's delta taken
     backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
+    if constexpr (kSplit) {
+      hw::fence_proxy_async_shared();  // key half 0's ordinary stores to v's rows 0 .. 63 (its staging)
+      __syncthreads();                 // rows 0 .. 63 of q, k and v are free: key half 1 reads rows 64 .. alone
+      if (threadIdx.x == 0 && has_next)
+        load_head_half(sm.head, maps.out, &sm.qkv_landed, v10_head_rows(head + stride, args.s), 0);
+    }
     if (T > 64)  // else keys 64 .. are all padding
       backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // q, k, v, this dout, lse and delta are free
-    if (threadIdx.x == 0 && has_next)
-      load_head(sm.head, maps.qkv, &sm.qkv_landed, v10_head_rows(head + stride, args.s));
+    if (threadIdx.x == 0 && has_next) {
+      const HeadRows next = v10_head_rows(head + stride, args.s);
+      if constexpr (kSplit)
+        load_head_half(sm.head, maps.out, &sm.upper_rows_landed, next, 1);
+      else
+        load_head(sm.head, maps.qkv, &sm.qkv_landed, next);
+    }
     // The next head's blocks write their slots only after its preparation's barrier.
     if constexpr (kSums) store_head_column_sums(sm, args.column_partials, at);
   }

@@ -115,12 +115,13 @@ __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk
 // The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T
 // on) from dout and `out` (a tile of the head's out as TMA wrote it) unless kTakeDelta is false (the lab's v43, which
 // takes delta from the scores; out is then unread). q's raw rows are read from `raw_q` where given (a tile of its
-// own, the lab's v32), else from the head's q tile.
-template <int kThreads, bool kTakeDelta = true>
+// own, the lab's v32), else from the head's q tile. kFirstPass, kEndPass: the preparation's passes alone
+// (HeadPreparationSm90a::apply_from's), for a head that lands in two parts (the lab's v45).
+template <int kThreads, bool kTakeDelta = true, int kFirstPass = 0, int kEndPass = PreparedChunks<kThreads>::kPerThread>
 __device__ inline void prepare_backward_head(const BackwardHead& h, const unsigned char* out,
                                              const HeadPreparationSm90a<kThreads>& prep, int T,
                                              const unsigned char* raw_q = nullptr) {
-  prep.apply_from(raw_q != nullptr ? raw_q : h.head.q, h.head, T, [&](int r, int c, std::uint32_t at, const uint4& v) {
+  const auto store_v = [&](int r, int c, std::uint32_t at, const uint4& v) {
     *reinterpret_cast<uint4*>(h.head.v + at) = v;
     uint4* dout = reinterpret_cast<uint4*>(h.dout + at);
     if constexpr (kTakeDelta) {
@@ -128,7 +129,9 @@ __device__ inline void prepare_backward_head(const BackwardHead& h, const unsign
       if (c == 0) h.delta[r] = r < T ? dot : 0.0f;
     }
     if (r >= T) *dout = make_uint4(0, 0, 0, 0);
-  });
+  };
+  prep.template apply_from<decltype(store_v), kFirstPass, kEndPass>(raw_q != nullptr ? raw_q : h.head.q, h.head, T,
+                                                                     store_v);
 }
 
 // dS^T of this warp's keys (key0 + lane / 4, + 8) and queries q_base .. q_base + 16 kSteps - 1 into the dS^T

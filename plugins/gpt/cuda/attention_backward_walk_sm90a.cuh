@@ -474,8 +474,9 @@ using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*
 
 // A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers
 // export, its shared memory, whether it writes dqkv's column partials (qkv_bias_sums), whether it reads the RoPE
-// table's lane-ordered copy (a walk with under_product_lane_ordered factors) and its persistent grid (as many blocks
-// as fit at once; 0 until configure).
+// table's lane-ordered copy (a walk with under_product_lane_ordered factors), whether its third map is qkv's in boxes
+// of half a head's rows instead of out's (a walk that reads no out and loads a head in two parts, the lab's v45) and
+// its persistent grid (as many blocks as fit at once; 0 until configure).
 struct BackwardWalk {
   const char* version;
   const char* configure_name;
@@ -483,6 +484,7 @@ struct BackwardWalk {
   std::size_t smem_bytes;
   bool column_partials = false;
   bool lane_ordered_rope = false;
+  bool qkv_half_boxes = false;
   int grid = 0;
 
   // Two blocks of about 98 KB (v32's and v33's 113 KB) need the carveout that gives an SM the most shared memory.
@@ -503,7 +505,8 @@ struct BackwardWalk {
     }
     FusedArgs args = fused_args(s, rope);
     args.column_partials = partials;
-    const BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
+    BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
+    if (qkv_half_boxes) maps.out = head_box_map(qkv, s, 3 * static_cast<std::uint64_t>(s.channels()), kMaxT / 2);
     kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
                                                                                     dqkv, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();

@@ -97,12 +97,14 @@ struct HeadPreparationSm90a {
   }
 
   // apply with q's raw rows read from `raw_q` (a tile of the same swizzle; tiles.q in apply), for a kernel that
-  // loads the next head's q into a tile of its own while the head before still uses tiles.q (the lab's v29).
-  template <typename StoreV>
+  // loads the next head's q into a tile of its own while the head before still uses tiles.q (the lab's v29); or of
+  // the passes kFirstPass .. kEndPass - 1 alone (Chunks::row's rows), for a kernel whose head lands in two parts
+  // (the lab's v45: with 128 threads passes 0 .. 3 are rows 0 .. 63).
+  template <typename StoreV, int kFirstPass = 0, int kEndPass = Chunks::kPerThread>
   __device__ void apply_from(const unsigned char* raw_q, HeadTiles& tiles, int T, StoreV store_v) const {
     const int c = Chunks::column();
 #pragma unroll
-    for (int it = 0; it < Chunks::kPerThread; ++it) {
+    for (int it = kFirstPass; it < kEndPass; ++it) {
       const int r = Chunks::row(it);
       const std::uint32_t at = swizzled(r, c);
       uint4* q = reinterpret_cast<uint4*>(tiles.q + at);
@@ -191,12 +193,13 @@ inline int grid_blocks_per_sm(int grid) {
   return grid / sms;
 }
 
-// A [rows, cols] bf16 matrix as TMA reads one head's part of it: boxes of kMaxT rows x kHeadDim columns,
-// 128-byte swizzle.
-CUtensorMap head_box_map(const bf16* data, const AttentionShape& s, std::uint64_t cols) {
+// A [rows, cols] bf16 matrix as TMA reads one head's part of it: boxes of box_rows (kMaxT: a head's rows) x
+// kHeadDim columns, 128-byte swizzle.
+CUtensorMap head_box_map(const bf16* data, const AttentionShape& s, std::uint64_t cols,
+                         std::uint32_t box_rows = kMaxT) {
   const hopper::Matrix2d rows{data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, static_cast<std::uint64_t>(s.batch) * s.T,
                               cols, cols * sizeof(bf16)};
-  return hopper::make_tensor_map_2d(rows, kMaxT, kHeadDim, hopper::TileSwizzle::bytes128);
+  return hopper::make_tensor_map_2d(rows, box_rows, kHeadDim, hopper::TileSwizzle::bytes128);
 }
 
 // The raw qkv [N, 3C] as TMA reads it, the operands checked for 16-byte alignment first.

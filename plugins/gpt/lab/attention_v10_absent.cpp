@@ -1,5 +1,5 @@
 // Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's, 14's, 17's, 18's, 21's, 25's, 26's, 27's and
-// 30's to 43's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
+// 30's to 43's and 45's backwards, v22 and v28 in a build without sm_90a code (ROOFBENCH_HOPPER_90A off):
 // attention_v10.cu, _v12.cu, _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu,
 // _v27.cu, _v30.cu, _v32.cu and _v43.cu are not compiled, so the versions are not applicable on any device and their
 // benchmarks are listed as not run (the keeper's sm_90a kernels, v29's forward and v44's backward, refuse there as
@@ -198,6 +198,11 @@ void attention_v43_backward_configure() { refuse("v43's backward"); }
 void attention_v43_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
                             const AttentionShape&, cudaStream_t) {
   refuse("v43's backward");
+}
+void attention_v45_backward_configure() { refuse("v45's backward"); }
+void attention_v45_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,
+                            const AttentionShape&, cudaStream_t) {
+  refuse("v45's backward");
 }
 void attention_v26_backward_configure() { refuse("v26's backward"); }
 void attention_v26_backward(bf16*, float*, const bf16*, const bf16*, const float*, const bf16*, const float*, RopeTable,

@@ -1,13 +1,17 @@
-// Fused causal attention with RoPE, version 43's backward (bf16, the kernel lab's lab_attention_bf16 row v43, on the
-// keeper's forward, v29's): v38's backward with each row's delta taken from its scores instead of from out, so out is
-// never read (attention_backward_query_first_sm90a.cuh's walk_backward_heads_query_first, whose query phase runs
-// first and computes S, dP, delta, dS and dq; then v38's key phase on that delta, storing no dS^T). The keeper's
-// backward, v44's (attention_v44.cu in the training library), is this walk with the key phase's masked exponents
-// dropped by a select.
+// Fused causal attention with RoPE, versions 43's and 45's backwards (bf16, the kernel lab's lab_attention_bf16 rows
+// v43 and v45, on the keeper's forward, v29's):
+//   - v43: v38's backward with each row's delta taken from its scores instead of from out, so out is never read
+//     (attention_backward_query_first_sm90a.cuh's walk_backward_heads_query_first, whose query phase runs first and
+//     computes S, dP, delta, dS and dq; then v38's key phase on that delta, storing no dS^T). The keeper's backward,
+//     v44's (attention_v44.cu in the training library), is this walk with the key phase's masked exponents dropped
+//     by a select.
+//   - v45: v44 with a head's q, k and v landing in two parts (the walk's V45Smem): rows 0 .. 63, all that query
+//     half 0 reads, loaded as soon as the head before has ended its key half 0, rows 64 .. 127 at its end.
 // Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
-// 16 KB of the backward's 128 KB a head. Alone it lost to v38 (383 against 376 us a layer, H100, batch 512): S and dP
-// computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won.
-// Budget: 246 registers, no spills; the walk's 98 KB of shared memory, two blocks an SM, 128 threads a block.
+// 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and
+// dP computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
+// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512).
+// Budget: v43 246 registers, no spills; the walk's 98 KB of shared memory, two blocks an SM, 128 threads a block.
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -28,10 +32,24 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                          lse, bias, args);
 }
 
-// v43 reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
+// The third map: qkv's in half-head boxes (BackwardWalk::qkv_half_boxes), not out's.
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v45_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<true>(aligned_smem<V45Smem>(raw), V14Maps{&qkv_map, &dout_map, &qkv_half_box_map},
+                                        dqkv, lse, bias, args);
+}
+
+// Both read the RoPE table's lane-ordered copy (the key phase's and dq's factors).
 BackwardWalk g_v43_walk{.version = "v43's backward", .configure_name = "attention_v43_backward_configure",
                         .kernel = attention_v43_backward_kernel, .smem_bytes = kV43SmemBytes,
                         .lane_ordered_rope = true};
+BackwardWalk g_v45_walk{.version = "v45's backward", .configure_name = "attention_v45_backward_configure",
+                        .kernel = attention_v45_backward_kernel, .smem_bytes = kV45SmemBytes,
+                        .lane_ordered_rope = true, .qkv_half_boxes = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -43,6 +61,13 @@ void attention_v43_backward_configure() { attention::g_v43_walk.configure(); }
 void attention_v43_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v43_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v45_backward_configure() { attention::g_v45_walk.configure(); }
+
+void attention_v45_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v45_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

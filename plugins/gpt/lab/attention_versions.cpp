@@ -172,6 +172,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v44", bf16_attention_keeper_name(true), true,
      configure_in_order<fused_attention_sm90a_forward_configure, fused_attention_configure>, keeper_forward<bf16>,
      keeper_backward<bf16>},
+    {"v45", "v45 (v44 with a head's q, k and v landing in two parts, rows 0 .. 63 half a head ahead, sm_90a)", false,
+     configure_in_order<attention_v45_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v45_backward},
 };
 
 }  // namespace

@@ -20,12 +20,13 @@
 // its v and dout, v37, v34 with dk's and dq's RoPE factors fetched under their products, v38, v37 with them from the
 // table's lane-ordered copy, v39, v34 with a masked chunk's exponents dropped by a select, v40, v38 and v39 together,
 // v41, v40 with dk's factors fetched as v37's, and v42, v38 with that select in key half 1 alone, attention_v32.cu;
-// v43, v38 with delta from the scores, out unread, attention_v43.cu; v29, the keeper's forward with v26's backward,
-// attention_v26.cu) and the keepers the trainers run (v8 and v44, layers.hpp's fused_attention_forward and _backward:
-// v44's forward is v29's, v26's loading each head's q a head ahead into a tile of its own, its backward v43's with
-// v39's select; v44's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
-// a row that needs it refuses other devices. Every row has the keepers' contract (layers.hpp): forward writes out and
-// lse, backward dqkv; configure runs once, outside any capture.
+// v43, v38 with delta from the scores, out unread, and v45, v44 with a head's rows landing in two parts,
+// attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
+// (v8 and v44, layers.hpp's fused_attention_forward and _backward: v44's forward is v29's, v26's loading each head's q
+// a head ahead into a tile of its own, its backward v43's with v39's select; v44's row refuses devices without the
+// sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every
+// row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside
+// any capture.
 // plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
@@ -318,6 +319,14 @@ void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
 // exponents dropped by a select.
 void attention_v43_backward_configure();
 void attention_v43_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
+                            const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                            cudaStream_t stream);
+
+// v45's backward (attention_v43.cu, sm_90a): the keeper's, v44's, with a head's q, k and v landing in two parts, rows
+// 0 .. 63 (all that query half 0 reads) loaded once the head before has ended its key half 0; it needs rope's
+// lane-ordered copy (else an Error); row v45 runs it on the keeper's forward.
+void attention_v45_backward_configure();
+void attention_v45_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
 

@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v44/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v45/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v44: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v45: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -1340,7 +1340,7 @@ std::vector<CaseSpec> lab_cases() {
                                    "exponents dropped by a select, not branched around, v40 v38 and v39 together, v41 "
                                    "v40 with dk's factors fetched as v37's, v42 v38 with that select in key half 1 "
                                    "alone, v43 v38 with each row's delta from its scores, out unread, v44 (R2-R4's on "
-                                   "sm_90a) v43 with v39's select; "
+                                   "sm_90a) v43 with v39's select, v45 v44 with a head's rows landing in two parts; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
