@@ -112,10 +112,10 @@ __device__ inline float (&query_chunk(float (&x)[kTiles][4], int c))[kQueryChunk
   return reinterpret_cast<float(&)[kQueryChunk / 8][4]>(x[kQueryChunk / 8 * c]);
 }
 
-// The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T
-// on) from dout and `out` (a tile of the head's out as TMA wrote it) unless kTakeDelta is false (the lab's v43, which
-// takes delta from the scores; out is then unread). q's raw rows are read from `raw_q` where given (a tile of its
-// own, the lab's v32), else from the head's q tile. kFirstPass, kEndPass: the preparation's passes alone
+// The head landed: q, k, v prepared in place, dout's rows from T on zeroed, delta of every row (zero from T on) from
+// dout and `out` (a tile of the head's out as TMA wrote it) unless kTakeDelta is false (the keeper's v44 and the lab's
+// v43, which take delta from the scores; out is then unread). q's raw rows are read from `raw_q` where given (a tile of
+// its own, the lab's v32), else from the head's q tile. kFirstPass, kEndPass: the preparation's passes alone
 // (HeadPreparationSm90a::apply_from's), for a head that lands in two parts (the lab's v45).
 template <int kThreads, bool kTakeDelta = true, int kFirstPass = 0, int kEndPass = PreparedChunks<kThreads>::kPerThread>
 __device__ inline void prepare_backward_head(const BackwardHead& h, const unsigned char* out,
@@ -150,8 +150,9 @@ __device__ inline void store_ds_t(const BackwardHead& h, const unsigned (&dsa)[k
     }
 }
 
-// A key half's S^T and dP^T accumulators: keys key0 + g (+8), queries kMaxT - kQueries + 8 n ..; S^T becomes P^T
-// and dP^T becomes dS^T in place. (The lab's v43 holds a query half's S and dP in the same form, QueryHalfScores.)
+// A key half's S^T and dP^T accumulators: keys key0 + g (+8), queries kMaxT - kQueries + 8 n ..; S^T becomes P^T and
+// dP^T becomes dS^T in place. (The query-first walk, the keeper's v44's and the lab's v43's, holds a query half's S and
+// dP in the same form, QueryHalfScores.)
 template <int kQueries>
 struct KeyHalfScores {
   float s[kQueries / 8][4], dp[kQueries / 8][4];
@@ -193,7 +194,7 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
 // The key phase's choices: dk's RoPE factors asked of the L1 before the products (prefetch_factors, the lab's v27,
 // prefetch_rope_back_factors); when they are fetched (fetch); a masked chunk's exponents as straight-line code
 // (select_masked, v39: probabilities_and_ds's kSelectMasked); dS^T stored for the dq products (store_ds_t; not by the
-// lab's v43, whose query phase makes dq from its own dS).
+// keeper's v44 and the lab's v43, whose query phase makes dq from its own dS).
 struct KeyPhase {
   bool prefetch_factors = false;
   FactorFetch fetch = FactorFetch::after_product;
@@ -204,7 +205,8 @@ struct KeyPhase {
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
 // memory (where kPhase.store_ds_t), then dv = P^T dout and dk = dS^T q from the registers, completed and fenced; the
 // warp group meets so that its v rows may hold the half's staging. Unless kPhase.fetch is after_product (the keeper,
-// the lab's v37 and from v40), dk's RoPE factors are fetched into dk_factors while the tensor cores compute dv and dk.
+// the lab's v37, v38 and from v40), dk's RoPE factors are fetched into dk_factors while the tensor cores compute dv and
+// dk.
 template <KeyPhase kPhase = KeyPhase{}, int kQueries>
 __device__ __forceinline__ void key_gradients(const BackwardHead& h, const FusedArgs& args, int half, int group,
                                               KeyHalfScores<kQueries>& x, float (&dv)[kHeadDim / 2],
@@ -256,7 +258,7 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
 }
 
 // A warp's 16-row block of dk or dq (times scale, rotated back) to dqkv through `stage`: by `factors` where the
-// caller fetched them ahead (the keeper, the lab's v37 and from v40), else by factors fetched here.
+// caller fetched them ahead (the keeper, the lab's v37, v38 and from v40), else by factors fetched here.
 template <typename Address, typename Sums>
 __device__ __forceinline__ void store_rotated_block(bf16* dqkv, const SwizzledStage& stage,
                                                     const float (&acc)[kHeadDim / 2], const FusedArgs& args, int row0,
@@ -377,14 +379,13 @@ __device__ __forceinline__ void backward_query_rows(const BackwardHead& h, bf16*
   }
 }
 
-// Both query halves at once (the keeper's and the lab's from v33): half 1's dq product (queries 64 .. 127 against
-// every key) is issued right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half
-// staged in its
-// own q rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in
-// dS^T's first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63
-// once the warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows
-// from T on are not stored. kFetch: when both halves' RoPE factors are fetched (the keeper, the lab's v37 and from
-// v40: while the tensor cores compute the products).
+// Both query halves at once (the lab's from v33): half 1's dq product (queries 64 .. 127 against every key) is issued
+// right behind half 0's, so the tensor cores compute it while half 0's dq is stored; each half staged in its own q
+// rows, as backward_query_rows does, or, kStageInDsT (v36, whose next head's q may be landing in q's tile), in dS^T's
+// first tile: half 0 in its rows 64 .. 127, which causal attention leaves unused, half 1 in its rows 0 .. 63 once the
+// warp group's half 0 product, their last reader, has completed. Half 1's product runs at any T: its rows from T on are
+// not stored. kFetch: when both halves' RoPE factors are fetched (the lab's v37, v38 and from v40: while the tensor
+// cores compute the products).
 template <bool kStageInDsT = false, FactorFetch kFetch = FactorFetch::after_product,
           typename HeadSums = NoHeadColumnSums>
 __device__ __forceinline__ void backward_query_halves_together(const BackwardHead& h, bf16* dqkv, const HeadRows& at,

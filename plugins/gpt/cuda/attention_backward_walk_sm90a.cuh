@@ -236,7 +236,7 @@ inline constexpr WalkPolicy kQkvBiasWalk = with_qkv_bias_sums(kV26Walk),
 
 // qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
 // partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head. Smem: QkvBiasSmem, or
-// another walk's shared memory with the same column_sums (the lab's v44).
+// another walk's shared memory with the same column_sums (V43QkvBiasSmem, the keeper's, v44's).
 template <typename Smem>
 __device__ inline void store_head_column_sums(const Smem& sm, float* partials, const HeadRows& at) {
   const int blocks = min(kRowBlocks, (at.T + kRows - 1) / kRows);  // a block at or past T was never written

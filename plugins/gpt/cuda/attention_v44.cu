@@ -24,8 +24,6 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 
-#include <cstdint>
-
 #include "attention_backward_query_first_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
 #include "layers.hpp"

@@ -219,10 +219,10 @@ void gelu_backward_bias_grad(float* dz, float* dbias, const float* dout, const f
 // ---------------------------------------------------------------------------------------------------
 // attention.cu
 
-// cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double.
-// lane_ordered (optional, hd = 64 only; the bf16 keeper's sm_90a backward and the lab's v40 and v41 read it): the
-// same values grouped as an mma fragment's lane holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8
-// cos then 8 sin from rope_lane_ordered_at(t, j).
+// cos/sin of every (position, pair) RoPE angle, [T, hd/2] each, computed once on the host in double. lane_ordered
+// (optional, hd = 64 only; the bf16 keeper's sm_90a backward and the lab's v38 and v40 to v45 read it): the same values
+// grouped as an mma fragment's lane holds them, row t's pairs j, j + 4, .. j + 28 (lane % 4 == j) as 8 cos then 8 sin
+// from rope_lane_ordered_at(t, j).
 struct RopeTable {
   const float* cos = nullptr;
   const float* sin = nullptr;
@@ -292,7 +292,8 @@ void fused_attention_configure();
 void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
                              const AttentionShape& s, cudaStream_t stream);
 // dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
-// is scratch the keepers do not write (they compute the row sums of dout * out where they need them).
+// is scratch the keepers do not write (they compute the row sums of dout * out, or take them from their scores,
+// where they need them).
 void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
                               const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                               cudaStream_t stream);

@@ -28,7 +28,7 @@ const AttentionVersion<float> kFp32Versions[] = {
      keeper_backward<float>},
 };
 
-// v38, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v38.
+// v44, the keeper, is refused where its kernels would be v9's (no sm_90a path), so that its row always times v44.
 // Rows v16 to v18 and v21 run v15's forward where a batch's heads number at least four per block of its grid and
 // v9's below, as the keeper did until v22; rows v22 and v25 run v22's forward by the same rule, as the keeper did
 // until v26; rows v26 and v27 run v26's forward by the same rule, as the keeper did until v29.
