@@ -56,6 +56,13 @@ struct V45Smem : V43Smem {
 };
 constexpr std::size_t kV45SmemBytes = sizeof(V45Smem) + kAtomBytes;
 static_assert(kV14BlocksPerSm * (kV45SmemBytes + 1024) <= 228 * 1024, "two v45 blocks an SM");
+
+// With qkv_bias_sums (v45's): v45's, and the column sums as V43QkvBiasSmem's.
+struct V45QkvBiasSmem : V45Smem {
+  alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
+};
+constexpr std::size_t kV45QkvBiasSmemBytes = sizeof(V45QkvBiasSmem) + kAtomBytes;
+static_assert(kV14BlocksPerSm * (kV45QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v45 blocks with the sums an SM");
 constexpr int kHalfHeadPasses = PreparedChunks<kV14Threads>::kPerThread / 2;  // the preparation's passes ..
 static_assert(PreparedChunks<kV14Threads>::kRowsPerPass * kHalfHeadPasses == kMaxT / 2, ".. over rows 0 .. 63");
 
@@ -169,17 +176,19 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
                       column_sums.block(0, q0), &factors);
 }
 
-// v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on
-// its delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's
-// column sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums). Smem V45Smem
-// (v45): a head's q, k and v land in two parts, rows 0 .. 63 (all that query half 0 reads) loaded as soon as key
-// half 0 has ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the head's end, from maps.out, which is
-// then qkv's map in half-head boxes; the head prepares its rows 64 .. once query half 0 has run.
+// v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its
+// delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's column
+// sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums). Smem V45Smem or
+// V45QkvBiasSmem (v45, without and with the sums): a head's q, k and v land in two parts, rows 0 .. 63 (all that query
+// half 0 reads) loaded as soon as key half 0 has ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the
+// head's end, from maps.out, which is then qkv's map in half-head boxes; the head prepares its rows 64 .. once query
+// half 0 has run.
 template <bool kSelectMasked, typename Smem = V43Smem>
 __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
-  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem>, kSplit = std::is_same_v<Smem, V45Smem>;
+  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem> || std::is_same_v<Smem, V45QkvBiasSmem>;
+  constexpr bool kSplit = std::is_base_of_v<V45Smem, Smem>;
   const auto column_sums = head_column_sums<kSums>(sm);
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;

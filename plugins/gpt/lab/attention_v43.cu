@@ -6,7 +6,8 @@
 //     v44's (attention_v44.cu in the training library), is this walk with the key phase's masked exponents dropped
 //     by a select.
 //   - v45: v44 with a head's q, k and v landing in two parts (the walk's V45Smem): rows 0 .. 63, all that query
-//     half 0 reads, loaded as soon as the head before has ended its key half 0, rows 64 .. 127 at its end.
+//     half 0 reads, loaded as soon as the head before has ended its key half 0, rows 64 .. 127 at its end; and the
+//     same summing dqkv's columns as it stores them (V45QkvBiasSmem, lab_attention_qkv_bias_bf16's v11).
 // Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
 // 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and
 // dP computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
@@ -43,13 +44,28 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                         dqkv, lse, bias, args);
 }
 
-// Both read the RoPE table's lane-ordered copy (the key phase's and dq's factors).
+// v45's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v11).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v45_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv,
+                                           const float* lse, const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<true>(aligned_smem<V45QkvBiasSmem>(raw),
+                                        V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
+}
+
+// Every one reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
 BackwardWalk g_v43_walk{.version = "v43's backward", .configure_name = "attention_v43_backward_configure",
                         .kernel = attention_v43_backward_kernel, .smem_bytes = kV43SmemBytes,
                         .lane_ordered_rope = true};
 BackwardWalk g_v45_walk{.version = "v45's backward", .configure_name = "attention_v45_backward_configure",
                         .kernel = attention_v45_backward_kernel, .smem_bytes = kV45SmemBytes,
                         .lane_ordered_rope = true, .qkv_half_boxes = true};
+BackwardWalk g_v45_qkv_bias_walk{.version = "v45's backward with qkv's bias sums",
+                                 .configure_name = "attention_v45_backward_configure",
+                                 .kernel = attention_v45_qkv_bias_backward_kernel, .smem_bytes = kV45QkvBiasSmemBytes,
+                                 .column_partials = true, .lane_ordered_rope = true, .qkv_half_boxes = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -63,11 +79,22 @@ void attention_v43_backward(bf16* dqkv, float*, const bf16* dout, const bf16* ou
   attention::g_v43_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v45_backward_configure() { attention::g_v45_walk.configure(); }
+void attention_v45_backward_configure() {
+  attention::g_v45_walk.configure();
+  attention::g_v45_qkv_bias_walk.configure();
+}
 
 void attention_v45_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v45_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v45_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v45_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -324,11 +324,16 @@ void attention_v43_backward(bf16* dqkv, float* delta, const bf16* dout, const bf
 
 // v45's backward (attention_v43.cu, sm_90a): the keeper's, v44's, with a head's q, k and v landing in two parts, rows
 // 0 .. 63 (all that query half 0 reads) loaded once the head before has ended its key half 0; it needs rope's
-// lane-ordered copy (else an Error); row v45 runs it on the keeper's forward.
+// lane-ordered copy (else an Error); row v45 runs it on the keeper's forward. The same summing dqkv's columns
+// (lab_attention_qkv_bias_bf16's v11). configure sets up both.
 void attention_v45_backward_configure();
 void attention_v45_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
                             const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                             cudaStream_t stream);
+void attention_v45_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
 
 // v26's forward (attention_v26.cu, sm_90a; the keeper's until v29): v22's without the L2 prefetch of the next
 // head's boxes; rows v26 and v27 run it, on v26's backward and v27's. Its forward v9's where a batch's heads are

@@ -24,10 +24,10 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1-v10/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1-v11/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
-//                                     summing dqkv's columns as it stores them, v3 to v10 v34's, v37's to v42's
-//                                     and v44's summing them (v10, the keeper's, R2-R4's on sm_90a)
+//                                     summing dqkv's columns as it stores them, v3 to v11 v34's, v37's to v42's,
+//                                     v44's and v45's summing them (v10, the keeper's, R2-R4's on sm_90a)
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -301,7 +301,8 @@ class AttentionLab final : public Case {
 //   v4 to v10: lab_attention_bf16's v37 to v42 and v44 (v34 with the RoPE factors fetched under the products; v38 (the
 //       keeper's until v44) with them from the table's lane-ordered copy; v39's masked exponents dropped by a select;
 //       v40 both; v41 v40 with dk's factors as v37's; v42 v38 with the select in key half 1 alone; v44, the keeper's
-//       and R2-R4's on sm_90a, v43 (delta from the scores, out unread) with v39's select) summing them the same way.
+//       and R2-R4's on sm_90a, v43 (delta from the scores, out unread) with v39's select) summing them the same way;
+//   v11: lab_attention_bf16's v45 (v44 with a head's rows landing in two parts) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -348,6 +349,9 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v10", "v44's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
      fused_attention_sm90a_backward_and_bias_gradient},
+    {"v11", "v45's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
+     lab::configure_in_order<lab::attention_v45_backward_configure, fused_attention_configure>,
+     lab::attention_v45_backward_and_bias_gradient},
 };
 
 class QkvBiasLab final : public Case {
@@ -1394,8 +1398,8 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
-                           "columns as it stores dqkv, v3 to v10 lab_attention_bf16's v34, v37 to v42 and v44 summing "
-                           "them (v10, the keeper's, R2-R4's on sm_90a)",
+                           "columns as it stores dqkv, v3 to v11 lab_attention_bf16's v34, v37 to v42, v44 and v45 "
+                           "summing them (v10, the keeper's, R2-R4's on sm_90a)",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.

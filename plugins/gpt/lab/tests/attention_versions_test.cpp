@@ -822,11 +822,11 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44AndV45GiveItsBits) 
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3 to v9 on
-// v34's and v37's to v42's, and v10, the trainers', on the keeper's, v44's) on B sequences of T: its dqkv equals the
-// plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10 the keeper's, v44's row's, whose
-// arithmetic differs); its bias gradient is within fp32's rounding of the double column sums of that dqkv over every
-// row (rows from T on, which no block stores, add nothing), and the same bits in a second run. The bias gradient and
-// the partials are poisoned before each run, so a (sequence, head) left unwritten shows.
+// v34's and v37's to v42's, v10, the trainers', on the keeper's, v44's, and v11 on v45's) on B sequences of T: its dqkv
+// equals the plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10 the keeper's, v44's row's,
+// whose arithmetic differs; v11 v45's row's); its bias gradient is within fp32's rounding of the double column sums of
+// that dqkv over every row (rows from T on, which no block stores, add nothing), and the same bits in a second run. The
+// bias gradient and the partials are poisoned before each run, so a (sequence, head) left unwritten shows.
 using QkvBiasBackward = void (*)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
                                  const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
                                  RopeTable rope, const AttentionShape& s, cudaStream_t stream);
@@ -866,7 +866,7 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), in
 // and T 1 (one block, one row). The trainers' kernel holds two blocks an SM, as the keeper's backward.
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44"})
+  for (const char* name : {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44", "v45"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
@@ -894,6 +894,8 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   };
   for (const auto& [with_sums, configure] : kernels) expect_at_every_shape(with_sums, configure, "v38");
   expect_at_every_shape(&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure, "v44");
+  expect_at_every_shape(&attention_v45_backward_and_bias_gradient,
+                        &configure_in_order<attention_v45_backward_configure, fused_attention_configure>, "v45");
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 
