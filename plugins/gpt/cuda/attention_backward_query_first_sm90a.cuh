@@ -1,7 +1,7 @@
-// The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read:
-// the bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 (lab/attention_v43.cu), a block of one warp
-// group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on attention_backward_sm90a.cuh's key
-// phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
+// The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read: the
+// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 and v45 (lab/attention_v43.cu), a block of one
+// warp group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on attention_backward_sm90a.cuh's
+// key phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
 //   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
 //     queries as the accumulators' rows): S = q k^T and dP = dout v^T, P = exp2(scale log2(e) S - lse) under the
 //     causal and T masks, delta = rowsum(P dP), dS = P (dP - delta), then dq = dS k with dS from the registers,
@@ -10,8 +10,9 @@
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
 //     products), storing no dS^T: no product reads it. kSelectMasked (v44's): its masked exponents are dropped by a
 //     select, as v39's.
-//   - Loads: a head's q, k and v at the end of the head before; its dout a whole head ahead, into the other of two
-//     dout tiles, which alternate (both phases read dout, so no tile frees earlier).
+//   - Loads: a head's q, k and v at the end of the head before (v45: in two parts, the walk below); its dout a whole
+//     head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
+//     earlier).
 // The price against v38's walk: S and dP computed twice (21 products a head instead of 15) and the exponents twice;
 // out's 16 KB box a head (of the backward's 128 KB) is saved. The arithmetic differs from v38's (delta in fp32 from
 // P dP, not from the bf16 out): the same values within bf16's rounding, not the same bits.
@@ -63,6 +64,7 @@ struct V45QkvBiasSmem : V45Smem {
 };
 constexpr std::size_t kV45QkvBiasSmemBytes = sizeof(V45QkvBiasSmem) + kAtomBytes;
 static_assert(kV14BlocksPerSm * (kV45QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v45 blocks with the sums an SM");
+
 constexpr int kHalfHeadPasses = PreparedChunks<kV14Threads>::kPerThread / 2;  // the preparation's passes ..
 static_assert(PreparedChunks<kV14Threads>::kRowsPerPass * kHalfHeadPasses == kMaxT / 2, ".. over rows 0 .. 63");
 
