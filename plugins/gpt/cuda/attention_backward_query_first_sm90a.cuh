@@ -17,7 +17,8 @@
 // out's 16 KB box a head (of the backward's 128 KB) is saved. The arithmetic differs from v38's (delta in fp32 from
 // P dP, not from the bf16 out): the same values within bf16's rounding, not the same bits.
 // Budget: shared memory q, k, v 48 KB, two dout tiles 32 KB, dq's stage 16 KB, lse and delta 1 KB and three
-// barriers, 98 KB with the alignment's spare (104 KB with qkv's bias sums): two blocks an SM, 128 threads a block.
+// barriers (v45 four), 98 KB with the alignment's spare (104 KB with qkv's bias sums): two blocks an SM, 128 threads
+// a block.
 #pragma once
 
 #include <cuda.h>
@@ -65,8 +66,10 @@ struct V45QkvBiasSmem : V45Smem {
 constexpr std::size_t kV45QkvBiasSmemBytes = sizeof(V45QkvBiasSmem) + kAtomBytes;
 static_assert(kV14BlocksPerSm * (kV45QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v45 blocks with the sums an SM");
 
-constexpr int kHalfHeadPasses = PreparedChunks<kV14Threads>::kPerThread / 2;  // the preparation's passes ..
-static_assert(PreparedChunks<kV14Threads>::kRowsPerPass * kHalfHeadPasses == kMaxT / 2, ".. over rows 0 .. 63");
+// The preparation's passes over rows 0 .. 63: PreparedChunks::row gives pass `it` rows 16 it .. 16 it + 15, so the
+// first half of the passes covers the first half of the rows and nothing else.
+constexpr int kHalfHeadPasses = PreparedChunks<kV14Threads>::kPerThread / 2;
+static_assert(PreparedChunks<kV14Threads>::kRowsPerPass * kHalfHeadPasses == kMaxT / 2);
 
 // Rows 64 half .. 64 half + 63 of the head `at`'s q, k and v into the same rows of `tiles`, on `bar`, from qkv's map
 // in half-head boxes (BackwardWalk::qkv_half_boxes). One thread.
@@ -202,13 +205,14 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     hw::mbarrier_init_fence();
     if (static_cast<int>(blockIdx.x) < heads) {
       const HeadRows first = v10_head_rows(static_cast<int>(blockIdx.x), args.s);
-      if constexpr (kSplit) {
+      if constexpr (kSplit) {  // dout before the rows query half 0 does not read
         load_head_half(sm.head, maps.out, &sm.qkv_landed, first, 0);
+        load_v43_dout(sm, maps, 0, first);
         load_head_half(sm.head, maps.out, &sm.upper_rows_landed, first, 1);
       } else {
         load_head(sm.head, maps.qkv, &sm.qkv_landed, first);
+        load_v43_dout(sm, maps, 0, first);
       }
-      load_v43_dout(sm, maps, 0, first);
     }
   }
   __syncthreads();

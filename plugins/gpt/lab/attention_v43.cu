@@ -12,7 +12,8 @@
 // 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and
 // dP computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
 // backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512).
-// Budget: v43 246 registers, no spills; the walk's 98 KB of shared memory, two blocks an SM, 128 threads a block.
+// Budget: v43 and v45 246 registers, v45 with the sums 250, no spills; the walk's 98 KB of shared memory (104 KB with
+// the sums), two blocks an SM, 128 threads a block.
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
