@@ -421,20 +421,22 @@ __device__ __forceinline__ void backward_query_halves_together(const BackwardHea
 }
 
 // A backward kernel's tensor maps (its __grid_constant__ parameters), the operands checked for 16-byte alignment
-// first: the raw qkv [N, 3C], dout and out [N, C]. `version` names the kernel in a refusal ("v17's backward").
+// first: the raw qkv [N, 3C], dout and out [N, C]; or, qkv_half_boxes, qkv's in boxes of half a head's rows in out's
+// place (a walk that reads no out and loads a head in two parts, the lab's v45). `version` names the kernel in a
+// refusal ("v17's backward").
 struct BackwardTensorMaps {
   CUtensorMap qkv, dout, out;
 };
 inline BackwardTensorMaps backward_tensor_maps(const char* version, const bf16* dqkv, const bf16* dout,
                                                const bf16* out, const bf16* qkv, const float* qkv_bias,
-                                               RopeTable rope, const AttentionShape& s) {
+                                               RopeTable rope, const AttentionShape& s, bool qkv_half_boxes = false) {
   BackwardTensorMaps maps;
   maps.qkv = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);
   check_aligned16(dqkv, version, "dqkv");
   check_aligned16(dout, version, "dout");
   const auto cols = static_cast<std::uint64_t>(s.channels());
   maps.dout = head_box_map(dout, s, cols);
-  maps.out = head_box_map(out, s, cols);
+  maps.out = qkv_half_boxes ? head_box_map(qkv, s, 3 * cols, kMaxT / 2) : head_box_map(out, s, cols);
   return maps;
 }
 

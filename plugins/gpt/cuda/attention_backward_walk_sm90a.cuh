@@ -505,8 +505,8 @@ struct BackwardWalk {
     }
     FusedArgs args = fused_args(s, rope);
     args.column_partials = partials;
-    BackwardTensorMaps maps = backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s);
-    if (qkv_half_boxes) maps.out = head_box_map(qkv, s, 3 * static_cast<std::uint64_t>(s.channels()), kMaxT / 2);
+    const BackwardTensorMaps maps =
+        backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s, qkv_half_boxes);
     kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
                                                                                     dqkv, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
