@@ -286,34 +286,40 @@ const char* bf16_attention_keeper_name(bool sm90a);
 inline constexpr int kSm90aForwardMinRounds = 4;
 bool sm90a_forward_pays(int heads, int resident_blocks);
 void check_fused_attention_shape(const AttentionShape& s);  // throws roofbench::Error
+// The keepers' contract, as the function types every attention launcher (the keepers' and each lab version's) is
+// declared with. Forward: out [N, C] and lse [B, heads, T] from qkv [N, 3C] (qkv_bias added and RoPE applied on the
+// fly). Backward: dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written; delta
+// [B, heads, T] is scratch the keepers do not write (they compute the row sums of dout * out, or take them from their
+// scores, where they need them). With the bias gradient (bf16): dbias [3C] = dqkv's column sums as stored (the
+// kernels add the bias before RoPE, so its gradient is the raw qkv's), partials: attention_bias_partials_floats(s)
+// floats of scratch.
+template <typename Elem>
+using AttentionForward = void(Elem* out, float* lse, const Elem* qkv, const float* qkv_bias, RopeTable rope,
+                              const AttentionShape& s, cudaStream_t stream);
+template <typename Elem>
+using AttentionBackward = void(Elem* dqkv, float* delta, const Elem* dout, const Elem* out, const float* lse,
+                               const Elem* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                               cudaStream_t stream);
+using AttentionBackwardAndBiasGradient = void(bf16* dqkv, float* dbias, float* partials, float* delta,
+                                              const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream);
+
 // Once per device, outside any graph capture: sets up the kernels the keepers run on it (v8's, and v44's or
 // v9's), their shared memory and persistent grids.
 void fused_attention_configure();
-void fused_attention_forward(float* out, float* lse, const float* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream);
-// dqkv [N, 3C] (gradient of the raw qkv, so also of qkv's bias), every element written. delta [B, heads, T]
-// is scratch the keepers do not write (they compute the row sums of dout * out, or take them from their scores,
-// where they need them).
-void fused_attention_backward(float* dqkv, float* delta, const float* dout, const float* out, const float* lse,
-                              const float* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream);
+AttentionForward<float> fused_attention_forward;
+AttentionBackward<float> fused_attention_backward;
 
 // bf16 (R2 and up): the fused attention on bf16 qkv, out, dout and dqkv (bf16 tensor cores, fp32 softmax
 // and accumulation); lse and delta stay fp32. Same shapes and contract as the fp32 functions above.
-void fused_attention_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                             const AttentionShape& s, cudaStream_t stream);
-void fused_attention_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                              const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                              cudaStream_t stream);
+AttentionForward<bf16> fused_attention_forward;
+AttentionBackward<bf16> fused_attention_backward;
 
-// The bf16 backward and qkv's bias gradient: dbias [3C] = dqkv's column sums as stored (the kernels add the bias
-// before RoPE, so its gradient is the raw qkv's), partials: attention_bias_partials_floats(s) floats of scratch.
-// On the sm_90a path the backward sums the columns as it stores them (lab_attention_qkv_bias_bf16's v10), else
-// column_sum reads dqkv again (v1). The same fixed order in every run either way.
-void fused_attention_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
-                                                const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                                                const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                                cudaStream_t stream);
+// The bf16 backward and qkv's bias gradient. On the sm_90a path the backward sums the columns as it stores them
+// (lab_attention_qkv_bias_bf16's v10), else column_sum reads dqkv again (v1). The same fixed order in every run
+// either way.
+AttentionBackwardAndBiasGradient fused_attention_backward_and_bias_gradient;
 std::size_t attention_bias_partials_floats(const AttentionShape& s);
 // How fused_attention_backward_and_bias_gradient takes the bias gradient on the current device (the rungs' fact).
 const char* bf16_qkv_bias_gradient_name();
@@ -322,31 +328,22 @@ const char* bf16_qkv_bias_gradient_name();
 // current device for its kernels alone (fused_attention_configure calls those of the kernels the keeper runs).
 // v9's forward (rows v9, v13 and v14) and backward (rows v9, v10 and v11):
 void fused_attention_v9_configure();
-void fused_attention_v9_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                                const AttentionShape& s, cudaStream_t stream);
-void fused_attention_v9_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                                 const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                 cudaStream_t stream);
+AttentionForward<bf16> fused_attention_v9_forward;
+AttentionBackward<bf16> fused_attention_v9_backward;
 // The sm_90a ones, v29's forward and v44's backward (with qkv's bias sums below). Their configures throw
 // NotApplicable on a device hopper_path_available rejects (attention_sm90a_absent.cpp: in every build without
 // sm_90a code); blocks_per_sm: the blocks of the kernel an SM holds, after its configure.
 void fused_attention_sm90a_forward_configure();
 int fused_attention_sm90a_forward_blocks_per_sm();
 int fused_attention_sm90a_forward_grid();  // its persistent grid: blocks_per_sm x the SMs
-void fused_attention_sm90a_forward(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                                   const AttentionShape& s, cudaStream_t stream);
+AttentionForward<bf16> fused_attention_sm90a_forward;
 void fused_attention_sm90a_backward_configure();
 int fused_attention_sm90a_backward_blocks_per_sm();
-void fused_attention_sm90a_backward(bf16* dqkv, float* delta, const bf16* dout, const bf16* out, const float* lse,
-                                    const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                    cudaStream_t stream);
+AttentionBackward<bf16> fused_attention_sm90a_backward;
 // v44's backward summing dqkv's columns as it stores them, each (sequence, head)'s into partials [batch][3C], then
 // column_finish: fused_attention_backward_and_bias_gradient's sm_90a path, what R2-R4 run there (its configure is
 // the one above; blocks_per_sm as above).
-void fused_attention_sm90a_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float* delta,
-                                                     const bf16* dout, const bf16* out, const float* lse,
-                                                     const bf16* qkv, const float* qkv_bias, RopeTable rope,
-                                                     const AttentionShape& s, cudaStream_t stream);
+AttentionBackwardAndBiasGradient fused_attention_sm90a_backward_and_bias_gradient;
 int fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm();
 
 // ---------------------------------------------------------------------------------------------------

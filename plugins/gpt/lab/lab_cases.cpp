@@ -307,9 +307,7 @@ struct QkvBiasVersion {
   const char* name;
   const char* kernel;
   void (*configure)();
-  void (*backward)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout, const bf16* out,
-                   const float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                   cudaStream_t stream);
+  AttentionBackwardAndBiasGradient* backward;
 };
 
 void keeper_backward_then_column_sum(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,

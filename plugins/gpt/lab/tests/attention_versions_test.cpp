@@ -827,9 +827,7 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44AndV45GiveItsBits) 
 // whose arithmetic differs; v11 v45's row's); its bias gradient is within fp32's rounding of the double column sums of
 // that dqkv over every row (rows from T on, which no block stores, add nothing), and the same bits in a second run. The
 // bias gradient and the partials are poisoned before each run, so a (sequence, head) left unwritten shows.
-using QkvBiasBackward = void (*)(bf16* dqkv, float* dbias, float* partials, float* delta, const bf16* dout,
-                                 const bf16* out, const float* lse, const bf16* qkv, const float* qkv_bias,
-                                 RopeTable rope, const AttentionShape& s, cudaStream_t stream);
+using QkvBiasBackward = AttentionBackwardAndBiasGradient*;
 void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), int B, int T,
                               const char* same_dqkv_as) {
   const ManyHeadInputs in(B, 12, T, 151, 152, 153);
