@@ -1,15 +1,15 @@
 // The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read: the
-// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 and v45 (lab/attention_v43.cu), a block of one
-// warp group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on attention_backward_sm90a.cuh's
-// key phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
+// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43, v45 and v46 (lab/attention_v43.cu), a block of
+// one warp group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on
+// attention_backward_sm90a.cuh's key phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
 //   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
 //     queries as the accumulators' rows): S = q k^T and dP = dout v^T, P = exp2(scale log2(e) S - lse) under the
 //     causal and T masks, delta = rowsum(P dP), dS = P (dP - delta), then dq = dS k with dS from the registers,
 //     staged in a tile of its own. A row's keys all lie in the block, so rowsum(P dP) is dout . (P v), out's row
 //     before its rounding to bf16: delta without out.
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
-//     products), storing no dS^T: no product reads it. kSelectMasked (v44's): its masked exponents are dropped by a
-//     select, as v39's.
+//     products), storing no dS^T: no product reads it. v44's and v45's (kV44KeyPhase): its masked exponents dropped
+//     by a select, as v39's; v46's also with a branch on whether a chunk is masked (kV46KeyPhase).
 //   - Loads: a head's q, k and v at the end of the head before (v45: in two parts, the walk below); its dout a whole
 //     head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
 //     earlier).
@@ -181,14 +181,25 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
                       column_sums.block(0, q0), &factors);
 }
 
+// The walk's key phases: v43's (dk's RoPE factors fetched under the products from the table's lane-ordered copy, no
+// dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a select; v46's, v44's with a branch on
+// whether a chunk is masked.
+constexpr KeyPhase kV43KeyPhase{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
+constexpr KeyPhase kV44KeyPhase{
+    .fetch = FactorFetch::under_product_lane_ordered, .select_masked = true, .store_ds_t = false};
+constexpr KeyPhase kV46KeyPhase{.fetch = FactorFetch::under_product_lane_ordered,
+                                .select_masked = true,
+                                .store_ds_t = false,
+                                .branch_on_masked = true};
+
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its
-// delta; kSelectMasked (v44): the key phase's masked exponents dropped by a select. Smem V43QkvBiasSmem: dqkv's column
+// delta, as kKeyPhase chooses. Smem V43QkvBiasSmem: dqkv's column
 // sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums). Smem V45Smem or
 // V45QkvBiasSmem (v45, without and with the sums): a head's q, k and v land in two parts, rows 0 .. 63 (all that query
 // half 0 reads) loaded as soon as key half 0 has ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the
 // head's end, from maps.out, which is then qkv's map in half-head boxes; the head prepares its rows 64 .. once query
 // half 0 has run.
-template <bool kSelectMasked, typename Smem = V43Smem>
+template <KeyPhase kKeyPhase, typename Smem = V43Smem>
 __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
@@ -216,8 +227,6 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     }
   }
   __syncthreads();
-  constexpr KeyPhase kKeyPhase{
-      .fetch = FactorFetch::under_product_lane_ordered, .select_masked = kSelectMasked, .store_ds_t = false};
   for (int head = static_cast<int>(blockIdx.x), n = 0; head < heads; head += stride, ++n) {
     const HeadRows at = v10_head_rows(head, args.s);
     const bool has_next = head + stride < heads;

@@ -194,12 +194,17 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
 // The key phase's choices: dk's RoPE factors asked of the L1 before the products (prefetch_factors, the lab's v27,
 // prefetch_rope_back_factors); when they are fetched (fetch); a masked chunk's exponents as straight-line code
 // (select_masked, v39: probabilities_and_ds's kSelectMasked); dS^T stored for the dq products (store_ds_t; not by the
-// keeper's v44 and the lab's v43, whose query phase makes dq from its own dS).
+// keeper's v44 and the lab's v43, whose query phase makes dq from its own dS); each 32-query chunk's element-wise step
+// chosen by a branch on whether the chunk is masked (branch_on_masked, the lab's v46: the warp's keys are one 16-row
+// block, so the branch is uniform), the unmasked chunks' without a compare, where without it every pair's keep is
+// !masked || (key <= query < T), which ptxas computes for every pair while the scores' products run and, short of
+// predicate registers, keeps as bits in ordinary ones, about six instructions a pair.
 struct KeyPhase {
   bool prefetch_factors = false;
   FactorFetch fetch = FactorFetch::after_product;
   bool select_masked = false;
   bool store_ds_t = true;
+  bool branch_on_masked = false;
 };
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
@@ -224,9 +229,19 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   for (int c = 0; c < kQueries / kQueryChunk; ++c) {
     const int qc = q_base + kQueryChunk * c;
     const bool masked = qc < key0 + kRows || qc + kQueryChunk > args.s.T;
-    probabilities_and_ds<Exponent::log2_approx, kQueryChunk / 8, kPhase.select_masked>(
-        query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc, masked, args.scale * kLog2e, args.s.T,
-        lane);
+    const auto step = [&](bool with_masks) {
+      probabilities_and_ds<Exponent::log2_approx, kQueryChunk / 8, kPhase.select_masked>(
+          query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc, with_masks, args.scale * kLog2e,
+          args.s.T, lane);
+    };
+    if constexpr (kPhase.branch_on_masked) {
+      if (masked)
+        step(true);
+      else
+        step(false);
+    } else {
+      step(masked);
+    }
   }
   // P^T and dS^T as bf16 A fragments (each fp32 pair dies as its word is made), dS^T also to shared memory.
   unsigned pa[kSteps][4], dsa[kSteps][4];

@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                         const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                         const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<true>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
-                                        lse, bias, args);
+  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
+                                                dqkv, lse, bias, args);
 }
 
 // v44's walk summing dqkv's columns as it stores them: the trainers' backward, with qkv's bias gradient, on this path
@@ -56,8 +56,8 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv,
                                                  const float* lse, const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<true>(aligned_smem<V43QkvBiasSmem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
-                                        dqkv, lse, bias, args);
+  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V43QkvBiasSmem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
 }
 
 ForwardWalk g_v29_forward{"v29's forward", "fused_attention_sm90a_forward_configure",

@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 43's and 45's backwards (bf16, the kernel lab's lab_attention_bf16 rows
-// v43 and v45, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 43's, 45's and 46's backwards (bf16, the kernel lab's lab_attention_bf16
+// rows v43, v45 and v46, on the keeper's forward, v29's):
 //   - v43: v38's backward with each row's delta taken from its scores instead of from out, so out is never read
 //     (attention_backward_query_first_sm90a.cuh's walk_backward_heads_query_first, whose query phase runs first and
 //     computes S, dP, delta, dS and dq; then v38's key phase on that delta, storing no dS^T). The keeper's backward,
@@ -8,12 +8,19 @@
 //   - v45: v44 with a head's q, k and v landing in two parts (the walk's V45Smem): rows 0 .. 63, all that query
 //     half 0 reads, loaded as soon as the head before has ended its key half 0, rows 64 .. 127 at its end; and the
 //     same summing dqkv's columns as it stores them (V45QkvBiasSmem, lab_attention_qkv_bias_bf16's v11).
+//   - v46: v44 with each 32-query chunk of the key phase's element-wise step chosen by a branch on whether it is
+//     masked (KeyPhase::branch_on_masked): the unmasked chunks' without a compare, the masked ones' with the causal
+//     and T masks; and the same summing dqkv's columns (lab_attention_qkv_bias_bf16's v12).
 // Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
 // 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and
 // dP computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
-// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512).
-// Budget: v43 and v45 246 registers, v45 with the sums 250, no spills; the walk's 98 KB of shared memory (104 KB with
-// the sums), two blocks an SM, 128 threads a block.
+// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512), and
+// a quarter of its instructions sit between a key half's products: ptxas computes every pair's mask there and keeps
+// the bits in ordinary registers, about six instructions a pair, where a warp's 16 keys need masks in one or two of
+// the half's chunks.
+// Budget: v43, v45 and v46 246 to 248 registers, v45 with the sums 250, no spills; v46 with the sums 255 registers
+// and 12 bytes of spills; the walk's 98 KB of shared memory (104 KB with the sums), two blocks an SM, 128 threads a
+// block.
 // Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -30,8 +37,8 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                   const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<false>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map}, dqkv,
-                                         lse, bias, args);
+  walk_backward_heads_query_first<kV43KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
+                                                dqkv, lse, bias, args);
 }
 
 // The third map: qkv's in half-head boxes (BackwardWalk::qkv_half_boxes), not out's.
@@ -41,8 +48,8 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                   const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv, const float* lse,
                                   const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<true>(aligned_smem<V45Smem>(raw), V14Maps{&qkv_map, &dout_map, &qkv_half_box_map},
-                                        dqkv, lse, bias, args);
+  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V45Smem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
 }
 
 // v45's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v11).
@@ -52,8 +59,29 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                            const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv,
                                            const float* lse, const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<true>(aligned_smem<V45QkvBiasSmem>(raw),
-                                        V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
+  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V45QkvBiasSmem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
+}
+
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v46_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
+                                                dqkv, lse, bias, args);
+}
+
+// v46's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v12).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v46_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
+                                           const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V43QkvBiasSmem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
 }
 
 // Every one reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
@@ -67,6 +95,13 @@ BackwardWalk g_v45_qkv_bias_walk{.version = "v45's backward with qkv's bias sums
                                  .configure_name = "attention_v45_backward_configure",
                                  .kernel = attention_v45_qkv_bias_backward_kernel, .smem_bytes = kV45QkvBiasSmemBytes,
                                  .column_partials = true, .lane_ordered_rope = true, .qkv_half_boxes = true};
+BackwardWalk g_v46_walk{.version = "v46's backward", .configure_name = "attention_v46_backward_configure",
+                        .kernel = attention_v46_backward_kernel, .smem_bytes = kV43SmemBytes,
+                        .lane_ordered_rope = true};
+BackwardWalk g_v46_qkv_bias_walk{.version = "v46's backward with qkv's bias sums",
+                                 .configure_name = "attention_v46_backward_configure",
+                                 .kernel = attention_v46_qkv_bias_backward_kernel, .smem_bytes = kV43QkvBiasSmemBytes,
+                                 .column_partials = true, .lane_ordered_rope = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -95,6 +130,24 @@ void attention_v45_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::g_v45_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
+}
+
+void attention_v46_backward_configure() {
+  attention::g_v46_walk.configure();
+  attention::g_v46_qkv_bias_walk.configure();
+}
+
+void attention_v46_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v46_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v46_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v46_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
                                                            rope, s, stream);
 }
 

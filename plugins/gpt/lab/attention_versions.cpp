@@ -176,6 +176,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v45_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v45_backward},
+    {"v46", "v46 (v44 with a branch on whether a chunk is masked, no compare in the unmasked ones, sm_90a)", false,
+     configure_in_order<attention_v46_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v46_backward},
 };
 
 }  // namespace
