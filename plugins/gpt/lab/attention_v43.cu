@@ -1,5 +1,5 @@
-// Fused causal attention with RoPE, versions 43's, 45's and 46's backwards (bf16, the kernel lab's lab_attention_bf16
-// rows v43, v45 and v46, on the keeper's forward, v29's):
+// Fused causal attention with RoPE, versions 43's, 45's, 46's and 47's backwards (bf16, the kernel lab's
+// lab_attention_bf16 rows v43, v45, v46 and v47, on the keeper's forward, v29's):
 //   - v43: v38's backward with each row's delta taken from its scores instead of from out, so out is never read
 //     (attention_backward_query_first_sm90a.cuh's walk_backward_heads_query_first, whose query phase runs first and
 //     computes S, dP, delta, dS and dq; then v38's key phase on that delta, storing no dS^T). The keeper's backward,
@@ -11,17 +11,18 @@
 //   - v46: v44 with each 32-query chunk of the key phase's element-wise step chosen by a branch on whether it is
 //     masked (KeyPhase::branch_on_masked): the unmasked chunks' without a compare, the masked ones' with the causal
 //     and T masks; and the same summing dqkv's columns (lab_attention_qkv_bias_bf16's v12).
+//   - v47: v45's two-part loads and v46's branch together; and the same summing dqkv's columns
+//     (lab_attention_qkv_bias_bf16's v13).
 // Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
-// 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and
-// dP computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
-// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512), and
-// a quarter of its instructions sit between a key half's products: ptxas computes every pair's mask there and keeps
-// the bits in ordinary registers, about six instructions a pair, where a warp's 16 keys need masks in one or two of
-// the half's chunks.
-// Budget: v43, v45 and v46 246 to 248 registers, v45 with the sums 250, no spills; v46 with the sums 255 registers
-// and 12 bytes of spills; the walk's 98 KB of shared memory (104 KB with the sums), two blocks an SM, 128 threads a
-// block.
-// Compiled for sm_90a alone, in the lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
+// 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and dP
+// computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
+// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512), and a
+// quarter of its instructions sit between a key half's products: ptxas computes every pair's mask there and keeps the
+// bits in ordinary registers, about six instructions a pair, where a warp's 16 keys need masks in one or two of the
+// half's chunks. Budget: v43, v45, v46 and v47 244 to 248 registers, v45 with the sums 250, v47 with them 255, no
+// spills; v46 with the sums 255 registers and 12 bytes of spills; the walk's 98 KB of shared memory (104 KB with the
+// sums), two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the lab's sm_90a library;
+// attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -84,6 +85,28 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                                 V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
 }
 
+// v47: v45's loads with v46's key phase (the third map qkv's in half-head boxes, as v45's).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v47_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                  const __grid_constant__ CUtensorMap dout_map,
+                                  const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv, const float* lse,
+                                  const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V45Smem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
+}
+
+// v47's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v13).
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    attention_v47_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                           const __grid_constant__ CUtensorMap dout_map,
+                                           const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv,
+                                           const float* lse, const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V45QkvBiasSmem>(raw),
+                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
+}
+
 // Every one reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
 BackwardWalk g_v43_walk{.version = "v43's backward", .configure_name = "attention_v43_backward_configure",
                         .kernel = attention_v43_backward_kernel, .smem_bytes = kV43SmemBytes,
@@ -102,6 +125,13 @@ BackwardWalk g_v46_qkv_bias_walk{.version = "v46's backward with qkv's bias sums
                                  .configure_name = "attention_v46_backward_configure",
                                  .kernel = attention_v46_qkv_bias_backward_kernel, .smem_bytes = kV43QkvBiasSmemBytes,
                                  .column_partials = true, .lane_ordered_rope = true};
+BackwardWalk g_v47_walk{.version = "v47's backward", .configure_name = "attention_v47_backward_configure",
+                        .kernel = attention_v47_backward_kernel, .smem_bytes = kV45SmemBytes,
+                        .lane_ordered_rope = true, .qkv_half_boxes = true};
+BackwardWalk g_v47_qkv_bias_walk{.version = "v47's backward with qkv's bias sums",
+                                 .configure_name = "attention_v47_backward_configure",
+                                 .kernel = attention_v47_qkv_bias_backward_kernel, .smem_bytes = kV45QkvBiasSmemBytes,
+                                 .column_partials = true, .lane_ordered_rope = true, .qkv_half_boxes = true};
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -148,6 +178,24 @@ void attention_v46_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* p
                                               const float* qkv_bias, RopeTable rope, const AttentionShape& s,
                                               cudaStream_t stream) {
   attention::g_v46_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
+                                                           rope, s, stream);
+}
+
+void attention_v47_backward_configure() {
+  attention::g_v47_walk.configure();
+  attention::g_v47_qkv_bias_walk.configure();
+}
+
+void attention_v47_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
+                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
+  attention::g_v47_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+void attention_v47_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
+                                              const bf16* out, const float* lse, const bf16* qkv,
+                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
+                                              cudaStream_t stream) {
+  attention::g_v47_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
                                                            rope, s, stream);
 }
 

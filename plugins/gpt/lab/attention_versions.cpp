@@ -180,6 +180,10 @@ const AttentionVersion<bf16> kBf16Versions[] = {
      configure_in_order<attention_v46_backward_configure, fused_attention_sm90a_forward_configure,
                         fused_attention_configure>,
      keeper_forward<bf16>, attention_v46_backward},
+    {"v47", "v47 (v45's two-part loads and v46's branch on whether a chunk is masked, sm_90a)", false,
+     configure_in_order<attention_v47_backward_configure, fused_attention_sm90a_forward_configure,
+                        fused_attention_configure>,
+     keeper_forward<bf16>, attention_v47_backward},
 };
 
 }  // namespace

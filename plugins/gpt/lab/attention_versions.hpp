@@ -20,13 +20,13 @@
 // factors fetched under their products, v38, v37 with them from the table's lane-ordered copy, v39, v34 with a masked
 // chunk's exponents dropped by a select, v40, v38 and v39 together, v41, v40 with dk's factors fetched as v37's, and
 // v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread,
-// v45, v44 with a head's rows landing in two parts, and v46, v44 with a branch on whether a chunk is masked,
-// attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run
-// (v8 and v44, layers.hpp's fused_attention_forward and _backward: v44's forward is v29's, v26's loading each head's q
-// a head ahead into a tile of its own, its backward v43's with v39's select; v44's row refuses devices without the
-// sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row
-// has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any
-// capture. plugins/gpt/README.md keeps the retired versions' figures.
+// v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked, and v47, v45
+// and v46 together, attention_v43.cu; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers
+// the trainers run (v8 and v44, layers.hpp's fused_attention_forward and _backward: v44's forward is v29's, v26's
+// loading each head's q a head ahead into a tile of its own, its backward v43's with v39's select; v44's row refuses
+// devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other
+// devices. Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
+// once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -245,13 +245,20 @@ void attention_v45_backward_configure();
 AttentionBackward<bf16> attention_v45_backward;
 AttentionBackwardAndBiasGradient attention_v45_backward_and_bias_gradient;
 
-// v46's backward (attention_v43.cu, sm_90a): the keeper's, v44's, with the key phase's causal and T masks computed
-// once its scores have landed, beside the exponents they select; it needs rope's lane-ordered copy (else an Error);
-// row v46 runs it on the keeper's forward. The same summing dqkv's columns (lab_attention_qkv_bias_bf16's v12).
-// configure sets up both.
+// v46's backward (attention_v43.cu, sm_90a): the keeper's, v44's, with each key-phase chunk's element-wise step chosen
+// by a branch on whether the chunk is masked (no compare in the unmasked ones); it needs rope's lane-ordered copy (else
+// an Error); row v46 runs it on the keeper's forward. The same summing dqkv's columns (lab_attention_qkv_bias_bf16's
+// v12). configure sets up both.
 void attention_v46_backward_configure();
 AttentionBackward<bf16> attention_v46_backward;
 AttentionBackwardAndBiasGradient attention_v46_backward_and_bias_gradient;
+
+// v47's backward (attention_v43.cu, sm_90a): v45's two-part loads with v46's branch on whether a chunk is masked; it
+// needs rope's lane-ordered copy (else an Error); row v47 runs it on the keeper's forward. The same summing dqkv's
+// columns (lab_attention_qkv_bias_bf16's v13). configure sets up both.
+void attention_v47_backward_configure();
+AttentionBackward<bf16> attention_v47_backward;
+AttentionBackwardAndBiasGradient attention_v47_backward_and_bias_gradient;
 
 // v26's forward (attention_v26.cu, sm_90a; the keeper's until v29): v22's without the L2 prefetch of the next
 // head's boxes; rows v26 and v27 run it, on v26's backward and v27's. Its forward v9's where a batch's heads are
