@@ -1,5 +1,5 @@
 // The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read: the
-// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43, v45 and v46 (lab/attention_v43.cu), a block of
+// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 and v45 to v47 (lab/attention_v43.cu), a block of
 // one warp group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on
 // attention_backward_sm90a.cuh's key phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
 //   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
@@ -9,9 +9,9 @@
 //     before its rounding to bf16: delta without out.
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
 //     products), storing no dS^T: no product reads it. v44's and v45's (kV44KeyPhase): its masked exponents dropped
-//     by a select, as v39's; v46's also with a branch on whether a chunk is masked (kV46KeyPhase).
-//   - Loads: a head's q, k and v at the end of the head before (v45: in two parts, the walk below); its dout a whole
-//     head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
+//     by a select, as v39's; v46's and v47's also with a branch on whether a chunk is masked (kV46KeyPhase).
+//   - Loads: a head's q, k and v at the end of the head before (v45 and v47: in two parts, the walk below); its dout
+//     a whole head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
 //     earlier).
 // The price against v38's walk: S and dP computed twice (21 products a head instead of 15) and the exponents twice;
 // out's 16 KB box a head (of the backward's 128 KB) is saved. The arithmetic differs from v38's (delta in fp32 from
@@ -182,8 +182,8 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
 }
 
 // The walk's key phases: v43's (dk's RoPE factors fetched under the products from the table's lane-ordered copy, no
-// dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a select; v46's, v44's with a branch on
-// whether a chunk is masked.
+// dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a select; v46's and v47's, v44's with a
+// branch on whether a chunk is masked.
 constexpr KeyPhase kV43KeyPhase{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
 constexpr KeyPhase kV44KeyPhase{
     .fetch = FactorFetch::under_product_lane_ordered, .select_masked = true, .store_ds_t = false};
@@ -193,12 +193,11 @@ constexpr KeyPhase kV46KeyPhase{.fetch = FactorFetch::under_product_lane_ordered
                                 .branch_on_masked = true};
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its
-// delta, as kKeyPhase chooses. Smem V43QkvBiasSmem: dqkv's column
-// sums as stored, written to args.column_partials after each head (the walks' qkv_bias_sums). Smem V45Smem or
-// V45QkvBiasSmem (v45, without and with the sums): a head's q, k and v land in two parts, rows 0 .. 63 (all that query
-// half 0 reads) loaded as soon as key half 0 has ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the
-// head's end, from maps.out, which is then qkv's map in half-head boxes; the head prepares its rows 64 .. once query
-// half 0 has run.
+// delta, as kKeyPhase chooses. Smem V43QkvBiasSmem: dqkv's column sums as stored, written to args.column_partials after
+// each head (the walks' qkv_bias_sums). Smem V45Smem or V45QkvBiasSmem (v45 and v47, without and with the sums): a
+// head's q, k and v land in two parts, rows 0 .. 63 (all that query half 0 reads) loaded as soon as key half 0 has
+// ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the head's end, from maps.out, which is then qkv's
+// map in half-head boxes; the head prepares its rows 64 .. once query half 0 has run.
 template <KeyPhase kKeyPhase, typename Smem = V43Smem>
 __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
