@@ -8,8 +8,8 @@
 //     staged in a tile of its own. A row's keys all lie in the block, so rowsum(P dP) is dout . (P v), out's row
 //     before its rounding to bf16: delta without out.
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
-//     products), storing no dS^T: no product reads it. v44's and v45's (kV44KeyPhase): its masked exponents dropped
-//     by a select, as v39's; v46's and v47's also with a branch on whether a chunk is masked (kV46KeyPhase).
+//     products), storing no dS^T: no product reads it. v44's and v45's (V44KeyPhase): its masked exponents dropped
+//     by a select, as v39's; v46's and v47's also with a branch on whether a chunk is masked (V46KeyPhase).
 //   - Loads: a head's q, k and v at the end of the head before (v45 and v47: in two parts, the walk below); its dout
 //     a whole head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
 //     earlier).
@@ -181,16 +181,22 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
                       column_sums.block(0, q0), &factors);
 }
 
-// The walk's key phases: v43's (dk's RoPE factors fetched under the products from the table's lane-ordered copy, no
-// dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a select; v46's and v47's, v44's with a
-// branch on whether a chunk is masked.
-constexpr KeyPhase kV43KeyPhase{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
-constexpr KeyPhase kV44KeyPhase{
-    .fetch = FactorFetch::under_product_lane_ordered, .select_masked = true, .store_ds_t = false};
-constexpr KeyPhase kV46KeyPhase{.fetch = FactorFetch::under_product_lane_ordered,
-                                .select_masked = true,
-                                .store_ds_t = false,
-                                .branch_on_masked = true};
+// The walk's key phases, as types (a kernel template's arguments): v43's (dk's RoPE factors fetched under the products
+// from the table's lane-ordered copy, no dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a
+// select; v46's and v47's, v44's with a branch on whether a chunk is masked.
+struct V43KeyPhase {
+  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
+};
+struct V44KeyPhase {
+  static constexpr KeyPhase kValue{
+      .fetch = FactorFetch::under_product_lane_ordered, .select_masked = true, .store_ds_t = false};
+};
+struct V46KeyPhase {
+  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
+                                   .select_masked = true,
+                                   .store_ds_t = false,
+                                   .branch_on_masked = true};
+};
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its
 // delta, as kKeyPhase chooses. Smem V43QkvBiasSmem: dqkv's column sums as stored, written to args.column_partials after
@@ -198,12 +204,17 @@ constexpr KeyPhase kV46KeyPhase{.fetch = FactorFetch::under_product_lane_ordered
 // head's q, k and v land in two parts, rows 0 .. 63 (all that query half 0 reads) loaded as soon as key half 0 has
 // ended (key half 1 reads rows 64 .. alone) and rows 64 .. 127 at the head's end, from maps.out, which is then qkv's
 // map in half-head boxes; the head prepares its rows 64 .. once query half 0 has run.
+template <typename Smem>
+constexpr bool kQueryFirstSums = std::is_same_v<Smem, V43QkvBiasSmem> || std::is_same_v<Smem, V45QkvBiasSmem>;
+template <typename Smem>
+constexpr bool kQueryFirstSplit = std::is_base_of_v<V45Smem, Smem>;
+
 template <KeyPhase kKeyPhase, typename Smem = V43Smem>
 __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const V14Maps& maps, bf16* dqkv,
                                                                 const float* lse, const float* bias,
                                                                 const FusedArgs& args) {
-  constexpr bool kSums = std::is_same_v<Smem, V43QkvBiasSmem> || std::is_same_v<Smem, V45QkvBiasSmem>;
-  constexpr bool kSplit = std::is_base_of_v<V45Smem, Smem>;
+  constexpr bool kSums = kQueryFirstSums<Smem>;
+  constexpr bool kSplit = kQueryFirstSplit<Smem>;
   const auto column_sums = head_column_sums<kSums>(sm);
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, stride = static_cast<int>(gridDim.x), T = args.s.T;
@@ -279,6 +290,35 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     // The next head's blocks write their slots only after its preparation's barrier.
     if constexpr (kSums) store_head_column_sums(sm, args.column_partials, at);
   }
+}
+
+// The walk as a kernel: the lab's versions' (the keeper's kernels are named, attention_v44.cu). The third map is out's,
+// or qkv's in half-head boxes where Smem is V45Smem's.
+template <typename Keys, typename Smem>
+__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
+    query_first_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
+                                const __grid_constant__ CUtensorMap dout_map,
+                                const __grid_constant__ CUtensorMap third_map, bf16* dqkv, const float* lse,
+                                const float* bias, FusedArgs args) {
+  extern __shared__ unsigned char raw[];
+  walk_backward_heads_query_first<Keys::kValue>(aligned_smem<Smem>(raw), V14Maps{&qkv_map, &dout_map, &third_map},
+                                                dqkv, lse, bias, args);
+}
+
+// The host side of a kernel running the walk on Smem with Keys' key phase: what it needs follows from them (its shared
+// memory, whether it writes column partials, whether its third map is qkv's in half-head boxes); every query-first
+// walk reads the RoPE table's lane-ordered copy (dq's factors and the key phase's).
+template <typename Keys, typename Smem>
+BackwardWalk query_first_walk(const char* version, const char* configure_name,
+                              BackwardWalkKernel kernel = query_first_backward_kernel<Keys, Smem>) {
+  static_assert(Keys::kValue.fetch == FactorFetch::under_product_lane_ordered);
+  return BackwardWalk{.version = version,
+                      .configure_name = configure_name,
+                      .kernel = kernel,
+                      .smem_bytes = sizeof(Smem) + kAtomBytes,
+                      .column_partials = kQueryFirstSums<Smem>,
+                      .lane_ordered_rope = true,
+                      .qkv_half_boxes = kQueryFirstSplit<Smem>};
 }
 
 }  // namespace

@@ -472,11 +472,11 @@ __device__ __forceinline__ void walk_backward_heads_q_ahead(V32Smem& sm, const V
 using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*, const float*, const float*,
                                     FusedArgs);
 
-// A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers
-// export, its shared memory, whether it writes dqkv's column partials (qkv_bias_sums), whether it reads the RoPE
-// table's lane-ordered copy (a walk with under_product_lane_ordered factors), whether its third map is qkv's in boxes
-// of half a head's rows instead of out's (a walk that reads no out and loads a head in two parts, the lab's v45) and
-// its persistent grid (as many blocks as fit at once; 0 until configure).
+// A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers export, its
+// shared memory, whether it writes dqkv's column partials (qkv_bias_sums), whether it reads the RoPE table's
+// lane-ordered copy (a walk with under_product_lane_ordered factors), whether its third map is qkv's in boxes of half a
+// head's rows instead of out's (a walk that reads no out and loads a head in two parts, the lab's v45 and v47) and its
+// persistent grid (as many blocks as fit at once; 0 until configure).
 struct BackwardWalk {
   const char* version;
   const char* configure_name;

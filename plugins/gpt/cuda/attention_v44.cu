@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                         const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
                                         const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
-                                                dqkv, lse, bias, args);
+  walk_backward_heads_query_first<V44KeyPhase::kValue>(aligned_smem<V43Smem>(raw),
+                                                       V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
 }
 
 // v44's walk summing dqkv's columns as it stores them: the trainers' backward, with qkv's bias gradient, on this path
@@ -56,21 +56,17 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv,
                                                  const float* lse, const float* bias, FusedArgs args) {
   extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V43QkvBiasSmem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
+  walk_backward_heads_query_first<V44KeyPhase::kValue>(aligned_smem<V43QkvBiasSmem>(raw),
+                                                       V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
 }
 
 ForwardWalk g_v29_forward{"v29's forward", "fused_attention_sm90a_forward_configure",
                           fused_attention_v29_forward_kernel, kV29SmemBytes};
-// Both backwards read the RoPE table's lane-ordered copy (the key phase's and dq's factors).
-BackwardWalk g_v44_backward{.version = "v44's backward", .configure_name = "fused_attention_sm90a_backward_configure",
-                            .kernel = fused_attention_v44_backward_kernel, .smem_bytes = kV43SmemBytes,
-                            .lane_ordered_rope = true};
-BackwardWalk g_qkv_bias_backward{.version = "v44's backward with qkv's bias sums",
-                                 .configure_name = "fused_attention_sm90a_backward_configure",
-                                 .kernel = fused_attention_v44_qkv_bias_backward_kernel,
-                                 .smem_bytes = kV43QkvBiasSmemBytes, .column_partials = true,
-                                 .lane_ordered_rope = true};
+BackwardWalk g_v44_backward = query_first_walk<V44KeyPhase, V43Smem>(
+    "v44's backward", "fused_attention_sm90a_backward_configure", fused_attention_v44_backward_kernel);
+BackwardWalk g_qkv_bias_backward = query_first_walk<V44KeyPhase, V43QkvBiasSmem>(
+    "v44's backward with qkv's bias sums", "fused_attention_sm90a_backward_configure",
+    fused_attention_v44_qkv_bias_backward_kernel);
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention

@@ -16,13 +16,13 @@
 // Why: at batch 512 v38's layer moves its 1.21 GB at about the H100's measured read roof (3.2 TB/s), and out's box is
 // 16 KB of the backward's 128 KB a head. Alone v43 lost to v38 (383 against 376 us a layer, H100, batch 512): S and dP
 // computed twice and the exponents twice cost more than out's box saves; with v39's select (v44) it won. In v44's
-// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512), and a
-// quarter of its instructions sit between a key half's products: ptxas computes every pair's mask there and keeps the
-// bits in ordinary registers, about six instructions a pair, where a warp's 16 keys need masks in one or two of the
-// half's chunks. Budget: v43, v45, v46 and v47 244 to 248 registers, v45 with the sums 250, v47 with them 255, no
-// spills; v46 with the sums 255 registers and 12 bytes of spills; the walk's 98 KB of shared memory (104 KB with the
-// sums), two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the lab's sm_90a library;
-// attention_v10_absent.cpp stands in without sm_90a code.
+// backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100, batch 512), and
+// 10.5% of its instructions build and read the key phase's masks: ptxas computes every pair's mask while the scores'
+// products run and keeps the bits in ordinary registers, about six instructions a pair, where a warp's 16 keys need
+// masks in one or two of the half's chunks. Budget: v43, v45, v46 and v47 244 to 248 registers, v45 with the sums 250,
+// v47 with them 255, no spills; v46 with the sums 255 registers and 12 bytes of spills; the walk's 98 KB of shared
+// memory (104 KB with the sums), two blocks an SM, 128 threads a block. Compiled for sm_90a alone, in the lab's sm_90a
+// library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -32,106 +32,18 @@
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v43_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV43KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
-                                                dqkv, lse, bias, args);
-}
-
-// The third map: qkv's in half-head boxes (BackwardWalk::qkv_half_boxes), not out's.
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v45_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V45Smem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
-}
-
-// v45's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v11).
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v45_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                           const __grid_constant__ CUtensorMap dout_map,
-                                           const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv,
-                                           const float* lse, const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV44KeyPhase>(aligned_smem<V45QkvBiasSmem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
-}
-
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v46_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V43Smem>(raw), V14Maps{&qkv_map, &dout_map, &out_map},
-                                                dqkv, lse, bias, args);
-}
-
-// v46's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v12).
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v46_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                           const __grid_constant__ CUtensorMap dout_map,
-                                           const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse,
-                                           const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V43QkvBiasSmem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &out_map}, dqkv, lse, bias, args);
-}
-
-// v47: v45's loads with v46's key phase (the third map qkv's in half-head boxes, as v45's).
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v47_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                  const __grid_constant__ CUtensorMap dout_map,
-                                  const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv, const float* lse,
-                                  const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V45Smem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
-}
-
-// v47's walk summing dqkv's columns as it stores them (lab_attention_qkv_bias_bf16's v13).
-__global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
-    attention_v47_qkv_bias_backward_kernel(const __grid_constant__ CUtensorMap qkv_map,
-                                           const __grid_constant__ CUtensorMap dout_map,
-                                           const __grid_constant__ CUtensorMap qkv_half_box_map, bf16* dqkv,
-                                           const float* lse, const float* bias, FusedArgs args) {
-  extern __shared__ unsigned char raw[];
-  walk_backward_heads_query_first<kV46KeyPhase>(aligned_smem<V45QkvBiasSmem>(raw),
-                                                V14Maps{&qkv_map, &dout_map, &qkv_half_box_map}, dqkv, lse, bias, args);
-}
-
-// Every one reads the RoPE table's lane-ordered copy (the key phase's and dq's factors).
-BackwardWalk g_v43_walk{.version = "v43's backward", .configure_name = "attention_v43_backward_configure",
-                        .kernel = attention_v43_backward_kernel, .smem_bytes = kV43SmemBytes,
-                        .lane_ordered_rope = true};
-BackwardWalk g_v45_walk{.version = "v45's backward", .configure_name = "attention_v45_backward_configure",
-                        .kernel = attention_v45_backward_kernel, .smem_bytes = kV45SmemBytes,
-                        .lane_ordered_rope = true, .qkv_half_boxes = true};
-BackwardWalk g_v45_qkv_bias_walk{.version = "v45's backward with qkv's bias sums",
-                                 .configure_name = "attention_v45_backward_configure",
-                                 .kernel = attention_v45_qkv_bias_backward_kernel, .smem_bytes = kV45QkvBiasSmemBytes,
-                                 .column_partials = true, .lane_ordered_rope = true, .qkv_half_boxes = true};
-BackwardWalk g_v46_walk{.version = "v46's backward", .configure_name = "attention_v46_backward_configure",
-                        .kernel = attention_v46_backward_kernel, .smem_bytes = kV43SmemBytes,
-                        .lane_ordered_rope = true};
-BackwardWalk g_v46_qkv_bias_walk{.version = "v46's backward with qkv's bias sums",
-                                 .configure_name = "attention_v46_backward_configure",
-                                 .kernel = attention_v46_qkv_bias_backward_kernel, .smem_bytes = kV43QkvBiasSmemBytes,
-                                 .column_partials = true, .lane_ordered_rope = true};
-BackwardWalk g_v47_walk{.version = "v47's backward", .configure_name = "attention_v47_backward_configure",
-                        .kernel = attention_v47_backward_kernel, .smem_bytes = kV45SmemBytes,
-                        .lane_ordered_rope = true, .qkv_half_boxes = true};
-BackwardWalk g_v47_qkv_bias_walk{.version = "v47's backward with qkv's bias sums",
-                                 .configure_name = "attention_v47_backward_configure",
-                                 .kernel = attention_v47_qkv_bias_backward_kernel, .smem_bytes = kV45QkvBiasSmemBytes,
-                                 .column_partials = true, .lane_ordered_rope = true, .qkv_half_boxes = true};
+// Each with and without qkv's bias sums but v43 (lab_attention_qkv_bias_bf16's v11 to v13 for v45 to v47); a version's
+// configure sets up both.
+BackwardWalk g_v43_walk = query_first_walk<V43KeyPhase, V43Smem>("v43's backward", "attention_v43_backward_configure");
+BackwardWalk g_v45_walk = query_first_walk<V44KeyPhase, V45Smem>("v45's backward", "attention_v45_backward_configure");
+BackwardWalk g_v45_qkv_bias_walk = query_first_walk<V44KeyPhase, V45QkvBiasSmem>(
+    "v45's backward with qkv's bias sums", "attention_v45_backward_configure");
+BackwardWalk g_v46_walk = query_first_walk<V46KeyPhase, V43Smem>("v46's backward", "attention_v46_backward_configure");
+BackwardWalk g_v46_qkv_bias_walk = query_first_walk<V46KeyPhase, V43QkvBiasSmem>(
+    "v46's backward with qkv's bias sums", "attention_v46_backward_configure");
+BackwardWalk g_v47_walk = query_first_walk<V46KeyPhase, V45Smem>("v47's backward", "attention_v47_backward_configure");
+BackwardWalk g_v47_qkv_bias_walk = query_first_walk<V46KeyPhase, V45QkvBiasSmem>(
+    "v47's backward with qkv's bias sums", "attention_v47_backward_configure");
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
