@@ -19,6 +19,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                     bias, args);
 }
 
-BackwardWalk g_v14_walk{"v14's backward", "attention_v14_backward_configure", attention_v14_backward_kernel,
+BackwardWalk g_v14_walk{"v14's backward", "walk_configure<14>", attention_v14_backward_kernel,
                         kV14SmemBytes};
 
 }  // namespace
@@ -41,11 +42,9 @@ BackwardWalk g_v14_walk{"v14's backward", "attention_v14_backward_configure", at
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v14_backward_configure() { attention::g_v14_walk.configure(); }
-
-void attention_v14_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v14_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+std::span<const VersionWalk> attention_v14_walks() {
+  static constexpr VersionWalk kWalks[] = {version_walk<&attention::g_v14_walk>(14)};
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

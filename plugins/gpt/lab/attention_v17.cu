@@ -14,6 +14,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -28,7 +29,7 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
-BackwardWalk g_v17_walk{"v17's backward", "attention_v17_backward_configure", attention_v17_backward_kernel,
+BackwardWalk g_v17_walk{"v17's backward", "walk_configure<17>", attention_v17_backward_kernel,
                         kV17SmemBytes};
 
 }  // namespace
@@ -36,11 +37,9 @@ BackwardWalk g_v17_walk{"v17's backward", "attention_v17_backward_configure", at
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v17_backward_configure() { attention::g_v17_walk.configure(); }
-
-void attention_v17_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v17_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+std::span<const VersionWalk> attention_v17_walks() {
+  static constexpr VersionWalk kWalks[] = {version_walk<&attention::g_v17_walk>(17)};
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -15,6 +15,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -29,7 +30,7 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
-BackwardWalk g_v18_walk{"v18's backward", "attention_v18_backward_configure", attention_v18_backward_kernel,
+BackwardWalk g_v18_walk{"v18's backward", "walk_configure<18>", attention_v18_backward_kernel,
                         kV17SmemBytes};
 
 }  // namespace
@@ -37,11 +38,9 @@ BackwardWalk g_v18_walk{"v18's backward", "attention_v18_backward_configure", at
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v18_backward_configure() { attention::g_v18_walk.configure(); }
-
-void attention_v18_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v18_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+std::span<const VersionWalk> attention_v18_walks() {
+  static constexpr VersionWalk kWalks[] = {version_walk<&attention::g_v18_walk>(18)};
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -18,6 +18,7 @@
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -50,9 +51,9 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
 }
 
 ForwardWalk g_v26_forward{"v26's forward", "attention_v26_forward_configure", attention_v26_forward_kernel};
-BackwardWalk g_v26_backward{"v26's backward", "attention_v26_backward_configure", attention_v26_backward_kernel,
+BackwardWalk g_v26_backward{"v26's backward", "walk_configure<26>", attention_v26_backward_kernel,
                             kV17SmemBytes};
-BackwardWalk g_v26_qkv_bias_backward{"v26's backward with qkv's bias sums", "attention_v26_backward_configure",
+BackwardWalk g_v26_qkv_bias_backward{"v26's backward with qkv's bias sums", "walk_configure<26>",
                                      attention_v26_qkv_bias_backward_kernel, kQkvBiasSmemBytes, true};
 
 }  // namespace
@@ -70,22 +71,11 @@ void attention_v26_forward(bf16* out, float* lse, const bf16* qkv, const float* 
   attention::g_v26_forward.launch_or_v9(out, lse, qkv, qkv_bias, rope, s, stream);
 }
 
-void attention_v26_backward_configure() {
-  attention::g_v26_backward.configure();
-  attention::g_v26_qkv_bias_backward.configure();
-}
-
-void attention_v26_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v26_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v26_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v26_qkv_bias_backward.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                               rope, s, stream);
+std::span<const VersionWalk> attention_v26_walks() {
+  static constexpr VersionWalk kWalks[] = {
+      version_walk<&attention::g_v26_backward, &attention::g_v26_qkv_bias_backward>(26),
+  };
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -20,6 +20,7 @@
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_forward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
-BackwardWalk g_v27_backward{"v27's backward", "attention_v27_backward_configure", attention_v27_backward_kernel,
+BackwardWalk g_v27_backward{"v27's backward", "walk_configure<27>", attention_v27_backward_kernel,
                             kV17SmemBytes};
 ForwardWalk g_v28_forward{"v28's forward", "attention_v28_configure", attention_v28_forward_kernel};
 BackwardWalk g_v28_backward{"v28's backward", "attention_v28_configure", attention_v28_backward_kernel,
@@ -61,13 +62,6 @@ BackwardWalk g_v28_backward{"v28's backward", "attention_v28_configure", attenti
 }  // namespace roofbench::gpt::cuda::attention
 
 namespace roofbench::gpt::cuda::lab {
-
-void attention_v27_backward_configure() { attention::g_v27_backward.configure(); }
-
-void attention_v27_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v27_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
 
 void attention_v28_configure() {
   attention::g_v28_forward.configure();
@@ -83,6 +77,11 @@ void attention_v28_forward(bf16* out, float* lse, const bf16* qkv, const float* 
 void attention_v28_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
                             const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
   attention::g_v28_backward.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+}
+
+std::span<const VersionWalk> attention_v27_walks() {
+  static constexpr VersionWalk kWalks[] = {version_walk<&attention::g_v27_backward>(27)};
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

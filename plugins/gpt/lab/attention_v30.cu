@@ -19,6 +19,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -43,9 +44,9 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                 bias, args);
 }
 
-BackwardWalk g_v30_walk{"v30's backward", "attention_v30_backward_configure", attention_v30_backward_kernel,
+BackwardWalk g_v30_walk{"v30's backward", "walk_configure<30>", attention_v30_backward_kernel,
                         kV17SmemBytes};
-BackwardWalk g_v31_walk{"v31's backward", "attention_v31_backward_configure", attention_v31_backward_kernel,
+BackwardWalk g_v31_walk{"v31's backward", "walk_configure<31>", attention_v31_backward_kernel,
                         kV17SmemBytes};
 
 }  // namespace
@@ -53,18 +54,12 @@ BackwardWalk g_v31_walk{"v31's backward", "attention_v31_backward_configure", at
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v30_backward_configure() { attention::g_v30_walk.configure(); }
-
-void attention_v30_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v30_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v31_backward_configure() { attention::g_v31_walk.configure(); }
-
-void attention_v31_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v31_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
+std::span<const VersionWalk> attention_v30_walks() {
+  static constexpr VersionWalk kWalks[] = {
+      version_walk<&attention::g_v30_walk>(30),
+      version_walk<&attention::g_v31_walk>(31),
+  };
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -43,6 +43,7 @@
 #include "attention_backward_sm90a.cuh"
 #include "attention_backward_walk_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -227,48 +228,48 @@ __global__ void __launch_bounds__(kV14Threads, kV14BlocksPerSm)
                                        lse, bias, args);
 }
 
-BackwardWalk g_v32_walk{"v32's backward", "attention_v32_backward_configure", attention_v32_backward_kernel,
+BackwardWalk g_v32_walk{"v32's backward", "walk_configure<32>", attention_v32_backward_kernel,
                         kV32SmemBytes};
-BackwardWalk g_v33_walk{"v33's backward", "attention_v33_backward_configure", attention_v33_backward_kernel,
+BackwardWalk g_v33_walk{"v33's backward", "walk_configure<33>", attention_v33_backward_kernel,
                         kV32SmemBytes};
-BackwardWalk g_v34_walk = policy_walk<kV34Walk>("v34's backward", "attention_v34_backward_configure",
+BackwardWalk g_v34_walk = policy_walk<kV34Walk>("v34's backward", "walk_configure<34>",
                                                attention_v34_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v34_qkv_bias_walk =
-    policy_walk<kV34QkvBiasWalk>("v34's backward with qkv's bias sums", "attention_v34_backward_configure",
+    policy_walk<kV34QkvBiasWalk>("v34's backward with qkv's bias sums", "walk_configure<34>",
                                  attention_v34_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v35_walk = policy_walk<kV35Walk>("v35's backward", "attention_v35_backward_configure",
+BackwardWalk g_v35_walk = policy_walk<kV35Walk>("v35's backward", "walk_configure<35>",
                                                attention_v35_backward_kernel, kV17SmemBytes);
-BackwardWalk g_v36_walk = policy_walk<kV36Walk>("v36's backward", "attention_v36_backward_configure",
+BackwardWalk g_v36_walk = policy_walk<kV36Walk>("v36's backward", "walk_configure<36>",
                                                attention_v36_backward_kernel, kV17SmemBytes);
-BackwardWalk g_v37_walk = policy_walk<kV37Walk>("v37's backward", "attention_v37_backward_configure",
+BackwardWalk g_v37_walk = policy_walk<kV37Walk>("v37's backward", "walk_configure<37>",
                                                attention_v37_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v37_qkv_bias_walk =
-    policy_walk<kV37QkvBiasWalk>("v37's backward with qkv's bias sums", "attention_v37_backward_configure",
+    policy_walk<kV37QkvBiasWalk>("v37's backward with qkv's bias sums", "walk_configure<37>",
                                  attention_v37_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v38_walk = policy_walk<kV38Walk>("v38's backward", "attention_v38_backward_configure",
+BackwardWalk g_v38_walk = policy_walk<kV38Walk>("v38's backward", "walk_configure<38>",
                                                attention_v38_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v38_qkv_bias_walk =
-    policy_walk<kV38QkvBiasWalk>("v38's backward with qkv's bias sums", "attention_v38_backward_configure",
+    policy_walk<kV38QkvBiasWalk>("v38's backward with qkv's bias sums", "walk_configure<38>",
                                  attention_v38_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v39_walk = policy_walk<kV39Walk>("v39's backward", "attention_v39_backward_configure",
+BackwardWalk g_v39_walk = policy_walk<kV39Walk>("v39's backward", "walk_configure<39>",
                                                attention_v39_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v39_qkv_bias_walk =
-    policy_walk<kV39QkvBiasWalk>("v39's backward with qkv's bias sums", "attention_v39_backward_configure",
+    policy_walk<kV39QkvBiasWalk>("v39's backward with qkv's bias sums", "walk_configure<39>",
                                  attention_v39_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v40_walk = policy_walk<kV40Walk>("v40's backward", "attention_v40_backward_configure",
+BackwardWalk g_v40_walk = policy_walk<kV40Walk>("v40's backward", "walk_configure<40>",
                                                attention_v40_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v40_qkv_bias_walk =
-    policy_walk<kV40QkvBiasWalk>("v40's backward with qkv's bias sums", "attention_v40_backward_configure",
+    policy_walk<kV40QkvBiasWalk>("v40's backward with qkv's bias sums", "walk_configure<40>",
                                  attention_v40_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v41_walk = policy_walk<kV41Walk>("v41's backward", "attention_v41_backward_configure",
+BackwardWalk g_v41_walk = policy_walk<kV41Walk>("v41's backward", "walk_configure<41>",
                                                attention_v41_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v41_qkv_bias_walk =
-    policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "attention_v41_backward_configure",
+    policy_walk<kV41QkvBiasWalk>("v41's backward with qkv's bias sums", "walk_configure<41>",
                                  attention_v41_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
-BackwardWalk g_v42_walk = policy_walk<kV42Walk>("v42's backward", "attention_v42_backward_configure",
+BackwardWalk g_v42_walk = policy_walk<kV42Walk>("v42's backward", "walk_configure<42>",
                                                attention_v42_backward_kernel, kV17SmemBytes);
 BackwardWalk g_v42_qkv_bias_walk =
-    policy_walk<kV42QkvBiasWalk>("v42's backward with qkv's bias sums", "attention_v42_backward_configure",
+    policy_walk<kV42QkvBiasWalk>("v42's backward with qkv's bias sums", "walk_configure<42>",
                                  attention_v42_qkv_bias_backward_kernel, kQkvBiasSmemBytes);
 
 }  // namespace
@@ -276,158 +277,21 @@ BackwardWalk g_v42_qkv_bias_walk =
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v32_backward_configure() { attention::g_v32_walk.configure(); }
-
-void attention_v32_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v32_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v33_backward_configure() { attention::g_v33_walk.configure(); }
-
-void attention_v33_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v33_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v34_backward_configure() {
-  attention::g_v34_walk.configure();
-  attention::g_v34_qkv_bias_walk.configure();
-}
-
-void attention_v34_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v34_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v34_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v34_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v35_backward_configure() { attention::g_v35_walk.configure(); }
-
-void attention_v35_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v35_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v36_backward_configure() { attention::g_v36_walk.configure(); }
-
-void attention_v36_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v36_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v37_backward_configure() {
-  attention::g_v37_walk.configure();
-  attention::g_v37_qkv_bias_walk.configure();
-}
-
-void attention_v37_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v37_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v37_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v37_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v38_backward_configure() {
-  attention::g_v38_walk.configure();
-  attention::g_v38_qkv_bias_walk.configure();
-}
-
-void attention_v38_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v38_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v38_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v38_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v39_backward_configure() {
-  attention::g_v39_walk.configure();
-  attention::g_v39_qkv_bias_walk.configure();
-}
-
-void attention_v39_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v39_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v39_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v39_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v40_backward_configure() {
-  attention::g_v40_walk.configure();
-  attention::g_v40_qkv_bias_walk.configure();
-}
-
-void attention_v40_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v40_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v40_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v40_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v41_backward_configure() {
-  attention::g_v41_walk.configure();
-  attention::g_v41_qkv_bias_walk.configure();
-}
-
-void attention_v41_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v41_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v41_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v41_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v42_backward_configure() {
-  attention::g_v42_walk.configure();
-  attention::g_v42_qkv_bias_walk.configure();
-}
-
-void attention_v42_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v42_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v42_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v42_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
+std::span<const VersionWalk> attention_v32_walks() {
+  static constexpr VersionWalk kWalks[] = {
+      version_walk<&attention::g_v32_walk>(32),
+      version_walk<&attention::g_v33_walk>(33),
+      version_walk<&attention::g_v34_walk, &attention::g_v34_qkv_bias_walk>(34),
+      version_walk<&attention::g_v35_walk>(35),
+      version_walk<&attention::g_v36_walk>(36),
+      version_walk<&attention::g_v37_walk, &attention::g_v37_qkv_bias_walk>(37),
+      version_walk<&attention::g_v38_walk, &attention::g_v38_qkv_bias_walk>(38),
+      version_walk<&attention::g_v39_walk, &attention::g_v39_qkv_bias_walk>(39),
+      version_walk<&attention::g_v40_walk, &attention::g_v40_qkv_bias_walk>(40),
+      version_walk<&attention::g_v41_walk, &attention::g_v41_qkv_bias_walk>(41),
+      version_walk<&attention::g_v42_walk, &attention::g_v42_qkv_bias_walk>(42),
+  };
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

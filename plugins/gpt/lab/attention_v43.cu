@@ -28,87 +28,37 @@
 
 #include "attention_backward_query_first_sm90a.cuh"
 #include "attention_versions.hpp"
+#include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
 // Each with and without qkv's bias sums but v43 (lab_attention_qkv_bias_bf16's v11 to v13 for v45 to v47); a version's
 // configure sets up both.
-BackwardWalk g_v43_walk = query_first_walk<V43KeyPhase, V43Smem>("v43's backward", "attention_v43_backward_configure");
-BackwardWalk g_v45_walk = query_first_walk<V44KeyPhase, V45Smem>("v45's backward", "attention_v45_backward_configure");
+BackwardWalk g_v43_walk = query_first_walk<V43KeyPhase, V43Smem>("v43's backward", "walk_configure<43>");
+BackwardWalk g_v45_walk = query_first_walk<V44KeyPhase, V45Smem>("v45's backward", "walk_configure<45>");
 BackwardWalk g_v45_qkv_bias_walk = query_first_walk<V44KeyPhase, V45QkvBiasSmem>(
-    "v45's backward with qkv's bias sums", "attention_v45_backward_configure");
-BackwardWalk g_v46_walk = query_first_walk<V46KeyPhase, V43Smem>("v46's backward", "attention_v46_backward_configure");
+    "v45's backward with qkv's bias sums", "walk_configure<45>");
+BackwardWalk g_v46_walk = query_first_walk<V46KeyPhase, V43Smem>("v46's backward", "walk_configure<46>");
 BackwardWalk g_v46_qkv_bias_walk = query_first_walk<V46KeyPhase, V43QkvBiasSmem>(
-    "v46's backward with qkv's bias sums", "attention_v46_backward_configure");
-BackwardWalk g_v47_walk = query_first_walk<V46KeyPhase, V45Smem>("v47's backward", "attention_v47_backward_configure");
+    "v46's backward with qkv's bias sums", "walk_configure<46>");
+BackwardWalk g_v47_walk = query_first_walk<V46KeyPhase, V45Smem>("v47's backward", "walk_configure<47>");
 BackwardWalk g_v47_qkv_bias_walk = query_first_walk<V46KeyPhase, V45QkvBiasSmem>(
-    "v47's backward with qkv's bias sums", "attention_v47_backward_configure");
+    "v47's backward with qkv's bias sums", "walk_configure<47>");
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
 
 namespace roofbench::gpt::cuda::lab {
 
-void attention_v43_backward_configure() { attention::g_v43_walk.configure(); }
-
-void attention_v43_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v43_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v45_backward_configure() {
-  attention::g_v45_walk.configure();
-  attention::g_v45_qkv_bias_walk.configure();
-}
-
-void attention_v45_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v45_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v45_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v45_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v46_backward_configure() {
-  attention::g_v46_walk.configure();
-  attention::g_v46_qkv_bias_walk.configure();
-}
-
-void attention_v46_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v46_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v46_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v46_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
-}
-
-void attention_v47_backward_configure() {
-  attention::g_v47_walk.configure();
-  attention::g_v47_qkv_bias_walk.configure();
-}
-
-void attention_v47_backward(bf16* dqkv, float*, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
-                            const float* qkv_bias, RopeTable rope, const AttentionShape& s, cudaStream_t stream) {
-  attention::g_v47_walk.launch(dqkv, dout, out, lse, qkv, qkv_bias, rope, s, stream);
-}
-
-void attention_v47_backward_and_bias_gradient(bf16* dqkv, float* dbias, float* partials, float*, const bf16* dout,
-                                              const bf16* out, const float* lse, const bf16* qkv,
-                                              const float* qkv_bias, RopeTable rope, const AttentionShape& s,
-                                              cudaStream_t stream) {
-  attention::g_v47_qkv_bias_walk.launch_with_bias_gradient(dqkv, dbias, partials, dout, out, lse, qkv, qkv_bias,
-                                                           rope, s, stream);
+std::span<const VersionWalk> attention_v43_walks() {
+  static constexpr VersionWalk kWalks[] = {
+      version_walk<&attention::g_v43_walk>(43),
+      version_walk<&attention::g_v45_walk, &attention::g_v45_qkv_bias_walk>(45),
+      version_walk<&attention::g_v46_walk, &attention::g_v46_qkv_bias_walk>(46),
+      version_walk<&attention::g_v47_walk, &attention::g_v47_qkv_bias_walk>(47),
+  };
+  return kWalks;
 }
 
 }  // namespace roofbench::gpt::cuda::lab

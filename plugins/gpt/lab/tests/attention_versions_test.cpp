@@ -169,6 +169,29 @@ TEST(GptLabAttentionTable, UnknownVersionsAreRefused) {
   EXPECT_STREQ(bf16_attention_version("v44").kernel, bf16_attention_keeper_name(true));
 }
 
+// A backward walk is found by its version, on any machine: one the lab has none of (v44 is the keeper's, v28's walk is
+// configured with its forward) is an Error naming it, and so is asking v43, which has no form summing qkv's bias, for
+// that form; neither touches a GPU. (In a build without sm_90a code every version is NotApplicable, an Error too.)
+TEST(GptLabAttentionTable, BackwardWalksAreFoundByVersion) {
+  const auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const int version : {44, 28, 0}) {
+    const std::string why = message([&] { configure_backward_walk(version); });
+    EXPECT_NE(why.find("v" + std::to_string(version)), std::string::npos) << why;
+  }
+  const std::string why = message([] {
+    launch_backward_walk_and_bias_gradient(43, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                           RopeTable{}, AttentionShape{}, nullptr);
+  });
+  EXPECT_NE(why.find("v43"), std::string::npos) << why;
+}
+
 // Each bf16 row runs the kernels its name says, on any machine: v9's forward for v9, v13 and v14; v9's backward
 // for v9 and the rows on the sm_90a forwards before v15 (v10, v11); the lab's v12 backward for v12 (on v11's
 // forward), v13 and v15; the lab's v14 backward for v14 and v16; the lab's v15 forward for v15; v15's forward or
@@ -189,24 +212,24 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
     EXPECT_TRUE(row(name).backward == &attention_v12_backward) << name;
   EXPECT_TRUE(row("v12").forward == &attention_v11_forward);
   for (const char* name : {"v14", "v16"})
-    EXPECT_TRUE(row(name).backward == &attention_v14_backward) << name;
+    EXPECT_TRUE(row(name).backward == &walk_backward<14>) << name;
   EXPECT_TRUE(row("v15").forward == &attention_v15_forward);
   for (const char* name : {"v16", "v17", "v18", "v21"})
     EXPECT_TRUE(row(name).forward == &attention_v15_or_v9_forward) << name;
   for (const char* name : {"v17", "v19"})
-    EXPECT_TRUE(row(name).backward == &attention_v17_backward) << name;
+    EXPECT_TRUE(row(name).backward == &walk_backward<17>) << name;
   for (const char* name : {"v18", "v20"})
-    EXPECT_TRUE(row(name).backward == &attention_v18_backward) << name;
+    EXPECT_TRUE(row(name).backward == &walk_backward<18>) << name;
   for (const char* name : {"v19", "v20"})
     EXPECT_TRUE(row(name).forward == &attention_v19_forward) << name;
-  EXPECT_TRUE(row("v21").backward == &attention_v21_backward);
+  EXPECT_TRUE(row("v21").backward == &walk_backward<21>);
   for (const char* name : {"v22", "v25"})
     EXPECT_TRUE(row(name).forward == &attention_v22_forward) << name;
   EXPECT_TRUE(row("v23").forward == &attention_v23_forward);
   EXPECT_TRUE(row("v24").forward == &attention_v24_forward);
   for (const char* name : {"v22", "v23", "v24"})
     EXPECT_TRUE(row(name).backward == &attention_v22_backward) << name;
-  EXPECT_TRUE(row("v25").backward == &attention_v25_backward);
+  EXPECT_TRUE(row("v25").backward == &walk_backward<25>);
   const AttentionVersion<bf16> keeper = row("v44");
   EXPECT_FALSE(keeper.forward == &fused_attention_v9_forward);
   EXPECT_FALSE(keeper.forward == &fused_attention_sm90a_forward);
@@ -216,34 +239,34 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_FALSE(keeper.backward == &fused_attention_v9_backward);
   EXPECT_FALSE(keeper.backward == &fused_attention_sm90a_backward);
   EXPECT_FALSE(keeper.backward == &attention_v22_backward);
-  EXPECT_FALSE(keeper.backward == &attention_v26_backward);
+  EXPECT_FALSE(keeper.backward == &walk_backward<26>);
   for (const char* name : {"v26", "v27"})
     EXPECT_TRUE(row(name).forward == &attention_v26_forward) << name;
   for (const char* name : {"v26", "v29"})
-    EXPECT_TRUE(row(name).backward == &attention_v26_backward) << name;
-  EXPECT_TRUE(row("v27").backward == &attention_v27_backward);
+    EXPECT_TRUE(row(name).backward == &walk_backward<26>) << name;
+  EXPECT_TRUE(row("v27").backward == &walk_backward<27>);
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41",
                            "v42", "v43", "v45", "v46", "v47"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
-  EXPECT_TRUE(row("v30").backward == &attention_v30_backward);
-  EXPECT_TRUE(row("v31").backward == &attention_v31_backward);
-  EXPECT_TRUE(row("v32").backward == &attention_v32_backward);
-  EXPECT_TRUE(row("v33").backward == &attention_v33_backward);
-  EXPECT_TRUE(row("v34").backward == &attention_v34_backward);
-  EXPECT_TRUE(row("v35").backward == &attention_v35_backward);
-  EXPECT_TRUE(row("v36").backward == &attention_v36_backward);
-  EXPECT_TRUE(row("v37").backward == &attention_v37_backward);
-  EXPECT_TRUE(row("v38").backward == &attention_v38_backward);
-  EXPECT_TRUE(row("v39").backward == &attention_v39_backward);
-  EXPECT_TRUE(row("v40").backward == &attention_v40_backward);
-  EXPECT_TRUE(row("v41").backward == &attention_v41_backward);
-  EXPECT_TRUE(row("v42").backward == &attention_v42_backward);
-  EXPECT_TRUE(row("v43").backward == &attention_v43_backward);
-  EXPECT_TRUE(row("v45").backward == &attention_v45_backward);
-  EXPECT_TRUE(row("v46").backward == &attention_v46_backward);
-  EXPECT_TRUE(row("v47").backward == &attention_v47_backward);
+  EXPECT_TRUE(row("v30").backward == &walk_backward<30>);
+  EXPECT_TRUE(row("v31").backward == &walk_backward<31>);
+  EXPECT_TRUE(row("v32").backward == &walk_backward<32>);
+  EXPECT_TRUE(row("v33").backward == &walk_backward<33>);
+  EXPECT_TRUE(row("v34").backward == &walk_backward<34>);
+  EXPECT_TRUE(row("v35").backward == &walk_backward<35>);
+  EXPECT_TRUE(row("v36").backward == &walk_backward<36>);
+  EXPECT_TRUE(row("v37").backward == &walk_backward<37>);
+  EXPECT_TRUE(row("v38").backward == &walk_backward<38>);
+  EXPECT_TRUE(row("v39").backward == &walk_backward<39>);
+  EXPECT_TRUE(row("v40").backward == &walk_backward<40>);
+  EXPECT_TRUE(row("v41").backward == &walk_backward<41>);
+  EXPECT_TRUE(row("v42").backward == &walk_backward<42>);
+  EXPECT_TRUE(row("v43").backward == &walk_backward<43>);
+  EXPECT_TRUE(row("v45").backward == &walk_backward<45>);
+  EXPECT_TRUE(row("v46").backward == &walk_backward<46>);
+  EXPECT_TRUE(row("v47").backward == &walk_backward<47>);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -833,6 +856,12 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV47GiveItsBits) {
 // same bits in a second run. The bias gradient and the partials are poisoned before each run, so a (sequence, head)
 // left unwritten shows.
 using QkvBiasBackward = AttentionBackwardAndBiasGradient*;
+// A lab walk's form with qkv's bias sums and its configure (beside the keeper's forward's).
+template <int kVersion>
+std::pair<QkvBiasBackward, void (*)()> walk_with_bias_sums() {
+  return {&walk_backward_and_bias_gradient<kVersion>,
+          &configure_in_order<walk_configure<kVersion>, fused_attention_configure>};
+}
 void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), int B, int T,
                               const char* same_dqkv_as) {
   const ManyHeadInputs in(B, 12, T, 151, 152, 153);
@@ -873,22 +902,8 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
-      {&attention_v26_backward_and_bias_gradient,
-       &configure_in_order<attention_v26_backward_configure, fused_attention_configure>},
-      {&attention_v34_backward_and_bias_gradient,
-       &configure_in_order<attention_v34_backward_configure, fused_attention_configure>},
-      {&attention_v37_backward_and_bias_gradient,
-       &configure_in_order<attention_v37_backward_configure, fused_attention_configure>},
-      {&attention_v38_backward_and_bias_gradient,
-       &configure_in_order<attention_v38_backward_configure, fused_attention_configure>},
-      {&attention_v39_backward_and_bias_gradient,
-       &configure_in_order<attention_v39_backward_configure, fused_attention_configure>},
-      {&attention_v40_backward_and_bias_gradient,
-       &configure_in_order<attention_v40_backward_configure, fused_attention_configure>},
-      {&attention_v41_backward_and_bias_gradient,
-       &configure_in_order<attention_v41_backward_configure, fused_attention_configure>},
-      {&attention_v42_backward_and_bias_gradient,
-       &configure_in_order<attention_v42_backward_configure, fused_attention_configure>}};
+      walk_with_bias_sums<26>(), walk_with_bias_sums<34>(), walk_with_bias_sums<37>(), walk_with_bias_sums<38>(),
+      walk_with_bias_sums<39>(), walk_with_bias_sums<40>(), walk_with_bias_sums<41>(), walk_with_bias_sums<42>()};
   const auto expect_at_every_shape = [T](QkvBiasBackward with_sums, void (*configure)(), const char* same_dqkv_as) {
     expect_qkv_bias_backward(with_sums, configure, 192, T, same_dqkv_as);
     expect_qkv_bias_backward(with_sums, configure, 4, T, same_dqkv_as);
@@ -897,12 +912,10 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   };
   for (const auto& [with_sums, configure] : kernels) expect_at_every_shape(with_sums, configure, "v38");
   expect_at_every_shape(&fused_attention_sm90a_backward_and_bias_gradient, &fused_attention_configure, "v44");
-  expect_at_every_shape(&attention_v45_backward_and_bias_gradient,
-                        &configure_in_order<attention_v45_backward_configure, fused_attention_configure>, "v45");
-  expect_at_every_shape(&attention_v46_backward_and_bias_gradient,
-                        &configure_in_order<attention_v46_backward_configure, fused_attention_configure>, "v46");
-  expect_at_every_shape(&attention_v47_backward_and_bias_gradient,
-                        &configure_in_order<attention_v47_backward_configure, fused_attention_configure>, "v47");
+  for (const auto& [name, walk] : {std::pair{"v45", walk_with_bias_sums<45>()},
+                                   std::pair{"v46", walk_with_bias_sums<46>()},
+                                   std::pair{"v47", walk_with_bias_sums<47>()}})
+    expect_at_every_shape(walk.first, walk.second, name);
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
 
