@@ -42,7 +42,7 @@ __device__ inline uint4 prepare_chunk(uint4 raw, const float (&bias)[kChunk], co
   unsigned w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    const float2 x = widen_bf16_pair(w[i]);
     float x0 = x.x + bias[2 * i], x1 = x.y + bias[2 * i + 1];
     if (cos != nullptr) {
       const float2 g = rotate(x0, x1, cos[i], sin[i]);
@@ -231,7 +231,7 @@ __device__ __forceinline__ void add_chunk(float (&sums)[kChunk], const uint4& ch
   const unsigned w[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+    const float2 x = widen_bf16_pair(w[i]);
     sums[2 * i] += x.x;
     sums[2 * i + 1] += x.y;
   }

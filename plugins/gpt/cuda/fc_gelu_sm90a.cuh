@@ -828,7 +828,7 @@ __device__ void backward_half(const FcGeluSmem<Shape>& s, unsigned char* box, co
         if constexpr (Shape::computed_gelu) {
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
-            const float2 z = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pre[c]));
+            const float2 z = widen_bf16_pair(pre[c]);
             derivative[c] = make_float2(gelu_derivative(z.x), gelu_derivative(z.y));
           }
         } else if constexpr (Shape::packed_slots) {
@@ -947,7 +947,7 @@ __device__ void stage_xw(FcGeluSmem<Shape>& s, const float (&acc)[Shape::frags][
 // GELU of eight bf16 pre-activations (four pairs) by erff in place: the bits the tables hold.
 __device__ inline uint4 gelu_chunk_computed(uint4 pre) {
   const auto pair = [](std::uint32_t p) {
-    const float2 z = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&p));
+    const float2 z = widen_bf16_pair(p);
     const __nv_bfloat162 g = __floats2bfloat162_rn(gelu(z.x), gelu(z.y));
     return *reinterpret_cast<const std::uint32_t*>(&g);
   };
