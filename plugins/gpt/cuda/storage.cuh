@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "bf16_pair.cuh"
+
 namespace roofbench::gpt::cuda {
 
 __device__ inline float to_float(float x) { return x; }
@@ -23,14 +25,6 @@ __device__ inline float from_float<float>(float x) {
 template <>
 __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
-}
-
-// The two bf16 of one 32-bit word widened to fp32 (the lower address in .x): a bf16 is a float's upper half, so a
-// shift and a mask give the same bits as __bfloat1622float2, in two instructions a pair where ptxas makes three of
-// that conversion. The attention's preparation widens every q, k and v this way: the trainers' backward with qkv's
-// sums ran 1.3% faster for it on an H100 (results/lab/h100/2026-12-07-bf16-pair-widening-ab).
-__device__ __forceinline__ float2 widen_bf16_pair(unsigned w) {
-  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
 }
 
 // Four consecutive elements as a float4: 16-byte accesses for fp32, 8-byte ones for bf16 (p aligned to that).
