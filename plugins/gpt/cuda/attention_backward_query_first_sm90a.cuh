@@ -1,5 +1,5 @@
 // The sm_90a backward walk that takes each row's delta from its scores instead of from out, so out is never read: the
-// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 and v45 to v47 (lab/attention_v43.cu), a block of
+// bf16 keeper's backward (v44's, attention_v44.cu) and the lab's v43 and v45 to v48 (lab/attention_v43.cu), a block of
 // one warp group walking its own heads (persistent: blockIdx.x, then + gridDim.x, ...) on
 // attention_backward_sm90a.cuh's key phase and attention_backward_walk_sm90a.cuh's loads, preparation and launch.
 //   - The query phase runs first. For each query half (queries 64 h .. 64 h + 63 against keys 0 .. 64 h + 63, the
@@ -9,7 +9,8 @@
 //     before its rounding to bf16: delta without out.
 //   - The key phase then runs as v38's on that delta (dk's RoPE factors from the lane-ordered table under the
 //     products), storing no dS^T: no product reads it. v44's and v45's (V44KeyPhase): its masked exponents dropped
-//     by a select, as v39's; v46's and v47's also with a branch on whether a chunk is masked (V46KeyPhase).
+//     by a select, as v39's; v46's and v47's also with a branch on whether a chunk is masked (V46KeyPhase), v48's
+//     with that branch in key half 1 alone (V48KeyPhase).
 //   - Loads: a head's q, k and v at the end of the head before (v45 and v47: in two parts, the walk below); its dout
 //     a whole head ahead, into the other of two dout tiles, which alternate (both phases read dout, so no tile frees
 //     earlier).
@@ -183,7 +184,7 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
 
 // The walk's key phases, as types (a kernel template's arguments): v43's (dk's RoPE factors fetched under the products
 // from the table's lane-ordered copy, no dS^T stored); v44's and v45's, v43's with the masked exponents dropped by a
-// select; v46's and v47's, v44's with a branch on whether a chunk is masked.
+// select; v46's and v47's, v44's with a branch on whether a chunk is masked; v48's, that branch in key half 1 alone.
 struct V43KeyPhase {
   static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered, .store_ds_t = false};
 };
@@ -195,7 +196,13 @@ struct V46KeyPhase {
   static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
                                    .select_masked = true,
                                    .store_ds_t = false,
-                                   .branch_on_masked = true};
+                                   .branch_on_masked = KeyHalves::both};
+};
+struct V48KeyPhase {
+  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
+                                   .select_masked = true,
+                                   .store_ds_t = false,
+                                   .branch_on_masked = KeyHalves::half_1};
 };
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its

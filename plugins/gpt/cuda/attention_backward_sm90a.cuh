@@ -195,16 +195,18 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
 // prefetch_rope_back_factors); when they are fetched (fetch); a masked chunk's exponents as straight-line code
 // (select_masked, v39: probabilities_and_ds's kSelectMasked); dS^T stored for the dq products (store_ds_t; not by the
 // keeper's v44 and the lab's v43, whose query phase makes dq from its own dS); each 32-query chunk's element-wise step
-// chosen by a branch on whether the chunk is masked (branch_on_masked, the lab's v46: the warp's keys are one 16-row
-// block, so the branch is uniform), the unmasked chunks' without a compare, where without it every pair's keep is
-// !masked || (key <= query < T), which ptxas computes for every pair while the scores' products run and, short of
-// predicate registers, keeps as bits in ordinary ones, about six instructions a pair.
+// chosen by a branch on whether the chunk is masked (branch_on_masked, the lab's v46 in both key halves, v48 in key
+// half 1 alone: the warp's keys are one 16-row block, so the branch is uniform), the unmasked chunks' without a
+// compare, where without it every pair's keep is !masked || (key <= query < T), which ptxas computes for every pair
+// while the scores' products run and, short of predicate registers, keeps as bits in ordinary ones, about six
+// instructions a pair.
+enum class KeyHalves { neither, half_1, both };
 struct KeyPhase {
   bool prefetch_factors = false;
   FactorFetch fetch = FactorFetch::after_product;
   bool select_masked = false;
   bool store_ds_t = true;
-  bool branch_on_masked = false;
+  KeyHalves branch_on_masked = KeyHalves::neither;
 };
 
 // The second step: once the scores (the newest commit group) have completed, the element-wise step, dS^T to shared
@@ -234,7 +236,9 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
           query_chunk(x.s, c), query_chunk(x.dp, c), h.lse, h.delta, key0, qc, with_masks, args.scale * kLog2e,
           args.s.T, lane);
     };
-    if constexpr (kPhase.branch_on_masked) {
+    constexpr bool kBranch = kPhase.branch_on_masked == KeyHalves::both ||
+                             (kPhase.branch_on_masked == KeyHalves::half_1 && kQueries == kMaxT / 2);
+    if constexpr (kBranch) {
       if (masked)
         step(true);
       else
