@@ -41,31 +41,23 @@ struct V43Smem {
   float lse[kMaxT], delta[kMaxT];  // lse in log2 units
   std::uint64_t qkv_landed, dout_landed[2];
 };
-constexpr std::size_t kV43SmemBytes = sizeof(V43Smem) + kAtomBytes;  // room to align the start
-static_assert(kV14BlocksPerSm * (kV43SmemBytes + 1024) <= 228 * 1024, "two v43 blocks an SM");
 
 // With qkv_bias_sums (v44's, for the trainers' kernel): v43's, and the column sums of the head's dq, dk and dv, a slot
 // for each warp's 16-row block, as QkvBiasSmem's.
 struct V43QkvBiasSmem : V43Smem {
   alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
 };
-constexpr std::size_t kV43QkvBiasSmemBytes = sizeof(V43QkvBiasSmem) + kAtomBytes;
-static_assert(kV14BlocksPerSm * (kV43QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v44 blocks with the sums an SM");
 
 // The lab's v45: v43's, with the rows 64 .. 127 of q, k and v landing on a barrier of their own (rows 0 .. 63 on
 // qkv_landed), so that a head's query half 0 starts once its first rows have landed.
 struct V45Smem : V43Smem {
   std::uint64_t upper_rows_landed;
 };
-constexpr std::size_t kV45SmemBytes = sizeof(V45Smem) + kAtomBytes;
-static_assert(kV14BlocksPerSm * (kV45SmemBytes + 1024) <= 228 * 1024, "two v45 blocks an SM");
 
 // With qkv_bias_sums (v45's): v45's, and the column sums as V43QkvBiasSmem's.
 struct V45QkvBiasSmem : V45Smem {
   alignas(16) float column_sums[3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
 };
-constexpr std::size_t kV45QkvBiasSmemBytes = sizeof(V45QkvBiasSmem) + kAtomBytes;
-static_assert(kV14BlocksPerSm * (kV45QkvBiasSmemBytes + 1024) <= 228 * 1024, "two v45 blocks with the sums an SM");
 
 // The preparation's passes over rows 0 .. 63: PreparedChunks::row gives pass `it` rows 16 it .. 16 it + 15, so the
 // first half of the passes covers the first half of the rows and nothing else.
@@ -319,10 +311,12 @@ template <typename Keys, typename Smem>
 BackwardWalk query_first_walk(const char* version, const char* configure_name,
                               BackwardWalkKernel kernel = query_first_backward_kernel<Keys, Smem>) {
   static_assert(Keys::kValue.fetch == FactorFetch::under_product_lane_ordered);
+  constexpr std::size_t kSmemBytes = sizeof(Smem) + kAtomBytes;  // room to align the start
+  static_assert(kV14BlocksPerSm * (kSmemBytes + 1024) <= 228 * 1024, "two blocks an SM");
   return BackwardWalk{.version = version,
                       .configure_name = configure_name,
                       .kernel = kernel,
-                      .smem_bytes = sizeof(Smem) + kAtomBytes,
+                      .smem_bytes = kSmemBytes,
                       .column_partials = kQueryFirstSums<Smem>,
                       .lane_ordered_rope = true,
                       .qkv_half_boxes = kQueryFirstSplit<Smem>};

@@ -320,48 +320,31 @@ void keeper_backward_then_column_sum(bf16* dqkv, float* dbias, float* partials, 
   column_sum(dbias, dqkv, s.batch * s.T, 3 * s.channels(), partials, stream);
 }
 
+// A row on lab_attention_bf16's walk kVersion in its form that sums dqkv's columns, beside the keeper's forward.
+template <int kVersion>
+constexpr QkvBiasVersion walk_with_sums(const char* name, const char* kernel) {
+  return {name, kernel, lab::configure_in_order<lab::walk_configure<kVersion>, fused_attention_configure>,
+          lab::walk_backward_and_bias_gradient<kVersion>};
+}
+
 constexpr QkvBiasVersion kQkvBiasVersions[] = {
     {"v1", "the keeper's backward, then column_sum's two passes over dqkv", fused_attention_configure,
      keeper_backward_then_column_sum},
-    {"v2", "v26's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<26>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<26>},
-    {"v3", "v34's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<34>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<34>},
-    {"v4", "v37's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<37>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<37>},
-    {"v5", "v38's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<38>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<38>},
-    {"v6", "v39's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<39>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<39>},
-    {"v7", "v40's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<40>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<40>},
-    {"v8", "v41's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<41>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<41>},
-    {"v9", "v42's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<42>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<42>},
+    walk_with_sums<26>("v2", "v26's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<34>("v3", "v34's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<37>("v4", "v37's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<38>("v5", "v38's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<39>("v6", "v39's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<40>("v7", "v40's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<41>("v8", "v41's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<42>("v9", "v42's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
     {"v10", "v44's backward (the keeper's) summing dqkv's columns as it stores them, then column_finish (sm_90a)",
      lab::configure_in_order<fused_attention_sm90a_backward_configure, fused_attention_configure>,
      fused_attention_sm90a_backward_and_bias_gradient},
-    {"v11", "v45's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<45>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<45>},
-    {"v12", "v46's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<46>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<46>},
-    {"v13", "v47's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<47>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<47>},
-    {"v14", "v48's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)",
-     lab::configure_in_order<lab::walk_configure<48>, fused_attention_configure>,
-     lab::walk_backward_and_bias_gradient<48>},
+    walk_with_sums<45>("v11", "v45's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<46>("v12", "v46's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<47>("v13", "v47's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<48>("v14", "v48's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
 };
 
 class QkvBiasLab final : public Case {
