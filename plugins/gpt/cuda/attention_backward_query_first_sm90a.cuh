@@ -146,10 +146,13 @@ __device__ __forceinline__ void query_probabilities_and_ds(QueryHalfScores<kKeys
 // Query half `half` against keys 0 .. kKeys - 1 (kKeys = 64 (half + 1)): its scores, P, delta and dS, then dq = dS k
 // from the registers (k read MN-major), its RoPE factors fetched from the lane-ordered table under the product, and
 // dq (times scale, rotated back) to dqkv through `stage`, and to column_sums' dq slots (HeadColumnSums) where given.
-template <int kKeys, typename HeadSums>
+// `stage` holds kStageRows rows: a whole head's (query q in row q), or a query half's (kMaxT / 2: query q in row
+// q % 64; each warp stages its own 16 rows, the same ones in both halves).
+template <int kKeys, typename HeadSums, int kStageRows = kMaxT>
 __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h, unsigned char* stage, bf16* dqkv,
                                                           const HeadRows& at, const FusedArgs& args, int half,
                                                           HeadSums column_sums) {
+  static_assert(kStageRows == kMaxT || kStageRows == kMaxT / 2);
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4, q0 = 64 * half + kRows * warp;
   QueryHalfScores<kKeys> x;
   query_scores(h, half, x);
@@ -170,8 +173,8 @@ __device__ __forceinline__ void backward_query_half_first(const BackwardHead& h,
   factors.load<true>(args.rope, q0, args.s.T, lane);
   hw::wgmma_wait_group<0>();
   hw::fence_accumulators(dq);
-  store_rotated_block(dqkv, SwizzledStage{stage, q0}, dq, args, q0, lane, [&](int t) { return at.qkv_at(t, 0); },
-                      column_sums.block(0, q0), &factors);
+  store_rotated_block(dqkv, SwizzledStage{stage, q0 % kStageRows}, dq, args, q0, lane,
+                      [&](int t) { return at.qkv_at(t, 0); }, column_sums.block(0, q0), &factors);
 }
 
 // The walk's key phases, as types (a kernel template's arguments): v43's (dk's RoPE factors fetched under the products
@@ -196,6 +199,35 @@ struct V48KeyPhase {
                                    .store_ds_t = false,
                                    .branch_on_masked = KeyHalves::half_1};
 };
+
+// Nothing to do between a head's halves (backward_head_query_first's default).
+struct NothingBetweenHalves {
+  __device__ void operator()() const {}
+};
+
+// A head's steps once its preparation has met (kSplit: its rows 0 .. 63): both query halves, dq staged in `dq_stage`
+// (kStageRows rows, backward_query_half_first's), then, once the warp group has met on `sync` (every row's delta
+// taken), both key halves on warp group `group`'s barrier. between_query_halves and between_key_halves run in every
+// thread of the group between the halves (the lab's v45: its rows 64 .. 127 land and are prepared, then the next
+// head's rows 0 .. 63 are loaded).
+template <KeyPhase kKeyPhase, int kStageRows = kMaxT, typename HeadSums, typename Sync,
+          typename BetweenQueryHalves = NothingBetweenHalves, typename BetweenKeyHalves = NothingBetweenHalves>
+__device__ __forceinline__ void backward_head_query_first(const BackwardHead& h, unsigned char* dq_stage, bf16* dqkv,
+                                                          const HeadRows& at, const FusedArgs& args, int group,
+                                                          HeadSums column_sums, Sync sync,
+                                                          BetweenQueryHalves between_query_halves = {},
+                                                          BetweenKeyHalves between_key_halves = {}) {
+  const int T = args.s.T;
+  backward_query_half_first<64, HeadSums, kStageRows>(h, dq_stage, dqkv, at, args, 0, column_sums);
+  between_query_halves();
+  if (T > 64)  // else queries 64 .. are all padding
+    backward_query_half_first<kMaxT, HeadSums, kStageRows>(h, dq_stage, dqkv, at, args, 1, column_sums);
+  sync();  // every row's delta taken
+  backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, group, column_sums);
+  between_key_halves();
+  if (T > 64)  // else keys 64 .. are all padding
+    backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, group, column_sums);
+}
 
 // v43's walk over the block's heads (persistent, as walk_backward_heads): the query phase, then v38's key phase on its
 // delta, as kKeyPhase chooses. Smem V43QkvBiasSmem: dqkv's column sums as stored, written to args.column_partials after
@@ -259,24 +291,24 @@ __device__ __forceinline__ void walk_backward_heads_query_first(Smem& sm, const 
     else
       prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
     __syncthreads();  // every chunk prepared (kSplit: of rows 0 .. 63), every lse stored
-    backward_query_half_first<64>(h, sm.dq_stage, dqkv, at, args, 0, column_sums);
+    const auto sync = [] { __syncthreads(); };
     if constexpr (kSplit) {
-      hw::mbarrier_wait_or_trap(&sm.upper_rows_landed, n & 1);
-      prepare_backward_head<kV14Threads, false, kHalfHeadPasses>(h, nullptr, prep, T);
-      __syncthreads();  // rows 64 .. prepared
+      const auto upper_rows = [&] {
+        hw::mbarrier_wait_or_trap(&sm.upper_rows_landed, n & 1);
+        prepare_backward_head<kV14Threads, false, kHalfHeadPasses>(h, nullptr, prep, T);
+        __syncthreads();  // rows 64 .. prepared
+      };
+      const auto next_lower_rows = [&] {
+        hw::fence_proxy_async_shared();  // key half 0's ordinary stores to v's rows 0 .. 63 (its staging)
+        __syncthreads();                 // rows 0 .. 63 of q, k and v are free: key half 1 reads rows 64 .. alone
+        if (threadIdx.x == 0 && has_next)
+          load_head_half(sm.head, maps.out, &sm.qkv_landed, v10_head_rows(head + stride, args.s), 0);
+      };
+      backward_head_query_first<kKeyPhase>(h, sm.dq_stage, dqkv, at, args, 0, column_sums, sync, upper_rows,
+                                           next_lower_rows);
+    } else {
+      backward_head_query_first<kKeyPhase>(h, sm.dq_stage, dqkv, at, args, 0, column_sums, sync);
     }
-    if (T > 64)  // else queries 64 .. are all padding
-      backward_query_half_first<kMaxT>(h, sm.dq_stage, dqkv, at, args, 1, column_sums);
-    __syncthreads();  // every row's delta taken
-    backward_key_rows<kMaxT, kKeyPhase>(h, dqkv, at, args, 0, 0, column_sums);
-    if constexpr (kSplit) {
-      hw::fence_proxy_async_shared();  // key half 0's ordinary stores to v's rows 0 .. 63 (its staging)
-      __syncthreads();                 // rows 0 .. 63 of q, k and v are free: key half 1 reads rows 64 .. alone
-      if (threadIdx.x == 0 && has_next)
-        load_head_half(sm.head, maps.out, &sm.qkv_landed, v10_head_rows(head + stride, args.s), 0);
-    }
-    if (T > 64)  // else keys 64 .. are all padding
-      backward_key_rows<kMaxT - 64, kKeyPhase>(h, dqkv, at, args, 1, 0, column_sums);
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the tiles, before TMA writes them again
     __syncthreads();                 // q, k, v, this dout, lse and delta are free
     if (threadIdx.x == 0 && has_next) {

@@ -234,18 +234,25 @@ inline constexpr WalkPolicy kQkvBiasWalk = with_qkv_bias_sums(kV26Walk),
                             kV41QkvBiasWalk = with_qkv_bias_sums(kV41Walk),
                             kV42QkvBiasWalk = with_qkv_bias_sums(kV42Walk);
 
-// qkv_bias_sums: the head's column sums of dq, dk and dv, its blocks below T added in row order, to
-// partials[b][part C + h 64 + column]. The group's threads, after the barrier that ends the head. Smem: QkvBiasSmem, or
-// another walk's shared memory with the same column_sums (V43QkvBiasSmem, the keeper's, v44's).
-template <typename Smem>
-__device__ inline void store_head_column_sums(const Smem& sm, float* partials, const HeadRows& at) {
+// qkv_bias_sums: the head's column sums of dq, dk and dv (`sums`, its blocks' slots), its blocks below T added in row
+// order, to partials[b][part C + h 64 + column]. The group's threads (`thread` of kV14Threads), after the barrier that
+// ends the head.
+__device__ inline void store_column_sums(const float (&sums)[3][kRowBlocks][kHeadDim], float* partials,
+                                         const HeadRows& at, int thread) {
   const int blocks = min(kRowBlocks, (at.T + kRows - 1) / kRows);  // a block at or past T was never written
-  for (int i = static_cast<int>(threadIdx.x); i < 3 * kHeadDim; i += kV14Threads) {
+  for (int i = thread; i < 3 * kHeadDim; i += kV14Threads) {
     const int part = i / kHeadDim, c = i % kHeadDim;
     float total = 0.0f;
-    for (int block = 0; block < blocks; ++block) total += sm.column_sums[part][block][c];
+    for (int block = 0; block < blocks; ++block) total += sums[part][block][c];
     partials[static_cast<std::size_t>(at.b) * 3 * at.C + part * at.C + at.h * kHeadDim + c] = total;
   }
+}
+
+// store_column_sums of a block of one warp group. Smem: QkvBiasSmem, or another walk's shared memory with the same
+// column_sums (V43QkvBiasSmem, the keeper's, v44's).
+template <typename Smem>
+__device__ inline void store_head_column_sums(const Smem& sm, float* partials, const HeadRows& at) {
+  store_column_sums(sm.column_sums, partials, at, static_cast<int>(threadIdx.x));
 }
 
 // The walk over the block's heads (Smem: V14Smem, V17Smem where the next rows come early, QkvBiasSmem with
@@ -475,8 +482,9 @@ using BackwardWalkKernel = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16*
 // A walk kernel's host side: its name in messages ("v17's backward"), the name of the configure its callers export, its
 // shared memory, whether it writes dqkv's column partials (qkv_bias_sums), whether it reads the RoPE table's
 // lane-ordered copy (a walk with under_product_lane_ordered factors), whether its third map is qkv's in boxes of half a
-// head's rows instead of out's (a walk that reads no out and loads a head in two parts, the lab's v45 and v47) and its
-// persistent grid (as many blocks as fit at once; 0 until configure).
+// head's rows instead of out's (a walk that reads no out and loads a head in two parts, the lab's v45 and v47), its
+// threads a block (one warp group, or the lab's v49's two) and its persistent grid (as many blocks as fit at once; 0
+// until configure).
 struct BackwardWalk {
   const char* version;
   const char* configure_name;
@@ -485,10 +493,11 @@ struct BackwardWalk {
   bool column_partials = false;
   bool lane_ordered_rope = false;
   bool qkv_half_boxes = false;
+  int threads = kV14Threads;
   int grid = 0;
 
   // Two blocks of about 98 KB (v32's and v33's 113 KB) need the carveout that gives an SM the most shared memory.
-  void configure() { grid = configure_shared_sm90a(version, kernel, kV14Threads, smem_bytes); }
+  void configure() { grid = configure_shared_sm90a(version, kernel, threads, smem_bytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks; partials [batch][3C] where it writes them.
   void launch(bf16* dqkv, const bf16* dout, const bf16* out, const float* lse, const bf16* qkv,
@@ -507,8 +516,8 @@ struct BackwardWalk {
     args.column_partials = partials;
     const BackwardTensorMaps maps =
         backward_tensor_maps(version, dqkv, dout, out, qkv, qkv_bias, rope, s, qkv_half_boxes);
-    kernel<<<std::min(s.batch * s.heads, grid), kV14Threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out,
-                                                                                    dqkv, lse, qkv_bias, args);
+    kernel<<<std::min(s.batch * s.heads, grid), threads, smem_bytes, stream>>>(maps.qkv, maps.dout, maps.out, dqkv,
+                                                                                lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
   }
 

@@ -1,9 +1,9 @@
 // Versions 10's, 11's, 15's, 19's, 23's, 24's and 26's forwards, 12's backward, v22 and v28, and the backward walks
 // (configure_backward_walk's versions) in a build without sm_90a code (ROOFBENCH_HOPPER_90A off): attention_v10.cu,
 // _v12.cu, _v14.cu, _v15.cu, _v17.cu, _v18.cu, _v19.cu, _v21.cu, _v22.cu, _v23.cu, _v25.cu, _v26.cu, _v27.cu, _v30.cu,
-// _v32.cu, _v43.cu and backward_walks.cpp are not compiled, so the versions are not applicable on any device and their
-// benchmarks are listed as not run (the keeper's sm_90a kernels, v29's forward and v44's backward, refuse there as
-// these do: cuda/attention_sm90a_absent.cpp).
+// _v32.cu, _v43.cu, _v49.cu and backward_walks.cpp are not compiled, so the versions are not applicable on any device
+// and their benchmarks are listed as not run (the keeper's sm_90a kernels, v29's forward and v44's backward, refuse
+// there as these do: cuda/attention_sm90a_absent.cpp).
 #include <string>
 
 #include "attention_versions.hpp"

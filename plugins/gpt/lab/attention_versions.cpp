@@ -142,6 +142,8 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     walk_on_keeper_forward<47>("v47", "v47 (v45's two-part loads and v46's branch on whether a chunk is masked, "
                                       "sm_90a)"),
     walk_on_keeper_forward<48>("v48", "v48 (v46's branch on whether a chunk is masked in key half 1 alone, sm_90a)"),
+    walk_on_keeper_forward<49>("v49", "v49 (v44's steps, two warp groups a block sharing a ring of three head slots, "
+                                      "sm_90a)"),
 };
 
 }  // namespace

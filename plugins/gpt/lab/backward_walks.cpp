@@ -11,7 +11,7 @@ namespace {
 const VersionWalk& version_walk(int version) {
   for (const auto walks : {attention_v14_walks(), attention_v17_walks(), attention_v18_walks(), attention_v21_walks(),
                            attention_v25_walks(), attention_v26_walks(), attention_v27_walks(), attention_v30_walks(),
-                           attention_v32_walks(), attention_v43_walks()})
+                           attention_v32_walks(), attention_v43_walks(), attention_v49_walks()})
     for (const VersionWalk& w : walks)
       if (w.version == version) return w;
   throw Error("gpt lab: attention v" + std::to_string(version) + " has no backward walk");

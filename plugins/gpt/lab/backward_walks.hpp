@@ -61,5 +61,6 @@ std::span<const VersionWalk> attention_v27_walks();
 std::span<const VersionWalk> attention_v30_walks();
 std::span<const VersionWalk> attention_v32_walks();
 std::span<const VersionWalk> attention_v43_walks();
+std::span<const VersionWalk> attention_v49_walks();
 
 }  // namespace roofbench::gpt::cuda::lab

@@ -201,7 +201,7 @@ TEST(GptLabAttentionTable, BackwardWalksAreFoundByVersion) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v44 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v43 and v45 to v48 the
+// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v43 and v45 to v49 the
 // keeper's forward with their own backwards.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
@@ -249,7 +249,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41",
-                           "v42", "v43", "v45", "v46", "v47", "v48"})
+                           "v42", "v43", "v45", "v46", "v47", "v48", "v49"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &walk_backward<30>);
   EXPECT_TRUE(row("v31").backward == &walk_backward<31>);
@@ -269,6 +269,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v46").backward == &walk_backward<46>);
   EXPECT_TRUE(row("v47").backward == &walk_backward<47>);
   EXPECT_TRUE(row("v48").backward == &walk_backward<48>);
+  EXPECT_TRUE(row("v49").backward == &walk_backward<49>);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -828,11 +829,12 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
 // to bf16's rounding, not bit for bit, and every head is within bf16's tolerance of the double reference (a wrong mask,
 // layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44 (the keeper), v43 with
 // v39's select, v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked,
-// v47, v45 and v46 together, and v48, v46's branch in key half 1 alone, give v43's bits. At 2304 heads (blocks walking
-// many heads, both dout tiles and both parts' barriers in turn) and at 48 (a head a block).
-TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV48GiveItsBits) {
+// v47, v45 and v46 together, v48, v46's branch in key half 1 alone, and v49, v44's steps on a ring of three head slots
+// shared by two warp groups, give v43's bits. At 2304 heads (blocks walking many heads, both dout tiles, both parts'
+// barriers and each of v49's six barriers in turn, several times) and at 48 (a head a block).
+TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV49GiveItsBits) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48"})
+  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48", "v49"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int H = 12, hd = 64;
   const int T = GetParam();
@@ -853,15 +855,15 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV48GiveItsBits) {
     const FusedAttentionRun v45 = in.run("v45");
     EXPECT_EQ(v45.out, v29.out) << B << " sequences";
     EXPECT_EQ(v45.dqkv, v43.dqkv) << B << " sequences";
-    for (const char* name : {"v46", "v47", "v48"})
+    for (const char* name : {"v46", "v47", "v48", "v49"})
       EXPECT_EQ(in.run(name).dqkv, v43.dqkv) << name << ", " << B << " sequences";
   }
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3 to v9 on
-// v34's and v37's to v42's, v10, the trainers', on the keeper's, v44's, v11 to v14 on v45's to v48's) on B sequences of
+// v34's and v37's to v42's, v10, the trainers', on the keeper's, v44's, v11 to v15 on v45's to v49's) on B sequences of
 // T: its dqkv equals the plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10 the keeper's,
-// v44's row's, whose arithmetic differs; v11 to v14 v45's to v48's rows'); its bias gradient is within fp32's rounding
+// v44's row's, whose arithmetic differs; v11 to v15 v45's to v49's rows'); its bias gradient is within fp32's rounding
 // of the double column sums of that dqkv over every row (rows from T on, which no block stores, add nothing), and the
 // same bits in a second run. The bias gradient and the partials are poisoned before each run, so a (sequence, head)
 // left unwritten shows.
@@ -909,7 +911,7 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), co
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name :
-       {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44", "v45", "v46", "v47", "v48"})
+       {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44", "v45", "v46", "v47", "v48", "v49"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
@@ -929,7 +931,8 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   for (const auto& [name, walk] : {std::pair{"v45", walk_with_bias_sums<45>()},
                                    std::pair{"v46", walk_with_bias_sums<46>()},
                                    std::pair{"v47", walk_with_bias_sums<47>()},
-                                   std::pair{"v48", walk_with_bias_sums<48>()}})
+                                   std::pair{"v48", walk_with_bias_sums<48>()},
+                                   std::pair{"v49", walk_with_bias_sums<49>()}})
     expect_at_every_shape(walk.first, walk.second, name);
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
