@@ -145,16 +145,18 @@ __device__ __forceinline__ void walk_forward_heads(Smem& sm, const CUtensorMap* 
 using ForwardWalkKernel = void (*)(CUtensorMap, bf16*, float*, const float*, FusedArgs);
 
 // A forward walk kernel's host side: its name in messages ("v15's forward"), the name of the configure its
-// callers export, and its persistent grid (as many blocks as fit at once; 0 until configure).
+// callers export, its shared memory, its threads a block (one warp group, or the lab's v50's three, each walking its
+// own heads) and its persistent grid (as many blocks as fit at once; 0 until configure).
 struct ForwardWalk {
   const char* version;
   const char* configure_name;
   ForwardWalkKernel kernel;
   std::size_t smem_bytes = kV15SmemBytes;
+  int threads = kV15Threads;
   int grid = 0;
 
   // Three or four blocks of 49 KB (v29: three of 65 KB) need the carveout that gives an SM the most shared memory.
-  void configure() { grid = configure_shared_sm90a(version, kernel, kV15Threads, smem_bytes); }
+  void configure() { grid = configure_shared_sm90a(version, kernel, threads, smem_bytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks.
   void launch(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope, const AttentionShape& s,
@@ -162,15 +164,15 @@ struct ForwardWalk {
     if (grid == 0) throw Error(std::string("gpt: attention ") + version + " runs after " + configure_name + "()");
     const FusedArgs args = fused_args(s, rope);
     const CUtensorMap map = qkv_tensor_map(version, out, qkv, qkv_bias, rope, s);  // out's alignment checked too
-    kernel<<<std::min(s.batch * s.heads, grid), kV15Threads, smem_bytes, stream>>>(map, out, lse, qkv_bias, args);
+    kernel<<<std::min(s.batch * s.heads, grid), threads, smem_bytes, stream>>>(map, out, lse, qkv_bias, args);
     ROOFBENCH_CUDA_LAUNCH();
   }
 
-  // launch where a batch's heads number at least four per block of the grid (sm90a_forward_pays, the keeper's
+  // launch where a batch's heads number at least four per warp group of the grid (sm90a_forward_pays, the keeper's
   // rule), v9's forward below (the lab's rows on these walks).
   void launch_or_v9(bf16* out, float* lse, const bf16* qkv, const float* qkv_bias, RopeTable rope,
                     const AttentionShape& s, cudaStream_t stream) const {
-    if (sm90a_forward_pays(s.batch * s.heads, grid))
+    if (sm90a_forward_pays(s.batch * s.heads, grid * (threads / kV15Threads)))
       launch(out, lse, qkv, qkv_bias, rope, s, stream);
     else
       fused_attention_v9_forward(out, lse, qkv, qkv_bias, rope, s, stream);

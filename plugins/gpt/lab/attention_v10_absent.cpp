@@ -65,6 +65,10 @@ void attention_v24_forward(bf16*, float*, const bf16*, const float*, RopeTable, 
   refuse("v24");
 }
 
+void attention_v50_forward_configure() { refuse("v50's forward"); }
+void attention_v50_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
+  refuse("v50's forward");
+}
 void attention_v26_forward_configure() { refuse("v26's forward"); }
 void attention_v26_forward(bf16*, float*, const bf16*, const float*, RopeTable, const AttentionShape&, cudaStream_t) {
   refuse("v26's forward");

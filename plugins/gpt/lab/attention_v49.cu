@@ -3,19 +3,15 @@
 // backward_head_query_first: the query phase, delta from the scores, then the key phase with the masked exponents
 // dropped by a select), walked by two warp groups of one block an SM that share a ring of three head slots (q, k, v and
 // dout, 64 KB, and the head's lse and delta) instead of two blocks an SM of one warp group and one head's tiles each.
-//   - The block's n-th head (blockIdx.x + n gridDim.x) is warp group n % 2's and lands in slot n % 3. A group that ends
-//     head n loads head n + 3 into the slot it frees; that head is the other group's, which starts it once its own
-//     head n + 1 has ended. The groups settle at least a load's time apart (the second group's first wait sets that),
-//     and from then on a group that ends a head finds its next one landed: its boxes were loaded while the other
-//     group's head ran, where v44's block waits at every head's start for boxes it loaded at the end of the head
-//     before.
-//   - A slot's loads complete on a barrier of the group that reads them (landed[group][slot]): each barrier's phases
-//     are one group's visits to one slot, in order, so a wait never mistakes an earlier fill's phase for its own (a
-//     slot's fills alternate between the groups, which drift apart).
+//   - The ring (attention_ring_sm90a.cuh's HeadRing): the block's n-th head is warp group n % 2's and lands in slot
+//     n % 3; a group that ends head n loads head n + 3, the other group's, into the slot it frees, and the other
+//     group starts it once its own head n + 1 has ended. The groups settle at least a load's time apart (the second
+//     group's first wait sets that), and from then on a group that ends a head finds its next one landed: its boxes
+//     were loaded while the other group's head ran, where v44's block waits at every head's start for boxes it
+//     loaded at the end of the head before.
 //   - A head's lse and delta live in its slot; each group has its own dq stage (a query half's 64 rows: each warp
-//     stages the same 16 rows in both halves) and, with qkv's bias sums, its own column sums; it meets on its own
-//     named barrier. The group's number, its row and the block's index are read anew where used (thread_index_anew,
-//     KeyPhase::group_anew, block_head): held through the key phase they spill.
+//     stages the same 16 rows in both halves) and, with qkv's bias sums, its own column sums. The key phase meets on
+//     its group's barrier found anew (KeyPhase::group_anew): held through it, the group's number spills.
 // Why: in v44's backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100,
 // batch 512), and each block reads its next head's 64 KB only once its own head has ended, so an SM's bytes in flight
 // come in bursts; with a third slot shared by the SM's two heads, every load has a whole head's time to land.
@@ -31,14 +27,15 @@
 #include <type_traits>
 
 #include "attention_backward_query_first_sm90a.cuh"
+#include "attention_ring_sm90a.cuh"
 #include "attention_versions.hpp"
 #include "backward_walks.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
 
-constexpr int kRingGroups = 2, kRingSlots = 3;
-constexpr int kRingThreads = kRingGroups * kV14Threads;
+using BackwardRing = HeadRing<2, 3>;
+static_assert(BackwardRing::kGroupThreads == kV14Threads);
 
 // One head's rows as TMA brings them (q, k, v and dout), and its rows' lse and delta.
 struct RingSlot {
@@ -48,42 +45,32 @@ struct RingSlot {
 };
 
 struct V49Smem {
-  RingSlot slot[kRingSlots];
-  unsigned char dq_stage[kRingGroups][kHeadTileBytes / 2];  // a query half's rows (backward_query_half_first's)
-  std::uint64_t landed[kRingGroups][kRingSlots];            // the slot's four boxes, for the group that reads them
+  RingSlot slot[BackwardRing::kSlots];
+  unsigned char dq_stage[BackwardRing::kGroups][kHeadTileBytes / 2];  // a query half's rows (its kStageRows)
+  std::uint64_t landed[BackwardRing::kGroups][BackwardRing::kSlots];  // the slot's four boxes, for the group reading
 };
 
 // With qkv_bias_sums (qkv-bias v15): v49's, and each group's column sums as V43QkvBiasSmem's.
 struct V49QkvBiasSmem : V49Smem {
-  alignas(16) float column_sums[kRingGroups][3][kRowBlocks][kHeadDim];  // BlockColumnSums stores 16 bytes a lane
+  alignas(16) float column_sums[BackwardRing::kGroups][3][kRowBlocks][kHeadDim];  // BlockColumnSums: 16 bytes a lane
 };
 
-// HeadColumnSums of the calling thread's warp group, its slots found anew at each block (a register fewer through the
+// HeadColumnSums of the calling thread's warp group, the group found anew at each block (a register fewer through the
 // key phase).
 struct RingColumnSums {
   float (*groups)[3][kRowBlocks][kHeadDim];
   __device__ BlockColumnSums block(int part, int row0) const {
-    return {groups[thread_index_anew() / kV14Threads][part][row0 / kRows]};
+    return {groups[BackwardRing::thread_group()][part][row0 / kRows]};
   }
 };
 
-// The block's n-th head into slot n % 3 on group n % 2's barrier of that slot. One thread.
-__device__ inline void load_ring_head(V49Smem& sm, const V14Maps& maps, int n, const HeadRows& at) {
-  RingSlot& slot = sm.slot[n % kRingSlots];
-  std::uint64_t* bar = &sm.landed[n % kRingGroups][n % kRingSlots];
+// The block's n-th head into its slot on its group's barrier of that slot. One thread.
+__device__ inline void load_backward_ring_head(V49Smem& sm, const V14Maps& maps, int n, const HeadRows& at) {
+  RingSlot& slot = sm.slot[BackwardRing::slot(n)];
+  std::uint64_t* bar = &sm.landed[BackwardRing::group(n)][BackwardRing::slot(n)];
   load_head(slot.head, maps.qkv, bar, at, kHeadTileBytes);
   hw::tma_load_2d(slot.dout, maps.dout, bar, at.b * at.T, at.h * kHeadDim);
 }
-
-// The block's n-th head, blockIdx.x + n gridDim.x, the block's index read anew (a register fewer through a head).
-__device__ inline int block_head(int n) {
-  unsigned block;
-  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(block));
-  return static_cast<int>(block + n * gridDim.x);
-}
-
-// The parity of the wait for the block's n-th head: its group visits slot n % 3 every kRingGroups kRingSlots heads.
-__device__ inline std::uint32_t ring_parity(int n) { return (n / (kRingGroups * kRingSlots)) & 1; }
 
 template <bool kSums, typename Smem>
 __device__ __forceinline__ auto ring_column_sums(Smem& sm) {
@@ -106,39 +93,40 @@ __device__ __forceinline__ void walk_backward_heads_on_ring(Smem& sm, const V14M
     for (auto& bars : sm.landed)
       for (auto& bar : bars) hw::mbarrier_init(&bar, 1);
     hw::mbarrier_init_fence();
-    for (int n = 0; n < kRingSlots && block_head(n) < heads; ++n)
-      load_ring_head(sm, maps, n, v10_head_rows(block_head(n), args.s));
+    for (int n = 0; n < BackwardRing::kSlots && block_head(n) < heads; ++n)
+      load_backward_ring_head(sm, maps, n, v10_head_rows(block_head(n), args.s));
   }
   __syncthreads();
-  for (int n = static_cast<int>(threadIdx.x) / kV14Threads; block_head(n) < heads; n += kRingGroups) {
-    const int group = thread_index_anew() / kV14Threads, row = thread_index_anew() % kV14Threads;
-    const int head = block_head(n);
-    const HeadRows at = v10_head_rows(head, args.s);
-    if (row == 0 && block_head(n + kRingGroups) < heads)
-      prefetch_lse(lse, v10_head_rows(block_head(n + kRingGroups), args.s), args.s.heads);
+  for (int n = BackwardRing::thread_group(); block_head(n) < heads; n += BackwardRing::kGroups) {
+    const int row = BackwardRing::thread_row();
+    const HeadRows at = v10_head_rows(block_head(n), args.s);
+    if (row == 0 && block_head(n + BackwardRing::kGroups) < heads)
+      prefetch_lse(lse, v10_head_rows(block_head(n + BackwardRing::kGroups), args.s), args.s.heads);
     HeadPreparationSm90a<kV14Threads> prep;
     prep.load<true>(bias, args.rope, at);
     float held_lse = row < T ? lse[at.stats_at(row, args.s.heads)] : 0.0f;  // natural units
-    hw::mbarrier_wait_or_trap(&sm.landed[group][n % kRingSlots], ring_parity(n));
+    hw::mbarrier_wait_or_trap(&sm.landed[BackwardRing::thread_group()][BackwardRing::slot(n)],
+                              BackwardRing::parity(n));
     asm volatile("" : "+f"(held_lse));  // the scaling stays after the wait
-    RingSlot& slot = sm.slot[n % kRingSlots];
+    RingSlot& slot = sm.slot[BackwardRing::slot(n)];
     slot.lse[row] = kLog2e * held_lse;
     if (T <= 64 && row >= 64) slot.delta[row] = 0.0f;  // query half 1 does not run; the key phase reads them
     const BackwardHead h{slot.head, slot.dout, nullptr, slot.lse, slot.delta};
     prepare_backward_head<kV14Threads, false>(h, nullptr, prep, T);
-    const auto sync = [] { warp_group_sync(thread_index_anew() / kV14Threads); };
-    sync();  // every chunk prepared, every lse stored
+    BackwardRing::sync();  // every chunk prepared, every lse stored
+    const int group = BackwardRing::thread_group();
     backward_head_query_first<kKeyPhase, kMaxT / 2>(h, sm.dq_stage[group], dqkv, at, args, group,
-                                                    ring_column_sums<kSums>(sm), sync,
+                                                    ring_column_sums<kSums>(sm), [] { BackwardRing::sync(); },
                                                     [] { __syncwarp(); });  // the stage's rows are the warp's again
     hw::fence_proxy_async_shared();  // this head's ordinary stores to the slot, before TMA writes it again
-    sync();                          // the slot, lse and delta are free
-    if (thread_index_anew() % kV14Threads == 0 && block_head(n + kRingSlots) < heads)
-      load_ring_head(sm, maps, n + kRingSlots, v10_head_rows(block_head(n + kRingSlots), args.s));
+    BackwardRing::sync();            // the slot is free
+    if (BackwardRing::thread_row() == 0 && block_head(n + BackwardRing::kSlots) < heads)
+      load_backward_ring_head(sm, maps, n + BackwardRing::kSlots,
+                              v10_head_rows(block_head(n + BackwardRing::kSlots), args.s));
     // The group's next head writes its slots only after its preparation's barrier.
     if constexpr (kSums)
-      store_column_sums(sm.column_sums[thread_index_anew() / kV14Threads], args.column_partials, at,
-                        thread_index_anew() % kV14Threads);
+      store_column_sums(sm.column_sums[BackwardRing::thread_group()], args.column_partials, at,
+                        BackwardRing::thread_row());
   }
 }
 
@@ -151,7 +139,7 @@ struct V49KeyPhase {
 };
 
 template <typename Keys, typename Smem>
-__global__ void __launch_bounds__(kRingThreads, 1)
+__global__ void __launch_bounds__(BackwardRing::kThreads, 1)
     ring_backward_kernel(const __grid_constant__ CUtensorMap qkv_map, const __grid_constant__ CUtensorMap dout_map,
                          const __grid_constant__ CUtensorMap out_map, bf16* dqkv, const float* lse, const float* bias,
                          FusedArgs args) {
@@ -171,7 +159,7 @@ BackwardWalk ring_walk(const char* version) {
                       .smem_bytes = kSmemBytes,
                       .column_partials = std::is_same_v<Smem, V49QkvBiasSmem>,
                       .lane_ordered_rope = true,
-                      .threads = kRingThreads};
+                      .threads = BackwardRing::kThreads};
 }
 
 BackwardWalk g_v49_walk = ring_walk<V49Smem>("v49's backward");

@@ -144,6 +144,15 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     walk_on_keeper_forward<48>("v48", "v48 (v46's branch on whether a chunk is masked in key half 1 alone, sm_90a)"),
     walk_on_keeper_forward<49>("v49", "v49 (v44's steps, two warp groups a block sharing a ring of three head slots, "
                                       "sm_90a)"),
+    {"v50",
+     "v50 (v44 with its forward's steps by three warp groups a block sharing a ring of four head slots, from 4 heads a "
+     "warp group, else v9's; sm_90a)",
+     false,
+     configure_in_order<attention_v50_forward_configure, fused_attention_configure>, attention_v50_forward,
+     keeper_backward<bf16>},
+    {"v51", "v51 (v50's forward and v49's backward, sm_90a)", false,
+     configure_in_order<attention_v50_forward_configure, walk_configure<49>, fused_attention_configure>,
+     attention_v50_forward, walk_backward<49>},
 };
 
 }  // namespace

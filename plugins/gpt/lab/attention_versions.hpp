@@ -22,13 +22,14 @@
 // v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread,
 // v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked, v47, v45 and
 // v46 together, and v48, v46's branch in key half 1 alone, attention_v43.cu; v49, v44's steps by two warp groups a
-// block sharing a ring of three head slots, attention_v49.cu; v29, the keeper's forward with v26's backward,
-// attention_v26.cu) and the keepers the trainers run (v8 and v44, layers.hpp's fused_attention_forward and _backward:
-// v44's forward is v29's, v26's loading each head's q a head ahead into a tile of its own, its backward v43's with
-// v39's select; v44's row refuses devices without the sm_90a path). sm_90a code runs on compute capability 9.0 alone;
-// a row that needs it refuses other devices. Every row has the keepers' contract (layers.hpp): forward writes out and
-// lse, backward dqkv; configure runs once, outside any capture. plugins/gpt/README.md keeps the retired versions'
-// figures.
+// block sharing a ring of three head slots, attention_v49.cu; v50, v44 with its forward's steps by three warp groups a
+// block sharing a ring of four head slots, attention_v50.cu, and v51, v50's forward with v49's backward; v29, the
+// keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run (v8 and v44, layers.hpp's
+// fused_attention_forward and _backward: v44's forward is v29's, v26's loading each head's q a head ahead into a tile
+// of its own, its backward v43's with v39's select; v44's row refuses devices without the sm_90a path). sm_90a code
+// runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers' contract
+// (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
+// plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -57,7 +58,7 @@ struct AttentionVersion {
   AttentionBackward<Elem>* backward;
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v49), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v51), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -127,6 +128,13 @@ AttentionBackward<bf16> attention_v28_backward;
 // too few for its grid, as the keeper chooses; configure sets up this forward and v9's.
 void attention_v26_forward_configure();
 AttentionForward<bf16> attention_v26_forward;
+
+// v50's forward (attention_v50.cu, sm_90a): the keeper's forward steps walked by three warp groups of one block an SM
+// sharing a ring of four head slots; rows v50 and v51 run it, on the keeper's backward and v49's. Its forward v9's
+// where a batch's heads are too few for its warp groups, as the keeper chooses; configure sets up this forward and
+// v9's.
+void attention_v50_forward_configure();
+AttentionForward<bf16> attention_v50_forward;
 
 // The backwards that are walks of the training library's sm_90a templates (cuda/attention_backward_walk_sm90a.cuh and,
 // from v43, cuda/attention_backward_query_first_sm90a.cuh), by version: v14 (attention_v14.cu), v17, v18, v21, v25,

@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v49/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v51/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v49: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v51: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -1343,7 +1343,9 @@ std::vector<CaseSpec> lab_cases() {
                                    "sm_90a) v43 with v39's select, v45 v44 with a head's rows landing in two parts, "
                                    "v46 v44 with a branch on whether a chunk is masked, no compare in the unmasked "
                                    "ones, v47 v45 and v46 together, v48 v46's branch in key half 1 alone, v49 v44's "
-                                   "steps by two warp groups a block sharing a ring of three head slots; "
+                                   "backward steps by two warp groups a block sharing a ring of three head slots, v50 "
+                                   "v44 with its forward's steps by three warp groups a block sharing four slots, v51 "
+                                   "v50's forward and v49's backward; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),

@@ -201,8 +201,8 @@ TEST(GptLabAttentionTable, BackwardWalksAreFoundByVersion) {
 // keeper chose until v26, for v22 and v25; the lab's v22 backward for v22, v23 and v24; v23's and v24's own
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v44 the keeper's entry points (chosen per device: none of
-// those kernels on its own), for v29 the keeper's forward with v26's backward, and for v30 to v43 and v45 to v49 the
-// keeper's forward with their own backwards.
+// those kernels on its own), for v29 the keeper's forward with v26's backward, for v30 to v43 and v45 to v49 the
+// keeper's forward with their own backwards, and v50's forward with the keeper's backward for v50, with v49's for v51.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -270,6 +270,10 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v47").backward == &walk_backward<47>);
   EXPECT_TRUE(row("v48").backward == &walk_backward<48>);
   EXPECT_TRUE(row("v49").backward == &walk_backward<49>);
+  for (const char* name : {"v50", "v51"})
+    EXPECT_TRUE(row(name).forward == &attention_v50_forward) << name;
+  EXPECT_TRUE(row("v50").backward == keeper.backward);
+  EXPECT_TRUE(row("v51").backward == &walk_backward<49>);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -829,12 +833,15 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
 // to bf16's rounding, not bit for bit, and every head is within bf16's tolerance of the double reference (a wrong mask,
 // layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44 (the keeper), v43 with
 // v39's select, v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked,
-// v47, v45 and v46 together, v48, v46's branch in key half 1 alone, and v49, v44's steps on a ring of three head slots
-// shared by two warp groups, give v43's bits. At 2304 heads (blocks walking many heads, both dout tiles, both parts'
-// barriers and each of v49's six barriers in turn, several times) and at 48 (a head a block).
-TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV49GiveItsBits) {
+// v47, v45 and v46 together, v48, v46's branch in key half 1 alone, v49, v44's steps on a ring of three head slots
+// shared by two warp groups, and v50 and v51, the keeper's forward steps on a ring of four slots shared by three warp
+// groups with v44's and v49's backwards, give v43's bits, and v50's and v51's out and lse are v29's. At 2304 heads
+// (blocks walking many heads, both dout tiles, both parts' barriers and each of the rings' barriers in turn, more than
+// once; v50's forward from 4 heads a warp group, as the keeper's from 4 a block) and at 48 (a head a block; v9's
+// forward in every row).
+TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV51GiveItsBits) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48", "v49"})
+  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48", "v49", "v50", "v51"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int H = 12, hd = 64;
   const int T = GetParam();
@@ -857,6 +864,12 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV49GiveItsBits) {
     EXPECT_EQ(v45.dqkv, v43.dqkv) << B << " sequences";
     for (const char* name : {"v46", "v47", "v48", "v49"})
       EXPECT_EQ(in.run(name).dqkv, v43.dqkv) << name << ", " << B << " sequences";
+    for (const char* name : {"v50", "v51"}) {
+      const FusedAttentionRun ring = in.run(name);
+      EXPECT_EQ(ring.out, v29.out) << name << ", " << B << " sequences";
+      EXPECT_EQ(ring.lse, v29.lse) << name << ", " << B << " sequences";
+      EXPECT_EQ(ring.dqkv, v43.dqkv) << name << ", " << B << " sequences";
+    }
   }
 }
 
