@@ -58,7 +58,7 @@ struct BackwardHead {
   float* delta;
 };
 
-// The 128 threads of warp group `group` meet (named barriers 1 and 2; __syncthreads is barrier 0).
+// The 128 threads of warp group `group` meet (named barrier 1 + group; __syncthreads is barrier 0).
 __device__ inline void warp_group_sync(int group) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + group) : "memory");
 }

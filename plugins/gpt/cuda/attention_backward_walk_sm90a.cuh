@@ -496,7 +496,8 @@ struct BackwardWalk {
   int threads = kV14Threads;
   int grid = 0;
 
-  // Two blocks of about 98 KB (v32's and v33's 113 KB) need the carveout that gives an SM the most shared memory.
+  // Two blocks of about 98 KB (v32's and v33's 113 KB; v49's one of 212 KB) need the carveout that gives an SM the
+  // most shared memory.
   void configure() { grid = configure_shared_sm90a(version, kernel, threads, smem_bytes); }
 
   // The kernel on `stream` over every head, at most `grid` blocks; partials [batch][3C] where it writes them.

@@ -7,7 +7,9 @@
 //     coprime, that barrier's fills are heads n, n + kGroups kSlots, ..., one group's visits to one slot in order: the
 //     wait for head n has parity (n / (kGroups kSlots)) % 2, and no wait can mistake an earlier fill's phase for its
 //     own (a slot's loads are issued one after another, each once the head before in that slot has ended);
-//   - the groups meet on named barriers of their own (warp_group_sync), never on the block's.
+//   - the groups meet on named barriers of their own (warp_group_sync, barrier 1 + group), never on the block's: a
+//     ring runs only steps that meet so (not attend_query_half's kStageInV, backward_query_halves_together's
+//     kStageInDsT, backward_key_halves_overlapped or store_head_column_sums, which assume a block of one group).
 // A thread's group and row, and the block's index, are read anew where used: held through a head they cost the
 // registers that its products need.
 // Included by sm_90a translation units alone, after attention_backward_sm90a.cuh.
@@ -29,6 +31,7 @@ __device__ inline int block_head(int n) {
 template <int kGroupCount, int kSlotCount>
 struct HeadRing {
   static_assert(std::gcd(kGroupCount, kSlotCount) == 1, "each barrier's fills are one group's visits to one slot");
+  static_assert(kGroupCount <= 15, "named barriers 1 .. 15");
   static constexpr int kGroups = kGroupCount, kSlots = kSlotCount, kGroupThreads = 128;
   static constexpr int kThreads = kGroups * kGroupThreads;
 

@@ -5,16 +5,16 @@
 // dout, 64 KB, and the head's lse and delta) instead of two blocks an SM of one warp group and one head's tiles each.
 //   - The ring (attention_ring_sm90a.cuh's HeadRing): the block's n-th head is warp group n % 2's and lands in slot
 //     n % 3; a group that ends head n loads head n + 3, the other group's, into the slot it frees, and the other
-//     group starts it once its own head n + 1 has ended. The groups settle at least a load's time apart (the second
-//     group's first wait sets that), and from then on a group that ends a head finds its next one landed: its boxes
-//     were loaded while the other group's head ran, where v44's block waits at every head's start for boxes it
-//     loaded at the end of the head before.
+//     group starts it once its own head n + 1 has ended. A load so has the time between the two groups' ends of
+//     their heads (the groups' offset, or a head's time less it); once the groups run at least a load's time apart,
+//     which a group's wait itself brings about, a group that ends a head finds its next one landed, where v44's
+//     block waits at every head's start for boxes it loaded at the end of the head before.
 //   - A head's lse and delta live in its slot; each group has its own dq stage (a query half's 64 rows: each warp
 //     stages the same 16 rows in both halves) and, with qkv's bias sums, its own column sums. The key phase meets on
 //     its group's barrier found anew (KeyPhase::group_anew): held through it, the group's number spills.
 // Why: in v44's backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100,
 // batch 512), and each block reads its next head's 64 KB only once its own head has ended, so an SM's bytes in flight
-// come in bursts; with a third slot shared by the SM's two heads, every load has a whole head's time to land.
+// come in bursts; with a third slot shared by the SM's two heads, a head's loads fly while the other group computes.
 // The arithmetic and its order are v44's: dqkv and the column sums equal v44's (qkv-bias v10's) bit for bit.
 // Budget: shared memory three slots of 65 KB, each group's dq stage 8 KB, six barriers: 212 KB with the alignment's
 // spare (224 KB with qkv's bias sums, 6 KB a group), one block an SM, 256 threads; 255 registers, no spills (with the
