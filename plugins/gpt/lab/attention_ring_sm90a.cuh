@@ -41,6 +41,19 @@ struct HeadRing {
   __device__ static int thread_group() { return thread_index_anew() / kGroupThreads; }
   __device__ static int thread_row() { return thread_index_anew() % kGroupThreads; }
   __device__ static void sync() { warp_group_sync(thread_group()); }
+
+  // Thread 0 sets up the barriers `landed` and loads the block's first kSlots heads (load(n): the block's n-th); then
+  // the block meets.
+  template <typename Load>
+  __device__ static void start(std::uint64_t (&landed)[kGroups][kSlots], int heads, Load load) {
+    if (threadIdx.x == 0) {
+      for (auto& bars : landed)
+        for (auto& bar : bars) hw::mbarrier_init(&bar, 1);
+      hw::mbarrier_init_fence();
+      for (int n = 0; n < kSlots && block_head(n) < heads; ++n) load(n);
+    }
+    __syncthreads();
+  }
 };
 
 }  // namespace

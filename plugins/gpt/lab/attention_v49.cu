@@ -89,14 +89,10 @@ __device__ __forceinline__ void walk_backward_heads_on_ring(Smem& sm, const V14M
   constexpr bool kSums = std::is_same_v<Smem, V49QkvBiasSmem>;
   static_assert(kV14Threads == kMaxT, "a thread holds one row's lse across the waits");
   const int heads = args.s.batch * args.s.heads, T = args.s.T;
-  if (threadIdx.x == 0) {
-    for (auto& bars : sm.landed)
-      for (auto& bar : bars) hw::mbarrier_init(&bar, 1);
-    hw::mbarrier_init_fence();
-    for (int n = 0; n < BackwardRing::kSlots && block_head(n) < heads; ++n)
-      load_backward_ring_head(sm, maps, n, v10_head_rows(block_head(n), args.s));
-  }
-  __syncthreads();
+  // maps and the shape captured by copy: by reference, ptxas spills 4 bytes of this kernel
+  BackwardRing::start(sm.landed, heads, [&sm, maps, s = args.s](int n) {
+    load_backward_ring_head(sm, maps, n, v10_head_rows(block_head(n), s));
+  });
   for (int n = BackwardRing::thread_group(); block_head(n) < heads; n += BackwardRing::kGroups) {
     const int row = BackwardRing::thread_row();
     const HeadRows at = v10_head_rows(block_head(n), args.s);

@@ -49,14 +49,9 @@ __device__ inline void load_forward_ring_head(V50Smem& sm, const CUtensorMap* qk
 __device__ __forceinline__ void walk_forward_heads_on_ring(V50Smem& sm, const CUtensorMap* qkv_map, bf16* out,
                                                            float* lse, const float* bias, const FusedArgs& args) {
   const int heads = args.s.batch * args.s.heads, T = args.s.T;
-  if (threadIdx.x == 0) {
-    for (auto& bars : sm.landed)
-      for (auto& bar : bars) hw::mbarrier_init(&bar, 1);
-    hw::mbarrier_init_fence();
-    for (int n = 0; n < ForwardRing::kSlots && block_head(n) < heads; ++n)
-      load_forward_ring_head(sm, qkv_map, n, v10_head_rows(block_head(n), args.s));
-  }
-  __syncthreads();
+  ForwardRing::start(sm.landed, heads, [&sm, qkv_map, s = args.s](int n) {
+    load_forward_ring_head(sm, qkv_map, n, v10_head_rows(block_head(n), s));
+  });
   for (int n = ForwardRing::thread_group(); block_head(n) < heads; n += ForwardRing::kGroups) {
     const HeadRows at = v10_head_rows(block_head(n), args.s);
     HeadPreparationSm90a<kV15Threads> prep;
