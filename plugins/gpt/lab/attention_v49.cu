@@ -1,8 +1,9 @@
-// Fused causal attention with RoPE, version 49's backward (bf16, the kernel lab's lab_attention_bf16 row v49, on the
-// keeper's forward, v29's): v44's steps on each head (attention_backward_query_first_sm90a.cuh's
-// backward_head_query_first: the query phase, delta from the scores, then the key phase with the masked exponents
-// dropped by a select), walked by two warp groups of one block an SM that share a ring of three head slots (q, k, v and
-// dout, 64 KB, and the head's lse and delta) instead of two blocks an SM of one warp group and one head's tiles each.
+// Fused causal attention with RoPE, versions 49's and 52's backwards (bf16, the kernel lab's lab_attention_bf16 rows
+// v49 and v52, on the keeper's forward, v29's, and v51, on v50's): v44's steps on each head
+// (attention_backward_query_first_sm90a.cuh's backward_head_query_first: the query phase, delta from the scores, then
+// the key phase with the masked exponents dropped by a select; v52's with v46's branch on whether a chunk is masked),
+// walked by two warp groups of one block an SM that share a ring of three head slots (q, k, v and dout, 64 KB, and
+// the head's lse and delta) instead of two blocks an SM of one warp group and one head's tiles each.
 //   - The ring (attention_ring_sm90a.cuh's HeadRing): the block's n-th head is warp group n % 2's and lands in slot
 //     n % 3; a group that ends head n loads head n + 3, the other group's, into the slot it frees, and the other
 //     group starts it once its own head n + 1 has ended. A load so has the time between the two groups' ends of
@@ -15,10 +16,12 @@
 // Why: in v44's backward 12.4% of the warp samples wait at a head's start for its q, k and v (Nsight Compute, H100,
 // batch 512), and each block reads its next head's 64 KB only once its own head has ended, so an SM's bytes in flight
 // come in bursts; with a third slot shared by the SM's two heads, a head's loads fly while the other group computes.
+// v52: v46's branch saved 1.3% of v44's backward but spilled 12 bytes with qkv's sums (qkv-bias v12); on the ring
+// neither form spills.
 // The arithmetic and its order are v44's: dqkv and the column sums equal v44's (qkv-bias v10's) bit for bit.
 // Budget: shared memory three slots of 65 KB, each group's dq stage 8 KB, six barriers: 212 KB with the alignment's
-// spare (224 KB with qkv's bias sums, 6 KB a group), one block an SM, 256 threads; 255 registers, no spills (with the
-// sums 4 bytes spilled), the same 8 warps an SM as v44's. Compiled for sm_90a alone, in the lab's sm_90a library;
+// spare (224 KB with qkv's bias sums, 6 KB a group), one block an SM, 256 threads; 255 registers, no spills (v49 with
+// the sums 4 bytes spilled), the same 8 warps an SM as v44's. Compiled for sm_90a alone, in the lab's sm_90a library;
 // attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -126,11 +129,19 @@ __device__ __forceinline__ void walk_backward_heads_on_ring(Smem& sm, const V14M
   }
 }
 
-// v44's key phase, its warp group's barrier found anew (KeyPhase::group_anew).
+// The rings' key phases, their warp group's barrier found anew (KeyPhase::group_anew): v49's, v44's; v52's, v46's
+// (a branch on whether a chunk is masked, in both key halves).
 struct V49KeyPhase {
   static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
                                    .select_masked = true,
                                    .store_ds_t = false,
+                                   .group_anew = true};
+};
+struct V52KeyPhase {
+  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
+                                   .select_masked = true,
+                                   .store_ds_t = false,
+                                   .branch_on_masked = KeyHalves::both,
                                    .group_anew = true};
 };
 
@@ -144,22 +155,28 @@ __global__ void __launch_bounds__(BackwardRing::kThreads, 1)
                                             lse, bias, args);
 }
 
-// The host side of the ring's kernel on Smem (out's map is made and never read).
-template <typename Smem>
-BackwardWalk ring_walk(const char* version) {
+// The host side of the ring's kernel with Keys' key phase on Smem (out's map is made and never read).
+template <typename Keys, typename Smem>
+BackwardWalk ring_walk(const char* version, const char* configure_name) {
   constexpr std::size_t kSmemBytes = sizeof(Smem) + kAtomBytes;  // room to align the start
   static_assert(kSmemBytes <= 227 * 1024, "one block an SM");
   return BackwardWalk{.version = version,
-                      .configure_name = "walk_configure<49>",
-                      .kernel = ring_backward_kernel<V49KeyPhase, Smem>,
+                      .configure_name = configure_name,
+                      .kernel = ring_backward_kernel<Keys, Smem>,
                       .smem_bytes = kSmemBytes,
                       .column_partials = std::is_same_v<Smem, V49QkvBiasSmem>,
                       .lane_ordered_rope = true,
                       .threads = BackwardRing::kThreads};
 }
 
-BackwardWalk g_v49_walk = ring_walk<V49Smem>("v49's backward");
-BackwardWalk g_v49_qkv_bias_walk = ring_walk<V49QkvBiasSmem>("v49's backward with qkv's bias sums");
+// Each with and without qkv's bias sums (lab_attention_qkv_bias_bf16's v15 and v16); a version's configure sets up
+// both.
+BackwardWalk g_v49_walk = ring_walk<V49KeyPhase, V49Smem>("v49's backward", "walk_configure<49>");
+BackwardWalk g_v49_qkv_bias_walk =
+    ring_walk<V49KeyPhase, V49QkvBiasSmem>("v49's backward with qkv's bias sums", "walk_configure<49>");
+BackwardWalk g_v52_walk = ring_walk<V52KeyPhase, V49Smem>("v52's backward", "walk_configure<52>");
+BackwardWalk g_v52_qkv_bias_walk =
+    ring_walk<V52KeyPhase, V49QkvBiasSmem>("v52's backward with qkv's bias sums", "walk_configure<52>");
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
@@ -169,6 +186,7 @@ namespace roofbench::gpt::cuda::lab {
 std::span<const VersionWalk> attention_v49_walks() {
   static constexpr VersionWalk kWalks[] = {
       version_walk<&attention::g_v49_walk, &attention::g_v49_qkv_bias_walk>(49),
+      version_walk<&attention::g_v52_walk, &attention::g_v52_qkv_bias_walk>(52),
   };
   return kWalks;
 }

@@ -153,6 +153,7 @@ const AttentionVersion<bf16> kBf16Versions[] = {
     {"v51", "v51 (v50's forward and v49's backward, sm_90a)", false,
      configure_in_order<attention_v50_forward_configure, walk_configure<49>, fused_attention_configure>,
      attention_v50_forward, walk_backward<49>},
+    walk_on_keeper_forward<52>("v52", "v52 (v49 with v46's branch on whether a chunk is masked, sm_90a)"),
 };
 
 }  // namespace

@@ -22,14 +22,14 @@
 // v42, v38 with that select in key half 1 alone, attention_v32.cu; v43, v38 with delta from the scores, out unread,
 // v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked, v47, v45 and
 // v46 together, and v48, v46's branch in key half 1 alone, attention_v43.cu; v49, v44's steps by two warp groups a
-// block sharing a ring of three head slots, attention_v49.cu; v50, v44 with its forward's steps by three warp groups a
-// block sharing a ring of four head slots, attention_v50.cu, and v51, v50's forward with v49's backward; v29, the
-// keeper's forward with v26's backward, attention_v26.cu) and the keepers the trainers run (v8 and v44, layers.hpp's
-// fused_attention_forward and _backward: v44's forward is v29's, v26's loading each head's q a head ahead into a tile
-// of its own, its backward v43's with v39's select; v44's row refuses devices without the sm_90a path). sm_90a code
-// runs on compute capability 9.0 alone; a row that needs it refuses other devices. Every row has the keepers' contract
-// (layers.hpp): forward writes out and lse, backward dqkv; configure runs once, outside any capture.
-// plugins/gpt/README.md keeps the retired versions' figures.
+// block sharing a ring of three head slots, and v52, v49 with v46's branch, attention_v49.cu; v50, v44 with its
+// forward's steps by three warp groups a block sharing a ring of four head slots, attention_v50.cu, and v51, v50's
+// forward with v49's backward; v29, the keeper's forward with v26's backward, attention_v26.cu) and the keepers the
+// trainers run (v8 and v44, layers.hpp's fused_attention_forward and _backward: v44's forward is v29's, v26's loading
+// each head's q a head ahead into a tile of its own, its backward v43's with v39's select; v44's row refuses devices
+// without the sm_90a path). sm_90a code runs on compute capability 9.0 alone; a row that needs it refuses other
+// devices. Every row has the keepers' contract (layers.hpp): forward writes out and lse, backward dqkv; configure runs
+// once, outside any capture. plugins/gpt/README.md keeps the retired versions' figures.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -58,7 +58,7 @@ struct AttentionVersion {
   AttentionBackward<Elem>* backward;
 };
 
-// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v51), in the axis's order.
+// lab_attention's rows (v1, v8) and lab_attention_bf16's (v7, v9 .. v52), in the axis's order.
 std::span<const AttentionVersion<float>> fp32_attention_versions();
 std::span<const AttentionVersion<bf16>> bf16_attention_versions();
 // The row named `name` ("v7"); throws roofbench::Error naming the table's versions when there is none.
@@ -139,10 +139,10 @@ AttentionForward<bf16> attention_v50_forward;
 // The backwards that are walks of the training library's sm_90a templates (cuda/attention_backward_walk_sm90a.cuh and,
 // from v43, cuda/attention_backward_query_first_sm90a.cuh), by version: v14 (attention_v14.cu), v17, v18, v21, v25,
 // v26, v27 (each in its own file, v27's beside v28), v30 and v31 (attention_v30.cu), v32 to v42 (attention_v32.cu),
-// v43 and v45 to v48 (attention_v43.cu), v49 (attention_v49.cu); each file's head comment says what its versions
-// change and why.
+// v43 and v45 to v48 (attention_v43.cu), v49 and v52 (attention_v49.cu); each file's head comment says what its
+// versions change and why.
 // configure_backward_walk sets up the version's walk and, where it has one, the same walk summing dqkv's columns as it
-// stores them (v26, v34, v37 to v42, v45 to v49: lab_attention_qkv_bias_bf16's rows), and runs once before either
+// stores them (v26, v34, v37 to v42, v45 to v49, v52: lab_attention_qkv_bias_bf16's rows), and runs once before either
 // launcher; from v38 the walks read the RoPE table's lane-ordered copy (else an Error). A version without a walk is an
 // Error, and in a build without sm_90a code every version is NotApplicable.
 void configure_backward_walk(int version);

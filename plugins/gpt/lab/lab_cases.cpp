@@ -5,9 +5,9 @@
 // elementwise v3, weight gradients v3); the lab's own versions are rows of its tables. Retired versions leave the
 // tables; plugins/gpt/README.md keeps their figures.
 //   lab_attention/version:v1|v8       the fused attention's forward + backward, fp32 (attention_versions.hpp)
-//   lab_attention_bf16/version:v7|v9|v10|...|v51/batch:64|128|256|512  the same on bf16 tensors, at R2's
+//   lab_attention_bf16/version:v7|v9|v10|...|v52/batch:64|128|256|512  the same on bf16 tensors, at R2's
 //                                     batch, R3's and two between
-//                                     (v10 to v51: sm_90a, compute capability 9.0 only)
+//                                     (v10 to v52: sm_90a, compute capability 9.0 only)
 //   lab_elementwise/version:v1|v2|v3  the MLP's bias + GELU forward, GELU's backward and fc's bias gradient
 //                                     (elementwise_versions.hpp)
 //   lab_elementwise_bf16/version:v1|v2|v3|v4  the same on bf16 tensors (R2-R4's)
@@ -24,10 +24,10 @@
 //   lab_qkv_wgrad_bf16/version:v1|v2/batch:64|512  the qkv layer's weight and bias gradients: v1 (R2-R4's off
 //                                     sm_90a) the GEMM then a column-sum pass, v2 the GEMM's BGRADB epilogue
 //                                     (kQkvWgradVersions)
-//   lab_attention_qkv_bias_bf16/version:v1-v15/batch:64|512  the attention's backward with qkv's bias gradient:
+//   lab_attention_qkv_bias_bf16/version:v1-v16/batch:64|512  the attention's backward with qkv's bias gradient:
 //                                     v1 the keeper's backward then a column-sum pass over dqkv, v2 v26's backward
-//                                     summing dqkv's columns as it stores them, v3 to v15 v34's, v37's to v42's,
-//                                     v44's to v49's summing them (v10, the keeper's, R2-R4's on sm_90a)
+//                                     summing dqkv's columns as it stores them, v3 to v16 v34's, v37's to v42's,
+//                                     v44's to v49's and v52's summing them (v10, the keeper's, R2-R4's on sm_90a)
 //   lab_embedding_backward/version:v1|v2/batch:64|512  the token embedding's backward: v1 (every rung's) a
 //                                     one-hot matrix and a GEMM, v2 dx's rows gathered by token
 //   lab_step_gemms_bf16/batch:64|512  no versions: the blocks' GEMMs of R2's and R3's step alone, for the
@@ -307,7 +307,8 @@ class AttentionLab final : public Case {
 //   v13: lab_attention_bf16's v47 (v45 and v46 together) summing them the same way;
 //   v14: lab_attention_bf16's v48 (v46's branch in key half 1 alone) summing them the same way;
 //   v15: lab_attention_bf16's v49 (v44's steps on a ring of three head slots, two warp groups a block) summing them
-//       the same way.
+//       the same way;
+//   v16: lab_attention_bf16's v52 (v49 with v46's branch) summing them the same way.
 struct QkvBiasVersion {
   const char* name;
   const char* kernel;
@@ -348,6 +349,7 @@ constexpr QkvBiasVersion kQkvBiasVersions[] = {
     walk_with_sums<47>("v13", "v47's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
     walk_with_sums<48>("v14", "v48's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
     walk_with_sums<49>("v15", "v49's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
+    walk_with_sums<52>("v16", "v52's backward summing dqkv's columns as it stores them, then column_finish (sm_90a)"),
 };
 
 class QkvBiasLab final : public Case {
@@ -1345,7 +1347,7 @@ std::vector<CaseSpec> lab_cases() {
                                    "ones, v47 v45 and v46 together, v48 v46's branch in key half 1 alone, v49 v44's "
                                    "backward steps by two warp groups a block sharing a ring of three head slots, v50 "
                                    "v44 with its forward's steps by three warp groups a block sharing four slots, v51 "
-                                   "v50's forward and v49's backward; "
+                                   "v50's forward and v49's backward, v52 v49 with v46's branch; "
                                    "batches 128 and 256 between R2's and R3's, where v29's forward changes",
                                    lab::version_names(lab::bf16_attention_versions()), Precision::bf16, 0,
                                    {64, 128, 256, 512}),
@@ -1399,8 +1401,8 @@ std::vector<CaseSpec> lab_cases() {
       lab_case<QkvBiasLab>("lab_attention_qkv_bias_bf16",
                            "kernel lab: the bf16 attention's backward with qkv's bias gradient (dqkv's column sums); "
                            "v1 the keeper's backward, then a column-sum pass over dqkv, v2 v26's backward summing the "
-                           "columns as it stores dqkv, v3 to v15 lab_attention_bf16's v34, v37 to v42 and v44 to v49 "
-                           "summing them (v10, the keeper's, R2-R4's on sm_90a)",
+                           "columns as it stores dqkv, v3 to v16 lab_attention_bf16's v34, v37 to v42, v44 to v49 and "
+                           "v52 summing them (v10, the keeper's, R2-R4's on sm_90a)",
                            lab::version_names(std::span<const QkvBiasVersion>(kQkvBiasVersions)), Precision::bf16, 0,
                            {64, 512}),
       // fp32 sums in two orders against double: well inside 1e-5 over 8192 to 65536 rows.

@@ -202,7 +202,8 @@ TEST(GptLabAttentionTable, BackwardWalksAreFoundByVersion) {
 // forwards; v25's backward for v25; the lab's v26 forward with the lab's v26 backward for v26, and with v27's
 // backward for v27; v28's own forward and backward; for v44 the keeper's entry points (chosen per device: none of
 // those kernels on its own), for v29 the keeper's forward with v26's backward, for v30 to v43 and v45 to v49 the
-// keeper's forward with their own backwards, and v50's forward with the keeper's backward for v50, with v49's for v51.
+// keeper's forward with their own backwards, v50's forward with the keeper's backward for v50, with v49's for v51, and
+// the keeper's forward with v52's backward for v52.
 TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   const auto row = [](const char* name) { return bf16_version(name); };  // a copy of the row
   for (const char* name : {"v9", "v13", "v14"})
@@ -249,7 +250,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
   EXPECT_TRUE(row("v28").forward == &attention_v28_forward);
   EXPECT_TRUE(row("v28").backward == &attention_v28_backward);
   for (const char* name : {"v29", "v30", "v31", "v32", "v33", "v34", "v35", "v36", "v37", "v38", "v39", "v40", "v41",
-                           "v42", "v43", "v45", "v46", "v47", "v48", "v49"})
+                           "v42", "v43", "v45", "v46", "v47", "v48", "v49", "v52"})
     EXPECT_TRUE(row(name).forward == keeper.forward) << name;
   EXPECT_TRUE(row("v30").backward == &walk_backward<30>);
   EXPECT_TRUE(row("v31").backward == &walk_backward<31>);
@@ -274,6 +275,7 @@ TEST(GptLabAttentionTable, RowsRunTheKernelsTheirNamesSay) {
     EXPECT_TRUE(row(name).forward == &attention_v50_forward) << name;
   EXPECT_TRUE(row("v50").backward == keeper.backward);
   EXPECT_TRUE(row("v51").backward == &walk_backward<49>);
+  EXPECT_TRUE(row("v52").backward == &walk_backward<52>);
 }
 
 // v7's conditional rescale (attend_row_block_online: the kept row maximum moves only when a tile's scores
@@ -834,14 +836,14 @@ TEST_P(GptLabAttentionSm90a, V32ToV42AreV29BitForBit) {
 // layout or delta errs by order 1 on the heads or rows it touches); the same bits twice. v44 (the keeper), v43 with
 // v39's select, v45, v44 with a head's rows landing in two parts, v46, v44 with a branch on whether a chunk is masked,
 // v47, v45 and v46 together, v48, v46's branch in key half 1 alone, v49, v44's steps on a ring of three head slots
-// shared by two warp groups, and v50 and v51, the keeper's forward steps on a ring of four slots shared by three warp
-// groups with v44's and v49's backwards, give v43's bits, and v50's and v51's out and lse are v29's. At 2304 heads
-// (blocks walking many heads, both dout tiles, both parts' barriers and each of the rings' barriers in turn, more than
-// once; v50's forward from 4 heads a warp group, as the keeper's from 4 a block) and at 48 (a head a block; v9's
-// forward in every row).
-TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV51GiveItsBits) {
+// shared by two warp groups, v52, v49 with v46's branch, and v50 and v51, the keeper's forward steps on a ring of four
+// slots shared by three warp groups with v44's and v49's backwards, give v43's bits, and v50's and v51's out and lse
+// are v29's. At 2304 heads (blocks walking many heads, both dout tiles, both parts' barriers and each of the rings'
+// barriers in turn, more than once; v50's forward from 4 heads a warp group, as the keeper's from 4 a block) and at 48
+// (a head a block; v9's forward in every row).
+TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV52GiveItsBits) {
   ROOFBENCH_GPT_REQUIRE_GPU();
-  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48", "v49", "v50", "v51"})
+  for (const char* name : {"v29", "v43", "v44", "v45", "v46", "v47", "v48", "v49", "v50", "v51", "v52"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   constexpr int H = 12, hd = 64;
   const int T = GetParam();
@@ -862,7 +864,7 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV51GiveItsBits) {
     const FusedAttentionRun v45 = in.run("v45");
     EXPECT_EQ(v45.out, v29.out) << B << " sequences";
     EXPECT_EQ(v45.dqkv, v43.dqkv) << B << " sequences";
-    for (const char* name : {"v46", "v47", "v48", "v49"})
+    for (const char* name : {"v46", "v47", "v48", "v49", "v52"})
       EXPECT_EQ(in.run(name).dqkv, v43.dqkv) << name << ", " << B << " sequences";
     for (const char* name : {"v50", "v51"}) {
       const FusedAttentionRun ring = in.run(name);
@@ -874,12 +876,12 @@ TEST_P(GptLabAttentionSm90a, V43TakesDeltaFromItsScoresAndV44ToV51GiveItsBits) {
 }
 
 // A backward with qkv's bias gradient on the sm_90a path (lab_attention_qkv_bias_bf16's v2, on v26's walk, v3 to v9 on
-// v34's and v37's to v42's, v10, the trainers', on the keeper's, v44's, v11 to v15 on v45's to v49's) on B sequences of
-// T: its dqkv equals the plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10 the keeper's,
-// v44's row's, whose arithmetic differs; v11 to v15 v45's to v49's rows'); its bias gradient is within fp32's rounding
-// of the double column sums of that dqkv over every row (rows from T on, which no block stores, add nothing), and the
-// same bits in a second run. The bias gradient and the partials are poisoned before each run, so a (sequence, head)
-// left unwritten shows.
+// v34's and v37's to v42's, v10, the trainers', on the keeper's, v44's, v11 to v15 on v45's to v49's, v16 on v52's) on
+// B sequences of T: its dqkv equals the plain backward's bit for bit (v38's row's, the same bits as v26's to v42's; v10
+// the keeper's, v44's row's, whose arithmetic differs; v11 to v16 v45's to v49's and v52's rows'); its bias gradient is
+// within fp32's rounding of the double column sums of that dqkv over every row (rows from T on, which no block stores,
+// add nothing), and the same bits in a second run. The bias gradient and the partials are poisoned before each run, so
+// a (sequence, head) left unwritten shows.
 using QkvBiasBackward = AttentionBackwardAndBiasGradient*;
 // A lab walk's form with qkv's bias sums and its configure (beside the keeper's forward's).
 template <int kVersion>
@@ -924,7 +926,7 @@ void expect_qkv_bias_backward(QkvBiasBackward with_sums, void (*configure)(), co
 TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
   ROOFBENCH_GPT_REQUIRE_GPU();
   for (const char* name :
-       {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44", "v45", "v46", "v47", "v48", "v49"})
+       {"v26", "v34", "v37", "v38", "v39", "v40", "v41", "v42", "v44", "v45", "v46", "v47", "v48", "v49", "v52"})
     if (const std::string why = not_applicable_reason(bf16_version(name)); !why.empty()) GTEST_SKIP() << why;
   const int T = GetParam();
   const std::pair<QkvBiasBackward, void (*)()> kernels[] = {
@@ -945,7 +947,8 @@ TEST_P(GptLabAttentionSm90a, QkvBiasBackwardIsTheKeepersWithDqkvsColumnSums) {
                                    std::pair{"v46", walk_with_bias_sums<46>()},
                                    std::pair{"v47", walk_with_bias_sums<47>()},
                                    std::pair{"v48", walk_with_bias_sums<48>()},
-                                   std::pair{"v49", walk_with_bias_sums<49>()}})
+                                   std::pair{"v49", walk_with_bias_sums<49>()},
+                                   std::pair{"v52", walk_with_bias_sums<52>()}})
     expect_at_every_shape(walk.first, walk.second, name);
   EXPECT_EQ(fused_attention_sm90a_backward_and_bias_gradient_blocks_per_sm(), 2);
 }
