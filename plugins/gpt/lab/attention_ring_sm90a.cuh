@@ -1,13 +1,10 @@
-// A ring of head slots shared by the warp groups of one block an SM (the lab's v49's backward, attention_v49.cu, and
-// v50's forward, attention_v50.cu), where the walks of one warp group a block give each block one head's tiles:
-//   - the block's n-th head (blockIdx.x + n gridDim.x, block_head) is warp group n % kGroups's and lands in slot
-//     n % kSlots; a group that ends head n loads head n + kSlots, another group's, into the slot it frees, so a head's
-//     boxes load while the heads before it run, and not only once its own group's head before has ended;
-//   - each slot's loads complete on a barrier of the group that reads them ([group][slot]). With kGroups and kSlots
-//     coprime, that barrier's fills are heads n, n + kGroups kSlots, ..., one group's visits to one slot in order: the
-//     wait for head n has parity (n / (kGroups kSlots)) % 2, and no wait can mistake an earlier fill's phase for its
-//     own (a slot's loads are issued one after another, each once the head before in that slot has ended);
-//   - the groups meet on named barriers of their own (warp_group_sync, barrier 1 + group), never on the block's: a
+// A ring of head slots shared by the warp groups of one block an SM (the lab's v49's and v52's backwards,
+// attention_v49.cu, and v50's forward, attention_v50.cu), where the walks of one warp group a block give each block one
+// head's tiles: ring_schedule.hpp's schedule (a head's group, slot, barrier and wait's parity), run on the device.
+//   - A group that ends head n loads head n + kSlots, another group's, into the slot it frees, so a head's boxes load
+//     while the heads before it run, and not only once its own group's head before has ended; no wait can mistake an
+//     earlier fill's phase for its own, however far the groups drift apart (tests/ring_schedule_test.cpp).
+//   - The groups meet on named barriers of their own (warp_group_sync, barrier 1 + group), never on the block's: a
 //     ring runs only steps that meet so (not attend_query_half's kStageInV, backward_query_halves_together's
 //     kStageInDsT, backward_key_halves_overlapped or store_head_column_sums, which assume a block of one group).
 // A thread's group and row, and the block's index, are read anew where used: held through a head they cost the
@@ -16,7 +13,8 @@
 #pragma once
 
 #include <cstdint>
-#include <numeric>
+
+#include "ring_schedule.hpp"
 
 namespace roofbench::gpt::cuda::attention {
 namespace {
@@ -29,15 +27,12 @@ __device__ inline int block_head(int n) {
 }
 
 template <int kGroupCount, int kSlotCount>
-struct HeadRing {
-  static_assert(std::gcd(kGroupCount, kSlotCount) == 1, "each barrier's fills are one group's visits to one slot");
+struct HeadRing : lab::RingSchedule<kGroupCount, kSlotCount> {
+  using lab::RingSchedule<kGroupCount, kSlotCount>::kGroups;
+  using lab::RingSchedule<kGroupCount, kSlotCount>::kSlots;
   static_assert(kGroupCount <= 15, "named barriers 1 .. 15");
-  static constexpr int kGroups = kGroupCount, kSlots = kSlotCount, kGroupThreads = 128;
-  static constexpr int kThreads = kGroups * kGroupThreads;
+  static constexpr int kGroupThreads = 128, kThreads = kGroups * kGroupThreads;
 
-  __device__ static int group(int n) { return n % kGroups; }
-  __device__ static int slot(int n) { return n % kSlots; }
-  __device__ static std::uint32_t parity(int n) { return (n / (kGroups * kSlots)) & 1; }
   __device__ static int thread_group() { return thread_index_anew() / kGroupThreads; }
   __device__ static int thread_row() { return thread_index_anew() % kGroupThreads; }
   __device__ static void sync() { warp_group_sync(thread_group()); }
