@@ -3,22 +3,20 @@
 // bias and RoPE factors by 16-byte loads, then attend_query_half on both query halves), walked by three warp groups of
 // one block an SM that share a ring of four head slots (q, k and v, 48 KB each), instead of three blocks an SM of one
 // warp group, each with its head's tiles and its next head's q.
-//   - The block's n-th head (blockIdx.x + n gridDim.x) is warp group n % 3's and lands in slot n % 4. A group that ends
-//     head n loads head n + 4, the next group's, into the slot it frees; that group starts it once its own head n + 1
-//     has ended. The groups settle at least a load's time apart, and from then on a group that ends a head finds its
-//     next one landed, where v29's block waits at every head's start for the k and v it loaded at the end of the head
+//   - The ring (attention_ring_sm90a.cuh's HeadRing): the block's n-th head is warp group n % 3's and lands in slot
+//     n % 4; a group that ends head n loads head n + 4, the next group's, into the slot it frees, and that group starts
+//     it once its own head n + 1 has ended. A load so has the time between those two ends; once the groups run at
+//     least a load's time apart, which a group's wait itself brings about, a group that ends a head finds its next
+//     one landed, where v29's block waits at every head's start for the k and v it loaded at the end of the head
 //     before.
-//   - A slot's loads complete on a barrier of the group that reads them (landed[group][slot]): each barrier's phases
-//     are one group's visits to one slot, in order (a slot's fills are issued one after another, each once the head
-//     before in that slot has ended).
-//   - The group's number, its row and the block's index are read anew where used (thread_index_anew, block_head):
-//     three groups at 168 registers leave none to hold them.
+//   - The group's number, its row and the block's index are read anew where used (HeadRing, block_head): three
+//     groups at 168 registers leave none to hold them.
 // Why: 18.8% of v26's forward warp samples waited for a head's boxes (Nsight Compute, H100, batch 512), and v29, which
 // loads q a head ahead, still loads k and v at each head's start; with a fourth slot shared by the SM's three heads,
 // every load has a part of a head's time to land.
 // The arithmetic and its order are v29's: out and lse equal the keeper's forward's bit for bit.
 // Budget: shared memory four slots 192 KB and twelve barriers, 193 KB with the alignment's spare, one block an SM, 384
-// threads (the 12 warps an SM of v29's three blocks), at most 168 registers a thread. Compiled for sm_90a alone, in the
+// threads (the 12 warps an SM of v29's three blocks), 167 registers, no spills. Compiled for sm_90a alone, in the
 // lab's sm_90a library; attention_v10_absent.cpp stands in without sm_90a code.
 #include <cuda.h>
 #include <cuda_bf16.h>
