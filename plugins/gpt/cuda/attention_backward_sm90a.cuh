@@ -200,7 +200,8 @@ __device__ __forceinline__ void fetch_factors_under_product(RopeBackFactors& fac
 // compare, where without it every pair's keep is !masked || (key <= query < T), which ptxas computes for every pair
 // while the scores' products run and, short of predicate registers, keeps as bits in ordinary ones, about six
 // instructions a pair. group_anew: the warp group's barrier found from the thread's index where it is met, not from
-// the caller's `group` (the lab's v49, whose two groups walk heads of their own: a register fewer through the phase).
+// the caller's `group` (the lab's rings, v49 and v52, whose two groups walk heads of their own: a register fewer
+// through the phase).
 enum class KeyHalves { neither, half_1, both };
 struct KeyPhase {
   bool prefetch_factors = false;
@@ -275,8 +276,8 @@ __device__ __forceinline__ void key_gradients(const BackwardHead& h, const Fused
   hw::fence_accumulators(dv);
   hw::fence_accumulators(dk);
   if constexpr (kPhase.store_ds_t) hw::fence_proxy_async_shared();  // dS^T's ordinary stores, read by the dq products
-  warp_group_sync(kPhase.group_anew ? thread_index_anew() / 128 : group);  // the half's dP^T has read all its v rows:
-                                                                           // they may hold the stages
+  // The half's dP^T has read all its v rows: they may hold the stages.
+  warp_group_sync(kPhase.group_anew ? thread_index_anew() / 128 : group);
 }
 
 // A warp's 16-row block of dk or dq (times scale, rotated back) to dqkv through `stage`: by `factors` where the
