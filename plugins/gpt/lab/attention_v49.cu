@@ -129,20 +129,15 @@ __device__ __forceinline__ void walk_backward_heads_on_ring(Smem& sm, const V14M
   }
 }
 
-// The rings' key phases, their warp group's barrier found anew (KeyPhase::group_anew): v49's, v44's; v52's, v46's
-// (a branch on whether a chunk is masked, in both key halves).
-struct V49KeyPhase {
-  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
-                                   .select_masked = true,
-                                   .store_ds_t = false,
-                                   .group_anew = true};
-};
-struct V52KeyPhase {
-  static constexpr KeyPhase kValue{.fetch = FactorFetch::under_product_lane_ordered,
-                                   .select_masked = true,
-                                   .store_ds_t = false,
-                                   .branch_on_masked = KeyHalves::both,
-                                   .group_anew = true};
+// A walk's key phase (V44KeyPhase, V46KeyPhase) on the ring: its warp group's barrier found anew
+// (KeyPhase::group_anew).
+template <typename Keys>
+struct OnRing {
+  static constexpr KeyPhase kValue = [] {
+    KeyPhase phase = Keys::kValue;
+    phase.group_anew = true;
+    return phase;
+  }();
 };
 
 template <typename Keys, typename Smem>
@@ -171,12 +166,12 @@ BackwardWalk ring_walk(const char* version, const char* configure_name) {
 
 // Each with and without qkv's bias sums (lab_attention_qkv_bias_bf16's v15 and v16); a version's configure sets up
 // both.
-BackwardWalk g_v49_walk = ring_walk<V49KeyPhase, V49Smem>("v49's backward", "walk_configure<49>");
+BackwardWalk g_v49_walk = ring_walk<OnRing<V44KeyPhase>, V49Smem>("v49's backward", "walk_configure<49>");
 BackwardWalk g_v49_qkv_bias_walk =
-    ring_walk<V49KeyPhase, V49QkvBiasSmem>("v49's backward with qkv's bias sums", "walk_configure<49>");
-BackwardWalk g_v52_walk = ring_walk<V52KeyPhase, V49Smem>("v52's backward", "walk_configure<52>");
+    ring_walk<OnRing<V44KeyPhase>, V49QkvBiasSmem>("v49's backward with qkv's bias sums", "walk_configure<49>");
+BackwardWalk g_v52_walk = ring_walk<OnRing<V46KeyPhase>, V49Smem>("v52's backward", "walk_configure<52>");
 BackwardWalk g_v52_qkv_bias_walk =
-    ring_walk<V52KeyPhase, V49QkvBiasSmem>("v52's backward with qkv's bias sums", "walk_configure<52>");
+    ring_walk<OnRing<V46KeyPhase>, V49QkvBiasSmem>("v52's backward with qkv's bias sums", "walk_configure<52>");
 
 }  // namespace
 }  // namespace roofbench::gpt::cuda::attention
